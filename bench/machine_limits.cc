@@ -1,0 +1,74 @@
+#include "bench/machine_limits.h"
+
+#include <sys/mman.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "common/cpu.h"
+#include "common/random.h"
+
+namespace fanout::bench {
+
+double RandomReadRate(int threads, int64_t bytes, double seconds) {
+  const uint64_t n = static_cast<uint64_t>(bytes) / 8;
+  uint64_t pow2 = 1;
+  while (pow2 * 2 <= n) pow2 *= 2;
+  // 2 MiB-aligned and advised for transparent huge pages, so the figure is
+  // the memory's random-access limit rather than the page walker's.
+  size_t alloc = pow2 * sizeof(uint64_t);
+  void* raw = std::aligned_alloc(size_t{2} << 20, (alloc + (size_t{2} << 20) - 1) & ~((size_t{2} << 20) - 1));
+  if (raw == nullptr) return 0;
+  std::unique_ptr<uint64_t[], void (*)(uint64_t*)> data(static_cast<uint64_t*>(raw),
+                                                       [](uint64_t* p) { std::free(p); });
+  madvise(raw, alloc, MADV_HUGEPAGE);
+  // Touch every page in parallel so the timed loop reads real memory.
+  {
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; ++t)
+      ts.emplace_back([&, t] {
+        (void)PinThisThread(t);
+        for (uint64_t i = t; i < pow2; i += threads) data[i] = i * kGolden64;
+      });
+    for (auto& th : ts) th.join();
+  }
+  const uint64_t mask = pow2 - 1;
+  std::atomic<uint64_t> total_reads{0};
+  std::atomic<uint64_t> sink{0};
+  std::vector<std::thread> ts;
+  auto start = std::chrono::steady_clock::now();
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&, t] {
+      (void)PinThisThread(t);
+      // Four independent LCG streams give addresses at about one per cycle,
+      // so the loop is bound by the loads, not by computing where they go.
+      uint64_t s = 0, reads = 0;
+      uint64_t x0 = Mix64(4 * t + 1), x1 = Mix64(4 * t + 2), x2 = Mix64(4 * t + 3), x3 = Mix64(4 * t + 4);
+      const uint64_t kMul = 6364136223846793005ULL, kAdd = 1442695040888963407ULL;
+      const int shift = 64 - __builtin_ctzll(pow2);
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+      while (std::chrono::steady_clock::now() < deadline) {
+        for (int k = 0; k < (1 << 14); ++k) {
+          x0 = x0 * kMul + kAdd;
+          x1 = x1 * kMul + kAdd;
+          x2 = x2 * kMul + kAdd;
+          x3 = x3 * kMul + kAdd;
+          s += data[x0 >> shift] + data[x1 >> shift] + data[x2 >> shift] + data[x3 >> shift];
+        }
+        reads += 4 << 14;
+      }
+      (void)mask;
+      total_reads += reads;
+      sink += s;
+    });
+  }
+  for (auto& th : ts) th.join();
+  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return total_reads.load() / elapsed;
+}
+
+}  // namespace fanout::bench

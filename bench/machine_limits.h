@@ -1,0 +1,17 @@
+// The machine's own limits, measured in the same run as a benchmark so that
+// figures can be printed as ratios (these machines are shared and noisy).
+#ifndef FANOUT_BENCH_MACHINE_LIMITS_H_
+#define FANOUT_BENCH_MACHINE_LIMITS_H_
+
+#include <cstdint>
+
+namespace fanout::bench {
+
+// Independent random 8-byte reads from an array of `bytes` bytes, by
+// `threads` threads pinned to distinct CPUs, for about `seconds`. Returns
+// reads per second summed over the threads.
+double RandomReadRate(int threads, int64_t bytes, double seconds);
+
+}  // namespace fanout::bench
+
+#endif  // FANOUT_BENCH_MACHINE_LIMITS_H_

@@ -1,0 +1,151 @@
+// fanout-bench-sampler: multi-hop sampling throughput on the R-MAT benchmark
+// graph, beside the machine's random 8-byte read rate measured in the same
+// run. Writes a JSON array of cases with --json.
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <vector>
+
+#include "bench/machine_limits.h"
+#include "common/cpu.h"
+#include "common/random.h"
+#include "datasets/rmat.h"
+#include "sampler/multihop.h"
+
+using Clock = std::chrono::steady_clock;
+namespace sp = fanout::sampler;
+
+namespace {
+
+struct Result {
+  double edges_per_s = 0, batches_per_s = 0, nodes_per_s = 0;
+};
+
+// `threads` pinned threads, each sampling its own batches of uniform random
+// seeds for about `seconds`.
+Result RunCase(const sp::CsrGraph& graph, const std::vector<int64_t>& fanouts, int threads,
+               int64_t batch_size, double seconds) {
+  std::atomic<int64_t> edges{0}, nodes{0}, batches{0};
+  std::vector<std::thread> ts;
+  auto start = Clock::now();
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&, t] {
+      (void)fanout::PinThisThread(t);
+      sp::MultiHopOptions opts;
+      opts.fanouts = fanouts;
+      sp::MultiHopSampler sampler(graph, opts, nullptr);
+      sp::SampledSubgraph sub;
+      std::vector<int64_t> seeds(batch_size);
+      fanout::SplitMix64 rng(1000 + t);
+      int64_t e = 0, n = 0, b = 0;
+      auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
+      // One warm-up batch sizes the reused buffers.
+      do {
+        for (auto& s : seeds) s = static_cast<int64_t>(fanout::DrawBelow(rng.Next(), graph.num_nodes()));
+        fanout::Status st = sampler.Sample(seeds, static_cast<uint64_t>(b) * 131 + t, &sub);
+        if (!st.ok()) {
+          std::fprintf(stderr, "sampling failed: %s\n", st.ToString().c_str());
+          std::exit(1);
+        }
+        e += static_cast<int64_t>(sub.row.size());
+        n += static_cast<int64_t>(sub.n_id.size());
+        ++b;
+      } while (Clock::now() < deadline);
+      edges += e;
+      nodes += n;
+      batches += b;
+    });
+  }
+  for (auto& th : ts) th.join();
+  double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  return Result{edges / secs, batches / secs, nodes / secs};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"fanout-bench-sampler: multi-hop sampling throughput on the R-MAT benchmark graph,\n"
+               "beside the machine's random-read rate measured in the same run."};
+  int scale = 20;
+  double seconds = 3.0;
+  int64_t batch_size = 1024;
+  int max_threads = 2;
+  std::string json_path;
+  app.add_option("--scale", scale, "R-MAT scale (check values are printed for 20)")->default_val(20)->check(CLI::Range(1, 30));
+  app.add_option("--seconds", seconds, "Seconds per measured case")->default_val(3.0)->check(CLI::Range(0.1, 600.0));
+  app.add_option("--batch-size", batch_size, "Seeds per batch")->default_val(1024)->check(CLI::Range(1, 1 << 20));
+  app.add_option("--threads", max_threads, "Measure 1..N threads (1 and 2 by default)")->default_val(2)->check(CLI::Range(1, 64));
+  app.add_option("--json", json_path, "Write the cases as a JSON array to this file");
+  CLI11_PARSE(app, argc, argv);
+
+  fanout::datasets::RmatOptions rmat;
+  rmat.scale = scale;
+  sp::CsrArrays csr;
+  auto t0 = Clock::now();
+  fanout::Status st = fanout::datasets::GenerateRmat(rmat, &csr);
+  if (!st.ok()) {
+    std::fprintf(stderr, "fanout-bench-sampler: %s\n", st.ToString().c_str());
+    return 1;
+  }
+  double gen_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  int64_t n = csr.num_nodes();
+  int64_t zero_deg = 0, max_deg = 0;
+  for (int64_t v = 0; v < n; ++v) {
+    int64_t d = csr.indptr[v + 1] - csr.indptr[v];
+    zero_deg += d == 0;
+    max_deg = std::max(max_deg, d);
+  }
+  std::printf("R-MAT scale %d: %lld nodes, %lld edges (generated in %.1f s)\n", scale,
+              static_cast<long long>(n), static_cast<long long>(csr.num_edges()), gen_s);
+  std::printf("check values: out-degree-0 nodes %lld, max out-degree %lld, indptr[N/2] %lld, checksum %016llx\n",
+              static_cast<long long>(zero_deg), static_cast<long long>(max_deg),
+              static_cast<long long>(csr.indptr[n / 2]),
+              static_cast<unsigned long long>(fanout::datasets::CsrChecksum(csr)));
+  if (scale == 20) {
+    bool ok = zero_deg == 501584 && max_deg == 69516 && csr.indptr[n / 2] == 12754809 &&
+              fanout::datasets::CsrChecksum(csr) == 0x9dfb4e99095000caULL;
+    std::printf("check values %s the published ones\n", ok ? "MATCH" : "DO NOT MATCH");
+    if (!ok) return 1;
+  }
+
+  sp::CsrGraph graph = csr.View();
+  nlohmann::json cases = nlohmann::json::array();
+  const std::vector<std::vector<int64_t>> fanout_sets = {{15, 10, 5}, {25, 10}};
+  for (int threads = 1; threads <= max_threads; ++threads) {
+    double reads = fanout::bench::RandomReadRate(threads, int64_t{1} << 30, std::min(seconds, 2.0));
+    std::printf("\n%d thread(s): random 8-byte reads on 1 GiB: %.1f M/s\n", threads, reads / 1e6);
+    for (const auto& fo : fanout_sets) {
+      Result r = RunCase(graph, fo, threads, batch_size, seconds);
+      double ratio = r.edges_per_s / reads;
+      std::string fs = "[";
+      for (size_t i = 0; i < fo.size(); ++i) fs += (i ? "," : "") + std::to_string(fo[i]);
+      fs += "]";
+      std::printf("  fanout %-10s %8.2f M edges/s  %8.1f batches/s  %8.2f M nodes/s  ratio to random reads %.3f\n",
+                  fs.c_str(), r.edges_per_s / 1e6, r.batches_per_s, r.nodes_per_s / 1e6, ratio);
+      cases.push_back({{"case", "multihop"},
+                       {"fanout", fo},
+                       {"threads", threads},
+                       {"batch_size", batch_size},
+                       {"scale", scale},
+                       {"edges_per_s", r.edges_per_s},
+                       {"batches_per_s", r.batches_per_s},
+                       {"nodes_per_s", r.nodes_per_s},
+                       {"random_reads_per_s", reads},
+                       {"ratio", ratio}});
+    }
+  }
+  if (!json_path.empty()) {
+    std::ofstream f(json_path);
+    f << cases.dump(2) << "\n";
+    if (!f) {
+      std::fprintf(stderr, "fanout-bench-sampler: cannot write %s\n", json_path.c_str());
+      return 1;
+    }
+    std::printf("\nwrote %s\n", json_path.c_str());
+  }
+  return 0;
+}

@@ -1,0 +1,39 @@
+// CPU topology helpers used by benchmarks and servers.
+#ifndef FANOUT_COMMON_CPU_H_
+#define FANOUT_COMMON_CPU_H_
+
+#include <cstddef>
+
+#include "common/status.h"
+
+namespace fanout {
+
+// Number of CPUs this process may run on (its affinity mask).
+int UsableCpuCount();
+
+// Pins the calling thread to the `index`-th CPU of the process affinity mask
+// (wrapping around). Returns an error status if the OS refuses.
+Status PinThisThread(int index);
+
+// Resident set size of this process in bytes (0 if unknown), and its peak.
+int64_t ResidentSetBytes();
+int64_t PeakResidentSetBytes();
+
+// Asks the kernel to back [p, p + bytes) with transparent huge pages (the
+// 2 MiB-aligned interior of the range). Call it before the memory is first
+// touched; random-access arrays (CSR, id maps) then miss the TLB far less.
+// Best effort: does nothing where THP is unavailable.
+void AdviseHugePages(const void* p, size_t bytes);
+
+// Reserves `n` elements in `v` and advises huge pages for them, so a
+// following resize()/assign() faults the memory in as huge pages.
+template <typename Vec>
+void ReserveHuge(Vec* v, size_t n) {
+  if (v->capacity() >= n) return;
+  v->reserve(n);
+  AdviseHugePages(v->data(), v->capacity() * sizeof(typename Vec::value_type));
+}
+
+}  // namespace fanout
+
+#endif  // FANOUT_COMMON_CPU_H_

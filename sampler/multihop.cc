@@ -1,0 +1,101 @@
+#include "sampler/multihop.h"
+
+#include <algorithm>
+#include <string>
+
+namespace fanout::sampler {
+
+void SampledSubgraph::Clear() {
+  n_id.clear();
+  row.clear();
+  col.clear();
+  edge_id.clear();
+  num_sampled_nodes.clear();
+  num_sampled_edges.clear();
+  batch_size = 0;
+}
+
+Status CheckMultiHopOptions(const MultiHopOptions& options, bool graph_has_weights) {
+  for (size_t h = 0; h < options.fanouts.size(); ++h)
+    FANOUT_RETURN_IF_ERROR(CheckFanout(options.fanouts[h], static_cast<int64_t>(h)));
+  if (options.sampling.weighted && !graph_has_weights)
+    return Status::InvalidArgument("weighted sampling requested but the graph has no edge weights");
+  return Status::OK();
+}
+
+void SubgraphBuilder::Begin(ArrayView<const int64_t> seeds, SampledSubgraph* out) {
+  out->Clear();
+  const int64_t b = static_cast<int64_t>(seeds.size());
+  out->batch_size = b;
+  out->n_id.resize(b);
+  std::copy(seeds.begin(), seeds.end(), out->n_id.begin());
+  out->num_sampled_nodes.push_back(b);
+  map_.Reset(b);
+  for (int64_t i = 0; i < b; ++i) map_.FindOrInsert(seeds[i], i);  // first position wins
+  frontier_begin_ = 0;
+  frontier_end_ = b;
+}
+
+void SubgraphBuilder::AddHop(const OneHopResult& hop, bool with_edge_ids, SampledSubgraph* out) {
+  constexpr int64_t kPrefetch = 16;
+  const int64_t m = frontier_end_ - frontier_begin_;
+  const int64_t total = hop.offsets[m];
+  const int64_t* nbr = hop.neighbors.data();
+  const int64_t* off = hop.offsets.data();
+
+  int64_t e0 = static_cast<int64_t>(out->row.size());
+  out->row.resize(e0 + total);
+  out->col.resize(e0 + total);
+  if (with_edge_ids) {
+    out->edge_id.resize(e0 + total);
+    std::copy(hop.edge_ids.begin(), hop.edge_ids.begin() + total, out->edge_id.begin() + e0);
+  }
+  int64_t n0 = static_cast<int64_t>(out->n_id.size());
+  map_.Reserve(map_.size() + total);
+  // n_id grows by at most `total`; size it once and trim at the end.
+  out->n_id.resize(n0 + total);
+  int64_t* n_id = out->n_id.data();
+  int64_t* row = out->row.data() + e0;
+  int64_t* col = out->col.data() + e0;
+  int64_t next = n0;
+
+  for (int64_t i = 0; i < m; ++i) {
+    const int64_t target = frontier_begin_ + i;
+    for (int64_t e = off[i]; e < off[i + 1]; ++e) {
+      if (e + kPrefetch < total) map_.Prefetch(nbr[e + kPrefetch]);
+      int64_t v = nbr[e];
+      int64_t local = map_.FindOrInsert(v, next);
+      if (local == next) n_id[next++] = v;
+      row[e] = local;
+      col[e] = target;
+    }
+  }
+  out->n_id.resize(next);
+  out->num_sampled_nodes.push_back(next - n0);
+  out->num_sampled_edges.push_back(total);
+  frontier_begin_ = n0;
+  frontier_end_ = next;
+}
+
+Status MultiHopSampler::Sample(ArrayView<const int64_t> seeds, uint64_t request_seed,
+                               SampledSubgraph* out) {
+  FANOUT_RETURN_IF_ERROR(CheckMultiHopOptions(options_, graph_.has_weights()));
+  const int64_t lo = options_.sampling.node_offset;
+  const int64_t hi = lo + graph_.num_nodes();
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    if (seeds[i] < lo || seeds[i] >= hi)
+      return Status::InvalidArgument("seed " + std::to_string(seeds[i]) + " (position " +
+                                     std::to_string(i) + ") is outside [" + std::to_string(lo) +
+                                     ", " + std::to_string(hi) + ")");
+  }
+  builder_.Begin(seeds, out);
+  for (size_t h = 0; h < options_.fanouts.size(); ++h) {
+    FANOUT_RETURN_IF_ERROR(hop_sampler_.Sample(graph_, builder_.Frontier(*out), options_.fanouts[h],
+                                               static_cast<int64_t>(h), request_seed,
+                                               options_.sampling, pool_, &hop_));
+    builder_.AddHop(hop_, options_.sampling.with_edge_ids, out);
+  }
+  return Status::OK();
+}
+
+}  // namespace fanout::sampler

@@ -1,0 +1,143 @@
+#include "sampler/neighbor_sampler.h"
+
+#include <algorithm>
+#include <string>
+
+#include "common/random.h"
+#include "sampler/detail/sample_row.h"
+
+namespace fanout::sampler {
+
+Status CheckFanout(int64_t fanout, int64_t hop) {
+  if (fanout < -1)
+    return Status::InvalidArgument("fanout " + std::to_string(fanout) + " of hop " +
+                                   std::to_string(hop) +
+                                   " is invalid: use -1 for all neighbors or a value >= 0");
+  return Status::OK();
+}
+
+namespace {
+constexpr int64_t kPrefetchNodes = 8;
+constexpr int64_t kMinChunk = 512;
+}  // namespace
+
+Status HopSampler::Sample(const CsrGraph& graph, ArrayView<const int64_t> nodes, int64_t fanout,
+                          int64_t hop, uint64_t request_seed, const SamplingOptions& options,
+                          ThreadPool* pool, OneHopResult* out) {
+  FANOUT_RETURN_IF_ERROR(CheckFanout(fanout, hop));
+  if (options.weighted && !graph.has_weights())
+    return Status::InvalidArgument("weighted sampling requested but the graph has no edge weights");
+  const int64_t m = static_cast<int64_t>(nodes.size());
+  const int64_t lo = options.node_offset;
+  const int64_t hi = options.node_offset + graph.num_nodes();
+  const int64_t* indptr = graph.indptr();
+
+  start_.resize(m);
+  degree_.resize(m);
+  out->offsets.resize(m + 1);
+  int64_t* count = out->offsets.data() + 1;  // counts first, prefix sums later
+
+  int threads = pool ? pool->num_threads() + 1 : 1;
+  int64_t chunk = std::max<int64_t>(kMinChunk, (m + threads * 4 - 1) / (threads * 4));
+  int64_t num_chunks = (m + chunk - 1) / chunk;
+  std::vector<int64_t> bad(static_cast<size_t>(num_chunks), -1);  // first bad position per chunk
+
+  // Phase 1: row bounds and exact sample counts (prefetching indptr ahead).
+  auto count_chunk = [&](int64_t c) {
+    int64_t b = c * chunk, e = std::min(m, b + chunk);
+    for (int64_t i = b; i < e; ++i) {
+      if (i + kPrefetchNodes < e) {
+        int64_t ahead = nodes[i + kPrefetchNodes] - lo;
+        if (ahead >= 0 && ahead < hi - lo) __builtin_prefetch(indptr + ahead);
+      }
+      int64_t v = nodes[i];
+      if (v < lo || v >= hi) {
+        bad[c] = i;
+        return;
+      }
+      int64_t s = indptr[v - lo];
+      int64_t d = indptr[v - lo + 1] - s;
+      start_[i] = s;
+      degree_[i] = d;
+      count[i] = detail::RowSampleCount(graph, s, d, fanout, options);
+    }
+  };
+  if (num_chunks <= 1 || pool == nullptr) {
+    for (int64_t c = 0; c < num_chunks; ++c) count_chunk(c);
+  } else {
+    pool->ParallelFor(num_chunks, count_chunk);
+  }
+  for (int64_t c = 0; c < num_chunks; ++c) {
+    if (bad[c] >= 0) {
+      int64_t i = bad[c];
+      return Status::InvalidArgument("node " + std::to_string(nodes[i]) + " (position " +
+                                     std::to_string(i) + ") is outside [" + std::to_string(lo) +
+                                     ", " + std::to_string(hi) + ")");
+    }
+  }
+
+  int64_t* offsets = out->offsets.data();
+  offsets[0] = 0;
+  for (int64_t i = 0; i < m; ++i) offsets[i + 1] += offsets[i];
+  const int64_t total = offsets[m];
+  out->neighbors.resize(total);
+  out->edge_ids.resize(options.with_edge_ids ? total : 0);
+
+  // Phase 2, software-pipelined: draw node i + kDrawAhead's positions and
+  // prefetch the CSR lines they land on, then resolve node i's positions to
+  // neighbor ids and edge ids. Picks inside long rows are random accesses;
+  // issuing them a few nodes early overlaps their misses.
+  const int64_t* indices = graph.indices();
+  const int64_t* eids = graph.edge_ids();
+  int64_t* nbr = out->neighbors.data();
+  int64_t* eid_out = options.with_edge_ids ? out->edge_ids.data() : nullptr;
+  auto sample_chunk = [&](int64_t c) {
+    constexpr int64_t kDrawAhead = 6;
+    detail::RowScratch scratch;
+    int64_t b = c * chunk, e = std::min(m, b + chunk);
+    auto draw = [&](int64_t i) {
+      int64_t o = offsets[i];
+      int64_t k = offsets[i + 1] - o;
+      if (k == 0) return;
+      int64_t s = start_[i];
+      int64_t* pos = nbr + o;
+      detail::SampleRowPositions(graph, s, degree_[i], fanout, k, NodeKey(request_seed, hop, nodes[i]),
+                                 options, pos, &scratch);
+      for (int64_t j = 0; j < k; ++j) {
+        __builtin_prefetch(indices + s + pos[j]);
+        if (eids) __builtin_prefetch(eids + s + pos[j]);
+      }
+    };
+    for (int64_t i = b; i < std::min(e, b + kDrawAhead); ++i) draw(i);
+    for (int64_t i = b; i < e; ++i) {
+      if (i + kDrawAhead < e) draw(i + kDrawAhead);
+      int64_t o = offsets[i];
+      int64_t k = offsets[i + 1] - o;
+      int64_t s = start_[i];
+      int64_t* pos = nbr + o;
+      if (eid_out) {
+        if (eids) {
+          for (int64_t j = 0; j < k; ++j) eid_out[o + j] = eids[s + pos[j]];
+        } else {
+          for (int64_t j = 0; j < k; ++j) eid_out[o + j] = s + pos[j];
+        }
+      }
+      for (int64_t j = 0; j < k; ++j) pos[j] = indices[s + pos[j]];
+    }
+  };
+  if (num_chunks <= 1 || pool == nullptr) {
+    for (int64_t c = 0; c < num_chunks; ++c) sample_chunk(c);
+  } else {
+    pool->ParallelFor(num_chunks, sample_chunk);
+  }
+  return Status::OK();
+}
+
+Status SampleOneHop(const CsrGraph& graph, ArrayView<const int64_t> nodes, int64_t fanout,
+                    int64_t hop, uint64_t request_seed, const SamplingOptions& options,
+                    ThreadPool* pool, OneHopResult* out) {
+  HopSampler sampler;
+  return sampler.Sample(graph, nodes, fanout, hop, request_seed, options, pool, out);
+}
+
+}  // namespace fanout::sampler

@@ -1,0 +1,70 @@
+// One-hop neighbor sampling of a batch of nodes.
+//
+// Sampling is a pure function of (graph, node id, hop, request seed): node v's
+// sample in hop h of the request with seed s depends on nothing else, so the
+// output is the same for any thread count, any split of the nodes into
+// batches, any order of the nodes, and on any server holding v's row.
+#ifndef FANOUT_SAMPLER_NEIGHBOR_SAMPLER_H_
+#define FANOUT_SAMPLER_NEIGHBOR_SAMPLER_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "common/array_view.h"
+#include "common/pod_vector.h"
+#include "common/status.h"
+#include "common/thread_pool.h"
+#include "sampler/csr_graph.h"
+
+namespace fanout::sampler {
+
+struct SamplingOptions {
+  // Draw with replacement: exactly `fanout` draws from any non-empty row
+  // (default false: without replacement, min(fanout, degree) distinct edges).
+  bool replace = false;
+  // Draw proportionally to edge weights; REQUIRES a weighted graph. Edges of
+  // weight 0 are never drawn (default false: uniform).
+  bool weighted = false;
+  // Return the id of each sampled edge (default true).
+  bool with_edge_ids = true;
+  // Global id of the graph's row 0: node v is row v - node_offset. A
+  // partition's CSR holds rows [node_offset, node_offset + num_nodes) of the
+  // global graph (default 0: the whole graph).
+  int64_t node_offset = 0;
+};
+
+// Checks one fanout value: -1 (all neighbors) or >= 0.
+Status CheckFanout(int64_t fanout, int64_t hop);
+
+// The result of a one-hop request: node i's sample is
+// neighbors[offsets[i] .. offsets[i+1]) with edge ids at the same positions.
+struct OneHopResult {
+  PodVector<int64_t> offsets;    // nodes + 1 entries
+  PodVector<int64_t> neighbors;  // global node ids
+  PodVector<int64_t> edge_ids;   // empty unless with_edge_ids
+};
+
+// Reusable state for sampling one hop. Not thread-safe: one per thread.
+class HopSampler {
+ public:
+  // Samples up to `fanout` neighbors of every node in `nodes` (global ids in
+  // [node_offset, node_offset + graph.num_nodes())) for hop `hop` of the
+  // request with seed `request_seed`. Uses `pool` (may be null) to split large
+  // batches. On error `out` is unspecified.
+  Status Sample(const CsrGraph& graph, ArrayView<const int64_t> nodes, int64_t fanout, int64_t hop,
+                uint64_t request_seed, const SamplingOptions& options, ThreadPool* pool,
+                OneHopResult* out);
+
+ private:
+  PodVector<int64_t> start_;  // per node: first CSR position of its row
+  PodVector<int64_t> degree_;
+};
+
+// Convenience wrapper: a fresh HopSampler per call.
+Status SampleOneHop(const CsrGraph& graph, ArrayView<const int64_t> nodes, int64_t fanout,
+                    int64_t hop, uint64_t request_seed, const SamplingOptions& options,
+                    ThreadPool* pool, OneHopResult* out);
+
+}  // namespace fanout::sampler
+
+#endif  // FANOUT_SAMPLER_NEIGHBOR_SAMPLER_H_

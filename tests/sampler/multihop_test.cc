@@ -1,0 +1,202 @@
+#include "sampler/multihop.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <vector>
+
+#include "tests/sampler/test_graphs.h"
+
+namespace fanout::sampler {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::RandomGraph;
+
+std::vector<int64_t> Std(const PodVector<int64_t>& v) { return std::vector<int64_t>(v.begin(), v.end()); }
+
+// Brute-force reference: per frontier node, a single-node one-hop request
+// (the pure-function rule says it must equal the batched sample), then
+// dedupe with a std::map, following the documented semantics literally.
+SampledSubgraph Reference(const CsrArrays& g, const std::vector<int64_t>& seeds,
+                          const MultiHopOptions& opts, uint64_t seed) {
+  SampledSubgraph out;
+  std::map<int64_t, int64_t> local;
+  out.batch_size = static_cast<int64_t>(seeds.size());
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    out.n_id.push_back(seeds[i]);
+    local.emplace(seeds[i], static_cast<int64_t>(i));  // keeps the first position
+  }
+  out.num_sampled_nodes.push_back(out.batch_size);
+  size_t begin = 0, end = seeds.size();
+  for (size_t h = 0; h < opts.fanouts.size(); ++h) {
+    int64_t edges = 0;
+    for (size_t f = begin; f < end; ++f) {
+      OneHopResult r;
+      Status st = SampleOneHop(g.View(), std::vector<int64_t>{out.n_id[f]}, opts.fanouts[h],
+                               static_cast<int64_t>(h), seed, opts.sampling, nullptr, &r);
+      EXPECT_TRUE(st.ok()) << st.ToString();
+      for (size_t e = 0; e < r.neighbors.size(); ++e) {
+        int64_t v = r.neighbors[e];
+        auto it = local.find(v);
+        if (it == local.end()) {
+          it = local.emplace(v, static_cast<int64_t>(out.n_id.size())).first;
+          out.n_id.push_back(v);
+        }
+        out.row.push_back(it->second);
+        out.col.push_back(static_cast<int64_t>(f));
+        if (opts.sampling.with_edge_ids) out.edge_id.push_back(r.edge_ids[e]);
+        ++edges;
+      }
+    }
+    out.num_sampled_edges.push_back(edges);
+    out.num_sampled_nodes.push_back(static_cast<int64_t>(out.n_id.size() - end));
+    begin = end;
+    end = out.n_id.size();
+  }
+  return out;
+}
+
+void ExpectEqual(const SampledSubgraph& a, const SampledSubgraph& b) {
+  EXPECT_EQ(a.batch_size, b.batch_size);
+  EXPECT_EQ(Std(a.n_id), Std(b.n_id));
+  EXPECT_EQ(Std(a.row), Std(b.row));
+  EXPECT_EQ(Std(a.col), Std(b.col));
+  EXPECT_EQ(Std(a.edge_id), Std(b.edge_id));
+  EXPECT_EQ(a.num_sampled_nodes, b.num_sampled_nodes);
+  EXPECT_EQ(a.num_sampled_edges, b.num_sampled_edges);
+}
+
+// Every edge's local indices point at n_id positions holding the edge's
+// endpoints: n_id[row] is the neighbor stored at the edge's CSR position,
+// which lies in the row of node n_id[col].
+void ExpectEdgesPointIntoNid(const CsrArrays& g, const SampledSubgraph& s) {
+  ASSERT_EQ(s.row.size(), s.col.size());
+  ASSERT_EQ(s.row.size(), s.edge_id.size());
+  for (size_t e = 0; e < s.row.size(); ++e) {
+    ASSERT_GE(s.row[e], 0);
+    ASSERT_LT(s.row[e], static_cast<int64_t>(s.n_id.size()));
+    ASSERT_LT(s.col[e], static_cast<int64_t>(s.n_id.size()));
+    int64_t pos = s.edge_id[e];  // graphs here have edge id = CSR position
+    int64_t target = s.n_id[s.col[e]];
+    EXPECT_GE(pos, g.indptr[target]);
+    EXPECT_LT(pos, g.indptr[target + 1]);
+    EXPECT_EQ(g.indices[pos], s.n_id[s.row[e]]);
+  }
+}
+
+std::vector<int64_t> RandomSeeds(int64_t count, int64_t n, uint64_t seed) {
+  SplitMix64 rng(seed);
+  std::vector<int64_t> s(count);
+  for (auto& v : s) v = static_cast<int64_t>(DrawBelow(rng.Next(), n));
+  return s;
+}
+
+TEST(MultiHopSamplerTest, EqualsBruteForceReferenceIncludingRepeatedSeeds) {
+  for (uint64_t gseed : {1, 2, 3}) {
+    CsrArrays g = RandomGraph(300, 25, gseed);
+    for (auto fanouts : {std::vector<int64_t>{5, 3}, {15, 10, 5}, {-1, 2}, {0, 4}, {40}}) {
+      MultiHopOptions opts;
+      opts.fanouts = fanouts;
+      MultiHopSampler sampler(g.View(), opts);
+      for (uint64_t s = 0; s < 4; ++s) {
+        // 64 seeds out of 300 nodes: repeats are certain.
+        std::vector<int64_t> seeds = RandomSeeds(64, g.num_nodes(), s * 77 + gseed);
+        SampledSubgraph got;
+        ASSERT_TRUE(sampler.Sample(seeds, s, &got).ok());
+        ExpectEqual(got, Reference(g, seeds, opts, s));
+        ExpectEdgesPointIntoNid(g, got);
+        EXPECT_EQ(Std(got.n_id).size() >= seeds.size(), true);
+        EXPECT_EQ(std::vector<int64_t>(got.n_id.begin(), got.n_id.begin() + 64), seeds);
+      }
+    }
+  }
+}
+
+TEST(MultiHopSamplerTest, ReplacementAndWeightedModesEqualReference) {
+  CsrArrays g = RandomGraph(200, 20, 9, /*weighted=*/true);
+  for (bool replace : {false, true}) {
+    for (bool weighted : {false, true}) {
+      MultiHopOptions opts;
+      opts.fanouts = {6, 4};
+      opts.sampling.replace = replace;
+      opts.sampling.weighted = weighted;
+      MultiHopSampler sampler(g.View(), opts);
+      std::vector<int64_t> seeds = RandomSeeds(50, g.num_nodes(), 5);
+      SampledSubgraph got;
+      ASSERT_TRUE(sampler.Sample(seeds, 8, &got).ok());
+      ExpectEqual(got, Reference(g, seeds, opts, 8));
+      ExpectEdgesPointIntoNid(g, got);
+    }
+  }
+}
+
+TEST(MultiHopSamplerTest, OutputDoesNotDependOnThreadCountOrRuns) {
+  CsrArrays g = RandomGraph(20000, 40, 4);
+  MultiHopOptions opts;
+  std::vector<int64_t> seeds = RandomSeeds(1024, g.num_nodes(), 6);
+  ThreadPool pool(1);
+  MultiHopSampler one(g.View(), opts), two(g.View(), opts, &pool);
+  SampledSubgraph a, b, c;
+  ASSERT_TRUE(one.Sample(seeds, 123, &a).ok());
+  ASSERT_TRUE(two.Sample(seeds, 123, &b).ok());
+  ExpectEqual(a, b);
+  // Reusing a sampler (and its buffers) after other batches changes nothing.
+  ASSERT_TRUE(one.Sample(RandomSeeds(1024, g.num_nodes(), 7), 5, &c).ok());
+  ASSERT_TRUE(one.Sample(seeds, 123, &c).ok());
+  ExpectEqual(a, c);
+  EXPECT_GT(a.row.size(), 100000u);  // large enough that the pool split the hops
+}
+
+TEST(MultiHopSamplerTest, SeedsSplitAcrossBatchesKeepTheirFirstHop) {
+  CsrArrays g = RandomGraph(1000, 30, 12);
+  MultiHopOptions opts;
+  opts.fanouts = {7, 3};
+  MultiHopSampler sampler(g.View(), opts);
+  std::vector<int64_t> seeds = RandomSeeds(200, g.num_nodes(), 13);
+  SampledSubgraph whole, half;
+  ASSERT_TRUE(sampler.Sample(seeds, 99, &whole).ok());
+  auto first_hop = [](const SampledSubgraph& s, int64_t pos) {
+    std::vector<int64_t> nb;
+    for (int64_t e = 0; e < s.num_sampled_edges[0]; ++e)
+      if (s.col[e] == pos) nb.push_back(s.n_id[s.row[e]]);
+    return nb;
+  };
+  for (int part = 0; part < 2; ++part) {
+    std::vector<int64_t> sub(seeds.begin() + part * 100, seeds.begin() + part * 100 + 100);
+    ASSERT_TRUE(sampler.Sample(sub, 99, &half).ok());
+    for (int64_t i = 0; i < 100; ++i) EXPECT_EQ(first_hop(half, i), first_hop(whole, part * 100 + i));
+  }
+}
+
+TEST(MultiHopSamplerTest, RejectsInvalidSeedsAndFanouts) {
+  CsrArrays g = RandomGraph(100, 5, 1);
+  MultiHopOptions opts;
+  opts.fanouts = {3, -4};
+  SampledSubgraph out;
+  Status st = MultiHopSampler(g.View(), opts).Sample(std::vector<int64_t>{1}, 0, &out);
+  EXPECT_TRUE(st.IsInvalidArgument());
+  EXPECT_THAT(st.message(), HasSubstr("fanout -4 of hop 1"));
+  opts.fanouts = {3};
+  st = MultiHopSampler(g.View(), opts).Sample(std::vector<int64_t>{1, 2, 100}, 0, &out);
+  EXPECT_THAT(st.message(), HasSubstr("seed 100 (position 2) is outside [0, 100)"));
+  opts.sampling.weighted = true;
+  st = MultiHopSampler(g.View(), opts).Sample(std::vector<int64_t>{1}, 0, &out);
+  EXPECT_THAT(st.message(), HasSubstr("no edge weights"));
+}
+
+TEST(MultiHopSamplerTest, EmptyBatchAndZeroHops) {
+  CsrArrays g = RandomGraph(100, 5, 1);
+  MultiHopOptions opts;
+  SampledSubgraph out;
+  ASSERT_TRUE(MultiHopSampler(g.View(), opts).Sample(std::vector<int64_t>{}, 0, &out).ok());
+  EXPECT_EQ(out.n_id.size(), 0u);
+  EXPECT_EQ(out.num_sampled_edges, (std::vector<int64_t>{0, 0, 0}));
+  opts.fanouts = {};
+  ASSERT_TRUE(MultiHopSampler(g.View(), opts).Sample(std::vector<int64_t>{4, 4}, 0, &out).ok());
+  EXPECT_EQ(Std(out.n_id), (std::vector<int64_t>{4, 4}));
+}
+
+}  // namespace
+}  // namespace fanout::sampler
