@@ -1,0 +1,49 @@
+// RawDataset: a whole graph in memory as loaded from a raw format, before
+// partitioning. Node ids are dense [0, num_nodes); the original ids are kept.
+#ifndef FANOUT_DATASETS_DATASET_H_
+#define FANOUT_DATASETS_DATASET_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace fanout::datasets {
+
+// Train/val/test membership of a node.
+enum class Split : uint8_t { kNone = 0, kTrain = 1, kVal = 2, kTest = 3 };
+
+struct RawDataset {
+  std::string name;    // e.g. "cora"
+  std::string format;  // linqs, planetoid, ogb, snap, rmat
+  int64_t num_nodes = 0;
+  // Directed edges src[i] -> dst[i], in input order.
+  std::vector<int64_t> src, dst;
+  int64_t feature_dim = 0;
+  std::vector<float> features;             // num_nodes * feature_dim, row-major; may be empty
+  std::vector<int64_t> labels;             // num_nodes; -1 = unknown; empty when unlabeled
+  int64_t num_classes = 0;
+  std::vector<std::string> class_names;    // optional, index = class
+  std::vector<uint8_t> split;              // num_nodes Split values; empty when no split
+  std::vector<int64_t> original_ids;       // num_nodes; the id in the source files
+  std::vector<std::string> original_names; // optional: source ids that are not integers
+
+  int64_t num_edges() const { return static_cast<int64_t>(src.size()); }
+  // Checks sizes and ranges (edge endpoints, labels < num_classes, split values).
+  Status Validate() const;
+};
+
+// Edge-list clean-ups, applied in this order by ApplyEdgeOptions().
+struct EdgeOptions {
+  bool drop_self_loops = false;   // remove u -> u edges (default keep)
+  bool make_undirected = false;   // add v -> u for every u -> v (default off)
+  bool drop_duplicates = false;   // keep the first of equal (u, v) edges (default keep)
+};
+
+// Returns a one-line summary of what was changed ("dropped 124 self-loops, ...").
+std::string ApplyEdgeOptions(const EdgeOptions& options, RawDataset* ds);
+
+}  // namespace fanout::datasets
+
+#endif  // FANOUT_DATASETS_DATASET_H_

@@ -1,0 +1,109 @@
+#include "datasets/formats.h"
+
+#include <sys/stat.h>
+
+#include <cmath>
+
+#include "common/random.h"
+#include "datasets/progress.h"
+
+namespace fanout::datasets {
+
+const std::vector<std::string>& FormatNames() {
+  static const std::vector<std::string> kNames = {"linqs", "planetoid", "ogb", "snap", "rmat"};
+  return kNames;
+}
+
+std::string WithOptionalGz(const std::string& base) {
+  struct stat st;
+  if (stat(base.c_str(), &st) == 0) return base;
+  if (stat((base + ".gz").c_str(), &st) == 0) return base + ".gz";
+  return base;
+}
+
+Status AssignRandomSplit(const std::vector<double>& f, uint64_t seed, RawDataset* ds) {
+  if (f.empty()) return Status::OK();
+  if (f.size() != 3)
+    return Status::InvalidArgument("split fractions need 3 values (train,val,test), got " + std::to_string(f.size()));
+  double sum = 0;
+  for (double x : f) {
+    if (!(x >= 0) || x > 1) return Status::InvalidArgument("split fraction " + std::to_string(x) + " is outside [0, 1]");
+    sum += x;
+  }
+  if (sum > 1 + 1e-9) return Status::InvalidArgument("split fractions sum to " + std::to_string(sum) + " > 1");
+  ds->split.assign(ds->num_nodes, static_cast<uint8_t>(Split::kNone));
+  for (int64_t v = 0; v < ds->num_nodes; ++v) {
+    double u = static_cast<double>(Mix64(Mix64(seed + kGolden64) ^ static_cast<uint64_t>(v)) >> 11) * 0x1.0p-53;
+    Split s = u < f[0] ? Split::kTrain : u < f[0] + f[1] ? Split::kVal : u < sum ? Split::kTest : Split::kNone;
+    ds->split[v] = static_cast<uint8_t>(s);
+  }
+  return Status::OK();
+}
+
+Status LoadDataset(const std::string& format, const std::string& input, const LoadOptions& options,
+                   RawDataset* out, std::vector<std::string>* notes) {
+  *out = RawDataset();
+  Status st;
+  if (format == "linqs") st = LoadLinqs(input, options, out, notes);
+  else if (format == "planetoid") st = LoadPlanetoid(input, options, out, notes);
+  else if (format == "ogb") st = LoadOgb(input, options, out, notes);
+  else if (format == "snap") st = LoadSnap(input, options, out, notes);
+  else if (format == "rmat") st = LoadRmat(options, out, notes);
+  else return Status::InvalidArgument("unknown format '" + format + "' (known: linqs, planetoid, ogb, snap, rmat)");
+  if (!st.ok()) return st;
+  if (out->format.empty()) out->format = format;
+  return out->Validate();
+}
+
+Status LoadRmat(const LoadOptions& options, RawDataset* out, std::vector<std::string>* notes) {
+  const RmatOptions& r = options.rmat;
+  if (options.feature_dim < 0) return Status::InvalidArgument("feature dim " + std::to_string(options.feature_dim) + " is negative");
+  if (options.num_classes < 0) return Status::InvalidArgument("num classes " + std::to_string(options.num_classes) + " is negative");
+  out->name = "rmat-" + std::to_string(r.scale);
+  out->format = "rmat";
+  out->num_nodes = int64_t{1} << r.scale;
+  const int64_t e_total = r.edge_factor * out->num_nodes;
+  out->src.reserve(e_total);
+  out->dst.reserve(e_total);
+  Progress progress("generating R-MAT scale " + std::to_string(r.scale), " edges", e_total, options.quiet);
+  int64_t done = 0;
+  FANOUT_RETURN_IF_ERROR(ForEachRmatEdge(r, [&](int64_t s, int64_t d) {
+    out->src.push_back(s);
+    out->dst.push_back(d);
+    if ((++done & 0xfffff) == 0) progress.Update(done);
+  }));
+  progress.Update(done);
+  progress.Done();
+  out->original_ids.resize(out->num_nodes);
+  for (int64_t v = 0; v < out->num_nodes; ++v) out->original_ids[v] = v;
+  const int64_t d = options.feature_dim, c = options.num_classes;
+  if (d > 0) {
+    // Uniform [-1, 1) values, a pure function of (seed, node, column).
+    out->feature_dim = d;
+    out->features.resize(static_cast<size_t>(out->num_nodes * d));
+    uint64_t base = Mix64(options.seed ^ 0x5eedfea7ULL);
+    for (int64_t v = 0; v < out->num_nodes; ++v) {
+      uint64_t key = Mix64(base ^ static_cast<uint64_t>(v));
+      float* row = out->features.data() + v * d;
+      for (int64_t j = 0; j < d; ++j)
+        row[j] = static_cast<float>(static_cast<double>(Draw(key, j) >> 40) * 0x1.0p-23 - 1.0);
+    }
+  }
+  if (c > 0) {
+    // Learnable labels: the argmax of the first min(d, c) feature columns,
+    // or a hash of the node when there are too few features.
+    out->num_classes = c;
+    out->labels.resize(out->num_nodes);
+    for (int64_t v = 0; v < out->num_nodes; ++v) {
+      if (d >= c) {
+        const float* row = out->features.data() + v * d;
+        out->labels[v] = std::max_element(row, row + c) - row;
+      } else {
+        out->labels[v] = static_cast<int64_t>(Mix64(options.seed * 31 + v) % static_cast<uint64_t>(c));
+      }
+    }
+  }
+  return AssignRandomSplit(options.split_fractions, options.seed, out);
+}
+
+}  // namespace fanout::datasets

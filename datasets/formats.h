@@ -1,0 +1,71 @@
+// Loaders for the raw graph formats fanout-partition reads. Each fills a
+// RawDataset, streams its files (no per-line iostream, no per-edge
+// allocation), reports progress on stderr, and returns an error naming the
+// file and line of the first bad input.
+#ifndef FANOUT_DATASETS_FORMATS_H_
+#define FANOUT_DATASETS_FORMATS_H_
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "datasets/dataset.h"
+#include "datasets/rmat.h"
+
+namespace fanout::datasets {
+
+struct LoadOptions {
+  // ogb: the split folder under split/ (default: the only one, or the first
+  // in name order).
+  std::string ogb_split;
+  // snap: optional "node label" file (e.g. email-Eu-core department labels).
+  std::string labels_path;
+  // rmat: generator parameters, synthetic float32 features of this dimension
+  // (0 = none) and labels in [0, num_classes) (0 = none).
+  RmatOptions rmat;
+  int64_t feature_dim = 0;
+  int64_t num_classes = 0;
+  // rmat, snap: train/val/test fractions for a seeded random split (empty =
+  // no split).
+  std::vector<double> split_fractions;
+  uint64_t seed = 1;
+  bool quiet = false;  // no progress output
+};
+
+// Known format names: linqs, planetoid, ogb, snap, rmat.
+const std::vector<std::string>& FormatNames();
+
+// Loads `input` (a file or folder, as the format needs; ignored for rmat).
+// Warnings about skipped input (unknown ids, ...) are appended to `notes`.
+Status LoadDataset(const std::string& format, const std::string& input, const LoadOptions& options,
+                   RawDataset* out, std::vector<std::string>* notes);
+
+// The individual loaders.
+// LINQS (Cora, CiteSeer): `input` is a folder holding one *.content[.gz] and
+// one *.cites, or the common path prefix (".../cora").
+Status LoadLinqs(const std::string& input, const LoadOptions& options, RawDataset* out,
+                 std::vector<std::string>* notes);
+// Planetoid plain split folder: edges.txt, labels.txt, [features.txt], split_{train,val,test}.txt.
+Status LoadPlanetoid(const std::string& input, const LoadOptions& options, RawDataset* out,
+                     std::vector<std::string>* notes);
+// OGB node-property folder: raw/{edge,node-feat,node-label,num-node-list}.csv[.gz], split/<name>/{train,valid,test}.csv[.gz].
+Status LoadOgb(const std::string& input, const LoadOptions& options, RawDataset* out,
+               std::vector<std::string>* notes);
+// SNAP edge list: '#' comments, tab- or space-separated, LF or CRLF.
+Status LoadSnap(const std::string& input, const LoadOptions& options, RawDataset* out,
+                std::vector<std::string>* notes);
+// The R-MAT benchmark graph with optional synthetic features, labels, split.
+Status LoadRmat(const LoadOptions& options, RawDataset* out, std::vector<std::string>* notes);
+
+// Shared helpers (also used by tests).
+// Path of `base` or `base.gz`, whichever exists (base if neither).
+std::string WithOptionalGz(const std::string& base);
+// Reads one node id per line into (*split)[id] = value; a node already in
+// another split is an error naming file and line.
+Status ReadSplitFile(const std::string& path, int64_t num_nodes, Split value, std::vector<uint8_t>* split);
+// Assigns a seeded random train/val/test split by fractions.
+Status AssignRandomSplit(const std::vector<double>& fractions, uint64_t seed, RawDataset* ds);
+
+}  // namespace fanout::datasets
+
+#endif  // FANOUT_DATASETS_FORMATS_H_

@@ -1,0 +1,127 @@
+// The partitioned dataset folder that fanout-partition writes and sampling
+// servers open:
+//
+//   DIR/meta.json   format version, counts, partition offsets, feature dim and
+//                   dtype, classes, direction, source and options, per-part stats
+//   DIR/part-<k>/   a RocksDB database with partition k's data in chunks of
+//                   `chunk_nodes` nodes, each value ending in a CRC-32:
+//                     info            JSON: part, node range, edge count, dataset id
+//                     adj/<chunk>     degrees, neighbor ids (global), edge ids
+//                     feat/<chunk>    feature rows in the stored dtype
+//                     label/<chunk>   int64 labels (-1 = unknown)
+//                     split/<chunk>   uint8 Split values
+//                     orig/<chunk>    original ids (int64)
+//                     name/<chunk>    original string ids, when the source had them
+//
+// Partition p owns global ids [offsets[p], offsets[p+1]). Its rows hold the
+// complete adjacency of its nodes along `direction` ("in": row v lists the
+// sources of edges u -> v, for message passing; "out": the targets).
+//
+// Writing is atomic: everything goes to a temporary sibling folder that is
+// renamed to DIR at the end, so no folder named DIR exists unless complete.
+#ifndef FANOUT_DATASETS_PARTITION_STORE_H_
+#define FANOUT_DATASETS_PARTITION_STORE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "datasets/dataset.h"
+#include "datasets/partitioner.h"
+#include "sampler/csr_graph.h"
+
+namespace fanout::datasets {
+
+inline constexpr int kStoreFormatVersion = 1;
+
+enum class FeatureDType { kFloat32, kFloat16, kInt8 };
+Status ParseFeatureDType(const std::string& name, FeatureDType* out);
+const char* FeatureDTypeName(FeatureDType t);
+int FeatureDTypeSize(FeatureDType t);
+
+// IEEE half conversions (round to nearest even).
+uint16_t FloatToHalf(float f);
+float HalfToFloat(uint16_t h);
+
+// The contents of meta.json.
+struct DatasetMeta {
+  int format_version = kStoreFormatVersion;
+  std::string dataset_id;  // random id shared by meta.json and every part
+  std::string name, source_format, source_path;
+  int64_t num_nodes = 0, num_edges = 0;
+  int num_parts = 0;
+  std::vector<int64_t> offsets;  // num_parts + 1
+  int64_t feature_dim = 0;
+  FeatureDType feature_dtype = FeatureDType::kFloat32;
+  double feature_scale = 1.0;  // int8: value = q * scale
+  int64_t num_classes = 0;
+  std::vector<std::string> class_names;
+  std::string direction = "in";
+  bool has_labels = false, has_split = false, has_names = false;
+  int64_t chunk_nodes = 65536;
+  std::string method;
+  std::string options_json;  // options used, as JSON text
+  PartitionStats stats;
+
+  std::string ToJson() const;
+  // Parses meta.json text; Corruption/InvalidArgument name what is wrong.
+  static Status FromJson(const std::string& text, const std::string& path, DatasetMeta* out);
+  // Which partition owns global id v (binary search), or -1.
+  int PartOf(int64_t v) const;
+};
+
+struct WriteOptions {
+  bool incoming = true;                          // direction "in" (default) or "out"
+  FeatureDType feature_dtype = FeatureDType::kFloat32;
+  int64_t chunk_nodes = 65536;                   // nodes per chunk, default 64K
+  bool overwrite = false;                        // replace an existing DIR
+  std::string method = "metis";                  // recorded in meta.json
+  std::string source_path;                       // recorded in meta.json
+  std::string options_json = "{}";               // recorded in meta.json
+  bool quiet = false;
+};
+
+// Renumbers nodes so part p owns a contiguous id range (ordered by part, then
+// by input id), builds each part's adjacency and writes DIR atomically.
+// `meta_out` (optional) receives what was written to meta.json.
+Status WritePartitionedDataset(const RawDataset& ds, const std::vector<int32_t>& part, int num_parts,
+                               const WriteOptions& options, const std::string& dir, DatasetMeta* meta_out);
+
+// One partition loaded into flat arrays, ready for the sampler.
+struct PartitionData {
+  DatasetMeta meta;
+  int part = 0;
+  int64_t node_begin = 0, node_end = 0;  // global ids [node_begin, node_end)
+  std::vector<int64_t> indptr;           // local rows, node_end - node_begin + 1
+  std::vector<int64_t> indices;          // global neighbor ids
+  std::vector<int64_t> edge_ids;         // global edge ids
+  std::vector<uint8_t> features;         // rows x feature_dim values of meta.feature_dtype
+  std::vector<int64_t> labels;           // empty when the dataset has none
+  std::vector<uint8_t> split;            // empty when the dataset has none
+  std::vector<int64_t> original_ids;
+  std::vector<std::string> original_names;  // only when meta.has_names
+
+  int64_t num_nodes() const { return node_end - node_begin; }
+  // A view for the sampler (node_offset = node_begin).
+  sampler::CsrGraph Graph() const;
+  // Bytes of the arrays above (indptr, indices, edge ids, features, labels, split, ids).
+  int64_t RawBytes() const;
+  // Feature value (row local to the partition, column j) as float.
+  float Feature(int64_t local_row, int64_t j) const;
+};
+
+struct OpenOptions {
+  int expected_num_parts = -1;  // when >= 0, a dataset with another count is an error
+  bool verify_checksums = true;
+};
+
+// Loads partition `part` of the dataset in `dir`.
+Status OpenPartition(const std::string& dir, int part, const OpenOptions& options, PartitionData* out);
+
+// Reads and checks DIR/meta.json only.
+Status ReadDatasetMeta(const std::string& dir, DatasetMeta* out);
+
+}  // namespace fanout::datasets
+
+#endif  // FANOUT_DATASETS_PARTITION_STORE_H_

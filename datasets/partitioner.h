@@ -1,0 +1,53 @@
+// Node partitioners: METIS (k-way on the undirected view), seeded random, and
+// contiguous ranges. Each returns part[v] in [0, num_parts) for every node.
+#ifndef FANOUT_DATASETS_PARTITIONER_H_
+#define FANOUT_DATASETS_PARTITIONER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "datasets/dataset.h"
+
+namespace fanout::datasets {
+
+enum class PartitionMethod { kMetis, kRandom, kRange };
+
+// "metis", "random", "range".
+Status ParsePartitionMethod(const std::string& name, PartitionMethod* out);
+const char* PartitionMethodName(PartitionMethod m);
+
+struct PartitionOptions {
+  int num_parts = 1;                            // K >= 1
+  PartitionMethod method = PartitionMethod::kMetis;
+  uint64_t seed = 1;                            // random and METIS seed
+  // METIS: also balance the edges each part stores (a second constraint)
+  // besides its node count. Default on; falls back to nodes only if METIS
+  // rejects the two-constraint problem.
+  bool metis_balance_edges = true;
+  // METIS: allowed imbalance of the node constraint (1.03 = 3%).
+  double metis_imbalance = 1.03;
+  // Which endpoint stores an edge (for the edge constraint): true = the
+  // target (incoming adjacency, the default), false = the source.
+  bool store_by_target = true;
+  bool quiet = false;
+};
+
+Status ComputePartition(const RawDataset& ds, const PartitionOptions& options, std::vector<int32_t>* part,
+                        std::vector<std::string>* notes);
+
+// Nodes, stored edges and cut edges per part for an assignment.
+struct PartitionStats {
+  std::vector<int64_t> nodes, edges;
+  int64_t cut_edges = 0;         // edges whose endpoints lie in different parts
+  double edge_cut_fraction = 0;  // cut_edges / num_edges
+  double node_balance = 0;       // max nodes / mean nodes
+  double edge_balance = 0;       // max stored edges / mean stored edges
+};
+PartitionStats ComputePartitionStats(const RawDataset& ds, const std::vector<int32_t>& part, int num_parts,
+                                     bool store_by_target);
+
+}  // namespace fanout::datasets
+
+#endif  // FANOUT_DATASETS_PARTITIONER_H_

@@ -1,0 +1,186 @@
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "datasets/partition_store.h"
+
+namespace fanout::datasets {
+
+Status ParseFeatureDType(const std::string& name, FeatureDType* out) {
+  if (name == "float32") *out = FeatureDType::kFloat32;
+  else if (name == "float16") *out = FeatureDType::kFloat16;
+  else if (name == "int8") *out = FeatureDType::kInt8;
+  else return Status::InvalidArgument("unknown feature dtype '" + name + "' (known: float32, float16, int8)");
+  return Status::OK();
+}
+
+const char* FeatureDTypeName(FeatureDType t) {
+  switch (t) {
+    case FeatureDType::kFloat32: return "float32";
+    case FeatureDType::kFloat16: return "float16";
+    case FeatureDType::kInt8: return "int8";
+  }
+  return "?";
+}
+
+int FeatureDTypeSize(FeatureDType t) {
+  switch (t) {
+    case FeatureDType::kFloat32: return 4;
+    case FeatureDType::kFloat16: return 2;
+    case FeatureDType::kInt8: return 1;
+  }
+  return 4;
+}
+
+uint16_t FloatToHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t exp = (x >> 23) & 0xffu;
+  uint32_t mant = x & 0x7fffffu;
+  if (exp == 0xffu) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));  // inf / nan
+  int32_t e = static_cast<int32_t>(exp) - 127 + 15;
+  if (e >= 0x1f) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
+  if (e <= 0) {                                                 // subnormal or zero
+    if (e < -10) return static_cast<uint16_t>(sign);
+    mant |= 0x800000u;
+    uint32_t shift = static_cast<uint32_t>(14 - e);
+    uint32_t half = mant >> shift;
+    uint32_t rem = mant & ((1u << shift) - 1), halfway = 1u << (shift - 1);
+    if (rem > halfway || (rem == halfway && (half & 1u))) ++half;
+    return static_cast<uint16_t>(sign | half);
+  }
+  uint32_t half = sign | (static_cast<uint32_t>(e) << 10) | (mant >> 13);
+  uint32_t rem = mant & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) ++half;  // may carry into the exponent: correct
+  return static_cast<uint16_t>(half);
+}
+
+float HalfToFloat(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  uint32_t x;
+  if (exp == 0) {
+    if (mant == 0) {
+      x = sign;
+    } else {  // subnormal: normalise
+      int e = -1;
+      do {
+        ++e;
+        mant <<= 1;
+      } while ((mant & 0x400u) == 0);
+      x = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
+    }
+  } else if (exp == 0x1f) {
+    x = sign | 0x7f800000u | (mant << 13);
+  } else {
+    x = sign | ((exp - 15 + 127) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+int DatasetMeta::PartOf(int64_t v) const {
+  if (offsets.size() < 2 || v < offsets.front() || v >= offsets.back()) return -1;
+  return static_cast<int>(std::upper_bound(offsets.begin(), offsets.end(), v) - offsets.begin()) - 1;
+}
+
+std::string DatasetMeta::ToJson() const {
+  nlohmann::json j;
+  j["format"] = "fanout-partitioned-graph";
+  j["format_version"] = format_version;
+  j["dataset_id"] = dataset_id;
+  j["name"] = name;
+  j["source_format"] = source_format;
+  j["source_path"] = source_path;
+  j["num_nodes"] = num_nodes;
+  j["num_edges"] = num_edges;
+  j["num_parts"] = num_parts;
+  j["partition_offsets"] = offsets;
+  j["feature_dim"] = feature_dim;
+  j["feature_dtype"] = FeatureDTypeName(feature_dtype);
+  j["feature_scale"] = feature_scale;
+  j["num_classes"] = num_classes;
+  j["class_names"] = class_names;
+  j["direction"] = direction;
+  j["has_labels"] = has_labels;
+  j["has_split"] = has_split;
+  j["has_original_names"] = has_names;
+  j["chunk_nodes"] = chunk_nodes;
+  j["method"] = method;
+  j["options"] = nlohmann::json::parse(options_json.empty() ? "{}" : options_json);
+  nlohmann::json parts = nlohmann::json::array();
+  for (int p = 0; p < num_parts && p < static_cast<int>(stats.nodes.size()); ++p)
+    parts.push_back({{"part", p}, {"nodes", stats.nodes[p]}, {"edges", stats.edges[p]}});
+  j["partitions"] = parts;
+  j["cut_edges"] = stats.cut_edges;
+  j["edge_cut_fraction"] = stats.edge_cut_fraction;
+  j["node_balance"] = stats.node_balance;
+  j["edge_balance"] = stats.edge_balance;
+  return j.dump(2) + "\n";
+}
+
+Status DatasetMeta::FromJson(const std::string& text, const std::string& path, DatasetMeta* out) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const std::exception& e) {
+    return Status::Corruption(path + ": not valid JSON (truncated or damaged?): " + e.what());
+  }
+  try {
+    if (j.value("format", "") != "fanout-partitioned-graph")
+      return Status::InvalidArgument(path + ": not a Fanout partitioned dataset (format is '" + j.value("format", "") + "')");
+    DatasetMeta m;
+    m.format_version = j.at("format_version").get<int>();
+    if (m.format_version != kStoreFormatVersion)
+      return Status::InvalidArgument(path + ": format version " + std::to_string(m.format_version) +
+                                     ", this build reads version " + std::to_string(kStoreFormatVersion) +
+                                     " (re-run fanout-partition)");
+    m.dataset_id = j.at("dataset_id").get<std::string>();
+    m.name = j.value("name", "");
+    m.source_format = j.value("source_format", "");
+    m.source_path = j.value("source_path", "");
+    m.num_nodes = j.at("num_nodes").get<int64_t>();
+    m.num_edges = j.at("num_edges").get<int64_t>();
+    m.num_parts = j.at("num_parts").get<int>();
+    m.offsets = j.at("partition_offsets").get<std::vector<int64_t>>();
+    m.feature_dim = j.at("feature_dim").get<int64_t>();
+    FANOUT_RETURN_IF_ERROR(ParseFeatureDType(j.at("feature_dtype").get<std::string>(), &m.feature_dtype));
+    m.feature_scale = j.value("feature_scale", 1.0);
+    m.num_classes = j.at("num_classes").get<int64_t>();
+    m.class_names = j.value("class_names", std::vector<std::string>{});
+    m.direction = j.at("direction").get<std::string>();
+    m.has_labels = j.at("has_labels").get<bool>();
+    m.has_split = j.at("has_split").get<bool>();
+    m.has_names = j.value("has_original_names", false);
+    m.chunk_nodes = j.at("chunk_nodes").get<int64_t>();
+    m.method = j.value("method", "");
+    m.options_json = j.contains("options") ? j["options"].dump() : "{}";
+    if (j.contains("partitions")) {
+      for (const auto& p : j["partitions"]) {
+        m.stats.nodes.push_back(p.at("nodes").get<int64_t>());
+        m.stats.edges.push_back(p.at("edges").get<int64_t>());
+      }
+    }
+    m.stats.cut_edges = j.value("cut_edges", int64_t{0});
+    m.stats.edge_cut_fraction = j.value("edge_cut_fraction", 0.0);
+    m.stats.node_balance = j.value("node_balance", 0.0);
+    m.stats.edge_balance = j.value("edge_balance", 0.0);
+    // Consistency.
+    if (m.num_parts < 1 || static_cast<int>(m.offsets.size()) != m.num_parts + 1 || m.offsets.front() != 0 ||
+        m.offsets.back() != m.num_nodes)
+      return Status::Corruption(path + ": partition_offsets do not tile [0, num_nodes) in num_parts ranges");
+    for (int p = 0; p < m.num_parts; ++p)
+      if (m.offsets[p + 1] < m.offsets[p]) return Status::Corruption(path + ": partition_offsets decrease at part " + std::to_string(p));
+    if (m.direction != "in" && m.direction != "out")
+      return Status::Corruption(path + ": direction '" + m.direction + "' is neither 'in' nor 'out'");
+    if (m.chunk_nodes < 1) return Status::Corruption(path + ": chunk_nodes must be positive");
+    *out = std::move(m);
+    return Status::OK();
+  } catch (const std::exception& e) {
+    return Status::Corruption(path + ": missing or mistyped field: " + e.what());
+  }
+}
+
+}  // namespace fanout::datasets

@@ -1,0 +1,243 @@
+#include <rocksdb/db.h>
+#include <rocksdb/iterator.h>
+#include <rocksdb/options.h>
+#include <rocksdb/table.h>
+#include <sys/stat.h>
+
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "datasets/detail/chunk_codec.h"
+#include "datasets/partition_store.h"
+
+namespace fanout::datasets {
+
+Status ReadDatasetMeta(const std::string& dir, DatasetMeta* out) {
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return Status::NotFound(dir + ": no such dataset folder");
+  std::string path = dir + "/meta.json";
+  std::ifstream f(path);
+  if (!f) return Status::NotFound(path + ": missing; not a Fanout dataset folder (or an unfinished write)");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return DatasetMeta::FromJson(ss.str(), path, out);
+}
+
+sampler::CsrGraph PartitionData::Graph() const {
+  sampler::CsrGraph g;
+  Status st = sampler::CsrGraph::Create(indptr, indices, edge_ids, {}, &g);
+  (void)st;  // OpenPartition checked the arrays
+  return g;
+}
+
+int64_t PartitionData::RawBytes() const {
+  return static_cast<int64_t>(indptr.size() * 8 + indices.size() * 8 + edge_ids.size() * 8 + features.size() +
+                              labels.size() * 8 + split.size() + original_ids.size() * 8);
+}
+
+float PartitionData::Feature(int64_t row, int64_t j) const {
+  const int64_t d = meta.feature_dim;
+  switch (meta.feature_dtype) {
+    case FeatureDType::kFloat32: {
+      float f;
+      std::memcpy(&f, features.data() + (row * d + j) * 4, 4);
+      return f;
+    }
+    case FeatureDType::kFloat16: {
+      uint16_t h;
+      std::memcpy(&h, features.data() + (row * d + j) * 2, 2);
+      return HalfToFloat(h);
+    }
+    case FeatureDType::kInt8:
+      return static_cast<float>(static_cast<int8_t>(features[row * d + j]) * meta.feature_scale);
+  }
+  return 0;
+}
+
+namespace {
+
+struct ChunkSink {
+  const char* prefix;
+  bool required;
+  // Consumes one verified payload of chunk c (cn nodes); returns an error text or "".
+  std::function<std::string(int64_t c, int64_t cn, const char* p, size_t n)> take;
+};
+
+}  // namespace
+
+Status OpenPartition(const std::string& dir_in, int part, const OpenOptions& o, PartitionData* out) {
+  std::string dir = dir_in;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  DatasetMeta meta;
+  FANOUT_RETURN_IF_ERROR(ReadDatasetMeta(dir, &meta));
+  if (o.expected_num_parts >= 0 && meta.num_parts != o.expected_num_parts)
+    return Status::InvalidArgument(dir + " has " + std::to_string(meta.num_parts) + " partitions, expected " +
+                                   std::to_string(o.expected_num_parts));
+  if (part < 0 || part >= meta.num_parts)
+    return Status::InvalidArgument("partition " + std::to_string(part) + " is outside [0, " +
+                                   std::to_string(meta.num_parts) + ") of " + dir);
+  const std::string path = dir + "/part-" + std::to_string(part);
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return Status::Corruption(path + ": missing partition folder");
+
+  rocksdb::Options opts;
+  opts.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
+  opts.paranoid_checks = true;
+  rocksdb::BlockBasedTableOptions table;
+  table.no_block_cache = true;  // one sequential pass; caching would double the memory
+  opts.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status rs = rocksdb::DB::OpenForReadOnly(opts, path, &raw);
+  if (!rs.ok()) return Status::Corruption(path + ": cannot open the partition database: " + rs.ToString());
+  std::unique_ptr<rocksdb::DB> db(raw);
+
+  rocksdb::ReadOptions ro;
+  ro.verify_checksums = o.verify_checksums;
+  ro.fill_cache = false;
+  ro.readahead_size = 16 << 20;
+  ro.async_io = false;
+
+  std::string info_value;
+  rs = db->Get(ro, "info", &info_value);
+  if (!rs.ok()) return Status::Corruption(path + ": missing 'info' record: " + rs.ToString());
+  size_t payload = 0;
+  if (!detail::CheckChunk(info_value.data(), info_value.size(), true, &payload))
+    return Status::Corruption(path + ": 'info' record fails its checksum");
+  nlohmann::json info;
+  try {
+    info = nlohmann::json::parse(info_value.substr(0, payload));
+  } catch (const std::exception& e) {
+    return Status::Corruption(path + ": 'info' record is not JSON: " + e.what());
+  }
+  PartitionData& d = *out;
+  d = PartitionData();
+  d.meta = meta;
+  d.part = part;
+  try {
+    if (info.at("dataset_id").get<std::string>() != meta.dataset_id)
+      return Status::Corruption(path + " belongs to another dataset than " + dir + "/meta.json");
+    if (info.at("part").get<int>() != part) return Status::Corruption(path + " holds partition " + info["part"].dump());
+    d.node_begin = info.at("node_begin").get<int64_t>();
+    d.node_end = info.at("node_end").get<int64_t>();
+    if (d.node_begin != meta.offsets[part] || d.node_end != meta.offsets[part + 1])
+      return Status::Corruption(path + ": node range disagrees with meta.json partition_offsets");
+  } catch (const std::exception& e) {
+    return Status::Corruption(path + ": 'info' record lacks a field: " + e.what());
+  }
+  const int64_t n = d.node_end - d.node_begin;
+  const int64_t num_edges = info.value("num_edges", int64_t{0});
+  const int64_t cnodes = meta.chunk_nodes;
+  const int64_t num_chunks = (n + cnodes - 1) / cnodes;
+  const int64_t fd = meta.feature_dim;
+  const int dsize = FeatureDTypeSize(meta.feature_dtype);
+
+  d.indptr.assign(n + 1, 0);
+  d.indices.resize(num_edges);
+  d.edge_ids.resize(num_edges);
+  if (fd > 0) d.features.resize(static_cast<size_t>(n * fd * dsize));
+  if (meta.has_labels) d.labels.resize(n);
+  if (meta.has_split) d.split.resize(n);
+  d.original_ids.resize(n);
+
+  int64_t edge_pos = 0;
+  std::vector<ChunkSink> sinks;
+  sinks.push_back({"adj", true, [&](int64_t c, int64_t cn, const char* p, size_t sz) -> std::string {
+                     int64_t hdr[2];
+                     if (sz < 16) return "too short";
+                     std::memcpy(hdr, p, 16);
+                     if (hdr[0] != cn) return "holds " + std::to_string(hdr[0]) + " nodes, expected " + std::to_string(cn);
+                     int64_t ce = hdr[1];
+                     if (ce < 0 || sz != static_cast<size_t>(16 + cn * 8 + ce * 16)) return "has the wrong size";
+                     if (edge_pos + ce > num_edges) return "holds more edges than the partition";
+                     const int64_t* deg = reinterpret_cast<const int64_t*>(p + 16);
+                     int64_t base = c * cnodes, acc = edge_pos;
+                     for (int64_t i = 0; i < cn; ++i) {
+                       if (deg[i] < 0) return "has a negative degree";
+                       acc += deg[i];
+                       d.indptr[base + i + 1] = acc;
+                     }
+                     if (acc != edge_pos + ce) return "degrees do not sum to its edge count";
+                     std::memcpy(d.indices.data() + edge_pos, p + 16 + cn * 8, ce * 8);
+                     std::memcpy(d.edge_ids.data() + edge_pos, p + 16 + cn * 8 + ce * 8, ce * 8);
+                     edge_pos += ce;
+                     return "";
+                   }});
+  if (fd > 0)
+    sinks.push_back({"feat", true, [&](int64_t c, int64_t cn, const char* p, size_t sz) -> std::string {
+                       if (sz != static_cast<size_t>(cn * fd * dsize)) return "has the wrong size";
+                       std::memcpy(d.features.data() + c * cnodes * fd * dsize, p, sz);
+                       return "";
+                     }});
+  if (meta.has_labels)
+    sinks.push_back({"label", true, [&](int64_t c, int64_t cn, const char* p, size_t sz) -> std::string {
+                       if (sz != static_cast<size_t>(cn * 8)) return "has the wrong size";
+                       std::memcpy(d.labels.data() + c * cnodes, p, sz);
+                       return "";
+                     }});
+  if (meta.has_names)
+    sinks.push_back({"name", true, [&](int64_t, int64_t cn, const char* p, size_t sz) -> std::string {
+                       size_t at = 0;
+                       for (int64_t i = 0; i < cn; ++i) {
+                         uint32_t len;
+                         if (at + 4 > sz) return "is truncated";
+                         std::memcpy(&len, p + at, 4);
+                         at += 4;
+                         if (at + len > sz) return "is truncated";
+                         d.original_names.emplace_back(p + at, len);
+                         at += len;
+                       }
+                       return at == sz ? "" : "has trailing bytes";
+                     }});
+  sinks.push_back({"orig", true, [&](int64_t c, int64_t cn, const char* p, size_t sz) -> std::string {
+                     if (sz != static_cast<size_t>(cn * 8)) return "has the wrong size";
+                     std::memcpy(d.original_ids.data() + c * cnodes, p, sz);
+                     return "";
+                   }});
+  if (meta.has_split)
+    sinks.push_back({"split", true, [&](int64_t c, int64_t cn, const char* p, size_t sz) -> std::string {
+                       if (sz != static_cast<size_t>(cn)) return "has the wrong size";
+                       std::memcpy(d.split.data() + c * cnodes, p, sz);
+                       for (size_t i = 0; i < sz; ++i)
+                         if (static_cast<uint8_t>(p[i]) > 3) return "holds an invalid split value";
+                       return "";
+                     }});
+
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(ro));
+  for (const ChunkSink& sink : sinks) {
+    std::string prefix = std::string(sink.prefix) + "/";
+    it->Seek(prefix);
+    for (int64_t c = 0; c < num_chunks; ++c) {
+      std::string key = detail::ChunkKey(sink.prefix, c);
+      if (!it->Valid() || it->key().ToString() != key) {
+        if (!it->status().ok()) return Status::Corruption(path + ": reading " + key + ": " + it->status().ToString());
+        return Status::Corruption(path + ": chunk " + key + " is missing (truncated store?)");
+      }
+      rocksdb::Slice v = it->value();
+      size_t psize = 0;
+      if (!detail::CheckChunk(v.data(), v.size(), o.verify_checksums, &psize))
+        return Status::Corruption(path + ": chunk " + key + " fails its checksum");
+      int64_t cn = std::min(cnodes, n - c * cnodes);
+      std::string err = sink.take(c, cn, v.data(), psize);
+      if (!err.empty()) return Status::Corruption(path + ": chunk " + key + " " + err);
+      it->Next();
+    }
+    if (it->Valid() && it->key().starts_with(prefix))
+      return Status::Corruption(path + ": unexpected extra chunk " + it->key().ToString());
+  }
+  if (!it->status().ok()) return Status::Corruption(path + ": " + it->status().ToString());
+  if (edge_pos != num_edges)
+    return Status::Corruption(path + ": adjacency holds " + std::to_string(edge_pos) + " edges, 'info' says " +
+                              std::to_string(num_edges));
+  // Neighbor ids must be global ids of this dataset.
+  for (int64_t e = 0; e < num_edges; ++e)
+    if (d.indices[e] < 0 || d.indices[e] >= meta.num_nodes)
+      return Status::Corruption(path + ": edge " + std::to_string(e) + " points at node " +
+                                std::to_string(d.indices[e]) + ", outside [0, " + std::to_string(meta.num_nodes) + ")");
+  return Status::OK();
+}
+
+}  // namespace fanout::datasets

@@ -1,0 +1,215 @@
+// Raw format loaders: fixtures for each format's features and quirks, and
+// every bad-input case naming file and line.
+#include <zlib.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "datasets/formats.h"
+#include "datasets/line_reader.h"
+#include "tests/datasets/test_util.h"
+
+namespace fanout::datasets {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::DataDir;
+using testing::TempDir;
+
+Status LoadQuiet(const std::string& format, const std::string& input, RawDataset* ds,
+                 std::vector<std::string>* notes = nullptr, LoadOptions lo = {}) {
+  lo.quiet = true;
+  std::vector<std::string> sink;
+  return LoadDataset(format, input, lo, ds, notes ? notes : &sink);
+}
+
+void WriteGz(const std::string& path, const std::string& text) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  gzwrite(f, text.data(), static_cast<unsigned>(text.size()));
+  gzclose(f);
+}
+
+TEST(LineReaderTest, HandlesCrlfMissingFinalNewlineAndGzip) {
+  TempDir tmp;
+  std::string plain = tmp.Write("a.txt", "x 1\r\n\r\ny 2\nlast");
+  std::unique_ptr<LineReader> r;
+  ASSERT_TRUE(LineReader::Open(plain, &r).ok());
+  std::vector<std::string> lines;
+  std::string_view line;
+  while (r->Next(&line)) lines.emplace_back(line);
+  EXPECT_EQ(lines, (std::vector<std::string>{"x 1", "", "y 2", "last"}));
+  EXPECT_EQ(r->line_number(), 4);
+  WriteGz(tmp.Sub("b.gz"), "p\nq\n");
+  ASSERT_TRUE(LineReader::Open(tmp.Sub("b.gz"), &r).ok());
+  lines.clear();
+  while (r->Next(&line)) lines.emplace_back(line);
+  EXPECT_EQ(lines, (std::vector<std::string>{"p", "q"}));
+  EXPECT_TRUE(LineReader::Open(tmp.Sub("missing"), &r).IsNotFound());
+}
+
+TEST(LineReaderTest, ReadsLinesLongerThanTheBlock) {
+  TempDir tmp;
+  std::string big(9 << 20, 'a');
+  std::string p = tmp.Write("big.txt", "s\n" + big + "\nt\n");
+  std::unique_ptr<LineReader> r;
+  ASSERT_TRUE(LineReader::Open(p, &r).ok());
+  std::string_view line;
+  ASSERT_TRUE(r->Next(&line));
+  ASSERT_TRUE(r->Next(&line));
+  EXPECT_EQ(line.size(), big.size());
+  ASSERT_TRUE(r->Next(&line));
+  EXPECT_EQ(line, "t");
+}
+
+TEST(FormatsTest, CoraLinqsMatchesItsPublishedCounts) {
+  RawDataset ds;
+  ASSERT_TRUE(LoadQuiet("linqs", DataDir() + "/cora", &ds).ok());
+  EXPECT_EQ(ds.num_nodes, 2708);
+  EXPECT_EQ(ds.num_edges(), 5429);
+  EXPECT_EQ(ds.feature_dim, 1433);
+  EXPECT_EQ(ds.num_classes, 7);
+  double ones = 0;
+  for (float f : ds.features) ones += f;
+  EXPECT_EQ(ones, 49216);
+  EXPECT_EQ(std::count(ds.labels.begin(), ds.labels.end(), 2), 818);  // Neural_Networks (3rd by name)
+  EXPECT_EQ(ds.class_names[2], "Neural_Networks");
+}
+
+TEST(FormatsTest, LinqsSkipsEdgesToUnknownIdsAndReportsThem) {
+  TempDir tmp;
+  tmp.Write("g/t.content", "a 1 0 X\nb 0 1 Y\nc 1 1 X\n");
+  tmp.Write("g/t.cites", "a b\nb c\nzz a\nc c\n");
+  RawDataset ds;
+  std::vector<std::string> notes;
+  ASSERT_TRUE(LoadQuiet("linqs", tmp.Sub("g"), &ds, &notes).ok());
+  EXPECT_EQ(ds.num_edges(), 3);  // the self-loop c c is kept unless dropped
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_THAT(notes[0], HasSubstr("skipped 1 edge(s)"));
+  EXPECT_THAT(notes[0], HasSubstr("line 3 ('zz')"));
+  EXPECT_EQ(ds.src[0], 1);  // citing b -> cited a
+  EXPECT_EQ(ds.dst[0], 0);
+  EdgeOptions eo;
+  eo.drop_self_loops = true;
+  EXPECT_EQ(ApplyEdgeOptions(eo, &ds), "dropped 1 self-loops");
+  EXPECT_EQ(ds.num_edges(), 2);
+}
+
+TEST(FormatsTest, SnapHandlesCommentsTabsSpacesAndCrlf) {
+  TempDir tmp;
+  std::string p = tmp.Write("g.txt", "# comment\r\n10\t20\r\n20 30\r\n\r\n30\t10\r\n10 20");
+  RawDataset ds;
+  ASSERT_TRUE(LoadQuiet("snap", p, &ds).ok());
+  EXPECT_EQ(ds.num_nodes, 3);
+  EXPECT_EQ(ds.num_edges(), 4);
+  EXPECT_EQ(ds.original_ids, (std::vector<int64_t>{10, 20, 30}));
+  EdgeOptions eo;
+  eo.make_undirected = eo.drop_duplicates = true;
+  ApplyEdgeOptions(eo, &ds);
+  EXPECT_EQ(ds.num_edges(), 6);  // 3 undirected pairs, both directions
+}
+
+TEST(FormatsTest, OgbFolderWithGzipAndPlainFiles) {
+  TempDir tmp;
+  WriteGz(tmp.Sub("d") + "/raw/edge.csv.gz", "");  // created below after folders exist
+  tmp.Write("d/raw/num-node-list.csv", "4\n");
+  WriteGz(tmp.Sub("d/raw/edge.csv.gz"), "0,1\n1,2\n3,0\n");
+  tmp.Write("d/raw/node-feat.csv", "0.5,1\n-1,2e-1\n3,4\n5,6\n");
+  WriteGz(tmp.Sub("d/raw/node-label.csv.gz"), "0\n2\n1\n2\n");
+  tmp.Write("d/split/time/train.csv", "0\n1\n");
+  tmp.Write("d/split/time/valid.csv", "2\n");
+  WriteGz(tmp.Sub("d/split/time/test.csv.gz"), "3\n");
+  RawDataset ds;
+  Status st = LoadQuiet("ogb", tmp.Sub("d"), &ds);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(ds.num_nodes, 4);
+  EXPECT_EQ(ds.num_edges(), 3);
+  EXPECT_EQ(ds.feature_dim, 2);
+  EXPECT_FLOAT_EQ(ds.features[3], 0.2f);
+  EXPECT_EQ(ds.num_classes, 3);
+  EXPECT_EQ(ds.split, (std::vector<uint8_t>{1, 1, 2, 3}));
+}
+
+TEST(FormatsTest, RmatDatasetHasTheBenchmarkEdgesAndSyntheticData) {
+  LoadOptions lo;
+  lo.rmat.scale = 8;
+  lo.feature_dim = 16;
+  lo.num_classes = 4;
+  lo.split_fractions = {0.5, 0.25, 0.25};
+  RawDataset ds;
+  ASSERT_TRUE(LoadQuiet("rmat", "", &ds, nullptr, lo).ok());
+  EXPECT_EQ(ds.num_nodes, 256);
+  EXPECT_EQ(ds.num_edges(), 256 * 16);
+  std::vector<std::pair<int64_t, int64_t>> edges;
+  ASSERT_TRUE(ForEachRmatEdge(lo.rmat, [&](int64_t s, int64_t d) { edges.emplace_back(s, d); }).ok());
+  for (size_t i = 0; i < edges.size(); ++i) ASSERT_EQ(std::pair(ds.src[i], ds.dst[i]), edges[i]);
+  for (int64_t v = 0; v < ds.num_nodes; ++v) {
+    const float* row = ds.features.data() + v * 16;
+    EXPECT_EQ(ds.labels[v], std::max_element(row, row + 4) - row);
+    for (int j = 0; j < 16; ++j) ASSERT_TRUE(row[j] >= -1 && row[j] < 1);
+  }
+  EXPECT_GT(std::count(ds.split.begin(), ds.split.end(), 1), 80);
+}
+
+// ---- bad input: each error names the file and line (or the value) ----
+
+struct BadCase {
+  const char* name;
+  const char* format;
+  std::vector<std::pair<std::string, std::string>> files;  // relative path -> content
+  const char* input;                                       // relative to the temp dir
+  std::vector<std::string> expect;                         // substrings of the message
+};
+
+class BadInputTest : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(BadInputTest, FailsWithAMessageNamingTheProblem) {
+  const BadCase& c = GetParam();
+  TempDir tmp;
+  for (const auto& [path, text] : c.files) tmp.Write(path, text);
+  RawDataset ds;
+  Status st = LoadQuiet(c.format, tmp.Sub(c.input), &ds);
+  ASSERT_FALSE(st.ok());
+  for (const auto& e : c.expect) EXPECT_THAT(st.ToString(), HasSubstr(e));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, BadInputTest,
+    ::testing::Values(
+        BadCase{"LinqsFeatureRowOfWrongWidth", "linqs", {{"t.content", "a 1 0 X\nb 0 1 1 Y\n"}, {"t.cites", ""}}, "t",
+                {"t.content:2:", "feature row has 3 values, expected 2"}},
+        BadCase{"LinqsMalformedFeature", "linqs", {{"t.content", "a 1 0 X\nb 0 q Y\n"}, {"t.cites", ""}}, "t",
+                {"t.content:2:", "feature 1 'q' is not a number"}},
+        BadCase{"LinqsDuplicateId", "linqs", {{"t.content", "a 1 X\na 0 Y\n"}, {"t.cites", ""}}, "t",
+                {"t.content:2:", "'a' appears twice"}},
+        BadCase{"LinqsMissingCites", "linqs", {{"t.content", "a 1 X\n"}}, "t", {"t.cites", "no such file"}},
+        BadCase{"LinqsMalformedCitesLine", "linqs", {{"t.content", "a 1 X\nb 1 X\n"}, {"t.cites", "a b\na\n"}}, "t",
+                {"t.cites:2:", "found 1 field"}},
+        BadCase{"LinqsNoContentInFolder", "linqs", {{"g/readme", "x"}}, "g", {"no *.content"}},
+        BadCase{"PlanetoidMissingLabels", "planetoid", {{"p/edges.txt", "0 1\n"}}, "p", {"labels.txt", "no such file"}},
+        BadCase{"PlanetoidEdgeIdOutOfRange", "planetoid",
+                {{"p/labels.txt", "0 0\n1 1\n"}, {"p/edges.txt", "0 1\n1 7\n"}}, "p",
+                {"edges.txt:2:", "edge 1 7 has an id outside [0, 2)"}},
+        BadCase{"PlanetoidSplitIdOutOfRange", "planetoid",
+                {{"p/labels.txt", "0 0\n1 1\n"}, {"p/edges.txt", "0 1\n"}, {"p/split_train.txt", "0\n5\n"},
+                 {"p/split_val.txt", ""}, {"p/split_test.txt", ""}},
+                "p", {"split_train.txt:2:", "node 5 is outside [0, 2)"}},
+        BadCase{"PlanetoidNodeInTwoSplits", "planetoid",
+                {{"p/labels.txt", "0 0\n1 1\n"}, {"p/edges.txt", "0 1\n"}, {"p/split_train.txt", "0\n"},
+                 {"p/split_val.txt", "1\n0\n"}, {"p/split_test.txt", ""}},
+                "p", {"split_val.txt:2:", "node 0 is already in another split"}},
+        BadCase{"OgbEdgeIdOutOfRange", "ogb", {{"o/raw/num-node-list.csv", "3\n"}, {"o/raw/edge.csv", "0,1\n2,3\n"}}, "o",
+                {"edge.csv:2:", "edge 2,3 has an id outside [0, 3)"}},
+        BadCase{"OgbFeatureRowOfWrongWidth", "ogb",
+                {{"o/raw/num-node-list.csv", "2\n"}, {"o/raw/edge.csv", "0,1\n"}, {"o/raw/node-feat.csv", "1,2\n3\n"}},
+                "o", {"node-feat.csv:2:", "feature row has 1 values, expected 2"}},
+        BadCase{"OgbTooFewLabels", "ogb",
+                {{"o/raw/num-node-list.csv", "3\n"}, {"o/raw/edge.csv", "0,1\n"}, {"o/raw/node-label.csv", "1\n0\n"}},
+                "o", {"node-label.csv", "2 labels for 3 nodes"}},
+        BadCase{"OgbMissingRaw", "ogb", {{"o/readme", ""}}, "o", {"no raw/ folder"}},
+        BadCase{"SnapMalformedLine", "snap", {{"s.txt", "# x\n1 2\n3\n"}}, "s.txt", {"s.txt:3:", "expected '<src> <dst>'"}},
+        BadCase{"SnapNotANumber", "snap", {{"s.txt", "1 2\n3 x4\n"}}, "s.txt", {"s.txt:2:"}},
+        BadCase{"SnapMissingFile", "snap", {}, "nope.txt", {"nope.txt", "no such file"}}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace fanout::datasets

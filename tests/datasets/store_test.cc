@@ -1,0 +1,346 @@
+// Round trips through fanout's partition store, and opening damaged stores.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <tuple>
+
+#include "datasets/formats.h"
+#include "datasets/partition_store.h"
+#include "datasets/partitioner.h"
+#include "tests/datasets/test_util.h"
+
+namespace fanout::datasets {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::DataDir;
+using testing::TempDir;
+namespace fs = std::filesystem;
+
+RawDataset Load(const std::string& format, const std::string& input, LoadOptions lo = {}) {
+  lo.quiet = true;
+  RawDataset ds;
+  std::vector<std::string> notes;
+  Status st = LoadDataset(format, input, lo, &ds, &notes);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return ds;
+}
+
+std::string Partition(const RawDataset& ds, int k, PartitionMethod m, const std::string& dir, WriteOptions wo = {},
+                      DatasetMeta* meta = nullptr) {
+  PartitionOptions po;
+  po.num_parts = k;
+  po.method = m;
+  po.quiet = true;
+  po.store_by_target = wo.incoming;
+  std::vector<int32_t> part;
+  std::vector<std::string> notes;
+  Status st = ComputePartition(ds, po, &part, &notes);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  wo.quiet = true;
+  st = WritePartitionedDataset(ds, part, k, wo, dir, meta);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return dir;
+}
+
+// Loads every partition and checks the store against the raw dataset: each
+// edge exactly once, in the partition owning its stored endpoint, under its
+// edge id; features, labels and splits of every node under its new id; the
+// id mapping a bijection back to the original ids.
+void ExpectRoundTrip(const RawDataset& ds, const std::string& dir, int k, bool incoming = true,
+                     FeatureDType dtype = FeatureDType::kFloat32) {
+  std::vector<PartitionData> parts(k);
+  OpenOptions oo;
+  oo.expected_num_parts = k;
+  for (int p = 0; p < k; ++p) {
+    Status st = OpenPartition(dir, p, oo, &parts[p]);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+  }
+  const DatasetMeta& meta = parts[0].meta;
+  ASSERT_EQ(meta.num_nodes, ds.num_nodes);
+  ASSERT_EQ(meta.num_edges, ds.num_edges());
+  // New id -> old (dense input) id, via original ids (unique per node here:
+  // original_ids are distinct in every format).
+  std::map<int64_t, int64_t> old_of_orig;
+  for (int64_t v = 0; v < ds.num_nodes; ++v) old_of_orig[ds.original_ids[v]] = v;
+  std::vector<int64_t> old_of_new(ds.num_nodes, -1);
+  std::vector<int> seen(ds.num_nodes, 0);
+  for (int p = 0; p < k; ++p) {
+    const PartitionData& d = parts[p];
+    EXPECT_EQ(d.node_begin, meta.offsets[p]);
+    for (int64_t i = 0; i < d.num_nodes(); ++i) {
+      auto it = old_of_orig.find(d.original_ids[i]);
+      ASSERT_NE(it, old_of_orig.end()) << "unknown original id " << d.original_ids[i];
+      old_of_new[d.node_begin + i] = it->second;
+      ASSERT_EQ(seen[it->second]++, 0) << "node stored twice";
+      if (!ds.original_names.empty()) {
+        EXPECT_EQ(d.original_names[i], ds.original_names[it->second]);
+      }
+    }
+  }
+  std::vector<int> edge_seen(ds.num_edges(), 0);
+  for (int p = 0; p < k; ++p) {
+    const PartitionData& d = parts[p];
+    ASSERT_TRUE(d.Graph().Validate(ds.num_nodes).ok());
+    for (int64_t i = 0; i < d.num_nodes(); ++i) {
+      int64_t old = old_of_new[d.node_begin + i];
+      for (int64_t e = d.indptr[i]; e < d.indptr[i + 1]; ++e) {
+        int64_t id = d.edge_ids[e];
+        ASSERT_GE(id, 0);
+        ASSERT_LT(id, ds.num_edges());
+        ASSERT_EQ(edge_seen[id]++, 0) << "edge " << id << " stored twice";
+        int64_t owner = incoming ? ds.dst[id] : ds.src[id];
+        int64_t other = incoming ? ds.src[id] : ds.dst[id];
+        EXPECT_EQ(owner, old) << "edge " << id << " stored in the wrong row";
+        EXPECT_EQ(old_of_new[d.indices[e]], other) << "edge " << id << " has the wrong neighbor";
+      }
+      if (ds.feature_dim > 0) {
+        for (int64_t j = 0; j < ds.feature_dim; ++j) {
+          float want = ds.features[old * ds.feature_dim + j];
+          if (dtype == FeatureDType::kFloat32) {
+            ASSERT_EQ(d.Feature(i, j), want) << "feature (" << old << ", " << j << ")";
+          } else {
+            ASSERT_NEAR(d.Feature(i, j), want, std::max(1e-3f * std::fabs(want), float(meta.feature_scale)))
+                << "feature (" << old << ", " << j << ")";
+          }
+        }
+      }
+      if (!ds.labels.empty()) {
+        EXPECT_EQ(d.labels[i], ds.labels[old]);
+      }
+      if (!ds.split.empty()) {
+        EXPECT_EQ(d.split[i], ds.split[old]);
+      }
+    }
+  }
+  for (int64_t e = 0; e < ds.num_edges(); ++e) ASSERT_EQ(edge_seen[e], 1) << "edge " << e << " missing";
+  for (int64_t v = 0; v < ds.num_nodes; ++v) ASSERT_EQ(seen[v], 1) << "node " << v << " missing";
+}
+
+TEST(PartitionStoreTest, CoraRoundTripsWithEveryMethod) {
+  RawDataset ds = Load("linqs", DataDir() + "/cora");
+  ASSERT_EQ(ds.num_nodes, 2708);
+  ASSERT_EQ(ds.num_edges(), 5429);
+  TempDir tmp;
+  for (auto [k, m] : {std::pair{1, PartitionMethod::kMetis}, {2, PartitionMethod::kMetis}, {3, PartitionMethod::kRandom},
+                      {3, PartitionMethod::kRange}}) {
+    std::string dir = tmp.Sub("cora-" + std::to_string(k) + PartitionMethodName(m));
+    Partition(ds, k, m, dir);
+    ExpectRoundTrip(ds, dir, k);
+  }
+}
+
+TEST(PartitionStoreTest, PlanetoidCiteSeerAndSnapRoundTrip) {
+  TempDir tmp;
+  RawDataset pc = Load("planetoid", DataDir() + "/planetoid/cora");
+  EXPECT_EQ(pc.num_nodes, 2708);
+  EXPECT_EQ(std::count(pc.split.begin(), pc.split.end(), uint8_t(Split::kTrain)), 140);
+  EXPECT_EQ(std::count(pc.split.begin(), pc.split.end(), uint8_t(Split::kVal)), 500);
+  EXPECT_EQ(std::count(pc.split.begin(), pc.split.end(), uint8_t(Split::kTest)), 1000);
+  Partition(pc, 2, PartitionMethod::kMetis, tmp.Sub("pc"));
+  ExpectRoundTrip(pc, tmp.Sub("pc"), 2);
+
+  RawDataset cs = Load("linqs", DataDir() + "/citeseer");
+  EXPECT_EQ(cs.num_nodes, 3312);
+  EXPECT_EQ(cs.num_edges(), 4732 - 17);  // 17 edges to unknown ids are skipped
+  EXPECT_EQ(cs.original_names.size(), 3312u);  // alphanumeric ids are kept as names
+  Partition(cs, 3, PartitionMethod::kMetis, tmp.Sub("cs"));
+  ExpectRoundTrip(cs, tmp.Sub("cs"), 3);
+
+  RawDataset snap = Load("snap", DataDir() + "/snap/CA-GrQc.txt.gz");
+  EXPECT_EQ(snap.num_nodes, 5242);
+  EXPECT_EQ(snap.num_edges(), 28980);
+  WriteOptions out;
+  out.incoming = false;
+  Partition(snap, 4, PartitionMethod::kRandom, tmp.Sub("snap"), out);
+  ExpectRoundTrip(snap, tmp.Sub("snap"), 4, /*incoming=*/false);
+}
+
+TEST(PartitionStoreTest, ReducedFeatureTypesRoundTripWithinTheirPrecision) {
+  TempDir tmp;
+  LoadOptions lo;
+  lo.rmat.scale = 10;
+  lo.feature_dim = 8;
+  lo.num_classes = 4;
+  lo.split_fractions = {0.6, 0.2, 0.2};
+  RawDataset ds = Load("rmat", "", lo);
+  for (FeatureDType t : {FeatureDType::kFloat16, FeatureDType::kInt8}) {
+    WriteOptions wo;
+    wo.feature_dtype = t;
+    wo.chunk_nodes = 100;  // many chunks, a short last one
+    std::string dir = tmp.Sub(FeatureDTypeName(t));
+    Partition(ds, 3, PartitionMethod::kMetis, dir, wo);
+    ExpectRoundTrip(ds, dir, 3, true, t);
+  }
+  EXPECT_EQ(HalfToFloat(FloatToHalf(0.5f)), 0.5f);
+  EXPECT_EQ(HalfToFloat(FloatToHalf(-3.0f)), -3.0f);
+  EXPECT_EQ(HalfToFloat(FloatToHalf(65504.0f)), 65504.0f);
+  EXPECT_EQ(HalfToFloat(FloatToHalf(5.960464e-8f)), 5.960464477539063e-8f);  // smallest subnormal
+}
+
+TEST(PartitionStoreTest, MetisCutsFewerEdgesThanRandom) {
+  for (auto [format, input, undirected] :
+       {std::tuple{"linqs", DataDir() + "/cora", false}, {"snap", DataDir() + "/snap/CA-GrQc.txt.gz", true}}) {
+    RawDataset ds = Load(format, input);
+    if (undirected) {
+      EdgeOptions eo;
+      eo.make_undirected = eo.drop_duplicates = true;
+      ApplyEdgeOptions(eo, &ds);
+    }
+    for (int k : {2, 4}) {
+      std::vector<std::string> notes;
+      PartitionOptions po;
+      po.num_parts = k;
+      po.quiet = true;
+      std::vector<int32_t> metis, random;
+      po.method = PartitionMethod::kMetis;
+      ASSERT_TRUE(ComputePartition(ds, po, &metis, &notes).ok());
+      po.method = PartitionMethod::kRandom;
+      ASSERT_TRUE(ComputePartition(ds, po, &random, &notes).ok());
+      PartitionStats sm = ComputePartitionStats(ds, metis, k, true);
+      PartitionStats sr = ComputePartitionStats(ds, random, k, true);
+      std::printf("%s k=%d: edge cut metis %.4f (%lld edges, node balance %.3f) vs random %.4f (%lld edges)\n",
+                  ds.name.c_str(), k, sm.edge_cut_fraction, static_cast<long long>(sm.cut_edges), sm.node_balance,
+                  sr.edge_cut_fraction, static_cast<long long>(sr.cut_edges));
+      EXPECT_LT(sm.cut_edges, sr.cut_edges / 2);
+      EXPECT_LE(sm.node_balance, 1.05);
+      EXPECT_EQ(sr.node_balance, static_cast<double>(*std::max_element(sr.nodes.begin(), sr.nodes.end())) / (double(ds.num_nodes) / k));
+    }
+  }
+}
+
+class DamagedStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ds_ = Load("linqs", DataDir() + "/cora");
+    WriteOptions wo;
+    wo.chunk_nodes = 512;
+    dir_ = Partition(ds_, 2, PartitionMethod::kMetis, tmp_.Sub("cora"), wo);
+  }
+  Status Open(int part, int expected = -1) {
+    OpenOptions oo;
+    oo.expected_num_parts = expected;
+    PartitionData d;
+    return OpenPartition(dir_, part, oo, &d);
+  }
+  std::string Sst(int part) {
+    for (const auto& e : fs::directory_iterator(dir_ + "/part-" + std::to_string(part)))
+      if (e.path().extension() == ".sst") return e.path().string();
+    return "";
+  }
+  void EditMeta(const std::string& from, const std::string& to) {
+    std::ifstream in(dir_ + "/meta.json");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos);
+    text.replace(at, from.size(), to);
+    std::ofstream(dir_ + "/meta.json") << text;
+  }
+  TempDir tmp_;
+  RawDataset ds_;
+  std::string dir_;
+};
+
+TEST_F(DamagedStoreTest, IntactStoreOpens) { EXPECT_TRUE(Open(0, 2).ok()); }
+
+TEST_F(DamagedStoreTest, OtherPartitionCountIsInvalidArgument) {
+  Status st = Open(0, 3);
+  EXPECT_TRUE(st.IsInvalidArgument());
+  EXPECT_THAT(st.message(), HasSubstr("has 2 partitions, expected 3"));
+  st = Open(2);
+  EXPECT_THAT(st.message(), HasSubstr("partition 2 is outside [0, 2)"));
+}
+
+TEST_F(DamagedStoreTest, OtherFormatVersionIsInvalidArgument) {
+  EditMeta("\"format_version\": 1", "\"format_version\": 7");
+  Status st = Open(0);
+  EXPECT_TRUE(st.IsInvalidArgument());
+  EXPECT_THAT(st.message(), HasSubstr("format version 7"));
+}
+
+TEST_F(DamagedStoreTest, TruncatedMetaIsCorruption) {
+  fs::resize_file(dir_ + "/meta.json", 100);
+  Status st = Open(0);
+  EXPECT_TRUE(st.IsCorruption());
+  EXPECT_THAT(st.message(), HasSubstr("meta.json"));
+}
+
+TEST_F(DamagedStoreTest, MissingMetaIsNotFound) {
+  fs::remove(dir_ + "/meta.json");
+  Status st = Open(0);
+  EXPECT_TRUE(st.IsNotFound());
+  EXPECT_THAT(st.message(), HasSubstr("meta.json: missing"));
+}
+
+TEST_F(DamagedStoreTest, TruncatedPartitionIsCorruption) {
+  std::string sst = Sst(1);
+  fs::resize_file(sst, fs::file_size(sst) / 2);
+  Status st = Open(1);
+  EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_THAT(st.message(), HasSubstr("part-1"));
+}
+
+TEST_F(DamagedStoreTest, FlippedByteIsCorruption) {
+  std::string sst = Sst(0);
+  {
+    std::fstream f(sst, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(fs::file_size(sst) / 3));
+    char c;
+    f.read(&c, 1);
+    f.seekp(static_cast<std::streamoff>(fs::file_size(sst) / 3));
+    c ^= 0x5a;
+    f.write(&c, 1);
+  }
+  Status st = Open(0);
+  EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_THAT(st.message(), HasSubstr("part-0"));
+}
+
+TEST_F(DamagedStoreTest, PartitionOfAnotherDatasetIsCorruption) {
+  std::string other = Partition(ds_, 2, PartitionMethod::kRandom, tmp_.Sub("other"));
+  fs::remove_all(dir_ + "/part-1");
+  fs::copy(other + "/part-1", dir_ + "/part-1");
+  Status st = Open(1);
+  EXPECT_TRUE(st.IsCorruption());
+  EXPECT_THAT(st.message(), HasSubstr("belongs to another dataset"));
+}
+
+TEST_F(DamagedStoreTest, MissingPartitionFolderIsCorruption) {
+  fs::remove_all(dir_ + "/part-1");
+  Status st = Open(1);
+  EXPECT_TRUE(st.IsCorruption());
+  EXPECT_THAT(st.message(), HasSubstr("part-1: missing partition folder"));
+}
+
+TEST(PartitionStoreWriteTest, RefusesAnExistingOutputAndLeavesNothingOnFailure) {
+  TempDir tmp;
+  RawDataset ds = Load("linqs", DataDir() + "/cora");
+  std::vector<int32_t> part(ds.num_nodes, 0);
+  WriteOptions wo;
+  wo.quiet = true;
+  std::string dir = tmp.Sub("out");
+  ASSERT_TRUE(WritePartitionedDataset(ds, part, 1, wo, dir, nullptr).ok());
+  Status st = WritePartitionedDataset(ds, part, 1, wo, dir, nullptr);
+  EXPECT_THAT(st.message(), HasSubstr("already exists"));
+  wo.overwrite = true;
+  EXPECT_TRUE(WritePartitionedDataset(ds, part, 1, wo, dir, nullptr).ok());
+  EXPECT_EQ(tmp.List(), std::vector<std::string>{"out"});  // no temporary or old folders left
+
+  // A bad assignment fails before anything is written.
+  part[5] = 3;
+  st = WritePartitionedDataset(ds, part, 2, wo, tmp.Sub("bad"), nullptr);
+  EXPECT_THAT(st.message(), HasSubstr("node 5 is assigned to part 3, outside [0, 2)"));
+  // An output whose parent is a file fails, and leaves nothing.
+  tmp.Write("file", "x");
+  part[5] = 0;
+  st = WritePartitionedDataset(ds, part, 1, wo, tmp.Sub("file/sub"), nullptr);
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(tmp.List().size(), 2u);  // "out" and "file"
+}
+
+}  // namespace
+}  // namespace fanout::datasets
