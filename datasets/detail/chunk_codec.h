@@ -1,28 +1,18 @@
 // Chunk values of the partition store: a little-endian payload followed by
-// the CRC-32 (zlib) of the payload. Internal to datasets/.
+// the CRC-32C of the payload. Internal to datasets/.
 #ifndef FANOUT_DATASETS_DETAIL_CHUNK_CODEC_H_
 #define FANOUT_DATASETS_DETAIL_CHUNK_CODEC_H_
-
-#include <zlib.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
 
+#include "common/crc32c.h"
+
 namespace fanout::datasets::detail {
 
-inline uint32_t Crc32(const void* data, size_t n) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  const Bytef* p = static_cast<const Bytef*>(data);
-  while (n > 0) {  // zlib takes uInt lengths
-    uInt step = n > (1u << 30) ? (1u << 30) : static_cast<uInt>(n);
-    crc = crc32(crc, p, step);
-    p += step;
-    n -= step;
-  }
-  return static_cast<uint32_t>(crc);
-}
+inline uint32_t Crc32(const void* data, size_t n) { return Crc32c(data, n); }
 
 // Appends the trailer to a finished payload.
 inline void SealChunk(std::string* value) {

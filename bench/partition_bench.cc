@@ -1,0 +1,176 @@
+// fanout-bench-partition: partitions the R-MAT benchmark graph (default scale
+// 22, 64-dim features) into 4 parts with METIS and with random, recording wall
+// time, peak RSS and store size, then loads one partition and compares the
+// load rate with the disk's sequential read rate of the same files, both
+// measured cold (pages evicted with posix_fadvise) in the same run.
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "common/cpu.h"
+#include "datasets/partition_store.h"
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct ChildResult {
+  int exit_code = -1;
+  double wall_s = 0;
+  int64_t peak_rss = 0;
+};
+
+ChildResult RunChild(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  auto t0 = Clock::now();
+  pid_t pid = fork();
+  if (pid == 0) {
+    execv(args[0], args.data());
+    std::perror("execv");
+    _exit(127);
+  }
+  int status = 0;
+  struct rusage ru {};
+  wait4(pid, &status, 0, &ru);
+  ChildResult r;
+  r.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.peak_rss = static_cast<int64_t>(ru.ru_maxrss) * 1024;
+  return r;
+}
+
+int64_t FolderBytes(const std::string& dir) {
+  int64_t total = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) total += static_cast<int64_t>(e.file_size());
+  return total;
+}
+
+void Evict(const std::string& dir) {
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    int fd = open(e.path().c_str(), O_RDONLY);
+    if (fd < 0) continue;
+    fdatasync(fd);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+  }
+}
+
+// Sequential read of every file in the folder with 8 MiB reads; bytes/s.
+double SequentialRead(const std::string& dir) {
+  std::vector<char> buf(8 << 20);
+  int64_t bytes = 0;
+  auto t0 = Clock::now();
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    int fd = open(e.path().c_str(), O_RDONLY);
+    if (fd < 0) continue;
+    posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    ssize_t n;
+    while ((n = read(fd, buf.data(), buf.size())) > 0) bytes += n;
+    close(fd);
+  }
+  return bytes / std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"fanout-bench-partition: partition the R-MAT benchmark graph with METIS and random, then load a partition."};
+  int scale = 22, parts = 4;
+  int64_t feature_dim = 64;
+  std::string work, json_path;
+  std::vector<std::string> methods{"metis", "random"};
+  app.add_option("--scale", scale, "R-MAT scale")->default_val(22)->check(CLI::Range(8, 26));
+  app.add_option("--feature-dim", feature_dim, "Synthetic feature dimension")->default_val(64);
+  app.add_option("--parts", parts, "Partitions")->default_val(4);
+  app.add_option("--methods", methods, "Partitioners to measure")->default_val(methods);
+  app.add_option("--work-dir", work, "Folder for the stores (default: a temporary folder, removed after)");
+  app.add_option("--json", json_path, "Write the cases as a JSON array to this file");
+  CLI11_PARSE(app, argc, argv);
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+
+  bool own_work = work.empty();
+  if (own_work) {
+    std::string templ = (fs::temp_directory_path() / "fanout-bench-partition-XXXXXX").string();
+    work = mkdtemp(templ.data());
+  }
+  std::string tool = (fs::path(fs::read_symlink("/proc/self/exe")).parent_path() / "fanout-partition").string();
+  nlohmann::json cases = nlohmann::json::array();
+  std::string load_dir;
+  for (const std::string& m : methods) {
+    std::string out = work + "/rmat" + std::to_string(scale) + "-" + m;
+    fs::remove_all(out);
+    std::printf("partitioning R-MAT scale %d (%lld-dim features) into %d parts with %s ...\n", scale,
+                static_cast<long long>(feature_dim), parts, m.c_str());
+    ChildResult r = RunChild({tool, "--format", "rmat", "--rmat-scale", std::to_string(scale), "--feature-dim",
+                              std::to_string(feature_dim), "--num-classes", "16", "--parts", std::to_string(parts),
+                              "--method", m, "--output", out, "--quiet"});
+    if (r.exit_code != 0) {
+      std::fprintf(stderr, "fanout-partition failed (exit %d)\n", r.exit_code);
+      return 1;
+    }
+    fanout::datasets::DatasetMeta meta;
+    if (!fanout::datasets::ReadDatasetMeta(out, &meta).ok()) return 1;
+    int64_t bytes = FolderBytes(out);
+    std::printf("  %s: %.1f s wall, peak RSS %.2f GiB, store %.2f GiB, edge cut %.4f, node balance %.3f\n", m.c_str(),
+                r.wall_s, r.peak_rss / double(1 << 30), bytes / double(1 << 30), meta.stats.edge_cut_fraction,
+                meta.stats.node_balance);
+    cases.push_back({{"case", "partition"}, {"method", m}, {"scale", scale}, {"parts", parts},
+                     {"feature_dim", feature_dim}, {"wall_s", r.wall_s}, {"peak_rss_bytes", r.peak_rss},
+                     {"store_bytes", bytes}, {"edge_cut_fraction", meta.stats.edge_cut_fraction},
+                     {"node_balance", meta.stats.node_balance}});
+    load_dir = out;
+  }
+
+  // Load partition 0 of the last store, cold, beside a cold sequential read.
+  std::string part_dir = load_dir + "/part-0";
+  int64_t part_bytes = FolderBytes(part_dir);
+  Evict(part_dir);
+  double disk = SequentialRead(part_dir);
+  Evict(part_dir);
+  auto t0 = Clock::now();
+  fanout::datasets::PartitionData data;
+  fanout::datasets::OpenOptions oo;
+  oo.expected_num_parts = parts;
+  fanout::Status st = fanout::datasets::OpenPartition(load_dir, 0, oo, &data);
+  double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (!st.ok()) {
+    std::fprintf(stderr, "%s\n", st.ToString().c_str());
+    return 1;
+  }
+  double hot_read = SequentialRead(part_dir);
+  auto t1 = Clock::now();
+  st = fanout::datasets::OpenPartition(load_dir, 0, oo, &data);
+  double hot_load_s = std::chrono::duration<double>(Clock::now() - t1).count();
+  double rate = part_bytes / load_s, hot_rate = part_bytes / hot_load_s;
+  std::printf("load part 0 (%.2f GiB on disk, %lld nodes, %lld edges, arrays %.2f GiB):\n", part_bytes / double(1 << 30),
+              static_cast<long long>(data.num_nodes()), static_cast<long long>(data.indices.size()),
+              data.RawBytes() / double(1 << 30));
+  std::printf("  cold: load %.2f s = %.0f MB/s; sequential read of the same files %.0f MB/s; ratio %.2f\n", load_s,
+              rate / 1e6, disk / 1e6, rate / disk);
+  std::printf("  hot (page cache): load %.2f s = %.0f MB/s; sequential read %.0f MB/s; ratio %.2f\n", hot_load_s,
+              hot_rate / 1e6, hot_read / 1e6, hot_rate / hot_read);
+  cases.push_back({{"case", "load"}, {"store_bytes", part_bytes}, {"array_bytes", data.RawBytes()},
+                   {"load_s", load_s}, {"bytes_per_s", rate}, {"disk_read_bytes_per_s", disk}, {"ratio", rate / disk},
+                   {"hot_bytes_per_s", hot_rate}, {"hot_read_bytes_per_s", hot_read}, {"hot_ratio", hot_rate / hot_read}});
+  if (own_work) fs::remove_all(work);
+  if (!json_path.empty()) {
+    std::ofstream(json_path) << cases.dump(2) << "\n";
+    std::printf("wrote %s\n", json_path.c_str());
+  }
+  return 0;
+}
