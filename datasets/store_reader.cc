@@ -13,6 +13,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "common/cpu.h"
 #include "datasets/detail/chunk_codec.h"
@@ -186,6 +187,16 @@ Status OpenPartition(const std::string& dir_in, int part, const OpenOptions& o, 
                      }
                      if (acc != edge_pos + ce) return "degrees do not sum to its edge count";
                      std::memcpy(d.indices.data() + edge_pos, p + 16 + cn * 8, ce * 8);
+                     // Neighbor ids must be global ids of this dataset (checked while cache-hot).
+                     const int64_t* ind = d.indices.data() + edge_pos;
+                     int64_t bad = 0;
+                     for (int64_t e = 0; e < ce; ++e) bad |= static_cast<int64_t>(static_cast<uint64_t>(ind[e]) >= static_cast<uint64_t>(meta.num_nodes));
+                     if (bad) {
+                       for (int64_t e = 0; e < ce; ++e)
+                         if (ind[e] < 0 || ind[e] >= meta.num_nodes)
+                           return "has edge " + std::to_string(edge_pos + e) + " pointing at node " + std::to_string(ind[e]) +
+                                  ", outside [0, " + std::to_string(meta.num_nodes) + ")";
+                     }
                      std::memcpy(d.edge_ids.data() + edge_pos, p + 16 + cn * 8 + ce * 8, ce * 8);
                      edge_pos += ce;
                      return "";
@@ -230,8 +241,11 @@ Status OpenPartition(const std::string& dir_in, int part, const OpenOptions& o, 
                        return "";
                      }});
 
-  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(ro));
-  for (const ChunkSink& sink : sinks) {
+  // Each kind of chunk is read by its own iterator on its own thread: the
+  // adjacency and the features are each about half of the bytes, and the
+  // checksum + copy work of one core is slower than the disk.
+  auto read_sink = [&](const ChunkSink& sink) -> Status {
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(ro));
     std::string prefix = std::string(sink.prefix) + "/";
     it->Seek(prefix);
     for (int64_t c = 0; c < num_chunks; ++c) {
@@ -251,16 +265,21 @@ Status OpenPartition(const std::string& dir_in, int part, const OpenOptions& o, 
     }
     if (it->Valid() && it->key().starts_with(prefix))
       return Status::Corruption(path + ": unexpected extra chunk " + it->key().ToString());
+    if (!it->status().ok()) return Status::Corruption(path + ": " + it->status().ToString());
+    return Status::OK();
+  };
+  std::vector<Status> results(sinks.size());
+  {
+    std::vector<std::thread> threads;
+    for (size_t i = 1; i < sinks.size(); ++i)
+      threads.emplace_back([&, i] { results[i] = read_sink(sinks[i]); });
+    results[0] = read_sink(sinks[0]);  // the adjacency, on this thread
+    for (auto& t : threads) t.join();
   }
-  if (!it->status().ok()) return Status::Corruption(path + ": " + it->status().ToString());
+  for (const Status& r : results) FANOUT_RETURN_IF_ERROR(r);
   if (edge_pos != num_edges)
     return Status::Corruption(path + ": adjacency holds " + std::to_string(edge_pos) + " edges, 'info' says " +
                               std::to_string(num_edges));
-  // Neighbor ids must be global ids of this dataset.
-  for (int64_t e = 0; e < num_edges; ++e)
-    if (d.indices[e] < 0 || d.indices[e] >= meta.num_nodes)
-      return Status::Corruption(path + ": edge " + std::to_string(e) + " points at node " +
-                                std::to_string(d.indices[e]) + ", outside [0, " + std::to_string(meta.num_nodes) + ")");
   return Status::OK();
 }
 

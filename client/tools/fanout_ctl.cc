@@ -1,0 +1,155 @@
+// fanout-ctl: operator's view of running sampling servers.
+//   fanout-ctl stats HOST:ADMIN_PORT [HOST:ADMIN_PORT ...]
+//   fanout-ctl info HOST:PORT
+//   fanout-ctl sample HOST:PORT --seeds 1,2,3 --fanout 10 [--seed S] [--hop H] [--replace] [--weighted]
+#include <httplib.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "rpc/rpc_client.h"
+
+using fanout::Status;
+
+namespace {
+
+std::string Human(double v, const char* unit = "") {
+  char buf[32];
+  if (v >= 1e9) std::snprintf(buf, sizeof buf, "%.2fG%s", v / 1e9, unit);
+  else if (v >= 1e6) std::snprintf(buf, sizeof buf, "%.2fM%s", v / 1e6, unit);
+  else if (v >= 1e3) std::snprintf(buf, sizeof buf, "%.1fk%s", v / 1e3, unit);
+  else std::snprintf(buf, sizeof buf, "%.1f%s", v, unit);
+  return buf;
+}
+
+double Num(const nlohmann::json& j, const char* a, const char* b) {
+  if (!j.contains(a) || j[a].is_null() || !j[a].contains(b) || !j[a][b].is_number()) return 0;
+  return j[a][b].get<double>();
+}
+
+int Stats(const std::vector<std::string>& servers) {
+  std::printf("%-22s %-9s %-5s %-22s %10s %10s %10s %10s %10s %9s %9s %9s\n", "server", "state", "part", "nodes",
+              "edges/1s", "edges/10s", "edges/60s", "featB/10s", "req/10s", "p50 ms", "p99 ms", "RSS");
+  int failures = 0;
+  for (const std::string& addr : servers) {
+    std::string host;
+    int port = 0;
+    Status st = fanout::rpc::ParseAddress(addr, &host, &port);
+    if (!st.ok()) {
+      std::fprintf(stderr, "fanout-ctl: %s\n", st.message().c_str());
+      ++failures;
+      continue;
+    }
+    httplib::Client cli(host, port);
+    cli.set_connection_timeout(3);
+    cli.set_read_timeout(5);
+    auto res = cli.Get("/stats");
+    if (!res) {
+      std::printf("%-22s %-9s (no answer: %s)\n", addr.c_str(), "down", httplib::to_string(res.error()).c_str());
+      ++failures;
+      continue;
+    }
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(res->body);
+    } catch (const std::exception& e) {
+      std::printf("%-22s %-9s (bad /stats reply: %s)\n", addr.c_str(), "?", e.what());
+      ++failures;
+      continue;
+    }
+    const auto& tp = j.value("throughput", nlohmann::json::object());
+    const auto& p = j.value("partition", nlohmann::json::object());
+    std::string part = p.empty() ? "-" : std::to_string(p.value("partition", 0)) + "/" + std::to_string(p.value("num_parts", 0));
+    std::string nodes = p.empty() ? "-" : "[" + std::to_string(p.value("node_begin", 0LL)) + ", " +
+                                              std::to_string(p.value("node_end", 0LL)) + ")";
+    double p50 = 0, p99 = 0;
+    if (j.contains("latency") && j["latency"].contains("sample_neighbors")) {
+      p50 = j["latency"]["sample_neighbors"].value("p50_ms", 0.0);
+      p99 = j["latency"]["sample_neighbors"].value("p99_ms", 0.0);
+    }
+    std::printf("%-22s %-9s %-5s %-22s %10s %10s %10s %10s %10s %9.3f %9.3f %9s\n", addr.c_str(),
+                j.value("state", "?").c_str(), part.c_str(), nodes.c_str(), Human(Num(tp, "1s", "sampled_edges_per_s")).c_str(),
+                Human(Num(tp, "10s", "sampled_edges_per_s")).c_str(), Human(Num(tp, "60s", "sampled_edges_per_s")).c_str(),
+                Human(Num(tp, "10s", "feature_bytes_per_s"), "B").c_str(), Human(Num(tp, "10s", "requests_per_s")).c_str(),
+                p50, p99, Human(j.value("memory", nlohmann::json::object()).value("rss_bytes", 0.0), "B").c_str());
+  }
+  return failures ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"fanout-ctl: inspect running Fanout sampling servers."};
+  app.require_subcommand(1);
+  std::vector<std::string> admin_addrs;
+  auto* stats = app.add_subcommand("stats", "Throughput, latency and memory of servers, from their admin endpoints");
+  stats->add_option("servers", admin_addrs, "HOST:ADMIN_PORT of each server")->required();
+  std::string addr;
+  auto* info = app.add_subcommand("info", "Partition description of a server (over RPC)");
+  info->add_option("server", addr, "HOST:PORT of the server's RPC port")->required();
+  auto* sample = app.add_subcommand("sample", "One one-hop sampling request, printed per seed");
+  std::vector<int64_t> seeds;
+  int64_t fanout = 10, seed = 0;
+  int hop = 0;
+  bool replace = false, weighted = false;
+  sample->add_option("server", addr, "HOST:PORT of the server's RPC port")->required();
+  sample->add_option("--seeds", seeds, "Node ids (global ids owned by that server)")->required()->delimiter(',');
+  sample->add_option("--fanout", fanout, "Neighbors per seed (-1 = all)")->default_val(10);
+  sample->add_option("--seed", seed, "Request seed")->default_val(0);
+  sample->add_option("--hop", hop, "Hop index")->default_val(0);
+  sample->add_flag("--replace", replace, "Sample with replacement");
+  sample->add_flag("--weighted", weighted, "Sample by edge weight");
+  CLI11_PARSE(app, argc, argv);
+
+  if (stats->parsed()) return Stats(admin_addrs);
+
+  std::unique_ptr<fanout::rpc::RpcClient> client;
+  fanout::rpc::RpcOptions ro;
+  ro.call_timeout_ms = 10000;
+  Status st = fanout::rpc::RpcClient::Connect(addr, ro, &client);
+  if (!st.ok()) {
+    std::fprintf(stderr, "fanout-ctl: %s\n", st.ToString().c_str());
+    return 1;
+  }
+  if (info->parsed()) {
+    fanout::rpc::RemotePartitionInfo pi;
+    st = client->Info(&pi);
+    if (!st.ok()) {
+      std::fprintf(stderr, "fanout-ctl: %s\n", st.ToString().c_str());
+      return 1;
+    }
+    std::printf("dataset %s (%s), partition %d of %d, nodes [%lld, %lld) of %lld, %lld edges of %lld, "
+                "features %lld x %s, %lld classes, direction %s\n",
+                pi.dataset_name.c_str(), pi.dataset_id.c_str(), pi.partition, pi.num_parts,
+                static_cast<long long>(pi.node_begin), static_cast<long long>(pi.node_end),
+                static_cast<long long>(pi.num_nodes_total), static_cast<long long>(pi.num_edges),
+                static_cast<long long>(pi.num_edges_total), static_cast<long long>(pi.feature_dim),
+                pi.feature_dtype.c_str(), static_cast<long long>(pi.num_classes), pi.direction.c_str());
+    return 0;
+  }
+  fanout::rpc::SampleCall call;
+  call.fanout = fanout;
+  call.seed = static_cast<uint64_t>(seed);
+  call.hop = hop;
+  call.replace = replace;
+  call.weighted = weighted;
+  fanout::rpc::SampleReply reply;
+  st = client->Sample(seeds, call, &reply);
+  if (!st.ok()) {
+    std::fprintf(stderr, "fanout-ctl: %s\n", st.ToString().c_str());
+    return 1;
+  }
+  auto counts = reply.Counts();
+  auto nbr = reply.Neighbors();
+  auto eids = reply.EdgeIds();
+  size_t at = 0;
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    std::printf("%lld (%d):", static_cast<long long>(seeds[i]), counts[i]);
+    for (int32_t k = 0; k < counts[i]; ++k, ++at)
+      std::printf(" %lld[e%lld]", static_cast<long long>(nbr[at]), static_cast<long long>(eids[at]));
+    std::printf("\n");
+  }
+  return 0;
+}

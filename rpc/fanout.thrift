@@ -1,0 +1,68 @@
+// Fanout's sampling-server RPC interface.
+//
+// Ids, counts, neighbor lists and feature rows travel as `binary` fields
+// holding packed little-endian arrays (one memcpy in, one out), never as
+// list<i64>. Every error is one FanoutError carrying a fanout::Status code and
+// a message naming the offending value.
+
+namespace cpp fanout.rpc.gen
+
+exception FanoutError {
+  1: i32 code,       // fanout::Status::Code
+  2: string message,
+}
+
+struct PartitionInfo {
+  1: i32 partition,
+  2: i32 num_parts,
+  3: i64 node_begin,          // owned global ids [node_begin, node_end)
+  4: i64 node_end,
+  5: i64 num_nodes_total,
+  6: i64 num_edges,           // edges stored by this partition
+  7: i64 num_edges_total,
+  8: i64 feature_dim,
+  9: string feature_dtype,    // float32, float16, int8
+  10: double feature_scale,   // int8: value = q * scale
+  11: i64 num_classes,
+  12: i32 format_version,
+  13: string dataset_id,      // the same for every partition of one dataset
+  14: string dataset_name,
+  15: string direction,       // "in" or "out"
+  16: binary partition_offsets,  // packed i64, num_parts + 1
+  17: bool has_labels,
+  18: i64 max_ids_per_request,
+  19: i64 max_fanout,
+}
+
+struct SampleRequest {
+  1: binary nodes,            // packed i64 global ids owned by this partition
+  2: i64 fanout,              // -1 = all neighbors
+  3: bool replace,
+  4: bool weighted,
+  5: i64 seed,                // request seed (the pure-function rule)
+  6: i32 hop,
+  7: bool with_edge_ids,
+}
+
+struct SampleResponse {
+  1: binary counts,           // packed i32, one per requested node
+  2: binary neighbors,        // packed i64 global ids, concatenated in node order
+  3: binary edge_ids,         // packed i64, same positions; empty unless requested
+}
+
+service Fanout {
+  // Partition description; clients check ranges and dataset ids with it.
+  PartitionInfo partition_info() throws (1: FanoutError err),
+  // One-hop neighbor sampling of a batch of nodes.
+  SampleResponse sample_neighbors(1: SampleRequest request) throws (1: FanoutError err),
+  // Feature rows (packed, row-major, in the partition's dtype) of the nodes.
+  binary lookup_features(1: binary nodes) throws (1: FanoutError err),
+  // Labels (packed i64, -1 = unknown) of the nodes.
+  binary lookup_labels(1: binary nodes) throws (1: FanoutError err),
+  // Stored-direction degrees (packed i64) of the nodes, for cache hotness.
+  binary lookup_degrees(1: binary nodes) throws (1: FanoutError err),
+  // Train/val/test membership (packed u8 Split values) of the nodes.
+  binary lookup_splits(1: binary nodes) throws (1: FanoutError err),
+  // Liveness: returns the text it was sent.
+  string ping(1: string text),
+}

@@ -1,0 +1,198 @@
+#include "rpc/rpc_client.h"
+
+#include <thrift/protocol/TBinaryProtocol.h>
+
+#include <stdexcept>
+#include <thrift/transport/TSocket.h>
+#include <thrift/transport/TTransportException.h>
+
+#include "gen-cpp/Fanout.h"
+#include "rpc/codec.h"
+#include "rpc/framed_transport.h"
+
+namespace fanout::rpc {
+
+using apache::thrift::protocol::TBinaryProtocol;
+using apache::thrift::transport::TSocket;
+using apache::thrift::transport::TTransportException;
+
+struct RpcClient::Impl {
+  std::string host;
+  int port = 0;
+  RpcOptions options;
+  std::shared_ptr<TSocket> socket;
+  std::shared_ptr<ResettingFramedTransport> transport;
+  std::unique_ptr<gen::FanoutClient> client;
+  bool broken = true;
+
+  Status Open() {
+    auto config = MakeThriftConfig(options.max_frame_bytes);
+    socket = std::make_shared<TSocket>(host, port, config);
+    socket->setConnTimeout(options.connect_timeout_ms);
+    socket->setRecvTimeout(options.call_timeout_ms);
+    socket->setSendTimeout(options.call_timeout_ms);
+    socket->setNoDelay(true);
+    transport = std::make_shared<ResettingFramedTransport>(socket, config);
+    auto protocol = std::make_shared<TBinaryProtocol>(transport);
+    client = std::make_unique<gen::FanoutClient>(protocol);
+    try {
+      transport->open();
+    } catch (const std::exception& e) {
+      return Status::Unavailable("cannot connect to " + host + ":" + std::to_string(port) + ": " + e.what());
+    }
+    broken = false;
+    return Status::OK();
+  }
+};
+
+Status ParseAddress(const std::string& address, std::string* host, int* port) {
+  size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size())
+    return Status::InvalidArgument("address '" + address + "' is not host:port");
+  *host = address.substr(0, colon);
+  if (host->size() > 2 && host->front() == '[' && host->back() == ']') *host = host->substr(1, host->size() - 2);
+  try {
+    size_t used = 0;
+    int p = std::stoi(address.substr(colon + 1), &used);
+    if (used != address.size() - colon - 1 || p <= 0 || p > 65535) throw std::out_of_range("port");
+    *port = p;
+  } catch (const std::exception&) {
+    return Status::InvalidArgument("address '" + address + "' has no valid port (1-65535)");
+  }
+  return Status::OK();
+}
+
+Status RpcClient::Connect(const std::string& host, int port, const RpcOptions& options, std::unique_ptr<RpcClient>* out) {
+  std::unique_ptr<RpcClient> c(new RpcClient());
+  c->impl_ = std::make_unique<Impl>();
+  c->impl_->host = host;
+  c->impl_->port = port;
+  c->impl_->options = options;
+  c->address_ = host + ":" + std::to_string(port);
+  FANOUT_RETURN_IF_ERROR(c->impl_->Open());
+  *out = std::move(c);
+  return Status::OK();
+}
+
+Status RpcClient::Connect(const std::string& address, const RpcOptions& options, std::unique_ptr<RpcClient>* out) {
+  std::string host;
+  int port = 0;
+  FANOUT_RETURN_IF_ERROR(ParseAddress(address, &host, &port));
+  return Connect(host, port, options, out);
+}
+
+RpcClient::~RpcClient() {
+  if (impl_ && impl_->transport) {
+    try {
+      impl_->transport->close();
+    } catch (...) {
+    }
+  }
+}
+
+template <typename Fn>
+Status RpcClient::Call(const char* method, Fn&& fn) {
+  if (impl_->broken) FANOUT_RETURN_IF_ERROR(impl_->Open());
+  try {
+    fn(*impl_->client);
+    return Status::OK();
+  } catch (const gen::FanoutError& e) {
+    return Status::FromCode(e.code, "server " + address_ + ": " + e.message);
+  } catch (const TTransportException& e) {
+    impl_->broken = true;
+    try {
+      impl_->transport->close();
+    } catch (...) {
+    }
+    if (e.getType() == TTransportException::TIMED_OUT)
+      return Status::DeadlineExceeded("server " + address_ + " did not answer " + method + " within " +
+                                      std::to_string(impl_->options.call_timeout_ms) + " ms");
+    return Status::Unavailable("server " + address_ + ": " + method + " failed: " + e.what());
+  } catch (const std::exception& e) {
+    impl_->broken = true;
+    return Status::Unavailable("server " + address_ + ": " + method + " failed: " + e.what());
+  }
+}
+
+Status RpcClient::Info(RemotePartitionInfo* out) {
+  gen::PartitionInfo r;
+  FANOUT_RETURN_IF_ERROR(Call("partition_info", [&](gen::FanoutClient& c) { c.partition_info(r); }));
+  out->partition = r.partition;
+  out->num_parts = r.num_parts;
+  out->node_begin = r.node_begin;
+  out->node_end = r.node_end;
+  out->num_nodes_total = r.num_nodes_total;
+  out->num_edges = r.num_edges;
+  out->num_edges_total = r.num_edges_total;
+  out->feature_dim = r.feature_dim;
+  out->feature_dtype = r.feature_dtype;
+  out->feature_scale = r.feature_scale;
+  out->num_classes = r.num_classes;
+  out->format_version = r.format_version;
+  out->dataset_id = r.dataset_id;
+  out->dataset_name = r.dataset_name;
+  out->direction = r.direction;
+  ArrayView<const int64_t> offsets;
+  FANOUT_RETURN_IF_ERROR(View(r.partition_offsets, "partition_offsets", &offsets));
+  out->partition_offsets.assign(offsets.begin(), offsets.end());
+  out->has_labels = r.has_labels;
+  out->max_ids_per_request = r.max_ids_per_request;
+  out->max_fanout = r.max_fanout;
+  return Status::OK();
+}
+
+Status RpcClient::Sample(ArrayView<const int64_t> nodes, const SampleCall& call, SampleReply* out) {
+  gen::SampleRequest req;
+  Pack(nodes, &req.nodes);
+  req.fanout = call.fanout;
+  req.replace = call.replace;
+  req.weighted = call.weighted;
+  req.seed = static_cast<int64_t>(call.seed);
+  req.hop = call.hop;
+  req.with_edge_ids = call.with_edge_ids;
+  gen::SampleResponse r;
+  FANOUT_RETURN_IF_ERROR(Call("sample_neighbors", [&](gen::FanoutClient& c) { c.sample_neighbors(r, req); }));
+  out->counts = std::move(r.counts);
+  out->neighbors = std::move(r.neighbors);
+  out->edge_ids = std::move(r.edge_ids);
+  if (out->counts.size() != nodes.size() * 4 || out->neighbors.size() % 8 != 0 ||
+      (call.with_edge_ids && out->edge_ids.size() != out->neighbors.size()))
+    return Status::Corruption("server " + address_ + ": malformed sample reply");
+  int64_t total = 0;
+  for (int32_t c : out->Counts()) total += c;
+  if (total * 8 != static_cast<int64_t>(out->neighbors.size()))
+    return Status::Corruption("server " + address_ + ": sample reply counts do not match its neighbors");
+  return Status::OK();
+}
+
+Status RpcClient::Features(ArrayView<const int64_t> nodes, std::string* rows) {
+  std::string ids = Pack(nodes);
+  return Call("lookup_features", [&](gen::FanoutClient& c) { c.lookup_features(*rows, ids); });
+}
+
+Status RpcClient::Labels(ArrayView<const int64_t> nodes, std::string* labels) {
+  std::string ids = Pack(nodes);
+  FANOUT_RETURN_IF_ERROR(Call("lookup_labels", [&](gen::FanoutClient& c) { c.lookup_labels(*labels, ids); }));
+  if (labels->size() != nodes.size() * 8) return Status::Corruption("server " + address_ + ": malformed label reply");
+  return Status::OK();
+}
+
+Status RpcClient::Degrees(ArrayView<const int64_t> nodes, std::string* degrees) {
+  std::string ids = Pack(nodes);
+  FANOUT_RETURN_IF_ERROR(Call("lookup_degrees", [&](gen::FanoutClient& c) { c.lookup_degrees(*degrees, ids); }));
+  if (degrees->size() != nodes.size() * 8) return Status::Corruption("server " + address_ + ": malformed degree reply");
+  return Status::OK();
+}
+
+Status RpcClient::Splits(ArrayView<const int64_t> nodes, std::string* splits) {
+  std::string ids = Pack(nodes);
+  FANOUT_RETURN_IF_ERROR(Call("lookup_splits", [&](gen::FanoutClient& c) { c.lookup_splits(*splits, ids); }));
+  if (splits->size() != nodes.size()) return Status::Corruption("server " + address_ + ": malformed split reply");
+  return Status::OK();
+}
+
+Status RpcClient::Ping(const std::string& text, std::string* reply) {
+  return Call("ping", [&](gen::FanoutClient& c) { c.ping(*reply, text); });
+}
+
+}  // namespace fanout::rpc

@@ -1,0 +1,103 @@
+// RpcClient: one connection to one sampling server, with a Status-returning
+// API over the generated Thrift client. Server errors come back as the
+// server's Status (code and message) prefixed with its address; transport
+// failures as Unavailable, timeouts as DeadlineExceeded, both naming the
+// address. Generated Thrift types do not appear in this header.
+//
+// Thread safety: none; use one client per thread. A client whose connection
+// broke reconnects on its next call.
+#ifndef FANOUT_RPC_RPC_CLIENT_H_
+#define FANOUT_RPC_RPC_CLIENT_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/array_view.h"
+#include "common/status.h"
+
+namespace fanout::rpc {
+
+struct RpcOptions {
+  int connect_timeout_ms = 5000;      // TCP connect deadline, default 5 s
+  int call_timeout_ms = 30000;        // send/receive deadline per call, default 30 s
+  int64_t max_frame_bytes = int64_t{1} << 30;  // largest reply accepted, default 1 GiB
+};
+
+struct RemotePartitionInfo {
+  int partition = 0, num_parts = 0;
+  int64_t node_begin = 0, node_end = 0, num_nodes_total = 0;
+  int64_t num_edges = 0, num_edges_total = 0;
+  int64_t feature_dim = 0;
+  std::string feature_dtype;
+  double feature_scale = 1.0;
+  int64_t num_classes = 0;
+  int format_version = 0;
+  std::string dataset_id, dataset_name, direction;
+  std::vector<int64_t> partition_offsets;
+  bool has_labels = false;
+  int64_t max_ids_per_request = 0, max_fanout = 0;
+};
+
+struct SampleCall {
+  int64_t fanout = -1;
+  bool replace = false;
+  bool weighted = false;
+  uint64_t seed = 0;
+  int32_t hop = 0;
+  bool with_edge_ids = true;
+};
+
+// One-hop reply, as received: packed arrays (no copy after Thrift's).
+struct SampleReply {
+  std::string counts;     // int32 per node
+  std::string neighbors;  // int64
+  std::string edge_ids;   // int64, empty unless requested
+  ArrayView<const int32_t> Counts() const {
+    return {reinterpret_cast<const int32_t*>(counts.data()), counts.size() / 4};
+  }
+  ArrayView<const int64_t> Neighbors() const {
+    return {reinterpret_cast<const int64_t*>(neighbors.data()), neighbors.size() / 8};
+  }
+  ArrayView<const int64_t> EdgeIds() const {
+    return {reinterpret_cast<const int64_t*>(edge_ids.data()), edge_ids.size() / 8};
+  }
+};
+
+class RpcClient {
+ public:
+  // Connects to host:port; Unavailable names the address when it cannot.
+  static Status Connect(const std::string& host, int port, const RpcOptions& options, std::unique_ptr<RpcClient>* out);
+  // "host:port" form.
+  static Status Connect(const std::string& address, const RpcOptions& options, std::unique_ptr<RpcClient>* out);
+  ~RpcClient();
+  RpcClient(const RpcClient&) = delete;
+  RpcClient& operator=(const RpcClient&) = delete;
+
+  Status Info(RemotePartitionInfo* out);
+  // Checks the reply's shape (counts per node, array lengths) before returning.
+  Status Sample(ArrayView<const int64_t> nodes, const SampleCall& call, SampleReply* out);
+  Status Features(ArrayView<const int64_t> nodes, std::string* rows);
+  Status Labels(ArrayView<const int64_t> nodes, std::string* labels);
+  Status Degrees(ArrayView<const int64_t> nodes, std::string* degrees);
+  Status Splits(ArrayView<const int64_t> nodes, std::string* splits);
+  Status Ping(const std::string& text, std::string* reply);
+
+  const std::string& address() const { return address_; }
+
+ private:
+  struct Impl;
+  RpcClient() = default;
+  template <typename Fn>
+  Status Call(const char* method, Fn&& fn);
+  std::unique_ptr<Impl> impl_;
+  std::string address_;
+};
+
+// Splits "host:port"; InvalidArgument names the text when malformed.
+Status ParseAddress(const std::string& address, std::string* host, int* port);
+
+}  // namespace fanout::rpc
+
+#endif  // FANOUT_RPC_RPC_CLIENT_H_

@@ -1,0 +1,255 @@
+#include "server/partition_server.h"
+
+#include <httplib.h>
+#include <thrift/protocol/TBinaryProtocol.h>
+#include <thrift/server/TThreadedServer.h>
+#include <thrift/transport/TServerSocket.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <nlohmann/json.hpp>
+
+#include "common/cpu.h"
+#include "rpc/framed_transport.h"
+#include "server/handler.h"
+
+namespace fanout::server {
+
+using apache::thrift::protocol::TBinaryProtocolFactory;
+using apache::thrift::server::TServerEventHandler;
+using apache::thrift::server::TThreadedServer;
+using apache::thrift::transport::TServerSocket;
+
+namespace {
+// Signals Start() once the server socket listens.
+class ReadySignal : public TServerEventHandler {
+ public:
+  void preServe() override { ready.set_value(); }
+  std::promise<void> ready;
+};
+}  // namespace
+
+struct PartitionServer::Rpc {
+  std::shared_ptr<TServerSocket> socket;
+  std::shared_ptr<TThreadedServer> server;
+  std::thread thread;
+};
+
+struct PartitionServer::Admin {
+  httplib::Server http;
+  std::thread http_thread, tick_thread;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;  // GUARDED_BY(mu)
+};
+
+PartitionServer::PartitionServer(ServerOptions options) : options_(std::move(options)) {}
+
+PartitionServer::PartitionServer(ServerOptions options, std::shared_ptr<const datasets::PartitionData> data)
+    : options_(std::move(options)), data_(std::move(data)) {}
+
+PartitionServer::~PartitionServer() { Stop(); }
+
+const ServerMetrics& PartitionServer::metrics() const { return state_->metrics; }
+
+const char* PartitionServer::state() const {
+  static const char* kNames[] = {"loading", "serving", "draining", "stopped"};
+  return kNames[phase_.load()];
+}
+
+Status PartitionServer::Start() {
+  started_at_ = std::chrono::steady_clock::now();
+  state_ = std::make_unique<ServerState>();
+  if (options_.admin_port >= 0) FANOUT_RETURN_IF_ERROR(StartAdmin());
+  if (!data_) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto d = std::make_shared<datasets::PartitionData>();
+    datasets::OpenOptions oo;
+    oo.expected_num_parts = options_.expected_num_parts;
+    Status st = datasets::OpenPartition(options_.dataset_dir, options_.partition, oo, d.get());
+    if (!st.ok()) {
+      Stop();
+      return st;
+    }
+    data_ = std::move(d);
+    load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  state_->options = options_;
+  state_->data = data_;
+  state_->graph = data_->Graph();
+  int workers = options_.threads > 0 ? options_.threads - 1 : std::max(1, UsableCpuCount() - 1);
+  state_->pool = std::make_unique<ThreadPool>(workers);
+  Status st = StartRpc();
+  if (!st.ok()) {
+    Stop();
+    return st;
+  }
+  phase_ = 1;
+  return Status::OK();
+}
+
+Status PartitionServer::StartRpc() {
+  rpc_ = std::make_unique<Rpc>();
+  rpc_->socket = std::make_shared<TServerSocket>(options_.bind, options_.port);
+  auto handlers = std::make_shared<HandlerFactory>(state_.get());
+  auto processors = std::make_shared<rpc::gen::FanoutProcessorFactory>(handlers);
+  rpc_->server = std::make_shared<TThreadedServer>(
+      processors, rpc_->socket, std::make_shared<rpc::ResettingFramedTransportFactory>(options_.max_frame_bytes),
+      std::make_shared<TBinaryProtocolFactory>());
+  auto ready = std::make_shared<ReadySignal>();
+  std::future<void> listening = ready->ready.get_future();
+  rpc_->server->setServerEventHandler(ready);
+  auto failed = std::make_shared<std::promise<std::string>>();
+  std::future<std::string> failure = failed->get_future();
+  rpc_->thread = std::thread([this, failed] {
+    try {
+      rpc_->server->serve();
+      failed->set_value("");
+    } catch (const std::exception& e) {
+      failed->set_value(e.what());
+    }
+  });
+  // Either the socket listens, or serve() fails (e.g. the port is taken).
+  for (;;) {
+    if (listening.wait_for(std::chrono::milliseconds(5)) == std::future_status::ready) break;
+    if (failure.wait_for(std::chrono::milliseconds(0)) == std::future_status::ready) {
+      std::string why = failure.get();
+      rpc_->thread.join();
+      rpc_.reset();
+      return Status::IOError("cannot serve on " + options_.bind + ":" + std::to_string(options_.port) + ": " +
+                             (why.empty() ? "server exited" : why));
+    }
+  }
+  port_ = rpc_->socket->getPort();
+  return Status::OK();
+}
+
+std::string PartitionServer::StatsJson() const {
+  nlohmann::json j = nlohmann::json::parse(state_ && data_ ? state_->metrics.WindowsJson() : "{}");
+  j["state"] = state();
+  j["uptime_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_at_).count();
+  int64_t rss = ResidentSetBytes();
+  if (data_) {
+    const datasets::PartitionData& d = *data_;
+    j["partition"] = {{"dataset", d.meta.name},
+                      {"dataset_id", d.meta.dataset_id},
+                      {"partition", d.part},
+                      {"num_parts", d.meta.num_parts},
+                      {"node_begin", d.node_begin},
+                      {"node_end", d.node_end},
+                      {"num_edges", static_cast<int64_t>(d.indices.size())},
+                      {"feature_dim", d.meta.feature_dim},
+                      {"feature_dtype", datasets::FeatureDTypeName(d.meta.feature_dtype)},
+                      {"num_classes", d.meta.num_classes}};
+    j["memory"] = {{"rss_bytes", rss},
+                   {"array_bytes", d.RawBytes()},
+                   {"rss_over_arrays", d.RawBytes() > 0 ? double(rss) / d.RawBytes() : 0.0}};
+    j["load_seconds"] = load_seconds_;
+    const ServerMetrics& m = state_->metrics;
+    int64_t requests = 0;
+    for (int me = 0; me < kNumMethods; ++me)
+      for (int o = 0; o < kNumOutcomes; ++o) requests += m.Requests(me, o);
+    j["totals"] = {{"requests", requests},
+                   {"sampled_nodes", m.SampledNodes()},
+                   {"sampled_edges", m.SampledEdges()},
+                   {"feature_rows", m.FeatureRows()},
+                   {"feature_bytes", m.FeatureBytes()},
+                   {"in_flight", m.InFlight()}};
+  } else {
+    j["memory"] = {{"rss_bytes", rss}};
+  }
+  j["rpc_port"] = port_;
+  return j.dump(2);
+}
+
+namespace {
+const char kIndexHtml[] = R"HTML(<!doctype html>
+<html><head><meta charset="utf-8"><title>Fanout server</title>
+<style>body{font:14px system-ui,sans-serif;margin:2em}td,th{padding:.2em 1em;text-align:right}th{text-align:left}</style>
+</head><body><h1>Fanout sampling server</h1><div id="head">loading...</div>
+<table id="tp"></table><h2>Latency (last 60 s)</h2><table id="lat"></table>
+<p><a href="/metrics">/metrics</a> &middot; <a href="/stats">/stats</a> &middot; <a href="/healthz">/healthz</a></p>
+<script>
+function f(x){return x==null?'-':x>=1e9?(x/1e9).toFixed(2)+' G':x>=1e6?(x/1e6).toFixed(2)+' M':x>=1e3?(x/1e3).toFixed(1)+' k':x.toFixed(1)}
+async function tick(){try{const s=await (await fetch('/stats')).json();const p=s.partition||{};
+document.getElementById('head').textContent=`${p.dataset||''} partition ${p.partition}/${p.num_parts} [${p.node_begin}, ${p.node_end}) - ${s.state} - up ${s.uptime_s.toFixed(0)} s - RSS ${f(s.memory.rss_bytes)}B`;
+let h='<tr><th>window</th><th>edges/s</th><th>nodes/s</th><th>feature B/s</th><th>requests/s</th></tr>';
+for(const w of ['1s','10s','60s']){const t=(s.throughput||{})[w]||{};h+=`<tr><th>${w}</th><td>${f(t.sampled_edges_per_s)}</td><td>${f(t.sampled_nodes_per_s)}</td><td>${f(t.feature_bytes_per_s)}</td><td>${f(t.requests_per_s)}</td></tr>`}
+document.getElementById('tp').innerHTML=h;let l='<tr><th>method</th><th>count</th><th>p50 ms</th><th>p99 ms</th></tr>';
+for(const [m,v] of Object.entries(s.latency||{}))l+=`<tr><th>${m}</th><td>${v.count}</td><td>${v.p50_ms.toFixed(3)}</td><td>${v.p99_ms.toFixed(3)}</td></tr>`;
+document.getElementById('lat').innerHTML=l}catch(e){}}
+tick();setInterval(tick,1000);
+</script></body></html>)HTML";
+}  // namespace
+
+Status PartitionServer::StartAdmin() {
+  admin_ = std::make_unique<Admin>();
+  httplib::Server& http = admin_->http;
+  http.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
+    int p = phase_.load();
+    res.status = p == 1 ? 200 : 503;
+    res.set_content(std::string(state()) + "\n", "text/plain");
+  });
+  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    std::string extra;
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "# HELP fanout_process_resident_memory_bytes Resident set size.\n"
+                  "# TYPE fanout_process_resident_memory_bytes gauge\nfanout_process_resident_memory_bytes %lld\n"
+                  "# HELP fanout_partition_array_bytes Bytes of the loaded partition's arrays.\n"
+                  "# TYPE fanout_partition_array_bytes gauge\nfanout_partition_array_bytes %lld\n"
+                  "# HELP fanout_serving 1 while serving, 0 while loading or draining.\n"
+                  "# TYPE fanout_serving gauge\nfanout_serving %d\n",
+                  static_cast<long long>(ResidentSetBytes()), static_cast<long long>(data_ ? data_->RawBytes() : 0),
+                  phase_.load() == 1 ? 1 : 0);
+    extra = line;
+    std::string body = state_ ? state_->metrics.Prometheus(extra) : extra;
+    res.set_content(body, "text/plain; version=0.0.4");
+  });
+  http.Get("/stats", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(StatsJson(), "application/json");
+  });
+  http.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_content(kIndexHtml, "text/html"); });
+  int port = options_.admin_port == 0 ? http.bind_to_any_port(options_.bind)
+                                      : (http.bind_to_port(options_.bind, options_.admin_port) ? options_.admin_port : -1);
+  if (port <= 0) {
+    admin_.reset();
+    return Status::IOError("cannot bind the admin endpoint to " + options_.bind + ":" + std::to_string(options_.admin_port));
+  }
+  admin_port_ = port;
+  admin_->http_thread = std::thread([this] { admin_->http.listen_after_bind(); });
+  admin_->tick_thread = std::thread([this] {
+    std::unique_lock<std::mutex> lock(admin_->mu);
+    while (!admin_->stop) {
+      if (state_) state_->metrics.Tick();
+      admin_->cv.wait_for(lock, std::chrono::seconds(1));
+    }
+  });
+  return Status::OK();
+}
+
+void PartitionServer::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  phase_ = 2;  // draining: /healthz answers 503
+  if (rpc_) {
+    rpc_->server->stop();  // closes the listener, interrupts idle connections
+    if (rpc_->thread.joinable()) rpc_->thread.join();  // serve() returns once every connection ended
+    rpc_.reset();
+  }
+  if (admin_) {
+    {
+      std::lock_guard<std::mutex> lock(admin_->mu);
+      admin_->stop = true;
+    }
+    admin_->cv.notify_all();
+    if (admin_->tick_thread.joinable()) admin_->tick_thread.join();
+    admin_->http.stop();
+    if (admin_->http_thread.joinable()) admin_->http_thread.join();
+    admin_.reset();
+  }
+  phase_ = 3;
+}
+
+}  // namespace fanout::server

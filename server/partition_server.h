@@ -1,0 +1,87 @@
+// PartitionServer: serves one partition of a dataset over Thrift (framed,
+// binary protocol, one thread per connection) with an admin HTTP endpoint.
+//
+// Lifecycle: Start() starts the admin endpoint (healthz 503 while loading),
+// loads the partition (unless given one), starts the RPC server and returns
+// once it is listening; port() and admin_port() report the bound ports (bind
+// port 0 in tests). Stop() is idempotent: /healthz turns 503 (draining), the
+// listener closes, requests in flight finish and get their replies, idle
+// connections close, threads are joined. The destructor calls Stop().
+//
+// Thread safety: Start/Stop from one controlling thread; everything else is
+// safe from any thread. The partition is read-only once loaded: no locks on
+// the request path.
+#ifndef FANOUT_SERVER_PARTITION_SERVER_H_
+#define FANOUT_SERVER_PARTITION_SERVER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "common/status.h"
+#include "common/thread_pool.h"
+#include "datasets/partition_store.h"
+#include "server/server_metrics.h"
+
+namespace fanout::server {
+
+struct ServerOptions {
+  std::string dataset_dir;         // the fanout-partition output folder
+  int partition = 0;               // which partition to serve
+  std::string bind = "127.0.0.1";  // address for both listeners (default loopback only)
+  int port = 0;                    // RPC port (0 = any free port)
+  int admin_port = 0;              // admin HTTP port (0 = any free port, -1 = no admin endpoint)
+  int threads = 0;                 // workers that split large requests (0 = cores - 1)
+  int64_t max_ids_per_request = int64_t{1} << 22;  // ids in one request, default 4 Mi
+  int64_t max_fanout = 100000;     // largest fanout accepted (-1 = all is always accepted)
+  int64_t max_frame_bytes = int64_t{256} << 20;    // largest request frame, default 256 MiB
+  int expected_num_parts = -1;     // refuse a dataset with another partition count
+};
+
+struct ServerState;  // internal: what handlers share
+
+class PartitionServer {
+ public:
+  explicit PartitionServer(ServerOptions options);
+  // Serves an already-loaded partition (tests, benchmarks).
+  PartitionServer(ServerOptions options, std::shared_ptr<const datasets::PartitionData> data);
+  ~PartitionServer();
+  PartitionServer(const PartitionServer&) = delete;
+  PartitionServer& operator=(const PartitionServer&) = delete;
+
+  Status Start();
+  void Stop();
+
+  int port() const { return port_; }
+  int admin_port() const { return admin_port_; }
+  const datasets::PartitionData& data() const { return *data_; }
+  const ServerMetrics& metrics() const;
+  double load_seconds() const { return load_seconds_; }
+  // "loading", "serving", "draining", "stopped".
+  const char* state() const;
+  // The /stats document (JSON text).
+  std::string StatsJson() const;
+
+ private:
+  Status StartAdmin();
+  Status StartRpc();
+
+  ServerOptions options_;
+  std::shared_ptr<const datasets::PartitionData> data_;
+  std::unique_ptr<ServerState> state_;
+  struct Rpc;
+  std::unique_ptr<Rpc> rpc_;
+  struct Admin;
+  std::unique_ptr<Admin> admin_;
+  std::atomic<int> phase_{0};  // 0 loading, 1 serving, 2 draining, 3 stopped
+  int port_ = 0, admin_port_ = -1;
+  double load_seconds_ = 0;
+  std::chrono::steady_clock::time_point started_at_;
+  bool stopped_ = false;
+};
+
+}  // namespace fanout::server
+
+#endif  // FANOUT_SERVER_PARTITION_SERVER_H_

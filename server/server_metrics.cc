@@ -1,0 +1,158 @@
+#include "server/server_metrics.h"
+
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+namespace fanout::server {
+
+const char* MethodName(int m) {
+  static const char* kNames[] = {"partition_info", "sample_neighbors", "lookup_features", "lookup_labels",
+                                 "lookup_degrees", "lookup_splits",    "ping"};
+  return m >= 0 && m < kNumMethods ? kNames[m] : "unknown";
+}
+
+const char* OutcomeName(int o) {
+  static const char* kNames[] = {"ok", "invalid_argument", "error"};
+  return o >= 0 && o < kNumOutcomes ? kNames[o] : "unknown";
+}
+
+ServerMetrics::ServerMetrics() : counters_(NumCounters()) {}
+
+double ServerMetrics::BucketUpperSeconds(int k) { return std::pow(2.0, k / 2.0) * 1e-6; }
+
+void ServerMetrics::EndRequest(int method, int outcome, double seconds) {
+  counters_.Add(RequestIndex(method, outcome), 1);
+  double us = seconds * 1e6;
+  counters_.Add(LatencySumIndex(method), static_cast<int64_t>(us));
+  // Smallest k with us <= 2^(k/2).
+  int k = us <= 1.0 ? 0 : static_cast<int>(std::ceil(2.0 * std::log2(us)));
+  if (k >= kBuckets) k = kBuckets - 1;
+  counters_.Add(BucketIndex(method, k), 1);
+  counters_.Add(kInFlight, -1);
+}
+
+void ServerMetrics::Tick() {
+  Snap s;
+  s.at = std::chrono::steady_clock::now();
+  counters_.Snapshot(&s.values);
+  std::lock_guard<std::mutex> lock(mu_);
+  ring_.push_back(std::move(s));
+  while (ring_.size() > 61) ring_.pop_front();
+}
+
+std::string ServerMetrics::Prometheus(const std::string& extra) const {
+  std::vector<int64_t> v;
+  counters_.Snapshot(&v);
+  std::string out;
+  char line[256];
+  out += "# HELP fanout_requests_total RPC requests by method and outcome.\n# TYPE fanout_requests_total counter\n";
+  for (int m = 0; m < kNumMethods; ++m)
+    for (int o = 0; o < kNumOutcomes; ++o) {
+      std::snprintf(line, sizeof line, "fanout_requests_total{method=\"%s\",outcome=\"%s\"} %lld\n", MethodName(m),
+                    OutcomeName(o), static_cast<long long>(v[RequestIndex(m, o)]));
+      out += line;
+    }
+  auto counter = [&](const char* name, const char* help, int idx) {
+    std::snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s counter\n%s %lld\n", name, help, name, name,
+                  static_cast<long long>(v[idx]));
+    out += line;
+  };
+  counter("fanout_sampled_nodes_total", "Nodes whose neighbors were sampled.", kSampledNodes);
+  counter("fanout_sampled_edges_total", "Sampled edges returned.", kSampledEdges);
+  counter("fanout_feature_rows_total", "Feature rows served.", kFeatureRows);
+  counter("fanout_feature_bytes_total", "Feature bytes served.", kFeatureBytes);
+  std::snprintf(line, sizeof line, "# HELP fanout_in_flight_requests Requests being processed.\n"
+                "# TYPE fanout_in_flight_requests gauge\nfanout_in_flight_requests %lld\n",
+                static_cast<long long>(v[kInFlight]));
+  out += line;
+  out += "# HELP fanout_request_duration_seconds RPC latency by method.\n# TYPE fanout_request_duration_seconds histogram\n";
+  for (int m = 0; m < kNumMethods; ++m) {
+    int64_t cum = 0;
+    for (int k = 0; k < kBuckets; ++k) {
+      cum += v[BucketIndex(m, k)];
+      if (k == kBuckets - 1) {
+        std::snprintf(line, sizeof line, "fanout_request_duration_seconds_bucket{method=\"%s\",le=\"+Inf\"} %lld\n",
+                      MethodName(m), static_cast<long long>(cum));
+      } else {
+        std::snprintf(line, sizeof line, "fanout_request_duration_seconds_bucket{method=\"%s\",le=\"%.6g\"} %lld\n",
+                      MethodName(m), BucketUpperSeconds(k), static_cast<long long>(cum));
+      }
+      out += line;
+    }
+    std::snprintf(line, sizeof line,
+                  "fanout_request_duration_seconds_sum{method=\"%s\"} %.6f\n"
+                  "fanout_request_duration_seconds_count{method=\"%s\"} %lld\n",
+                  MethodName(m), v[LatencySumIndex(m)] * 1e-6, MethodName(m), static_cast<long long>(cum));
+    out += line;
+  }
+  out += extra;
+  return out;
+}
+
+std::string ServerMetrics::WindowsJson() const {
+  std::vector<int64_t> now_v;
+  counters_.Snapshot(&now_v);
+  auto now = std::chrono::steady_clock::now();
+  std::deque<Snap> ring;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ring = ring_;
+  }
+  // The snapshot closest to `seconds` ago (the oldest one if the server is younger).
+  auto base = [&](double seconds) -> const Snap* {
+    const Snap* best = nullptr;
+    for (const Snap& s : ring) {
+      double age = std::chrono::duration<double>(now - s.at).count();
+      if (age >= seconds - 0.5) best = &s;
+    }
+    if (!best && !ring.empty()) best = &ring.front();
+    return best;
+  };
+  nlohmann::json tp, lat;
+  for (int w : {1, 10, 60}) {
+    const Snap* b = base(w);
+    nlohmann::json j;
+    if (b == nullptr) {
+      j = nullptr;
+    } else {
+      double dt = std::chrono::duration<double>(now - b->at).count();
+      if (dt <= 0) dt = 1e-9;
+      auto rate = [&](int idx) { return (now_v[idx] - b->values[idx]) / dt; };
+      int64_t reqs = 0;
+      for (int m = 0; m < kNumMethods; ++m)
+        for (int o = 0; o < kNumOutcomes; ++o) reqs += now_v[RequestIndex(m, o)] - b->values[RequestIndex(m, o)];
+      j = {{"window_s", dt},
+           {"sampled_edges_per_s", rate(kSampledEdges)},
+           {"sampled_nodes_per_s", rate(kSampledNodes)},
+           {"feature_bytes_per_s", rate(kFeatureBytes)},
+           {"feature_rows_per_s", rate(kFeatureRows)},
+           {"requests_per_s", reqs / dt}};
+    }
+    tp[std::to_string(w) + "s"] = j;
+  }
+  // Latency percentiles per method over the last 60 s (bucket upper bounds).
+  const Snap* b = base(60);
+  for (int m = 0; m < kNumMethods; ++m) {
+    std::vector<int64_t> d(kBuckets);
+    int64_t total = 0;
+    for (int k = 0; k < kBuckets; ++k) {
+      d[k] = now_v[BucketIndex(m, k)] - (b ? b->values[BucketIndex(m, k)] : 0);
+      total += d[k];
+    }
+    if (total == 0) continue;
+    auto pct = [&](double q) {
+      int64_t need = static_cast<int64_t>(std::ceil(q * total)), cum = 0;
+      for (int k = 0; k < kBuckets; ++k) {
+        cum += d[k];
+        if (cum >= need) return BucketUpperSeconds(k) * 1e3;
+      }
+      return BucketUpperSeconds(kBuckets - 1) * 1e3;
+    };
+    lat[MethodName(m)] = {{"count", total}, {"p50_ms", pct(0.5)}, {"p99_ms", pct(0.99)}};
+  }
+  nlohmann::json out = {{"throughput", tp}, {"latency", lat.is_null() ? nlohmann::json::object() : lat}};
+  return out.dump();
+}
+
+}  // namespace fanout::server

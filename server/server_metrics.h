@@ -1,0 +1,93 @@
+// The sampling server's metrics: counters by method and outcome, sampled
+// nodes/edges, feature rows/bytes, latency histograms, in-flight requests;
+// rendered as Prometheus text (/metrics) and as JSON throughput over the last
+// 1, 10 and 60 s with p50/p99 latency per method (/stats).
+//
+// Thread safety: Record*() from any thread without locks (sharded counters);
+// Tick() from one thread (the admin server's sampler); rendering from any
+// thread (the snapshot ring is guarded by a mutex that the hot path never takes).
+#ifndef FANOUT_SERVER_SERVER_METRICS_H_
+#define FANOUT_SERVER_SERVER_METRICS_H_
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/metrics.h"
+
+namespace fanout::server {
+
+enum Method : int {
+  kPartitionInfo = 0,
+  kSampleNeighbors,
+  kLookupFeatures,
+  kLookupLabels,
+  kLookupDegrees,
+  kLookupSplits,
+  kPing,
+  kNumMethods
+};
+const char* MethodName(int m);
+
+enum Outcome : int { kOk = 0, kInvalidArgument, kError, kNumOutcomes };
+const char* OutcomeName(int o);
+
+class ServerMetrics {
+ public:
+  static constexpr int kBuckets = 40;  // latency bucket k: <= 2^(k/2) microseconds (last: +inf)
+
+  ServerMetrics();
+
+  void BeginRequest() { counters_.Add(kInFlight, 1); }
+  // Ends a request begun with BeginRequest().
+  void EndRequest(int method, int outcome, double seconds);
+  void RecordSample(int64_t nodes, int64_t edges) {
+    counters_.Add(kSampledNodes, nodes);
+    counters_.Add(kSampledEdges, edges);
+  }
+  void RecordFeatures(int64_t rows, int64_t bytes) {
+    counters_.Add(kFeatureRows, rows);
+    counters_.Add(kFeatureBytes, bytes);
+  }
+
+  int64_t Requests(int method, int outcome) const { return counters_.Get(RequestIndex(method, outcome)); }
+  int64_t SampledNodes() const { return counters_.Get(kSampledNodes); }
+  int64_t SampledEdges() const { return counters_.Get(kSampledEdges); }
+  int64_t FeatureRows() const { return counters_.Get(kFeatureRows); }
+  int64_t FeatureBytes() const { return counters_.Get(kFeatureBytes); }
+  int64_t InFlight() const { return counters_.Get(kInFlight); }
+
+  // Records a snapshot for the windowed rates (call about once a second).
+  void Tick();
+
+  // Prometheus text exposition; `extra` is appended (gauges owned by the server).
+  std::string Prometheus(const std::string& extra) const;
+  // {"throughput": {"1s": {...}, "10s": {...}, "60s": {...}}, "latency": {...}}
+  // as a JSON object text (merged into /stats by the server).
+  std::string WindowsJson() const;
+
+  static double BucketUpperSeconds(int k);
+
+ private:
+  enum Fixed : int { kInFlight = 0, kSampledNodes, kSampledEdges, kFeatureRows, kFeatureBytes, kNumFixed };
+  static int RequestIndex(int m, int o) { return kNumFixed + m * kNumOutcomes + o; }
+  static int LatencySumIndex(int m) { return kNumFixed + kNumMethods * kNumOutcomes + m; }
+  static int BucketIndex(int m, int k) { return kNumFixed + kNumMethods * (kNumOutcomes + 1) + m * kBuckets + k; }
+  static int NumCounters() { return kNumFixed + kNumMethods * (kNumOutcomes + 1) + kNumMethods * kBuckets; }
+
+  struct Snap {
+    std::chrono::steady_clock::time_point at;
+    std::vector<int64_t> values;
+  };
+
+  ShardedCounters counters_;
+  mutable std::mutex mu_;
+  std::deque<Snap> ring_;  // GUARDED_BY(mu_): the last 61 snapshots, oldest first
+};
+
+}  // namespace fanout::server
+
+#endif  // FANOUT_SERVER_SERVER_METRICS_H_
