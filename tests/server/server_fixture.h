@@ -1,0 +1,94 @@
+// A Cora (Planetoid split) dataset in 2 partitions, served in process.
+#ifndef FANOUT_TESTS_SERVER_SERVER_FIXTURE_H_
+#define FANOUT_TESTS_SERVER_SERVER_FIXTURE_H_
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "datasets/formats.h"
+#include "datasets/partition_store.h"
+#include "rpc/rpc_client.h"
+#include "sampler/csr_graph.h"
+#include "server/partition_server.h"
+#include "tests/datasets/test_util.h"
+
+namespace fanout::server::testing {
+
+// Partitions a dataset once per test binary.
+inline const std::string& CoraDir(int parts) {
+  static datasets::testing::TempDir tmp_dir;  // removed at exit
+  static std::map<int, std::string> dirs;
+  auto it = dirs.find(parts);
+  if (it != dirs.end()) return it->second;
+  datasets::RawDataset ds;
+  datasets::LoadOptions lo;
+  lo.quiet = true;
+  std::vector<std::string> notes;
+  EXPECT_TRUE(datasets::LoadDataset("planetoid", datasets::testing::DataDir() + "/planetoid/cora", lo, &ds, &notes).ok());
+  datasets::PartitionOptions po;
+  po.num_parts = parts;
+  po.quiet = true;
+  std::vector<int32_t> part;
+  EXPECT_TRUE(datasets::ComputePartition(ds, po, &part, &notes).ok());
+  datasets::WriteOptions wo;
+  wo.quiet = true;
+  std::string dir = tmp_dir.Sub("cora" + std::to_string(parts));
+  EXPECT_TRUE(datasets::WritePartitionedDataset(ds, part, parts, wo, dir, nullptr).ok());
+  return dirs[parts] = dir;
+}
+
+// All partitions of a dataset concatenated into the whole graph (new ids).
+struct WholeGraph {
+  std::vector<std::shared_ptr<datasets::PartitionData>> parts;
+  sampler::CsrArrays csr;
+};
+
+inline WholeGraph LoadWhole(const std::string& dir, int k) {
+  WholeGraph w;
+  w.csr.indptr.assign(1, 0);
+  for (int p = 0; p < k; ++p) {
+    auto d = std::make_shared<datasets::PartitionData>();
+    EXPECT_TRUE(datasets::OpenPartition(dir, p, {}, d.get()).ok());
+    int64_t base = w.csr.indptr.back();
+    for (int64_t i = 1; i < static_cast<int64_t>(d->indptr.size()); ++i) w.csr.indptr.push_back(base + d->indptr[i]);
+    w.csr.indices.insert(w.csr.indices.end(), d->indices.begin(), d->indices.end());
+    w.csr.edge_ids.insert(w.csr.edge_ids.end(), d->edge_ids.begin(), d->edge_ids.end());
+    w.parts.push_back(d);
+  }
+  return w;
+}
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void StartServers(int k, ServerOptions base = {}) {
+    dir_ = CoraDir(k);
+    whole_ = LoadWhole(dir_, k);
+    for (int p = 0; p < k; ++p) {
+      ServerOptions o = base;
+      o.dataset_dir = dir_;
+      o.partition = p;
+      servers_.push_back(std::make_unique<PartitionServer>(o));
+      Status st = servers_.back()->Start();
+      ASSERT_TRUE(st.ok()) << st.ToString();
+    }
+  }
+  std::unique_ptr<rpc::RpcClient> Connect(int p, rpc::RpcOptions ro = {}) {
+    std::unique_ptr<rpc::RpcClient> c;
+    Status st = rpc::RpcClient::Connect("127.0.0.1", servers_[p]->port(), ro, &c);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return c;
+  }
+  void TearDown() override {
+    for (auto& s : servers_) s->Stop();
+  }
+  std::string dir_;
+  WholeGraph whole_;
+  std::vector<std::unique_ptr<PartitionServer>> servers_;
+};
+
+}  // namespace fanout::server::testing
+
+#endif  // FANOUT_TESTS_SERVER_SERVER_FIXTURE_H_
