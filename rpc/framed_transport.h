@@ -7,6 +7,18 @@
 // reached" and the connection is dropped (silently, on a server). Upstream
 // fixed this in 0.23.0. ResettingFramedTransport resets the budget at each
 // frame, so the limit applies per message, as intended.
+//
+// It also sends large payloads without copying them: a write of 64 KiB or
+// more (a packed id array, a block of feature rows) is kept by reference and
+// the frame goes out with one sendmsg() over all pieces, instead of first
+// being copied into the frame buffer. The referenced bytes must stay valid
+// until flush(), which holds for Thrift's generated code (arguments and
+// results outlive the flush of their message). Over a transport that is not a
+// TSocket it behaves like TFramedTransport.
+//
+// Reads are streamed the same way: only the first 64 KiB of a frame are
+// buffered; a larger payload is received straight into the string the
+// protocol reads it into, instead of into the frame buffer and then copied.
 #ifndef FANOUT_RPC_FRAMED_TRANSPORT_H_
 #define FANOUT_RPC_FRAMED_TRANSPORT_H_
 
@@ -15,6 +27,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace fanout::rpc {
 
@@ -24,12 +37,36 @@ std::shared_ptr<apache::thrift::TConfiguration> MakeThriftConfig(int64_t max_fra
 
 class ResettingFramedTransport : public apache::thrift::transport::TFramedTransport {
  public:
+  static constexpr uint32_t kZeroCopyBytes = 64 << 10;
+
   ResettingFramedTransport(std::shared_ptr<apache::thrift::transport::TTransport> inner,
-                           std::shared_ptr<apache::thrift::TConfiguration> config)
-      : TFramedTransport(std::move(inner), std::move(config)) {}
+                           std::shared_ptr<apache::thrift::TConfiguration> config);
+
+  void flush() override;
+  uint32_t readEnd() override;
 
  protected:
   bool readFrame() override;
+  uint32_t readSlow(uint8_t* buf, uint32_t len) override;
+  void writeSlow(const uint8_t* buf, uint32_t len) override;
+
+ private:
+  struct Piece {
+    const uint8_t* data;
+    size_t len;
+  };
+  // Ends the buffered region [wBuf_ + sealed_, wBase_) as a piece.
+  void Seal();
+  void ResetWrite();
+
+  int fd_ = -1;                    // the socket, when the inner transport is a TSocket
+  std::vector<Piece> pieces_;      // the frame so far, in order (first piece starts with the size slot)
+  std::vector<std::shared_ptr<boost::scoped_array<uint8_t>>> retired_;  // earlier buffers pieces_ point into
+  uint8_t* header_ = nullptr;      // where the frame size goes
+  size_t sealed_ = 0;              // bytes of wBuf_ already in pieces_
+  uint32_t frame_left_ = 0;        // bytes of the current frame not yet taken from the socket
+  // Reads up to min(frame_left_, kZeroCopyBytes) more bytes of the frame into rBuf_.
+  void FillBuffer();
 };
 
 class ResettingFramedTransportFactory : public apache::thrift::transport::TTransportFactory {

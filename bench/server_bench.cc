@@ -1,0 +1,303 @@
+// fanout-bench-server: one fanout-server process serving the R-MAT benchmark
+// graph (scale 20, out-neighbors, 128-dim float32 features), measured over
+// loopback beside what the same machine does without the RPC layer:
+//   rpc_sample    one-hop sampling over RPC vs the in-process sampler
+//   rpc_features  1024-row feature lookups (512 KiB replies) vs the same
+//                 exchange over plain blocking sockets, same client threads
+//   memory        the server's resident set vs the raw size of its arrays
+#include <arpa/inet.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "common/cpu.h"
+#include "common/random.h"
+#include "datasets/partition_store.h"
+#include "rpc/rpc_client.h"
+#include "sampler/neighbor_sampler.h"
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using fanout::Status;
+
+namespace {
+
+bool ReadAll(int fd, void* buf, size_t n) {
+  char* p = static_cast<char*>(buf);
+  while (n > 0) {
+    ssize_t r = recv(fd, p, n, 0);
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+bool WriteAll(int fd, const void* buf, size_t n) {
+  const char* p = static_cast<const char*>(buf);
+  while (n > 0) {
+    ssize_t r = send(fd, p, n, MSG_NOSIGNAL);
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+// The baseline: a plain blocking-socket server, one thread per connection.
+// Request: u32 count + count i64 ids; reply: the gathered rows.
+class PlainServer {
+ public:
+  PlainServer(const fanout::datasets::PartitionData& d) : d_(d) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    listen(fd_, 64);
+    socklen_t len = sizeof a;
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    accept_ = std::thread([this] {
+      for (;;) {
+        int c = accept(fd_, nullptr, nullptr);
+        if (c < 0) return;
+        workers_.emplace_back([this, c] { Serve(c); });
+      }
+    });
+  }
+  ~PlainServer() {
+    shutdown(fd_, SHUT_RDWR);
+    close(fd_);
+    accept_.join();
+    for (auto& w : workers_) w.join();
+  }
+  int port() const { return port_; }
+
+ private:
+  void Serve(int c) {
+    int one = 1;
+    setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    const size_t row = static_cast<size_t>(d_.meta.feature_dim) * 4;
+    std::vector<int64_t> ids;
+    std::vector<char> out;
+    for (;;) {
+      uint32_t n;
+      if (!ReadAll(c, &n, 4)) break;
+      ids.resize(n);
+      if (!ReadAll(c, ids.data(), n * 8)) break;
+      out.resize(n * row);
+      for (uint32_t i = 0; i < n; ++i)
+        std::memcpy(out.data() + i * row, d_.features.data() + (ids[i] - d_.node_begin) * row, row);
+      if (!WriteAll(c, out.data(), out.size())) break;
+    }
+    close(c);
+  }
+  const fanout::datasets::PartitionData& d_;
+  int fd_ = -1, port_ = 0;
+  std::thread accept_;
+  std::vector<std::thread> workers_;
+};
+
+// Runs fn(thread, iteration) on `threads` threads for ~seconds; returns the
+// summed units/s that fn reports.
+template <typename Fn>
+double Measure(int threads, double seconds, Fn fn) {
+  std::atomic<int64_t> units{0};
+  std::vector<std::thread> ts;
+  auto start = Clock::now();
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&, t] {
+      int64_t u = 0, i = 0;
+      auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
+      while (Clock::now() < deadline) u += fn(t, i++);
+      units += u;
+    });
+  }
+  for (auto& th : ts) th.join();
+  return units.load() / std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::vector<int64_t> RandomIds(int64_t n, int64_t lo, int64_t hi, uint64_t seed) {
+  fanout::SplitMix64 rng(seed);
+  std::vector<int64_t> v(n);
+  for (auto& x : v) x = lo + static_cast<int64_t>(fanout::DrawBelow(rng.Next(), hi - lo));
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"fanout-bench-server: a fanout-server over loopback beside the same work without RPC."};
+  int scale = 20, max_threads = 2;
+  double seconds = 3;
+  std::string work, json_path;
+  app.add_option("--scale", scale, "R-MAT scale")->default_val(20)->check(CLI::Range(8, 24));
+  app.add_option("--seconds", seconds, "Seconds per case")->default_val(3.0);
+  app.add_option("--threads", max_threads, "Client threads: 1..N")->default_val(2);
+  app.add_option("--work-dir", work, "Keep the dataset here (default: temporary, removed)");
+  app.add_option("--json", json_path, "Write the cases as a JSON array to this file");
+  CLI11_PARSE(app, argc, argv);
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  signal(SIGPIPE, SIG_IGN);
+
+  bool own = work.empty();
+  if (own) {
+    std::string templ = (fs::temp_directory_path() / "fanout-bench-server-XXXXXX").string();
+    work = mkdtemp(templ.data());
+  }
+  std::string bin = fs::path(fs::read_symlink("/proc/self/exe")).parent_path().string();
+  std::string dir = work + "/rmat" + std::to_string(scale);
+  if (!fs::exists(dir + "/meta.json")) {
+    std::printf("partitioning R-MAT scale %d with 128-dim features (1 part, out-neighbors) ...\n", scale);
+    std::string cmd = bin + "/fanout-partition --quiet --format rmat --rmat-scale " + std::to_string(scale) +
+                      " --feature-dim 128 --parts 1 --method range --direction out --output " + dir + " > /dev/null";
+    if (std::system(cmd.c_str()) != 0) return 1;
+  }
+
+  // The server process.
+  int out[2];
+  if (pipe(out) != 0) return 1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], 1);
+    close(out[0]);
+    std::string server = bin + "/fanout-server";
+    execl(server.c_str(), server.c_str(), "--dataset", dir.c_str(), "--partition", "0", "--port", "0", "--admin-port",
+          "0", nullptr);
+    _exit(127);
+  }
+  close(out[1]);
+  FILE* f = fdopen(out[0], "r");
+  char line[1024];
+  if (!fgets(line, sizeof line, f)) {
+    std::fprintf(stderr, "fanout-server did not start\n");
+    return 1;
+  }
+  std::printf("%s", line);
+  std::string ready(line);
+  int port = std::stoi(ready.substr(ready.find("rpc 127.0.0.1:") + 14));
+  int admin = std::stoi(ready.substr(ready.find("admin 127.0.0.1:") + 16));
+
+  // The same partition in this process, for the baselines.
+  fanout::datasets::PartitionData d;
+  Status st = fanout::datasets::OpenPartition(dir, 0, {}, &d);
+  if (!st.ok()) {
+    std::fprintf(stderr, "%s\n", st.ToString().c_str());
+    return 1;
+  }
+  fanout::sampler::CsrGraph g = d.Graph();
+  nlohmann::json cases = nlohmann::json::array();
+  const int64_t kSampleBatch = 4096, kFanout = 10, kRows = 1024;
+  const size_t row_bytes = static_cast<size_t>(d.meta.feature_dim) * 4;
+
+  for (int threads = 1; threads <= max_threads; ++threads) {
+    // One-hop sampling: RPC vs in process.
+    std::vector<std::unique_ptr<fanout::rpc::RpcClient>> clients(threads);
+    for (auto& c : clients)
+      if (!fanout::rpc::RpcClient::Connect("127.0.0.1", port, {}, &c).ok()) return 1;
+    double rpc_edges = Measure(threads, seconds, [&](int t, int64_t i) -> int64_t {
+      thread_local fanout::rpc::SampleReply reply;
+      auto ids = RandomIds(kSampleBatch, d.node_begin, d.node_end, 1000 * t + i);
+      fanout::rpc::SampleCall call;
+      call.fanout = kFanout;
+      call.seed = static_cast<uint64_t>(i);
+      if (!clients[t]->Sample(ids, call, &reply).ok()) std::abort();
+      return static_cast<int64_t>(reply.Neighbors().size());
+    });
+    double local_edges = Measure(threads, seconds, [&](int t, int64_t i) -> int64_t {
+      thread_local fanout::sampler::HopSampler sampler;
+      thread_local fanout::sampler::OneHopResult hop;
+      auto ids = RandomIds(kSampleBatch, d.node_begin, d.node_end, 1000 * t + i);
+      fanout::sampler::SamplingOptions so;
+      if (!sampler.Sample(g, ids, kFanout, 0, static_cast<uint64_t>(i), so, nullptr, &hop).ok()) std::abort();
+      return static_cast<int64_t>(hop.neighbors.size());
+    });
+    std::printf("%d client thread(s): one-hop sampling (batch %lld, fanout %lld): RPC %.2f M edges/s, in-process %.2f M "
+                "edges/s, ratio %.3f\n",
+                threads, static_cast<long long>(kSampleBatch), static_cast<long long>(kFanout), rpc_edges / 1e6,
+                local_edges / 1e6, rpc_edges / local_edges);
+    cases.push_back({{"case", "rpc_sample"}, {"threads", threads}, {"batch", kSampleBatch}, {"fanout", kFanout},
+                     {"edges_per_s", rpc_edges}, {"inprocess_edges_per_s", local_edges},
+                     {"ratio", rpc_edges / local_edges}});
+
+    // Feature lookup: RPC vs plain sockets.
+    double rpc_bytes = Measure(threads, seconds, [&](int t, int64_t i) -> int64_t {
+      thread_local std::string rows;
+      auto ids = RandomIds(kRows, d.node_begin, d.node_end, 7000 * t + i);
+      if (!clients[t]->Features(ids, &rows).ok()) std::abort();
+      return static_cast<int64_t>(rows.size());
+    });
+    clients.clear();
+    double plain_bytes;
+    {
+      PlainServer plain(d);
+      std::vector<int> fds(threads);
+      for (auto& fd : fds) {
+        fd = socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(static_cast<uint16_t>(plain.port()));
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return 1;
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      }
+      plain_bytes = Measure(threads, seconds, [&](int t, int64_t i) -> int64_t {
+        thread_local std::vector<char> buf;
+        auto ids = RandomIds(kRows, d.node_begin, d.node_end, 7000 * t + i);
+        uint32_t n = static_cast<uint32_t>(ids.size());
+        buf.resize(n * row_bytes);
+        if (!WriteAll(fds[t], &n, 4) || !WriteAll(fds[t], ids.data(), n * 8) || !ReadAll(fds[t], buf.data(), buf.size()))
+          std::abort();
+        return static_cast<int64_t>(buf.size());
+      });
+      for (int fd : fds) close(fd);
+    }
+    std::printf("%d client thread(s): feature lookup (%lld rows x %lld float32 = %zu KiB replies): RPC %.2f GB/s, plain "
+                "sockets %.2f GB/s, ratio %.3f\n",
+                threads, static_cast<long long>(kRows), static_cast<long long>(d.meta.feature_dim),
+                kRows * row_bytes / 1024, rpc_bytes / 1e9, plain_bytes / 1e9, rpc_bytes / plain_bytes);
+    cases.push_back({{"case", "rpc_features"}, {"threads", threads}, {"rows", kRows},
+                     {"feature_dim", d.meta.feature_dim}, {"bytes_per_s", rpc_bytes},
+                     {"plain_socket_bytes_per_s", plain_bytes}, {"ratio", rpc_bytes / plain_bytes}});
+  }
+
+  // Memory, as the server reports it.
+  httplib::Client http("127.0.0.1", admin);
+  auto res = http.Get("/stats");
+  if (res) {
+    auto j = nlohmann::json::parse(res->body);
+    double rss = j["memory"]["rss_bytes"].get<double>(), arrays = j["memory"]["array_bytes"].get<double>();
+    std::printf("server memory: RSS %.1f MiB, arrays %.1f MiB, ratio %.3f (bar <= 1.3)\n", rss / 1048576,
+                arrays / 1048576, rss / arrays);
+    std::printf("server /stats throughput (60 s): %s\n", j["throughput"]["60s"].dump().c_str());
+    cases.push_back({{"case", "memory"}, {"rss_bytes", rss}, {"array_bytes", arrays}, {"ratio", rss / arrays}});
+  }
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  fclose(f);
+  if (own) fs::remove_all(work);
+  if (!json_path.empty()) {
+    std::ofstream(json_path) << cases.dump(2) << "\n";
+    std::printf("wrote %s\n", json_path.c_str());
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
