@@ -4,6 +4,11 @@ find_package(PkgConfig REQUIRED)
 find_package(Threads REQUIRED)
 find_package(ZLIB REQUIRED)
 
+# LibTorch (CPU-only on Debian; a CUDA LibTorch comes in via CMAKE_PREFIX_PATH).
+# Found before RocksDB: RocksDB's config puts its own Findgflags module on the
+# module path, after which Caffe2's gflags link item resolves to gflags-NOTFOUND.
+find_package(Torch REQUIRED)
+
 # Header/config packages.
 find_package(nlohmann_json CONFIG REQUIRED)
 find_package(fmt CONFIG REQUIRED)
@@ -34,8 +39,6 @@ if(NOT TARGET fanout_metis)
   target_link_libraries(fanout_metis INTERFACE ${METIS_LIBRARY})
 endif()
 
-# LibTorch (CPU-only on Debian; a CUDA LibTorch comes in via CMAKE_PREFIX_PATH).
-find_package(Torch REQUIRED)
 
 # CUDA: AUTO turns it on where nvcc is found (PATH or /usr/local/cuda).
 set(FANOUT_CUDA_ENABLED OFF)

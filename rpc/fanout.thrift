@@ -63,6 +63,8 @@ service Fanout {
   binary lookup_degrees(1: binary nodes) throws (1: FanoutError err),
   // Train/val/test membership (packed u8 Split values) of the nodes.
   binary lookup_splits(1: binary nodes) throws (1: FanoutError err),
+  // Original dataset ids (packed i64) of the nodes.
+  binary lookup_original_ids(1: binary nodes) throws (1: FanoutError err),
   // Liveness: returns the text it was sent.
   string ping(1: string text),
 }

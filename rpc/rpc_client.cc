@@ -142,6 +142,11 @@ Status RpcClient::Info(RemotePartitionInfo* out) {
 }
 
 Status RpcClient::Sample(ArrayView<const int64_t> nodes, const SampleCall& call, SampleReply* out) {
+  FANOUT_RETURN_IF_ERROR(SendSample(nodes, call));
+  return ReceiveSample(nodes.size(), call.with_edge_ids, out);
+}
+
+Status RpcClient::SendSample(ArrayView<const int64_t> nodes, const SampleCall& call) {
   gen::SampleRequest req;
   Pack(nodes, &req.nodes);
   req.fanout = call.fanout;
@@ -150,18 +155,47 @@ Status RpcClient::Sample(ArrayView<const int64_t> nodes, const SampleCall& call,
   req.seed = static_cast<int64_t>(call.seed);
   req.hop = call.hop;
   req.with_edge_ids = call.with_edge_ids;
+  return Call("sample_neighbors", [&](gen::FanoutClient& c) { c.send_sample_neighbors(req); });
+}
+
+Status RpcClient::ReceiveSample(size_t num_nodes, bool with_edge_ids, SampleReply* out) {
   gen::SampleResponse r;
-  FANOUT_RETURN_IF_ERROR(Call("sample_neighbors", [&](gen::FanoutClient& c) { c.sample_neighbors(r, req); }));
+  FANOUT_RETURN_IF_ERROR(Call("sample_neighbors", [&](gen::FanoutClient& c) { c.recv_sample_neighbors(r); }));
   out->counts = std::move(r.counts);
   out->neighbors = std::move(r.neighbors);
   out->edge_ids = std::move(r.edge_ids);
-  if (out->counts.size() != nodes.size() * 4 || out->neighbors.size() % 8 != 0 ||
-      (call.with_edge_ids && out->edge_ids.size() != out->neighbors.size()))
+  if (out->counts.size() != num_nodes * 4 || out->neighbors.size() % 8 != 0 ||
+      (with_edge_ids && out->edge_ids.size() != out->neighbors.size()))
     return Status::Corruption("server " + address_ + ": malformed sample reply");
   int64_t total = 0;
   for (int32_t c : out->Counts()) total += c;
   if (total * 8 != static_cast<int64_t>(out->neighbors.size()))
     return Status::Corruption("server " + address_ + ": sample reply counts do not match its neighbors");
+  return Status::OK();
+}
+
+Status RpcClient::SendFeatures(ArrayView<const int64_t> nodes) {
+  std::string ids = Pack(nodes);
+  return Call("lookup_features", [&](gen::FanoutClient& c) { c.send_lookup_features(ids); });
+}
+
+Status RpcClient::ReceiveFeatures(std::string* rows) {
+  return Call("lookup_features", [&](gen::FanoutClient& c) { c.recv_lookup_features(*rows); });
+}
+
+Status RpcClient::SendLabels(ArrayView<const int64_t> nodes) {
+  std::string ids = Pack(nodes);
+  return Call("lookup_labels", [&](gen::FanoutClient& c) { c.send_lookup_labels(ids); });
+}
+
+Status RpcClient::ReceiveLabels(std::string* labels) {
+  return Call("lookup_labels", [&](gen::FanoutClient& c) { c.recv_lookup_labels(*labels); });
+}
+
+Status RpcClient::OriginalIds(ArrayView<const int64_t> nodes, std::string* out) {
+  std::string ids = Pack(nodes);
+  FANOUT_RETURN_IF_ERROR(Call("lookup_original_ids", [&](gen::FanoutClient& c) { c.lookup_original_ids(*out, ids); }));
+  if (out->size() != nodes.size() * 8) return Status::Corruption("server " + address_ + ": malformed original-id reply");
   return Status::OK();
 }
 

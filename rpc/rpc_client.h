@@ -82,7 +82,18 @@ class RpcClient {
   Status Labels(ArrayView<const int64_t> nodes, std::string* labels);
   Status Degrees(ArrayView<const int64_t> nodes, std::string* degrees);
   Status Splits(ArrayView<const int64_t> nodes, std::string* splits);
+  Status OriginalIds(ArrayView<const int64_t> nodes, std::string* ids);
   Status Ping(const std::string& text, std::string* reply);
+
+  // Split calls, so one thread can have a request in flight on several
+  // servers at once: Send*() writes the request, Receive*() waits for the
+  // reply. REQUIRES: each Send is followed by its Receive before the next Send.
+  Status SendSample(ArrayView<const int64_t> nodes, const SampleCall& call);
+  Status ReceiveSample(size_t num_nodes, bool with_edge_ids, SampleReply* out);
+  Status SendFeatures(ArrayView<const int64_t> nodes);
+  Status ReceiveFeatures(std::string* rows);
+  Status SendLabels(ArrayView<const int64_t> nodes);
+  Status ReceiveLabels(std::string* labels);
 
   const std::string& address() const { return address_; }
 

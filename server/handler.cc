@@ -171,6 +171,18 @@ void RpcHandler::lookup_splits(std::string& out, const std::string& nodes) {
   });
 }
 
+void RpcHandler::lookup_original_ids(std::string& out, const std::string& nodes) {
+  Serve(kLookupOriginalIds, [&]() -> Status {
+    ArrayView<const int64_t> ids;
+    FANOUT_RETURN_IF_ERROR(CheckIds(nodes, &ids));
+    const datasets::PartitionData& d = *s_->data;
+    out.resize(ids.size() * 8);
+    int64_t* dst = reinterpret_cast<int64_t*>(out.data());
+    for (size_t i = 0; i < ids.size(); ++i) dst[i] = d.original_ids[ids[i] - d.node_begin];
+    return Status::OK();
+  });
+}
+
 void RpcHandler::ping(std::string& out, const std::string& text) {
   Serve(kPing, [&] {
     out = text;

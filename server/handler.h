@@ -33,6 +33,7 @@ class RpcHandler : public rpc::gen::FanoutIf {
   void lookup_labels(std::string& out, const std::string& nodes) override;
   void lookup_degrees(std::string& out, const std::string& nodes) override;
   void lookup_splits(std::string& out, const std::string& nodes) override;
+  void lookup_original_ids(std::string& out, const std::string& nodes) override;
   void ping(std::string& out, const std::string& text) override;
 
  private:

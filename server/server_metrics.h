@@ -27,6 +27,7 @@ enum Method : int {
   kLookupLabels,
   kLookupDegrees,
   kLookupSplits,
+  kLookupOriginalIds,
   kPing,
   kNumMethods
 };

@@ -1,0 +1,59 @@
+// A cluster of sampling servers, described by a cluster file:
+//
+//   {"partitions": [
+//      {"partition": 0, "replicas": ["10.0.0.1:9100", "10.0.0.2:9100"]},
+//      {"partition": 1, "replicas": ["10.0.0.3:9100"]}]}
+//
+// Connect() checks that every partition answers (the first replica that
+// does is used), that each server serves the partition the file says, that
+// the partitions' id ranges tile [0, num_nodes), and that all servers belong
+// to the same dataset; otherwise it returns an error naming the server and
+// what is wrong. Server errors later arrive with the server's message and
+// address; a server that does not answer within RpcOptions::call_timeout_ms
+// gives DeadlineExceeded naming it. (Failover to other replicas comes later.)
+#ifndef FANOUT_CLIENT_CLUSTER_H_
+#define FANOUT_CLIENT_CLUSTER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client/source.h"
+#include "rpc/rpc_client.h"
+
+namespace fanout::client {
+
+struct ClusterSpec {
+  std::vector<std::vector<std::string>> replicas;  // index: partition
+};
+
+Status ParseClusterJson(const std::string& text, const std::string& origin, ClusterSpec* out);
+Status ReadClusterFile(const std::string& path, ClusterSpec* out);
+
+class Cluster : public Source {
+ public:
+  static Status Connect(const ClusterSpec& spec, const rpc::RpcOptions& options, std::shared_ptr<Cluster>* out);
+
+  Status NewSession(std::unique_ptr<Session>* out) override;
+  int64_t num_nodes() const override { return offsets_.back(); }
+  int64_t feature_dim() const override { return info_[0].feature_dim; }
+  int64_t num_classes() const override { return info_[0].num_classes; }
+  std::string description() const override;
+
+  int num_parts() const { return static_cast<int>(info_.size()); }
+  const std::vector<int64_t>& offsets() const { return offsets_; }
+  const rpc::RemotePartitionInfo& info(int p) const { return info_[p]; }
+  const std::string& address(int p) const { return addresses_[p]; }
+  // The admin addresses are not known from RPC; the demo passes them itself.
+
+ private:
+  friend class ClusterSession;
+  rpc::RpcOptions options_;
+  std::vector<std::string> addresses_;  // chosen replica per partition
+  std::vector<rpc::RemotePartitionInfo> info_;
+  std::vector<int64_t> offsets_;
+};
+
+}  // namespace fanout::client
+
+#endif  // FANOUT_CLIENT_CLUSTER_H_

@@ -1,0 +1,130 @@
+// NodeLoader: mini-batches for node-level GNN training, as torch tensors.
+//
+// Each epoch, the loader orders its seeds (shuffled with a seed derived from
+// the loader seed and the epoch, or as given), keeps this rank's share
+// (position i goes to rank i % world_size, so DDP ranks split an epoch without
+// overlap or gaps; RANK/WORLD_SIZE are read from the environment as torchrun
+// sets them), cuts it into batches, and background workers sample them from
+// the source several batches ahead. Batch b of epoch e uses a request seed
+// that depends only on (loader seed, epoch, b, rank), so a run is reproducible
+// and the same through servers as in process.
+//
+// Thread safety: one consumer thread calls Next(); workers are internal.
+#ifndef FANOUT_CLIENT_LOADER_H_
+#define FANOUT_CLIENT_LOADER_H_
+
+#include <ATen/core/Tensor.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "client/source.h"
+
+namespace fanout::client {
+
+struct LoaderOptions {
+  int64_t batch_size = 1024;                 // seeds per batch
+  std::vector<int64_t> fanouts{15, 10, 5};   // per hop; -1 = all neighbors
+  bool replace = false;                      // sample with replacement
+  bool weighted = false;                     // sample by edge weight
+  bool edge_ids = false;                     // fill MiniBatch::edge_id
+  bool shuffle = true;                       // reshuffle seeds every epoch
+  bool drop_last = false;                    // drop this rank's last partial batch
+  uint64_t seed = 0;                         // shuffling and sampling seed
+  int rank = -1, world_size = -1;            // -1: from RANK / WORLD_SIZE, else 0 / 1
+  int num_workers = 2;                       // background sampling threads
+  int prefetch = 4;                          // batches kept in flight ahead of the consumer
+  bool features = true;                      // fetch x
+  bool labels = true;                        // fetch y
+  bool original_ids = false;                 // fill MiniBatch::original_id
+};
+
+struct MiniBatch {
+  at::Tensor n_id;         // int64 [N]: seeds first (batch_size of them), then sampled nodes
+  at::Tensor x;            // float32 [N, F] (undefined unless features)
+  at::Tensor y;            // int64 [N] labels, -1 = unknown (undefined unless labels)
+  at::Tensor edge_index;   // int64 [2, E], all hops: row 0 = source (neighbor), row 1 = target
+  std::vector<at::Tensor> hop_edge_index;  // per hop, views into edge_index
+  at::Tensor edge_id;      // int64 [E] global edge ids (undefined unless edge_ids)
+  at::Tensor original_id;  // int64 [N] dataset ids (undefined unless original_ids)
+  std::vector<int64_t> num_sampled_nodes, num_sampled_edges;
+  int64_t batch_size = 0;
+  int64_t epoch = 0, index = 0;  // which batch of which epoch
+};
+
+struct LoaderStats {
+  int64_t batches = 0;
+  int64_t sampled_edges = 0;
+  int64_t sampled_nodes = 0;
+  int64_t feature_bytes = 0;     // received from the source (servers)
+  double seconds = 0;            // wall time the consumer spent in Next() plus between calls
+  double network_wait_s = 0;     // summed over workers
+  double consumer_wait_s = 0;    // time Next() waited for a batch
+  double batches_per_s() const { return seconds > 0 ? batches / seconds : 0; }
+  double sampled_edges_per_s() const { return seconds > 0 ? sampled_edges / seconds : 0; }
+};
+
+class NodeLoader {
+ public:
+  // Throws std::invalid_argument on bad options (batch size, fanouts, rank).
+  NodeLoader(std::shared_ptr<Source> source, std::vector<int64_t> seeds, LoaderOptions options);
+  ~NodeLoader();
+  NodeLoader(const NodeLoader&) = delete;
+  NodeLoader& operator=(const NodeLoader&) = delete;
+
+  // Starts epoch `epoch` (discarding what is left of the current one).
+  void SetEpoch(int64_t epoch);
+  // The next batch of the current epoch (epoch 0 if none was set); false at
+  // its end, after which the next call starts the following epoch. Throws
+  // std::runtime_error with the source's message (server address included).
+  bool Next(MiniBatch* out);
+
+  int64_t num_batches() const;                      // this rank's batches per epoch
+  std::vector<int64_t> EpochSeeds(int64_t epoch) const;  // this rank's seeds, in batch order
+  int rank() const { return rank_; }
+  int world_size() const { return world_; }
+  LoaderStats stats() const;
+  const LoaderOptions& options() const { return options_; }
+
+ private:
+  struct Slot;
+  void StopWorkers();
+  void Worker(int w);
+  Status Produce(Session* session, int64_t b, MiniBatch* out);
+
+  std::shared_ptr<Source> source_;
+  std::vector<int64_t> seeds_;
+  LoaderOptions options_;
+  int rank_ = 0, world_ = 1;
+  std::vector<std::unique_ptr<Session>> sessions_;  // one per worker, kept across epochs
+
+  // Current epoch.
+  int64_t epoch_ = -1;
+  int64_t pending_epoch_ = 0;  // started by Next() when no epoch runs
+  bool running_ = false;
+  std::vector<int64_t> order_;  // this rank's seeds for the epoch
+  int64_t batches_ = 0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<Slot>> slots_;  // GUARDED_BY(mu_): batch consumed_ + i
+  int64_t consumed_ = 0;                     // GUARDED_BY(mu_)
+  int64_t next_claim_ = 0;                   // GUARDED_BY(mu_)
+  bool stop_ = false;                        // GUARDED_BY(mu_)
+  std::vector<std::thread> workers_;
+
+  // Statistics.
+  mutable std::mutex stats_mu_;
+  LoaderStats stats_;  // GUARDED_BY(stats_mu_)
+  std::chrono::steady_clock::time_point last_next_;
+  bool timing_ = false;
+};
+
+}  // namespace fanout::client
+
+#endif  // FANOUT_CLIENT_LOADER_H_

@@ -1,0 +1,94 @@
+#include <cstring>
+
+#include "client/source.h"
+#include "datasets/partition_store.h"
+
+namespace fanout::client {
+
+class LocalSession : public Session {
+ public:
+  explicit LocalSession(const LocalSource* src) : src_(src) {}
+
+  Status Sample(ArrayView<const int64_t> seeds, uint64_t request_seed, const sampler::MultiHopOptions& options,
+                sampler::SampledSubgraph* out) override {
+    if (!sampler_ || sampler_->options().fanouts != options.fanouts ||
+        sampler_->options().sampling.replace != options.sampling.replace ||
+        sampler_->options().sampling.weighted != options.sampling.weighted ||
+        sampler_->options().sampling.with_edge_ids != options.sampling.with_edge_ids)
+      sampler_ = std::make_unique<sampler::MultiHopSampler>(src_->csr_.View(), options);
+    return sampler_->Sample(seeds, request_seed, out);
+  }
+
+  Status Features(ArrayView<const int64_t> ids, float* out) override {
+    const int64_t d = src_->feature_dim_;
+    FANOUT_RETURN_IF_ERROR(Check(ids));
+    for (size_t i = 0; i < ids.size(); ++i) std::memcpy(out + i * d, src_->features_.data() + ids[i] * d, d * 4);
+    return Status::OK();
+  }
+  Status Labels(ArrayView<const int64_t> ids, int64_t* out) override {
+    FANOUT_RETURN_IF_ERROR(Check(ids));
+    for (size_t i = 0; i < ids.size(); ++i) out[i] = src_->labels_.empty() ? -1 : src_->labels_[ids[i]];
+    return Status::OK();
+  }
+  Status OriginalIds(ArrayView<const int64_t> ids, int64_t* out) override {
+    FANOUT_RETURN_IF_ERROR(Check(ids));
+    for (size_t i = 0; i < ids.size(); ++i) out[i] = src_->original_ids_[ids[i]];
+    return Status::OK();
+  }
+
+  Status SplitNodes(int split, std::vector<int64_t>* out) override {
+    *out = src_->SplitNodes(split);
+    return Status::OK();
+  }
+
+ private:
+  Status Check(ArrayView<const int64_t> ids) const {
+    for (size_t i = 0; i < ids.size(); ++i)
+      if (ids[i] < 0 || ids[i] >= src_->num_nodes())
+        return Status::InvalidArgument("node " + std::to_string(ids[i]) + " is outside [0, " +
+                                       std::to_string(src_->num_nodes()) + ")");
+    return Status::OK();
+  }
+  const LocalSource* src_;
+  std::unique_ptr<sampler::MultiHopSampler> sampler_;
+};
+
+Status LocalSource::Open(const std::string& dir, std::shared_ptr<LocalSource>* out) {
+  datasets::DatasetMeta meta;
+  FANOUT_RETURN_IF_ERROR(datasets::ReadDatasetMeta(dir, &meta));
+  auto s = std::shared_ptr<LocalSource>(new LocalSource());
+  s->dir_ = dir;
+  s->feature_dim_ = meta.feature_dim;
+  s->num_classes_ = meta.num_classes;
+  s->csr_.indptr.assign(1, 0);
+  for (int p = 0; p < meta.num_parts; ++p) {
+    datasets::PartitionData d;
+    FANOUT_RETURN_IF_ERROR(datasets::OpenPartition(dir, p, {}, &d));
+    int64_t base = s->csr_.indptr.back();
+    for (size_t i = 1; i < d.indptr.size(); ++i) s->csr_.indptr.push_back(base + d.indptr[i]);
+    s->csr_.indices.insert(s->csr_.indices.end(), d.indices.begin(), d.indices.end());
+    s->csr_.edge_ids.insert(s->csr_.edge_ids.end(), d.edge_ids.begin(), d.edge_ids.end());
+    for (int64_t r = 0; r < d.num_nodes(); ++r)
+      for (int64_t j = 0; j < meta.feature_dim; ++j) s->features_.push_back(d.Feature(r, j));
+    s->labels_.insert(s->labels_.end(), d.labels.begin(), d.labels.end());
+    s->original_ids_.insert(s->original_ids_.end(), d.original_ids.begin(), d.original_ids.end());
+    if (d.split.empty()) d.split.assign(d.num_nodes(), 0);
+    s->split_.insert(s->split_.end(), d.split.begin(), d.split.end());
+  }
+  *out = std::move(s);
+  return Status::OK();
+}
+
+Status LocalSource::NewSession(std::unique_ptr<Session>* out) {
+  *out = std::make_unique<LocalSession>(this);
+  return Status::OK();
+}
+
+std::vector<int64_t> LocalSource::SplitNodes(int split) const {
+  std::vector<int64_t> v;
+  for (size_t i = 0; i < split_.size(); ++i)
+    if (split_[i] == split) v.push_back(static_cast<int64_t>(i));
+  return v;
+}
+
+}  // namespace fanout::client

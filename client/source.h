@@ -1,0 +1,84 @@
+// Where mini-batches come from: a cluster of sampling servers, or a whole
+// dataset held in this process (for single-machine runs and for checking the
+// distributed path against local sampling). No LibTorch here: sessions write
+// into caller-provided memory (the loader's tensors).
+#ifndef FANOUT_CLIENT_SOURCE_H_
+#define FANOUT_CLIENT_SOURCE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/array_view.h"
+#include "common/status.h"
+#include "sampler/multihop.h"
+
+namespace fanout::client {
+
+// Per-session counters (a session is used by one thread).
+struct SessionStats {
+  double network_wait_s = 0;        // time blocked waiting for replies
+  int64_t feature_bytes = 0;        // feature bytes received
+  int64_t requests = 0;
+};
+
+// One thread's handle on a source (its own connections and scratch).
+// Not thread-safe.
+class Session {
+ public:
+  virtual ~Session() = default;
+  // Multi-hop sampling with the semantics of sampler::MultiHopSampler.
+  virtual Status Sample(ArrayView<const int64_t> seeds, uint64_t request_seed, const sampler::MultiHopOptions& options,
+                        sampler::SampledSubgraph* out) = 0;
+  // Feature rows of `ids` as float32, row i at out + i * feature_dim.
+  virtual Status Features(ArrayView<const int64_t> ids, float* out) = 0;
+  // Labels (-1 = unknown) of `ids`.
+  virtual Status Labels(ArrayView<const int64_t> ids, int64_t* out) = 0;
+  // Original dataset ids of `ids`.
+  virtual Status OriginalIds(ArrayView<const int64_t> ids, int64_t* out) = 0;
+  // Global ids of every node in a split (1 train, 2 val, 3 test), ascending.
+  virtual Status SplitNodes(int split, std::vector<int64_t>* out) = 0;
+  const SessionStats& stats() const { return stats_; }
+
+ protected:
+  SessionStats stats_;
+};
+
+// Thread-safe: sessions may be opened from any thread.
+class Source {
+ public:
+  virtual ~Source() = default;
+  virtual Status NewSession(std::unique_ptr<Session>* out) = 0;
+  virtual int64_t num_nodes() const = 0;
+  virtual int64_t feature_dim() const = 0;
+  virtual int64_t num_classes() const = 0;
+  virtual std::string description() const = 0;
+};
+
+// A whole dataset in memory: every partition of a fanout-partition folder
+// concatenated (global ids are contiguous across partitions).
+class LocalSource : public Source {
+ public:
+  static Status Open(const std::string& dataset_dir, std::shared_ptr<LocalSource>* out);
+  Status NewSession(std::unique_ptr<Session>* out) override;
+  int64_t num_nodes() const override { return csr_.num_nodes(); }
+  int64_t feature_dim() const override { return feature_dim_; }
+  int64_t num_classes() const override { return num_classes_; }
+  std::string description() const override { return "local dataset " + dir_; }
+  // Global ids of the nodes in a split (1 train, 2 val, 3 test).
+  std::vector<int64_t> SplitNodes(int split) const;
+
+ private:
+  friend class LocalSession;
+  std::string dir_;
+  sampler::CsrArrays csr_;
+  std::vector<float> features_;
+  std::vector<int64_t> labels_, original_ids_;
+  std::vector<uint8_t> split_;
+  int64_t feature_dim_ = 0, num_classes_ = 0;
+};
+
+}  // namespace fanout::client
+
+#endif  // FANOUT_CLIENT_SOURCE_H_
