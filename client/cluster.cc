@@ -81,7 +81,8 @@ Status Cluster::Connect(const ClusterSpec& spec, const rpc::RpcOptions& options,
       break;
     }
     if (!found)
-      return Status::Unavailable("no replica of partition " + std::to_string(p) + " answers: " + last.message());
+      return Status::FromCode(static_cast<int>(last.code()),
+                              "no replica of partition " + std::to_string(p) + " answers: " + last.message());
   }
   const rpc::RemotePartitionInfo& first = c->info_[0];
   c->offsets_.push_back(0);

@@ -1,0 +1,202 @@
+// The client library against in-process servers: distributed sampling equals
+// local sampling, fetches equal the stored data, bad cluster files and slow
+// servers give clear errors.
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "client/cluster.h"
+#include "common/random.h"
+#include "client/source.h"
+#include "tests/server/server_fixture.h"
+
+namespace fanout::client {
+namespace {
+
+using ::testing::HasSubstr;
+using server::testing::ServerTest;
+
+std::vector<int64_t> Std(const PodVector<int64_t>& v) { return std::vector<int64_t>(v.begin(), v.end()); }
+
+class ClusterTest : public ServerTest {
+ protected:
+  ClusterSpec Spec() const {
+    ClusterSpec spec;
+    for (const auto& s : servers_) spec.replicas.push_back({"127.0.0.1:" + std::to_string(s->port())});
+    return spec;
+  }
+  std::shared_ptr<Cluster> ConnectCluster(rpc::RpcOptions ro = {}) {
+    std::shared_ptr<Cluster> c;
+    Status st = Cluster::Connect(Spec(), ro, &c);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return c;
+  }
+};
+
+TEST_F(ClusterTest, DistributedSamplingEqualsLocalSamplingOnTheWholeGraph) {
+  for (int k : {2, 3}) {
+    servers_.clear();
+    StartServers(k);
+    auto cluster = ConnectCluster();
+    ASSERT_EQ(cluster->num_parts(), k);
+    std::unique_ptr<Session> session;
+    ASSERT_TRUE(cluster->NewSession(&session).ok());
+    for (auto fanouts : {std::vector<int64_t>{10, 10}, {15, 10, 5}, {-1, 3}, {5}}) {
+      for (bool replace : {false, true}) {
+        for (uint64_t seed : {1, 77, 123456789}) {
+          sampler::MultiHopOptions mo;
+          mo.fanouts = fanouts;
+          mo.sampling.replace = replace;
+          SplitMix64 rng(seed);
+          std::vector<int64_t> seeds(200);
+          for (auto& s : seeds) s = static_cast<int64_t>(DrawBelow(rng.Next(), 2708));  // repeats included
+          sampler::SampledSubgraph dist, local;
+          Status st = session->Sample(seeds, seed, mo, &dist);
+          ASSERT_TRUE(st.ok()) << st.ToString();
+          sampler::MultiHopSampler sampler(whole_.csr.View(), mo);
+          ASSERT_TRUE(sampler.Sample(seeds, seed, &local).ok());
+          EXPECT_EQ(Std(dist.n_id), Std(local.n_id)) << "k=" << k << " seed " << seed;
+          EXPECT_EQ(Std(dist.row), Std(local.row));
+          EXPECT_EQ(Std(dist.col), Std(local.col));
+          EXPECT_EQ(Std(dist.edge_id), Std(local.edge_id));
+          EXPECT_EQ(dist.num_sampled_nodes, local.num_sampled_nodes);
+          EXPECT_EQ(dist.num_sampled_edges, local.num_sampled_edges);
+          EXPECT_EQ(dist.batch_size, local.batch_size);
+        }
+      }
+    }
+    for (auto& s : servers_) s->Stop();
+  }
+}
+
+TEST_F(ClusterTest, FetchesEqualTheLocalDataset) {
+  StartServers(3);
+  auto cluster = ConnectCluster();
+  std::shared_ptr<LocalSource> local;
+  ASSERT_TRUE(LocalSource::Open(dir_, &local).ok());
+  std::unique_ptr<Session> a, b;
+  ASSERT_TRUE(cluster->NewSession(&a).ok());
+  ASSERT_TRUE(local->NewSession(&b).ok());
+  std::vector<int64_t> ids = {2707, 0, 1500, 1500, 900, 2000};
+  std::vector<float> fa(ids.size() * 1433), fb(ids.size() * 1433);
+  ASSERT_TRUE(a->Features(ids, fa.data()).ok());
+  ASSERT_TRUE(b->Features(ids, fb.data()).ok());
+  EXPECT_EQ(fa, fb);
+  std::vector<int64_t> la(ids.size()), lb(ids.size()), oa(ids.size()), ob(ids.size());
+  ASSERT_TRUE(a->Labels(ids, la.data()).ok());
+  ASSERT_TRUE(b->Labels(ids, lb.data()).ok());
+  EXPECT_EQ(la, lb);
+  ASSERT_TRUE(a->OriginalIds(ids, oa.data()).ok());
+  ASSERT_TRUE(b->OriginalIds(ids, ob.data()).ok());
+  EXPECT_EQ(oa, ob);
+  for (int split : {1, 2, 3}) {
+    std::vector<int64_t> sa, sb;
+    ASSERT_TRUE(a->SplitNodes(split, &sa).ok());
+    ASSERT_TRUE(b->SplitNodes(split, &sb).ok());
+    EXPECT_EQ(sa, sb);
+  }
+  EXPECT_GT(a->stats().feature_bytes, 0);
+  Status st = a->Features(std::vector<int64_t>{5000}, fa.data());
+  EXPECT_THAT(st.message(), HasSubstr("node 5000 is outside [0, 2708)"));
+}
+
+TEST_F(ClusterTest, BadClusterFilesGiveClearErrors) {
+  ClusterSpec spec;
+  Status st = ParseClusterJson("{\"partitions\": [{\"partition\": 0, \"replicas\": [\"a:1\"]}, "
+                               "{\"partition\": 2, \"replicas\": [\"b:2\"]}]}", "c.json", &spec);
+  EXPECT_THAT(st.message(), HasSubstr("c.json: partition 1 is missing"));
+  st = ParseClusterJson("{\"partitions\": [{\"partition\": 0, \"replicas\": [\"a:1\"]}, "
+                        "{\"partition\": 0, \"replicas\": [\"b:2\"]}]}", "c.json", &spec);
+  EXPECT_THAT(st.message(), HasSubstr("partition 0 is listed twice"));
+  st = ParseClusterJson("{\"partitions\": [{\"partition\": 0, \"replicas\": [\"nocolon\"]}]}", "c.json", &spec);
+  EXPECT_THAT(st.message(), HasSubstr("'nocolon' is not host:port"));
+  st = ParseClusterJson("{\"parts\": []}", "c.json", &spec);
+  EXPECT_THAT(st.message(), HasSubstr("expected {\"partitions\""));
+  st = ParseClusterJson("not json", "c.json", &spec);
+  EXPECT_THAT(st.message(), HasSubstr("c.json: not valid JSON"));
+  EXPECT_TRUE(ReadClusterFile("/nonexistent/cluster.json", &spec).IsNotFound());
+
+  StartServers(2);
+  std::shared_ptr<Cluster> c;
+  // Servers listed under the wrong partitions (ranges would overlap/misalign).
+  ClusterSpec swapped = Spec();
+  std::swap(swapped.replicas[0], swapped.replicas[1]);
+  st = Cluster::Connect(swapped, {}, &c);
+  EXPECT_THAT(st.message(), HasSubstr("serves partition 1 but the cluster file lists it as partition 0"));
+  // The same server for both partitions.
+  ClusterSpec twice = Spec();
+  twice.replicas[1] = twice.replicas[0];
+  st = Cluster::Connect(twice, {}, &c);
+  EXPECT_THAT(st.message(), HasSubstr("serves partition 0 but the cluster file lists it as partition 1"));
+  // Fewer partitions than the dataset has.
+  ClusterSpec one = Spec();
+  one.replicas.pop_back();
+  st = Cluster::Connect(one, {}, &c);
+  EXPECT_THAT(st.message(), HasSubstr("dataset of 2 partitions but the cluster file lists 1"));
+  // An unreachable server (nothing listens on the port of a stopped one).
+  int dead_port = servers_[1]->port();
+  ClusterSpec dead = Spec();
+  servers_[1]->Stop();
+  st = Cluster::Connect(dead, {}, &c);
+  EXPECT_EQ(st.code(), Status::Code::kUnavailable);
+  EXPECT_THAT(st.message(), HasSubstr("no replica of partition 1 answers"));
+  EXPECT_THAT(st.message(), HasSubstr("127.0.0.1:" + std::to_string(dead_port)));
+  // A second replica that answers is used.
+  dead.replicas[1].push_back("127.0.0.1:" + std::to_string(servers_[0]->port()));
+  st = Cluster::Connect(dead, {}, &c);
+  EXPECT_THAT(st.message(), HasSubstr("serves partition 0"));  // it answered, but serves the wrong partition
+}
+
+TEST_F(ClusterTest, ServersOfDifferentDatasetsAreRefused) {
+  StartServers(2);
+  // The same graph partitioned again: a different dataset id.
+  datasets::testing::TempDir tmp;
+  std::string other = tmp.Sub("other");
+  ASSERT_EQ(std::system((std::string(FANOUT_BIN_DIR) + "/fanout-partition --quiet --format planetoid --input " +
+                         datasets::testing::DataDir() + "/planetoid/cora --parts 2 --output " + other + " > /dev/null")
+                            .c_str()),
+            0);
+  server::ServerOptions o;
+  o.dataset_dir = other;
+  o.partition = 1;
+  server::PartitionServer foreign(o);
+  ASSERT_TRUE(foreign.Start().ok());
+  ClusterSpec spec = Spec();
+  spec.replicas[1] = {"127.0.0.1:" + std::to_string(foreign.port())};
+  std::shared_ptr<Cluster> c;
+  Status st = Cluster::Connect(spec, {}, &c);
+  EXPECT_TRUE(st.IsInvalidArgument());
+  EXPECT_THAT(st.message(), HasSubstr("belong to different datasets"));
+  foreign.Stop();
+}
+
+TEST(ClusterTimeoutTest, AServerThatDoesNotAnswerRaisesATimeoutNamingIt) {
+  // A socket that accepts connections (the kernel's backlog) but never replies.
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(listen(fd, 8), 0);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  std::string addr = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  ClusterSpec spec;
+  spec.replicas = {{addr}};
+  rpc::RpcOptions ro;
+  ro.call_timeout_ms = 300;
+  std::shared_ptr<Cluster> c;
+  auto t0 = std::chrono::steady_clock::now();
+  Status st = Cluster::Connect(spec, ro, &c);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(st.code(), Status::Code::kDeadlineExceeded);
+  EXPECT_THAT(st.message(), HasSubstr("server " + addr + " did not answer partition_info within 300 ms"));
+  EXPECT_LT(secs, 10.0);  // a generous bound: the call must not hang
+  close(fd);
+}
+
+}  // namespace
+}  // namespace fanout::client

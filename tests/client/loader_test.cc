@@ -1,0 +1,195 @@
+// NodeLoader and the GraphSAGE example: sharding, reproducibility through the
+// servers, accuracy, errors.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <map>
+#include <numeric>
+
+#include "client/cluster.h"
+#include "client/examples/graphsage.h"
+#include "client/loader.h"
+#include "tests/server/server_fixture.h"
+
+namespace fanout::client {
+namespace {
+
+using ::testing::HasSubstr;
+using server::testing::ServerTest;
+
+class LoaderTest : public ServerTest {
+ protected:
+  std::shared_ptr<Cluster> ConnectCluster() {
+    ClusterSpec spec;
+    for (const auto& s : servers_) spec.replicas.push_back({"127.0.0.1:" + std::to_string(s->port())});
+    std::shared_ptr<Cluster> c;
+    Status st = Cluster::Connect(spec, {}, &c);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return c;
+  }
+  std::shared_ptr<LocalSource> Local() {
+    std::shared_ptr<LocalSource> l;
+    EXPECT_TRUE(LocalSource::Open(dir_, &l).ok());
+    return l;
+  }
+};
+
+TEST_F(LoaderTest, RanksSplitEveryEpochWithoutOverlapOrGaps) {
+  StartServers(2);
+  auto cluster = ConnectCluster();
+  std::vector<int64_t> train = Local()->SplitNodes(1);
+  ASSERT_EQ(train.size(), 140u);
+  for (int world : {1, 2, 3}) {
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      std::map<int64_t, int> seen;
+      for (int rank = 0; rank < world; ++rank) {
+        LoaderOptions o;
+        o.batch_size = 16;
+        o.fanouts = {3, 2};
+        o.world_size = world;
+        o.rank = rank;
+        o.seed = 9;
+        o.features = false;
+        NodeLoader loader(cluster, train, o);
+        loader.SetEpoch(epoch);
+        MiniBatch b;
+        int64_t batches = 0;
+        while (loader.Next(&b)) {
+          auto seeds = b.n_id.narrow(0, 0, b.batch_size);
+          for (int64_t i = 0; i < b.batch_size; ++i) seen[seeds[i].item<int64_t>()]++;
+          EXPECT_EQ(b.epoch, epoch);
+          ++batches;
+        }
+        EXPECT_EQ(batches, loader.num_batches());
+      }
+      ASSERT_EQ(seen.size(), train.size()) << "world " << world << " epoch " << epoch;
+      for (int64_t s : train) EXPECT_EQ(seen[s], 1) << "seed " << s << " world " << world;
+    }
+  }
+}
+
+TEST_F(LoaderTest, EpochsReshuffleAndRankComesFromTheEnvironment) {
+  StartServers(1);
+  auto local = Local();
+  std::vector<int64_t> seeds(100);
+  std::iota(seeds.begin(), seeds.end(), 0);
+  setenv("RANK", "1", 1);
+  setenv("WORLD_SIZE", "4", 1);
+  LoaderOptions o;
+  o.batch_size = 10;
+  o.drop_last = true;
+  NodeLoader loader(local, seeds, o);
+  unsetenv("RANK");
+  unsetenv("WORLD_SIZE");
+  EXPECT_EQ(loader.rank(), 1);
+  EXPECT_EQ(loader.world_size(), 4);
+  EXPECT_EQ(loader.num_batches(), 2);  // 25 seeds, batches of 10, last partial one dropped
+  EXPECT_NE(loader.EpochSeeds(0), loader.EpochSeeds(1));
+  EXPECT_EQ(loader.EpochSeeds(3), loader.EpochSeeds(3));
+  MiniBatch b;
+  int n = 0;
+  while (loader.Next(&b)) ++n;
+  EXPECT_EQ(n, 2);
+  while (loader.Next(&b)) ++n;  // the next call runs epoch 1
+  EXPECT_EQ(n, 4);
+  EXPECT_THROW(NodeLoader(local, std::vector<int64_t>{5000}, o), std::invalid_argument);
+  o.rank = 3;
+  o.world_size = 2;
+  EXPECT_THROW(NodeLoader(local, seeds, o), std::invalid_argument);
+}
+
+TEST_F(LoaderTest, BatchesCarryFeaturesLabelsAndOriginalIds) {
+  StartServers(2);
+  auto cluster = ConnectCluster();
+  auto local = Local();
+  std::unique_ptr<Session> ls;
+  ASSERT_TRUE(local->NewSession(&ls).ok());
+  LoaderOptions o;
+  o.batch_size = 50;
+  o.fanouts = {5, 5};
+  o.original_ids = true;
+  o.edge_ids = true;
+  NodeLoader loader(cluster, local->SplitNodes(3), o);
+  MiniBatch b;
+  ASSERT_TRUE(loader.Next(&b));
+  const int64_t n = b.n_id.size(0);
+  std::vector<int64_t> ids(b.n_id.data_ptr<int64_t>(), b.n_id.data_ptr<int64_t>() + n);
+  std::vector<float> x(n * 1433);
+  std::vector<int64_t> y(n), orig(n);
+  ASSERT_TRUE(ls->Features(ids, x.data()).ok());
+  ASSERT_TRUE(ls->Labels(ids, y.data()).ok());
+  ASSERT_TRUE(ls->OriginalIds(ids, orig.data()).ok());
+  EXPECT_TRUE(torch::equal(b.x, torch::from_blob(x.data(), {n, 1433}, torch::kFloat)));
+  EXPECT_TRUE(torch::equal(b.y, torch::from_blob(y.data(), {n}, torch::kLong)));
+  EXPECT_TRUE(torch::equal(b.original_id, torch::from_blob(orig.data(), {n}, torch::kLong)));
+  EXPECT_EQ(b.edge_index.size(0), 2);
+  EXPECT_EQ(b.edge_index.size(1), b.num_sampled_edges[0] + b.num_sampled_edges[1]);
+  EXPECT_EQ(b.hop_edge_index.size(), 2u);
+  EXPECT_EQ(b.edge_id.size(0), b.edge_index.size(1));
+  EXPECT_LT(b.edge_index.max().item<int64_t>(), n);
+  LoaderStats s = loader.stats();
+  EXPECT_GT(s.feature_bytes, 0);
+  EXPECT_GT(s.sampled_edges, 0);
+}
+
+TEST_F(LoaderTest, ServerErrorsSurfaceWithTheServersAddress) {
+  StartServers(2);
+  auto cluster = ConnectCluster();
+  std::vector<int64_t> seeds(2708);
+  std::iota(seeds.begin(), seeds.end(), 0);
+  LoaderOptions o;
+  o.batch_size = 8;
+  o.fanouts = {2};
+  o.shuffle = false;
+  o.prefetch = 1;
+  o.num_workers = 1;
+  NodeLoader loader(cluster, seeds, o);
+  MiniBatch b;
+  ASSERT_TRUE(loader.Next(&b));
+  int port = servers_[1]->port();
+  servers_[1]->Stop();
+  try {
+    while (loader.Next(&b)) {
+    }
+    FAIL() << "expected an exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("127.0.0.1:" + std::to_string(port)));
+  }
+}
+
+TEST_F(LoaderTest, TrainingThroughServersMatchesLocalTrainingExactly) {
+  StartServers(2);
+  torch::set_num_threads(1);  // bitwise-reproducible reductions
+  examples::TrainOptions o;
+  o.epochs = 4;
+  o.evaluate_every_epoch = false;
+  o.seed = 3;
+  auto through_servers = examples::TrainGraphSage(ConnectCluster(), o);
+  auto in_process = examples::TrainGraphSage(Local(), o);
+  ASSERT_EQ(through_servers.losses.size(), in_process.losses.size());
+  ASSERT_GT(through_servers.losses.size(), 8u);
+  for (size_t i = 0; i < in_process.losses.size(); ++i)
+    EXPECT_EQ(through_servers.losses[i], in_process.losses[i]) << "step " << i;
+  EXPECT_EQ(through_servers.test_acc, in_process.test_acc);
+}
+
+TEST_F(LoaderTest, GraphSageReachesPublishedAccuracyOnCora) {
+  StartServers(2);
+  auto cluster = ConnectCluster();
+  double sum = 0;
+  for (uint64_t seed = 0; seed < 5; ++seed) {
+    examples::TrainOptions o;
+    o.epochs = 30;
+    o.evaluate_every_epoch = false;
+    o.seed = seed;
+    auto r = examples::TrainGraphSage(cluster, o);
+    std::printf("seed %llu: test accuracy %.3f\n", static_cast<unsigned long long>(seed), r.test_acc);
+    sum += r.test_acc;
+  }
+  std::printf("mean test accuracy over 5 seeds: %.3f\n", sum / 5);
+  EXPECT_GE(sum / 5, 0.77);
+}
+
+}  // namespace
+}  // namespace fanout::client
