@@ -50,11 +50,12 @@ int main(int argc, char** argv) {
   const auto& d = server.data();
   int64_t rss = fanout::ResidentSetBytes();
   std::printf("fanout-server ready: dataset %s partition %d/%d nodes [%lld, %lld) %lld edges; loaded in %.2f s; "
-              "arrays %.1f MiB, RSS %.1f MiB (%.2fx); rpc %s:%d admin %s:%d\n",
+              "arrays %.1f MiB, RSS %.1f MiB (%.2fx); rpc %s:%d admin %s\n",
               d.meta.name.c_str(), d.part, d.meta.num_parts, static_cast<long long>(d.node_begin),
               static_cast<long long>(d.node_end), static_cast<long long>(d.indices.size()), server.load_seconds(),
               d.RawBytes() / 1048576.0, rss / 1048576.0, d.RawBytes() ? double(rss) / d.RawBytes() : 0.0,
-              o.bind.c_str(), server.port(), o.bind.c_str(), server.admin_port());
+              o.bind.c_str(), server.port(),
+              server.admin_port() > 0 ? (o.bind + ":" + std::to_string(server.admin_port())).c_str() : "off");
   int sig = 0;
   sigwait(&signals, &sig);
   std::printf("fanout-server: %s received, draining\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");

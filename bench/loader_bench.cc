@@ -1,0 +1,201 @@
+// fanout-bench-loader: NodeLoader through 2 fanout-server processes serving
+// the R-MAT benchmark graph (scale 20, out-neighbors, 128-dim features, 2
+// partitions), beside the in-process multi-hop sampler on the same graph with
+// the same two cores (2 threads), measured in the same run.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "client/cluster.h"
+#include "client/loader.h"
+#include "common/cpu.h"
+#include "common/random.h"
+#include "datasets/rmat.h"
+#include "sampler/multihop.h"
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Server {
+  pid_t pid = -1;
+  std::string rpc;
+};
+
+Server StartServer(const std::string& bin, const std::string& dir, int part) {
+  int out[2];
+  if (pipe(out) != 0) std::exit(1);
+  Server s;
+  s.pid = fork();
+  if (s.pid == 0) {
+    dup2(out[1], 1);
+    close(out[0]);
+    std::string server = bin + "/fanout-server";
+    std::string p = std::to_string(part);
+    execl(server.c_str(), server.c_str(), "--dataset", dir.c_str(), "--partition", p.c_str(), "--port", "0",
+          "--admin-port", "-1", nullptr);
+    _exit(127);
+  }
+  close(out[1]);
+  FILE* f = fdopen(out[0], "r");
+  char line[1024];
+  if (!fgets(line, sizeof line, f)) {
+    std::fprintf(stderr, "fanout-server %d did not start\n", part);
+    std::exit(1);
+  }
+  std::printf("%s", line);
+  std::string ready(line);
+  size_t at = ready.find("rpc ") + 4;
+  s.rpc = ready.substr(at, ready.find(' ', at) - at);
+  fclose(f);
+  return s;
+}
+
+struct Measured {
+  double batches_per_s = 0, edges_per_s = 0, feature_bytes_per_s = 0, network_wait_s = 0;
+};
+
+Measured RunLoader(std::shared_ptr<fanout::client::Source> source, const std::vector<int64_t>& seeds, bool features,
+                   double seconds) {
+  fanout::client::LoaderOptions o;
+  o.batch_size = 1024;
+  o.fanouts = {15, 10, 5};
+  o.shuffle = false;
+  o.features = features;
+  o.labels = false;
+  o.num_workers = 2;
+  o.prefetch = 4;
+  o.rank = 0;
+  o.world_size = 1;
+  fanout::client::NodeLoader loader(source, seeds, o);
+  fanout::client::MiniBatch b;
+  loader.Next(&b);  // warm-up: connections, buffers
+  auto start = Clock::now();
+  int64_t batches = 0, edges = 0;
+  auto before = loader.stats();
+  while (Clock::now() - start < std::chrono::duration<double>(seconds) && loader.Next(&b)) {
+    ++batches;
+    edges += b.edge_index.size(1);
+  }
+  double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  auto after = loader.stats();
+  Measured m;
+  m.batches_per_s = batches / secs;
+  m.edges_per_s = edges / secs;
+  m.feature_bytes_per_s = (after.feature_bytes - before.feature_bytes) / secs;
+  m.network_wait_s = after.network_wait_s - before.network_wait_s;
+  return m;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"fanout-bench-loader: NodeLoader through 2 servers beside the in-process sampler."};
+  int scale = 20;
+  double seconds = 5;
+  std::string work, json_path;
+  app.add_option("--scale", scale, "R-MAT scale")->default_val(20)->check(CLI::Range(8, 24));
+  app.add_option("--seconds", seconds, "Seconds per case")->default_val(5.0);
+  app.add_option("--work-dir", work, "Keep the dataset here (default: temporary, removed)");
+  app.add_option("--json", json_path, "Write the cases as a JSON array to this file");
+  CLI11_PARSE(app, argc, argv);
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  signal(SIGPIPE, SIG_IGN);
+  bool own = work.empty();
+  if (own) {
+    std::string templ = (fs::temp_directory_path() / "fanout-bench-loader-XXXXXX").string();
+    work = mkdtemp(templ.data());
+  }
+  std::string bin = fs::path(fs::read_symlink("/proc/self/exe")).parent_path().string();
+  std::string dir = work + "/rmat" + std::to_string(scale) + "-2";
+  if (!fs::exists(dir + "/meta.json")) {
+    std::printf("partitioning R-MAT scale %d, 128-dim features, 2 parts (range: ids stay the generator's) ...\n", scale);
+    std::string cmd = bin + "/fanout-partition --quiet --format rmat --rmat-scale " + std::to_string(scale) +
+                      " --feature-dim 128 --parts 2 --method range --direction out --output " + dir + " > /dev/null";
+    if (std::system(cmd.c_str()) != 0) return 1;
+  }
+  Server s0 = StartServer(bin, dir, 0), s1 = StartServer(bin, dir, 1);
+  fanout::client::ClusterSpec spec;
+  spec.replicas = {{s0.rpc}, {s1.rpc}};
+  std::shared_ptr<fanout::client::Cluster> cluster;
+  fanout::Status st = fanout::client::Cluster::Connect(spec, {}, &cluster);
+  if (!st.ok()) {
+    std::fprintf(stderr, "%s\n", st.ToString().c_str());
+    return 1;
+  }
+  const int64_t n = cluster->num_nodes();
+  fanout::SplitMix64 rng(2024);
+  std::vector<int64_t> seeds(static_cast<size_t>(n));
+  for (auto& v : seeds) v = static_cast<int64_t>(fanout::DrawBelow(rng.Next(), static_cast<uint64_t>(n)));
+
+  Measured dist = RunLoader(cluster, seeds, false, seconds);
+  Measured feat = RunLoader(cluster, seeds, true, seconds);
+  kill(s0.pid, SIGTERM);
+  kill(s1.pid, SIGTERM);
+  int status;
+  waitpid(s0.pid, &status, 0);
+  waitpid(s1.pid, &status, 0);
+
+  // In process: the same graph (range partitioning keeps the generator's ids),
+  // 2 pinned threads each sampling its own batches of 1024 uniform seeds.
+  fanout::datasets::RmatOptions ro;
+  ro.scale = scale;
+  fanout::sampler::CsrArrays csr;
+  if (!fanout::datasets::GenerateRmat(ro, &csr).ok()) return 1;
+  fanout::sampler::CsrGraph g = csr.View();
+  std::atomic<int64_t> edges{0};
+  std::vector<std::thread> ts;
+  auto start = Clock::now();
+  for (int t = 0; t < 2; ++t) {
+    ts.emplace_back([&, t] {
+      (void)fanout::PinThisThread(t);
+      fanout::sampler::MultiHopOptions mo;
+      mo.fanouts = {15, 10, 5};
+      mo.sampling.with_edge_ids = false;
+      fanout::sampler::MultiHopSampler sampler(g, mo);
+      fanout::sampler::SampledSubgraph sub;
+      std::vector<int64_t> batch(1024);
+      fanout::SplitMix64 r(77 + t);
+      int64_t e = 0, i = 0;
+      while (Clock::now() - start < std::chrono::duration<double>(seconds)) {
+        for (auto& v : batch) v = static_cast<int64_t>(fanout::DrawBelow(r.Next(), static_cast<uint64_t>(n)));
+        if (!sampler.Sample(batch, static_cast<uint64_t>(i++), &sub).ok()) std::abort();
+        e += static_cast<int64_t>(sub.row.size());
+      }
+      edges += e;
+    });
+  }
+  for (auto& th : ts) th.join();
+  double local = edges / std::chrono::duration<double>(Clock::now() - start).count();
+
+  std::printf("fanouts [15,10,5], batch 1024, 2 servers + 1 client on this machine:\n");
+  std::printf("  NodeLoader, sampling only:    %7.1f batches/s  %7.2f M sampled edges/s  (%.2f s waiting on the network)\n",
+              dist.batches_per_s, dist.edges_per_s / 1e6, dist.network_wait_s);
+  std::printf("  in-process sampler, 2 threads:                   %7.2f M sampled edges/s\n", local / 1e6);
+  std::printf("  ratio %.3f (bar >= 0.25)\n", dist.edges_per_s / local);
+  std::printf("  NodeLoader with 128-dim features: %7.1f batches/s  %7.2f M sampled edges/s  %.2f GB/s of features\n",
+              feat.batches_per_s, feat.edges_per_s / 1e6, feat.feature_bytes_per_s / 1e9);
+  nlohmann::json cases = nlohmann::json::array();
+  cases.push_back({{"case", "dist_multihop"}, {"fanout", {15, 10, 5}}, {"batch_size", 1024}, {"scale", scale},
+                   {"batches_per_s", dist.batches_per_s}, {"edges_per_s", dist.edges_per_s},
+                   {"inprocess_edges_per_s", local}, {"ratio", dist.edges_per_s / local}});
+  cases.push_back({{"case", "dist_loader_features"}, {"fanout", {15, 10, 5}}, {"batch_size", 1024}, {"feature_dim", 128},
+                   {"batches_per_s", feat.batches_per_s}, {"edges_per_s", feat.edges_per_s},
+                   {"feature_bytes_per_s", feat.feature_bytes_per_s}});
+  if (own) fs::remove_all(work);
+  if (!json_path.empty()) {
+    std::ofstream(json_path) << cases.dump(2) << "\n";
+    std::printf("wrote %s\n", json_path.c_str());
+  }
+  return 0;
+}
