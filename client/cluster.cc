@@ -273,6 +273,18 @@ class ClusterSession : public Session {
     return Status::OK();
   }
 
+  Status Degrees(ArrayView<const int64_t> ids, int64_t* out) override {
+    FANOUT_RETURN_IF_ERROR(Route(ids));
+    std::string deg;
+    for (int p = 0; p < c_->num_parts(); ++p) {
+      if (by_part_[p].empty()) continue;
+      FANOUT_RETURN_IF_ERROR(clients_[p]->Degrees(by_part_[p], &deg));
+      const int64_t* d = reinterpret_cast<const int64_t*>(deg.data());
+      for (size_t j = 0; j < pos_[p].size(); ++j) out[pos_[p][j]] = d[j];
+    }
+    return Status::OK();
+  }
+
   Status SplitNodes(int split, std::vector<int64_t>* out) override {
     out->clear();
     std::vector<int64_t> ids;

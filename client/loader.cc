@@ -134,6 +134,9 @@ void NodeLoader::Worker(int w) {
       const SessionStats& after = session->stats();
       stats_.network_wait_s += after.network_wait_s - before.network_wait_s;
       stats_.feature_bytes += after.feature_bytes - before.feature_bytes;
+      stats_.cache_lookups += after.cache_lookups - before.cache_lookups;
+      stats_.cache_hits += after.cache_hits - before.cache_hits;
+      stats_.cache_bytes += after.cache_bytes - before.cache_bytes;
       if (st.ok()) {
         stats_.sampled_edges += mb.edge_index.size(1);
         stats_.sampled_nodes += mb.n_id.size(0);

@@ -66,6 +66,9 @@ struct LoaderStats {
   double seconds = 0;            // wall time the consumer spent in Next() plus between calls
   double network_wait_s = 0;     // summed over workers
   double consumer_wait_s = 0;    // time Next() waited for a batch
+  int64_t cache_lookups = 0, cache_hits = 0;  // feature rows, with a CachedSource
+  int64_t cache_bytes = 0;       // feature bytes served from the cache
+  double cache_hit_rate() const { return cache_lookups ? static_cast<double>(cache_hits) / cache_lookups : 0; }
   double batches_per_s() const { return seconds > 0 ? batches / seconds : 0; }
   double sampled_edges_per_s() const { return seconds > 0 ? sampled_edges / seconds : 0; }
 };

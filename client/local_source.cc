@@ -36,6 +36,12 @@ class LocalSession : public Session {
     return Status::OK();
   }
 
+  Status Degrees(ArrayView<const int64_t> ids, int64_t* out) override {
+    FANOUT_RETURN_IF_ERROR(Check(ids));
+    for (size_t i = 0; i < ids.size(); ++i) out[i] = src_->csr_.indptr[ids[i] + 1] - src_->csr_.indptr[ids[i]];
+    return Status::OK();
+  }
+
   Status SplitNodes(int split, std::vector<int64_t>* out) override {
     *out = src_->SplitNodes(split);
     return Status::OK();

@@ -21,6 +21,9 @@ struct SessionStats {
   double network_wait_s = 0;        // time blocked waiting for replies
   int64_t feature_bytes = 0;        // feature bytes received
   int64_t requests = 0;
+  int64_t cache_lookups = 0;        // feature rows looked up in a cache (CachedSource)
+  int64_t cache_hits = 0;           // ... and found there
+  int64_t cache_bytes = 0;          // feature bytes served from the cache
 };
 
 // One thread's handle on a source (its own connections and scratch).
@@ -37,6 +40,9 @@ class Session {
   virtual Status Labels(ArrayView<const int64_t> ids, int64_t* out) = 0;
   // Original dataset ids of `ids`.
   virtual Status OriginalIds(ArrayView<const int64_t> ids, int64_t* out) = 0;
+  // Stored-direction degrees of `ids` (in-degrees for the default incoming
+  // storage): the degree hot-set selection of the feature cache uses them.
+  virtual Status Degrees(ArrayView<const int64_t> ids, int64_t* out) = 0;
   // Global ids of every node in a split (1 train, 2 val, 3 test), ascending.
   virtual Status SplitNodes(int split, std::vector<int64_t>* out) = 0;
   const SessionStats& stats() const { return stats_; }

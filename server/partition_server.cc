@@ -219,6 +219,9 @@ Status PartitionServer::StartAdmin() {
   }
   admin_port_ = port;
   admin_->http_thread = std::thread([this] { admin_->http.listen_after_bind(); });
+  // httplib's stop() does nothing until the listen loop runs; wait for it so
+  // that a Stop() right after Start() (e.g. a failed load) cannot hang.
+  for (int i = 0; i < 5000 && !admin_->http.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   admin_->tick_thread = std::thread([this] {
     std::unique_lock<std::mutex> lock(admin_->mu);
     while (!admin_->stop) {

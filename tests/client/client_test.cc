@@ -8,6 +8,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstring>
+
+#include "client/cached_source.h"
 #include "client/cluster.h"
 #include "common/random.h"
 #include "client/source.h"
@@ -171,6 +174,53 @@ TEST_F(ClusterTest, ServersOfDifferentDatasetsAreRefused) {
   EXPECT_TRUE(st.IsInvalidArgument());
   EXPECT_THAT(st.message(), HasSubstr("belong to different datasets"));
   foreign.Stop();
+}
+
+TEST_F(ClusterTest, CachedFetchesEqualUncachedForEveryPolicyAndSize) {
+  StartServers(2);
+  auto cluster = ConnectCluster();
+  std::unique_ptr<Session> plain;
+  ASSERT_TRUE(cluster->NewSession(&plain).ok());
+  std::vector<int64_t> hot;
+  ASSERT_TRUE(SelectHotByDegree(*plain, 2708, 500, &hot).ok());
+  ASSERT_EQ(hot.size(), 500u);
+  std::vector<int64_t> deg(2);
+  ASSERT_TRUE(plain->Degrees(std::vector<int64_t>{hot[0], hot[499]}, deg.data()).ok());
+  EXPECT_GE(deg[0], deg[1]);
+  for (auto policy : {cache::Policy::kStatic, cache::Policy::kSieve}) {
+    for (double fraction : {0.0, 0.05, 0.2, 1.0}) {
+      cache::CacheOptions co;
+      co.num_nodes = 2708;
+      co.feature_dim = 1433;
+      co.capacity_rows = cache::CacheOptions::RowsFromFraction(fraction, 2708);
+      co.policy = policy;
+      std::unique_ptr<cache::FeatureCache> fc;
+      ASSERT_TRUE(cache::FeatureCache::Create(co, &fc).ok());
+      ASSERT_TRUE(FillCache(*plain, hot, fc.get()).ok());
+      auto cached = std::make_shared<CachedSource>(cluster, std::shared_ptr<cache::FeatureCache>(std::move(fc)));
+      std::unique_ptr<Session> s;
+      ASSERT_TRUE(cached->NewSession(&s).ok());
+      SplitMix64 rng(11);
+      for (int round = 0; round < 20; ++round) {
+        std::vector<int64_t> ids(300);
+        for (auto& v : ids) v = static_cast<int64_t>(DrawBelow(rng.Next(), 2708));
+        std::vector<float> a(ids.size() * 1433), b(ids.size() * 1433);
+        ASSERT_TRUE(s->Features(ids, a.data()).ok());
+        ASSERT_TRUE(plain->Features(ids, b.data()).ok());
+        ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0)
+            << cache::PolicyName(policy) << " " << fraction << " round " << round;
+      }
+      const SessionStats& st = s->stats();
+      EXPECT_EQ(st.cache_lookups, 20 * 300);
+      if (fraction == 0.0) {
+        EXPECT_EQ(st.cache_hits, 0);
+      } else {
+        EXPECT_GT(st.cache_hits, 0);
+      }
+      EXPECT_EQ(st.cache_bytes, st.cache_hits * 1433 * 4);
+      EXPECT_EQ(st.feature_bytes, (st.cache_lookups - st.cache_hits) * 1433 * 4);  // only misses crossed the wire
+    }
+  }
 }
 
 TEST(ClusterTimeoutTest, AServerThatDoesNotAnswerRaisesATimeoutNamingIt) {
