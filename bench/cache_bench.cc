@@ -17,6 +17,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "cache/gpu_feature_cache.h"
 #include "client/cached_source.h"
 #include "client/cluster.h"
 #include "client/loader.h"
@@ -178,6 +179,20 @@ int main(int argc, char** argv) {
                        {"bytes_fetched_uncached", uncached.bytes_fetched},
                        {"cache_memory_bytes", cached->cache().memory_bytes()}});
     }
+  }
+  if (fanout::cache::CudaDeviceCount() > 0) {
+    double gather = 0, d2d = 0;
+    fanout::Status gs = fanout::cache::MeasureGatherBandwidth(n / 10, d, 65536, 50, 0, &gather, &d2d);
+    if (gs.ok()) {
+      std::printf("GPU gather kernel: %.1f GB/s beside a device-to-device copy of the same bytes at %.1f GB/s (%.2fx)\n",
+                  gather / 1e9, d2d / 1e9, gather / d2d);
+      cases.push_back({{"case", "gpu_gather"}, {"rows", n / 10}, {"feature_dim", d}, {"batch_rows", 65536},
+                       {"gather_bytes_per_s", gather}, {"d2d_bytes_per_s", d2d}, {"ratio", gather / d2d}});
+    } else {
+      std::printf("GPU gather kernel: %s\n", gs.ToString().c_str());
+    }
+  } else {
+    std::printf("no CUDA device here: the GPU gather kernel was not measured\n");
   }
   kill(s0.pid, SIGTERM);
   kill(s1.pid, SIGTERM);

@@ -36,6 +36,31 @@ at::Tensor Wrap(PodVector<int64_t>&& v) {
 
 }  // namespace
 
+at::Tensor GatherFeaturesOnDevice(cache::GpuFeatureCache& gpu, Session& session, ArrayView<const int64_t> ids,
+                                  int device) {
+  if (!torch::cuda::is_available())
+    throw std::runtime_error("the GPU feature cache needs a CUDA-enabled LibTorch; this one has no CUDA");
+  const int64_t n = static_cast<int64_t>(ids.size()), d = gpu.options().feature_dim;
+  auto* buffer = new cache::DeviceBuffer();
+  std::unique_ptr<cache::DeviceBuffer> owner(buffer);
+  Status st = cache::DeviceBuffer::Allocate(static_cast<size_t>(n * d) * 4, device, buffer);
+  std::vector<int64_t> misses;
+  if (st.ok()) st = gpu.Gather(ids, static_cast<float*>(buffer->data()), &misses, nullptr);
+  if (st.ok() && !misses.empty()) {
+    std::vector<int64_t> miss_ids(misses.size());
+    for (size_t j = 0; j < misses.size(); ++j) miss_ids[j] = ids[misses[j]];
+    std::vector<float> rows(misses.size() * d);
+    st = session.Features(miss_ids, rows.data());
+    if (st.ok()) st = gpu.ScatterMisses(misses, rows.data(), static_cast<float*>(buffer->data()), nullptr);
+  }
+  if (st.ok()) st = gpu.Synchronize(nullptr);
+  if (!st.ok()) throw std::runtime_error(st.ToString());
+  void* ptr = buffer->data();
+  owner.release();  // the tensor's deleter owns the buffer now
+  return torch::from_blob(ptr, {n, d}, [buffer](void*) { delete buffer; },
+                          torch::TensorOptions().dtype(torch::kFloat).device(torch::kCUDA, device));
+}
+
 NodeLoader::NodeLoader(std::shared_ptr<Source> source, std::vector<int64_t> seeds, LoaderOptions options)
     : source_(std::move(source)), seeds_(std::move(seeds)), options_(std::move(options)) {
   if (!source_) throw std::invalid_argument("NodeLoader: no source");
@@ -49,6 +74,8 @@ NodeLoader::NodeLoader(std::shared_ptr<Source> source, std::vector<int64_t> seed
   if (world_ < 1 || rank_ < 0 || rank_ >= world_)
     throw std::invalid_argument("NodeLoader: rank " + std::to_string(rank_) + " is outside [0, world_size=" +
                                 std::to_string(world_) + ")");
+  if (options_.gpu_cache && !torch::cuda::is_available())
+    throw std::invalid_argument("NodeLoader: gpu_cache needs a CUDA-enabled LibTorch; this one has no CUDA");
   for (size_t i = 0; i < seeds_.size(); ++i)
     if (seeds_[i] < 0 || seeds_[i] >= source_->num_nodes())
       throw std::invalid_argument("NodeLoader: seed " + std::to_string(seeds_[i]) + " (position " + std::to_string(i) +
@@ -181,7 +208,9 @@ Status NodeLoader::Produce(Session* session, int64_t b, MiniBatch* out) {
     at += e;
   }
   if (options_.edge_ids) out->edge_id = Wrap(std::move(sub.edge_id));
-  if (options_.features) {
+  if (options_.features && options_.gpu_cache) {
+    out->x = GatherFeaturesOnDevice(*options_.gpu_cache, *session, id_view, options_.gpu_cache->device());
+  } else if (options_.features) {
     out->x = torch::empty({n, source_->feature_dim()}, torch::kFloat);
     FANOUT_RETURN_IF_ERROR(session->Features(id_view, out->x.data_ptr<float>()));
   }

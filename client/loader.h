@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "cache/gpu_feature_cache.h"
 #include "client/source.h"
 
 namespace fanout::client {
@@ -43,7 +44,19 @@ struct LoaderOptions {
   bool features = true;                      // fetch x
   bool labels = true;                        // fetch y
   bool original_ids = false;                 // fill MiniBatch::original_id
+  // With a GPU feature cache, x is a CUDA tensor on the cache's device: hits
+  // are gathered on the device, misses fetched from the source and copied in.
+  // Needs a CUDA-enabled LibTorch (CMAKE_PREFIX_PATH); Debian's is CPU-only,
+  // and the loader refuses the option there.
+  std::shared_ptr<cache::GpuFeatureCache> gpu_cache;
 };
+
+// The rows of `ids` as a float32 CUDA tensor [ids.size(), feature_dim] on the
+// cache's device: a device buffer that the tensor owns (from_blob + deleter).
+// Throws std::runtime_error with the reason on failure (no CUDA LibTorch,
+// no device, a source error).
+at::Tensor GatherFeaturesOnDevice(cache::GpuFeatureCache& gpu, Session& session, ArrayView<const int64_t> ids,
+                                  int device);
 
 struct MiniBatch {
   at::Tensor n_id;         // int64 [N]: seeds first (batch_size of them), then sampled nodes

@@ -1,4 +1,5 @@
 #include "cache/feature_cache.h"
+#include "cache/gpu_feature_cache.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -132,6 +133,20 @@ TEST(FeatureCacheTest, CapacityHelpersAndMemoryAccounting) {
   auto empty = Make(10, 0, Policy::kSieve);
   Admit(empty.get(), {1});
   EXPECT_EQ(empty->size(), 0);
+}
+
+TEST(GpuCacheTest, SaysWhyThereIsNoGpuCache) {
+  if (CudaDeviceCount() > 0) GTEST_SKIP() << "a CUDA device is present: see cache_cuda_test";
+  CacheOptions o;
+  o.num_nodes = 10;
+  o.feature_dim = 4;
+  o.capacity_rows = 5;
+  std::unique_ptr<GpuFeatureCache> c;
+  Status st = GpuFeatureCache::Create(o, 0, &c);
+  EXPECT_TRUE(st.IsNotSupported() || st.code() == Status::Code::kUnavailable) << st.ToString();
+  EXPECT_THAT(st.message(), ::testing::HasSubstr("CUDA"));
+  DeviceBuffer b;
+  EXPECT_FALSE(DeviceBuffer::Allocate(16, 0, &b).ok());
 }
 
 }  // namespace

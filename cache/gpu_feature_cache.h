@@ -1,0 +1,107 @@
+// The GPU placement of the feature cache: hot rows live in device memory and a
+// CUDA gather kernel writes the hits of a batch straight into a device output
+// buffer; the rows of misses (fetched from the servers into host memory) are
+// copied in by a scatter kernel. With a CUDA-enabled LibTorch the loader can
+// wrap the output as a CUDA tensor; with Debian's CPU-only LibTorch this API
+// is used directly.
+//
+// This header includes no CUDA headers and has the same layout in every
+// build. Without a CUDA build, Create() returns NotSupported; without a device
+// (or driver), Unavailable. Device memory is owned by move-only DeviceBuffers;
+// every call takes an explicit stream (nullptr = the default stream) and
+// returns errors as Status, never aborting.
+//
+// Thread safety: a GpuFeatureCache is read-only after Insert(); Gather() and
+// ScatterMisses() may run concurrently on different streams with different
+// output buffers.
+#ifndef FANOUT_CACHE_GPU_FEATURE_CACHE_H_
+#define FANOUT_CACHE_GPU_FEATURE_CACHE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "cache/feature_cache.h"
+#include "common/array_view.h"
+#include "common/status.h"
+
+namespace fanout::cache {
+
+using StreamHandle = void*;  // a cudaStream_t; nullptr = the default stream
+
+// Number of usable CUDA devices (0 without a CUDA build, a driver or a device).
+int CudaDeviceCount();
+
+// A move-only owner of device memory.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  static Status Allocate(size_t bytes, int device, DeviceBuffer* out);
+  void* data() const { return d_ptr_; }
+  size_t size() const { return size_; }
+  int device() const { return device_; }
+  // Copies between this buffer and host memory (synchronous on `stream`).
+  Status CopyFromHost(const void* src, size_t bytes, StreamHandle stream);
+  Status CopyToHost(void* dst, size_t bytes, StreamHandle stream) const;
+
+ private:
+  void Reset();
+  void* d_ptr_ = nullptr;
+  size_t size_ = 0;
+  int device_ = -1;
+};
+
+class GpuFeatureCache {
+ public:
+  // options.policy must be kStatic: the device cache holds a fixed hot set.
+  static Status Create(const CacheOptions& options, int device, std::unique_ptr<GpuFeatureCache>* out);
+  ~GpuFeatureCache();
+
+  // Uploads rows (rows[i] is ids[i]'s row) until the cache is full.
+  Status Insert(ArrayView<const int64_t> ids, const float* host_rows, StreamHandle stream);
+
+  // Writes the rows of the cached ids into d_out (device memory, at least
+  // ids.size() * feature_dim floats, row i at d_out + i * feature_dim) and
+  // appends the positions of the misses to *misses. Returns once the kernel
+  // has been queued on `stream`.
+  Status Gather(ArrayView<const int64_t> ids, float* d_out, std::vector<int64_t>* misses, StreamHandle stream);
+
+  // Copies host rows (rows[j] for positions[j]) into d_out at those positions.
+  Status ScatterMisses(ArrayView<const int64_t> positions, const float* host_rows, float* d_out, StreamHandle stream);
+
+  // Waits for the stream.
+  Status Synchronize(StreamHandle stream);
+
+  const CacheOptions& options() const { return options_; }
+  int device() const { return device_; }
+  int64_t size() const { return used_; }
+  int64_t device_memory_bytes() const;
+  CacheStats stats() const;
+
+ private:
+  GpuFeatureCache() = default;
+  struct Impl;
+  CacheOptions options_;
+  int device_ = -1;
+  int64_t used_ = 0;
+  std::vector<int32_t> slot_of_;  // host mirror of the id index: hits are known without a round trip
+  std::unique_ptr<Impl> impl_;
+  int64_t lookups_ = 0, hits_ = 0;
+};
+
+// Benchmark helper: gathers `batch` random rows of a `rows` x `dim` device
+// table into a device buffer, `iterations` times, and copies the same number
+// of bytes device-to-device for comparison. Returns bytes/s of each.
+Status MeasureGatherBandwidth(int64_t rows, int64_t dim, int64_t batch, int iterations, int device,
+                              double* gather_bytes_per_s, double* d2d_bytes_per_s);
+
+}  // namespace fanout::cache
+
+#endif  // FANOUT_CACHE_GPU_FEATURE_CACHE_H_

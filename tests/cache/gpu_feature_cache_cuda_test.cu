@@ -1,0 +1,85 @@
+// The GPU feature cache on a real device: skipped where there is none.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "cache/gpu_feature_cache.h"
+
+namespace fanout::cache {
+namespace {
+
+constexpr int64_t kNodes = 5000, kDim = 37;  // a row width that is not a multiple of the warp size
+
+float Value(int64_t node, int64_t j) { return static_cast<float>(node) * 0.001f + static_cast<float>(j) * 1.5f; }
+
+std::vector<float> HostRows(const std::vector<int64_t>& ids) {
+  std::vector<float> r;
+  for (int64_t v : ids)
+    for (int64_t j = 0; j < kDim; ++j) r.push_back(Value(v, j));
+  return r;
+}
+
+TEST(GpuFeatureCacheCudaTest, GatherPlusScatteredMissesEqualTheHostRowsBitForBit) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  CacheOptions o;
+  o.num_nodes = kNodes;
+  o.feature_dim = kDim;
+  o.capacity_rows = 1000;
+  std::unique_ptr<GpuFeatureCache> c;
+  ASSERT_TRUE(GpuFeatureCache::Create(o, 0, &c).ok());
+  std::vector<int64_t> hot;
+  for (int64_t v = 0; v < kNodes; v += 3) hot.push_back(v);  // more than fit: the first 1000 are kept
+  std::vector<float> hot_rows = HostRows(hot);
+  ASSERT_TRUE(c->Insert(hot, hot_rows.data(), nullptr).ok());
+  EXPECT_EQ(c->size(), 1000);
+  std::vector<int64_t> ids;
+  uint64_t x = 12345;
+  for (int i = 0; i < 3000; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    ids.push_back(static_cast<int64_t>((x >> 33) % kNodes));
+  }
+  ids.push_back(ids[0]);  // a repeat
+  DeviceBuffer out;
+  ASSERT_TRUE(DeviceBuffer::Allocate(ids.size() * kDim * 4, 0, &out).ok());
+  std::vector<int64_t> misses;
+  ASSERT_TRUE(c->Gather(ids, static_cast<float*>(out.data()), &misses, nullptr).ok());
+  std::vector<int64_t> miss_ids;
+  for (int64_t p : misses) miss_ids.push_back(ids[p]);
+  std::vector<float> miss_rows = HostRows(miss_ids);
+  ASSERT_TRUE(c->ScatterMisses(misses, miss_rows.data(), static_cast<float*>(out.data()), nullptr).ok());
+  ASSERT_TRUE(c->Synchronize(nullptr).ok());
+  std::vector<float> got(ids.size() * kDim);
+  ASSERT_TRUE(out.CopyToHost(got.data(), got.size() * 4, nullptr).ok());
+  std::vector<float> want = HostRows(ids);
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0);
+  EXPECT_GT(misses.size(), 0u);
+  EXPECT_LT(misses.size(), ids.size());
+  EXPECT_EQ(c->stats().hits, static_cast<int64_t>(ids.size() - misses.size()));
+}
+
+TEST(GpuFeatureCacheCudaTest, DeviceBuffersMoveAndArgumentsAreChecked) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  DeviceBuffer a;
+  ASSERT_TRUE(DeviceBuffer::Allocate(1 << 20, 0, &a).ok());
+  void* p = a.data();
+  DeviceBuffer b(std::move(a));
+  EXPECT_EQ(b.data(), p);
+  EXPECT_EQ(a.data(), nullptr);
+  EXPECT_EQ(b.size(), size_t{1} << 20);
+  CacheOptions o;
+  o.num_nodes = 10;
+  o.feature_dim = 4;
+  o.capacity_rows = 5;
+  std::unique_ptr<GpuFeatureCache> c;
+  EXPECT_TRUE(GpuFeatureCache::Create(o, CudaDeviceCount(), &c).IsInvalidArgument());
+  o.policy = Policy::kSieve;
+  EXPECT_TRUE(GpuFeatureCache::Create(o, 0, &c).IsInvalidArgument());
+  o.policy = Policy::kStatic;
+  ASSERT_TRUE(GpuFeatureCache::Create(o, 0, &c).ok());
+  std::vector<int64_t> misses;
+  EXPECT_TRUE(c->Gather(std::vector<int64_t>{10}, static_cast<float*>(b.data()), &misses, nullptr).IsInvalidArgument());
+}
+
+}  // namespace
+}  // namespace fanout::cache
