@@ -17,6 +17,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_util.h"
 #include "cache/gpu_feature_cache.h"
 #include "client/cached_source.h"
 #include "client/cluster.h"
@@ -26,35 +27,6 @@
 namespace fs = std::filesystem;
 
 namespace {
-
-struct Server {
-  pid_t pid = -1;
-  std::string rpc;
-};
-
-Server StartServer(const std::string& bin, const std::string& dir, int part) {
-  int out[2];
-  if (pipe(out) != 0) std::exit(1);
-  Server s;
-  s.pid = fork();
-  if (s.pid == 0) {
-    dup2(out[1], 1);
-    close(out[0]);
-    std::string server = bin + "/fanout-server", p = std::to_string(part);
-    execl(server.c_str(), server.c_str(), "--dataset", dir.c_str(), "--partition", p.c_str(), "--port", "0",
-          "--admin-port", "-1", nullptr);
-    _exit(127);
-  }
-  close(out[1]);
-  FILE* f = fdopen(out[0], "r");
-  char line[1024];
-  if (!fgets(line, sizeof line, f)) std::exit(1);
-  std::string ready(line);
-  size_t at = ready.find("rpc ") + 4;
-  s.rpc = ready.substr(at, ready.find(' ', at) - at);
-  fclose(f);
-  return s;
-}
 
 struct Run {
   int64_t lookups = 0, hits = 0, bytes_fetched = 0;
@@ -94,19 +66,11 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   signal(SIGPIPE, SIG_IGN);
-  bool own = work.empty();
-  if (own) {
-    std::string templ = (fs::temp_directory_path() / "fanout-bench-cache-XXXXXX").string();
-    work = mkdtemp(templ.data());
-  }
-  std::string bin = fs::path(fs::read_symlink("/proc/self/exe")).parent_path().string();
+  bool own = false;
+  work = fanout::bench::WorkDir(work, "fanout-bench-cache", &own);
   std::string dir = work + "/rmat" + std::to_string(scale) + "-2";
-  if (!fs::exists(dir + "/meta.json")) {
-    std::string cmd = bin + "/fanout-partition --quiet --format rmat --rmat-scale " + std::to_string(scale) +
-                      " --feature-dim 128 --parts 2 --method range --direction out --output " + dir + " > /dev/null";
-    if (std::system(cmd.c_str()) != 0) return 1;
-  }
-  Server s0 = StartServer(bin, dir, 0), s1 = StartServer(bin, dir, 1);
+  fanout::bench::EnsureRmatDataset(dir, scale, 2, 128);
+  auto s0 = fanout::bench::StartServerProcess(dir, 0, false), s1 = fanout::bench::StartServerProcess(dir, 1, false);
   fanout::client::ClusterSpec spec;
   spec.replicas = {{s0.rpc}, {s1.rpc}};
   std::shared_ptr<fanout::client::Cluster> cluster;
@@ -194,15 +158,9 @@ int main(int argc, char** argv) {
   } else {
     std::printf("no CUDA device here: the GPU gather kernel was not measured\n");
   }
-  kill(s0.pid, SIGTERM);
-  kill(s1.pid, SIGTERM);
-  int status;
-  waitpid(s0.pid, &status, 0);
-  waitpid(s1.pid, &status, 0);
+  fanout::bench::StopServerProcess(&s0);
+  fanout::bench::StopServerProcess(&s1);
   if (own) fs::remove_all(work);
-  if (!json_path.empty()) {
-    std::ofstream(json_path) << cases.dump(2) << "\n";
-    std::printf("wrote %s\n", json_path.c_str());
-  }
+  fanout::bench::WriteJson(json_path, cases);
   return 0;
 }

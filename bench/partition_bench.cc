@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "common/cpu.h"
 #include "datasets/partition_store.h"
 
@@ -103,12 +104,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
 
-  bool own_work = work.empty();
-  if (own_work) {
-    std::string templ = (fs::temp_directory_path() / "fanout-bench-partition-XXXXXX").string();
-    work = mkdtemp(templ.data());
-  }
-  std::string tool = (fs::path(fs::read_symlink("/proc/self/exe")).parent_path() / "fanout-partition").string();
+  bool own_work = false;
+  work = fanout::bench::WorkDir(work, "fanout-bench-partition", &own_work);
+  std::string tool = fanout::bench::BinDir() + "/fanout-partition";
   nlohmann::json cases = nlohmann::json::array();
   std::string load_dir;
   for (const std::string& m : methods) {
@@ -168,9 +166,6 @@ int main(int argc, char** argv) {
                    {"load_s", load_s}, {"bytes_per_s", rate}, {"disk_read_bytes_per_s", disk}, {"ratio", rate / disk},
                    {"hot_bytes_per_s", hot_rate}, {"hot_read_bytes_per_s", hot_read}, {"hot_ratio", hot_rate / hot_read}});
   if (own_work) fs::remove_all(work);
-  if (!json_path.empty()) {
-    std::ofstream(json_path) << cases.dump(2) << "\n";
-    std::printf("wrote %s\n", json_path.c_str());
-  }
+  fanout::bench::WriteJson(json_path, cases);
   return 0;
 }

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "bench/bench_util.h"
 #include "common/cpu.h"
 #include "common/random.h"
 #include "datasets/partition_store.h"
@@ -157,43 +158,16 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   signal(SIGPIPE, SIG_IGN);
 
-  bool own = work.empty();
-  if (own) {
-    std::string templ = (fs::temp_directory_path() / "fanout-bench-server-XXXXXX").string();
-    work = mkdtemp(templ.data());
-  }
-  std::string bin = fs::path(fs::read_symlink("/proc/self/exe")).parent_path().string();
+  bool own = false;
+  work = fanout::bench::WorkDir(work, "fanout-bench-server", &own);
   std::string dir = work + "/rmat" + std::to_string(scale);
-  if (!fs::exists(dir + "/meta.json")) {
-    std::printf("partitioning R-MAT scale %d with 128-dim features (1 part, out-neighbors) ...\n", scale);
-    std::string cmd = bin + "/fanout-partition --quiet --format rmat --rmat-scale " + std::to_string(scale) +
-                      " --feature-dim 128 --parts 1 --method range --direction out --output " + dir + " > /dev/null";
-    if (std::system(cmd.c_str()) != 0) return 1;
-  }
-
-  // The server process.
-  int out[2];
-  if (pipe(out) != 0) return 1;
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(out[1], 1);
-    close(out[0]);
-    std::string server = bin + "/fanout-server";
-    execl(server.c_str(), server.c_str(), "--dataset", dir.c_str(), "--partition", "0", "--port", "0", "--admin-port",
-          "0", nullptr);
-    _exit(127);
-  }
-  close(out[1]);
-  FILE* f = fdopen(out[0], "r");
-  char line[1024];
-  if (!fgets(line, sizeof line, f)) {
-    std::fprintf(stderr, "fanout-server did not start\n");
-    return 1;
-  }
-  std::printf("%s", line);
-  std::string ready(line);
-  int port = std::stoi(ready.substr(ready.find("rpc 127.0.0.1:") + 14));
-  int admin = std::stoi(ready.substr(ready.find("admin 127.0.0.1:") + 16));
+  fanout::bench::EnsureRmatDataset(dir, scale, 1, 128);
+  auto server = fanout::bench::StartServerProcess(dir, 0, /*admin=*/true);
+  std::printf("%s", server.ready_line.c_str());
+  std::string host;
+  int port = 0;
+  if (!fanout::rpc::ParseAddress(server.rpc, &host, &port).ok()) return 1;
+  const int admin = server.admin_port;
 
   // The same partition in this process, for the baselines.
   fanout::datasets::PartitionData d;
@@ -290,14 +264,9 @@ int main(int argc, char** argv) {
     std::printf("server /stats throughput (60 s): %s\n", j["throughput"]["60s"].dump().c_str());
     cases.push_back({{"case", "memory"}, {"rss_bytes", rss}, {"array_bytes", arrays}, {"ratio", rss / arrays}});
   }
-  kill(pid, SIGTERM);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  fclose(f);
+  int exit_code = fanout::bench::StopServerProcess(&server);
   if (own) fs::remove_all(work);
-  if (!json_path.empty()) {
-    std::ofstream(json_path) << cases.dump(2) << "\n";
-    std::printf("wrote %s\n", json_path.c_str());
-  }
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+  fanout::bench::WriteJson(json_path, cases);
+  if (exit_code != 0) std::fprintf(stderr, "fanout-server exited with %d after SIGTERM\n", exit_code);
+  return exit_code == 0 ? 0 : 1;
 }

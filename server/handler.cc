@@ -131,56 +131,41 @@ void RpcHandler::lookup_features(std::string& out, const std::string& nodes) {
   });
 }
 
-void RpcHandler::lookup_labels(std::string& out, const std::string& nodes) {
-  Serve(kLookupLabels, [&]() -> Status {
+template <typename T, typename Fn>
+void RpcHandler::ServeLookup(int method, const std::string& nodes, std::string& out, Fn&& value_of_row) {
+  Serve(method, [&]() -> Status {
     ArrayView<const int64_t> ids;
     FANOUT_RETURN_IF_ERROR(CheckIds(nodes, &ids));
-    const datasets::PartitionData& d = *s_->data;
-    if (d.labels.empty()) return Status::NotFound("dataset '" + d.meta.name + "' has no labels");
-    out.resize(ids.size() * 8);
-    int64_t* dst = reinterpret_cast<int64_t*>(out.data());
-    for (size_t i = 0; i < ids.size(); ++i) dst[i] = d.labels[ids[i] - d.node_begin];
+    out.resize(ids.size() * sizeof(T));
+    T* dst = reinterpret_cast<T*>(out.data());
+    const int64_t base = s_->data->node_begin;
+    for (size_t i = 0; i < ids.size(); ++i) dst[i] = value_of_row(ids[i] - base);
     return Status::OK();
   });
+}
+
+void RpcHandler::lookup_labels(std::string& out, const std::string& nodes) {
+  const datasets::PartitionData& d = *s_->data;
+  if (d.labels.empty()) {
+    Serve(kLookupLabels, [&] { return Status::NotFound("dataset '" + d.meta.name + "' has no labels"); });
+    return;
+  }
+  ServeLookup<int64_t>(kLookupLabels, nodes, out, [&](int64_t r) { return d.labels[r]; });
 }
 
 void RpcHandler::lookup_degrees(std::string& out, const std::string& nodes) {
-  Serve(kLookupDegrees, [&]() -> Status {
-    ArrayView<const int64_t> ids;
-    FANOUT_RETURN_IF_ERROR(CheckIds(nodes, &ids));
-    const datasets::PartitionData& d = *s_->data;
-    out.resize(ids.size() * 8);
-    int64_t* dst = reinterpret_cast<int64_t*>(out.data());
-    for (size_t i = 0; i < ids.size(); ++i) {
-      int64_t r = ids[i] - d.node_begin;
-      dst[i] = d.indptr[r + 1] - d.indptr[r];
-    }
-    return Status::OK();
-  });
+  const datasets::PartitionData& d = *s_->data;
+  ServeLookup<int64_t>(kLookupDegrees, nodes, out, [&](int64_t r) { return d.indptr[r + 1] - d.indptr[r]; });
 }
 
 void RpcHandler::lookup_splits(std::string& out, const std::string& nodes) {
-  Serve(kLookupSplits, [&]() -> Status {
-    ArrayView<const int64_t> ids;
-    FANOUT_RETURN_IF_ERROR(CheckIds(nodes, &ids));
-    const datasets::PartitionData& d = *s_->data;
-    out.assign(ids.size(), '\0');
-    if (!d.split.empty())
-      for (size_t i = 0; i < ids.size(); ++i) out[i] = static_cast<char>(d.split[ids[i] - d.node_begin]);
-    return Status::OK();
-  });
+  const datasets::PartitionData& d = *s_->data;
+  ServeLookup<uint8_t>(kLookupSplits, nodes, out, [&](int64_t r) { return d.split.empty() ? uint8_t{0} : d.split[r]; });
 }
 
 void RpcHandler::lookup_original_ids(std::string& out, const std::string& nodes) {
-  Serve(kLookupOriginalIds, [&]() -> Status {
-    ArrayView<const int64_t> ids;
-    FANOUT_RETURN_IF_ERROR(CheckIds(nodes, &ids));
-    const datasets::PartitionData& d = *s_->data;
-    out.resize(ids.size() * 8);
-    int64_t* dst = reinterpret_cast<int64_t*>(out.data());
-    for (size_t i = 0; i < ids.size(); ++i) dst[i] = d.original_ids[ids[i] - d.node_begin];
-    return Status::OK();
-  });
+  const datasets::PartitionData& d = *s_->data;
+  ServeLookup<int64_t>(kLookupOriginalIds, nodes, out, [&](int64_t r) { return d.original_ids[r]; });
 }
 
 void RpcHandler::ping(std::string& out, const std::string& text) {

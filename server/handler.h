@@ -41,6 +41,9 @@ class RpcHandler : public rpc::gen::FanoutIf {
   Status CheckIds(const std::string& payload, ArrayView<const int64_t>* ids) const;
   template <typename Fn>
   void Serve(int method, Fn&& fn);
+  // A per-node lookup: checks the ids, then out[i] = value_of_row(local row of ids[i]).
+  template <typename T, typename Fn>
+  void ServeLookup(int method, const std::string& nodes, std::string& out, Fn&& value_of_row);
 
   const ServerState* s_;
   ServerMetrics* metrics_;

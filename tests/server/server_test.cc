@@ -179,6 +179,20 @@ TEST_F(ServerTest, ConcurrentClientsGetCorrectAnswersAndMetricsAddUp) {
   EXPECT_EQ(m.InFlight(), 0);
 }
 
+TEST_F(ServerTest, HundredsOfOpenConnectionsAreAllServed) {
+  StartServers(1);
+  std::vector<std::unique_ptr<rpc::RpcClient>> clients;
+  for (int i = 0; i < 300; ++i) clients.push_back(Connect(0));  // all open at once
+  int answered = 0;
+  for (size_t i = 0; i < clients.size(); ++i) {
+    std::string pong;
+    answered += clients[i]->Ping(std::to_string(i), &pong).ok() && pong == std::to_string(i);
+  }
+  EXPECT_EQ(answered, 300);
+  clients.clear();
+  EXPECT_EQ(servers_[0]->metrics().Requests(kPing, kOk), 300);
+}
+
 TEST_F(ServerTest, AdminEndpointReportsHealthMetricsAndStats) {
   StartServers(1);
   auto client = Connect(0);

@@ -1,0 +1,82 @@
+#include "bench/bench_util.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace fs = std::filesystem;
+
+namespace fanout::bench {
+
+std::string BinDir() { return fs::path(fs::read_symlink("/proc/self/exe")).parent_path().string(); }
+
+std::string WorkDir(const std::string& requested, const char* name, bool* own) {
+  *own = requested.empty();
+  if (!*own) return requested;
+  std::string templ = (fs::temp_directory_path() / (std::string(name) + "-XXXXXX")).string();
+  return mkdtemp(templ.data());
+}
+
+void EnsureRmatDataset(const std::string& dir, int scale, int parts, int feature_dim) {
+  if (fs::exists(dir + "/meta.json")) return;
+  std::printf("partitioning R-MAT scale %d (%d-dim features, %d part(s) by range, out-neighbors) ...\n", scale,
+              feature_dim, parts);
+  std::string cmd = BinDir() + "/fanout-partition --quiet --format rmat --rmat-scale " + std::to_string(scale) +
+                    " --feature-dim " + std::to_string(feature_dim) + " --parts " + std::to_string(parts) +
+                    " --method range --direction out --output " + dir + " > /dev/null";
+  if (std::system(cmd.c_str()) != 0) {
+    std::fprintf(stderr, "fanout-partition failed: %s\n", cmd.c_str());
+    std::exit(1);
+  }
+}
+
+ServerProcess StartServerProcess(const std::string& dataset_dir, int partition, bool admin) {
+  int out[2];
+  if (pipe(out) != 0) std::exit(1);
+  ServerProcess s;
+  s.pid = fork();
+  if (s.pid == 0) {
+    dup2(out[1], 1);
+    close(out[0]);
+    std::string server = BinDir() + "/fanout-server", p = std::to_string(partition);
+    execl(server.c_str(), server.c_str(), "--dataset", dataset_dir.c_str(), "--partition", p.c_str(), "--port", "0",
+          "--admin-port", admin ? "0" : "-1", nullptr);
+    _exit(127);
+  }
+  close(out[1]);
+  FILE* f = fdopen(out[0], "r");
+  char line[1024];
+  if (!fgets(line, sizeof line, f)) {
+    std::fprintf(stderr, "fanout-server for partition %d did not start\n", partition);
+    std::exit(1);
+  }
+  fclose(f);  // the server's later output goes to a closed pipe: it only prints on shutdown
+  s.ready_line = line;
+  size_t at = s.ready_line.find("rpc ") + 4;
+  s.rpc = s.ready_line.substr(at, s.ready_line.find(' ', at) - at);
+  size_t ad = s.ready_line.find("admin 127.0.0.1:");
+  if (ad != std::string::npos) s.admin_port = std::stoi(s.ready_line.substr(ad + 16));
+  return s;
+}
+
+int StopServerProcess(ServerProcess* server) {
+  if (server->pid <= 0) return -1;
+  kill(server->pid, SIGTERM);
+  int status = 0;
+  waitpid(server->pid, &status, 0);
+  server->pid = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+void WriteJson(const std::string& path, const nlohmann::json& cases) {
+  if (path.empty()) return;
+  std::ofstream(path) << cases.dump(2) << "\n";
+  std::printf("wrote %s\n", path.c_str());
+}
+
+}  // namespace fanout::bench
