@@ -128,6 +128,31 @@ class ClusterSession : public Session {
     return Status::OK();
   }
 
+  // Sends one request to every partition with routed ids, then receives every
+  // reply. On a failure, connections with a reply still owed are dropped
+  // (reconnected on next use), so no later call can read a stale reply.
+  template <typename SendFn, typename ReceiveFn>
+  Status Exchange(SendFn&& send, ReceiveFn&& receive) {
+    const int k = c_->num_parts();
+    std::vector<bool> owed(k, false);
+    Status st;
+    for (int p = 0; p < k && st.ok(); ++p) {
+      if (by_part_[p].empty()) continue;
+      st = send(p);
+      owed[p] = true;
+    }
+    for (int p = 0; p < k && st.ok(); ++p) {
+      if (!owed[p]) continue;
+      st = receive(p);
+      owed[p] = false;
+    }
+    if (!st.ok())
+      for (int p = 0; p < k; ++p)
+        if (owed[p]) clients_[p]->Abandon();
+    stats_.requests += k;
+    return st;
+  }
+
   // Groups ids by owning partition (positions kept) and range-checks them.
   Status Route(ArrayView<const int64_t> ids) {
     const auto& off = c_->offsets_;
@@ -166,13 +191,10 @@ class ClusterSession : public Session {
       call.hop = static_cast<int32_t>(h);
       call.with_edge_ids = eids;
       // One request per partition, all in flight at once.
-      for (int p = 0; p < c_->num_parts(); ++p)
-        if (!by_part_[p].empty()) FANOUT_RETURN_IF_ERROR(clients_[p]->SendSample(by_part_[p], call));
       auto t0 = std::chrono::steady_clock::now();
-      for (int p = 0; p < c_->num_parts(); ++p)
-        if (!by_part_[p].empty()) FANOUT_RETURN_IF_ERROR(clients_[p]->ReceiveSample(by_part_[p].size(), eids, &replies_[p]));
+      FANOUT_RETURN_IF_ERROR(Exchange([&](int p) { return clients_[p]->SendSample(by_part_[p], call); },
+                                      [&](int p) { return clients_[p]->ReceiveSample(by_part_[p].size(), eids, &replies_[p]); }));
       stats_.network_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      stats_.requests += c_->num_parts();
       // Merge into frontier order: counts first, then each partition's runs.
       const size_t m = frontier.size();
       hop_.offsets.resize(m + 1);
@@ -204,16 +226,14 @@ class ClusterSession : public Session {
   Status Features(ArrayView<const int64_t> ids, float* out) override {
     FANOUT_RETURN_IF_ERROR(Route(ids));
     const int64_t d = c_->feature_dim();
-    for (int p = 0; p < c_->num_parts(); ++p)
-      if (!by_part_[p].empty()) FANOUT_RETURN_IF_ERROR(clients_[p]->SendFeatures(by_part_[p]));
+    auto t0 = std::chrono::steady_clock::now();
+    FANOUT_RETURN_IF_ERROR(Exchange([&](int p) { return clients_[p]->SendFeatures(by_part_[p]); },
+                                    [&](int p) { return clients_[p]->ReceiveFeatures(&replies_[p].neighbors); }));
+    stats_.network_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (int p = 0; p < c_->num_parts(); ++p) {
       if (by_part_[p].empty()) continue;
-      auto t0 = std::chrono::steady_clock::now();
-      std::string& rows = replies_[p].neighbors;  // reuse a buffer
-      FANOUT_RETURN_IF_ERROR(clients_[p]->ReceiveFeatures(&rows));
-      stats_.network_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::string& rows = replies_[p].neighbors;
       stats_.feature_bytes += static_cast<int64_t>(rows.size());
-      ++stats_.requests;
       const rpc::RemotePartitionInfo& info = c_->info_[p];
       datasets::FeatureDType t;
       FANOUT_RETURN_IF_ERROR(datasets::ParseFeatureDType(info.feature_dtype, &t));
@@ -247,12 +267,11 @@ class ClusterSession : public Session {
 
   Status Labels(ArrayView<const int64_t> ids, int64_t* out) override {
     FANOUT_RETURN_IF_ERROR(Route(ids));
-    for (int p = 0; p < c_->num_parts(); ++p)
-      if (!by_part_[p].empty()) FANOUT_RETURN_IF_ERROR(clients_[p]->SendLabels(by_part_[p]));
+    FANOUT_RETURN_IF_ERROR(Exchange([&](int p) { return clients_[p]->SendLabels(by_part_[p]); },
+                                    [&](int p) { return clients_[p]->ReceiveLabels(&replies_[p].neighbors); }));
     for (int p = 0; p < c_->num_parts(); ++p) {
       if (by_part_[p].empty()) continue;
       std::string& labels = replies_[p].neighbors;
-      FANOUT_RETURN_IF_ERROR(clients_[p]->ReceiveLabels(&labels));
       if (labels.size() != by_part_[p].size() * 8)
         return Status::Corruption("server " + c_->addresses_[p] + ": malformed label reply");
       const int64_t* l = reinterpret_cast<const int64_t*>(labels.data());

@@ -90,6 +90,15 @@ RpcClient::~RpcClient() {
   }
 }
 
+void RpcClient::Abandon() {
+  if (impl_->broken) return;
+  impl_->broken = true;
+  try {
+    impl_->transport->close();
+  } catch (...) {
+  }
+}
+
 template <typename Fn>
 Status RpcClient::Call(const char* method, Fn&& fn) {
   if (impl_->broken) FANOUT_RETURN_IF_ERROR(impl_->Open());

@@ -97,6 +97,10 @@ class RpcClient {
 
   const std::string& address() const { return address_; }
 
+  // Drops the connection (a reply may still be in flight after a failed
+  // split call); the next call reconnects.
+  void Abandon();
+
  private:
   struct Impl;
   RpcClient() = default;

@@ -176,6 +176,32 @@ TEST_F(ClusterTest, ServersOfDifferentDatasetsAreRefused) {
   foreign.Stop();
 }
 
+TEST_F(ClusterTest, AFailedCallLeavesNoStaleReplyOnHealthyConnections) {
+  StartServers(2);
+  auto cluster = ConnectCluster();
+  std::unique_ptr<Session> s;
+  ASSERT_TRUE(cluster->NewSession(&s).ok());
+  const int64_t b1 = whole_.parts[1]->node_begin;
+  servers_[0]->Stop();
+  sampler::MultiHopOptions mo;
+  mo.fanouts = {3};
+  sampler::SampledSubgraph sub;
+  // Both requests go out; partition 0's reply never comes, so the call fails
+  // while partition 1's reply is still owed on its connection.
+  Status st = s->Sample(std::vector<int64_t>{0, b1}, 1, mo, &sub);
+  EXPECT_FALSE(st.ok());
+  // Partition 1 still answers correctly: its owed sample reply is not read
+  // as the reply to this feature request.
+  std::vector<int64_t> ids = {b1, b1 + 1};
+  std::vector<float> got(2 * 1433), want(2 * 1433);
+  st = s->Features(ids, got.data());
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  const datasets::PartitionData& d = *whole_.parts[1];
+  for (int r = 0; r < 2; ++r)
+    for (int j = 0; j < 1433; ++j) want[r * 1433 + j] = d.Feature(r, j);
+  EXPECT_EQ(got, want);
+}
+
 TEST_F(ClusterTest, CachedFetchesEqualUncachedForEveryPolicyAndSize) {
   StartServers(2);
   auto cluster = ConnectCluster();
