@@ -201,37 +201,42 @@ Status RpcClient::ReceiveLabels(std::string* labels) {
   return Call("lookup_labels", [&](gen::FanoutClient& c) { c.recv_lookup_labels(*labels); });
 }
 
-Status RpcClient::OriginalIds(ArrayView<const int64_t> nodes, std::string* out) {
+// A per-node lookup: packs the ids, calls `rpc`, and (when bytes_per_node > 0)
+// checks that the reply holds that many bytes for every node.
+template <typename Rpc>
+Status RpcClient::Lookup(const char* method, ArrayView<const int64_t> nodes, size_t bytes_per_node, std::string* out,
+                         Rpc&& rpc) {
   std::string ids = Pack(nodes);
-  FANOUT_RETURN_IF_ERROR(Call("lookup_original_ids", [&](gen::FanoutClient& c) { c.lookup_original_ids(*out, ids); }));
-  if (out->size() != nodes.size() * 8) return Status::Corruption("server " + address_ + ": malformed original-id reply");
+  FANOUT_RETURN_IF_ERROR(Call(method, [&](gen::FanoutClient& c) { rpc(c, *out, ids); }));
+  if (bytes_per_node > 0 && out->size() != nodes.size() * bytes_per_node)
+    return Status::Corruption("server " + address_ + ": malformed " + method + " reply");
   return Status::OK();
+}
+
+Status RpcClient::OriginalIds(ArrayView<const int64_t> nodes, std::string* out) {
+  return Lookup("lookup_original_ids", nodes, 8, out,
+                [](gen::FanoutClient& c, std::string& r, const std::string& ids) { c.lookup_original_ids(r, ids); });
 }
 
 Status RpcClient::Features(ArrayView<const int64_t> nodes, std::string* rows) {
-  std::string ids = Pack(nodes);
-  return Call("lookup_features", [&](gen::FanoutClient& c) { c.lookup_features(*rows, ids); });
+  // The row width is the server's to know: the caller checks the size.
+  return Lookup("lookup_features", nodes, 0, rows,
+                [](gen::FanoutClient& c, std::string& r, const std::string& ids) { c.lookup_features(r, ids); });
 }
 
 Status RpcClient::Labels(ArrayView<const int64_t> nodes, std::string* labels) {
-  std::string ids = Pack(nodes);
-  FANOUT_RETURN_IF_ERROR(Call("lookup_labels", [&](gen::FanoutClient& c) { c.lookup_labels(*labels, ids); }));
-  if (labels->size() != nodes.size() * 8) return Status::Corruption("server " + address_ + ": malformed label reply");
-  return Status::OK();
+  return Lookup("lookup_labels", nodes, 8, labels,
+                [](gen::FanoutClient& c, std::string& r, const std::string& ids) { c.lookup_labels(r, ids); });
 }
 
 Status RpcClient::Degrees(ArrayView<const int64_t> nodes, std::string* degrees) {
-  std::string ids = Pack(nodes);
-  FANOUT_RETURN_IF_ERROR(Call("lookup_degrees", [&](gen::FanoutClient& c) { c.lookup_degrees(*degrees, ids); }));
-  if (degrees->size() != nodes.size() * 8) return Status::Corruption("server " + address_ + ": malformed degree reply");
-  return Status::OK();
+  return Lookup("lookup_degrees", nodes, 8, degrees,
+                [](gen::FanoutClient& c, std::string& r, const std::string& ids) { c.lookup_degrees(r, ids); });
 }
 
 Status RpcClient::Splits(ArrayView<const int64_t> nodes, std::string* splits) {
-  std::string ids = Pack(nodes);
-  FANOUT_RETURN_IF_ERROR(Call("lookup_splits", [&](gen::FanoutClient& c) { c.lookup_splits(*splits, ids); }));
-  if (splits->size() != nodes.size()) return Status::Corruption("server " + address_ + ": malformed split reply");
-  return Status::OK();
+  return Lookup("lookup_splits", nodes, 1, splits,
+                [](gen::FanoutClient& c, std::string& r, const std::string& ids) { c.lookup_splits(r, ids); });
 }
 
 Status RpcClient::Ping(const std::string& text, std::string* reply) {

@@ -106,6 +106,8 @@ class RpcClient {
   RpcClient() = default;
   template <typename Fn>
   Status Call(const char* method, Fn&& fn);
+  template <typename Rpc>
+  Status Lookup(const char* method, ArrayView<const int64_t> nodes, size_t bytes_per_node, std::string* out, Rpc&& rpc);
   std::unique_ptr<Impl> impl_;
   std::string address_;
 };
