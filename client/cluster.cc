@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -38,6 +39,13 @@ Status ParseClusterJson(const std::string& text, const std::string& origin, Clus
       FANOUT_RETURN_IF_ERROR(rpc::ParseAddress(r.get<std::string>(), &host, &port).WithContext(origin));
       spec.replicas[p].push_back(r.get<std::string>());
     }
+  }
+  if (j.contains("data_plane")) {
+    if (!j["data_plane"].is_string())
+      return Status::InvalidArgument(origin + ": \"data_plane\" must be \"auto\", \"ucx\" or \"tcp\", got " +
+                                     j["data_plane"].dump());
+    FANOUT_RETURN_IF_ERROR(rpc::ParseDataPlaneMode(j["data_plane"].get<std::string>(), &spec.data_plane).WithContext(origin));
+    spec.has_data_plane = true;
   }
   if (spec.replicas.empty()) return Status::InvalidArgument(origin + ": no partitions");
   for (size_t p = 0; p < spec.replicas.size(); ++p)
@@ -101,8 +109,36 @@ Status Cluster::Connect(const ClusterSpec& spec, const rpc::RpcOptions& options,
   if (c->offsets_.back() != first.num_nodes_total)
     return Status::InvalidArgument("partition ranges end at " + std::to_string(c->offsets_.back()) + " but the dataset has " +
                                    std::to_string(first.num_nodes_total) + " nodes");
+  const rpc::DataPlaneMode mode = spec.has_data_plane ? spec.data_plane : options.data_plane;
+  c->logged_.assign(k, false);
+  if (mode == rpc::DataPlaneMode::kUcx) {
+    for (int p = 0; p < k; ++p)
+      if (c->info_[p].data_port <= 0)
+        return Status::Unavailable("data plane \"ucx\" was asked for, but server " + c->addresses_[p] +
+                                   " offers none (it runs with --data-plane off, or was built without UCX)");
+  }
+  if (mode != rpc::DataPlaneMode::kTcp) {
+    Status st = rpc::DataPlaneContext::Create(&c->data_ctx_);
+    if (st.ok()) {
+      c->mode_ = mode;
+    } else if (mode == rpc::DataPlaneMode::kUcx) {
+      return Status::FromCode(static_cast<int>(st.code()), "data plane \"ucx\" was asked for: " + st.message());
+    } else {
+      c->data_note_ = st.message();
+      std::fprintf(stderr, "fanout: the UCX data plane is not available (%s); using Thrift for every server\n",
+                   st.message().c_str());
+    }
+  }
   *out = std::move(c);
   return Status::OK();
+}
+
+void Cluster::NoteFallback(int p, const std::string& why) const {
+  std::lock_guard<std::mutex> lock(log_mu_);
+  if (logged_[p]) return;
+  logged_[p] = true;
+  std::fprintf(stderr, "fanout: data plane to server %s: %s; its requests go over Thrift\n", addresses_[p].c_str(),
+               why.c_str());
 }
 
 std::string Cluster::description() const {
@@ -111,46 +147,125 @@ std::string Cluster::description() const {
   return s;
 }
 
-// One thread's connections to every partition.
+// One thread's connections to every partition: a Thrift client each, and a
+// data-plane peer on one UCX channel where the data plane is in use.
 class ClusterSession : public Session {
  public:
   explicit ClusterSession(const Cluster* c) : c_(c) {}
 
   Status Open() {
-    for (int p = 0; p < c_->num_parts(); ++p) {
+    const int k = c_->num_parts();
+    for (int p = 0; p < k; ++p) {
       std::unique_ptr<rpc::RpcClient> client;
       FANOUT_RETURN_IF_ERROR(rpc::RpcClient::Connect(c_->addresses_[p], c_->options_, &client));
       clients_.push_back(std::move(client));
     }
-    by_part_.resize(c_->num_parts());
-    pos_.resize(c_->num_parts());
-    replies_.resize(c_->num_parts());
+    by_part_.resize(k);
+    pos_.resize(k);
+    replies_.resize(k);
+    dp_replies_.resize(k);
+    views_.resize(k);
+    peer_.assign(k, -1);
+    if (c_->data_ctx_) {
+      const bool must = c_->mode_ == rpc::DataPlaneMode::kUcx;
+      Status st = rpc::DataPlaneChannel::Create(c_->data_ctx_, c_->options_, &channel_);
+      if (!st.ok()) {
+        if (must) return st;
+        for (int p = 0; p < k; ++p) c_->NoteFallback(p, st.message());
+        return Status::OK();
+      }
+      for (int p = 0; p < k; ++p) {
+        if (c_->info_[p].data_port <= 0) {
+          c_->NoteFallback(p, "the server offers no data plane");
+          continue;
+        }
+        std::string host;
+        int port = 0;
+        FANOUT_RETURN_IF_ERROR(rpc::ParseAddress(c_->addresses_[p], &host, &port));
+        st = channel_->Connect(host, c_->info_[p].data_port, c_->addresses_[p], &peer_[p]);
+        if (!st.ok()) {
+          peer_[p] = -1;
+          if (must) return st;
+          c_->NoteFallback(p, st.message());
+          ++stats_.fallbacks;
+        }
+      }
+    }
     return Status::OK();
   }
 
-  // Sends one request to every partition with routed ids, then receives every
-  // reply. On a failure, connections with a reply still owed are dropped
-  // (reconnected on next use), so no later call can read a stale reply.
-  template <typename SendFn, typename ReceiveFn>
-  Status Exchange(SendFn&& send, ReceiveFn&& receive) {
+  // The transports each partition's bulk replies use ("thrift" or UCX's).
+  std::vector<std::string> Paths() const {
+    std::vector<std::string> out;
+    for (int p = 0; p < c_->num_parts(); ++p)
+      out.push_back(peer_[p] >= 0 ? "ucx (" + channel_->Transports(peer_[p]) + ")" : "thrift");
+    return out;
+  }
+
+  // Sends one request to every partition with routed ids (over the data plane
+  // where it is in use), then receives every reply. A data plane that fails
+  // with Unavailable falls back to Thrift for that server: the same request
+  // is sent again there (a pure function: same answer). On a failure,
+  // connections with a reply still owed are dropped (reconnected on next
+  // use), so no later call can read a stale reply.
+  template <typename SinkFn, typename SendFn, typename ReceiveFn>
+  Status Exchange(const rpc::DataRequest& base, SinkFn&& sink, SendFn&& send, ReceiveFn&& receive) {
     const int k = c_->num_parts();
-    std::vector<bool> owed(k, false);
+    std::vector<char> owed(k, 0);  // 1 thrift, 2 data plane
     Status st;
     for (int p = 0; p < k && st.ok(); ++p) {
       if (by_part_[p].empty()) continue;
+      if (peer_[p] >= 0) {
+        rpc::DataRequest r = base;
+        r.ids = by_part_[p];
+        st = channel_->Post(peer_[p], r, sink(p));
+        if (st.ok()) {
+          owed[p] = 2;
+          continue;
+        }
+        if (st.code() != Status::Code::kUnavailable) break;
+        Fallback(p, st);
+        st = Status::OK();
+      }
       st = send(p);
-      owed[p] = true;
+      owed[p] = 1;
     }
     for (int p = 0; p < k && st.ok(); ++p) {
-      if (!owed[p]) continue;
-      st = receive(p);
-      owed[p] = false;
+      if (owed[p] == 2) {
+        st = channel_->Wait(peer_[p]);
+        owed[p] = 0;
+        if (st.ok()) continue;
+        if (st.code() != Status::Code::kUnavailable) break;
+        Fallback(p, st);
+        st = send(p);
+        if (!st.ok()) break;
+        owed[p] = 1;
+      }
+      if (owed[p] == 1) {
+        st = receive(p);
+        owed[p] = 0;
+        if (st.ok()) stats_.thrift_bytes += ThriftBytes(p);
+      }
     }
     if (!st.ok())
-      for (int p = 0; p < k; ++p)
-        if (owed[p]) clients_[p]->Abandon();
+      for (int p = 0; p < k; ++p) {
+        if (owed[p] == 1) clients_[p]->Abandon();
+        if (owed[p] == 2) channel_->Abandon(peer_[p]);
+      }
     stats_.requests += k;
     return st;
+  }
+
+  void Fallback(int p, const Status& why) {
+    c_->NoteFallback(p, why.message());
+    peer_[p] = -1;
+    ++stats_.fallbacks;
+  }
+
+  // Reply bytes of partition p's last Thrift exchange.
+  int64_t ThriftBytes(int p) const {
+    const rpc::SampleReply& r = replies_[p];
+    return static_cast<int64_t>(r.counts.size() + r.neighbors.size() + r.edge_ids.size());
   }
 
   // Groups ids by owning partition (positions kept) and range-checks them.
@@ -159,6 +274,9 @@ class ClusterSession : public Session {
     for (int p = 0; p < c_->num_parts(); ++p) {
       by_part_[p].clear();
       pos_[p].clear();
+      replies_[p].counts.clear();
+      replies_[p].neighbors.clear();
+      replies_[p].edge_ids.clear();
     }
     for (size_t i = 0; i < ids.size(); ++i) {
       int64_t v = ids[i];
@@ -168,6 +286,39 @@ class ClusterSession : public Session {
       by_part_[p].push_back(v);
       pos_[p].push_back(static_cast<int64_t>(i));
     }
+    return Status::OK();
+  }
+
+  // A sink that grows partition p's data-plane buffer to the reply's size.
+  rpc::ReplySink GrowSink(int p) {
+    rpc::ReplySink s;
+    s.grow = &dp_replies_[p];
+    return s;
+  }
+
+  // Views of partition p's one-hop reply, whichever path it came by.
+  struct HopView {
+    const int32_t* counts = nullptr;
+    const int64_t* neighbors = nullptr;
+    const int64_t* edge_ids = nullptr;
+  };
+
+  Status ViewDataPlaneSample(int p, bool eids, HopView* v) {
+    const PodVector<char>& b = dp_replies_[p];
+    const size_t n = by_part_[p].size(), cb = rpc::SampleCountsBytes(n);
+    stats_.ucx_bytes += static_cast<int64_t>(b.size());
+    if (b.size() < cb) return Status::Corruption("server " + c_->addresses_[p] + ": malformed sample reply");
+    const int32_t* counts = reinterpret_cast<const int32_t*>(b.data());
+    int64_t total = 0;
+    for (size_t j = 0; j < n; ++j) {
+      if (counts[j] < 0) return Status::Corruption("server " + c_->addresses_[p] + ": negative count in sample reply");
+      total += counts[j];
+    }
+    if (b.size() != cb + static_cast<size_t>(total) * (eids ? 16 : 8))
+      return Status::Corruption("server " + c_->addresses_[p] + ": sample reply counts do not match its neighbors");
+    v->counts = counts;
+    v->neighbors = reinterpret_cast<const int64_t*>(b.data() + cb);
+    v->edge_ids = eids ? v->neighbors + total : nullptr;
     return Status::OK();
   }
 
@@ -183,7 +334,9 @@ class ClusterSession : public Session {
     for (size_t h = 0; h < options.fanouts.size(); ++h) {
       ArrayView<const int64_t> frontier = builder_.Frontier(*out);
       FANOUT_RETURN_IF_ERROR(Route(frontier));
-      rpc::SampleCall call;
+      rpc::DataRequest req;
+      req.method = rpc::DataMethod::kSample;
+      rpc::SampleCall& call = req.call;
       call.fanout = options.fanouts[h];
       call.replace = options.sampling.replace;
       call.weighted = options.sampling.weighted;
@@ -192,24 +345,42 @@ class ClusterSession : public Session {
       call.with_edge_ids = eids;
       // One request per partition, all in flight at once.
       auto t0 = std::chrono::steady_clock::now();
-      FANOUT_RETURN_IF_ERROR(Exchange([&](int p) { return clients_[p]->SendSample(by_part_[p], call); },
-                                      [&](int p) { return clients_[p]->ReceiveSample(by_part_[p].size(), eids, &replies_[p]); }));
+      std::vector<char> via_dp(c_->num_parts(), 0);
+      FANOUT_RETURN_IF_ERROR(Exchange(
+          req,
+          [&](int p) {
+            via_dp[p] = 1;
+            return GrowSink(p);
+          },
+          [&](int p) {
+            via_dp[p] = 0;
+            return clients_[p]->SendSample(by_part_[p], call);
+          },
+          [&](int p) { return clients_[p]->ReceiveSample(by_part_[p].size(), eids, &replies_[p]); }));
       stats_.network_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      for (int p = 0; p < c_->num_parts(); ++p) {
+        if (by_part_[p].empty()) continue;
+        if (via_dp[p]) {
+          FANOUT_RETURN_IF_ERROR(ViewDataPlaneSample(p, eids, &views_[p]));
+        } else {
+          views_[p] = {replies_[p].Counts().data(), replies_[p].Neighbors().data(), replies_[p].EdgeIds().data()};
+        }
+      }
       // Merge into frontier order: counts first, then each partition's runs.
       const size_t m = frontier.size();
       hop_.offsets.resize(m + 1);
       hop_.offsets[0] = 0;
       for (int p = 0; p < c_->num_parts(); ++p) {
-        auto counts = replies_[p].Counts();
+        const int32_t* counts = views_[p].counts;
         for (size_t j = 0; j < pos_[p].size(); ++j) hop_.offsets[pos_[p][j] + 1] = counts[j];
       }
       for (size_t i = 0; i < m; ++i) hop_.offsets[i + 1] += hop_.offsets[i];
       hop_.neighbors.resize(hop_.offsets[m]);
       hop_.edge_ids.resize(eids ? hop_.offsets[m] : 0);
       for (int p = 0; p < c_->num_parts(); ++p) {
-        auto counts = replies_[p].Counts();
-        const int64_t* nbr = replies_[p].Neighbors().data();
-        const int64_t* eid = replies_[p].EdgeIds().data();
+        const int32_t* counts = views_[p].counts;
+        const int64_t* nbr = views_[p].neighbors;
+        const int64_t* eid = views_[p].edge_ids;
         int64_t at = 0;
         for (size_t j = 0; j < pos_[p].size(); ++j) {
           int64_t dst = hop_.offsets[pos_[p][j]], k = counts[j];
@@ -226,25 +397,69 @@ class ClusterSession : public Session {
   Status Features(ArrayView<const int64_t> ids, float* out) override {
     FANOUT_RETURN_IF_ERROR(Route(ids));
     const int64_t d = c_->feature_dim();
+    const int k = c_->num_parts();
+    std::vector<datasets::FeatureDType> types(k);
+    for (int p = 0; p < k; ++p)
+      FANOUT_RETURN_IF_ERROR(datasets::ParseFeatureDType(c_->info_[p].feature_dtype, &types[p]));
+    std::vector<char> direct(k, 0);  // rows landed in `out` already
+    std::vector<char> via_dp(k, 0);  // rows came over the data plane
+    rpc::DataRequest req;
+    req.method = rpc::DataMethod::kFeatures;
     auto t0 = std::chrono::steady_clock::now();
-    FANOUT_RETURN_IF_ERROR(Exchange([&](int p) { return clients_[p]->SendFeatures(by_part_[p]); },
-                                    [&](int p) { return clients_[p]->ReceiveFeatures(&replies_[p].neighbors); }));
+    FANOUT_RETURN_IF_ERROR(Exchange(
+        req,
+        [&](int p) {
+          via_dp[p] = 1;
+          if (types[p] != datasets::FeatureDType::kFloat32) return GrowSink(p);
+          // float32 rows go straight to their rows of the output: one segment
+          // per run of consecutive positions.
+          direct[p] = 1;
+          rpc::ReplySink s;
+          const size_t row = static_cast<size_t>(d) * 4;
+          const auto& pos = pos_[p];
+          for (size_t j = 0; j < pos.size();) {
+            size_t e = j + 1;
+            while (e < pos.size() && pos[e] == pos[e - 1] + 1) ++e;
+            s.segments.push_back({out + pos[j] * d, (e - j) * row});
+            j = e;
+          }
+          if (s.segments.size() == 1) {
+            s.data = s.segments[0].data;
+            s.bytes = s.segments[0].bytes;
+            s.segments.clear();
+          }
+          return s;
+        },
+        [&](int p) {
+          direct[p] = 0;
+          via_dp[p] = 0;
+          return clients_[p]->SendFeatures(by_part_[p]);
+        },
+        [&](int p) { return clients_[p]->ReceiveFeatures(&replies_[p].neighbors); }));
     stats_.network_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    for (int p = 0; p < c_->num_parts(); ++p) {
+    for (int p = 0; p < k; ++p) {
       if (by_part_[p].empty()) continue;
-      std::string& rows = replies_[p].neighbors;
-      stats_.feature_bytes += static_cast<int64_t>(rows.size());
-      const rpc::RemotePartitionInfo& info = c_->info_[p];
-      datasets::FeatureDType t;
-      FANOUT_RETURN_IF_ERROR(datasets::ParseFeatureDType(info.feature_dtype, &t));
+      const datasets::FeatureDType t = types[p];
       const size_t row = static_cast<size_t>(d) * datasets::FeatureDTypeSize(t);
-      if (rows.size() != by_part_[p].size() * row)
-        return Status::Corruption("server " + c_->addresses_[p] + ": feature reply of " + std::to_string(rows.size()) +
+      if (direct[p]) {
+        stats_.feature_bytes += static_cast<int64_t>(by_part_[p].size() * row);
+        stats_.ucx_bytes += static_cast<int64_t>(by_part_[p].size() * row);
+        continue;
+      }
+      // Rows in a buffer: Thrift's reply, or the data plane's for a dtype to convert.
+      const bool dp = via_dp[p];
+      const char* rows = dp ? dp_replies_[p].data() : replies_[p].neighbors.data();
+      const size_t size = dp ? dp_replies_[p].size() : replies_[p].neighbors.size();
+      if (dp) stats_.ucx_bytes += static_cast<int64_t>(size);
+      stats_.feature_bytes += static_cast<int64_t>(size);
+      const rpc::RemotePartitionInfo& info = c_->info_[p];
+      if (size != by_part_[p].size() * row)
+        return Status::Corruption("server " + c_->addresses_[p] + ": feature reply of " + std::to_string(size) +
                                   " bytes for " + std::to_string(by_part_[p].size()) + " rows of " + std::to_string(row));
       // Each row goes straight to its place in the output.
       for (size_t j = 0; j < pos_[p].size(); ++j) {
         float* dst = out + pos_[p][j] * d;
-        const char* src = rows.data() + j * row;
+        const char* src = rows + j * row;
         switch (t) {
           case datasets::FeatureDType::kFloat32:
             std::memcpy(dst, src, row);
@@ -267,14 +482,29 @@ class ClusterSession : public Session {
 
   Status Labels(ArrayView<const int64_t> ids, int64_t* out) override {
     FANOUT_RETURN_IF_ERROR(Route(ids));
-    FANOUT_RETURN_IF_ERROR(Exchange([&](int p) { return clients_[p]->SendLabels(by_part_[p]); },
-                                    [&](int p) { return clients_[p]->ReceiveLabels(&replies_[p].neighbors); }));
+    rpc::DataRequest req;
+    req.method = rpc::DataMethod::kLabels;
+    std::vector<char> via_dp(c_->num_parts(), 0);
+    for (auto& b : dp_replies_) b.clear();
+    FANOUT_RETURN_IF_ERROR(Exchange(
+        req,
+        [&](int p) {
+          via_dp[p] = 1;
+          return GrowSink(p);
+        },
+        [&](int p) {
+          via_dp[p] = 0;
+          return clients_[p]->SendLabels(by_part_[p]);
+        },
+        [&](int p) { return clients_[p]->ReceiveLabels(&replies_[p].neighbors); }));
     for (int p = 0; p < c_->num_parts(); ++p) {
       if (by_part_[p].empty()) continue;
-      std::string& labels = replies_[p].neighbors;
-      if (labels.size() != by_part_[p].size() * 8)
+      const char* data = via_dp[p] ? dp_replies_[p].data() : replies_[p].neighbors.data();
+      const size_t size = via_dp[p] ? dp_replies_[p].size() : replies_[p].neighbors.size();
+      if (size != by_part_[p].size() * 8)
         return Status::Corruption("server " + c_->addresses_[p] + ": malformed label reply");
-      const int64_t* l = reinterpret_cast<const int64_t*>(labels.data());
+      if (via_dp[p]) stats_.ucx_bytes += static_cast<int64_t>(size);
+      const int64_t* l = reinterpret_cast<const int64_t*>(data);
       for (size_t j = 0; j < pos_[p].size(); ++j) out[pos_[p][j]] = l[j];
     }
     return Status::OK();
@@ -325,8 +555,12 @@ class ClusterSession : public Session {
  private:
   const Cluster* c_;
   std::vector<std::unique_ptr<rpc::RpcClient>> clients_;
+  std::unique_ptr<rpc::DataPlaneChannel> channel_;
+  std::vector<int> peer_;  // data-plane peer per partition, -1 = Thrift
   std::vector<std::vector<int64_t>> by_part_, pos_;
   std::vector<rpc::SampleReply> replies_;
+  std::vector<PodVector<char>> dp_replies_;
+  std::vector<HopView> views_;
   sampler::OneHopResult hop_;
   sampler::SubgraphBuilder builder_;
 };

@@ -2,7 +2,15 @@
 //
 //   {"partitions": [
 //      {"partition": 0, "replicas": ["10.0.0.1:9100", "10.0.0.2:9100"]},
-//      {"partition": 1, "replicas": ["10.0.0.3:9100"]}]}
+//      {"partition": 1, "replicas": ["10.0.0.3:9100"]}],
+//    "data_plane": "auto"}
+//
+// "data_plane" (optional; "auto", "ucx" or "tcp", see rpc::DataPlaneMode)
+// overrides RpcOptions::data_plane. With "auto", bulk replies (features,
+// labels, sampled neighbors) travel over the UCX data plane to every server
+// that offers it and whose endpoint comes up, else over Thrift; a data plane
+// that fails later falls back to Thrift for that server (one log line, and
+// SessionStats::fallbacks). Results are the same bytes on every path.
 //
 // Connect() checks that every partition answers (the first replica that
 // does is used), that each server serves the partition the file says, that
@@ -11,20 +19,25 @@
 // what is wrong. Server errors later arrive with the server's message and
 // address; a server that does not answer within RpcOptions::call_timeout_ms
 // gives DeadlineExceeded naming it. (Failover to other replicas comes later.)
+//
 #ifndef FANOUT_CLIENT_CLUSTER_H_
 #define FANOUT_CLIENT_CLUSTER_H_
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "client/source.h"
+#include "rpc/data_plane.h"
 #include "rpc/rpc_client.h"
 
 namespace fanout::client {
 
 struct ClusterSpec {
   std::vector<std::vector<std::string>> replicas;  // index: partition
+  bool has_data_plane = false;                     // the file set "data_plane"
+  rpc::DataPlaneMode data_plane = rpc::DataPlaneMode::kAuto;
 };
 
 Status ParseClusterJson(const std::string& text, const std::string& origin, ClusterSpec* out);
@@ -45,10 +58,21 @@ class Cluster : public Source {
   const rpc::RemotePartitionInfo& info(int p) const { return info_[p]; }
   const std::string& address(int p) const { return addresses_[p]; }
   // The admin addresses are not known from RPC; the demo passes them itself.
+  // The path bulk replies take (kTcp when no data-plane context came up).
+  rpc::DataPlaneMode data_plane() const { return mode_; }
+  // Why the data plane is not used, where it is not ("" otherwise).
+  const std::string& data_plane_note() const { return data_note_; }
 
  private:
   friend class ClusterSession;
+  // Logs once per server that its data plane is not used, and why.
+  void NoteFallback(int p, const std::string& why) const;
   rpc::RpcOptions options_;
+  rpc::DataPlaneMode mode_ = rpc::DataPlaneMode::kTcp;
+  std::shared_ptr<rpc::DataPlaneContext> data_ctx_;
+  std::string data_note_;
+  mutable std::mutex log_mu_;
+  mutable std::vector<bool> logged_;  // GUARDED_BY(log_mu_)
   std::vector<std::string> addresses_;  // chosen replica per partition
   std::vector<rpc::RemotePartitionInfo> info_;
   std::vector<int64_t> offsets_;

@@ -24,6 +24,10 @@ struct SessionStats {
   int64_t cache_lookups = 0;        // feature rows looked up in a cache (CachedSource)
   int64_t cache_hits = 0;           // ... and found there
   int64_t cache_bytes = 0;          // feature bytes served from the cache
+  int64_t thrift_bytes = 0;         // reply payload bytes received over Thrift
+  int64_t ucx_bytes = 0;            // ... over the UCX data plane
+  int64_t staged_bytes = 0;         // bytes for CUDA memory that went through a host buffer first
+  int64_t fallbacks = 0;            // servers whose data plane failed and that now use Thrift
 };
 
 // One thread's handle on a source (its own connections and scratch).

@@ -1,30 +1,29 @@
-# How each dependency is found, the way its Debian 12 package supports it
-# (see docs/TOOLCHAIN notes in README "Building by hand").
+# How each dependency is found, the way its Debian 12 package supports it.
+# Only what some built target uses is looked for; each target declares what it
+# links in its own CMakeLists.txt.
 find_package(PkgConfig REQUIRED)
 find_package(Threads REQUIRED)
 find_package(ZLIB REQUIRED)
 
-# LibTorch (CPU-only on Debian; a CUDA LibTorch comes in via CMAKE_PREFIX_PATH).
-# Found before RocksDB: RocksDB's config puts its own Findgflags module on the
-# module path, after which Caffe2's gflags link item resolves to gflags-NOTFOUND.
-find_package(Torch REQUIRED)
+# LibTorch (CPU-only on Debian; a CUDA LibTorch comes in via CMAKE_PREFIX_PATH),
+# for the client's tensor layer only. Found before RocksDB: RocksDB's config
+# puts its own Findgflags module on the module path, after which Caffe2's
+# gflags link item resolves to gflags-NOTFOUND.
+if(FANOUT_BUILD_CLIENT)
+  find_package(Torch REQUIRED)
+endif()
 
-# Header/config packages.
 find_package(nlohmann_json CONFIG REQUIRED)
-find_package(fmt CONFIG REQUIRED)
-find_package(spdlog CONFIG REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
-find_package(GTest CONFIG REQUIRED)
-find_package(benchmark CONFIG REQUIRED)
+if(FANOUT_BUILD_TESTS)
+  find_package(GTest CONFIG REQUIRED)
+endif()
 
 # RocksDB ships a CMake config.
 find_package(RocksDB CONFIG REQUIRED)
 
-# Thrift: pkg-config only (find_package(Thrift) fails on Debian 12). The
-# non-blocking server needs libevent, which thrift-nb.pc does not pull in.
+# Thrift: pkg-config only (find_package(Thrift) fails on Debian 12).
 pkg_check_modules(THRIFT REQUIRED IMPORTED_TARGET thrift)
-pkg_check_modules(THRIFT_NB REQUIRED IMPORTED_TARGET thrift-nb)
-pkg_check_modules(LIBEVENT REQUIRED IMPORTED_TARGET libevent)
 find_program(THRIFT_COMPILER thrift REQUIRED)
 
 # cpp-httplib: the compiled build; the .pc file carries its defines.
@@ -38,7 +37,6 @@ if(NOT TARGET fanout_metis)
   target_include_directories(fanout_metis INTERFACE ${METIS_INCLUDE_DIR})
   target_link_libraries(fanout_metis INTERFACE ${METIS_LIBRARY})
 endif()
-
 
 # CUDA: AUTO turns it on where nvcc is found (PATH or /usr/local/cuda).
 set(FANOUT_CUDA_ENABLED OFF)
@@ -61,14 +59,18 @@ if(NOT FANOUT_WITH_CUDA STREQUAL "OFF")
   endif()
 endif()
 
-# RDMA: AUTO turns it on where libibverbs is found.
-set(FANOUT_RDMA_ENABLED OFF)
-if(NOT FANOUT_WITH_RDMA STREQUAL "OFF")
-  pkg_check_modules(IBVERBS IMPORTED_TARGET libibverbs)
-  pkg_check_modules(RDMACM IMPORTED_TARGET librdmacm)
-  if(IBVERBS_FOUND)
-    set(FANOUT_RDMA_ENABLED ON)
-  elseif(FANOUT_WITH_RDMA STREQUAL "ON")
-    message(FATAL_ERROR "FANOUT_WITH_RDMA=ON but libibverbs was not found (apt-get install libibverbs-dev)")
+# The UCX data plane: AUTO turns it on where UCX (pkg-config ucx) is found.
+# A UCX built with CUDA comes in through PKG_CONFIG_PATH.
+set(FANOUT_UCX_ENABLED OFF)
+if(NOT FANOUT_WITH_UCX STREQUAL "OFF")
+  pkg_check_modules(UCX IMPORTED_TARGET ucx)
+  if(UCX_FOUND)
+    set(FANOUT_UCX_ENABLED ON)
+  elseif(FANOUT_WITH_UCX STREQUAL "ON")
+    message(FATAL_ERROR "FANOUT_WITH_UCX=ON but UCX was not found (apt-get install libucx-dev)")
   endif()
 endif()
+
+# libibverbs: only to describe the host's RDMA devices to operators (RDMA
+# itself goes through UCX's verbs transport).
+pkg_check_modules(IBVERBS IMPORTED_TARGET libibverbs)

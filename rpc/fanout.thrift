@@ -32,6 +32,9 @@ struct PartitionInfo {
   17: bool has_labels,
   18: i64 max_ids_per_request,
   19: i64 max_fanout,
+  // The UCX data plane's listener port on this server's host; unset when the
+  // server offers none (--data-plane off, or a build without UCX).
+  20: optional i32 data_port,
 }
 
 struct SampleRequest {

@@ -45,6 +45,23 @@ struct RpcClient::Impl {
   }
 };
 
+Status ParseDataPlaneMode(const std::string& text, DataPlaneMode* out) {
+  if (text == "auto") *out = DataPlaneMode::kAuto;
+  else if (text == "ucx") *out = DataPlaneMode::kUcx;
+  else if (text == "tcp") *out = DataPlaneMode::kTcp;
+  else return Status::InvalidArgument("data plane '" + text + "' is not one of auto, ucx, tcp");
+  return Status::OK();
+}
+
+const char* DataPlaneModeName(DataPlaneMode mode) {
+  switch (mode) {
+    case DataPlaneMode::kAuto: return "auto";
+    case DataPlaneMode::kUcx: return "ucx";
+    case DataPlaneMode::kTcp: return "tcp";
+  }
+  return "?";
+}
+
 Status ParseAddress(const std::string& address, std::string* host, int* port) {
   size_t colon = address.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == address.size())
@@ -147,6 +164,7 @@ Status RpcClient::Info(RemotePartitionInfo* out) {
   out->has_labels = r.has_labels;
   out->max_ids_per_request = r.max_ids_per_request;
   out->max_fanout = r.max_fanout;
+  out->data_port = r.__isset.data_port ? r.data_port : 0;
   return Status::OK();
 }
 

@@ -19,10 +19,19 @@
 
 namespace fanout::rpc {
 
+// Which path bulk replies take: `kAuto` the UCX data plane where the server
+// offers it and its endpoint comes up, else Thrift; `kUcx` the data plane or
+// an error; `kTcp` Thrift only.
+enum class DataPlaneMode { kAuto, kUcx, kTcp };
+// "auto", "ucx", "tcp"; InvalidArgument names the text otherwise.
+Status ParseDataPlaneMode(const std::string& text, DataPlaneMode* out);
+const char* DataPlaneModeName(DataPlaneMode mode);
+
 struct RpcOptions {
   int connect_timeout_ms = 5000;      // TCP connect deadline, default 5 s
   int call_timeout_ms = 30000;        // send/receive deadline per call, default 30 s
   int64_t max_frame_bytes = int64_t{1} << 30;  // largest reply accepted, default 1 GiB
+  DataPlaneMode data_plane = DataPlaneMode::kAuto;  // see DataPlaneMode; a cluster file's value wins
 };
 
 struct RemotePartitionInfo {
@@ -38,6 +47,7 @@ struct RemotePartitionInfo {
   std::vector<int64_t> partition_offsets;
   bool has_labels = false;
   int64_t max_ids_per_request = 0, max_fanout = 0;
+  int data_port = 0;  // the UCX data plane's listener port on the server's host (0 = none offered)
 };
 
 struct SampleCall {

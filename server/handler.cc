@@ -1,6 +1,5 @@
 #include "server/handler.h"
 
-#include <chrono>
 #include <cstring>
 
 #include "rpc/codec.h"
@@ -10,19 +9,8 @@ namespace fanout::server {
 namespace gen = rpc::gen;
 
 template <typename Fn>
-void RpcHandler::Serve(int method, Fn&& fn) {
-  auto t0 = std::chrono::steady_clock::now();
-  metrics_->BeginRequest();
-  Status st;
-  try {
-    st = fn();
-  } catch (const std::bad_alloc&) {
-    st = Status::ResourceExhausted("out of memory serving " + std::string(MethodName(method)));
-  } catch (const std::exception& e) {
-    st = Status::Internal(e.what());
-  }
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  metrics_->EndRequest(method, st.ok() ? kOk : st.IsInvalidArgument() ? kInvalidArgument : kError, secs);
+void RpcHandler::Serve(int method, const size_t* reply_bytes, Fn&& fn) {
+  Status st = svc_.Run(method, kThrift, reply_bytes, std::forward<Fn>(fn));
   if (!st.ok()) {
     gen::FanoutError err;
     err.code = static_cast<int32_t>(st.code());
@@ -33,23 +21,13 @@ void RpcHandler::Serve(int method, Fn&& fn) {
 
 Status RpcHandler::CheckIds(const std::string& payload, ArrayView<const int64_t>* ids) const {
   FANOUT_RETURN_IF_ERROR(rpc::View(payload, "node ids", ids));
-  if (static_cast<int64_t>(ids->size()) > s_->options.max_ids_per_request)
-    return Status::InvalidArgument("request has " + std::to_string(ids->size()) + " ids, more than the limit of " +
-                                   std::to_string(s_->options.max_ids_per_request));
-  const int64_t lo = s_->data->node_begin, hi = s_->data->node_end;
-  for (size_t i = 0; i < ids->size(); ++i) {
-    int64_t v = (*ids)[i];
-    if (v < lo || v >= hi)
-      return Status::InvalidArgument("node " + std::to_string(v) + " (position " + std::to_string(i) +
-                                     ") is outside this partition's range [" + std::to_string(lo) + ", " +
-                                     std::to_string(hi) + ")");
-  }
-  return Status::OK();
+  return svc_.CheckIds(*ids);
 }
 
 void RpcHandler::partition_info(gen::PartitionInfo& out) {
-  Serve(kPartitionInfo, [&] {
-    const datasets::PartitionData& d = *s_->data;
+  Serve(kPartitionInfo, nullptr, [&] {
+    const ServerState& s = svc_.state();
+    const datasets::PartitionData& d = *s.data;
     const datasets::DatasetMeta& m = d.meta;
     out.partition = d.part;
     out.num_parts = m.num_parts;
@@ -68,108 +46,97 @@ void RpcHandler::partition_info(gen::PartitionInfo& out) {
     out.direction = m.direction;
     rpc::Pack(ArrayView<const int64_t>(m.offsets), &out.partition_offsets);
     out.has_labels = m.has_labels;
-    out.max_ids_per_request = s_->options.max_ids_per_request;
-    out.max_fanout = s_->options.max_fanout;
+    out.max_ids_per_request = s.options.max_ids_per_request;
+    out.max_fanout = s.options.max_fanout;
+    const int data_port = s.data_port.load();
+    if (data_port > 0) out.__set_data_port(data_port);
     return Status::OK();
   });
 }
 
 void RpcHandler::sample_neighbors(gen::SampleResponse& out, const gen::SampleRequest& req) {
-  Serve(kSampleNeighbors, [&]() -> Status {
+  size_t bytes = 0;
+  Serve(kSampleNeighbors, &bytes, [&]() -> Status {
     ArrayView<const int64_t> ids;
     FANOUT_RETURN_IF_ERROR(CheckIds(req.nodes, &ids));
-    if (req.fanout < -1 || req.fanout > s_->options.max_fanout)
-      return Status::InvalidArgument("fanout " + std::to_string(req.fanout) + " is outside [-1, " +
-                                     std::to_string(s_->options.max_fanout) + "]");
-    if (req.hop < 0) return Status::InvalidArgument("hop " + std::to_string(req.hop) + " is negative");
-    sampler::SamplingOptions so;
-    so.replace = req.replace;
-    so.weighted = req.weighted;
-    so.with_edge_ids = req.with_edge_ids;
-    so.node_offset = s_->data->node_begin;
-    FANOUT_RETURN_IF_ERROR(sampler_.Sample(s_->graph, ids, req.fanout, req.hop, static_cast<uint64_t>(req.seed), so,
-                                           s_->pool.get(), &hop_));
+    SampleParams p;
+    p.fanout = req.fanout;
+    p.replace = req.replace;
+    p.weighted = req.weighted;
+    p.with_edge_ids = req.with_edge_ids;
+    p.seed = static_cast<uint64_t>(req.seed);
+    p.hop = req.hop;
+    const sampler::OneHopResult* hop = nullptr;
+    FANOUT_RETURN_IF_ERROR(svc_.Sample(ids, p, &hop));
     const size_t n = ids.size();
-    const int64_t total = hop_.offsets[n];
+    const int64_t total = hop->offsets[n];
     out.counts.resize(n * 4);
     int32_t* counts = reinterpret_cast<int32_t*>(out.counts.data());
-    for (size_t i = 0; i < n; ++i) counts[i] = static_cast<int32_t>(hop_.offsets[i + 1] - hop_.offsets[i]);
-    out.neighbors.assign(reinterpret_cast<const char*>(hop_.neighbors.data()), total * 8);
-    if (req.with_edge_ids) out.edge_ids.assign(reinterpret_cast<const char*>(hop_.edge_ids.data()), total * 8);
+    for (size_t i = 0; i < n; ++i) counts[i] = static_cast<int32_t>(hop->offsets[i + 1] - hop->offsets[i]);
+    out.neighbors.assign(reinterpret_cast<const char*>(hop->neighbors.data()), total * 8);
+    if (req.with_edge_ids) out.edge_ids.assign(reinterpret_cast<const char*>(hop->edge_ids.data()), total * 8);
     else out.edge_ids.clear();
-    metrics_->RecordSample(static_cast<int64_t>(n), total);
+    bytes = out.counts.size() + out.neighbors.size() + out.edge_ids.size();
     return Status::OK();
   });
 }
 
 void RpcHandler::lookup_features(std::string& out, const std::string& nodes) {
-  Serve(kLookupFeatures, [&]() -> Status {
+  size_t bytes = 0;
+  Serve(kLookupFeatures, &bytes, [&]() -> Status {
     ArrayView<const int64_t> ids;
     FANOUT_RETURN_IF_ERROR(CheckIds(nodes, &ids));
-    const datasets::PartitionData& d = *s_->data;
-    const size_t row = static_cast<size_t>(d.meta.feature_dim * datasets::FeatureDTypeSize(d.meta.feature_dtype));
-    const int64_t n = static_cast<int64_t>(ids.size());
-    out.resize(n * row);
-    char* dst = out.data();
-    const uint8_t* src = d.features.data();
-    const int64_t base = d.node_begin;
-    auto gather = [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        if (i + 8 < e) __builtin_prefetch(src + (ids[i + 8] - base) * row);
-        std::memcpy(dst + i * row, src + (ids[i] - base) * row, row);
-      }
-    };
-    constexpr int64_t kChunk = 4096;
-    if (s_->pool && n > 2 * kChunk) {
-      s_->pool->ParallelFor((n + kChunk - 1) / kChunk,
-                            [&](int64_t c) { gather(c * kChunk, std::min(n, (c + 1) * kChunk)); });
-    } else {
-      gather(0, n);
-    }
-    metrics_->RecordFeatures(n, n * static_cast<int64_t>(row));
+    out.resize(ids.size() * svc_.FeatureRowBytes());
+    svc_.GatherFeatures(ids, out.data());
+    bytes = out.size();
     return Status::OK();
   });
 }
 
 template <typename T, typename Fn>
 void RpcHandler::ServeLookup(int method, const std::string& nodes, std::string& out, Fn&& value_of_row) {
-  Serve(method, [&]() -> Status {
+  size_t bytes = 0;
+  Serve(method, &bytes, [&]() -> Status {
     ArrayView<const int64_t> ids;
     FANOUT_RETURN_IF_ERROR(CheckIds(nodes, &ids));
     out.resize(ids.size() * sizeof(T));
     T* dst = reinterpret_cast<T*>(out.data());
-    const int64_t base = s_->data->node_begin;
+    const int64_t base = svc_.state().data->node_begin;
     for (size_t i = 0; i < ids.size(); ++i) dst[i] = value_of_row(ids[i] - base);
+    bytes = out.size();
     return Status::OK();
   });
 }
 
 void RpcHandler::lookup_labels(std::string& out, const std::string& nodes) {
-  const datasets::PartitionData& d = *s_->data;
-  if (d.labels.empty()) {
-    Serve(kLookupLabels, [&] { return Status::NotFound("dataset '" + d.meta.name + "' has no labels"); });
-    return;
-  }
-  ServeLookup<int64_t>(kLookupLabels, nodes, out, [&](int64_t r) { return d.labels[r]; });
+  size_t bytes = 0;
+  Serve(kLookupLabels, &bytes, [&]() -> Status {
+    ArrayView<const int64_t> ids;
+    FANOUT_RETURN_IF_ERROR(CheckIds(nodes, &ids));
+    out.resize(ids.size() * 8);
+    FANOUT_RETURN_IF_ERROR(svc_.Labels(ids, reinterpret_cast<int64_t*>(out.data())));
+    bytes = out.size();
+    return Status::OK();
+  });
 }
 
 void RpcHandler::lookup_degrees(std::string& out, const std::string& nodes) {
-  const datasets::PartitionData& d = *s_->data;
+  const datasets::PartitionData& d = *svc_.state().data;
   ServeLookup<int64_t>(kLookupDegrees, nodes, out, [&](int64_t r) { return d.indptr[r + 1] - d.indptr[r]; });
 }
 
 void RpcHandler::lookup_splits(std::string& out, const std::string& nodes) {
-  const datasets::PartitionData& d = *s_->data;
+  const datasets::PartitionData& d = *svc_.state().data;
   ServeLookup<uint8_t>(kLookupSplits, nodes, out, [&](int64_t r) { return d.split.empty() ? uint8_t{0} : d.split[r]; });
 }
 
 void RpcHandler::lookup_original_ids(std::string& out, const std::string& nodes) {
-  const datasets::PartitionData& d = *s_->data;
+  const datasets::PartitionData& d = *svc_.state().data;
   ServeLookup<int64_t>(kLookupOriginalIds, nodes, out, [&](int64_t r) { return d.original_ids[r]; });
 }
 
 void RpcHandler::ping(std::string& out, const std::string& text) {
-  Serve(kPing, [&] {
+  Serve(kPing, nullptr, [&] {
     out = text;
     return Status::OK();
   });

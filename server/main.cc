@@ -5,11 +5,13 @@
 #include <cstdio>
 
 #include "common/cpu.h"
+#include "rpc/data_plane.h"
 #include "server/partition_server.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"fanout-server: load partition K of a Fanout dataset (fanout-partition output) and serve\n"
-               "neighbor sampling and feature lookups over Thrift, with an admin HTTP endpoint\n"
+               "neighbor sampling and feature lookups over Thrift (and bulk replies over the UCX data plane:\n"
+               "shared memory on one host, RDMA or tcp between hosts), with an admin HTTP endpoint\n"
                "(/metrics Prometheus text, /stats JSON throughput, /healthz, / live page).\n"
                "SIGTERM or SIGINT: stop accepting, finish requests in flight, exit 0."};
   fanout::server::ServerOptions o;
@@ -27,10 +29,23 @@ int main(int argc, char** argv) {
   app.add_option("--max-fanout", o.max_fanout, "Largest fanout accepted")->default_val(100000)->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   app.add_option("--max-frame-mib", o.max_frame_bytes, "Largest request frame in MiB; larger ones close the connection")
       ->default_val(256)->check(CLI::Range(1, 2047));
+  std::string data_plane = fanout::rpc::DataPlaneBuilt() ? "ucx" : "off";
+  app.add_option("--data-plane", data_plane,
+                 "Bulk replies over the UCX data plane beside Thrift: ucx or off (default ucx in builds with UCX)")
+      ->check(CLI::IsMember({"ucx", "off"}));
+  app.add_option("--data-port", o.data_port, "UCX data-plane port (0 = any free port, printed when ready)")
+      ->default_val(0)->check(CLI::Range(0, 65535));
+  app.add_option("--data-threads", o.data_threads, "UCX data-plane progress threads (0 = min(CPUs, 4))")
+      ->default_val(0)->check(CLI::Range(0, 64));
   app.add_option("--expect-parts", o.expected_num_parts, "Refuse a dataset that does not have this many partitions")
       ->default_val(-1);
   CLI11_PARSE(app, argc, argv);
   o.max_frame_bytes <<= 20;
+  o.data_plane = data_plane == "ucx";
+  if (o.data_plane && !fanout::rpc::DataPlaneBuilt()) {
+    std::fprintf(stderr, "fanout-server: error: --data-plane ucx, but this build has no UCX (FANOUT_WITH_UCX)\n");
+    return 2;
+  }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
 
   // Handle SIGTERM/SIGINT in this thread only: block them before any thread starts.
@@ -50,12 +65,13 @@ int main(int argc, char** argv) {
   const auto& d = server.data();
   int64_t rss = fanout::ResidentSetBytes();
   std::printf("fanout-server ready: dataset %s partition %d/%d nodes [%lld, %lld) %lld edges; loaded in %.2f s; "
-              "arrays %.1f MiB, RSS %.1f MiB (%.2fx); rpc %s:%d admin %s\n",
+              "arrays %.1f MiB, RSS %.1f MiB (%.2fx); rpc %s:%d admin %s data %s\n",
               d.meta.name.c_str(), d.part, d.meta.num_parts, static_cast<long long>(d.node_begin),
               static_cast<long long>(d.node_end), static_cast<long long>(d.indices.size()), server.load_seconds(),
               d.RawBytes() / 1048576.0, rss / 1048576.0, d.RawBytes() ? double(rss) / d.RawBytes() : 0.0,
               o.bind.c_str(), server.port(),
-              server.admin_port() > 0 ? (o.bind + ":" + std::to_string(server.admin_port())).c_str() : "off");
+              server.admin_port() > 0 ? (o.bind + ":" + std::to_string(server.admin_port())).c_str() : "off",
+              server.data_port() > 0 ? ("ucx " + o.bind + ":" + std::to_string(server.data_port())).c_str() : "off");
   int sig = 0;
   sigwait(&signals, &sig);
   std::printf("fanout-server: %s received, draining\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");

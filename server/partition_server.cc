@@ -12,6 +12,8 @@
 
 #include "common/cpu.h"
 #include "rpc/framed_transport.h"
+#include "rpc/data_plane.h"
+#include "server/data_plane_service.h"
 #include "server/handler.h"
 
 namespace fanout::server {
@@ -80,7 +82,9 @@ Status PartitionServer::Start() {
   state_->graph = data_->Graph();
   int workers = options_.threads > 0 ? options_.threads - 1 : std::max(1, UsableCpuCount() - 1);
   state_->pool = std::make_unique<ThreadPool>(workers);
+  loaded_.store(true, std::memory_order_release);
   Status st = StartRpc();
+  if (st.ok() && options_.data_plane) st = StartDataPlane();
   if (!st.ok()) {
     Stop();
     return st;
@@ -125,12 +129,78 @@ Status PartitionServer::StartRpc() {
   return Status::OK();
 }
 
+Status PartitionServer::StartDataPlane() {
+  rpc::DataPlaneServerOptions o;
+  o.bind = options_.bind;
+  o.port = options_.data_port;
+  o.threads = options_.data_threads > 0 ? options_.data_threads : std::min(4, std::max(1, UsableCpuCount()));
+  o.max_request_bytes = options_.max_frame_bytes;
+  const ServerState* state = state_.get();
+  Status st = rpc::DataPlaneServer::Start(
+      o, [state] { return std::make_unique<DataPlaneService>(state); }, &data_plane_);
+  if (!st.ok())
+    return Status::FromCode(static_cast<int>(st.code()),
+                            "cannot start the UCX data plane (run with --data-plane off to serve over Thrift only): " +
+                                st.message());
+  data_port_ = data_plane_->port();
+  state_->data_port = data_port_;
+  return Status::OK();
+}
+
+namespace {
+
+nlohmann::json DataPlaneJson(const rpc::DataPlaneServer* dp, int port) {
+  nlohmann::json j;
+  j["built"] = rpc::DataPlaneBuilt();
+  j["enabled"] = dp != nullptr;
+  if (dp == nullptr) return j;
+  rpc::DataPlaneServerStats s = dp->Stats();
+  j["port"] = port;
+  j["ucx_version"] = s.ucx_version;
+  j["memory_types"] = s.memory_types;
+  j["requests"] = s.requests;
+  j["reply_bytes"] = s.reply_bytes;
+  j["errors"] = s.errors;
+  j["malformed_requests"] = s.malformed;
+  j["refused_requests"] = s.refused;
+  j["endpoints_open"] = s.endpoints_open;
+  j["endpoints_total"] = s.endpoints_total;
+  j["endpoints_rejected"] = s.endpoints_rejected;
+  j["held_bytes"] = s.held_bytes;
+  nlohmann::json eps = nlohmann::json::array();
+  for (const auto& e : s.endpoints)
+    eps.push_back({{"peer", e.peer}, {"transports", e.transports}, {"requests", e.requests},
+                   {"reply_bytes", e.reply_bytes}, {"held_bytes", e.held_bytes}});
+  j["endpoints"] = eps;
+  return j;
+}
+
+nlohmann::json RdmaJson() {
+  std::string error;
+  std::vector<rpc::RdmaDevice> devs = rpc::ListRdmaDevices(&error);
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& d : devs) {
+    nlohmann::json ports = nlohmann::json::array();
+    for (const auto& p : d.ports)
+      ports.push_back({{"port", p.port}, {"state", p.state}, {"link_layer", p.link_layer}, {"rate_gbps", p.rate_gbps}});
+    j.push_back({{"name", d.name}, {"node_guid", d.node_guid}, {"ports", ports}, {"dmabuf", d.dmabuf}});
+  }
+  nlohmann::json out = {{"devices", j}};
+  if (!error.empty()) out["error"] = error;
+  return out;
+}
+
+}  // namespace
+
 std::string PartitionServer::StatsJson() const {
-  nlohmann::json j = nlohmann::json::parse(state_ && data_ ? state_->metrics.WindowsJson() : "{}");
+  // Until Start() has loaded the partition (phase 1), data_ and state_ are
+  // being written by the starting thread: report the state only.
+  const bool loaded = loaded_.load(std::memory_order_acquire);
+  nlohmann::json j = nlohmann::json::parse(loaded ? state_->metrics.WindowsJson() : "{}");
   j["state"] = state();
   j["uptime_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_at_).count();
   int64_t rss = ResidentSetBytes();
-  if (data_) {
+  if (loaded) {
     const datasets::PartitionData& d = *data_;
     j["partition"] = {{"dataset", d.meta.name},
                       {"dataset_id", d.meta.dataset_id},
@@ -156,10 +226,16 @@ std::string PartitionServer::StatsJson() const {
                    {"feature_rows", m.FeatureRows()},
                    {"feature_bytes", m.FeatureBytes()},
                    {"in_flight", m.InFlight()}};
+    nlohmann::json paths;
+    for (int p = 0; p < kNumPaths; ++p)
+      paths[PathName(p)] = {{"requests", m.PathRequests(p)}, {"reply_bytes", m.PathBytes(p)}};
+    j["totals"]["by_path"] = paths;
+    j["data_plane"] = DataPlaneJson(data_plane_.get(), data_port_);
   } else {
     j["memory"] = {{"rss_bytes", rss}};
   }
   j["rpc_port"] = port_;
+  j["rdma"] = RdmaJson();
   return j.dump(2);
 }
 
@@ -168,7 +244,7 @@ const char kIndexHtml[] = R"HTML(<!doctype html>
 <html><head><meta charset="utf-8"><title>Fanout server</title>
 <style>body{font:14px system-ui,sans-serif;margin:2em}td,th{padding:.2em 1em;text-align:right}th{text-align:left}</style>
 </head><body><h1>Fanout sampling server</h1><div id="head">loading...</div>
-<table id="tp"></table><h2>Latency (last 60 s)</h2><table id="lat"></table>
+<table id="tp"></table><h2>By path</h2><table id="paths"></table><h2>Latency (last 60 s)</h2><table id="lat"></table>
 <p><a href="/metrics">/metrics</a> &middot; <a href="/stats">/stats</a> &middot; <a href="/healthz">/healthz</a></p>
 <script>
 function f(x){return x==null?'-':x>=1e9?(x/1e9).toFixed(2)+' G':x>=1e6?(x/1e6).toFixed(2)+' M':x>=1e3?(x/1e3).toFixed(1)+' k':x.toFixed(1)}
@@ -178,7 +254,10 @@ let h='<tr><th>window</th><th>edges/s</th><th>nodes/s</th><th>feature B/s</th><t
 for(const w of ['1s','10s','60s']){const t=(s.throughput||{})[w]||{};h+=`<tr><th>${w}</th><td>${f(t.sampled_edges_per_s)}</td><td>${f(t.sampled_nodes_per_s)}</td><td>${f(t.feature_bytes_per_s)}</td><td>${f(t.requests_per_s)}</td></tr>`}
 document.getElementById('tp').innerHTML=h;let l='<tr><th>method</th><th>count</th><th>p50 ms</th><th>p99 ms</th></tr>';
 for(const [m,v] of Object.entries(s.latency||{}))l+=`<tr><th>${m}</th><td>${v.count}</td><td>${v.p50_ms.toFixed(3)}</td><td>${v.p99_ms.toFixed(3)}</td></tr>`;
-document.getElementById('lat').innerHTML=l}catch(e){}}
+document.getElementById('lat').innerHTML=l;const b=(s.totals||{}).by_path||{},d=s.data_plane||{};
+let q='<tr><th>path</th><th>requests</th><th>reply bytes</th></tr>';for(const [k,v] of Object.entries(b))q+=`<tr><th>${k}</th><td>${f(v.requests)}</td><td>${f(v.reply_bytes)}B</td></tr>`;
+q+=`<tr><th colspan=3>UCX data plane: ${d.enabled?('port '+d.port+', UCX '+d.ucx_version+', memory '+(d.memory_types||[]).join('/')+', '+d.endpoints_open+' endpoint(s): '+[...new Set((d.endpoints||[]).map(e=>e.transports))].join('; ')):'off'}</th></tr>`;
+document.getElementById('paths').innerHTML=q}catch(e){}}
 tick();setInterval(tick,1000);
 </script></body></html>)HTML";
 }  // namespace
@@ -192,8 +271,9 @@ Status PartitionServer::StartAdmin() {
     res.set_content(std::string(state()) + "\n", "text/plain");
   });
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    const bool loaded = loaded_.load(std::memory_order_acquire);
     std::string extra;
-    char line[512];
+    char line[1024];
     std::snprintf(line, sizeof line,
                   "# HELP fanout_process_resident_memory_bytes Resident set size.\n"
                   "# TYPE fanout_process_resident_memory_bytes gauge\nfanout_process_resident_memory_bytes %lld\n"
@@ -201,10 +281,25 @@ Status PartitionServer::StartAdmin() {
                   "# TYPE fanout_partition_array_bytes gauge\nfanout_partition_array_bytes %lld\n"
                   "# HELP fanout_serving 1 while serving, 0 while loading or draining.\n"
                   "# TYPE fanout_serving gauge\nfanout_serving %d\n",
-                  static_cast<long long>(ResidentSetBytes()), static_cast<long long>(data_ ? data_->RawBytes() : 0),
+                  static_cast<long long>(ResidentSetBytes()), static_cast<long long>(loaded ? data_->RawBytes() : 0),
                   phase_.load() == 1 ? 1 : 0);
     extra = line;
-    std::string body = state_ ? state_->metrics.Prometheus(extra) : extra;
+    if (loaded && data_plane_) {
+      rpc::DataPlaneServerStats dp = data_plane_->Stats();
+      std::snprintf(line, sizeof line,
+                    "# HELP fanout_data_plane_endpoints Open UCX data-plane endpoints.\n"
+                    "# TYPE fanout_data_plane_endpoints gauge\nfanout_data_plane_endpoints %lld\n"
+                    "# HELP fanout_data_plane_held_bytes Reply buffers and queued requests the data plane holds.\n"
+                    "# TYPE fanout_data_plane_held_bytes gauge\nfanout_data_plane_held_bytes %lld\n"
+                    "# HELP fanout_data_plane_malformed_total Data-plane requests that could not be parsed.\n"
+                    "# TYPE fanout_data_plane_malformed_total counter\nfanout_data_plane_malformed_total %lld\n"
+                    "# HELP fanout_data_plane_rejected_total Data-plane connections rejected (limit or stopping).\n"
+                    "# TYPE fanout_data_plane_rejected_total counter\nfanout_data_plane_rejected_total %lld\n",
+                    static_cast<long long>(dp.endpoints_open), static_cast<long long>(dp.held_bytes),
+                    static_cast<long long>(dp.malformed), static_cast<long long>(dp.endpoints_rejected));
+      extra += line;
+    }
+    std::string body = loaded ? state_->metrics.Prometheus(extra) : extra;
     res.set_content(body, "text/plain; version=0.0.4");
   });
   http.Get("/stats", [this](const httplib::Request&, httplib::Response& res) {
@@ -236,6 +331,7 @@ void PartitionServer::Stop() {
   if (stopped_) return;
   stopped_ = true;
   phase_ = 2;  // draining: /healthz answers 503
+  if (data_plane_) data_plane_->Stop();  // kept for /stats until the admin endpoint is gone
   if (rpc_) {
     rpc_->server->stop();  // closes the listener, interrupts idle connections
     if (rpc_->thread.joinable()) rpc_->thread.join();  // serve() returns once every connection ended
@@ -253,6 +349,7 @@ void PartitionServer::Stop() {
     admin_.reset();
   }
   phase_ = 3;
+  data_plane_.reset();
 }
 
 }  // namespace fanout::server

@@ -8,6 +8,10 @@
 // listener closes, requests in flight finish and get their replies, idle
 // connections close, threads are joined. The destructor calls Stop().
 //
+// With the UCX data plane on (ServerOptions::data_plane), a UCX listener
+// serves feature, label and sampling requests beside Thrift, from the same
+// partition and with the same answers; its port travels in PartitionInfo.
+//
 // Thread safety: Start/Stop from one controlling thread; everything else is
 // safe from any thread. The partition is read-only once loaded: no locks on
 // the request path.
@@ -38,9 +42,20 @@ struct ServerOptions {
   int64_t max_fanout = 100000;     // largest fanout accepted (-1 = all is always accepted)
   int64_t max_frame_bytes = int64_t{256} << 20;    // largest request frame, default 256 MiB
   int expected_num_parts = -1;     // refuse a dataset with another partition count
+  // The UCX data plane (a listener on `bind`, advertised in PartitionInfo):
+  // on by default in builds with UCX; Start() fails with the reason when it
+  // is on and cannot start (run with it off to serve over Thrift only).
+  bool data_plane = true;
+  int data_port = 0;               // its port (0 = any free port)
+  int data_threads = 0;            // its progress threads (0 = min(cores, 4))
 };
 
 struct ServerState;  // internal: what handlers share
+}  // namespace fanout::server
+namespace fanout::rpc {
+class DataPlaneServer;
+}  // namespace fanout::rpc
+namespace fanout::server {
 
 class PartitionServer {
  public:
@@ -55,6 +70,8 @@ class PartitionServer {
   void Stop();
 
   int port() const { return port_; }
+  // The data plane's port; 0 when it is off or not built.
+  int data_port() const { return data_port_; }
   int admin_port() const { return admin_port_; }
   const datasets::PartitionData& data() const { return *data_; }
   const ServerMetrics& metrics() const;
@@ -67,6 +84,7 @@ class PartitionServer {
  private:
   Status StartAdmin();
   Status StartRpc();
+  Status StartDataPlane();
 
   ServerOptions options_;
   std::shared_ptr<const datasets::PartitionData> data_;
@@ -75,8 +93,10 @@ class PartitionServer {
   std::unique_ptr<Rpc> rpc_;
   struct Admin;
   std::unique_ptr<Admin> admin_;
+  std::unique_ptr<rpc::DataPlaneServer> data_plane_;
+  std::atomic<bool> loaded_{false};  // data_ and state_ are complete (the admin endpoint may read them)
   std::atomic<int> phase_{0};  // 0 loading, 1 serving, 2 draining, 3 stopped
-  int port_ = 0, admin_port_ = -1;
+  int port_ = 0, admin_port_ = -1, data_port_ = 0;
   double load_seconds_ = 0;
   std::chrono::steady_clock::time_point started_at_;
   bool stopped_ = false;

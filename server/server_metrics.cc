@@ -17,6 +17,11 @@ const char* OutcomeName(int o) {
   return o >= 0 && o < kNumOutcomes ? kNames[o] : "unknown";
 }
 
+const char* PathName(int p) {
+  static const char* kNames[] = {"thrift", "ucx"};
+  return p >= 0 && p < kNumPaths ? kNames[p] : "unknown";
+}
+
 ServerMetrics::ServerMetrics() : counters_(NumCounters()) {}
 
 double ServerMetrics::BucketUpperSeconds(int k) { return std::pow(2.0, k / 2.0) * 1e-6; }
@@ -58,6 +63,20 @@ std::string ServerMetrics::Prometheus(const std::string& extra) const {
                   static_cast<long long>(v[idx]));
     out += line;
   };
+  out += "# HELP fanout_path_requests_total Requests answered, by path (thrift, ucx).\n"
+         "# TYPE fanout_path_requests_total counter\n";
+  for (int p = 0; p < kNumPaths; ++p) {
+    std::snprintf(line, sizeof line, "fanout_path_requests_total{path=\"%s\"} %lld\n", PathName(p),
+                  static_cast<long long>(v[PathRequestIndex(p)]));
+    out += line;
+  }
+  out += "# HELP fanout_path_reply_bytes_total Reply payload bytes sent, by path (thrift, ucx).\n"
+         "# TYPE fanout_path_reply_bytes_total counter\n";
+  for (int p = 0; p < kNumPaths; ++p) {
+    std::snprintf(line, sizeof line, "fanout_path_reply_bytes_total{path=\"%s\"} %lld\n", PathName(p),
+                  static_cast<long long>(v[PathBytesIndex(p)]));
+    out += line;
+  }
   counter("fanout_sampled_nodes_total", "Nodes whose neighbors were sampled.", kSampledNodes);
   counter("fanout_sampled_edges_total", "Sampled edges returned.", kSampledEdges);
   counter("fanout_feature_rows_total", "Feature rows served.", kFeatureRows);
@@ -128,6 +147,9 @@ std::string ServerMetrics::WindowsJson() const {
            {"feature_bytes_per_s", rate(kFeatureBytes)},
            {"feature_rows_per_s", rate(kFeatureRows)},
            {"requests_per_s", reqs / dt}};
+      for (int p = 0; p < kNumPaths; ++p)
+        j["by_path"][PathName(p)] = {{"requests_per_s", rate(PathRequestIndex(p))},
+                                     {"reply_bytes_per_s", rate(PathBytesIndex(p))}};
     }
     tp[std::to_string(w) + "s"] = j;
   }

@@ -36,6 +36,10 @@ const char* MethodName(int m);
 enum Outcome : int { kOk = 0, kInvalidArgument, kError, kNumOutcomes };
 const char* OutcomeName(int o);
 
+// The path a request came and its reply went by.
+enum Path : int { kThrift = 0, kUcx, kNumPaths };
+const char* PathName(int p);
+
 class ServerMetrics {
  public:
   static constexpr int kBuckets = 40;  // latency bucket k: <= 2^(k/2) microseconds (last: +inf)
@@ -49,6 +53,13 @@ class ServerMetrics {
     counters_.Add(kSampledNodes, nodes);
     counters_.Add(kSampledEdges, edges);
   }
+  // A request answered over `path` with a reply payload of `bytes`.
+  void RecordPath(int path, int64_t bytes) {
+    counters_.Add(PathRequestIndex(path), 1);
+    counters_.Add(PathBytesIndex(path), bytes);
+  }
+  int64_t PathRequests(int path) const { return counters_.Get(PathRequestIndex(path)); }
+  int64_t PathBytes(int path) const { return counters_.Get(PathBytesIndex(path)); }
   void RecordFeatures(int64_t rows, int64_t bytes) {
     counters_.Add(kFeatureRows, rows);
     counters_.Add(kFeatureBytes, bytes);
@@ -77,7 +88,9 @@ class ServerMetrics {
   static int RequestIndex(int m, int o) { return kNumFixed + m * kNumOutcomes + o; }
   static int LatencySumIndex(int m) { return kNumFixed + kNumMethods * kNumOutcomes + m; }
   static int BucketIndex(int m, int k) { return kNumFixed + kNumMethods * (kNumOutcomes + 1) + m * kBuckets + k; }
-  static int NumCounters() { return kNumFixed + kNumMethods * (kNumOutcomes + 1) + kNumMethods * kBuckets; }
+  static int PathRequestIndex(int p) { return kNumFixed + kNumMethods * (kNumOutcomes + 1) + kNumMethods * kBuckets + p; }
+  static int PathBytesIndex(int p) { return PathRequestIndex(kNumPaths) + p; }
+  static int NumCounters() { return PathBytesIndex(kNumPaths); }
 
   struct Snap {
     std::chrono::steady_clock::time_point at;

@@ -1,0 +1,466 @@
+// DataPlaneContext and DataPlaneChannel over UCP: the client side. A channel
+// owns one UCX worker (one thread's), with one endpoint per server; replies
+// arrive as active messages, rendezvous ones received with
+// ucp_am_recv_data_nbx straight into the caller's sink from the progress loop
+// (never inside a callback).
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <cassert>
+#include <chrono>
+#include <cstring>
+
+#include "rpc/data_plane.h"
+#include "rpc/ucx/ucx_common.h"
+#include "rpc/ucx/wire.h"
+
+namespace fanout::rpc {
+
+using Clock = std::chrono::steady_clock;
+
+struct DataPlaneContext::Impl {
+  ucx::Context ctx;
+};
+
+DataPlaneContext::~DataPlaneContext() = default;
+
+Status DataPlaneContext::Create(std::shared_ptr<DataPlaneContext>* out) {
+  std::shared_ptr<DataPlaneContext> c(new DataPlaneContext());
+  c->impl_ = std::make_unique<Impl>();
+  FANOUT_RETURN_IF_ERROR(ucx::Context::Create(&c->impl_->ctx));
+  c->info_.available = true;
+  c->info_.ucx_version = ucx::Version();
+  c->info_.memory_types = c->impl_->ctx.MemoryTypes();
+  c->info_.cuda = c->impl_->ctx.HandlesCuda();
+  *out = std::move(c);
+  return Status::OK();
+}
+
+DataPlaneInfo QueryDataPlane() {
+  std::shared_ptr<DataPlaneContext> c;
+  Status st = DataPlaneContext::Create(&c);
+  if (!st.ok()) {
+    DataPlaneInfo info;
+    info.error = st.message();
+    info.ucx_version = ucx::Version();
+    return info;
+  }
+  return c->info();
+}
+
+namespace {
+
+struct Peer {
+  DataPlaneChannel::Impl* channel = nullptr;
+  int index = 0;
+  std::string host, name;
+  int port = 0;
+  ucp_ep_h ep = nullptr;
+  bool failed = false;
+  std::string fail_reason;
+  // The request in flight.
+  bool busy = false;
+  uint64_t request_id = 0;
+  wire::RequestHeader hdr;
+  ReplySink sink;
+  std::vector<ucp_dt_iov_t> iov;
+  void* send_req = nullptr;
+  bool sent = false;
+  void* rndv_desc = nullptr;
+  size_t rndv_len = 0;
+  void* recv_req = nullptr;
+  bool done = false;
+  Status status;
+  std::string transports;
+};
+
+}  // namespace
+
+struct DataPlaneChannel::Impl {
+  std::shared_ptr<DataPlaneContext> context;
+  RpcOptions options;
+  ucx::Worker worker;
+  std::vector<std::unique_ptr<Peer>> peers;
+  uint64_t next_seq = 1;
+  ChannelStats* stats = nullptr;
+
+  Status Open(Peer* p);
+  Status WaitFor(Peer* p, int timeout_ms);
+  void Close(Peer* p);
+  void StartReceive(Peer* p);
+  void Progress() {
+    for (int i = 0; i < 256 && ucp_worker_progress(worker.get()) != 0; ++i) {
+    }
+    for (auto& p : peers)
+      if (p->rndv_desc != nullptr) StartReceive(p.get());
+  }
+
+  static ucs_status_t OnReply(void* arg, const void* header, size_t header_length, void* data, size_t length,
+                              const ucp_am_recv_param_t* param);
+  static void OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status) {
+    auto* p = static_cast<Peer*>(arg);
+    p->failed = true;
+    p->fail_reason = ucs_status_string(status);
+  }
+  static void OnSendDone(void* request, ucs_status_t status, void* user_data) {
+    auto* p = static_cast<Peer*>(user_data);
+    p->send_req = nullptr;
+    p->sent = true;
+    if (status != UCS_OK && status != UCS_ERR_CANCELED) {
+      p->failed = true;
+      p->fail_reason = std::string("sending the request: ") + ucs_status_string(status);
+    }
+    ucp_request_free(request);
+  }
+  static void OnReceiveDone(void* request, ucs_status_t status, size_t length, void* user_data) {
+    auto* p = static_cast<Peer*>(user_data);
+    p->recv_req = nullptr;
+    p->done = true;
+    if (status == UCS_OK) {
+      ++p->channel->stats->rndv_replies;
+    } else {
+      p->status = Status::Unavailable("server " + p->name + ": receiving the reply failed: " + ucs_status_string(status));
+    }
+    ucp_request_free(request);
+  }
+};
+
+namespace {
+
+size_t SinkBytes(const ReplySink& s) {
+  if (!s.segments.empty()) {
+    size_t n = 0;
+    for (const auto& g : s.segments) n += g.bytes;
+    return n;
+  }
+  return s.bytes;
+}
+
+}  // namespace
+
+ucs_status_t DataPlaneChannel::Impl::OnReply(void* arg, const void* header, size_t header_length, void* data,
+                                             size_t length, const ucp_am_recv_param_t* param) {
+  auto* c = static_cast<Impl*>(arg);
+  const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+  wire::ReplyHeader h;
+  if (header_length != sizeof h) {
+    ++c->stats->stray_replies;
+    return UCS_OK;
+  }
+  std::memcpy(&h, header, sizeof h);
+  const size_t index = static_cast<size_t>(h.request_id & 0xffff);
+  Peer* p = index < c->peers.size() ? c->peers[index].get() : nullptr;
+  if (h.magic != wire::kMagic || p == nullptr || !p->busy || p->done || p->rndv_desc != nullptr ||
+      p->recv_req != nullptr || p->request_id != h.request_id) {
+    ++c->stats->stray_replies;  // a reply for no request in flight: dropped
+    return UCS_OK;
+  }
+  if (h.code != 0) {
+    std::string msg = rndv ? "(error message not received)" : std::string(static_cast<const char*>(data), length);
+    p->done = true;
+    p->status = Status::FromCode(h.code, "server " + p->name + ": " + msg);
+    return UCS_OK;
+  }
+  const ReplySink& s = p->sink;
+  if (h.payload_bytes != length) {
+    p->done = true;
+    p->status = Status::Corruption("server " + p->name + ": data-plane reply says " + std::to_string(h.payload_bytes) +
+                                   " bytes but carries " + std::to_string(length));
+    return UCS_OK;
+  }
+  if (s.grow != nullptr) {
+    if (static_cast<int64_t>(length) > c->options.max_frame_bytes) {
+      p->done = true;
+      p->status = Status::ResourceExhausted("server " + p->name + ": reply of " + std::to_string(length) +
+                                            " bytes is over the limit of " + std::to_string(c->options.max_frame_bytes));
+      return UCS_OK;
+    }
+    s.grow->resize(length);
+  } else if (length != SinkBytes(s)) {
+    p->done = true;
+    p->status = Status::Corruption("server " + p->name + ": reply of " + std::to_string(length) + " bytes, expected " +
+                                   std::to_string(SinkBytes(s)));
+    return UCS_OK;
+  }
+  c->stats->reply_bytes += static_cast<int64_t>(length);
+  if (rndv || (s.kind == MemoryKind::kCuda && (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA))) {
+    p->rndv_desc = data;  // received from the progress loop
+    p->rndv_len = length;
+    return UCS_INPROGRESS;
+  }
+  if (s.kind == MemoryKind::kCuda) {
+    p->done = true;
+    p->status = Status::Internal("server " + p->name + ": a small reply for CUDA memory arrived without rendezvous");
+    return UCS_OK;
+  }
+  const char* src = static_cast<const char*>(data);
+  if (s.grow != nullptr) {
+    if (length) std::memcpy(s.grow->data(), src, length);
+  } else if (!s.segments.empty()) {
+    for (const auto& g : s.segments) {
+      std::memcpy(g.data, src, g.bytes);
+      src += g.bytes;
+    }
+  } else if (length) {
+    std::memcpy(s.data, src, length);
+  }
+  p->done = true;
+  return UCS_OK;
+}
+
+void DataPlaneChannel::Impl::StartReceive(Peer* p) {
+  void* desc = p->rndv_desc;
+  p->rndv_desc = nullptr;
+  ucp_request_param_t prm{};
+  prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  prm.cb.recv_am = OnReceiveDone;
+  prm.user_data = p;
+  if (p->sink.kind == MemoryKind::kCuda) {
+    prm.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    prm.memory_type = UCS_MEMORY_TYPE_CUDA;
+  }
+  void* buffer;
+  size_t count;
+  const ReplySink& s = p->sink;
+  if (s.grow != nullptr) {
+    buffer = s.grow->data();
+    count = p->rndv_len;
+  } else if (!s.segments.empty()) {
+    p->iov.resize(s.segments.size());
+    for (size_t i = 0; i < s.segments.size(); ++i) p->iov[i] = {s.segments[i].data, s.segments[i].bytes};
+    prm.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+    prm.datatype = ucp_dt_make_iov();
+    buffer = p->iov.data();
+    count = p->iov.size();
+  } else {
+    buffer = s.data;
+    count = p->rndv_len;
+  }
+  ucs_status_ptr_t r = ucp_am_recv_data_nbx(worker.get(), desc, buffer, count, &prm);
+  if (r == nullptr) {
+    p->done = true;
+    ++stats->rndv_replies;
+  } else if (UCS_PTR_IS_ERR(r)) {
+    p->done = true;
+    p->status = Status::Unavailable("server " + p->name + ": receiving the reply failed: " +
+                                    ucs_status_string(UCS_PTR_STATUS(r)));
+  } else {
+    p->recv_req = r;
+  }
+}
+
+Status DataPlaneChannel::Create(std::shared_ptr<DataPlaneContext> context, const RpcOptions& options,
+                                std::unique_ptr<DataPlaneChannel>* out) {
+  if (!context) return Status::InvalidArgument("DataPlaneChannel: no context");
+  std::unique_ptr<DataPlaneChannel> ch(new DataPlaneChannel());
+  ch->impl_ = std::make_unique<Impl>();
+  Impl& i = *ch->impl_;
+  i.context = std::move(context);
+  i.options = options;
+  i.stats = &ch->stats_;
+  FANOUT_RETURN_IF_ERROR(ucx::Worker::Create(i.context->impl()->ctx.get(), &i.worker));
+  ucp_am_handler_param_t hp{};
+  hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG |
+                  UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+  hp.id = wire::kAmReply;
+  hp.cb = Impl::OnReply;
+  hp.arg = &i;
+  hp.flags = UCP_AM_FLAG_WHOLE_MSG;
+  ucs_status_t st = ucp_worker_set_am_recv_handler(i.worker.get(), &hp);
+  if (st != UCS_OK) return ucx::Error("registering the data-plane reply handler", st);
+  *out = std::move(ch);
+  return Status::OK();
+}
+
+DataPlaneChannel::~DataPlaneChannel() {
+  if (!impl_) return;
+  for (auto& p : impl_->peers) impl_->Close(p.get());
+}
+
+Status DataPlaneChannel::Impl::Open(Peer* p) {
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  std::string port = std::to_string(p->port);
+  int rc = getaddrinfo(p->host.c_str(), port.c_str(), &hints, &res);
+  if (rc != 0 || res == nullptr)
+    return Status::Unavailable("data plane of server " + p->name + ": cannot resolve '" + p->host + "': " +
+                               gai_strerror(rc));
+  ucp_ep_params_t params{};
+  params.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  params.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
+  params.sockaddr.addr = res->ai_addr;
+  params.sockaddr.addrlen = res->ai_addrlen;
+  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  params.err_handler.cb = OnEndpointError;
+  params.err_handler.arg = p;
+  ucs_status_t st = ucp_ep_create(worker.get(), &params, &p->ep);
+  freeaddrinfo(res);
+  if (st != UCS_OK) {
+    p->ep = nullptr;
+    return ucx::Error("data plane of server " + p->name + " at " + p->host + ":" + port, st);
+  }
+  p->failed = false;
+  p->fail_reason.clear();
+  p->transports.clear();
+  return Status::OK();
+}
+
+// Cancels what is in flight, closes the endpoint and waits (bounded) until
+// UCX has let go of the sink.
+void DataPlaneChannel::Impl::Close(Peer* p) {
+  if (p->rndv_desc != nullptr) {
+    ucp_am_data_release(worker.get(), p->rndv_desc);
+    p->rndv_desc = nullptr;
+  }
+  if (p->recv_req != nullptr) ucp_request_cancel(worker.get(), p->recv_req);
+  if (p->send_req != nullptr) ucp_request_cancel(worker.get(), p->send_req);
+  if (p->ep != nullptr) {
+    ucp_request_param_t prm{};
+    prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    prm.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    ucs_status_ptr_t r = ucp_ep_close_nbx(p->ep, &prm);
+    auto deadline = Clock::now() + std::chrono::seconds(5);
+    if (r != nullptr && !UCS_PTR_IS_ERR(r)) {
+      while (ucp_request_check_status(r) == UCS_INPROGRESS && Clock::now() < deadline) ucp_worker_progress(worker.get());
+      ucp_request_free(r);
+    }
+    p->ep = nullptr;
+  }
+  auto deadline = Clock::now() + std::chrono::seconds(5);
+  while ((p->recv_req != nullptr || p->send_req != nullptr) && Clock::now() < deadline) ucp_worker_progress(worker.get());
+  p->busy = false;
+  p->rndv_desc = nullptr;
+}
+
+Status DataPlaneChannel::Connect(const std::string& host, int port, const std::string& name, int* peer) {
+  Impl& i = *impl_;
+  if (i.peers.size() >= 0xffff) return Status::ResourceExhausted("too many data-plane peers on one channel");
+  auto p = std::make_unique<Peer>();
+  p->channel = &i;
+  p->index = static_cast<int>(i.peers.size());
+  p->host = host;
+  p->port = port;
+  p->name = name;
+  Peer* raw = p.get();
+  i.peers.push_back(std::move(p));
+  FANOUT_RETURN_IF_ERROR(i.Open(raw));
+  DataRequest ping;
+  ping.method = DataMethod::kPing;
+  ReplySink sink;  // an empty reply
+  Status st = Post(raw->index, ping, sink);
+  if (st.ok()) st = i.WaitFor(raw, i.options.connect_timeout_ms);
+  if (!st.ok()) {
+    i.Close(raw);
+    return Status::FromCode(static_cast<int>(st.code()), "cannot reach the data plane of server " + name + " at " +
+                                                             host + ":" + std::to_string(port) + ": " + st.message());
+  }
+  raw->transports = ucx::EndpointTransports(raw->ep);
+  *peer = raw->index;
+  return Status::OK();
+}
+
+Status DataPlaneChannel::Post(int peer, const DataRequest& request, const ReplySink& sink) {
+  Impl& i = *impl_;
+  if (peer < 0 || peer >= static_cast<int>(i.peers.size()))
+    return Status::InvalidArgument("data-plane peer " + std::to_string(peer) + " does not exist");
+  Peer* p = i.peers[peer].get();
+  assert(!p->busy);
+  if (sink.kind == MemoryKind::kCuda && !i.context->info().cuda)
+    return Status::NotSupported("this UCX (" + i.context->info().ucx_version +
+                                ") does not handle CUDA memory: receive into host memory and copy");
+  if (p->ep == nullptr || p->failed) {
+    if (p->ep != nullptr) i.Close(p);
+    FANOUT_RETURN_IF_ERROR(i.Open(p));
+  }
+  p->busy = true;
+  p->done = false;
+  p->sent = false;
+  p->status = Status::OK();
+  p->sink = sink;
+  p->request_id = (i.next_seq++ << 16) | static_cast<uint64_t>(peer);
+  p->hdr = wire::RequestHeader();
+  p->hdr.method = static_cast<uint8_t>(request.method);
+  p->hdr.request_id = p->request_id;
+  p->hdr.fanout = request.call.fanout;
+  p->hdr.seed = request.call.seed;
+  p->hdr.hop = request.call.hop;
+  p->hdr.flags = (request.call.replace ? wire::kReplace : 0) | (request.call.weighted ? wire::kWeighted : 0) |
+                 (request.call.with_edge_ids ? wire::kEdgeIds : 0) | (sink.kind == MemoryKind::kCuda ? wire::kForceRndv : 0);
+  ucp_request_param_t prm{};
+  prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+  prm.cb.send = Impl::OnSendDone;
+  prm.user_data = p;
+  prm.flags = UCP_AM_SEND_FLAG_REPLY;
+  ucs_status_ptr_t r = ucp_am_send_nbx(p->ep, wire::kAmRequest, &p->hdr, sizeof p->hdr, request.ids.data(),
+                                       request.ids.size() * 8, &prm);
+  ++stats_.requests;
+  if (r == nullptr) {
+    p->sent = true;
+  } else if (UCS_PTR_IS_ERR(r)) {
+    Status st = ucx::Error("server " + p->name + ": sending a data-plane request", UCS_PTR_STATUS(r));
+    i.Close(p);
+    return st;
+  } else {
+    p->send_req = r;
+  }
+  return Status::OK();
+}
+
+Status DataPlaneChannel::Impl::WaitFor(Peer* p, int timeout_ms) {
+  if (!p->busy) return Status::OK();
+  auto start = Clock::now();
+  auto deadline = start + std::chrono::milliseconds(timeout_ms);
+  auto last = start;
+  for (;;) {
+    Progress();
+    if (p->done && p->sent) break;
+    if (p->failed) {
+      Status st = Status::Unavailable("server " + p->name + ": data plane endpoint failed: " + p->fail_reason);
+      Close(p);
+      return st;
+    }
+    auto now = Clock::now();
+    if (now >= deadline) {
+      Close(p);
+      return Status::DeadlineExceeded("server " + p->name + " did not answer on the data plane within " +
+                                      std::to_string(timeout_ms) + " ms");
+    }
+    if (now - last < std::chrono::microseconds(50)) continue;
+    int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
+    worker.WaitForEvents(std::min(left, 100));
+    last = Clock::now();
+  }
+  p->busy = false;
+  Status st = std::move(p->status);
+  p->status = Status::OK();
+  // A transport failure while receiving leaves the endpoint suspect.
+  if (st.code() == Status::Code::kUnavailable) Close(p);
+  return st;
+}
+
+Status DataPlaneChannel::Wait(int peer) {
+  Impl& i = *impl_;
+  if (peer < 0 || peer >= static_cast<int>(i.peers.size()))
+    return Status::InvalidArgument("data-plane peer " + std::to_string(peer) + " does not exist");
+  return i.WaitFor(i.peers[peer].get(), i.options.call_timeout_ms);
+}
+
+Status DataPlaneChannel::Call(int peer, const DataRequest& request, const ReplySink& sink) {
+  FANOUT_RETURN_IF_ERROR(Post(peer, request, sink));
+  return Wait(peer);
+}
+
+void DataPlaneChannel::Abandon(int peer) {
+  if (peer < 0 || peer >= static_cast<int>(impl_->peers.size())) return;
+  Peer* p = impl_->peers[peer].get();
+  if (p->busy) impl_->Close(p);
+}
+
+std::string DataPlaneChannel::Transports(int peer) const {
+  if (peer < 0 || peer >= static_cast<int>(impl_->peers.size())) return "";
+  return impl_->peers[peer]->transports;
+}
+
+}  // namespace fanout::rpc

@@ -1,0 +1,139 @@
+#include "rpc/ucx/ucx_common.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <ucs/memory/memory_type.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+
+namespace fanout::rpc::ucx {
+
+Status Error(const std::string& what, ucs_status_t status) {
+  return Status::Unavailable(what + ": " + ucs_status_string(status));
+}
+
+Status Context::Create(Context* out) {
+  ucp_config_t* config = nullptr;
+  ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
+  if (st != UCS_OK) return Error("reading the UCX configuration (UCX_* variables)", st);
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
+  params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+  params.name = "fanout";
+  ucp_context_h ctx = nullptr;
+  st = ucp_init(&params, config, &ctx);
+  ucp_config_release(config);
+  if (st != UCS_OK) return Error("starting UCX (ucp_init)", st);
+  out->ctx_ = ctx;
+  return Status::OK();
+}
+
+Context::~Context() {
+  if (ctx_) ucp_cleanup(ctx_);
+}
+
+std::vector<std::string> Context::MemoryTypes() const {
+  std::vector<std::string> names;
+  ucp_context_attr_t attr{};
+  attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+  if (ucp_context_query(ctx_, &attr) != UCS_OK) return names;
+  for (int t = 0; t < UCS_MEMORY_TYPE_LAST; ++t)
+    if (attr.memory_types & (uint64_t{1} << t)) names.push_back(ucs_memory_type_names[t]);
+  return names;
+}
+
+bool Context::HandlesCuda() const {
+  ucp_context_attr_t attr{};
+  attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+  if (ucp_context_query(ctx_, &attr) != UCS_OK) return false;
+  return (attr.memory_types & (uint64_t{1} << UCS_MEMORY_TYPE_CUDA)) != 0;
+}
+
+Status Worker::Create(ucp_context_h ctx, Worker* out) {
+  ucp_worker_params_t params{};
+  params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  params.thread_mode = UCS_THREAD_MODE_SINGLE;
+  ucp_worker_h w = nullptr;
+  ucs_status_t st = ucp_worker_create(ctx, &params, &w);
+  if (st != UCS_OK) return Error("creating a UCX worker", st);
+  int efd = -1;
+  st = ucp_worker_get_efd(w, &efd);
+  if (st != UCS_OK) {
+    ucp_worker_destroy(w);
+    return Error("getting the UCX worker's event fd", st);
+  }
+  out->w_ = w;
+  out->efd_ = efd;
+  return Status::OK();
+}
+
+Worker::~Worker() {
+  if (w_) ucp_worker_destroy(w_);
+}
+
+void Worker::WaitForEvents(int timeout_ms) {
+  ucs_status_t st = ucp_worker_arm(w_);
+  if (st == UCS_ERR_BUSY) return;  // events pending: progress again
+  if (st != UCS_OK) return;
+  pollfd p{efd_, POLLIN, 0};
+  poll(&p, 1, timeout_ms);
+}
+
+std::string EndpointTransports(ucp_ep_h ep) {
+  char* buf = nullptr;
+  size_t len = 0;
+  FILE* f = open_memstream(&buf, &len);
+  if (f == nullptr) return "";
+  ucp_ep_print_info(ep, f);
+  std::fclose(f);
+  std::string text(buf, len);
+  std::free(buf);
+  // Lines look like "#                 lane[0]:  3:cma/memory.0 md[1]  ... am zcopy_rndv".
+  std::set<std::string> seen;
+  std::string out;
+  size_t at = 0;
+  while ((at = text.find("lane[", at)) != std::string::npos) {
+    size_t colon = text.find(':', at);
+    size_t eol = text.find('\n', at);
+    if (colon == std::string::npos || colon > eol) break;
+    size_t p = colon + 1;
+    while (p < eol && text[p] == ' ') ++p;
+    size_t q = text.find(':', p);  // "3:cma/memory.0 ..."
+    if (q != std::string::npos && q < eol) p = q + 1;
+    size_t e = p;
+    while (e < eol && text[e] != ' ') ++e;
+    std::string tl = text.substr(p, e - p);
+    size_t dot = tl.rfind('.');
+    if (dot != std::string::npos && tl.find('/') != std::string::npos && dot > tl.find('/')) tl = tl.substr(0, dot);
+    if (!tl.empty() && seen.insert(tl).second) out += (out.empty() ? "" : ", ") + tl;
+    at = eol == std::string::npos ? text.size() : eol;
+  }
+  return out;
+}
+
+std::string SockaddrText(const sockaddr_storage& addr) {
+  char host[INET6_ADDRSTRLEN] = "?";
+  int port = 0;
+  if (addr.ss_family == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&addr);
+    inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+    port = ntohs(a->sin_port);
+  } else if (addr.ss_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&addr);
+    inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+    port = ntohs(a->sin6_port);
+    return "[" + std::string(host) + "]:" + std::to_string(port);
+  }
+  return std::string(host) + ":" + std::to_string(port);
+}
+
+std::string Version() {
+  unsigned major = 0, minor = 0, release = 0;
+  ucp_get_version(&major, &minor, &release);
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release);
+}
+
+}  // namespace fanout::rpc::ucx

@@ -1,0 +1,65 @@
+// Small RAII and helper layer over UCP shared by the data-plane server and
+// client. Internal to rpc/.
+#ifndef FANOUT_RPC_UCX_UCX_COMMON_H_
+#define FANOUT_RPC_UCX_UCX_COMMON_H_
+
+#include <ucp/api/ucp.h>
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace fanout::rpc::ucx {
+
+// "what: UCX status text".
+Status Error(const std::string& what, ucs_status_t status);
+
+// A UCP context with active messages and wakeup (event fd) support, read from
+// the UCX_* environment as UCX tools do.
+class Context {
+ public:
+  static Status Create(Context* out);
+  Context() = default;
+  ~Context();
+  Context(Context&& o) noexcept : ctx_(o.ctx_) { o.ctx_ = nullptr; }
+  Context& operator=(Context&&) = delete;
+  ucp_context_h get() const { return ctx_; }
+  // Names of the memory types this UCX moves ("host", "cuda", ...).
+  std::vector<std::string> MemoryTypes() const;
+  bool HandlesCuda() const;
+
+ private:
+  ucp_context_h ctx_ = nullptr;
+};
+
+// A single-threaded UCP worker and its event fd.
+class Worker {
+ public:
+  static Status Create(ucp_context_h ctx, Worker* out);
+  Worker() = default;
+  ~Worker();
+  Worker(Worker&& o) noexcept : w_(o.w_), efd_(o.efd_) { o.w_ = nullptr; }
+  Worker& operator=(Worker&&) = delete;
+  ucp_worker_h get() const { return w_; }
+  // Sleeps on the event fd until UCX has events or timeout_ms passes (returns
+  // at once when events are pending). REQUIRES: called outside callbacks.
+  void WaitForEvents(int timeout_ms);
+
+ private:
+  ucp_worker_h w_ = nullptr;
+  int efd_ = -1;
+};
+
+// The transports of an endpoint's lanes ("cma/memory, tcp/lo", ...), from
+// ucp_ep_print_info.
+std::string EndpointTransports(ucp_ep_h ep);
+
+// "host:port" of a socket address.
+std::string SockaddrText(const struct sockaddr_storage& addr);
+
+std::string Version();
+
+}  // namespace fanout::rpc::ucx
+
+#endif  // FANOUT_RPC_UCX_UCX_COMMON_H_

@@ -1,0 +1,588 @@
+// DataPlaneServer over UCP: a listener on thread 0's worker hands each new
+// connection to one of N progress threads (round robin); each thread owns a
+// UCX worker, its endpoints, a handler and a pool of reply buffers, and serves
+// its endpoints' requests in order, at most max_replies_per_endpoint in flight
+// each. Nothing is shared between threads on the request path.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "rpc/data_plane.h"
+#include "rpc/ucx/ucx_common.h"
+#include "rpc/ucx/wire.h"
+
+namespace fanout::rpc {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+struct Thread;
+struct Endpoint;
+
+// A request received (or being received) and not yet answered.
+struct Pending {
+  wire::RequestHeader hdr;
+  PodVector<int64_t> ids;
+  void* rndv_desc = nullptr;  // data still to fetch with ucp_am_recv_data_nbx
+  bool receiving = false;     // the fetch is in progress
+  Status bad;                 // answered with this error instead of served
+  Endpoint* ep = nullptr;
+};
+
+struct Endpoint {
+  Thread* t = nullptr;
+  ucp_ep_h ep = nullptr;
+  std::string peer;
+  std::deque<std::unique_ptr<Pending>> queue;
+  int in_flight = 0;        // replies being sent
+  bool failed = false;      // the error callback fired, or the server stops
+  void* close_req = nullptr;
+  bool closing = false, closed = false;
+  bool transports_known = false;
+  std::atomic<int64_t> requests{0}, reply_bytes{0}, held_bytes{0};
+  std::string transports;  // GUARDED_BY(t->mu)
+};
+
+struct SendCtx {
+  Endpoint* ep;
+  wire::ReplyHeader hdr;
+  std::unique_ptr<ReplyBuffer> buf;
+  std::string message;
+  int64_t held = 0;
+};
+
+}  // namespace
+
+struct DataPlaneServer::Impl {
+  DataPlaneServerOptions options;
+  HandlerFactory make_handler;
+  ucx::Context ctx;
+  std::vector<std::unique_ptr<Thread>> threads;
+  ucp_listener_h listener = nullptr;
+  int port = 0;
+  std::atomic<bool> stop{false};
+  std::atomic<uint32_t> next_thread{0};
+  std::atomic<int64_t> requests{0}, reply_bytes{0}, errors{0}, malformed{0}, refused{0};
+  std::atomic<int64_t> endpoints_open{0}, endpoints_total{0}, endpoints_rejected{0};
+  std::vector<std::string> memory_types;
+  bool stopped = false;
+
+  static void OnConnection(ucp_conn_request_h request, void* arg);
+};
+
+namespace {
+
+struct Thread {
+  DataPlaneServer::Impl* server = nullptr;
+  ucx::Worker worker;
+  std::unique_ptr<DataPlaneHandler> handler;
+  std::thread thread;
+  mutable std::mutex mu;
+  std::deque<ucp_conn_request_h> inbox;         // GUARDED_BY(mu)
+  std::vector<std::unique_ptr<Endpoint>> eps;   // GUARDED_BY(mu) for readers; only this thread changes it
+  std::unordered_map<ucp_ep_h, Endpoint*> by_ep;
+  std::vector<std::unique_ptr<ReplyBuffer>> pool;
+  std::atomic<int64_t> held_bytes{0};  // pooled buffers (endpoints count their own)
+
+  void Run();
+  bool Accept();
+  bool StartReceives();
+  bool Serve();
+  bool Reap();
+  void Shutdown();
+  void Answer(Endpoint* ep, std::unique_ptr<Pending> p);
+  void SendReply(Endpoint* ep, uint64_t request_id, const Status& st, std::unique_ptr<ReplyBuffer> buf,
+                 bool force_rndv = false);
+  void Finish(SendCtx* ctx, ucs_status_t status);
+  std::unique_ptr<ReplyBuffer> TakeBuffer();
+  void GiveBuffer(std::unique_ptr<ReplyBuffer> b);
+  Endpoint* Find(ucp_ep_h ep) {
+    auto it = by_ep.find(ep);
+    return it == by_ep.end() ? nullptr : it->second;
+  }
+
+  static ucs_status_t OnRequest(void* arg, const void* header, size_t header_length, void* data, size_t length,
+                                const ucp_am_recv_param_t* param);
+  static void OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status) { static_cast<Endpoint*>(arg)->failed = true; }
+  static void OnSendDone(void* request, ucs_status_t status, void* user_data) {
+    auto* ctx = static_cast<SendCtx*>(user_data);
+    ctx->ep->t->Finish(ctx, status);
+    ucp_request_free(request);
+  }
+  static void OnReceiveDone(void* request, ucs_status_t status, size_t length, void* user_data) {
+    auto* p = static_cast<Pending*>(user_data);
+    p->receiving = false;
+    if (status != UCS_OK) p->bad = Status::Unavailable(std::string("receiving the request's ids: ") + ucs_status_string(status));
+    ucp_request_free(request);
+  }
+};
+
+ucs_status_t Thread::OnRequest(void* arg, const void* header, size_t header_length, void* data, size_t length,
+                               const ucp_am_recv_param_t* param) {
+  auto* t = static_cast<Thread*>(arg);
+  DataPlaneServer::Impl* s = t->server;
+  Endpoint* ep = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ? t->Find(param->reply_ep) : nullptr;
+  const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+  if (ep == nullptr || ep->failed) {
+    // No way to answer (the sender did not ask for a reply endpoint): drop it.
+    ++s->malformed;
+    return UCS_OK;
+  }
+  auto p = std::make_unique<Pending>();
+  p->ep = ep;
+  if (header_length != sizeof(wire::RequestHeader)) {
+    ++s->malformed;
+    if (header_length >= 16) std::memcpy(&p->hdr.request_id, static_cast<const char*>(header) + 8, 8);
+    p->bad = Status::InvalidArgument("malformed data-plane request: header of " + std::to_string(header_length) +
+                                     " bytes, expected " + std::to_string(sizeof(wire::RequestHeader)));
+  } else {
+    std::memcpy(&p->hdr, header, sizeof p->hdr);
+    if (p->hdr.magic != wire::kMagic || p->hdr.version != wire::kVersion) {
+      ++s->malformed;
+      p->bad = Status::InvalidArgument("malformed data-plane request: bad magic or version " +
+                                       std::to_string(p->hdr.version));
+    } else if (p->hdr.method > static_cast<uint8_t>(DataMethod::kSample)) {
+      ++s->malformed;
+      p->bad = Status::InvalidArgument("unknown data-plane method " + std::to_string(p->hdr.method));
+    } else if (length % 8 != 0) {
+      ++s->malformed;
+      p->bad = Status::InvalidArgument("node ids: payload of " + std::to_string(length) +
+                                       " bytes is not a whole number of 8-byte values");
+    } else if (static_cast<int64_t>(length) > s->options.max_request_bytes) {
+      ++s->malformed;
+      p->bad = Status::InvalidArgument("request of " + std::to_string(length) + " bytes is over the limit of " +
+                                       std::to_string(s->options.max_request_bytes));
+    }
+  }
+  if (static_cast<int>(ep->queue.size()) >= s->options.max_queued_per_endpoint) {
+    ++s->refused;
+    p->bad = Status::ResourceExhausted("more than " + std::to_string(s->options.max_queued_per_endpoint) +
+                                       " data-plane requests queued on this connection");
+  }
+  if (p->bad.ok()) {
+    p->ids.resize(length / 8);
+    ep->held_bytes += static_cast<int64_t>(length);
+    if (rndv) {
+      p->rndv_desc = data;  // fetched from the progress loop, never inside a callback
+    } else if (length > 0) {
+      std::memcpy(p->ids.data(), data, length);
+    }
+  }
+  const bool keep = p->bad.ok() && rndv;
+  ep->queue.push_back(std::move(p));
+  return keep ? UCS_INPROGRESS : UCS_OK;
+}
+
+std::unique_ptr<ReplyBuffer> Thread::TakeBuffer() {
+  if (pool.empty()) return std::make_unique<ReplyBuffer>();
+  auto b = std::move(pool.back());
+  pool.pop_back();
+  held_bytes -= static_cast<int64_t>(b->capacity());
+  return b;
+}
+
+void Thread::GiveBuffer(std::unique_ptr<ReplyBuffer> b) {
+  if (!b) return;
+  constexpr size_t kPooled = 8;
+  if (pool.size() >= kPooled) return;  // freed: the pool stays bounded
+  b->clear();
+  held_bytes += static_cast<int64_t>(b->capacity());
+  pool.push_back(std::move(b));
+}
+
+void Thread::Finish(SendCtx* ctx, ucs_status_t status) {
+  Endpoint* ep = ctx->ep;
+  --ep->in_flight;
+  ep->held_bytes -= ctx->held;
+  if (status != UCS_OK) {
+    ++server->errors;
+    ep->failed = true;
+  }
+  GiveBuffer(std::move(ctx->buf));
+  delete ctx;
+}
+
+void Thread::SendReply(Endpoint* ep, uint64_t request_id, const Status& st, std::unique_ptr<ReplyBuffer> buf,
+                       bool force_rndv) {
+  auto* ctx = new SendCtx{ep, {}, std::move(buf), {}, 0};
+  ctx->hdr.request_id = request_id;
+  ctx->hdr.code = static_cast<int32_t>(st.code());
+  const void* data;
+  size_t size;
+  if (st.ok()) {
+    data = ctx->buf->data();
+    size = ctx->buf->size();
+    ctx->hdr.payload_bytes = size;
+    ctx->held = static_cast<int64_t>(ctx->buf->capacity());
+  } else {
+    ++server->errors;
+    ctx->message = st.message();
+    data = ctx->message.data();
+    size = ctx->message.size();
+  }
+  ep->held_bytes += ctx->held;
+  ++ep->in_flight;
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+  p.cb.send = OnSendDone;
+  p.user_data = ctx;
+  p.flags = (st.ok() && (force_rndv || static_cast<int64_t>(size) >= server->options.rndv_threshold_bytes))
+                ? UCP_AM_SEND_FLAG_RNDV
+                : 0;
+  ucs_status_ptr_t r = ucp_am_send_nbx(ep->ep, wire::kAmReply, &ctx->hdr, sizeof ctx->hdr, data, size, &p);
+  if (r == nullptr) {
+    Finish(ctx, UCS_OK);
+  } else if (UCS_PTR_IS_ERR(r)) {
+    Finish(ctx, UCS_PTR_STATUS(r));
+  }
+  if (st.ok()) {
+    ++server->requests;
+    server->reply_bytes += static_cast<int64_t>(size);
+    ++ep->requests;
+    ep->reply_bytes += static_cast<int64_t>(size);
+  }
+}
+
+void Thread::Answer(Endpoint* ep, std::unique_ptr<Pending> p) {
+  ep->held_bytes -= static_cast<int64_t>(p->ids.size() * 8);
+  if (!p->bad.ok()) {
+    SendReply(ep, p->hdr.request_id, p->bad, nullptr);
+    return;
+  }
+  std::unique_ptr<ReplyBuffer> buf = TakeBuffer();
+  Status st;
+  auto method = static_cast<DataMethod>(p->hdr.method);
+  if (method == DataMethod::kPing) {
+    buf->clear();
+  } else {
+    DataRequest req;
+    req.method = method;
+    req.ids = ArrayView<const int64_t>(p->ids.data(), p->ids.size());
+    req.call.fanout = p->hdr.fanout;
+    req.call.seed = p->hdr.seed;
+    req.call.hop = p->hdr.hop;
+    req.call.replace = p->hdr.flags & wire::kReplace;
+    req.call.weighted = p->hdr.flags & wire::kWeighted;
+    req.call.with_edge_ids = p->hdr.flags & wire::kEdgeIds;
+    try {
+      st = handler->Handle(req, buf.get());
+    } catch (const std::bad_alloc&) {
+      st = Status::ResourceExhausted("out of memory serving a data-plane request");
+    } catch (const std::exception& e) {
+      st = Status::Internal(e.what());
+    }
+  }
+  if (!st.ok()) {
+    GiveBuffer(std::move(buf));
+    buf.reset();
+  }
+  SendReply(ep, p->hdr.request_id, st, std::move(buf), (p->hdr.flags & wire::kForceRndv) != 0);
+  if (!ep->transports_known) {
+    std::string tl = ucx::EndpointTransports(ep->ep);
+    std::lock_guard<std::mutex> lock(mu);
+    ep->transports = tl;
+    ep->transports_known = true;
+  }
+}
+
+bool Thread::Accept() {
+  std::deque<ucp_conn_request_h> reqs;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    reqs.swap(inbox);
+  }
+  for (ucp_conn_request_h r : reqs) {
+    auto ep = std::make_unique<Endpoint>();
+    ep->t = this;
+    ucp_conn_request_attr_t a{};
+    a.field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR;
+    if (ucp_conn_request_query(r, &a) == UCS_OK) ep->peer = ucx::SockaddrText(a.client_address);
+    ucp_ep_params_t params{};
+    params.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                        UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    params.conn_request = r;
+    params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    params.err_handler.cb = OnEndpointError;
+    params.err_handler.arg = ep.get();
+    if (ucp_ep_create(worker.get(), &params, &ep->ep) != UCS_OK) {
+      --server->endpoints_open;
+      continue;
+    }
+    by_ep[ep->ep] = ep.get();
+    std::lock_guard<std::mutex> lock(mu);
+    eps.push_back(std::move(ep));
+  }
+  return !reqs.empty();
+}
+
+bool Thread::StartReceives() {
+  bool any = false;
+  for (auto& e : eps) {
+    for (auto& p : e->queue) {
+      if (p->rndv_desc == nullptr) continue;
+      void* desc = p->rndv_desc;
+      p->rndv_desc = nullptr;
+      p->receiving = true;
+      any = true;
+      ucp_request_param_t prm{};
+      prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+      prm.cb.recv_am = OnReceiveDone;
+      prm.user_data = p.get();
+      ucs_status_ptr_t r = ucp_am_recv_data_nbx(worker.get(), desc, p->ids.data(), p->ids.size() * 8, &prm);
+      if (r == nullptr) {
+        p->receiving = false;
+      } else if (UCS_PTR_IS_ERR(r)) {
+        p->receiving = false;
+        p->bad = Status::Unavailable(std::string("receiving the request's ids: ") + ucs_status_string(UCS_PTR_STATUS(r)));
+      }
+    }
+  }
+  return any;
+}
+
+bool Thread::Serve() {
+  bool any = false;
+  const int max_in_flight = std::max(1, server->options.max_replies_per_endpoint);
+  for (auto& e : eps) {
+    while (!e->failed && !e->queue.empty() && e->in_flight < max_in_flight) {
+      Pending* front = e->queue.front().get();
+      if (front->receiving || front->rndv_desc != nullptr) break;
+      std::unique_ptr<Pending> p = std::move(e->queue.front());
+      e->queue.pop_front();
+      Answer(e.get(), std::move(p));
+      any = true;
+    }
+  }
+  return any;
+}
+
+// Closes failed endpoints and frees them once nothing of theirs is in flight.
+bool Thread::Reap() {
+  bool any = false;
+  for (size_t i = 0; i < eps.size();) {
+    Endpoint* e = eps[i].get();
+    if (!e->failed) {
+      ++i;
+      continue;
+    }
+    if (!e->closing) {
+      e->closing = true;
+      any = true;
+      ucp_request_param_t prm{};
+      prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+      prm.flags = UCP_EP_CLOSE_FLAG_FORCE;
+      ucs_status_ptr_t r = ucp_ep_close_nbx(e->ep, &prm);
+      if (r != nullptr && !UCS_PTR_IS_ERR(r)) e->close_req = r;
+      else e->closed = true;
+    }
+    if (e->close_req != nullptr && ucp_request_check_status(e->close_req) != UCS_INPROGRESS) {
+      ucp_request_free(e->close_req);
+      e->close_req = nullptr;
+      e->closed = true;
+    }
+    bool receiving = false;
+    for (auto& p : e->queue) receiving |= p->receiving;
+    if (e->closed && e->in_flight == 0 && !receiving) {
+      for (auto& p : e->queue)
+        if (p->rndv_desc != nullptr) ucp_am_data_release(worker.get(), p->rndv_desc);
+      by_ep.erase(e->ep);
+      --server->endpoints_open;
+      std::lock_guard<std::mutex> lock(mu);
+      eps.erase(eps.begin() + static_cast<long>(i));
+      any = true;
+      continue;
+    }
+    ++i;
+  }
+  return any;
+}
+
+void Thread::Run() {
+  auto last = Clock::now();
+  const auto spin = std::chrono::microseconds(server->options.spin_us);
+  while (!server->stop.load(std::memory_order_relaxed)) {
+    bool busy = false;
+    for (int i = 0; i < 256 && ucp_worker_progress(worker.get()) != 0; ++i) busy = true;
+    busy |= Accept();
+    busy |= StartReceives();
+    busy |= Serve();
+    busy |= Reap();
+    auto now = Clock::now();
+    if (busy) {
+      last = now;
+      continue;
+    }
+    if (now - last < spin) continue;
+    worker.WaitForEvents(100);
+  }
+  Shutdown();
+}
+
+void Thread::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (ucp_conn_request_h r : inbox) {
+      if (server->listener) ucp_listener_reject(server->listener, r);
+      --server->endpoints_open;
+    }
+    inbox.clear();
+  }
+  for (auto& e : eps) e->failed = true;
+  auto deadline = Clock::now() + std::chrono::seconds(2);
+  while (!eps.empty() && Clock::now() < deadline) {
+    ucp_worker_progress(worker.get());
+    Reap();
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  eps.clear();  // whatever did not close in time is dropped with the worker
+  by_ep.clear();
+}
+
+}  // namespace
+
+void DataPlaneServer::Impl::OnConnection(ucp_conn_request_h request, void* arg) {
+  auto* s = static_cast<Impl*>(arg);
+  if (s->stop || s->endpoints_open.load() >= s->options.max_endpoints) {
+    ++s->endpoints_rejected;
+    ucp_listener_reject(s->listener, request);
+    return;
+  }
+  ++s->endpoints_open;
+  ++s->endpoints_total;
+  Thread* t = s->threads[s->next_thread++ % s->threads.size()].get();
+  {
+    std::lock_guard<std::mutex> lock(t->mu);
+    t->inbox.push_back(request);
+  }
+  ucp_worker_signal(t->worker.get());
+}
+
+bool DataPlaneBuilt() { return true; }
+
+DataPlaneServer::DataPlaneServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Status DataPlaneServer::Start(const DataPlaneServerOptions& options, HandlerFactory make_handler,
+                              std::unique_ptr<DataPlaneServer>* out) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->make_handler = std::move(make_handler);
+  FANOUT_RETURN_IF_ERROR(ucx::Context::Create(&impl->ctx));
+  impl->memory_types = impl->ctx.MemoryTypes();
+  const int n = std::max(1, options.threads);
+  for (int i = 0; i < n; ++i) {
+    auto t = std::make_unique<Thread>();
+    t->server = impl.get();
+    FANOUT_RETURN_IF_ERROR(ucx::Worker::Create(impl->ctx.get(), &t->worker));
+    t->handler = impl->make_handler();
+    ucp_am_handler_param_t hp{};
+    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG |
+                    UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+    hp.id = wire::kAmRequest;
+    hp.cb = Thread::OnRequest;
+    hp.arg = t.get();
+    hp.flags = UCP_AM_FLAG_WHOLE_MSG;
+    ucs_status_t st = ucp_worker_set_am_recv_handler(t->worker.get(), &hp);
+    if (st != UCS_OK) return ucx::Error("registering the data-plane request handler", st);
+    impl->threads.push_back(std::move(t));
+  }
+  sockaddr_storage addr{};
+  socklen_t addr_len;
+  if (options.bind.find(':') != std::string::npos) {
+    auto* a6 = reinterpret_cast<sockaddr_in6*>(&addr);
+    a6->sin6_family = AF_INET6;
+    a6->sin6_port = htons(static_cast<uint16_t>(options.port));
+    if (inet_pton(AF_INET6, options.bind.c_str(), &a6->sin6_addr) != 1)
+      return Status::InvalidArgument("data-plane bind address '" + options.bind + "' is not an IP address");
+    addr_len = sizeof(sockaddr_in6);
+  } else {
+    auto* a4 = reinterpret_cast<sockaddr_in*>(&addr);
+    a4->sin_family = AF_INET;
+    a4->sin_port = htons(static_cast<uint16_t>(options.port));
+    if (inet_pton(AF_INET, options.bind.c_str(), &a4->sin_addr) != 1)
+      return Status::InvalidArgument("data-plane bind address '" + options.bind + "' is not an IPv4 address");
+    addr_len = sizeof(sockaddr_in);
+  }
+  ucp_listener_params_t lp{};
+  lp.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+  lp.sockaddr.addr = reinterpret_cast<const sockaddr*>(&addr);
+  lp.sockaddr.addrlen = addr_len;
+  lp.conn_handler.cb = Impl::OnConnection;
+  lp.conn_handler.arg = impl.get();
+  ucs_status_t st = ucp_listener_create(impl->threads[0]->worker.get(), &lp, &impl->listener);
+  if (st != UCS_OK)
+    return Status::IOError("cannot open the UCX data-plane listener on " + options.bind + ":" +
+                           std::to_string(options.port) + ": " + ucs_status_string(st) +
+                           " (UCX needs its tcp transport for connection setup: check UCX_TLS)");
+  ucp_listener_attr_t la{};
+  la.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
+  st = ucp_listener_query(impl->listener, &la);
+  if (st != UCS_OK) {
+    ucp_listener_destroy(impl->listener);
+    return ucx::Error("querying the data-plane listener", st);
+  }
+  impl->port = la.sockaddr.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&la.sockaddr)->sin6_port)
+                                                 : ntohs(reinterpret_cast<sockaddr_in*>(&la.sockaddr)->sin_port);
+  for (auto& t : impl->threads) {
+    Thread* raw = t.get();
+    t->thread = std::thread([raw] { raw->Run(); });
+  }
+  out->reset(new DataPlaneServer(std::move(impl)));
+  return Status::OK();
+}
+
+DataPlaneServer::~DataPlaneServer() { Stop(); }
+
+int DataPlaneServer::port() const { return impl_->port; }
+
+void DataPlaneServer::Stop() {
+  if (!impl_ || impl_->stopped) return;
+  impl_->stopped = true;
+  impl_->stop = true;
+  for (auto& t : impl_->threads) ucp_worker_signal(t->worker.get());
+  for (auto& t : impl_->threads)
+    if (t->thread.joinable()) t->thread.join();
+  if (impl_->listener) ucp_listener_destroy(impl_->listener);
+  impl_->listener = nullptr;
+  // The threads (and their workers) go with impl_, before the context; Stats()
+  // may still read them from the admin thread.
+}
+
+DataPlaneServerStats DataPlaneServer::Stats() const {
+  DataPlaneServerStats s;
+  const Impl& i = *impl_;
+  s.ucx_version = ucx::Version();
+  s.memory_types = i.memory_types;
+  s.requests = i.requests;
+  s.reply_bytes = i.reply_bytes;
+  s.errors = i.errors;
+  s.malformed = i.malformed;
+  s.refused = i.refused;
+  s.endpoints_open = i.endpoints_open;
+  s.endpoints_total = i.endpoints_total;
+  s.endpoints_rejected = i.endpoints_rejected;
+  for (const auto& t : i.threads) {
+    std::lock_guard<std::mutex> lock(t->mu);
+    s.held_bytes += t->held_bytes;
+    for (const auto& e : t->eps) {
+      DataPlaneEndpointInfo info;
+      info.peer = e->peer;
+      info.transports = e->transports;
+      info.requests = e->requests;
+      info.reply_bytes = e->reply_bytes;
+      info.held_bytes = e->held_bytes;
+      s.held_bytes += info.held_bytes;
+      s.endpoints.push_back(std::move(info));
+    }
+  }
+  return s;
+}
+
+}  // namespace fanout::rpc

@@ -1,0 +1,49 @@
+// The data plane's wire format: active-message ids and the fixed headers of
+// requests and replies (little-endian, as the rest of the wire format).
+// Internal to rpc/ (and its tests, which play rogue peers with it).
+#ifndef FANOUT_RPC_UCX_WIRE_H_
+#define FANOUT_RPC_UCX_WIRE_H_
+
+#include <cstdint>
+
+namespace fanout::rpc::wire {
+
+constexpr uint16_t kAmRequest = 0x4651;  // client -> server
+constexpr uint16_t kAmReply = 0x4652;    // server -> client
+constexpr uint32_t kMagic = 0x314e4146;  // "FAN1"
+constexpr uint16_t kVersion = 1;
+
+// Request flags.
+constexpr uint8_t kReplace = 1, kWeighted = 2, kEdgeIds = 4;
+constexpr uint8_t kForceRndv = 0x80;  // reply by rendezvous whatever its size (CUDA sinks)
+
+// The active message's header; its data is the packed int64 node ids.
+struct RequestHeader {
+  uint32_t magic = kMagic;
+  uint16_t version = kVersion;
+  uint8_t method = 0;  // DataMethod
+  uint8_t flags = 0;
+  uint64_t request_id = 0;
+  int64_t fanout = -1;  // kSample
+  uint64_t seed = 0;    // kSample
+  int32_t hop = 0;      // kSample
+  uint32_t reserved = 0;
+};
+static_assert(sizeof(RequestHeader) == 40, "request header layout");
+
+// The reply's header. code 0: the data is the payload (payload_bytes of it);
+// otherwise the data is the error message text.
+struct ReplyHeader {
+  uint32_t magic = kMagic;
+  uint16_t version = kVersion;
+  uint16_t reserved = 0;
+  uint64_t request_id = 0;
+  int32_t code = 0;  // fanout::Status::Code
+  uint32_t reserved2 = 0;
+  uint64_t payload_bytes = 0;
+};
+static_assert(sizeof(ReplyHeader) == 32, "reply header layout");
+
+}  // namespace fanout::rpc::wire
+
+#endif  // FANOUT_RPC_UCX_WIRE_H_

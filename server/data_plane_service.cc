@@ -1,0 +1,48 @@
+#include "server/data_plane_service.h"
+
+namespace fanout::server {
+
+Status DataPlaneService::Handle(const rpc::DataRequest& r, rpc::ReplyBuffer* reply) {
+  size_t bytes = 0;
+  switch (r.method) {
+    case rpc::DataMethod::kFeatures:
+      return svc_.Run(kLookupFeatures, kUcx, &bytes, [&]() -> Status {
+        FANOUT_RETURN_IF_ERROR(svc_.CheckIds(r.ids));
+        reply->resize(r.ids.size() * svc_.FeatureRowBytes());
+        svc_.GatherFeatures(r.ids, reply->data());
+        bytes = reply->size();
+        return Status::OK();
+      });
+    case rpc::DataMethod::kLabels:
+      return svc_.Run(kLookupLabels, kUcx, &bytes, [&]() -> Status {
+        FANOUT_RETURN_IF_ERROR(svc_.CheckIds(r.ids));
+        reply->resize(r.ids.size() * 8);
+        FANOUT_RETURN_IF_ERROR(svc_.Labels(r.ids, reinterpret_cast<int64_t*>(reply->data())));
+        bytes = reply->size();
+        return Status::OK();
+      });
+    case rpc::DataMethod::kSample:
+      return svc_.Run(kSampleNeighbors, kUcx, &bytes, [&]() -> Status {
+        FANOUT_RETURN_IF_ERROR(svc_.CheckIds(r.ids));
+        SampleParams p;
+        p.fanout = r.call.fanout;
+        p.replace = r.call.replace;
+        p.weighted = r.call.weighted;
+        p.with_edge_ids = r.call.with_edge_ids;
+        p.seed = r.call.seed;
+        p.hop = r.call.hop;
+        const sampler::OneHopResult* hop = nullptr;
+        FANOUT_RETURN_IF_ERROR(svc_.Sample(r.ids, p, &hop));
+        reply->resize(PartitionService::PackedSampleBytes(r.ids.size(), hop->offsets[r.ids.size()], p.with_edge_ids));
+        PartitionService::PackSample(*hop, r.ids.size(), p.with_edge_ids, reply->data());
+        bytes = reply->size();
+        return Status::OK();
+      });
+    case rpc::DataMethod::kPing:
+      reply->clear();
+      return Status::OK();
+  }
+  return Status::InvalidArgument("unknown data-plane method " + std::to_string(static_cast<int>(r.method)));
+}
+
+}  // namespace fanout::server

@@ -1,0 +1,82 @@
+#include "server/service.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace fanout::server {
+
+Status PartitionService::CheckIds(ArrayView<const int64_t> ids) const {
+  if (static_cast<int64_t>(ids.size()) > s_->options.max_ids_per_request)
+    return Status::InvalidArgument("request has " + std::to_string(ids.size()) + " ids, more than the limit of " +
+                                   std::to_string(s_->options.max_ids_per_request));
+  const int64_t lo = s_->data->node_begin, hi = s_->data->node_end;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    int64_t v = ids[i];
+    if (v < lo || v >= hi)
+      return Status::InvalidArgument("node " + std::to_string(v) + " (position " + std::to_string(i) +
+                                     ") is outside this partition's range [" + std::to_string(lo) + ", " +
+                                     std::to_string(hi) + ")");
+  }
+  return Status::OK();
+}
+
+size_t PartitionService::FeatureRowBytes() const {
+  const datasets::DatasetMeta& m = s_->data->meta;
+  return static_cast<size_t>(m.feature_dim * datasets::FeatureDTypeSize(m.feature_dtype));
+}
+
+void PartitionService::GatherFeatures(ArrayView<const int64_t> ids, char* dst) {
+  const size_t row = FeatureRowBytes();
+  const int64_t n = static_cast<int64_t>(ids.size());
+  const uint8_t* src = s_->data->features.data();
+  const int64_t base = s_->data->node_begin;
+  auto gather = [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      if (i + 8 < e) __builtin_prefetch(src + (ids[i + 8] - base) * row);
+      std::memcpy(dst + i * row, src + (ids[i] - base) * row, row);
+    }
+  };
+  constexpr int64_t kChunk = 4096;
+  if (s_->pool && n > 2 * kChunk) {
+    s_->pool->ParallelFor((n + kChunk - 1) / kChunk, [&](int64_t c) { gather(c * kChunk, std::min(n, (c + 1) * kChunk)); });
+  } else {
+    gather(0, n);
+  }
+  metrics_->RecordFeatures(n, n * static_cast<int64_t>(row));
+}
+
+Status PartitionService::Labels(ArrayView<const int64_t> ids, int64_t* dst) const {
+  const datasets::PartitionData& d = *s_->data;
+  if (d.labels.empty()) return Status::NotFound("dataset '" + d.meta.name + "' has no labels");
+  for (size_t i = 0; i < ids.size(); ++i) dst[i] = d.labels[ids[i] - d.node_begin];
+  return Status::OK();
+}
+
+Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams& p,
+                                const sampler::OneHopResult** out) {
+  if (p.fanout < -1 || p.fanout > s_->options.max_fanout)
+    return Status::InvalidArgument("fanout " + std::to_string(p.fanout) + " is outside [-1, " +
+                                   std::to_string(s_->options.max_fanout) + "]");
+  if (p.hop < 0) return Status::InvalidArgument("hop " + std::to_string(p.hop) + " is negative");
+  sampler::SamplingOptions so;
+  so.replace = p.replace;
+  so.weighted = p.weighted;
+  so.with_edge_ids = p.with_edge_ids;
+  so.node_offset = s_->data->node_begin;
+  FANOUT_RETURN_IF_ERROR(sampler_.Sample(s_->graph, ids, p.fanout, p.hop, p.seed, so, s_->pool.get(), &hop_));
+  metrics_->RecordSample(static_cast<int64_t>(ids.size()), hop_.offsets[ids.size()]);
+  *out = &hop_;
+  return Status::OK();
+}
+
+void PartitionService::PackSample(const sampler::OneHopResult& hop, size_t n, bool with_edge_ids, char* dst) {
+  const int64_t total = hop.offsets[n];
+  int32_t* counts = reinterpret_cast<int32_t*>(dst);
+  for (size_t i = 0; i < n; ++i) counts[i] = static_cast<int32_t>(hop.offsets[i + 1] - hop.offsets[i]);
+  for (size_t i = n * 4; i < ((n * 4 + 7) & ~size_t{7}); ++i) dst[i] = 0;
+  char* at = dst + ((n * 4 + 7) & ~size_t{7});
+  if (total > 0) std::memcpy(at, hop.neighbors.data(), total * 8);
+  if (with_edge_ids && total > 0) std::memcpy(at + total * 8, hop.edge_ids.data(), total * 8);
+}
+
+}  // namespace fanout::server

@@ -1,0 +1,97 @@
+// What a request computes, whatever path it came by (Thrift or the UCX data
+// plane): id checks, feature gather, labels, one-hop sampling, and the timing
+// and metrics around each request. Internal to server/.
+//
+// Thread safety: a PartitionService holds sampling scratch; use one per
+// connection (Thrift) or per progress thread (UCX). The ServerState it reads
+// is read-only after load.
+#ifndef FANOUT_SERVER_SERVICE_H_
+#define FANOUT_SERVER_SERVICE_H_
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "common/thread_pool.h"
+#include "datasets/partition_store.h"
+#include "sampler/neighbor_sampler.h"
+#include "server/partition_server.h"
+#include "server/server_metrics.h"
+
+namespace fanout::server {
+
+struct ServerState {
+  ServerOptions options;
+  std::shared_ptr<const datasets::PartitionData> data;
+  sampler::CsrGraph graph;
+  std::unique_ptr<ThreadPool> pool;
+  ServerMetrics metrics;
+  std::atomic<int> data_port{0};  // the UCX listener's port once it listens (0 = none)
+};
+
+struct SampleParams {
+  int64_t fanout = -1;
+  bool replace = false, weighted = false, with_edge_ids = true;
+  uint64_t seed = 0;
+  int32_t hop = 0;
+};
+
+class PartitionService {
+ public:
+  explicit PartitionService(const ServerState* state)
+      : s_(state), metrics_(const_cast<ServerMetrics*>(&state->metrics)) {}
+
+  // Runs fn (returning Status) as one request of `method` over `path`: in-flight
+  // and latency metrics, exceptions turned into Status. `reply_bytes` is read
+  // after fn to count the path's bytes.
+  template <typename Fn>
+  Status Run(int method, int path, const size_t* reply_bytes, Fn&& fn) {
+    auto t0 = std::chrono::steady_clock::now();
+    metrics_->BeginRequest();
+    Status st;
+    try {
+      st = fn();
+    } catch (const std::bad_alloc&) {
+      st = Status::ResourceExhausted("out of memory serving " + std::string(MethodName(method)));
+    } catch (const std::exception& e) {
+      st = Status::Internal(e.what());
+    }
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    metrics_->EndRequest(method, st.ok() ? kOk : st.IsInvalidArgument() ? kInvalidArgument : kError, secs);
+    if (st.ok()) metrics_->RecordPath(path, reply_bytes ? static_cast<int64_t>(*reply_bytes) : 0);
+    return st;
+  }
+
+  // Checks the count and range of a request's ids.
+  Status CheckIds(ArrayView<const int64_t> ids) const;
+  // Bytes of one feature row in the partition's dtype.
+  size_t FeatureRowBytes() const;
+  // Gathers the rows of checked ids into dst (ids.size() * FeatureRowBytes()).
+  void GatherFeatures(ArrayView<const int64_t> ids, char* dst);
+  // Labels of checked ids; NotFound when the dataset has none.
+  Status Labels(ArrayView<const int64_t> ids, int64_t* dst) const;
+  // One-hop sampling of checked ids; the result stays valid until the next call.
+  Status Sample(ArrayView<const int64_t> ids, const SampleParams& p, const sampler::OneHopResult** out);
+  // The sample reply as one packed buffer (the data plane's layout,
+  // rpc::SampleCountsBytes): counts (int32 per node, padded to 8 bytes), then
+  // neighbors (int64), then edge ids (int64, when requested).
+  static size_t PackedSampleBytes(size_t nodes, int64_t edges, bool with_edge_ids) {
+    return ((nodes * 4 + 7) & ~size_t{7}) + static_cast<size_t>(edges) * (with_edge_ids ? 16 : 8);
+  }
+  static void PackSample(const sampler::OneHopResult& hop, size_t nodes, bool with_edge_ids, char* dst);
+
+  const ServerState& state() const { return *s_; }
+  ServerMetrics* metrics() { return metrics_; }
+
+ private:
+  const ServerState* s_;
+  ServerMetrics* metrics_;
+  sampler::HopSampler sampler_;
+  sampler::OneHopResult hop_;
+};
+
+}  // namespace fanout::server
+
+#endif  // FANOUT_SERVER_SERVICE_H_
