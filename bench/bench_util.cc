@@ -51,9 +51,12 @@ ServerProcess StartServerProcess(const std::string& dataset_dir, int partition, 
   close(out[1]);
   FILE* f = fdopen(out[0], "r");
   char line[1024];
-  if (!fgets(line, sizeof line, f)) {
-    std::fprintf(stderr, "fanout-server for partition %d did not start\n", partition);
-    std::exit(1);
+  for (;;) {  // UCX may print warnings before the ready line
+    if (!fgets(line, sizeof line, f)) {
+      std::fprintf(stderr, "fanout-server for partition %d did not start\n", partition);
+      std::exit(1);
+    }
+    if (std::string(line).rfind("fanout-server ready", 0) == 0) break;
   }
   fclose(f);  // the server's later output goes to a closed pipe: it only prints on shutdown
   s.ready_line = line;

@@ -52,6 +52,10 @@ class CachedSession : public Session {
     stats_.network_wait_s = in.network_wait_s;
     stats_.feature_bytes = in.feature_bytes;
     stats_.requests = in.requests;
+    stats_.thrift_bytes = in.thrift_bytes;
+    stats_.ucx_bytes = in.ucx_bytes;
+    stats_.staged_bytes = in.staged_bytes;
+    stats_.fallbacks = in.fallbacks;
   }
   Status Wrap(Status st) {
     Sync();

@@ -151,6 +151,9 @@ std::string Cluster::description() const {
 // data-plane peer on one UCX channel where the data plane is in use.
 class ClusterSession : public Session {
  public:
+  // Scatter lists up to this long go to ucp_am_recv_data_nbx as an iov.
+  static constexpr size_t kMaxDirectSegments = 16;
+
   explicit ClusterSession(const Cluster* c) : c_(c) {}
 
   Status Open() {
@@ -427,6 +430,11 @@ class ClusterSession : public Session {
             s.data = s.segments[0].data;
             s.bytes = s.segments[0].bytes;
             s.segments.clear();
+          } else if (s.segments.size() > kMaxDirectSegments) {
+            // UCX 1.13 receives long scatter lists slowly (measured in
+            // docs/BENCHMARKS.md): take the rows into a buffer and copy.
+            direct[p] = 0;
+            return GrowSink(p);
           }
           return s;
         },

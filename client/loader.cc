@@ -164,6 +164,10 @@ void NodeLoader::Worker(int w) {
       stats_.cache_lookups += after.cache_lookups - before.cache_lookups;
       stats_.cache_hits += after.cache_hits - before.cache_hits;
       stats_.cache_bytes += after.cache_bytes - before.cache_bytes;
+      stats_.thrift_bytes += after.thrift_bytes - before.thrift_bytes;
+      stats_.ucx_bytes += after.ucx_bytes - before.ucx_bytes;
+      stats_.staged_bytes += after.staged_bytes - before.staged_bytes;
+      stats_.fallbacks += after.fallbacks - before.fallbacks;
       if (st.ok()) {
         stats_.sampled_edges += mb.edge_index.size(1);
         stats_.sampled_nodes += mb.n_id.size(0);

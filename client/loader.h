@@ -81,6 +81,10 @@ struct LoaderStats {
   double consumer_wait_s = 0;    // time Next() waited for a batch
   int64_t cache_lookups = 0, cache_hits = 0;  // feature rows, with a CachedSource
   int64_t cache_bytes = 0;       // feature bytes served from the cache
+  int64_t thrift_bytes = 0;      // reply bytes received over Thrift (features, labels, samples)
+  int64_t ucx_bytes = 0;         // ... over the UCX data plane
+  int64_t staged_bytes = 0;      // bytes for CUDA tensors copied in from host memory
+  int64_t fallbacks = 0;         // servers whose data plane failed and that now use Thrift
   double cache_hit_rate() const { return cache_lookups ? static_cast<double>(cache_hits) / cache_lookups : 0; }
   double batches_per_s() const { return seconds > 0 ? batches / seconds : 0; }
   double sampled_edges_per_s() const { return seconds > 0 ? sampled_edges / seconds : 0; }

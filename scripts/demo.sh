@@ -5,6 +5,8 @@
 # endpoint, stop the servers. The last line is test_accuracy=0.xxx.
 # Usage: scripts/demo.sh BUILD_DIR [extra train-graphsage flags]
 set -euo pipefail
+# The demo runs on loopback: keep UCX's tcp transport there too.
+export UCX_NET_DEVICES="${UCX_NET_DEVICES:-lo}"
 BUILD="$1"
 shift
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -46,7 +46,6 @@ struct Endpoint {
   bool failed = false;      // the error callback fired, or the server stops
   void* close_req = nullptr;
   bool closing = false, closed = false;
-  bool transports_known = false;
   std::atomic<int64_t> requests{0}, reply_bytes{0}, held_bytes{0};
   std::string transports;  // GUARDED_BY(t->mu)
 };
@@ -285,11 +284,12 @@ void Thread::Answer(Endpoint* ep, std::unique_ptr<Pending> p) {
     buf.reset();
   }
   SendReply(ep, p->hdr.request_id, st, std::move(buf), (p->hdr.flags & wire::kForceRndv) != 0);
-  if (!ep->transports_known) {
+  // Lanes are wired up after the connection: look again now and then.
+  const int64_t n = ep->requests.load();
+  if ((n & (n - 1)) == 0 && n <= 4096) {
     std::string tl = ucx::EndpointTransports(ep->ep);
     std::lock_guard<std::mutex> lock(mu);
     ep->transports = tl;
-    ep->transports_known = true;
   }
 }
 

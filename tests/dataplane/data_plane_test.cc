@@ -1,0 +1,604 @@
+// The UCX data plane, over shared memory (UCX_TLS=all: one host) and over
+// UCX's tcp transport: bit-for-bit equality with the Thrift path through 2
+// and 3 servers, falling back to Thrift, servers that die mid-transfer, 64
+// concurrent clients, rogue peers on either side.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <ucp/api/ucp.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "client/cluster.h"
+#include "common/random.h"
+#include "rpc/data_plane.h"
+#include "rpc/ucx/wire.h"
+#include "tests/server/server_fixture.h"
+
+namespace fanout::client {
+namespace {
+
+using ::testing::AnyOf;
+using ::testing::HasSubstr;
+using server::testing::ServerTest;
+using Clock = std::chrono::steady_clock;
+
+std::vector<int64_t> Std(const PodVector<int64_t>& v) { return std::vector<int64_t>(v.begin(), v.end()); }
+
+// Sets UCX_TLS for the contexts created while it lives (UCX reads the
+// environment when a context is created).
+class ScopedTls {
+ public:
+  explicit ScopedTls(const char* tls) {
+    const char* old = std::getenv("UCX_TLS");
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    setenv("UCX_TLS", tls, 1);
+  }
+  ~ScopedTls() {
+    if (had_) setenv("UCX_TLS", old_.c_str(), 1);
+    else unsetenv("UCX_TLS");
+  }
+
+ private:
+  bool had_ = false;
+  std::string old_;
+};
+
+class DataPlaneTest : public ServerTest, public ::testing::WithParamInterface<const char*> {
+ protected:
+  void SetUp() override {
+    const char* shm = std::getenv("FANOUT_TEST_SHM_TLS");  // e.g. to try another shared-memory set
+    tls_ = std::make_unique<ScopedTls>(Shm() && shm ? shm : GetParam());
+  }
+  void TearDown() override {
+    ServerTest::TearDown();
+    tls_.reset();
+  }
+  bool Shm() const { return std::string(GetParam()) == "all"; }
+  ClusterSpec Spec(const char* mode) const {
+    ClusterSpec spec;
+    for (const auto& s : servers_) spec.replicas.push_back({"127.0.0.1:" + std::to_string(s->port())});
+    spec.has_data_plane = true;
+    EXPECT_TRUE(rpc::ParseDataPlaneMode(mode, &spec.data_plane).ok());
+    return spec;
+  }
+  std::shared_ptr<Cluster> ConnectCluster(const char* mode, rpc::RpcOptions ro = {}) {
+    std::shared_ptr<Cluster> c;
+    Status st = Cluster::Connect(Spec(mode), ro, &c);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return c;
+  }
+  std::unique_ptr<ScopedTls> tls_;
+};
+
+TEST_P(DataPlaneTest, RepliesEqualThriftBitForBitThroughTwoAndThreeServers) {
+  for (int k : {2, 3}) {
+    servers_.clear();
+    StartServers(k);
+    auto ucx = ConnectCluster("ucx");
+    auto tcp = ConnectCluster("tcp");
+    ASSERT_TRUE(ucx && tcp);
+    std::unique_ptr<Session> a, b;
+    ASSERT_TRUE(ucx->NewSession(&a).ok());
+    ASSERT_TRUE(tcp->NewSession(&b).ok());
+    for (uint64_t seed : {3, 99, 4242}) {
+      SplitMix64 rng(seed);
+      std::vector<int64_t> ids(700);
+      for (auto& v : ids) v = static_cast<int64_t>(DrawBelow(rng.Next(), 2708));  // repeats, all partitions
+      std::vector<float> fa(ids.size() * 1433, -1), fb(ids.size() * 1433, -2);
+      ASSERT_TRUE(a->Features(ids, fa.data()).ok());
+      ASSERT_TRUE(b->Features(ids, fb.data()).ok());
+      ASSERT_EQ(0, std::memcmp(fa.data(), fb.data(), fa.size() * 4)) << "k=" << k;
+      std::vector<int64_t> la(ids.size(), -5), lb(ids.size(), -6);
+      ASSERT_TRUE(a->Labels(ids, la.data()).ok());
+      ASSERT_TRUE(b->Labels(ids, lb.data()).ok());
+      EXPECT_EQ(la, lb);
+      for (auto fanouts : {std::vector<int64_t>{15, 10, 5}, {-1, 3}}) {
+        for (bool eids : {true, false}) {
+          sampler::MultiHopOptions mo;
+          mo.fanouts = fanouts;
+          mo.sampling.with_edge_ids = eids;
+          std::vector<int64_t> seeds(ids.begin(), ids.begin() + 128);
+          sampler::SampledSubgraph da, db, local;
+          Status st = a->Sample(seeds, seed, mo, &da);
+          ASSERT_TRUE(st.ok()) << st.ToString();
+          ASSERT_TRUE(b->Sample(seeds, seed, mo, &db).ok());
+          sampler::MultiHopSampler sampler(whole_.csr.View(), mo);
+          ASSERT_TRUE(sampler.Sample(seeds, seed, &local).ok());
+          EXPECT_EQ(Std(da.n_id), Std(db.n_id));
+          EXPECT_EQ(Std(da.row), Std(db.row));
+          EXPECT_EQ(Std(da.col), Std(db.col));
+          EXPECT_EQ(Std(da.edge_id), Std(db.edge_id));
+          EXPECT_EQ(Std(da.n_id), Std(local.n_id));
+          EXPECT_EQ(Std(da.row), Std(local.row));
+        }
+      }
+    }
+    // Every byte came by its own path.
+    EXPECT_GT(a->stats().ucx_bytes, 0);
+    EXPECT_EQ(a->stats().thrift_bytes, 0);
+    EXPECT_EQ(a->stats().fallbacks, 0);
+    EXPECT_GT(b->stats().thrift_bytes, 0);
+    EXPECT_EQ(b->stats().ucx_bytes, 0);
+    // The servers saw it, and say which transports the endpoints use.
+    auto j = nlohmann::json::parse(servers_[0]->StatsJson());
+    EXPECT_GT(j["totals"]["by_path"]["ucx"]["reply_bytes"].get<int64_t>(), 0);
+    EXPECT_GT(j["totals"]["by_path"]["thrift"]["requests"].get<int64_t>(), 0);
+    ASSERT_GE(j["data_plane"]["endpoints"].size(), 1u);
+    std::string tl = j["data_plane"]["endpoints"][0]["transports"];
+    if (Shm()) {
+      EXPECT_THAT(tl, AnyOf(HasSubstr("cma"), HasSubstr("posix"), HasSubstr("sysv"))) << tl;
+    } else {
+      EXPECT_THAT(tl, HasSubstr("tcp")) << tl;
+      EXPECT_THAT(tl, ::testing::Not(HasSubstr("cma"))) << tl;
+    }
+  }
+}
+
+TEST_P(DataPlaneTest, AutoUsesThriftWhereTheServerRunsWithoutADataPlane) {
+  server::ServerOptions o;
+  o.data_plane = false;
+  StartServers(2, o);
+  auto cluster = ConnectCluster("auto");
+  ASSERT_TRUE(cluster);
+  std::unique_ptr<Session> s;
+  ASSERT_TRUE(cluster->NewSession(&s).ok());
+  std::vector<int64_t> ids = {0, 2707, 1400};
+  std::vector<float> f(ids.size() * 1433);
+  ASSERT_TRUE(s->Features(ids, f.data()).ok());
+  EXPECT_EQ(s->stats().ucx_bytes, 0);
+  EXPECT_GT(s->stats().thrift_bytes, 0);
+  // "ucx" insists, and says which server offers none.
+  std::shared_ptr<Cluster> c;
+  Status st = Cluster::Connect(Spec("ucx"), {}, &c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr("offers none"));
+  EXPECT_THAT(st.message(), HasSubstr("127.0.0.1:" + std::to_string(servers_[0]->port())));
+}
+
+TEST_P(DataPlaneTest, AutoFallsBackToThriftWhenUcxIsUnavailableOnTheClient) {
+  StartServers(2);
+  std::shared_ptr<Cluster> cluster;
+  {
+    ScopedTls broken("no_such_transport");  // the client's UCX has nothing to connect with
+    Status st = Cluster::Connect(Spec("auto"), {}, &cluster);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    std::unique_ptr<Session> s;
+    ASSERT_TRUE(cluster->NewSession(&s).ok());
+    std::vector<int64_t> ids = {5, 2000};
+    std::vector<float> f(ids.size() * 1433);
+    ASSERT_TRUE(s->Features(ids, f.data()).ok());
+    EXPECT_EQ(s->stats().ucx_bytes, 0);
+    EXPECT_GT(s->stats().thrift_bytes, 0);
+  }
+}
+
+// A fanout-server child process, its ports read from the ready line.
+struct Child {
+  pid_t pid = -1;
+  int port = 0, data_port = 0;
+};
+
+Child StartChild(const std::string& dir, int partition) {
+  int out[2];
+  EXPECT_EQ(pipe(out), 0);
+  Child c;
+  c.pid = fork();
+  if (c.pid == 0) {
+    dup2(out[1], 1);
+    close(out[0]);
+    // Nothing of the test runner's stays open in the child (ctest waits for it).
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 2);
+    std::string bin = std::string(FANOUT_BIN_DIR) + "/fanout-server", p = std::to_string(partition);
+    execl(bin.c_str(), bin.c_str(), "--dataset", dir.c_str(), "--partition", p.c_str(), "--port", "0",
+          "--admin-port", "-1", nullptr);
+    _exit(127);
+  }
+  close(out[1]);
+  FILE* f = fdopen(out[0], "r");
+  char line[1024] = {0};
+  std::string ready;
+  while (fgets(line, sizeof line, f) != nullptr) {  // UCX may print warnings first
+    ready = line;
+    if (ready.rfind("fanout-server ready", 0) == 0) break;
+  }
+  fclose(f);
+  if (ready.rfind("fanout-server ready", 0) != 0) return c;
+  c.port = std::stoi(ready.substr(ready.find("rpc 127.0.0.1:") + 14));
+  size_t d = ready.find("data ucx 127.0.0.1:");
+  if (d != std::string::npos) c.data_port = std::stoi(ready.substr(d + 19));
+  return c;
+}
+
+TEST_P(DataPlaneTest, AServerKilledMidTransferGivesUnavailableNamingItWithinTheTimeout) {
+  const std::string& dir = server::testing::CoraDir(2);
+  Child c0 = StartChild(dir, 0), c1 = StartChild(dir, 1);
+  struct Reaper {  // no child outlives the test, whatever fails
+    Child* c[2];
+    ~Reaper() {
+      for (Child* x : c)
+        if (x->pid > 0 && waitpid(x->pid, nullptr, WNOHANG) == 0) {
+          kill(x->pid, SIGKILL);
+          waitpid(x->pid, nullptr, 0);
+        }
+    }
+  } reaper{{&c0, &c1}};
+  ASSERT_GT(c0.data_port, 0);
+  ASSERT_GT(c1.data_port, 0);
+  ClusterSpec spec;
+  spec.replicas = {{"127.0.0.1:" + std::to_string(c0.port)}, {"127.0.0.1:" + std::to_string(c1.port)}};
+  spec.has_data_plane = true;
+  spec.data_plane = rpc::DataPlaneMode::kUcx;
+  rpc::RpcOptions ro;
+  ro.call_timeout_ms = 4000;
+  ro.connect_timeout_ms = 2000;
+  std::shared_ptr<Cluster> cluster;
+  ASSERT_TRUE(Cluster::Connect(spec, ro, &cluster).ok());
+  std::unique_ptr<Session> s;
+  ASSERT_TRUE(cluster->NewSession(&s).ok());
+  // 15 MiB replies, back to back, while partition 1's server is killed.
+  std::vector<int64_t> ids(2708);
+  for (int64_t i = 0; i < 2708; ++i) ids[i] = (i * 7) % 2708;
+  std::vector<float> f(ids.size() * 1433);
+  ASSERT_TRUE(s->Features(ids, f.data()).ok());
+  std::atomic<bool> killed{false};
+  std::thread killer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    kill(c1.pid, SIGKILL);
+    killed = true;
+  });
+  Status st;
+  Clock::time_point killed_at;
+  auto loop_deadline = Clock::now() + std::chrono::seconds(30);
+  while (Clock::now() < loop_deadline) {
+    st = s->Features(ids, f.data());
+    if (!st.ok()) break;
+  }
+  killer.join();
+  auto t0 = Clock::now();
+  // Fail fast, whatever the exchange the kill hit: the next call fails too.
+  Status again = s->Features(ids, f.data());
+  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), Status::Code::kUnavailable) << st.ToString();
+  EXPECT_THAT(st.message(), HasSubstr("127.0.0.1:" + std::to_string(c1.port))) << st.ToString();
+  ASSERT_FALSE(again.ok());
+  EXPECT_THAT(again.message(), HasSubstr("127.0.0.1:" + std::to_string(c1.port))) << again.ToString();
+  EXPECT_LT(secs, ro.call_timeout_ms / 1000.0 + 1.0);
+  int status = 0;
+  waitpid(c1.pid, &status, 0);
+  s.reset();
+  cluster.reset();
+  kill(c0.pid, SIGTERM);
+  // Bounded: a server that does not drain within 20 s is a failure, not a hang.
+  pid_t done = 0;
+  for (int i = 0; i < 2000 && done == 0; ++i) {
+    done = waitpid(c0.pid, &status, WNOHANG);
+    if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (done == 0) {
+    kill(c0.pid, SIGKILL);
+    waitpid(c0.pid, &status, 0);
+    ADD_FAILURE() << "the surviving server did not drain within 20 s of SIGTERM";
+  }
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+TEST_P(DataPlaneTest, SixtyFourConcurrentClientsGetTheirOwnAnswers) {
+  StartServers(2);
+  auto cluster = ConnectCluster("ucx");
+  ASSERT_TRUE(cluster);
+  std::shared_ptr<LocalSource> local;
+  ASSERT_TRUE(LocalSource::Open(dir_, &local).ok());
+  std::unique_ptr<Session> ls;
+  ASSERT_TRUE(local->NewSession(&ls).ok());
+  constexpr int kClients = 64, kRounds = 5;
+  std::atomic<int> bad{0}, failed{0};
+  std::vector<std::thread> ts;
+  std::mutex local_mu;
+  for (int c = 0; c < kClients; ++c) {
+    ts.emplace_back([&, c] {
+      std::unique_ptr<Session> s;
+      Status st = cluster->NewSession(&s);
+      if (!st.ok()) {
+        ++failed;
+        ADD_FAILURE() << st.ToString();
+        return;
+      }
+      for (int r = 0; r < kRounds; ++r) {
+        SplitMix64 rng(c * 1000 + r);
+        std::vector<int64_t> ids(64 + c);
+        for (auto& v : ids) v = static_cast<int64_t>(DrawBelow(rng.Next(), 2708));
+        std::vector<float> got(ids.size() * 1433), want(ids.size() * 1433);
+        sampler::MultiHopOptions mo;
+        mo.fanouts = {10, 5};
+        sampler::SampledSubgraph sg, sl;
+        st = s->Features(ids, got.data());
+        if (st.ok()) st = s->Sample(ids, c + r, mo, &sg);
+        if (!st.ok()) {
+          ++failed;
+          ADD_FAILURE() << st.ToString();
+          return;
+        }
+        std::lock_guard<std::mutex> lock(local_mu);
+        if (!ls->Features(ids, want.data()).ok() || !ls->Sample(ids, c + r, mo, &sl).ok()) {
+          ++failed;
+          return;
+        }
+        if (got != want || Std(sg.n_id) != Std(sl.n_id) || Std(sg.row) != Std(sl.row)) ++bad;
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(bad.load(), 0);
+  auto j = nlohmann::json::parse(servers_[0]->StatsJson());
+  EXPECT_GE(j["data_plane"]["endpoints_total"].get<int64_t>(), kClients);
+  // Memory held per endpoint is bounded and reported.
+  for (const auto& e : j["data_plane"]["endpoints"]) EXPECT_LE(e["held_bytes"].get<int64_t>(), int64_t{64} << 20);
+}
+
+// A raw UCX peer speaking the wire format by hand, to send what no Fanout
+// client would.
+class RawPeer {
+ public:
+  RawPeer() {
+    ucp_config_t* cfg;
+    EXPECT_EQ(ucp_config_read(nullptr, nullptr, &cfg), UCS_OK);
+    ucp_params_t p{};
+    p.field_mask = UCP_PARAM_FIELD_FEATURES;
+    p.features = UCP_FEATURE_AM;
+    EXPECT_EQ(ucp_init(&p, cfg, &ctx_), UCS_OK);
+    ucp_config_release(cfg);
+    ucp_worker_params_t wp{};
+    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wp.thread_mode = UCS_THREAD_MODE_SINGLE;
+    EXPECT_EQ(ucp_worker_create(ctx_, &wp, &worker_), UCS_OK);
+  }
+  ~RawPeer() {
+    if (ep_) {
+      ucp_request_param_t prm{};
+      prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+      prm.flags = UCP_EP_CLOSE_FLAG_FORCE;
+      ucs_status_ptr_t r = ucp_ep_close_nbx(ep_, &prm);
+      Drive(r);
+    }
+    if (listener_) ucp_listener_destroy(listener_);
+    ucp_worker_destroy(worker_);
+    ucp_cleanup(ctx_);
+  }
+  void Drive(ucs_status_ptr_t r) {
+    if (r == nullptr || UCS_PTR_IS_ERR(r)) return;
+    auto deadline = Clock::now() + std::chrono::seconds(5);
+    while (ucp_request_check_status(r) == UCS_INPROGRESS && Clock::now() < deadline) ucp_worker_progress(worker_);
+    ucp_request_free(r);
+  }
+  void Progress(int ms) {
+    auto deadline = Clock::now() + std::chrono::milliseconds(ms);
+    while (Clock::now() < deadline) ucp_worker_progress(worker_);
+  }
+  // As a client.
+  void Connect(int port) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ucp_ep_params_t ep{};
+    ep.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+    ep.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
+    ep.sockaddr.addr = reinterpret_cast<sockaddr*>(&a);
+    ep.sockaddr.addrlen = sizeof a;
+    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    ASSERT_EQ(ucp_ep_create(worker_, &ep, &ep_), UCS_OK);
+  }
+  void Send(uint16_t id, const void* header, size_t hlen, const void* data, size_t len, bool reply = true) {
+    ucp_request_param_t prm{};
+    prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    prm.flags = reply ? UCP_AM_SEND_FLAG_REPLY : 0;
+    Drive(ucp_am_send_nbx(ep_, id, header, hlen, data, len, &prm));
+  }
+  // Collects replies (header + eager data) sent to this peer.
+  void CollectReplies() {
+    ucp_am_handler_param_t hp{};
+    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    hp.id = rpc::wire::kAmReply;
+    hp.cb = [](void* arg, const void* header, size_t hl, void* data, size_t len, const ucp_am_recv_param_t*) {
+      auto* self = static_cast<RawPeer*>(arg);
+      rpc::wire::ReplyHeader h{};
+      if (hl == sizeof h) std::memcpy(&h, header, sizeof h);
+      self->replies.push_back({h, std::string(static_cast<const char*>(data), len)});
+      return UCS_OK;
+    };
+    hp.arg = this;
+    ASSERT_EQ(ucp_worker_set_am_recv_handler(worker_, &hp), UCS_OK);
+  }
+  // As a server: answers every request with `answer`.
+  int Listen(std::function<void(RawPeer*, ucp_ep_h, const rpc::wire::RequestHeader&)> answer) {
+    answer_ = std::move(answer);
+    ucp_am_handler_param_t hp{};
+    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    hp.id = rpc::wire::kAmRequest;
+    hp.cb = [](void* arg, const void* header, size_t hl, void*, size_t, const ucp_am_recv_param_t* prm) {
+      auto* self = static_cast<RawPeer*>(arg);
+      rpc::wire::RequestHeader h{};
+      if (hl == sizeof h) std::memcpy(&h, header, sizeof h);
+      self->pending.push_back({prm->reply_ep, h});
+      return UCS_OK;
+    };
+    hp.arg = this;
+    EXPECT_EQ(ucp_worker_set_am_recv_handler(worker_, &hp), UCS_OK);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ucp_listener_params_t lp{};
+    lp.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+    lp.sockaddr.addr = reinterpret_cast<sockaddr*>(&a);
+    lp.sockaddr.addrlen = sizeof a;
+    lp.conn_handler.cb = [](ucp_conn_request_h req, void* arg) {
+      auto* self = static_cast<RawPeer*>(arg);
+      ucp_ep_params_t ep{};
+      ep.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST;
+      ep.conn_request = req;
+      ucp_ep_create(self->worker_, &ep, &self->ep_);
+    };
+    lp.conn_handler.arg = this;
+    EXPECT_EQ(ucp_listener_create(worker_, &lp, &listener_), UCS_OK);
+    ucp_listener_attr_t la{};
+    la.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
+    EXPECT_EQ(ucp_listener_query(listener_, &la), UCS_OK);
+    return ntohs(reinterpret_cast<sockaddr_in*>(&la.sockaddr)->sin_port);
+  }
+  // Serves until stop: answers requests with answer_.
+  void Serve(std::atomic<bool>* stop) {
+    while (!*stop) {
+      ucp_worker_progress(worker_);
+      while (!pending.empty()) {
+        auto [ep, h] = pending.front();
+        pending.erase(pending.begin());
+        answer_(this, ep, h);
+      }
+    }
+  }
+  void Reply(ucp_ep_h ep, const rpc::wire::ReplyHeader& h, const std::string& data) {
+    ucp_request_param_t prm{};
+    Drive(ucp_am_send_nbx(ep, rpc::wire::kAmReply, &h, sizeof h, data.data(), data.size(), &prm));
+  }
+
+  std::vector<std::pair<rpc::wire::ReplyHeader, std::string>> replies;
+  std::vector<std::pair<ucp_ep_h, rpc::wire::RequestHeader>> pending;
+
+ private:
+  ucp_context_h ctx_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  ucp_ep_h ep_ = nullptr;
+  ucp_listener_h listener_ = nullptr;
+  std::function<void(RawPeer*, ucp_ep_h, const rpc::wire::RequestHeader&)> answer_;
+};
+
+TEST_P(DataPlaneTest, ARogueClientSendingJunkGetsClearErrorsAndOthersAreServed) {
+  StartServers(2);
+  RawPeer rogue;
+  rogue.CollectReplies();
+  rogue.Connect(servers_[1]->data_port());
+  rpc::wire::RequestHeader h;
+  h.method = static_cast<uint8_t>(rpc::DataMethod::kFeatures);
+  int64_t ids[2] = {1400, 1500};
+  h.request_id = 1;
+  rogue.Send(rpc::wire::kAmRequest, &h, 12, ids, 16);  // short header
+  h.request_id = 2;
+  h.magic = 0xdeadbeef;
+  rogue.Send(rpc::wire::kAmRequest, &h, sizeof h, ids, 16);  // bad magic
+  h.magic = rpc::wire::kMagic;
+  h.request_id = 3;
+  h.method = 77;
+  rogue.Send(rpc::wire::kAmRequest, &h, sizeof h, ids, 16);  // unknown method
+  h.method = static_cast<uint8_t>(rpc::DataMethod::kFeatures);
+  h.request_id = 4;
+  rogue.Send(rpc::wire::kAmRequest, &h, sizeof h, ids, 12);  // ids not whole int64s
+  h.request_id = 5;
+  int64_t outside[2] = {1400, 5};
+  rogue.Send(rpc::wire::kAmRequest, &h, sizeof h, outside, 16);  // id of another partition
+  h.request_id = 6;
+  rogue.Send(rpc::wire::kAmRequest, &h, sizeof h, ids, 16, /*reply=*/false);  // no way to answer
+  rogue.Send(rpc::wire::kAmReply, &h, sizeof h, ids, 16);  // a reply sent to a server
+  h.request_id = 7;
+  rogue.Send(rpc::wire::kAmRequest, &h, sizeof h, ids, 16);  // finally a good one
+  for (int i = 0; i < 100 && rogue.replies.size() < 6; ++i) rogue.Progress(20);
+  ASSERT_EQ(rogue.replies.size(), 6u);
+  std::map<uint64_t, std::pair<int, std::string>> by_id;
+  for (auto& [rh, data] : rogue.replies) by_id[rh.request_id] = {rh.code, data};
+  EXPECT_THAT(by_id[0].second, HasSubstr("header of 12 bytes"));
+  EXPECT_THAT(by_id[2].second, HasSubstr("bad magic"));
+  EXPECT_THAT(by_id[3].second, HasSubstr("unknown data-plane method 77"));
+  EXPECT_THAT(by_id[4].second, HasSubstr("not a whole number of 8-byte values"));
+  EXPECT_THAT(by_id[5].second, HasSubstr("node 5 (position 1) is outside this partition's range"));
+  EXPECT_EQ(by_id[7].first, 0);
+  EXPECT_EQ(by_id[7].second.size(), 2u * 1433 * 4);
+  // Everyone else is served as before.
+  auto cluster = ConnectCluster("ucx");
+  std::unique_ptr<Session> s;
+  ASSERT_TRUE(cluster->NewSession(&s).ok());
+  std::vector<float> f(2 * 1433);
+  std::vector<int64_t> good = {1400, 3};
+  ASSERT_TRUE(s->Features(good, f.data()).ok());
+  auto j = nlohmann::json::parse(servers_[1]->StatsJson());
+  EXPECT_GE(j["data_plane"]["malformed_requests"].get<int64_t>(), 4);
+}
+
+TEST_P(DataPlaneTest, ARogueServerCannotWriteIntoTheClientWithStrayOrMisSizedReplies) {
+  RawPeer rogue;
+  int mode = 0;
+  int port = rogue.Listen([&](RawPeer* self, ucp_ep_h ep, const rpc::wire::RequestHeader& h) {
+    rpc::wire::ReplyHeader r;
+    r.request_id = h.request_id;
+    if (h.method == static_cast<uint8_t>(rpc::DataMethod::kPing)) {
+      self->Reply(ep, r, "");
+      return;
+    }
+    if (mode == 0) {  // a reply for a request that was never sent
+      r.request_id = h.request_id + (uint64_t{1} << 16);
+      r.payload_bytes = 8;
+      self->Reply(ep, r, std::string(8, 'x'));
+    } else {  // the right request, the wrong length
+      r.payload_bytes = 24;
+      self->Reply(ep, r, std::string(24, 'y'));
+    }
+  });
+  std::atomic<bool> stop{false};
+  std::thread server([&] { rogue.Serve(&stop); });
+  std::shared_ptr<rpc::DataPlaneContext> ctx;
+  ASSERT_TRUE(rpc::DataPlaneContext::Create(&ctx).ok());
+  rpc::RpcOptions ro;
+  ro.call_timeout_ms = 500;
+  std::unique_ptr<rpc::DataPlaneChannel> ch;
+  ASSERT_TRUE(rpc::DataPlaneChannel::Create(ctx, ro, &ch).ok());
+  int peer = -1;
+  Status st = ch->Connect("127.0.0.1", port, "rogue", &peer);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  std::vector<int64_t> ids = {1, 2};
+  std::vector<int64_t> dst(2, 42);
+  rpc::DataRequest req;
+  req.method = rpc::DataMethod::kLabels;
+  req.ids = ids;
+  rpc::ReplySink sink;
+  sink.data = dst.data();
+  sink.bytes = 16;
+  st = ch->Call(peer, req, sink);
+  EXPECT_EQ(st.code(), Status::Code::kDeadlineExceeded) << st.ToString();
+  EXPECT_GE(ch->stats().stray_replies, 1);
+  EXPECT_EQ(dst, (std::vector<int64_t>{42, 42}));  // nothing written
+  mode = 1;
+  st = ch->Call(peer, req, sink);
+  EXPECT_EQ(st.code(), Status::Code::kCorruption) << st.ToString();
+  EXPECT_THAT(st.message(), HasSubstr("reply of 24 bytes, expected 16"));
+  EXPECT_EQ(dst, (std::vector<int64_t>{42, 42}));
+  // CUDA destinations need a UCX that moves CUDA memory; this one says so.
+  if (!ctx->info().cuda) {
+    sink.kind = rpc::MemoryKind::kCuda;
+    st = ch->Post(peer, req, sink);
+    EXPECT_EQ(st.code(), Status::Code::kNotSupported) << st.ToString();
+  }
+  ch.reset();
+  stop = true;
+  server.join();
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, DataPlaneTest, ::testing::Values("all", "tcp"),
+                         [](const ::testing::TestParamInfo<const char*>& i) {
+                           return std::string(i.param) == "all" ? "SharedMemory" : "Tcp";
+                         });
+
+}  // namespace
+}  // namespace fanout::client
