@@ -1,6 +1,7 @@
 #include "bench/bench_util.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,6 +42,7 @@ ServerProcess StartServerProcess(const std::string& dataset_dir, int partition, 
   ServerProcess s;
   s.pid = fork();
   if (s.pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the bench/test that started it (e.g. under timeout)
     dup2(out[1], 1);
     close(out[0]);
     std::string server = BinDir() + "/fanout-server", p = std::to_string(partition);

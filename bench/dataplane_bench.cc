@@ -84,6 +84,7 @@ int main(int argc, char** argv) {
   int scale = 20, max_threads = 2, rounds = 3;
   double seconds = 1.0, loader_seconds = 4.0;
   std::string work, json_path;
+  std::vector<std::string> only_paths;
   app.add_option("--scale", scale, "R-MAT scale")->default_val(20)->check(CLI::Range(10, 24));
   app.add_option("--seconds", seconds, "Seconds per measurement")->default_val(1.0);
   app.add_option("--rounds", rounds, "Path/limit alternations per case (median of the ratios)")->default_val(3)
@@ -92,6 +93,11 @@ int main(int argc, char** argv) {
   app.add_option("--threads", max_threads, "Client threads: 1..N")->default_val(2)->check(CLI::Range(1, 16));
   app.add_option("--work-dir", work, "Keep the datasets here (default: temporary, removed)");
   app.add_option("--json", json_path, "Write the cases as a JSON array to this file");
+  app.add_option("--paths", only_paths, "Measure only these paths (the limit is always measured)")
+      ->check(CLI::IsMember({"thrift", "ucx_shm", "ucx_tcp", "plain_socket"}));
+  bool no_loader = false, no_lookup = false;
+  app.add_flag("--no-loader", no_loader, "Skip the loader_features case");
+  app.add_flag("--no-lookup", no_lookup, "Skip the feature_lookup cases");
   CLI11_PARSE(app, argc, argv);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   signal(SIGPIPE, SIG_IGN);
@@ -142,6 +148,7 @@ int main(int argc, char** argv) {
 
   nlohmann::json cases = nlohmann::json::array();
   for (int64_t rows : {int64_t{1024}, int64_t{65536}}) {
+    if (no_lookup) break;
     const size_t reply = static_cast<size_t>(rows) * row;
     for (int threads = 1; threads <= max_threads; ++threads) {
       std::vector<std::vector<char>> dst(threads, std::vector<char>(reply)), scratch(threads, std::vector<char>(reply));
@@ -207,6 +214,8 @@ int main(int argc, char** argv) {
       };
       std::vector<double> limits;
       for (auto& p : paths) {
+        if (!only_paths.empty() && std::find(only_paths.begin(), only_paths.end(), p.name) == only_paths.end())
+          continue;
         std::vector<double> ratios, rates;
         for (int r = 0; r < rounds; ++r) {
           double a = p.run(), b = limit();
@@ -234,6 +243,11 @@ int main(int argc, char** argv) {
   }
   fanout::bench::StopServerProcess(&server);
 
+  if (no_loader) {
+    if (own) fs::remove_all(work);
+    fanout::bench::WriteJson(json_path, cases);
+    return 0;
+  }
   // NodeLoader with features through 2 servers, over each path.
   std::string dir2 = work + "/rmat" + std::to_string(scale) + "-2";
   fanout::bench::EnsureRmatDataset(dir2, scale, 2, 128);
@@ -243,6 +257,7 @@ int main(int argc, char** argv) {
   for (auto& v : seeds) v = static_cast<int64_t>(fanout::DrawBelow(rng.Next(), seeds.size()));
   double loader_thrift = 0;
   for (const char* path : {"thrift", "ucx_shm"}) {
+    if (!only_paths.empty() && std::find(only_paths.begin(), only_paths.end(), path) == only_paths.end()) continue;
     fanout::client::ClusterSpec spec;
     spec.replicas = {{s0.rpc}, {s1.rpc}};
     spec.has_data_plane = true;

@@ -11,12 +11,14 @@
 // every call takes an explicit stream (nullptr = the default stream) and
 // returns errors as Status, never aborting.
 //
-// Thread safety: a GpuFeatureCache is read-only after Insert(); Gather() and
-// ScatterMisses() may run concurrently on different streams with different
-// output buffers.
+// Thread safety: a GpuFeatureCache is read-only after Insert(); Gather(),
+// ScatterMisses() and ScatterRows() may run concurrently from several threads,
+// each with its own GpuWorkspace, stream and output buffer (the cache keeps no
+// per-call scratch of its own; its counters are atomic).
 #ifndef FANOUT_CACHE_GPU_FEATURE_CACHE_H_
 #define FANOUT_CACHE_GPU_FEATURE_CACHE_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -58,6 +60,43 @@ class DeviceBuffer {
   int device_ = -1;
 };
 
+// A move-only owner of page-locked host memory (cudaHostAlloc): copies from
+// it to the device are DMA and truly asynchronous. The staging buffer of the
+// data plane's CUDA path: rows that cannot land in device memory directly are
+// received here, then copied with cudaMemcpyAsync.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  ~PinnedBuffer();
+  PinnedBuffer(PinnedBuffer&& other) noexcept;
+  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+
+  static Status Allocate(size_t bytes, PinnedBuffer* out);
+  void* data() const { return h_ptr_; }
+  size_t size() const { return size_; }
+
+ private:
+  void Reset();
+  void* h_ptr_ = nullptr;
+  size_t size_ = 0;
+};
+
+// One caller's scratch for the cache's calls: index arrays and miss rows, on
+// the host (pinned) and on the device. Used by one thread on one stream; it
+// may be reused once that stream has been synchronized. Buffers grow (to 1.5x
+// what is asked) and are kept.
+struct GpuWorkspace {
+  int device = 0;
+  PinnedBuffer h_hits, h_misses;  // (slot, position) and (row, position) pairs
+  DeviceBuffer d_hits, d_misses;
+  PinnedBuffer h_rows;            // staged miss rows
+  DeviceBuffer d_rows;            // miss rows on the device
+  static Status Grow(PinnedBuffer* b, size_t bytes);
+  static Status Grow(DeviceBuffer* b, size_t bytes, int device);
+};
+
 class GpuFeatureCache {
  public:
   // options.policy must be kStatic: the device cache holds a fixed hot set.
@@ -69,12 +108,21 @@ class GpuFeatureCache {
 
   // Writes the rows of the cached ids into d_out (device memory, at least
   // ids.size() * feature_dim floats, row i at d_out + i * feature_dim) and
-  // appends the positions of the misses to *misses. Returns once the kernel
-  // has been queued on `stream`.
-  Status Gather(ArrayView<const int64_t> ids, float* d_out, std::vector<int64_t>* misses, StreamHandle stream);
+  // appends the positions of the misses to *misses. Returns once the copies
+  // and the kernel have been queued on `stream` (ws must outlive them).
+  Status Gather(ArrayView<const int64_t> ids, float* d_out, std::vector<int64_t>* misses, GpuWorkspace* ws,
+                StreamHandle stream);
 
-  // Copies host rows (rows[j] for positions[j]) into d_out at those positions.
-  Status ScatterMisses(ArrayView<const int64_t> positions, const float* host_rows, float* d_out, StreamHandle stream);
+  // Copies host rows (row j for positions[j]) into d_out at those positions:
+  // one cudaMemcpyAsync into ws->d_rows, then the scatter kernel. host_rows
+  // should be pinned (ws->h_rows) for the copy to be asynchronous DMA.
+  Status ScatterMisses(ArrayView<const int64_t> positions, const float* host_rows, float* d_out, GpuWorkspace* ws,
+                       StreamHandle stream);
+
+  // The same for rows already in device memory (d_rows, row j for positions[j]),
+  // e.g. received there by the data plane: no host copy at all.
+  Status ScatterRows(ArrayView<const int64_t> positions, const float* d_rows, float* d_out, GpuWorkspace* ws,
+                     StreamHandle stream);
 
   // Waits for the stream.
   Status Synchronize(StreamHandle stream);
@@ -93,7 +141,7 @@ class GpuFeatureCache {
   int64_t used_ = 0;
   std::vector<int32_t> slot_of_;  // host mirror of the id index: hits are known without a round trip
   std::unique_ptr<Impl> impl_;
-  int64_t lookups_ = 0, hits_ = 0;
+  std::atomic<int64_t> lookups_{0}, hits_{0};
 };
 
 // Benchmark helper: gathers `batch` random rows of a `rows` x `dim` device

@@ -27,12 +27,34 @@ Status DeviceBuffer::Allocate(size_t, int, DeviceBuffer*) { return NoCuda(); }
 Status DeviceBuffer::CopyFromHost(const void*, size_t, StreamHandle) { return NoCuda(); }
 Status DeviceBuffer::CopyToHost(void*, size_t, StreamHandle) const { return NoCuda(); }
 
+PinnedBuffer::~PinnedBuffer() = default;
+PinnedBuffer::PinnedBuffer(PinnedBuffer&& o) noexcept : h_ptr_(o.h_ptr_), size_(o.size_) {
+  o.h_ptr_ = nullptr;
+  o.size_ = 0;
+}
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& o) noexcept {
+  std::swap(h_ptr_, o.h_ptr_);
+  std::swap(size_, o.size_);
+  return *this;
+}
+void PinnedBuffer::Reset() {}
+Status PinnedBuffer::Allocate(size_t, PinnedBuffer*) { return NoCuda(); }
+Status GpuWorkspace::Grow(PinnedBuffer*, size_t) { return NoCuda(); }
+Status GpuWorkspace::Grow(DeviceBuffer*, size_t, int) { return NoCuda(); }
+
 struct GpuFeatureCache::Impl {};
 GpuFeatureCache::~GpuFeatureCache() = default;
 Status GpuFeatureCache::Create(const CacheOptions&, int, std::unique_ptr<GpuFeatureCache>*) { return NoCuda(); }
 Status GpuFeatureCache::Insert(ArrayView<const int64_t>, const float*, StreamHandle) { return NoCuda(); }
-Status GpuFeatureCache::Gather(ArrayView<const int64_t>, float*, std::vector<int64_t>*, StreamHandle) { return NoCuda(); }
-Status GpuFeatureCache::ScatterMisses(ArrayView<const int64_t>, const float*, float*, StreamHandle) { return NoCuda(); }
+Status GpuFeatureCache::Gather(ArrayView<const int64_t>, float*, std::vector<int64_t>*, GpuWorkspace*, StreamHandle) {
+  return NoCuda();
+}
+Status GpuFeatureCache::ScatterMisses(ArrayView<const int64_t>, const float*, float*, GpuWorkspace*, StreamHandle) {
+  return NoCuda();
+}
+Status GpuFeatureCache::ScatterRows(ArrayView<const int64_t>, const float*, float*, GpuWorkspace*, StreamHandle) {
+  return NoCuda();
+}
 Status GpuFeatureCache::Synchronize(StreamHandle) { return NoCuda(); }
 int64_t GpuFeatureCache::device_memory_bytes() const { return 0; }
 CacheStats GpuFeatureCache::stats() const { return {}; }

@@ -488,6 +488,77 @@ class ClusterSession : public Session {
     return Status::OK();
   }
 
+  Status FeaturesToDevice(ArrayView<const int64_t> ids, float* d_out, int device) override {
+    (void)device;  // UCX finds the device from the pointer (ucp_mem_query / memory type)
+    if (!channel_ || !c_->data_ctx_ || !c_->data_ctx_->info().cuda)
+      return Status::NotSupported("the data plane cannot receive into CUDA memory here (" +
+                                  std::string(!c_->data_ctx_ ? "no UCX data plane"
+                                                             : "this UCX was built without CUDA") +
+                                  ")");
+    FANOUT_RETURN_IF_ERROR(Route(ids));
+    const int k = c_->num_parts();
+    const int64_t d = c_->feature_dim();
+    const size_t row = static_cast<size_t>(d) * 4;
+    std::vector<rpc::ReplySink> sinks(k);
+    for (int p = 0; p < k; ++p) {
+      if (by_part_[p].empty()) continue;
+      if (peer_[p] < 0) return Status::NotSupported("server " + c_->addresses_[p] + " is not on the data plane");
+      datasets::FeatureDType t;
+      FANOUT_RETURN_IF_ERROR(datasets::ParseFeatureDType(c_->info_[p].feature_dtype, &t));
+      if (t != datasets::FeatureDType::kFloat32)
+        return Status::NotSupported("server " + c_->addresses_[p] + " stores " + c_->info_[p].feature_dtype +
+                                    " rows (converted on the host)");
+      rpc::ReplySink& s = sinks[p];
+      s.kind = rpc::MemoryKind::kCuda;
+      const auto& pos = pos_[p];
+      for (size_t j = 0; j < pos.size();) {
+        size_t e = j + 1;
+        while (e < pos.size() && pos[e] == pos[e - 1] + 1) ++e;
+        s.segments.push_back({reinterpret_cast<char*>(d_out + pos[j] * d), (e - j) * row});
+        j = e;
+      }
+      if (s.segments.size() > kMaxDirectSegments)
+        return Status::NotSupported("ids of server " + c_->addresses_[p] + " form " +
+                                    std::to_string(s.segments.size()) + " runs (sort them)");
+      if (s.segments.size() == 1) {
+        s.data = s.segments[0].data;
+        s.bytes = s.segments[0].bytes;
+        s.segments.clear();
+      }
+    }
+    rpc::DataRequest req;
+    req.method = rpc::DataMethod::kFeatures;
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<char> owed(k, 0);
+    Status st;
+    for (int p = 0; p < k && st.ok(); ++p) {
+      if (by_part_[p].empty()) continue;
+      rpc::DataRequest r = req;
+      r.ids = by_part_[p];
+      st = channel_->Post(peer_[p], r, sinks[p]);
+      if (st.ok()) owed[p] = 1;
+    }
+    for (int p = 0; p < k && st.ok(); ++p) {
+      if (!owed[p]) continue;
+      st = channel_->Wait(peer_[p]);
+      owed[p] = 0;
+      if (st.ok()) {
+        const int64_t bytes = static_cast<int64_t>(by_part_[p].size() * row);
+        stats_.feature_bytes += bytes;
+        stats_.ucx_bytes += bytes;
+      }
+    }
+    if (!st.ok()) {
+      for (int p = 0; p < k; ++p)
+        if (owed[p]) channel_->Abandon(peer_[p]);
+      // A failed endpoint is closed: the next Exchange() finds it so and
+      // falls back to Thrift; the caller may stage these rows meanwhile.
+    }
+    stats_.requests += k;
+    stats_.network_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return st;
+  }
+
   Status Labels(ArrayView<const int64_t> ids, int64_t* out) override {
     FANOUT_RETURN_IF_ERROR(Route(ids));
     rpc::DataRequest req;

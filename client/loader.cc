@@ -36,29 +36,19 @@ at::Tensor Wrap(PodVector<int64_t>&& v) {
 
 }  // namespace
 
-at::Tensor GatherFeaturesOnDevice(cache::GpuFeatureCache& gpu, Session& session, ArrayView<const int64_t> ids,
-                                  int device) {
+Status GatherFeaturesOnDevice(DeviceFeatureFetcher& fetcher, Session& session, ArrayView<const int64_t> ids,
+                              int device, at::Tensor* out) {
   if (!torch::cuda::is_available())
-    throw std::runtime_error("the GPU feature cache needs a CUDA-enabled LibTorch; this one has no CUDA");
-  const int64_t n = static_cast<int64_t>(ids.size()), d = gpu.options().feature_dim;
-  auto* buffer = new cache::DeviceBuffer();
-  std::unique_ptr<cache::DeviceBuffer> owner(buffer);
-  Status st = cache::DeviceBuffer::Allocate(static_cast<size_t>(n * d) * 4, device, buffer);
-  std::vector<int64_t> misses;
-  if (st.ok()) st = gpu.Gather(ids, static_cast<float*>(buffer->data()), &misses, nullptr);
-  if (st.ok() && !misses.empty()) {
-    std::vector<int64_t> miss_ids(misses.size());
-    for (size_t j = 0; j < misses.size(); ++j) miss_ids[j] = ids[misses[j]];
-    std::vector<float> rows(misses.size() * d);
-    st = session.Features(miss_ids, rows.data());
-    if (st.ok()) st = gpu.ScatterMisses(misses, rows.data(), static_cast<float*>(buffer->data()), nullptr);
-  }
-  if (st.ok()) st = gpu.Synchronize(nullptr);
-  if (!st.ok()) throw std::runtime_error(st.ToString());
+    return Status::NotSupported("the GPU feature cache needs a CUDA-enabled LibTorch; this one has no CUDA");
+  const int64_t n = static_cast<int64_t>(ids.size()), d = fetcher.feature_dim();
+  auto buffer = std::make_unique<cache::DeviceBuffer>();
+  FANOUT_RETURN_IF_ERROR(cache::DeviceBuffer::Allocate(static_cast<size_t>(n * d) * 4, device, buffer.get()));
+  FANOUT_RETURN_IF_ERROR(fetcher.Fetch(session, ids, static_cast<float*>(buffer->data()), nullptr));
   void* ptr = buffer->data();
-  owner.release();  // the tensor's deleter owns the buffer now
-  return torch::from_blob(ptr, {n, d}, [buffer](void*) { delete buffer; },
+  cache::DeviceBuffer* raw = buffer.release();  // the tensor's deleter owns the buffer now
+  *out = torch::from_blob(ptr, {n, d}, [raw](void*) { delete raw; },
                           torch::TensorOptions().dtype(torch::kFloat).device(torch::kCUDA, device));
+  return Status::OK();
 }
 
 NodeLoader::NodeLoader(std::shared_ptr<Source> source, std::vector<int64_t> seeds, LoaderOptions options)
@@ -137,6 +127,8 @@ void NodeLoader::SetEpoch(int64_t epoch) {
 
 void NodeLoader::Worker(int w) {
   Session* session = sessions_[w].get();
+  std::unique_ptr<DeviceFeatureFetcher> fetcher;
+  if (options_.features && options_.gpu_cache) fetcher = std::make_unique<DeviceFeatureFetcher>(options_.gpu_cache.get());
   for (;;) {
     int64_t b;
     Slot* slot;
@@ -149,10 +141,11 @@ void NodeLoader::Worker(int w) {
       slot = slots_.back().get();
     }
     SessionStats before = session->stats();
+    const int64_t staged_before = fetcher ? fetcher->stats().staged_bytes : 0;
     MiniBatch mb;
     Status st;
     try {
-      st = Produce(session, b, &mb);
+      st = Produce(session, fetcher.get(), b, &mb);
     } catch (const std::exception& e) {
       st = Status::Internal(std::string("building batch tensors: ") + e.what());
     }
@@ -167,6 +160,7 @@ void NodeLoader::Worker(int w) {
       stats_.thrift_bytes += after.thrift_bytes - before.thrift_bytes;
       stats_.ucx_bytes += after.ucx_bytes - before.ucx_bytes;
       stats_.staged_bytes += after.staged_bytes - before.staged_bytes;
+      if (fetcher) stats_.staged_bytes += fetcher->stats().staged_bytes - staged_before;
       stats_.fallbacks += after.fallbacks - before.fallbacks;
       if (st.ok()) {
         stats_.sampled_edges += mb.edge_index.size(1);
@@ -183,7 +177,7 @@ void NodeLoader::Worker(int w) {
   }
 }
 
-Status NodeLoader::Produce(Session* session, int64_t b, MiniBatch* out) {
+Status NodeLoader::Produce(Session* session, DeviceFeatureFetcher* fetcher, int64_t b, MiniBatch* out) {
   const int64_t begin = b * options_.batch_size;
   const int64_t end = std::min<int64_t>(static_cast<int64_t>(order_.size()), begin + options_.batch_size);
   ArrayView<const int64_t> seeds(order_.data() + begin, static_cast<size_t>(end - begin));
@@ -213,7 +207,8 @@ Status NodeLoader::Produce(Session* session, int64_t b, MiniBatch* out) {
   }
   if (options_.edge_ids) out->edge_id = Wrap(std::move(sub.edge_id));
   if (options_.features && options_.gpu_cache) {
-    out->x = GatherFeaturesOnDevice(*options_.gpu_cache, *session, id_view, options_.gpu_cache->device());
+    FANOUT_RETURN_IF_ERROR(
+        GatherFeaturesOnDevice(*fetcher, *session, id_view, options_.gpu_cache->device(), &out->x));
   } else if (options_.features) {
     out->x = torch::empty({n, source_->feature_dim()}, torch::kFloat);
     FANOUT_RETURN_IF_ERROR(session->Features(id_view, out->x.data_ptr<float>()));

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "cache/gpu_feature_cache.h"
+#include "client/device_features.h"
 #include "client/source.h"
 
 namespace fanout::client {
@@ -52,11 +53,12 @@ struct LoaderOptions {
 };
 
 // The rows of `ids` as a float32 CUDA tensor [ids.size(), feature_dim] on the
-// cache's device: a device buffer that the tensor owns (from_blob + deleter).
-// Throws std::runtime_error with the reason on failure (no CUDA LibTorch,
-// no device, a source error).
-at::Tensor GatherFeaturesOnDevice(cache::GpuFeatureCache& gpu, Session& session, ArrayView<const int64_t> ids,
-                                  int device);
+// fetcher's cache's device (a device buffer the tensor owns: from_blob +
+// deleter): hits from the device cache, misses straight into device memory
+// where the data plane can, else staged through pinned host memory. Errors
+// (no CUDA LibTorch, no device, a source error) come back as Status.
+Status GatherFeaturesOnDevice(DeviceFeatureFetcher& fetcher, Session& session, ArrayView<const int64_t> ids,
+                              int device, at::Tensor* out);
 
 struct MiniBatch {
   at::Tensor n_id;         // int64 [N]: seeds first (batch_size of them), then sampled nodes
@@ -116,7 +118,7 @@ class NodeLoader {
   struct Slot;
   void StopWorkers();
   void Worker(int w);
-  Status Produce(Session* session, int64_t b, MiniBatch* out);
+  Status Produce(Session* session, DeviceFeatureFetcher* fetcher, int64_t b, MiniBatch* out);
 
   std::shared_ptr<Source> source_;
   std::vector<int64_t> seeds_;

@@ -40,6 +40,17 @@ class Session {
                         sampler::SampledSubgraph* out) = 0;
   // Feature rows of `ids` as float32, row i at out + i * feature_dim.
   virtual Status Features(ArrayView<const int64_t> ids, float* out) = 0;
+  // Feature rows of `ids` straight into device memory (d_out on CUDA device
+  // `device`, row i at d_out + i * feature_dim), with no copy through host
+  // memory: only where every server involved is reached over a UCX data plane
+  // that moves CUDA memory itself (a UCX built with CUDA; GPUDirect RDMA
+  // between hosts). Works best when ids are ascending (one run per server).
+  // Otherwise NotSupported, and nothing is written: the caller stages the
+  // rows through pinned host memory (DeviceFeatureFetcher does both).
+  virtual Status FeaturesToDevice(ArrayView<const int64_t> ids, float* d_out, int device) {
+    (void)ids, (void)d_out, (void)device;
+    return Status::NotSupported("this source cannot write feature rows into device memory");
+  }
   // Labels (-1 = unknown) of `ids`.
   virtual Status Labels(ArrayView<const int64_t> ids, int64_t* out) = 0;
   // Original dataset ids of `ids`.

@@ -130,9 +130,55 @@ Status DeviceBuffer::CopyToHost(void* dst, size_t bytes, StreamHandle stream) co
   return Status::OK();
 }
 
+PinnedBuffer::~PinnedBuffer() { Reset(); }
+
+PinnedBuffer::PinnedBuffer(PinnedBuffer&& o) noexcept : h_ptr_(o.h_ptr_), size_(o.size_) {
+  o.h_ptr_ = nullptr;
+  o.size_ = 0;
+}
+
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& o) noexcept {
+  if (this != &o) {
+    Reset();
+    h_ptr_ = o.h_ptr_;
+    size_ = o.size_;
+    o.h_ptr_ = nullptr;
+    o.size_ = 0;
+  }
+  return *this;
+}
+
+void PinnedBuffer::Reset() {
+  if (h_ptr_ != nullptr) cudaFreeHost(h_ptr_);
+  h_ptr_ = nullptr;
+  size_ = 0;
+}
+
+Status PinnedBuffer::Allocate(size_t bytes, PinnedBuffer* out) {
+  if (CudaDeviceCount() == 0) return Status::Unavailable("no CUDA device (or no driver) is present");
+  void* p = nullptr;
+  if (bytes > 0)
+    FANOUT_CUDA_RETURN(cudaHostAlloc(&p, bytes, cudaHostAllocPortable),
+                       ("allocating " + std::to_string(bytes) + " bytes of pinned host memory").c_str());
+  PinnedBuffer b;
+  b.h_ptr_ = p;
+  b.size_ = bytes;
+  *out = std::move(b);
+  return Status::OK();
+}
+
+Status GpuWorkspace::Grow(PinnedBuffer* b, size_t bytes) {
+  if (b->size() >= bytes) return Status::OK();
+  return PinnedBuffer::Allocate(bytes + bytes / 2, b);
+}
+
+Status GpuWorkspace::Grow(DeviceBuffer* b, size_t bytes, int device) {
+  if (b->size() >= bytes) return Status::OK();
+  return DeviceBuffer::Allocate(bytes + bytes / 2, device, b);
+}
+
 struct GpuFeatureCache::Impl {
-  DeviceBuffer table;    // capacity x dim floats
-  DeviceBuffer scratch;  // per call: (slot, position) pairs and staged miss rows; grown as needed
+  DeviceBuffer table;  // capacity x dim floats
 };
 
 GpuFeatureCache::~GpuFeatureCache() = default;
@@ -157,14 +203,14 @@ Status GpuFeatureCache::Create(const CacheOptions& o, int device, std::unique_pt
 }
 
 int64_t GpuFeatureCache::device_memory_bytes() const {
-  return static_cast<int64_t>(impl_->table.size() + impl_->scratch.size());
+  return static_cast<int64_t>(impl_->table.size());
 }
 
 CacheStats GpuFeatureCache::stats() const {
   CacheStats s;
-  s.lookups = lookups_;
-  s.hits = hits_;
-  s.bytes_from_cache = hits_ * options_.feature_dim * 4;
+  s.lookups = lookups_.load();
+  s.hits = hits_.load();
+  s.bytes_from_cache = s.hits * options_.feature_dim * 4;
   return s;
 }
 
@@ -184,58 +230,78 @@ Status GpuFeatureCache::Insert(ArrayView<const int64_t> ids, const float* rows, 
 }
 
 Status GpuFeatureCache::Gather(ArrayView<const int64_t> ids, float* d_out, std::vector<int64_t>* misses,
-                               StreamHandle stream) {
+                               GpuWorkspace* ws, StreamHandle stream) {
   DeviceGuard g(device_);
-  std::vector<int64_t> pairs;  // slots then positions
-  std::vector<int64_t> pos;
-  for (size_t i = 0; i < ids.size(); ++i) {
+  const size_t n = ids.size();
+  // Pairs (slot, position) in pinned memory: [slots of hits][positions of hits].
+  FANOUT_RETURN_IF_ERROR(GpuWorkspace::Grow(&ws->h_hits, 2 * n * 8));
+  int64_t* slots = static_cast<int64_t*>(ws->h_hits.data());
+  std::vector<int64_t>& m = *misses;
+  const size_t m0 = m.size();  // misses are appended
+  int64_t hits = 0;
+  for (size_t i = 0; i < n; ++i) {
     int64_t id = ids[i];
     if (id < 0 || id >= options_.num_nodes)
       return Status::InvalidArgument("node " + std::to_string(id) + " is outside [0, " + std::to_string(options_.num_nodes) + ")");
     int32_t s = slot_of_[id];
     if (s < 0) {
-      misses->push_back(static_cast<int64_t>(i));
+      m.push_back(static_cast<int64_t>(i));
     } else {
-      pairs.push_back(s);
-      pos.push_back(static_cast<int64_t>(i));
+      slots[hits++] = s;
     }
   }
-  const int64_t hits = static_cast<int64_t>(pos.size());
-  lookups_ += static_cast<int64_t>(ids.size());
+  lookups_ += static_cast<int64_t>(n);
   hits_ += hits;
   if (hits == 0) return Status::OK();
-  pairs.insert(pairs.end(), pos.begin(), pos.end());
-  size_t bytes = pairs.size() * 8;
-  if (impl_->scratch.size() < bytes) FANOUT_RETURN_IF_ERROR(DeviceBuffer::Allocate(bytes * 2, device_, &impl_->scratch));
-  FANOUT_RETURN_IF_ERROR(impl_->scratch.CopyFromHost(pairs.data(), bytes, stream));
-  const int64_t* d_pairs = static_cast<const int64_t*>(impl_->scratch.data());
+  // Positions of the hits follow the slots (the complement of the misses).
+  int64_t* pos = slots + hits;
+  size_t k = 0, mi = m0;
+  for (size_t i = 0; i < n; ++i) {
+    if (mi < m.size() && m[mi] == static_cast<int64_t>(i)) {
+      ++mi;
+      continue;
+    }
+    pos[k++] = static_cast<int64_t>(i);
+  }
+  const size_t bytes = static_cast<size_t>(2 * hits) * 8;
+  FANOUT_RETURN_IF_ERROR(GpuWorkspace::Grow(&ws->d_hits, bytes, device_));
+  FANOUT_CUDA_RETURN(cudaMemcpyAsync(ws->d_hits.data(), slots, bytes, cudaMemcpyHostToDevice, S(stream)),
+                     "copying hit indices to the device");
+  const int64_t* d_pairs = static_cast<const int64_t*>(ws->d_hits.data());
   return LaunchCopyRows(static_cast<const float*>(impl_->table.data()), d_pairs, d_pairs + hits, hits,
                         options_.feature_dim, d_out, S(stream));
 }
 
-Status GpuFeatureCache::ScatterMisses(ArrayView<const int64_t> positions, const float* rows, float* d_out,
-                                      StreamHandle stream) {
+Status GpuFeatureCache::ScatterRows(ArrayView<const int64_t> positions, const float* d_rows, float* d_out,
+                                    GpuWorkspace* ws, StreamHandle stream) {
   DeviceGuard g(device_);
   const int64_t n = static_cast<int64_t>(positions.size()), d = options_.feature_dim;
   if (n == 0) return Status::OK();
-  // Staging layout: [identity slots 0..n) [positions] [rows].
-  std::vector<int64_t> index(2 * n);
+  // Index layout: [identity rows 0..n) [positions].
+  const size_t bytes = static_cast<size_t>(2 * n) * 8;
+  FANOUT_RETURN_IF_ERROR(GpuWorkspace::Grow(&ws->h_misses, bytes));
+  int64_t* index = static_cast<int64_t*>(ws->h_misses.data());
   for (int64_t j = 0; j < n; ++j) {
     index[j] = j;
     index[n + j] = positions[j];
   }
-  size_t index_bytes = static_cast<size_t>(2 * n) * 8, row_bytes = static_cast<size_t>(n * d) * 4;
-  DeviceBuffer staging;
-  FANOUT_RETURN_IF_ERROR(DeviceBuffer::Allocate(index_bytes + row_bytes, device_, &staging));
-  char* base = static_cast<char*>(staging.data());
-  FANOUT_CUDA_RETURN(cudaMemcpyAsync(base, index.data(), index_bytes, cudaMemcpyHostToDevice, S(stream)), "staging miss positions");
-  FANOUT_CUDA_RETURN(cudaMemcpyAsync(base + index_bytes, rows, row_bytes, cudaMemcpyHostToDevice, S(stream)), "staging miss rows");
-  const int64_t* d_index = reinterpret_cast<const int64_t*>(base);
-  FANOUT_RETURN_IF_ERROR(LaunchCopyRows(reinterpret_cast<const float*>(base + index_bytes), d_index, d_index + n, n, d,
-                                        d_out, S(stream)));
-  // The staging buffer is freed when this returns: wait for the kernel first.
-  FANOUT_CUDA_RETURN(cudaStreamSynchronize(S(stream)), "scattering miss rows");
-  return Status::OK();
+  FANOUT_RETURN_IF_ERROR(GpuWorkspace::Grow(&ws->d_misses, bytes, device_));
+  FANOUT_CUDA_RETURN(cudaMemcpyAsync(ws->d_misses.data(), index, bytes, cudaMemcpyHostToDevice, S(stream)),
+                     "copying miss positions to the device");
+  const int64_t* d_index = static_cast<const int64_t*>(ws->d_misses.data());
+  return LaunchCopyRows(d_rows, d_index, d_index + n, n, d, d_out, S(stream));
+}
+
+Status GpuFeatureCache::ScatterMisses(ArrayView<const int64_t> positions, const float* host_rows, float* d_out,
+                                      GpuWorkspace* ws, StreamHandle stream) {
+  DeviceGuard g(device_);
+  const int64_t n = static_cast<int64_t>(positions.size()), d = options_.feature_dim;
+  if (n == 0) return Status::OK();
+  const size_t row_bytes = static_cast<size_t>(n * d) * 4;
+  FANOUT_RETURN_IF_ERROR(GpuWorkspace::Grow(&ws->d_rows, row_bytes, device_));
+  FANOUT_CUDA_RETURN(cudaMemcpyAsync(ws->d_rows.data(), host_rows, row_bytes, cudaMemcpyHostToDevice, S(stream)),
+                     "copying miss rows to the device");
+  return ScatterRows(positions, static_cast<const float*>(ws->d_rows.data()), d_out, ws, stream);
 }
 
 Status GpuFeatureCache::Synchronize(StreamHandle stream) {

@@ -371,6 +371,19 @@ Status DataPlaneChannel::Post(int peer, const DataRequest& request, const ReplyS
   if (sink.kind == MemoryKind::kCuda && !i.context->info().cuda)
     return Status::NotSupported("this UCX (" + i.context->info().ucx_version +
                                 ") does not handle CUDA memory: receive into host memory and copy");
+  if (sink.kind == MemoryKind::kCuda) {
+    // Trust a CUDA destination only once UCX itself recognises it as CUDA
+    // memory (as NIXL's UCX backend does): a host pointer sent down the CUDA
+    // path would fault inside UCX.
+    auto check = [&](void* addr, size_t bytes) {
+      return ucx::CheckMemoryType(i.context->impl()->ctx.get(), addr, bytes, UCS_MEMORY_TYPE_CUDA);
+    };
+    if (sink.segments.empty()) {
+      FANOUT_RETURN_IF_ERROR(check(sink.data, sink.bytes));
+    } else {
+      for (const auto& g : sink.segments) FANOUT_RETURN_IF_ERROR(check(g.data, g.bytes));
+    }
+  }
   if (p->ep == nullptr || p->failed) {
     if (p->ep != nullptr) i.Close(p);
     FANOUT_RETURN_IF_ERROR(i.Open(p));

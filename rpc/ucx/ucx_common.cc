@@ -30,6 +30,17 @@ Status Context::Create(Context* out) {
                   t.find("mm") != std::string::npos || t.find("posix") != std::string::npos ||
                   t.find("sysv") != std::string::npos || t[0] == '^';
   if (mm && std::getenv("UCX_MM_ERROR_HANDLING") == nullptr) ucp_config_modify(config, "MM_ERROR_HANDLING", "y");
+  // Rendezvous by get (the receiver reads), unless the user chose: with
+  // UCX 1.13's default ("auto") the listener flow picks tcp/lo as the
+  // rendezvous lane even between two processes on one host, and a reply then
+  // crosses loopback tcp; with get_zcopy, transports that cannot get (tcp)
+  // are left out and UCX pipelines the reply over shared memory on one host,
+  // while RDMA NICs read it directly (docs/DATA_PLANE.md, measured there).
+  if (std::getenv("UCX_RNDV_SCHEME") == nullptr) ucp_config_modify(config, "RNDV_SCHEME", "get_zcopy");
+  // A deeper shared-memory FIFO (1024 x 8 KiB per worker instead of 64):
+  // with the default, a multi-MiB reply stalls whenever the receiving thread
+  // is descheduled (loader 0.74x Thrift on 2 cores; 1.39-1.43x with this).
+  if (mm && std::getenv("UCX_MM_FIFO_SIZE") == nullptr) ucp_config_modify(config, "MM_FIFO_SIZE", "1024");
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
   params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
@@ -93,6 +104,27 @@ void Worker::WaitForEvents(int timeout_ms) {
   poll(&p, 1, timeout_ms);
 }
 
+Status CheckMemoryType(ucp_context_h ctx, void* addr, size_t bytes, ucs_memory_type_t want) {
+  if (bytes == 0) return Status::OK();
+  ucp_mem_map_params_t mp{};
+  mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+  mp.address = addr;
+  mp.length = bytes;
+  ucp_mem_h memh = nullptr;
+  ucs_status_t st = ucp_mem_map(ctx, &mp, &memh);
+  if (st != UCS_OK) return Error("registering the destination buffer with UCX", st);
+  ucp_mem_attr_t attr{};
+  attr.field_mask = UCP_MEM_ATTR_FIELD_MEM_TYPE;
+  st = ucp_mem_query(memh, &attr);
+  ucp_mem_unmap(ctx, memh);
+  if (st != UCS_OK) return Error("querying the destination buffer's memory type", st);
+  if (attr.mem_type != want)
+    return Status::InvalidArgument(std::string("UCX sees the destination buffer as ") +
+                                   ucs_memory_type_names[attr.mem_type] + " memory, not " +
+                                   ucs_memory_type_names[want]);
+  return Status::OK();
+}
+
 std::string EndpointTransports(ucp_ep_h ep) {
   char* buf = nullptr;
   size_t len = 0;
@@ -102,6 +134,7 @@ std::string EndpointTransports(ucp_ep_h ep) {
   std::fclose(f);
   std::string text(buf, len);
   std::free(buf);
+  if (std::getenv("FANOUT_UCX_EP_DUMP") != nullptr) std::fputs(text.c_str(), stderr);
   // Lines look like "#                 lane[0]:  3:cma/memory.0 md[1]  ... am zcopy_rndv".
   std::set<std::string> seen;
   std::string out;

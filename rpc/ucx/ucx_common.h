@@ -17,6 +17,10 @@ Status Error(const std::string& what, ucs_status_t status);
 
 // A UCP context with active messages and wakeup (event fd) support, read from
 // the UCX_* environment as UCX tools do.
+// OK when UCX classifies [addr, addr + bytes) as memory of type `want`
+// (ucp_mem_map + ucp_mem_query), else InvalidArgument saying what it found.
+Status CheckMemoryType(ucp_context_h ctx, void* addr, size_t bytes, ucs_memory_type_t want);
+
 class Context {
  public:
   static Status Create(Context* out);

@@ -5,6 +5,7 @@
 // each. Nothing is shared between threads on the request path.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <sys/socket.h>
 
 #include <atomic>
@@ -90,6 +91,7 @@ struct Thread {
   std::unordered_map<ucp_ep_h, Endpoint*> by_ep;
   std::vector<std::unique_ptr<ReplyBuffer>> pool;
   std::atomic<int64_t> held_bytes{0};  // pooled buffers (endpoints count their own)
+  int sending = 0;                     // replies of all endpoints not yet completed
 
   void Run();
   bool Accept();
@@ -200,6 +202,7 @@ void Thread::GiveBuffer(std::unique_ptr<ReplyBuffer> b) {
 void Thread::Finish(SendCtx* ctx, ucs_status_t status) {
   Endpoint* ep = ctx->ep;
   --ep->in_flight;
+  --sending;
   ep->held_bytes -= ctx->held;
   if (status != UCS_OK) {
     ++server->errors;
@@ -229,6 +232,7 @@ void Thread::SendReply(Endpoint* ep, uint64_t request_id, const Status& st, std:
   }
   ep->held_bytes += ctx->held;
   ++ep->in_flight;
+  ++sending;
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
   p.cb.send = OnSendDone;
@@ -421,6 +425,14 @@ void Thread::Run() {
       continue;
     }
     if (now - last < spin) continue;
+    if (sending > 0) {
+      // A reply still going out makes progress only when this thread
+      // progresses, and no event announces that a shared-memory FIFO the
+      // peer drains has room again: yield (the peer may need this core),
+      // never sleep.
+      sched_yield();
+      continue;
+    }
     worker.WaitForEvents(100);
   }
   Shutdown();

@@ -1,7 +1,10 @@
 // The GPU feature cache on a real device: skipped where there is none.
 #include <gtest/gtest.h>
 
+#include <cuda_runtime.h>
+
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "cache/gpu_feature_cache.h"
@@ -42,12 +45,15 @@ TEST(GpuFeatureCacheCudaTest, GatherPlusScatteredMissesEqualTheHostRowsBitForBit
   ids.push_back(ids[0]);  // a repeat
   DeviceBuffer out;
   ASSERT_TRUE(DeviceBuffer::Allocate(ids.size() * kDim * 4, 0, &out).ok());
-  std::vector<int64_t> misses;
-  ASSERT_TRUE(c->Gather(ids, static_cast<float*>(out.data()), &misses, nullptr).ok());
+  std::vector<int64_t> misses{-7};  // misses are appended after what is there
+  GpuWorkspace ws;
+  ASSERT_TRUE(c->Gather(ids, static_cast<float*>(out.data()), &misses, &ws, nullptr).ok());
+  ASSERT_EQ(misses[0], -7);
+  misses.erase(misses.begin());
   std::vector<int64_t> miss_ids;
   for (int64_t p : misses) miss_ids.push_back(ids[p]);
   std::vector<float> miss_rows = HostRows(miss_ids);
-  ASSERT_TRUE(c->ScatterMisses(misses, miss_rows.data(), static_cast<float*>(out.data()), nullptr).ok());
+  ASSERT_TRUE(c->ScatterMisses(misses, miss_rows.data(), static_cast<float*>(out.data()), &ws, nullptr).ok());
   ASSERT_TRUE(c->Synchronize(nullptr).ok());
   std::vector<float> got(ids.size() * kDim);
   ASSERT_TRUE(out.CopyToHost(got.data(), got.size() * 4, nullptr).ok());
@@ -78,7 +84,77 @@ TEST(GpuFeatureCacheCudaTest, DeviceBuffersMoveAndArgumentsAreChecked) {
   o.policy = Policy::kStatic;
   ASSERT_TRUE(GpuFeatureCache::Create(o, 0, &c).ok());
   std::vector<int64_t> misses;
-  EXPECT_TRUE(c->Gather(std::vector<int64_t>{10}, static_cast<float*>(b.data()), &misses, nullptr).IsInvalidArgument());
+  GpuWorkspace ws;
+  EXPECT_TRUE(
+      c->Gather(std::vector<int64_t>{10}, static_cast<float*>(b.data()), &misses, &ws, nullptr).IsInvalidArgument());
+  PinnedBuffer h;
+  ASSERT_TRUE(PinnedBuffer::Allocate(4096, &h).ok());
+  void* hp = h.data();
+  PinnedBuffer h2(std::move(h));
+  EXPECT_EQ(h2.data(), hp);
+  EXPECT_EQ(h.data(), nullptr);
+}
+
+// Several threads share one cache, each with its own workspace, stream and
+// output (the loader's workers do): every output is exact.
+TEST(GpuFeatureCacheCudaTest, ConcurrentGathersWithOwnWorkspacesAreExact) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  CacheOptions o;
+  o.num_nodes = kNodes;
+  o.feature_dim = kDim;
+  o.capacity_rows = 2500;
+  std::unique_ptr<GpuFeatureCache> c;
+  ASSERT_TRUE(GpuFeatureCache::Create(o, 0, &c).ok());
+  std::vector<int64_t> hot;
+  for (int64_t v = 0; v < kNodes; v += 2) hot.push_back(v);
+  std::vector<float> hot_rows = HostRows(hot);
+  ASSERT_TRUE(c->Insert(hot, hot_rows.data(), nullptr).ok());
+  constexpr int kThreads = 4, kRounds = 20;
+  std::vector<int> bad(kThreads, 0), failed(kThreads, 0);
+  std::vector<std::thread> ts;
+  for (int t = 0; t < kThreads; ++t) {
+    ts.emplace_back([&, t] {
+      cudaStream_t stream;
+      cudaStreamCreate(&stream);
+      GpuWorkspace ws;
+      DeviceBuffer out;
+      uint64_t x = 99 + t;
+      for (int r = 0; r < kRounds; ++r) {
+        std::vector<int64_t> ids(1000 + 37 * t);
+        for (auto& v : ids) {
+          x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+          v = static_cast<int64_t>((x >> 33) % kNodes);
+        }
+        if (!GpuWorkspace::Grow(&out, ids.size() * kDim * 4, 0).ok()) ++failed[t];
+        std::vector<int64_t> misses;
+        std::vector<int64_t> miss_ids;
+        Status st = c->Gather(ids, static_cast<float*>(out.data()), &misses, &ws, stream);
+        for (int64_t p : misses) miss_ids.push_back(ids[p]);
+        std::vector<float> miss_rows = HostRows(miss_ids);
+        if (st.ok()) st = c->ScatterMisses(misses, miss_rows.data(), static_cast<float*>(out.data()), &ws, stream);
+        if (st.ok()) st = c->Synchronize(stream);
+        std::vector<float> got(ids.size() * kDim);
+        if (st.ok()) st = out.CopyToHost(got.data(), got.size() * 4, stream);
+        if (!st.ok()) {
+          ++failed[t];
+          continue;
+        }
+        std::vector<float> want = HostRows(ids);
+        if (std::memcmp(got.data(), want.data(), got.size() * 4) != 0) ++bad[t];
+      }
+      cudaStreamDestroy(stream);
+    });
+  }
+  for (auto& th : ts) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(failed[t], 0) << "thread " << t;
+    EXPECT_EQ(bad[t], 0) << "thread " << t;
+  }
+  EXPECT_EQ(c->stats().lookups, [] {
+    int64_t n = 0;
+    for (int t = 0; t < kThreads; ++t) n += kRounds * (1000 + 37 * t);
+    return n;
+  }());
 }
 
 }  // namespace

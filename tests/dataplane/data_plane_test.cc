@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <ucp/api/ucp.h>
 #include <unistd.h>
@@ -19,7 +20,9 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "cache/gpu_feature_cache.h"
 #include "client/cluster.h"
+#include "client/device_features.h"
 #include "common/random.h"
 #include "rpc/data_plane.h"
 #include "rpc/ucx/wire.h"
@@ -146,6 +149,66 @@ TEST_P(DataPlaneTest, RepliesEqualThriftBitForBitThroughTwoAndThreeServers) {
   }
 }
 
+// Rows for CUDA memory: straight in where UCX moves CUDA memory, else staged
+// through pinned host memory and counted; GPU cache misses take that route.
+TEST_P(DataPlaneTest, CudaDestinationsAreFilledDirectlyOrStagedAndEqualThrift) {
+  StartServers(2);
+  auto ucx = ConnectCluster("ucx");
+  auto tcp = ConnectCluster("tcp");
+  ASSERT_TRUE(ucx && tcp);
+  std::unique_ptr<Session> a, b;
+  ASSERT_TRUE(ucx->NewSession(&a).ok());
+  ASSERT_TRUE(tcp->NewSession(&b).ok());
+  SplitMix64 rng(77);
+  std::vector<int64_t> ids(900);
+  for (auto& v : ids) v = static_cast<int64_t>(DrawBelow(rng.Next(), 2708));
+  const bool ucx_cuda = rpc::QueryDataPlane().cuda;
+  if (!ucx_cuda) {
+    // The direct route is refused, and writes nothing.
+    std::vector<float> host(ids.size() * 1433, -3);
+    Status st = a->FeaturesToDevice(ids, host.data(), 0);
+    EXPECT_EQ(st.code(), Status::Code::kNotSupported) << st.ToString();
+    EXPECT_THAT(st.message(), HasSubstr("CUDA"));
+    EXPECT_TRUE(std::all_of(host.begin(), host.end(), [](float f) { return f == -3; }));
+  }
+  if (cache::CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device: the staged and direct routes did not run";
+  cache::CacheOptions o;
+  o.num_nodes = 2708;
+  o.feature_dim = 1433;
+  o.capacity_rows = 400;
+  std::unique_ptr<cache::GpuFeatureCache> gpu;
+  ASSERT_TRUE(cache::GpuFeatureCache::Create(o, 0, &gpu).ok());
+  std::vector<int64_t> hot(400);
+  for (int64_t i = 0; i < 400; ++i) hot[i] = i * 5;
+  std::vector<float> hot_rows(hot.size() * 1433);
+  ASSERT_TRUE(b->Features(hot, hot_rows.data()).ok());
+  ASSERT_TRUE(gpu->Insert(hot, hot_rows.data(), nullptr).ok());
+  DeviceFeatureFetcher fetcher(gpu.get());
+  cache::DeviceBuffer out;
+  ASSERT_TRUE(cache::DeviceBuffer::Allocate(ids.size() * 1433 * 4, 0, &out).ok());
+  for (int round = 0; round < 3; ++round) {
+    Status st = fetcher.Fetch(*a, ids, static_cast<float*>(out.data()), nullptr);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    std::vector<float> got(ids.size() * 1433), want(ids.size() * 1433);
+    ASSERT_TRUE(out.CopyToHost(got.data(), got.size() * 4, nullptr).ok());
+    ASSERT_TRUE(b->Features(ids, want.data()).ok());
+    ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * 4)) << "round " << round;
+  }
+  const DeviceFetchStats& fs = fetcher.stats();
+  EXPECT_GT(fs.hit_rows, 0);
+  EXPECT_LT(fs.hit_rows, fs.rows);
+  if (ucx_cuda) {
+    EXPECT_GT(fs.direct_bytes, 0);
+    EXPECT_EQ(fs.staged_bytes, 0) << fetcher.last_refusal();
+  } else {
+    EXPECT_EQ(fs.direct_bytes, 0);
+    EXPECT_EQ(fs.staged_bytes, (fs.rows - fs.hit_rows) * 1433 * 4);
+    EXPECT_EQ(fs.direct_refusals, 1);  // asked once, then staged without asking
+  }
+  EXPECT_GT(a->stats().ucx_bytes, 0);
+  EXPECT_EQ(a->stats().thrift_bytes, 0);
+}
+
 TEST_P(DataPlaneTest, AutoUsesThriftWhereTheServerRunsWithoutADataPlane) {
   server::ServerOptions o;
   o.data_plane = false;
@@ -196,6 +259,7 @@ Child StartChild(const std::string& dir, int partition) {
   Child c;
   c.pid = fork();
   if (c.pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the bench/test that started it (e.g. under timeout)
     dup2(out[1], 1);
     close(out[0]);
     // Nothing of the test runner's stays open in the child (ctest waits for it).
@@ -357,6 +421,11 @@ class RawPeer {
   RawPeer() {
     ucp_config_t* cfg;
     EXPECT_EQ(ucp_config_read(nullptr, nullptr, &cfg), UCS_OK);
+    // The settings every Fanout peer starts UCX with (rpc/ucx/ucx_common.cc):
+    // UCX 1.13 aborts in wireup (wireup.c:337) when two peers on one host
+    // disagree on them, so a peer must share them to get far enough to send junk.
+    if (std::getenv("UCX_MM_ERROR_HANDLING") == nullptr) ucp_config_modify(cfg, "MM_ERROR_HANDLING", "y");
+    if (std::getenv("UCX_RNDV_SCHEME") == nullptr) ucp_config_modify(cfg, "RNDV_SCHEME", "get_zcopy");
     ucp_params_t p{};
     p.field_mask = UCP_PARAM_FIELD_FEATURES;
     p.features = UCP_FEATURE_AM;

@@ -6,11 +6,17 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cstdlib>
 #include <string>
 
 namespace fanout::datasets::testing {
 
-inline std::string SourceDir() { return FANOUT_SOURCE_DIR; }
+// The source tree (its datasets/): where it was built, unless FANOUT_SOURCE_DIR
+// says otherwise (the GPU check runs the tests on another machine).
+inline std::string SourceDir() {
+  const char* env = std::getenv("FANOUT_SOURCE_DIR");
+  return env != nullptr && *env != '\0' ? env : FANOUT_SOURCE_DIR;
+}
 inline std::string DataDir() { return SourceDir() + "/datasets/data"; }
 
 // A fresh temporary folder, removed with the object.
