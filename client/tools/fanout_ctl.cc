@@ -7,7 +7,9 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
+#include <string>
 
 #include "rpc/rpc_client.h"
 
@@ -74,6 +76,27 @@ int Stats(const std::vector<std::string>& servers) {
                 Human(Num(tp, "10s", "sampled_edges_per_s")).c_str(), Human(Num(tp, "60s", "sampled_edges_per_s")).c_str(),
                 Human(Num(tp, "10s", "feature_bytes_per_s"), "B").c_str(), Human(Num(tp, "10s", "requests_per_s")).c_str(),
                 p50, p99, Human(j.value("memory", nlohmann::json::object()).value("rss_bytes", 0.0), "B").c_str());
+    // Requests and bytes by path, and what the data plane's endpoints use.
+    if (j.contains("totals") && j["totals"].contains("by_path")) {
+      std::string line = "    by path:";
+      for (const auto& [name, v] : j["totals"]["by_path"].items())
+        line += " " + name + " " + Human(v.value("requests", 0.0)) + " req " + Human(v.value("reply_bytes", 0.0), "B") + ";";
+      const auto& dp = j.value("data_plane", nlohmann::json::object());
+      if (!dp.value("enabled", false)) {
+        line += " data plane off";
+      } else {
+        line += " data plane :" + std::to_string(dp.value("port", 0)) + " (UCX " + dp.value("ucx_version", "?") +
+                ", memory";
+        for (const auto& m : dp.value("memory_types", nlohmann::json::array())) line += " " + m.get<std::string>();
+        line += ", " + std::to_string(dp.value("endpoints_open", 0)) + " endpoints, held " +
+                Human(dp.value("held_bytes", 0.0), "B") + ")";
+        std::set<std::string> tls;
+        for (const auto& e : dp.value("endpoints", nlohmann::json::array())) tls.insert(e.value("transports", ""));
+        for (const auto& t : tls)
+          if (!t.empty()) line += " [" + t + "]";
+      }
+      std::printf("%s\n", line.c_str());
+    }
   }
   return failures ? 1 : 0;
 }
