@@ -5,12 +5,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
 namespace fs = std::filesystem;
+
+#include "common/random.h"
 
 namespace fanout::bench {
 
@@ -82,6 +85,18 @@ void WriteJson(const std::string& path, const nlohmann::json& cases) {
   if (path.empty()) return;
   std::ofstream(path) << cases.dump(2) << "\n";
   std::printf("wrote %s\n", path.c_str());
+}
+
+std::vector<int64_t> RandomIds(int64_t n, int64_t lo, int64_t hi, uint64_t seed) {
+  SplitMix64 rng(seed);
+  std::vector<int64_t> v(n);
+  for (auto& x : v) x = lo + static_cast<int64_t>(DrawBelow(rng.Next(), hi - lo));
+  return v;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
 }  // namespace fanout::bench

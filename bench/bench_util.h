@@ -5,8 +5,15 @@
 
 #include <sys/types.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
+#include <vector>
+
+#include "common/cpu.h"
 
 namespace fanout::bench {
 
@@ -38,6 +45,34 @@ int StopServerProcess(ServerProcess* server);
 
 // Writes the cases (a JSON array) to `path` if it is not empty.
 void WriteJson(const std::string& path, const nlohmann::json& cases);
+
+// Runs fn(thread, iteration) -> units on `threads` threads (pinned to CPUs
+// 0..threads-1 when `pin`) for about `seconds`; returns the units/s summed
+// over the threads.
+template <typename Fn>
+double Measure(int threads, double seconds, Fn fn, bool pin = false) {
+  using Clock = std::chrono::steady_clock;
+  std::atomic<int64_t> units{0};
+  std::vector<std::thread> ts;
+  auto start = Clock::now();
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&, t] {
+      if (pin) (void)PinThisThread(t);
+      int64_t u = 0, i = 0;
+      auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
+      while (Clock::now() < deadline) u += fn(t, i++);
+      units += u;
+    });
+  }
+  for (auto& th : ts) th.join();
+  return units.load() / std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// n ids drawn uniformly from [lo, hi) (seeded: the same ids every run).
+std::vector<int64_t> RandomIds(int64_t n, int64_t lo, int64_t hi, uint64_t seed);
+
+// The median (0 for none).
+double Median(std::vector<double> v);
 
 }  // namespace fanout::bench
 

@@ -45,35 +45,10 @@ void Check(const Status& st, const char* what) {
   }
 }
 
-// Runs fn(thread, iteration) -> bytes on `threads` pinned threads for ~seconds; bytes/s.
+// Client threads pinned to CPUs 0..threads-1 (the server and the limit share the machine).
 template <typename Fn>
 double Measure(int threads, double seconds, Fn fn) {
-  std::atomic<int64_t> bytes{0};
-  std::vector<std::thread> ts;
-  auto start = Clock::now();
-  for (int t = 0; t < threads; ++t) {
-    ts.emplace_back([&, t] {
-      (void)fanout::PinThisThread(t);
-      int64_t b = 0, i = 0;
-      auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
-      while (Clock::now() < deadline) b += fn(t, i++);
-      bytes += b;
-    });
-  }
-  for (auto& th : ts) th.join();
-  return bytes.load() / std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-std::vector<int64_t> RandomIds(int64_t n, int64_t lo, int64_t hi, uint64_t seed) {
-  fanout::SplitMix64 rng(seed);
-  std::vector<int64_t> v(n);
-  for (auto& x : v) x = lo + static_cast<int64_t>(fanout::DrawBelow(rng.Next(), hi - lo));
-  return v;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  return fanout::bench::Measure(threads, seconds, fn, /*pin=*/true);
 }
 
 }  // namespace
@@ -152,7 +127,7 @@ int main(int argc, char** argv) {
     const size_t reply = static_cast<size_t>(rows) * row;
     for (int threads = 1; threads <= max_threads; ++threads) {
       std::vector<std::vector<char>> dst(threads, std::vector<char>(reply)), scratch(threads, std::vector<char>(reply));
-      auto ids_for = [&](int t, int64_t i) { return RandomIds(rows, d.node_begin, d.node_end, 7919 * t + i); };
+      auto ids_for = [&](int t, int64_t i) { return fanout::bench::RandomIds(rows, d.node_begin, d.node_end, 7919 * t + i); };
       // The limit: the server's gather plus one memcpy, in this process.
       auto limit = [&] {
         return Measure(threads, seconds, [&](int t, int64_t i) -> int64_t {
@@ -223,7 +198,7 @@ int main(int argc, char** argv) {
           limits.push_back(b);
           ratios.push_back(a / b);
         }
-        double rate = Median(rates), ratio = Median(ratios);
+        double rate = fanout::bench::Median(rates), ratio = fanout::bench::Median(ratios);
         std::printf("feature_lookup %5zu KiB replies, %d thread(s): %-12s %6.2f GB/s  %.3fx the gather+memcpy limit "
                     "(ratios %.3f..%.3f)\n",
                     reply / 1024, threads, p.name, rate / 1e9, ratio, *std::min_element(ratios.begin(), ratios.end()),
@@ -233,7 +208,7 @@ int main(int argc, char** argv) {
                          {"ratio_min", *std::min_element(ratios.begin(), ratios.end())},
                          {"ratio_max", *std::max_element(ratios.begin(), ratios.end())}});
       }
-      double lim = Median(limits);
+      double lim = fanout::bench::Median(limits);
       std::printf("feature_lookup %5zu KiB replies, %d thread(s): %-12s %6.2f GB/s  (the limit)\n", reply / 1024,
                   threads, "gather_memcpy", lim / 1e9);
       cases.push_back({{"case", "feature_lookup"}, {"path", "gather_memcpy"}, {"reply_bytes", reply},
@@ -255,13 +230,15 @@ int main(int argc, char** argv) {
   fanout::SplitMix64 rng(2024);
   std::vector<int64_t> seeds(int64_t{1} << scale);
   for (auto& v : seeds) v = static_cast<int64_t>(fanout::DrawBelow(rng.Next(), seeds.size()));
-  double loader_thrift = 0;
-  for (const char* path : {"thrift", "ucx_shm"}) {
-    if (!only_paths.empty() && std::find(only_paths.begin(), only_paths.end(), path) == only_paths.end()) continue;
+  // One loader run over a path: feature bytes/s, batches/s, bytes by path.
+  struct LoaderRun {
+    double rate = 0, batches_per_s = 0, ucx_mb = 0, thrift_mb = 0;
+  };
+  auto run_loader = [&](const std::string& path) {
     fanout::client::ClusterSpec spec;
     spec.replicas = {{s0.rpc}, {s1.rpc}};
     spec.has_data_plane = true;
-    spec.data_plane = std::string(path) == "thrift" ? fanout::rpc::DataPlaneMode::kTcp : fanout::rpc::DataPlaneMode::kUcx;
+    spec.data_plane = path == "thrift" ? fanout::rpc::DataPlaneMode::kTcp : fanout::rpc::DataPlaneMode::kUcx;
     setenv("UCX_TLS", "all", 1);
     std::shared_ptr<fanout::client::Cluster> cluster;
     Check(fanout::client::Cluster::Connect(spec, ro, &cluster), "cluster");
@@ -282,17 +259,56 @@ int main(int argc, char** argv) {
     while (Clock::now() - start < std::chrono::duration<double>(loader_seconds) && loader.Next(&b)) ++batches;
     double secs = std::chrono::duration<double>(Clock::now() - start).count();
     auto after = loader.stats();
-    double rate = (after.feature_bytes - before.feature_bytes) / secs;
-    if (std::string(path) == "thrift") loader_thrift = rate;
-    std::printf("loader_features %-8s %6.2f GB/s of features, %.1f batches/s (ucx %.0f MB, thrift %.0f MB)%s\n", path,
-                rate / 1e9, batches / secs, (after.ucx_bytes - before.ucx_bytes) / 1e6,
-                (after.thrift_bytes - before.thrift_bytes) / 1e6,
-                loader_thrift > 0 && std::string(path) != "thrift"
-                    ? (", " + std::to_string(rate / loader_thrift).substr(0, 5) + "x thrift").c_str()
-                    : "");
-    cases.push_back({{"case", "loader_features"}, {"path", path}, {"reply_bytes", 0}, {"threads", o.num_workers},
-                     {"bytes_per_s", rate}, {"batches_per_s", batches / secs},
-                     {"ratio_to_thrift", loader_thrift > 0 ? rate / loader_thrift : 1.0}});
+    LoaderRun r;
+    r.rate = (after.feature_bytes - before.feature_bytes) / secs;
+    r.batches_per_s = batches / secs;
+    r.ucx_mb = (after.ucx_bytes - before.ucx_bytes) / 1e6;
+    r.thrift_mb = (after.thrift_bytes - before.thrift_bytes) / 1e6;
+    return r;
+  };
+  // Thrift and UCX alternated (ABAB...): the median of the per-pair ratios.
+  const bool want_thrift = only_paths.empty() ||
+                           std::find(only_paths.begin(), only_paths.end(), "thrift") != only_paths.end();
+  const bool want_ucx = only_paths.empty() ||
+                        std::find(only_paths.begin(), only_paths.end(), "ucx_shm") != only_paths.end();
+  std::vector<double> thrift_rates, ucx_rates, ratios, thrift_bps, ucx_bps;
+  for (int r = 0; r < rounds; ++r) {
+    LoaderRun t, u;
+    if (want_thrift) {
+      t = run_loader("thrift");
+      thrift_rates.push_back(t.rate);
+      thrift_bps.push_back(t.batches_per_s);
+      std::printf("loader_features round %d thrift   %6.2f GB/s of features, %.1f batches/s (thrift %.0f MB)\n", r + 1,
+                  t.rate / 1e9, t.batches_per_s, t.thrift_mb);
+    }
+    if (want_ucx) {
+      u = run_loader("ucx_shm");
+      ucx_rates.push_back(u.rate);
+      ucx_bps.push_back(u.batches_per_s);
+      std::printf("loader_features round %d ucx_shm  %6.2f GB/s of features, %.1f batches/s (ucx %.0f MB, thrift %.0f MB)\n",
+                  r + 1, u.rate / 1e9, u.batches_per_s, u.ucx_mb, u.thrift_mb);
+    }
+    if (want_thrift && want_ucx && t.rate > 0) ratios.push_back(u.rate / t.rate);
+  }
+  const double ratio = fanout::bench::Median(ratios);
+  auto min_of = [](const std::vector<double>& v) { return v.empty() ? 0.0 : *std::min_element(v.begin(), v.end()); };
+  auto max_of = [](const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); };
+  if (want_thrift) {
+    std::printf("loader_features thrift   %6.2f GB/s of features (median of %d)\n", fanout::bench::Median(thrift_rates) / 1e9, rounds);
+    cases.push_back({{"case", "loader_features"}, {"path", "thrift"}, {"reply_bytes", 0}, {"threads", 2},
+                     {"bytes_per_s", fanout::bench::Median(thrift_rates)}, {"batches_per_s", fanout::bench::Median(thrift_bps)},
+                     {"ratio_to_thrift", 1.0}});
+  }
+  if (want_ucx) {
+    std::printf("loader_features ucx_shm  %6.2f GB/s of features (median of %d)%s\n", fanout::bench::Median(ucx_rates) / 1e9, rounds,
+                ratios.empty() ? ""
+                               : (", " + std::to_string(ratio).substr(0, 5) + "x thrift (pairs " +
+                                  std::to_string(min_of(ratios)).substr(0, 5) + ".." +
+                                  std::to_string(max_of(ratios)).substr(0, 5) + ")")
+                                     .c_str());
+    cases.push_back({{"case", "loader_features"}, {"path", "ucx_shm"}, {"reply_bytes", 0}, {"threads", 2},
+                     {"bytes_per_s", fanout::bench::Median(ucx_rates)}, {"batches_per_s", fanout::bench::Median(ucx_bps)},
+                     {"ratio_to_thrift", ratio}, {"ratio_min", min_of(ratios)}, {"ratio_max", max_of(ratios)}});
   }
   int rc0 = fanout::bench::StopServerProcess(&s0), rc1 = fanout::bench::StopServerProcess(&s1);
   if (own) fs::remove_all(work);

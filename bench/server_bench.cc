@@ -42,32 +42,6 @@ using fanout::bench::WriteAll;
 
 namespace {
 
-// Runs fn(thread, iteration) on `threads` threads for ~seconds; returns the
-// summed units/s that fn reports.
-template <typename Fn>
-double Measure(int threads, double seconds, Fn fn) {
-  std::atomic<int64_t> units{0};
-  std::vector<std::thread> ts;
-  auto start = Clock::now();
-  for (int t = 0; t < threads; ++t) {
-    ts.emplace_back([&, t] {
-      int64_t u = 0, i = 0;
-      auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
-      while (Clock::now() < deadline) u += fn(t, i++);
-      units += u;
-    });
-  }
-  for (auto& th : ts) th.join();
-  return units.load() / std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-std::vector<int64_t> RandomIds(int64_t n, int64_t lo, int64_t hi, uint64_t seed) {
-  fanout::SplitMix64 rng(seed);
-  std::vector<int64_t> v(n);
-  for (auto& x : v) x = lo + static_cast<int64_t>(fanout::DrawBelow(rng.Next(), hi - lo));
-  return v;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -112,19 +86,19 @@ int main(int argc, char** argv) {
     std::vector<std::unique_ptr<fanout::rpc::RpcClient>> clients(threads);
     for (auto& c : clients)
       if (!fanout::rpc::RpcClient::Connect("127.0.0.1", port, {}, &c).ok()) return 1;
-    double rpc_edges = Measure(threads, seconds, [&](int t, int64_t i) -> int64_t {
+    double rpc_edges = fanout::bench::Measure(threads, seconds, [&](int t, int64_t i) -> int64_t {
       thread_local fanout::rpc::SampleReply reply;
-      auto ids = RandomIds(kSampleBatch, d.node_begin, d.node_end, 1000 * t + i);
+      auto ids = fanout::bench::RandomIds(kSampleBatch, d.node_begin, d.node_end, 1000 * t + i);
       fanout::rpc::SampleCall call;
       call.fanout = kFanout;
       call.seed = static_cast<uint64_t>(i);
       if (!clients[t]->Sample(ids, call, &reply).ok()) std::abort();
       return static_cast<int64_t>(reply.Neighbors().size());
     });
-    double local_edges = Measure(threads, seconds, [&](int t, int64_t i) -> int64_t {
+    double local_edges = fanout::bench::Measure(threads, seconds, [&](int t, int64_t i) -> int64_t {
       thread_local fanout::sampler::HopSampler sampler;
       thread_local fanout::sampler::OneHopResult hop;
-      auto ids = RandomIds(kSampleBatch, d.node_begin, d.node_end, 1000 * t + i);
+      auto ids = fanout::bench::RandomIds(kSampleBatch, d.node_begin, d.node_end, 1000 * t + i);
       fanout::sampler::SamplingOptions so;
       if (!sampler.Sample(g, ids, kFanout, 0, static_cast<uint64_t>(i), so, nullptr, &hop).ok()) std::abort();
       return static_cast<int64_t>(hop.neighbors.size());
@@ -138,9 +112,9 @@ int main(int argc, char** argv) {
                      {"ratio", rpc_edges / local_edges}});
 
     // Feature lookup: RPC vs plain sockets.
-    double rpc_bytes = Measure(threads, seconds, [&](int t, int64_t i) -> int64_t {
+    double rpc_bytes = fanout::bench::Measure(threads, seconds, [&](int t, int64_t i) -> int64_t {
       thread_local std::string rows;
-      auto ids = RandomIds(kRows, d.node_begin, d.node_end, 7000 * t + i);
+      auto ids = fanout::bench::RandomIds(kRows, d.node_begin, d.node_end, 7000 * t + i);
       if (!clients[t]->Features(ids, &rows).ok()) std::abort();
       return static_cast<int64_t>(rows.size());
     });
@@ -159,9 +133,9 @@ int main(int argc, char** argv) {
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
       }
-      plain_bytes = Measure(threads, seconds, [&](int t, int64_t i) -> int64_t {
+      plain_bytes = fanout::bench::Measure(threads, seconds, [&](int t, int64_t i) -> int64_t {
         thread_local std::vector<char> buf;
-        auto ids = RandomIds(kRows, d.node_begin, d.node_end, 7000 * t + i);
+        auto ids = fanout::bench::RandomIds(kRows, d.node_begin, d.node_end, 7000 * t + i);
         uint32_t n = static_cast<uint32_t>(ids.size());
         buf.resize(n * row_bytes);
         if (!WriteAll(fds[t], &n, 4) || !WriteAll(fds[t], ids.data(), n * 8) || !ReadAll(fds[t], buf.data(), buf.size()))

@@ -210,11 +210,13 @@ class ClusterSession : public Session {
   // with Unavailable falls back to Thrift for that server: the same request
   // is sent again there (a pure function: same answer). On a failure,
   // connections with a reply still owed are dropped (reconnected on next
-  // use), so no later call can read a stale reply.
+  // use), so no later call can read a stale reply. via_dp_[p] says which
+  // path partition p's reply took.
   template <typename SinkFn, typename SendFn, typename ReceiveFn>
   Status Exchange(const rpc::DataRequest& base, SinkFn&& sink, SendFn&& send, ReceiveFn&& receive) {
     const int k = c_->num_parts();
     std::vector<char> owed(k, 0);  // 1 thrift, 2 data plane
+    via_dp_.assign(k, 0);
     Status st;
     for (int p = 0; p < k && st.ok(); ++p) {
       if (by_part_[p].empty()) continue;
@@ -237,7 +239,10 @@ class ClusterSession : public Session {
       if (owed[p] == 2) {
         st = channel_->Wait(peer_[p]);
         owed[p] = 0;
-        if (st.ok()) continue;
+        if (st.ok()) {
+          via_dp_[p] = 1;
+          continue;
+        }
         if (st.code() != Status::Code::kUnavailable) break;
         Fallback(p, st);
         st = send(p);
@@ -348,22 +353,13 @@ class ClusterSession : public Session {
       call.with_edge_ids = eids;
       // One request per partition, all in flight at once.
       auto t0 = std::chrono::steady_clock::now();
-      std::vector<char> via_dp(c_->num_parts(), 0);
       FANOUT_RETURN_IF_ERROR(Exchange(
-          req,
-          [&](int p) {
-            via_dp[p] = 1;
-            return GrowSink(p);
-          },
-          [&](int p) {
-            via_dp[p] = 0;
-            return clients_[p]->SendSample(by_part_[p], call);
-          },
+          req, [&](int p) { return GrowSink(p); }, [&](int p) { return clients_[p]->SendSample(by_part_[p], call); },
           [&](int p) { return clients_[p]->ReceiveSample(by_part_[p].size(), eids, &replies_[p]); }));
       stats_.network_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       for (int p = 0; p < c_->num_parts(); ++p) {
         if (by_part_[p].empty()) continue;
-        if (via_dp[p]) {
+        if (via_dp_[p]) {
           FANOUT_RETURN_IF_ERROR(ViewDataPlaneSample(p, eids, &views_[p]));
         } else {
           views_[p] = {replies_[p].Counts().data(), replies_[p].Neighbors().data(), replies_[p].EdgeIds().data()};
@@ -404,15 +400,13 @@ class ClusterSession : public Session {
     std::vector<datasets::FeatureDType> types(k);
     for (int p = 0; p < k; ++p)
       FANOUT_RETURN_IF_ERROR(datasets::ParseFeatureDType(c_->info_[p].feature_dtype, &types[p]));
-    std::vector<char> direct(k, 0);  // rows landed in `out` already
-    std::vector<char> via_dp(k, 0);  // rows came over the data plane
+    std::vector<char> direct(k, 0);  // the data-plane sink was `out` itself
     rpc::DataRequest req;
     req.method = rpc::DataMethod::kFeatures;
     auto t0 = std::chrono::steady_clock::now();
     FANOUT_RETURN_IF_ERROR(Exchange(
         req,
         [&](int p) {
-          via_dp[p] = 1;
           if (types[p] != datasets::FeatureDType::kFloat32) return GrowSink(p);
           // float32 rows go straight to their rows of the output: one segment
           // per run of consecutive positions.
@@ -438,24 +432,20 @@ class ClusterSession : public Session {
           }
           return s;
         },
-        [&](int p) {
-          direct[p] = 0;
-          via_dp[p] = 0;
-          return clients_[p]->SendFeatures(by_part_[p]);
-        },
+        [&](int p) { return clients_[p]->SendFeatures(by_part_[p]); },
         [&](int p) { return clients_[p]->ReceiveFeatures(&replies_[p].neighbors); }));
     stats_.network_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (int p = 0; p < k; ++p) {
       if (by_part_[p].empty()) continue;
       const datasets::FeatureDType t = types[p];
       const size_t row = static_cast<size_t>(d) * datasets::FeatureDTypeSize(t);
-      if (direct[p]) {
+      if (direct[p] && via_dp_[p]) {  // rows landed in `out` already
         stats_.feature_bytes += static_cast<int64_t>(by_part_[p].size() * row);
         stats_.ucx_bytes += static_cast<int64_t>(by_part_[p].size() * row);
         continue;
       }
       // Rows in a buffer: Thrift's reply, or the data plane's for a dtype to convert.
-      const bool dp = via_dp[p];
+      const bool dp = via_dp_[p];
       const char* rows = dp ? dp_replies_[p].data() : replies_[p].neighbors.data();
       const size_t size = dp ? dp_replies_[p].size() : replies_[p].neighbors.size();
       if (dp) stats_.ucx_bytes += static_cast<int64_t>(size);
@@ -563,26 +553,17 @@ class ClusterSession : public Session {
     FANOUT_RETURN_IF_ERROR(Route(ids));
     rpc::DataRequest req;
     req.method = rpc::DataMethod::kLabels;
-    std::vector<char> via_dp(c_->num_parts(), 0);
     for (auto& b : dp_replies_) b.clear();
     FANOUT_RETURN_IF_ERROR(Exchange(
-        req,
-        [&](int p) {
-          via_dp[p] = 1;
-          return GrowSink(p);
-        },
-        [&](int p) {
-          via_dp[p] = 0;
-          return clients_[p]->SendLabels(by_part_[p]);
-        },
+        req, [&](int p) { return GrowSink(p); }, [&](int p) { return clients_[p]->SendLabels(by_part_[p]); },
         [&](int p) { return clients_[p]->ReceiveLabels(&replies_[p].neighbors); }));
     for (int p = 0; p < c_->num_parts(); ++p) {
       if (by_part_[p].empty()) continue;
-      const char* data = via_dp[p] ? dp_replies_[p].data() : replies_[p].neighbors.data();
-      const size_t size = via_dp[p] ? dp_replies_[p].size() : replies_[p].neighbors.size();
+      const char* data = via_dp_[p] ? dp_replies_[p].data() : replies_[p].neighbors.data();
+      const size_t size = via_dp_[p] ? dp_replies_[p].size() : replies_[p].neighbors.size();
       if (size != by_part_[p].size() * 8)
         return Status::Corruption("server " + c_->addresses_[p] + ": malformed label reply");
-      if (via_dp[p]) stats_.ucx_bytes += static_cast<int64_t>(size);
+      if (via_dp_[p]) stats_.ucx_bytes += static_cast<int64_t>(size);
       const int64_t* l = reinterpret_cast<const int64_t*>(data);
       for (size_t j = 0; j < pos_[p].size(); ++j) out[pos_[p][j]] = l[j];
     }
@@ -635,6 +616,7 @@ class ClusterSession : public Session {
   const Cluster* c_;
   std::vector<std::unique_ptr<rpc::RpcClient>> clients_;
   std::unique_ptr<rpc::DataPlaneChannel> channel_;
+  std::vector<char> via_dp_;  // per partition: the last Exchange's reply came over the data plane
   std::vector<int> peer_;  // data-plane peer per partition, -1 = Thrift
   std::vector<std::vector<int64_t>> by_part_, pos_;
   std::vector<rpc::SampleReply> replies_;
