@@ -2,6 +2,7 @@
 // graph, beside the machine's random 8-byte read rate measured in the same
 // run. Writes a JSON array of cases with --json.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "bench/machine_limits.h"
 #include "common/cpu.h"
 #include "common/random.h"
@@ -73,12 +75,14 @@ int main(int argc, char** argv) {
   int scale = 20;
   double seconds = 3.0;
   int64_t batch_size = 1024;
-  int max_threads = 2;
+  int max_threads = 2, rounds = 3;
   std::string json_path;
   app.add_option("--scale", scale, "R-MAT scale (check values are printed for 20)")->default_val(20)->check(CLI::Range(1, 30));
   app.add_option("--seconds", seconds, "Seconds per measured case")->default_val(3.0)->check(CLI::Range(0.1, 600.0));
   app.add_option("--batch-size", batch_size, "Seeds per batch")->default_val(1024)->check(CLI::Range(1, 1 << 20));
   app.add_option("--threads", max_threads, "Measure 1..N threads (1 and 2 by default)")->default_val(2)->check(CLI::Range(1, 64));
+  app.add_option("--rounds", rounds, "Limit/workload alternations per thread count (median of the per-pair ratios)")
+      ->default_val(3)->check(CLI::Range(1, 20));
   app.add_option("--json", json_path, "Write the cases as a JSON array to this file");
   CLI11_PARSE(app, argc, argv);
 
@@ -115,27 +119,60 @@ int main(int argc, char** argv) {
   sp::CsrGraph graph = csr.View();
   nlohmann::json cases = nlohmann::json::array();
   const std::vector<std::vector<int64_t>> fanout_sets = {{15, 10, 5}, {25, 10}};
+  auto fanout_text = [](const std::vector<int64_t>& fo) {
+    std::string fs = "[";
+    for (size_t i = 0; i < fo.size(); ++i) fs += (i ? "," : "") + std::to_string(fo[i]);
+    return fs + "]";
+  };
   for (int threads = 1; threads <= max_threads; ++threads) {
-    double reads = fanout::bench::RandomReadRate(threads, int64_t{1} << 30, std::min(seconds, 2.0));
-    std::printf("\n%d thread(s): random 8-byte reads on 1 GiB: %.1f M/s\n", threads, reads / 1e6);
-    for (const auto& fo : fanout_sets) {
-      Result r = RunCase(graph, fo, threads, batch_size, seconds);
-      double ratio = r.edges_per_s / reads;
-      std::string fs = "[";
-      for (size_t i = 0; i < fo.size(); ++i) fs += (i ? "," : "") + std::to_string(fo[i]);
-      fs += "]";
-      std::printf("  fanout %-10s %8.2f M edges/s  %8.1f batches/s  %8.2f M nodes/s  ratio to random reads %.3f\n",
-                  fs.c_str(), r.edges_per_s / 1e6, r.batches_per_s, r.nodes_per_s / 1e6, ratio);
+    // The limit and the workload alternate (ABAB...): each ratio pairs a case
+    // with the probe measured just before it, and the median of the pairs is
+    // reported with its spread (the probe alone moves by 2x between runs).
+    std::printf("\n%d thread(s):\n", threads);
+    std::vector<std::vector<Result>> results(fanout_sets.size());
+    std::vector<std::vector<double>> ratios(fanout_sets.size());
+    std::vector<double> probes;
+    for (int r = 0; r < rounds; ++r) {
+      for (size_t c = 0; c < fanout_sets.size(); ++c) {
+        double reads = fanout::bench::RandomReadRate(threads, int64_t{1} << 30, std::min(seconds, 2.0));
+        Result res = RunCase(graph, fanout_sets[c], threads, batch_size, seconds);
+        probes.push_back(reads);
+        results[c].push_back(res);
+        ratios[c].push_back(res.edges_per_s / reads);
+        std::printf("  round %d: random 8-byte reads on 1 GiB %7.1f M/s, fanout %-10s %8.2f M edges/s, ratio %.3f\n",
+                    r + 1, reads / 1e6, fanout_text(fanout_sets[c]).c_str(), res.edges_per_s / 1e6,
+                    res.edges_per_s / reads);
+      }
+    }
+    const double reads = fanout::bench::Median(probes);
+    for (size_t c = 0; c < fanout_sets.size(); ++c) {
+      std::vector<double> e, b, nd;
+      for (const Result& x : results[c]) {
+        e.push_back(x.edges_per_s);
+        b.push_back(x.batches_per_s);
+        nd.push_back(x.nodes_per_s);
+      }
+      const double ratio = fanout::bench::Median(ratios[c]);
+      const double lo = *std::min_element(ratios[c].begin(), ratios[c].end());
+      const double hi = *std::max_element(ratios[c].begin(), ratios[c].end());
+      const std::string fs = fanout_text(fanout_sets[c]);
+      std::printf("  fanout %-10s %8.2f M edges/s  %8.1f batches/s  %8.2f M nodes/s  ratio to random reads %.3f "
+                  "(median of %d; %.3f..%.3f)\n",
+                  fs.c_str(), fanout::bench::Median(e) / 1e6, fanout::bench::Median(b), fanout::bench::Median(nd) / 1e6,
+                  ratio, rounds, lo, hi);
       cases.push_back({{"case", "multihop"},
-                       {"fanout", fo},
+                       {"fanout", fanout_sets[c]},
                        {"threads", threads},
                        {"batch_size", batch_size},
                        {"scale", scale},
-                       {"edges_per_s", r.edges_per_s},
-                       {"batches_per_s", r.batches_per_s},
-                       {"nodes_per_s", r.nodes_per_s},
+                       {"rounds", rounds},
+                       {"edges_per_s", fanout::bench::Median(e)},
+                       {"batches_per_s", fanout::bench::Median(b)},
+                       {"nodes_per_s", fanout::bench::Median(nd)},
                        {"random_reads_per_s", reads},
-                       {"ratio", ratio}});
+                       {"ratio", ratio},
+                       {"ratio_min", lo},
+                       {"ratio_max", hi}});
     }
   }
   if (!json_path.empty()) {
