@@ -142,8 +142,9 @@ int64_t FeatureCache::Insert(ArrayView<const int64_t> ids, const float* rows) {
 
 Status FeatureCache::Lookup(ArrayView<const int64_t> ids, float* out, std::vector<int64_t>* misses) {
   const int64_t d = options_.feature_dim;
-  std::shared_lock<std::shared_mutex> lock(mu_, std::defer_lock);
-  if (options_.policy == Policy::kSieve) lock.lock();
+  // Every policy reads under the shared lock: Insert() may be filling a
+  // static cache while lookups run (readers do not block each other).
+  std::shared_lock<std::shared_mutex> lock(mu_);
   int64_t hits = 0;
   for (size_t i = 0; i < ids.size(); ++i) {
     int64_t id = ids[i];

@@ -7,6 +7,7 @@
 #ifndef FANOUT_COMMON_STATUS_H_
 #define FANOUT_COMMON_STATUS_H_
 
+#include <cassert>
 #include <memory>
 #include <string>
 #include <utility>
@@ -82,15 +83,27 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
-  StatusOr(Status status) : v_(std::move(status)) {}  // NOLINT: implicit by design
+  // An OK status carries no value: it becomes an Internal error (as in
+  // abseil), so that FANOUT_ASSIGN_OR_RETURN never "succeeds" unassigned.
+  StatusOr(Status status)  // NOLINT: implicit by design
+      : v_(status.ok() ? Status::Internal("StatusOr built from an OK status without a value") : std::move(status)) {}
   StatusOr(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
 
   bool ok() const { return std::holds_alternative<T>(v_); }
   Status status() const { return ok() ? Status::OK() : std::get<Status>(v_); }
   // REQUIRES: ok().
-  T& value() & { return std::get<T>(v_); }
-  const T& value() const& { return std::get<T>(v_); }
-  T&& value() && { return std::get<T>(std::move(v_)); }
+  T& value() & {
+    assert(ok());
+    return std::get<T>(v_);
+  }
+  const T& value() const& {
+    assert(ok());
+    return std::get<T>(v_);
+  }
+  T&& value() && {
+    assert(ok());
+    return std::get<T>(std::move(v_));
+  }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   T* operator->() { return &value(); }

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <set>
+#include <thread>
 
 #include "common/random.h"
 
@@ -116,6 +118,49 @@ TEST(StaticCacheTest, HoldsItsHotSetAndIgnoresAdmits) {
   EXPECT_EQ(c->stats().hits, 2);
   Status st = c->Lookup(std::vector<int64_t>{100}, out.data(), &misses);
   EXPECT_THAT(st.message(), ::testing::HasSubstr("node 100 is outside [0, 100)"));
+}
+
+// Lookups of a static cache while it is being filled see either a miss or
+// the exact row (Lookup read without a lock before: a race, torn rows).
+TEST(StaticCacheTest, LookupsWhileInsertingSeeMissesOrExactRows) {
+  constexpr int64_t kN = 20000;
+  auto c = Make(kN, kN, Policy::kStatic);
+  std::atomic<bool> done{false};
+  std::atomic<int64_t> bad{0}, hits{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 2; ++t) {
+    readers.emplace_back([&, t] {
+      std::vector<int64_t> ids(256);
+      std::vector<float> out(ids.size() * kDim);
+      std::vector<int64_t> misses;
+      SplitMix64 rng(t + 1);
+      while (!done.load()) {
+        for (auto& v : ids) v = static_cast<int64_t>(DrawBelow(rng.Next(), kN));
+        misses.clear();
+        if (!c->Lookup(ids, out.data(), &misses).ok()) ++bad;
+        size_t m = 0;
+        for (size_t i = 0; i < ids.size(); ++i) {
+          if (m < misses.size() && misses[m] == static_cast<int64_t>(i)) {
+            ++m;
+            continue;
+          }
+          ++hits;
+          for (int j = 0; j < kDim; ++j)
+            if (out[i * kDim + j] != static_cast<float>(ids[i]) + 0.25f * j) ++bad;
+        }
+      }
+    });
+  }
+  for (int64_t b = 0; b < kN; b += 100) {
+    std::vector<int64_t> chunk(100);
+    for (int64_t i = 0; i < 100; ++i) chunk[i] = b + i;
+    auto rows = Rows(chunk);
+    c->Insert(chunk, rows.data());
+  }
+  done = true;
+  for (auto& r : readers) r.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(c->size(), kN);
 }
 
 TEST(FeatureCacheTest, CapacityHelpersAndMemoryAccounting) {

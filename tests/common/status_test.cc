@@ -64,5 +64,25 @@ TEST(StatusTest, StatusOrAndMacrosPropagateErrors) {
   EXPECT_EQ(*v, 2);
 }
 
+// An OK status is not a value: ASSIGN_OR_RETURN must not "succeed" without
+// assigning (it did: the REVIEW's StatusOr(OK) bug).
+StatusOr<int> Broken() { return Status::OK(); }
+
+Status UseBroken(int* out) {
+  FANOUT_ASSIGN_OR_RETURN(int v, Broken());
+  *out = v;
+  return Status::OK();
+}
+
+TEST(StatusTest, StatusOrFromAnOkStatusIsAnInternalError) {
+  StatusOr<int> v = Broken();
+  EXPECT_FALSE(v.ok());
+  EXPECT_EQ(v.status().code(), Status::Code::kInternal);
+  int out = -1;
+  Status st = UseBroken(&out);
+  EXPECT_EQ(st.code(), Status::Code::kInternal) << st.ToString();
+  EXPECT_EQ(out, -1);
+}
+
 }  // namespace
 }  // namespace fanout
