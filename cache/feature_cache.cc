@@ -3,6 +3,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "common/id_range.h"
+
 namespace fanout::cache {
 
 Status ParsePolicy(const std::string& name, Policy* out) {
@@ -148,9 +150,7 @@ Status FeatureCache::Lookup(ArrayView<const int64_t> ids, float* out, std::vecto
   int64_t hits = 0;
   for (size_t i = 0; i < ids.size(); ++i) {
     int64_t id = ids[i];
-    if (id < 0 || id >= options_.num_nodes)
-      return Status::InvalidArgument("node " + std::to_string(id) + " is outside [0, " +
-                                     std::to_string(options_.num_nodes) + ")");
+    if (id < 0 || id >= options_.num_nodes) return IdOutOfRange(id, i, 0, options_.num_nodes, kNoPosition);
     int32_t s = slot_of_[id];
     if (s < 0) {
       misses->push_back(static_cast<int64_t>(i));

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "datasets/partition_store.h"
+#include "common/id_range.h"
 
 namespace fanout::client {
 
@@ -243,7 +244,10 @@ class ClusterSession : public Session {
           via_dp_[p] = 1;
           continue;
         }
-        if (st.code() != Status::Code::kUnavailable) break;
+        // A timeout resets the channel (its shared-memory FIFO may be wedged
+        // by another server that died): resend over Thrift, which has its
+        // own deadline for a server that really hangs.
+        if (st.code() != Status::Code::kUnavailable && st.code() != Status::Code::kDeadlineExceeded) break;
         Fallback(p, st);
         st = send(p);
         if (!st.ok()) break;
@@ -288,8 +292,7 @@ class ClusterSession : public Session {
     }
     for (size_t i = 0; i < ids.size(); ++i) {
       int64_t v = ids[i];
-      if (v < 0 || v >= off.back())
-        return Status::InvalidArgument("node " + std::to_string(v) + " is outside [0, " + std::to_string(off.back()) + ")");
+      if (v < 0 || v >= off.back()) return IdOutOfRange(v, i, 0, off.back(), kNoPosition);
       int p = static_cast<int>(std::upper_bound(off.begin(), off.end(), v) - off.begin()) - 1;
       by_part_[p].push_back(v);
       pos_[p].push_back(static_cast<int64_t>(i));
@@ -333,10 +336,9 @@ class ClusterSession : public Session {
   Status Sample(ArrayView<const int64_t> seeds, uint64_t request_seed, const sampler::MultiHopOptions& options,
                 sampler::SampledSubgraph* out) override {
     FANOUT_RETURN_IF_ERROR(sampler::CheckMultiHopOptions(options, true));
-    for (size_t i = 0; i < seeds.size(); ++i)
-      if (seeds[i] < 0 || seeds[i] >= c_->num_nodes())
-        return Status::InvalidArgument("seed " + std::to_string(seeds[i]) + " (position " + std::to_string(i) +
-                                       ") is outside [0, " + std::to_string(c_->num_nodes()) + ")");
+    IdRangeCheck seed;
+    seed.what = "seed";
+    FANOUT_RETURN_IF_ERROR(CheckIdsInRange(seeds, 0, c_->num_nodes(), seed));
     builder_.Begin(seeds, out);
     const bool eids = options.sampling.with_edge_ids;
     for (size_t h = 0; h < options.fanouts.size(); ++h) {

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "common/id_range.h"
 #include "common/random.h"
 
 namespace fanout::client {
@@ -66,10 +67,10 @@ NodeLoader::NodeLoader(std::shared_ptr<Source> source, std::vector<int64_t> seed
                                 std::to_string(world_) + ")");
   if (options_.gpu_cache && !torch::cuda::is_available())
     throw std::invalid_argument("NodeLoader: gpu_cache needs a CUDA-enabled LibTorch; this one has no CUDA");
-  for (size_t i = 0; i < seeds_.size(); ++i)
-    if (seeds_[i] < 0 || seeds_[i] >= source_->num_nodes())
-      throw std::invalid_argument("NodeLoader: seed " + std::to_string(seeds_[i]) + " (position " + std::to_string(i) +
-                                  ") is outside [0, " + std::to_string(source_->num_nodes()) + ")");
+  IdRangeCheck seed;
+  seed.what = "seed";
+  Status range = CheckIdsInRange(seeds_, 0, source_->num_nodes(), seed);
+  if (!range.ok()) throw std::invalid_argument("NodeLoader: " + range.message());
 }
 
 NodeLoader::~NodeLoader() { StopWorkers(); }

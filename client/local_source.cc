@@ -2,6 +2,7 @@
 
 #include "client/source.h"
 #include "datasets/partition_store.h"
+#include "common/id_range.h"
 
 namespace fanout::client {
 
@@ -49,11 +50,7 @@ class LocalSession : public Session {
 
  private:
   Status Check(ArrayView<const int64_t> ids) const {
-    for (size_t i = 0; i < ids.size(); ++i)
-      if (ids[i] < 0 || ids[i] >= src_->num_nodes())
-        return Status::InvalidArgument("node " + std::to_string(ids[i]) + " is outside [0, " +
-                                       std::to_string(src_->num_nodes()) + ")");
-    return Status::OK();
+    return CheckIdsInRange(ids, 0, src_->num_nodes(), kNoPosition);
   }
   const LocalSource* src_;
   std::unique_ptr<sampler::MultiHopSampler> sampler_;

@@ -161,6 +161,7 @@ struct ChannelStats {
   int64_t requests = 0;
   int64_t reply_bytes = 0;     // payload bytes received
   int64_t rndv_replies = 0;    // replies received by rendezvous (straight into the sink)
+  int64_t resets = 0;          // times a timeout reset the channel (fresh worker, endpoints reopened)
   int64_t stray_replies = 0;   // replies for no request in flight (dropped)
 };
 

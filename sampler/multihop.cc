@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "common/id_range.h"
+
 namespace fanout::sampler {
 
 void SampledSubgraph::Clear() {
@@ -81,13 +83,9 @@ Status MultiHopSampler::Sample(ArrayView<const int64_t> seeds, uint64_t request_
                                SampledSubgraph* out) {
   FANOUT_RETURN_IF_ERROR(CheckMultiHopOptions(options_, graph_.has_weights()));
   const int64_t lo = options_.sampling.node_offset;
-  const int64_t hi = lo + graph_.num_nodes();
-  for (size_t i = 0; i < seeds.size(); ++i) {
-    if (seeds[i] < lo || seeds[i] >= hi)
-      return Status::InvalidArgument("seed " + std::to_string(seeds[i]) + " (position " +
-                                     std::to_string(i) + ") is outside [" + std::to_string(lo) +
-                                     ", " + std::to_string(hi) + ")");
-  }
+  IdRangeCheck how;
+  how.what = "seed";
+  FANOUT_RETURN_IF_ERROR(CheckIdsInRange(seeds, lo, lo + graph_.num_nodes(), how));
   builder_.Begin(seeds, out);
   for (size_t h = 0; h < options_.fanouts.size(); ++h) {
     FANOUT_RETURN_IF_ERROR(hop_sampler_.Sample(graph_, builder_.Frontier(*out), options_.fanouts[h],

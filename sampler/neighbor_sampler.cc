@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "common/id_range.h"
 #include "common/random.h"
 #include "sampler/detail/sample_row.h"
 
@@ -68,12 +69,7 @@ Status HopSampler::Sample(const CsrGraph& graph, ArrayView<const int64_t> nodes,
     pool->ParallelFor(num_chunks, count_chunk);
   }
   for (int64_t c = 0; c < num_chunks; ++c) {
-    if (bad[c] >= 0) {
-      int64_t i = bad[c];
-      return Status::InvalidArgument("node " + std::to_string(nodes[i]) + " (position " +
-                                     std::to_string(i) + ") is outside [" + std::to_string(lo) +
-                                     ", " + std::to_string(hi) + ")");
-    }
+    if (bad[c] >= 0) return IdOutOfRange(nodes[bad[c]], static_cast<size_t>(bad[c]), lo, hi);
   }
 
   int64_t* offsets = out->offsets.data();

@@ -3,21 +3,17 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/id_range.h"
+
 namespace fanout::server {
 
 Status PartitionService::CheckIds(ArrayView<const int64_t> ids) const {
   if (static_cast<int64_t>(ids.size()) > s_->options.max_ids_per_request)
     return Status::InvalidArgument("request has " + std::to_string(ids.size()) + " ids, more than the limit of " +
                                    std::to_string(s_->options.max_ids_per_request));
-  const int64_t lo = s_->data->node_begin, hi = s_->data->node_end;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    int64_t v = ids[i];
-    if (v < lo || v >= hi)
-      return Status::InvalidArgument("node " + std::to_string(v) + " (position " + std::to_string(i) +
-                                     ") is outside this partition's range [" + std::to_string(lo) + ", " +
-                                     std::to_string(hi) + ")");
-  }
-  return Status::OK();
+  IdRangeCheck how;
+  how.range = "this partition's range ";
+  return CheckIdsInRange(ids, s_->data->node_begin, s_->data->node_end, how);
 }
 
 size_t PartitionService::FeatureRowBytes() const {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cache/gpu_feature_cache.h"
+#include "common/id_range.h"
 
 namespace fanout::cache {
 namespace {
@@ -241,8 +242,7 @@ Status GpuFeatureCache::Gather(ArrayView<const int64_t> ids, float* d_out, std::
   int64_t hits = 0;
   for (size_t i = 0; i < n; ++i) {
     int64_t id = ids[i];
-    if (id < 0 || id >= options_.num_nodes)
-      return Status::InvalidArgument("node " + std::to_string(id) + " is outside [0, " + std::to_string(options_.num_nodes) + ")");
+    if (id < 0 || id >= options_.num_nodes) return IdOutOfRange(id, i, 0, options_.num_nodes, kNoPosition);
     int32_t s = slot_of_[id];
     if (s < 0) {
       m.push_back(static_cast<int64_t>(i));

@@ -73,6 +73,10 @@ struct Peer {
   Status status;
   std::string transports;
   int64_t replies = 0;
+  // The channel was reset while this peer's request was in flight: its Wait()
+  // reports this instead of a reply.
+  bool aborted = false;
+  std::string abort_reason;
 };
 
 }  // namespace
@@ -88,6 +92,8 @@ struct DataPlaneChannel::Impl {
   Status Open(Peer* p);
   Status WaitFor(Peer* p, int timeout_ms);
   void Close(Peer* p);
+  Status RegisterHandler();
+  void Reset(const std::string& why);
   void StartReceive(Peer* p);
   void Progress() {
     for (int i = 0; i < 256 && ucp_worker_progress(worker.get()) != 0; ++i) {
@@ -250,6 +256,44 @@ void DataPlaneChannel::Impl::StartReceive(Peer* p) {
   }
 }
 
+Status DataPlaneChannel::Impl::RegisterHandler() {
+  ucp_am_handler_param_t hp{};
+  hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG |
+                  UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+  hp.id = wire::kAmReply;
+  hp.cb = OnReply;
+  hp.arg = this;
+  hp.flags = UCP_AM_FLAG_WHOLE_MSG;
+  ucs_status_t st = ucp_worker_set_am_recv_handler(worker.get(), &hp);
+  if (st != UCS_OK) return ucx::Error("registering the data-plane reply handler", st);
+  return Status::OK();
+}
+
+// A reply that does not come in time may mean a wedged worker, not a slow
+// server: UCX's shared-memory transports give every receiving worker one FIFO
+// that all its peers write into, and a peer that dies while writing an entry
+// blocks the FIFO for everyone behind it (UCX cannot recover one; seen when a
+// server was killed mid-transfer and the other server's reply never came).
+// So a timeout resets the whole channel: every endpoint closed, the requests
+// still in flight reported as aborted, and a fresh worker (fresh FIFO).
+void DataPlaneChannel::Impl::Reset(const std::string& why) {
+  for (auto& p : peers) {
+    const bool owed = p->busy;
+    Close(p.get());
+    p->failed = true;  // reopened on the next Post()
+    p->fail_reason = why;
+    if (owed) {
+      p->aborted = true;
+      p->abort_reason = why;
+    }
+  }
+  ++stats->resets;
+  Status st = worker.Recreate(context->impl()->ctx.get());
+  if (st.ok()) st = RegisterHandler();
+  if (!st.ok())
+    for (auto& p : peers) p->fail_reason = why + "; a fresh UCX worker could not start: " + st.message();
+}
+
 Status DataPlaneChannel::Create(std::shared_ptr<DataPlaneContext> context, const RpcOptions& options,
                                 std::unique_ptr<DataPlaneChannel>* out) {
   if (!context) return Status::InvalidArgument("DataPlaneChannel: no context");
@@ -260,15 +304,7 @@ Status DataPlaneChannel::Create(std::shared_ptr<DataPlaneContext> context, const
   i.options = options;
   i.stats = &ch->stats_;
   FANOUT_RETURN_IF_ERROR(ucx::Worker::Create(i.context->impl()->ctx.get(), &i.worker));
-  ucp_am_handler_param_t hp{};
-  hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG |
-                  UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
-  hp.id = wire::kAmReply;
-  hp.cb = Impl::OnReply;
-  hp.arg = &i;
-  hp.flags = UCP_AM_FLAG_WHOLE_MSG;
-  ucs_status_t st = ucp_worker_set_am_recv_handler(i.worker.get(), &hp);
-  if (st != UCS_OK) return ucx::Error("registering the data-plane reply handler", st);
+  FANOUT_RETURN_IF_ERROR(i.RegisterHandler());
   *out = std::move(ch);
   return Status::OK();
 }
@@ -368,6 +404,7 @@ Status DataPlaneChannel::Post(int peer, const DataRequest& request, const ReplyS
     return Status::InvalidArgument("data-plane peer " + std::to_string(peer) + " does not exist");
   Peer* p = i.peers[peer].get();
   assert(!p->busy);
+  p->aborted = false;  // an abandoned request's news is stale now
   if (sink.kind == MemoryKind::kCuda && !i.context->info().cuda)
     return Status::NotSupported("this UCX (" + i.context->info().ucx_version +
                                 ") does not handle CUDA memory: receive into host memory and copy");
@@ -423,6 +460,10 @@ Status DataPlaneChannel::Post(int peer, const DataRequest& request, const ReplyS
 }
 
 Status DataPlaneChannel::Impl::WaitFor(Peer* p, int timeout_ms) {
+  if (p->aborted) {
+    p->aborted = false;
+    return Status::Unavailable("server " + p->name + ": the data-plane request was abandoned: " + p->abort_reason);
+  }
   if (!p->busy) return Status::OK();
   auto start = Clock::now();
   auto deadline = start + std::chrono::milliseconds(timeout_ms);
@@ -437,9 +478,11 @@ Status DataPlaneChannel::Impl::WaitFor(Peer* p, int timeout_ms) {
     }
     auto now = Clock::now();
     if (now >= deadline) {
-      Close(p);
-      return Status::DeadlineExceeded("server " + p->name + " did not answer on the data plane within " +
-                                      std::to_string(timeout_ms) + " ms");
+      const std::string why = "server " + p->name + " did not answer on the data plane within " +
+                              std::to_string(timeout_ms) + " ms";
+      Reset(why + " (the channel was reset)");
+      p->aborted = false;  // this peer gets the timeout itself
+      return Status::DeadlineExceeded(why);
     }
     if (now - last < std::chrono::microseconds(50)) continue;
     int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;

@@ -88,6 +88,18 @@ Status Worker::Create(ucp_context_h ctx, Worker* out) {
   return Status::OK();
 }
 
+Status Worker::Recreate(ucp_context_h ctx) {
+  if (w_) ucp_worker_destroy(w_);
+  w_ = nullptr;
+  efd_ = -1;
+  Worker fresh;
+  FANOUT_RETURN_IF_ERROR(Create(ctx, &fresh));
+  w_ = fresh.w_;
+  efd_ = fresh.efd_;
+  fresh.w_ = nullptr;
+  return Status::OK();
+}
+
 Worker::~Worker() {
   if (w_) ucp_worker_destroy(w_);
 }

@@ -46,6 +46,8 @@ class Worker {
   Worker(Worker&& o) noexcept : w_(o.w_), efd_(o.efd_) { o.w_ = nullptr; }
   Worker& operator=(Worker&&) = delete;
   ucp_worker_h get() const { return w_; }
+  // Destroys this worker (and everything on it) and starts a fresh one.
+  Status Recreate(ucp_context_h ctx);
   // Sleeps on the event fd until UCX has events or timeout_ms passes (returns
   // at once when events are pending). REQUIRES: called outside callbacks.
   void WaitForEvents(int timeout_ms);

@@ -360,6 +360,64 @@ TEST_P(DataPlaneTest, AServerKilledMidTransferGivesUnavailableNamingItWithinTheT
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+// A server that stops answering (SIGSTOP) is found by the deadline, never
+// waited on forever: the data plane's timeout resets the channel, the request
+// goes once more over Thrift, whose own deadline names the server. The other
+// server keeps answering, and so does the stopped one once it resumes.
+TEST_P(DataPlaneTest, AStoppedServerEndsInDeadlineExceededNamingItAndTheOthersStillAnswer) {
+  const std::string& dir = server::testing::CoraDir(2);
+  Child c0 = StartChild(dir, 0), c1 = StartChild(dir, 1);
+  struct Reaper {
+    Child* c[2];
+    ~Reaper() {
+      for (Child* x : c)
+        if (x->pid > 0) {
+          kill(x->pid, SIGCONT);
+          kill(x->pid, SIGKILL);
+          waitpid(x->pid, nullptr, 0);
+        }
+    }
+  } reaper{{&c0, &c1}};
+  ASSERT_GT(c0.data_port, 0);
+  ASSERT_GT(c1.data_port, 0);
+  ClusterSpec spec;
+  spec.replicas = {{"127.0.0.1:" + std::to_string(c0.port)}, {"127.0.0.1:" + std::to_string(c1.port)}};
+  spec.has_data_plane = true;
+  spec.data_plane = rpc::DataPlaneMode::kAuto;
+  rpc::RpcOptions ro;
+  ro.call_timeout_ms = 1000;
+  ro.connect_timeout_ms = 1000;
+  std::shared_ptr<Cluster> cluster;
+  ASSERT_TRUE(Cluster::Connect(spec, ro, &cluster).ok());
+  std::unique_ptr<Session> s;
+  ASSERT_TRUE(cluster->NewSession(&s).ok());
+  std::vector<int64_t> ids(2708);
+  for (int64_t i = 0; i < 2708; ++i) ids[i] = (i * 7) % 2708;
+  std::vector<float> f(ids.size() * 1433), want(ids.size() * 1433);
+  ASSERT_TRUE(s->Features(ids, want.data()).ok());
+  EXPECT_GT(s->stats().ucx_bytes, 0);
+  kill(c1.pid, SIGSTOP);
+  auto t0 = Clock::now();
+  Status st = s->Features(ids, f.data());
+  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  EXPECT_EQ(st.code(), Status::Code::kDeadlineExceeded) << st.ToString();
+  EXPECT_THAT(st.message(), HasSubstr("127.0.0.1:" + std::to_string(c1.port))) << st.ToString();
+  EXPECT_LT(secs, 2 * ro.call_timeout_ms / 1000.0 + 2.0);
+  // Partition 0 alone still answers.
+  std::vector<int64_t> p0;
+  for (int64_t v : ids)
+    if (v < cluster->offsets()[1]) p0.push_back(v);
+  std::vector<float> g(p0.size() * 1433);
+  Status st0 = s->Features(p0, g.data());
+  EXPECT_TRUE(st0.ok()) << st0.ToString();
+  kill(c1.pid, SIGCONT);
+  // Everything answers again, with the same bytes.
+  Status again = s->Features(ids, f.data());
+  ASSERT_TRUE(again.ok()) << again.ToString();
+  EXPECT_EQ(0, std::memcmp(f.data(), want.data(), f.size() * 4));
+  EXPECT_GE(s->stats().fallbacks, 1);
+}
+
 TEST_P(DataPlaneTest, SixtyFourConcurrentClientsGetTheirOwnAnswers) {
   StartServers(2);
   auto cluster = ConnectCluster("ucx");
