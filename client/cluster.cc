@@ -457,25 +457,8 @@ class ClusterSession : public Session {
         return Status::Corruption("server " + c_->addresses_[p] + ": feature reply of " + std::to_string(size) +
                                   " bytes for " + std::to_string(by_part_[p].size()) + " rows of " + std::to_string(row));
       // Each row goes straight to its place in the output.
-      for (size_t j = 0; j < pos_[p].size(); ++j) {
-        float* dst = out + pos_[p][j] * d;
-        const char* src = rows + j * row;
-        switch (t) {
-          case datasets::FeatureDType::kFloat32:
-            std::memcpy(dst, src, row);
-            break;
-          case datasets::FeatureDType::kFloat16:
-            for (int64_t q = 0; q < d; ++q) {
-              uint16_t h;
-              std::memcpy(&h, src + 2 * q, 2);
-              dst[q] = datasets::HalfToFloat(h);
-            }
-            break;
-          case datasets::FeatureDType::kInt8:
-            for (int64_t q = 0; q < d; ++q) dst[q] = static_cast<float>(static_cast<int8_t>(src[q]) * info.feature_scale);
-            break;
-        }
-      }
+      for (size_t j = 0; j < pos_[p].size(); ++j)
+        datasets::DecodeFeatureRow(t, info.feature_scale, rows + j * row, d, out + pos_[p][j] * d);
     }
     return Status::OK();
   }

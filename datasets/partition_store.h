@@ -23,6 +23,7 @@
 #define FANOUT_DATASETS_PARTITION_STORE_H_
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,28 @@ int FeatureDTypeSize(FeatureDType t);
 // IEEE half conversions (round to nearest even).
 uint16_t FloatToHalf(float f);
 float HalfToFloat(uint16_t h);
+
+// The one feature decoder: element j of a stored row (FeatureDTypeSize(t)
+// bytes per element; int8 values are q * scale), and a whole row of d
+// elements into float32. Used by the store reader and the client.
+inline float DecodeFeature(FeatureDType t, double scale, const char* row, int64_t j) {
+  switch (t) {
+    case FeatureDType::kFloat32: {
+      float f;
+      std::memcpy(&f, row + j * 4, 4);
+      return f;
+    }
+    case FeatureDType::kFloat16: {
+      uint16_t h;
+      std::memcpy(&h, row + j * 2, 2);
+      return HalfToFloat(h);
+    }
+    case FeatureDType::kInt8:
+      return static_cast<float>(static_cast<int8_t>(row[j]) * scale);
+  }
+  return 0;
+}
+void DecodeFeatureRow(FeatureDType t, double scale, const char* row, int64_t d, float* out);
 
 // The contents of meta.json.
 struct DatasetMeta {

@@ -57,6 +57,14 @@ uint16_t FloatToHalf(float f) {
   return static_cast<uint16_t>(half);
 }
 
+void DecodeFeatureRow(FeatureDType t, double scale, const char* row, int64_t d, float* out) {
+  if (t == FeatureDType::kFloat32) {
+    std::memcpy(out, row, static_cast<size_t>(d) * 4);
+    return;
+  }
+  for (int64_t j = 0; j < d; ++j) out[j] = DecodeFeature(t, scale, row, j);
+}
+
 float HalfToFloat(uint16_t h) {
   uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
   uint32_t x;

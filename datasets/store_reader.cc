@@ -47,21 +47,8 @@ int64_t PartitionData::RawBytes() const {
 
 float PartitionData::Feature(int64_t row, int64_t j) const {
   const int64_t d = meta.feature_dim;
-  switch (meta.feature_dtype) {
-    case FeatureDType::kFloat32: {
-      float f;
-      std::memcpy(&f, features.data() + (row * d + j) * 4, 4);
-      return f;
-    }
-    case FeatureDType::kFloat16: {
-      uint16_t h;
-      std::memcpy(&h, features.data() + (row * d + j) * 2, 2);
-      return HalfToFloat(h);
-    }
-    case FeatureDType::kInt8:
-      return static_cast<float>(static_cast<int8_t>(features[row * d + j]) * meta.feature_scale);
-  }
-  return 0;
+  const char* r = reinterpret_cast<const char*>(features.data()) + row * d * FeatureDTypeSize(meta.feature_dtype);
+  return DecodeFeature(meta.feature_dtype, meta.feature_scale, r, j);
 }
 
 namespace {
