@@ -2,18 +2,18 @@
 // node id, consulted before any request so that only misses cross the network.
 //
 // The contents start from a hot set chosen by the caller (by degree, or by
-// pre-sampling: see client/cache_setup.h). With the SIEVE policy the cache
+// pre-sampling: see client/cached_source.h). With the SIEVE policy the cache
 // also adapts: every fetched miss is admitted and SIEVE (Zhang et al., NSDI
 // 2024) picks what to evict; with the static policy the hot set never changes
-// and lookups take no lock at all.
+// and lookups only share a reader lock.
 //
-// Capacity is given in rows (FromBytes()/FromFraction() convert); memory()
+// Capacity is given in rows (RowsFromBytes()/RowsFromFraction() convert); memory_bytes()
 // accounts for the rows, the id index (4 bytes per node of the graph) and the
 // policy's per-slot state.
 //
-// Thread safety: all methods may be called concurrently. Static: lock-free
-// reads. SIEVE: lookups share a reader lock (hits set an atomic bit), admits
-// take it exclusively.
+// Thread safety: all methods may be called concurrently. Lookups share a
+// reader lock (SIEVE hits set an atomic bit); Insert and admits take it
+// exclusively.
 #ifndef FANOUT_CACHE_FEATURE_CACHE_H_
 #define FANOUT_CACHE_FEATURE_CACHE_H_
 

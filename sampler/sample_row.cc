@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 
 #include "common/random.h"
@@ -70,6 +71,7 @@ int64_t RowSampleCount(const CsrGraph& graph, int64_t start, int64_t degree, int
 void SampleRowPositions(const CsrGraph& graph, int64_t start, int64_t degree, int64_t fanout,
                         int64_t count, uint64_t key, const SamplingOptions& options, int64_t* pos,
                         RowScratch* scratch) {
+  assert(count == RowSampleCount(graph, start, degree, fanout, options));  // REQUIRES
   if (count == 0) return;
   if (!options.weighted) {
     if (fanout < 0 || (!options.replace && count == degree)) {

@@ -37,7 +37,7 @@ struct ServerOptions {
   std::string bind = "127.0.0.1";  // address for both listeners (default loopback only)
   int port = 0;                    // RPC port (0 = any free port)
   int admin_port = 0;              // admin HTTP port (0 = any free port, -1 = no admin endpoint)
-  int threads = 0;                 // workers that split large requests (0 = cores - 1)
+  int threads = 0;                 // threads that split a large request: the caller plus threads - 1 workers (0 = the usable CPUs)
   int64_t max_ids_per_request = int64_t{1} << 22;  // ids in one request, default 4 Mi
   int64_t max_fanout = 100000;     // largest fanout accepted (-1 = all is always accepted)
   int64_t max_frame_bytes = int64_t{256} << 20;    // largest request frame, default 256 MiB

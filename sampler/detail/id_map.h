@@ -7,6 +7,7 @@
 #ifndef FANOUT_SAMPLER_DETAIL_ID_MAP_H_
 #define FANOUT_SAMPLER_DETAIL_ID_MAP_H_
 
+#include <cassert>
 #include <cstdint>
 #include <vector>
 
@@ -42,6 +43,7 @@ class IdMap {
   // Returns the index stored for `key`; when absent, stores `value_if_new`
   // and returns it. REQUIRES: Reserve() made room for this insert.
   int64_t FindOrInsert(int64_t key, int64_t value_if_new) {
+    assert(static_cast<uint64_t>(size_ + 1) * 2 <= slots_.size());  // REQUIRES: Reserve()
     uint64_t i = SlotOf(key);
     for (;;) {
       Slot& s = slots_[i];

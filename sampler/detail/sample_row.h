@@ -18,7 +18,7 @@ struct RowScratch {
   std::vector<double> cdf;                       // weighted with replacement
 };
 
-// Exact number of edges SampleRow() writes for a row.
+// Exact number of edges SampleRowPositions() writes for a row.
 int64_t RowSampleCount(const CsrGraph& graph, int64_t start, int64_t degree, int64_t fanout,
                        const SamplingOptions& options);
 
