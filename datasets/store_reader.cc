@@ -17,6 +17,7 @@
 
 #include "common/cpu.h"
 #include "datasets/detail/chunk_codec.h"
+#include "datasets/detail/chunks.h"
 #include "datasets/partition_store.h"
 
 namespace fanout::datasets {
@@ -155,77 +156,30 @@ Status OpenPartition(const std::string& dir_in, int part, const OpenOptions& o, 
   if (meta.has_split) d.split.resize(n);
   d.original_ids.resize(n);
 
+  // One reader per chunk kind (datasets/detail/chunks.h decodes each).
   int64_t edge_pos = 0;
   std::vector<ChunkSink> sinks;
-  sinks.push_back({"adj", true, [&](int64_t c, int64_t cn, const char* p, size_t sz) -> std::string {
-                     int64_t hdr[2];
-                     if (sz < 16) return "too short";
-                     std::memcpy(hdr, p, 16);
-                     if (hdr[0] != cn) return "holds " + std::to_string(hdr[0]) + " nodes, expected " + std::to_string(cn);
-                     int64_t ce = hdr[1];
-                     if (ce < 0 || sz != static_cast<size_t>(16 + cn * 8 + ce * 16)) return "has the wrong size";
-                     if (edge_pos + ce > num_edges) return "holds more edges than the partition";
-                     const int64_t* deg = reinterpret_cast<const int64_t*>(p + 16);
-                     int64_t base = c * cnodes, acc = edge_pos;
-                     for (int64_t i = 0; i < cn; ++i) {
-                       if (deg[i] < 0) return "has a negative degree";
-                       acc += deg[i];
-                       d.indptr[base + i + 1] = acc;
-                     }
-                     if (acc != edge_pos + ce) return "degrees do not sum to its edge count";
-                     std::memcpy(d.indices.data() + edge_pos, p + 16 + cn * 8, ce * 8);
-                     // Neighbor ids must be global ids of this dataset (checked while cache-hot).
-                     const int64_t* ind = d.indices.data() + edge_pos;
-                     int64_t bad = 0;
-                     for (int64_t e = 0; e < ce; ++e) bad |= static_cast<int64_t>(static_cast<uint64_t>(ind[e]) >= static_cast<uint64_t>(meta.num_nodes));
-                     if (bad) {
-                       for (int64_t e = 0; e < ce; ++e)
-                         if (ind[e] < 0 || ind[e] >= meta.num_nodes)
-                           return "has edge " + std::to_string(edge_pos + e) + " pointing at node " + std::to_string(ind[e]) +
-                                  ", outside [0, " + std::to_string(meta.num_nodes) + ")";
-                     }
-                     std::memcpy(d.edge_ids.data() + edge_pos, p + 16 + cn * 8 + ce * 8, ce * 8);
-                     edge_pos += ce;
-                     return "";
+  sinks.push_back({"adj", true, [&](int64_t c, int64_t cn, const char* p, size_t sz) {
+                     return detail::DecodeAdjChunk(p, sz, cn, c * cnodes, meta.num_nodes, &edge_pos, &d);
                    }});
   if (fd > 0)
-    sinks.push_back({"feat", true, [&](int64_t c, int64_t cn, const char* p, size_t sz) -> std::string {
-                       if (sz != static_cast<size_t>(cn * fd * dsize)) return "has the wrong size";
-                       std::memcpy(d.features.data() + c * cnodes * fd * dsize, p, sz);
-                       return "";
+    sinks.push_back({"feat", true, [&](int64_t c, int64_t cn, const char* p, size_t sz) {
+                       return detail::DecodeFeatureChunk(p, sz, cn, c * cnodes, &d);
                      }});
   if (meta.has_labels)
-    sinks.push_back({"label", true, [&](int64_t c, int64_t cn, const char* p, size_t sz) -> std::string {
-                       if (sz != static_cast<size_t>(cn * 8)) return "has the wrong size";
-                       std::memcpy(d.labels.data() + c * cnodes, p, sz);
-                       return "";
+    sinks.push_back({"label", true, [&](int64_t c, int64_t cn, const char* p, size_t sz) {
+                       return detail::DecodeInt64Chunk(p, sz, cn, c * cnodes, d.labels.data());
                      }});
   if (meta.has_names)
-    sinks.push_back({"name", true, [&](int64_t, int64_t cn, const char* p, size_t sz) -> std::string {
-                       size_t at = 0;
-                       for (int64_t i = 0; i < cn; ++i) {
-                         uint32_t len;
-                         if (at + 4 > sz) return "is truncated";
-                         std::memcpy(&len, p + at, 4);
-                         at += 4;
-                         if (at + len > sz) return "is truncated";
-                         d.original_names.emplace_back(p + at, len);
-                         at += len;
-                       }
-                       return at == sz ? "" : "has trailing bytes";
+    sinks.push_back({"name", true, [&](int64_t, int64_t cn, const char* p, size_t sz) {
+                       return detail::DecodeNameChunk(p, sz, cn, &d.original_names);
                      }});
-  sinks.push_back({"orig", true, [&](int64_t c, int64_t cn, const char* p, size_t sz) -> std::string {
-                     if (sz != static_cast<size_t>(cn * 8)) return "has the wrong size";
-                     std::memcpy(d.original_ids.data() + c * cnodes, p, sz);
-                     return "";
+  sinks.push_back({"orig", true, [&](int64_t c, int64_t cn, const char* p, size_t sz) {
+                     return detail::DecodeInt64Chunk(p, sz, cn, c * cnodes, d.original_ids.data());
                    }});
   if (meta.has_split)
-    sinks.push_back({"split", true, [&](int64_t c, int64_t cn, const char* p, size_t sz) -> std::string {
-                       if (sz != static_cast<size_t>(cn)) return "has the wrong size";
-                       std::memcpy(d.split.data() + c * cnodes, p, sz);
-                       for (size_t i = 0; i < sz; ++i)
-                         if (static_cast<uint8_t>(p[i]) > 3) return "holds an invalid split value";
-                       return "";
+    sinks.push_back({"split", true, [&](int64_t c, int64_t cn, const char* p, size_t sz) {
+                       return detail::DecodeSplitChunk(p, sz, cn, c * cnodes, d.split.data());
                      }});
 
   // Each kind of chunk is read by its own iterator on its own thread: the

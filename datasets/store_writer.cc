@@ -12,6 +12,7 @@
 #include <random>
 
 #include "datasets/detail/chunk_codec.h"
+#include "datasets/detail/chunks.h"
 #include "datasets/partition_store.h"
 #include "datasets/progress.h"
 
@@ -123,78 +124,56 @@ Status WritePart(const RawDataset& ds, const Layout& L, const DatasetMeta& meta,
   FANOUT_RETURN_IF_ERROR(RocksStatus(db->Put(wo, "info", info_value), path));
 
   std::string v;
+  std::vector<int64_t> degrees, values;
+  std::vector<uint8_t> split;
+  std::vector<const std::string*> names;
+  auto put = [&](const char* kind, int64_t c) -> Status {
+    detail::SealChunk(&v);
+    *bytes_done += static_cast<int64_t>(v.size());
+    return RocksStatus(db->Put(wo, detail::ChunkKey(kind, c), v), path);
+  };
   for (int64_t c = 0; c < num_chunks; ++c) {
     const int64_t a = begin + c * chunk_nodes, b = std::min(end, a + chunk_nodes);
     const int64_t cn = b - a, e0 = L.indptr[a], e1 = L.indptr[b];
-    // adj: [nodes][edges][degrees][indices][edge ids]
+    // Chunk kinds and their layouts: datasets/detail/chunks.h.
+    degrees.resize(cn);
+    for (int64_t x = a; x < b; ++x) degrees[x - a] = L.indptr[x + 1] - L.indptr[x];
     v.clear();
-    int64_t hdr[2] = {cn, e1 - e0};
-    detail::AppendRaw(&v, hdr, sizeof hdr);
-    for (int64_t x = a; x < b; ++x) {
-      int64_t deg = L.indptr[x + 1] - L.indptr[x];
-      detail::AppendRaw(&v, &deg, 8);
-    }
-    detail::AppendRaw(&v, L.indices.data() + e0, (e1 - e0) * 8);
-    detail::AppendRaw(&v, L.edge_ids.data() + e0, (e1 - e0) * 8);
-    detail::SealChunk(&v);
-    *bytes_done += static_cast<int64_t>(v.size());
-    FANOUT_RETURN_IF_ERROR(RocksStatus(db->Put(wo, detail::ChunkKey("adj", c), v), path));
-
+    detail::EncodeAdjChunk(degrees, ArrayView<const int64_t>(L.indices.data() + e0, e1 - e0),
+                           ArrayView<const int64_t>(L.edge_ids.data() + e0, e1 - e0), &v);
+    FANOUT_RETURN_IF_ERROR(put("adj", c));
     if (d > 0 && !ds.features.empty()) {
-      v.clear();
-      v.resize(static_cast<size_t>(cn * d * dsize));
-      char* out = v.data();
-      for (int64_t x = a; x < b; ++x) {
-        const float* row = ds.features.data() + L.old_of_new[x] * d;
-        char* dst = out + (x - a) * d * dsize;
-        switch (meta.feature_dtype) {
-          case FeatureDType::kFloat32:
-            std::memcpy(dst, row, d * 4);
-            break;
-          case FeatureDType::kFloat16:
-            for (int64_t j = 0; j < d; ++j) {
-              uint16_t h = FloatToHalf(row[j]);
-              std::memcpy(dst + 2 * j, &h, 2);
-            }
-            break;
-          case FeatureDType::kInt8:
-            for (int64_t j = 0; j < d; ++j) {
-              double q = std::nearbyint(row[j] / meta.feature_scale);
-              dst[j] = static_cast<char>(static_cast<int8_t>(std::clamp(q, -127.0, 127.0)));
-            }
-            break;
-        }
-      }
-      detail::SealChunk(&v);
-      *bytes_done += static_cast<int64_t>(v.size());
-      FANOUT_RETURN_IF_ERROR(RocksStatus(db->Put(wo, detail::ChunkKey("feat", c), v), path));
+      v.assign(static_cast<size_t>(cn * d * dsize), '\0');
+      for (int64_t x = a; x < b; ++x)
+        detail::EncodeFeatureRow(meta.feature_dtype, meta.feature_scale, ds.features.data() + L.old_of_new[x] * d, d,
+                                 v.data() + (x - a) * d * dsize);
+      FANOUT_RETURN_IF_ERROR(put("feat", c));
     }
     if (meta.has_labels) {
+      values.resize(cn);
+      for (int64_t x = a; x < b; ++x) values[x - a] = ds.labels[L.old_of_new[x]];
       v.clear();
-      for (int64_t x = a; x < b; ++x) detail::AppendRaw(&v, &ds.labels[L.old_of_new[x]], 8);
-      detail::SealChunk(&v);
-      FANOUT_RETURN_IF_ERROR(RocksStatus(db->Put(wo, detail::ChunkKey("label", c), v), path));
+      detail::EncodeInt64Chunk(values, &v);
+      FANOUT_RETURN_IF_ERROR(put("label", c));
     }
     if (meta.has_split) {
+      split.resize(cn);
+      for (int64_t x = a; x < b; ++x) split[x - a] = static_cast<uint8_t>(ds.split[L.old_of_new[x]]);
       v.clear();
-      for (int64_t x = a; x < b; ++x) v.push_back(static_cast<char>(ds.split[L.old_of_new[x]]));
-      detail::SealChunk(&v);
-      FANOUT_RETURN_IF_ERROR(RocksStatus(db->Put(wo, detail::ChunkKey("split", c), v), path));
+      detail::EncodeSplitChunk(split, &v);
+      FANOUT_RETURN_IF_ERROR(put("split", c));
     }
+    values.resize(cn);
+    for (int64_t x = a; x < b; ++x) values[x - a] = ds.original_ids[L.old_of_new[x]];
     v.clear();
-    for (int64_t x = a; x < b; ++x) detail::AppendRaw(&v, &ds.original_ids[L.old_of_new[x]], 8);
-    detail::SealChunk(&v);
-    FANOUT_RETURN_IF_ERROR(RocksStatus(db->Put(wo, detail::ChunkKey("orig", c), v), path));
+    detail::EncodeInt64Chunk(values, &v);
+    FANOUT_RETURN_IF_ERROR(put("orig", c));
     if (meta.has_names) {
+      names.clear();
+      for (int64_t x = a; x < b; ++x) names.push_back(&ds.original_names[L.old_of_new[x]]);
       v.clear();
-      for (int64_t x = a; x < b; ++x) {
-        const std::string& s = ds.original_names[L.old_of_new[x]];
-        uint32_t len = static_cast<uint32_t>(s.size());
-        detail::AppendRaw(&v, &len, 4);
-        v += s;
-      }
-      detail::SealChunk(&v);
-      FANOUT_RETURN_IF_ERROR(RocksStatus(db->Put(wo, detail::ChunkKey("name", c), v), path));
+      detail::EncodeNameChunk(names, &v);
+      FANOUT_RETURN_IF_ERROR(put("name", c));
     }
     progress->Update(*bytes_done);
   }
@@ -264,7 +243,12 @@ Status WritePartitionedDataset(const RawDataset& ds, const std::vector<int32_t>&
   if (ec) return Status::IOError("cannot create " + tmp + ": " + ec.message());
   TempDirGuard guard(tmp);
 
+  // Every chunk's bytes (datasets/detail/chunks.h), for the progress line.
   int64_t total_bytes = ds.num_edges() * 16 + ds.num_nodes * (8 + 8 + meta.feature_dim * FeatureDTypeSize(o.feature_dtype));
+  if (meta.has_labels) total_bytes += ds.num_nodes * 8;
+  if (meta.has_split) total_bytes += ds.num_nodes;
+  if (meta.has_names)
+    for (const std::string& n : ds.original_names) total_bytes += 4 + static_cast<int64_t>(n.size());
   Progress progress("writing " + std::to_string(k) + " partition(s)", " bytes", total_bytes, o.quiet);
   int64_t bytes_done = 0;
   for (int p = 0; p < k; ++p)

@@ -8,6 +8,7 @@
 #include <map>
 #include <tuple>
 
+#include "datasets/detail/chunks.h"
 #include "datasets/formats.h"
 #include "datasets/partition_store.h"
 #include "datasets/partitioner.h"
@@ -340,6 +341,73 @@ TEST(PartitionStoreWriteTest, RefusesAnExistingOutputAndLeavesNothingOnFailure) 
   st = WritePartitionedDataset(ds, part, 1, wo, tmp.Sub("file/sub"), nullptr);
   EXPECT_FALSE(st.ok());
   EXPECT_EQ(tmp.List().size(), 2u);  // "out" and "file"
+}
+
+
+// Each chunk kind's encoder and decoder agree, and the decoders name what is
+// wrong with a chunk instead of reading past it.
+TEST(ChunkCodecTest, EveryKindRoundTripsAndRejectsDamage) {
+  PartitionData d;
+  d.meta.num_nodes = 100;
+  d.meta.feature_dim = 3;
+  d.meta.feature_dtype = FeatureDType::kFloat16;
+  d.indptr.assign(4, 0);
+  d.indices.resize(5);
+  d.edge_ids.resize(5);
+  d.features.resize(3 * 3 * 2);
+  std::string v;
+  detail::EncodeAdjChunk(std::vector<int64_t>{2, 0, 3}, std::vector<int64_t>{5, 6, 7, 8, 99},
+                         std::vector<int64_t>{10, 11, 12, 13, 14}, &v);
+  int64_t edge_pos = 0;
+  EXPECT_EQ(detail::DecodeAdjChunk(v.data(), v.size(), 3, 0, 100, &edge_pos, &d), "");
+  EXPECT_EQ(edge_pos, 5);
+  EXPECT_EQ(d.indptr, (std::vector<int64_t>{0, 2, 2, 5}));
+  EXPECT_EQ(d.indices, (std::vector<int64_t>{5, 6, 7, 8, 99}));
+  EXPECT_EQ(d.edge_ids, (std::vector<int64_t>{10, 11, 12, 13, 14}));
+  edge_pos = 0;
+  EXPECT_EQ(detail::DecodeAdjChunk(v.data(), v.size() - 1, 3, 0, 100, &edge_pos, &d), "has the wrong size");
+  EXPECT_EQ(detail::DecodeAdjChunk(v.data(), v.size(), 4, 0, 100, &edge_pos, &d), "holds 3 nodes, expected 4");
+  EXPECT_THAT(detail::DecodeAdjChunk(v.data(), v.size(), 3, 0, 50, &edge_pos, &d),
+              ::testing::HasSubstr("pointing at node 99, outside [0, 50)"));
+
+  std::vector<float> rows = {1.5f, -2.0f, 0.25f, 3, 4, 5, 6, 7, 8};
+  for (int r = 0; r < 3; ++r)
+    detail::EncodeFeatureRow(FeatureDType::kFloat16, 1.0, rows.data() + 3 * r, 3,
+                             reinterpret_cast<char*>(d.features.data()) + 6 * r);
+  std::vector<float> back(3);
+  DecodeFeatureRow(FeatureDType::kFloat16, 1.0, reinterpret_cast<const char*>(d.features.data()), 3, back.data());
+  EXPECT_EQ(back, (std::vector<float>{1.5f, -2.0f, 0.25f}));
+  std::string feat(reinterpret_cast<const char*>(d.features.data()), d.features.size());
+  EXPECT_EQ(detail::DecodeFeatureChunk(feat.data(), feat.size(), 3, 0, &d), "");
+  EXPECT_EQ(detail::DecodeFeatureChunk(feat.data(), feat.size(), 2, 0, &d), "has the wrong size");
+  char i8[3];
+  detail::EncodeFeatureRow(FeatureDType::kInt8, 0.5, rows.data(), 3, i8);
+  DecodeFeatureRow(FeatureDType::kInt8, 0.5, i8, 3, back.data());
+  EXPECT_EQ(back, (std::vector<float>{1.5f, -2.0f, 0.0f}));  // 0.25 / 0.5 rounds to 0 (even)
+
+  v.clear();
+  detail::EncodeInt64Chunk(std::vector<int64_t>{-1, 7}, &v);
+  std::vector<int64_t> labels(4, 9);
+  EXPECT_EQ(detail::DecodeInt64Chunk(v.data(), v.size(), 2, 2, labels.data()), "");
+  EXPECT_EQ(labels, (std::vector<int64_t>{9, 9, -1, 7}));
+  EXPECT_EQ(detail::DecodeInt64Chunk(v.data(), v.size(), 3, 0, labels.data()), "has the wrong size");
+
+  v.clear();
+  detail::EncodeSplitChunk(std::vector<uint8_t>{1, 2, 3}, &v);
+  std::vector<uint8_t> split(3);
+  EXPECT_EQ(detail::DecodeSplitChunk(v.data(), v.size(), 3, 0, split.data()), "");
+  EXPECT_EQ(split, (std::vector<uint8_t>{1, 2, 3}));
+  v[1] = 9;
+  EXPECT_EQ(detail::DecodeSplitChunk(v.data(), v.size(), 3, 0, split.data()), "holds an invalid split value");
+
+  v.clear();
+  std::string a = "alpha", b = "";
+  detail::EncodeNameChunk({&a, &b}, &v);
+  std::vector<std::string> names;
+  EXPECT_EQ(detail::DecodeNameChunk(v.data(), v.size(), 2, &names), "");
+  EXPECT_EQ(names, (std::vector<std::string>{"alpha", ""}));
+  EXPECT_EQ(detail::DecodeNameChunk(v.data(), v.size() - 1, 2, &names), "is truncated");
+  EXPECT_EQ(detail::DecodeNameChunk(v.data(), v.size(), 1, &names), "has trailing bytes");
 }
 
 }  // namespace

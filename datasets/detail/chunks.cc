@@ -1,0 +1,126 @@
+#include "datasets/detail/chunks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "datasets/detail/chunk_codec.h"
+
+namespace fanout::datasets::detail {
+
+void EncodeAdjChunk(ArrayView<const int64_t> degrees, ArrayView<const int64_t> neighbors,
+                    ArrayView<const int64_t> edge_ids, std::string* out) {
+  int64_t hdr[2] = {static_cast<int64_t>(degrees.size()), static_cast<int64_t>(neighbors.size())};
+  AppendRaw(out, hdr, sizeof hdr);
+  AppendRaw(out, degrees.data(), degrees.size() * 8);
+  AppendRaw(out, neighbors.data(), neighbors.size() * 8);
+  AppendRaw(out, edge_ids.data(), edge_ids.size() * 8);
+}
+
+std::string DecodeAdjChunk(const char* p, size_t size, int64_t nodes, int64_t first, int64_t num_nodes,
+                           int64_t* edge_pos, PartitionData* d) {
+  int64_t hdr[2];
+  if (size < 16) return "too short";
+  std::memcpy(hdr, p, 16);
+  if (hdr[0] != nodes) return "holds " + std::to_string(hdr[0]) + " nodes, expected " + std::to_string(nodes);
+  const int64_t ce = hdr[1];
+  if (ce < 0 || size != static_cast<size_t>(16 + nodes * 8 + ce * 16)) return "has the wrong size";
+  const int64_t e0 = *edge_pos;
+  if (e0 + ce > static_cast<int64_t>(d->indices.size())) return "holds more edges than the partition";
+  const int64_t* deg = reinterpret_cast<const int64_t*>(p + 16);
+  int64_t acc = e0;
+  for (int64_t i = 0; i < nodes; ++i) {
+    if (deg[i] < 0) return "has a negative degree";
+    acc += deg[i];
+    d->indptr[first + i + 1] = acc;
+  }
+  if (acc != e0 + ce) return "degrees do not sum to its edge count";
+  std::memcpy(d->indices.data() + e0, p + 16 + nodes * 8, ce * 8);
+  // Neighbor ids must be global ids of this dataset (checked while cache-hot).
+  const int64_t* ind = d->indices.data() + e0;
+  int64_t bad = 0;
+  for (int64_t e = 0; e < ce; ++e)
+    bad |= static_cast<int64_t>(static_cast<uint64_t>(ind[e]) >= static_cast<uint64_t>(num_nodes));
+  if (bad) {
+    for (int64_t e = 0; e < ce; ++e)
+      if (ind[e] < 0 || ind[e] >= num_nodes)
+        return "has edge " + std::to_string(e0 + e) + " pointing at node " + std::to_string(ind[e]) + ", outside [0, " +
+               std::to_string(num_nodes) + ")";
+  }
+  std::memcpy(d->edge_ids.data() + e0, p + 16 + nodes * 8 + ce * 8, ce * 8);
+  *edge_pos = e0 + ce;
+  return "";
+}
+
+void EncodeFeatureRow(FeatureDType t, double scale, const float* row, int64_t d, char* out) {
+  switch (t) {
+    case FeatureDType::kFloat32:
+      std::memcpy(out, row, static_cast<size_t>(d) * 4);
+      break;
+    case FeatureDType::kFloat16:
+      for (int64_t j = 0; j < d; ++j) {
+        uint16_t h = FloatToHalf(row[j]);
+        std::memcpy(out + 2 * j, &h, 2);
+      }
+      break;
+    case FeatureDType::kInt8:
+      for (int64_t j = 0; j < d; ++j) {
+        double q = std::nearbyint(row[j] / scale);
+        out[j] = static_cast<char>(static_cast<int8_t>(std::clamp(q, -127.0, 127.0)));
+      }
+      break;
+  }
+}
+
+std::string DecodeFeatureChunk(const char* p, size_t size, int64_t nodes, int64_t first, PartitionData* d) {
+  const size_t row = static_cast<size_t>(d->meta.feature_dim) * FeatureDTypeSize(d->meta.feature_dtype);
+  if (size != static_cast<size_t>(nodes) * row) return "has the wrong size";
+  std::memcpy(d->features.data() + static_cast<size_t>(first) * row, p, size);
+  return "";
+}
+
+void EncodeInt64Chunk(ArrayView<const int64_t> values, std::string* out) {
+  AppendRaw(out, values.data(), values.size() * 8);
+}
+
+std::string DecodeInt64Chunk(const char* p, size_t size, int64_t nodes, int64_t first, int64_t* dst) {
+  if (size != static_cast<size_t>(nodes * 8)) return "has the wrong size";
+  std::memcpy(dst + first, p, size);
+  return "";
+}
+
+void EncodeSplitChunk(ArrayView<const uint8_t> values, std::string* out) {
+  AppendRaw(out, values.data(), values.size());
+}
+
+std::string DecodeSplitChunk(const char* p, size_t size, int64_t nodes, int64_t first, uint8_t* dst) {
+  if (size != static_cast<size_t>(nodes)) return "has the wrong size";
+  std::memcpy(dst + first, p, size);
+  for (size_t i = 0; i < size; ++i)
+    if (static_cast<uint8_t>(p[i]) > 3) return "holds an invalid split value";
+  return "";
+}
+
+void EncodeNameChunk(const std::vector<const std::string*>& names, std::string* out) {
+  for (const std::string* s : names) {
+    uint32_t len = static_cast<uint32_t>(s->size());
+    AppendRaw(out, &len, 4);
+    *out += *s;
+  }
+}
+
+std::string DecodeNameChunk(const char* p, size_t size, int64_t nodes, std::vector<std::string>* names) {
+  size_t at = 0;
+  for (int64_t i = 0; i < nodes; ++i) {
+    uint32_t len;
+    if (at + 4 > size) return "is truncated";
+    std::memcpy(&len, p + at, 4);
+    at += 4;
+    if (at + len > size) return "is truncated";
+    names->emplace_back(p + at, len);
+    at += len;
+  }
+  return at == size ? "" : "has trailing bytes";
+}
+
+}  // namespace fanout::datasets::detail

@@ -1,0 +1,54 @@
+// The partition store's chunk kinds, each encoder beside its decoder (as
+// leveldb keeps BlockHandle::EncodeTo/DecodeFrom together). A chunk holds up
+// to meta.chunk_nodes consecutive nodes of one partition; its value is the
+// payload below plus the CRC-32C trailer of chunk_codec.h.
+//
+//   adj    [nodes i64][edges i64][degree i64 x nodes][neighbor i64 x edges][edge id i64 x edges]
+//   feat   feature_dim elements per node, FeatureDTypeSize bytes each
+//   label  i64 per node (-1 = unknown)
+//   split  u8 per node (0 none, 1 train, 2 val, 3 test)
+//   orig   i64 per node: the node's id in the input
+//   name   [length u32][bytes] per node: the node's name in the input
+//
+// Decoders copy into the partition's arrays at the chunk's place and return
+// "" or what is wrong with the chunk ("has the wrong size", ...). Internal to
+// datasets/.
+#ifndef FANOUT_DATASETS_DETAIL_CHUNKS_H_
+#define FANOUT_DATASETS_DETAIL_CHUNKS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/array_view.h"
+#include "datasets/partition_store.h"
+
+namespace fanout::datasets::detail {
+
+// adj. Decoding appends after the *edge_pos edges already read (updated), and
+// writes indptr[first + 1 .. first + nodes]; neighbors must be in [0, num_nodes).
+void EncodeAdjChunk(ArrayView<const int64_t> degrees, ArrayView<const int64_t> neighbors,
+                    ArrayView<const int64_t> edge_ids, std::string* out);
+std::string DecodeAdjChunk(const char* p, size_t size, int64_t nodes, int64_t first, int64_t num_nodes,
+                           int64_t* edge_pos, PartitionData* d);
+
+// feat: one row (feature_dim floats) encoded in the store's dtype, and back
+// (DecodeFeatureRow in partition_store.h).
+void EncodeFeatureRow(FeatureDType t, double scale, const float* row, int64_t d, char* out);
+std::string DecodeFeatureChunk(const char* p, size_t size, int64_t nodes, int64_t first, PartitionData* d);
+
+// label and orig: one int64 per node.
+void EncodeInt64Chunk(ArrayView<const int64_t> values, std::string* out);
+std::string DecodeInt64Chunk(const char* p, size_t size, int64_t nodes, int64_t first, int64_t* dst);
+
+// split: one byte per node, at most 3.
+void EncodeSplitChunk(ArrayView<const uint8_t> values, std::string* out);
+std::string DecodeSplitChunk(const char* p, size_t size, int64_t nodes, int64_t first, uint8_t* dst);
+
+// name: length-prefixed strings, appended to *names in node order.
+void EncodeNameChunk(const std::vector<const std::string*>& names, std::string* out);
+std::string DecodeNameChunk(const char* p, size_t size, int64_t nodes, std::vector<std::string>* names);
+
+}  // namespace fanout::datasets::detail
+
+#endif  // FANOUT_DATASETS_DETAIL_CHUNKS_H_
