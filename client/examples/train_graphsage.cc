@@ -58,11 +58,12 @@ int main(int argc, char** argv) {
               static_cast<long long>(source->num_classes()));
   try {
     auto result = fanout::examples::TrainGraphSage(source, o, [](const fanout::examples::EpochReport& r) {
-      std::printf("epoch %3d  loss %.4f  val_acc %.3f  test_acc %.3f  (%.2f s; %.1f batches/s, %.2f M sampled edges/s, "
-                  "%.1f MB of features received, %.3f s waiting on the network, all since start)\n",
-                  r.epoch, r.loss, r.val_acc, r.test_acc, r.seconds, r.train_stats.batches_per_s(),
-                  r.train_stats.sampled_edges_per_s() / 1e6, r.train_stats.feature_bytes / 1e6,
-                  r.train_stats.network_wait_s);
+      const auto& t = r.train_stats;
+      std::printf("epoch %3d  loss %.4f  val_acc %.3f  test_acc %.3f  (%.2f s; %.1f batches/s, %.1f k sampled edges/s, "
+                  "%.1f MB of features received, replies ucx %.1f MB + thrift %.1f MB, %.3f s waiting on the network, "
+                  "all since start)\n",
+                  r.epoch, r.loss, r.val_acc, r.test_acc, r.seconds, t.batches_per_s(), t.sampled_edges_per_s() / 1e3,
+                  t.feature_bytes / 1e6, t.ucx_bytes / 1e6, t.thrift_bytes / 1e6, t.network_wait_s);
     });
     std::printf("test_accuracy=%.3f\n", result.test_acc);
   } catch (const std::exception& e) {
