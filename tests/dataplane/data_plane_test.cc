@@ -418,6 +418,92 @@ TEST_P(DataPlaneTest, AStoppedServerEndsInDeadlineExceededNamingItAndTheOthersSt
   EXPECT_GE(s->stats().fallbacks, 1);
 }
 
+// Not a test on its own: the client that the next test starts and kills.
+// With FANOUT_KILL_LOOP_PORTS=p0,p1 it sends large label requests (the ids go
+// by rendezvous, written into the server's shared-memory FIFO on one host)
+// over the data plane until it is killed.
+TEST(DataPlaneKillLoop, ClientLoopForKillTest) {
+  const char* ports = std::getenv("FANOUT_KILL_LOOP_PORTS");
+  if (ports == nullptr) GTEST_SKIP() << "run by ClientsKilledMidRequestNeverTakeTheDataPlaneDown";
+  std::string p(ports);
+  ClusterSpec spec;
+  spec.replicas = {{"127.0.0.1:" + p.substr(0, p.find(','))}, {"127.0.0.1:" + p.substr(p.find(',') + 1)}};
+  spec.has_data_plane = true;
+  spec.data_plane = rpc::DataPlaneMode::kUcx;
+  std::shared_ptr<Cluster> cluster;
+  if (!Cluster::Connect(spec, {}, &cluster).ok()) return;
+  std::unique_ptr<Session> s;
+  if (!cluster->NewSession(&s).ok()) return;
+  std::vector<int64_t> ids(40000);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>((i * 13) % 2708);
+  std::vector<int64_t> labels(ids.size());
+  for (;;) (void)s->Labels(ids, labels.data());
+}
+
+// Clients killed at random moments mid-request (SIGKILL, as a scheduler
+// does) never take the server's data plane down for the clients after them.
+TEST_P(DataPlaneTest, ClientsKilledMidRequestNeverTakeTheDataPlaneDown) {
+  const std::string& dir = server::testing::CoraDir(2);
+  Child c0 = StartChild(dir, 0), c1 = StartChild(dir, 1);
+  struct Reaper {
+    Child* c[2];
+    ~Reaper() {
+      for (Child* x : c)
+        if (x->pid > 0) {
+          kill(x->pid, SIGKILL);
+          waitpid(x->pid, nullptr, 0);
+        }
+    }
+  } reaper{{&c0, &c1}};
+  ASSERT_GT(c0.data_port, 0);
+  ASSERT_GT(c1.data_port, 0);
+  const std::string ports = std::to_string(c0.port) + "," + std::to_string(c1.port);
+  ClusterSpec spec;
+  spec.replicas = {{"127.0.0.1:" + std::to_string(c0.port)}, {"127.0.0.1:" + std::to_string(c1.port)}};
+  spec.has_data_plane = true;
+  spec.data_plane = rpc::DataPlaneMode::kUcx;
+  rpc::RpcOptions ro;
+  ro.call_timeout_ms = 3000;
+  std::vector<int64_t> ids(40000);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>((i * 13) % 2708);
+  std::vector<int64_t> want(ids.size());
+  {
+    std::shared_ptr<Cluster> cluster;
+    ASSERT_TRUE(Cluster::Connect(spec, ro, &cluster).ok());
+    std::unique_ptr<Session> s;
+    ASSERT_TRUE(cluster->NewSession(&s).ok());
+    ASSERT_TRUE(s->Labels(ids, want.data()).ok());
+  }
+  SplitMix64 rng(5);
+  for (int round = 0; round < 12; ++round) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      int null = open("/dev/null", O_WRONLY);
+      dup2(null, 1);
+      dup2(null, 2);
+      setenv("FANOUT_KILL_LOOP_PORTS", ports.c_str(), 1);
+      execl("/proc/self/exe", "dataplane_test", "--gtest_filter=DataPlaneKillLoop.ClientLoopForKillTest", nullptr);
+      _exit(127);
+    }
+    ASSERT_GT(pid, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300 + DrawBelow(rng.Next(), 300)));
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    // A new client is served over the data plane, promptly and exactly.
+    std::shared_ptr<Cluster> cluster;
+    ASSERT_TRUE(Cluster::Connect(spec, ro, &cluster).ok()) << "round " << round;
+    std::unique_ptr<Session> s;
+    ASSERT_TRUE(cluster->NewSession(&s).ok());
+    std::vector<int64_t> got(ids.size(), -9);
+    Status st = s->Labels(ids, got.data());
+    ASSERT_TRUE(st.ok()) << "round " << round << ": " << st.ToString();
+    EXPECT_EQ(got, want) << "round " << round;
+    EXPECT_EQ(s->stats().fallbacks, 0) << "round " << round;
+    EXPECT_GT(s->stats().ucx_bytes, 0) << "round " << round;
+  }
+}
+
 TEST_P(DataPlaneTest, SixtyFourConcurrentClientsGetTheirOwnAnswers) {
   StartServers(2);
   auto cluster = ConnectCluster("ucx");
