@@ -27,11 +27,13 @@ std::string DecodeAdjChunk(const char* p, size_t size, int64_t nodes, int64_t fi
   if (ce < 0 || size != static_cast<size_t>(16 + nodes * 8 + ce * 16)) return "has the wrong size";
   const int64_t e0 = *edge_pos;
   if (e0 + ce > static_cast<int64_t>(d->indices.size())) return "holds more edges than the partition";
-  const int64_t* deg = reinterpret_cast<const int64_t*>(p + 16);
+  // Values sit where RocksDB put them (often not 8-byte aligned): copy, never cast.
   int64_t acc = e0;
   for (int64_t i = 0; i < nodes; ++i) {
-    if (deg[i] < 0) return "has a negative degree";
-    acc += deg[i];
+    int64_t deg;
+    std::memcpy(&deg, p + 16 + i * 8, 8);
+    if (deg < 0) return "has a negative degree";
+    acc += deg;
     d->indptr[first + i + 1] = acc;
   }
   if (acc != e0 + ce) return "degrees do not sum to its edge count";

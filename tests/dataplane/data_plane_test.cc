@@ -627,11 +627,15 @@ class RawPeer {
     ucp_am_handler_param_t hp{};
     hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
     hp.id = rpc::wire::kAmReply;
-    hp.cb = [](void* arg, const void* header, size_t hl, void* data, size_t len, const ucp_am_recv_param_t*) {
+    hp.cb = [](void* arg, const void* header, size_t hl, void* data, size_t len, const ucp_am_recv_param_t* param) {
       auto* self = static_cast<RawPeer*>(arg);
       rpc::wire::ReplyHeader h{};
       if (hl == sizeof h) std::memcpy(&h, header, sizeof h);
-      self->replies.push_back({h, std::string(static_cast<const char*>(data), len)});
+      // A rendezvous reply's `data` is a descriptor, not bytes (found by
+      // AddressSanitizer): keep its length only ('?' x len), and let UCX
+      // drop the data.
+      const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+      self->replies.push_back({h, rndv ? std::string(len, '?') : std::string(static_cast<const char*>(data), len)});
       return UCS_OK;
     };
     hp.arg = this;
