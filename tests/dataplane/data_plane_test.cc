@@ -286,25 +286,36 @@ Child StartChild(const std::string& dir, int partition) {
   return c;
 }
 
-TEST_P(DataPlaneTest, AServerKilledMidTransferGivesUnavailableNamingItWithinTheTimeout) {
-  const std::string& dir = server::testing::CoraDir(2);
-  Child c0 = StartChild(dir, 0), c1 = StartChild(dir, 1);
-  struct Reaper {  // no child outlives the test, whatever fails
-    Child* c[2];
-    ~Reaper() {
-      for (Child* x : c)
-        if (x->pid > 0 && waitpid(x->pid, nullptr, WNOHANG) == 0) {
-          kill(x->pid, SIGKILL);
-          waitpid(x->pid, nullptr, 0);
-        }
-    }
-  } reaper{{&c0, &c1}};
-  ASSERT_GT(c0.data_port, 0);
-  ASSERT_GT(c1.data_port, 0);
+// Kills (SIGCONT first, for a stopped one) and reaps whatever child is still
+// running when it goes out of scope: no child outlives a test, whatever fails.
+struct Reaper {
+  Child* c[2];
+  ~Reaper() {
+    for (Child* x : c)
+      if (x->pid > 0 && waitpid(x->pid, nullptr, WNOHANG) == 0) {
+        kill(x->pid, SIGCONT);
+        kill(x->pid, SIGKILL);
+        waitpid(x->pid, nullptr, 0);
+      }
+  }
+};
+
+// A cluster of the two child servers, with a data plane in `mode`.
+ClusterSpec ChildSpec(const Child& c0, const Child& c1, rpc::DataPlaneMode mode) {
   ClusterSpec spec;
   spec.replicas = {{"127.0.0.1:" + std::to_string(c0.port)}, {"127.0.0.1:" + std::to_string(c1.port)}};
   spec.has_data_plane = true;
-  spec.data_plane = rpc::DataPlaneMode::kUcx;
+  spec.data_plane = mode;
+  return spec;
+}
+
+TEST_P(DataPlaneTest, AServerKilledMidTransferGivesUnavailableNamingItWithinTheTimeout) {
+  const std::string& dir = server::testing::CoraDir(2);
+  Child c0 = StartChild(dir, 0), c1 = StartChild(dir, 1);
+  Reaper reaper{{&c0, &c1}};
+  ASSERT_GT(c0.data_port, 0);
+  ASSERT_GT(c1.data_port, 0);
+  ClusterSpec spec = ChildSpec(c0, c1, rpc::DataPlaneMode::kUcx);
   rpc::RpcOptions ro;
   ro.call_timeout_ms = 4000;
   ro.connect_timeout_ms = 2000;
@@ -367,23 +378,10 @@ TEST_P(DataPlaneTest, AServerKilledMidTransferGivesUnavailableNamingItWithinTheT
 TEST_P(DataPlaneTest, AStoppedServerEndsInDeadlineExceededNamingItAndTheOthersStillAnswer) {
   const std::string& dir = server::testing::CoraDir(2);
   Child c0 = StartChild(dir, 0), c1 = StartChild(dir, 1);
-  struct Reaper {
-    Child* c[2];
-    ~Reaper() {
-      for (Child* x : c)
-        if (x->pid > 0) {
-          kill(x->pid, SIGCONT);
-          kill(x->pid, SIGKILL);
-          waitpid(x->pid, nullptr, 0);
-        }
-    }
-  } reaper{{&c0, &c1}};
+  Reaper reaper{{&c0, &c1}};
   ASSERT_GT(c0.data_port, 0);
   ASSERT_GT(c1.data_port, 0);
-  ClusterSpec spec;
-  spec.replicas = {{"127.0.0.1:" + std::to_string(c0.port)}, {"127.0.0.1:" + std::to_string(c1.port)}};
-  spec.has_data_plane = true;
-  spec.data_plane = rpc::DataPlaneMode::kAuto;
+  ClusterSpec spec = ChildSpec(c0, c1, rpc::DataPlaneMode::kAuto);
   rpc::RpcOptions ro;
   ro.call_timeout_ms = 1000;
   ro.connect_timeout_ms = 1000;
@@ -445,23 +443,11 @@ TEST(DataPlaneKillLoop, ClientLoopForKillTest) {
 TEST_P(DataPlaneTest, ClientsKilledMidRequestNeverTakeTheDataPlaneDown) {
   const std::string& dir = server::testing::CoraDir(2);
   Child c0 = StartChild(dir, 0), c1 = StartChild(dir, 1);
-  struct Reaper {
-    Child* c[2];
-    ~Reaper() {
-      for (Child* x : c)
-        if (x->pid > 0) {
-          kill(x->pid, SIGKILL);
-          waitpid(x->pid, nullptr, 0);
-        }
-    }
-  } reaper{{&c0, &c1}};
+  Reaper reaper{{&c0, &c1}};
   ASSERT_GT(c0.data_port, 0);
   ASSERT_GT(c1.data_port, 0);
   const std::string ports = std::to_string(c0.port) + "," + std::to_string(c1.port);
-  ClusterSpec spec;
-  spec.replicas = {{"127.0.0.1:" + std::to_string(c0.port)}, {"127.0.0.1:" + std::to_string(c1.port)}};
-  spec.has_data_plane = true;
-  spec.data_plane = rpc::DataPlaneMode::kUcx;
+  ClusterSpec spec = ChildSpec(c0, c1, rpc::DataPlaneMode::kUcx);
   rpc::RpcOptions ro;
   ro.call_timeout_ms = 3000;
   std::vector<int64_t> ids(40000);
