@@ -2,7 +2,10 @@
 // beside the limit measured in the same run.
 //   feature_lookup   random 128-float32 rows of the R-MAT scale-20 graph
 //                    (server gather included), 512 KiB and 32 MiB replies, 1
-//                    and 2 client threads, over thrift, ucx_shm (UCX_TLS=all),
+//                    and 2 client threads, over thrift, ucx_shm (UCX_TLS=all,
+//                    destination in a DataRegion: the server writes the rows
+//                    there itself), ucx_shm_rndv (UCX_TLS=all, destination in
+//                    ordinary memory: rendezvous through shared memory),
 //                    ucx_tcp (UCX_TLS=tcp), plain_socket, and gather_memcpy
 //                    (the same gather plus one memcpy in one process: the limit)
 //   loader_features  NodeLoader with features ([15,10,5], batch 1024, 2
@@ -69,7 +72,7 @@ int main(int argc, char** argv) {
   app.add_option("--work-dir", work, "Keep the datasets here (default: temporary, removed)");
   app.add_option("--json", json_path, "Write the cases as a JSON array to this file");
   app.add_option("--paths", only_paths, "Measure only these paths (the limit is always measured)")
-      ->check(CLI::IsMember({"thrift", "ucx_shm", "ucx_tcp", "plain_socket"}));
+      ->check(CLI::IsMember({"thrift", "ucx_shm", "ucx_shm_rndv", "ucx_tcp", "plain_socket"}));
   bool no_loader = false, no_lookup = false;
   app.add_flag("--no-loader", no_loader, "Skip the loader_features case");
   app.add_flag("--no-lookup", no_lookup, "Skip the feature_lookup cases");
@@ -106,19 +109,31 @@ int main(int argc, char** argv) {
   const size_t row = static_cast<size_t>(d.meta.feature_dim) * 4;
   fanout::bench::PlainServer plain(d);
 
-  // Per path and thread: a UCX channel (its context read UCX_TLS when made).
-  auto make_channels = [&](const char* tls, int threads) {
+  // Per path and thread: a UCX channel (its context read UCX_TLS when made)
+  // and a destination of `reply` bytes in a DataRegion of that context, where
+  // a server on this host writes the rows itself (placement); with
+  // `place` false the destination is ordinary memory (replies by rendezvous).
+  struct Channels {
+    std::vector<std::unique_ptr<fanout::rpc::DataPlaneChannel>> chs;
+    std::vector<std::shared_ptr<fanout::rpc::DataRegion>> regions;
+  };
+  auto make_channels = [&](const char* tls, int threads, size_t reply, bool place) {
     setenv("UCX_TLS", tls, 1);
     std::shared_ptr<fanout::rpc::DataPlaneContext> ctx;
     Check(fanout::rpc::DataPlaneContext::Create(&ctx), "UCX context");
-    std::vector<std::unique_ptr<fanout::rpc::DataPlaneChannel>> chs(threads);
-    for (auto& ch : chs) {
+    Channels c;
+    c.chs.resize(threads);
+    for (auto& ch : c.chs) {
       Check(fanout::rpc::DataPlaneChannel::Create(ctx, ro, &ch), "UCX channel");
       int peer = -1;
       Check(ch->Connect(host, info.data_port, server.rpc, &peer), "data plane connect");
+      if (!place) continue;
+      c.regions.emplace_back();
+      Check(ctx->AllocateRegion(reply, &c.regions.back()), "data-plane region");
+      std::memset(c.regions.back()->data(), 0, reply);
     }
     unsetenv("UCX_TLS");
-    return chs;
+    return c;
   };
 
   nlohmann::json cases = nlohmann::json::array();
@@ -143,20 +158,21 @@ int main(int argc, char** argv) {
       };
       std::vector<std::unique_ptr<fanout::rpc::RpcClient>> thrift(threads);
       for (auto& c : thrift) Check(fanout::rpc::RpcClient::Connect(host, port, ro, &c), "thrift connect");
-      auto shm = make_channels("all", threads);
-      auto tcp = make_channels("tcp", threads);
+      auto shm = make_channels("all", threads, reply, true);
+      auto shm_rndv = make_channels("all", threads, reply, false);
+      auto tcp = make_channels("tcp", threads, reply, true);
       std::vector<int> fds(threads);
       for (auto& fd : fds) fd = fanout::bench::ConnectPlain(plain.port());
-      auto ucx = [&](std::vector<std::unique_ptr<fanout::rpc::DataPlaneChannel>>& chs) {
+      auto ucx = [&](Channels& c) {
         return Measure(threads, seconds, [&](int t, int64_t i) -> int64_t {
           auto ids = ids_for(t, i);
           fanout::rpc::DataRequest req;
           req.method = fanout::rpc::DataMethod::kFeatures;
           req.ids = ids;
           fanout::rpc::ReplySink sink;
-          sink.data = dst[t].data();
+          sink.data = c.regions.empty() ? dst[t].data() : c.regions[t]->data();
           sink.bytes = reply;
-          Check(chs[t]->Call(0, req, sink), "data-plane lookup");
+          Check(c.chs[t]->Call(0, req, sink), "data-plane lookup");
           return static_cast<int64_t>(reply);
         });
       };
@@ -174,6 +190,7 @@ int main(int argc, char** argv) {
              });
            }},
           {"ucx_shm", [&] { return ucx(shm); }},
+          {"ucx_shm_rndv", [&] { return ucx(shm_rndv); }},
           {"ucx_tcp", [&] { return ucx(tcp); }},
           {"plain_socket",
            [&] {

@@ -5,9 +5,10 @@
 // parameters and whose data is the packed id list. A reply is an active
 // message sent with the rendezvous protocol above a small size, so the client
 // receives it with ucp_am_recv_data_nbx straight into memory it supplies
-// (ReplySink): shared memory (cma single copy) on one host, RDMA
-// (InfiniBand/RoCE through UCX's verbs transport) between hosts, tcp
-// elsewhere. No UCX header appears here: builds without UCX compile the same
+// (ReplySink): shared memory on one host, RDMA (InfiniBand/RoCE through UCX's
+// verbs transport) between hosts, tcp elsewhere. Where the sink lies in a
+// DataRegion and the server shares the host, the server writes the reply
+// into it itself and sends only a header (placement). No UCX header appears here: builds without UCX compile the same
 // API and every factory returns NotSupported.
 //
 // Thread safety: DataPlaneServer's Stats() is safe from any thread, Start and
@@ -52,12 +53,40 @@ struct DataRequest {
 // reused, so a handler that resizes to the same size again allocates nothing.
 using ReplyBuffer = PodVector<char>;
 
+// Where a handler writes its reply: Reserve(bytes) once, then fill the memory
+// it returns. That is the client's own memory (a DataRegion it asked the reply
+// to be placed in, mapped from shared memory) when the client asked for it and
+// the size is the one it expects, else `buffer`, sent as an active message.
+class ReplyWriter {
+ public:
+  explicit ReplyWriter(ReplyBuffer* buffer, char* place = nullptr, size_t place_bytes = 0)
+      : buffer_(buffer), place_(place), place_bytes_(place_bytes) {}
+  char* Reserve(size_t bytes) {
+    size_ = bytes;
+    placed_ = place_ != nullptr && bytes == place_bytes_ && bytes > 0;
+    if (placed_) return place_;
+    buffer_->resize(bytes);
+    return buffer_->data();
+  }
+  // The reply went into the client's memory (nothing to send but a header).
+  bool placed() const { return placed_; }
+  size_t size() const { return size_; }
+
+ private:
+  ReplyBuffer* buffer_;
+  char* place_;
+  size_t place_bytes_;
+  size_t size_ = 0;
+  bool placed_ = false;
+};
+
 class DataPlaneHandler {
  public:
   virtual ~DataPlaneHandler() = default;
-  // Writes the reply payload into `reply` (resized by the handler), or
-  // returns the error to send instead. Called on one server thread only.
-  virtual Status Handle(const DataRequest& request, ReplyBuffer* reply) = 0;
+  // Writes the reply payload through `reply` (one Reserve), or returns the
+  // error to send instead (what it wrote is then undefined in the client's
+  // memory). Called on one server thread only.
+  virtual Status Handle(const DataRequest& request, ReplyWriter* reply) = 0;
 };
 
 struct DataPlaneServerOptions {
@@ -84,6 +113,8 @@ struct DataPlaneServerStats {
   std::string ucx_version;
   std::vector<std::string> memory_types;  // what this UCX build handles: host, cuda, ...
   int64_t requests = 0, reply_bytes = 0, errors = 0;
+  int64_t placed = 0;            // replies written straight into a client's shared-memory region
+  int64_t place_refused = 0;     // requests that asked for that and could not have it (answered the usual way)
   int64_t malformed = 0;         // requests that could not be parsed
   int64_t refused = 0;           // requests over a per-endpoint queue limit
   int64_t endpoints_open = 0, endpoints_total = 0, endpoints_rejected = 0;
@@ -125,12 +156,18 @@ struct DataPlaneInfo {
 };
 DataPlaneInfo QueryDataPlane();
 
+class DataRegion;
+
 // A UCX context shared by the channels of one client (e.g. a Cluster).
-class DataPlaneContext {
+class DataPlaneContext : public std::enable_shared_from_this<DataPlaneContext> {
  public:
   static Status Create(std::shared_ptr<DataPlaneContext>* out);
   ~DataPlaneContext();
   const DataPlaneInfo& info() const { return info_; }
+  // Allocates `bytes` of host memory in shared memory (UCX allocates it,
+  // ucp_mem_map) that servers on this host write replies into directly: see
+  // DataRegion. Safe from any thread.
+  Status AllocateRegion(size_t bytes, std::shared_ptr<DataRegion>* out);
   struct Impl;
   Impl* impl() const { return impl_.get(); }
 
@@ -138,6 +175,36 @@ class DataPlaneContext {
   DataPlaneContext() = default;
   std::unique_ptr<Impl> impl_;
   DataPlaneInfo info_;
+};
+
+// Host memory that data-plane servers on this host can write replies into
+// themselves: a reply whose sink is one contiguous range inside a region is
+// gathered by the server straight into it (one copy in all, no shared-memory
+// FIFO, no rendezvous). Elsewhere (a server on another host, a transport
+// without shared memory, a scatter-list sink) replies come the usual way into
+// the same sink. Keeps its context alive; freed when the last reference goes.
+class DataRegion {
+ public:
+  ~DataRegion();
+  DataRegion(const DataRegion&) = delete;
+  DataRegion& operator=(const DataRegion&) = delete;
+  char* data() const { return data_; }
+  size_t size() const { return size_; }
+  // A request placed into this region was abandoned (timeout, channel reset,
+  // failed endpoint): its server may still write the bytes it owed there. No
+  // request is placed into the region again; its owner should retire it once
+  // what it holds is no longer needed (what such a late write brings is the
+  // same reply, to the same place, so data already fetched again is intact).
+  bool tainted() const;
+  struct Impl;
+  Impl* impl() const { return impl_.get(); }
+
+ private:
+  friend class DataPlaneContext;
+  DataRegion() = default;
+  std::unique_ptr<Impl> impl_;
+  char* data_ = nullptr;
+  size_t size_ = 0;
 };
 
 enum class MemoryKind { kHost, kCuda };
@@ -161,6 +228,7 @@ struct ChannelStats {
   int64_t requests = 0;
   int64_t reply_bytes = 0;     // payload bytes received
   int64_t rndv_replies = 0;    // replies received by rendezvous (straight into the sink)
+  int64_t placed_replies = 0;  // replies the server wrote into a DataRegion itself
   int64_t resets = 0;          // times a timeout reset the channel (fresh worker, endpoints reopened)
   int64_t stray_replies = 0;   // replies for no request in flight (dropped)
 };

@@ -30,6 +30,11 @@ DataPlaneInfo QueryDataPlane() {
 struct DataPlaneContext::Impl {};
 DataPlaneContext::~DataPlaneContext() = default;
 Status DataPlaneContext::Create(std::shared_ptr<DataPlaneContext>*) { return Missing(); }
+Status DataPlaneContext::AllocateRegion(size_t, std::shared_ptr<DataRegion>*) { return Missing(); }
+
+struct DataRegion::Impl {};
+DataRegion::~DataRegion() = default;
+bool DataRegion::tainted() const { return false; }
 
 struct DataPlaneChannel::Impl {};
 DataPlaneChannel::~DataPlaneChannel() = default;

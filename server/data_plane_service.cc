@@ -2,22 +2,22 @@
 
 namespace fanout::server {
 
-Status DataPlaneService::Handle(const rpc::DataRequest& r, rpc::ReplyBuffer* reply) {
+Status DataPlaneService::Handle(const rpc::DataRequest& r, rpc::ReplyWriter* reply) {
   size_t bytes = 0;
   switch (r.method) {
     case rpc::DataMethod::kFeatures:
       return svc_.Run(kLookupFeatures, kUcx, &bytes, [&]() -> Status {
         FANOUT_RETURN_IF_ERROR(svc_.CheckIds(r.ids));
-        reply->resize(r.ids.size() * svc_.FeatureRowBytes());
-        svc_.GatherFeatures(r.ids, reply->data());
+        char* out = reply->Reserve(r.ids.size() * svc_.FeatureRowBytes());
+        svc_.GatherFeatures(r.ids, out);
         bytes = reply->size();
         return Status::OK();
       });
     case rpc::DataMethod::kLabels:
       return svc_.Run(kLookupLabels, kUcx, &bytes, [&]() -> Status {
         FANOUT_RETURN_IF_ERROR(svc_.CheckIds(r.ids));
-        reply->resize(r.ids.size() * 8);
-        FANOUT_RETURN_IF_ERROR(svc_.Labels(r.ids, reinterpret_cast<int64_t*>(reply->data())));
+        char* out = reply->Reserve(r.ids.size() * 8);
+        FANOUT_RETURN_IF_ERROR(svc_.Labels(r.ids, reinterpret_cast<int64_t*>(out)));
         bytes = reply->size();
         return Status::OK();
       });
@@ -33,13 +33,14 @@ Status DataPlaneService::Handle(const rpc::DataRequest& r, rpc::ReplyBuffer* rep
         p.hop = r.call.hop;
         const sampler::OneHopResult* hop = nullptr;
         FANOUT_RETURN_IF_ERROR(svc_.Sample(r.ids, p, &hop));
-        reply->resize(PartitionService::PackedSampleBytes(r.ids.size(), hop->offsets[r.ids.size()], p.with_edge_ids));
-        PartitionService::PackSample(*hop, r.ids.size(), p.with_edge_ids, reply->data());
+        char* out =
+            reply->Reserve(PartitionService::PackedSampleBytes(r.ids.size(), hop->offsets[r.ids.size()], p.with_edge_ids));
+        PartitionService::PackSample(*hop, r.ids.size(), p.with_edge_ids, out);
         bytes = reply->size();
         return Status::OK();
       });
     case rpc::DataMethod::kPing:
-      reply->clear();
+      reply->Reserve(0);
       return Status::OK();
   }
   return Status::InvalidArgument("unknown data-plane method " + std::to_string(static_cast<int>(r.method)));

@@ -12,7 +12,7 @@ namespace fanout::server {
 class DataPlaneService : public rpc::DataPlaneHandler {
  public:
   explicit DataPlaneService(const ServerState* state) : svc_(state) {}
-  Status Handle(const rpc::DataRequest& request, rpc::ReplyBuffer* reply) override;
+  Status Handle(const rpc::DataRequest& request, rpc::ReplyWriter* reply) override;
 
  private:
   PartitionService svc_;

@@ -163,6 +163,8 @@ nlohmann::json DataPlaneJson(const rpc::DataPlaneServer* dp, int port) {
   j["errors"] = s.errors;
   j["malformed_requests"] = s.malformed;
   j["refused_requests"] = s.refused;
+  j["placed"] = s.placed;
+  j["place_refused"] = s.place_refused;
   j["endpoints_open"] = s.endpoints_open;
   j["endpoints_total"] = s.endpoints_total;
   j["endpoints_rejected"] = s.endpoints_rejected;

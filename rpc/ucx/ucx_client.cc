@@ -6,9 +6,13 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cassert>
 #include <chrono>
 #include <cstring>
+#include <mutex>
+#include <unordered_set>
 
 #include "rpc/data_plane.h"
 #include "rpc/ucx/ucx_common.h"
@@ -18,11 +22,88 @@ namespace fanout::rpc {
 
 using Clock = std::chrono::steady_clock;
 
+struct DataRegion::Impl {
+  std::shared_ptr<DataPlaneContext> context;  // the region is UCX's: the context outlives it
+  ucp_mem_h memh = nullptr;
+  void* rkey = nullptr;  // packed
+  size_t rkey_bytes = 0;
+  uint64_t id = 0;
+  std::atomic<bool> tainted{false};
+};
+
 struct DataPlaneContext::Impl {
   ucx::Context ctx;
+  std::mutex mu;
+  uint64_t next_region = 1;                // GUARDED_BY(mu)
+  std::vector<DataRegion*> regions;        // GUARDED_BY(mu)
+
+  // The region holding [p, p + bytes), or null.
+  DataRegion* FindRegion(const void* p, size_t bytes) {
+    const char* c = static_cast<const char*>(p);
+    std::lock_guard<std::mutex> lock(mu);
+    for (DataRegion* r : regions)
+      if (c >= r->data() && c <= r->data() + r->size() && bytes <= static_cast<size_t>(r->data() + r->size() - c))
+        return r;
+    return nullptr;
+  }
 };
 
 DataPlaneContext::~DataPlaneContext() = default;
+
+Status DataPlaneContext::AllocateRegion(size_t bytes, std::shared_ptr<DataRegion>* out) {
+  if (bytes == 0) return Status::InvalidArgument("AllocateRegion: a region of 0 bytes");
+  ucp_context_h ctx = impl_->ctx.get();
+  ucp_mem_map_params_t mp{};
+  mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+  mp.length = bytes;
+  mp.flags = UCP_MEM_MAP_ALLOCATE;
+  ucp_mem_h memh = nullptr;
+  ucs_status_t st = ucp_mem_map(ctx, &mp, &memh);
+  if (st != UCS_OK) return ucx::Error("allocating a data-plane region of " + std::to_string(bytes) + " bytes", st);
+  ucp_mem_attr_t attr{};
+  attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS | UCP_MEM_ATTR_FIELD_LENGTH;
+  st = ucp_mem_query(memh, &attr);
+  void* rkey = nullptr;
+  size_t rkey_bytes = 0;
+  if (st == UCS_OK) st = ucp_rkey_pack(ctx, memh, &rkey, &rkey_bytes);
+  if (st != UCS_OK || rkey_bytes > wire::kMaxRkeyBytes) {
+    if (rkey != nullptr) ucp_rkey_buffer_release(rkey);
+    ucp_mem_unmap(ctx, memh);
+    return st != UCS_OK ? ucx::Error("describing a data-plane region (ucp_rkey_pack)", st)
+                        : Status::Internal("a data-plane region's rkey of " + std::to_string(rkey_bytes) +
+                                           " bytes is over the wire limit");
+  }
+  std::shared_ptr<DataRegion> r(new DataRegion());
+  r->impl_ = std::make_unique<DataRegion::Impl>();
+  r->impl_->context = shared_from_this();
+  r->impl_->memh = memh;
+  r->impl_->rkey = rkey;
+  r->impl_->rkey_bytes = rkey_bytes;
+  r->data_ = static_cast<char*>(attr.address);
+  r->size_ = bytes;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    r->impl_->id = impl_->next_region++;
+    impl_->regions.push_back(r.get());
+  }
+  *out = std::move(r);
+  return Status::OK();
+}
+
+DataRegion::~DataRegion() {
+  if (!impl_) return;
+  DataPlaneContext::Impl* c = impl_->context->impl();
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    c->regions.erase(std::remove(c->regions.begin(), c->regions.end(), this), c->regions.end());
+  }
+  ucp_rkey_buffer_release(impl_->rkey);
+  // Servers that mapped it keep their mapping (the memory lives on until they
+  // let go); this process's is gone.
+  ucp_mem_unmap(c->ctx.get(), impl_->memh);
+}
+
+bool DataRegion::tainted() const { return impl_ && impl_->tainted.load(); }
 
 Status DataPlaneContext::Create(std::shared_ptr<DataPlaneContext>* out) {
   std::shared_ptr<DataPlaneContext> c(new DataPlaneContext());
@@ -58,10 +139,16 @@ struct Peer {
   ucp_ep_h ep = nullptr;
   bool failed = false;
   std::string fail_reason;
+  // Placement: regions whose rkey this endpoint has sent, and whether the
+  // server can write into this process's memory at all.
+  std::unordered_set<uint64_t> regions_sent;
+  bool no_place = false;
   // The request in flight.
   bool busy = false;
   uint64_t request_id = 0;
   wire::RequestHeader hdr;
+  std::vector<char> header;  // hdr, then (placed) a PlaceTarget and maybe the rkey
+  DataRegion* place = nullptr;  // the region the reply is placed in
   ReplySink sink;
   std::vector<ucp_dt_iov_t> iov;
   void* send_req = nullptr;
@@ -162,6 +249,7 @@ ucs_status_t DataPlaneChannel::Impl::OnReply(void* arg, const void* header, size
     ++c->stats->stray_replies;  // a reply for no request in flight: dropped
     return UCS_OK;
   }
+  if (h.flags & wire::kNoPlace) p->no_place = true;  // it cannot write into our memory: stop asking
   if (h.code != 0) {
     std::string msg = rndv ? "(error message not received)" : std::string(static_cast<const char*>(data), length);
     p->done = true;
@@ -169,6 +257,20 @@ ucs_status_t DataPlaneChannel::Impl::OnReply(void* arg, const void* header, size
     return UCS_OK;
   }
   const ReplySink& s = p->sink;
+  if (h.flags & wire::kPlaced) {
+    p->done = true;
+    if (p->place == nullptr || length != 0 || h.payload_bytes != SinkBytes(s)) {
+      p->status = Status::Corruption("server " + p->name + ": says it wrote " + std::to_string(h.payload_bytes) +
+                                     " bytes into our memory, but " +
+                                     (p->place == nullptr ? std::string("no placement was asked for")
+                                                          : "the sink holds " + std::to_string(SinkBytes(s))));
+      return UCS_OK;
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);
+    c->stats->reply_bytes += static_cast<int64_t>(h.payload_bytes);
+    ++c->stats->placed_replies;
+    return UCS_OK;
+  }
   if (h.payload_bytes != length) {
     p->done = true;
     p->status = Status::Corruption("server " + p->name + ": data-plane reply says " + std::to_string(h.payload_bytes) +
@@ -341,12 +443,17 @@ Status DataPlaneChannel::Impl::Open(Peer* p) {
   p->failed = false;
   p->fail_reason.clear();
   p->transports.clear();
+  p->regions_sent.clear();  // a new endpoint on the server: it has none of our rkeys
+  p->no_place = false;
   return Status::OK();
 }
 
 // Cancels what is in flight, closes the endpoint and waits (bounded) until
 // UCX has let go of the sink.
 void DataPlaneChannel::Impl::Close(Peer* p) {
+  // A placed reply still owed may yet be written by its server.
+  if (p->busy && !p->done && p->place != nullptr) p->place->impl()->tainted = true;
+  p->place = nullptr;
   if (p->rndv_desc != nullptr) {
     ucp_am_data_release(worker.get(), p->rndv_desc);
     p->rndv_desc = nullptr;
@@ -444,8 +551,33 @@ Status DataPlaneChannel::Post(int peer, const DataRequest& request, const ReplyS
   prm.cb.send = Impl::OnSendDone;
   prm.user_data = p;
   prm.flags = UCP_AM_SEND_FLAG_REPLY;
-  ucs_status_ptr_t r = ucp_am_send_nbx(p->ep, wire::kAmRequest, &p->hdr, sizeof p->hdr, request.ids.data(),
-                                       request.ids.size() * 8, &prm);
+  // Placement: a contiguous host sink inside one of our regions, for a reply
+  // whose size the server knows from the request (features, labels).
+  p->place = nullptr;
+  if (!p->no_place && sink.kind == MemoryKind::kHost && sink.grow == nullptr && sink.segments.empty() &&
+      sink.bytes > 0 &&
+      ((request.method == DataMethod::kFeatures && reinterpret_cast<uintptr_t>(sink.data) % 4 == 0) ||
+       (request.method == DataMethod::kLabels && reinterpret_cast<uintptr_t>(sink.data) % 8 == 0))) {
+    DataRegion* r = i.context->impl()->FindRegion(sink.data, sink.bytes);
+    if (r != nullptr && !r->tainted()) p->place = r;
+  }
+  p->header.resize(sizeof p->hdr);
+  if (p->place != nullptr) {
+    DataRegion::Impl& r = *p->place->impl();
+    const bool send_rkey = p->regions_sent.insert(r.id).second;
+    p->hdr.flags |= wire::kPlace;
+    wire::PlaceTarget t;
+    t.region = r.id;
+    t.address = reinterpret_cast<uintptr_t>(sink.data);
+    t.bytes = sink.bytes;
+    t.rkey_bytes = send_rkey ? static_cast<uint32_t>(r.rkey_bytes) : 0;
+    p->header.resize(sizeof p->hdr + sizeof t + t.rkey_bytes);
+    std::memcpy(p->header.data() + sizeof p->hdr, &t, sizeof t);
+    if (send_rkey) std::memcpy(p->header.data() + sizeof p->hdr + sizeof t, r.rkey, r.rkey_bytes);
+  }
+  std::memcpy(p->header.data(), &p->hdr, sizeof p->hdr);
+  ucs_status_ptr_t r = ucp_am_send_nbx(p->ep, wire::kAmRequest, p->header.data(), p->header.size(),
+                                       request.ids.data(), request.ids.size() * 8, &prm);
   ++stats_.requests;
   if (r == nullptr) {
     p->sent = true;

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include <atomic>
+#include <cstdio>
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -31,6 +32,8 @@ struct Endpoint;
 // A request received (or being received) and not yet answered.
 struct Pending {
   wire::RequestHeader hdr;
+  wire::PlaceTarget place;   // when hdr.flags has kPlace
+  std::vector<char> rkey;    // place.rkey_bytes of packed rkey
   PodVector<int64_t> ids;
   void* rndv_desc = nullptr;  // data still to fetch with ucp_am_recv_data_nbx
   bool receiving = false;     // the fetch is in progress
@@ -38,10 +41,21 @@ struct Pending {
   Endpoint* ep = nullptr;
 };
 
+// A client's shared-memory region mapped into this process (placement):
+// replies may be written in [lo, hi), the mapping UCX made for its rkey.
+struct MappedRegion {
+  ucp_rkey_h rkey = nullptr;
+  char* lo = nullptr;
+  char* hi = nullptr;
+  uint64_t last_use = 0;
+};
+
 struct Endpoint {
   Thread* t = nullptr;
   ucp_ep_h ep = nullptr;
   std::string peer;
+  std::unordered_map<uint64_t, MappedRegion> regions;  // by the client's region id
+  uint64_t uses = 0;
   std::deque<std::unique_ptr<Pending>> queue;
   int in_flight = 0;        // replies being sent
   bool failed = false;      // the error callback fired, or the server stops
@@ -71,6 +85,7 @@ struct DataPlaneServer::Impl {
   std::atomic<bool> stop{false};
   std::atomic<uint32_t> next_thread{0};
   std::atomic<int64_t> requests{0}, reply_bytes{0}, errors{0}, malformed{0}, refused{0};
+  std::atomic<int64_t> placed{0}, place_refused{0};
   std::atomic<int64_t> endpoints_open{0}, endpoints_total{0}, endpoints_rejected{0};
   std::vector<std::string> memory_types;
   bool stopped = false;
@@ -101,7 +116,9 @@ struct Thread {
   void Shutdown();
   void Answer(Endpoint* ep, std::unique_ptr<Pending> p);
   void SendReply(Endpoint* ep, uint64_t request_id, const Status& st, std::unique_ptr<ReplyBuffer> buf,
-                 bool force_rndv = false);
+                 bool force_rndv = false, uint16_t flags = 0, size_t placed_bytes = 0);
+  char* PlaceFor(Endpoint* ep, const Pending& p, uint16_t* reply_flags);
+  void DropRegions(Endpoint* ep);
   void Finish(SendCtx* ctx, ucs_status_t status);
   std::unique_ptr<ReplyBuffer> TakeBuffer();
   void GiveBuffer(std::unique_ptr<ReplyBuffer> b);
@@ -139,13 +156,28 @@ ucs_status_t Thread::OnRequest(void* arg, const void* header, size_t header_leng
   }
   auto p = std::make_unique<Pending>();
   p->ep = ep;
-  if (header_length != sizeof(wire::RequestHeader)) {
+  // The header is a RequestHeader, then (kPlace) a PlaceTarget and its rkey.
+  size_t expect = sizeof(wire::RequestHeader);
+  if (header_length >= sizeof(wire::RequestHeader)) {
+    std::memcpy(&p->hdr, header, sizeof p->hdr);
+    if (p->hdr.flags & wire::kPlace) {
+      expect += sizeof(wire::PlaceTarget);
+      if (header_length >= expect) {
+        std::memcpy(&p->place, static_cast<const char*>(header) + sizeof p->hdr, sizeof p->place);
+        if (p->place.rkey_bytes <= wire::kMaxRkeyBytes) expect += p->place.rkey_bytes;
+      }
+    }
+  }
+  if (header_length != expect || p->place.rkey_bytes > wire::kMaxRkeyBytes) {
     ++s->malformed;
     if (header_length >= 16) std::memcpy(&p->hdr.request_id, static_cast<const char*>(header) + 8, 8);
     p->bad = Status::InvalidArgument("malformed data-plane request: header of " + std::to_string(header_length) +
-                                     " bytes, expected " + std::to_string(sizeof(wire::RequestHeader)));
+                                     " bytes, expected " + std::to_string(expect));
   } else {
-    std::memcpy(&p->hdr, header, sizeof p->hdr);
+    if (p->place.rkey_bytes > 0) {
+      const char* k = static_cast<const char*>(header) + sizeof p->hdr + sizeof p->place;
+      p->rkey.assign(k, k + p->place.rkey_bytes);
+    }
     if (p->hdr.magic != wire::kMagic || p->hdr.version != wire::kVersion) {
       ++s->malformed;
       p->bad = Status::InvalidArgument("malformed data-plane request: bad magic or version " +
@@ -213,13 +245,19 @@ void Thread::Finish(SendCtx* ctx, ucs_status_t status) {
 }
 
 void Thread::SendReply(Endpoint* ep, uint64_t request_id, const Status& st, std::unique_ptr<ReplyBuffer> buf,
-                       bool force_rndv) {
+                       bool force_rndv, uint16_t flags, size_t placed_bytes) {
   auto* ctx = new SendCtx{ep, {}, std::move(buf), {}, 0};
   ctx->hdr.request_id = request_id;
   ctx->hdr.code = static_cast<int32_t>(st.code());
+  ctx->hdr.flags = flags;
   const void* data;
   size_t size;
-  if (st.ok()) {
+  if (st.ok() && (flags & wire::kPlaced)) {
+    data = nullptr;  // the payload is in the client's region already
+    size = 0;
+    ctx->hdr.payload_bytes = placed_bytes;
+    force_rndv = false;
+  } else if (st.ok()) {
     data = ctx->buf->data();
     size = ctx->buf->size();
     ctx->hdr.payload_bytes = size;
@@ -247,10 +285,11 @@ void Thread::SendReply(Endpoint* ep, uint64_t request_id, const Status& st, std:
     Finish(ctx, UCS_PTR_STATUS(r));
   }
   if (st.ok()) {
+    const auto bytes = static_cast<int64_t>(flags & wire::kPlaced ? placed_bytes : size);
     ++server->requests;
-    server->reply_bytes += static_cast<int64_t>(size);
+    server->reply_bytes += bytes;
     ++ep->requests;
-    ep->reply_bytes += static_cast<int64_t>(size);
+    ep->reply_bytes += bytes;
   }
 }
 
@@ -263,6 +302,9 @@ void Thread::Answer(Endpoint* ep, std::unique_ptr<Pending> p) {
   std::unique_ptr<ReplyBuffer> buf = TakeBuffer();
   Status st;
   auto method = static_cast<DataMethod>(p->hdr.method);
+  uint16_t reply_flags = 0;
+  char* place = (p->hdr.flags & wire::kPlace) ? PlaceFor(ep, *p, &reply_flags) : nullptr;
+  ReplyWriter writer(buf.get(), place, place ? p->place.bytes : 0);
   if (method == DataMethod::kPing) {
     buf->clear();
   } else {
@@ -276,18 +318,27 @@ void Thread::Answer(Endpoint* ep, std::unique_ptr<Pending> p) {
     req.call.weighted = p->hdr.flags & wire::kWeighted;
     req.call.with_edge_ids = p->hdr.flags & wire::kEdgeIds;
     try {
-      st = handler->Handle(req, buf.get());
+      st = handler->Handle(req, &writer);
     } catch (const std::bad_alloc&) {
       st = Status::ResourceExhausted("out of memory serving a data-plane request");
     } catch (const std::exception& e) {
       st = Status::Internal(e.what());
     }
   }
-  if (!st.ok()) {
+  if (!st.ok() || writer.placed()) {
     GiveBuffer(std::move(buf));
     buf.reset();
   }
-  SendReply(ep, p->hdr.request_id, st, std::move(buf), (p->hdr.flags & wire::kForceRndv) != 0);
+  if (st.ok() && writer.placed()) {
+    ++server->placed;
+    // Orders the rows before the reply header on every CPU (the FIFO write
+    // that carries the header fences too; this is cheap and says why).
+    std::atomic_thread_fence(std::memory_order_release);
+    SendReply(ep, p->hdr.request_id, st, nullptr, false, wire::kPlaced, writer.size());
+  } else {
+    if (st.ok() && (p->hdr.flags & wire::kPlace)) ++server->place_refused;  // answered the usual way
+    SendReply(ep, p->hdr.request_id, st, std::move(buf), (p->hdr.flags & wire::kForceRndv) != 0, reply_flags);
+  }
   // Lanes are wired up after the connection: look again now and then.
   const int64_t n = ep->requests.load();
   if ((n & (n - 1)) == 0 && n <= 4096) {
@@ -295,6 +346,101 @@ void Thread::Answer(Endpoint* ep, std::unique_ptr<Pending> p) {
     std::lock_guard<std::mutex> lock(mu);
     ep->transports = tl;
   }
+}
+
+// The shared-memory mappings of this process ([start, end) of each line of
+// /proc/self/maps whose file is a shared-memory segment: /dev/shm, SysV, memfd).
+std::vector<std::pair<uintptr_t, uintptr_t>> SharedMappings() {
+  std::vector<std::pair<uintptr_t, uintptr_t>> out;
+  FILE* f = std::fopen("/proc/self/maps", "re");
+  if (f == nullptr) return out;
+  char line[4096];
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    unsigned long lo = 0, hi = 0;
+    int path_at = 0;
+    if (std::sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &path_at) < 2 || path_at <= 0) continue;
+    const char* path = line + path_at;
+    if (std::strncmp(path, "/dev/shm/", 9) == 0 || std::strncmp(path, "/SYSV", 5) == 0 ||
+        std::strncmp(path, "/memfd:", 7) == 0)
+      out.emplace_back(lo, hi);
+  }
+  std::fclose(f);
+  return out;
+}
+
+// Serialises rkey unpacking across threads so that the mapping an unpack
+// creates is told apart from any other.
+std::mutex g_unpack_mu;
+
+// Where in this process the reply to `p` may be written: a pointer into the
+// client's region, mapped with the rkey it sent (cached per endpoint), or
+// null (the reply goes the usual way; *reply_flags gets kNoPlace where this
+// server can never write into this client's memory). A rogue client cannot
+// make it write outside the mapping that unpacking its rkey created: that
+// mapping is found as the new shared-memory mapping in /proc/self/maps.
+char* Thread::PlaceFor(Endpoint* ep, const Pending& p, uint16_t* reply_flags) {
+  const auto method = static_cast<DataMethod>(p.hdr.method);
+  if (method != DataMethod::kFeatures && method != DataMethod::kLabels) return nullptr;
+  auto it = ep->regions.find(p.place.region);
+  if (it == ep->regions.end()) {
+    if (p.rkey.empty()) return nullptr;  // evicted here: the client sends it again only on a new endpoint
+    constexpr size_t kMaxRegions = 64;
+    if (ep->regions.size() >= kMaxRegions) {
+      auto oldest = ep->regions.begin();
+      for (auto r = ep->regions.begin(); r != ep->regions.end(); ++r)
+        if (r->second.last_use < oldest->second.last_use) oldest = r;
+      ucp_rkey_destroy(oldest->second.rkey);
+      ep->regions.erase(oldest);
+    }
+    MappedRegion m;
+    void* local = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(g_unpack_mu);
+      auto before = SharedMappings();
+      if (ucp_ep_rkey_unpack(ep->ep, p.rkey.data(), &m.rkey) != UCS_OK) {
+        *reply_flags |= wire::kNoPlace;
+        return nullptr;
+      }
+      if (ucp_rkey_ptr(m.rkey, p.place.address, &local) != UCS_OK) {
+        // No shared-memory route to this client (another host, tcp only).
+        ucp_rkey_destroy(m.rkey);
+        *reply_flags |= wire::kNoPlace;
+        return nullptr;
+      }
+      const auto after = SharedMappings();
+      const auto addr = reinterpret_cast<uintptr_t>(local);
+      for (const auto& [lo, hi] : after) {
+        if (addr < lo || addr >= hi) continue;
+        bool fresh = true;
+        for (const auto& b : before) fresh &= !(b.first == lo && b.second == hi);
+        if (fresh) {
+          m.lo = reinterpret_cast<char*>(lo);
+          m.hi = reinterpret_cast<char*>(hi);
+        }
+      }
+    }
+    if (m.lo == nullptr) {  // not a fresh mapping of its own: do not trust it
+      ucp_rkey_destroy(m.rkey);
+      *reply_flags |= wire::kNoPlace;
+      return nullptr;
+    }
+    it = ep->regions.emplace(p.place.region, m).first;
+  }
+  MappedRegion& m = it->second;
+  m.last_use = ++ep->uses;
+  void* local = nullptr;
+  if (ucp_rkey_ptr(m.rkey, p.place.address, &local) != UCS_OK) return nullptr;
+  char* at = static_cast<char*>(local);
+  if (at < m.lo || at > m.hi || p.place.bytes > static_cast<uint64_t>(m.hi - at)) {
+    ++server->malformed;  // outside the client's own region: answered the usual way
+    return nullptr;
+  }
+  return at;
+}
+
+void Thread::DropRegions(Endpoint* ep) {
+  for (auto& [id, m] : ep->regions) ucp_rkey_destroy(m.rkey);
+  ep->regions.clear();
 }
 
 bool Thread::Accept() {
@@ -380,6 +526,7 @@ bool Thread::Reap() {
     if (!e->closing) {
       e->closing = true;
       any = true;
+      DropRegions(e);
       ucp_request_param_t prm{};
       prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
       prm.flags = UCP_EP_CLOSE_FLAG_FORCE;
@@ -576,6 +723,8 @@ DataPlaneServerStats DataPlaneServer::Stats() const {
   s.reply_bytes = i.reply_bytes;
   s.errors = i.errors;
   s.malformed = i.malformed;
+  s.placed = i.placed;
+  s.place_refused = i.place_refused;
   s.refused = i.refused;
   s.endpoints_open = i.endpoints_open;
   s.endpoints_total = i.endpoints_total;

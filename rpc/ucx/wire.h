@@ -15,6 +15,7 @@ constexpr uint16_t kVersion = 1;
 
 // Request flags.
 constexpr uint8_t kReplace = 1, kWeighted = 2, kEdgeIds = 4;
+constexpr uint8_t kPlace = 8;         // a PlaceTarget follows the header: write the reply there
 constexpr uint8_t kForceRndv = 0x80;  // reply by rendezvous whatever its size (CUDA sinks)
 
 // The active message's header; its data is the packed int64 node ids.
@@ -31,12 +32,31 @@ struct RequestHeader {
 };
 static_assert(sizeof(RequestHeader) == 40, "request header layout");
 
+// Follows RequestHeader (in the active message's header) when flags has
+// kPlace: the reply belongs at `address` in the client's shared-memory region
+// `region` (bytes long, exactly the reply's size), which the server maps with
+// the packed UCX rkey that follows (rkey_bytes of it; 0 once this endpoint has
+// sent it). A server that cannot map it answers the usual way with kNoPlace.
+struct PlaceTarget {
+  uint64_t region = 0;
+  uint64_t address = 0;
+  uint64_t bytes = 0;
+  uint32_t rkey_bytes = 0;
+  uint32_t reserved = 0;
+};
+static_assert(sizeof(PlaceTarget) == 32, "place target layout");
+constexpr uint32_t kMaxRkeyBytes = 4096;
+
+// Reply flags.
+constexpr uint16_t kPlaced = 1;   // the payload is in the client's region already; no data follows
+constexpr uint16_t kNoPlace = 2;  // this server cannot write into this client's memory: stop asking
+
 // The reply's header. code 0: the data is the payload (payload_bytes of it);
 // otherwise the data is the error message text.
 struct ReplyHeader {
   uint32_t magic = kMagic;
   uint16_t version = kVersion;
-  uint16_t reserved = 0;
+  uint16_t flags = 0;  // kPlaced, kNoPlace
   uint64_t request_id = 0;
   int32_t code = 0;  // fanout::Status::Code
   uint32_t reserved2 = 0;

@@ -567,6 +567,7 @@ class RawPeer {
     EXPECT_EQ(ucp_worker_create(ctx_, &wp, &worker_), UCS_OK);
   }
   ~RawPeer() {
+    if (memh_) ucp_mem_unmap(ctx_, memh_);
     if (ep_) {
       ucp_request_param_t prm{};
       prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
@@ -679,6 +680,25 @@ class RawPeer {
     Drive(ucp_am_send_nbx(ep, rpc::wire::kAmReply, &h, sizeof h, data.data(), data.size(), &prm));
   }
 
+  // Memory of its own in shared memory and its packed rkey (to lie about).
+  std::string MapRegion(size_t bytes, char** base) {
+    ucp_mem_map_params_t mp{};
+    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+    mp.length = bytes;
+    mp.flags = UCP_MEM_MAP_ALLOCATE;
+    EXPECT_EQ(ucp_mem_map(ctx_, &mp, &memh_), UCS_OK);
+    ucp_mem_attr_t attr{};
+    attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
+    EXPECT_EQ(ucp_mem_query(memh_, &attr), UCS_OK);
+    *base = static_cast<char*>(attr.address);
+    void* rkey = nullptr;
+    size_t n = 0;
+    EXPECT_EQ(ucp_rkey_pack(ctx_, memh_, &rkey, &n), UCS_OK);
+    std::string out(static_cast<char*>(rkey), n);
+    ucp_rkey_buffer_release(rkey);
+    return out;
+  }
+
   std::vector<std::pair<rpc::wire::ReplyHeader, std::string>> replies;
   std::vector<std::pair<ucp_ep_h, rpc::wire::RequestHeader>> pending;
 
@@ -687,6 +707,7 @@ class RawPeer {
   ucp_worker_h worker_ = nullptr;
   ucp_ep_h ep_ = nullptr;
   ucp_listener_h listener_ = nullptr;
+  ucp_mem_h memh_ = nullptr;
   std::function<void(RawPeer*, ucp_ep_h, const rpc::wire::RequestHeader&)> answer_;
 };
 
@@ -796,6 +817,139 @@ TEST_P(DataPlaneTest, ARogueServerCannotWriteIntoTheClientWithStrayOrMisSizedRep
   ch.reset();
   stop = true;
   server.join();
+}
+
+// Placement: a reply whose sink lies in a DataRegion is written there by the
+// server itself where it shares the host (shared memory), else it comes the
+// usual way; either way the bytes equal Thrift's.
+TEST_P(DataPlaneTest, RepliesPlacedInADataRegionEqualThrift) {
+  StartServers(2);
+  std::shared_ptr<rpc::DataPlaneContext> ctx;
+  ASSERT_TRUE(rpc::DataPlaneContext::Create(&ctx).ok());
+  std::shared_ptr<rpc::DataRegion> region;
+  Status st = ctx->AllocateRegion(size_t{4} << 20, &region);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_NE(region->data(), nullptr);
+  EXPECT_EQ(region->size(), size_t{4} << 20);
+  EXPECT_FALSE(region->tainted());
+  std::unique_ptr<rpc::DataPlaneChannel> ch;
+  ASSERT_TRUE(rpc::DataPlaneChannel::Create(ctx, {}, &ch).ok());
+  int peer = -1;
+  st = ch->Connect("127.0.0.1", servers_[1]->data_port(), "s1", &peer);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  auto tcp = ConnectCluster("tcp");
+  std::unique_ptr<Session> ref;
+  ASSERT_TRUE(tcp->NewSession(&ref).ok());
+  const size_t row = 1433 * 4;
+  std::vector<int64_t> ids = {1400, 2707, 1500, 2000, 1400};  // partition 1, a repeat
+  std::vector<float> want(ids.size() * 1433);
+  ASSERT_TRUE(ref->Features(ids, want.data()).ok());
+  rpc::DataRequest req;
+  req.method = rpc::DataMethod::kFeatures;
+  req.ids = ids;
+  // At the start, in the middle and flush against the end of the region.
+  for (size_t at : {size_t{0}, size_t{8} * 1001, region->size() - ids.size() * row}) {
+    std::memset(region->data(), 0x7f, region->size());
+    rpc::ReplySink sink;
+    sink.data = region->data() + at;
+    sink.bytes = ids.size() * row;
+    st = ch->Call(peer, req, sink);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    ASSERT_EQ(0, std::memcmp(region->data() + at, want.data(), sink.bytes)) << "at " << at;
+    if (at > 0) EXPECT_EQ(region->data()[at - 1], 0x7f);  // nothing outside the sink
+    if (at + sink.bytes < region->size()) EXPECT_EQ(region->data()[at + sink.bytes], 0x7f);
+  }
+  // Labels too; a sink outside any region comes the usual way.
+  std::vector<int64_t> want_labels(ids.size());
+  ASSERT_TRUE(ref->Labels(ids, want_labels.data()).ok());
+  req.method = rpc::DataMethod::kLabels;
+  rpc::ReplySink ls;
+  ls.data = region->data() + 64;
+  ls.bytes = ids.size() * 8;
+  ASSERT_TRUE(ch->Call(peer, req, ls).ok());
+  EXPECT_EQ(0, std::memcmp(region->data() + 64, want_labels.data(), ls.bytes));
+  const int64_t placed = ch->stats().placed_replies;
+  std::vector<int64_t> outside(ids.size(), -1);
+  ls.data = outside.data();
+  ASSERT_TRUE(ch->Call(peer, req, ls).ok());
+  EXPECT_EQ(outside, want_labels);
+  EXPECT_EQ(ch->stats().placed_replies, placed);
+  auto j = nlohmann::json::parse(servers_[1]->StatsJson());
+  if (Shm()) {
+    EXPECT_EQ(placed, 4);  // three feature replies and one of labels
+    EXPECT_EQ(j["data_plane"]["placed"].get<int64_t>(), 4);
+  } else {
+    // tcp has no shared memory to write into: the server said so once, and
+    // the client stopped asking.
+    EXPECT_EQ(placed, 0);
+    EXPECT_EQ(j["data_plane"]["placed"].get<int64_t>(), 0);
+    EXPECT_EQ(j["data_plane"]["place_refused"].get<int64_t>(), 1);
+  }
+  EXPECT_FALSE(region->tainted());
+}
+
+// A client cannot make a server write outside the region it mapped: targets
+// past its end, a junk rkey, an unknown region are answered the usual way.
+TEST_P(DataPlaneTest, ARogueClientCannotAimPlacedRepliesOutsideItsRegion) {
+  if (!Shm()) GTEST_SKIP() << "placement needs shared memory";
+  StartServers(2);
+  RawPeer rogue;
+  rogue.CollectReplies();
+  rogue.Connect(servers_[1]->data_port());
+  char* base = nullptr;
+  const size_t size = size_t{1} << 20;
+  const std::string rkey = rogue.MapRegion(size, &base);
+  int64_t ids[2] = {1400, 1500};
+  const size_t bytes = 2 * 1433 * 4;
+  auto send = [&](uint64_t id, uint64_t region, uint64_t address, const std::string& key) {
+    rpc::wire::RequestHeader h;
+    h.method = static_cast<uint8_t>(rpc::DataMethod::kFeatures);
+    h.flags = rpc::wire::kPlace;
+    h.request_id = id;
+    rpc::wire::PlaceTarget t;
+    t.region = region;
+    t.address = address;
+    t.bytes = bytes;
+    t.rkey_bytes = static_cast<uint32_t>(key.size());
+    std::string hdr(reinterpret_cast<const char*>(&h), sizeof h);
+    hdr.append(reinterpret_cast<const char*>(&t), sizeof t);
+    hdr += key;
+    rogue.Send(rpc::wire::kAmRequest, hdr.data(), hdr.size(), ids, sizeof ids);
+  };
+  send(1, 7, reinterpret_cast<uintptr_t>(base) + size - 8, rkey);        // runs past the end
+  send(2, 7, reinterpret_cast<uintptr_t>(base) - 4096, "");              // before the start
+  send(3, 7, reinterpret_cast<uintptr_t>(base) + (uint64_t{1} << 40), "");  // far away
+  send(4, 8, reinterpret_cast<uintptr_t>(base), "");                     // a region it never sent
+  send(5, 7, reinterpret_cast<uintptr_t>(base) + 4096, "");              // a good one
+  for (int i = 0; i < 100 && rogue.replies.size() < 5; ++i) rogue.Progress(20);
+  ASSERT_EQ(rogue.replies.size(), 5u);
+  for (auto& [h, data] : rogue.replies) {
+    EXPECT_EQ(h.code, 0) << h.request_id;
+    if (h.request_id == 5) {
+      EXPECT_EQ(h.flags & rpc::wire::kPlaced, rpc::wire::kPlaced);
+      EXPECT_EQ(h.payload_bytes, bytes);
+      EXPECT_TRUE(data.empty());
+    } else {
+      EXPECT_EQ(h.flags & rpc::wire::kPlaced, 0) << h.request_id;
+      EXPECT_EQ(data.size(), bytes) << h.request_id;  // sent the usual way
+    }
+  }
+  // A junk rkey on a fresh region: refused, and said so.
+  rogue.replies.clear();
+  std::string junk(rkey.size(), '\x5a');
+  send(6, 9, reinterpret_cast<uintptr_t>(base), junk);
+  for (int i = 0; i < 100 && rogue.replies.empty(); ++i) rogue.Progress(20);
+  ASSERT_EQ(rogue.replies.size(), 1u);
+  EXPECT_EQ(rogue.replies[0].first.code, 0);
+  EXPECT_EQ(rogue.replies[0].first.flags & rpc::wire::kPlaced, 0);
+  EXPECT_EQ(rogue.replies[0].second.size(), bytes);
+  // The server lives on and serves everyone.
+  auto cluster = ConnectCluster("ucx");
+  std::unique_ptr<Session> s;
+  ASSERT_TRUE(cluster->NewSession(&s).ok());
+  std::vector<float> f(2 * 1433);
+  std::vector<int64_t> good = {1400, 3};
+  ASSERT_TRUE(s->Features(good, f.data()).ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, DataPlaneTest, ::testing::Values("all", "tcp"),
