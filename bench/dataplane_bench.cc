@@ -249,7 +249,7 @@ int main(int argc, char** argv) {
   for (auto& v : seeds) v = static_cast<int64_t>(fanout::DrawBelow(rng.Next(), seeds.size()));
   // One loader run over a path: feature bytes/s, batches/s, bytes by path.
   struct LoaderRun {
-    double rate = 0, batches_per_s = 0, ucx_mb = 0, thrift_mb = 0;
+    double rate = 0, batches_per_s = 0, ucx_mb = 0, thrift_mb = 0, placed_mb = 0;
   };
   auto run_loader = [&](const std::string& path) {
     fanout::client::ClusterSpec spec;
@@ -281,6 +281,7 @@ int main(int argc, char** argv) {
     r.batches_per_s = batches / secs;
     r.ucx_mb = (after.ucx_bytes - before.ucx_bytes) / 1e6;
     r.thrift_mb = (after.thrift_bytes - before.thrift_bytes) / 1e6;
+    r.placed_mb = (after.placed_bytes - before.placed_bytes) / 1e6;
     return r;
   };
   // Thrift and UCX alternated (ABAB...): the median of the per-pair ratios.
@@ -302,8 +303,9 @@ int main(int argc, char** argv) {
       u = run_loader("ucx_shm");
       ucx_rates.push_back(u.rate);
       ucx_bps.push_back(u.batches_per_s);
-      std::printf("loader_features round %d ucx_shm  %6.2f GB/s of features, %.1f batches/s (ucx %.0f MB, thrift %.0f MB)\n",
-                  r + 1, u.rate / 1e9, u.batches_per_s, u.ucx_mb, u.thrift_mb);
+      std::printf("loader_features round %d ucx_shm  %6.2f GB/s of features, %.1f batches/s (ucx %.0f MB of which placed "
+                  "%.0f MB, thrift %.0f MB)\n",
+                  r + 1, u.rate / 1e9, u.batches_per_s, u.ucx_mb, u.placed_mb, u.thrift_mb);
     }
     if (want_thrift && want_ucx && t.rate > 0) ratios.push_back(u.rate / t.rate);
   }

@@ -54,6 +54,7 @@ class CachedSession : public Session {
     stats_.requests = in.requests;
     stats_.thrift_bytes = in.thrift_bytes;
     stats_.ucx_bytes = in.ucx_bytes;
+    stats_.placed_bytes = in.placed_bytes;
     stats_.staged_bytes = in.staged_bytes;
     stats_.fallbacks = in.fallbacks;
   }

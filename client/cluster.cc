@@ -8,6 +8,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include <unistd.h>
+
+#include "client/region_pool.h"
 #include "datasets/partition_store.h"
 #include "common/id_range.h"
 
@@ -140,6 +143,22 @@ void Cluster::NoteFallback(int p, const std::string& why) const {
   logged_[p] = true;
   std::fprintf(stderr, "fanout: data plane to server %s: %s; its requests go over Thrift\n", addresses_[p].c_str(),
                why.c_str());
+}
+
+std::shared_ptr<RegionPool> Cluster::feature_buffers() {
+  if (!data_ctx_ || mode_ == rpc::DataPlaneMode::kTcp) return nullptr;
+  bool any = false;
+  for (const auto& i : info_) any |= i.data_port > 0;
+  if (!any) return nullptr;
+  std::lock_guard<std::mutex> lock(pool_mu_);
+  if (!pool_) {
+    // Released feature outputs kept for reuse: up to 1/8 of this machine's
+    // memory, at most 2 GiB (they live in shared memory, /dev/shm or SysV).
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    const size_t phys = pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : 0;
+    pool_ = std::make_shared<RegionPool>(data_ctx_, std::min(size_t{2} << 30, phys / 8));
+  }
+  return pool_;
 }
 
 std::string Cluster::description() const {
@@ -403,6 +422,12 @@ class ClusterSession : public Session {
     for (int p = 0; p < k; ++p)
       FANOUT_RETURN_IF_ERROR(datasets::ParseFeatureDType(c_->info_[p].feature_dtype, &types[p]));
     std::vector<char> direct(k, 0);  // the data-plane sink was `out` itself
+    // Output in a DataRegion of this cluster: servers on this host write each
+    // row to its place themselves (placement, one copy in all).
+    const size_t out_bytes = ids.size() * static_cast<size_t>(d) * 4;
+    const bool in_region = channel_ && c_->data_ctx_ && out_bytes > 0 && c_->data_ctx_->InRegion(out, out_bytes);
+    std::vector<std::vector<int64_t>> offsets(in_region ? k : 0);
+    const int64_t placed_before = channel_ ? channel_->stats().placed_bytes : 0;
     rpc::DataRequest req;
     req.method = rpc::DataMethod::kFeatures;
     auto t0 = std::chrono::steady_clock::now();
@@ -416,6 +441,15 @@ class ClusterSession : public Session {
           rpc::ReplySink s;
           const size_t row = static_cast<size_t>(d) * 4;
           const auto& pos = pos_[p];
+          if (in_region && channel_->Placing(peer_[p])) {
+            offsets[p].resize(pos.size());
+            for (size_t j = 0; j < pos.size(); ++j) offsets[p][j] = static_cast<int64_t>(pos[j] * row);
+            s.data = out;
+            s.bytes = out_bytes;
+            s.row_offsets = offsets[p];
+            s.row_bytes = row;
+            return s;
+          }
           for (size_t j = 0; j < pos.size();) {
             size_t e = j + 1;
             while (e < pos.size() && pos[e] == pos[e - 1] + 1) ++e;
@@ -437,6 +471,7 @@ class ClusterSession : public Session {
         [&](int p) { return clients_[p]->SendFeatures(by_part_[p]); },
         [&](int p) { return clients_[p]->ReceiveFeatures(&replies_[p].neighbors); }));
     stats_.network_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (channel_) stats_.placed_bytes += channel_->stats().placed_bytes - placed_before;
     for (int p = 0; p < k; ++p) {
       if (by_part_[p].empty()) continue;
       const datasets::FeatureDType t = types[p];

@@ -52,6 +52,9 @@ class Cluster : public Source {
   int64_t feature_dim() const override { return info_[0].feature_dim; }
   int64_t num_classes() const override { return info_[0].num_classes; }
   std::string description() const override;
+  // A pool of data-plane regions where the data plane is in use (null
+  // otherwise): feature outputs in them are filled by the servers themselves.
+  std::shared_ptr<RegionPool> feature_buffers() override;
 
   int num_parts() const { return static_cast<int>(info_.size()); }
   const std::vector<int64_t>& offsets() const { return offsets_; }
@@ -70,6 +73,8 @@ class Cluster : public Source {
   rpc::RpcOptions options_;
   rpc::DataPlaneMode mode_ = rpc::DataPlaneMode::kTcp;
   std::shared_ptr<rpc::DataPlaneContext> data_ctx_;
+  std::mutex pool_mu_;
+  std::shared_ptr<RegionPool> pool_;  // GUARDED_BY(pool_mu_), made on first use
   std::string data_note_;
   mutable std::mutex log_mu_;
   mutable std::vector<bool> logged_;  // GUARDED_BY(log_mu_)

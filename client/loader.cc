@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "client/region_pool.h"
 #include "common/id_range.h"
 #include "common/random.h"
 
@@ -55,6 +56,7 @@ Status GatherFeaturesOnDevice(DeviceFeatureFetcher& fetcher, Session& session, A
 NodeLoader::NodeLoader(std::shared_ptr<Source> source, std::vector<int64_t> seeds, LoaderOptions options)
     : source_(std::move(source)), seeds_(std::move(seeds)), options_(std::move(options)) {
   if (!source_) throw std::invalid_argument("NodeLoader: no source");
+  buffers_ = source_->feature_buffers();
   if (options_.batch_size < 1) throw std::invalid_argument("NodeLoader: batch_size must be >= 1");
   for (int64_t f : options_.fanouts)
     if (f < -1) throw std::invalid_argument("NodeLoader: fanout " + std::to_string(f) + " is invalid (use -1 or >= 0)");
@@ -160,6 +162,7 @@ void NodeLoader::Worker(int w) {
       stats_.cache_bytes += after.cache_bytes - before.cache_bytes;
       stats_.thrift_bytes += after.thrift_bytes - before.thrift_bytes;
       stats_.ucx_bytes += after.ucx_bytes - before.ucx_bytes;
+      stats_.placed_bytes += after.placed_bytes - before.placed_bytes;
       stats_.staged_bytes += after.staged_bytes - before.staged_bytes;
       if (fetcher) stats_.staged_bytes += fetcher->stats().staged_bytes - staged_before;
       stats_.fallbacks += after.fallbacks - before.fallbacks;
@@ -211,7 +214,16 @@ Status NodeLoader::Produce(Session* session, DeviceFeatureFetcher* fetcher, int6
     FANOUT_RETURN_IF_ERROR(
         GatherFeaturesOnDevice(*fetcher, *session, id_view, options_.gpu_cache->device(), &out->x));
   } else if (options_.features) {
-    out->x = torch::empty({n, source_->feature_dim()}, torch::kFloat);
+    // In a data-plane region where the source has them: servers on this host
+    // then write each row into x themselves.
+    const int64_t dim = source_->feature_dim();
+    std::shared_ptr<rpc::DataRegion> region;
+    if (buffers_ && n > 0 && buffers_->Acquire(static_cast<size_t>(n * dim) * 4, &region).ok()) {
+      out->x = torch::from_blob(
+          region->data(), {n, dim}, [region](void*) mutable { region.reset(); }, torch::kFloat);
+    } else {
+      out->x = torch::empty({n, dim}, torch::kFloat);
+    }
     FANOUT_RETURN_IF_ERROR(session->Features(id_view, out->x.data_ptr<float>()));
   }
   if (options_.labels) {

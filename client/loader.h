@@ -85,6 +85,7 @@ struct LoaderStats {
   int64_t cache_bytes = 0;       // feature bytes served from the cache
   int64_t thrift_bytes = 0;      // reply bytes received over Thrift (features, labels, samples)
   int64_t ucx_bytes = 0;         // ... over the UCX data plane
+  int64_t placed_bytes = 0;      // ... of which servers on this host wrote into x themselves (placement)
   int64_t staged_bytes = 0;      // bytes for CUDA tensors copied in from host memory
   int64_t fallbacks = 0;         // servers whose data plane failed and that now use Thrift
   double cache_hit_rate() const { return cache_lookups ? static_cast<double>(cache_hits) / cache_lookups : 0; }
@@ -121,6 +122,7 @@ class NodeLoader {
   Status Produce(Session* session, DeviceFeatureFetcher* fetcher, int64_t b, MiniBatch* out);
 
   std::shared_ptr<Source> source_;
+  std::shared_ptr<RegionPool> buffers_;  // where x lives, when the source offers it
   std::vector<int64_t> seeds_;
   LoaderOptions options_;
   int rank_ = 0, world_ = 1;

@@ -16,6 +16,8 @@
 
 namespace fanout::client {
 
+class RegionPool;
+
 // Per-session counters (a session is used by one thread).
 struct SessionStats {
   double network_wait_s = 0;        // time blocked waiting for replies
@@ -26,6 +28,7 @@ struct SessionStats {
   int64_t cache_bytes = 0;          // feature bytes served from the cache
   int64_t thrift_bytes = 0;         // reply payload bytes received over Thrift
   int64_t ucx_bytes = 0;            // ... over the UCX data plane
+  int64_t placed_bytes = 0;         // ... of which servers wrote into our memory themselves (placement)
   int64_t staged_bytes = 0;         // bytes for CUDA memory that went through a host buffer first
   int64_t fallbacks = 0;            // servers whose data plane failed and that now use Thrift
 };
@@ -75,6 +78,9 @@ class Source {
   virtual int64_t feature_dim() const = 0;
   virtual int64_t num_classes() const = 0;
   virtual std::string description() const = 0;
+  // Where feature outputs should live so that servers on this host write
+  // rows straight into them (placement); null where there is no such memory.
+  virtual std::shared_ptr<RegionPool> feature_buffers() { return nullptr; }
 };
 
 // A whole dataset in memory: every partition of a fanout-partition folder

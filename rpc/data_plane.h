@@ -59,14 +59,30 @@ using ReplyBuffer = PodVector<char>;
 // the size is the one it expects, else `buffer`, sent as an active message.
 class ReplyWriter {
  public:
-  explicit ReplyWriter(ReplyBuffer* buffer, char* place = nullptr, size_t place_bytes = 0)
-      : buffer_(buffer), place_(place), place_bytes_(place_bytes) {}
+  // `place`: the client's memory for a reply of exactly place_bytes, or (with
+  // `offsets`, checked against place_bytes) for offsets.size() rows of
+  // `row_bytes`, row i at place + offsets[i].
+  explicit ReplyWriter(ReplyBuffer* buffer, char* place = nullptr, size_t place_bytes = 0,
+                       ArrayView<const int64_t> offsets = {}, size_t row_bytes = 0)
+      : buffer_(buffer), place_(place), place_bytes_(place_bytes), offsets_(offsets), row_bytes_(row_bytes) {}
   char* Reserve(size_t bytes) {
     size_ = bytes;
-    placed_ = place_ != nullptr && bytes == place_bytes_ && bytes > 0;
+    placed_ = place_ != nullptr && offsets_.empty() && bytes == place_bytes_ && bytes > 0;
     if (placed_) return place_;
     buffer_->resize(bytes);
     return buffer_->data();
+  }
+  // For a reply of `rows` rows of `row_bytes`: where row i goes is
+  // base + (*offsets ? (*offsets)[i] : i * row_bytes).
+  char* ReserveRows(size_t rows, size_t row_bytes, const int64_t** offsets) {
+    *offsets = nullptr;
+    if (place_ != nullptr && !offsets_.empty() && rows == offsets_.size() && row_bytes == row_bytes_ && rows > 0) {
+      size_ = rows * row_bytes;
+      placed_ = true;
+      *offsets = offsets_.data();
+      return place_;
+    }
+    return Reserve(rows * row_bytes);
   }
   // The reply went into the client's memory (nothing to send but a header).
   bool placed() const { return placed_; }
@@ -76,6 +92,8 @@ class ReplyWriter {
   ReplyBuffer* buffer_;
   char* place_;
   size_t place_bytes_;
+  ArrayView<const int64_t> offsets_;
+  size_t row_bytes_;
   size_t size_ = 0;
   bool placed_ = false;
 };
@@ -168,6 +186,8 @@ class DataPlaneContext : public std::enable_shared_from_this<DataPlaneContext> {
   // ucp_mem_map) that servers on this host write replies into directly: see
   // DataRegion. Safe from any thread.
   Status AllocateRegion(size_t bytes, std::shared_ptr<DataRegion>* out);
+  // True when [p, p + bytes) lies inside one live region of this context.
+  bool InRegion(const void* p, size_t bytes) const;
   struct Impl;
   Impl* impl() const { return impl_.get(); }
 
@@ -210,11 +230,16 @@ class DataRegion {
 enum class MemoryKind { kHost, kCuda };
 
 // Where a reply lands. Exactly one of: a fixed region of `bytes` bytes at
-// `data` (the reply must be that size), a scatter list `segments` (the reply
-// must fill them exactly, in order), or `grow`, resized to the reply's size.
+// `data` (the reply must be that size), the same with `row_offsets` (the reply
+// is row_offsets.size() rows of row_bytes, row i at data + row_offsets[i],
+// each inside `bytes`: feature rows straight to their places in the output),
+// a scatter list `segments` (the reply must fill them exactly, in order), or
+// `grow`, resized to the reply's size.
 struct ReplySink {
   void* data = nullptr;
   size_t bytes = 0;
+  ArrayView<const int64_t> row_offsets;
+  size_t row_bytes = 0;
   struct Segment {
     void* data;
     size_t bytes;
@@ -229,6 +254,7 @@ struct ChannelStats {
   int64_t reply_bytes = 0;     // payload bytes received
   int64_t rndv_replies = 0;    // replies received by rendezvous (straight into the sink)
   int64_t placed_replies = 0;  // replies the server wrote into a DataRegion itself
+  int64_t placed_bytes = 0;    // ... their bytes (counted in reply_bytes too)
   int64_t resets = 0;          // times a timeout reset the channel (fresh worker, endpoints reopened)
   int64_t stray_replies = 0;   // replies for no request in flight (dropped)
 };
@@ -260,6 +286,9 @@ class DataPlaneChannel {
   Status Call(int peer, const DataRequest& request, const ReplySink& sink);
   // Drops a request in flight: cancels its receive and closes the endpoint.
   void Abandon(int peer);
+  // False once peer's server said it cannot write into this process's memory
+  // (another host, no shared memory): row sinks then cost a copy here.
+  bool Placing(int peer) const;
   // The UCX transports of peer's endpoint lanes ("" when not connected).
   std::string Transports(int peer) const;
   const ChannelStats& stats() const { return stats_; }

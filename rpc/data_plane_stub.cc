@@ -31,6 +31,7 @@ struct DataPlaneContext::Impl {};
 DataPlaneContext::~DataPlaneContext() = default;
 Status DataPlaneContext::Create(std::shared_ptr<DataPlaneContext>*) { return Missing(); }
 Status DataPlaneContext::AllocateRegion(size_t, std::shared_ptr<DataRegion>*) { return Missing(); }
+bool DataPlaneContext::InRegion(const void*, size_t) const { return false; }
 
 struct DataRegion::Impl {};
 DataRegion::~DataRegion() = default;
@@ -46,6 +47,7 @@ Status DataPlaneChannel::Post(int, const DataRequest&, const ReplySink&) { retur
 Status DataPlaneChannel::Wait(int) { return Missing(); }
 Status DataPlaneChannel::Call(int, const DataRequest&, const ReplySink&) { return Missing(); }
 void DataPlaneChannel::Abandon(int) {}
+bool DataPlaneChannel::Placing(int) const { return false; }
 std::string DataPlaneChannel::Transports(int) const { return ""; }
 
 }  // namespace fanout::rpc

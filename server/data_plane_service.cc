@@ -8,8 +8,9 @@ Status DataPlaneService::Handle(const rpc::DataRequest& r, rpc::ReplyWriter* rep
     case rpc::DataMethod::kFeatures:
       return svc_.Run(kLookupFeatures, kUcx, &bytes, [&]() -> Status {
         FANOUT_RETURN_IF_ERROR(svc_.CheckIds(r.ids));
-        char* out = reply->Reserve(r.ids.size() * svc_.FeatureRowBytes());
-        svc_.GatherFeatures(r.ids, out);
+        const int64_t* offsets = nullptr;
+        char* out = reply->ReserveRows(r.ids.size(), svc_.FeatureRowBytes(), &offsets);
+        svc_.GatherFeatures(r.ids, out, offsets);
         bytes = reply->size();
         return Status::OK();
       });

@@ -68,8 +68,9 @@ class PartitionService {
   Status CheckIds(ArrayView<const int64_t> ids) const;
   // Bytes of one feature row in the partition's dtype.
   size_t FeatureRowBytes() const;
-  // Gathers the rows of checked ids into dst (ids.size() * FeatureRowBytes()).
-  void GatherFeatures(ArrayView<const int64_t> ids, char* dst);
+  // Gathers the rows of checked ids into dst (ids.size() * FeatureRowBytes()),
+  // or, with `offsets`, row i to dst + offsets[i].
+  void GatherFeatures(ArrayView<const int64_t> ids, char* dst, const int64_t* offsets = nullptr);
   // Labels of checked ids; NotFound when the dataset has none.
   Status Labels(ArrayView<const int64_t> ids, int64_t* dst) const;
   // One-hop sampling of checked ids; the result stays valid until the next call.

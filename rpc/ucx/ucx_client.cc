@@ -50,6 +50,8 @@ struct DataPlaneContext::Impl {
 
 DataPlaneContext::~DataPlaneContext() = default;
 
+bool DataPlaneContext::InRegion(const void* p, size_t bytes) const { return impl_->FindRegion(p, bytes) != nullptr; }
+
 Status DataPlaneContext::AllocateRegion(size_t bytes, std::shared_ptr<DataRegion>* out) {
   if (bytes == 0) return Status::InvalidArgument("AllocateRegion: a region of 0 bytes");
   ucp_context_h ctx = impl_->ctx.get();
@@ -149,6 +151,12 @@ struct Peer {
   wire::RequestHeader hdr;
   std::vector<char> header;  // hdr, then (placed) a PlaceTarget and maybe the rkey
   DataRegion* place = nullptr;  // the region the reply is placed in
+  PodVector<int64_t> ids_and_offsets;  // a request placed row by row sends both
+  // A row sink whose reply came the usual way: received into row_buf, its
+  // rows copied to their places when it completes.
+  bool scatter = false;
+  ReplySink rows;
+  PodVector<char> row_buf;
   ReplySink sink;
   std::vector<ucp_dt_iov_t> iov;
   void* send_req = nullptr;
@@ -222,6 +230,7 @@ struct DataPlaneChannel::Impl {
 namespace {
 
 size_t SinkBytes(const ReplySink& s) {
+  if (!s.row_offsets.empty()) return s.row_offsets.size() * s.row_bytes;
   if (!s.segments.empty()) {
     size_t n = 0;
     for (const auto& g : s.segments) n += g.bytes;
@@ -269,7 +278,22 @@ ucs_status_t DataPlaneChannel::Impl::OnReply(void* arg, const void* header, size
     std::atomic_thread_fence(std::memory_order_acquire);
     c->stats->reply_bytes += static_cast<int64_t>(h.payload_bytes);
     ++c->stats->placed_replies;
+    c->stats->placed_bytes += static_cast<int64_t>(h.payload_bytes);
     return UCS_OK;
+  }
+  if (!s.row_offsets.empty()) {
+    // Rows for their places, sent the usual way: take them into a buffer and
+    // copy each to its place once the reply is complete.
+    if (length != SinkBytes(s)) {
+      p->done = true;
+      p->status = Status::Corruption("server " + p->name + ": reply of " + std::to_string(length) +
+                                     " bytes, expected " + std::to_string(SinkBytes(s)));
+      return UCS_OK;
+    }
+    p->scatter = true;
+    p->rows = s;
+    p->sink = ReplySink();
+    p->sink.grow = &p->row_buf;
   }
   if (h.payload_bytes != length) {
     p->done = true;
@@ -532,9 +556,18 @@ Status DataPlaneChannel::Post(int peer, const DataRequest& request, const ReplyS
     if (p->ep != nullptr) i.Close(p);
     FANOUT_RETURN_IF_ERROR(i.Open(p));
   }
+  if (!sink.row_offsets.empty()) {
+    if (sink.kind != MemoryKind::kHost || sink.row_bytes == 0 || sink.row_bytes > sink.bytes)
+      return Status::InvalidArgument("a row sink needs host memory and rows no larger than its extent");
+    for (int64_t off : sink.row_offsets)
+      if (off < 0 || static_cast<uint64_t>(off) > sink.bytes - sink.row_bytes)
+        return Status::InvalidArgument("a row sink's offset " + std::to_string(off) + " is outside its " +
+                                       std::to_string(sink.bytes) + " bytes");
+  }
   p->busy = true;
   p->done = false;
   p->sent = false;
+  p->scatter = false;
   p->status = Status::OK();
   p->sink = sink;
   p->request_id = (i.next_seq++ << 16) | static_cast<uint64_t>(peer);
@@ -557,7 +590,8 @@ Status DataPlaneChannel::Post(int peer, const DataRequest& request, const ReplyS
   if (!p->no_place && sink.kind == MemoryKind::kHost && sink.grow == nullptr && sink.segments.empty() &&
       sink.bytes > 0 &&
       ((request.method == DataMethod::kFeatures && reinterpret_cast<uintptr_t>(sink.data) % 4 == 0) ||
-       (request.method == DataMethod::kLabels && reinterpret_cast<uintptr_t>(sink.data) % 8 == 0))) {
+       (request.method == DataMethod::kLabels && sink.row_offsets.empty() &&
+        reinterpret_cast<uintptr_t>(sink.data) % 8 == 0))) {
     DataRegion* r = i.context->impl()->FindRegion(sink.data, sink.bytes);
     if (r != nullptr && !r->tainted()) p->place = r;
   }
@@ -571,13 +605,31 @@ Status DataPlaneChannel::Post(int peer, const DataRequest& request, const ReplyS
     t.address = reinterpret_cast<uintptr_t>(sink.data);
     t.bytes = sink.bytes;
     t.rkey_bytes = send_rkey ? static_cast<uint32_t>(r.rkey_bytes) : 0;
+    if (!sink.row_offsets.empty()) {
+      t.flags = wire::kPlaceRows;
+      t.row_bytes = sink.row_bytes;
+    }
     p->header.resize(sizeof p->hdr + sizeof t + t.rkey_bytes);
     std::memcpy(p->header.data() + sizeof p->hdr, &t, sizeof t);
     if (send_rkey) std::memcpy(p->header.data() + sizeof p->hdr + sizeof t, r.rkey, r.rkey_bytes);
   }
   std::memcpy(p->header.data(), &p->hdr, sizeof p->hdr);
-  ucs_status_ptr_t r = ucp_am_send_nbx(p->ep, wire::kAmRequest, p->header.data(), p->header.size(),
-                                       request.ids.data(), request.ids.size() * 8, &prm);
+  const void* data = request.ids.data();
+  size_t data_bytes = request.ids.size() * 8;
+  if (p->place != nullptr && !sink.row_offsets.empty()) {
+    if (sink.row_offsets.size() != request.ids.size()) {
+      p->busy = false;
+      return Status::InvalidArgument("a row sink of " + std::to_string(sink.row_offsets.size()) + " rows for " +
+                                     std::to_string(request.ids.size()) + " ids");
+    }
+    p->ids_and_offsets.resize(2 * request.ids.size());
+    std::memcpy(p->ids_and_offsets.data(), request.ids.data(), data_bytes);
+    std::memcpy(p->ids_and_offsets.data() + request.ids.size(), sink.row_offsets.data(), data_bytes);
+    data = p->ids_and_offsets.data();
+    data_bytes *= 2;
+  }
+  ucs_status_ptr_t r = ucp_am_send_nbx(p->ep, wire::kAmRequest, p->header.data(), p->header.size(), data,
+                                       data_bytes, &prm);
   ++stats_.requests;
   if (r == nullptr) {
     p->sent = true;
@@ -627,6 +679,15 @@ Status DataPlaneChannel::Impl::WaitFor(Peer* p, int timeout_ms) {
   if ((p->replies & (p->replies - 1)) == 0 && p->replies <= 4096) p->transports = ucx::EndpointTransports(p->ep);
   Status st = std::move(p->status);
   p->status = Status::OK();
+  if (p->scatter) {
+    p->scatter = false;
+    if (st.ok()) {
+      const ReplySink& r = p->rows;
+      char* base = static_cast<char*>(r.data);
+      for (size_t j = 0; j < r.row_offsets.size(); ++j)
+        std::memcpy(base + r.row_offsets[j], p->row_buf.data() + j * r.row_bytes, r.row_bytes);
+    }
+  }
   // A transport failure while receiving leaves the endpoint suspect.
   if (st.code() == Status::Code::kUnavailable) Close(p);
   return st;
@@ -648,6 +709,11 @@ void DataPlaneChannel::Abandon(int peer) {
   if (peer < 0 || peer >= static_cast<int>(impl_->peers.size())) return;
   Peer* p = impl_->peers[peer].get();
   if (p->busy) impl_->Close(p);
+}
+
+bool DataPlaneChannel::Placing(int peer) const {
+  if (peer < 0 || peer >= static_cast<int>(impl_->peers.size())) return false;
+  return !impl_->peers[peer]->no_place;
 }
 
 std::string DataPlaneChannel::Transports(int peer) const {

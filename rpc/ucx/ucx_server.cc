@@ -185,7 +185,7 @@ ucs_status_t Thread::OnRequest(void* arg, const void* header, size_t header_leng
     } else if (p->hdr.method > static_cast<uint8_t>(DataMethod::kSample)) {
       ++s->malformed;
       p->bad = Status::InvalidArgument("unknown data-plane method " + std::to_string(p->hdr.method));
-    } else if (length % 8 != 0) {
+    } else if (length % 8 != 0 || ((p->hdr.flags & wire::kPlace) && (p->place.flags & wire::kPlaceRows) && length % 16 != 0)) {
       ++s->malformed;
       p->bad = Status::InvalidArgument("node ids: payload of " + std::to_string(length) +
                                        " bytes is not a whole number of 8-byte values");
@@ -303,14 +303,29 @@ void Thread::Answer(Endpoint* ep, std::unique_ptr<Pending> p) {
   Status st;
   auto method = static_cast<DataMethod>(p->hdr.method);
   uint16_t reply_flags = 0;
+  // A request placed row by row carries the rows' offsets after its ids.
+  const bool rows = (p->hdr.flags & wire::kPlace) && (p->place.flags & wire::kPlaceRows);
+  const size_t nids = rows ? p->ids.size() / 2 : p->ids.size();
+  ArrayView<const int64_t> offsets(rows ? p->ids.data() + nids : nullptr, rows ? nids : 0);
   char* place = (p->hdr.flags & wire::kPlace) ? PlaceFor(ep, *p, &reply_flags) : nullptr;
-  ReplyWriter writer(buf.get(), place, place ? p->place.bytes : 0);
+  if (place != nullptr && rows) {
+    const uint64_t row = p->place.row_bytes, extent = p->place.bytes;
+    bool inside = row > 0 && row <= extent;
+    for (size_t j = 0; inside && j < nids; ++j)
+      inside = offsets[j] >= 0 && static_cast<uint64_t>(offsets[j]) <= extent - row;
+    if (!inside) {
+      ++server->malformed;  // a row outside its own target: answered the usual way
+      place = nullptr;
+    }
+  }
+  ReplyWriter writer(buf.get(), place, place ? p->place.bytes : 0, place ? offsets : ArrayView<const int64_t>(),
+                     p->place.row_bytes);
   if (method == DataMethod::kPing) {
     buf->clear();
   } else {
     DataRequest req;
     req.method = method;
-    req.ids = ArrayView<const int64_t>(p->ids.data(), p->ids.size());
+    req.ids = ArrayView<const int64_t>(p->ids.data(), nids);
     req.call.fanout = p->hdr.fanout;
     req.call.seed = p->hdr.seed;
     req.call.hop = p->hdr.hop;

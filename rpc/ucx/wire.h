@@ -36,15 +36,21 @@ static_assert(sizeof(RequestHeader) == 40, "request header layout");
 // kPlace: the reply belongs at `address` in the client's shared-memory region
 // `region` (bytes long, exactly the reply's size), which the server maps with
 // the packed UCX rkey that follows (rkey_bytes of it; 0 once this endpoint has
-// sent it). A server that cannot map it answers the usual way with kNoPlace.
+// sent it). With kPlaceRows the reply is rows of row_bytes placed one by one:
+// the request's data is the n ids, then n int64 byte offsets from `address`
+// (each row inside `bytes`). A server that cannot map the region answers the
+// usual way with kNoPlace.
+constexpr uint16_t kPlaceRows = 1;
 struct PlaceTarget {
   uint64_t region = 0;
   uint64_t address = 0;
   uint64_t bytes = 0;
   uint32_t rkey_bytes = 0;
-  uint32_t reserved = 0;
+  uint16_t flags = 0;  // kPlaceRows
+  uint16_t reserved = 0;
+  uint64_t row_bytes = 0;  // kPlaceRows
 };
-static_assert(sizeof(PlaceTarget) == 32, "place target layout");
+static_assert(sizeof(PlaceTarget) == 40, "place target layout");
 constexpr uint32_t kMaxRkeyBytes = 4096;
 
 // Reply flags.

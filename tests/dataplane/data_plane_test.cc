@@ -23,6 +23,7 @@
 #include "cache/gpu_feature_cache.h"
 #include "client/cluster.h"
 #include "client/device_features.h"
+#include "client/region_pool.h"
 #include "common/random.h"
 #include "rpc/data_plane.h"
 #include "rpc/ucx/wire.h"
@@ -886,6 +887,46 @@ TEST_P(DataPlaneTest, RepliesPlacedInADataRegionEqualThrift) {
     EXPECT_EQ(j["data_plane"]["place_refused"].get<int64_t>(), 1);
   }
   EXPECT_FALSE(region->tainted());
+}
+
+// A session whose output lies in the cluster's region pool: each server
+// writes its rows to their places in the output (shared memory), or the rows
+// come the usual way and are copied to their places (tcp); equal to Thrift.
+TEST_P(DataPlaneTest, FeatureOutputsInTheRegionPoolAreFilledRowByRowByTheServers) {
+  StartServers(3);
+  auto ucx = ConnectCluster("ucx");
+  auto tcp = ConnectCluster("tcp");
+  ASSERT_TRUE(ucx && tcp);
+  EXPECT_EQ(tcp->feature_buffers(), nullptr);
+  std::shared_ptr<RegionPool> pool = ucx->feature_buffers();
+  ASSERT_NE(pool, nullptr);
+  std::unique_ptr<Session> a, b;
+  ASSERT_TRUE(ucx->NewSession(&a).ok());
+  ASSERT_TRUE(tcp->NewSession(&b).ok());
+  for (uint64_t seed : {5, 6, 7}) {
+    SplitMix64 rng(seed);
+    std::vector<int64_t> ids(900);
+    for (auto& v : ids) v = static_cast<int64_t>(DrawBelow(rng.Next(), 2708));  // interleaved partitions
+    const size_t bytes = ids.size() * 1433 * 4;
+    std::shared_ptr<rpc::DataRegion> region;
+    ASSERT_TRUE(pool->Acquire(bytes, &region).ok());
+    ASSERT_GE(region->size(), bytes);
+    std::memset(region->data(), 0xff, region->size());
+    std::vector<float> want(ids.size() * 1433);
+    ASSERT_TRUE(b->Features(ids, want.data()).ok());
+    Status st = a->Features(ids, reinterpret_cast<float*>(region->data()));
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    ASSERT_EQ(0, std::memcmp(region->data(), want.data(), bytes)) << "seed " << seed;
+  }
+  if (Shm()) {
+    EXPECT_EQ(a->stats().placed_bytes, a->stats().feature_bytes);
+  } else {
+    EXPECT_EQ(a->stats().placed_bytes, 0);
+  }
+  // Released regions are reused.
+  RegionPool::Stats ps = pool->stats();
+  EXPECT_GE(ps.reused, 1);
+  EXPECT_LE(ps.allocated, 2);
 }
 
 // A client cannot make a server write outside the region it mapped: targets
