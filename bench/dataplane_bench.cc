@@ -28,6 +28,7 @@
 #include "bench/bench_util.h"
 #include "bench/plain_server.h"
 #include "client/cluster.h"
+#include "client/region_pool.h"
 #include "client/loader.h"
 #include "common/cpu.h"
 #include "common/random.h"
@@ -250,6 +251,7 @@ int main(int argc, char** argv) {
   // One loader run over a path: feature bytes/s, batches/s, bytes by path.
   struct LoaderRun {
     double rate = 0, batches_per_s = 0, ucx_mb = 0, thrift_mb = 0, placed_mb = 0;
+    int64_t regions_made = 0, regions_reused = 0;
   };
   auto run_loader = [&](const std::string& path) {
     fanout::client::ClusterSpec spec;
@@ -282,6 +284,10 @@ int main(int argc, char** argv) {
     r.ucx_mb = (after.ucx_bytes - before.ucx_bytes) / 1e6;
     r.thrift_mb = (after.thrift_bytes - before.thrift_bytes) / 1e6;
     r.placed_mb = (after.placed_bytes - before.placed_bytes) / 1e6;
+    if (auto pool = cluster->feature_buffers()) {
+      r.regions_made = pool->stats().allocated;
+      r.regions_reused = pool->stats().reused;
+    }
     return r;
   };
   // Thrift and UCX alternated (ABAB...): the median of the per-pair ratios.
@@ -304,8 +310,9 @@ int main(int argc, char** argv) {
       ucx_rates.push_back(u.rate);
       ucx_bps.push_back(u.batches_per_s);
       std::printf("loader_features round %d ucx_shm  %6.2f GB/s of features, %.1f batches/s (ucx %.0f MB of which placed "
-                  "%.0f MB, thrift %.0f MB)\n",
-                  r + 1, u.rate / 1e9, u.batches_per_s, u.ucx_mb, u.placed_mb, u.thrift_mb);
+                  "%.0f MB, thrift %.0f MB; x regions: %lld made, %lld reused)\n",
+                  r + 1, u.rate / 1e9, u.batches_per_s, u.ucx_mb, u.placed_mb, u.thrift_mb,
+                  static_cast<long long>(u.regions_made), static_cast<long long>(u.regions_reused));
     }
     if (want_thrift && want_ucx && t.rate > 0) ratios.push_back(u.rate / t.rate);
   }

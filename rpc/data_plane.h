@@ -125,6 +125,7 @@ struct DataPlaneEndpointInfo {
   int64_t requests = 0;
   int64_t reply_bytes = 0;
   int64_t held_bytes = 0;  // reply buffers and queued requests held for it now
+  int64_t mapped_regions = 0, mapped_bytes = 0;  // the client's regions mapped here (placement)
 };
 
 struct DataPlaneServerStats {
@@ -137,6 +138,7 @@ struct DataPlaneServerStats {
   int64_t refused = 0;           // requests over a per-endpoint queue limit
   int64_t endpoints_open = 0, endpoints_total = 0, endpoints_rejected = 0;
   int64_t held_bytes = 0;        // reply buffers (pooled and in flight) and queued requests, all threads
+  int64_t mapped_regions = 0, mapped_bytes = 0;  // clients' regions mapped for placement, all endpoints
   std::vector<DataPlaneEndpointInfo> endpoints;
 };
 

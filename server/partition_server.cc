@@ -165,6 +165,8 @@ nlohmann::json DataPlaneJson(const rpc::DataPlaneServer* dp, int port) {
   j["refused_requests"] = s.refused;
   j["placed"] = s.placed;
   j["place_refused"] = s.place_refused;
+  j["mapped_regions"] = s.mapped_regions;
+  j["mapped_bytes"] = s.mapped_bytes;
   j["endpoints_open"] = s.endpoints_open;
   j["endpoints_total"] = s.endpoints_total;
   j["endpoints_rejected"] = s.endpoints_rejected;
@@ -172,7 +174,8 @@ nlohmann::json DataPlaneJson(const rpc::DataPlaneServer* dp, int port) {
   nlohmann::json eps = nlohmann::json::array();
   for (const auto& e : s.endpoints)
     eps.push_back({{"peer", e.peer}, {"transports", e.transports}, {"requests", e.requests},
-                   {"reply_bytes", e.reply_bytes}, {"held_bytes", e.held_bytes}});
+                   {"reply_bytes", e.reply_bytes}, {"held_bytes", e.held_bytes},
+                   {"mapped_regions", e.mapped_regions}, {"mapped_bytes", e.mapped_bytes}});
   j["endpoints"] = eps;
   return j;
 }

@@ -36,6 +36,14 @@ struct DataPlaneContext::Impl {
   std::mutex mu;
   uint64_t next_region = 1;                // GUARDED_BY(mu)
   std::vector<DataRegion*> regions;        // GUARDED_BY(mu)
+  std::atomic<uint64_t> freed{0};          // regions freed so far (channels then tell their servers)
+
+  bool Live(uint64_t id) {
+    std::lock_guard<std::mutex> lock(mu);
+    for (DataRegion* r : regions)
+      if (r->impl()->id == id) return true;
+    return false;
+  }
 
   // The region holding [p, p + bytes), or null.
   DataRegion* FindRegion(const void* p, size_t bytes) {
@@ -100,9 +108,10 @@ DataRegion::~DataRegion() {
     c->regions.erase(std::remove(c->regions.begin(), c->regions.end(), this), c->regions.end());
   }
   ucp_rkey_buffer_release(impl_->rkey);
-  // Servers that mapped it keep their mapping (the memory lives on until they
-  // let go); this process's is gone.
+  // Servers that mapped it keep their mapping (the memory lives on) until the
+  // channels tell them it is gone (kAmForget, on their next request).
   ucp_mem_unmap(c->ctx.get(), impl_->memh);
+  ++c->freed;
 }
 
 bool DataRegion::tainted() const { return impl_ && impl_->tainted.load(); }
@@ -183,6 +192,13 @@ struct DataPlaneChannel::Impl {
   std::vector<std::unique_ptr<Peer>> peers;
   uint64_t next_seq = 1;
   ChannelStats* stats = nullptr;
+  uint64_t freed_seen = 0;  // the context's `freed` when we last told servers
+
+  void ForgetFreedRegions();
+  static void OnForgetSent(void* request, ucs_status_t, void* user_data) {
+    delete static_cast<std::vector<uint64_t>*>(user_data);
+    ucp_request_free(request);
+  }
 
   Status Open(Peer* p);
   Status WaitFor(Peer* p, int timeout_ms);
@@ -259,6 +275,7 @@ ucs_status_t DataPlaneChannel::Impl::OnReply(void* arg, const void* header, size
     return UCS_OK;
   }
   if (h.flags & wire::kNoPlace) p->no_place = true;  // it cannot write into our memory: stop asking
+  if ((h.flags & wire::kNeedRkey) && p->place != nullptr) p->regions_sent.erase(p->place->impl()->id);
   if (h.code != 0) {
     std::string msg = rndv ? "(error message not received)" : std::string(static_cast<const char*>(data), length);
     p->done = true;
@@ -584,6 +601,7 @@ Status DataPlaneChannel::Post(int peer, const DataRequest& request, const ReplyS
   prm.cb.send = Impl::OnSendDone;
   prm.user_data = p;
   prm.flags = UCP_AM_SEND_FLAG_REPLY;
+  i.ForgetFreedRegions();
   // Placement: a contiguous host sink inside one of our regions, for a reply
   // whose size the server knows from the request (features, labels).
   p->place = nullptr;
@@ -641,6 +659,32 @@ Status DataPlaneChannel::Post(int peer, const DataRequest& request, const ReplyS
     p->send_req = r;
   }
   return Status::OK();
+}
+
+// Tells each server which of the regions it mapped for us are gone, so that
+// it unmaps them (their memory lives while any process maps it).
+void DataPlaneChannel::Impl::ForgetFreedRegions() {
+  const uint64_t freed = context->impl()->freed.load();
+  if (freed == freed_seen) return;
+  freed_seen = freed;
+  for (auto& p : peers) {
+    if (p->ep == nullptr || p->failed || p->regions_sent.empty()) continue;
+    auto* gone = new std::vector<uint64_t>();
+    for (uint64_t id : p->regions_sent)
+      if (!context->impl()->Live(id)) gone->push_back(id);
+    for (uint64_t id : *gone) p->regions_sent.erase(id);
+    if (gone->empty()) {
+      delete gone;
+      continue;
+    }
+    ucp_request_param_t prm{};
+    prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+    prm.cb.send = OnForgetSent;
+    prm.user_data = gone;
+    prm.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
+    ucs_status_ptr_t r = ucp_am_send_nbx(p->ep, wire::kAmForget, nullptr, 0, gone->data(), gone->size() * 8, &prm);
+    if (r == nullptr || UCS_PTR_IS_ERR(r)) delete gone;  // sent (or the endpoint is failing: it unmaps all)
+  }
 }
 
 Status DataPlaneChannel::Impl::WaitFor(Peer* p, int timeout_ms) {

@@ -56,6 +56,8 @@ struct Endpoint {
   std::string peer;
   std::unordered_map<uint64_t, MappedRegion> regions;  // by the client's region id
   uint64_t uses = 0;
+  std::vector<uint64_t> forget;  // regions the client freed: unmapped from the progress loop
+  std::atomic<int64_t> mapped_regions{0}, mapped_bytes{0};
   std::deque<std::unique_ptr<Pending>> queue;
   int in_flight = 0;        // replies being sent
   bool failed = false;      // the error callback fired, or the server stops
@@ -129,6 +131,9 @@ struct Thread {
 
   static ucs_status_t OnRequest(void* arg, const void* header, size_t header_length, void* data, size_t length,
                                 const ucp_am_recv_param_t* param);
+  static ucs_status_t OnForget(void* arg, const void* header, size_t header_length, void* data, size_t length,
+                               const ucp_am_recv_param_t* param);
+  void Unmap(Endpoint* ep, std::unordered_map<uint64_t, MappedRegion>::iterator it);
   static void OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status) { static_cast<Endpoint*>(arg)->failed = true; }
   static void OnSendDone(void* request, ucs_status_t status, void* user_data) {
     auto* ctx = static_cast<SendCtx*>(user_data);
@@ -212,6 +217,30 @@ ucs_status_t Thread::OnRequest(void* arg, const void* header, size_t header_leng
   const bool keep = p->bad.ok() && rndv;
   ep->queue.push_back(std::move(p));
   return keep ? UCS_INPROGRESS : UCS_OK;
+}
+
+// A client freed regions: their mappings go (from the progress loop).
+ucs_status_t Thread::OnForget(void* arg, const void*, size_t, void* data, size_t length,
+                              const ucp_am_recv_param_t* param) {
+  auto* t = static_cast<Thread*>(arg);
+  Endpoint* ep = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ? t->Find(param->reply_ep) : nullptr;
+  if (ep == nullptr || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) || length % 8 != 0) {
+    ++t->server->malformed;
+    return UCS_OK;
+  }
+  for (size_t i = 0; i < length / 8; ++i) {
+    uint64_t id;
+    std::memcpy(&id, static_cast<const char*>(data) + i * 8, 8);
+    ep->forget.push_back(id);
+  }
+  return UCS_OK;
+}
+
+void Thread::Unmap(Endpoint* ep, std::unordered_map<uint64_t, MappedRegion>::iterator it) {
+  ucp_rkey_destroy(it->second.rkey);
+  --ep->mapped_regions;
+  ep->mapped_bytes -= it->second.hi - it->second.lo;
+  ep->regions.erase(it);
 }
 
 std::unique_ptr<ReplyBuffer> Thread::TakeBuffer() {
@@ -398,14 +427,16 @@ char* Thread::PlaceFor(Endpoint* ep, const Pending& p, uint16_t* reply_flags) {
   if (method != DataMethod::kFeatures && method != DataMethod::kLabels) return nullptr;
   auto it = ep->regions.find(p.place.region);
   if (it == ep->regions.end()) {
-    if (p.rkey.empty()) return nullptr;  // evicted here: the client sends it again only on a new endpoint
+    if (p.rkey.empty()) {  // evicted here: ask for it again
+      *reply_flags |= wire::kNeedRkey;
+      return nullptr;
+    }
     constexpr size_t kMaxRegions = 64;
     if (ep->regions.size() >= kMaxRegions) {
       auto oldest = ep->regions.begin();
       for (auto r = ep->regions.begin(); r != ep->regions.end(); ++r)
         if (r->second.last_use < oldest->second.last_use) oldest = r;
-      ucp_rkey_destroy(oldest->second.rkey);
-      ep->regions.erase(oldest);
+      Unmap(ep, oldest);
     }
     MappedRegion m;
     void* local = nullptr;
@@ -440,6 +471,8 @@ char* Thread::PlaceFor(Endpoint* ep, const Pending& p, uint16_t* reply_flags) {
       return nullptr;
     }
     it = ep->regions.emplace(p.place.region, m).first;
+    ++ep->mapped_regions;
+    ep->mapped_bytes += m.hi - m.lo;
   }
   MappedRegion& m = it->second;
   m.last_use = ++ep->uses;
@@ -454,8 +487,8 @@ char* Thread::PlaceFor(Endpoint* ep, const Pending& p, uint16_t* reply_flags) {
 }
 
 void Thread::DropRegions(Endpoint* ep) {
-  for (auto& [id, m] : ep->regions) ucp_rkey_destroy(m.rkey);
-  ep->regions.clear();
+  while (!ep->regions.empty()) Unmap(ep, ep->regions.begin());
+  ep->forget.clear();
 }
 
 bool Thread::Accept() {
@@ -517,6 +550,11 @@ bool Thread::Serve() {
   bool any = false;
   const int max_in_flight = std::max(1, server->options.max_replies_per_endpoint);
   for (auto& e : eps) {
+    for (uint64_t id : e->forget) {
+      auto it = e->regions.find(id);
+      if (it != e->regions.end()) Unmap(e.get(), it);
+    }
+    e->forget.clear();
     while (!e->failed && !e->queue.empty() && e->in_flight < max_in_flight) {
       Pending* front = e->queue.front().get();
       if (front->receiving || front->rndv_desc != nullptr) break;
@@ -665,6 +703,10 @@ Status DataPlaneServer::Start(const DataPlaneServerOptions& options, HandlerFact
     hp.flags = UCP_AM_FLAG_WHOLE_MSG;
     ucs_status_t st = ucp_worker_set_am_recv_handler(t->worker.get(), &hp);
     if (st != UCS_OK) return ucx::Error("registering the data-plane request handler", st);
+    hp.id = wire::kAmForget;
+    hp.cb = Thread::OnForget;
+    st = ucp_worker_set_am_recv_handler(t->worker.get(), &hp);
+    if (st != UCS_OK) return ucx::Error("registering the data-plane region handler", st);
     impl->threads.push_back(std::move(t));
   }
   sockaddr_storage addr{};
@@ -754,7 +796,11 @@ DataPlaneServerStats DataPlaneServer::Stats() const {
       info.requests = e->requests;
       info.reply_bytes = e->reply_bytes;
       info.held_bytes = e->held_bytes;
+      info.mapped_regions = e->mapped_regions;
+      info.mapped_bytes = e->mapped_bytes;
       s.held_bytes += info.held_bytes;
+      s.mapped_regions += info.mapped_regions;
+      s.mapped_bytes += info.mapped_bytes;
       s.endpoints.push_back(std::move(info));
     }
   }

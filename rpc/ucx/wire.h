@@ -10,6 +10,7 @@ namespace fanout::rpc::wire {
 
 constexpr uint16_t kAmRequest = 0x4651;  // client -> server
 constexpr uint16_t kAmReply = 0x4652;    // server -> client
+constexpr uint16_t kAmForget = 0x4653;   // client -> server: regions gone (data: their int64 ids), no reply
 constexpr uint32_t kMagic = 0x314e4146;  // "FAN1"
 constexpr uint16_t kVersion = 1;
 
@@ -56,6 +57,7 @@ constexpr uint32_t kMaxRkeyBytes = 4096;
 // Reply flags.
 constexpr uint16_t kPlaced = 1;   // the payload is in the client's region already; no data follows
 constexpr uint16_t kNoPlace = 2;  // this server cannot write into this client's memory: stop asking
+constexpr uint16_t kNeedRkey = 4; // the server no longer has this region's rkey: send it again
 
 // The reply's header. code 0: the data is the payload (payload_bytes of it);
 // otherwise the data is the error message text.

@@ -417,6 +417,47 @@ TEST_P(DataPlaneTest, AStoppedServerEndsInDeadlineExceededNamingItAndTheOthersSt
   EXPECT_GE(s->stats().fallbacks, 1);
 }
 
+// A placed request abandoned on a stopped server taints its region: never
+// placed into again, and the pool frees it instead of reusing it.
+TEST_P(DataPlaneTest, AnAbandonedPlacedRequestTaintsItsRegionAndThePoolRetiresIt) {
+  if (!Shm()) GTEST_SKIP() << "placement needs shared memory";
+  const std::string& dir = server::testing::CoraDir(2);
+  Child c0 = StartChild(dir, 0), c1 = StartChild(dir, 1);
+  Reaper reaper{{&c0, &c1}};
+  rpc::RpcOptions ro;
+  ro.call_timeout_ms = 1000;
+  ro.connect_timeout_ms = 1000;
+  std::shared_ptr<Cluster> cluster;
+  ASSERT_TRUE(Cluster::Connect(ChildSpec(c0, c1, rpc::DataPlaneMode::kAuto), ro, &cluster).ok());
+  std::shared_ptr<RegionPool> pool = cluster->feature_buffers();
+  ASSERT_NE(pool, nullptr);
+  std::unique_ptr<Session> s;
+  ASSERT_TRUE(cluster->NewSession(&s).ok());
+  std::vector<int64_t> ids(2708);
+  for (int64_t i = 0; i < 2708; ++i) ids[i] = (i * 7) % 2708;
+  const size_t bytes = ids.size() * 1433 * 4;
+  std::vector<float> want(ids.size() * 1433);
+  std::shared_ptr<rpc::DataRegion> r;
+  ASSERT_TRUE(pool->Acquire(bytes, &r).ok());
+  ASSERT_TRUE(s->Features(ids, reinterpret_cast<float*>(r->data())).ok());
+  std::memcpy(want.data(), r->data(), bytes);
+  EXPECT_EQ(s->stats().placed_bytes, static_cast<int64_t>(bytes));
+  kill(c1.pid, SIGSTOP);
+  Status st = s->Features(ids, reinterpret_cast<float*>(r->data()));
+  EXPECT_EQ(st.code(), Status::Code::kDeadlineExceeded) << st.ToString();
+  EXPECT_TRUE(r->tainted());
+  kill(c1.pid, SIGCONT);
+  r.reset();  // back to the pool: retired, not reused
+  EXPECT_EQ(pool->stats().retired, 1);
+  ASSERT_TRUE(pool->Acquire(bytes, &r).ok());
+  EXPECT_FALSE(r->tainted());
+  std::unique_ptr<Session> s2;
+  ASSERT_TRUE(cluster->NewSession(&s2).ok());
+  ASSERT_TRUE(s2->Features(ids, reinterpret_cast<float*>(r->data())).ok());
+  EXPECT_EQ(0, std::memcmp(r->data(), want.data(), bytes));
+  EXPECT_EQ(s2->stats().placed_bytes, static_cast<int64_t>(bytes));
+}
+
 // Not a test on its own: the client that the next test starts and kills.
 // With FANOUT_KILL_LOOP_PORTS=p0,p1 it sends large label requests (the ids go
 // by rendezvous, written into the server's shared-memory FIFO on one host)
@@ -887,6 +928,41 @@ TEST_P(DataPlaneTest, RepliesPlacedInADataRegionEqualThrift) {
     EXPECT_EQ(j["data_plane"]["place_refused"].get<int64_t>(), 1);
   }
   EXPECT_FALSE(region->tainted());
+  if (!Shm()) return;
+  EXPECT_EQ(j["data_plane"]["mapped_regions"].get<int64_t>(), 1);
+  EXPECT_GE(j["data_plane"]["mapped_bytes"].get<int64_t>(), int64_t{4} << 20);
+  // More regions than a server keeps mapped per endpoint (64): the oldest is
+  // unmapped there; placing into it again, the server asks for its rkey once
+  // (that reply comes the usual way) and then places again.
+  req.method = rpc::DataMethod::kFeatures;
+  rpc::ReplySink fs;
+  fs.bytes = ids.size() * row;
+  std::vector<std::shared_ptr<rpc::DataRegion>> many(65);
+  for (auto& r : many) {
+    ASSERT_TRUE(ctx->AllocateRegion(fs.bytes, &r).ok());
+    fs.data = r->data();
+    ASSERT_TRUE(ch->Call(peer, req, fs).ok());
+  }
+  fs.data = region->data();
+  const int64_t before = ch->stats().placed_replies;
+  for (int round = 0; round < 2; ++round) {
+    std::memset(region->data(), 0, fs.bytes);
+    ASSERT_TRUE(ch->Call(peer, req, fs).ok());
+    ASSERT_EQ(0, std::memcmp(region->data(), want.data(), fs.bytes)) << "round " << round;
+  }
+  EXPECT_EQ(ch->stats().placed_replies, before + 1);  // the first came the usual way
+  // Freed regions are unmapped on the server once the channel next speaks.
+  many.clear();
+  region.reset();
+  std::vector<float> plain(ids.size() * 1433);
+  fs.data = plain.data();
+  ASSERT_TRUE(ch->Call(peer, req, fs).ok());
+  int64_t mapped = -1;
+  for (int i = 0; i < 200 && mapped != 0; ++i) {
+    mapped = nlohmann::json::parse(servers_[1]->StatsJson())["data_plane"]["mapped_regions"].get<int64_t>();
+    if (mapped != 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(mapped, 0);
 }
 
 // A session whose output lies in the cluster's region pool: each server
