@@ -278,7 +278,7 @@ Status PartitionServer::StartAdmin() {
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     const bool loaded = loaded_.load(std::memory_order_acquire);
     std::string extra;
-    char line[1024];
+    char line[2048];
     std::snprintf(line, sizeof line,
                   "# HELP fanout_process_resident_memory_bytes Resident set size.\n"
                   "# TYPE fanout_process_resident_memory_bytes gauge\nfanout_process_resident_memory_bytes %lld\n"
@@ -299,9 +299,14 @@ Status PartitionServer::StartAdmin() {
                     "# HELP fanout_data_plane_malformed_total Data-plane requests that could not be parsed.\n"
                     "# TYPE fanout_data_plane_malformed_total counter\nfanout_data_plane_malformed_total %lld\n"
                     "# HELP fanout_data_plane_rejected_total Data-plane connections rejected (limit or stopping).\n"
-                    "# TYPE fanout_data_plane_rejected_total counter\nfanout_data_plane_rejected_total %lld\n",
+                    "# TYPE fanout_data_plane_rejected_total counter\nfanout_data_plane_rejected_total %lld\n"
+                    "# HELP fanout_data_plane_placed_total Replies written straight into a client's shared memory.\n"
+                    "# TYPE fanout_data_plane_placed_total counter\nfanout_data_plane_placed_total %lld\n"
+                    "# HELP fanout_data_plane_mapped_bytes Clients' shared-memory regions mapped for placement.\n"
+                    "# TYPE fanout_data_plane_mapped_bytes gauge\nfanout_data_plane_mapped_bytes %lld\n",
                     static_cast<long long>(dp.endpoints_open), static_cast<long long>(dp.held_bytes),
-                    static_cast<long long>(dp.malformed), static_cast<long long>(dp.endpoints_rejected));
+                    static_cast<long long>(dp.malformed), static_cast<long long>(dp.endpoints_rejected),
+                    static_cast<long long>(dp.placed), static_cast<long long>(dp.mapped_bytes));
       extra += line;
     }
     std::string body = loaded ? state_->metrics.Prometheus(extra) : extra;

@@ -89,7 +89,8 @@ int Stats(const std::vector<std::string>& servers) {
                 ", memory";
         for (const auto& m : dp.value("memory_types", nlohmann::json::array())) line += " " + m.get<std::string>();
         line += ", " + std::to_string(dp.value("endpoints_open", 0)) + " endpoints, held " +
-                Human(dp.value("held_bytes", 0.0), "B") + ")";
+                Human(dp.value("held_bytes", 0.0), "B") + ", " + Human(dp.value("placed", 0.0)) +
+                " replies placed in clients' memory, " + Human(dp.value("mapped_bytes", 0.0), "B") + " of it mapped)";
         std::set<std::string> tls;
         for (const auto& e : dp.value("endpoints", nlohmann::json::array())) tls.insert(e.value("transports", ""));
         for (const auto& t : tls)
