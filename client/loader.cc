@@ -111,7 +111,7 @@ void NodeLoader::SetEpoch(int64_t epoch) {
   while (static_cast<int>(sessions_.size()) < options_.num_workers) {
     std::unique_ptr<Session> s;
     Status st = source_->NewSession(&s);
-    if (!st.ok()) throw std::runtime_error(st.ToString());
+    if (!st.ok()) throw LoaderError(std::move(st));
     sessions_.push_back(std::move(s));
   }
   epoch_ = epoch;
@@ -267,7 +267,7 @@ bool NodeLoader::Next(MiniBatch* out) {
     ++consumed_;
   }
   cv_.notify_all();
-  if (!slot->status.ok()) throw std::runtime_error(slot->status.ToString());
+  if (!slot->status.ok()) throw LoaderError(slot->status);
   *out = std::move(slot->batch);
   std::lock_guard<std::mutex> lock(stats_mu_);
   ++stats_.batches;

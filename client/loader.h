@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <stdexcept>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -59,6 +60,18 @@ struct LoaderOptions {
 // (no CUDA LibTorch, no device, a source error) come back as Status.
 Status GatherFeaturesOnDevice(DeviceFeatureFetcher& fetcher, Session& session, ArrayView<const int64_t> ids,
                               int device, at::Tensor* out);
+
+// What NodeLoader throws when the source fails: the message as before
+// (Status::ToString(), server address included) and the Status itself, so
+// bindings can tell Unavailable from InvalidArgument.
+class LoaderError : public std::runtime_error {
+ public:
+  explicit LoaderError(Status status) : std::runtime_error(status.ToString()), status_(std::move(status)) {}
+  const Status& status() const { return status_; }
+
+ private:
+  Status status_;
+};
 
 struct MiniBatch {
   at::Tensor n_id;         // int64 [N]: seeds first (batch_size of them), then sampled nodes

@@ -84,7 +84,7 @@ Status PartitionServer::Start() {
   state_->pool = std::make_unique<ThreadPool>(workers);
   loaded_.store(true, std::memory_order_release);
   Status st = StartRpc();
-  if (st.ok() && options_.data_plane) st = StartDataPlane();
+  if (st.ok() && options_.data_plane && rpc::DataPlaneBuilt()) st = StartDataPlane();
   if (!st.ok()) {
     Stop();
     return st;

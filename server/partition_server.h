@@ -43,7 +43,8 @@ struct ServerOptions {
   int64_t max_frame_bytes = int64_t{256} << 20;    // largest request frame, default 256 MiB
   int expected_num_parts = -1;     // refuse a dataset with another partition count
   // The UCX data plane (a listener on `bind`, advertised in PartitionInfo):
-  // on by default in builds with UCX; Start() fails with the reason when it
+  // on by default; ignored in builds without UCX (fanout-server refuses an
+  // explicit --data-plane ucx there). Start() fails with the reason when it
   // is on and cannot start (run with it off to serve over Thrift only).
   bool data_plane = true;
   int data_port = 0;               // its port (0 = any free port)

@@ -1,0 +1,98 @@
+"""fanout python bench: the Python NodeLoader beside the C++ NodeLoader.
+
+Case python_loader: batches/s of iterating fanout.NodeLoader from Python
+(Batch objects, tensors through DLPack) over the R-MAT scale-20 graph behind
+2 servers ([15,10,5], batch 1024), features off and on, beside the same
+loader driven by a C++ loop in the same process (the limit). The two
+alternate (ABAB); ratio = median of the per-pair ratios.
+
+Usage: PYTHONPATH=build/python python3 bench/python_bench.py [--json FILE] [--scale 20] [--seconds 4] [--rounds 3]
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--json", help="write the cases as a JSON array to this file")
+    ap.add_argument("--scale", type=int, default=20, help="R-MAT scale (default 20)")
+    ap.add_argument("--seconds", type=float, default=4.0, help="seconds per measurement (default 4)")
+    ap.add_argument("--rounds", type=int, default=3, help="Python/C++ alternations per case (default 3)")
+    ap.add_argument("--work-dir", help="keep the dataset here (default: a temporary folder)")
+    a = ap.parse_args()
+    if a.scale < 10 or a.scale > 24 or a.seconds <= 0 or a.rounds < 1:
+        ap.error("--scale must be in [10, 24], --seconds > 0, --rounds >= 1")
+
+    import torch
+    import fanout
+
+    work = a.work_dir or tempfile.mkdtemp(prefix="fanout-bench-python-")
+    data = os.path.join(work, "rmat%d-2" % a.scale)
+    if not os.path.isfile(os.path.join(data, "meta.json")):
+        print("partitioning R-MAT scale %d into 2 parts ..." % a.scale, flush=True)
+        fanout.partition(None, data, format="rmat", parts=2, method="range", rmat_scale=a.scale, feature_dim=128,
+                         direction="out", force=True)
+    cases = []
+    with fanout.LocalCluster(data, startup_timeout_s=600) as lc:
+        cluster = lc.cluster()
+        seeds = torch.randint(0, cluster.num_nodes, (cluster.num_nodes,), generator=torch.Generator().manual_seed(2024))
+        for features in (False, True):
+            def make():
+                return fanout.NodeLoader(cluster, seeds, num_neighbors=[15, 10, 5], batch_size=1024, shuffle=False,
+                                         features=features, labels=False, edge_ids=False, rank=0, world_size=1)
+
+            def python_rate():
+                loader = make()
+                it = iter(loader)
+                next(it)  # warm-up
+                n, start = 0, time.monotonic()
+                while time.monotonic() - start < a.seconds:
+                    try:
+                        b = next(it)
+                    except StopIteration:
+                        it = iter(loader)
+                        continue
+                    n += 1
+                    del b
+                return n / (time.monotonic() - start)
+
+            def cpp_rate():
+                loader = make()
+                loader._loader.set_epoch(0)
+                loader._loader.run_for(0.01)  # warm-up
+                start = time.monotonic()
+                n = loader._loader.run_for(a.seconds)
+                return n / (time.monotonic() - start)
+
+            py_rates, cpp_rates, ratios = [], [], []
+            for r in range(a.rounds):
+                p, c = python_rate(), cpp_rate()
+                py_rates.append(p)
+                cpp_rates.append(c)
+                ratios.append(p / c if c > 0 else 0.0)
+                print("python_loader features=%s round %d: python %.1f batches/s, C++ %.1f batches/s (%.3fx)"
+                      % (features, r + 1, p, c, ratios[-1]), flush=True)
+            ratio = statistics.median(ratios)
+            print("python_loader features=%s: python %.1f batches/s, C++ %.1f batches/s, %.3fx (pairs %.3f..%.3f)"
+                  % (features, statistics.median(py_rates), statistics.median(cpp_rates), ratio, min(ratios),
+                     max(ratios)), flush=True)
+            cases.append({"case": "python_loader", "features": features,
+                          "python_batches_per_s": statistics.median(py_rates),
+                          "cpp_batches_per_s": statistics.median(cpp_rates), "ratio": ratio,
+                          "ratio_min": min(ratios), "ratio_max": max(ratios), "data_plane": cluster.data_plane})
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(cases, f, indent=2)
+        print("wrote %s" % a.json)
+    if not a.work_dir:
+        import shutil
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

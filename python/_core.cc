@@ -1,0 +1,336 @@
+// fanout._core: the C++ client (Cluster, NodeLoader) for Python, over
+// pybind11. Tensors leave as DLPack capsules (no copy; the capsule's deleter
+// owns the ATen tensor), turned into torch tensors by fanout/__init__.py with
+// torch.utils.dlpack.from_dlpack, so the extension needs no libtorch_python
+// and works with the torch of the interpreter it was built for. Errors are
+// fanout.errors exceptions named after the Status code. The GIL is released
+// while waiting on servers.
+#include <ATen/DLConvertor.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client/cluster.h"
+#include "client/loader.h"
+
+namespace py = pybind11;
+
+namespace fanout::python {
+namespace {
+
+const char* ErrorName(Status::Code c) {
+  switch (c) {
+    case Status::Code::kInvalidArgument: return "InvalidArgument";
+    case Status::Code::kNotFound: return "NotFound";
+    case Status::Code::kCorruption: return "Corruption";
+    case Status::Code::kIOError: return "IOError";
+    case Status::Code::kNotSupported: return "NotSupported";
+    case Status::Code::kUnavailable: return "Unavailable";
+    case Status::Code::kDeadlineExceeded: return "DeadlineExceeded";
+    case Status::Code::kResourceExhausted: return "ResourceExhausted";
+    case Status::Code::kAborted: return "Aborted";
+    default: return "Internal";
+  }
+}
+
+// Raises the fanout.errors exception for a failed Status.
+[[noreturn]] void Raise(const Status& st) {
+  py::object cls = py::module_::import("fanout.errors").attr(ErrorName(st.code()));
+  PyErr_SetString(cls.ptr(), st.message().c_str());
+  throw py::error_already_set();
+}
+
+void Check(const Status& st) {
+  if (!st.ok()) Raise(st);
+}
+
+// Tensors handed to Python and not yet freed (tests check that a batch's
+// memory goes when the batch does).
+std::atomic<int64_t> g_live{0};
+void (*g_aten_deleter)(DLManagedTensor*) = nullptr;
+void CountedDeleter(DLManagedTensor* m) {
+  --g_live;
+  g_aten_deleter(m);
+}
+
+// An ATen tensor as a "dltensor" capsule; the tensor lives until the
+// consumer's deleter runs (or the capsule dies unconsumed).
+py::object ToCapsule(const at::Tensor& t) {
+  if (!t.defined()) return py::none();
+  DLManagedTensor* m = at::toDLPack(t);
+  g_aten_deleter = m->deleter;  // ATen's one deleter
+  m->deleter = CountedDeleter;
+  ++g_live;
+  return py::capsule(m, "dltensor", [](PyObject* cap) {
+    if (PyCapsule_IsValid(cap, "dltensor")) {  // never consumed
+      auto* mt = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(cap, "dltensor"));
+      if (mt != nullptr && mt->deleter != nullptr) mt->deleter(mt);
+    }
+  });
+}
+
+py::object Int64Capsule(std::vector<int64_t> v) {
+  auto* owned = new std::vector<int64_t>(std::move(v));
+  at::Tensor t = at::from_blob(
+      owned->data(), {static_cast<int64_t>(owned->size())}, [owned](void*) { delete owned; },
+      at::TensorOptions().dtype(at::kLong));
+  return ToCapsule(t);
+}
+
+std::vector<int64_t> Int64List(const py::handle& seq, const char* what) {
+  std::vector<int64_t> out;
+  try {
+    out = seq.cast<std::vector<int64_t>>();
+  } catch (const py::cast_error&) {
+    throw py::type_error(std::string(what) + " must be a sequence of integers");
+  }
+  return out;
+}
+
+class PyCluster {
+ public:
+  PyCluster(client::ClusterSpec spec, rpc::RpcOptions options) : spec_(std::move(spec)), options_(options) {
+    Status st;
+    {
+      py::gil_scoped_release release;
+      st = client::Cluster::Connect(spec_, options_, &cluster_);
+    }
+    Check(st);
+  }
+
+  static std::unique_ptr<PyCluster> FromPartitions(const py::list& partitions, const std::string& data_plane,
+                                                   int connect_timeout_ms, int call_timeout_ms) {
+    client::ClusterSpec spec;
+    for (const py::handle& p : partitions) {
+      if (py::isinstance<py::str>(p)) {
+        spec.replicas.push_back({p.cast<std::string>()});
+      } else {
+        try {
+          spec.replicas.push_back(p.cast<std::vector<std::string>>());
+        } catch (const py::cast_error&) {
+          throw py::type_error("each partition must be an address 'host:port' or a list of replica addresses");
+        }
+      }
+    }
+    if (spec.replicas.empty()) Raise(Status::InvalidArgument("Cluster: no partitions given"));
+    return std::make_unique<PyCluster>(std::move(spec), Options(data_plane, connect_timeout_ms, call_timeout_ms));
+  }
+
+  static std::unique_ptr<PyCluster> FromFile(const std::string& path, const std::string& data_plane,
+                                             int connect_timeout_ms, int call_timeout_ms) {
+    client::ClusterSpec spec;
+    Check(client::ReadClusterFile(path, &spec));
+    rpc::RpcOptions o = Options(data_plane, connect_timeout_ms, call_timeout_ms);
+    if (data_plane != "auto") {  // an explicit argument wins over the file
+      spec.has_data_plane = false;
+    }
+    return std::make_unique<PyCluster>(std::move(spec), o);
+  }
+
+  static rpc::RpcOptions Options(const std::string& data_plane, int connect_timeout_ms, int call_timeout_ms) {
+    rpc::RpcOptions o;
+    Check(rpc::ParseDataPlaneMode(data_plane, &o.data_plane));
+    if (connect_timeout_ms <= 0) Raise(Status::InvalidArgument("connect_timeout_ms must be > 0"));
+    if (call_timeout_ms <= 0) Raise(Status::InvalidArgument("call_timeout_ms must be > 0"));
+    o.connect_timeout_ms = connect_timeout_ms;
+    o.call_timeout_ms = call_timeout_ms;
+    return o;
+  }
+
+  // The same servers with another data-plane choice.
+  std::unique_ptr<PyCluster> WithDataPlane(const std::string& data_plane) const {
+    rpc::RpcOptions o = options_;
+    Check(rpc::ParseDataPlaneMode(data_plane, &o.data_plane));
+    client::ClusterSpec spec = spec_;
+    spec.has_data_plane = false;
+    return std::make_unique<PyCluster>(std::move(spec), o);
+  }
+
+  py::object SplitNodes(const std::string& name) {
+    int split = name == "train" ? 1 : name == "val" ? 2 : name == "test" ? 3 : 0;
+    if (split == 0) Raise(Status::InvalidArgument("unknown split '" + name + "' (use 'train', 'val' or 'test')"));
+    std::vector<int64_t> ids;
+    Status st;
+    {
+      py::gil_scoped_release release;
+      std::unique_ptr<client::Session> s;
+      st = cluster_->NewSession(&s);
+      if (st.ok()) st = s->SplitNodes(split, &ids);
+    }
+    Check(st);
+    return Int64Capsule(std::move(ids));
+  }
+
+  std::vector<std::string> Addresses() const {
+    std::vector<std::string> out;
+    for (int p = 0; p < cluster_->num_parts(); ++p) out.push_back(cluster_->address(p));
+    return out;
+  }
+
+  const std::shared_ptr<client::Cluster>& get() const { return cluster_; }
+
+ private:
+  client::ClusterSpec spec_;
+  rpc::RpcOptions options_;
+  std::shared_ptr<client::Cluster> cluster_;
+};
+
+class PyLoader {
+ public:
+  PyLoader(const PyCluster& cluster, const py::object& input_nodes, const py::object& num_neighbors,
+           int64_t batch_size, bool shuffle, bool replace, bool weighted, int num_workers, int prefetch,
+           uint64_t seed, bool features, bool labels, bool edge_ids, bool original_ids, bool drop_last, int rank,
+           int world_size) {
+    client::LoaderOptions o;
+    o.fanouts = Int64List(num_neighbors, "num_neighbors");
+    o.batch_size = batch_size;
+    o.shuffle = shuffle;
+    o.replace = replace;
+    o.weighted = weighted;
+    o.num_workers = num_workers;
+    o.prefetch = prefetch;
+    o.seed = seed;
+    o.features = features;
+    o.labels = labels;
+    o.edge_ids = edge_ids;
+    o.original_ids = original_ids;
+    o.drop_last = drop_last;
+    o.rank = rank;
+    o.world_size = world_size;
+    if (o.fanouts.empty()) Raise(Status::InvalidArgument("num_neighbors must name at least one hop"));
+    std::vector<int64_t> seeds = Int64List(input_nodes, "input_nodes");
+    try {
+      loader_ = std::make_unique<client::NodeLoader>(cluster.get(), std::move(seeds), std::move(o));
+    } catch (const std::invalid_argument& e) {
+      Raise(Status::InvalidArgument(e.what()));
+    }
+  }
+
+  // The next batch as a dict of capsules and lists, or None at the end of
+  // the epoch (the next call starts the following one).
+  py::object Next() {
+    client::MiniBatch b;
+    bool more = false;
+    try {
+      py::gil_scoped_release release;
+      more = loader_->Next(&b);
+    } catch (const client::LoaderError& e) {
+      Raise(e.status());
+    } catch (const std::exception& e) {
+      Raise(Status::Internal(e.what()));
+    }
+    if (!more) return py::none();
+    py::dict d;
+    d["x_data_ptr"] = b.x.defined() ? reinterpret_cast<intptr_t>(b.x.data_ptr()) : 0;
+    d["n_id"] = ToCapsule(b.n_id);
+    d["x"] = ToCapsule(b.x);
+    d["y"] = ToCapsule(b.y);
+    d["edge_index"] = ToCapsule(b.edge_index);
+    d["e_id"] = ToCapsule(b.edge_id);
+    d["original_id"] = ToCapsule(b.original_id);
+    d["num_sampled_nodes"] = b.num_sampled_nodes;
+    d["num_sampled_edges"] = b.num_sampled_edges;
+    d["batch_size"] = b.batch_size;
+    d["epoch"] = b.epoch;
+    d["index"] = b.index;
+    return std::move(d);
+  }
+
+  void SetEpoch(int64_t e) {
+    if (e < 0) Raise(Status::InvalidArgument("epoch must be >= 0, got " + std::to_string(e)));
+    try {
+      py::gil_scoped_release release;
+      loader_->SetEpoch(e);
+    } catch (const client::LoaderError& e) {
+      Raise(e.status());
+    }
+  }
+
+  py::object EpochSeeds(int64_t e) { return Int64Capsule(loader_->EpochSeeds(e)); }
+
+  // Benchmarks: takes batches in C++ (no Python per batch) for `seconds`,
+  // epoch after epoch; returns how many.
+  int64_t RunFor(double seconds) {
+    int64_t n = 0;
+    try {
+      py::gil_scoped_release release;
+      client::MiniBatch b;
+      auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+      while (std::chrono::steady_clock::now() < end)
+        if (loader_->Next(&b)) ++n;
+    } catch (const client::LoaderError& e) {
+      Raise(e.status());
+    }
+    return n;
+  }
+
+  py::dict Stats() const {
+    client::LoaderStats s = loader_->stats();
+    py::dict d;
+    d["batches"] = s.batches;
+    d["sampled_edges"] = s.sampled_edges;
+    d["sampled_nodes"] = s.sampled_nodes;
+    d["feature_bytes"] = s.feature_bytes;
+    d["seconds"] = s.seconds;
+    d["network_wait_s"] = s.network_wait_s;
+    d["consumer_wait_s"] = s.consumer_wait_s;
+    d["thrift_bytes"] = s.thrift_bytes;
+    d["ucx_bytes"] = s.ucx_bytes;
+    d["placed_bytes"] = s.placed_bytes;
+    d["staged_bytes"] = s.staged_bytes;
+    d["fallbacks"] = s.fallbacks;
+    d["batches_per_s"] = s.batches_per_s();
+    return d;
+  }
+
+  int64_t Len() const { return loader_->num_batches(); }
+  int Rank() const { return loader_->rank(); }
+  int WorldSize() const { return loader_->world_size(); }
+
+ private:
+  std::unique_ptr<client::NodeLoader> loader_;
+};
+
+}  // namespace
+}  // namespace fanout::python
+
+PYBIND11_MODULE(_core, m) {
+  using namespace fanout::python;  // NOLINT
+  m.doc() = "Fanout's C++ client (Cluster, NodeLoader); use the fanout package, not this module.";
+  m.def("live_tensors", [] { return g_live.load(); }, "Tensors handed to Python and not yet freed");
+  py::class_<PyCluster>(m, "Cluster")
+      .def_static("from_partitions", &PyCluster::FromPartitions, py::arg("partitions"), py::arg("data_plane"),
+                  py::arg("connect_timeout_ms"), py::arg("call_timeout_ms"))
+      .def_static("from_file", &PyCluster::FromFile, py::arg("path"), py::arg("data_plane"),
+                  py::arg("connect_timeout_ms"), py::arg("call_timeout_ms"))
+      .def("with_data_plane", &PyCluster::WithDataPlane)
+      .def_property_readonly("num_nodes", [](const PyCluster& c) { return c.get()->num_nodes(); })
+      .def_property_readonly("feature_dim", [](const PyCluster& c) { return c.get()->feature_dim(); })
+      .def_property_readonly("num_classes", [](const PyCluster& c) { return c.get()->num_classes(); })
+      .def_property_readonly("num_partitions", [](const PyCluster& c) { return c.get()->num_parts(); })
+      .def_property_readonly("addresses", &PyCluster::Addresses)
+      .def_property_readonly("data_plane",
+                             [](const PyCluster& c) { return std::string(fanout::rpc::DataPlaneModeName(c.get()->data_plane())); })
+      .def_property_readonly("description", [](const PyCluster& c) { return c.get()->description(); })
+      .def("split_nodes", &PyCluster::SplitNodes);
+  py::class_<PyLoader>(m, "NodeLoader")
+      .def(py::init<const PyCluster&, const py::object&, const py::object&, int64_t, bool, bool, bool, int, int,
+                    uint64_t, bool, bool, bool, bool, bool, int, int>(),
+           py::arg("cluster"), py::arg("input_nodes"), py::arg("num_neighbors"), py::arg("batch_size"),
+           py::arg("shuffle"), py::arg("replace"), py::arg("weighted"), py::arg("num_workers"), py::arg("prefetch"),
+           py::arg("seed"), py::arg("features"), py::arg("labels"), py::arg("edge_ids"), py::arg("original_ids"),
+           py::arg("drop_last"), py::arg("rank"), py::arg("world_size"))
+      .def("next", &PyLoader::Next)
+      .def("set_epoch", &PyLoader::SetEpoch)
+      .def("epoch_seeds", &PyLoader::EpochSeeds)
+      .def("run_for", &PyLoader::RunFor)
+      .def("stats", &PyLoader::Stats)
+      .def("__len__", &PyLoader::Len)
+      .def_property_readonly("rank", &PyLoader::Rank)
+      .def_property_readonly("world_size", &PyLoader::WorldSize);
+}

@@ -1,0 +1,302 @@
+"""Fanout for PyTorch: distributed graph sampling for GNN training.
+
+The core is Fanout's C++ client (the same one the C++ loaders use), so a
+Python training script gets the same batches at the same speed::
+
+    import fanout
+    with fanout.LocalCluster("/data/cora2") as lc:      # or fanout.Cluster.from_file(...)
+        cluster = lc.cluster()
+        loader = fanout.NodeLoader(cluster, cluster.split_nodes("train"),
+                                   num_neighbors=[15, 10, 5], batch_size=1024)
+        for batch in loader:
+            out = model(batch.x, batch.edge_index)[:batch.batch_size]
+
+Names follow PyG (NeighborLoader, Data): batch.x, batch.y, batch.edge_index,
+batch.n_id, batch.e_id, batch.batch_size, batch.num_sampled_nodes, ...
+"""
+
+import json
+import subprocess
+import urllib.error
+import urllib.request
+
+import torch
+from torch.utils.dlpack import from_dlpack as _from_dlpack
+
+from . import errors
+from .errors import (Aborted, Corruption, DeadlineExceeded, Error, Internal, InvalidArgument, IOError,
+                     NotFound, NotSupported, ResourceExhausted, Unavailable)
+from . import _core
+from ._bins import find_binary
+from .local_cluster import LocalCluster
+
+__all__ = [
+    "Cluster", "NodeLoader", "Batch", "LocalCluster", "partition", "stats", "Error", "InvalidArgument",
+    "NotFound", "Corruption", "IOError", "NotSupported", "Unavailable", "DeadlineExceeded",
+    "ResourceExhausted", "Aborted", "Internal",
+]
+
+_DATA_PLANES = ("auto", "ucx", "tcp")
+
+
+def _tensor(capsule):
+    return None if capsule is None else _from_dlpack(capsule)
+
+
+def _check_data_plane(data_plane):
+    if data_plane not in _DATA_PLANES:
+        raise InvalidArgument("data_plane must be one of %s, not %r" % (", ".join(_DATA_PLANES), data_plane))
+
+
+class Cluster:
+    """The sampling servers of one partitioned graph.
+
+    ``Cluster(partitions=["host:port", ...])`` (one address, or a list of
+    replica addresses, per partition) or ``Cluster.from_file(path)`` (a
+    cluster file as fanout-ctl reads). ``data_plane``: "auto" (UCX where the
+    servers offer it, else Thrift), "ucx" or "tcp".
+    """
+
+    def __init__(self, partitions=None, *, data_plane="auto", connect_timeout_ms=5000, call_timeout_ms=30000,
+                 _core_cluster=None):
+        if _core_cluster is not None:
+            self._c = _core_cluster
+            self._requested = data_plane
+            return
+        if partitions is None or isinstance(partitions, (str, bytes)):
+            raise InvalidArgument("Cluster: partitions must be a list of addresses 'host:port' (got %r)"
+                                  % (partitions,))
+        _check_data_plane(data_plane)
+        self._c = _core.Cluster.from_partitions(list(partitions), data_plane, int(connect_timeout_ms),
+                                                int(call_timeout_ms))
+        self._requested = data_plane
+
+    @classmethod
+    def from_file(cls, path, *, data_plane="auto", connect_timeout_ms=5000, call_timeout_ms=30000):
+        _check_data_plane(data_plane)
+        c = _core.Cluster.from_file(str(path), data_plane, int(connect_timeout_ms), int(call_timeout_ms))
+        return cls(_core_cluster=c, data_plane=data_plane)
+
+    def with_data_plane(self, data_plane):
+        """The same servers, reached over another data-plane choice."""
+        _check_data_plane(data_plane)
+        return Cluster(_core_cluster=self._c.with_data_plane(data_plane), data_plane=data_plane)
+
+    @property
+    def num_nodes(self):
+        return self._c.num_nodes
+
+    @property
+    def feature_dim(self):
+        return self._c.feature_dim
+
+    @property
+    def num_classes(self):
+        return self._c.num_classes
+
+    @property
+    def num_partitions(self):
+        return self._c.num_partitions
+
+    @property
+    def addresses(self):
+        return self._c.addresses
+
+    @property
+    def data_plane(self):
+        """The data-plane choice in force: "auto" (UCX where each server offers it), "ucx" or "tcp"
+        ("tcp" also where UCX could not start here)."""
+        return self._c.data_plane
+
+    def split_nodes(self, name):
+        """The global ids of a split ("train", "val" or "test"), ascending, as an int64 tensor."""
+        if not isinstance(name, str):
+            raise InvalidArgument("split name must be 'train', 'val' or 'test', not %r" % (name,))
+        return _tensor(self._c.split_nodes(name))
+
+    def __repr__(self):
+        return "fanout.Cluster(%s)" % self._c.description
+
+
+class Batch:
+    """One mini-batch, shaped as PyG's NeighborLoader output.
+
+    ``x`` float32 [N, F] (None without features), ``y`` int64 [N] (None
+    without labels), ``edge_index`` int64 [2, E] (row 0 source/neighbor,
+    row 1 target, local indices into n_id), ``n_id`` int64 [N] global ids
+    (seeds first), ``e_id`` int64 [E] global edge ids (None unless
+    edge_ids), ``batch_size`` seeds, ``num_sampled_nodes`` /
+    ``num_sampled_edges`` per hop, ``input_id`` positions of the seeds in the
+    loader's input_nodes, ``epoch`` and ``index`` of the batch.
+    """
+
+    __slots__ = ("x", "y", "edge_index", "n_id", "e_id", "original_id", "batch_size", "num_sampled_nodes",
+                 "num_sampled_edges", "input_id", "epoch", "index")
+
+    def __init__(self, d, input_id=None):
+        self.x = _tensor(d["x"])
+        self.y = _tensor(d["y"])
+        self.edge_index = _tensor(d["edge_index"])
+        self.n_id = _tensor(d["n_id"])
+        self.e_id = _tensor(d["e_id"])
+        self.original_id = _tensor(d["original_id"])
+        self.batch_size = d["batch_size"]
+        self.num_sampled_nodes = list(d["num_sampled_nodes"])
+        self.num_sampled_edges = list(d["num_sampled_edges"])
+        self.input_id = input_id
+        self.epoch = d["epoch"]
+        self.index = d["index"]
+
+    def to_pyg(self):
+        """This batch as a torch_geometric.data.Data (needs PyG installed)."""
+        try:
+            from torch_geometric.data import Data
+        except ImportError as e:
+            raise NotSupported("to_pyg() needs PyTorch Geometric (torch_geometric), which is not installed "
+                               "here (%s); the batch's tensors are usable as they are" % e)
+        fields = {k: getattr(self, k) for k in ("x", "y", "edge_index", "n_id", "e_id", "input_id")
+                  if getattr(self, k) is not None}
+        return Data(batch_size=self.batch_size, num_sampled_nodes=self.num_sampled_nodes,
+                    num_sampled_edges=self.num_sampled_edges, **fields)
+
+    def __repr__(self):
+        def shape(t):
+            return None if t is None else list(t.shape)
+        return ("fanout.Batch(epoch=%d, index=%d, batch_size=%d, x=%s, y=%s, edge_index=%s, n_id=%s, e_id=%s)"
+                % (self.epoch, self.index, self.batch_size, shape(self.x), shape(self.y), shape(self.edge_index),
+                   shape(self.n_id), shape(self.e_id)))
+
+
+def _ids(input_nodes, cluster):
+    if isinstance(input_nodes, str):
+        return cluster.split_nodes(input_nodes)
+    if isinstance(input_nodes, torch.Tensor):
+        if input_nodes.dtype == torch.bool:
+            if input_nodes.numel() != cluster.num_nodes:
+                raise InvalidArgument("a boolean input_nodes mask has %d entries, the graph %d nodes"
+                                      % (input_nodes.numel(), cluster.num_nodes))
+            return input_nodes.nonzero().flatten()
+        if input_nodes.is_floating_point() or input_nodes.is_complex():
+            raise InvalidArgument("input_nodes must hold integer ids, not %s" % input_nodes.dtype)
+        return input_nodes.flatten().to(torch.long)
+    try:
+        return torch.as_tensor(list(input_nodes), dtype=torch.long)
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise InvalidArgument("input_nodes must be a split name, a tensor or a sequence of integer ids: %s" % e)
+
+
+class NodeLoader:
+    """Mini-batches of sampled subgraphs around seed nodes, as PyG's
+    NeighborLoader: ``for batch in loader`` walks one epoch (reshuffled
+    each epoch when ``shuffle``); ``len(loader)`` is this rank's batch count.
+
+    ``input_nodes``: a split name ("train", ...), a tensor or sequence of
+    global ids, or a boolean mask. ``num_neighbors``: fanout per hop (-1 =
+    all). Sampling is a pure function of ``seed``, the epoch and the batch:
+    two runs give the same batches. ``RANK``/``WORLD_SIZE`` (torchrun) shard
+    the epoch unless ``rank``/``world_size`` are given.
+    """
+
+    def __init__(self, cluster, input_nodes, num_neighbors=(15, 10, 5), batch_size=1024, *, shuffle=True,
+                 replace=False, weighted=False, num_workers=2, prefetch=4, seed=0, data_plane="auto",
+                 features=True, labels=True, edge_ids=True, original_ids=False, drop_last=False, rank=None,
+                 world_size=None):
+        if not isinstance(cluster, Cluster):
+            raise InvalidArgument("NodeLoader needs a fanout.Cluster, not %s" % type(cluster).__name__)
+        _check_data_plane(data_plane)
+        if data_plane != "auto" and data_plane != cluster.data_plane:
+            cluster = cluster.with_data_plane(data_plane)
+        for name, v in (("batch_size", batch_size), ("num_workers", num_workers), ("prefetch", prefetch)):
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise InvalidArgument("%s must be an integer, not %r" % (name, v))
+            if v < 1:
+                raise InvalidArgument("%s must be >= 1, not %d" % (name, v))
+        if isinstance(num_neighbors, int) or isinstance(num_neighbors, dict):
+            raise InvalidArgument("num_neighbors must be a list of fanouts per hop, e.g. [15, 10, 5], not %r"
+                                  % (num_neighbors,))
+        self.cluster = cluster
+        self.input_nodes = _ids(input_nodes, cluster)
+        ids = self.input_nodes.tolist()
+        self._loader = _core.NodeLoader(
+            cluster._c, ids, list(num_neighbors), batch_size, bool(shuffle), bool(replace), bool(weighted),
+            num_workers, prefetch, int(seed), bool(features), bool(labels), bool(edge_ids), bool(original_ids),
+            bool(drop_last), -1 if rank is None else int(rank), -1 if world_size is None else int(world_size))
+        self.batch_size = batch_size
+        self._next_epoch = 0
+        self._sorted = None  # (values, order) of input_nodes, for input_id
+
+    def __len__(self):
+        return len(self._loader)
+
+    @property
+    def rank(self):
+        return self._loader.rank
+
+    @property
+    def world_size(self):
+        return self._loader.world_size
+
+    def set_epoch(self, epoch):
+        """The epoch the next iteration walks (default: 0, then the next one each time)."""
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+            raise InvalidArgument("epoch must be a non-negative integer, not %r" % (epoch,))
+        self._next_epoch = epoch
+
+    def _input_id(self, n_id, batch_size):
+        if self._sorted is None:
+            self._sorted = torch.sort(self.input_nodes)
+        values, order = self._sorted
+        pos = torch.searchsorted(values, n_id[:batch_size])
+        return order[pos]
+
+    def __iter__(self):
+        self._loader.set_epoch(self._next_epoch)
+        self._next_epoch += 1
+        while True:
+            d = self._loader.next()
+            if d is None:
+                return
+            b = Batch(d)
+            b.input_id = self._input_id(b.n_id, b.batch_size)
+            yield b
+
+    def stats(self):
+        """Counters since the loader was made: batches, sampled edges, bytes by path, waits, ..."""
+        return self._loader.stats()
+
+
+def stats(address, timeout_s=10.0):
+    """A server's admin ``/stats`` (JSON) as a dict; ``address`` is its admin "host:port"."""
+    url = address if address.startswith("http") else "http://%s/stats" % address
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as r:
+            return json.loads(r.read().decode())
+    except urllib.error.URLError as e:
+        raise Unavailable("admin endpoint %s: %s" % (address, e.reason))
+    except ValueError as e:
+        raise Corruption("admin endpoint %s: /stats is not JSON: %s" % (address, e))
+
+
+def partition(input, output, *, format, parts, method="metis", force=False, quiet=True, **options):
+    """Runs fanout-partition (same options, as keyword arguments: feature_dtype="float16",
+    undirected=True, rmat_scale=18, ...). Raises InvalidArgument with its message on failure."""
+    args = [find_binary("fanout-partition"), "--format", format, "--parts", str(parts), "--method", method,
+            "--output", str(output)]
+    if input is not None:
+        args += ["--input", str(input)]
+    if force:
+        args.append("--force")
+    if quiet:
+        args.append("--quiet")
+    for k, v in options.items():
+        flag = "--" + k.replace("_", "-")
+        if v is True:
+            args.append(flag)
+        elif v is False or v is None:
+            continue
+        else:
+            args += [flag, str(v)]
+    r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        raise InvalidArgument("fanout-partition failed (exit %d): %s" % (r.returncode, (r.stderr or r.stdout).strip()))
+    return str(output)

@@ -1,0 +1,188 @@
+"""The fanout Python package: cluster, loader batches (PyG names), tensors
+without copies, errors as exceptions, LocalCluster's lifecycle."""
+import gc
+import json
+import os
+import signal
+import threading
+import time
+
+import pytest
+import torch
+
+
+def test_cluster_describes_the_graph(cluster):
+    assert cluster.num_nodes == 2708
+    assert cluster.feature_dim == 1433
+    assert cluster.num_classes == 7
+    assert cluster.num_partitions == 2
+    assert len(cluster.addresses) == 2
+    assert cluster.data_plane in ("auto", "ucx", "tcp")
+    train = cluster.split_nodes("train")
+    assert train.dtype == torch.long and train.numel() == 140  # Planetoid's public split
+    assert cluster.split_nodes("val").numel() == 500
+    assert cluster.split_nodes("test").numel() == 1000
+
+
+def test_batches_have_pyg_shape_and_are_reproducible(cluster, fanout):
+    kw = dict(num_neighbors=[5, 3], batch_size=32, shuffle=True, seed=7)
+    a = fanout.NodeLoader(cluster, "train", **kw)
+    b = fanout.NodeLoader(cluster, cluster.split_nodes("train"), **kw)
+    assert len(a) == len(b) == 5
+    seen = []
+    for x, y in zip(a, b):
+        n = x.n_id.numel()
+        assert x.x.shape == (n, 1433) and x.x.dtype == torch.float32
+        assert x.y.shape == (n,) and x.y.dtype == torch.long
+        assert x.edge_index.shape[0] == 2 and x.edge_index.dtype == torch.long
+        assert x.e_id.numel() == x.edge_index.shape[1]
+        assert int(x.edge_index.max()) < n
+        assert sum(x.num_sampled_edges) == x.edge_index.shape[1]
+        assert sum(x.num_sampled_nodes) == n
+        assert x.num_sampled_nodes[0] == x.batch_size
+        # input_id: the seeds' positions in input_nodes
+        assert torch.equal(a.input_nodes[x.input_id], x.n_id[:x.batch_size])
+        for f in ("x", "y", "edge_index", "n_id", "e_id"):
+            assert torch.equal(getattr(x, f), getattr(y, f)), f
+        seen.append(x.n_id[:x.batch_size])
+    # One epoch covers the training seeds once.
+    assert sorted(torch.cat(seen).tolist()) == sorted(cluster.split_nodes("train").tolist())
+    # The next iteration is the next epoch: reshuffled; set_epoch goes back.
+    first = [bt.n_id[:bt.batch_size] for bt in a]
+    a.set_epoch(0)
+    again = [bt.n_id[:bt.batch_size] for bt in a]
+    assert not all(torch.equal(p, q) for p, q in zip(first, seen))
+    assert all(torch.equal(p, q) for p, q in zip(again, seen))
+
+
+def test_every_data_path_gives_the_same_batches(cluster, fanout):
+    kw = dict(num_neighbors=[4, 4], batch_size=50, shuffle=False)
+    tcp = list(fanout.NodeLoader(cluster, "val", data_plane="tcp", **kw))
+    auto = list(fanout.NodeLoader(cluster, "val", **kw))
+    assert len(tcp) == len(auto) == 10
+    for p, q in zip(tcp, auto):
+        assert torch.equal(p.x, q.x) and torch.equal(p.y, q.y) and torch.equal(p.edge_index, q.edge_index)
+
+
+def test_tensors_come_without_a_copy_and_are_freed_with_the_batch(cluster, fanout):
+    from torch.utils.dlpack import from_dlpack
+    loader = fanout.NodeLoader(cluster, "test", num_neighbors=[3], batch_size=100, shuffle=False, num_workers=1,
+                               prefetch=1)
+    loader._loader.set_epoch(0)
+    d = loader._loader.next()
+    x = from_dlpack(d["x"])
+    assert x.data_ptr() == d["x_data_ptr"]  # the C++ tensor's memory itself
+    del x, d
+    gc.collect()
+    base = fanout._core.live_tensors()
+    b = next(iter(loader))
+    assert fanout._core.live_tensors() == base + 5  # x, y, edge_index, n_id, e_id
+    del b
+    gc.collect()
+    assert fanout._core.live_tensors() == base
+
+
+def test_bad_input_raises_clear_exceptions(cluster, fanout, tmp_path):
+    with pytest.raises(fanout.InvalidArgument, match="batch_size must be >= 1, not -4"):
+        fanout.NodeLoader(cluster, "train", batch_size=-4)
+    with pytest.raises(fanout.InvalidArgument, match="batch_size must be an integer, not 'x'"):
+        fanout.NodeLoader(cluster, "train", batch_size="x")
+    with pytest.raises(fanout.InvalidArgument, match="unknown split 'holdout'"):
+        fanout.NodeLoader(cluster, "holdout")
+    with pytest.raises(fanout.InvalidArgument, match="2708"):
+        fanout.NodeLoader(cluster, [0, 1, 2708])  # outside the graph
+    with pytest.raises(fanout.InvalidArgument, match="fanout -5"):
+        fanout.NodeLoader(cluster, "train", num_neighbors=[10, -5])
+    with pytest.raises(fanout.InvalidArgument, match="integer ids"):
+        fanout.NodeLoader(cluster, torch.tensor([0.5, 1.0]))
+    with pytest.raises(fanout.InvalidArgument, match="data_plane"):
+        fanout.NodeLoader(cluster, "train", data_plane="rdma")
+    bad = tmp_path / "cluster.json"
+    bad.write_text("{ not json")
+    with pytest.raises(fanout.Error, match=str(bad)):
+        fanout.Cluster.from_file(bad)
+    with pytest.raises(fanout.Error, match="nowhere.json"):
+        fanout.Cluster.from_file(tmp_path / "nowhere.json")
+    with pytest.raises(fanout.Unavailable, match="127.0.0.1:1"):
+        fanout.Cluster(partitions=["127.0.0.1:1"], connect_timeout_ms=500)
+    with pytest.raises(fanout.InvalidArgument):
+        fanout.Cluster(partitions="127.0.0.1:1")
+    # Every fanout error is a fanout.Error and the matching builtin kind.
+    assert issubclass(fanout.Unavailable, ConnectionError) and issubclass(fanout.InvalidArgument, ValueError)
+
+
+def test_cluster_file_and_stats(local, fanout, tmp_path):
+    f = tmp_path / "cluster.json"
+    f.write_text(json.dumps({"partitions": [{"partition": i, "replicas": [a]} for i, a in enumerate(local.addresses)],
+                             "data_plane": "tcp"}))
+    c = fanout.Cluster.from_file(f)
+    assert c.num_nodes == 2708 and c.data_plane == "tcp"
+    s = fanout.stats(local.admin_addresses[0])
+    assert "totals" in s and "by_path" in s["totals"]
+    with pytest.raises(fanout.Unavailable):
+        fanout.stats("127.0.0.1:1", timeout_s=2)
+
+
+def test_to_pyg_says_when_pyg_is_missing(cluster, fanout):
+    b = next(iter(fanout.NodeLoader(cluster, "train", num_neighbors=[2], batch_size=10)))
+    try:
+        import torch_geometric  # noqa: F401
+    except ImportError:
+        with pytest.raises(fanout.NotSupported, match="torch_geometric"):
+            b.to_pyg()
+    else:
+        data = b.to_pyg()
+        assert torch.equal(data.edge_index, b.edge_index)
+
+
+def test_a_dead_server_is_an_exception_naming_it_and_the_gil_is_free_meanwhile(cora2, fanout):
+    with fanout.LocalCluster(cora2) as lc:
+        c = lc.cluster(call_timeout_ms=1500, connect_timeout_ms=1500)
+        loader = fanout.NodeLoader(c, torch.arange(2708), num_neighbors=[5], batch_size=16, num_workers=1,
+                                   prefetch=1)
+        it = iter(loader)
+        next(it)
+        victim = lc._procs[1]
+        victim.send_signal(signal.SIGSTOP)
+        errors = []
+
+        def drain():
+            try:
+                for _ in it:
+                    pass
+            except fanout.Error as e:
+                errors.append(e)
+
+        t = threading.Thread(target=drain)
+        t.start()
+        # The loader waits on the stopped server with the GIL released: this
+        # thread keeps running Python meanwhile.
+        ticks = 0
+        while t.is_alive() and ticks < 50:
+            time.sleep(0.01)
+            ticks += 1
+        assert ticks >= 50 or errors  # ran while the other thread waited
+        t.join(timeout=30)
+        victim.send_signal(signal.SIGCONT)
+        assert not t.is_alive()
+        assert len(errors) == 1
+        assert isinstance(errors[0], (fanout.DeadlineExceeded, fanout.Unavailable))
+        assert lc.addresses[1] in str(errors[0])
+
+
+def test_local_cluster_stops_its_servers_on_exit_and_on_errors(cora2, fanout):
+    procs = []
+    with pytest.raises(KeyError):
+        with fanout.LocalCluster(cora2) as lc:
+            procs = list(lc._procs)
+            assert all(p.poll() is None for p in procs)
+            raise KeyError("boom")
+    assert procs and all(p.poll() is not None for p in procs)
+    with pytest.raises(fanout.NotFound, match="meta.json"):
+        fanout.LocalCluster(os.path.dirname(cora2))
+
+
+def test_partition_reports_fanout_partition_errors(fanout, tmp_path):
+    with pytest.raises(fanout.InvalidArgument, match="fanout-partition failed"):
+        fanout.partition(tmp_path / "missing", tmp_path / "out", format="planetoid", parts=2)
+    assert not (tmp_path / "out").exists()
