@@ -105,6 +105,7 @@ TrainResult TrainGraphSage(std::shared_ptr<client::Source> source, const TrainOp
     int steps = 0;
     client::MiniBatch b;
     while (loader.Next(&b)) {
+      if (o.on_batch) o.on_batch(epoch, b);
       opt.zero_grad();
       torch::Tensor out = model->forward(Prepare(b, o.normalize_features), b.edge_index).narrow(0, 0, b.batch_size);
       torch::Tensor loss = torch::nll_loss(out, b.y.narrow(0, 0, b.batch_size));

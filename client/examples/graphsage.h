@@ -24,6 +24,8 @@ struct TrainOptions {
   bool normalize_features = true; // divide each row by its sum (bag-of-words features)
   bool evaluate_every_epoch = true;
   int num_workers = 2;
+  // Called with every training batch (epoch from 1), before the step.
+  std::function<void(int epoch, const client::MiniBatch&)> on_batch;
 };
 
 struct EpochReport {

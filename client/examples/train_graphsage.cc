@@ -3,7 +3,10 @@
 #include <torch/torch.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "client/cluster.h"
 #include "client/examples/graphsage.h"
@@ -28,7 +31,28 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.seed, "Seed for model init, dropout, shuffling and sampling")->default_val(0);
   app.add_option("--workers", o.num_workers, "Background sampling threads")->default_val(2)->check(CLI::Range(1, 64));
   app.add_option("--torch-threads", threads, "Threads for torch ops (0 = torch's default)")->default_val(0);
+  std::string dump;
+  app.add_option("--dump-batches", dump,
+                 "Write every training batch's epoch, n_id and edge_index to this file (JSON lines; for comparing "
+                 "other loaders with this one)");
   CLI11_PARSE(app, argc, argv);
+  std::FILE* dump_file = nullptr;
+  if (!dump.empty()) {
+    dump_file = std::fopen(dump.c_str(), "w");
+    if (dump_file == nullptr) {
+      std::fprintf(stderr, "train-graphsage: cannot write %s: %s\n", dump.c_str(), std::strerror(errno));
+      return 1;
+    }
+    o.on_batch = [dump_file](int epoch, const fanout::client::MiniBatch& b) {
+      auto ints = [](const at::Tensor& t) {
+        at::Tensor c = t.contiguous();
+        const int64_t* p = c.data_ptr<int64_t>();
+        return std::vector<int64_t>(p, p + c.numel());
+      };
+      nlohmann::json j = {{"epoch", epoch}, {"n_id", ints(b.n_id)}, {"edge_index", {ints(b.edge_index[0]), ints(b.edge_index[1])}}};
+      std::fprintf(dump_file, "%s\n", j.dump().c_str());
+    };
+  }
   if (cluster_file.empty() == dataset.empty()) {
     std::fprintf(stderr, "train-graphsage: give exactly one of --cluster or --dataset\n");
     return 2;
@@ -66,6 +90,10 @@ int main(int argc, char** argv) {
                   t.feature_bytes / 1e6, t.ucx_bytes / 1e6, t.thrift_bytes / 1e6, t.network_wait_s);
     });
     std::printf("test_accuracy=%.3f\n", result.test_acc);
+    if (dump_file != nullptr && std::fclose(dump_file) != 0) {
+      std::fprintf(stderr, "train-graphsage: writing %s failed\n", dump.c_str());
+      return 1;
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "train-graphsage: %s\n", e.what());
     return 1;

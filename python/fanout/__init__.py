@@ -131,9 +131,9 @@ class Batch:
     """
 
     __slots__ = ("x", "y", "edge_index", "n_id", "e_id", "original_id", "batch_size", "num_sampled_nodes",
-                 "num_sampled_edges", "input_id", "epoch", "index")
+                 "num_sampled_edges", "_input_id", "_loader", "epoch", "index")
 
-    def __init__(self, d, input_id=None):
+    def __init__(self, d, loader=None):
         self.x = _tensor(d["x"])
         self.y = _tensor(d["y"])
         self.edge_index = _tensor(d["edge_index"])
@@ -143,9 +143,17 @@ class Batch:
         self.batch_size = d["batch_size"]
         self.num_sampled_nodes = list(d["num_sampled_nodes"])
         self.num_sampled_edges = list(d["num_sampled_edges"])
-        self.input_id = input_id
+        self._input_id = None
+        self._loader = loader
         self.epoch = d["epoch"]
         self.index = d["index"]
+
+    @property
+    def input_id(self):
+        """Positions of this batch's seeds in the loader's input_nodes (computed on first use)."""
+        if self._input_id is None and self._loader is not None:
+            self._input_id = self._loader._input_id(self.n_id, self.batch_size)
+        return self._input_id
 
     def to_pyg(self):
         """This batch as a torch_geometric.data.Data (needs PyG installed)."""
@@ -256,9 +264,7 @@ class NodeLoader:
             d = self._loader.next()
             if d is None:
                 return
-            b = Batch(d)
-            b.input_id = self._input_id(b.n_id, b.batch_size)
-            yield b
+            yield Batch(d, self)
 
     def stats(self):
         """Counters since the loader was made: batches, sampled edges, bytes by path, waits, ..."""

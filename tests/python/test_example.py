@@ -1,0 +1,57 @@
+"""examples/python/train_graphsage.py: accuracy on Cora through a
+LocalCluster, and batches (n_id, edge_index) and losses identical to the C++
+example's (train-graphsage) for the same seed."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from conftest import ROOT
+
+sys.path.insert(0, os.path.join(ROOT, "examples", "python"))
+import train_graphsage  # noqa: E402
+
+
+def test_mean_test_accuracy_of_five_seeds(cluster):
+    accs = [train_graphsage.train(cluster, epochs=30, seed=s)["test_acc"] for s in range(5)]
+    assert sum(accs) / len(accs) >= 0.77, accs
+
+
+def test_batches_and_losses_equal_the_cpp_example(local, cluster, fanout, tmp_path):
+    spec = tmp_path / "cluster.json"
+    spec.write_text(json.dumps({"partitions": [{"partition": i, "replicas": [a]}
+                                               for i, a in enumerate(local.addresses)]}))
+    dump = tmp_path / "batches.jsonl"
+    r = subprocess.run([fanout._bins.find_binary("train-graphsage"), "--cluster", str(spec), "--epochs", "3",
+                        "--seed", "5", "--torch-threads", "1", "--dump-batches", str(dump)],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    cpp = [json.loads(line) for line in dump.read_text().splitlines()]
+    cpp_losses = [float(m) for m in re.findall(r"epoch +\d+ +loss ([0-9.]+)", r.stdout)]
+    # The Python loader with the example's options: the same batches.
+    loader = fanout.NodeLoader(cluster, "train", num_neighbors=[10, 10], batch_size=64, seed=5, edge_ids=False)
+    py = []
+    for epoch in (1, 2, 3):
+        for b in loader:
+            py.append((epoch, b.n_id, b.edge_index))
+    assert len(py) == len(cpp) > 0
+    for (epoch, n_id, ei), c in zip(py, cpp):
+        assert epoch == c["epoch"]
+        assert n_id.tolist() == c["n_id"]
+        assert ei.tolist() == c["edge_index"]
+    # And the same model, step for step: epoch mean losses as the C++ run prints them.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        per_epoch = []
+        res = train_graphsage.train(cluster, epochs=3, seed=5,
+                                    on_epoch=lambda e, losses, s: per_epoch.append(list(losses)))
+    finally:
+        torch.set_num_threads(threads)
+    steps = len(py) // 3
+    means = [sum(per_epoch[e][e * steps:(e + 1) * steps]) / steps for e in range(3)]
+    assert [round(m, 4) for m in means] == pytest.approx(cpp_losses, abs=1e-4)
