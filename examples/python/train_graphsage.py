@@ -7,7 +7,10 @@ batch 64, row-normalized features; evaluation samples all neighbors.
 
   python3 examples/python/train_graphsage.py --dataset /tmp/cora2      # starts a LocalCluster
   python3 examples/python/train_graphsage.py --cluster cluster.json     # servers already running
-  torchrun --nproc-per-node 2 examples/python/train_graphsage.py --dataset /tmp/cora2   # DDP (gloo)
+  # DDP (gloo), 2 ranks; torchrun sets the same variables where it works (Debian's
+  # torch 1.13 torchrun fails on Python 3.11 with "'NoneType' object has no attribute 'get'"):
+  for r in 0 1; do RANK=$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29511 \
+    python3 examples/python/train_graphsage.py --cluster cluster.json & done; wait
 
 Needs the fanout package on the path: PYTHONPATH=build/python (after ./run build).
 """
@@ -92,7 +95,9 @@ def train(cluster, *, epochs=30, seed=0, hidden=64, lr=0.01, weight_decay=5e-4, 
         if on_epoch:
             on_epoch(epoch, losses, time.monotonic() - t0)
     return {"losses": losses, "val_acc": accuracy(model, cluster, "val", fanouts, num_workers),
-            "test_acc": accuracy(model, cluster, "test", fanouts, num_workers)}
+            "test_acc": accuracy(model, cluster, "test", fanouts, num_workers),
+            "rank": loader.rank, "world_size": loader.world_size,
+            "epoch_seeds": [loader.epoch_seeds(e).tolist() for e in range(epochs)]}
 
 
 def main():
@@ -128,7 +133,8 @@ def main():
         if rank == 0:
             print("mean test accuracy over %d seed(s): %.3f" % (len(results), mean))
         if a.json:
-            with open(a.json, "w") as f:
+            path = "%s.rank%d" % (a.json, rank) if ddp else a.json
+            with open(path, "w") as f:
                 json.dump({"seeds": a.seeds, "results": results, "mean_test_acc": mean, "rank": rank}, f)
     finally:
         if lc:

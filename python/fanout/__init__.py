@@ -250,6 +250,12 @@ class NodeLoader:
             raise InvalidArgument("epoch must be a non-negative integer, not %r" % (epoch,))
         self._next_epoch = epoch
 
+    def epoch_seeds(self, epoch):
+        """This rank's seeds of an epoch, in batch order (an int64 tensor)."""
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+            raise InvalidArgument("epoch must be a non-negative integer, not %r" % (epoch,))
+        return _tensor(self._loader.epoch_seeds(epoch))
+
     def _input_id(self, n_id, batch_size):
         if self._sorted is None:
             self._sorted = torch.sort(self.input_nodes)
