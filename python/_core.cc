@@ -5,18 +5,22 @@
 // and works with the torch of the interpreter it was built for. Errors are
 // fanout.errors exceptions named after the Status code. The GIL is released
 // while waiting on servers.
+#include <ATen/Context.h>
 #include <ATen/DLConvertor.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <numeric>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "client/cluster.h"
 #include "client/loader.h"
+#include "cache/gpu_feature_cache.h"
 
 namespace py = pybind11;
 
@@ -180,13 +184,62 @@ class PyCluster {
   std::shared_ptr<client::Cluster> cluster_;
 };
 
+// A GPU feature cache holding the highest-degree nodes' rows (a fraction of
+// the graph) on `device`.
+Status MakeGpuCache(const PyCluster& cluster, int device, double fraction,
+                    std::shared_ptr<cache::GpuFeatureCache>* out) {
+  py::gil_scoped_release release;
+  const std::shared_ptr<client::Cluster>& c = cluster.get();
+  std::unique_ptr<client::Session> s;
+  FANOUT_RETURN_IF_ERROR(c->NewSession(&s));
+  const int64_t n = c->num_nodes(), d = c->feature_dim();
+  std::vector<int64_t> all(n), deg(n);
+  std::iota(all.begin(), all.end(), 0);
+  FANOUT_RETURN_IF_ERROR(s->Degrees(all, deg.data()));
+  cache::CacheOptions co;
+  co.num_nodes = n;
+  co.feature_dim = d;
+  co.capacity_rows = std::max<int64_t>(1, static_cast<int64_t>(fraction * static_cast<double>(n)));
+  std::partial_sort(all.begin(), all.begin() + co.capacity_rows, all.end(),
+                    [&](int64_t a, int64_t b) { return deg[a] > deg[b] || (deg[a] == deg[b] && a < b); });
+  std::unique_ptr<cache::GpuFeatureCache> gpu;
+  FANOUT_RETURN_IF_ERROR(cache::GpuFeatureCache::Create(co, device, &gpu));
+  std::vector<int64_t> hot(all.begin(), all.begin() + co.capacity_rows);
+  std::vector<float> rows(hot.size() * static_cast<size_t>(d));
+  FANOUT_RETURN_IF_ERROR(s->Features(hot, rows.data()));
+  FANOUT_RETURN_IF_ERROR(gpu->Insert(hot, rows.data(), nullptr));
+  *out = std::move(gpu);
+  return Status::OK();
+}
+
 class PyLoader {
  public:
   PyLoader(const PyCluster& cluster, const py::object& input_nodes, const py::object& num_neighbors,
            int64_t batch_size, bool shuffle, bool replace, bool weighted, int num_workers, int prefetch,
            uint64_t seed, bool features, bool labels, bool edge_ids, bool original_ids, bool drop_last, int rank,
-           int world_size) {
+           int world_size, const std::string& device, double gpu_cache_fraction) {
     client::LoaderOptions o;
+    int cuda_device = -1;
+    if (device.rfind("cuda", 0) == 0) {
+      cuda_device = 0;
+      if (device.size() > 4) {
+        if (device[4] != ':' || device.size() == 5 ||
+            device.find_first_not_of("0123456789", 5) != std::string::npos)
+          Raise(Status::InvalidArgument("device '" + device + "' is not 'cpu', 'cuda' or 'cuda:N'"));
+        cuda_device = std::stoi(device.substr(5));
+      }
+    } else if (device != "cpu") {
+      Raise(Status::InvalidArgument("device '" + device + "' is not 'cpu', 'cuda' or 'cuda:N'"));
+    }
+    if (cuda_device >= 0) {
+      if (!features) Raise(Status::InvalidArgument("device='" + device + "' needs features=True (it places x)"));
+      if (!at::hasCUDA())
+        Raise(Status::NotSupported("device='" + device + "' needs a CUDA-enabled PyTorch/LibTorch; the one this "
+                                   "package was built with has no CUDA (Debian's is CPU-only)"));
+      if (!(gpu_cache_fraction > 0 && gpu_cache_fraction <= 1))
+        Raise(Status::InvalidArgument("gpu_cache_fraction must be in (0, 1], got " + std::to_string(gpu_cache_fraction)));
+      Check(MakeGpuCache(cluster, cuda_device, gpu_cache_fraction, &o.gpu_cache));
+    }
     o.fanouts = Int64List(num_neighbors, "num_neighbors");
     o.batch_size = batch_size;
     o.shuffle = shuffle;
@@ -320,11 +373,12 @@ PYBIND11_MODULE(_core, m) {
       .def("split_nodes", &PyCluster::SplitNodes);
   py::class_<PyLoader>(m, "NodeLoader")
       .def(py::init<const PyCluster&, const py::object&, const py::object&, int64_t, bool, bool, bool, int, int,
-                    uint64_t, bool, bool, bool, bool, bool, int, int>(),
+                    uint64_t, bool, bool, bool, bool, bool, int, int, const std::string&, double>(),
            py::arg("cluster"), py::arg("input_nodes"), py::arg("num_neighbors"), py::arg("batch_size"),
            py::arg("shuffle"), py::arg("replace"), py::arg("weighted"), py::arg("num_workers"), py::arg("prefetch"),
            py::arg("seed"), py::arg("features"), py::arg("labels"), py::arg("edge_ids"), py::arg("original_ids"),
-           py::arg("drop_last"), py::arg("rank"), py::arg("world_size"))
+           py::arg("drop_last"), py::arg("rank"), py::arg("world_size"), py::arg("device"),
+           py::arg("gpu_cache_fraction"))
       .def("next", &PyLoader::Next)
       .def("set_epoch", &PyLoader::SetEpoch)
       .def("epoch_seeds", &PyLoader::EpochSeeds)

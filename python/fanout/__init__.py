@@ -202,13 +202,17 @@ class NodeLoader:
     global ids, or a boolean mask. ``num_neighbors``: fanout per hop (-1 =
     all). Sampling is a pure function of ``seed``, the epoch and the batch:
     two runs give the same batches. ``RANK``/``WORLD_SIZE`` (torchrun) shard
-    the epoch unless ``rank``/``world_size`` are given.
+    the epoch unless ``rank``/``world_size`` are given. ``device="cuda"``
+    (or "cuda:N") makes ``x`` a CUDA tensor: a GPU feature cache holds the
+    highest-degree ``gpu_cache_fraction`` of the rows, and misses come
+    straight into device memory where UCX moves CUDA memory, else staged
+    through pinned host memory (needs a CUDA-enabled PyTorch).
     """
 
     def __init__(self, cluster, input_nodes, num_neighbors=(15, 10, 5), batch_size=1024, *, shuffle=True,
                  replace=False, weighted=False, num_workers=2, prefetch=4, seed=0, data_plane="auto",
                  features=True, labels=True, edge_ids=True, original_ids=False, drop_last=False, rank=None,
-                 world_size=None):
+                 world_size=None, device="cpu", gpu_cache_fraction=0.1):
         if not isinstance(cluster, Cluster):
             raise InvalidArgument("NodeLoader needs a fanout.Cluster, not %s" % type(cluster).__name__)
         _check_data_plane(data_plane)
@@ -228,7 +232,8 @@ class NodeLoader:
         self._loader = _core.NodeLoader(
             cluster._c, ids, list(num_neighbors), batch_size, bool(shuffle), bool(replace), bool(weighted),
             num_workers, prefetch, int(seed), bool(features), bool(labels), bool(edge_ids), bool(original_ids),
-            bool(drop_last), -1 if rank is None else int(rank), -1 if world_size is None else int(world_size))
+            bool(drop_last), -1 if rank is None else int(rank), -1 if world_size is None else int(world_size),
+            str(device), float(gpu_cache_fraction))
         self.batch_size = batch_size
         self._next_epoch = 0
         self._sorted = None  # (values, order) of input_nodes, for input_id

@@ -186,3 +186,17 @@ def test_partition_reports_fanout_partition_errors(fanout, tmp_path):
     with pytest.raises(fanout.InvalidArgument, match="fanout-partition failed"):
         fanout.partition(tmp_path / "missing", tmp_path / "out", format="planetoid", parts=2)
     assert not (tmp_path / "out").exists()
+
+
+def test_cuda_device_is_checked(cluster, fanout):
+    with pytest.raises(fanout.InvalidArgument, match="'gpu'"):
+        fanout.NodeLoader(cluster, "train", device="gpu")
+    if torch.cuda.is_available():
+        loader = fanout.NodeLoader(cluster, "train", num_neighbors=[5], batch_size=32, device="cuda")
+        b = next(iter(loader))
+        assert b.x.is_cuda and b.x.shape[0] == b.n_id.numel()
+        cpu = next(iter(fanout.NodeLoader(cluster, "train", num_neighbors=[5], batch_size=32)))
+        assert torch.equal(b.x.cpu(), cpu.x)
+    else:
+        with pytest.raises(fanout.Error, match="CUDA"):
+            fanout.NodeLoader(cluster, "train", device="cuda")
