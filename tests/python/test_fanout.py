@@ -200,3 +200,30 @@ def test_cuda_device_is_checked(cluster, fanout):
     else:
         with pytest.raises(fanout.Error, match="CUDA"):
             fanout.NodeLoader(cluster, "train", device="cuda")
+
+
+def test_local_cluster_stops_its_servers_on_ctrl_c(cora2, tmp_path):
+    import subprocess
+    import sys
+    script = tmp_path / "notebook.py"
+    script.write_text(
+        "import sys, time, fanout\n"
+        "with fanout.LocalCluster(sys.argv[1]) as lc:\n"
+        "    print(' '.join(str(p.pid) for p in lc._procs), flush=True)\n"
+        "    time.sleep(120)\n")
+    p = subprocess.Popen([sys.executable, str(script), str(cora2)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    pids = [int(x) for x in p.stdout.readline().split()]
+    assert len(pids) == 2
+    p.send_signal(signal.SIGINT)  # Ctrl-C
+    _, err = p.communicate(timeout=60)
+    assert "KeyboardInterrupt" in err
+    for pid in pids:
+        for _ in range(100):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("server %d outlived its LocalCluster" % pid)
