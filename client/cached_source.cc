@@ -57,6 +57,8 @@ class CachedSession : public Session {
     stats_.placed_bytes = in.placed_bytes;
     stats_.staged_bytes = in.staged_bytes;
     stats_.fallbacks = in.fallbacks;
+    stats_.retries = in.retries;
+    stats_.failovers = in.failovers;
   }
   Status Wrap(Status st) {
     Sync();

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include <unistd.h>
 
@@ -71,6 +72,7 @@ Status ReadClusterFile(const std::string& path, ClusterSpec* out) {
 Status Cluster::Connect(const ClusterSpec& spec, const rpc::RpcOptions& options, std::shared_ptr<Cluster>* out) {
   auto c = std::shared_ptr<Cluster>(new Cluster());
   c->options_ = options;
+  c->replicas_ = spec.replicas;
   const int k = static_cast<int>(spec.replicas.size());
   for (int p = 0; p < k; ++p) {
     Status last;
@@ -178,10 +180,18 @@ class ClusterSession : public Session {
 
   Status Open() {
     const int k = c_->num_parts();
+    replica_.assign(k, 0);
     for (int p = 0; p < k; ++p) {
+      const auto& reps = c_->replicas_[p];
+      replica_[p] = static_cast<int>(std::find(reps.begin(), reps.end(), c_->addresses_[p]) - reps.begin());
       std::unique_ptr<rpc::RpcClient> client;
-      FANOUT_RETURN_IF_ERROR(rpc::RpcClient::Connect(c_->addresses_[p], c_->options_, &client));
+      Status st = rpc::RpcClient::Connect(c_->addresses_[p], c_->options_, &client);
       clients_.push_back(std::move(client));
+      if (!st.ok()) {
+        // The replica Connect() found is gone: another one, where there is one.
+        std::vector<std::string> tried;
+        FANOUT_RETURN_IF_ERROR(Failover(p, st, &tried));
+      }
     }
     by_part_.resize(k);
     pos_.resize(k);
@@ -252,7 +262,7 @@ class ClusterSession : public Session {
         Fallback(p, st);
         st = Status::OK();
       }
-      st = send(p);
+      st = SendWithFailover(p, send);
       owed[p] = 1;
     }
     for (int p = 0; p < k && st.ok(); ++p) {
@@ -268,13 +278,26 @@ class ClusterSession : public Session {
         // own deadline for a server that really hangs.
         if (st.code() != Status::Code::kUnavailable && st.code() != Status::Code::kDeadlineExceeded) break;
         Fallback(p, st);
-        st = send(p);
+        st = SendWithFailover(p, send);
         if (!st.ok()) break;
         owed[p] = 1;
       }
       if (owed[p] == 1) {
         st = receive(p);
         owed[p] = 0;
+        // A replica that fails: the same request, unchanged, to another one
+        // (sampling is a pure function of it: the same answer).
+        std::vector<std::string> tried;
+        for (int attempt = 0; Retryable(st) && attempt < c_->options_.max_failovers; ++attempt) {
+          Status moved = Failover(p, st, &tried);
+          if (!moved.ok()) {
+            st = moved;  // names every address tried and why
+            break;
+          }
+          ++stats_.retries;
+          st = send(p);
+          if (st.ok()) st = receive(p);
+        }
         if (st.ok()) stats_.thrift_bytes += ThriftBytes(p);
       }
     }
@@ -285,6 +308,75 @@ class ClusterSession : public Session {
       }
     stats_.requests += k;
     return st;
+  }
+
+  // send(p), and where that fails with Unavailable or DeadlineExceeded, the
+  // same to partition p's other replicas (RpcOptions::max_failovers times).
+  template <typename SendFn>
+  Status SendWithFailover(int p, SendFn& send) {
+    Status st = send(p);
+    std::vector<std::string> tried;
+    for (int attempt = 0; Retryable(st) && attempt < c_->options_.max_failovers; ++attempt) {
+      Status moved = Failover(p, st, &tried);
+      if (!moved.ok()) return moved;
+      ++stats_.retries;
+      st = send(p);
+    }
+    return st;
+  }
+
+  static bool Retryable(const Status& st) {
+    return st.code() == Status::Code::kUnavailable || st.code() == Status::Code::kDeadlineExceeded;
+  }
+
+  static std::string Join(const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& s : v) out += (out.empty() ? "" : "; ") + s;
+    return out;
+  }
+
+  // Moves partition p to its next replica that answers (Thrift; the data
+  // plane stays off for p in this session) after `why` from the current one;
+  // each address tried and why goes into *tried. Waits backoff, 2x backoff,
+  // ... between rounds over all replicas. Unavailable when none answers.
+  Status Failover(int p, const Status& why, std::vector<std::string>* tried) {
+    const auto& reps = c_->replicas_[p];
+    if (reps.size() < 2) return why;  // nowhere else to go
+    tried->push_back(reps[replica_[p]] + ": " + why.message());
+    if (channel_ && peer_[p] >= 0) channel_->Abandon(peer_[p]);
+    peer_[p] = -1;
+    const int n = static_cast<int>(reps.size());
+    int backoff = std::max(1, c_->options_.failover_backoff_ms);
+    for (int step = 1; step <= n; ++step) {
+      const int next = (replica_[p] + step) % n;
+      if (step == n) {  // a whole round failed: wait before going round again
+        std::this_thread::sleep_for(std::chrono::milliseconds(backoff));
+        backoff = std::min(backoff * 2, 5000);
+      }
+      std::unique_ptr<rpc::RpcClient> client;
+      rpc::RemotePartitionInfo info;
+      Status st = rpc::RpcClient::Connect(reps[next], c_->options_, &client);
+      if (st.ok()) st = client->Info(&info);
+      if (st.ok() && (info.partition != p || info.dataset_id != c_->info_[p].dataset_id ||
+                      info.node_begin != c_->info_[p].node_begin || info.node_end != c_->info_[p].node_end))
+        st = Status::InvalidArgument("serves partition " + std::to_string(info.partition) + " of dataset " +
+                                     info.dataset_id + ", not partition " + std::to_string(p) + " of " +
+                                     c_->info_[p].dataset_id);
+      if (!st.ok()) {
+        tried->push_back(reps[next] + ": " + st.message());
+        continue;
+      }
+      if (next != replica_[p]) {
+        ++stats_.failovers;
+        std::fprintf(stderr, "fanout: partition %d: %s failed (%s); now using replica %s\n", p,
+                     reps[replica_[p]].c_str(), why.message().c_str(), reps[next].c_str());
+      }
+      replica_[p] = next;
+      clients_[p] = std::move(client);
+      return Status::OK();
+    }
+    return Status::FromCode(static_cast<int>(why.code()),
+                            "partition " + std::to_string(p) + ": no replica answers: " + Join(*tried));
   }
 
   void Fallback(int p, const Status& why) {
@@ -638,6 +730,7 @@ class ClusterSession : public Session {
   std::unique_ptr<rpc::DataPlaneChannel> channel_;
   std::vector<char> via_dp_;  // per partition: the last Exchange's reply came over the data plane
   std::vector<int> peer_;  // data-plane peer per partition, -1 = Thrift
+  std::vector<int> replica_;  // index into c_->replicas_[p] of the replica in use
   std::vector<std::vector<int64_t>> by_part_, pos_;
   std::vector<rpc::SampleReply> replies_;
   std::vector<PodVector<char>> dp_replies_;

@@ -60,6 +60,7 @@ class Cluster : public Source {
   const std::vector<int64_t>& offsets() const { return offsets_; }
   const rpc::RemotePartitionInfo& info(int p) const { return info_[p]; }
   const std::string& address(int p) const { return addresses_[p]; }
+  const std::vector<std::string>& replicas(int p) const { return replicas_[p]; }
   // The admin addresses are not known from RPC; the demo passes them itself.
   // The path bulk replies take (kTcp when no data-plane context came up).
   rpc::DataPlaneMode data_plane() const { return mode_; }
@@ -79,6 +80,7 @@ class Cluster : public Source {
   mutable std::mutex log_mu_;
   mutable std::vector<bool> logged_;  // GUARDED_BY(log_mu_)
   std::vector<std::string> addresses_;  // chosen replica per partition
+  std::vector<std::vector<std::string>> replicas_;  // every replica per partition, as listed
   std::vector<rpc::RemotePartitionInfo> info_;
   std::vector<int64_t> offsets_;
 };

@@ -166,6 +166,8 @@ void NodeLoader::Worker(int w) {
       stats_.staged_bytes += after.staged_bytes - before.staged_bytes;
       if (fetcher) stats_.staged_bytes += fetcher->stats().staged_bytes - staged_before;
       stats_.fallbacks += after.fallbacks - before.fallbacks;
+      stats_.retries += after.retries - before.retries;
+      stats_.failovers += after.failovers - before.failovers;
       if (st.ok()) {
         stats_.sampled_edges += mb.edge_index.size(1);
         stats_.sampled_nodes += mb.n_id.size(0);

@@ -31,6 +31,8 @@ struct SessionStats {
   int64_t placed_bytes = 0;         // ... of which servers wrote into our memory themselves (placement)
   int64_t staged_bytes = 0;         // bytes for CUDA memory that went through a host buffer first
   int64_t fallbacks = 0;            // servers whose data plane failed and that now use Thrift
+  int64_t retries = 0;              // requests sent again after Unavailable or DeadlineExceeded
+  int64_t failovers = 0;            // times a partition moved to another replica
 };
 
 // One thread's handle on a source (its own connections and scratch).

@@ -32,6 +32,12 @@ struct RpcOptions {
   int call_timeout_ms = 30000;        // send/receive deadline per call, default 30 s
   int64_t max_frame_bytes = int64_t{1} << 30;  // largest reply accepted, default 1 GiB
   DataPlaneMode data_plane = DataPlaneMode::kAuto;  // see DataPlaneMode; a cluster file's value wins
+  // Failover (a cluster with replicas): after Unavailable or DeadlineExceeded
+  // a request goes again, unchanged, to another replica of the partition, at
+  // most this many times per call, waiting backoff, 2x backoff, ... between
+  // rounds over all replicas.
+  int max_failovers = 4;
+  int failover_backoff_ms = 50;
 };
 
 struct RemotePartitionInfo {

@@ -163,6 +163,78 @@ TEST_F(LoaderTest, ServerErrorsSurfaceWithTheServersAddress) {
   }
 }
 
+// Two replicas per partition: a replica that stops mid-epoch changes nothing
+// (the same request goes to the other replica: the same batches); a
+// partition with every replica gone fails naming each address tried.
+TEST_F(LoaderTest, AReplicaThatStopsMidEpochChangesNoBatch) {
+  StartServers(2);
+  std::vector<std::unique_ptr<server::PartitionServer>> backups;
+  for (int p = 0; p < 2; ++p) {
+    server::ServerOptions o;
+    o.dataset_dir = dir_;
+    o.partition = p;
+    backups.push_back(std::make_unique<server::PartitionServer>(o));
+    ASSERT_TRUE(backups.back()->Start().ok());
+  }
+  ClusterSpec spec;
+  for (int p = 0; p < 2; ++p)
+    spec.replicas.push_back({"127.0.0.1:" + std::to_string(servers_[p]->port()),
+                             "127.0.0.1:" + std::to_string(backups[p]->port())});
+  rpc::RpcOptions ro;
+  ro.call_timeout_ms = 3000;
+  ro.failover_backoff_ms = 10;
+  std::vector<int64_t> seeds(2708);
+  std::iota(seeds.begin(), seeds.end(), 0);
+  LoaderOptions o;
+  o.batch_size = 128;
+  o.fanouts = {5, 5};
+  o.seed = 11;
+  o.edge_ids = true;
+  o.rank = 0;
+  o.world_size = 1;
+  auto run = [&](int stop_after, std::vector<MiniBatch>* out) {
+    std::shared_ptr<Cluster> c;
+    Status st = Cluster::Connect(spec, ro, &c);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    NodeLoader loader(c, seeds, o);
+    MiniBatch b;
+    while (loader.Next(&b)) {
+      out->push_back(b);
+      if (static_cast<int>(out->size()) == stop_after) servers_[1]->Stop();  // partition 1's first replica
+    }
+    if (stop_after > 0) {
+      EXPECT_GE(loader.stats().failovers, 1);
+      EXPECT_GE(loader.stats().retries, 1);
+    }
+  };
+  std::vector<MiniBatch> calm, disturbed;
+  run(0, &calm);
+  run(4, &disturbed);
+  ASSERT_EQ(calm.size(), disturbed.size());
+  for (size_t i = 0; i < calm.size(); ++i) {
+    EXPECT_TRUE(torch::equal(calm[i].n_id, disturbed[i].n_id)) << i;
+    EXPECT_TRUE(torch::equal(calm[i].edge_index, disturbed[i].edge_index)) << i;
+    EXPECT_TRUE(torch::equal(calm[i].edge_id, disturbed[i].edge_id)) << i;
+    EXPECT_TRUE(torch::equal(calm[i].x, disturbed[i].x)) << i;
+    EXPECT_TRUE(torch::equal(calm[i].y, disturbed[i].y)) << i;
+  }
+  // Both replicas of partition 1 gone: an error naming both.
+  std::shared_ptr<Cluster> c;
+  ASSERT_TRUE(Cluster::Connect(spec, ro, &c).ok());
+  NodeLoader loader(c, seeds, o);
+  MiniBatch b;
+  ASSERT_TRUE(loader.Next(&b));
+  backups[1]->Stop();
+  try {
+    while (loader.Next(&b)) {
+    }
+    FAIL() << "expected an exception";
+  } catch (const LoaderError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("127.0.0.1:" + std::to_string(servers_[1]->port())));
+    EXPECT_THAT(e.what(), HasSubstr("127.0.0.1:" + std::to_string(backups[1]->port())));
+  }
+}
+
 TEST_F(LoaderTest, TrainingThroughServersMatchesLocalTrainingExactly) {
   StartServers(2);
   torch::set_num_threads(1);  // bitwise-reproducible reductions

@@ -17,6 +17,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -372,6 +374,27 @@ TEST_P(DataPlaneTest, AServerKilledMidTransferGivesUnavailableNamingItWithinTheT
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+// SIGSTOP, and wait until every thread of the process has stopped (the
+// signal is asynchronous: a request sent at once could still be answered).
+void StopProcess(pid_t pid) {
+  ASSERT_EQ(kill(pid, SIGSTOP), 0);
+  const std::string path = "/proc/" + std::to_string(pid) + "/task";
+  for (int i = 0; i < 400; ++i) {
+    bool all = true;
+    std::error_code ec;
+    for (const auto& t : std::filesystem::directory_iterator(path, ec)) {
+      std::ifstream f(t.path() / "stat");
+      std::string line;
+      std::getline(f, line);
+      const size_t r = line.rfind(')');
+      if (r == std::string::npos || r + 2 >= line.size() || (line[r + 2] != 'T' && line[r + 2] != 't')) all = false;
+    }
+    if (all && !ec) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  FAIL() << "process " << pid << " did not stop";
+}
+
 // A server that stops answering (SIGSTOP) is found by the deadline, never
 // waited on forever: the data plane's timeout resets the channel, the request
 // goes once more over Thrift, whose own deadline names the server. The other
@@ -395,7 +418,7 @@ TEST_P(DataPlaneTest, AStoppedServerEndsInDeadlineExceededNamingItAndTheOthersSt
   std::vector<float> f(ids.size() * 1433), want(ids.size() * 1433);
   ASSERT_TRUE(s->Features(ids, want.data()).ok());
   EXPECT_GT(s->stats().ucx_bytes, 0);
-  kill(c1.pid, SIGSTOP);
+  StopProcess(c1.pid);
   auto t0 = Clock::now();
   Status st = s->Features(ids, f.data());
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -442,7 +465,7 @@ TEST_P(DataPlaneTest, AnAbandonedPlacedRequestTaintsItsRegionAndThePoolRetiresIt
   ASSERT_TRUE(s->Features(ids, reinterpret_cast<float*>(r->data())).ok());
   std::memcpy(want.data(), r->data(), bytes);
   EXPECT_EQ(s->stats().placed_bytes, static_cast<int64_t>(bytes));
-  kill(c1.pid, SIGSTOP);
+  StopProcess(c1.pid);
   Status st = s->Features(ids, reinterpret_cast<float*>(r->data()));
   EXPECT_EQ(st.code(), Status::Code::kDeadlineExceeded) << st.ToString();
   EXPECT_TRUE(r->tainted());
