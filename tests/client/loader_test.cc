@@ -235,6 +235,63 @@ TEST_F(LoaderTest, AReplicaThatStopsMidEpochChangesNoBatch) {
   }
 }
 
+// A rolling restart of every replica, one at a time, during training (2
+// partitions x 2 replicas): the loss trace equals the undisturbed run's.
+TEST_F(LoaderTest, ARollingRestartDuringTrainingLeavesTheLossTraceUnchanged) {
+  StartServers(2);
+  std::vector<std::unique_ptr<server::PartitionServer>> backups;
+  for (int p = 0; p < 2; ++p) {
+    server::ServerOptions o;
+    o.dataset_dir = dir_;
+    o.partition = p;
+    backups.push_back(std::make_unique<server::PartitionServer>(o));
+    ASSERT_TRUE(backups.back()->Start().ok());
+  }
+  // Every replica as (which list, index): restarted on its own port.
+  std::vector<std::unique_ptr<server::PartitionServer>*> all = {&servers_[0], &backups[0], &servers_[1], &backups[1]};
+  ClusterSpec spec;
+  for (int p = 0; p < 2; ++p)
+    spec.replicas.push_back({"127.0.0.1:" + std::to_string(servers_[p]->port()),
+                             "127.0.0.1:" + std::to_string(backups[p]->port())});
+  rpc::RpcOptions ro;
+  ro.failover_backoff_ms = 10;
+  torch::set_num_threads(1);  // bitwise-reproducible reductions
+  examples::TrainOptions o;
+  o.epochs = 3;
+  o.evaluate_every_epoch = false;
+  o.seed = 9;
+  auto train = [&](bool restart) {
+    std::shared_ptr<Cluster> c;
+    Status st = Cluster::Connect(spec, ro, &c);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    int batches = 0;
+    examples::TrainOptions t = o;
+    if (restart) {
+      t.on_batch = [&](int, const MiniBatch&) {
+        ++batches;
+        if (batches % 2 != 0 || batches / 2 > static_cast<int>(all.size())) return;
+        std::unique_ptr<server::PartitionServer>& s = *all[batches / 2 - 1];
+        server::ServerOptions so;
+        so.dataset_dir = dir_;
+        so.partition = batches / 2 - 1 < 2 ? 0 : 1;  // all[] lists partition 0, 0, 1, 1
+        so.port = s->port();
+        s->Stop();
+        s = std::make_unique<server::PartitionServer>(so);
+        Status started = s->Start();
+        ASSERT_TRUE(started.ok()) << started.ToString();
+      };
+    }
+    auto r = examples::TrainGraphSage(c, t);
+    if (restart) EXPECT_GE(batches, 8);
+    return r;
+  };
+  auto calm = train(false);
+  auto rolled = train(true);
+  ASSERT_EQ(calm.losses.size(), rolled.losses.size());
+  for (size_t i = 0; i < calm.losses.size(); ++i) EXPECT_EQ(calm.losses[i], rolled.losses[i]) << "step " << i;
+  EXPECT_EQ(calm.test_acc, rolled.test_acc);
+}
+
 TEST_F(LoaderTest, TrainingThroughServersMatchesLocalTrainingExactly) {
   StartServers(2);
   torch::set_num_threads(1);  // bitwise-reproducible reductions
