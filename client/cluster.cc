@@ -181,14 +181,21 @@ class ClusterSession : public Session {
   Status Open() {
     const int k = c_->num_parts();
     replica_.assign(k, 0);
+    info_ = c_->info_;
+    peer_.assign(k, -1);
+    // Sessions start on different replicas (round robin), so a loader's
+    // workers spread over them; each replica is checked like Connect()'s.
+    const uint64_t seq = c_->sessions_++;
     for (int p = 0; p < k; ++p) {
       const auto& reps = c_->replicas_[p];
-      replica_[p] = static_cast<int>(std::find(reps.begin(), reps.end(), c_->addresses_[p]) - reps.begin());
+      const int found = static_cast<int>(std::find(reps.begin(), reps.end(), c_->addresses_[p]) - reps.begin());
+      replica_[p] = static_cast<int>((found + seq) % reps.size());
       std::unique_ptr<rpc::RpcClient> client;
-      Status st = rpc::RpcClient::Connect(c_->addresses_[p], c_->options_, &client);
+      Status st = rpc::RpcClient::Connect(reps[replica_[p]], c_->options_, &client);
+      if (st.ok() && replica_[p] != found) st = CheckReplica(p, client.get(), &info_[p]);
       clients_.push_back(std::move(client));
       if (!st.ok()) {
-        // The replica Connect() found is gone: another one, where there is one.
+        // Gone (or not what it should be): another one, where there is one.
         std::vector<std::string> tried;
         FANOUT_RETURN_IF_ERROR(Failover(p, st, &tried));
       }
@@ -198,7 +205,6 @@ class ClusterSession : public Session {
     replies_.resize(k);
     dp_replies_.resize(k);
     views_.resize(k);
-    peer_.assign(k, -1);
     if (c_->data_ctx_) {
       const bool must = c_->mode_ == rpc::DataPlaneMode::kUcx;
       Status st = rpc::DataPlaneChannel::Create(c_->data_ctx_, c_->options_, &channel_);
@@ -208,16 +214,12 @@ class ClusterSession : public Session {
         return Status::OK();
       }
       for (int p = 0; p < k; ++p) {
-        if (c_->info_[p].data_port <= 0) {
+        if (info_[p].data_port <= 0) {
           c_->NoteFallback(p, "the server offers no data plane");
           continue;
         }
-        std::string host;
-        int port = 0;
-        FANOUT_RETURN_IF_ERROR(rpc::ParseAddress(c_->addresses_[p], &host, &port));
-        st = channel_->Connect(host, c_->info_[p].data_port, c_->addresses_[p], &peer_[p]);
+        st = ConnectDataPlane(p);
         if (!st.ok()) {
-          peer_[p] = -1;
           if (must) return st;
           c_->NoteFallback(p, st.message());
           ++stats_.fallbacks;
@@ -325,6 +327,32 @@ class ClusterSession : public Session {
     return st;
   }
 
+  // Opens the data plane to partition p's replica in use.
+  Status ConnectDataPlane(int p) {
+    peer_[p] = -1;
+    const std::string& addr = c_->replicas_[p][replica_[p]];
+    std::string host;
+    int port = 0;
+    FANOUT_RETURN_IF_ERROR(rpc::ParseAddress(addr, &host, &port));
+    int peer = -1;
+    FANOUT_RETURN_IF_ERROR(channel_->Connect(host, info_[p].data_port, addr, &peer));
+    peer_[p] = peer;
+    return Status::OK();
+  }
+
+  // OK when the replica behind `client` serves partition p of this dataset
+  // (its info into *info).
+  Status CheckReplica(int p, rpc::RpcClient* client, rpc::RemotePartitionInfo* info) {
+    FANOUT_RETURN_IF_ERROR(client->Info(info));
+    const rpc::RemotePartitionInfo& want = c_->info_[p];
+    if (info->partition != p || info->dataset_id != want.dataset_id || info->node_begin != want.node_begin ||
+        info->node_end != want.node_end)
+      return Status::InvalidArgument("serves partition " + std::to_string(info->partition) + " of dataset " +
+                                     info->dataset_id + ", not partition " + std::to_string(p) + " of " +
+                                     want.dataset_id);
+    return Status::OK();
+  }
+
   static bool Retryable(const Status& st) {
     return st.code() == Status::Code::kUnavailable || st.code() == Status::Code::kDeadlineExceeded;
   }
@@ -356,12 +384,7 @@ class ClusterSession : public Session {
       std::unique_ptr<rpc::RpcClient> client;
       rpc::RemotePartitionInfo info;
       Status st = rpc::RpcClient::Connect(reps[next], c_->options_, &client);
-      if (st.ok()) st = client->Info(&info);
-      if (st.ok() && (info.partition != p || info.dataset_id != c_->info_[p].dataset_id ||
-                      info.node_begin != c_->info_[p].node_begin || info.node_end != c_->info_[p].node_end))
-        st = Status::InvalidArgument("serves partition " + std::to_string(info.partition) + " of dataset " +
-                                     info.dataset_id + ", not partition " + std::to_string(p) + " of " +
-                                     c_->info_[p].dataset_id);
+      if (st.ok()) st = CheckReplica(p, client.get(), &info);
       if (!st.ok()) {
         tried->push_back(reps[next] + ": " + st.message());
         continue;
@@ -373,6 +396,9 @@ class ClusterSession : public Session {
       }
       replica_[p] = next;
       clients_[p] = std::move(client);
+      info_[p] = info;
+      // The new replica's data plane, where this session uses one (else Thrift).
+      if (channel_ && info.data_port > 0 && !ConnectDataPlane(p).ok()) peer_[p] = -1;
       return Status::OK();
     }
     return Status::FromCode(static_cast<int>(why.code()),
@@ -731,6 +757,7 @@ class ClusterSession : public Session {
   std::vector<char> via_dp_;  // per partition: the last Exchange's reply came over the data plane
   std::vector<int> peer_;  // data-plane peer per partition, -1 = Thrift
   std::vector<int> replica_;  // index into c_->replicas_[p] of the replica in use
+  std::vector<rpc::RemotePartitionInfo> info_;  // of the replica in use, per partition
   std::vector<std::vector<int64_t>> by_part_, pos_;
   std::vector<rpc::SampleReply> replies_;
   std::vector<PodVector<char>> dp_replies_;

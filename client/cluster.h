@@ -23,6 +23,7 @@
 #ifndef FANOUT_CLIENT_CLUSTER_H_
 #define FANOUT_CLIENT_CLUSTER_H_
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -81,6 +82,7 @@ class Cluster : public Source {
   mutable std::vector<bool> logged_;  // GUARDED_BY(log_mu_)
   std::vector<std::string> addresses_;  // chosen replica per partition
   std::vector<std::vector<std::string>> replicas_;  // every replica per partition, as listed
+  mutable std::atomic<uint64_t> sessions_{0};        // sessions opened: spreads them over the replicas
   std::vector<rpc::RemotePartitionInfo> info_;
   std::vector<int64_t> offsets_;
 };

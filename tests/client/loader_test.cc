@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <numeric>
 
 #include "client/cluster.h"
@@ -209,6 +210,11 @@ TEST_F(LoaderTest, AReplicaThatStopsMidEpochChangesNoBatch) {
   };
   std::vector<MiniBatch> calm, disturbed;
   run(0, &calm);
+  // The loader's two sessions started on different replicas: both served.
+  for (int p = 0; p < 2; ++p) {
+    EXPECT_GT(nlohmann::json::parse(servers_[p]->StatsJson())["totals"]["requests"].get<int64_t>(), 0) << p;
+    EXPECT_GT(nlohmann::json::parse(backups[p]->StatsJson())["totals"]["requests"].get<int64_t>(), 0) << p;
+  }
   run(4, &disturbed);
   ASSERT_EQ(calm.size(), disturbed.size());
   for (size_t i = 0; i < calm.size(); ++i) {
