@@ -264,7 +264,7 @@ class ClusterSession : public Session {
         Fallback(p, st);
         st = Status::OK();
       }
-      st = SendWithFailover(p, send);
+      st = WithFailover(p, send(p), [&] { return send(p); });
       owed[p] = 1;
     }
     for (int p = 0; p < k && st.ok(); ++p) {
@@ -280,26 +280,16 @@ class ClusterSession : public Session {
         // own deadline for a server that really hangs.
         if (st.code() != Status::Code::kUnavailable && st.code() != Status::Code::kDeadlineExceeded) break;
         Fallback(p, st);
-        st = SendWithFailover(p, send);
+        st = WithFailover(p, send(p), [&] { return send(p); });
         if (!st.ok()) break;
         owed[p] = 1;
       }
       if (owed[p] == 1) {
-        st = receive(p);
         owed[p] = 0;
-        // A replica that fails: the same request, unchanged, to another one
-        // (sampling is a pure function of it: the same answer).
-        std::vector<std::string> tried;
-        for (int attempt = 0; Retryable(st) && attempt < c_->options_.max_failovers; ++attempt) {
-          Status moved = Failover(p, st, &tried);
-          if (!moved.ok()) {
-            st = moved;  // names every address tried and why
-            break;
-          }
-          ++stats_.retries;
-          st = send(p);
-          if (st.ok()) st = receive(p);
-        }
+        st = WithFailover(p, receive(p), [&] {
+          Status sent = send(p);
+          return sent.ok() ? receive(p) : sent;
+        });
         if (st.ok()) stats_.thrift_bytes += ThriftBytes(p);
       }
     }
@@ -312,17 +302,19 @@ class ClusterSession : public Session {
     return st;
   }
 
-  // send(p), and where that fails with Unavailable or DeadlineExceeded, the
-  // same to partition p's other replicas (RpcOptions::max_failovers times).
-  template <typename SendFn>
-  Status SendWithFailover(int p, SendFn& send) {
-    Status st = send(p);
+  // `st` is what partition p's replica answered; where that is Unavailable
+  // or DeadlineExceeded, moves p to another replica and runs `again` there
+  // (the same request, unchanged: sampling is a pure function of it, so the
+  // same answer), at most RpcOptions::max_failovers times. When no replica
+  // answers, the error names every address tried and why.
+  template <typename AgainFn>
+  Status WithFailover(int p, Status st, AgainFn&& again) {
     std::vector<std::string> tried;
     for (int attempt = 0; Retryable(st) && attempt < c_->options_.max_failovers; ++attempt) {
       Status moved = Failover(p, st, &tried);
       if (!moved.ok()) return moved;
       ++stats_.retries;
-      st = send(p);
+      st = again();
     }
     return st;
   }
@@ -363,10 +355,11 @@ class ClusterSession : public Session {
     return out;
   }
 
-  // Moves partition p to its next replica that answers (Thrift; the data
-  // plane stays off for p in this session) after `why` from the current one;
+  // Moves partition p to its next replica that answers (and to its data
+  // plane, where this session uses one) after `why` from the current one;
   // each address tried and why goes into *tried. Waits backoff, 2x backoff,
-  // ... between rounds over all replicas. Unavailable when none answers.
+  // ... between rounds over all replicas. `why` itself with one replica;
+  // `why`'s code, naming every address tried, when none answers.
   Status Failover(int p, const Status& why, std::vector<std::string>* tried) {
     const auto& reps = c_->replicas_[p];
     if (reps.size() < 2) return why;  // nowhere else to go
@@ -398,7 +391,10 @@ class ClusterSession : public Session {
       clients_[p] = std::move(client);
       info_[p] = info;
       // The new replica's data plane, where this session uses one (else Thrift).
-      if (channel_ && info.data_port > 0 && !ConnectDataPlane(p).ok()) peer_[p] = -1;
+      if (channel_ && info.data_port > 0) {
+        Status dp = ConnectDataPlane(p);
+        if (!dp.ok()) c_->NoteFallback(p, dp.message());
+      }
       return Status::OK();
     }
     return Status::FromCode(static_cast<int>(why.code()),

@@ -27,24 +27,10 @@ namespace py = pybind11;
 namespace fanout::python {
 namespace {
 
-const char* ErrorName(Status::Code c) {
-  switch (c) {
-    case Status::Code::kInvalidArgument: return "InvalidArgument";
-    case Status::Code::kNotFound: return "NotFound";
-    case Status::Code::kCorruption: return "Corruption";
-    case Status::Code::kIOError: return "IOError";
-    case Status::Code::kNotSupported: return "NotSupported";
-    case Status::Code::kUnavailable: return "Unavailable";
-    case Status::Code::kDeadlineExceeded: return "DeadlineExceeded";
-    case Status::Code::kResourceExhausted: return "ResourceExhausted";
-    case Status::Code::kAborted: return "Aborted";
-    default: return "Internal";
-  }
-}
-
-// Raises the fanout.errors exception for a failed Status.
+// Raises the fanout.errors exception for a failed Status (the classes are
+// named after Status::CodeName).
 [[noreturn]] void Raise(const Status& st) {
-  py::object cls = py::module_::import("fanout.errors").attr(ErrorName(st.code()));
+  py::object cls = py::module_::import("fanout.errors").attr(st.ok() ? "Internal" : Status::CodeName(st.code()));
   PyErr_SetString(cls.ptr(), st.message().c_str());
   throw py::error_already_set();
 }

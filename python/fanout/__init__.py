@@ -175,6 +175,12 @@ class Batch:
                    shape(self.n_id), shape(self.e_id)))
 
 
+def _check_epoch(epoch):
+    if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+        raise InvalidArgument("epoch must be a non-negative integer, not %r" % (epoch,))
+    return epoch
+
+
 def _ids(input_nodes, cluster):
     if isinstance(input_nodes, str):
         return cluster.split_nodes(input_nodes)
@@ -251,15 +257,11 @@ class NodeLoader:
 
     def set_epoch(self, epoch):
         """The epoch the next iteration walks (default: 0, then the next one each time)."""
-        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
-            raise InvalidArgument("epoch must be a non-negative integer, not %r" % (epoch,))
-        self._next_epoch = epoch
+        self._next_epoch = _check_epoch(epoch)
 
     def epoch_seeds(self, epoch):
         """This rank's seeds of an epoch, in batch order (an int64 tensor)."""
-        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
-            raise InvalidArgument("epoch must be a non-negative integer, not %r" % (epoch,))
-        return _tensor(self._loader.epoch_seeds(epoch))
+        return _tensor(self._loader.epoch_seeds(_check_epoch(epoch)))
 
     def _input_id(self, n_id, batch_size):
         if self._sorted is None:

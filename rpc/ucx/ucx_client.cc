@@ -577,6 +577,9 @@ Status DataPlaneChannel::Post(int peer, const DataRequest& request, const ReplyS
   if (!sink.row_offsets.empty()) {
     if (sink.kind != MemoryKind::kHost || sink.row_bytes == 0 || sink.row_bytes > sink.bytes)
       return Status::InvalidArgument("a row sink needs host memory and rows no larger than its extent");
+    if (sink.row_offsets.size() != request.ids.size())
+      return Status::InvalidArgument("a row sink of " + std::to_string(sink.row_offsets.size()) + " rows for " +
+                                     std::to_string(request.ids.size()) + " ids");
     for (int64_t off : sink.row_offsets)
       if (off < 0 || static_cast<uint64_t>(off) > sink.bytes - sink.row_bytes)
         return Status::InvalidArgument("a row sink's offset " + std::to_string(off) + " is outside its " +
@@ -636,11 +639,6 @@ Status DataPlaneChannel::Post(int peer, const DataRequest& request, const ReplyS
   const void* data = request.ids.data();
   size_t data_bytes = request.ids.size() * 8;
   if (p->place != nullptr && !sink.row_offsets.empty()) {
-    if (sink.row_offsets.size() != request.ids.size()) {
-      p->busy = false;
-      return Status::InvalidArgument("a row sink of " + std::to_string(sink.row_offsets.size()) + " rows for " +
-                                     std::to_string(request.ids.size()) + " ids");
-    }
     p->ids_and_offsets.resize(2 * request.ids.size());
     std::memcpy(p->ids_and_offsets.data(), request.ids.data(), data_bytes);
     std::memcpy(p->ids_and_offsets.data() + request.ids.size(), sink.row_offsets.data(), data_bytes);

@@ -119,7 +119,7 @@ struct Thread {
   void Answer(Endpoint* ep, std::unique_ptr<Pending> p);
   void SendReply(Endpoint* ep, uint64_t request_id, const Status& st, std::unique_ptr<ReplyBuffer> buf,
                  bool force_rndv = false, uint16_t flags = 0, size_t placed_bytes = 0);
-  char* PlaceFor(Endpoint* ep, const Pending& p, uint16_t* reply_flags);
+  char* PlaceFor(Endpoint* ep, const Pending& p, ArrayView<const int64_t> offsets, uint16_t* reply_flags);
   void DropRegions(Endpoint* ep);
   void Finish(SendCtx* ctx, ucs_status_t status);
   std::unique_ptr<ReplyBuffer> TakeBuffer();
@@ -336,17 +336,7 @@ void Thread::Answer(Endpoint* ep, std::unique_ptr<Pending> p) {
   const bool rows = (p->hdr.flags & wire::kPlace) && (p->place.flags & wire::kPlaceRows);
   const size_t nids = rows ? p->ids.size() / 2 : p->ids.size();
   ArrayView<const int64_t> offsets(rows ? p->ids.data() + nids : nullptr, rows ? nids : 0);
-  char* place = (p->hdr.flags & wire::kPlace) ? PlaceFor(ep, *p, &reply_flags) : nullptr;
-  if (place != nullptr && rows) {
-    const uint64_t row = p->place.row_bytes, extent = p->place.bytes;
-    bool inside = row > 0 && row <= extent;
-    for (size_t j = 0; inside && j < nids; ++j)
-      inside = offsets[j] >= 0 && static_cast<uint64_t>(offsets[j]) <= extent - row;
-    if (!inside) {
-      ++server->malformed;  // a row outside its own target: answered the usual way
-      place = nullptr;
-    }
-  }
+  char* place = (p->hdr.flags & wire::kPlace) ? PlaceFor(ep, *p, offsets, &reply_flags) : nullptr;
   ReplyWriter writer(buf.get(), place, place ? p->place.bytes : 0, place ? offsets : ArrayView<const int64_t>(),
                      p->place.row_bytes);
   if (method == DataMethod::kPing) {
@@ -421,8 +411,9 @@ std::mutex g_unpack_mu;
 // null (the reply goes the usual way; *reply_flags gets kNoPlace where this
 // server can never write into this client's memory). A rogue client cannot
 // make it write outside the mapping that unpacking its rkey created: that
-// mapping is found as the new shared-memory mapping in /proc/self/maps.
-char* Thread::PlaceFor(Endpoint* ep, const Pending& p, uint16_t* reply_flags) {
+// mapping is found as the new shared-memory mapping in /proc/self/maps; and
+// each row of a reply placed row by row (`offsets`) must lie in the target.
+char* Thread::PlaceFor(Endpoint* ep, const Pending& p, ArrayView<const int64_t> offsets, uint16_t* reply_flags) {
   const auto method = static_cast<DataMethod>(p.hdr.method);
   if (method != DataMethod::kFeatures && method != DataMethod::kLabels) return nullptr;
   auto it = ep->regions.find(p.place.region);
@@ -479,7 +470,14 @@ char* Thread::PlaceFor(Endpoint* ep, const Pending& p, uint16_t* reply_flags) {
   void* local = nullptr;
   if (ucp_rkey_ptr(m.rkey, p.place.address, &local) != UCS_OK) return nullptr;
   char* at = static_cast<char*>(local);
-  if (at < m.lo || at > m.hi || p.place.bytes > static_cast<uint64_t>(m.hi - at)) {
+  bool inside = at >= m.lo && at <= m.hi && p.place.bytes <= static_cast<uint64_t>(m.hi - at);
+  if (inside && !offsets.empty()) {
+    const uint64_t row = p.place.row_bytes, extent = p.place.bytes;
+    inside = row > 0 && row <= extent;
+    for (size_t j = 0; inside && j < offsets.size(); ++j)
+      inside = offsets[j] >= 0 && static_cast<uint64_t>(offsets[j]) <= extent - row;
+  }
+  if (!inside) {
     ++server->malformed;  // outside the client's own region: answered the usual way
     return nullptr;
   }

@@ -29,6 +29,19 @@ class LoaderTest : public ServerTest {
     EXPECT_TRUE(st.ok()) << st.ToString();
     return c;
   }
+  // A second replica of each partition the fixture serves, and the cluster
+  // spec listing both replicas of each (the fixture's first).
+  void StartBackups(std::vector<std::unique_ptr<server::PartitionServer>>* backups, ClusterSpec* spec) {
+    for (size_t p = 0; p < servers_.size(); ++p) {
+      server::ServerOptions o;
+      o.dataset_dir = dir_;
+      o.partition = static_cast<int>(p);
+      backups->push_back(std::make_unique<server::PartitionServer>(o));
+      ASSERT_TRUE(backups->back()->Start().ok());
+      spec->replicas.push_back({"127.0.0.1:" + std::to_string(servers_[p]->port()),
+                                "127.0.0.1:" + std::to_string(backups->back()->port())});
+    }
+  }
   std::shared_ptr<LocalSource> Local() {
     std::shared_ptr<LocalSource> l;
     EXPECT_TRUE(LocalSource::Open(dir_, &l).ok());
@@ -170,17 +183,8 @@ TEST_F(LoaderTest, ServerErrorsSurfaceWithTheServersAddress) {
 TEST_F(LoaderTest, AReplicaThatStopsMidEpochChangesNoBatch) {
   StartServers(2);
   std::vector<std::unique_ptr<server::PartitionServer>> backups;
-  for (int p = 0; p < 2; ++p) {
-    server::ServerOptions o;
-    o.dataset_dir = dir_;
-    o.partition = p;
-    backups.push_back(std::make_unique<server::PartitionServer>(o));
-    ASSERT_TRUE(backups.back()->Start().ok());
-  }
   ClusterSpec spec;
-  for (int p = 0; p < 2; ++p)
-    spec.replicas.push_back({"127.0.0.1:" + std::to_string(servers_[p]->port()),
-                             "127.0.0.1:" + std::to_string(backups[p]->port())});
+  StartBackups(&backups, &spec);
   rpc::RpcOptions ro;
   ro.call_timeout_ms = 3000;
   ro.failover_backoff_ms = 10;
@@ -246,19 +250,10 @@ TEST_F(LoaderTest, AReplicaThatStopsMidEpochChangesNoBatch) {
 TEST_F(LoaderTest, ARollingRestartDuringTrainingLeavesTheLossTraceUnchanged) {
   StartServers(2);
   std::vector<std::unique_ptr<server::PartitionServer>> backups;
-  for (int p = 0; p < 2; ++p) {
-    server::ServerOptions o;
-    o.dataset_dir = dir_;
-    o.partition = p;
-    backups.push_back(std::make_unique<server::PartitionServer>(o));
-    ASSERT_TRUE(backups.back()->Start().ok());
-  }
+  ClusterSpec spec;
+  StartBackups(&backups, &spec);
   // Every replica as (which list, index): restarted on its own port.
   std::vector<std::unique_ptr<server::PartitionServer>*> all = {&servers_[0], &backups[0], &servers_[1], &backups[1]};
-  ClusterSpec spec;
-  for (int p = 0; p < 2; ++p)
-    spec.replicas.push_back({"127.0.0.1:" + std::to_string(servers_[p]->port()),
-                             "127.0.0.1:" + std::to_string(backups[p]->port())});
   rpc::RpcOptions ro;
   ro.failover_backoff_ms = 10;
   torch::set_num_threads(1);  // bitwise-reproducible reductions
@@ -288,7 +283,9 @@ TEST_F(LoaderTest, ARollingRestartDuringTrainingLeavesTheLossTraceUnchanged) {
       };
     }
     auto r = examples::TrainGraphSage(c, t);
-    if (restart) EXPECT_GE(batches, 8);
+    if (restart) {
+      EXPECT_GE(batches, 8);
+    }
     return r;
   };
   auto calm = train(false);

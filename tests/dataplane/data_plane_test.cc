@@ -312,6 +312,13 @@ ClusterSpec ChildSpec(const Child& c0, const Child& c1, rpc::DataPlaneMode mode)
   return spec;
 }
 
+// Every node of Cora once, scrambled, so that both partitions interleave.
+std::vector<int64_t> EveryNodeScrambled() {
+  std::vector<int64_t> ids(2708);
+  for (int64_t i = 0; i < 2708; ++i) ids[i] = (i * 7) % 2708;
+  return ids;
+}
+
 TEST_P(DataPlaneTest, AServerKilledMidTransferGivesUnavailableNamingItWithinTheTimeout) {
   const std::string& dir = server::testing::CoraDir(2);
   Child c0 = StartChild(dir, 0), c1 = StartChild(dir, 1);
@@ -327,8 +334,7 @@ TEST_P(DataPlaneTest, AServerKilledMidTransferGivesUnavailableNamingItWithinTheT
   std::unique_ptr<Session> s;
   ASSERT_TRUE(cluster->NewSession(&s).ok());
   // 15 MiB replies, back to back, while partition 1's server is killed.
-  std::vector<int64_t> ids(2708);
-  for (int64_t i = 0; i < 2708; ++i) ids[i] = (i * 7) % 2708;
+  std::vector<int64_t> ids = EveryNodeScrambled();
   std::vector<float> f(ids.size() * 1433);
   ASSERT_TRUE(s->Features(ids, f.data()).ok());
   std::atomic<bool> killed{false};
@@ -413,8 +419,7 @@ TEST_P(DataPlaneTest, AStoppedServerEndsInDeadlineExceededNamingItAndTheOthersSt
   ASSERT_TRUE(Cluster::Connect(spec, ro, &cluster).ok());
   std::unique_ptr<Session> s;
   ASSERT_TRUE(cluster->NewSession(&s).ok());
-  std::vector<int64_t> ids(2708);
-  for (int64_t i = 0; i < 2708; ++i) ids[i] = (i * 7) % 2708;
+  std::vector<int64_t> ids = EveryNodeScrambled();
   std::vector<float> f(ids.size() * 1433), want(ids.size() * 1433);
   ASSERT_TRUE(s->Features(ids, want.data()).ok());
   EXPECT_GT(s->stats().ucx_bytes, 0);
@@ -456,8 +461,7 @@ TEST_P(DataPlaneTest, AnAbandonedPlacedRequestTaintsItsRegionAndThePoolRetiresIt
   ASSERT_NE(pool, nullptr);
   std::unique_ptr<Session> s;
   ASSERT_TRUE(cluster->NewSession(&s).ok());
-  std::vector<int64_t> ids(2708);
-  for (int64_t i = 0; i < 2708; ++i) ids[i] = (i * 7) % 2708;
+  std::vector<int64_t> ids = EveryNodeScrambled();
   const size_t bytes = ids.size() * 1433 * 4;
   std::vector<float> want(ids.size() * 1433);
   std::shared_ptr<rpc::DataRegion> r;
@@ -921,8 +925,12 @@ TEST_P(DataPlaneTest, RepliesPlacedInADataRegionEqualThrift) {
     st = ch->Call(peer, req, sink);
     ASSERT_TRUE(st.ok()) << st.ToString();
     ASSERT_EQ(0, std::memcmp(region->data() + at, want.data(), sink.bytes)) << "at " << at;
-    if (at > 0) EXPECT_EQ(region->data()[at - 1], 0x7f);  // nothing outside the sink
-    if (at + sink.bytes < region->size()) EXPECT_EQ(region->data()[at + sink.bytes], 0x7f);
+    if (at > 0) {
+      EXPECT_EQ(region->data()[at - 1], 0x7f);  // nothing outside the sink
+    }
+    if (at + sink.bytes < region->size()) {
+      EXPECT_EQ(region->data()[at + sink.bytes], 0x7f);
+    }
   }
   // Labels too; a sink outside any region comes the usual way.
   std::vector<int64_t> want_labels(ids.size());
