@@ -3,6 +3,10 @@
 #include <arpa/inet.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <thrift/TApplicationException.h>
+#include <thrift/TOutput.h>
+#include <thrift/protocol/TBinaryProtocol.h>
+#include <thrift/transport/TBufferTransports.h>
 #include <thrift/transport/TSocket.h>
 #include <thrift/transport/TTransportException.h>
 
@@ -11,6 +15,7 @@
 #include <climits>
 #include <cstring>
 #include <limits>
+#include <mutex>
 
 namespace fanout::rpc {
 
@@ -21,8 +26,9 @@ std::shared_ptr<apache::thrift::TConfiguration> MakeThriftConfig(int64_t max_fra
 }
 
 ResettingFramedTransport::ResettingFramedTransport(std::shared_ptr<apache::thrift::transport::TTransport> inner,
-                                                   std::shared_ptr<apache::thrift::TConfiguration> config)
-    : TFramedTransport(inner, std::move(config)) {
+                                                   std::shared_ptr<apache::thrift::TConfiguration> config,
+                                                   std::unique_ptr<ConnectionGuard::Connection> conn)
+    : TFramedTransport(inner, std::move(config)), conn_(std::move(conn)) {
   if (dynamic_cast<apache::thrift::transport::TSocket*>(inner.get()) != nullptr) fd_ = -2;  // resolved at flush
   header_ = wBuf_.get();
 }
@@ -109,13 +115,77 @@ void ResettingFramedTransport::flush() {
   ResetWrite();
 }
 
+void ResettingFramedTransport::close() {
+  if (conn_) conn_->Close();  // before the socket closes: its descriptor may be reused
+  TFramedTransport::close();
+}
+
+uint32_t ResettingFramedTransport::ReadSome(uint8_t* buf, uint32_t len, bool in_frame) {
+  using apache::thrift::transport::TTransportException;
+  // A frame must arrive whole by its deadline, however steadily it trickles in.
+  if (in_frame && conn_ && !conn_->KeepWaiting(true))
+    throw TTransportException(TTransportException::TIMED_OUT, "frame deadline passed");
+  for (;;) {
+    try {
+      return transport_->read(buf, len);
+    } catch (const TTransportException& e) {
+      if (!conn_ || e.getType() != TTransportException::TIMED_OUT || !conn_->KeepWaiting(in_frame)) throw;
+    }
+  }
+}
+
+void ResettingFramedTransport::ReadAll(uint8_t* buf, uint32_t len) {
+  uint32_t got = 0;
+  while (got < len) {
+    uint32_t n = ReadSome(buf + got, len - got, true);
+    if (n == 0)
+      throw apache::thrift::transport::TTransportException(apache::thrift::transport::TTransportException::END_OF_FILE,
+                                                           "No more data to read inside a frame.");
+    got += n;
+  }
+}
+
+void ResettingFramedTransport::Refuse(uint32_t frame_bytes) {
+  using apache::thrift::transport::TMemoryBuffer;
+  using apache::thrift::transport::TTransportException;
+  // The request's name and sequence id, from its first bytes, so the client
+  // matches the refusal to its call.
+  std::vector<uint8_t> head(std::min<uint32_t>(frame_bytes, 4096));
+  try {
+    ReadAll(head.data(), static_cast<uint32_t>(head.size()));
+    auto in = std::make_shared<TMemoryBuffer>(head.data(), static_cast<uint32_t>(head.size()));
+    apache::thrift::protocol::TBinaryProtocol iprot(in);
+    std::string name;
+    apache::thrift::protocol::TMessageType type;
+    int32_t seqid = 0;
+    iprot.readMessageBegin(name, type, seqid);
+    auto out = std::make_shared<TMemoryBuffer>();
+    apache::thrift::protocol::TBinaryProtocol oprot(out);
+    oprot.writeMessageBegin(name, apache::thrift::protocol::T_EXCEPTION, seqid);
+    apache::thrift::TApplicationException(apache::thrift::TApplicationException::INTERNAL_ERROR,
+                                          conn_->guard()->RefusalMessage())
+        .write(&oprot);
+    oprot.writeMessageEnd();
+    uint8_t* body = nullptr;
+    uint32_t body_len = 0;
+    out->getBuffer(&body, &body_len);
+    uint32_t be = htonl(body_len);
+    transport_->write(reinterpret_cast<const uint8_t*>(&be), sizeof be);
+    transport_->write(body, body_len);
+    transport_->flush();
+  } catch (...) {
+    // A client that sends nothing usable is closed without an answer.
+  }
+  throw TTransportException(TTransportException::END_OF_FILE, "connection refused at the connection limit");
+}
+
 void ResettingFramedTransport::FillBuffer() {
   if (rBufSize_ < kZeroCopyBytes) {
     rBuf_.reset(new uint8_t[kZeroCopyBytes]);
     rBufSize_ = kZeroCopyBytes;
   }
   uint32_t n = std::min(frame_left_, kZeroCopyBytes);
-  transport_->readAll(rBuf_.get(), n);
+  ReadAll(rBuf_.get(), n);
   frame_left_ -= n;
   setReadBuffer(rBuf_.get(), n);
 }
@@ -123,14 +193,16 @@ void ResettingFramedTransport::FillBuffer() {
 bool ResettingFramedTransport::readFrame() {
   resetConsumedMessageSize();  // the budget is per message, not per connection
   using apache::thrift::transport::TTransportException;
+  if (conn_) conn_->Idle();
   uint8_t size_buf[4];
   uint32_t got = 0;
   while (got < sizeof size_buf) {
-    uint32_t n = transport_->read(size_buf + got, sizeof size_buf - got);
+    uint32_t n = ReadSome(size_buf + got, sizeof size_buf - got, got > 0);
     if (n == 0) {
       if (got == 0) return false;  // clean end of stream between frames
       throw TTransportException(TTransportException::END_OF_FILE, "No more data to read after partial frame header.");
     }
+    if (got == 0 && conn_) conn_->Begin(0);  // a frame began: its deadline runs
     got += n;
   }
   int32_t sz;
@@ -139,6 +211,11 @@ bool ResettingFramedTransport::readFrame() {
   if (sz < 0) throw TTransportException("Frame size has negative value");
   if (static_cast<uint32_t>(sz) > maxFrameSize_)
     throw TTransportException(TTransportException::CORRUPTED_DATA, "MaxFrameSize reached");
+  if (conn_) {
+    if (conn_->refused()) Refuse(static_cast<uint32_t>(sz));
+    if (!conn_->Begin(sz))
+      throw TTransportException(TTransportException::TIMED_OUT, "request memory budget full (--max-inflight-mib)");
+  }
   frame_left_ = static_cast<uint32_t>(sz);
   FillBuffer();
   return true;
@@ -158,7 +235,7 @@ uint32_t ResettingFramedTransport::readSlow(uint8_t* buf, uint32_t len) {
   }
   // The buffer is drained but the frame goes on.
   if (len >= kZeroCopyBytes / 2) {  // large: straight from the socket into the caller's memory
-    uint32_t n = transport_->read(buf, std::min(len, frame_left_));
+    uint32_t n = ReadSome(buf, std::min(len, frame_left_), true);
     if (n == 0)
       throw apache::thrift::transport::TTransportException(apache::thrift::transport::TTransportException::END_OF_FILE,
                                                            "No more data to read inside a frame.");
@@ -176,11 +253,39 @@ uint32_t ResettingFramedTransport::readEnd() {
   // Skip whatever the protocol left of the frame, so the next frame starts aligned.
   uint8_t sink[4096];
   while (frame_left_ > 0) {
-    uint32_t n = transport_->read(sink, std::min<uint32_t>(frame_left_, sizeof sink));
+    uint32_t n = ReadSome(sink, std::min<uint32_t>(frame_left_, sizeof sink), true);
     if (n == 0) break;
     frame_left_ -= n;
   }
   return TFramedTransport::readEnd();
+}
+
+namespace {
+// TSocket logs every receive timeout; the guard's ticks are timeouts by
+// design, so those lines are dropped and the rest printed as Thrift does.
+void QuietTimeouts(const char* message) {
+  if (std::strstr(message, "THRIFT_EAGAIN (timed out)") != nullptr) return;
+  apache::thrift::TOutput::errorTimeWrapper(message);
+}
+}  // namespace
+
+GuardedFramedTransportFactory::GuardedFramedTransportFactory(int64_t max_frame_bytes,
+                                                             std::shared_ptr<ConnectionGuard> guard)
+    : config_(MakeThriftConfig(max_frame_bytes)), guard_(std::move(guard)) {
+  static std::once_flag once;
+  std::call_once(once, [] { apache::thrift::GlobalOutput.setOutputFunction(QuietTimeouts); });
+}
+
+std::shared_ptr<apache::thrift::transport::TTransport> GuardedFramedTransportFactory::getTransport(
+    std::shared_ptr<apache::thrift::transport::TTransport> trans) {
+  std::unique_ptr<ConnectionGuard::Connection> conn;
+  if (auto* sock = dynamic_cast<apache::thrift::transport::TSocket*>(trans.get())) {
+    sock->setRecvTimeout(guard_->tick_ms());
+    if (guard_->limits().frame_timeout_ms > 0)
+      sock->setSendTimeout(static_cast<int>(std::min<int64_t>(guard_->limits().frame_timeout_ms, INT_MAX)));
+    conn = guard_->Admit(sock->getSocketFD());
+  }
+  return std::make_shared<ResettingFramedTransport>(std::move(trans), config_, std::move(conn));
 }
 
 }  // namespace fanout::rpc

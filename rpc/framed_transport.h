@@ -29,6 +29,8 @@
 #include <memory>
 #include <vector>
 
+#include "rpc/connection_guard.h"
+
 namespace fanout::rpc {
 
 // Per-message limits: the largest frame accepted (larger ones close the
@@ -39,8 +41,13 @@ class ResettingFramedTransport : public apache::thrift::transport::TFramedTransp
  public:
   static constexpr uint32_t kZeroCopyBytes = 64 << 10;
 
+  // `conn`: the server's admission of this connection (GuardedFramedTransportFactory);
+  // null on clients.
   ResettingFramedTransport(std::shared_ptr<apache::thrift::transport::TTransport> inner,
-                           std::shared_ptr<apache::thrift::TConfiguration> config);
+                           std::shared_ptr<apache::thrift::TConfiguration> config,
+                           std::unique_ptr<ConnectionGuard::Connection> conn = nullptr);
+
+  void close() override;
 
   void flush() override;
   uint32_t readEnd() override;
@@ -65,8 +72,15 @@ class ResettingFramedTransport : public apache::thrift::transport::TFramedTransp
   uint8_t* header_ = nullptr;      // where the frame size goes
   size_t sealed_ = 0;              // bytes of wBuf_ already in pieces_
   uint32_t frame_left_ = 0;        // bytes of the current frame not yet taken from the socket
+  std::unique_ptr<ConnectionGuard::Connection> conn_;
   // Reads up to min(frame_left_, kZeroCopyBytes) more bytes of the frame into rBuf_.
   void FillBuffer();
+  // transport_->read, waiting through receive timeouts while conn_ allows
+  // (`in_frame`: inside a frame, else between frames).
+  uint32_t ReadSome(uint8_t* buf, uint32_t len, bool in_frame);
+  void ReadAll(uint8_t* buf, uint32_t len);
+  // A refused connection: answers its first request with the refusal.
+  [[noreturn]] void Refuse(uint32_t frame_bytes);
 };
 
 class ResettingFramedTransportFactory : public apache::thrift::transport::TTransportFactory {
@@ -80,6 +94,21 @@ class ResettingFramedTransportFactory : public apache::thrift::transport::TTrans
 
  private:
   std::shared_ptr<apache::thrift::TConfiguration> config_;
+};
+
+// The server's input transports: each accepted socket is admitted by `guard`
+// (ConnectionGuard), gets the guard's tick as its receive timeout and the
+// frame timeout as its send timeout. Replies go through a plain
+// ResettingFramedTransportFactory (the output transport of the same socket).
+class GuardedFramedTransportFactory : public apache::thrift::transport::TTransportFactory {
+ public:
+  GuardedFramedTransportFactory(int64_t max_frame_bytes, std::shared_ptr<ConnectionGuard> guard);
+  std::shared_ptr<apache::thrift::transport::TTransport> getTransport(
+      std::shared_ptr<apache::thrift::transport::TTransport> trans) override;
+
+ private:
+  std::shared_ptr<apache::thrift::TConfiguration> config_;
+  std::shared_ptr<ConnectionGuard> guard_;
 };
 
 }  // namespace fanout::rpc

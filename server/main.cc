@@ -1,5 +1,7 @@
 // fanout-server: serves one partition of a Fanout dataset.
+#include <malloc.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -14,7 +16,19 @@ int main(int argc, char** argv) {
                "shared memory on one host, RDMA or tcp between hosts), with an admin HTTP endpoint\n"
                "(/metrics Prometheus text, /stats JSON throughput, /healthz, / live page).\n"
                "SIGTERM or SIGINT: stop accepting, finish requests in flight, exit 0."};
+  // Connections need descriptors: take the hard open-file limit before the
+  // connection limit's default is sized from it.
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
   fanout::server::ServerOptions o;
+  const fanout::rpc::ConnectionLimits defaults = fanout::rpc::ConnectionLimits::Defaults();
+  int idle_timeout_s = static_cast<int>(defaults.idle_timeout_ms / 1000);
+  double frame_timeout_s = defaults.frame_timeout_ms / 1000.0;
+  int64_t max_inflight_mib = defaults.max_inflight_bytes >> 20;
+  int malloc_arenas = 0;
   app.add_option("--dataset", o.dataset_dir, "Dataset folder written by fanout-partition")->required();
   app.add_option("--partition", o.partition, "Partition to serve")->required()->check(CLI::NonNegativeNumber);
   app.add_option("--port", o.port, "RPC port (0 = any free port, printed when ready)")->required()->check(CLI::Range(0, 65535));
@@ -39,8 +53,35 @@ int main(int argc, char** argv) {
       ->default_val(0)->check(CLI::Range(0, 64));
   app.add_option("--expect-parts", o.expected_num_parts, "Refuse a dataset that does not have this many partitions")
       ->default_val(-1);
+  app.add_option("--max-connections", o.limits.max_connections,
+                 "RPC connections open at once; at the limit a new one replaces the longest-idle one, or is "
+                 "refused (with the reason, counted) when every connection is inside a request (0 = no limit)")
+      ->default_val(defaults.max_connections)->check(CLI::Range(0, 1 << 20));
+  app.add_option("--idle-timeout-s", idle_timeout_s, "Close an RPC connection idle this long (0 = never)")
+      ->default_val(idle_timeout_s)->check(CLI::Range(0, 1 << 30));
+  app.add_option("--frame-timeout-s", frame_timeout_s,
+                 "A request must arrive whole, and a reply be taken, within this long (slow clients; 0 = never)")
+      ->default_val(frame_timeout_s)->check(CLI::Range(0.0, 1e7));
+  app.add_option("--max-inflight-mib", max_inflight_mib,
+                 "Request bytes all connections may hold at once; more waits (default a quarter of memory; 0 = no limit)")
+      ->default_val(max_inflight_mib)->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  app.add_option("--malloc-arenas", malloc_arenas,
+                 "glibc malloc arenas (0 = 2 per CPU): fewer keep memory bounded under many connection threads")
+      ->default_val(0)->check(CLI::Range(0, 1024));
   CLI11_PARSE(app, argc, argv);
   o.max_frame_bytes <<= 20;
+  o.limits.idle_timeout_ms = int64_t{idle_timeout_s} * 1000;
+  o.limits.frame_timeout_ms = static_cast<int64_t>(frame_timeout_s * 1000);
+  o.limits.max_inflight_bytes = max_inflight_mib << 20;
+  if (o.limits.max_inflight_bytes > 0 && o.limits.max_inflight_bytes < o.max_frame_bytes) {
+    std::fprintf(stderr, "fanout-server: error: --max-inflight-mib %lld is below --max-frame-mib %lld: no request "
+                 "of the largest size could ever be held\n", static_cast<long long>(max_inflight_mib),
+                 static_cast<long long>(o.max_frame_bytes >> 20));
+    return 2;
+  }
+  // glibc gives each thread that allocates its own arena (up to 8 per CPU);
+  // with a thread per connection, memory grows with connection churn.
+  mallopt(M_ARENA_MAX, malloc_arenas > 0 ? malloc_arenas : 2 * fanout::UsableCpuCount());
   o.data_plane = data_plane == "ucx";
   if (o.data_plane && !fanout::rpc::DataPlaneBuilt()) {
     std::fprintf(stderr, "fanout-server: error: --data-plane ucx, but this build has no UCX (FANOUT_WITH_UCX)\n");
@@ -65,13 +106,14 @@ int main(int argc, char** argv) {
   const auto& d = server.data();
   int64_t rss = fanout::ResidentSetBytes();
   std::printf("fanout-server ready: dataset %s partition %d/%d nodes [%lld, %lld) %lld edges; loaded in %.2f s; "
-              "arrays %.1f MiB, RSS %.1f MiB (%.2fx); rpc %s:%d admin %s data %s\n",
+              "arrays %.1f MiB, RSS %.1f MiB (%.2fx); rpc %s:%d admin %s data %s; at most %d connections\n",
               d.meta.name.c_str(), d.part, d.meta.num_parts, static_cast<long long>(d.node_begin),
               static_cast<long long>(d.node_end), static_cast<long long>(d.indices.size()), server.load_seconds(),
               d.RawBytes() / 1048576.0, rss / 1048576.0, d.RawBytes() ? double(rss) / d.RawBytes() : 0.0,
               o.bind.c_str(), server.port(),
               server.admin_port() > 0 ? (o.bind + ":" + std::to_string(server.admin_port())).c_str() : "off",
-              server.data_port() > 0 ? ("ucx " + o.bind + ":" + std::to_string(server.data_port())).c_str() : "off");
+              server.data_port() > 0 ? ("ucx " + o.bind + ":" + std::to_string(server.data_port())).c_str() : "off",
+              o.limits.max_connections);
   int sig = 0;
   sigwait(&signals, &sig);
   std::printf("fanout-server: %s received, draining\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");

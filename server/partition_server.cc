@@ -46,10 +46,13 @@ struct PartitionServer::Admin {
   bool stop = false;  // GUARDED_BY(mu)
 };
 
-PartitionServer::PartitionServer(ServerOptions options) : options_(std::move(options)) {}
+PartitionServer::PartitionServer(ServerOptions options)
+    : options_(std::move(options)), guard_(std::make_shared<rpc::ConnectionGuard>(options_.limits)) {}
 
 PartitionServer::PartitionServer(ServerOptions options, std::shared_ptr<const datasets::PartitionData> data)
-    : options_(std::move(options)), data_(std::move(data)) {}
+    : options_(std::move(options)),
+      data_(std::move(data)),
+      guard_(std::make_shared<rpc::ConnectionGuard>(options_.limits)) {}
 
 PartitionServer::~PartitionServer() { Stop(); }
 
@@ -98,9 +101,12 @@ Status PartitionServer::StartRpc() {
   rpc_->socket = std::make_shared<TServerSocket>(options_.bind, options_.port);
   auto handlers = std::make_shared<HandlerFactory>(state_.get());
   auto processors = std::make_shared<rpc::gen::FanoutProcessorFactory>(handlers);
+  // Requests come in through the guard (limits, deadlines, memory); replies
+  // go out through the plain framed transport of the same socket.
+  auto protocols = std::make_shared<TBinaryProtocolFactory>();
   rpc_->server = std::make_shared<TThreadedServer>(
-      processors, rpc_->socket, std::make_shared<rpc::ResettingFramedTransportFactory>(options_.max_frame_bytes),
-      std::make_shared<TBinaryProtocolFactory>());
+      processors, rpc_->socket, std::make_shared<rpc::GuardedFramedTransportFactory>(options_.max_frame_bytes, guard_),
+      std::make_shared<rpc::ResettingFramedTransportFactory>(options_.max_frame_bytes), protocols, protocols);
   auto ready = std::make_shared<ReadySignal>();
   std::future<void> listening = ready->ready.get_future();
   rpc_->server->setServerEventHandler(ready);
@@ -180,6 +186,23 @@ nlohmann::json DataPlaneJson(const rpc::DataPlaneServer* dp, int port) {
   return j;
 }
 
+nlohmann::json ConnectionsJson(const rpc::ConnectionStats& c, const rpc::ConnectionLimits& l) {
+  return {{"open", c.open},
+          {"peak_open", c.peak_open},
+          {"accepted", c.accepted},
+          {"refused", c.refused},
+          {"evicted_idle", c.evicted_idle},
+          {"idle_timeouts", c.idle_timeouts},
+          {"frame_timeouts", c.frame_timeouts},
+          {"memory_waits", c.memory_waits},
+          {"memory_refused", c.memory_refused},
+          {"inflight_bytes", c.inflight_bytes},
+          {"max_connections", l.max_connections},
+          {"idle_timeout_ms", l.idle_timeout_ms},
+          {"frame_timeout_ms", l.frame_timeout_ms},
+          {"max_inflight_bytes", l.max_inflight_bytes}};
+}
+
 nlohmann::json RdmaJson() {
   std::string error;
   std::vector<rpc::RdmaDevice> devs = rpc::ListRdmaDevices(&error);
@@ -196,6 +219,8 @@ nlohmann::json RdmaJson() {
 }
 
 }  // namespace
+
+rpc::ConnectionStats PartitionServer::connection_stats() const { return guard_->Stats(); }
 
 std::string PartitionServer::StatsJson() const {
   // Until Start() has loaded the partition (phase 1), data_ and state_ are
@@ -240,6 +265,7 @@ std::string PartitionServer::StatsJson() const {
     j["memory"] = {{"rss_bytes", rss}};
   }
   j["rpc_port"] = port_;
+  j["connections"] = ConnectionsJson(connection_stats(), options_.limits);
   j["rdma"] = RdmaJson();
   return j.dump(2);
 }
@@ -289,6 +315,26 @@ Status PartitionServer::StartAdmin() {
                   static_cast<long long>(ResidentSetBytes()), static_cast<long long>(loaded ? data_->RawBytes() : 0),
                   phase_.load() == 1 ? 1 : 0);
     extra = line;
+    const rpc::ConnectionStats c = guard_->Stats();
+    std::snprintf(line, sizeof line,
+                  "# HELP fanout_rpc_connections Open RPC connections.\n"
+                  "# TYPE fanout_rpc_connections gauge\nfanout_rpc_connections %lld\n"
+                  "# HELP fanout_rpc_connections_max The connection limit (--max-connections).\n"
+                  "# TYPE fanout_rpc_connections_max gauge\nfanout_rpc_connections_max %d\n"
+                  "# HELP fanout_rpc_connections_closed_total RPC connections the server closed or refused, by reason.\n"
+                  "# TYPE fanout_rpc_connections_closed_total counter\n"
+                  "fanout_rpc_connections_closed_total{reason=\"refused\"} %lld\n"
+                  "fanout_rpc_connections_closed_total{reason=\"evicted_idle\"} %lld\n"
+                  "fanout_rpc_connections_closed_total{reason=\"idle_timeout\"} %lld\n"
+                  "fanout_rpc_connections_closed_total{reason=\"frame_timeout\"} %lld\n"
+                  "fanout_rpc_connections_closed_total{reason=\"memory\"} %lld\n"
+                  "# HELP fanout_rpc_inflight_request_bytes Request bytes held by all connections.\n"
+                  "# TYPE fanout_rpc_inflight_request_bytes gauge\nfanout_rpc_inflight_request_bytes %lld\n",
+                  static_cast<long long>(c.open), options_.limits.max_connections, static_cast<long long>(c.refused),
+                  static_cast<long long>(c.evicted_idle), static_cast<long long>(c.idle_timeouts),
+                  static_cast<long long>(c.frame_timeouts), static_cast<long long>(c.memory_refused),
+                  static_cast<long long>(c.inflight_bytes));
+    extra += line;
     if (loaded && data_plane_) {
       rpc::DataPlaneServerStats dp = data_plane_->Stats();
       std::snprintf(line, sizeof line,

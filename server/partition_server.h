@@ -27,6 +27,7 @@
 #include "common/status.h"
 #include "common/thread_pool.h"
 #include "datasets/partition_store.h"
+#include "rpc/connection_guard.h"
 #include "server/server_metrics.h"
 
 namespace fanout::server {
@@ -42,6 +43,8 @@ struct ServerOptions {
   int64_t max_fanout = 100000;     // largest fanout accepted (-1 = all is always accepted)
   int64_t max_frame_bytes = int64_t{256} << 20;    // largest request frame, default 256 MiB
   int expected_num_parts = -1;     // refuse a dataset with another partition count
+  // Connections, idle and slow clients, request memory (see ConnectionGuard).
+  rpc::ConnectionLimits limits = rpc::ConnectionLimits::Defaults();
   // The UCX data plane (a listener on `bind`, advertised in PartitionInfo):
   // on by default; ignored in builds without UCX (fanout-server refuses an
   // explicit --data-plane ucx there). Start() fails with the reason when it
@@ -79,6 +82,7 @@ class PartitionServer {
   double load_seconds() const { return load_seconds_; }
   // "loading", "serving", "draining", "stopped".
   const char* state() const;
+  rpc::ConnectionStats connection_stats() const;
   // The /stats document (JSON text).
   std::string StatsJson() const;
 
@@ -90,6 +94,7 @@ class PartitionServer {
   ServerOptions options_;
   std::shared_ptr<const datasets::PartitionData> data_;
   std::unique_ptr<ServerState> state_;
+  const std::shared_ptr<rpc::ConnectionGuard> guard_;  // the RPC listener's limits (lives as long as the server)
   struct Rpc;
   std::unique_ptr<Rpc> rpc_;
   struct Admin;

@@ -1,0 +1,164 @@
+#include "rpc/connection_guard.h"
+
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cassert>
+
+#include "common/cpu.h"
+
+namespace fanout::rpc {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+int64_t MsSince(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
+}
+
+// A refused connection gets this long to send the request it is refused in.
+constexpr int64_t kRefusalWaitMs = 2000;
+}  // namespace
+
+ConnectionLimits ConnectionLimits::Defaults() {
+  ConnectionLimits l;
+  int64_t conns = std::max<int64_t>(256, int64_t{64} * UsableCpuCount());
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY)
+    conns = std::min<int64_t>(conns, std::max<int64_t>(16, static_cast<int64_t>(files.rlim_cur) / 2));
+  l.max_connections = static_cast<int>(conns);
+  l.idle_timeout_ms = 600000;
+  l.frame_timeout_ms = 60000;
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  l.max_inflight_bytes = pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page / 4 : int64_t{1} << 30;
+  return l;
+}
+
+ConnectionGuard::ConnectionGuard(ConnectionLimits limits) : limits_(limits) {
+  int64_t tick = 1000;
+  if (limits_.idle_timeout_ms > 0) tick = std::min(tick, limits_.idle_timeout_ms / 4);
+  if (limits_.frame_timeout_ms > 0) tick = std::min(tick, limits_.frame_timeout_ms / 4);
+  tick_ms_ = static_cast<int>(std::max<int64_t>(tick, 10));
+}
+
+std::string ConnectionGuard::RefusalMessage() const {
+  return "server at its connection limit (--max-connections " + std::to_string(limits_.max_connections) +
+         ", every connection inside a request): connection refused; retry later or use another replica";
+}
+
+std::unique_ptr<ConnectionGuard::Connection> ConnectionGuard::Admit(int fd) {
+  auto c = std::make_unique<Connection>();
+  c->guard_ = this;
+  c->fd_ = fd;
+  std::lock_guard<std::mutex> lock(mu_);
+  c->since_ = Clock::now();
+  if (limits_.max_connections > 0 && static_cast<int>(open_.size()) >= limits_.max_connections) {
+    Connection* oldest = nullptr;
+    for (Connection* o : open_)
+      if (o->idle_ && (oldest == nullptr || o->since_ < oldest->since_)) oldest = o;
+    if (oldest == nullptr) {
+      c->refused_ = true;
+      ++stats_.refused;
+      return c;
+    }
+    // Its thread sees end-of-stream and ends the connection; the client's
+    // next call on it reconnects.
+    ::shutdown(oldest->fd_, SHUT_RDWR);
+    oldest->shut_ = true;
+    Release(oldest);
+    ++stats_.evicted_idle;
+  }
+  c->pos_ = open_.insert(open_.end(), c.get());
+  c->listed_ = true;
+  ++stats_.accepted;
+  stats_.open = static_cast<int64_t>(open_.size());
+  stats_.peak_open = std::max(stats_.peak_open, stats_.open);
+  return c;
+}
+
+void ConnectionGuard::Release(Connection* c) {
+  stats_.inflight_bytes -= c->reserved_;
+  if (c->reserved_ > 0) budget_cv_.notify_all();
+  c->reserved_ = 0;
+  if (c->listed_) {
+    open_.erase(c->pos_);
+    c->listed_ = false;
+    stats_.open = static_cast<int64_t>(open_.size());
+  }
+}
+
+ConnectionStats ConnectionGuard::Stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void ConnectionGuard::Connection::Idle() {
+  std::lock_guard<std::mutex> lock(guard_->mu_);
+  if (reserved_ > 0) {
+    guard_->stats_.inflight_bytes -= reserved_;
+    reserved_ = 0;
+    guard_->budget_cv_.notify_all();
+  }
+  idle_ = true;
+  since_ = Clock::now();
+}
+
+bool ConnectionGuard::Connection::Begin(int64_t bytes) {
+  ConnectionGuard& g = *guard_;
+  std::unique_lock<std::mutex> lock(g.mu_);
+  assert(reserved_ == 0);
+  if (idle_) {  // the frame's first byte: its deadline starts
+    idle_ = false;
+    since_ = Clock::now();
+  }
+  const int64_t limit = g.limits_.max_inflight_bytes;
+  if (limit <= 0 || refused_) return true;
+  bytes = std::min(bytes, limit);  // a frame larger than the whole budget waits for all of it
+  if (g.stats_.inflight_bytes + bytes > limit) {
+    ++g.stats_.memory_waits;
+    auto fits = [&] { return shut_ || g.stats_.inflight_bytes + bytes <= limit; };
+    if (g.limits_.frame_timeout_ms > 0) {
+      if (!g.budget_cv_.wait_for(lock, std::chrono::milliseconds(g.limits_.frame_timeout_ms), fits)) {
+        ++g.stats_.memory_refused;
+        return false;
+      }
+    } else {
+      g.budget_cv_.wait(lock, fits);
+    }
+    if (shut_) return false;
+  }
+  reserved_ = bytes;
+  g.stats_.inflight_bytes += bytes;
+  return true;
+}
+
+bool ConnectionGuard::Connection::KeepWaiting(bool in_frame) {
+  ConnectionGuard& g = *guard_;
+  std::lock_guard<std::mutex> lock(g.mu_);
+  if (shut_) return false;
+  const int64_t waited = MsSince(since_);
+  if (refused_) return waited < kRefusalWaitMs;
+  if (in_frame) {
+    if (g.limits_.frame_timeout_ms > 0 && waited >= g.limits_.frame_timeout_ms) {
+      ++g.stats_.frame_timeouts;
+      return false;
+    }
+    return true;
+  }
+  if (g.limits_.idle_timeout_ms > 0 && waited >= g.limits_.idle_timeout_ms) {
+    ++g.stats_.idle_timeouts;
+    return false;
+  }
+  return true;
+}
+
+void ConnectionGuard::Connection::Close() {
+  if (guard_ == nullptr) return;
+  std::lock_guard<std::mutex> lock(guard_->mu_);
+  guard_->Release(this);
+  shut_ = true;
+}
+
+}  // namespace fanout::rpc

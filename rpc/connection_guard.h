@@ -1,0 +1,126 @@
+// ConnectionGuard: the RPC server's limits on connections, time and memory.
+//
+// Thrift's TThreadedServer gives every connection a thread and waits on it
+// forever. The guard bounds what clients can hold:
+//  - max_connections: connections open at once. At the limit a new
+//    connection takes the place of the one idle the longest (its socket is
+//    shut down; a client's next call on it reconnects), so a flood of idle
+//    sockets cannot lock out a working client; when none is idle (every
+//    connection is inside a request), the new one is refused: its first
+//    request is answered with a TApplicationException naming the limit, and
+//    it is counted.
+//  - idle_timeout_ms: a connection that sends no request for this long is
+//    closed.
+//  - frame_timeout_ms: a request frame must arrive whole within this long of
+//    its first byte, and a reply must be taken by the client within it (a
+//    slow or stalled client loses its connection, not a thread forever).
+//  - max_inflight_bytes: request frames held by all connections together. A
+//    frame that does not fit waits (at most frame_timeout_ms) for others to
+//    finish; then its connection is closed and counted.
+//
+// Used by GuardedFramedTransportFactory (framed_transport.h), which admits
+// each accepted socket here. Thread safety: every method is safe from any
+// thread.
+#ifndef FANOUT_RPC_CONNECTION_GUARD_H_
+#define FANOUT_RPC_CONNECTION_GUARD_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace fanout::rpc {
+
+struct ConnectionLimits {
+  int max_connections = 0;         // 0 = unlimited
+  int64_t idle_timeout_ms = 0;     // 0 = never
+  int64_t frame_timeout_ms = 0;    // 0 = never
+  int64_t max_inflight_bytes = 0;  // 0 = unlimited
+  // The machine's defaults: 64 connections per CPU (at least 256, at most
+  // half the open-file limit), 10 min idle, 60 s per frame, a quarter of
+  // physical memory for request frames.
+  static ConnectionLimits Defaults();
+};
+
+struct ConnectionStats {
+  int64_t open = 0;             // connections now
+  int64_t peak_open = 0;
+  int64_t accepted = 0;         // admitted since start
+  int64_t refused = 0;          // refused at the limit (every connection busy)
+  int64_t evicted_idle = 0;     // closed to make room at the limit
+  int64_t idle_timeouts = 0;    // closed after idle_timeout_ms without a request
+  int64_t frame_timeouts = 0;   // closed because a frame or reply took longer than frame_timeout_ms
+  int64_t memory_waits = 0;     // frames that waited for the in-flight byte budget
+  int64_t memory_refused = 0;   // connections closed because the budget stayed full
+  int64_t inflight_bytes = 0;   // request bytes held now
+};
+
+class ConnectionGuard {
+ public:
+  explicit ConnectionGuard(ConnectionLimits limits);
+  ConnectionGuard(const ConnectionGuard&) = delete;
+  ConnectionGuard& operator=(const ConnectionGuard&) = delete;
+
+  // One admitted (or refused) connection; its transport owns it.
+  class Connection {
+   public:
+    ~Connection() { Close(); }
+    bool refused() const { return refused_; }
+    const ConnectionGuard* guard() const { return guard_; }
+    // Waiting for the next request frame (its budget released).
+    void Idle();
+    // A frame began (its first byte; again with its size once known):
+    // reserves `bytes` from the in-flight budget, waiting while it is full. false (and counted) when the budget stayed
+    // full for frame_timeout_ms.
+    bool Begin(int64_t bytes);
+    // A receive or send wait timed out after the guard's tick: true to keep
+    // waiting, false (counted) when the connection's idle or frame deadline
+    // passed. `in_frame`: inside a frame (or sending a reply), else idle.
+    bool KeepWaiting(bool in_frame);
+    // Leaves the guard (before the socket is closed, so it cannot be shut
+    // down after its descriptor is reused). Idempotent.
+    void Close();
+
+   private:
+    friend class ConnectionGuard;
+    ConnectionGuard* guard_ = nullptr;
+    int fd_ = -1;
+    bool refused_ = false;
+    bool listed_ = false;        // in guard_->open_ (GUARDED_BY guard_->mu_)
+    bool idle_ = true;           // GUARDED_BY guard_->mu_
+    bool shut_ = false;          // shut down by the guard (GUARDED_BY guard_->mu_)
+    int64_t reserved_ = 0;       // GUARDED_BY guard_->mu_
+    std::chrono::steady_clock::time_point since_;  // idle or in frame since (GUARDED_BY guard_->mu_)
+    std::list<Connection*>::iterator pos_;
+  };
+
+  // Admits the accepted socket `fd` (evicting the longest-idle connection at
+  // the limit) or returns a refused Connection (every connection busy). The
+  // guard must outlive every Connection.
+  std::unique_ptr<Connection> Admit(int fd);
+
+  // How long a socket wait may block before the guard is asked again (its
+  // receive timeout): small enough to see each deadline in time.
+  int tick_ms() const { return tick_ms_; }
+  const ConnectionLimits& limits() const { return limits_; }
+  ConnectionStats Stats() const;
+  // The refusal the client reads.
+  std::string RefusalMessage() const;
+
+ private:
+  void Release(Connection* c);  // REQUIRES: mu_ held
+
+  const ConnectionLimits limits_;
+  int tick_ms_ = 0;
+  mutable std::mutex mu_;
+  std::condition_variable budget_cv_;
+  std::list<Connection*> open_;  // GUARDED_BY(mu_)
+  ConnectionStats stats_;        // GUARDED_BY(mu_)
+};
+
+}  // namespace fanout::rpc
+
+#endif  // FANOUT_RPC_CONNECTION_GUARD_H_

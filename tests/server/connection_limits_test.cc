@@ -1,0 +1,254 @@
+// The RPC server's connection guard: the connection limit (idle ones make
+// room, busy ones refuse with the reason), idle and slow-client timeouts, and
+// the in-flight request memory budget.
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "tests/server/server_fixture.h"
+
+namespace fanout::server {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::ServerTest;
+using Clock = std::chrono::steady_clock;
+
+int ThreadCount() {
+  int n = 0;
+  DIR* d = opendir("/proc/self/task");
+  if (d == nullptr) return -1;
+  while (dirent* e = readdir(d))
+    if (e->d_name[0] != '.') ++n;
+  closedir(d);
+  return n;
+}
+
+int Dial(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+void SendAll(int fd, const std::string& bytes) {
+  size_t sent = 0;
+  while (sent < bytes.size()) {
+    ssize_t n = send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) return;
+    sent += static_cast<size_t>(n);
+  }
+}
+
+// The first bytes of a frame that promises `size` bytes.
+std::string FrameStart(uint32_t size, size_t body_bytes) {
+  uint32_t be = htonl(size);
+  return std::string(reinterpret_cast<const char*>(&be), 4) + std::string(body_bytes, 'x');
+}
+
+// Seconds until the server closes `fd` (reads 0 or a reset); -1 if it is
+// still open after `limit_s`.
+double SecondsUntilClosed(int fd, double limit_s) {
+  auto t0 = Clock::now();
+  timeval tv{0, 50000};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char buf[256];
+  for (;;) {
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (n == 0 || (n < 0 && errno == ECONNRESET)) return s;
+    if (s > limit_s) return -1;
+  }
+}
+
+template <typename Pred>
+bool WaitFor(Pred pred, double seconds) {
+  auto end = Clock::now() + std::chrono::duration<double>(seconds);
+  while (Clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return pred();
+}
+
+class ConnectionLimitsTest : public ServerTest {
+ protected:
+  void ExpectPing() {
+    auto client = Connect(0);
+    std::string pong;
+    Status st = client->Ping("hello", &pong);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    EXPECT_EQ(pong, "hello");
+  }
+  const PartitionServer& server() { return *servers_[0]; }
+  ~ConnectionLimitsTest() override {
+    for (int fd : fds_) close(fd);
+  }
+  std::vector<int> fds_;
+};
+
+TEST_F(ConnectionLimitsTest, FiveThousandIdleConnectionsKeepThreadsBoundedAndANormalClientServed) {
+  rlimit files{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &files), 0);
+  files.rlim_cur = files.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &files);
+  getrlimit(RLIMIT_NOFILE, &files);
+  const int n = static_cast<int>(std::min<rlim_t>(5000, files.rlim_cur > 200 ? files.rlim_cur - 200 : 0));
+  ASSERT_GE(n, 500) << "the open-file limit allows too few sockets for this test";
+  ServerOptions o;
+  o.limits.max_connections = 32;
+  StartServers(1, o);
+  const int threads_before = ThreadCount();
+  for (int i = 0; i < n; ++i) {
+    int fd = Dial(server().port());
+    ASSERT_GE(fd, 0) << "connection " << i << ": " << std::strerror(errno);
+    fds_.push_back(fd);
+  }
+  ASSERT_TRUE(WaitFor([&] { return server().connection_stats().accepted >= n; }, 60))
+      << server().connection_stats().accepted;
+  // Evicted connections' threads end; at most the limit remain (and a few in passing).
+  EXPECT_TRUE(WaitFor([&] { return ThreadCount() <= threads_before + 32 + 4; }, 20))
+      << ThreadCount() << " threads, " << threads_before << " before";
+  rpc::ConnectionStats s = server().connection_stats();
+  EXPECT_LE(s.open, 32);
+  EXPECT_LE(s.peak_open, 32);
+  EXPECT_GE(s.evicted_idle, n - 32);
+  EXPECT_EQ(s.refused, 0);
+  ExpectPing();
+  // The oldest sockets were closed by the server.
+  EXPECT_GE(SecondsUntilClosed(fds_.front(), 5), 0);
+}
+
+TEST_F(ConnectionLimitsTest, RefusedWithTheReasonWhenEveryConnectionIsBusy) {
+  ServerOptions o;
+  o.limits.max_connections = 2;
+  StartServers(1, o);
+  // Two connections inside a request (a frame begun, not finished).
+  for (int i = 0; i < 2; ++i) {
+    int fd = Dial(server().port());
+    ASSERT_GE(fd, 0);
+    SendAll(fd, FrameStart(100, 10));
+    fds_.push_back(fd);
+  }
+  ASSERT_TRUE(WaitFor([&] { return server().connection_stats().accepted == 2; }, 10));
+  std::unique_ptr<rpc::RpcClient> client;
+  ASSERT_TRUE(rpc::RpcClient::Connect("127.0.0.1", server().port(), {}, &client).ok());
+  std::string pong;
+  Status st = client->Ping("hello", &pong);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), Status::Code::kUnavailable) << st.ToString();
+  EXPECT_THAT(st.message(), HasSubstr("connection limit (--max-connections 2"));
+  EXPECT_THAT(st.message(), HasSubstr("127.0.0.1:" + std::to_string(server().port())));
+  EXPECT_EQ(server().connection_stats().refused, 1);
+  // A busy connection ends: there is room again (the client reconnects).
+  close(fds_.back());
+  fds_.pop_back();
+  ASSERT_TRUE(WaitFor([&] { return server().connection_stats().open < 2; }, 10));
+  st = client->Ping("again", &pong);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(pong, "again");
+  EXPECT_THAT(server().StatsJson(), HasSubstr("\"refused\": 1"));
+}
+
+TEST_F(ConnectionLimitsTest, IdleConnectionsAreClosedAfterTheIdleTimeout) {
+  ServerOptions o;
+  o.limits.idle_timeout_ms = 300;
+  StartServers(1, o);
+  int fd = Dial(server().port());
+  ASSERT_GE(fd, 0);
+  fds_.push_back(fd);
+  double s = SecondsUntilClosed(fd, 10);
+  EXPECT_GE(s, 0.25);
+  EXPECT_LT(s, 10);
+  EXPECT_EQ(server().connection_stats().idle_timeouts, 1);
+  // Requests keep a connection open past the timeout, as long as it is never idle that long.
+  auto client = Connect(0);
+  std::string pong;
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_TRUE(client->Ping("x", &pong).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(server().connection_stats().idle_timeouts, 1);
+}
+
+TEST_F(ConnectionLimitsTest, ASlowClientLosesItsConnectionAtTheFrameTimeout) {
+  ServerOptions o;
+  o.limits.frame_timeout_ms = 400;
+  StartServers(1, o);
+  // Half a frame, then nothing.
+  int stalled = Dial(server().port());
+  ASSERT_GE(stalled, 0);
+  fds_.push_back(stalled);
+  SendAll(stalled, FrameStart(1000, 100));
+  double s = SecondsUntilClosed(stalled, 10);
+  EXPECT_GE(s, 0.3);
+  EXPECT_LT(s, 10);
+  // A byte every 50 ms: always progressing, never finishing.
+  int drip = Dial(server().port());
+  ASSERT_GE(drip, 0);
+  fds_.push_back(drip);
+  SendAll(drip, FrameStart(1000, 0));
+  auto t0 = Clock::now();
+  bool closed = false;
+  for (int i = 0; i < 200 && !closed; ++i) {
+    closed = send(drip, "x", 1, MSG_NOSIGNAL) != 1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(closed);
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 9);
+  EXPECT_EQ(server().connection_stats().frame_timeouts, 2);
+  ExpectPing();
+}
+
+TEST_F(ConnectionLimitsTest, RequestMemoryIsBoundedByTheInflightBudget) {
+  ServerOptions o;
+  o.limits.max_inflight_bytes = 1000;
+  StartServers(1, o);
+  // Holds 990 of the 1000 bytes: its frame has begun.
+  int holder = Dial(server().port());
+  ASSERT_GE(holder, 0);
+  fds_.push_back(holder);
+  SendAll(holder, FrameStart(990, 10));
+  ASSERT_TRUE(WaitFor([&] { return server().connection_stats().inflight_bytes == 990; }, 10));
+  // A ping does not fit: it waits for the budget.
+  auto client = Connect(0);
+  std::string pong;
+  Status st;
+  std::atomic<bool> done{false};
+  std::thread pinger([&] {
+    st = client->Ping("after you", &pong);
+    done = true;
+  });
+  ASSERT_TRUE(WaitFor([&] { return server().connection_stats().memory_waits == 1; }, 10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(done.load());
+  EXPECT_EQ(server().connection_stats().inflight_bytes, 990);
+  // The holder leaves: its budget comes back and the ping goes through.
+  close(holder);
+  fds_.clear();
+  pinger.join();
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(pong, "after you");
+  EXPECT_TRUE(WaitFor([&] { return server().connection_stats().inflight_bytes == 0; }, 10));
+  EXPECT_EQ(server().connection_stats().memory_refused, 0);
+}
+
+}  // namespace
+}  // namespace fanout::server
