@@ -116,7 +116,6 @@ Status Cluster::Connect(const ClusterSpec& spec, const rpc::RpcOptions& options,
     return Status::InvalidArgument("partition ranges end at " + std::to_string(c->offsets_.back()) + " but the dataset has " +
                                    std::to_string(first.num_nodes_total) + " nodes");
   const rpc::DataPlaneMode mode = spec.has_data_plane ? spec.data_plane : options.data_plane;
-  c->logged_.assign(k, false);
   if (mode == rpc::DataPlaneMode::kUcx) {
     for (int p = 0; p < k; ++p)
       if (c->info_[p].data_port <= 0)
@@ -135,15 +134,110 @@ Status Cluster::Connect(const ClusterSpec& spec, const rpc::RpcOptions& options,
                    st.message().c_str());
     }
   }
+  c->state_.resize(k);
+  for (int p = 0; p < k; ++p)
+    for (size_t r = 0; r < c->replicas_[p].size(); ++r) c->state_[p].push_back(std::make_unique<Replica>());
+  for (int p = 0; p < k; ++p) c->health_checks_ |= options.health_check_ms > 0 && c->replicas_[p].size() > 1;
+  if (c->health_checks_) c->health_thread_ = std::thread([raw = c.get()] { raw->HealthLoop(); });
   *out = std::move(c);
   return Status::OK();
 }
 
-void Cluster::NoteFallback(int p, const std::string& why) const {
+Cluster::~Cluster() {
+  if (!health_thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(health_mu_);
+    health_stop_ = true;
+  }
+  health_cv_.notify_all();
+  health_thread_.join();
+}
+
+void Cluster::HealthLoop() {
+  rpc::RpcOptions ro = options_;
+  ro.connect_timeout_ms = ro.call_timeout_ms = std::max(500, options_.health_check_ms);
+  const int k = num_parts();
+  std::vector<std::vector<std::unique_ptr<rpc::RpcClient>>> clients(k);
+  for (int p = 0; p < k; ++p) clients[p].resize(replicas_[p].size());
+  std::unique_lock<std::mutex> lock(health_mu_);
+  while (!health_stop_) {
+    lock.unlock();
+    for (int p = 0; p < k; ++p) {
+      if (replicas_[p].size() < 2) continue;
+      for (size_t r = 0; r < replicas_[p].size(); ++r) {
+        Replica& st = *state_[p][r];
+        std::string pong;
+        Status ok = clients[p][r] ? clients[p][r]->Ping("health", &pong) : Status::Unavailable("not connected");
+        if (!ok.ok() && ok.code() != Status::Code::kDeadlineExceeded) {
+          // The connection may predate a restart, or have been closed as
+          // idle: a new one decides.
+          clients[p][r].reset();
+          ok = rpc::RpcClient::Connect(replicas_[p][r], ro, &clients[p][r]);
+          if (ok.ok()) ok = clients[p][r]->Ping("health", &pong);
+        }
+        ++st.checks;
+        if (ok.ok()) {
+          if (!st.healthy.exchange(true))
+            std::fprintf(stderr, "fanout: partition %d: replica %s answers its health check again\n", p,
+                         replicas_[p][r].c_str());
+          continue;
+        }
+        clients[p][r].reset();
+        ++st.checks_failed;
+        if (st.healthy.exchange(false))
+          std::fprintf(stderr, "fanout: partition %d: replica %s fails its health check: %s\n", p,
+                       replicas_[p][r].c_str(), ok.message().c_str());
+        std::lock_guard<std::mutex> l(st.mu);
+        st.last_error = ok.message();
+      }
+    }
+    lock.lock();
+    health_cv_.wait_for(lock, std::chrono::milliseconds(options_.health_check_ms), [this] { return health_stop_; });
+  }
+}
+
+std::vector<int> Cluster::ReplicaOrder(int p, int start) const {
+  const int n = static_cast<int>(replicas_[p].size());
+  std::vector<int> order;
+  for (int pass = 0; pass < 2; ++pass)
+    for (int i = 0; i < n; ++i) {
+      const int r = (start + i) % n;
+      if (Healthy(p, r) == (pass == 0)) order.push_back(r);
+    }
+  return order;
+}
+
+void Cluster::NoteFailure(int p, int r, const std::string& why) const {
+  Replica& st = *state_[p][r];
+  ++st.failures;
+  std::lock_guard<std::mutex> lock(st.mu);
+  st.last_error = why;
+}
+
+std::vector<ReplicaHealth> Cluster::Health() const {
+  std::vector<ReplicaHealth> out;
+  for (int p = 0; p < num_parts(); ++p)
+    for (size_t r = 0; r < replicas_[p].size(); ++r) {
+      Replica& st = *state_[p][r];
+      ReplicaHealth h;
+      h.partition = p;
+      h.address = replicas_[p][r];
+      h.healthy = st.healthy;
+      h.checks = st.checks;
+      h.checks_failed = st.checks_failed;
+      h.failures = st.failures;
+      h.failovers_to = st.failovers_to;
+      std::lock_guard<std::mutex> lock(st.mu);
+      h.last_error = st.last_error;
+      out.push_back(std::move(h));
+    }
+  return out;
+}
+
+void Cluster::NoteFallback(const std::string& address, const std::string& why) const {
   std::lock_guard<std::mutex> lock(log_mu_);
-  if (logged_[p]) return;
-  logged_[p] = true;
-  std::fprintf(stderr, "fanout: data plane to server %s: %s; its requests go over Thrift\n", addresses_[p].c_str(),
+  if (!logged_.insert(address).second) return;
+  std::fprintf(stderr, "fanout: data plane to server %s: %s; its requests go over Thrift\n", address.c_str(),
                why.c_str());
 }
 
@@ -181,6 +275,8 @@ class ClusterSession : public Session {
   Status Open() {
     const int k = c_->num_parts();
     replica_.assign(k, 0);
+    home_.assign(k, 0);
+    next_home_try_.assign(k, std::chrono::steady_clock::time_point{});
     info_ = c_->info_;
     peer_.assign(k, -1);
     // Sessions start on different replicas (round robin), so a loader's
@@ -189,7 +285,9 @@ class ClusterSession : public Session {
     for (int p = 0; p < k; ++p) {
       const auto& reps = c_->replicas_[p];
       const int found = static_cast<int>(std::find(reps.begin(), reps.end(), c_->addresses_[p]) - reps.begin());
-      replica_[p] = static_cast<int>((found + seq) % reps.size());
+      // Its own replica in turn, or the next healthy one after it.
+      home_[p] = static_cast<int>((found + seq) % reps.size());
+      replica_[p] = c_->ReplicaOrder(p, home_[p]).front();
       std::unique_ptr<rpc::RpcClient> client;
       Status st = rpc::RpcClient::Connect(reps[replica_[p]], c_->options_, &client);
       if (st.ok() && replica_[p] != found) st = CheckReplica(p, client.get(), &info_[p]);
@@ -210,18 +308,18 @@ class ClusterSession : public Session {
       Status st = rpc::DataPlaneChannel::Create(c_->data_ctx_, c_->options_, &channel_);
       if (!st.ok()) {
         if (must) return st;
-        for (int p = 0; p < k; ++p) c_->NoteFallback(p, st.message());
+        for (int p = 0; p < k; ++p) c_->NoteFallback(Address(p), st.message());
         return Status::OK();
       }
       for (int p = 0; p < k; ++p) {
         if (info_[p].data_port <= 0) {
-          c_->NoteFallback(p, "the server offers no data plane");
+          c_->NoteFallback(Address(p), "the server offers no data plane");
           continue;
         }
         st = ConnectDataPlane(p);
         if (!st.ok()) {
           if (must) return st;
-          c_->NoteFallback(p, st.message());
+          c_->NoteFallback(Address(p), st.message());
           ++stats_.fallbacks;
         }
       }
@@ -247,6 +345,7 @@ class ClusterSession : public Session {
   template <typename SinkFn, typename SendFn, typename ReceiveFn>
   Status Exchange(const rpc::DataRequest& base, SinkFn&& sink, SendFn&& send, ReceiveFn&& receive) {
     const int k = c_->num_parts();
+    if (c_->health_checks_) GoHome();
     std::vector<char> owed(k, 0);  // 1 thrift, 2 data plane
     via_dp_.assign(k, 0);
     Status st;
@@ -319,6 +418,34 @@ class ClusterSession : public Session {
     return st;
   }
 
+  // A session that failed over returns to its own replica once that passes
+  // its health checks again (tried at most once per check interval), so the
+  // load spreads again after a restart.
+  void GoHome() {
+    const auto now = std::chrono::steady_clock::now();
+    for (int p = 0; p < c_->num_parts(); ++p) {
+      if (replica_[p] == home_[p] || !c_->Healthy(p, home_[p]) || now < next_home_try_[p]) continue;
+      next_home_try_[p] = now + std::chrono::milliseconds(c_->options_.health_check_ms);
+      std::unique_ptr<rpc::RpcClient> client;
+      rpc::RemotePartitionInfo info;
+      Status st = rpc::RpcClient::Connect(c_->replicas_[p][home_[p]], c_->options_, &client);
+      if (st.ok()) st = CheckReplica(p, client.get(), &info);
+      if (!st.ok()) continue;
+      if (channel_ && peer_[p] >= 0) channel_->Abandon(peer_[p]);
+      peer_[p] = -1;
+      replica_[p] = home_[p];
+      clients_[p] = std::move(client);
+      info_[p] = info;
+      if (channel_ && info.data_port > 0) {
+        Status dp = ConnectDataPlane(p);
+        if (!dp.ok()) c_->NoteFallback(Address(p), dp.message());
+      }
+    }
+  }
+
+  // The address of partition p's replica in use.
+  const std::string& Address(int p) const { return c_->replicas_[p][replica_[p]]; }
+
   // Opens the data plane to partition p's replica in use.
   Status ConnectDataPlane(int p) {
     peer_[p] = -1;
@@ -362,15 +489,29 @@ class ClusterSession : public Session {
   // `why`'s code, naming every address tried, when none answers.
   Status Failover(int p, const Status& why, std::vector<std::string>* tried) {
     const auto& reps = c_->replicas_[p];
-    if (reps.size() < 2) return why;  // nowhere else to go
+    const int n = static_cast<int>(reps.size());
+    // A server closes connections that idle too long or that make room for
+    // new ones (ConnectionGuard): on the first Unavailable the same replica
+    // is asked again, on a new connection, before any other.
+    const bool same_first = why.code() == Status::Code::kUnavailable && tried->empty();
+    if (n < 2 && !same_first) return why;  // nowhere else to go
     tried->push_back(reps[replica_[p]] + ": " + why.message());
+    c_->NoteFailure(p, replica_[p], why.message());
     if (channel_ && peer_[p] >= 0) channel_->Abandon(peer_[p]);
     peer_[p] = -1;
-    const int n = static_cast<int>(reps.size());
+    // The others from the next one on, those that pass their health checks
+    // first; the same one again after a round (after backoff).
+    std::vector<int> order;
+    if (same_first) order.push_back(replica_[p]);
+    if (n >= 2) {
+      for (int r : c_->ReplicaOrder(p, (replica_[p] + 1) % n))
+        if (r != replica_[p]) order.push_back(r);
+      order.push_back(replica_[p]);
+    }
     int backoff = std::max(1, c_->options_.failover_backoff_ms);
-    for (int step = 1; step <= n; ++step) {
-      const int next = (replica_[p] + step) % n;
-      if (step == n) {  // a whole round failed: wait before going round again
+    for (size_t step = 0; step < order.size(); ++step) {
+      const int next = order[step];
+      if (step + 1 == order.size() && n >= 2) {  // a whole round failed: wait before going round again
         std::this_thread::sleep_for(std::chrono::milliseconds(backoff));
         backoff = std::min(backoff * 2, 5000);
       }
@@ -384,6 +525,7 @@ class ClusterSession : public Session {
       }
       if (next != replica_[p]) {
         ++stats_.failovers;
+        ++c_->replica_state(p, next).failovers_to;
         std::fprintf(stderr, "fanout: partition %d: %s failed (%s); now using replica %s\n", p,
                      reps[replica_[p]].c_str(), why.message().c_str(), reps[next].c_str());
       }
@@ -393,16 +535,17 @@ class ClusterSession : public Session {
       // The new replica's data plane, where this session uses one (else Thrift).
       if (channel_ && info.data_port > 0) {
         Status dp = ConnectDataPlane(p);
-        if (!dp.ok()) c_->NoteFallback(p, dp.message());
+        if (!dp.ok()) c_->NoteFallback(Address(p), dp.message());
       }
       return Status::OK();
     }
+    if (n < 2) return why;
     return Status::FromCode(static_cast<int>(why.code()),
                             "partition " + std::to_string(p) + ": no replica answers: " + Join(*tried));
   }
 
   void Fallback(int p, const Status& why) {
-    c_->NoteFallback(p, why.message());
+    c_->NoteFallback(Address(p), why.message());
     peer_[p] = -1;
     ++stats_.fallbacks;
   }
@@ -753,6 +896,8 @@ class ClusterSession : public Session {
   std::vector<char> via_dp_;  // per partition: the last Exchange's reply came over the data plane
   std::vector<int> peer_;  // data-plane peer per partition, -1 = Thrift
   std::vector<int> replica_;  // index into c_->replicas_[p] of the replica in use
+  std::vector<int> home_;     // ... of the replica this session started on (its share of the load)
+  std::vector<std::chrono::steady_clock::time_point> next_home_try_;  // when to try going home again
   std::vector<rpc::RemotePartitionInfo> info_;  // of the replica in use, per partition
   std::vector<std::vector<int64_t>> by_part_, pos_;
   std::vector<rpc::SampleReply> replies_;

@@ -18,15 +18,20 @@
 // to the same dataset; otherwise it returns an error naming the server and
 // what is wrong. Server errors later arrive with the server's message and
 // address; a server that does not answer within RpcOptions::call_timeout_ms
-// gives DeadlineExceeded naming it. (Failover to other replicas comes later.)
+// gives DeadlineExceeded naming it; where the partition has other replicas,
+// the request goes again, unchanged, to another one (failover, see
+// RpcOptions), and a background thread health-checks every replica.
 //
 #ifndef FANOUT_CLIENT_CLUSTER_H_
 #define FANOUT_CLIENT_CLUSTER_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "client/source.h"
@@ -44,8 +49,20 @@ struct ClusterSpec {
 Status ParseClusterJson(const std::string& text, const std::string& origin, ClusterSpec* out);
 Status ReadClusterFile(const std::string& path, ClusterSpec* out);
 
+// One replica as this client sees it (Cluster::Health()).
+struct ReplicaHealth {
+  int partition = 0;
+  std::string address;
+  bool healthy = true;         // answered its last health check (true until one fails)
+  int64_t checks = 0, checks_failed = 0;
+  int64_t failures = 0;        // requests that failed there (Unavailable, DeadlineExceeded) and were retried
+  int64_t failovers_to = 0;    // times a session moved to it after another replica failed
+  std::string last_error;      // the last failed check's or request's reason
+};
+
 class Cluster : public Source {
  public:
+  ~Cluster() override;
   static Status Connect(const ClusterSpec& spec, const rpc::RpcOptions& options, std::shared_ptr<Cluster>* out);
 
   Status NewSession(std::unique_ptr<Session>* out) override;
@@ -67,11 +84,14 @@ class Cluster : public Source {
   rpc::DataPlaneMode data_plane() const { return mode_; }
   // Why the data plane is not used, where it is not ("" otherwise).
   const std::string& data_plane_note() const { return data_note_; }
+  // Every replica of every partition: health checks, failures, failovers.
+  std::vector<ReplicaHealth> Health() const;
 
  private:
   friend class ClusterSession;
   // Logs once per server that its data plane is not used, and why.
-  void NoteFallback(int p, const std::string& why) const;
+  // Logs once per server address that its data plane is not used, and why.
+  void NoteFallback(const std::string& address, const std::string& why) const;
   rpc::RpcOptions options_;
   rpc::DataPlaneMode mode_ = rpc::DataPlaneMode::kTcp;
   std::shared_ptr<rpc::DataPlaneContext> data_ctx_;
@@ -79,12 +99,34 @@ class Cluster : public Source {
   std::shared_ptr<RegionPool> pool_;  // GUARDED_BY(pool_mu_), made on first use
   std::string data_note_;
   mutable std::mutex log_mu_;
-  mutable std::vector<bool> logged_;  // GUARDED_BY(log_mu_)
+  mutable std::set<std::string> logged_;  // addresses whose fallback was logged (GUARDED_BY(log_mu_))
   std::vector<std::string> addresses_;  // chosen replica per partition
   std::vector<std::vector<std::string>> replicas_;  // every replica per partition, as listed
   mutable std::atomic<uint64_t> sessions_{0};        // sessions opened: spreads them over the replicas
   std::vector<rpc::RemotePartitionInfo> info_;
   std::vector<int64_t> offsets_;
+
+  // Health checks (RpcOptions::health_check_ms), where a partition has
+  // several replicas.
+  struct Replica {
+    std::atomic<bool> healthy{true};
+    std::atomic<int64_t> checks{0}, checks_failed{0}, failures{0}, failovers_to{0};
+    std::mutex mu;
+    std::string last_error;  // GUARDED_BY(mu)
+  };
+  Replica& replica_state(int p, int r) const { return *state_[p][r]; }
+  bool Healthy(int p, int r) const { return state_[p][r]->healthy.load(std::memory_order_relaxed); }
+  // Partition p's replicas in the order to try them from `start` (ring
+  // order), the healthy ones first; `start` itself included.
+  std::vector<int> ReplicaOrder(int p, int start) const;
+  void NoteFailure(int p, int r, const std::string& why) const;
+  void HealthLoop();
+  std::vector<std::vector<std::unique_ptr<Replica>>> state_;
+  bool health_checks_ = false;
+  std::thread health_thread_;
+  std::mutex health_mu_;
+  std::condition_variable health_cv_;
+  bool health_stop_ = false;  // GUARDED_BY(health_mu_)
 };
 
 }  // namespace fanout::client

@@ -261,19 +261,23 @@ uint32_t ResettingFramedTransport::readEnd() {
 }
 
 namespace {
-// TSocket logs every receive timeout; the guard's ticks are timeouts by
-// design, so those lines are dropped and the rest printed as Thrift does.
-void QuietTimeouts(const char* message) {
-  if (std::strstr(message, "THRIFT_EAGAIN (timed out)") != nullptr) return;
+void FilteredThriftLog(const char* message) {
+  if (std::strstr(message, "THRIFT_EAGAIN (timed out)") != nullptr ||
+      std::strstr(message, "TSocket::open() error") != nullptr)
+    return;
   apache::thrift::TOutput::errorTimeWrapper(message);
 }
 }  // namespace
 
+void FilterThriftLog() {
+  static std::once_flag once;
+  std::call_once(once, [] { apache::thrift::GlobalOutput.setOutputFunction(FilteredThriftLog); });
+}
+
 GuardedFramedTransportFactory::GuardedFramedTransportFactory(int64_t max_frame_bytes,
                                                              std::shared_ptr<ConnectionGuard> guard)
     : config_(MakeThriftConfig(max_frame_bytes)), guard_(std::move(guard)) {
-  static std::once_flag once;
-  std::call_once(once, [] { apache::thrift::GlobalOutput.setOutputFunction(QuietTimeouts); });
+  FilterThriftLog();
 }
 
 std::shared_ptr<apache::thrift::transport::TTransport> GuardedFramedTransportFactory::getTransport(

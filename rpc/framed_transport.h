@@ -96,6 +96,12 @@ class ResettingFramedTransportFactory : public apache::thrift::transport::TTrans
   std::shared_ptr<apache::thrift::TConfiguration> config_;
 };
 
+// Thrift logs every receive timeout and every failed connect to stderr; the
+// connection guard's ticks are timeouts by design, and a failed connect comes
+// back as a Status naming the server (health checks try dead replicas every
+// second). Drops those lines, prints the rest as Thrift does. Idempotent.
+void FilterThriftLog();
+
 // The server's input transports: each accepted socket is admitted by `guard`
 // (ConnectionGuard), gets the guard's tick as its receive timeout and the
 // frame timeout as its send timeout. Replies go through a plain

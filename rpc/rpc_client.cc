@@ -80,6 +80,7 @@ Status ParseAddress(const std::string& address, std::string* host, int* port) {
 }
 
 Status RpcClient::Connect(const std::string& host, int port, const RpcOptions& options, std::unique_ptr<RpcClient>* out) {
+  FilterThriftLog();
   std::unique_ptr<RpcClient> c(new RpcClient());
   c->impl_ = std::make_unique<Impl>();
   c->impl_->host = host;

@@ -38,6 +38,11 @@ struct RpcOptions {
   // rounds over all replicas.
   int max_failovers = 4;
   int failover_backoff_ms = 50;
+  // Where a partition has several replicas, a client thread pings each this
+  // often (and within this long, at least 500 ms): sessions start on, and
+  // move first to, replicas that answer, and return to their own once it
+  // answers again. 0 = no health checks.
+  int health_check_ms = 1000;
 };
 
 struct RemotePartitionInfo {

@@ -4,13 +4,16 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <thread>
 
 #include "client/cluster.h"
 #include "client/examples/graphsage.h"
 #include "client/loader.h"
+#include "tests/server/child_server.h"
 #include "tests/server/server_fixture.h"
 
 namespace fanout::client {
@@ -243,6 +246,127 @@ TEST_F(LoaderTest, AReplicaThatStopsMidEpochChangesNoBatch) {
     EXPECT_THAT(e.what(), HasSubstr("127.0.0.1:" + std::to_string(servers_[1]->port())));
     EXPECT_THAT(e.what(), HasSubstr("127.0.0.1:" + std::to_string(backups[1]->port())));
   }
+}
+
+// Replicas as fanout-server processes (2 partitions x 2): kill -9 of one and,
+// in another run, SIGSTOP of another, each mid-epoch: every batch equals the
+// undisturbed run's (the stopped one is found by the deadline).
+TEST(LoaderFaultTest, AReplicaKilledOrStoppedMidEpochChangesNoBatch) {
+  using server::testing::Child;
+  const std::string& dir = server::testing::CoraDir(2);
+  std::vector<Child> kids;  // partition 0: kids[0], kids[1]; partition 1: kids[2], kids[3]
+  kids.reserve(4);
+  server::testing::Reaper reaper;
+  for (int i = 0; i < 4; ++i) {
+    kids.push_back(server::testing::StartChild(dir, i / 2));
+    reaper.c.push_back(&kids.back());
+    ASSERT_GT(kids.back().port, 0) << "fanout-server did not start";
+  }
+  ClusterSpec spec;
+  spec.replicas = {{kids[0].address(), kids[1].address()}, {kids[2].address(), kids[3].address()}};
+  rpc::RpcOptions ro;
+  ro.call_timeout_ms = 1500;
+  ro.failover_backoff_ms = 10;
+  std::vector<int64_t> seeds(2708);
+  for (int64_t i = 0; i < 2708; ++i) seeds[i] = (i * 7) % 2708;
+  LoaderOptions o;
+  o.batch_size = 128;
+  o.fanouts = {5, 5};
+  o.seed = 5;
+  o.edge_ids = true;
+  auto run = [&](const std::function<void()>& fault, std::vector<MiniBatch>* out) {
+    std::shared_ptr<Cluster> c;
+    Status st = Cluster::Connect(spec, ro, &c);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    NodeLoader loader(c, seeds, o);
+    MiniBatch b;
+    while (loader.Next(&b)) {
+      out->push_back(b);
+      if (fault && out->size() == 4) fault();
+    }
+    if (fault) {
+      EXPECT_GE(loader.stats().failovers, 1);
+      EXPECT_GE(loader.stats().retries, 1);
+    }
+  };
+  auto expect_same = [](const std::vector<MiniBatch>& a, const std::vector<MiniBatch>& b) {
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      EXPECT_TRUE(torch::equal(a[i].n_id, b[i].n_id)) << i;
+      EXPECT_TRUE(torch::equal(a[i].edge_index, b[i].edge_index)) << i;
+      EXPECT_TRUE(torch::equal(a[i].edge_id, b[i].edge_id)) << i;
+      EXPECT_TRUE(torch::equal(a[i].x, b[i].x)) << i;
+      EXPECT_TRUE(torch::equal(a[i].y, b[i].y)) << i;
+    }
+  };
+  std::vector<MiniBatch> calm, killed, stopped;
+  run(nullptr, &calm);
+  run([&] { server::testing::KillProcess(&kids[2]); }, &killed);
+  expect_same(calm, killed);
+  run([&] { server::testing::StopProcess(kids[1].pid); }, &stopped);
+  expect_same(calm, stopped);
+}
+
+// Health checks: a replica that stops answering is marked so, new sessions
+// start on the others, and once it is back the sessions whose share it was
+// return to it. Per-replica failures and failovers are counted.
+TEST_F(LoaderTest, HealthChecksSteerSessionsAwayFromADownReplicaAndBackWhenItReturns) {
+  StartServers(2);
+  std::vector<std::unique_ptr<server::PartitionServer>> backups;
+  ClusterSpec spec;
+  StartBackups(&backups, &spec);
+  rpc::RpcOptions ro;
+  ro.health_check_ms = 50;
+  ro.failover_backoff_ms = 10;
+  std::shared_ptr<Cluster> c;
+  ASSERT_TRUE(Cluster::Connect(spec, ro, &c).ok());
+  auto health = [&](int p, int r) {
+    for (const ReplicaHealth& h : c->Health())
+      if (h.partition == p && h.address == spec.replicas[p][r]) return h;
+    ADD_FAILURE() << "no replica " << r << " of partition " << p;
+    return ReplicaHealth{};
+  };
+  auto requests = [](const server::PartitionServer& s) {
+    return nlohmann::json::parse(s.StatsJson())["totals"]["requests"].get<int64_t>();
+  };
+  auto wait_for = [](const std::function<bool()>& pred) {
+    for (int i = 0; i < 500 && !pred(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return pred();
+  };
+  ASSERT_TRUE(wait_for([&] { return health(0, 1).checks >= 2; }));
+  EXPECT_TRUE(health(0, 1).healthy);
+  // Partition 0's second replica goes down.
+  const int port = backups[0]->port();
+  backups[0]->Stop();
+  ASSERT_TRUE(wait_for([&] { return !health(0, 1).healthy; }));
+  EXPECT_GE(health(0, 1).checks_failed, 1);
+  EXPECT_FALSE(health(0, 1).last_error.empty());
+  // Four sessions, two of which would start there: all start on the first.
+  std::vector<std::unique_ptr<Session>> sessions(4);
+  std::vector<int64_t> ids = {1, 2, 3};
+  std::vector<float> rows(ids.size() * c->feature_dim());
+  for (auto& s : sessions) {
+    ASSERT_TRUE(c->NewSession(&s).ok());
+    ASSERT_TRUE(s->Features(ids, rows.data()).ok());
+    EXPECT_EQ(s->stats().failovers, 0);
+  }
+  // It comes back on the same port: the sessions whose share it was return.
+  server::ServerOptions so;
+  so.dataset_dir = dir_;
+  so.partition = 0;
+  so.port = port;
+  backups[0] = std::make_unique<server::PartitionServer>(so);
+  ASSERT_TRUE(backups[0]->Start().ok());
+  ASSERT_TRUE(wait_for([&] { return health(0, 1).healthy; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));  // past each session's next try
+  for (auto& s : sessions) ASSERT_TRUE(s->Features(ids, rows.data()).ok());
+  EXPECT_GE(requests(*backups[0]), 2);
+  // A request that fails there is counted against it, and the move to the other.
+  const ReplicaHealth before = health(0, 0);
+  backups[0]->Stop();
+  for (auto& s : sessions) ASSERT_TRUE(s->Features(ids, rows.data()).ok());
+  EXPECT_GE(health(0, 1).failures, 1);
+  EXPECT_GE(health(0, 0).failovers_to, before.failovers_to + 1);
 }
 
 // A rolling restart of every replica, one at a time, during training (2

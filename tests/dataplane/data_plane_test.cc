@@ -29,10 +29,16 @@
 #include "common/random.h"
 #include "rpc/data_plane.h"
 #include "rpc/ucx/wire.h"
+#include "tests/server/child_server.h"
 #include "tests/server/server_fixture.h"
 
 namespace fanout::client {
 namespace {
+
+using server::testing::Child;
+using server::testing::Reaper;
+using server::testing::StartChild;
+using server::testing::StopProcess;
 
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
@@ -250,59 +256,6 @@ TEST_P(DataPlaneTest, AutoFallsBackToThriftWhenUcxIsUnavailableOnTheClient) {
   }
 }
 
-// A fanout-server child process, its ports read from the ready line.
-struct Child {
-  pid_t pid = -1;
-  int port = 0, data_port = 0;
-};
-
-Child StartChild(const std::string& dir, int partition) {
-  int out[2];
-  EXPECT_EQ(pipe(out), 0);
-  Child c;
-  c.pid = fork();
-  if (c.pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the bench/test that started it (e.g. under timeout)
-    dup2(out[1], 1);
-    close(out[0]);
-    // Nothing of the test runner's stays open in the child (ctest waits for it).
-    int null = open("/dev/null", O_WRONLY);
-    dup2(null, 2);
-    std::string bin = std::string(FANOUT_BIN_DIR) + "/fanout-server", p = std::to_string(partition);
-    execl(bin.c_str(), bin.c_str(), "--dataset", dir.c_str(), "--partition", p.c_str(), "--port", "0",
-          "--admin-port", "-1", nullptr);
-    _exit(127);
-  }
-  close(out[1]);
-  FILE* f = fdopen(out[0], "r");
-  char line[1024] = {0};
-  std::string ready;
-  while (fgets(line, sizeof line, f) != nullptr) {  // UCX may print warnings first
-    ready = line;
-    if (ready.rfind("fanout-server ready", 0) == 0) break;
-  }
-  fclose(f);
-  if (ready.rfind("fanout-server ready", 0) != 0) return c;
-  c.port = std::stoi(ready.substr(ready.find("rpc 127.0.0.1:") + 14));
-  size_t d = ready.find("data ucx 127.0.0.1:");
-  if (d != std::string::npos) c.data_port = std::stoi(ready.substr(d + 19));
-  return c;
-}
-
-// Kills (SIGCONT first, for a stopped one) and reaps whatever child is still
-// running when it goes out of scope: no child outlives a test, whatever fails.
-struct Reaper {
-  Child* c[2];
-  ~Reaper() {
-    for (Child* x : c)
-      if (x->pid > 0 && waitpid(x->pid, nullptr, WNOHANG) == 0) {
-        kill(x->pid, SIGCONT);
-        kill(x->pid, SIGKILL);
-        waitpid(x->pid, nullptr, 0);
-      }
-  }
-};
-
 // A cluster of the two child servers, with a data plane in `mode`.
 ClusterSpec ChildSpec(const Child& c0, const Child& c1, rpc::DataPlaneMode mode) {
   ClusterSpec spec;
@@ -378,27 +331,6 @@ TEST_P(DataPlaneTest, AServerKilledMidTransferGivesUnavailableNamingItWithinTheT
     ADD_FAILURE() << "the surviving server did not drain within 20 s of SIGTERM";
   }
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-}
-
-// SIGSTOP, and wait until every thread of the process has stopped (the
-// signal is asynchronous: a request sent at once could still be answered).
-void StopProcess(pid_t pid) {
-  ASSERT_EQ(kill(pid, SIGSTOP), 0);
-  const std::string path = "/proc/" + std::to_string(pid) + "/task";
-  for (int i = 0; i < 400; ++i) {
-    bool all = true;
-    std::error_code ec;
-    for (const auto& t : std::filesystem::directory_iterator(path, ec)) {
-      std::ifstream f(t.path() / "stat");
-      std::string line;
-      std::getline(f, line);
-      const size_t r = line.rfind(')');
-      if (r == std::string::npos || r + 2 >= line.size() || (line[r + 2] != 'T' && line[r + 2] != 't')) all = false;
-    }
-    if (all && !ec) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  FAIL() << "process " << pid << " did not stop";
 }
 
 // A server that stops answering (SIGSTOP) is found by the deadline, never
