@@ -162,6 +162,23 @@ class PyCluster {
     return out;
   }
 
+  py::list Health() const {
+    py::list out;
+    for (const client::ReplicaHealth& h : cluster_->Health()) {
+      py::dict d;
+      d["partition"] = h.partition;
+      d["address"] = h.address;
+      d["healthy"] = h.healthy;
+      d["checks"] = h.checks;
+      d["checks_failed"] = h.checks_failed;
+      d["failures"] = h.failures;
+      d["failovers_to"] = h.failovers_to;
+      d["last_error"] = h.last_error;
+      out.append(d);
+    }
+    return out;
+  }
+
   const std::shared_ptr<client::Cluster>& get() const { return cluster_; }
 
  private:
@@ -356,7 +373,8 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("data_plane",
                              [](const PyCluster& c) { return std::string(fanout::rpc::DataPlaneModeName(c.get()->data_plane())); })
       .def_property_readonly("description", [](const PyCluster& c) { return c.get()->description(); })
-      .def("split_nodes", &PyCluster::SplitNodes);
+      .def("split_nodes", &PyCluster::SplitNodes)
+      .def("health", &PyCluster::Health);
   py::class_<PyLoader>(m, "NodeLoader")
       .def(py::init<const PyCluster&, const py::object&, const py::object&, int64_t, bool, bool, bool, int, int,
                     uint64_t, bool, bool, bool, bool, bool, int, int, const std::string&, double>(),

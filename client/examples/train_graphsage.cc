@@ -61,6 +61,7 @@ int main(int argc, char** argv) {
   if (threads > 0) torch::set_num_threads(threads);
 
   std::shared_ptr<fanout::client::Source> source;
+  std::shared_ptr<fanout::client::Cluster> the_cluster;
   fanout::Status st;
   if (!cluster_file.empty()) {
     fanout::client::ClusterSpec spec;
@@ -68,6 +69,7 @@ int main(int argc, char** argv) {
     std::shared_ptr<fanout::client::Cluster> cluster;
     if (st.ok()) st = fanout::client::Cluster::Connect(spec, {}, &cluster);
     source = cluster;
+    the_cluster = cluster;
   } else {
     std::shared_ptr<fanout::client::LocalSource> local;
     st = fanout::client::LocalSource::Open(dataset, &local);
@@ -89,6 +91,16 @@ int main(int argc, char** argv) {
                   r.epoch, r.loss, r.val_acc, r.test_acc, r.seconds, t.batches_per_s(), t.sampled_edges_per_s() / 1e3,
                   t.feature_bytes / 1e6, t.ucx_bytes / 1e6, t.thrift_bytes / 1e6, t.network_wait_s);
     });
+    // Replicas that failed a request or a health check, or took over from one.
+    if (the_cluster)
+      for (const auto& h : the_cluster->Health())
+        if (h.failures > 0 || h.failovers_to > 0 || h.checks_failed > 0)
+          std::printf("partition %d replica %s: %s, %lld failed requests, %lld failovers to it, %lld of %lld health "
+                      "checks failed%s%s\n",
+                      h.partition, h.address.c_str(), h.healthy ? "healthy" : "unhealthy",
+                      static_cast<long long>(h.failures), static_cast<long long>(h.failovers_to),
+                      static_cast<long long>(h.checks_failed), static_cast<long long>(h.checks),
+                      h.last_error.empty() ? "" : "; last error: ", h.last_error.c_str());
     std::printf("test_accuracy=%.3f\n", result.test_acc);
     if (dump_file != nullptr && std::fclose(dump_file) != 0) {
       std::fprintf(stderr, "train-graphsage: writing %s failed\n", dump.c_str());

@@ -1,16 +1,19 @@
 // fanout-ctl: operator's view of running sampling servers.
 //   fanout-ctl stats HOST:ADMIN_PORT [HOST:ADMIN_PORT ...]
+//   fanout-ctl health CLUSTER_FILE [--timeout-ms MS]
 //   fanout-ctl info HOST:PORT
 //   fanout-ctl sample HOST:PORT --seeds 1,2,3 --fanout 10 [--seed S] [--hop H] [--replace] [--weighted]
 #include <httplib.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
 
+#include "client/cluster.h"
 #include "rpc/rpc_client.h"
 
 using fanout::Status;
@@ -98,8 +101,66 @@ int Stats(const std::vector<std::string>& servers) {
       }
       std::printf("%s\n", line.c_str());
     }
+    // Connections: the server's limits at work.
+    if (j.contains("connections")) {
+      const auto& c = j["connections"];
+      std::printf("    connections: %lld open of %lld (peak %lld), %lld accepted, %lld refused at the limit, %lld idle "
+                  "ones closed to make room, %lld idle timeouts, %lld frame timeouts, %lld closed waiting for request "
+                  "memory (%s in flight of %s)\n",
+                  c.value("open", 0LL), c.value("max_connections", 0LL), c.value("peak_open", 0LL),
+                  c.value("accepted", 0LL), c.value("refused", 0LL), c.value("evicted_idle", 0LL),
+                  c.value("idle_timeouts", 0LL), c.value("frame_timeouts", 0LL), c.value("memory_refused", 0LL),
+                  Human(c.value("inflight_bytes", 0.0), "B").c_str(), Human(c.value("max_inflight_bytes", 0.0), "B").c_str());
+    }
   }
   return failures ? 1 : 0;
+}
+
+// Checks every replica of every partition of a cluster file, as a client's
+// health checks do: connect, ping (timed), partition description. Exit 0 when
+// every replica answers, 1 when some do not but every partition has one that
+// does, 2 when a partition has none (or the file is bad).
+int Health(const std::string& path, int timeout_ms) {
+  fanout::client::ClusterSpec spec;
+  Status st = fanout::client::ReadClusterFile(path, &spec);
+  if (!st.ok()) {
+    std::fprintf(stderr, "fanout-ctl: %s\n", st.message().c_str());
+    return 2;
+  }
+  fanout::rpc::RpcOptions ro;
+  ro.connect_timeout_ms = ro.call_timeout_ms = timeout_ms;
+  std::printf("%-5s %-24s %-9s %9s  %s\n", "part", "replica", "state", "ping ms", "serves");
+  int down = 0, dead_parts = 0;
+  for (size_t p = 0; p < spec.replicas.size(); ++p) {
+    int up = 0;
+    for (const std::string& addr : spec.replicas[p]) {
+      std::unique_ptr<fanout::rpc::RpcClient> client;
+      fanout::rpc::RemotePartitionInfo info;
+      std::string pong;
+      auto t0 = std::chrono::steady_clock::now();
+      st = fanout::rpc::RpcClient::Connect(addr, ro, &client);
+      if (st.ok()) st = client->Ping("health", &pong);
+      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      if (st.ok()) st = client->Info(&info);
+      if (st.ok() && info.partition != static_cast<int>(p))
+        st = Status::InvalidArgument("serves partition " + std::to_string(info.partition) + ", listed as " +
+                                     std::to_string(p));
+      if (!st.ok()) {
+        std::printf("%-5zu %-24s %-9s %9s  %s\n", p, addr.c_str(), "down", "-", st.message().c_str());
+        ++down;
+        continue;
+      }
+      ++up;
+      std::printf("%-5zu %-24s %-9s %9.3f  %s (%s) nodes [%lld, %lld), data plane %s\n", p, addr.c_str(), "healthy",
+                  ms, info.dataset_name.c_str(), info.dataset_id.c_str(), static_cast<long long>(info.node_begin),
+                  static_cast<long long>(info.node_end),
+                  info.data_port > 0 ? (":" + std::to_string(info.data_port)).c_str() : "off");
+    }
+    if (up == 0) ++dead_parts;
+  }
+  std::printf("%zu partitions, %d replicas down, %d partitions without a replica that answers\n", spec.replicas.size(),
+              down, dead_parts);
+  return dead_parts > 0 ? 2 : down > 0 ? 1 : 0;
 }
 
 }  // namespace
@@ -111,6 +172,12 @@ int main(int argc, char** argv) {
   auto* stats = app.add_subcommand("stats", "Throughput, latency and memory of servers, from their admin endpoints");
   stats->add_option("servers", admin_addrs, "HOST:ADMIN_PORT of each server")->required();
   std::string addr;
+  std::string cluster_file;
+  int timeout_ms = 2000;
+  auto* health = app.add_subcommand("health", "Every replica of a cluster file: answers? how fast? what it serves");
+  health->add_option("cluster", cluster_file, "Cluster file (JSON, as train-graphsage --cluster reads)")->required();
+  health->add_option("--timeout-ms", timeout_ms, "Connect and ping deadline per replica")
+      ->default_val(2000)->check(CLI::Range(1, 600000));
   auto* info = app.add_subcommand("info", "Partition description of a server (over RPC)");
   info->add_option("server", addr, "HOST:PORT of the server's RPC port")->required();
   auto* sample = app.add_subcommand("sample", "One one-hop sampling request, printed per seed");
@@ -128,6 +195,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   if (stats->parsed()) return Stats(admin_addrs);
+  if (health->parsed()) return Health(cluster_file, timeout_ms);
 
   std::unique_ptr<fanout::rpc::RpcClient> client;
   fanout::rpc::RpcOptions ro;

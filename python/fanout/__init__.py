@@ -108,6 +108,13 @@ class Cluster:
         ("tcp" also where UCX could not start here)."""
         return self._c.data_plane
 
+    def health(self):
+        """Every replica of every partition as this client sees it: a list of dicts with
+        partition, address, healthy (its last health check), checks, checks_failed,
+        failures (requests that failed there and were retried elsewhere), failovers_to and
+        last_error. Health checks run where a partition has several replicas."""
+        return self._c.health()
+
     def split_nodes(self, name):
         """The global ids of a split ("train", "val" or "test"), ascending, as an int64 tensor."""
         if not isinstance(name, str):

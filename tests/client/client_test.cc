@@ -8,7 +8,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <sys/wait.h>
+
 #include <cstring>
+#include <fstream>
 
 #include "client/cached_source.h"
 #include "client/cluster.h"
@@ -272,6 +275,56 @@ TEST(ClusterTimeoutTest, AServerThatDoesNotAnswerRaisesATimeoutNamingIt) {
   EXPECT_THAT(st.message(), HasSubstr("server " + addr + " did not answer partition_info within 300 ms"));
   EXPECT_LT(secs, 10.0);  // a generous bound: the call must not hang
   close(fd);
+}
+
+}  // namespace
+}  // namespace fanout::client
+
+namespace fanout::client {
+namespace {
+
+// Runs a command; its exit status and what it printed (stdout and stderr).
+int RunCommand(const std::string& cmd, std::string* out) {
+  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
+  if (f == nullptr) return -1;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out->append(buf, n);
+  int status = pclose(f);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST_F(ClusterTest, FanoutCtlHealthNamesEveryReplicaAndItsState) {
+  server::ServerOptions so;
+  so.admin_port = 0;
+  StartServers(2, so);
+  datasets::testing::TempDir tmp;
+  const std::string file = tmp.Sub("cluster.json");
+  const std::string a0 = "127.0.0.1:" + std::to_string(servers_[0]->port());
+  const std::string a1 = "127.0.0.1:" + std::to_string(servers_[1]->port());
+  {
+    std::ofstream f(file);
+    // Partition 1 has a replica that is not there; partition 0 lists partition 1's server.
+    f << R"({"partitions": [{"partition": 0, "replicas": [")" << a0 << R"("]},
+                             {"partition": 1, "replicas": [")" << a1 << R"(", "127.0.0.1:1", ")" << a0 << R"("]}]})";
+  }
+  const std::string ctl = std::string(FANOUT_BIN_DIR) + "/fanout-ctl";
+  std::string out;
+  EXPECT_EQ(RunCommand(ctl + " health " + file + " --timeout-ms 1000", &out), 1) << out;
+  EXPECT_THAT(out, HasSubstr("0     " + a0));
+  EXPECT_THAT(out, HasSubstr("127.0.0.1:1 "));
+  EXPECT_THAT(out, HasSubstr("serves partition 0, listed as 1"));
+  EXPECT_THAT(out, HasSubstr("2 partitions, 2 replicas down, 0 partitions without a replica that answers"));
+  // Every replica of partition 1 gone: exit 2.
+  servers_[1]->Stop();
+  out.clear();
+  EXPECT_EQ(RunCommand(ctl + " health " + file + " --timeout-ms 1000", &out), 2) << out;
+  EXPECT_THAT(out, HasSubstr("1 partitions without a replica that answers"));
+  // The stats view shows each server's connections.
+  out.clear();
+  EXPECT_EQ(RunCommand(ctl + " stats 127.0.0.1:" + std::to_string(servers_[0]->admin_port()), &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("connections: "));
+  EXPECT_THAT(out, HasSubstr("refused at the limit"));
 }
 
 }  // namespace
