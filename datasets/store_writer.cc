@@ -1,11 +1,15 @@
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
 #include <rocksdb/table.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -50,6 +54,51 @@ class TempDirGuard {
  private:
   std::string path_;
 };
+
+// fsync(2) of one file or folder.
+Status SyncPath(const std::string& path, bool directory) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (directory ? O_DIRECTORY : 0));
+  if (fd < 0) return Status::IOError("cannot open " + path + " to sync it: " + std::strerror(errno));
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) return Status::IOError("cannot sync " + path + ": " + std::strerror(err));
+  return Status::OK();
+}
+
+// Every file and folder under `root`, and `root` itself, on disk: done before
+// the rename that makes the dataset visible, so that a crash can never leave
+// a folder under the final name whose files are not all there.
+Status SyncTree(const std::string& root) {
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    const bool dir = it->is_directory(ec);
+    if (ec) break;
+    if (dir || it->is_regular_file(ec)) FANOUT_RETURN_IF_ERROR(SyncPath(it->path().string(), dir));
+  }
+  if (ec) return Status::IOError("cannot list " + root + " to sync it: " + ec.message());
+  return SyncPath(root, true);
+}
+
+// Removes what an earlier run that was killed left: sibling folders named
+// "<dir>.tmp-<pid>-..." whose process is gone. (A ".old-<pid>" folder, left
+// only where the swap below could not be atomic, may be the user's previous
+// dataset: it is left alone.)
+void RemoveStaleTemporaries(const std::string& dir) {
+  const fs::path target = fs::absolute(fs::path(dir)).lexically_normal();
+  const std::string stem = target.filename().string();
+  std::error_code ec;
+  for (fs::directory_iterator it(target.parent_path(), ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const std::string prefix = stem + ".tmp-";
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    const long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
+    if (pid <= 0 || (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)) {
+      std::error_code rm;
+      fs::remove_all(it->path(), rm);
+    }
+  }
+}
 
 struct Layout {
   std::vector<int64_t> offsets;      // K + 1
@@ -238,6 +287,7 @@ Status WritePartitionedDataset(const RawDataset& ds, const std::vector<int32_t>&
   BuildLayout(ds, part, k, o.incoming, &layout);
   meta.offsets = layout.offsets;
 
+  RemoveStaleTemporaries(dir);
   const std::string tmp = dir + ".tmp-" + std::to_string(getpid()) + "-" + meta.dataset_id.substr(0, 8);
   fs::create_directories(tmp, ec);
   if (ec) return Status::IOError("cannot create " + tmp + ": " + ec.message());
@@ -261,9 +311,13 @@ Status WritePartitionedDataset(const RawDataset& ds, const std::vector<int32_t>&
   }
   progress.Update(bytes_done);
   progress.Done();
-  sync();
+  FANOUT_RETURN_IF_ERROR(SyncTree(tmp));
 
-  if (fs::exists(dir, ec)) {  // overwrite: swap in, then remove the old folder
+  if (fs::exists(dir, ec) &&
+      ::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, dir.c_str(), RENAME_EXCHANGE) == 0) {
+    // Overwrite: the two folders swapped in one step; the old one is now at tmp.
+    fs::remove_all(tmp, ec);
+  } else if (fs::exists(dir, ec)) {  // no atomic exchange here: move aside, swap in, remove the old folder
     std::string old = dir + ".old-" + std::to_string(getpid());
     fs::rename(dir, old, ec);
     if (ec) return Status::IOError("cannot move the existing " + dir + " aside: " + ec.message());
@@ -278,6 +332,9 @@ Status WritePartitionedDataset(const RawDataset& ds, const std::vector<int32_t>&
     if (ec) return Status::IOError("cannot rename " + tmp + " to " + dir + ": " + ec.message());
   }
   guard.Release();
+  // The rename itself, on disk.
+  FANOUT_RETURN_IF_ERROR(
+      SyncPath(fs::absolute(fs::path(dir)).lexically_normal().parent_path().string(), true));
   if (meta_out) *meta_out = meta;
   return Status::OK();
 }

@@ -2,10 +2,16 @@
 // folder (not even a temporary one) after a failure.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <thread>
 
 #include "datasets/partition_store.h"
 #include "tests/datasets/test_util.h"
@@ -90,6 +96,69 @@ TEST(PartitionToolTest, ExistingOutputNeedsForce) {
   ASSERT_TRUE(ReadDatasetMeta(tmp.Sub("o"), &meta).ok());
   EXPECT_EQ(meta.method, "random");
   EXPECT_EQ(tmp.List(), std::vector<std::string>{"o"});
+}
+
+}  // namespace
+}  // namespace fanout::datasets
+
+namespace fanout::datasets {
+namespace {
+
+// fanout-partition killed (SIGKILL) at moments spread over its run, writing
+// a new folder and replacing an existing one: the output folder is either
+// absent (or the previous dataset) or complete, never partly written; the
+// next run removes what the killed one left and succeeds.
+TEST(PartitionToolTest, KilledMidWriteLeavesNoFolderThatLooksComplete) {
+  TempDir tmp;
+  const std::string out = tmp.Sub("rmat");
+  const std::string bin = std::string(FANOUT_BIN_DIR) + "/fanout-partition";
+  auto spawn = [&](bool force) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      int null = open("/dev/null", O_WRONLY);
+      dup2(null, 1);
+      dup2(null, 2);
+      execl(bin.c_str(), bin.c_str(), "--quiet", "--format", "rmat", "--rmat-scale", "15", "--feature-dim", "16",
+            "--parts", "3", "--method", "random", "--output", out.c_str(), force ? "--force" : "--quiet", nullptr);
+      _exit(127);
+    }
+    return pid;
+  };
+  // How long a whole run takes here: the kills are spread over it.
+  auto t0 = std::chrono::steady_clock::now();
+  int status = 0;
+  waitpid(spawn(false), &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const double run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::error_code ec;
+  std::filesystem::remove_all(out, ec);
+  auto complete = [&](const std::string& dir) {
+    for (int p = 0; p < 3; ++p) {
+      PartitionData d;
+      Status st = OpenPartition(dir, p, {}, &d);
+      if (!st.ok()) return st;
+    }
+    return Status::OK();
+  };
+  int killed_before_done = 0;
+  for (int i = 0; i < 12; ++i) {
+    const bool force = i % 2 == 1;  // odd runs replace the folder the previous run may have finished
+    pid_t pid = spawn(force);
+    std::this_thread::sleep_for(std::chrono::duration<double>(run_s * (i / 2 + 0.5) / 6.0));
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    if (WIFSIGNALED(status)) ++killed_before_done;
+    if (std::filesystem::exists(out)) {
+      Status st = complete(out);
+      EXPECT_TRUE(st.ok()) << "after a kill at " << (i / 2 + 0.5) / 6.0 << " of a run: " << st.ToString();
+    }
+  }
+  EXPECT_GE(killed_before_done, 6);
+  // The next run cleans up what the killed ones left beside the output.
+  waitpid(spawn(true), &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_TRUE(complete(out).ok());
+  EXPECT_EQ(tmp.List(), std::vector<std::string>{"rmat"});
 }
 
 }  // namespace
