@@ -39,18 +39,24 @@ void EnsureRmatDataset(const std::string& dir, int scale, int parts, int feature
   }
 }
 
-ServerProcess StartServerProcess(const std::string& dataset_dir, int partition, bool admin) {
+ServerProcess StartServerProcess(const std::string& dataset_dir, int partition, bool admin,
+                                 const std::vector<std::string>& extra) {
   int out[2];
   if (pipe(out) != 0) std::exit(1);
+  std::string server = BinDir() + "/fanout-server", p = std::to_string(partition);
+  std::vector<std::string> args = {server,  "--dataset",    dataset_dir, "--partition", p,
+                                   "--port", "0", "--admin-port", admin ? "0" : "-1"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
   ServerProcess s;
   s.pid = fork();
   if (s.pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the bench/test that started it (e.g. under timeout)
     dup2(out[1], 1);
     close(out[0]);
-    std::string server = BinDir() + "/fanout-server", p = std::to_string(partition);
-    execl(server.c_str(), server.c_str(), "--dataset", dataset_dir.c_str(), "--partition", p.c_str(), "--port", "0",
-          "--admin-port", admin ? "0" : "-1", nullptr);
+    execv(server.c_str(), argv.data());
     _exit(127);
   }
   close(out[1]);

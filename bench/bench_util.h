@@ -38,7 +38,8 @@ struct ServerProcess {
 
 // Starts `fanout-server` for one partition on free loopback ports and waits
 // for its ready line. Exits on failure.
-ServerProcess StartServerProcess(const std::string& dataset_dir, int partition, bool admin);
+ServerProcess StartServerProcess(const std::string& dataset_dir, int partition, bool admin,
+                                 const std::vector<std::string>& extra = {});
 
 // SIGTERM, then waits; returns the exit status (0 when it drained cleanly).
 int StopServerProcess(ServerProcess* server);

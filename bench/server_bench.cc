@@ -4,6 +4,8 @@
 //   rpc_sample    one-hop sampling over RPC vs the in-process sampler
 //   rpc_features  1024-row feature lookups (512 KiB replies) vs the same
 //                 exchange over plain blocking sockets, same client threads
+//   tls_features  the same feature lookups from a second server process that
+//                 serves RPC over TLS, beside plain TCP to the first
 //   memory        the server's resident set vs the raw size of its arrays
 #include <arpa/inet.h>
 #include <httplib.h>
@@ -31,6 +33,7 @@
 #include "datasets/partition_store.h"
 #include "rpc/rpc_client.h"
 #include "sampler/neighbor_sampler.h"
+#include "tests/server/test_certs.h"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -151,6 +154,55 @@ int main(int argc, char** argv) {
     cases.push_back({{"case", "rpc_features"}, {"threads", threads}, {"rows", kRows},
                      {"feature_dim", d.meta.feature_dim}, {"bytes_per_s", rpc_bytes},
                      {"plain_socket_bytes_per_s", plain_bytes}, {"ratio", rpc_bytes / plain_bytes}});
+  }
+
+  // TLS: the same feature lookups from a server serving RPC over TLS (its
+  // certificate made here with openssl), beside plain TCP, one thread each.
+  {
+    fanout::server::testing::TestCerts certs;
+    const std::string cert_dir = work + "/certs";
+    fs::create_directories(cert_dir);
+    if (!fanout::server::testing::MakeTestCerts(cert_dir, &certs)) {
+      std::fprintf(stderr, "openssl could not make a certificate: TLS case skipped\n");
+    } else {
+      auto tls_server = fanout::bench::StartServerProcess(
+          dir, 0, /*admin=*/false, {"--tls-cert", certs.server, "--tls-key", certs.server_key});
+      fanout::rpc::RpcOptions tro;
+      tro.tls.ca = certs.ca;
+      std::string tls_host;
+      int tls_port = 0;
+      std::unique_ptr<fanout::rpc::RpcClient> plain_client, tls_client;
+      if (!fanout::rpc::ParseAddress(tls_server.rpc, &tls_host, &tls_port).ok() ||
+          !fanout::rpc::RpcClient::Connect("127.0.0.1", port, {}, &plain_client).ok() ||
+          !fanout::rpc::RpcClient::Connect("127.0.0.1", tls_port, tro, &tls_client).ok())
+        return 1;
+      auto lookups = [&](fanout::rpc::RpcClient* c) {
+        return fanout::bench::Measure(1, seconds, [&](int, int64_t i) -> int64_t {
+          thread_local std::string rows;
+          auto ids = fanout::bench::RandomIds(kRows, d.node_begin, d.node_end, 9000 + i);
+          Status s = c->Features(ids, &rows);
+          if (!s.ok()) {
+            std::fprintf(stderr, "%s\n", s.ToString().c_str());
+            std::abort();
+          }
+          return static_cast<int64_t>(rows.size());
+        });
+      };
+      // Alternated, twice each, so that both see the same machine.
+      double plain = 0, tls = 0;
+      for (int round = 0; round < 2; ++round) {
+        plain += lookups(plain_client.get()) / 2;
+        tls += lookups(tls_client.get()) / 2;
+      }
+      std::printf("1 client thread: feature lookup (%lld rows, %zu KiB replies): TLS %.2f GB/s, plain TCP %.2f GB/s, "
+                  "ratio %.3f\n",
+                  static_cast<long long>(kRows), kRows * row_bytes / 1024, tls / 1e9, plain / 1e9, tls / plain);
+      cases.push_back({{"case", "tls_features"}, {"threads", 1}, {"rows", kRows}, {"bytes_per_s", tls},
+                       {"plain_tcp_bytes_per_s", plain}, {"ratio", tls / plain}});
+      tls_client.reset();
+      plain_client.reset();
+      fanout::bench::StopServerProcess(&tls_server);
+    }
   }
 
   // Memory, as the server reports it.

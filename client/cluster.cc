@@ -1,7 +1,9 @@
 #include "client/cluster.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -52,6 +54,30 @@ Status ParseClusterJson(const std::string& text, const std::string& origin, Clus
     FANOUT_RETURN_IF_ERROR(rpc::ParseDataPlaneMode(j["data_plane"].get<std::string>(), &spec.data_plane).WithContext(origin));
     spec.has_data_plane = true;
   }
+  if (j.contains("tls")) {
+    const auto& t = j["tls"];
+    auto path = [&](const char* key, std::string* out) -> Status {
+      if (!t.contains(key)) return Status::OK();
+      if (!t[key].is_string() || t[key].get<std::string>().empty())
+        return Status::InvalidArgument(origin + ": \"tls\".\"" + key + "\" must be a file path, got " + t[key].dump());
+      *out = t[key].get<std::string>();
+      return Status::OK();
+    };
+    if (!t.is_object() || !t.contains("ca"))
+      return Status::InvalidArgument(origin + ": \"tls\" must be {\"ca\": FILE, \"cert\": FILE, \"key\": FILE} "
+                                     "(cert and key only for servers that require client certificates), got " + t.dump());
+    FANOUT_RETURN_IF_ERROR(path("ca", &spec.tls.ca));
+    FANOUT_RETURN_IF_ERROR(path("cert", &spec.tls.cert));
+    FANOUT_RETURN_IF_ERROR(path("key", &spec.tls.key));
+    if (spec.tls.cert.empty() != spec.tls.key.empty())
+      return Status::InvalidArgument(origin + ": \"tls\" needs both \"cert\" and \"key\", or neither");
+  }
+  if (j.contains("auth_token_file")) {
+    if (!j["auth_token_file"].is_string() || j["auth_token_file"].get<std::string>().empty())
+      return Status::InvalidArgument(origin + ": \"auth_token_file\" must be a file path, got " +
+                                     j["auth_token_file"].dump());
+    spec.auth_token_file = j["auth_token_file"].get<std::string>();
+  }
   if (spec.replicas.empty()) return Status::InvalidArgument(origin + ": no partitions");
   for (size_t p = 0; p < spec.replicas.size(); ++p)
     if (spec.replicas[p].empty())
@@ -66,11 +92,28 @@ Status ReadClusterFile(const std::string& path, ClusterSpec* out) {
   if (!f) return Status::NotFound(path + ": cannot open the cluster file");
   std::stringstream ss;
   ss << f.rdbuf();
-  return ParseClusterJson(ss.str(), path, out);
+  FANOUT_RETURN_IF_ERROR(ParseClusterJson(ss.str(), path, out));
+  // Files it names are relative to its folder.
+  const std::filesystem::path base = std::filesystem::path(path).parent_path();
+  for (std::string* p : {&out->tls.ca, &out->tls.cert, &out->tls.key, &out->auth_token_file})
+    if (!p->empty() && std::filesystem::path(*p).is_relative()) *p = (base / *p).string();
+  return Status::OK();
 }
 
-Status Cluster::Connect(const ClusterSpec& spec, const rpc::RpcOptions& options, std::shared_ptr<Cluster>* out) {
+Status ReadAuthToken(const std::string& path, std::string* token) {
+  std::ifstream f(path);
+  if (!f) return Status::NotFound(path + ": cannot open the auth token file");
+  std::getline(f, *token);
+  while (!token->empty() && std::isspace(static_cast<unsigned char>(token->back()))) token->pop_back();
+  if (token->empty()) return Status::InvalidArgument(path + ": the auth token file's first line is empty");
+  return Status::OK();
+}
+
+Status Cluster::Connect(const ClusterSpec& spec, const rpc::RpcOptions& given, std::shared_ptr<Cluster>* out) {
   auto c = std::shared_ptr<Cluster>(new Cluster());
+  rpc::RpcOptions options = given;  // the file's TLS and token win
+  if (spec.tls.enabled()) options.tls = spec.tls;
+  if (!spec.auth_token_file.empty()) FANOUT_RETURN_IF_ERROR(ReadAuthToken(spec.auth_token_file, &options.auth_token));
   c->options_ = options;
   c->replicas_ = spec.replicas;
   const int k = static_cast<int>(spec.replicas.size());
@@ -454,7 +497,7 @@ class ClusterSession : public Session {
     int port = 0;
     FANOUT_RETURN_IF_ERROR(rpc::ParseAddress(addr, &host, &port));
     int peer = -1;
-    FANOUT_RETURN_IF_ERROR(channel_->Connect(host, info_[p].data_port, addr, &peer));
+    FANOUT_RETURN_IF_ERROR(channel_->Connect(host, info_[p].data_port, addr, &peer, info_[p].data_ticket));
     peer_[p] = peer;
     return Status::OK();
   }

@@ -44,10 +44,14 @@ struct ClusterSpec {
   std::vector<std::vector<std::string>> replicas;  // index: partition
   bool has_data_plane = false;                     // the file set "data_plane"
   rpc::DataPlaneMode data_plane = rpc::DataPlaneMode::kAuto;
+  rpc::TlsOptions tls;             // "tls": {"ca", "cert", "key"} (paths relative to the file's folder)
+  std::string auth_token_file;     // "auth_token_file": its first line is the token (relative to the file's folder)
 };
 
 Status ParseClusterJson(const std::string& text, const std::string& origin, ClusterSpec* out);
 Status ReadClusterFile(const std::string& path, ClusterSpec* out);
+// The first line of `path`, trailing spaces removed (an auth token file).
+Status ReadAuthToken(const std::string& path, std::string* token);
 
 // One replica as this client sees it (Cluster::Health()).
 struct ReplicaHealth {

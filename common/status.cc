@@ -20,13 +20,14 @@ const char* Status::CodeName(Code code) {
     case Code::kInternal: return "Internal";
     case Code::kResourceExhausted: return "ResourceExhausted";
     case Code::kAborted: return "Aborted";
+    case Code::kUnauthenticated: return "Unauthenticated";
   }
   return "Unknown";
 }
 
 Status Status::FromCode(int code, std::string msg) {
   if (code == 0) return Status();
-  if (code < 0 || code > static_cast<int>(Code::kAborted)) return Internal(std::move(msg));
+  if (code < 0 || code > static_cast<int>(Code::kUnauthenticated)) return Internal(std::move(msg));
   return Status(static_cast<Code>(code), std::move(msg));
 }
 

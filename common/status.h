@@ -29,6 +29,7 @@ class [[nodiscard]] Status {
     kInternal = 8,
     kResourceExhausted = 9,
     kAborted = 10,
+    kUnauthenticated = 11,  // no, or a wrong, credential (auth token, TLS certificate)
   };
 
   Status() noexcept = default;
@@ -51,6 +52,7 @@ class [[nodiscard]] Status {
   static Status Internal(std::string msg) { return Status(Code::kInternal, std::move(msg)); }
   static Status ResourceExhausted(std::string msg) { return Status(Code::kResourceExhausted, std::move(msg)); }
   static Status Aborted(std::string msg) { return Status(Code::kAborted, std::move(msg)); }
+  static Status Unauthenticated(std::string msg) { return Status(Code::kUnauthenticated, std::move(msg)); }
   // Builds a status from a wire code (e.g. an RPC exception); unknown codes map to kInternal.
   static Status FromCode(int code, std::string msg);
 

@@ -154,6 +154,17 @@ bool ConnectionGuard::Connection::KeepWaiting(bool in_frame) {
   return true;
 }
 
+void ConnectionGuard::Connection::NoteTlsFailure(const std::string& why) {
+  std::lock_guard<std::mutex> lock(guard_->mu_);
+  ++guard_->stats_.tls_failures;
+  guard_->last_tls_failure_ = why;
+}
+
+std::string ConnectionGuard::LastTlsFailure() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_tls_failure_;
+}
+
 void ConnectionGuard::Connection::Close() {
   if (guard_ == nullptr) return;
   std::lock_guard<std::mutex> lock(guard_->mu_);

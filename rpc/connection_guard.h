@@ -56,6 +56,7 @@ struct ConnectionStats {
   int64_t memory_waits = 0;     // frames that waited for the in-flight byte budget
   int64_t memory_refused = 0;   // connections closed because the budget stayed full
   int64_t inflight_bytes = 0;   // request bytes held now
+  int64_t tls_failures = 0;     // TLS handshakes or records that failed (wrong CA, expired, no client certificate)
 };
 
 class ConnectionGuard {
@@ -80,6 +81,8 @@ class ConnectionGuard {
     // waiting, false (counted) when the connection's idle or frame deadline
     // passed. `in_frame`: inside a frame (or sending a reply), else idle.
     bool KeepWaiting(bool in_frame);
+    // A TLS error on this connection (counted; the last one is kept).
+    void NoteTlsFailure(const std::string& why);
     // Leaves the guard (before the socket is closed, so it cannot be shut
     // down after its descriptor is reused). Idempotent.
     void Close();
@@ -109,6 +112,7 @@ class ConnectionGuard {
   ConnectionStats Stats() const;
   // The refusal the client reads.
   std::string RefusalMessage() const;
+  std::string LastTlsFailure() const;
 
  private:
   void Release(Connection* c);  // REQUIRES: mu_ held
@@ -119,6 +123,7 @@ class ConnectionGuard {
   std::condition_variable budget_cv_;
   std::list<Connection*> open_;  // GUARDED_BY(mu_)
   ConnectionStats stats_;        // GUARDED_BY(mu_)
+  std::string last_tls_failure_;  // GUARDED_BY(mu_)
 };
 
 }  // namespace fanout::rpc

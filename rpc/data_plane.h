@@ -107,6 +107,9 @@ class DataPlaneHandler {
   virtual Status Handle(const DataRequest& request, ReplyWriter* reply) = 0;
 };
 
+// Bytes of a data-plane ticket (DataPlaneServerOptions::ticket).
+constexpr size_t kDataPlaneTicketBytes = 32;
+
 struct DataPlaneServerOptions {
   std::string bind = "127.0.0.1";  // address of the UCX listener (its connection manager is tcp)
   int port = 0;                    // 0 = any free port
@@ -117,6 +120,9 @@ struct DataPlaneServerOptions {
   int max_endpoints = 4096;            // connections beyond this are rejected
   int64_t rndv_threshold_bytes = 8192; // replies at least this big are forced to rendezvous
   int spin_us = 50;                    // busy-poll this long after activity before sleeping on the event fd
+  // When set (wire::kTicketBytes), only requests carrying it are served; the
+  // others get Unauthenticated. See PartitionInfo.data_plane_ticket.
+  std::string ticket;
 };
 
 struct DataPlaneEndpointInfo {
@@ -136,6 +142,7 @@ struct DataPlaneServerStats {
   int64_t place_refused = 0;     // requests that asked for that and could not have it (answered the usual way)
   int64_t malformed = 0;         // requests that could not be parsed
   int64_t refused = 0;           // requests over a per-endpoint queue limit
+  int64_t unauthenticated = 0;   // requests without the ticket (where one is required)
   int64_t endpoints_open = 0, endpoints_total = 0, endpoints_rejected = 0;
   int64_t held_bytes = 0;        // reply buffers (pooled and in flight) and queued requests, all threads
   int64_t mapped_regions = 0, mapped_bytes = 0;  // clients' regions mapped for placement, all endpoints
@@ -274,7 +281,10 @@ class DataPlaneChannel {
   // Opens an endpoint to a data-plane listener and proves it with a ping
   // within options.connect_timeout_ms; `name` (the server's RPC address) is
   // used in errors. Returns the peer's index in *peer.
-  Status Connect(const std::string& host, int port, const std::string& name, int* peer);
+  // `ticket`: the server's data-plane ticket (PartitionInfo), sent with every
+  // request; empty where the server requires none.
+  Status Connect(const std::string& host, int port, const std::string& name, int* peer,
+                 const std::string& ticket = "");
   // Sends a request; its reply will land in `sink`, which must stay valid
   // until Wait() returns (or Abandon()). REQUIRES: no request in flight on peer.
   Status Post(int peer, const DataRequest& request, const ReplySink& sink);

@@ -42,7 +42,9 @@ DataPlaneChannel::~DataPlaneChannel() = default;
 Status DataPlaneChannel::Create(std::shared_ptr<DataPlaneContext>, const RpcOptions&, std::unique_ptr<DataPlaneChannel>*) {
   return Missing();
 }
-Status DataPlaneChannel::Connect(const std::string&, int, const std::string&, int*) { return Missing(); }
+Status DataPlaneChannel::Connect(const std::string&, int, const std::string&, int*, const std::string&) {
+  return Missing();
+}
 Status DataPlaneChannel::Post(int, const DataRequest&, const ReplySink&) { return Missing(); }
 Status DataPlaneChannel::Wait(int) { return Missing(); }
 Status DataPlaneChannel::Call(int, const DataRequest&, const ReplySink&) { return Missing(); }

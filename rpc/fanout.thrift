@@ -35,6 +35,10 @@ struct PartitionInfo {
   // The UCX data plane's listener port on this server's host; unset when the
   // server offers none (--data-plane off, or a build without UCX).
   20: optional i32 data_port,
+  // Where the server requires authentication (an auth token or TLS): what a
+  // data-plane endpoint presents in its first message to be served. Given
+  // only to authenticated clients.
+  21: optional binary data_plane_ticket,
 }
 
 struct SampleRequest {
@@ -69,5 +73,8 @@ service Fanout {
   // Original dataset ids (packed i64) of the nodes.
   binary lookup_original_ids(1: binary nodes) throws (1: FanoutError err),
   // Liveness: returns the text it was sent.
-  string ping(1: string text),
+  string ping(1: string text) throws (1: FanoutError err),
+  // Presents the shared token of a server run with --auth-token-file; until
+  // then every other call on the connection is refused (Unauthenticated).
+  void authenticate(1: string token) throws (1: FanoutError err),
 }

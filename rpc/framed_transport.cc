@@ -7,6 +7,7 @@
 #include <thrift/TOutput.h>
 #include <thrift/protocol/TBinaryProtocol.h>
 #include <thrift/transport/TBufferTransports.h>
+#include <thrift/transport/TSSLSocket.h>
 #include <thrift/transport/TSocket.h>
 #include <thrift/transport/TTransportException.h>
 
@@ -29,7 +30,10 @@ ResettingFramedTransport::ResettingFramedTransport(std::shared_ptr<apache::thrif
                                                    std::shared_ptr<apache::thrift::TConfiguration> config,
                                                    std::unique_ptr<ConnectionGuard::Connection> conn)
     : TFramedTransport(inner, std::move(config)), conn_(std::move(conn)) {
-  if (dynamic_cast<apache::thrift::transport::TSocket*>(inner.get()) != nullptr) fd_ = -2;  // resolved at flush
+  // Zero-copy sends write to the socket itself: never under TLS.
+  if (dynamic_cast<apache::thrift::transport::TSocket*>(inner.get()) != nullptr &&
+      dynamic_cast<apache::thrift::transport::TSSLSocket*>(inner.get()) == nullptr)
+    fd_ = -2;  // resolved at flush
   header_ = wBuf_.get();
 }
 
@@ -128,6 +132,9 @@ uint32_t ResettingFramedTransport::ReadSome(uint8_t* buf, uint32_t len, bool in_
   for (;;) {
     try {
       return transport_->read(buf, len);
+    } catch (const apache::thrift::transport::TSSLException& e) {
+      if (conn_) conn_->NoteTlsFailure(e.what());
+      throw;
     } catch (const TTransportException& e) {
       if (!conn_ || e.getType() != TTransportException::TIMED_OUT || !conn_->KeepWaiting(in_frame)) throw;
     }
@@ -263,6 +270,9 @@ uint32_t ResettingFramedTransport::readEnd() {
 namespace {
 void FilteredThriftLog(const char* message) {
   if (std::strstr(message, "THRIFT_EAGAIN (timed out)") != nullptr ||
+      std::strstr(message, "THRIFT_POLL (timed out)") != nullptr ||
+      // After a failed TLS handshake Thrift also logs each close of it.
+      std::strstr(message, "SSL_shutdown:") != nullptr || std::strstr(message, "close failed: SSL_") != nullptr ||
       std::strstr(message, "TSocket::open() error") != nullptr)
     return;
   apache::thrift::TOutput::errorTimeWrapper(message);

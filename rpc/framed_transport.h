@@ -14,7 +14,7 @@
 // being copied into the frame buffer. The referenced bytes must stay valid
 // until flush(), which holds for Thrift's generated code (arguments and
 // results outlive the flush of their message). Over a transport that is not a
-// TSocket it behaves like TFramedTransport.
+// plain TSocket (a TLS socket included) it behaves like TFramedTransport.
 //
 // Reads are streamed the same way: only the first 64 KiB of a frame are
 // buffered; a larger payload is received straight into the string the

@@ -3,8 +3,13 @@
 #include <thrift/protocol/TBinaryProtocol.h>
 
 #include <stdexcept>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <thrift/transport/TSSLSocket.h>
 #include <thrift/transport/TSocket.h>
 #include <thrift/transport/TTransportException.h>
+
+#include <functional>
 
 #include "gen-cpp/Fanout.h"
 #include "rpc/codec.h"
@@ -16,18 +21,67 @@ using apache::thrift::protocol::TBinaryProtocol;
 using apache::thrift::transport::TSocket;
 using apache::thrift::transport::TTransportException;
 
+namespace {
+// Why the last certificate check on this thread failed (OpenSSL's words,
+// e.g. "certificate has expired"), for the error Thrift reports without it.
+thread_local std::string t_verify_error;
+
+int RecordVerifyError(int ok, X509_STORE_CTX* store) {
+  if (!ok) t_verify_error = X509_verify_cert_error_string(X509_STORE_CTX_get_error(store));
+  return ok;
+}
+
+// TSSLSocketFactory with its OpenSSL context reachable (for the callback).
+class TlsFactory : public apache::thrift::transport::TSSLSocketFactory {
+ public:
+  TlsFactory() : TSSLSocketFactory(apache::thrift::transport::SSLTLS) {}
+  SSL_CTX* context() { return ctx_->get(); }
+};
+
+std::string TakeVerifyError() {
+  std::string why = t_verify_error.empty() ? "" : " (" + t_verify_error + ")";
+  t_verify_error.clear();
+  return why;
+}
+}  // namespace
+
 struct RpcClient::Impl {
   std::string host;
   int port = 0;
   RpcOptions options;
   std::shared_ptr<TSocket> socket;
+  std::shared_ptr<TlsFactory> tls;  // when options.tls is on
   std::shared_ptr<ResettingFramedTransport> transport;
   std::unique_ptr<gen::FanoutClient> client;
   bool broken = true;
 
   Status Open() {
     auto config = MakeThriftConfig(options.max_frame_bytes);
-    socket = std::make_shared<TSocket>(host, port, config);
+    if (options.tls.enabled()) {
+      if (!tls) {
+        tls = std::make_shared<TlsFactory>();
+        auto load = [](const char* what, const std::string& file, const std::function<void(const char*)>& fn) {
+          try {
+            fn(file.c_str());
+          } catch (const std::exception& e) {
+            return Status::InvalidArgument(std::string("TLS ") + what + " " + file + ": " + e.what());
+          }
+          return Status::OK();
+        };
+        FANOUT_RETURN_IF_ERROR(load("CA", options.tls.ca, [&](const char* f) { tls->loadTrustedCertificates(f); }));
+        if (!options.tls.cert.empty() || !options.tls.key.empty()) {
+          FANOUT_RETURN_IF_ERROR(load("certificate", options.tls.cert, [&](const char* f) { tls->loadCertificate(f); }));
+          FANOUT_RETURN_IF_ERROR(load("key", options.tls.key, [&](const char* f) { tls->loadPrivateKey(f); }));
+        }
+        tls->authenticate(true);  // the server's certificate must verify against the CA
+        SSL_CTX_set_verify(tls->context(), SSL_CTX_get_verify_mode(tls->context()), RecordVerifyError);
+        // ... and name the address connected to.
+        tls->access(std::make_shared<apache::thrift::transport::DefaultClientAccessManager>());
+      }
+      socket = tls->createSocket(host, port);
+    } else {
+      socket = std::make_shared<TSocket>(host, port, config);
+    }
     socket->setConnTimeout(options.connect_timeout_ms);
     socket->setRecvTimeout(options.call_timeout_ms);
     socket->setSendTimeout(options.call_timeout_ms);
@@ -41,6 +95,20 @@ struct RpcClient::Impl {
       return Status::Unavailable("cannot connect to " + host + ":" + std::to_string(port) + ": " + e.what());
     }
     broken = false;
+    if (options.auth_token.empty()) return Status::OK();
+    try {
+      client->authenticate(options.auth_token);
+    } catch (const gen::FanoutError& e) {
+      broken = true;
+      return Status::FromCode(e.code, "server " + host + ":" + std::to_string(port) + ": " + e.message);
+    } catch (const apache::thrift::transport::TSSLException& e) {
+      broken = true;
+      return Status::Unauthenticated("server " + host + ":" + std::to_string(port) + ": TLS: " + e.what() +
+                                     TakeVerifyError());
+    } catch (const std::exception& e) {
+      broken = true;
+      return Status::Unavailable("server " + host + ":" + std::to_string(port) + ": authenticate failed: " + e.what());
+    }
     return Status::OK();
   }
 };
@@ -125,6 +193,14 @@ Status RpcClient::Call(const char* method, Fn&& fn) {
     return Status::OK();
   } catch (const gen::FanoutError& e) {
     return Status::FromCode(e.code, "server " + address_ + ": " + e.message);
+  } catch (const apache::thrift::transport::TSSLException& e) {
+    // A handshake that failed: a certificate the other side does not accept.
+    impl_->broken = true;
+    try {
+      impl_->transport->close();
+    } catch (...) {
+    }
+    return Status::Unauthenticated("server " + address_ + ": " + method + ": TLS: " + e.what() + TakeVerifyError());
   } catch (const TTransportException& e) {
     impl_->broken = true;
     try {
@@ -166,6 +242,7 @@ Status RpcClient::Info(RemotePartitionInfo* out) {
   out->max_ids_per_request = r.max_ids_per_request;
   out->max_fanout = r.max_fanout;
   out->data_port = r.__isset.data_port ? r.data_port : 0;
+  if (r.__isset.data_plane_ticket) out->data_ticket = r.data_plane_ticket;
   return Status::OK();
 }
 

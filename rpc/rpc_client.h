@@ -27,6 +27,15 @@ enum class DataPlaneMode { kAuto, kUcx, kTcp };
 Status ParseDataPlaneMode(const std::string& text, DataPlaneMode* out);
 const char* DataPlaneModeName(DataPlaneMode mode);
 
+// TLS for RPC connections (PEM files). The server's certificate must be
+// signed by `ca` and name the address connected to (its IP or host name);
+// `cert` and `key` are this client's, for servers that require one (mutual
+// TLS). Empty `ca` = plain TCP.
+struct TlsOptions {
+  std::string ca, cert, key;
+  bool enabled() const { return !ca.empty(); }
+};
+
 struct RpcOptions {
   int connect_timeout_ms = 5000;      // TCP connect deadline, default 5 s
   int call_timeout_ms = 30000;        // send/receive deadline per call, default 30 s
@@ -43,6 +52,10 @@ struct RpcOptions {
   // move first to, replicas that answer, and return to their own once it
   // answers again. 0 = no health checks.
   int health_check_ms = 1000;
+  TlsOptions tls;
+  // Presented on every connection (authenticate) to servers that run with
+  // --auth-token-file; empty = none.
+  std::string auth_token;
 };
 
 struct RemotePartitionInfo {
@@ -59,6 +72,7 @@ struct RemotePartitionInfo {
   bool has_labels = false;
   int64_t max_ids_per_request = 0, max_fanout = 0;
   int data_port = 0;  // the UCX data plane's listener port on the server's host (0 = none offered)
+  std::string data_ticket;  // what its data-plane requests must carry (empty = nothing)
 };
 
 struct SampleCall {

@@ -8,15 +8,42 @@ namespace fanout::server {
 
 namespace gen = rpc::gen;
 
+namespace {
+[[noreturn]] void Throw(const Status& st) {
+  gen::FanoutError err;
+  err.code = static_cast<int32_t>(st.code());
+  err.message = st.message();
+  throw err;
+}
+}  // namespace
+
+// Compares in time independent of where the texts differ.
+bool SameToken(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
+  return diff == 0 && !b.empty();
+}
+
+void RpcHandler::authenticate(const std::string& token) {
+  const ServerState& s = svc_.state();
+  if (s.options.auth_token.empty()) return;  // nothing required: any token is fine
+  if (!SameToken(token, s.options.auth_token)) {
+    ++const_cast<ServerState&>(s).auth_refused;
+    Throw(Status::Unauthenticated("wrong auth token (the server's --auth-token-file)"));
+  }
+  authenticated_ = true;
+}
+
 template <typename Fn>
 void RpcHandler::Serve(int method, const size_t* reply_bytes, Fn&& fn) {
-  Status st = svc_.Run(method, kThrift, reply_bytes, std::forward<Fn>(fn));
-  if (!st.ok()) {
-    gen::FanoutError err;
-    err.code = static_cast<int32_t>(st.code());
-    err.message = st.message();
-    throw err;
+  if (!authenticated_) {
+    ++const_cast<ServerState&>(svc_.state()).auth_refused;
+    Throw(Status::Unauthenticated(
+        "this server requires an auth token (it runs with --auth-token-file): give the client the same token "
+        "(cluster file \"auth_token_file\", or RpcOptions::auth_token)"));
   }
+  Status st = svc_.Run(method, kThrift, reply_bytes, std::forward<Fn>(fn));
+  if (!st.ok()) Throw(st);
 }
 
 Status RpcHandler::CheckIds(const std::string& payload, ArrayView<const int64_t>* ids) const {
@@ -50,6 +77,7 @@ void RpcHandler::partition_info(gen::PartitionInfo& out) {
     out.max_fanout = s.options.max_fanout;
     const int data_port = s.data_port.load();
     if (data_port > 0) out.__set_data_port(data_port);
+    if (!s.data_ticket.empty()) out.__set_data_plane_ticket(s.data_ticket);
     return Status::OK();
   });
 }

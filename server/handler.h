@@ -11,9 +11,14 @@
 
 namespace fanout::server {
 
+// Whether `a` equals the (non-empty) token `b`, in time that does not depend
+// on where they differ.
+bool SameToken(const std::string& a, const std::string& b);
+
 class RpcHandler : public rpc::gen::FanoutIf {
  public:
-  explicit RpcHandler(const ServerState* state) : svc_(state) {}
+  explicit RpcHandler(const ServerState* state)
+      : svc_(state), authenticated_(state->options.auth_token.empty()) {}
 
   void partition_info(rpc::gen::PartitionInfo& out) override;
   void sample_neighbors(rpc::gen::SampleResponse& out, const rpc::gen::SampleRequest& req) override;
@@ -23,6 +28,7 @@ class RpcHandler : public rpc::gen::FanoutIf {
   void lookup_splits(std::string& out, const std::string& nodes) override;
   void lookup_original_ids(std::string& out, const std::string& nodes) override;
   void ping(std::string& out, const std::string& text) override;
+  void authenticate(const std::string& token) override;
 
  private:
   // Unpacks and range-checks the ids of a request.
@@ -35,6 +41,7 @@ class RpcHandler : public rpc::gen::FanoutIf {
   void ServeLookup(int method, const std::string& nodes, std::string& out, Fn&& value_of_row);
 
   PartitionService svc_;
+  bool authenticated_;  // this connection presented the token (or none is required)
 };
 
 class HandlerFactory : public rpc::gen::FanoutIfFactory {

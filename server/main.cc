@@ -4,7 +4,9 @@
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <cstdio>
+#include <fstream>
 
 #include "common/cpu.h"
 #include "rpc/data_plane.h"
@@ -45,7 +47,7 @@ int main(int argc, char** argv) {
       ->default_val(256)->check(CLI::Range(1, 2047));
   std::string data_plane = fanout::rpc::DataPlaneBuilt() ? "ucx" : "off";
   app.add_option("--data-plane", data_plane,
-                 "Bulk replies over the UCX data plane beside Thrift: ucx or off (default ucx in builds with UCX)")
+                 "Bulk replies over the UCX data plane beside Thrift: ucx or off (default ucx in builds with UCX; off under TLS, as the data plane is not encrypted, unless given)")
       ->check(CLI::IsMember({"ucx", "off"}));
   app.add_option("--data-port", o.data_port, "UCX data-plane port (0 = any free port, printed when ready)")
       ->default_val(0)->check(CLI::Range(0, 65535));
@@ -68,8 +70,35 @@ int main(int argc, char** argv) {
   app.add_option("--malloc-arenas", malloc_arenas,
                  "glibc malloc arenas (0 = 2 per CPU): fewer keep memory bounded under many connection threads")
       ->default_val(0)->check(CLI::Range(0, 1024));
+  std::string auth_token_file;
+  app.add_option("--tls-cert", o.tls_cert, "Serve RPC over TLS with this certificate (PEM; with --tls-key)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-key", o.tls_key, "The TLS certificate's private key (PEM)")->check(CLI::ExistingFile);
+  app.add_option("--tls-ca", o.tls_ca,
+                 "Require client certificates signed by this CA (PEM): mutual TLS")->check(CLI::ExistingFile);
+  app.add_option("--auth-token-file", auth_token_file,
+                 "Require this file's token (first line) on every RPC connection and on the admin endpoint's /stats "
+                 "and / (Authorization: Bearer TOKEN or ?token=); /metrics and /healthz stay open. The data plane "
+                 "then serves only clients that authenticated")
+      ->check(CLI::ExistingFile);
   CLI11_PARSE(app, argc, argv);
   o.max_frame_bytes <<= 20;
+  if (!auth_token_file.empty()) {
+    std::ifstream f(auth_token_file);
+    std::getline(f, o.auth_token);
+    while (!o.auth_token.empty() && std::isspace(static_cast<unsigned char>(o.auth_token.back()))) o.auth_token.pop_back();
+    if (!f && !f.eof()) {
+      std::fprintf(stderr, "fanout-server: error: cannot read --auth-token-file %s\n", auth_token_file.c_str());
+      return 2;
+    }
+    if (o.auth_token.size() < 16) {
+      std::fprintf(stderr, "fanout-server: error: --auth-token-file %s: the token (its first line) has %zu characters; "
+                   "use at least 16 (e.g. openssl rand -hex 32)\n", auth_token_file.c_str(), o.auth_token.size());
+      return 2;
+    }
+  }
+  // The data plane is not encrypted: under TLS it runs only when asked for.
+  if (!o.tls_cert.empty() && app.count("--data-plane") == 0) data_plane = "off";
   o.limits.idle_timeout_ms = int64_t{idle_timeout_s} * 1000;
   o.limits.frame_timeout_ms = static_cast<int64_t>(frame_timeout_s * 1000);
   o.limits.max_inflight_bytes = max_inflight_mib << 20;

@@ -3,10 +3,14 @@
 #include <httplib.h>
 #include <thrift/protocol/TBinaryProtocol.h>
 #include <thrift/server/TThreadedServer.h>
+#include <thrift/transport/TSSLServerSocket.h>
+#include <thrift/transport/TSSLSocket.h>
 #include <thrift/transport/TServerSocket.h>
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
+#include <random>
 #include <future>
 #include <nlohmann/json.hpp>
 
@@ -81,6 +85,12 @@ Status PartitionServer::Start() {
     load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   state_->options = options_;
+  if (!options_.auth_token.empty() || !options_.tls_cert.empty()) {
+    // The data plane's ticket: random, handed out to authenticated clients only.
+    std::random_device rd;
+    state_->data_ticket.resize(rpc::kDataPlaneTicketBytes);
+    for (char& c : state_->data_ticket) c = static_cast<char>(rd());
+  }
   state_->data = data_;
   state_->graph = data_->Graph();
   int workers = options_.threads > 0 ? options_.threads - 1 : std::max(1, UsableCpuCount() - 1);
@@ -97,8 +107,35 @@ Status PartitionServer::Start() {
 }
 
 Status PartitionServer::StartRpc() {
+  std::shared_ptr<TServerSocket> socket;
+  if (options_.tls_cert.empty() != options_.tls_key.empty())
+    return Status::InvalidArgument("TLS needs both a certificate (--tls-cert) and its private key (--tls-key)");
+  if (!options_.tls_ca.empty() && options_.tls_cert.empty())
+    return Status::InvalidArgument("--tls-ca (client certificates) needs TLS itself: --tls-cert and --tls-key");
+  if (!options_.tls_cert.empty()) {
+    using apache::thrift::transport::TSSLSocketFactory;
+    auto tls = std::make_shared<TSSLSocketFactory>(apache::thrift::transport::SSLTLS);
+    tls->server(true);
+    // Each file, or the error naming it.
+    auto load = [](const char* flag, const std::string& file, const std::function<void(const char*)>& fn) {
+      try {
+        fn(file.c_str());
+      } catch (const std::exception& e) {
+        return Status::InvalidArgument(std::string(flag) + " " + file + ": " + e.what());
+      }
+      return Status::OK();
+    };
+    FANOUT_RETURN_IF_ERROR(load("--tls-cert", options_.tls_cert, [&](const char* f) { tls->loadCertificate(f); }));
+    FANOUT_RETURN_IF_ERROR(load("--tls-key", options_.tls_key, [&](const char* f) { tls->loadPrivateKey(f); }));
+    if (!options_.tls_ca.empty())
+      FANOUT_RETURN_IF_ERROR(load("--tls-ca", options_.tls_ca, [&](const char* f) { tls->loadTrustedCertificates(f); }));
+    tls->authenticate(!options_.tls_ca.empty());  // mutual TLS: a client certificate signed by the CA
+    socket = std::make_shared<apache::thrift::transport::TSSLServerSocket>(options_.bind, options_.port, tls);
+  } else {
+    socket = std::make_shared<TServerSocket>(options_.bind, options_.port);
+  }
   rpc_ = std::make_unique<Rpc>();
-  rpc_->socket = std::make_shared<TServerSocket>(options_.bind, options_.port);
+  rpc_->socket = std::move(socket);
   auto handlers = std::make_shared<HandlerFactory>(state_.get());
   auto processors = std::make_shared<rpc::gen::FanoutProcessorFactory>(handlers);
   // Requests come in through the guard (limits, deadlines, memory); replies
@@ -141,6 +178,7 @@ Status PartitionServer::StartDataPlane() {
   o.port = options_.data_port;
   o.threads = options_.data_threads > 0 ? options_.data_threads : std::min(4, std::max(1, UsableCpuCount()));
   o.max_request_bytes = options_.max_frame_bytes;
+  o.ticket = state_->data_ticket;
   const ServerState* state = state_.get();
   Status st = rpc::DataPlaneServer::Start(
       o, [state] { return std::make_unique<DataPlaneService>(state); }, &data_plane_);
@@ -169,6 +207,7 @@ nlohmann::json DataPlaneJson(const rpc::DataPlaneServer* dp, int port) {
   j["errors"] = s.errors;
   j["malformed_requests"] = s.malformed;
   j["refused_requests"] = s.refused;
+  j["unauthenticated_requests"] = s.unauthenticated;
   j["placed"] = s.placed;
   j["place_refused"] = s.place_refused;
   j["mapped_regions"] = s.mapped_regions;
@@ -266,6 +305,13 @@ std::string PartitionServer::StatsJson() const {
   }
   j["rpc_port"] = port_;
   j["connections"] = ConnectionsJson(connection_stats(), options_.limits);
+  j["security"] = {{"tls", !options_.tls_cert.empty()},
+                   {"mutual_tls", !options_.tls_ca.empty()},
+                   {"auth_token", !options_.auth_token.empty()},
+                   {"tls_failures", connection_stats().tls_failures},
+                   {"last_tls_failure", guard_->LastTlsFailure()},
+                   {"auth_refused", state_ ? state_->auth_refused.load() : 0},
+                   {"admin_refused", state_ ? state_->admin_refused.load() : 0}};
   j["rdma"] = RdmaJson();
   return j.dump(2);
 }
@@ -279,7 +325,7 @@ const char kIndexHtml[] = R"HTML(<!doctype html>
 <p><a href="/metrics">/metrics</a> &middot; <a href="/stats">/stats</a> &middot; <a href="/healthz">/healthz</a></p>
 <script>
 function f(x){return x==null?'-':x>=1e9?(x/1e9).toFixed(2)+' G':x>=1e6?(x/1e6).toFixed(2)+' M':x>=1e3?(x/1e3).toFixed(1)+' k':x.toFixed(1)}
-async function tick(){try{const s=await (await fetch('/stats')).json();const p=s.partition||{};
+async function tick(){try{const s=await (await fetch('/stats'+location.search)).json();const p=s.partition||{};
 document.getElementById('head').textContent=`${p.dataset||''} partition ${p.partition}/${p.num_parts} [${p.node_begin}, ${p.node_end}) - ${s.state} - up ${s.uptime_s.toFixed(0)} s - RSS ${f(s.memory.rss_bytes)}B`;
 let h='<tr><th>window</th><th>edges/s</th><th>nodes/s</th><th>feature B/s</th><th>requests/s</th></tr>';
 for(const w of ['1s','10s','60s']){const t=(s.throughput||{})[w]||{};h+=`<tr><th>${w}</th><td>${f(t.sampled_edges_per_s)}</td><td>${f(t.sampled_nodes_per_s)}</td><td>${f(t.feature_bytes_per_s)}</td><td>${f(t.requests_per_s)}</td></tr>`}
@@ -358,10 +404,26 @@ Status PartitionServer::StartAdmin() {
     std::string body = loaded ? state_->metrics.Prometheus(extra) : extra;
     res.set_content(body, "text/plain; version=0.0.4");
   });
-  http.Get("/stats", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(StatsJson(), "application/json");
+  // With an auth token, /stats and / need it; /metrics and /healthz stay open.
+  auto allowed = [this](const httplib::Request& req, httplib::Response& res) {
+    if (options_.auth_token.empty()) return true;
+    std::string given = req.get_param_value("token");
+    const std::string auth = req.get_header_value("Authorization");
+    if (auth.rfind("Bearer ", 0) == 0) given = auth.substr(7);
+    if (SameToken(given, options_.auth_token)) return true;
+    ++state_->admin_refused;
+    res.status = 401;
+    res.set_header("WWW-Authenticate", "Bearer");
+    res.set_content("this server requires its auth token: Authorization: Bearer TOKEN, or ?token=TOKEN\n",
+                    "text/plain");
+    return false;
+  };
+  http.Get("/stats", [this, allowed](const httplib::Request& req, httplib::Response& res) {
+    if (allowed(req, res)) res.set_content(StatsJson(), "application/json");
   });
-  http.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_content(kIndexHtml, "text/html"); });
+  http.Get("/", [allowed](const httplib::Request& req, httplib::Response& res) {
+    if (allowed(req, res)) res.set_content(kIndexHtml, "text/html");
+  });
   int port = options_.admin_port == 0 ? http.bind_to_any_port(options_.bind)
                                       : (http.bind_to_port(options_.bind, options_.admin_port) ? options_.admin_port : -1);
   if (port <= 0) {

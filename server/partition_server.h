@@ -43,6 +43,14 @@ struct ServerOptions {
   int64_t max_fanout = 100000;     // largest fanout accepted (-1 = all is always accepted)
   int64_t max_frame_bytes = int64_t{256} << 20;    // largest request frame, default 256 MiB
   int expected_num_parts = -1;     // refuse a dataset with another partition count
+  // Authentication: with a token, every RPC connection must present it
+  // (authenticate) before any other call, and the admin endpoint's /stats and
+  // / need it (Authorization: Bearer, or ?token=); /metrics and /healthz stay
+  // open. Empty = no authentication.
+  std::string auth_token;
+  // TLS for the RPC listener (PEM files; empty = plain TCP). With tls_ca,
+  // clients must present a certificate signed by it (mutual TLS).
+  std::string tls_cert, tls_key, tls_ca;
   // Connections, idle and slow clients, request memory (see ConnectionGuard).
   rpc::ConnectionLimits limits = rpc::ConnectionLimits::Defaults();
   // The UCX data plane (a listener on `bind`, advertised in PartitionInfo):

@@ -29,6 +29,12 @@ struct ServerState {
   std::unique_ptr<ThreadPool> pool;
   ServerMetrics metrics;
   std::atomic<int> data_port{0};  // the UCX listener's port once it listens (0 = none)
+  // Where authentication is required (auth token or TLS): what data-plane
+  // endpoints must present (random, given to authenticated clients in
+  // PartitionInfo). Empty = the data plane serves every peer.
+  std::string data_ticket;
+  std::atomic<int64_t> auth_refused{0};   // RPC calls refused for a missing or wrong token
+  std::atomic<int64_t> admin_refused{0};  // admin requests refused for a missing or wrong token
 };
 
 struct SampleParams {

@@ -34,7 +34,7 @@ double Num(const nlohmann::json& j, const char* a, const char* b) {
   return j[a][b].get<double>();
 }
 
-int Stats(const std::vector<std::string>& servers) {
+int Stats(const std::vector<std::string>& servers, const std::string& token) {
   std::printf("%-22s %-9s %-5s %-22s %10s %10s %10s %10s %10s %9s %9s %9s\n", "server", "state", "part", "nodes",
               "edges/1s", "edges/10s", "edges/60s", "featB/10s", "req/10s", "p50 ms", "p99 ms", "RSS");
   int failures = 0;
@@ -50,7 +50,9 @@ int Stats(const std::vector<std::string>& servers) {
     httplib::Client cli(host, port);
     cli.set_connection_timeout(3);
     cli.set_read_timeout(5);
-    auto res = cli.Get("/stats");
+    httplib::Headers headers;
+    if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
+    auto res = cli.Get("/stats", headers);
     if (!res) {
       std::printf("%-22s %-9s (no answer: %s)\n", addr.c_str(), "down", httplib::to_string(res.error()).c_str());
       ++failures;
@@ -129,6 +131,14 @@ int Health(const std::string& path, int timeout_ms) {
   }
   fanout::rpc::RpcOptions ro;
   ro.connect_timeout_ms = ro.call_timeout_ms = timeout_ms;
+  ro.tls = spec.tls;
+  if (!spec.auth_token_file.empty()) {
+    st = fanout::client::ReadAuthToken(spec.auth_token_file, &ro.auth_token);
+    if (!st.ok()) {
+      std::fprintf(stderr, "fanout-ctl: %s\n", st.message().c_str());
+      return 2;
+    }
+  }
   std::printf("%-5s %-24s %-9s %9s  %s\n", "part", "replica", "state", "ping ms", "serves");
   int down = 0, dead_parts = 0;
   for (size_t p = 0; p < spec.replicas.size(); ++p) {
@@ -168,6 +178,13 @@ int Health(const std::string& path, int timeout_ms) {
 int main(int argc, char** argv) {
   CLI::App app{"fanout-ctl: inspect running Fanout sampling servers."};
   app.require_subcommand(1);
+  // Credentials for servers that require them (health reads its cluster file's).
+  std::string token_file;
+  fanout::rpc::TlsOptions tls;
+  app.add_option("--auth-token-file", token_file, "The servers' auth token (first line of FILE)")->check(CLI::ExistingFile);
+  app.add_option("--tls-ca", tls.ca, "Connect over TLS, trusting this CA (PEM)")->check(CLI::ExistingFile);
+  app.add_option("--tls-cert", tls.cert, "Client certificate (PEM), for servers that require one")->check(CLI::ExistingFile);
+  app.add_option("--tls-key", tls.key, "The client certificate's key (PEM)")->check(CLI::ExistingFile);
   std::vector<std::string> admin_addrs;
   auto* stats = app.add_subcommand("stats", "Throughput, latency and memory of servers, from their admin endpoints");
   stats->add_option("servers", admin_addrs, "HOST:ADMIN_PORT of each server")->required();
@@ -194,12 +211,22 @@ int main(int argc, char** argv) {
   sample->add_flag("--weighted", weighted, "Sample by edge weight");
   CLI11_PARSE(app, argc, argv);
 
-  if (stats->parsed()) return Stats(admin_addrs);
+  std::string token;
+  if (!token_file.empty()) {
+    Status st = fanout::client::ReadAuthToken(token_file, &token);
+    if (!st.ok()) {
+      std::fprintf(stderr, "fanout-ctl: %s\n", st.message().c_str());
+      return 1;
+    }
+  }
+  if (stats->parsed()) return Stats(admin_addrs, token);
   if (health->parsed()) return Health(cluster_file, timeout_ms);
 
   std::unique_ptr<fanout::rpc::RpcClient> client;
   fanout::rpc::RpcOptions ro;
   ro.call_timeout_ms = 10000;
+  ro.tls = tls;
+  ro.auth_token = token;
   Status st = fanout::rpc::RpcClient::Connect(addr, ro, &client);
   if (!st.ok()) {
     std::fprintf(stderr, "fanout-ctl: %s\n", st.ToString().c_str());

@@ -25,7 +25,7 @@ from torch.utils.dlpack import from_dlpack as _from_dlpack
 
 from . import errors
 from .errors import (Aborted, Corruption, DeadlineExceeded, Error, Internal, InvalidArgument, IOError,
-                     NotFound, NotSupported, ResourceExhausted, Unavailable)
+                     NotFound, NotSupported, ResourceExhausted, Unauthenticated, Unavailable)
 from . import _core
 from ._bins import find_binary
 from .local_cluster import LocalCluster
@@ -33,7 +33,7 @@ from .local_cluster import LocalCluster
 __all__ = [
     "Cluster", "NodeLoader", "Batch", "LocalCluster", "partition", "stats", "Error", "InvalidArgument",
     "NotFound", "Corruption", "IOError", "NotSupported", "Unavailable", "DeadlineExceeded",
-    "ResourceExhausted", "Aborted", "Internal",
+    "ResourceExhausted", "Aborted", "Unauthenticated", "Internal",
 ]
 
 _DATA_PLANES = ("auto", "ucx", "tcp")

@@ -45,5 +45,9 @@ class Aborted(Error):
     """The operation was stopped."""
 
 
+class Unauthenticated(Error, PermissionError):
+    """A server requires a credential (auth token, TLS certificate) that was missing or wrong."""
+
+
 class Internal(Error):
     """A bug: please report it with the message."""

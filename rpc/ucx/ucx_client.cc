@@ -147,6 +147,7 @@ struct Peer {
   DataPlaneChannel::Impl* channel = nullptr;
   int index = 0;
   std::string host, name;
+  std::string ticket;  // sent with every request (wire::kTicket) where not empty
   int port = 0;
   ucp_ep_h ep = nullptr;
   bool failed = false;
@@ -520,7 +521,8 @@ void DataPlaneChannel::Impl::Close(Peer* p) {
   p->rndv_desc = nullptr;
 }
 
-Status DataPlaneChannel::Connect(const std::string& host, int port, const std::string& name, int* peer) {
+Status DataPlaneChannel::Connect(const std::string& host, int port, const std::string& name, int* peer,
+                                 const std::string& ticket) {
   Impl& i = *impl_;
   if (i.peers.size() >= 0xffff) return Status::ResourceExhausted("too many data-plane peers on one channel");
   auto p = std::make_unique<Peer>();
@@ -529,6 +531,7 @@ Status DataPlaneChannel::Connect(const std::string& host, int port, const std::s
   p->host = host;
   p->port = port;
   p->name = name;
+  p->ticket = ticket;
   Peer* raw = p.get();
   i.peers.push_back(std::move(p));
   FANOUT_RETURN_IF_ERROR(i.Open(raw));
@@ -634,6 +637,10 @@ Status DataPlaneChannel::Post(int peer, const DataRequest& request, const ReplyS
     p->header.resize(sizeof p->hdr + sizeof t + t.rkey_bytes);
     std::memcpy(p->header.data() + sizeof p->hdr, &t, sizeof t);
     if (send_rkey) std::memcpy(p->header.data() + sizeof p->hdr + sizeof t, r.rkey, r.rkey_bytes);
+  }
+  if (!p->ticket.empty()) {  // last in the header
+    p->hdr.flags |= wire::kTicket;
+    p->header.insert(p->header.end(), p->ticket.begin(), p->ticket.end());
   }
   std::memcpy(p->header.data(), &p->hdr, sizeof p->hdr);
   const void* data = request.ids.data();

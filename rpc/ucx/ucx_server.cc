@@ -86,7 +86,7 @@ struct DataPlaneServer::Impl {
   int port = 0;
   std::atomic<bool> stop{false};
   std::atomic<uint32_t> next_thread{0};
-  std::atomic<int64_t> requests{0}, reply_bytes{0}, errors{0}, malformed{0}, refused{0};
+  std::atomic<int64_t> requests{0}, reply_bytes{0}, errors{0}, malformed{0}, refused{0}, unauthenticated{0};
   std::atomic<int64_t> placed{0}, place_refused{0};
   std::atomic<int64_t> endpoints_open{0}, endpoints_total{0}, endpoints_rejected{0};
   std::vector<std::string> memory_types;
@@ -161,7 +161,8 @@ ucs_status_t Thread::OnRequest(void* arg, const void* header, size_t header_leng
   }
   auto p = std::make_unique<Pending>();
   p->ep = ep;
-  // The header is a RequestHeader, then (kPlace) a PlaceTarget and its rkey.
+  // The header is a RequestHeader, then (kPlace) a PlaceTarget and its rkey,
+  // then (kTicket) the ticket.
   size_t expect = sizeof(wire::RequestHeader);
   if (header_length >= sizeof(wire::RequestHeader)) {
     std::memcpy(&p->hdr, header, sizeof p->hdr);
@@ -172,6 +173,7 @@ ucs_status_t Thread::OnRequest(void* arg, const void* header, size_t header_leng
         if (p->place.rkey_bytes <= wire::kMaxRkeyBytes) expect += p->place.rkey_bytes;
       }
     }
+    if (p->hdr.flags & wire::kTicket) expect += wire::kTicketBytes;
   }
   if (header_length != expect || p->place.rkey_bytes > wire::kMaxRkeyBytes) {
     ++s->malformed;
@@ -198,6 +200,19 @@ ucs_status_t Thread::OnRequest(void* arg, const void* header, size_t header_leng
       ++s->malformed;
       p->bad = Status::InvalidArgument("request of " + std::to_string(length) + " bytes is over the limit of " +
                                        std::to_string(s->options.max_request_bytes));
+    }
+  }
+  if (p->bad.ok() && !s->options.ticket.empty()) {
+    const bool has = (p->hdr.flags & wire::kTicket) != 0;
+    const char* got = static_cast<const char*>(header) + header_length - wire::kTicketBytes;
+    unsigned char diff = has && s->options.ticket.size() == wire::kTicketBytes ? 0 : 1;
+    for (size_t k = 0; has && k < wire::kTicketBytes && k < s->options.ticket.size(); ++k)
+      diff |= static_cast<unsigned char>(got[k] ^ s->options.ticket[k]);
+    if (diff != 0) {
+      ++s->unauthenticated;
+      p->bad = Status::Unauthenticated(
+          "this data plane serves only clients that authenticated on the server's RPC port (auth token or TLS) "
+          "and present its ticket");
     }
   }
   if (static_cast<int>(ep->queue.size()) >= s->options.max_queued_per_endpoint) {
@@ -781,6 +796,7 @@ DataPlaneServerStats DataPlaneServer::Stats() const {
   s.placed = i.placed;
   s.place_refused = i.place_refused;
   s.refused = i.refused;
+  s.unauthenticated = i.unauthenticated;
   s.endpoints_open = i.endpoints_open;
   s.endpoints_total = i.endpoints_total;
   s.endpoints_rejected = i.endpoints_rejected;

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "rpc/data_plane.h"
+
 namespace fanout::rpc::wire {
 
 constexpr uint16_t kAmRequest = 0x4651;  // client -> server
@@ -17,6 +19,7 @@ constexpr uint16_t kVersion = 1;
 // Request flags.
 constexpr uint8_t kReplace = 1, kWeighted = 2, kEdgeIds = 4;
 constexpr uint8_t kPlace = 8;         // a PlaceTarget follows the header: write the reply there
+constexpr uint8_t kTicket = 0x10;     // the header ends with the server's data-plane ticket (kTicketBytes)
 constexpr uint8_t kForceRndv = 0x80;  // reply by rendezvous whatever its size (CUDA sinks)
 
 // The active message's header; its data is the packed int64 node ids.
@@ -53,6 +56,10 @@ struct PlaceTarget {
 };
 static_assert(sizeof(PlaceTarget) == 40, "place target layout");
 constexpr uint32_t kMaxRkeyBytes = 4096;
+// A server that requires authentication (auth token, TLS) gives its
+// authenticated RPC clients a ticket (PartitionInfo.data_plane_ticket); every
+// data-plane request then carries it at the end of its header (kTicket).
+constexpr size_t kTicketBytes = kDataPlaneTicketBytes;
 
 // Reply flags.
 constexpr uint16_t kPlaced = 1;   // the payload is in the client's region already; no data follows

@@ -18,6 +18,7 @@
 #include "common/random.h"
 #include "client/source.h"
 #include "tests/server/server_fixture.h"
+#include "tests/server/test_certs.h"
 
 namespace fanout::client {
 namespace {
@@ -325,6 +326,57 @@ TEST_F(ClusterTest, FanoutCtlHealthNamesEveryReplicaAndItsState) {
   EXPECT_EQ(RunCommand(ctl + " stats 127.0.0.1:" + std::to_string(servers_[0]->admin_port()), &out), 0) << out;
   EXPECT_THAT(out, HasSubstr("connections: "));
   EXPECT_THAT(out, HasSubstr("refused at the limit"));
+}
+
+}  // namespace
+}  // namespace fanout::client
+
+namespace fanout::client {
+namespace {
+
+// A cluster file carries TLS and the auth token (paths relative to the file):
+// a cluster of TLS servers that require both is used like any other.
+TEST_F(ClusterTest, AClusterFileWithTlsAndATokenReachesServersThatRequireThem) {
+  datasets::testing::TempDir tmp;
+  server::testing::TestCerts certs;
+  ASSERT_TRUE(server::testing::MakeTestCerts(tmp.path(), &certs));
+  server::ServerOptions so;
+  so.tls_cert = certs.server;
+  so.tls_key = certs.server_key;
+  so.tls_ca = certs.ca;
+  so.auth_token = "cluster-file-token-0123456789";
+  StartServers(2, so);
+  tmp.Write("token", so.auth_token + "\n");
+  std::string text = R"({"partitions": [{"partition": 0, "replicas": ["127.0.0.1:)" + std::to_string(servers_[0]->port()) +
+                     R"("]}, {"partition": 1, "replicas": ["127.0.0.1:)" + std::to_string(servers_[1]->port()) +
+                     R"("]}], "tls": {"ca": "ca.pem", "cert": "client.pem", "key": "client.key"},
+                     "auth_token_file": "token"})";
+  const std::string file = tmp.Write("cluster.json", text);
+  ClusterSpec spec;
+  ASSERT_TRUE(ReadClusterFile(file, &spec).ok());
+  EXPECT_EQ(spec.tls.ca, certs.ca);
+  std::shared_ptr<Cluster> c;
+  Status st = Cluster::Connect(spec, {}, &c);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  std::unique_ptr<Session> s;
+  ASSERT_TRUE(c->NewSession(&s).ok());
+  std::vector<int64_t> ids = {3, 2700};
+  std::vector<int64_t> labels(2);
+  ASSERT_TRUE(s->Labels(ids, labels.data()).ok());
+  // fanout-ctl health reads the same file.
+  std::string out;
+  EXPECT_EQ(RunCommand(std::string(FANOUT_BIN_DIR) + "/fanout-ctl health " + file, &out), 0) << out;
+  // Without the token's file: refused, saying why.
+  tmp.Write("plain.json", text.substr(0, text.find(", \"tls\"")) + "}");
+  ASSERT_TRUE(ReadClusterFile(tmp.Sub("plain.json"), &spec).ok());
+  st = Cluster::Connect(spec, {}, &c);
+  EXPECT_FALSE(st.ok());
+  // Bad entries name the file.
+  tmp.Write("bad.json", R"({"partitions": [{"partition": 0, "replicas": ["127.0.0.1:1"]}], "tls": {"cert": "x"}})");
+  st = ReadClusterFile(tmp.Sub("bad.json"), &spec);
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("bad.json"));
+  EXPECT_THAT(st.message(), HasSubstr("\"tls\""));
 }
 
 }  // namespace

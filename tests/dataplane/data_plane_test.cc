@@ -239,6 +239,40 @@ TEST_P(DataPlaneTest, AutoUsesThriftWhereTheServerRunsWithoutADataPlane) {
   EXPECT_THAT(st.message(), HasSubstr("127.0.0.1:" + std::to_string(servers_[0]->port())));
 }
 
+// A server that requires authentication serves its data plane only to
+// clients that authenticated on its RPC port (they get its ticket there).
+TEST_P(DataPlaneTest, WithAnAuthTokenTheDataPlaneServesOnlyAuthenticatedClients) {
+  server::ServerOptions o;
+  o.auth_token = "data-plane-test-token-0123";
+  StartServers(2, o);
+  rpc::RpcOptions ro;
+  ro.auth_token = o.auth_token;
+  auto cluster = ConnectCluster("ucx", ro);
+  ASSERT_NE(cluster, nullptr);
+  std::unique_ptr<Session> s;
+  ASSERT_TRUE(cluster->NewSession(&s).ok());
+  std::vector<int64_t> ids = {5, 2000, 7};
+  std::vector<int64_t> labels(ids.size());
+  ASSERT_TRUE(s->Labels(ids, labels.data()).ok());
+  EXPECT_GT(s->stats().ucx_bytes, 0);
+  EXPECT_EQ(s->stats().fallbacks, 0);
+  // A peer without the ticket: refused, counted.
+  std::shared_ptr<rpc::DataPlaneContext> ctx;
+  ASSERT_TRUE(rpc::DataPlaneContext::Create(&ctx).ok());
+  std::unique_ptr<rpc::DataPlaneChannel> ch;
+  ASSERT_TRUE(rpc::DataPlaneChannel::Create(ctx, {}, &ch).ok());
+  int peer = -1;
+  Status st = ch->Connect("127.0.0.1", cluster->info(0).data_port, "server 0", &peer);
+  EXPECT_EQ(st.code(), Status::Code::kUnauthenticated) << st.ToString();
+  EXPECT_THAT(st.message(), HasSubstr("authenticated on the server's RPC port"));
+  const auto j = nlohmann::json::parse(servers_[0]->StatsJson());
+  EXPECT_GE(j["data_plane"]["unauthenticated_requests"].get<int64_t>(), 1) << j["data_plane"].dump();
+  // A wrong ticket too.
+  st = ch->Connect("127.0.0.1", cluster->info(0).data_port, "server 0", &peer,
+                   std::string(rpc::kDataPlaneTicketBytes, 'x'));
+  EXPECT_EQ(st.code(), Status::Code::kUnauthenticated) << st.ToString();
+}
+
 TEST_P(DataPlaneTest, AutoFallsBackToThriftWhenUcxIsUnavailableOnTheClient) {
   StartServers(2);
   std::shared_ptr<Cluster> cluster;
