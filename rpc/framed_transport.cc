@@ -30,6 +30,11 @@ ResettingFramedTransport::ResettingFramedTransport(std::shared_ptr<apache::thrif
                                                    std::shared_ptr<apache::thrift::TConfiguration> config,
                                                    std::unique_ptr<ConnectionGuard::Connection> conn)
     : TFramedTransport(inner, std::move(config)), conn_(std::move(conn)) {
+  // An empty read buffer that is not null: Thrift's inline read path adds
+  // lengths to its pointers, which is undefined on null (UBSan, fuzzing).
+  rBuf_.reset(new uint8_t[kZeroCopyBytes]);
+  rBufSize_ = kZeroCopyBytes;
+  setReadBuffer(rBuf_.get(), 0);
   // Zero-copy sends write to the socket itself: never under TLS.
   if (dynamic_cast<apache::thrift::transport::TSocket*>(inner.get()) != nullptr &&
       dynamic_cast<apache::thrift::transport::TSSLSocket*>(inner.get()) == nullptr)
@@ -161,7 +166,8 @@ void ResettingFramedTransport::Refuse(uint32_t frame_bytes) {
   try {
     ReadAll(head.data(), static_cast<uint32_t>(head.size()));
     auto in = std::make_shared<TMemoryBuffer>(head.data(), static_cast<uint32_t>(head.size()));
-    apache::thrift::protocol::TBinaryProtocol iprot(in);
+    // Strings no longer than what was read, strict (versioned) messages only.
+    apache::thrift::protocol::TBinaryProtocol iprot(in, static_cast<int32_t>(head.size()), 0, true, true);
     std::string name;
     apache::thrift::protocol::TMessageType type;
     int32_t seqid = 0;
@@ -265,6 +271,50 @@ uint32_t ResettingFramedTransport::readEnd() {
     frame_left_ -= n;
   }
   return TFramedTransport::readEnd();
+}
+
+namespace {
+class FrameBoundedProtocol : public apache::thrift::protocol::TBinaryProtocolT<apache::thrift::transport::TTransport> {
+ public:
+  // Strict reads: every message starts with the version (Thrift's clients
+  // send it; the unversioned form begins with a name length).
+  FrameBoundedProtocol(std::shared_ptr<apache::thrift::transport::TTransport> trans, const ResettingFramedTransport* framed)
+      : TBinaryProtocolT(std::move(trans), 0, 0, /*strict_read=*/true, /*strict_write=*/true), framed_(framed) {}
+  uint32_t readString_virt(std::string& str) override { return ReadBounded(str); }
+  uint32_t readBinary_virt(std::string& str) override { return ReadBounded(str); }
+  // As TBinaryProtocolT's (strict), with the method name's length bounded too.
+  uint32_t readMessageBegin_virt(std::string& name, apache::thrift::protocol::TMessageType& type,
+                                 int32_t& seqid) override {
+    using apache::thrift::protocol::TProtocolException;
+    int32_t version = 0;
+    uint32_t n = readI32(version);
+    if (version >= 0 || (version & VERSION_MASK) != VERSION_1)
+      throw TProtocolException(TProtocolException::BAD_VERSION, "not a versioned binary-protocol message");
+    type = static_cast<apache::thrift::protocol::TMessageType>(version & 0xff);
+    n += ReadBounded(name);
+    return n + readI32(seqid);
+  }
+
+ private:
+  uint32_t ReadBounded(std::string& str) {
+    int32_t size = 0;
+    uint32_t n = readI32(size);
+    if (size > 0 && static_cast<uint32_t>(size) > framed_->FrameRemaining())
+      throw apache::thrift::protocol::TProtocolException(
+          apache::thrift::protocol::TProtocolException::SIZE_LIMIT,
+          "a field declares " + std::to_string(size) + " bytes but its frame holds only " +
+              std::to_string(framed_->FrameRemaining()));
+    return n + readStringBody(str, size);
+  }
+  const ResettingFramedTransport* framed_;
+};
+}  // namespace
+
+std::shared_ptr<apache::thrift::protocol::TProtocol> FrameBoundedProtocolFactory::getProtocol(
+    std::shared_ptr<apache::thrift::transport::TTransport> trans) {
+  if (auto* framed = dynamic_cast<const ResettingFramedTransport*>(trans.get()))
+    return std::make_shared<FrameBoundedProtocol>(std::move(trans), framed);
+  return std::make_shared<apache::thrift::protocol::TBinaryProtocol>(std::move(trans));
 }
 
 namespace {

@@ -23,6 +23,7 @@
 #define FANOUT_RPC_FRAMED_TRANSPORT_H_
 
 #include <thrift/TConfiguration.h>
+#include <thrift/protocol/TProtocol.h>
 #include <thrift/transport/TBufferTransports.h>
 
 #include <cstdint>
@@ -48,6 +49,8 @@ class ResettingFramedTransport : public apache::thrift::transport::TFramedTransp
                            std::unique_ptr<ConnectionGuard::Connection> conn = nullptr);
 
   void close() override;
+  // Bytes of the current frame not yet read (buffered or still on the socket).
+  uint32_t FrameRemaining() const { return static_cast<uint32_t>(rBound_ - rBase_) + frame_left_; }
 
   void flush() override;
   uint32_t readEnd() override;
@@ -101,6 +104,18 @@ class ResettingFramedTransportFactory : public apache::thrift::transport::TTrans
 // back as a Status naming the server (health checks try dead replicas every
 // second). Drops those lines, prints the rest as Thrift does. Idempotent.
 void FilterThriftLog();
+
+// The server's protocol: Thrift's binary protocol, except that a string or
+// binary field may not declare more bytes than its frame still holds. Stock
+// TBinaryProtocol allocates and zeroes the declared size (up to 2 GiB) before
+// reading a byte of it, so a 30-byte frame could cost the server gigabytes
+// (found by fuzzing, docs/RELIABILITY.md). Over another transport it is the
+// stock protocol.
+class FrameBoundedProtocolFactory : public apache::thrift::protocol::TProtocolFactory {
+ public:
+  std::shared_ptr<apache::thrift::protocol::TProtocol> getProtocol(
+      std::shared_ptr<apache::thrift::transport::TTransport> trans) override;
+};
 
 // The server's input transports: each accepted socket is admitted by `guard`
 // (ConnectionGuard), gets the guard's tick as its receive timeout and the

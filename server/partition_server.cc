@@ -22,7 +22,6 @@
 
 namespace fanout::server {
 
-using apache::thrift::protocol::TBinaryProtocolFactory;
 using apache::thrift::server::TServerEventHandler;
 using apache::thrift::server::TThreadedServer;
 using apache::thrift::transport::TServerSocket;
@@ -140,7 +139,7 @@ Status PartitionServer::StartRpc() {
   auto processors = std::make_shared<rpc::gen::FanoutProcessorFactory>(handlers);
   // Requests come in through the guard (limits, deadlines, memory); replies
   // go out through the plain framed transport of the same socket.
-  auto protocols = std::make_shared<TBinaryProtocolFactory>();
+  auto protocols = std::make_shared<rpc::FrameBoundedProtocolFactory>();
   rpc_->server = std::make_shared<TThreadedServer>(
       processors, rpc_->socket, std::make_shared<rpc::GuardedFramedTransportFactory>(options_.max_frame_bytes, guard_),
       std::make_shared<rpc::ResettingFramedTransportFactory>(options_.max_frame_bytes), protocols, protocols);

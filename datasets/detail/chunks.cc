@@ -24,7 +24,11 @@ std::string DecodeAdjChunk(const char* p, size_t size, int64_t nodes, int64_t fi
   std::memcpy(hdr, p, 16);
   if (hdr[0] != nodes) return "holds " + std::to_string(hdr[0]) + " nodes, expected " + std::to_string(nodes);
   const int64_t ce = hdr[1];
-  if (ce < 0 || size != static_cast<size_t>(16 + nodes * 8 + ce * 16)) return "has the wrong size";
+  // The edge count is checked against the bytes there before any arithmetic
+  // with it (a damaged count near 2^63 overflowed the size check: fuzzing).
+  if (ce < 0 || static_cast<uint64_t>(ce) > (size - 16) / 16 ||
+      size - 16 != static_cast<size_t>(nodes) * 8 + static_cast<size_t>(ce) * 16)
+    return "has the wrong size";
   const int64_t e0 = *edge_pos;
   if (e0 + ce > static_cast<int64_t>(d->indices.size())) return "holds more edges than the partition";
   // Values sit where RocksDB put them (often not 8-byte aligned): copy, never cast.
@@ -33,6 +37,7 @@ std::string DecodeAdjChunk(const char* p, size_t size, int64_t nodes, int64_t fi
     int64_t deg;
     std::memcpy(&deg, p + 16 + i * 8, 8);
     if (deg < 0) return "has a negative degree";
+    if (deg > e0 + ce - acc) return "degrees do not sum to its edge count";  // checked before adding (fuzzing)
     acc += deg;
     d->indptr[first + i + 1] = acc;
   }

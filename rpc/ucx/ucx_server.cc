@@ -161,59 +161,12 @@ ucs_status_t Thread::OnRequest(void* arg, const void* header, size_t header_leng
   }
   auto p = std::make_unique<Pending>();
   p->ep = ep;
-  // The header is a RequestHeader, then (kPlace) a PlaceTarget and its rkey,
-  // then (kTicket) the ticket.
-  size_t expect = sizeof(wire::RequestHeader);
-  if (header_length >= sizeof(wire::RequestHeader)) {
-    std::memcpy(&p->hdr, header, sizeof p->hdr);
-    if (p->hdr.flags & wire::kPlace) {
-      expect += sizeof(wire::PlaceTarget);
-      if (header_length >= expect) {
-        std::memcpy(&p->place, static_cast<const char*>(header) + sizeof p->hdr, sizeof p->place);
-        if (p->place.rkey_bytes <= wire::kMaxRkeyBytes) expect += p->place.rkey_bytes;
-      }
-    }
-    if (p->hdr.flags & wire::kTicket) expect += wire::kTicketBytes;
-  }
-  if (header_length != expect || p->place.rkey_bytes > wire::kMaxRkeyBytes) {
-    ++s->malformed;
-    if (header_length >= 16) std::memcpy(&p->hdr.request_id, static_cast<const char*>(header) + 8, 8);
-    p->bad = Status::InvalidArgument("malformed data-plane request: header of " + std::to_string(header_length) +
-                                     " bytes, expected " + std::to_string(expect));
-  } else {
-    if (p->place.rkey_bytes > 0) {
-      const char* k = static_cast<const char*>(header) + sizeof p->hdr + sizeof p->place;
-      p->rkey.assign(k, k + p->place.rkey_bytes);
-    }
-    if (p->hdr.magic != wire::kMagic || p->hdr.version != wire::kVersion) {
-      ++s->malformed;
-      p->bad = Status::InvalidArgument("malformed data-plane request: bad magic or version " +
-                                       std::to_string(p->hdr.version));
-    } else if (p->hdr.method > static_cast<uint8_t>(DataMethod::kSample)) {
-      ++s->malformed;
-      p->bad = Status::InvalidArgument("unknown data-plane method " + std::to_string(p->hdr.method));
-    } else if (length % 8 != 0 || ((p->hdr.flags & wire::kPlace) && (p->place.flags & wire::kPlaceRows) && length % 16 != 0)) {
-      ++s->malformed;
-      p->bad = Status::InvalidArgument("node ids: payload of " + std::to_string(length) +
-                                       " bytes is not a whole number of 8-byte values");
-    } else if (static_cast<int64_t>(length) > s->options.max_request_bytes) {
-      ++s->malformed;
-      p->bad = Status::InvalidArgument("request of " + std::to_string(length) + " bytes is over the limit of " +
-                                       std::to_string(s->options.max_request_bytes));
-    }
-  }
-  if (p->bad.ok() && !s->options.ticket.empty()) {
-    const bool has = (p->hdr.flags & wire::kTicket) != 0;
-    const char* got = static_cast<const char*>(header) + header_length - wire::kTicketBytes;
-    unsigned char diff = has && s->options.ticket.size() == wire::kTicketBytes ? 0 : 1;
-    for (size_t k = 0; has && k < wire::kTicketBytes && k < s->options.ticket.size(); ++k)
-      diff |= static_cast<unsigned char>(got[k] ^ s->options.ticket[k]);
-    if (diff != 0) {
-      ++s->unauthenticated;
-      p->bad = Status::Unauthenticated(
-          "this data plane serves only clients that authenticated on the server's RPC port (auth token or TLS) "
-          "and present its ticket");
-    }
+  bool malformed = false;
+  Status st = wire::DecodeRequest(header, header_length, length, s->options.max_request_bytes, s->options.ticket,
+                                  &p->hdr, &p->place, &p->rkey, &malformed);
+  if (!st.ok()) {
+    ++(malformed ? s->malformed : s->unauthenticated);
+    p->bad = std::move(st);
   }
   if (static_cast<int>(ep->queue.size()) >= s->options.max_queued_per_endpoint) {
     ++s->refused;

@@ -4,8 +4,12 @@
 #ifndef FANOUT_RPC_UCX_WIRE_H_
 #define FANOUT_RPC_UCX_WIRE_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
+#include "common/status.h"
 #include "rpc/data_plane.h"
 
 namespace fanout::rpc::wire {
@@ -78,6 +82,16 @@ struct ReplyHeader {
   uint64_t payload_bytes = 0;
 };
 static_assert(sizeof(ReplyHeader) == 32, "reply header layout");
+
+// Decodes a request's active-message header (RequestHeader, then with kPlace
+// a PlaceTarget and its rkey, then with kTicket the ticket) and checks it
+// against the request's data length, the server's limit and its ticket
+// (empty = none required). OK, or why the request is refused: *malformed
+// says whether it was malformed (else unauthenticated). *hdr holds at least
+// the request id (for the refusal) whenever the header has 16 bytes.
+Status DecodeRequest(const void* header, size_t header_length, size_t data_length, int64_t max_request_bytes,
+                     const std::string& ticket, RequestHeader* hdr, PlaceTarget* place, std::vector<char>* rkey,
+                     bool* malformed);
 
 }  // namespace fanout::rpc::wire
 

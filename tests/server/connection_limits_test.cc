@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/cpu.h"
 #include "tests/server/server_fixture.h"
 
 namespace fanout::server {
@@ -248,6 +249,41 @@ TEST_F(ConnectionLimitsTest, RequestMemoryIsBoundedByTheInflightBudget) {
   EXPECT_EQ(pong, "after you");
   EXPECT_TRUE(WaitFor([&] { return server().connection_stats().inflight_bytes == 0; }, 10));
   EXPECT_EQ(server().connection_stats().memory_refused, 0);
+}
+
+}  // namespace
+}  // namespace fanout::server
+
+namespace fanout::server {
+namespace {
+
+// A small frame that declares a huge string (the method name, or a binary
+// argument): refused before any allocation. Thrift's stock binary protocol
+// allocated and zeroed the declared size first (up to 2 GiB per field: found
+// by fuzzing, fuzz/corpus/fuzz_rpc_request/regress-huge-declared-string).
+TEST_F(ConnectionLimitsTest, AFieldLongerThanItsFrameIsRefusedWithoutAllocatingIt) {
+  StartServers(1);
+  const int64_t peak_before = PeakResidentSetBytes();  // the allocation would be freed at once: watch the peak
+  auto be32 = [](uint32_t v) {
+    v = htonl(v);
+    return std::string(reinterpret_cast<const char*>(&v), 4);
+  };
+  // A versioned call whose name claims 2 GiB - 1 bytes.
+  const std::string name_bomb = be32(0x80010001) + be32(0x7fffffff) + "lookup";
+  // An unversioned message (its first word a name length): refused outright.
+  const std::string old_form = be32(0x7ffffff0) + "lookup_features";
+  // A well-formed call whose binary argument claims 1.5 GiB.
+  const std::string arg_bomb = be32(0x80010001) + be32(15) + "lookup_features" + be32(1) + std::string("\x0b\x00\x01", 3) +
+                               be32(0x60000000) + "12345678";
+  for (const std::string& body : {name_bomb, old_form, arg_bomb}) {
+    int fd = Dial(server().port());
+    ASSERT_GE(fd, 0);
+    fds_.push_back(fd);
+    SendAll(fd, be32(static_cast<uint32_t>(body.size())) + body);
+    EXPECT_GE(SecondsUntilClosed(fd, 10), 0);
+  }
+  EXPECT_LT(PeakResidentSetBytes() - peak_before, int64_t{256} << 20);
+  ExpectPing();
 }
 
 }  // namespace

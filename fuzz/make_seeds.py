@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Writes the fuzzers' seed corpora (fuzz/corpus/<target>/): well-formed
+inputs for each target, so that fuzzing starts from the real formats.
+Run from the repository root: python3 fuzz/make_seeds.py"""
+import json
+import os
+import struct
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+
+
+def put(target, name, data):
+    d = os.path.join(ROOT, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+
+
+# --- fuzz_rpc_request: framed Thrift binary-protocol calls -----------------
+def tstring(b):
+    b = b if isinstance(b, bytes) else b.encode()
+    return struct.pack(">i", len(b)) + b
+
+
+def field(ftype, fid, value):
+    return struct.pack(">bh", ftype, fid) + value
+
+
+STOP = b"\x00"
+STRING, STRUCT, I64, I32, BOOL = 11, 12, 10, 8, 2
+
+
+def call(name, args, seq=1):
+    msg = struct.pack(">I", 0x80010001) + tstring(name) + struct.pack(">i", seq) + args + STOP
+    return struct.pack(">I", len(msg)) + msg
+
+
+def ids(*v):
+    return struct.pack("<%dq" % len(v), *v)
+
+
+sample = (field(STRING, 1, tstring(ids(0, 5, 2707))) + field(I64, 2, struct.pack(">q", 5)) +
+          field(BOOL, 3, b"\x00") + field(BOOL, 4, b"\x00") + field(I64, 5, struct.pack(">q", 7)) +
+          field(I32, 6, struct.pack(">i", 0)) + field(BOOL, 7, b"\x01") + STOP)
+put("fuzz_rpc_request", "ping", call("ping", field(STRING, 1, tstring("hello"))))
+put("fuzz_rpc_request", "partition_info", call("partition_info", b""))
+put("fuzz_rpc_request", "sample", call("sample_neighbors", field(STRUCT, 1, sample)))
+for m in ("lookup_features", "lookup_labels", "lookup_degrees", "lookup_splits", "lookup_original_ids"):
+    put("fuzz_rpc_request", m, call(m, field(STRING, 1, tstring(ids(1, 2, 3, 2000)))))
+put("fuzz_rpc_request", "authenticate", call("authenticate", field(STRING, 1, tstring("token"))))
+put("fuzz_rpc_request", "two_calls", call("ping", field(STRING, 1, tstring("a"))) +
+    call("lookup_labels", field(STRING, 1, tstring(ids(9))), 2))
+
+# --- fuzz_chunks: kind byte, node-count byte, chunk (payload + CRC) ---------
+# (the CRC is not checked by the decoders themselves; kind 7 checks it)
+adj = struct.pack("<qq", 2, 3) + struct.pack("<qq", 1, 2) + ids(1, 2, 3) + ids(10, 11, 12)
+put("fuzz_chunks", "adj", bytes([0, 2]) + adj)
+put("fuzz_chunks", "feat_f32", bytes([1, 2]) + struct.pack("<6f", 1, 2, 3, 4, 5, 6))
+put("fuzz_chunks", "feat_f16", bytes([2, 2]) + b"\x00\x3c" * 6)
+put("fuzz_chunks", "feat_i8", bytes([3, 2]) + bytes([1, 2, 3, 4, 5, 6]))
+put("fuzz_chunks", "label", bytes([4, 3]) + ids(0, -1, 6))
+put("fuzz_chunks", "split", bytes([5, 3]) + bytes([0, 1, 3]))
+put("fuzz_chunks", "name", bytes([6, 2]) + struct.pack("<I", 3) + b"abc" + struct.pack("<I", 1) + b"x")
+put("fuzz_chunks", "crc", bytes([7, 0]) + b"payload" + b"\x00\x00\x00\x00")
+
+# --- fuzz_cluster_file ------------------------------------------------------
+put("fuzz_cluster_file", "two", json.dumps({"partitions": [
+    {"partition": 0, "replicas": ["127.0.0.1:9100", "10.0.0.2:9100"]},
+    {"partition": 1, "replicas": ["[::1]:9101"]}], "data_plane": "auto"}))
+put("fuzz_cluster_file", "tls", json.dumps({"partitions": [{"partition": 0, "replicas": ["h:1"]}],
+                                            "tls": {"ca": "ca.pem", "cert": "c.pem", "key": "c.key"},
+                                            "auth_token_file": "token"}))
+
+# --- fuzz_data_plane_request: data length (u64), flags byte, AM header -------
+def req_header(method=1, flags=0, rid=7):
+    return struct.pack("<IHBBQqQiI", 0x314E4146, 1, method, flags, rid, -1, 0, 0, 0)
+
+
+place = struct.pack("<QQQIHHQ", 1, 4096, 512, 4, 0, 0, 0) + b"rkey"
+put("fuzz_data_plane_request", "features", struct.pack("<Q", 16) + b"\x00" + req_header())
+put("fuzz_data_plane_request", "placed", struct.pack("<Q", 16) + b"\x00" + req_header(1, 8) + place)
+put("fuzz_data_plane_request", "ticket", struct.pack("<Q", 8) + b"\x01" + req_header(3, 0x10) + b"t" * 32)
+
+# --- text formats (files separated by NUL bytes, see fuzz_text_format.cc) ---
+put("fuzz_linqs", "small", "a\t1\t0\t1\tX\nb\t0\t1\t0\tY\nc\t1\t1\t0\tX\n\0a\tb\nb\tc\n")
+put("fuzz_planetoid", "small", "\0".join([
+    "0 1\n1 0\n2 1\n", "0 1\n1 2\n", "# 3 nodes, 4 binary features\n0 1 3\n1\n2 0 2\n", "0\n", "1\n", "2\n"]))
+put("fuzz_ogb", "small", "\0".join([
+    "3\n", "0,1\n1,2\n", "0.5,1.0\n0.0,2.0\n1.5,0.25\n", "0\n1\n1\n", "0\n", "1\n", "2\n"]))
+put("fuzz_snap", "small", "# Directed graph\n# FromNodeId\tToNodeId\n0\t1\n1\t2\n5\t0\n")

@@ -1,0 +1,62 @@
+#include "rpc/ucx/wire.h"
+
+#include <cstring>
+
+namespace fanout::rpc::wire {
+
+Status DecodeRequest(const void* header, size_t header_length, size_t data_length, int64_t max_request_bytes,
+                     const std::string& ticket, RequestHeader* hdr, PlaceTarget* place, std::vector<char>* rkey,
+                     bool* malformed) {
+  *malformed = true;
+  *place = PlaceTarget();
+  rkey->clear();
+  const char* h = static_cast<const char*>(header);
+  size_t expect = sizeof(RequestHeader);
+  if (header_length >= sizeof(RequestHeader)) {
+    std::memcpy(hdr, h, sizeof *hdr);
+    if (hdr->flags & kPlace) {
+      expect += sizeof(PlaceTarget);
+      if (header_length >= expect) {
+        std::memcpy(place, h + sizeof *hdr, sizeof *place);
+        if (place->rkey_bytes <= kMaxRkeyBytes) expect += place->rkey_bytes;
+      }
+    }
+    if (hdr->flags & kTicket) expect += kTicketBytes;
+  }
+  if (header_length != expect || place->rkey_bytes > kMaxRkeyBytes) {
+    if (header_length >= 16) std::memcpy(&hdr->request_id, h + 8, 8);
+    return Status::InvalidArgument("malformed data-plane request: header of " + std::to_string(header_length) +
+                                   " bytes, expected " + std::to_string(expect));
+  }
+  if (place->rkey_bytes > 0) {
+    const char* k = h + sizeof *hdr + sizeof *place;
+    rkey->assign(k, k + place->rkey_bytes);
+  }
+  if (hdr->magic != kMagic || hdr->version != kVersion)
+    return Status::InvalidArgument("malformed data-plane request: bad magic or version " + std::to_string(hdr->version));
+  if (hdr->method > static_cast<uint8_t>(DataMethod::kSample))
+    return Status::InvalidArgument("unknown data-plane method " + std::to_string(hdr->method));
+  if (data_length % 8 != 0 || ((hdr->flags & kPlace) && (place->flags & kPlaceRows) && data_length % 16 != 0))
+    return Status::InvalidArgument("node ids: payload of " + std::to_string(data_length) +
+                                   " bytes is not a whole number of 8-byte values");
+  if (data_length > static_cast<uint64_t>(max_request_bytes))
+    return Status::InvalidArgument("request of " + std::to_string(data_length) + " bytes is over the limit of " +
+                                   std::to_string(max_request_bytes));
+  if (!ticket.empty()) {
+    const bool has = (hdr->flags & kTicket) != 0;
+    const char* got = h + header_length - kTicketBytes;
+    unsigned char diff = has && ticket.size() == kTicketBytes ? 0 : 1;
+    for (size_t k = 0; has && k < kTicketBytes && k < ticket.size(); ++k)
+      diff |= static_cast<unsigned char>(got[k] ^ ticket[k]);
+    if (diff != 0) {
+      *malformed = false;
+      return Status::Unauthenticated(
+          "this data plane serves only clients that authenticated on the server's RPC port (auth token or TLS) "
+          "and present its ticket");
+    }
+  }
+  *malformed = false;
+  return Status::OK();
+}
+
+}  // namespace fanout::rpc::wire
