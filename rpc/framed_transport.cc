@@ -224,6 +224,8 @@ bool ResettingFramedTransport::readFrame() {
   if (sz < 0) throw TTransportException("Frame size has negative value");
   if (static_cast<uint32_t>(sz) > maxFrameSize_)
     throw TTransportException(TTransportException::CORRUPTED_DATA, "MaxFrameSize reached");
+  // Containers cannot declare more elements than the frame can hold.
+  resetConsumedMessageSize(sz);
   if (conn_) {
     if (conn_->refused()) Refuse(static_cast<uint32_t>(sz));
     if (!conn_->Begin(sz))
@@ -282,6 +284,23 @@ class FrameBoundedProtocol : public apache::thrift::protocol::TBinaryProtocolT<a
       : TBinaryProtocolT(std::move(trans), 0, 0, /*strict_read=*/true, /*strict_write=*/true), framed_(framed) {}
   uint32_t readString_virt(std::string& str) override { return ReadBounded(str); }
   uint32_t readBinary_virt(std::string& str) override { return ReadBounded(str); }
+  // Unknown fields are skipped through this protocol's own (bounded) reads;
+  // TBinaryProtocolT's skip calls its unbounded ones directly.
+  uint32_t skip_virt(apache::thrift::protocol::TType type) override {
+    return apache::thrift::protocol::skip(*static_cast<apache::thrift::protocol::TProtocol*>(this), type);
+  }
+  // Containers: as TBinaryProtocolT's, but their size is checked against the
+  // frame in 64 bits (Thrift's own check multiplies in int and overflows).
+  uint32_t readListBegin_virt(apache::thrift::protocol::TType& elem, uint32_t& size) override {
+    return ReadContainer(&elem, nullptr, &size);
+  }
+  uint32_t readSetBegin_virt(apache::thrift::protocol::TType& elem, uint32_t& size) override {
+    return ReadContainer(&elem, nullptr, &size);
+  }
+  uint32_t readMapBegin_virt(apache::thrift::protocol::TType& key, apache::thrift::protocol::TType& value,
+                             uint32_t& size) override {
+    return ReadContainer(&key, &value, &size);
+  }
   // As TBinaryProtocolT's (strict), with the method name's length bounded too.
   uint32_t readMessageBegin_virt(std::string& name, apache::thrift::protocol::TMessageType& type,
                                  int32_t& seqid) override {
@@ -306,6 +325,25 @@ class FrameBoundedProtocol : public apache::thrift::protocol::TBinaryProtocolT<a
               std::to_string(framed_->FrameRemaining()));
     return n + readStringBody(str, size);
   }
+  uint32_t ReadContainer(apache::thrift::protocol::TType* first, apache::thrift::protocol::TType* second,
+                         uint32_t* size) {
+    using apache::thrift::protocol::TProtocolException;
+    int8_t a = 0, b = 0;
+    int32_t n = 0;
+    uint32_t got = readByte(a);
+    if (second != nullptr) got += readByte(b);
+    got += readI32(n);
+    if (n < 0) throw TProtocolException(TProtocolException::NEGATIVE_SIZE);
+    *first = static_cast<apache::thrift::protocol::TType>(a);
+    if (second != nullptr) *second = static_cast<apache::thrift::protocol::TType>(b);
+    const int64_t each = getMinSerializedSize(*first) + (second != nullptr ? getMinSerializedSize(*second) : 0);
+    if (static_cast<int64_t>(n) * each > static_cast<int64_t>(framed_->FrameRemaining()))
+      throw TProtocolException(TProtocolException::SIZE_LIMIT, "a container declares " + std::to_string(n) +
+                                                                   " elements, more than its frame holds");
+    *size = static_cast<uint32_t>(n);
+    return got;
+  }
+
   const ResettingFramedTransport* framed_;
 };
 }  // namespace
