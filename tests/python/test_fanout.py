@@ -227,3 +227,21 @@ def test_local_cluster_stops_its_servers_on_ctrl_c(cora2, tmp_path):
             time.sleep(0.05)
         else:
             pytest.fail("server %d outlived its LocalCluster" % pid)
+
+
+def test_replica_health_and_the_auth_token(cora2, fanout, tmp_path):
+    token = tmp_path / "token"
+    token.write_text("python-test-token-0123456789\n")
+    with fanout.LocalCluster(cora2, server_args=["--auth-token-file", str(token)]) as lc:
+        f = tmp_path / "cluster.json"
+        spec = {"partitions": [{"partition": i, "replicas": [a]} for i, a in enumerate(lc.addresses)]}
+        f.write_text(json.dumps(spec))
+        with pytest.raises(fanout.Unauthenticated, match="auth token"):
+            fanout.Cluster.from_file(f)
+        spec["auth_token_file"] = "token"  # relative to the cluster file
+        f.write_text(json.dumps(spec))
+        c = fanout.Cluster.from_file(f)
+        assert c.num_nodes == 2708
+        h = c.health()
+        assert [(r["partition"], r["address"]) for r in h] == list(enumerate(lc.addresses))
+        assert all(r["healthy"] and r["failures"] == 0 and r["failovers_to"] == 0 for r in h)
