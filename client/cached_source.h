@@ -27,6 +27,7 @@ class CachedSource : public Source {
   int64_t num_nodes() const override { return inner_->num_nodes(); }
   int64_t feature_dim() const override { return inner_->feature_dim(); }
   int64_t num_classes() const override { return inner_->num_classes(); }
+  std::vector<ReplicaHealth> Health() const override { return inner_->Health(); }
   std::string description() const override;
   cache::FeatureCache& cache() { return *cache_; }
 

@@ -53,17 +53,6 @@ Status ReadClusterFile(const std::string& path, ClusterSpec* out);
 // The first line of `path`, trailing spaces removed (an auth token file).
 Status ReadAuthToken(const std::string& path, std::string* token);
 
-// One replica as this client sees it (Cluster::Health()).
-struct ReplicaHealth {
-  int partition = 0;
-  std::string address;
-  bool healthy = true;         // answered its last health check (true until one fails)
-  int64_t checks = 0, checks_failed = 0;
-  int64_t failures = 0;        // requests that failed there (Unavailable, DeadlineExceeded) and were retried
-  int64_t failovers_to = 0;    // times a session moved to it after another replica failed
-  std::string last_error;      // the last failed check's or request's reason
-};
-
 class Cluster : public Source {
  public:
   ~Cluster() override;
@@ -89,7 +78,7 @@ class Cluster : public Source {
   // Why the data plane is not used, where it is not ("" otherwise).
   const std::string& data_plane_note() const { return data_note_; }
   // Every replica of every partition: health checks, failures, failovers.
-  std::vector<ReplicaHealth> Health() const;
+  std::vector<ReplicaHealth> Health() const override;
 
  private:
   friend class ClusterSession;

@@ -277,8 +277,13 @@ bool NodeLoader::Next(MiniBatch* out) {
 }
 
 LoaderStats NodeLoader::stats() const {
-  std::lock_guard<std::mutex> lock(stats_mu_);
-  return stats_;
+  LoaderStats s;
+  {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    s = stats_;
+  }
+  s.servers = source_->Health();
+  return s;
 }
 
 }  // namespace fanout::client

@@ -103,6 +103,7 @@ struct LoaderStats {
   int64_t fallbacks = 0;         // servers whose data plane failed and that now use Thrift
   int64_t retries = 0;           // requests sent again after Unavailable or DeadlineExceeded
   int64_t failovers = 0;         // times a partition moved to another replica
+  std::vector<ReplicaHealth> servers;  // per replica: failed requests, failovers to it, health (a cluster)
   double cache_hit_rate() const { return cache_lookups ? static_cast<double>(cache_hits) / cache_lookups : 0; }
   double batches_per_s() const { return seconds > 0 ? batches / seconds : 0; }
   double sampled_edges_per_s() const { return seconds > 0 ? sampled_edges / seconds : 0; }

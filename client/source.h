@@ -71,6 +71,17 @@ class Session {
   SessionStats stats_;
 };
 
+// One replica as this client sees it (Source::Health()).
+struct ReplicaHealth {
+  int partition = 0;
+  std::string address;
+  bool healthy = true;         // answered its last health check (true until one fails)
+  int64_t checks = 0, checks_failed = 0;
+  int64_t failures = 0;        // requests that failed there (Unavailable, DeadlineExceeded) and were retried
+  int64_t failovers_to = 0;    // times a session moved to it after another replica failed
+  std::string last_error;      // the last failed check's or request's reason
+};
+
 // Thread-safe: sessions may be opened from any thread.
 class Source {
  public:
@@ -83,6 +94,8 @@ class Source {
   // Where feature outputs should live so that servers on this host write
   // rows straight into them (placement); null where there is no such memory.
   virtual std::shared_ptr<RegionPool> feature_buffers() { return nullptr; }
+  // The servers' replicas as this client sees them (a cluster); empty otherwise.
+  virtual std::vector<ReplicaHealth> Health() const { return {}; }
 };
 
 // A whole dataset in memory: every partition of a fanout-partition folder

@@ -82,6 +82,24 @@ std::vector<int64_t> Int64List(const py::handle& seq, const char* what) {
   return out;
 }
 
+// Per-replica health and counters as a list of dicts.
+py::list HealthList(const std::vector<client::ReplicaHealth>& all) {
+  py::list out;
+  for (const client::ReplicaHealth& h : all) {
+    py::dict d;
+    d["partition"] = h.partition;
+    d["address"] = h.address;
+    d["healthy"] = h.healthy;
+    d["checks"] = h.checks;
+    d["checks_failed"] = h.checks_failed;
+    d["failures"] = h.failures;
+    d["failovers_to"] = h.failovers_to;
+    d["last_error"] = h.last_error;
+    out.append(d);
+  }
+  return out;
+}
+
 class PyCluster {
  public:
   PyCluster(client::ClusterSpec spec, rpc::RpcOptions options) : spec_(std::move(spec)), options_(options) {
@@ -162,22 +180,7 @@ class PyCluster {
     return out;
   }
 
-  py::list Health() const {
-    py::list out;
-    for (const client::ReplicaHealth& h : cluster_->Health()) {
-      py::dict d;
-      d["partition"] = h.partition;
-      d["address"] = h.address;
-      d["healthy"] = h.healthy;
-      d["checks"] = h.checks;
-      d["checks_failed"] = h.checks_failed;
-      d["failures"] = h.failures;
-      d["failovers_to"] = h.failovers_to;
-      d["last_error"] = h.last_error;
-      out.append(d);
-    }
-    return out;
-  }
+  py::list Health() const { return HealthList(cluster_->Health()); }
 
   const std::shared_ptr<client::Cluster>& get() const { return cluster_; }
 
@@ -340,6 +343,9 @@ class PyLoader {
     d["placed_bytes"] = s.placed_bytes;
     d["staged_bytes"] = s.staged_bytes;
     d["fallbacks"] = s.fallbacks;
+    d["retries"] = s.retries;
+    d["failovers"] = s.failovers;
+    d["servers"] = HealthList(s.servers);
     d["batches_per_s"] = s.batches_per_s();
     return d;
   }

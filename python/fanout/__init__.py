@@ -287,7 +287,8 @@ class NodeLoader:
             yield Batch(d, self)
 
     def stats(self):
-        """Counters since the loader was made: batches, sampled edges, bytes by path, waits, ..."""
+        """Counters since the loader was made: batches, sampled edges, bytes by path, waits,
+        retries and failovers, and per server replica ("servers": as Cluster.health())."""
         return self._loader.stats()
 
 

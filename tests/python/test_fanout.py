@@ -245,3 +245,7 @@ def test_replica_health_and_the_auth_token(cora2, fanout, tmp_path):
         h = c.health()
         assert [(r["partition"], r["address"]) for r in h] == list(enumerate(lc.addresses))
         assert all(r["healthy"] and r["failures"] == 0 and r["failovers_to"] == 0 for r in h)
+        loader = fanout.NodeLoader(c, c.split_nodes("train"), num_neighbors=[5], batch_size=64)
+        assert sum(1 for _ in loader) == 3
+        s = loader.stats()
+        assert s["retries"] == 0 and s["failovers"] == 0 and len(s["servers"]) == 2
