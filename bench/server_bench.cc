@@ -6,6 +6,9 @@
 //                 exchange over plain blocking sockets, same client threads
 //   tls_features  the same feature lookups from a second server process that
 //                 serves RPC over TLS, beside plain TCP to the first
+//   churn         16 clients that connect, send a mix of valid and invalid
+//                 requests and disconnect, for rounds of --churn-seconds: the
+//                 server's resident set after each round (bounded by design)
 //   memory        the server's resident set vs the raw size of its arrays
 #include <arpa/inet.h>
 #include <httplib.h>
@@ -57,6 +60,10 @@ int main(int argc, char** argv) {
   app.add_option("--threads", max_threads, "Client threads: 1..N")->default_val(2);
   app.add_option("--work-dir", work, "Keep the dataset here (default: temporary, removed)");
   app.add_option("--json", json_path, "Write the cases as a JSON array to this file");
+  double churn_seconds = 20;
+  int churn_rounds = 3;
+  app.add_option("--churn-seconds", churn_seconds, "Seconds per round of the churn case (0 = skip it)")->default_val(20.0);
+  app.add_option("--churn-rounds", churn_rounds, "Rounds of the churn case")->default_val(3);
   CLI11_PARSE(app, argc, argv);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   signal(SIGPIPE, SIG_IGN);
@@ -203,6 +210,45 @@ int main(int argc, char** argv) {
       plain_client.reset();
       fanout::bench::StopServerProcess(&tls_server);
     }
+  }
+
+  // Churn: 16 clients connect, send valid and invalid requests, disconnect;
+  // the server's RSS after each round.
+  httplib::Client admin_http("127.0.0.1", admin);
+  auto server_rss = [&]() -> double {
+    auto r = admin_http.Get("/stats");
+    return r ? nlohmann::json::parse(r->body)["memory"]["rss_bytes"].get<double>() : 0;
+  };
+  if (churn_seconds > 0) {
+    nlohmann::json rounds = nlohmann::json::array();
+    const double rss0 = server_rss();
+    std::printf("churn: 16 clients, valid and invalid requests, a new connection every 8 requests; server RSS before: "
+                "%.1f MiB\n", rss0 / 1048576);
+    std::atomic<int64_t> ok{0}, refused{0};
+    for (int round = 0; round < churn_rounds; ++round) {
+      fanout::bench::Measure(16, churn_seconds, [&](int t, int64_t i) -> int64_t {
+        thread_local std::unique_ptr<fanout::rpc::RpcClient> c;
+        if (!c || i % 8 == 0) {
+          c.reset();
+          if (!fanout::rpc::RpcClient::Connect("127.0.0.1", port, {}, &c).ok()) return 0;
+        }
+        thread_local std::string rows;
+        auto ids = fanout::bench::RandomIds(kRows, d.node_begin, d.node_end, 5000 * t + i);
+        if (i % 3 == 1) ids[ids.size() / 2] = d.node_end + 5;  // out of range: refused, naming the id
+        if (i % 10 == 9) ids.assign((size_t{1} << 22) + 1, 1);  // one over --max-ids (32 MiB of ids): refused
+        Status s = c->Features(ids, &rows);
+        ++(s.ok() ? ok : refused);
+        if (!s.ok() && s.code() != fanout::Status::Code::kInvalidArgument) c.reset();
+        return 1;
+      });
+      const double rss = server_rss();
+      std::printf("churn round %d: server RSS %.1f MiB (%lld answered, %lld refused so far)\n", round + 1, rss / 1048576,
+                  static_cast<long long>(ok.load()), static_cast<long long>(refused.load()));
+      rounds.push_back(rss);
+    }
+    cases.push_back({{"case", "churn"}, {"clients", 16}, {"seconds_per_round", churn_seconds},
+                     {"rss_before_bytes", rss0}, {"rss_after_round_bytes", rounds}, {"answered", ok.load()},
+                     {"refused", refused.load()}});
   }
 
   // Memory, as the server reports it.

@@ -8,6 +8,7 @@ Status DataPlaneService::Handle(const rpc::DataRequest& r, rpc::ReplyWriter* rep
     case rpc::DataMethod::kFeatures:
       return svc_.Run(kLookupFeatures, kUcx, &bytes, [&]() -> Status {
         FANOUT_RETURN_IF_ERROR(svc_.CheckIds(r.ids));
+        FANOUT_RETURN_IF_ERROR(svc_.CheckReplyBytes(r.ids.size(), svc_.FeatureRowBytes()));
         const int64_t* offsets = nullptr;
         char* out = reply->ReserveRows(r.ids.size(), svc_.FeatureRowBytes(), &offsets);
         svc_.GatherFeatures(r.ids, out, offsets);

@@ -114,6 +114,7 @@ void RpcHandler::lookup_features(std::string& out, const std::string& nodes) {
   Serve(kLookupFeatures, &bytes, [&]() -> Status {
     ArrayView<const int64_t> ids;
     FANOUT_RETURN_IF_ERROR(CheckIds(nodes, &ids));
+    FANOUT_RETURN_IF_ERROR(svc_.CheckReplyBytes(ids.size(), svc_.FeatureRowBytes()));
     out.resize(ids.size() * svc_.FeatureRowBytes());
     svc_.GatherFeatures(ids, out.data());
     bytes = out.size();

@@ -45,6 +45,11 @@ int main(int argc, char** argv) {
   app.add_option("--max-fanout", o.max_fanout, "Largest fanout accepted")->default_val(100000)->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   app.add_option("--max-frame-mib", o.max_frame_bytes, "Largest request frame in MiB; larger ones close the connection")
       ->default_val(256)->check(CLI::Range(1, 2047));
+  int64_t max_reply_mib = 1024;
+  app.add_option("--max-reply-mib", max_reply_mib,
+                 "Largest feature reply one request may ask for (ids x row bytes), in MiB; larger requests are "
+                 "refused naming the limit")
+      ->default_val(1024)->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   std::string data_plane = fanout::rpc::DataPlaneBuilt() ? "ucx" : "off";
   app.add_option("--data-plane", data_plane,
                  "Bulk replies over the UCX data plane beside Thrift: ucx or off (default ucx in builds with UCX; off under TLS, as the data plane is not encrypted, unless given)")
@@ -83,6 +88,7 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   CLI11_PARSE(app, argc, argv);
   o.max_frame_bytes <<= 20;
+  o.max_reply_bytes = max_reply_mib << 20;
   if (!auth_token_file.empty()) {
     std::ifstream f(auth_token_file);
     std::getline(f, o.auth_token);

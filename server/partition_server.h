@@ -42,6 +42,10 @@ struct ServerOptions {
   int64_t max_ids_per_request = int64_t{1} << 22;  // ids in one request, default 4 Mi
   int64_t max_fanout = 100000;     // largest fanout accepted (-1 = all is always accepted)
   int64_t max_frame_bytes = int64_t{256} << 20;    // largest request frame, default 256 MiB
+  // Largest feature or label reply one request may ask for (ids x row bytes),
+  // default 1 GiB (the client's default largest reply): without it a valid
+  // request for --max-ids rows of wide features asked for tens of GiB.
+  int64_t max_reply_bytes = int64_t{1} << 30;
   int expected_num_parts = -1;     // refuse a dataset with another partition count
   // Authentication: with a token, every RPC connection must present it
   // (authenticate) before any other call, and the admin endpoint's /stats and

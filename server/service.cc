@@ -16,6 +16,16 @@ Status PartitionService::CheckIds(ArrayView<const int64_t> ids) const {
   return CheckIdsInRange(ids, s_->data->node_begin, s_->data->node_end, how);
 }
 
+Status PartitionService::CheckReplyBytes(size_t rows, size_t row_bytes) const {
+  const double bytes = static_cast<double>(rows) * static_cast<double>(row_bytes);
+  if (bytes > static_cast<double>(s_->options.max_reply_bytes))
+    return Status::InvalidArgument("a reply of " + std::to_string(rows) + " rows x " + std::to_string(row_bytes) +
+                                   " bytes is over the server's limit of " +
+                                   std::to_string(s_->options.max_reply_bytes >> 20) +
+                                   " MiB (--max-reply-mib): ask for fewer rows per request");
+  return Status::OK();
+}
+
 size_t PartitionService::FeatureRowBytes() const {
   const datasets::DatasetMeta& m = s_->data->meta;
   return static_cast<size_t>(m.feature_dim * datasets::FeatureDTypeSize(m.feature_dtype));

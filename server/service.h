@@ -77,6 +77,8 @@ class PartitionService {
   // Gathers the rows of checked ids into dst (ids.size() * FeatureRowBytes()),
   // or, with `offsets`, row i to dst + offsets[i].
   void GatherFeatures(ArrayView<const int64_t> ids, char* dst, const int64_t* offsets = nullptr);
+  // InvalidArgument when rows x row_bytes is over ServerOptions::max_reply_bytes.
+  Status CheckReplyBytes(size_t rows, size_t row_bytes) const;
   // Labels of checked ids; NotFound when the dataset has none.
   Status Labels(ArrayView<const int64_t> ids, int64_t* dst) const;
   // One-hop sampling of checked ids; the result stays valid until the next call.
