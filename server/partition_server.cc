@@ -92,6 +92,9 @@ Status PartitionServer::Start() {
   }
   state_->data = data_;
   state_->graph = data_->Graph();
+  int64_t max_degree = 0;
+  for (int64_t v = 0; v < state_->graph.num_nodes(); ++v) max_degree = std::max(max_degree, state_->graph.degree(v));
+  state_->max_degree = max_degree;
   int workers = options_.threads > 0 ? options_.threads - 1 : std::max(1, UsableCpuCount() - 1);
   state_->pool = std::make_unique<ThreadPool>(workers);
   loaded_.store(true, std::memory_order_release);

@@ -64,6 +64,29 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
     return Status::InvalidArgument("fanout " + std::to_string(p.fanout) + " is outside [-1, " +
                                    std::to_string(s_->options.max_fanout) + "]");
   if (p.hop < 0) return Status::InvalidArgument("hop " + std::to_string(p.hop) + " is negative");
+  // The reply's largest possible size, before any work: repeated hub ids with
+  // a large fanout could otherwise ask for terabytes. A bound from the
+  // fanout and the largest degree first; the exact one only where that is over.
+  const double per_edge = p.with_edge_ids ? 16 : 8;
+  const double limit = static_cast<double>(s_->options.max_reply_bytes);
+  double most_edges = s_->max_degree < 0 ? -1
+                      : static_cast<double>(ids.size()) *
+                            static_cast<double>(p.fanout < 0 ? s_->max_degree
+                                                : p.replace ? p.fanout
+                                                            : std::min(p.fanout, s_->max_degree));
+  if (most_edges < 0 || 4.0 * ids.size() + most_edges * per_edge > limit) {
+    most_edges = 0;
+    for (int64_t id : ids) {
+      const int64_t deg = s_->graph.degree(id - s_->data->node_begin);
+      most_edges += deg == 0 ? 0 : p.fanout < 0 ? deg : p.replace ? p.fanout : std::min(p.fanout, deg);
+    }
+  }
+  const double most_bytes = 4.0 * ids.size() + most_edges * per_edge;
+  if (most_bytes > limit)
+    return Status::InvalidArgument("this sampling request may draw " + std::to_string(static_cast<int64_t>(most_edges)) +
+                                   " edges, a reply over the server's limit of " +
+                                   std::to_string(s_->options.max_reply_bytes >> 20) +
+                                   " MiB (--max-reply-mib): ask for fewer nodes or a smaller fanout per request");
   sampler::SamplingOptions so;
   so.replace = p.replace;
   so.weighted = p.weighted;

@@ -309,6 +309,16 @@ TEST_F(ConnectionLimitsTest, AFeatureReplyOverTheLimitIsRefusedNamingIt) {
   EXPECT_THAT(st.message(), HasSubstr("--max-reply-mib"));
   EXPECT_THAT(st.message(), HasSubstr("1000 rows"));
   ASSERT_TRUE(client->Features(few, &rows).ok());  // the connection stays usable
+  // Sampling: the bound is the most edges the request could draw.
+  std::vector<int64_t> hubs(20000, 1358);  // Cora's highest in-degree node, 20,000 times
+  rpc::SampleCall call;
+  call.fanout = -1;
+  rpc::SampleReply reply;
+  st = client->Sample(hubs, call, &reply);
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument) << st.ToString();
+  EXPECT_THAT(st.message(), HasSubstr("--max-reply-mib"));
+  call.fanout = 5;
+  EXPECT_TRUE(client->Sample(few, call, &reply).ok());
 }
 
 }  // namespace
