@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -37,7 +38,8 @@ Status LineReader::Open(const std::string& path, std::unique_ptr<LineReader>* ou
     std::rewind(f);
     r->file_ = f;
   }
-  r->buf_.resize(kBlock);
+  // A small plain file needs no 4 MiB block (a long line grows it anyway).
+  r->buf_.resize(r->gz_ ? kBlock : std::clamp<size_t>(static_cast<size_t>(st.st_size) + 1, 4096, kBlock));
   *out = std::move(r);
   return Status::OK();
 }
