@@ -1,8 +1,10 @@
 #include "datasets/formats.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "common/random.h"
 #include "datasets/progress.h"
@@ -104,6 +106,19 @@ Status LoadRmat(const LoadOptions& options, RawDataset* out, std::vector<std::st
     }
   }
   return AssignRandomSplit(options.split_fractions, options.seed, out);
+}
+
+Status CheckFitsInMemory(const std::string& what, double count, double bytes_each) {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  const double memory = pages > 0 && page > 0 ? static_cast<double>(pages) * page : 64.0 * (1 << 30);
+  const double bytes = count * bytes_each;
+  if (count < 0 || bytes > memory) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%.0f values of %.0f bytes (%.1f GiB), more than this machine's %.1f GiB of memory",
+                  count, bytes_each, bytes / (1 << 30), memory / (1 << 30));
+    return Status::ResourceExhausted(what + buf);
+  }
+  return Status::OK();
 }
 
 }  // namespace fanout::datasets

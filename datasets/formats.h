@@ -63,6 +63,12 @@ std::string WithOptionalGz(const std::string& base);
 // Reads one node id per line into (*split)[id] = value; a node already in
 // another split is an error naming file and line.
 Status ReadSplitFile(const std::string& path, int64_t num_nodes, Split value, std::vector<uint8_t>* split);
+
+// OK when `count` values of `bytes_each` bytes fit in this machine's physical
+// memory; else ResourceExhausted naming `what` (a file and line, or a value)
+// and the sizes. Readers call it before sizing an array from a count the
+// input declares (a damaged header must not become a huge allocation).
+Status CheckFitsInMemory(const std::string& what, double count, double bytes_each);
 // Assigns a seeded random train/val/test split by fractions.
 Status AssignRandomSplit(const std::vector<double>& fractions, uint64_t seed, RawDataset* ds);
 

@@ -46,6 +46,7 @@ Status LoadOgb(const std::string& input, const LoadOptions& options, RawDataset*
 
   FANOUT_RETURN_IF_ERROR(ReadFirstInt(WithOptionalGz(raw + "num-node-list.csv"), &out->num_nodes));
   const int64_t n = out->num_nodes;
+  FANOUT_RETURN_IF_ERROR(CheckFitsInMemory(raw + "num-node-list.csv: " + std::to_string(n) + " nodes need ", n, 32));
   out->original_ids.resize(n);
   for (int64_t v = 0; v < n; ++v) out->original_ids[v] = v;
 
@@ -83,6 +84,9 @@ Status LoadOgb(const std::string& input, const LoadOptions& options, RawDataset*
       SplitFields(line, ",", false, &f);
       if (v == 0) {
         out->feature_dim = static_cast<int64_t>(f.size());
+        FANOUT_RETURN_IF_ERROR(CheckFitsInMemory(r->Where() + std::to_string(n) + " nodes x " +
+                                                     std::to_string(out->feature_dim) + " features need ",
+                                                 static_cast<double>(n) * out->feature_dim, 4));
         out->features.resize(static_cast<size_t>(n * out->feature_dim));
       }
       if (static_cast<int64_t>(f.size()) != out->feature_dim)

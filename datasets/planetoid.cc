@@ -114,6 +114,9 @@ Status LoadPlanetoid(const std::string& input, const LoadOptions& options, RawDa
       }
     }
     FANOUT_RETURN_IF_ERROR(r->status());
+    FANOUT_RETURN_IF_ERROR(CheckFitsInMemory(feat_path + ": " + std::to_string(out->num_nodes) + " nodes x " +
+                                                 std::to_string(dim) + " features (the largest column or the header) need ",
+                                             static_cast<double>(out->num_nodes) * dim, 4));
     out->feature_dim = dim;
     out->features.assign(static_cast<size_t>(out->num_nodes * dim), 0.0f);
     for (auto [v, c] : ones) out->features[v * dim + c] = 1.0f;

@@ -213,3 +213,36 @@ INSTANTIATE_TEST_SUITE_P(
 
 }  // namespace
 }  // namespace fanout::datasets
+
+namespace fanout::datasets {
+namespace {
+
+// Counts a file declares (a features.txt width, a column index, OGB's node
+// count) are checked against memory before an array is sized from them
+// (found by fuzzing: fuzz/corpus/fuzz_planetoid/regress-huge-feature-width).
+TEST(FormatsTest, DeclaredSizesLargerThanMemoryAreErrorsNamingTheFile) {
+  TempDir tmp;
+  tmp.Write("p/labels.txt", "0 1\n1 0\n");
+  tmp.Write("p/edges.txt", "0 1\n");
+  tmp.Write("p/features.txt", "# 2 nodes, 99999999999999 binary features\n0 1\n");
+  for (const char* s : {"p/split_train.txt", "p/split_val.txt", "p/split_test.txt"}) tmp.Write(s, "0\n");
+  RawDataset ds;
+  LoadOptions lo;
+  lo.quiet = true;
+  std::vector<std::string> notes;
+  Status st = LoadDataset("planetoid", tmp.Sub("p"), lo, &ds, &notes);
+  EXPECT_EQ(st.code(), Status::Code::kResourceExhausted) << st.ToString();
+  EXPECT_THAT(st.message(), HasSubstr("features.txt"));
+  EXPECT_THAT(st.message(), HasSubstr("99999999999999 features"));
+  tmp.Write("p/features.txt", "0 1 123456789012345\n");  // a column index instead
+  st = LoadDataset("planetoid", tmp.Sub("p"), lo, &ds, &notes);
+  EXPECT_EQ(st.code(), Status::Code::kResourceExhausted) << st.ToString();
+  tmp.Write("o/raw/num-node-list.csv", "5000000000000000\n");
+  tmp.Write("o/raw/edge.csv", "0,1\n");
+  st = LoadDataset("ogb", tmp.Sub("o"), lo, &ds, &notes);
+  EXPECT_EQ(st.code(), Status::Code::kResourceExhausted) << st.ToString();
+  EXPECT_THAT(st.message(), HasSubstr("num-node-list.csv"));
+}
+
+}  // namespace
+}  // namespace fanout::datasets
