@@ -136,6 +136,10 @@ Status PartitionServer::StartRpc() {
   } else {
     socket = std::make_shared<TServerSocket>(options_.bind, options_.port);
   }
+  // A burst of connections must not overflow the kernel's accept queue: a
+  // handshake dropped there completes only at the next SYN-ACK retransmission,
+  // up to a minute later (the kernel caps this at net.core.somaxconn).
+  socket->setAcceptBacklog(4096);
   rpc_ = std::make_unique<Rpc>();
   rpc_->socket = std::move(socket);
   auto handlers = std::make_shared<HandlerFactory>(state_.get());

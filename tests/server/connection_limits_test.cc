@@ -121,8 +121,13 @@ TEST_F(ConnectionLimitsTest, FiveThousandIdleConnectionsKeepThreadsBoundedAndANo
     int fd = Dial(server().port());
     ASSERT_GE(fd, 0) << "connection " << i << ": " << std::strerror(errno);
     fds_.push_back(fd);
+    // In bursts the server can keep up with on a loaded machine (a handshake
+    // dropped from a full accept queue waits for a retransmission).
+    if (i % 500 == 499)
+      ASSERT_TRUE(WaitFor([&] { return server().connection_stats().accepted >= i + 1 - 200; }, 60))
+          << server().connection_stats().accepted << " of " << i + 1;
   }
-  ASSERT_TRUE(WaitFor([&] { return server().connection_stats().accepted >= n; }, 60))
+  ASSERT_TRUE(WaitFor([&] { return server().connection_stats().accepted >= n; }, 120))
       << server().connection_stats().accepted;
   // Evicted connections' threads end; at most the limit remain (and a few in passing).
   EXPECT_TRUE(WaitFor([&] { return ThreadCount() <= threads_before + 32 + 4; }, 20))
