@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -108,13 +109,14 @@ Status LoadRmat(const LoadOptions& options, RawDataset* out, std::vector<std::st
   return AssignRandomSplit(options.split_fractions, options.seed, out);
 }
 
-Status CheckFitsInMemory(const std::string& what, double count, double bytes_each) {
+Status CheckFitsInMemory(const std::string& what, double count, double bytes_each, int64_t limit_bytes) {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  const double memory = pages > 0 && page > 0 ? static_cast<double>(pages) * page : 64.0 * (1 << 30);
+  const double physical = pages > 0 && page > 0 ? static_cast<double>(pages) * page : 64.0 * (1 << 30);
+  const double memory = limit_bytes > 0 ? std::min(physical, static_cast<double>(limit_bytes)) : physical;
   const double bytes = count * bytes_each;
   if (count < 0 || bytes > memory) {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "%.0f values of %.0f bytes (%.1f GiB), more than this machine's %.1f GiB of memory",
+    std::snprintf(buf, sizeof buf, "%.0f values of %.0f bytes (%.1f GiB), more than the %.1f GiB of memory allowed",
                   count, bytes_each, bytes / (1 << 30), memory / (1 << 30));
     return Status::ResourceExhausted(what + buf);
   }

@@ -29,6 +29,9 @@ struct LoadOptions {
   // no split).
   std::vector<double> split_fractions;
   uint64_t seed = 1;
+  // The most memory an array sized from a count the input declares may take
+  // (0 = this machine's physical memory); see CheckFitsInMemory.
+  int64_t memory_limit_bytes = 0;
   bool quiet = false;  // no progress output
 };
 
@@ -64,11 +67,12 @@ std::string WithOptionalGz(const std::string& base);
 // another split is an error naming file and line.
 Status ReadSplitFile(const std::string& path, int64_t num_nodes, Split value, std::vector<uint8_t>* split);
 
-// OK when `count` values of `bytes_each` bytes fit in this machine's physical
-// memory; else ResourceExhausted naming `what` (a file and line, or a value)
-// and the sizes. Readers call it before sizing an array from a count the
-// input declares (a damaged header must not become a huge allocation).
-Status CheckFitsInMemory(const std::string& what, double count, double bytes_each);
+// OK when `count` values of `bytes_each` bytes fit in `limit_bytes` (0 = this
+// machine's physical memory); else ResourceExhausted naming `what` (a file
+// and line, or a value) and the sizes. Readers call it before sizing an array
+// from a count the input declares (a damaged header must not become a huge
+// allocation).
+Status CheckFitsInMemory(const std::string& what, double count, double bytes_each, int64_t limit_bytes = 0);
 // Assigns a seeded random train/val/test split by fractions.
 Status AssignRandomSplit(const std::vector<double>& fractions, uint64_t seed, RawDataset* ds);
 

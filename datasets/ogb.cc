@@ -46,7 +46,8 @@ Status LoadOgb(const std::string& input, const LoadOptions& options, RawDataset*
 
   FANOUT_RETURN_IF_ERROR(ReadFirstInt(WithOptionalGz(raw + "num-node-list.csv"), &out->num_nodes));
   const int64_t n = out->num_nodes;
-  FANOUT_RETURN_IF_ERROR(CheckFitsInMemory(raw + "num-node-list.csv: " + std::to_string(n) + " nodes need ", n, 32));
+  FANOUT_RETURN_IF_ERROR(CheckFitsInMemory(raw + "num-node-list.csv: " + std::to_string(n) + " nodes need ", n, 32,
+                                           options.memory_limit_bytes));
   out->original_ids.resize(n);
   for (int64_t v = 0; v < n; ++v) out->original_ids[v] = v;
 
@@ -86,7 +87,8 @@ Status LoadOgb(const std::string& input, const LoadOptions& options, RawDataset*
         out->feature_dim = static_cast<int64_t>(f.size());
         FANOUT_RETURN_IF_ERROR(CheckFitsInMemory(r->Where() + std::to_string(n) + " nodes x " +
                                                      std::to_string(out->feature_dim) + " features need ",
-                                                 static_cast<double>(n) * out->feature_dim, 4));
+                                                 static_cast<double>(n) * out->feature_dim, 4,
+                                                 options.memory_limit_bytes));
         out->features.resize(static_cast<size_t>(n * out->feature_dim));
       }
       if (static_cast<int64_t>(f.size()) != out->feature_dim)
@@ -119,9 +121,14 @@ Status LoadOgb(const std::string& input, const LoadOptions& options, RawDataset*
       float fl;
       if (line == "nan" || line == "NaN") l = -1;  // unlabeled node
       else if (ParseInt64(line, &l)) {
-      } else if (ParseFloat(line, &fl) && std::floor(fl) == fl) l = static_cast<int64_t>(fl);
-      else return Status::InvalidArgument(r->Where() + "label '" + std::string(line) + "' is not an integer");
+      } else if (ParseFloat(line, &fl) && std::floor(fl) == fl && fl >= -1.0f && fl <= 1073741824.0f) {
+        l = static_cast<int64_t>(fl);  // range-checked first: the cast of a larger float is undefined (fuzzing)
+      } else {
+        return Status::InvalidArgument(r->Where() + "label '" + std::string(line) + "' is not an integer class");
+      }
       if (l < -1) return Status::InvalidArgument(r->Where() + "label " + std::to_string(l) + " is negative");
+      if (l > (int64_t{1} << 30))
+        return Status::InvalidArgument(r->Where() + "label " + std::to_string(l) + " is over 2^30 classes");
       if (static_cast<int64_t>(out->labels.size()) >= n)
         return Status::InvalidArgument(r->Where() + "more labels than the " + std::to_string(n) + " nodes");
       out->labels.push_back(l);

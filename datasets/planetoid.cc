@@ -23,6 +23,8 @@ Status ReadNodeLabels(const std::string& path, std::vector<int64_t>* labels) {
       return Status::InvalidArgument(r->Where() + "node " + std::to_string(node) + " out of order (expected " +
                                      std::to_string(labels->size()) + ")");
     if (label < -1) return Status::InvalidArgument(r->Where() + "label " + std::to_string(label) + " is negative");
+    if (label > (int64_t{1} << 30))
+      return Status::InvalidArgument(r->Where() + "label " + std::to_string(label) + " is over 2^30 classes");
     labels->push_back(label);
   }
   return r->status();
@@ -116,7 +118,8 @@ Status LoadPlanetoid(const std::string& input, const LoadOptions& options, RawDa
     FANOUT_RETURN_IF_ERROR(r->status());
     FANOUT_RETURN_IF_ERROR(CheckFitsInMemory(feat_path + ": " + std::to_string(out->num_nodes) + " nodes x " +
                                                  std::to_string(dim) + " features (the largest column or the header) need ",
-                                             static_cast<double>(out->num_nodes) * dim, 4));
+                                             static_cast<double>(out->num_nodes) * dim, 4,
+                                             options.memory_limit_bytes));
     out->feature_dim = dim;
     out->features.assign(static_cast<size_t>(out->num_nodes * dim), 0.0f);
     for (auto [v, c] : ones) out->features[v * dim + c] = 1.0f;
@@ -126,7 +129,7 @@ Status LoadPlanetoid(const std::string& input, const LoadOptions& options, RawDa
   FANOUT_RETURN_IF_ERROR(ReadSplitFile(dir + "/split_train.txt", out->num_nodes, Split::kTrain, &out->split));
   FANOUT_RETURN_IF_ERROR(ReadSplitFile(dir + "/split_val.txt", out->num_nodes, Split::kVal, &out->split));
   FANOUT_RETURN_IF_ERROR(ReadSplitFile(dir + "/split_test.txt", out->num_nodes, Split::kTest, &out->split));
-  (void)options;
+
   return Status::OK();
 }
 
