@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "common/secret.h"
 #include "rpc/codec.h"
 
 namespace fanout::server {
@@ -17,17 +18,10 @@ namespace {
 }
 }  // namespace
 
-// Compares in time independent of where the texts differ.
-bool SameToken(const std::string& a, const std::string& b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
-  return diff == 0 && !b.empty();
-}
-
 void RpcHandler::authenticate(const std::string& token) {
   const ServerState& s = svc_.state();
   if (s.options.auth_token.empty()) return;  // nothing required: any token is fine
-  if (!SameToken(token, s.options.auth_token)) {
+  if (!SameSecret(token, s.options.auth_token)) {
     ++const_cast<ServerState&>(s).auth_refused;
     Throw(Status::Unauthenticated("wrong auth token (the server's --auth-token-file)"));
   }

@@ -11,10 +11,6 @@
 
 namespace fanout::server {
 
-// Whether `a` equals the (non-empty) token `b`, in time that does not depend
-// on where they differ.
-bool SameToken(const std::string& a, const std::string& b);
-
 class RpcHandler : public rpc::gen::FanoutIf {
  public:
   explicit RpcHandler(const ServerState* state)

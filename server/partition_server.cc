@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cpu.h"
+#include "common/secret.h"
 #include "rpc/framed_transport.h"
 #include "rpc/data_plane.h"
 #include "server/data_plane_service.h"
@@ -416,7 +417,7 @@ Status PartitionServer::StartAdmin() {
     std::string given = req.get_param_value("token");
     const std::string auth = req.get_header_value("Authorization");
     if (auth.rfind("Bearer ", 0) == 0) given = auth.substr(7);
-    if (SameToken(given, options_.auth_token)) return true;
+    if (SameSecret(given, options_.auth_token)) return true;
     ++state_->admin_refused;
     res.status = 401;
     res.set_header("WWW-Authenticate", "Bearer");

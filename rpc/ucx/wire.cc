@@ -1,6 +1,9 @@
 #include "rpc/ucx/wire.h"
 
 #include <cstring>
+#include <string_view>
+
+#include "common/secret.h"
 
 namespace fanout::rpc::wire {
 
@@ -43,12 +46,9 @@ Status DecodeRequest(const void* header, size_t header_length, size_t data_lengt
     return Status::InvalidArgument("request of " + std::to_string(data_length) + " bytes is over the limit of " +
                                    std::to_string(max_request_bytes));
   if (!ticket.empty()) {
-    const bool has = (hdr->flags & kTicket) != 0;
-    const char* got = h + header_length - kTicketBytes;
-    unsigned char diff = has && ticket.size() == kTicketBytes ? 0 : 1;
-    for (size_t k = 0; has && k < kTicketBytes && k < ticket.size(); ++k)
-      diff |= static_cast<unsigned char>(got[k] ^ ticket[k]);
-    if (diff != 0) {
+    const std::string_view given =
+        (hdr->flags & kTicket) ? std::string_view(h + header_length - kTicketBytes, kTicketBytes) : std::string_view();
+    if (!SameSecret(given, ticket)) {
       *malformed = false;
       return Status::Unauthenticated(
           "this data plane serves only clients that authenticated on the server's RPC port (auth token or TLS) "
