@@ -226,12 +226,16 @@ void Cluster::HealthLoop() {
           continue;
         }
         clients[p][r].reset();
+        // The reason and the count first: whoever sees the replica marked
+        // down (Health() reads `healthy` first) also sees why.
+        {
+          std::lock_guard<std::mutex> l(st.mu);
+          st.last_error = ok.message();
+        }
         ++st.checks_failed;
         if (st.healthy.exchange(false))
           std::fprintf(stderr, "fanout: partition %d: replica %s fails its health check: %s\n", p,
                        replicas_[p][r].c_str(), ok.message().c_str());
-        std::lock_guard<std::mutex> l(st.mu);
-        st.last_error = ok.message();
       }
     }
     lock.lock();
