@@ -123,9 +123,10 @@ TEST_F(ConnectionLimitsTest, FiveThousandIdleConnectionsKeepThreadsBoundedAndANo
     fds_.push_back(fd);
     // In bursts the server can keep up with on a loaded machine (a handshake
     // dropped from a full accept queue waits for a retransmission).
-    if (i % 500 == 499)
+    if (i % 500 == 499) {
       ASSERT_TRUE(WaitFor([&] { return server().connection_stats().accepted >= i + 1 - 200; }, 60))
           << server().connection_stats().accepted << " of " << i + 1;
+    }
   }
   ASSERT_TRUE(WaitFor([&] { return server().connection_stats().accepted >= n; }, 120))
       << server().connection_stats().accepted;
