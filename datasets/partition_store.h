@@ -145,6 +145,12 @@ Status OpenPartition(const std::string& dir, int part, const OpenOptions& option
 // Reads and checks DIR/meta.json only.
 Status ReadDatasetMeta(const std::string& dir, DatasetMeta* out);
 
+// PartitionData::RawBytes() of partition `part` once loaded, from meta.json
+// alone (original names, when the dataset keeps them, are not counted: their
+// lengths are not in meta.json). InvalidArgument when `part` is out of range
+// or meta.json does not record each partition's edge count.
+Status PartitionArrayBytes(const DatasetMeta& meta, int part, int64_t* bytes);
+
 }  // namespace fanout::datasets
 
 #endif  // FANOUT_DATASETS_PARTITION_STORE_H_

@@ -46,6 +46,20 @@ int64_t PartitionData::RawBytes() const {
                               labels.size() * 8 + split.size() + original_ids.size() * 8);
 }
 
+Status PartitionArrayBytes(const DatasetMeta& meta, int part, int64_t* bytes) {
+  if (part < 0 || part >= meta.num_parts)
+    return Status::InvalidArgument("partition " + std::to_string(part) + " is not in [0, " +
+                                   std::to_string(meta.num_parts) + ")");
+  if (static_cast<int>(meta.stats.edges.size()) != meta.num_parts)
+    return Status::InvalidArgument("meta.json of dataset " + meta.name +
+                                   " does not record each partition's edge count (\"partitions\")");
+  const int64_t n = meta.offsets[part + 1] - meta.offsets[part];
+  const int64_t e = meta.stats.edges[part];
+  *bytes = (n + 1) * 8 + e * 8 * 2 + n * meta.feature_dim * FeatureDTypeSize(meta.feature_dtype) +
+           (meta.has_labels ? n * 8 : 0) + (meta.has_split ? n : 0) + n * 8;
+  return Status::OK();
+}
+
 float PartitionData::Feature(int64_t row, int64_t j) const {
   const int64_t d = meta.feature_dim;
   const char* r = reinterpret_cast<const char*>(features.data()) + row * d * FeatureDTypeSize(meta.feature_dtype);

@@ -3,10 +3,13 @@
 //   fanout-ctl health CLUSTER_FILE [--timeout-ms MS]
 //   fanout-ctl info HOST:PORT
 //   fanout-ctl sample HOST:PORT --seeds 1,2,3 --fanout 10 [--seed S] [--hop H] [--replace] [--weighted]
+//   fanout-ctl resources --dataset DIR [--max-inflight-mib N] [--max-reply-mib N] [--json]
 #include <httplib.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -14,6 +17,7 @@
 #include <string>
 
 #include "client/cluster.h"
+#include "datasets/partition_store.h"
 #include "rpc/rpc_client.h"
 
 using fanout::Status;
@@ -173,6 +177,70 @@ int Health(const std::string& path, int timeout_ms) {
   return dead_parts > 0 ? 2 : down > 0 ? 1 : 0;
 }
 
+// Memory to request and to limit a server of each partition to (the
+// Kubernetes manifests' resources), from meta.json alone. Measured on this
+// machine (docs/DEPLOY.md): a ready server holds its arrays plus about 45 MiB
+// (libraries, UCX, thread stacks); loading peaks near twice the arrays plus
+// that; serving adds what its budgets let clients hold: request bytes in
+// flight (--max-inflight-mib) and a reply being built and serialized (two
+// copies of at most --max-reply-mib).
+int Resources(const std::string& dir, int64_t inflight_mib, int64_t reply_mib, bool json) {
+  constexpr int64_t kMiB = 1 << 20;
+  constexpr int64_t kBase = 64 * kMiB;  // measured ~45 MiB, rounded up
+  fanout::datasets::DatasetMeta meta;
+  Status st = fanout::datasets::ReadDatasetMeta(dir, &meta);
+  nlohmann::json out = {{"dataset", meta.name},
+                        {"dataset_dir", dir},
+                        {"num_parts", meta.num_parts},
+                        {"max_inflight_mib", inflight_mib},
+                        {"max_reply_mib", reply_mib},
+                        {"partitions", nlohmann::json::array()}};
+  auto round_mib = [&](double bytes) { return static_cast<int64_t>(std::ceil(bytes / kMiB)) * kMiB; };
+  for (int p = 0; st.ok() && p < meta.num_parts; ++p) {
+    int64_t arrays = 0;
+    st = fanout::datasets::PartitionArrayBytes(meta, p, &arrays);
+    if (!st.ok()) break;
+    const double steady = 1.1 * static_cast<double>(arrays) + kBase;
+    const double loading = 2.0 * static_cast<double>(arrays) + kBase;
+    const double serving = steady + static_cast<double>(inflight_mib + 2 * reply_mib) * kMiB;
+    out["partitions"].push_back({{"partition", p},
+                                 {"nodes", meta.offsets[p + 1] - meta.offsets[p]},
+                                 {"edges", meta.stats.edges[p]},
+                                 {"array_bytes", arrays},
+                                 {"memory_request_bytes", round_mib(steady)},
+                                 {"memory_limit_bytes", round_mib(1.25 * std::max(loading, serving))}});
+  }
+  if (!st.ok()) {
+    std::fprintf(stderr, "fanout-ctl: %s\n", st.ToString().c_str());
+    return 1;
+  }
+  const std::string flags = "--max-inflight-mib=" + std::to_string(inflight_mib) +
+                            " --max-reply-mib=" + std::to_string(reply_mib) + " --malloc-arenas=2";
+  out["server_flags"] = flags;
+  if (json) {
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  std::printf("dataset %s (%s), %d partitions; servers run with %s\n", meta.name.c_str(), dir.c_str(),
+              meta.num_parts, flags.c_str());
+  std::printf("%-5s %12s %14s %12s %16s %14s\n", "part", "nodes", "edges", "arrays", "memory request",
+              "memory limit");
+  int64_t max_req = 0, max_lim = 0;
+  for (const auto& r : out["partitions"]) {
+    const int64_t req = r["memory_request_bytes"].get<int64_t>(), lim = r["memory_limit_bytes"].get<int64_t>();
+    max_req = std::max(max_req, req);
+    max_lim = std::max(max_lim, lim);
+    std::printf("%-5d %12lld %14lld %10.1fMi %14lldMi %12lldMi\n", r["partition"].get<int>(),
+                static_cast<long long>(r["nodes"].get<int64_t>()), static_cast<long long>(r["edges"].get<int64_t>()),
+                r["array_bytes"].get<double>() / kMiB, static_cast<long long>(req / kMiB),
+                static_cast<long long>(lim / kMiB));
+  }
+  std::printf("Kubernetes (the largest partition; one StatefulSet per partition may use its own row):\n"
+              "  resources: {requests: {memory: %lldMi}, limits: {memory: %lldMi}}\n",
+              static_cast<long long>(max_req / kMiB), static_cast<long long>(max_lim / kMiB));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -209,7 +277,20 @@ int main(int argc, char** argv) {
   sample->add_option("--hop", hop, "Hop index")->default_val(0);
   sample->add_flag("--replace", replace, "Sample with replacement");
   sample->add_flag("--weighted", weighted, "Sample by edge weight");
+  std::string dataset_dir;
+  int64_t inflight_mib = 64, reply_mib = 128;
+  bool as_json = false;
+  auto* resources = app.add_subcommand(
+      "resources", "Memory to request and limit for each partition's servers (Kubernetes resources), from meta.json");
+  resources->add_option("--dataset", dataset_dir, "Dataset folder written by fanout-partition")
+      ->required()->check(CLI::ExistingDirectory);
+  resources->add_option("--max-inflight-mib", inflight_mib, "The servers' --max-inflight-mib (request bytes held)")
+      ->default_val(64)->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  resources->add_option("--max-reply-mib", reply_mib, "The servers' --max-reply-mib (largest reply)")
+      ->default_val(128)->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  resources->add_flag("--json", as_json, "Print JSON instead of a table");
   CLI11_PARSE(app, argc, argv);
+  if (resources->parsed()) return Resources(dataset_dir, inflight_mib, reply_mib, as_json);
 
   std::string token;
   if (!token_file.empty()) {

@@ -62,6 +62,14 @@ void ExpectRoundTrip(const RawDataset& ds, const std::string& dir, int k, bool i
     ASSERT_TRUE(st.ok()) << st.ToString();
   }
   const DatasetMeta& meta = parts[0].meta;
+  // What fanout-ctl resources sizes servers by: the loaded arrays, from meta.json alone.
+  for (int p = 0; p < k; ++p) {
+    int64_t bytes = -1;
+    ASSERT_TRUE(PartitionArrayBytes(meta, p, &bytes).ok());
+    EXPECT_EQ(bytes, parts[p].RawBytes()) << "partition " << p;
+  }
+  int64_t unused = 0;
+  EXPECT_EQ(PartitionArrayBytes(meta, k, &unused).code(), Status::Code::kInvalidArgument);
   ASSERT_EQ(meta.num_nodes, ds.num_nodes);
   ASSERT_EQ(meta.num_edges, ds.num_edges());
   // New id -> old (dense input) id, via original ids (unique per node here:
