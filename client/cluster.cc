@@ -570,6 +570,15 @@ class ClusterSession : public Session {
         tried->push_back(reps[next] + ": " + st.message());
         continue;
       }
+      // The replica it moves to hears of it (counted there for operators:
+      // fanout-ctl stats). Best effort: a server too old to know the call,
+      // or one failing now, changes nothing here.
+      Status noted = client->NoteFailover(p, reps[replica_[p]], why.message(), next == replica_[p]);
+      if (!noted.ok() && !Retryable(noted)) noted = Status::OK();
+      if (!noted.ok()) {
+        tried->push_back(reps[next] + ": " + noted.message());
+        continue;
+      }
       if (next != replica_[p]) {
         ++stats_.failovers;
         ++c_->replica_state(p, next).failovers_to;

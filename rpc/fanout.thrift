@@ -57,6 +57,17 @@ struct SampleResponse {
   3: binary edge_ids,         // packed i64, same positions; empty unless requested
 }
 
+// Sent by a client to the replica it just moved a session to, after the one
+// it used failed (or, with `same_replica`, to the same replica asked again on a new
+// connection): servers count these by origin (/stats "failovers"), so an
+// operator sees retries and failovers per server (fanout-ctl stats).
+struct FailoverNote {
+  1: string from_address,     // the replica that failed, as the client's cluster file names it
+  2: string reason,           // why (the client's error message)
+  3: bool same_replica,       // a retry: the same replica again, not another one
+  4: i32 partition,
+}
+
 service Fanout {
   // Partition description; clients check ranges and dataset ids with it.
   PartitionInfo partition_info() throws (1: FanoutError err),
@@ -77,4 +88,6 @@ service Fanout {
   // Presents the shared token of a server run with --auth-token-file; until
   // then every other call on the connection is refused (Unauthenticated).
   void authenticate(1: string token) throws (1: FanoutError err),
+  // A client's failover to (or retry on) this server; see FailoverNote.
+  void note_failover(1: FailoverNote note) throws (1: FanoutError err),
 }

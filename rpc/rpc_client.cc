@@ -1,5 +1,6 @@
 #include "rpc/rpc_client.h"
 
+#include <thrift/TApplicationException.h>
 #include <thrift/protocol/TBinaryProtocol.h>
 
 #include <stdexcept>
@@ -211,6 +212,13 @@ Status RpcClient::Call(const char* method, Fn&& fn) {
       return Status::DeadlineExceeded("server " + address_ + " did not answer " + method + " within " +
                                       std::to_string(impl_->options.call_timeout_ms) + " ms");
     return Status::Unavailable("server " + address_ + ": " + method + " failed: " + e.what());
+  } catch (const apache::thrift::TApplicationException& e) {
+    // A server from before this call: it read the request whole and said
+    // so, and the connection stays usable.
+    if (e.getType() == apache::thrift::TApplicationException::UNKNOWN_METHOD)
+      return Status::NotSupported("server " + address_ + " does not know " + method + " (an older server)");
+    impl_->broken = true;
+    return Status::Unavailable("server " + address_ + ": " + method + " failed: " + e.what());
   } catch (const std::exception& e) {
     impl_->broken = true;
     return Status::Unavailable("server " + address_ + ": " + method + " failed: " + e.what());
@@ -337,6 +345,15 @@ Status RpcClient::Splits(ArrayView<const int64_t> nodes, std::string* splits) {
 
 Status RpcClient::Ping(const std::string& text, std::string* reply) {
   return Call("ping", [&](gen::FanoutClient& c) { c.ping(*reply, text); });
+}
+
+Status RpcClient::NoteFailover(int partition, const std::string& from, const std::string& reason, bool retry) {
+  gen::FailoverNote note;
+  note.partition = partition;
+  note.from_address = from;
+  note.reason = reason;
+  note.same_replica = retry;
+  return Call("note_failover", [&](gen::FanoutClient& c) { c.note_failover(note); });
 }
 
 }  // namespace fanout::rpc

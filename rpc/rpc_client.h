@@ -119,6 +119,10 @@ class RpcClient {
   Status Splits(ArrayView<const int64_t> nodes, std::string* splits);
   Status OriginalIds(ArrayView<const int64_t> nodes, std::string* ids);
   Status Ping(const std::string& text, std::string* reply);
+  // Tells this server that a session of partition `partition` moved to it
+  // after replica `from` failed for `reason` (retry: it is that same replica,
+  // asked again on a new connection). Servers count these for operators.
+  Status NoteFailover(int partition, const std::string& from, const std::string& reason, bool retry);
 
   // Split calls, so one thread can have a request in flight on several
   // servers at once: Send*() writes the request, Receive*() waits for the

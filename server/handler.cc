@@ -165,4 +165,15 @@ void RpcHandler::ping(std::string& out, const std::string& text) {
   });
 }
 
+void RpcHandler::note_failover(const gen::FailoverNote& note) {
+  Serve(kNoteFailover, nullptr, [&] {
+    ServerState& s = const_cast<ServerState&>(svc_.state());
+    if (note.partition != s.data->part)
+      return Status::InvalidArgument("a failover note for partition " + std::to_string(note.partition) +
+                                     " sent to a server of partition " + std::to_string(s.data->part));
+    s.failovers.Note(note.from_address, note.reason, note.same_replica);
+    return Status::OK();
+  });
+}
+
 }  // namespace fanout::server

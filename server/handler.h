@@ -25,6 +25,7 @@ class RpcHandler : public rpc::gen::FanoutIf {
   void lookup_original_ids(std::string& out, const std::string& nodes) override;
   void ping(std::string& out, const std::string& text) override;
   void authenticate(const std::string& token) override;
+  void note_failover(const rpc::gen::FailoverNote& note) override;
 
  private:
   // Unpacks and range-checks the ids of a request.

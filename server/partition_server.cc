@@ -319,6 +319,12 @@ std::string PartitionServer::StatsJson() const {
                    {"last_tls_failure", guard_->LastTlsFailure()},
                    {"auth_refused", state_ ? state_->auth_refused.load() : 0},
                    {"admin_refused", state_ ? state_->admin_refused.load() : 0}};
+  if (state_) {
+    // What clients reported when they moved to this server (note_failover).
+    const FailoverLog::Snapshot f = state_->failovers.Get();
+    j["failovers"] = {{"retries_in", f.retries}, {"failovers_in", f.failovers}, {"from", f.from},
+                      {"last_reason", f.last_reason}};
+  }
   j["rdma"] = RdmaJson();
   return j.dump(2);
 }
@@ -388,6 +394,18 @@ Status PartitionServer::StartAdmin() {
                   static_cast<long long>(c.frame_timeouts), static_cast<long long>(c.memory_refused),
                   static_cast<long long>(c.inflight_bytes));
     extra += line;
+    if (loaded) {
+      const FailoverLog::Snapshot f = state_->failovers.Get();
+      std::snprintf(line, sizeof line,
+                    "# HELP fanout_client_failovers_in_total Sessions clients moved to this server after another "
+                    "replica failed (as the clients reported).\n"
+                    "# TYPE fanout_client_failovers_in_total counter\nfanout_client_failovers_in_total %lld\n"
+                    "# HELP fanout_client_retries_in_total Requests clients asked this server again, on a new "
+                    "connection, after it failed them once.\n"
+                    "# TYPE fanout_client_retries_in_total counter\nfanout_client_retries_in_total %lld\n",
+                    static_cast<long long>(f.failovers), static_cast<long long>(f.retries));
+      extra += line;
+    }
     if (loaded && data_plane_) {
       rpc::DataPlaneServerStats dp = data_plane_->Stats();
       std::snprintf(line, sizeof line,

@@ -8,7 +8,8 @@ namespace fanout::server {
 
 const char* MethodName(int m) {
   static const char* kNames[] = {"partition_info", "sample_neighbors", "lookup_features", "lookup_labels",
-                                 "lookup_degrees", "lookup_splits",    "lookup_original_ids", "ping"};
+                                 "lookup_degrees", "lookup_splits",    "lookup_original_ids", "ping",
+                                 "note_failover"};
   return m >= 0 && m < kNumMethods ? kNames[m] : "unknown";
 }
 

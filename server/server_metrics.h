@@ -29,6 +29,7 @@ enum Method : int {
   kLookupSplits,
   kLookupOriginalIds,
   kPing,
+  kNoteFailover,
   kNumMethods
 };
 const char* MethodName(int m);

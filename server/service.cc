@@ -7,6 +7,24 @@
 
 namespace fanout::server {
 
+void FailoverLog::Note(const std::string& from, const std::string& reason, bool retry) {
+  std::lock_guard<std::mutex> lock(mu_);
+  s_.last_reason = reason.substr(0, 1024);
+  if (retry) {
+    ++s_.retries;
+    return;
+  }
+  ++s_.failovers;
+  std::string key = from.substr(0, kMaxAddressBytes);
+  if (s_.from.size() >= kMaxOrigins && !s_.from.count(key)) key = "(other)";
+  ++s_.from[key];
+}
+
+FailoverLog::Snapshot FailoverLog::Get() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return s_;
+}
+
 Status PartitionService::CheckIds(ArrayView<const int64_t> ids) const {
   if (static_cast<int64_t>(ids.size()) > s_->options.max_ids_per_request)
     return Status::InvalidArgument("request has " + std::to_string(ids.size()) + " ids, more than the limit of " +

@@ -10,7 +10,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 
@@ -21,6 +23,27 @@
 #include "server/server_metrics.h"
 
 namespace fanout::server {
+
+// What clients told this server about their failovers (note_failover),
+// counted by the replica they came from. Bounded: at most kMaxOrigins
+// addresses are named; the rest are counted under "(other)".
+class FailoverLog {
+ public:
+  static constexpr size_t kMaxOrigins = 256;
+  static constexpr size_t kMaxAddressBytes = 256;
+  struct Snapshot {
+    int64_t retries = 0;    // the same replica asked again on a new connection
+    int64_t failovers = 0;  // moved here from another replica
+    std::map<std::string, int64_t> from;  // failovers by origin address
+    std::string last_reason;
+  };
+  void Note(const std::string& from, const std::string& reason, bool retry);
+  Snapshot Get() const;
+
+ private:
+  mutable std::mutex mu_;
+  Snapshot s_;  // GUARDED_BY(mu_)
+};
 
 struct ServerState {
   ServerOptions options;
@@ -36,6 +59,7 @@ struct ServerState {
   std::string data_ticket;
   std::atomic<int64_t> auth_refused{0};   // RPC calls refused for a missing or wrong token
   std::atomic<int64_t> admin_refused{0};  // admin requests refused for a missing or wrong token
+  FailoverLog failovers;                  // clients' failovers to this server
 };
 
 struct SampleParams {

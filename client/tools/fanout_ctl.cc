@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -42,6 +43,7 @@ int Stats(const std::vector<std::string>& servers, const std::string& token) {
   std::printf("%-22s %-9s %-5s %-22s %10s %10s %10s %10s %10s %9s %9s %9s\n", "server", "state", "part", "nodes",
               "edges/1s", "edges/10s", "edges/60s", "featB/10s", "req/10s", "p50 ms", "p99 ms", "RSS");
   int failures = 0;
+  std::map<std::string, int64_t> away;  // failovers away from each replica, summed over the servers
   for (const std::string& addr : servers) {
     std::string host;
     int port = 0;
@@ -118,6 +120,27 @@ int Stats(const std::vector<std::string>& servers, const std::string& token) {
                   c.value("idle_timeouts", 0LL), c.value("frame_timeouts", 0LL), c.value("memory_refused", 0LL),
                   Human(c.value("inflight_bytes", 0.0), "B").c_str(), Human(c.value("max_inflight_bytes", 0.0), "B").c_str());
     }
+    // What clients reported when they moved here: retries on this server,
+    // failovers to it, and from which replica.
+    if (j.contains("failovers")) {
+      const auto& f = j["failovers"];
+      std::string line = "    clients: " + std::to_string(f.value("retries_in", 0LL)) + " retries here after a failure, " +
+                         std::to_string(f.value("failovers_in", 0LL)) + " failovers to here";
+      std::string from;
+      const nlohmann::json origins = f.value("from", nlohmann::json::object());  // named: items() refers into it
+      for (const auto& [origin, n] : origins.items()) {
+        from += (from.empty() ? " (from " : ", ") + origin + " x" + std::to_string(n.get<int64_t>());
+        away[origin] += n.get<int64_t>();
+      }
+      if (!from.empty()) from += ")";
+      const std::string reason = f.value("last_reason", "");
+      std::printf("%s%s%s\n", line.c_str(), from.c_str(), reason.empty() ? "" : ("; last reason: " + reason).c_str());
+    }
+  }
+  // Failovers away from each replica, as the servers above were told.
+  if (!away.empty()) {
+    std::printf("failovers away from each replica (reported to the servers above):\n");
+    for (const auto& [origin, n] : away) std::printf("    %-30s %lld\n", origin.c_str(), static_cast<long long>(n));
   }
   return failures ? 1 : 0;
 }

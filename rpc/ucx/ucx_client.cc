@@ -15,6 +15,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "common/sanitizer.h"
 #include "rpc/data_plane.h"
 #include "rpc/ucx/ucx_common.h"
 #include "rpc/ucx/wire.h"
@@ -92,6 +93,7 @@ Status DataPlaneContext::AllocateRegion(size_t bytes, std::shared_ptr<DataRegion
   r->impl_->rkey_bytes = rkey_bytes;
   r->data_ = static_cast<char*>(attr.address);
   r->size_ = bytes;
+  SanitizerNewMemory(r->data_, attr.length);  // UCX may have attached shared memory (sysv: shmat, unseen by TSan)
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     r->impl_->id = impl_->next_region++;

@@ -17,6 +17,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "common/sanitizer.h"
 #include "rpc/data_plane.h"
 #include "rpc/ucx/ucx_common.h"
 #include "rpc/ucx/wire.h"
@@ -429,6 +430,7 @@ char* Thread::PlaceFor(Endpoint* ep, const Pending& p, ArrayView<const int64_t> 
       *reply_flags |= wire::kNoPlace;
       return nullptr;
     }
+    SanitizerNewMemory(m.lo, static_cast<size_t>(m.hi - m.lo));
     it = ep->regions.emplace(p.place.region, m).first;
     ++ep->mapped_regions;
     ep->mapped_bytes += m.hi - m.lo;

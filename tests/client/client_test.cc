@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "client/cached_source.h"
 #include "client/cluster.h"
@@ -326,6 +328,65 @@ TEST_F(ClusterTest, FanoutCtlHealthNamesEveryReplicaAndItsState) {
   EXPECT_EQ(RunCommand(ctl + " stats 127.0.0.1:" + std::to_string(servers_[0]->admin_port()), &out), 0) << out;
   EXPECT_THAT(out, HasSubstr("connections: "));
   EXPECT_THAT(out, HasSubstr("refused at the limit"));
+}
+
+// A session that fails over tells the replica it moves to; fanout-ctl stats
+// shows, per server, the retries and failovers clients made to it and, over
+// all servers, the failovers away from each replica.
+TEST_F(ClusterTest, FanoutCtlStatsShowsRetriesAndFailoversPerServer) {
+  server::ServerOptions so;
+  so.admin_port = 0;
+  StartServers(1, so);
+  server::ServerOptions bo = so;
+  bo.dataset_dir = dir_;
+  bo.partition = 0;
+  auto backup = std::make_unique<server::PartitionServer>(bo);
+  ASSERT_TRUE(backup->Start().ok());
+  const std::string a0 = "127.0.0.1:" + std::to_string(servers_[0]->port());
+  const std::string a1 = "127.0.0.1:" + std::to_string(backup->port());
+  ClusterSpec spec;
+  spec.replicas = {{a0, a1}};
+  rpc::RpcOptions ro;
+  ro.failover_backoff_ms = 10;
+  std::shared_ptr<Cluster> c;
+  ASSERT_TRUE(Cluster::Connect(spec, ro, &c).ok());
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(c->NewSession(&session).ok());
+  std::vector<int64_t> ids = {1, 2, 3};
+  std::vector<float> rows(ids.size() * c->feature_dim());
+  ASSERT_TRUE(session->Features(ids, rows.data()).ok());
+  // Its replica goes away: the session moves to the other, which is told.
+  servers_[0]->Stop();
+  ASSERT_TRUE(session->Features(ids, rows.data()).ok());
+  EXPECT_EQ(session->stats().failovers, 1);
+  const nlohmann::json f = nlohmann::json::parse(backup->StatsJson())["failovers"];
+  EXPECT_EQ(f["failovers_in"].get<int64_t>(), 1) << f.dump();
+  EXPECT_EQ(f["from"][a0].get<int64_t>(), 1) << f.dump();
+  EXPECT_THAT(f["last_reason"].get<std::string>(), HasSubstr(a0));
+  std::string out;
+  const std::string ctl = std::string(FANOUT_BIN_DIR) + "/fanout-ctl";
+  EXPECT_EQ(RunCommand(ctl + " stats 127.0.0.1:" + std::to_string(backup->admin_port()), &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("clients: 0 retries here after a failure, 1 failovers to here (from " + a0 + " x1)"));
+  EXPECT_THAT(out, HasSubstr("failovers away from each replica"));
+  EXPECT_THAT(out, HasSubstr(a0));
+  // A note for another partition is refused, naming both.
+  std::unique_ptr<rpc::RpcClient> client;
+  ASSERT_TRUE(rpc::RpcClient::Connect(a1, ro, &client).ok());
+  Status st = client->NoteFailover(3, a0, "test", false);
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument) << st.ToString();
+  EXPECT_THAT(st.message(), HasSubstr("partition 3"));
+  // Retries (the same replica again) are counted apart from failovers.
+  ASSERT_TRUE(client->NoteFailover(0, a1, "closed as idle", true).ok());
+  const nlohmann::json g = nlohmann::json::parse(backup->StatsJson())["failovers"];
+  EXPECT_EQ(g["retries_in"].get<int64_t>(), 1) << g.dump();
+  EXPECT_EQ(g["failovers_in"].get<int64_t>(), 1) << g.dump();
+  // And in /metrics.
+  httplib::Client http("127.0.0.1", backup->admin_port());
+  auto m = http.Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_THAT(m->body, HasSubstr("fanout_client_failovers_in_total 1\n"));
+  EXPECT_THAT(m->body, HasSubstr("fanout_client_retries_in_total 1\n"));
+  backup->Stop();
 }
 
 }  // namespace

@@ -515,7 +515,8 @@ TEST_P(DataPlaneTest, ClientsKilledMidRequestNeverTakeTheDataPlaneDown) {
     std::shared_ptr<Cluster> cluster;
     ASSERT_TRUE(Cluster::Connect(spec, ro, &cluster).ok()) << "round " << round;
     std::unique_ptr<Session> s;
-    ASSERT_TRUE(cluster->NewSession(&s).ok());
+    Status ns = cluster->NewSession(&s);
+    ASSERT_TRUE(ns.ok()) << "round " << round << ": " << ns.ToString();
     std::vector<int64_t> got(ids.size(), -9);
     Status st = s->Labels(ids, got.data());
     ASSERT_TRUE(st.ok()) << "round " << round << ": " << st.ToString();
