@@ -35,6 +35,12 @@ int main(int argc, char** argv) {
   app.add_option("--dump-batches", dump,
                  "Write every training batch's epoch, n_id and edge_index to this file (JSON lines; for comparing "
                  "other loaders with this one)");
+  fanout::rpc::RpcOptions ro;
+  app.add_option("--connect-timeout-ms", ro.connect_timeout_ms, "With --cluster: TCP connect deadline per server")
+      ->default_val(ro.connect_timeout_ms)->check(CLI::Range(1, 3600000));
+  app.add_option("--call-timeout-ms", ro.call_timeout_ms,
+                 "With --cluster: deadline of each call; a server that misses it is failed over from")
+      ->default_val(ro.call_timeout_ms)->check(CLI::Range(1, 3600000));
   CLI11_PARSE(app, argc, argv);
   std::FILE* dump_file = nullptr;
   if (!dump.empty()) {
@@ -67,7 +73,7 @@ int main(int argc, char** argv) {
     fanout::client::ClusterSpec spec;
     st = fanout::client::ReadClusterFile(cluster_file, &spec);
     std::shared_ptr<fanout::client::Cluster> cluster;
-    if (st.ok()) st = fanout::client::Cluster::Connect(spec, {}, &cluster);
+    if (st.ok()) st = fanout::client::Cluster::Connect(spec, ro, &cluster);
     source = cluster;
     the_cluster = cluster;
   } else {
