@@ -332,12 +332,39 @@ std::string PartitionServer::StatsJson() const {
 namespace {
 const char kIndexHtml[] = R"HTML(<!doctype html>
 <html><head><meta charset="utf-8"><title>Fanout server</title>
-<style>body{font:14px system-ui,sans-serif;margin:2em}td,th{padding:.2em 1em;text-align:right}th{text-align:left}</style>
+<style>body{font:14px system-ui,sans-serif;margin:2em;color:#222}td,th{padding:.2em 1em;text-align:right}th{text-align:left}
+.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(460px,1fr));gap:1em}.chart h3{margin:.2em 0;font-size:14px}
+.chart canvas{width:100%;height:160px;border:1px solid #ddd}.legend span{margin-right:1.2em}.sw{display:inline-block;width:.8em;height:.8em;margin-right:.3em}</style>
 </head><body><h1>Fanout sampling server</h1><div id="head">loading...</div>
-<table id="tp"></table><h2>By path</h2><table id="paths"></table><h2>Latency (last 60 s)</h2><table id="lat"></table>
-<p><a href="/metrics">/metrics</a> &middot; <a href="/stats">/stats</a> &middot; <a href="/healthz">/healthz</a></p>
+<h2>Last <span id="span">10</span> minutes</h2>
+<div class="charts">
+<div class="chart"><h3>Sampled edges / s</h3><canvas id="c-edges" width="920" height="320"></canvas><div class="legend" id="l-edges"></div></div>
+<div class="chart"><h3>Feature bytes / s</h3><canvas id="c-bytes" width="920" height="320"></canvas><div class="legend" id="l-bytes"></div></div>
+<div class="chart"><h3>Request latency (ms, all methods)</h3><canvas id="c-lat" width="920" height="320"></canvas><div class="legend" id="l-lat"></div></div>
+<div class="chart"><h3>Resident memory (bytes)</h3><canvas id="c-rss" width="920" height="320"></canvas><div class="legend" id="l-rss"></div></div>
+</div>
+<h2>Now</h2><table id="tp"></table><h2>By path</h2><table id="paths"></table><h2>Latency (last 60 s)</h2><table id="lat"></table>
+<p><a href="/metrics">/metrics</a> &middot; <a href="/stats">/stats</a> &middot; <a href="/history">/history</a> &middot; <a href="/healthz">/healthz</a></p>
 <script>
-function f(x){return x==null?'-':x>=1e9?(x/1e9).toFixed(2)+' G':x>=1e6?(x/1e6).toFixed(2)+' M':x>=1e3?(x/1e3).toFixed(1)+' k':x.toFixed(1)}
+// No external assets: this page must work offline. Charts are drawn on
+// canvases from /history (one point a second, kept by the server).
+function f(x){return x==null?'-':x>=1e9?(x/1e9).toFixed(2)+' G':x>=1e6?(x/1e6).toFixed(2)+' M':x>=1e3?(x/1e3).toFixed(1)+' k':x>=1||x==0?x.toFixed(1):x.toPrecision(2)}
+const COLORS=['#1f77b4','#d62728','#2ca02c'];
+function chart(id,pts,series){const c=document.getElementById('c-'+id),g=c.getContext('2d'),W=c.width,H=c.height,L=90,B=30,T=10,R=10;
+g.clearRect(0,0,W,H);g.font='20px system-ui,sans-serif';g.fillStyle='#555';g.strokeStyle='#eee';g.lineWidth=1;
+let max=0;for(const s of series)for(const p of pts){const v=p[s.key];if(v!=null&&v>max)max=v}if(max<=0)max=1;
+const t1=pts.length?pts[pts.length-1].t:Date.now()/1e3,t0=Math.min(pts.length?pts[0].t:t1,t1-60),span=Math.max(t1-t0,1);
+const x=t=>L+(W-L-R)*(t-t0)/span,y=v=>H-B-(H-B-T)*v/max;
+for(let k=0;k<=4;k++){const v=max*k/4;g.beginPath();g.moveTo(L,y(v));g.lineTo(W-R,y(v));g.stroke();g.fillText(f(v),4,y(v)+7)}
+for(let k=0;k<=4;k++){const t=t0+span*k/4;g.fillText('-'+Math.round(t1-t)+' s',x(t)-(k==4?50:20),H-4)}
+const legend=[];series.forEach((s,i)=>{g.strokeStyle=COLORS[i];g.lineWidth=3;g.beginPath();let on=false,n=0,last=null;
+for(const p of pts){const v=p[s.key];if(v==null){on=false;continue}if(on)g.lineTo(x(p.t),y(v));else g.moveTo(x(p.t),y(v));on=true;n++;last=v}
+g.stroke();legend.push(`<span><i class="sw" style="background:${COLORS[i]}"></i>${s.name} <b id="now-${id}-${i}" data-value="${last==null?'':last}">${f(last)}</b></span>`);
+c.dataset['points'+i]=n});c.dataset.points=pts.length;document.getElementById('l-'+id).innerHTML=legend.join('')}
+async function history(){try{const h=await (await fetch('/history?seconds=600'+location.search.replace('?','&'))).json();const p=h.points||[];
+chart('edges',p,[{key:'sampled_edges_per_s',name:'edges/s'}]);chart('bytes',p,[{key:'feature_bytes_per_s',name:'B/s'}]);
+chart('lat',p,[{key:'p50_ms',name:'p50'},{key:'p99_ms',name:'p99'}]);chart('rss',p,[{key:'rss_bytes',name:'RSS'}]);
+document.body.dataset.historyPoints=p.length}catch(e){document.body.dataset.historyError=String(e)}}
 async function tick(){try{const s=await (await fetch('/stats'+location.search)).json();const p=s.partition||{};
 document.getElementById('head').textContent=`${p.dataset||''} partition ${p.partition}/${p.num_parts} [${p.node_begin}, ${p.node_end}) - ${s.state} - up ${s.uptime_s.toFixed(0)} s - RSS ${f(s.memory.rss_bytes)}B`;
 let h='<tr><th>window</th><th>edges/s</th><th>nodes/s</th><th>feature B/s</th><th>requests/s</th></tr>';
@@ -348,7 +375,7 @@ document.getElementById('lat').innerHTML=l;const b=(s.totals||{}).by_path||{},d=
 let q='<tr><th>path</th><th>requests</th><th>reply bytes</th></tr>';for(const [k,v] of Object.entries(b))q+=`<tr><th>${k}</th><td>${f(v.requests)}</td><td>${f(v.reply_bytes)}B</td></tr>`;
 q+=`<tr><th colspan=3>UCX data plane: ${d.enabled?('port '+d.port+', UCX '+d.ucx_version+', memory '+(d.memory_types||[]).join('/')+', '+d.endpoints_open+' endpoint(s): '+[...new Set((d.endpoints||[]).map(e=>e.transports))].join('; ')):'off'}</th></tr>`;
 document.getElementById('paths').innerHTML=q}catch(e){}}
-tick();setInterval(tick,1000);
+tick();history();setInterval(tick,1000);setInterval(history,2000);
 </script></body></html>)HTML";
 }  // namespace
 
@@ -446,6 +473,24 @@ Status PartitionServer::StartAdmin() {
   http.Get("/stats", [this, allowed](const httplib::Request& req, httplib::Response& res) {
     if (allowed(req, res)) res.set_content(StatsJson(), "application/json");
   });
+  http.Get("/history", [this, allowed](const httplib::Request& req, httplib::Response& res) {
+    if (!allowed(req, res)) return;
+    double seconds = 600;
+    if (req.has_param("seconds")) {
+      try {
+        seconds = std::stod(req.get_param_value("seconds"));
+      } catch (const std::exception&) {
+        seconds = -1;
+      }
+      if (!(seconds > 0 && seconds <= 86400)) {
+        res.status = 400;
+        res.set_content("seconds must be a number in (0, 86400]\n", "text/plain");
+        return;
+      }
+    }
+    res.set_content(state_ ? state_->metrics.HistoryJson(seconds) : std::string("{\"interval_s\":1,\"points\":[]}"),
+                    "application/json");
+  });
   http.Get("/", [allowed](const httplib::Request& req, httplib::Response& res) {
     if (allowed(req, res)) res.set_content(kIndexHtml, "text/html");
   });
@@ -463,7 +508,7 @@ Status PartitionServer::StartAdmin() {
   admin_->tick_thread = std::thread([this] {
     std::unique_lock<std::mutex> lock(admin_->mu);
     while (!admin_->stop) {
-      if (state_) state_->metrics.Tick();
+      if (state_) state_->metrics.Tick(ResidentSetBytes());
       admin_->cv.wait_for(lock, std::chrono::seconds(1));
     }
   });

@@ -38,13 +38,74 @@ void ServerMetrics::EndRequest(int method, int outcome, double seconds) {
   counters_.Add(kInFlight, -1);
 }
 
-void ServerMetrics::Tick() {
+double ServerMetrics::PercentileMs(const std::vector<int64_t>& d, int64_t total, double q) {
+  const int64_t need = static_cast<int64_t>(std::ceil(q * total));
+  int64_t cum = 0;
+  for (int k = 0; k < kBuckets; ++k) {
+    cum += d[k];
+    if (cum >= need) return BucketUpperSeconds(k) * 1e3;
+  }
+  return BucketUpperSeconds(kBuckets - 1) * 1e3;
+}
+
+void ServerMetrics::Tick(int64_t rss_bytes) {
   Snap s;
   s.at = std::chrono::steady_clock::now();
   counters_.Snapshot(&s.values);
+  HistoryPoint h;
+  h.unix_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  h.rss_bytes = rss_bytes;
   std::lock_guard<std::mutex> lock(mu_);
+  if (!ring_.empty()) {
+    const Snap& prev = ring_.back();
+    double dt = std::chrono::duration<double>(s.at - prev.at).count();
+    if (dt <= 0) dt = 1e-9;
+    auto delta = [&](int idx) { return s.values[idx] - prev.values[idx]; };
+    h.edges_per_s = delta(kSampledEdges) / dt;
+    h.feature_bytes_per_s = delta(kFeatureBytes) / dt;
+    int64_t reqs = 0;
+    for (int m = 0; m < kNumMethods; ++m)
+      for (int o = 0; o < kNumOutcomes; ++o) reqs += delta(RequestIndex(m, o));
+    h.requests_per_s = reqs / dt;
+    // Latency over every method in the interval.
+    std::vector<int64_t> d(kBuckets, 0);
+    int64_t total = 0;
+    for (int m = 0; m < kNumMethods; ++m)
+      for (int k = 0; k < kBuckets; ++k) {
+        d[k] += delta(BucketIndex(m, k));
+        total += delta(BucketIndex(m, k));
+      }
+    if (total > 0) {
+      h.p50_ms = PercentileMs(d, total, 0.5);
+      h.p99_ms = PercentileMs(d, total, 0.99);
+    }
+    history_.push_back(h);
+    while (history_.size() > static_cast<size_t>(kHistoryPoints)) history_.pop_front();
+  }
   ring_.push_back(std::move(s));
   while (ring_.size() > 61) ring_.pop_front();
+}
+
+std::string ServerMetrics::HistoryJson(double seconds) const {
+  std::deque<HistoryPoint> h;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    h = history_;
+  }
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  nlohmann::json points = nlohmann::json::array();
+  for (const HistoryPoint& p : h) {
+    if (p.unix_s < now - seconds) continue;
+    nlohmann::json j = {{"t", p.unix_s},
+                        {"sampled_edges_per_s", p.edges_per_s},
+                        {"feature_bytes_per_s", p.feature_bytes_per_s},
+                        {"requests_per_s", p.requests_per_s},
+                        {"rss_bytes", p.rss_bytes}};
+    j["p50_ms"] = p.p50_ms < 0 ? nlohmann::json(nullptr) : nlohmann::json(p.p50_ms);
+    j["p99_ms"] = p.p99_ms < 0 ? nlohmann::json(nullptr) : nlohmann::json(p.p99_ms);
+    points.push_back(std::move(j));
+  }
+  return nlohmann::json{{"interval_s", 1}, {"points", std::move(points)}}.dump();
 }
 
 std::string ServerMetrics::Prometheus(const std::string& extra) const {
@@ -164,15 +225,8 @@ std::string ServerMetrics::WindowsJson() const {
       total += d[k];
     }
     if (total == 0) continue;
-    auto pct = [&](double q) {
-      int64_t need = static_cast<int64_t>(std::ceil(q * total)), cum = 0;
-      for (int k = 0; k < kBuckets; ++k) {
-        cum += d[k];
-        if (cum >= need) return BucketUpperSeconds(k) * 1e3;
-      }
-      return BucketUpperSeconds(kBuckets - 1) * 1e3;
-    };
-    lat[MethodName(m)] = {{"count", total}, {"p50_ms", pct(0.5)}, {"p99_ms", pct(0.99)}};
+    lat[MethodName(m)] = {{"count", total}, {"p50_ms", PercentileMs(d, total, 0.5)},
+                          {"p99_ms", PercentileMs(d, total, 0.99)}};
   }
   nlohmann::json out = {{"throughput", tp}, {"latency", lat.is_null() ? nlohmann::json::object() : lat}};
   return out.dump();

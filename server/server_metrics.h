@@ -73,8 +73,17 @@ class ServerMetrics {
   int64_t FeatureBytes() const { return counters_.Get(kFeatureBytes); }
   int64_t InFlight() const { return counters_.Get(kInFlight); }
 
-  // Records a snapshot for the windowed rates (call about once a second).
-  void Tick();
+  // Records a snapshot for the windowed rates (call about once a second),
+  // and a history point: the rates and latency since the previous call and
+  // `rss_bytes` (the process's resident memory, which the server measures).
+  void Tick(int64_t rss_bytes = 0);
+
+  // The history points of the last `seconds` (at most kHistoryPoints, one
+  // per Tick), oldest first, as a JSON object text: {"points": [{"t": unix
+  // seconds, "sampled_edges_per_s", "feature_bytes_per_s", "requests_per_s",
+  // "p50_ms", "p99_ms" (all methods; null without requests), "rss_bytes"}]}.
+  std::string HistoryJson(double seconds) const;
+  static constexpr int kHistoryPoints = 900;  // 15 minutes at one Tick a second
 
   // Prometheus text exposition; `extra` is appended (gauges owned by the server).
   std::string Prometheus(const std::string& extra) const;
@@ -98,9 +107,19 @@ class ServerMetrics {
     std::vector<int64_t> values;
   };
 
+  struct HistoryPoint {
+    double unix_s = 0;
+    double edges_per_s = 0, feature_bytes_per_s = 0, requests_per_s = 0;
+    double p50_ms = -1, p99_ms = -1;  // -1: no request in the interval
+    int64_t rss_bytes = 0;
+  };
+  // Latency percentile q over the bucket counts `d` (their upper bounds), in ms.
+  static double PercentileMs(const std::vector<int64_t>& d, int64_t total, double q);
+
   ShardedCounters counters_;
   mutable std::mutex mu_;
   std::deque<Snap> ring_;  // GUARDED_BY(mu_): the last 61 snapshots, oldest first
+  std::deque<HistoryPoint> history_;  // GUARDED_BY(mu_): the last kHistoryPoints, oldest first
 };
 
 }  // namespace fanout::server
