@@ -451,6 +451,9 @@ char* Thread::PlaceFor(Endpoint* ep, const Pending& p, ArrayView<const int64_t> 
     ++server->malformed;  // outside the client's own region: answered the usual way
     return nullptr;
   }
+  // Another process's memory (UCX's attachment, unseen by TSan): nothing TSan
+  // remembers at these addresses is about it.
+  SanitizerNewMemory(at, static_cast<size_t>(p.place.bytes));
   return at;
 }
 

@@ -484,7 +484,8 @@ TEST_P(DataPlaneTest, ClientsKilledMidRequestNeverTakeTheDataPlaneDown) {
   const std::string ports = std::to_string(c0.port) + "," + std::to_string(c1.port);
   ClusterSpec spec = ChildSpec(c0, c1, rpc::DataPlaneMode::kUcx);
   rpc::RpcOptions ro;
-  ro.call_timeout_ms = 3000;
+  ro.call_timeout_ms = 3000 * server::testing::TestTimeScale();
+  ro.connect_timeout_ms = 5000 * server::testing::TestTimeScale();
   std::vector<int64_t> ids(40000);
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>((i * 13) % 2708);
   std::vector<int64_t> want(ids.size());

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <vector>
@@ -16,6 +17,16 @@
 #include "tests/datasets/test_util.h"
 
 namespace fanout::server::testing {
+
+// How much slower than a plain build this run is: FANOUT_TEST_TIME_SCALE,
+// which `./run test --sanitize` sets (the thread sanitizer slows servers
+// several times). Deadlines a test gives its clients are multiplied by it;
+// nothing is timed against it.
+inline int TestTimeScale() {
+  const char* v = std::getenv("FANOUT_TEST_TIME_SCALE");
+  const int s = v ? std::atoi(v) : 1;
+  return s >= 1 && s <= 100 ? s : 1;
+}
 
 // Partitions a dataset once per test binary.
 inline const std::string& CoraDir(int parts) {
