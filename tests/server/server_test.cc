@@ -4,6 +4,7 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -242,6 +243,47 @@ TEST_F(ServerTest, StartFailsClearlyOnAMissingDatasetOrATakenPort) {
   st = second.Start();
   EXPECT_FALSE(st.ok());
   EXPECT_THAT(st.message(), HasSubstr(std::to_string(taken.port)));
+}
+
+}  // namespace
+}  // namespace fanout::server
+
+namespace fanout::server {
+namespace {
+
+// The per-second history behind the admin page's charts: each Tick adds a
+// point with the rates and latency since the previous one and the RSS given.
+TEST(ServerMetricsHistoryTest, EachTickAddsThePointSinceThePreviousOne) {
+  ServerMetrics m;
+  EXPECT_EQ(nlohmann::json::parse(m.HistoryJson(600))["points"].size(), 0u);
+  m.Tick(100);  // the first snapshot: no interval yet
+  EXPECT_EQ(nlohmann::json::parse(m.HistoryJson(600))["points"].size(), 0u);
+  m.RecordSample(10, 500);
+  m.RecordFeatures(3, 3000);
+  m.BeginRequest();
+  m.EndRequest(kSampleNeighbors, kOk, 0.002);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  m.Tick(200);
+  m.Tick(300);  // an interval without requests
+  const nlohmann::json h = nlohmann::json::parse(m.HistoryJson(600));
+  ASSERT_EQ(h["points"].size(), 2u);
+  const nlohmann::json& p = h["points"][0];
+  // 500 edges in a bit over 50 ms: a rate between 500/s and 10000/s.
+  EXPECT_GT(p["sampled_edges_per_s"].get<double>(), 500);
+  EXPECT_LT(p["sampled_edges_per_s"].get<double>(), 10000);
+  EXPECT_NEAR(p["feature_bytes_per_s"].get<double>() / p["sampled_edges_per_s"].get<double>(), 6.0, 1e-9);
+  EXPECT_GE(p["p50_ms"].get<double>(), 2.0);  // bucket upper bounds: at least the time recorded
+  EXPECT_EQ(p["rss_bytes"].get<int64_t>(), 200);
+  const nlohmann::json& q = h["points"][1];
+  EXPECT_EQ(q["sampled_edges_per_s"].get<double>(), 0.0);
+  EXPECT_TRUE(q["p50_ms"].is_null());
+  EXPECT_EQ(q["rss_bytes"].get<int64_t>(), 300);
+  EXPECT_LE(p["t"].get<double>(), q["t"].get<double>());
+  // Only the last `seconds`; at most kHistoryPoints kept.
+  EXPECT_EQ(nlohmann::json::parse(m.HistoryJson(1e-9))["points"].size(), 0u);
+  for (int i = 0; i < ServerMetrics::kHistoryPoints + 10; ++i) m.Tick(1);
+  EXPECT_EQ(nlohmann::json::parse(m.HistoryJson(86400))["points"].size(),
+            static_cast<size_t>(ServerMetrics::kHistoryPoints));
 }
 
 }  // namespace
