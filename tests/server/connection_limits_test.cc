@@ -154,7 +154,15 @@ TEST_F(ConnectionLimitsTest, RefusedWithTheReasonWhenEveryConnectionIsBusy) {
     SendAll(fd, FrameStart(100, 10));
     fds_.push_back(fd);
   }
-  ASSERT_TRUE(WaitFor([&] { return server().connection_stats().accepted == 2; }, 10));
+  // Both accepted, and both frames begun on the server (their declared bytes
+  // held): until then a connection counts as idle and would make room.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const rpc::ConnectionStats s = server().connection_stats();
+        return s.accepted == 2 && s.inflight_bytes >= 2 * 100;
+      },
+      10 * server::testing::TestTimeScale()))
+      << server().connection_stats().inflight_bytes;
   std::unique_ptr<rpc::RpcClient> client;
   ASSERT_TRUE(rpc::RpcClient::Connect("127.0.0.1", server().port(), {}, &client).ok());
   std::string pong;
