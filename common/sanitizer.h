@@ -13,23 +13,27 @@
 #endif
 
 #ifdef FANOUT_TSAN
-extern "C" void AnnotateNewMemory(const char* file, int line, const volatile void* mem, unsigned long size);
+extern "C" void AnnotateBenignRaceSized(const char* file, int line, const volatile void* mem, unsigned long size,
+                                        const char* description);
 #endif
 
 namespace fanout {
 
-// Tells ThreadSanitizer that [p, p + n) was just mapped by code it does not
-// see (UCX attaching another process's shared memory: shmat is not
-// intercepted), so the accesses it remembers at those addresses from what was
-// mapped there before (a finished thread's stack, say) are forgotten. Without
-// it, the first write into the new mapping is reported as a race with the old
-// contents. A no-op in other builds.
-inline void SanitizerNewMemory(const void* p, size_t n) {
+// Tells ThreadSanitizer that [p, p + n) is memory it cannot follow: shared
+// memory UCX attached (shmat is not intercepted) that another process, or
+// another mapping of the same segment, also writes. TSan keeps what it saw
+// at those addresses before the attachment (a finished thread's stack, a
+// freed heap block) and would report the first write into the segment as a
+// race with it; races inside the range are not reported (its
+// AnnotateBenignRaceSized; the runtime's AnnotateNewMemory is a no-op). A
+// no-op in other builds.
+inline void SanitizerForeignMemory(const void* p, size_t n, const char* what) {
 #ifdef FANOUT_TSAN
-  AnnotateNewMemory(__FILE__, __LINE__, p, n);
+  AnnotateBenignRaceSized(__FILE__, __LINE__, p, n, what);
 #else
   (void)p;
   (void)n;
+  (void)what;
 #endif
 }
 

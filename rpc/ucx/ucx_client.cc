@@ -93,7 +93,7 @@ Status DataPlaneContext::AllocateRegion(size_t bytes, std::shared_ptr<DataRegion
   r->impl_->rkey_bytes = rkey_bytes;
   r->data_ = static_cast<char*>(attr.address);
   r->size_ = bytes;
-  SanitizerNewMemory(r->data_, attr.length);  // UCX may have attached shared memory (sysv: shmat, unseen by TSan)
+  SanitizerForeignMemory(r->data_, attr.length, "a data-plane region (UCX shared memory, written by servers)");
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     r->impl_->id = impl_->next_region++;

@@ -430,7 +430,7 @@ char* Thread::PlaceFor(Endpoint* ep, const Pending& p, ArrayView<const int64_t> 
       *reply_flags |= wire::kNoPlace;
       return nullptr;
     }
-    SanitizerNewMemory(m.lo, static_cast<size_t>(m.hi - m.lo));
+    SanitizerForeignMemory(m.lo, static_cast<size_t>(m.hi - m.lo), "a client's region, attached by UCX");
     it = ep->regions.emplace(p.place.region, m).first;
     ++ep->mapped_regions;
     ep->mapped_bytes += m.hi - m.lo;
@@ -451,9 +451,6 @@ char* Thread::PlaceFor(Endpoint* ep, const Pending& p, ArrayView<const int64_t> 
     ++server->malformed;  // outside the client's own region: answered the usual way
     return nullptr;
   }
-  // Another process's memory (UCX's attachment, unseen by TSan): nothing TSan
-  // remembers at these addresses is about it.
-  SanitizerNewMemory(at, static_cast<size_t>(p.place.bytes));
   return at;
 }
 
