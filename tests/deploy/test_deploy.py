@@ -141,7 +141,9 @@ def substitute(value, env):
     return re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: env.get(m.group(1), m.group(0)), value)
 
 
-def check_container(c, where):
+def check_container(c, where, mounts_known=False):
+    """Flags against --help; where the pod is whole (rendered), every absolute
+    path a flag names lies inside one of the container's volume mounts."""
     command = list(c.get("command") or [])
     if not command or os.path.basename(command[0]) not in BINARIES:
         return 0
@@ -149,6 +151,12 @@ def check_container(c, where):
     argv = [substitute(str(a), env) for a in command + list(c.get("args") or [])]
     unresolved = [a for a in argv if re.search(r"\$\([A-Za-z_]", a)]
     assert not unresolved, f"{where}: {unresolved} name variables the container does not set"
+    if mounts_known:
+        mounts = [m["mountPath"].rstrip("/") + "/" for m in c.get("volumeMounts") or []]
+        for i, a in enumerate(argv[1:], 1):
+            value = a.split("=", 1)[1] if a.startswith("--") and "=" in a else a
+            if value.startswith("/"):
+                assert any(value.startswith(m) for m in mounts), f"{where}: {a} is not inside a mounted volume {mounts}"
     return check_command_line(argv, where)
 
 
@@ -184,6 +192,11 @@ def test_the_checker_rejects_what_the_binaries_reject():
         with pytest.raises(AssertionError):
             check_command_line(argv, "test")
     assert check_command_line(["fanout-ctl", "health", "c.json", "--timeout-ms", "100"], "test") == 1
+    # A file a flag names must be inside a volume the container mounts.
+    pod = {"name": "x", "command": ["fanout-server"], "args": ["--dataset=/data/x", "--tls-cert=/etc/tls/a"],
+           "volumeMounts": [{"name": "d", "mountPath": "/data"}]}
+    with pytest.raises(AssertionError, match="not inside a mounted volume"):
+        check_container(pod, "test", mounts_known=True)
 
 
 def test_slurm_script_uses_only_flags_the_binaries_accept():
@@ -242,7 +255,8 @@ def test_kustomization_renders_and_its_flags_are_accepted(folder):
     for doc in docs:
         for spec in pod_specs(doc):
             for c in spec.get("containers") or []:
-                checked += check_container(c, f"{folder.name}: {doc['kind']}/{doc['metadata']['name']}")
+                checked += check_container(c, f"{folder.name}: {doc['kind']}/{doc['metadata']['name']}",
+                                           mounts_known=True)
     assert checked > 0 or not any(pod_specs(d) for d in docs)
 
 
@@ -253,8 +267,9 @@ def server_container(sts):
     return c, argv
 
 
-def test_cora_overlay_is_consistent_with_itself_and_the_dataset(cora2):
-    folder = DEPLOY / "kubernetes" / "overlays" / "cora-2x2"
+@pytest.mark.parametrize("overlay", ["cora-2x2", "cora-2x2-tls"])
+def test_cora_overlay_is_consistent_with_itself_and_the_dataset(cora2, overlay):
+    folder = DEPLOY / "kubernetes" / "overlays" / overlay
     docs = render(folder)
     by_kind = {}
     for d in docs:
@@ -310,9 +325,45 @@ def test_cora_overlay_is_consistent_with_itself_and_the_dataset(cora2):
     (train,) = spec["containers"]
     cluster_arg = flag_value(train["command"] + train["args"], "cluster")
     vols = {v["name"]: v for v in spec["volumes"]}
-    mount = [m for m in train["volumeMounts"] if cluster_arg.startswith(m["mountPath"] + "/")]
-    assert mount, f"--cluster {cluster_arg} is not inside a mounted volume"
-    assert vols[mount[0]["name"]]["configMap"]["name"] == cm["metadata"]["name"]
+
+    def mounted(path, container, volumes):
+        """The volume `path` lies in (the innermost mount)."""
+        mount = [m for m in container["volumeMounts"] if path.startswith(m["mountPath"].rstrip("/") + "/")]
+        assert mount, f"{path} is not inside a volume mounted in {container['name']}"
+        return volumes[max(mount, key=lambda m: len(m["mountPath"]))["name"]]
+
+    volume_of = lambda path, container: mounted(path, container, vols)
+    assert volume_of(cluster_arg, train)["configMap"]["name"] == cm["metadata"]["name"]
+
+    # Security: what the servers require, the cluster file gives the client,
+    # from files the Job mounts; the token is the same Secret on both sides.
+    _, sargv = server_container(stss[0])
+    server_spec = stss[0]["spec"]["template"]["spec"]
+    server_vols = {v["name"]: v for v in server_spec["volumes"]}
+    (scont,) = [c for c in server_spec["containers"] if c["name"] == "fanout-server"]
+
+    server_volume_of = lambda path: mounted(path, scont, server_vols)
+
+    if flag_value(sargv, "tls-cert"):
+        assert "tls" in cluster and cluster["tls"].get("ca"), "servers serve TLS; the cluster file has no CA"
+        volume_of(cluster["tls"]["ca"], train)
+    if flag_value(sargv, "tls-ca"):  # mutual TLS
+        for key in ("cert", "key"):
+            assert cluster["tls"].get(key), f"servers require client certificates; the cluster file has no {key}"
+            volume_of(cluster["tls"][key], train)
+    token = flag_value(sargv, "auth-token-file")
+    if token:
+        assert cluster.get("auth_token_file"), "servers require a token; the cluster file names none"
+        assert (volume_of(cluster["auth_token_file"], train)["secret"]["secretName"] ==
+                server_volume_of(token)["secret"]["secretName"]), "client and servers read different tokens"
+    else:
+        assert "auth_token_file" not in cluster and "tls" not in cluster
+    # Secrets are group-readable by the pods' user.
+    for pod in (spec, server_spec):
+        for v in pod["volumes"]:
+            if "secret" in v:
+                assert pod["securityContext"].get("fsGroup") is not None, f"secret {v['name']} unreadable by non-root"
+                assert v["secret"]["defaultMode"] & 0o040, f"secret {v['name']} not group-readable"
 
     # Memory requests cover what fanout-ctl resources computes for the
     # dataset the overlay serves (Cora, two partitions, as its comment says).
