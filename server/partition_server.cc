@@ -488,8 +488,7 @@ Status PartitionServer::StartAdmin() {
         return;
       }
     }
-    res.set_content(state_ ? state_->metrics.HistoryJson(seconds) : std::string("{\"interval_s\":1,\"points\":[]}"),
-                    "application/json");
+    res.set_content(state_->metrics.HistoryJson(seconds), "application/json");  // state_: made before the admin starts
   });
   http.Get("/", [allowed](const httplib::Request& req, httplib::Response& res) {
     if (allowed(req, res)) res.set_content(kIndexHtml, "text/html");

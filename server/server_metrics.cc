@@ -72,8 +72,9 @@ void ServerMetrics::Tick(int64_t rss_bytes) {
     int64_t total = 0;
     for (int m = 0; m < kNumMethods; ++m)
       for (int k = 0; k < kBuckets; ++k) {
-        d[k] += delta(BucketIndex(m, k));
-        total += delta(BucketIndex(m, k));
+        const int64_t n = delta(BucketIndex(m, k));
+        d[k] += n;
+        total += n;
       }
     if (total > 0) {
       h.p50_ms = PercentileMs(d, total, 0.5);

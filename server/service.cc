@@ -87,17 +87,14 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
   // fanout and the largest degree first; the exact one only where that is over.
   const double per_edge = p.with_edge_ids ? 16 : 8;
   const double limit = static_cast<double>(s_->options.max_reply_bytes);
-  double most_edges = s_->max_degree < 0 ? -1
-                      : static_cast<double>(ids.size()) *
-                            static_cast<double>(p.fanout < 0 ? s_->max_degree
-                                                : p.replace ? p.fanout
-                                                            : std::min(p.fanout, s_->max_degree));
+  // The most edges one node of this degree can draw.
+  auto most_drawn = [&](int64_t deg) -> double {
+    return deg == 0 ? 0 : p.fanout < 0 ? deg : p.replace ? p.fanout : std::min(p.fanout, deg);
+  };
+  double most_edges = s_->max_degree < 0 ? -1 : static_cast<double>(ids.size()) * most_drawn(s_->max_degree);
   if (most_edges < 0 || 4.0 * ids.size() + most_edges * per_edge > limit) {
     most_edges = 0;
-    for (int64_t id : ids) {
-      const int64_t deg = s_->graph.degree(id - s_->data->node_begin);
-      most_edges += deg == 0 ? 0 : p.fanout < 0 ? deg : p.replace ? p.fanout : std::min(p.fanout, deg);
-    }
+    for (int64_t id : ids) most_edges += most_drawn(s_->graph.degree(id - s_->data->node_begin));
   }
   const double most_bytes = 4.0 * ids.size() + most_edges * per_edge;
   if (most_bytes > limit)

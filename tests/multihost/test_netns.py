@@ -216,10 +216,13 @@ def test_training_through_servers_on_four_hosts_equals_training_in_process(clust
     assert "198.18.0.1" in r.stdout  # the description names the hosts
 
 
-def run_until_epoch_then(cluster, epoch, action, extra=()):
-    """Starts training, runs `action` once it reports `epoch`, returns (rc, stdout, stderr, seconds after)."""
+def train_with_links_down(cluster, epoch, down):
+    """Trains through the cluster; once it reports `epoch`, the links of the
+    hosts `down` go down (up again at the end, whatever happens). Returns
+    (rc, stdout, stderr, seconds from the links going down to the end)."""
+    hosts = cluster["hosts"]
     p = subprocess.Popen([str(BIN / "train-graphsage"), "--cluster", str(cluster["spec"]), "--call-timeout-ms", "2000",
-                          "--connect-timeout-ms", "1000", *TRAIN, *extra], stdout=subprocess.PIPE,
+                          "--connect-timeout-ms", "1000", *TRAIN], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, env=cluster["env"])
     out = []
     acted_at = None
@@ -227,7 +230,8 @@ def run_until_epoch_then(cluster, epoch, action, extra=()):
         for line in p.stdout:
             out.append(line)
             if acted_at is None and re.match(rf"epoch\s+{epoch}\s", line):
-                action()
+                for i in down:
+                    hosts.link(i, up=False)
                 acted_at = time.time()
         err = p.stderr.read()
         rc = p.wait(timeout=300)
@@ -235,6 +239,8 @@ def run_until_epoch_then(cluster, epoch, action, extra=()):
         if p.poll() is None:
             p.kill()
             p.wait()
+        for i in down:
+            hosts.link(i, up=True)
     assert acted_at is not None, "training never reached epoch %d:\n%s" % (epoch, "".join(out))
     return rc, "".join(out), err, time.time() - acted_at
 
@@ -243,16 +249,7 @@ def test_hosts_whose_links_go_down_mid_epoch_are_failed_over_from(cluster, local
     # Host 1 (partition 0's first replica) and host 4 (partition 1's second):
     # whichever replica a session started on, one of its two is lost.
     hosts = cluster["hosts"]
-
-    def down():
-        hosts.link(1, up=False)
-        hosts.link(4, up=False)
-
-    try:
-        rc, out, err, _ = run_until_epoch_then(cluster, 2, down)
-    finally:
-        hosts.link(1, up=True)
-        hosts.link(4, up=True)
+    rc, out, err, _ = train_with_links_down(cluster, 2, down=(1, 4))
     assert rc == 0, out + err
     # The same batches, so the same model: failover changes no result.
     assert accuracy(out) == local_accuracy
@@ -267,16 +264,7 @@ def test_hosts_whose_links_go_down_mid_epoch_are_failed_over_from(cluster, local
 
 def test_a_partition_whose_hosts_all_go_down_fails_naming_them(cluster):
     hosts = cluster["hosts"]
-
-    def both_down():
-        hosts.link(3, up=False)
-        hosts.link(4, up=False)
-
-    try:
-        rc, out, err, seconds = run_until_epoch_then(cluster, 1, both_down)
-    finally:
-        hosts.link(3, up=True)
-        hosts.link(4, up=True)
+    rc, out, err, seconds = train_with_links_down(cluster, 1, down=(3, 4))
     assert rc != 0, out
     assert f"{hosts.addr(3)}:7000" in err and f"{hosts.addr(4)}:7000" in err, err
     assert seconds < 120, f"took {seconds:.0f} s to give up"
