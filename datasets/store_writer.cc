@@ -17,43 +17,20 @@
 
 #include "datasets/detail/chunk_codec.h"
 #include "datasets/detail/chunks.h"
+#include "datasets/detail/store_write.h"
 #include "datasets/partition_store.h"
 #include "datasets/progress.h"
 
 namespace fs = std::filesystem;
 
 namespace fanout::datasets {
+namespace detail {
 namespace {
-
-std::string RandomId() {
-  std::random_device rd;
-  uint64_t a = (static_cast<uint64_t>(rd()) << 32) ^ rd();
-  uint64_t b = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^ (static_cast<uint64_t>(getpid()) << 40);
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(a), static_cast<unsigned long long>(b));
-  return buf;
-}
 
 Status RocksStatus(const rocksdb::Status& s, const std::string& what) {
   if (s.ok()) return Status::OK();
   return Status::IOError(what + ": " + s.ToString());
 }
-
-// Removes a temporary folder on every exit path unless released.
-class TempDirGuard {
- public:
-  explicit TempDirGuard(std::string path) : path_(std::move(path)) {}
-  ~TempDirGuard() {
-    if (!path_.empty()) {
-      std::error_code ec;
-      fs::remove_all(path_, ec);
-    }
-  }
-  void Release() { path_.clear(); }
-
- private:
-  std::string path_;
-};
 
 // fsync(2) of one file or folder.
 Status SyncPath(const std::string& path, bool directory) {
@@ -100,6 +77,235 @@ void RemoveStaleTemporaries(const std::string& dir) {
   }
 }
 
+}  // namespace
+
+std::string RandomId() {
+  std::random_device rd;
+  uint64_t a = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  uint64_t b = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^ (static_cast<uint64_t>(getpid()) << 40);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(a), static_cast<unsigned long long>(b));
+  return buf;
+}
+
+TempDirGuard::~TempDirGuard() {
+  if (!path_.empty()) {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+}
+
+Status PrepareOutput(const std::string& dir_in, bool overwrite, std::string* dir) {
+  *dir = dir_in;
+  while (dir->size() > 1 && dir->back() == '/') dir->pop_back();
+  std::error_code ec;
+  if (fs::exists(*dir, ec) && !overwrite)
+    return Status::InvalidArgument(*dir + " already exists (choose another --output or pass --force)");
+  fs::path parent = fs::path(*dir).parent_path();
+  if (!parent.empty()) {
+    fs::create_directories(parent, ec);
+    if (ec) return Status::IOError("cannot create " + parent.string() + ": " + ec.message());
+  }
+  return Status::OK();
+}
+
+Status CreateTemporary(const std::string& dir, const std::string& dataset_id, std::string* tmp, TempDirGuard* guard) {
+  RemoveStaleTemporaries(dir);
+  *tmp = dir + ".tmp-" + std::to_string(getpid()) + "-" + dataset_id.substr(0, 8);
+  std::error_code ec;
+  fs::create_directories(*tmp, ec);
+  if (ec) return Status::IOError("cannot create " + *tmp + ": " + ec.message());
+  guard->Reset(*tmp);
+  return Status::OK();
+}
+
+Status CommitTemporary(const std::string& tmp, const std::string& dir, const DatasetMeta& meta, TempDirGuard* guard) {
+  {
+    std::ofstream f(tmp + "/meta.json");
+    f << meta.ToJson();
+    f.close();
+    if (!f) return Status::IOError("cannot write " + tmp + "/meta.json");
+  }
+  FANOUT_RETURN_IF_ERROR(SyncTree(tmp));
+  std::error_code ec;
+  if (fs::exists(dir, ec) &&
+      ::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, dir.c_str(), RENAME_EXCHANGE) == 0) {
+    // Overwrite: the two folders swapped in one step; the old one is now at tmp.
+    fs::remove_all(tmp, ec);
+  } else if (fs::exists(dir, ec)) {  // no atomic exchange here: move aside, swap in, remove the old folder
+    std::string old = dir + ".old-" + std::to_string(getpid());
+    fs::rename(dir, old, ec);
+    if (ec) return Status::IOError("cannot move the existing " + dir + " aside: " + ec.message());
+    fs::rename(tmp, dir, ec);
+    if (ec) {
+      fs::rename(old, dir);
+      return Status::IOError("cannot rename " + tmp + " to " + dir + ": " + ec.message());
+    }
+    fs::remove_all(old, ec);
+  } else {
+    fs::rename(tmp, dir, ec);
+    if (ec) return Status::IOError("cannot rename " + tmp + " to " + dir + ": " + ec.message());
+  }
+  guard->Release();
+  // The rename itself, on disk.
+  return SyncPath(fs::absolute(fs::path(dir)).lexically_normal().parent_path().string(), true);
+}
+
+DatasetMeta BaseMeta(const MetaInputs& in, int k, const WriteOptions& o) {
+  DatasetMeta meta;
+  meta.dataset_id = RandomId();
+  meta.name = in.name;
+  meta.source_format = in.format;
+  meta.source_path = o.source_path;
+  meta.num_nodes = in.num_nodes;
+  meta.num_edges = in.num_edges;
+  meta.num_parts = k;
+  meta.feature_dim = in.feature_dim;
+  meta.feature_dtype = o.feature_dtype;
+  meta.num_classes = in.num_classes;
+  meta.class_names = in.class_names;
+  meta.direction = o.incoming ? "in" : "out";
+  meta.has_labels = in.has_labels;
+  meta.has_split = in.has_split;
+  meta.has_names = in.has_names;
+  meta.chunk_nodes = o.chunk_nodes;
+  meta.method = o.method;
+  meta.options_json = o.options_json;
+  return meta;
+}
+
+MetaInputs MetaInputsOf(const RawDataset& ds) {
+  MetaInputs in;
+  in.name = ds.name;
+  in.format = ds.format;
+  in.num_nodes = ds.num_nodes;
+  in.num_edges = ds.num_edges();
+  in.feature_dim = ds.features.empty() ? 0 : ds.feature_dim;
+  in.num_classes = ds.num_classes;
+  in.class_names = ds.class_names;
+  in.has_labels = !ds.labels.empty();
+  in.has_split = !ds.split.empty();
+  in.has_names = !ds.original_names.empty();
+  return in;
+}
+
+int64_t StorePayloadBytes(const DatasetMeta& meta, int64_t name_bytes) {
+  int64_t total = meta.num_edges * 16 + meta.num_nodes * (8 + 8 + meta.feature_dim * FeatureDTypeSize(meta.feature_dtype));
+  if (meta.has_labels) total += meta.num_nodes * 8;
+  if (meta.has_split) total += meta.num_nodes;
+  if (meta.has_names) total += meta.num_nodes * 4 + name_bytes;
+  return total;
+}
+
+Status PartStoreWriter::Open(const std::string& path, int64_t write_buffer_bytes, std::unique_ptr<PartStoreWriter>* out) {
+  rocksdb::Options opts;
+  opts.create_if_missing = true;
+  opts.error_if_exists = true;
+  opts.compression = rocksdb::kNoCompression;  // features barely compress; loads stay I/O bound
+  opts.write_buffer_size = static_cast<size_t>(write_buffer_bytes);
+  opts.target_file_size_base = 256 << 20;
+  opts.max_write_buffer_number = 2;
+  opts.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
+  opts.keep_log_file_num = 1;
+  rocksdb::BlockBasedTableOptions table;
+  table.block_size = 1 << 20;
+  opts.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  rocksdb::DB* raw = nullptr;
+  FANOUT_RETURN_IF_ERROR(RocksStatus(rocksdb::DB::Open(opts, path, &raw), "creating " + path));
+  std::unique_ptr<PartStoreWriter> w(new PartStoreWriter());
+  w->path_ = path;
+  w->db_.reset(raw);
+  *out = std::move(w);
+  return Status::OK();
+}
+
+PartStoreWriter::~PartStoreWriter() = default;
+
+Status PartStoreWriter::Put(const char* kind, int64_t c) {
+  SealChunk(&value_);
+  bytes_ += static_cast<int64_t>(value_.size());
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = true;  // the temporary folder is the crash protection
+  return RocksStatus(db_->Put(wo, c < 0 ? std::string(kind) : ChunkKey(kind, c), value_), path_);
+}
+
+Status PartStoreWriter::PutInfo(const DatasetMeta& meta, int p, int64_t num_edges) {
+  const int64_t begin = meta.offsets[p], end = meta.offsets[p + 1];
+  nlohmann::json info = {{"part", p},
+                         {"node_begin", begin},
+                         {"node_end", end},
+                         {"num_edges", num_edges},
+                         {"num_chunks", (end - begin + meta.chunk_nodes - 1) / meta.chunk_nodes},
+                         {"dataset_id", meta.dataset_id},
+                         {"format_version", kStoreFormatVersion}};
+  value_ = info.dump();
+  return Put("info", -1);
+}
+
+Status PartStoreWriter::PutAdjChunk(int64_t c, ArrayView<const int64_t> degrees, ArrayView<const int64_t> neighbors,
+                                    ArrayView<const int64_t> edge_ids) {
+  // Chunk kinds and their layouts: datasets/detail/chunks.h.
+  value_.clear();
+  value_.reserve(16 + 8 * degrees.size() + 16 * neighbors.size() + 4);
+  EncodeAdjChunk(degrees, neighbors, edge_ids, &value_);
+  return Put("adj", c);
+}
+
+Status PartStoreWriter::PutNodeChunks(const DatasetMeta& meta, int64_t c, const int64_t* old_ids, int64_t n,
+                                      const NodeSource& src) {
+  const int64_t d = meta.feature_dim;
+  const int dsize = FeatureDTypeSize(meta.feature_dtype);
+  if (d > 0) {
+    value_.assign(static_cast<size_t>(n * d * dsize), '\0');
+    row_.resize(d);
+    for (int64_t x = 0; x < n; ++x) {
+      src.FeatureRow(old_ids[x], row_.data());
+      EncodeFeatureRow(meta.feature_dtype, meta.feature_scale, row_.data(), d, value_.data() + x * d * dsize);
+    }
+    FANOUT_RETURN_IF_ERROR(Put("feat", c));
+  }
+  if (meta.has_labels) {
+    values_.resize(n);
+    for (int64_t x = 0; x < n; ++x) values_[x] = src.Label(old_ids[x]);
+    value_.clear();
+    EncodeInt64Chunk(values_, &value_);
+    FANOUT_RETURN_IF_ERROR(Put("label", c));
+  }
+  if (meta.has_split) {
+    split_.resize(n);
+    for (int64_t x = 0; x < n; ++x) split_[x] = src.SplitOf(old_ids[x]);
+    value_.clear();
+    EncodeSplitChunk(split_, &value_);
+    FANOUT_RETURN_IF_ERROR(Put("split", c));
+  }
+  values_.resize(n);
+  for (int64_t x = 0; x < n; ++x) values_[x] = src.OriginalId(old_ids[x]);
+  value_.clear();
+  EncodeInt64Chunk(values_, &value_);
+  FANOUT_RETURN_IF_ERROR(Put("orig", c));
+  if (meta.has_names) {
+    std::vector<const std::string*> names(n);
+    for (int64_t x = 0; x < n; ++x) names[x] = src.Name(old_ids[x]);
+    value_.clear();
+    EncodeNameChunk(names, &value_);
+    FANOUT_RETURN_IF_ERROR(Put("name", c));
+  }
+  return Status::OK();
+}
+
+Status PartStoreWriter::Close() {
+  rocksdb::FlushOptions fo;
+  fo.wait = true;
+  FANOUT_RETURN_IF_ERROR(RocksStatus(db_->Flush(fo), "flushing " + path_));
+  FANOUT_RETURN_IF_ERROR(RocksStatus(db_->Close(), "closing " + path_));
+  db_.reset();
+  return Status::OK();
+}
+
+}  // namespace detail
+
+namespace {
+
 struct Layout {
   std::vector<int64_t> offsets;      // K + 1
   std::vector<int64_t> old_of_new;   // N
@@ -136,100 +342,43 @@ void BuildLayout(const RawDataset& ds, const std::vector<int32_t>& part, int k, 
   }
 }
 
-Status WritePart(const RawDataset& ds, const Layout& L, const DatasetMeta& meta, int p,
-                 const std::string& path, Progress* progress, int64_t* bytes_done) {
-  rocksdb::Options opts;
-  opts.create_if_missing = true;
-  opts.error_if_exists = true;
-  opts.compression = rocksdb::kNoCompression;  // features barely compress; loads stay I/O bound
-  opts.write_buffer_size = 256 << 20;
-  opts.target_file_size_base = 256 << 20;
-  opts.max_write_buffer_number = 2;
-  opts.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
-  opts.keep_log_file_num = 1;
-  rocksdb::BlockBasedTableOptions table;
-  table.block_size = 1 << 20;
-  opts.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
-  rocksdb::DB* raw = nullptr;
-  FANOUT_RETURN_IF_ERROR(RocksStatus(rocksdb::DB::Open(opts, path, &raw), "creating " + path));
-  std::unique_ptr<rocksdb::DB> db(raw);
-  rocksdb::WriteOptions wo;
-  wo.disableWAL = true;  // the temporary folder is the crash protection
+// A RawDataset's node data, by input id.
+class RawNodeSource final : public detail::NodeSource {
+ public:
+  explicit RawNodeSource(const RawDataset& ds) : ds_(ds) {}
+  void FeatureRow(int64_t v, float* out) const override {
+    std::copy_n(ds_.features.data() + v * ds_.feature_dim, ds_.feature_dim, out);
+  }
+  int64_t Label(int64_t v) const override { return ds_.labels[v]; }
+  uint8_t SplitOf(int64_t v) const override { return ds_.split[v]; }
+  int64_t OriginalId(int64_t v) const override { return ds_.original_ids[v]; }
+  const std::string* Name(int64_t v) const override { return &ds_.original_names[v]; }
 
+ private:
+  const RawDataset& ds_;
+};
+
+Status WritePart(const Layout& L, const DatasetMeta& meta, int p, const detail::NodeSource& nodes,
+                 const std::string& path, Progress* progress, int64_t* bytes_done) {
+  std::unique_ptr<detail::PartStoreWriter> w;
+  FANOUT_RETURN_IF_ERROR(detail::PartStoreWriter::Open(path, 256 << 20, &w));
   const int64_t begin = L.offsets[p], end = L.offsets[p + 1];
+  FANOUT_RETURN_IF_ERROR(w->PutInfo(meta, p, L.indptr[end] - L.indptr[begin]));
   const int64_t chunk_nodes = meta.chunk_nodes;
   const int64_t num_chunks = (end - begin + chunk_nodes - 1) / chunk_nodes;
-  const int64_t d = meta.feature_dim;
-  const int dsize = FeatureDTypeSize(meta.feature_dtype);
-  nlohmann::json info = {{"part", p},
-                         {"node_begin", begin},
-                         {"node_end", end},
-                         {"num_edges", L.indptr[end] - L.indptr[begin]},
-                         {"num_chunks", num_chunks},
-                         {"dataset_id", meta.dataset_id},
-                         {"format_version", kStoreFormatVersion}};
-  std::string info_value = info.dump();
-  detail::SealChunk(&info_value);
-  FANOUT_RETURN_IF_ERROR(RocksStatus(db->Put(wo, "info", info_value), path));
-
-  std::string v;
-  std::vector<int64_t> degrees, values;
-  std::vector<uint8_t> split;
-  std::vector<const std::string*> names;
-  auto put = [&](const char* kind, int64_t c) -> Status {
-    detail::SealChunk(&v);
-    *bytes_done += static_cast<int64_t>(v.size());
-    return RocksStatus(db->Put(wo, detail::ChunkKey(kind, c), v), path);
-  };
+  std::vector<int64_t> degrees;
   for (int64_t c = 0; c < num_chunks; ++c) {
     const int64_t a = begin + c * chunk_nodes, b = std::min(end, a + chunk_nodes);
-    const int64_t cn = b - a, e0 = L.indptr[a], e1 = L.indptr[b];
-    // Chunk kinds and their layouts: datasets/detail/chunks.h.
-    degrees.resize(cn);
+    const int64_t e0 = L.indptr[a], e1 = L.indptr[b];
+    degrees.resize(b - a);
     for (int64_t x = a; x < b; ++x) degrees[x - a] = L.indptr[x + 1] - L.indptr[x];
-    v.clear();
-    detail::EncodeAdjChunk(degrees, ArrayView<const int64_t>(L.indices.data() + e0, e1 - e0),
-                           ArrayView<const int64_t>(L.edge_ids.data() + e0, e1 - e0), &v);
-    FANOUT_RETURN_IF_ERROR(put("adj", c));
-    if (d > 0 && !ds.features.empty()) {
-      v.assign(static_cast<size_t>(cn * d * dsize), '\0');
-      for (int64_t x = a; x < b; ++x)
-        detail::EncodeFeatureRow(meta.feature_dtype, meta.feature_scale, ds.features.data() + L.old_of_new[x] * d, d,
-                                 v.data() + (x - a) * d * dsize);
-      FANOUT_RETURN_IF_ERROR(put("feat", c));
-    }
-    if (meta.has_labels) {
-      values.resize(cn);
-      for (int64_t x = a; x < b; ++x) values[x - a] = ds.labels[L.old_of_new[x]];
-      v.clear();
-      detail::EncodeInt64Chunk(values, &v);
-      FANOUT_RETURN_IF_ERROR(put("label", c));
-    }
-    if (meta.has_split) {
-      split.resize(cn);
-      for (int64_t x = a; x < b; ++x) split[x - a] = static_cast<uint8_t>(ds.split[L.old_of_new[x]]);
-      v.clear();
-      detail::EncodeSplitChunk(split, &v);
-      FANOUT_RETURN_IF_ERROR(put("split", c));
-    }
-    values.resize(cn);
-    for (int64_t x = a; x < b; ++x) values[x - a] = ds.original_ids[L.old_of_new[x]];
-    v.clear();
-    detail::EncodeInt64Chunk(values, &v);
-    FANOUT_RETURN_IF_ERROR(put("orig", c));
-    if (meta.has_names) {
-      names.clear();
-      for (int64_t x = a; x < b; ++x) names.push_back(&ds.original_names[L.old_of_new[x]]);
-      v.clear();
-      detail::EncodeNameChunk(names, &v);
-      FANOUT_RETURN_IF_ERROR(put("name", c));
-    }
-    progress->Update(*bytes_done);
+    FANOUT_RETURN_IF_ERROR(w->PutAdjChunk(c, degrees, ArrayView<const int64_t>(L.indices.data() + e0, e1 - e0),
+                                          ArrayView<const int64_t>(L.edge_ids.data() + e0, e1 - e0)));
+    FANOUT_RETURN_IF_ERROR(w->PutNodeChunks(meta, c, L.old_of_new.data() + a, b - a, nodes));
+    progress->Update(*bytes_done + w->bytes_written());
   }
-  rocksdb::FlushOptions fo;
-  fo.wait = true;
-  FANOUT_RETURN_IF_ERROR(RocksStatus(db->Flush(fo), "flushing " + path));
-  FANOUT_RETURN_IF_ERROR(RocksStatus(db->Close(), "closing " + path));
+  FANOUT_RETURN_IF_ERROR(w->Close());
+  *bytes_done += w->bytes_written();
   return Status::OK();
 }
 
@@ -246,95 +395,35 @@ Status WritePartitionedDataset(const RawDataset& ds, const std::vector<int32_t>&
       return Status::InvalidArgument("node " + std::to_string(v) + " is assigned to part " + std::to_string(part[v]) +
                                      ", outside [0, " + std::to_string(k) + ")");
   if (o.chunk_nodes < 1) return Status::InvalidArgument("chunk size " + std::to_string(o.chunk_nodes) + " must be positive");
-  std::string dir = dir_in;
-  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  std::error_code ec;
-  if (fs::exists(dir, ec) && !o.overwrite)
-    return Status::InvalidArgument(dir + " already exists (choose another --output or pass --force)");
-  fs::path parent = fs::path(dir).parent_path();
-  if (!parent.empty()) {
-    fs::create_directories(parent, ec);
-    if (ec) return Status::IOError("cannot create " + parent.string() + ": " + ec.message());
-  }
+  std::string dir;
+  FANOUT_RETURN_IF_ERROR(detail::PrepareOutput(dir_in, o.overwrite, &dir));
 
-  DatasetMeta meta;
-  meta.dataset_id = RandomId();
-  meta.name = ds.name;
-  meta.source_format = ds.format;
-  meta.source_path = o.source_path;
-  meta.num_nodes = ds.num_nodes;
-  meta.num_edges = ds.num_edges();
-  meta.num_parts = k;
-  meta.feature_dim = ds.features.empty() ? 0 : ds.feature_dim;
-  meta.feature_dtype = o.feature_dtype;
+  DatasetMeta meta = detail::BaseMeta(detail::MetaInputsOf(ds), k, o);
   if (o.feature_dtype == FeatureDType::kInt8) {
     float mx = 0;
     for (float f : ds.features) mx = std::max(mx, std::fabs(f));
-    meta.feature_scale = mx > 0 ? mx / 127.0 : 1.0;
+    meta.feature_scale = detail::Int8Scale(mx);
   }
-  meta.num_classes = ds.num_classes;
-  meta.class_names = ds.class_names;
-  meta.direction = o.incoming ? "in" : "out";
-  meta.has_labels = !ds.labels.empty();
-  meta.has_split = !ds.split.empty();
-  meta.has_names = !ds.original_names.empty();
-  meta.chunk_nodes = o.chunk_nodes;
-  meta.method = o.method;
-  meta.options_json = o.options_json;
   meta.stats = ComputePartitionStats(ds, part, k, o.incoming);
 
   Layout layout;
   BuildLayout(ds, part, k, o.incoming, &layout);
   meta.offsets = layout.offsets;
 
-  RemoveStaleTemporaries(dir);
-  const std::string tmp = dir + ".tmp-" + std::to_string(getpid()) + "-" + meta.dataset_id.substr(0, 8);
-  fs::create_directories(tmp, ec);
-  if (ec) return Status::IOError("cannot create " + tmp + ": " + ec.message());
-  TempDirGuard guard(tmp);
-
-  // Every chunk's bytes (datasets/detail/chunks.h), for the progress line.
-  int64_t total_bytes = ds.num_edges() * 16 + ds.num_nodes * (8 + 8 + meta.feature_dim * FeatureDTypeSize(o.feature_dtype));
-  if (meta.has_labels) total_bytes += ds.num_nodes * 8;
-  if (meta.has_split) total_bytes += ds.num_nodes;
-  if (meta.has_names)
-    for (const std::string& n : ds.original_names) total_bytes += 4 + static_cast<int64_t>(n.size());
-  Progress progress("writing " + std::to_string(k) + " partition(s)", " bytes", total_bytes, o.quiet);
+  std::string tmp;
+  detail::TempDirGuard guard;
+  FANOUT_RETURN_IF_ERROR(detail::CreateTemporary(dir, meta.dataset_id, &tmp, &guard));
+  int64_t name_bytes = 0;
+  for (const std::string& n : ds.original_names) name_bytes += static_cast<int64_t>(n.size());
+  Progress progress("writing " + std::to_string(k) + " partition(s)", " bytes",
+                    detail::StorePayloadBytes(meta, name_bytes), o.quiet);
   int64_t bytes_done = 0;
+  RawNodeSource nodes(ds);
   for (int p = 0; p < k; ++p)
-    FANOUT_RETURN_IF_ERROR(WritePart(ds, layout, meta, p, tmp + "/part-" + std::to_string(p), &progress, &bytes_done));
-  {
-    std::ofstream f(tmp + "/meta.json");
-    f << meta.ToJson();
-    f.close();
-    if (!f) return Status::IOError("cannot write " + tmp + "/meta.json");
-  }
+    FANOUT_RETURN_IF_ERROR(WritePart(layout, meta, p, nodes, tmp + "/part-" + std::to_string(p), &progress, &bytes_done));
   progress.Update(bytes_done);
   progress.Done();
-  FANOUT_RETURN_IF_ERROR(SyncTree(tmp));
-
-  if (fs::exists(dir, ec) &&
-      ::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, dir.c_str(), RENAME_EXCHANGE) == 0) {
-    // Overwrite: the two folders swapped in one step; the old one is now at tmp.
-    fs::remove_all(tmp, ec);
-  } else if (fs::exists(dir, ec)) {  // no atomic exchange here: move aside, swap in, remove the old folder
-    std::string old = dir + ".old-" + std::to_string(getpid());
-    fs::rename(dir, old, ec);
-    if (ec) return Status::IOError("cannot move the existing " + dir + " aside: " + ec.message());
-    fs::rename(tmp, dir, ec);
-    if (ec) {
-      fs::rename(old, dir);
-      return Status::IOError("cannot rename " + tmp + " to " + dir + ": " + ec.message());
-    }
-    fs::remove_all(old, ec);
-  } else {
-    fs::rename(tmp, dir, ec);
-    if (ec) return Status::IOError("cannot rename " + tmp + " to " + dir + ": " + ec.message());
-  }
-  guard.Release();
-  // The rename itself, on disk.
-  FANOUT_RETURN_IF_ERROR(
-      SyncPath(fs::absolute(fs::path(dir)).lexically_normal().parent_path().string(), true));
+  FANOUT_RETURN_IF_ERROR(detail::CommitTemporary(tmp, dir, meta, &guard));
   if (meta_out) *meta_out = meta;
   return Status::OK();
 }

@@ -1,0 +1,120 @@
+// What the two dataset writers share: the in-memory one
+// (WritePartitionedDataset, store_writer.cc) and the bounded-memory one
+// (WritePartitionedStream, bounded_writer.cc). Both write the same chunks of
+// the same nodes through PartStoreWriter and publish the folder with
+// CommitTemporary, so on the same input their stores are identical except for
+// the random dataset id. Internal to datasets/.
+#ifndef FANOUT_DATASETS_DETAIL_STORE_WRITE_H_
+#define FANOUT_DATASETS_DETAIL_STORE_WRITE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/array_view.h"
+#include "common/status.h"
+#include "datasets/partition_store.h"
+
+namespace rocksdb {
+class DB;
+}
+
+namespace fanout::datasets::detail {
+
+// A random 32-hex-digit dataset id.
+std::string RandomId();
+
+// Removes a temporary folder on every exit path unless released.
+class TempDirGuard {
+ public:
+  explicit TempDirGuard(std::string path = "") : path_(std::move(path)) {}
+  ~TempDirGuard();
+  TempDirGuard(const TempDirGuard&) = delete;
+  TempDirGuard& operator=(const TempDirGuard&) = delete;
+  void Reset(std::string path) { path_ = std::move(path); }
+  void Release() { path_.clear(); }
+
+ private:
+  std::string path_;
+};
+
+// Checks the output folder before any work: strips trailing slashes into
+// *dir, refuses an existing folder unless `overwrite`, creates the parent.
+Status PrepareOutput(const std::string& dir_in, bool overwrite, std::string* dir);
+
+// Creates "<dir>.tmp-<pid>-<id>" beside `dir` (after removing what killed runs
+// left there) and arms `guard` with it.
+Status CreateTemporary(const std::string& dir, const std::string& dataset_id, std::string* tmp,
+                       TempDirGuard* guard);
+
+// Writes tmp/meta.json, syncs the whole folder, then renames it to `dir`
+// (replacing an existing one atomically where the kernel can) and releases
+// the guard.
+Status CommitTemporary(const std::string& tmp, const std::string& dir, const DatasetMeta& meta,
+                       TempDirGuard* guard);
+
+// The fields of meta.json that do not depend on how the nodes are laid out
+// (everything but offsets, stats and the int8 feature scale).
+struct MetaInputs {
+  std::string name, format;
+  int64_t num_nodes = 0, num_edges = 0, feature_dim = 0, num_classes = 0;
+  std::vector<std::string> class_names;
+  bool has_labels = false, has_split = false, has_names = false;
+};
+DatasetMeta BaseMeta(const MetaInputs& in, int num_parts, const WriteOptions& o);
+// A loaded dataset's (feature_dim 0 when it has no feature values).
+MetaInputs MetaInputsOf(const RawDataset& ds);
+// meta.feature_scale of an int8 store whose largest |feature| is max_abs.
+inline double Int8Scale(float max_abs) { return max_abs > 0 ? max_abs / 127.0 : 1.0; }
+
+// Sum of every chunk's payload bytes (chunks.h), for progress lines.
+// `name_bytes`: sum of the original names' lengths (0 without names).
+int64_t StorePayloadBytes(const DatasetMeta& meta, int64_t name_bytes);
+
+// Where a node's data comes from (indexed by input id, not the stored id).
+class NodeSource {
+ public:
+  virtual ~NodeSource() = default;
+  // feature_dim floats; only called when the dataset has features.
+  virtual void FeatureRow(int64_t v, float* out) const = 0;
+  virtual int64_t Label(int64_t v) const = 0;       // when has_labels
+  virtual uint8_t SplitOf(int64_t v) const = 0;     // when has_split
+  virtual int64_t OriginalId(int64_t v) const = 0;
+  virtual const std::string* Name(int64_t v) const = 0;  // when has_names
+};
+
+// One partition's RocksDB store while it is written.
+class PartStoreWriter {
+ public:
+  // write_buffer_bytes: RocksDB's memtable size (two may exist at once).
+  static Status Open(const std::string& path, int64_t write_buffer_bytes, std::unique_ptr<PartStoreWriter>* out);
+  ~PartStoreWriter();
+
+  Status PutInfo(const DatasetMeta& meta, int part, int64_t num_edges);
+  // Chunk c's adjacency: degrees of its nodes, their neighbors and edge ids.
+  Status PutAdjChunk(int64_t c, ArrayView<const int64_t> degrees, ArrayView<const int64_t> neighbors,
+                     ArrayView<const int64_t> edge_ids);
+  // Chunk c's feat, label, split, orig and name values of the nodes whose
+  // input ids are old_ids[0 .. n), in stored order.
+  Status PutNodeChunks(const DatasetMeta& meta, int64_t c, const int64_t* old_ids, int64_t n, const NodeSource& src);
+  // Flushes and closes; the store is complete only after this.
+  Status Close();
+  int64_t bytes_written() const { return bytes_; }
+
+ private:
+  PartStoreWriter() = default;
+  Status Put(const char* kind, int64_t c);
+
+  std::string path_;
+  std::unique_ptr<rocksdb::DB> db_;
+  std::string value_;
+  std::vector<int64_t> values_;
+  std::vector<uint8_t> split_;
+  std::vector<float> row_;
+  int64_t bytes_ = 0;
+};
+
+}  // namespace fanout::datasets::detail
+
+#endif  // FANOUT_DATASETS_DETAIL_STORE_WRITE_H_
