@@ -3,6 +3,12 @@
 // time, peak RSS and store size, then loads one partition and compares the
 // load rate with the disk's sequential read rate of the same files, both
 // measured cold (pages evicted with posix_fadvise) in the same run.
+//
+// Case "bounded": a graph larger than the memory it may use (default R-MAT
+// scale 24, 268 M edges, --memory-limit 4G) partitioned in bounded memory:
+// wall time, peak RSS beside the limit, bytes the process wrote (spill and
+// stores, from /proc/<pid>/io) per second beside the disk's sequential write
+// rate measured in the same run (8 MiB writes, then fdatasync).
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -18,6 +24,7 @@
 
 #include "bench/bench_util.h"
 #include "common/cpu.h"
+#include "datasets/bounded_partition.h"
 #include "datasets/partition_store.h"
 
 namespace fs = std::filesystem;
@@ -29,7 +36,18 @@ struct ChildResult {
   int exit_code = -1;
   double wall_s = 0;
   int64_t peak_rss = 0;
+  int64_t write_bytes = 0;  // wchar: bytes passed to write(2) and friends
 };
+
+// wchar of a process that has exited but is not reaped yet.
+int64_t WrittenBytes(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/io");
+  std::string key;
+  int64_t value = 0;
+  while (f >> key >> value)
+    if (key == "wchar:") return value;
+  return 0;
+}
 
 ChildResult RunChild(const std::vector<std::string>& argv) {
   std::vector<char*> args;
@@ -42,10 +60,12 @@ ChildResult RunChild(const std::vector<std::string>& argv) {
     std::perror("execv");
     _exit(127);
   }
+  ChildResult r;
+  siginfo_t info{};
+  if (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) == 0) r.write_bytes = WrittenBytes(pid);
   int status = 0;
   struct rusage ru {};
   wait4(pid, &status, 0, &ru);
-  ChildResult r;
   r.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   r.peak_rss = static_cast<int64_t>(ru.ru_maxrss) * 1024;
@@ -87,6 +107,27 @@ double SequentialRead(const std::string& dir) {
   return bytes / std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// The disk's sequential write rate: `bytes` in 8 MiB writes to a new file in
+// `dir`, then fdatasync (bytes/s; the file is removed).
+double SequentialWrite(const std::string& dir, int64_t bytes) {
+  std::string path = dir + "/write-probe";
+  std::vector<char> buf(8 << 20, 'x');
+  auto t0 = Clock::now();
+  int fd = open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0600);
+  if (fd < 0) return 0;
+  int64_t done = 0;
+  while (done < bytes) {
+    ssize_t n = write(fd, buf.data(), buf.size());
+    if (n <= 0) break;
+    done += n;
+  }
+  fdatasync(fd);
+  close(fd);
+  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  unlink(path.c_str());
+  return done / secs;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -98,7 +139,19 @@ int main(int argc, char** argv) {
   app.add_option("--scale", scale, "R-MAT scale")->default_val(22)->check(CLI::Range(8, 26));
   app.add_option("--feature-dim", feature_dim, "Synthetic feature dimension")->default_val(64);
   app.add_option("--parts", parts, "Partitions")->default_val(4);
-  app.add_option("--methods", methods, "Partitioners to measure")->default_val(methods);
+  int bounded_scale = 24;
+  int64_t bounded_feature_dim = 0;
+  std::string memory_limit = "4G", bounded_method = "random";
+  bool bounded = true;
+  app.add_option("--methods", methods, "Partitioners to measure in memory (none: skip them and the load case)")
+      ->default_val(methods);
+  app.add_option("--bounded-scale", bounded_scale, "Case bounded: R-MAT scale")->default_val(24)->check(CLI::Range(8, 30));
+  app.add_option("--bounded-feature-dim", bounded_feature_dim, "Case bounded: synthetic feature dimension")
+      ->default_val(0);
+  app.add_option("--bounded-method", bounded_method, "Case bounded: random, range or hash")
+      ->default_val("random")->check(CLI::IsMember({"random", "range", "hash"}));
+  app.add_option("--memory-limit", memory_limit, "Case bounded: fanout-partition --memory-limit")->default_val("4G");
+  app.add_option("--bounded", bounded, "Run case bounded (true/false)")->default_val(true);
   app.add_option("--work-dir", work, "Folder for the stores (default: a temporary folder, removed after)");
   app.add_option("--json", json_path, "Write the cases as a JSON array to this file");
   CLI11_PARSE(app, argc, argv);
@@ -109,6 +162,7 @@ int main(int argc, char** argv) {
   std::string tool = fanout::bench::BinDir() + "/fanout-partition";
   nlohmann::json cases = nlohmann::json::array();
   std::string load_dir;
+  if (methods.size() == 1 && methods[0] == "none") methods.clear();
   for (const std::string& m : methods) {
     std::string out = work + "/rmat" + std::to_string(scale) + "-" + m;
     fs::remove_all(out);
@@ -134,6 +188,49 @@ int main(int argc, char** argv) {
     load_dir = out;
   }
 
+  if (bounded) {
+    std::string out = work + "/rmat" + std::to_string(bounded_scale) + "-bounded";
+    fs::remove_all(out);
+    const int64_t probe_bytes = int64_t{2} << 30;
+    std::printf("disk: sequential write of %.1f GiB in %s ...\n", probe_bytes / double(1 << 30), work.c_str());
+    double disk_write = SequentialWrite(work, probe_bytes);
+    std::printf("partitioning R-MAT scale %d (%lld-dim features) into %d parts with %s in bounded memory (%s) ...\n",
+                bounded_scale, static_cast<long long>(bounded_feature_dim), parts, bounded_method.c_str(),
+                memory_limit.c_str());
+    ChildResult r = RunChild({tool, "--format", "rmat", "--rmat-scale", std::to_string(bounded_scale), "--feature-dim",
+                              std::to_string(bounded_feature_dim), "--parts", std::to_string(parts), "--method",
+                              bounded_method, "--memory-limit", memory_limit, "--spill-dir", work, "--output", out});
+    if (r.exit_code != 0) {
+      std::fprintf(stderr, "fanout-partition failed (exit %d)\n", r.exit_code);
+      return 1;
+    }
+    fanout::datasets::DatasetMeta meta;
+    if (!fanout::datasets::ReadDatasetMeta(out, &meta).ok()) return 1;
+    int64_t limit_bytes = 0;
+    if (!fanout::datasets::ParseByteSize(memory_limit, &limit_bytes).ok()) return 1;
+    const int64_t store = FolderBytes(out);
+    const double write_rate = r.write_bytes / r.wall_s;
+    std::printf("  bounded: %lld edges in %.1f s (%.2f M edges/s); peak RSS %.2f GiB of the %.2f GiB limit (%.2f)\n",
+                static_cast<long long>(meta.num_edges), r.wall_s, meta.num_edges / r.wall_s / 1e6,
+                r.peak_rss / double(1 << 30), limit_bytes / double(1 << 30), r.peak_rss / double(limit_bytes));
+    std::printf("  wrote %.2f GiB (store %.2f GiB, the rest spill) = %.0f MB/s; disk sequential write %.0f MB/s; "
+                "ratio %.2f\n",
+                r.write_bytes / double(1 << 30), store / double(1 << 30), write_rate / 1e6, disk_write / 1e6,
+                write_rate / disk_write);
+    cases.push_back({{"case", "bounded"}, {"method", bounded_method}, {"scale", bounded_scale}, {"parts", parts},
+                     {"feature_dim", bounded_feature_dim}, {"memory_limit_bytes", limit_bytes},
+                     {"peak_rss_bytes", r.peak_rss}, {"under_limit", r.peak_rss <= limit_bytes},
+                     {"edges", meta.num_edges}, {"seconds", r.wall_s}, {"bytes_written", r.write_bytes},
+                     {"store_bytes", store}, {"write_bytes_per_s", write_rate},
+                     {"disk_write_bytes_per_s", disk_write}, {"ratio", write_rate / disk_write}});
+    fs::remove_all(out);
+  }
+
+  if (load_dir.empty()) {
+    if (own_work) fs::remove_all(work);
+    fanout::bench::WriteJson(json_path, cases);
+    return 0;
+  }
   // Load partition 0 of the last store, cold, beside a cold sequential read.
   std::string part_dir = load_dir + "/part-0";
   int64_t part_bytes = FolderBytes(part_dir);

@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "common/random.h"
+#include "datasets/bounded_partition.h"
 #include "datasets/progress.h"
 
 namespace fanout::datasets {
@@ -24,7 +25,7 @@ std::string WithOptionalGz(const std::string& base) {
   return base;
 }
 
-Status AssignRandomSplit(const std::vector<double>& f, uint64_t seed, RawDataset* ds) {
+Status CheckSplitFractions(const std::vector<double>& f) {
   if (f.empty()) return Status::OK();
   if (f.size() != 3)
     return Status::InvalidArgument("split fractions need 3 values (train,val,test), got " + std::to_string(f.size()));
@@ -34,12 +35,21 @@ Status AssignRandomSplit(const std::vector<double>& f, uint64_t seed, RawDataset
     sum += x;
   }
   if (sum > 1 + 1e-9) return Status::InvalidArgument("split fractions sum to " + std::to_string(sum) + " > 1");
-  ds->split.assign(ds->num_nodes, static_cast<uint8_t>(Split::kNone));
-  for (int64_t v = 0; v < ds->num_nodes; ++v) {
-    double u = static_cast<double>(Mix64(Mix64(seed + kGolden64) ^ static_cast<uint64_t>(v)) >> 11) * 0x1.0p-53;
-    Split s = u < f[0] ? Split::kTrain : u < f[0] + f[1] ? Split::kVal : u < sum ? Split::kTest : Split::kNone;
-    ds->split[v] = static_cast<uint8_t>(s);
-  }
+  return Status::OK();
+}
+
+uint8_t RandomSplitOf(const std::vector<double>& f, uint64_t seed, int64_t v) {
+  const double sum = f[0] + f[1] + f[2];
+  double u = static_cast<double>(Mix64(Mix64(seed + kGolden64) ^ static_cast<uint64_t>(v)) >> 11) * 0x1.0p-53;
+  Split s = u < f[0] ? Split::kTrain : u < f[0] + f[1] ? Split::kVal : u < sum ? Split::kTest : Split::kNone;
+  return static_cast<uint8_t>(s);
+}
+
+Status AssignRandomSplit(const std::vector<double>& f, uint64_t seed, RawDataset* ds) {
+  if (f.empty()) return Status::OK();
+  FANOUT_RETURN_IF_ERROR(CheckSplitFractions(f));
+  ds->split.resize(ds->num_nodes);
+  for (int64_t v = 0; v < ds->num_nodes; ++v) ds->split[v] = RandomSplitOf(f, seed, v);
   return Status::OK();
 }
 
@@ -58,10 +68,33 @@ Status LoadDataset(const std::string& format, const std::string& input, const Lo
   return out->Validate();
 }
 
-Status LoadRmat(const LoadOptions& options, RawDataset* out, std::vector<std::string>* notes) {
-  const RmatOptions& r = options.rmat;
+namespace {
+
+Status CheckRmatData(const LoadOptions& options) {
   if (options.feature_dim < 0) return Status::InvalidArgument("feature dim " + std::to_string(options.feature_dim) + " is negative");
   if (options.num_classes < 0) return Status::InvalidArgument("num classes " + std::to_string(options.num_classes) + " is negative");
+  return CheckSplitFractions(options.split_fractions);
+}
+
+// Node v's synthetic features: uniform [-1, 1) values, a pure function of
+// (seed, node, column).
+void RmatFeatureRow(uint64_t seed, int64_t v, int64_t d, float* row) {
+  const uint64_t key = Mix64(Mix64(seed ^ 0x5eedfea7ULL) ^ static_cast<uint64_t>(v));
+  for (int64_t j = 0; j < d; ++j) row[j] = static_cast<float>(static_cast<double>(Draw(key, j) >> 40) * 0x1.0p-23 - 1.0);
+}
+
+// Learnable labels: the argmax of the first min(d, c) feature columns, or a
+// hash of the node when there are too few features.
+int64_t RmatLabel(uint64_t seed, int64_t v, const float* row, int64_t d, int64_t c) {
+  if (d >= c) return std::max_element(row, row + c) - row;
+  return static_cast<int64_t>(Mix64(seed * 31 + v) % static_cast<uint64_t>(c));
+}
+
+}  // namespace
+
+Status LoadRmat(const LoadOptions& options, RawDataset* out, std::vector<std::string>* notes) {
+  const RmatOptions& r = options.rmat;
+  FANOUT_RETURN_IF_ERROR(CheckRmatData(options));
   out->name = "rmat-" + std::to_string(r.scale);
   out->format = "rmat";
   out->num_nodes = int64_t{1} << r.scale;
@@ -81,32 +114,60 @@ Status LoadRmat(const LoadOptions& options, RawDataset* out, std::vector<std::st
   for (int64_t v = 0; v < out->num_nodes; ++v) out->original_ids[v] = v;
   const int64_t d = options.feature_dim, c = options.num_classes;
   if (d > 0) {
-    // Uniform [-1, 1) values, a pure function of (seed, node, column).
     out->feature_dim = d;
     out->features.resize(static_cast<size_t>(out->num_nodes * d));
-    uint64_t base = Mix64(options.seed ^ 0x5eedfea7ULL);
-    for (int64_t v = 0; v < out->num_nodes; ++v) {
-      uint64_t key = Mix64(base ^ static_cast<uint64_t>(v));
-      float* row = out->features.data() + v * d;
-      for (int64_t j = 0; j < d; ++j)
-        row[j] = static_cast<float>(static_cast<double>(Draw(key, j) >> 40) * 0x1.0p-23 - 1.0);
-    }
+    for (int64_t v = 0; v < out->num_nodes; ++v) RmatFeatureRow(options.seed, v, d, out->features.data() + v * d);
   }
   if (c > 0) {
-    // Learnable labels: the argmax of the first min(d, c) feature columns,
-    // or a hash of the node when there are too few features.
     out->num_classes = c;
     out->labels.resize(out->num_nodes);
-    for (int64_t v = 0; v < out->num_nodes; ++v) {
-      if (d >= c) {
-        const float* row = out->features.data() + v * d;
-        out->labels[v] = std::max_element(row, row + c) - row;
-      } else {
-        out->labels[v] = static_cast<int64_t>(Mix64(options.seed * 31 + v) % static_cast<uint64_t>(c));
-      }
-    }
+    for (int64_t v = 0; v < out->num_nodes; ++v)
+      out->labels[v] = RmatLabel(options.seed, v, d > 0 ? out->features.data() + v * d : nullptr, d, c);
   }
   return AssignRandomSplit(options.split_fractions, options.seed, out);
+}
+
+Status StreamRmat(const LoadOptions& options, const EdgeOptions& edge_options, StreamedGraph* out) {
+  if (edge_options.drop_duplicates)
+    return Status::InvalidArgument("--drop-duplicates needs the whole edge list in memory; it cannot be streamed");
+  FANOUT_RETURN_IF_ERROR(CheckRmatData(options));
+  FANOUT_RETURN_IF_ERROR(ForEachRmatEdgeWhile(options.rmat, [](int64_t, int64_t) { return false; }));  // checks the options
+  const RmatOptions r = options.rmat;
+  const uint64_t seed = options.seed;
+  const int64_t d = options.feature_dim, c = options.num_classes;
+  const std::vector<double> fractions = options.split_fractions;
+  *out = StreamedGraph();
+  out->name = "rmat-" + std::to_string(r.scale);
+  out->format = "rmat";
+  out->num_nodes = int64_t{1} << r.scale;
+  if (!edge_options.drop_self_loops && !edge_options.make_undirected) out->num_edges = r.edge_factor * out->num_nodes;
+  out->feature_dim = d;
+  out->num_classes = c;
+  out->has_labels = c > 0;
+  out->has_split = !fractions.empty();
+  out->for_each_edge = [r, edge_options](const std::function<bool(int64_t, int64_t)>& fn) -> Status {
+    const bool drop_loops = edge_options.drop_self_loops;
+    bool go = true;
+    FANOUT_RETURN_IF_ERROR(ForEachRmatEdgeWhile(r, [&](int64_t s, int64_t t) {
+      if (!(drop_loops && s == t)) go = fn(s, t);
+      return go;
+    }));
+    if (edge_options.make_undirected && go)
+      FANOUT_RETURN_IF_ERROR(ForEachRmatEdgeWhile(r, [&](int64_t s, int64_t t) {
+        if (s != t) go = fn(t, s);  // a self-loop is its own reverse
+        return go;
+      }));
+    return Status::OK();
+  };
+  out->feature_row = [seed, d](int64_t v, float* row) { RmatFeatureRow(seed, v, d, row); };
+  out->label = [seed, d, c](int64_t v) {
+    std::vector<float> row(static_cast<size_t>(std::max<int64_t>(d, 0)));
+    if (d > 0) RmatFeatureRow(seed, v, d, row.data());
+    return RmatLabel(seed, v, row.data(), d, c);
+  };
+  out->split = [fractions, seed](int64_t v) { return RandomSplitOf(fractions, seed, v); };
+  out->original_id = [](int64_t v) { return v; };
+  return Status::OK();
 }
 
 Status CheckFitsInMemory(const std::string& what, double count, double bytes_each, int64_t limit_bytes) {

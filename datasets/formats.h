@@ -73,6 +73,12 @@ Status ReadSplitFile(const std::string& path, int64_t num_nodes, Split value, st
 // from a count the input declares (a damaged header must not become a huge
 // allocation).
 Status CheckFitsInMemory(const std::string& what, double count, double bytes_each, int64_t limit_bytes = 0);
+// Checks train,val,test fractions (3 values in [0, 1], summing to at most 1;
+// empty = no split).
+Status CheckSplitFractions(const std::vector<double>& fractions);
+// Node v's Split value under checked, non-empty fractions: a pure function of
+// (seed, v).
+uint8_t RandomSplitOf(const std::vector<double>& fractions, uint64_t seed, int64_t v);
 // Assigns a seeded random train/val/test split by fractions.
 Status AssignRandomSplit(const std::vector<double>& fractions, uint64_t seed, RawDataset* ds);
 

@@ -15,7 +15,8 @@ Status ParsePartitionMethod(const std::string& name, PartitionMethod* out) {
   if (name == "metis") *out = PartitionMethod::kMetis;
   else if (name == "random") *out = PartitionMethod::kRandom;
   else if (name == "range") *out = PartitionMethod::kRange;
-  else return Status::InvalidArgument("unknown partition method '" + name + "' (known: metis, random, range)");
+  else if (name == "hash") *out = PartitionMethod::kHash;
+  else return Status::InvalidArgument("unknown partition method '" + name + "' (known: metis, random, range, hash)");
   return Status::OK();
 }
 
@@ -24,6 +25,7 @@ const char* PartitionMethodName(PartitionMethod m) {
     case PartitionMethod::kMetis: return "metis";
     case PartitionMethod::kRandom: return "random";
     case PartitionMethod::kRange: return "range";
+    case PartitionMethod::kHash: return "hash";
   }
   return "?";
 }
@@ -111,9 +113,8 @@ Status MetisPartition(const RawDataset& ds, const PartitionOptions& o, std::vect
 
 }  // namespace
 
-Status ComputePartition(const RawDataset& ds, const PartitionOptions& o, std::vector<int32_t>* part,
-                        std::vector<std::string>* notes) {
-  const int64_t n = ds.num_nodes;
+Status ComputeNodePartition(int64_t n, const std::function<int64_t(int64_t)>& original_id,
+                            const PartitionOptions& o, std::vector<int32_t>* part) {
   if (o.num_parts < 1) return Status::InvalidArgument("--parts " + std::to_string(o.num_parts) + " must be at least 1");
   if (o.num_parts > n)
     return Status::InvalidArgument("--parts " + std::to_string(o.num_parts) + " exceeds the " + std::to_string(n) +
@@ -136,10 +137,30 @@ Status ComputePartition(const RawDataset& ds, const PartitionOptions& o, std::ve
         (*part)[order[i]] = static_cast<int32_t>((static_cast<__int128>(i) * o.num_parts) / n);
       return Status::OK();
     }
+    case PartitionMethod::kHash: {
+      // A seeded hash of the original id: balanced in expectation, and a
+      // node's part does not depend on the rest of the graph.
+      const uint64_t key = Mix64(o.seed ^ 0x6861736870617274ULL);
+      for (int64_t v = 0; v < n; ++v)
+        (*part)[v] = static_cast<int32_t>(
+            DrawBelow(Mix64(key ^ static_cast<uint64_t>(original_id(v))), static_cast<uint64_t>(o.num_parts)));
+      return Status::OK();
+    }
     case PartitionMethod::kMetis:
-      return MetisPartition(ds, o, part, notes);
+      return Status::InvalidArgument("METIS needs the edges: use ComputePartition");
   }
   return Status::InvalidArgument("unknown partition method");
+}
+
+Status ComputePartition(const RawDataset& ds, const PartitionOptions& o, std::vector<int32_t>* part,
+                        std::vector<std::string>* notes) {
+  if (o.method != PartitionMethod::kMetis || o.num_parts <= 1)
+    return ComputeNodePartition(ds.num_nodes, [&](int64_t v) { return ds.original_ids[v]; }, o, part);
+  const int64_t n = ds.num_nodes;
+  if (o.num_parts > n)
+    return Status::InvalidArgument("--parts " + std::to_string(o.num_parts) + " exceeds the " + std::to_string(n) +
+                                   " nodes of the graph");
+  return MetisPartition(ds, o, part, notes);
 }
 
 PartitionStats ComputePartitionStats(const RawDataset& ds, const std::vector<int32_t>& part, int k,
@@ -153,12 +174,16 @@ PartitionStats ComputePartitionStats(const RawDataset& ds, const std::vector<int
     s.edges[store_by_target ? pd : ps]++;
     s.cut_edges += ps != pd;
   }
-  int64_t e = ds.num_edges();
-  s.edge_cut_fraction = e ? static_cast<double>(s.cut_edges) / e : 0.0;
-  double mean_n = static_cast<double>(ds.num_nodes) / k, mean_e = static_cast<double>(e) / k;
-  s.node_balance = mean_n > 0 ? *std::max_element(s.nodes.begin(), s.nodes.end()) / mean_n : 1.0;
-  s.edge_balance = mean_e > 0 ? *std::max_element(s.edges.begin(), s.edges.end()) / mean_e : 1.0;
+  FinishPartitionStats(ds.num_nodes, ds.num_edges(), &s);
   return s;
+}
+
+void FinishPartitionStats(int64_t num_nodes, int64_t e, PartitionStats* s) {
+  const double k = static_cast<double>(s->nodes.size());
+  s->edge_cut_fraction = e ? static_cast<double>(s->cut_edges) / e : 0.0;
+  double mean_n = static_cast<double>(num_nodes) / k, mean_e = static_cast<double>(e) / k;
+  s->node_balance = mean_n > 0 ? *std::max_element(s->nodes.begin(), s->nodes.end()) / mean_n : 1.0;
+  s->edge_balance = mean_e > 0 ? *std::max_element(s->edges.begin(), s->edges.end()) / mean_e : 1.0;
 }
 
 }  // namespace fanout::datasets

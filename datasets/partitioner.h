@@ -1,9 +1,11 @@
-// Node partitioners: METIS (k-way on the undirected view), seeded random, and
-// contiguous ranges. Each returns part[v] in [0, num_parts) for every node.
+// Node partitioners: METIS (k-way on the undirected view), seeded random,
+// contiguous ranges and a hash of the original id. Each returns part[v] in
+// [0, num_parts) for every node.
 #ifndef FANOUT_DATASETS_PARTITIONER_H_
 #define FANOUT_DATASETS_PARTITIONER_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -12,9 +14,9 @@
 
 namespace fanout::datasets {
 
-enum class PartitionMethod { kMetis, kRandom, kRange };
+enum class PartitionMethod { kMetis, kRandom, kRange, kHash };
 
-// "metis", "random", "range".
+// "metis", "random", "range", "hash".
 Status ParsePartitionMethod(const std::string& name, PartitionMethod* out);
 const char* PartitionMethodName(PartitionMethod m);
 
@@ -37,6 +39,13 @@ struct PartitionOptions {
 Status ComputePartition(const RawDataset& ds, const PartitionOptions& options, std::vector<int32_t>* part,
                         std::vector<std::string>* notes);
 
+// The methods that need no edges (random, range, hash), for `n` nodes whose
+// original ids original_id(v) gives (hash uses them: a node keeps its part
+// whatever else the graph holds). Memory: 4 bytes per node for the result,
+// plus 8 per node while random shuffles. ComputePartition calls it for them.
+Status ComputeNodePartition(int64_t n, const std::function<int64_t(int64_t)>& original_id,
+                            const PartitionOptions& options, std::vector<int32_t>* part);
+
 // Nodes, stored edges and cut edges per part for an assignment.
 struct PartitionStats {
   std::vector<int64_t> nodes, edges;
@@ -47,6 +56,8 @@ struct PartitionStats {
 };
 PartitionStats ComputePartitionStats(const RawDataset& ds, const std::vector<int32_t>& part, int num_parts,
                                      bool store_by_target);
+// Fills the fraction and balances from nodes, edges and cut_edges.
+void FinishPartitionStats(int64_t num_nodes, int64_t num_edges, PartitionStats* s);
 
 }  // namespace fanout::datasets
 

@@ -26,19 +26,20 @@ double Progress::Seconds() const {
 
 void Progress::Update(int64_t done) {
   done_ = done;
-  if (!tty_) return;
+  if (quiet_) return;
   auto now = std::chrono::steady_clock::now();
-  if (now - last_draw_ < std::chrono::milliseconds(250)) return;
+  // A terminal gets a redrawn line 4 times a second; a log one line every 30 s.
+  if (now - last_draw_ < (tty_ ? std::chrono::milliseconds(250) : std::chrono::milliseconds(30000))) return;
   last_draw_ = now;
   double secs = Seconds();
   double rate = done / (secs > 0 ? secs : 1e-9);
   if (total_ > 0) {
     double eta = rate > 0 ? (total_ - done) / rate : 0;
-    std::fprintf(stderr, "\r%s: %5.1f%%  %s%s/s  ETA %.0f s     ", label_.c_str(), 100.0 * done / total_,
-                 Human(rate).c_str(), unit_.c_str(), eta);
+    std::fprintf(stderr, "%s%s: %5.1f%%  %s%s/s  ETA %.0f s%s", tty_ ? "\r" : "", label_.c_str(),
+                 100.0 * done / total_, Human(rate).c_str(), unit_.c_str(), eta, tty_ ? "     " : "\n");
   } else {
-    std::fprintf(stderr, "\r%s: %s%s  %s%s/s     ", label_.c_str(), Human(done).c_str(), unit_.c_str(),
-                 Human(rate).c_str(), unit_.c_str());
+    std::fprintf(stderr, "%s%s: %s%s  %s%s/s%s", tty_ ? "\r" : "", label_.c_str(), Human(done).c_str(), unit_.c_str(),
+                 Human(rate).c_str(), unit_.c_str(), tty_ ? "     " : "\n");
   }
   std::fflush(stderr);
 }

@@ -1,7 +1,7 @@
 // Progress reporting for long offline steps. On a terminal it redraws one
 // stderr line with percent, rate and ETA (at most 4 times a second); when
-// stderr is not a terminal it prints nothing until Done(), which prints a
-// one-line summary either way.
+// stderr is not a terminal (a log) it prints that line every 30 s. Done()
+// prints a one-line summary either way.
 //
 // Thread safety: none.
 #ifndef FANOUT_DATASETS_PROGRESS_H_

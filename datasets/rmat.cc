@@ -1,6 +1,7 @@
 #include "datasets/rmat.h"
 
 #include <string>
+#include <type_traits>
 
 #include "common/cpu.h"
 #include "common/random.h"
@@ -21,7 +22,8 @@ Status CheckOptions(const RmatOptions& o) {
   return Status::OK();
 }
 
-// Generates edges [0, E) in order; fn(src, dst).
+// Generates edges [0, E) in order; fn(e, src, dst), which may return false
+// to stop.
 template <typename Fn>
 void Generate(const RmatOptions& o, Fn&& fn) {
   const int64_t n = int64_t{1} << o.scale;
@@ -40,7 +42,11 @@ void Generate(const RmatOptions& o, Fn&& fn) {
       src = (src << 1) | sbit;
       dst = (dst << 1) | dbit;
     }
-    fn(e, src, dst);
+    if constexpr (std::is_same_v<decltype(fn(e, src, dst)), bool>) {
+      if (!fn(e, src, dst)) return;
+    } else {
+      fn(e, src, dst);
+    }
   }
 }
 
@@ -49,6 +55,12 @@ void Generate(const RmatOptions& o, Fn&& fn) {
 Status ForEachRmatEdge(const RmatOptions& options, const std::function<void(int64_t, int64_t)>& fn) {
   FANOUT_RETURN_IF_ERROR(CheckOptions(options));
   Generate(options, [&](int64_t, int64_t s, int64_t d) { fn(s, d); });
+  return Status::OK();
+}
+
+Status ForEachRmatEdgeWhile(const RmatOptions& options, const std::function<bool(int64_t, int64_t)>& fn) {
+  FANOUT_RETURN_IF_ERROR(CheckOptions(options));
+  Generate(options, [&](int64_t, int64_t s, int64_t d) { return fn(s, d); });
   return Status::OK();
 }
 

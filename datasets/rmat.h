@@ -38,6 +38,8 @@ Status GenerateRmat(const RmatOptions& options, sampler::CsrArrays* out,
 
 // Calls fn(src, dst) for every edge in generation order.
 Status ForEachRmatEdge(const RmatOptions& options, const std::function<void(int64_t, int64_t)>& fn);
+// The same, stopping after the first edge for which fn returns false.
+Status ForEachRmatEdgeWhile(const RmatOptions& options, const std::function<bool(int64_t, int64_t)>& fn);
 
 // c = c * 1000003 + indices[e] over all edges (uint64, wrapping).
 uint64_t CsrChecksum(const sampler::CsrArrays& csr);

@@ -6,7 +6,13 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include <malloc.h>
+
+#include <csignal>
+#include <memory>
+
 #include "common/cpu.h"
+#include "datasets/bounded_partition.h"
 #include "datasets/formats.h"
 #include "datasets/partition_store.h"
 #include "datasets/partitioner.h"
@@ -48,9 +54,13 @@ int main(int argc, char** argv) {
       "  fanout-partition --format linqs --input datasets/data/cora --parts 2 --method metis --output /tmp/cora2\n"
       "  fanout-partition --format planetoid --input datasets/data/planetoid/cora --parts 2 --output /tmp/cora-planetoid\n"
       "  fanout-partition --format snap --input CA-GrQc.txt --undirected --parts 4 --method random --output /tmp/grqc\n"
-      "  fanout-partition --format rmat --rmat-scale 22 --feature-dim 64 --parts 4 --direction out --output /tmp/rmat22"};
+      "  fanout-partition --format rmat --rmat-scale 22 --feature-dim 64 --parts 4 --direction out --output /tmp/rmat22\n"
+      "  fanout-partition --format snap --input big.txt.gz --parts 16 --method hash --memory-limit 4G --output /data/big\n\n"
+      "Memory: random, range and hash partition in bounded memory: the edges are streamed (snap and rmat inputs are\n"
+      "never held whole), spilled to disk and written partition by partition in slices that fit --memory-limit.\n"
+      "METIS needs the whole graph in memory and refuses to start when its estimate exceeds the limit."};
   std::string input, format, method = "metis", output, direction = "in", dtype = "float32";
-  std::string ogb_split, labels_path, fractions_text;
+  std::string ogb_split, labels_path, fractions_text, memory_limit_text, spill_dir;
   int parts = 1;
   int64_t chunk_nodes = 65536;
   uint64_t seed = 1;
@@ -59,8 +69,15 @@ int main(int argc, char** argv) {
   app.add_option("--input", input, "Raw input: a file or folder, as the format needs (not used by rmat)");
   app.add_option("--format", format, "Input format")->required()->check(CLI::IsMember(FormatNames()));
   app.add_option("--parts", parts, "Number of partitions K")->required()->check(CLI::Range(1, 4096));
-  app.add_option("--method", method, "Partitioner: metis (k-way, fewest cut edges), random (seeded), range (contiguous)")
-      ->default_val("metis")->check(CLI::IsMember({"metis", "random", "range"}));
+  app.add_option("--method", method,
+                 "Partitioner: metis (k-way, fewest cut edges; in memory), random (seeded, balanced), range "
+                 "(contiguous), hash (of the original id; a node's part never depends on the rest of the graph)")
+      ->default_val("metis")->check(CLI::IsMember({"metis", "random", "range", "hash"}));
+  app.add_option("--memory-limit", memory_limit_text,
+                 "Peak memory allowed, e.g. 4G, 512M (default: 3/4 of the machine's or the container's memory)");
+  app.add_option("--spill-dir", spill_dir,
+                 "Existing folder for the temporary spill files of random/range/hash (default: beside the output); "
+                 "about 24 bytes per edge, removed at the end");
   app.add_option("--output", output, "Output dataset folder (must not exist unless --force)")->required();
   app.add_option("--direction", direction, "Adjacency stored per node: in (sources of incoming edges, for message passing) or out")
       ->default_val("in")->check(CLI::IsMember({"in", "out"}));
@@ -93,23 +110,28 @@ int main(int argc, char** argv) {
   Status st = ParseFractions(fractions_text, &load.split_fractions);
   if (!st.ok()) return Fail(st);
 
-  auto t0 = std::chrono::steady_clock::now();
-  RawDataset ds;
-  std::vector<std::string> notes;
-  st = LoadDataset(format, input, load, &ds, &notes);
-  if (!st.ok()) return Fail(st);
-  for (const auto& n : notes) std::fprintf(stderr, "note: %s\n", n.c_str());
-  notes.clear();
-
-  EdgeOptions eo;
-  eo.drop_self_loops = drop_loops;
-  eo.make_undirected = undirected;
-  eo.drop_duplicates = drop_dups;
-  std::string changed = ApplyEdgeOptions(eo, &ds);
-  std::printf("loaded %s (%s): %lld nodes, %lld edges, %lld features, %lld classes%s%s\n", ds.name.c_str(),
-              format.c_str(), static_cast<long long>(ds.num_nodes), static_cast<long long>(ds.num_edges()),
-              static_cast<long long>(ds.feature_dim), static_cast<long long>(ds.num_classes),
-              changed.empty() ? "" : "; ", changed.c_str());
+  std::signal(SIGXFSZ, SIG_IGN);  // a file size limit is a write error (reported, cleaned up), not a kill
+  // The memory limit counts resident memory: large blocks are mapped and
+  // unmapped (glibc otherwise raises its mmap threshold after the first
+  // large free and keeps later frees in the heap), freed heap tops go back,
+  // and RocksDB's background threads share two arenas.
+  mallopt(M_MMAP_THRESHOLD, 256 << 10);
+  mallopt(M_TRIM_THRESHOLD, 1 << 20);
+  mallopt(M_ARENA_MAX, 2);
+  int64_t memory_limit = 0;
+  std::string memory_source;
+  const int64_t usable = UsableMemoryBytes(&memory_source);
+  if (!memory_limit_text.empty()) {
+    st = ParseByteSize(memory_limit_text, &memory_limit);
+    if (!st.ok()) return Fail(Status::InvalidArgument("--memory-limit: " + st.message()));
+    std::printf("memory limit %s (--memory-limit)\n", FormatBytes(static_cast<double>(memory_limit)).c_str());
+  } else {
+    memory_limit = usable / 4 * 3;
+    std::printf("memory limit %s (3/4 of %s, %s; --memory-limit to change)\n",
+                FormatBytes(static_cast<double>(memory_limit)).c_str(), memory_source.c_str(),
+                FormatBytes(static_cast<double>(usable)).c_str());
+  }
+  load.memory_limit_bytes = memory_limit;
 
   PartitionOptions po;
   po.num_parts = parts;
@@ -119,10 +141,7 @@ int main(int argc, char** argv) {
   po.metis_balance_edges = !nodes_only;
   po.store_by_target = direction == "in";
   po.quiet = quiet;
-  std::vector<int32_t> assignment;
-  st = ComputePartition(ds, po, &assignment, &notes);
-  if (!st.ok()) return Fail(st);
-  for (const auto& n : notes) std::fprintf(stderr, "note: %s\n", n.c_str());
+  const bool metis = po.method == PartitionMethod::kMetis && parts > 1;
 
   WriteOptions wo;
   wo.incoming = direction == "in";
@@ -141,9 +160,76 @@ int main(int argc, char** argv) {
                     {"num_classes", load.num_classes}};
   if (!fractions_text.empty()) opts["split_fractions"] = fractions_text;
   wo.options_json = opts.dump();
+
+  EdgeOptions eo;
+  eo.drop_self_loops = drop_loops;
+  eo.make_undirected = undirected;
+  eo.drop_duplicates = drop_dups;
+
+  // METIS's peak beyond the loaded graph, per edge and per node (measured:
+  // R-MAT scale 22, 67 M edges, 12.2 GiB; see docs/BENCHMARKS.md).
+  constexpr double kMetisBytesPerEdge = 170, kMetisBytesPerNode = 64;
+  auto metis_refusal = [&](double need, const std::string& what) {
+    return Status::ResourceExhausted(
+        "METIS needs the whole graph in memory: about " + FormatBytes(need) + " for " + what +
+        ", more than the memory limit " + FormatBytes(static_cast<double>(memory_limit)) +
+        ". Use --method hash, random or range, which partition in bounded memory (any graph size), "
+        "or raise --memory-limit if this machine has the memory");
+  };
+  if (metis && format == "rmat") {  // the size is known before generating anything
+    const double nn = std::ldexp(1.0, load.rmat.scale), e = nn * load.rmat.edge_factor * (undirected ? 2 : 1);
+    const double need = e * (16 + kMetisBytesPerEdge) + nn * (kMetisBytesPerNode + 4.0 * load.feature_dim);
+    if (need > memory_limit) return Fail(metis_refusal(need, std::to_string(static_cast<int64_t>(e)) + " edges"));
+  }
+
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::string> notes;
   DatasetMeta meta;
-  st = WritePartitionedDataset(ds, assignment, parts, wo, output, &meta);
-  if (!st.ok()) return Fail(st);
+  BoundedReport report;
+  const bool streamed = !metis && (format == "snap" || format == "rmat") && !drop_dups;
+  if (streamed) {
+    StreamedGraph g;
+    st = format == "snap" ? StreamSnap(input, load, eo, &g, &notes) : StreamRmat(load, eo, &g);
+    if (!st.ok()) return Fail(st);
+    for (const auto& n : notes) std::fprintf(stderr, "note: %s\n", n.c_str());
+    std::printf("streaming %s (%s): %lld nodes, %s edges, %lld features, %lld classes; partitioning in bounded memory\n",
+                g.name.c_str(), format.c_str(), static_cast<long long>(g.num_nodes),
+                g.num_edges >= 0 ? std::to_string(g.num_edges).c_str() : "(counted while streaming)",
+                static_cast<long long>(g.feature_dim), static_cast<long long>(g.num_classes));
+    BoundedOptions bo;
+    bo.memory_limit_bytes = memory_limit;
+    bo.spill_dir = spill_dir;
+    st = WritePartitionedStream(g, po, wo, bo, output, &meta, &report);
+    if (!st.ok()) return Fail(st);
+  } else {
+    auto ds = std::make_shared<RawDataset>();
+    st = LoadDataset(format, input, load, ds.get(), &notes);
+    if (!st.ok()) return Fail(st);
+    for (const auto& n : notes) std::fprintf(stderr, "note: %s\n", n.c_str());
+    notes.clear();
+    std::string changed = ApplyEdgeOptions(eo, ds.get());
+    std::printf("loaded %s (%s): %lld nodes, %lld edges, %lld features, %lld classes%s%s\n", ds->name.c_str(),
+                format.c_str(), static_cast<long long>(ds->num_nodes), static_cast<long long>(ds->num_edges()),
+                static_cast<long long>(ds->feature_dim), static_cast<long long>(ds->num_classes),
+                changed.empty() ? "" : "; ", changed.c_str());
+    if (metis) {
+      const double need = static_cast<double>(ResidentSetBytes()) + ds->num_edges() * kMetisBytesPerEdge +
+                          ds->num_nodes * kMetisBytesPerNode;
+      if (need > memory_limit) return Fail(metis_refusal(need, std::to_string(ds->num_edges()) + " edges"));
+      std::vector<int32_t> assignment;
+      st = ComputePartition(*ds, po, &assignment, &notes);
+      if (!st.ok()) return Fail(st);
+      for (const auto& n : notes) std::fprintf(stderr, "note: %s\n", n.c_str());
+      st = WritePartitionedDataset(*ds, assignment, parts, wo, output, &meta);
+      if (!st.ok()) return Fail(st);
+    } else {
+      BoundedOptions bo;
+      bo.memory_limit_bytes = memory_limit;
+      bo.spill_dir = spill_dir;
+      st = WritePartitionedStream(StreamOf(ds), po, wo, bo, output, &meta, &report);
+      if (!st.ok()) return Fail(st);
+    }
+  }
 
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("%-6s %12s %14s %14s\n", "part", "nodes", "edges", "id range");
@@ -154,7 +240,12 @@ int main(int argc, char** argv) {
   std::printf("method %s: edge cut %lld of %lld edges (%.4f), node balance %.3f, edge balance %.3f\n", method.c_str(),
               static_cast<long long>(meta.stats.cut_edges), static_cast<long long>(meta.num_edges),
               meta.stats.edge_cut_fraction, meta.stats.node_balance, meta.stats.edge_balance);
-  std::printf("wrote %s in %.1f s (peak RSS %.2f GiB)\n", output.c_str(), secs,
-              PeakResidentSetBytes() / double(1 << 30));
+  if (report.slices > 0)
+    std::printf("bounded memory: spilled %s, read back %s in %lld slice(s); store %s\n",
+                FormatBytes(static_cast<double>(report.spill_bytes)).c_str(),
+                FormatBytes(static_cast<double>(report.spill_read_bytes)).c_str(),
+                static_cast<long long>(report.slices), FormatBytes(static_cast<double>(report.store_bytes)).c_str());
+  std::printf("wrote %s in %.1f s (peak RSS %.2f GiB, limit %.2f GiB)\n", output.c_str(), secs,
+              PeakResidentSetBytes() / double(1 << 30), memory_limit / double(1 << 30));
   return 0;
 }

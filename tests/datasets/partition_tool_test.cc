@@ -57,7 +57,8 @@ TEST(PartitionToolTest, HelpDocumentsEveryOption) {
   ToolRun r = RunTool("--help");
   EXPECT_EQ(r.exit_code, 0);
   for (const char* opt : {"--input", "--format", "--parts", "--method", "--output", "--direction", "--undirected",
-                          "--drop-duplicates", "--drop-self-loops", "--feature-dtype", "--rmat-scale", "--feature-dim"})
+                          "--drop-duplicates", "--drop-self-loops", "--feature-dtype", "--rmat-scale", "--feature-dim",
+                          "--memory-limit", "--spill-dir", "hash"})
     EXPECT_THAT(r.output, HasSubstr(opt));
 }
 

@@ -1,0 +1,485 @@
+// WritePartitionedStream: the dataset writer for graphs larger than memory
+// (bounded_partition.h says how it works and what it costs).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "common/cpu.h"
+#include "datasets/bounded_partition.h"
+#include "datasets/detail/store_write.h"
+#include "datasets/progress.h"
+
+namespace fs = std::filesystem;
+
+namespace fanout::datasets {
+
+Status ParseByteSize(const std::string& text, int64_t* bytes) {
+  const std::string bad = "memory size '" + text + "' is not a size (expected e.g. 4G, 512M, 1.5GiB or bytes)";
+  size_t used = 0;
+  double v;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return Status::InvalidArgument(bad);
+  }
+  std::string unit = text.substr(used);
+  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (unit == "IB" || (unit.size() == 3 && unit.substr(1) == "IB")) unit = unit.substr(0, unit.size() - 2);
+  if (unit.size() == 2 && unit[1] == 'B') unit.pop_back();
+  double scale;
+  if (unit.empty() || unit == "B") scale = 1;
+  else if (unit == "K") scale = 1024.0;
+  else if (unit == "M") scale = 1024.0 * 1024;
+  else if (unit == "G") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "T") scale = 1024.0 * 1024 * 1024 * 1024;
+  else return Status::InvalidArgument(bad);
+  if (!(v > 0) || !std::isfinite(v) || v * scale >= 9.0e18)
+    return Status::InvalidArgument("memory size '" + text + "' must be positive and below 8 EiB");
+  *bytes = static_cast<int64_t>(v * scale);
+  return Status::OK();
+}
+
+std::string FormatBytes(double b) {
+  char buf[32];
+  if (b >= 1024.0 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1024.0 * 1024 * 1024));
+  else if (b >= 1024.0 * 1024) std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1024.0 * 1024));
+  else if (b >= 1024.0) std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
+  else std::snprintf(buf, sizeof buf, "%.0f bytes", b);
+  return buf;
+}
+
+int64_t UsableMemoryBytes(std::string* source) {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  int64_t physical = pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : int64_t{4} << 30;
+  if (source) *source = "this machine's memory";
+  // cgroup v2, then v1: a container's limit, where lower.
+  for (const char* path : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    std::ifstream f(path);
+    std::string text;
+    if (!(f >> text) || text == "max") continue;
+    char* end = nullptr;
+    long long v = std::strtoll(text.c_str(), &end, 10);
+    if (end != nullptr && *end == '\0' && v > 0 && v < physical) {
+      if (source) *source = std::string("the cgroup's memory limit (") + path + ")";
+      return v;
+    }
+  }
+  return physical;
+}
+
+namespace {
+
+// One spilled edge: its stored row, its neighbor (both new ids) and its id.
+struct Record {
+  int64_t row, nbr, eid;
+};
+constexpr int64_t kRecordBytes = sizeof(Record);
+
+// An append-only spill file with its own buffer.
+class SpillWriter {
+ public:
+  SpillWriter(std::string path, size_t buffer_records) : path_(std::move(path)) { buf_.reserve(buffer_records); }
+  ~SpillWriter() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Status Open() {
+    fd_ = ::open(path_.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+    if (fd_ < 0) return Status::IOError("cannot create spill file " + path_ + ": " + std::strerror(errno));
+    return Status::OK();
+  }
+  // False once a write failed (status() says why).
+  bool Append(const Record& r) {
+    buf_.push_back(r);
+    if (buf_.size() == buf_.capacity()) return Flush().ok();
+    return true;
+  }
+  Status Flush() {
+    if (!status_.ok()) return status_;
+    const char* p = reinterpret_cast<const char*>(buf_.data());
+    size_t left = buf_.size() * sizeof(Record);
+    while (left > 0) {
+      ssize_t n = ::write(fd_, p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        status_ = Status::IOError("writing spill file " + path_ + " (" + FormatBytes(static_cast<double>(bytes_)) +
+                                  " written): " + std::strerror(n < 0 ? errno : ENOSPC));
+        return status_;
+      }
+      p += n;
+      left -= static_cast<size_t>(n);
+      bytes_ += n;
+    }
+    buf_.clear();
+    return Status::OK();
+  }
+  Status Close() {
+    FANOUT_RETURN_IF_ERROR(Flush());
+    if (::close(fd_) != 0) {
+      fd_ = -1;
+      return Status::IOError("closing spill file " + path_ + ": " + std::strerror(errno));
+    }
+    fd_ = -1;
+    std::vector<Record>().swap(buf_);
+    return Status::OK();
+  }
+  const Status& status() const { return status_; }
+  int64_t bytes() const { return bytes_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  std::vector<Record> buf_;
+  int64_t bytes_ = 0;
+  Status status_;
+};
+
+// Reads a spill file front to back, calling fn(record) for each.
+template <typename Fn>
+Status ReadSpill(const std::string& path, std::vector<Record>* buf, int64_t* bytes_read, Fn&& fn) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::IOError("cannot open spill file " + path + ": " + std::strerror(errno));
+  posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  char* base = reinterpret_cast<char*>(buf->data());
+  const size_t cap = buf->size() * sizeof(Record);
+  size_t have = 0;
+  Status st;
+  for (;;) {
+    ssize_t n = ::read(fd, base + have, cap - have);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      st = Status::IOError("reading spill file " + path + ": " + std::strerror(errno));
+      break;
+    }
+    have += static_cast<size_t>(n);
+    *bytes_read += n;
+    const size_t whole = have / sizeof(Record);
+    for (size_t i = 0; i < whole; ++i) fn((*buf)[i]);
+    const size_t rest = have - whole * sizeof(Record);
+    if (rest > 0) std::memmove(base, base + whole * sizeof(Record), rest);
+    have = rest;
+    if (n == 0) {
+      if (have != 0) st = Status::Corruption("spill file " + path + " ends inside a record");
+      break;
+    }
+  }
+  ::close(fd);
+  return st;
+}
+
+// Inverts a permutation of [0, n) in place (p[p_old[i]] = i), with the sign
+// bit as the visited mark: no second array.
+void InvertPermutation(std::vector<int64_t>* perm) {
+  int64_t* p = perm->data();
+  const int64_t n = static_cast<int64_t>(perm->size());
+  for (int64_t i = 0; i < n; ++i) {
+    if (p[i] < 0) continue;
+    int64_t prev = i, cur = p[i];
+    while (cur != i) {
+      int64_t next = p[cur];
+      p[cur] = ~prev;
+      prev = cur;
+      cur = next;
+    }
+    p[i] = ~prev;
+  }
+  for (int64_t i = 0; i < n; ++i) p[i] = ~p[i];
+}
+
+class StreamNodeSource final : public detail::NodeSource {
+ public:
+  explicit StreamNodeSource(const StreamedGraph& g) : g_(g) {}
+  void FeatureRow(int64_t v, float* out) const override { g_.feature_row(v, out); }
+  int64_t Label(int64_t v) const override { return g_.label(v); }
+  uint8_t SplitOf(int64_t v) const override { return g_.split(v); }
+  int64_t OriginalId(int64_t v) const override { return g_.original_id(v); }
+  const std::string* Name(int64_t v) const override { return g_.name_of(v); }
+
+ private:
+  const StreamedGraph& g_;
+};
+
+}  // namespace
+
+StreamedGraph StreamOf(std::shared_ptr<const RawDataset> ds) {
+  StreamedGraph g;
+  const RawDataset* d = ds.get();
+  g.name = d->name;
+  g.format = d->format;
+  g.num_nodes = d->num_nodes;
+  g.num_edges = d->num_edges();
+  g.feature_dim = d->features.empty() ? 0 : d->feature_dim;
+  g.num_classes = d->num_classes;
+  g.class_names = d->class_names;
+  g.has_labels = !d->labels.empty();
+  g.has_split = !d->split.empty();
+  g.has_names = !d->original_names.empty();
+  g.for_each_edge = [d](const std::function<bool(int64_t, int64_t)>& fn) {
+    for (int64_t i = 0; i < d->num_edges(); ++i)
+      if (!fn(d->src[i], d->dst[i])) break;
+    return Status::OK();
+  };
+  g.feature_row = [d](int64_t v, float* out) { std::copy_n(d->features.data() + v * d->feature_dim, d->feature_dim, out); };
+  g.label = [d](int64_t v) { return d->labels[v]; };
+  g.split = [d](int64_t v) { return d->split[v]; };
+  g.original_id = [d](int64_t v) { return d->original_ids[v]; };
+  g.name_of = [d](int64_t v) { return &d->original_names[v]; };
+  g.state = std::move(ds);
+  return g;
+}
+
+Status WritePartitionedStream(const StreamedGraph& g, const PartitionOptions& po, const WriteOptions& o,
+                              const BoundedOptions& b, const std::string& dir_in, DatasetMeta* meta_out,
+                              BoundedReport* report_out) {
+  if (po.method == PartitionMethod::kMetis && po.num_parts > 1)
+    return Status::InvalidArgument(
+        "METIS needs the whole graph in memory; bounded-memory partitioning takes --method random, range or hash");
+  if (o.chunk_nodes < 1) return Status::InvalidArgument("chunk size " + std::to_string(o.chunk_nodes) + " must be positive");
+  if (b.memory_limit_bytes <= 0) return Status::InvalidArgument("the memory limit must be positive");
+  const int64_t n = g.num_nodes, limit = b.memory_limit_bytes;
+  const int k = po.num_parts;
+  if (n <= 0) return Status::InvalidArgument(g.name + ": the graph has no nodes");
+  std::string dir;
+  FANOUT_RETURN_IF_ERROR(detail::PrepareOutput(dir_in, o.overwrite, &dir));
+  BoundedReport report;
+
+  // The memory plan. Fixed: what this process holds now, RocksDB's two
+  // memtables, the spill buffers, one chunk of node values (a feature chunk
+  // and its memtable copy), and a margin for the allocator and libraries.
+  const int64_t kMiB = int64_t{1} << 20;
+  const int64_t write_buffer = std::clamp<int64_t>(limit / 16, 4 * kMiB, 256 * kMiB);
+  const int groups = std::min(k, 64);
+  const int64_t spill_buffer = std::clamp<int64_t>(limit / 32 / groups, 64 << 10, kMiB);
+  const int64_t read_buffer = 4 * kMiB;
+  const int64_t chunk_rows = std::min(o.chunk_nodes, n);
+  const int64_t node_chunk = 2 * chunk_rows * g.feature_dim * (FeatureDTypeSize(o.feature_dtype) + 4) +
+                             chunk_rows * 24 + g.feature_dim * 4;
+  const int64_t baseline = ResidentSetBytes();
+  const int64_t margin = std::max<int64_t>(24 * kMiB, limit / 32);
+  const int64_t fixed = baseline + 2 * write_buffer + 8 * kMiB + groups * spill_buffer + read_buffer + node_chunk + margin;
+  // Per node: the part (4 bytes), the renumbering (8, inverted in place
+  // later), the row starts (8); random partitioning shuffles with 8 more
+  // before the renumbering exists.
+  const int64_t node_bytes = n * (4 + 8 + 8) + 8;
+  const int64_t edge_budget = limit - fixed - node_bytes;
+  // Below this a slice would re-read the spill for too few edges.
+  const int64_t min_slice = 16 * kMiB;
+  if (edge_budget < min_slice)
+    return Status::ResourceExhausted(
+        "--memory-limit " + FormatBytes(static_cast<double>(limit)) + " is too small for " + std::to_string(n) +
+        " nodes: their arrays need " + FormatBytes(static_cast<double>(node_bytes)) + ", buffers " +
+        FormatBytes(static_cast<double>(fixed - baseline)) + ", and this process already holds " +
+        FormatBytes(static_cast<double>(baseline)) + "; give at least " +
+        FormatBytes(static_cast<double>(fixed + node_bytes + min_slice)) +
+        " (more memory means fewer, larger slices per partition)");
+  report.slice_edge_budget = edge_budget / 16;
+
+  // Partition, renumber (part by part, input order inside a part).
+  std::vector<int32_t> part;
+  FANOUT_RETURN_IF_ERROR(ComputeNodePartition(n, g.original_id, po, &part));
+  DatasetMeta meta = detail::BaseMeta(
+      detail::MetaInputs{g.name, g.format, n, 0, g.feature_dim, g.num_classes, g.class_names, g.has_labels,
+                         g.has_split, g.has_names},
+      k, o);
+  meta.offsets.assign(k + 1, 0);
+  for (int32_t p : part) meta.offsets[p + 1]++;
+  for (int p = 0; p < k; ++p) meta.offsets[p + 1] += meta.offsets[p];
+  std::vector<int64_t> perm(n);  // new id of each input id; later the reverse
+  {
+    std::vector<int64_t> next(meta.offsets.begin(), meta.offsets.end() - 1);
+    for (int64_t v = 0; v < n; ++v) perm[v] = next[part[v]]++;
+  }
+  PartitionStats& stats = meta.stats;
+  stats.nodes.assign(k, 0);
+  stats.edges.assign(k, 0);
+  for (int p = 0; p < k; ++p) stats.nodes[p] = meta.offsets[p + 1] - meta.offsets[p];
+
+  std::string tmp;
+  detail::TempDirGuard guard;
+  FANOUT_RETURN_IF_ERROR(detail::CreateTemporary(dir, meta.dataset_id, &tmp, &guard));
+  std::string spill = b.spill_dir.empty()
+                          ? tmp + "/spill"
+                          : b.spill_dir + "/fanout-spill-" + std::to_string(getpid()) + "-" + meta.dataset_id.substr(0, 8);
+  detail::TempDirGuard spill_guard;
+  {
+    std::error_code ec;
+    if (!b.spill_dir.empty() && !fs::is_directory(b.spill_dir, ec))
+      return Status::IOError("spill folder " + b.spill_dir + " is not a folder (or does not exist)");
+    if (!fs::create_directory(spill, ec) || ec)
+      return Status::IOError("cannot create spill folder " + spill + ": " +
+                             (ec ? ec.message() : std::string("it already exists")));
+    spill_guard.Reset(spill);
+  }
+
+  // Pass over the edges: degrees, stats and the spill files.
+  std::vector<int64_t> indptr(n + 1, 0);
+  std::vector<std::unique_ptr<SpillWriter>> spills;
+  for (int gi = 0; gi < groups; ++gi) {
+    spills.push_back(std::make_unique<SpillWriter>(spill + "/group-" + std::to_string(gi),
+                                                   static_cast<size_t>(spill_buffer / kRecordBytes)));
+    FANOUT_RETURN_IF_ERROR(spills.back()->Open());
+  }
+  auto group_of = [&](int p) { return static_cast<int>(static_cast<int64_t>(p) * groups / k); };
+  int64_t eid = 0;
+  Status edge_error;
+  {
+    Progress progress("spilling the edges of " + g.name, " edges", g.num_edges, o.quiet);
+    const bool in = o.incoming;
+    FANOUT_RETURN_IF_ERROR(g.for_each_edge([&](int64_t s, int64_t d) {
+      if (s < 0 || s >= n || d < 0 || d >= n) {
+        edge_error = Status::InvalidArgument("edge " + std::to_string(eid) + " (" + std::to_string(s) + " -> " +
+                                             std::to_string(d) + ") is outside [0, " + std::to_string(n) + ")");
+        return false;
+      }
+      const int32_t ps = part[s], pd = part[d];
+      const int64_t row = perm[in ? d : s];
+      indptr[row + 1]++;
+      stats.edges[in ? pd : ps]++;
+      stats.cut_edges += ps != pd;
+      if (!spills[group_of(in ? pd : ps)]->Append(Record{row, perm[in ? s : d], eid})) return false;
+      if ((++eid & 0xfffff) == 0) progress.Update(eid);
+      return true;
+    }));
+    FANOUT_RETURN_IF_ERROR(edge_error);
+    for (auto& s : spills) {
+      FANOUT_RETURN_IF_ERROR(s->Close());
+      report.spill_bytes += s->bytes();
+    }
+    progress.Update(eid);
+    progress.Done("spilled " + FormatBytes(static_cast<double>(report.spill_bytes)));
+  }
+  if (g.num_edges >= 0 && eid != g.num_edges)
+    return Status::InvalidArgument(g.name + ": " + std::to_string(eid) + " edges read, " +
+                                   std::to_string(g.num_edges) + " the first time (did the input change?)");
+  meta.num_edges = eid;
+  FinishPartitionStats(n, eid, &stats);
+  std::vector<int32_t>().swap(part);
+  for (int64_t v = 0; v < n; ++v) indptr[v + 1] += indptr[v];
+  InvertPermutation(&perm);  // now the input id of each new id
+  const std::vector<int64_t>& old_of_new = perm;
+
+  StreamNodeSource nodes(g);
+  if (o.feature_dtype == FeatureDType::kInt8 && g.feature_dim > 0) {
+    std::vector<float> row(g.feature_dim);
+    float mx = 0;
+    for (int64_t v = 0; v < n; ++v) {
+      g.feature_row(v, row.data());
+      for (float f : row) mx = std::max(mx, std::fabs(f));
+    }
+    meta.feature_scale = detail::Int8Scale(mx);
+  }
+  int64_t name_bytes = 0;
+  if (g.has_names)
+    for (int64_t v = 0; v < n; ++v) name_bytes += static_cast<int64_t>(g.name_of(v)->size());
+
+  // Each partition in slices of whole chunks that fit the edge budget. A
+  // slice holds its edges (16 bytes each), a fill cursor per row, and the
+  // largest chunk's encoded value three times (the value, the memtable's
+  // copy, the memtable being flushed). The plan comes first, so that one
+  // allocation serves every slice (no allocator fragmentation to count).
+  struct Slice {
+    int p;
+    int64_t c0, c1, edges, rows;
+  };
+  std::vector<Slice> plan;
+  int64_t max_edges = 0, max_rows = 0;
+  auto rows_of = [&](int p, int64_t c, int64_t* a, int64_t* z) {
+    *a = meta.offsets[p] + c * o.chunk_nodes;
+    *z = std::min(meta.offsets[p + 1], *a + o.chunk_nodes);
+  };
+  for (int p = 0; p < k; ++p) {
+    const int64_t num_chunks = (meta.offsets[p + 1] - meta.offsets[p] + o.chunk_nodes - 1) / o.chunk_nodes;
+    for (int64_t c0 = 0; c0 < num_chunks;) {
+      int64_t c1 = c0, slice_edges = 0, slice_rows = 0, largest = 0;
+      while (c1 < num_chunks) {
+        int64_t a, z;
+        rows_of(p, c1, &a, &z);
+        const int64_t ce = indptr[z] - indptr[a], cr = z - a;
+        const int64_t cost = 16 * (slice_edges + ce) + 8 * (slice_rows + cr) + std::max(largest, 3 * (16 * ce + 8 * cr));
+        const bool too_many = b.max_slice_edges > 0 && slice_edges + ce > b.max_slice_edges;
+        if (c1 > c0 && (cost > edge_budget || too_many)) break;
+        if (cost > edge_budget)
+          return Status::ResourceExhausted(
+              "--memory-limit " + FormatBytes(static_cast<double>(limit)) + " is too small: chunk " +
+              std::to_string(c1) + " of partition " + std::to_string(p) + " holds " + std::to_string(ce) +
+              " edges, which need " + FormatBytes(static_cast<double>(cost)) + " with " +
+              FormatBytes(static_cast<double>(limit - edge_budget)) +
+              " for the rest; raise the limit or write fewer nodes per chunk (--chunk-nodes)");
+        slice_edges += ce;
+        slice_rows += cr;
+        largest = std::max(largest, 3 * (16 * ce + 8 * cr));
+        ++c1;
+      }
+      plan.push_back(Slice{p, c0, c1, slice_edges, slice_rows});
+      max_edges = std::max(max_edges, slice_edges);
+      max_rows = std::max(max_rows, slice_rows);
+      c0 = c1;
+    }
+  }
+
+  Progress progress("writing " + std::to_string(k) + " partition(s)", " bytes", detail::StorePayloadBytes(meta, name_bytes),
+                    o.quiet);
+  std::vector<Record> read_buf(static_cast<size_t>(read_buffer / kRecordBytes));
+  std::vector<int64_t> indices(max_edges), edge_ids(max_edges), fill(max_rows), degrees;
+  int64_t spill_read = 0;
+  size_t next = 0;
+  for (int p = 0; p < k; ++p) {
+    const int64_t begin = meta.offsets[p], end = meta.offsets[p + 1];
+    std::unique_ptr<detail::PartStoreWriter> w;
+    FANOUT_RETURN_IF_ERROR(detail::PartStoreWriter::Open(tmp + "/part-" + std::to_string(p), write_buffer, &w));
+    FANOUT_RETURN_IF_ERROR(w->PutInfo(meta, p, indptr[end] - indptr[begin]));
+    for (; next < plan.size() && plan[next].p == p; ++next) {
+      const Slice& sl = plan[next];
+      int64_t ra, rz, unused;
+      rows_of(p, sl.c0, &ra, &unused);
+      rows_of(p, sl.c1 - 1, &unused, &rz);
+      const int64_t e0 = indptr[ra];
+      for (int64_t r = ra; r < rz; ++r) fill[r - ra] = indptr[r] - e0;
+      FANOUT_RETURN_IF_ERROR(ReadSpill(spills[group_of(p)]->path(), &read_buf, &spill_read, [&](const Record& rec) {
+        if (rec.row < ra || rec.row >= rz) return;
+        const int64_t pos = fill[rec.row - ra]++;
+        indices[pos] = rec.nbr;
+        edge_ids[pos] = rec.eid;
+      }));
+      for (int64_t c = sl.c0; c < sl.c1; ++c) {
+        int64_t a, z;
+        rows_of(p, c, &a, &z);
+        degrees.resize(z - a);
+        for (int64_t x = a; x < z; ++x) degrees[x - a] = indptr[x + 1] - indptr[x];
+        const int64_t ea = indptr[a] - e0, ez = indptr[z] - e0;
+        FANOUT_RETURN_IF_ERROR(w->PutAdjChunk(c, degrees, ArrayView<const int64_t>(indices.data() + ea, ez - ea),
+                                              ArrayView<const int64_t>(edge_ids.data() + ea, ez - ea)));
+        FANOUT_RETURN_IF_ERROR(w->PutNodeChunks(meta, c, old_of_new.data() + a, z - a, nodes));
+        progress.Update(report.store_bytes + w->bytes_written());
+      }
+      ++report.slices;
+    }
+    FANOUT_RETURN_IF_ERROR(w->Close());
+    report.store_bytes += w->bytes_written();
+  }
+  progress.Update(report.store_bytes);
+  progress.Done(std::to_string(report.slices) + " slice(s), " + FormatBytes(static_cast<double>(spill_read)) +
+                " of spill read back");
+  report.spill_read_bytes = spill_read;
+  spills.clear();
+  {
+    std::error_code ec;
+    fs::remove_all(spill, ec);
+    if (ec) return Status::IOError("cannot remove spill folder " + spill + ": " + ec.message());
+    spill_guard.Release();
+  }
+  FANOUT_RETURN_IF_ERROR(detail::CommitTemporary(tmp, dir, meta, &guard));
+  if (meta_out) *meta_out = meta;
+  if (report_out) *report_out = report;
+  return Status::OK();
+}
+
+}  // namespace fanout::datasets

@@ -1,0 +1,439 @@
+// Partitioning in bounded memory: the streamed writer's stores equal the
+// in-memory writer's, key for key and byte for byte (only the random dataset
+// id differs), on Cora, CiteSeer, CA-GrQc and R-MAT, through many slices and
+// shared spill files; the process stays under its limit; a limit too small,
+// a full disk or an unwritable spill folder fail clearly and leave nothing.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <rocksdb/db.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "datasets/bounded_partition.h"
+#include "datasets/formats.h"
+#include "datasets/partition_store.h"
+#include "datasets/partitioner.h"
+#include "tests/datasets/test_util.h"
+
+namespace fanout::datasets {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::DataDir;
+using testing::TempDir;
+namespace fs = std::filesystem;
+
+std::shared_ptr<RawDataset> Load(const std::string& format, const std::string& input, LoadOptions lo = {},
+                                 EdgeOptions eo = {}) {
+  lo.quiet = true;
+  auto ds = std::make_shared<RawDataset>();
+  std::vector<std::string> notes;
+  Status st = LoadDataset(format, input, lo, ds.get(), &notes);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  ApplyEdgeOptions(eo, ds.get());
+  return ds;
+}
+
+// Every key and value of a RocksDB store; "info" without its dataset id.
+std::map<std::string, std::string> ReadStore(const std::string& path) {
+  rocksdb::Options opts;
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::OpenForReadOnly(opts, path, &raw);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  std::map<std::string, std::string> out;
+  if (!s.ok()) return out;
+  std::unique_ptr<rocksdb::DB> db(raw);
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    std::string value = it->value().ToString();
+    if (it->key().ToString() == "info") {
+      nlohmann::json info = nlohmann::json::parse(value.substr(0, value.size() - 4));
+      info.erase("dataset_id");
+      value = info.dump();
+    }
+    out[it->key().ToString()] = value;
+  }
+  return out;
+}
+
+void ExpectSameStore(const std::string& a, const std::string& b) {
+  DatasetMeta ma, mb;
+  ASSERT_TRUE(ReadDatasetMeta(a, &ma).ok());
+  ASSERT_TRUE(ReadDatasetMeta(b, &mb).ok());
+  mb.dataset_id = ma.dataset_id;
+  EXPECT_EQ(ma.ToJson(), mb.ToJson());
+  for (int p = 0; p < ma.num_parts; ++p) {
+    auto sa = ReadStore(a + "/part-" + std::to_string(p)), sb = ReadStore(b + "/part-" + std::to_string(p));
+    ASSERT_EQ(sa.size(), sb.size()) << "part " << p;
+    for (const auto& [key, value] : sa) {
+      auto it = sb.find(key);
+      ASSERT_NE(it, sb.end()) << "part " << p << " lacks " << key;
+      EXPECT_TRUE(it->second == value) << "part " << p << " differs at " << key;
+    }
+  }
+}
+
+void WriteInMemory(const RawDataset& ds, const PartitionOptions& po, const WriteOptions& wo, const std::string& dir) {
+  std::vector<int32_t> part;
+  std::vector<std::string> notes;
+  ASSERT_TRUE(ComputePartition(ds, po, &part, &notes).ok());
+  Status st = WritePartitionedDataset(ds, part, po.num_parts, wo, dir, nullptr);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+}
+
+BoundedReport WriteBounded(const StreamedGraph& g, const PartitionOptions& po, const WriteOptions& wo,
+                           const std::string& dir, int64_t max_slice_edges) {
+  BoundedOptions bo;
+  bo.memory_limit_bytes = int64_t{4} << 30;
+  bo.max_slice_edges = max_slice_edges;
+  BoundedReport report;
+  Status st = WritePartitionedStream(g, po, wo, bo, dir, nullptr, &report);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return report;
+}
+
+PartitionOptions Options(int k, PartitionMethod m, bool incoming) {
+  PartitionOptions po;
+  po.num_parts = k;
+  po.method = m;
+  po.seed = 7;
+  po.quiet = true;
+  po.store_by_target = incoming;
+  return po;
+}
+
+WriteOptions Write(bool incoming, FeatureDType dtype, int64_t chunk_nodes, const std::string& method) {
+  WriteOptions wo;
+  wo.incoming = incoming;
+  wo.feature_dtype = dtype;
+  wo.chunk_nodes = chunk_nodes;
+  wo.method = method;
+  wo.quiet = true;
+  return wo;
+}
+
+TEST(BoundedPartitionTest, CoraAndCiteSeerEqualTheInMemoryStoreThroughManySlices) {
+  TempDir tmp;
+  int run = 0;
+  for (const char* name : {"cora", "citeseer"}) {
+    auto ds = Load("linqs", DataDir() + "/" + name);
+    ASSERT_GT(ds->num_nodes, 0);
+    for (PartitionMethod m : {PartitionMethod::kRandom, PartitionMethod::kRange, PartitionMethod::kHash})
+      for (int k : {1, 3})
+        for (bool incoming : {true, false}) {
+          const FeatureDType dtype = k == 3 ? FeatureDType::kInt8 : FeatureDType::kFloat32;
+          SCOPED_TRACE(std::string(name) + " " + PartitionMethodName(m) + " k=" + std::to_string(k) +
+                       (incoming ? " in" : " out"));
+          PartitionOptions po = Options(k, m, incoming);
+          WriteOptions wo = Write(incoming, dtype, 97, PartitionMethodName(m));
+          std::string a = tmp.Sub("mem" + std::to_string(run)), b = tmp.Sub("bounded" + std::to_string(run));
+          ++run;
+          WriteInMemory(*ds, po, wo, a);
+          BoundedReport r = WriteBounded(StreamOf(ds), po, wo, b, 400);
+          EXPECT_GT(r.slices, 2 * k);  // many slices, each a read of the spill
+          EXPECT_GE(r.spill_read_bytes, r.spill_bytes);  // every spilled edge read back at least once
+          ExpectSameStore(a, b);
+        }
+  }
+  // Nothing left but the stores: no spill or temporary folder.
+  for (const std::string& e : tmp.List()) EXPECT_TRUE(e.rfind("mem", 0) == 0 || e.rfind("bounded", 0) == 0) << e;
+}
+
+TEST(BoundedPartitionTest, StreamedRmatEqualsTheLoadedOneWithEdgeOptionsAndSharedSpillFiles) {
+  TempDir tmp;
+  LoadOptions lo;
+  lo.rmat.scale = 10;
+  lo.rmat.edge_factor = 8;
+  lo.feature_dim = 6;
+  lo.num_classes = 3;
+  lo.split_fractions = {0.6, 0.2, 0.2};
+  lo.seed = 3;
+  lo.quiet = true;
+  struct Case {
+    EdgeOptions eo;
+    int k;
+    PartitionMethod m;
+  };
+  EdgeOptions plain, both;
+  both.drop_self_loops = true;
+  both.make_undirected = true;
+  int run = 0;
+  // k = 70 > 64 spill files: partitions share files, each slice skips the others' edges.
+  for (const Case& c : {Case{plain, 4, PartitionMethod::kHash}, Case{both, 4, PartitionMethod::kRandom},
+                        Case{plain, 70, PartitionMethod::kRange}, Case{both, 1, PartitionMethod::kRange}}) {
+    SCOPED_TRACE("case " + std::to_string(run));
+    auto ds = Load("rmat", "", lo, c.eo);
+    StreamedGraph g;
+    Status st = StreamRmat(lo, c.eo, &g);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    EXPECT_EQ(g.num_nodes, ds->num_nodes);
+    PartitionOptions po = Options(c.k, c.m, true);
+    WriteOptions wo = Write(true, FeatureDType::kFloat16, 50, PartitionMethodName(c.m));
+    std::string a = tmp.Sub("mem" + std::to_string(run)), b = tmp.Sub("bounded" + std::to_string(run));
+    ++run;
+    WriteInMemory(*ds, po, wo, a);
+    BoundedReport r = WriteBounded(g, po, wo, b, 1000);
+    EXPECT_GE(r.slices, c.k);
+    ExpectSameStore(a, b);
+  }
+}
+
+TEST(BoundedPartitionTest, StreamedSnapEqualsTheLoadedOneWithLabelsSplitAndReverseEdges) {
+  TempDir tmp;
+  const std::string input = DataDir() + "/snap/CA-GrQc.txt.gz";
+  // Labels for a few nodes, one of them absent from the graph.
+  std::string labels = tmp.Write("labels.txt", "# node label\n3466 2\n937 0\n5233 1\n99999999 4\n");
+  LoadOptions lo;
+  lo.labels_path = labels;
+  lo.split_fractions = {0.5, 0.25, 0.25};
+  lo.quiet = true;
+  EdgeOptions eo;
+  eo.make_undirected = true;
+  auto ds = Load("snap", input, lo, eo);
+  StreamedGraph g;
+  std::vector<std::string> notes;
+  Status st = StreamSnap(input, lo, eo, &g, &notes);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(g.num_nodes, ds->num_nodes);
+  EXPECT_EQ(g.num_edges, ds->num_edges());
+  EXPECT_EQ(g.num_classes, ds->num_classes);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_THAT(notes[0], HasSubstr("skipped 1 label(s)"));
+  PartitionOptions po = Options(3, PartitionMethod::kRandom, false);
+  WriteOptions wo = Write(false, FeatureDType::kFloat32, 1000, "random");
+  WriteInMemory(*ds, po, wo, tmp.Sub("mem"));
+  BoundedReport r = WriteBounded(g, po, wo, tmp.Sub("bounded"), 5000);
+  EXPECT_GT(r.slices, 3);
+  ExpectSameStore(tmp.Sub("mem"), tmp.Sub("bounded"));
+
+  // --drop-duplicates needs the whole list: refused, not silently ignored.
+  eo.drop_duplicates = true;
+  st = StreamSnap(input, lo, eo, &g, &notes);
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("--drop-duplicates"));
+}
+
+TEST(BoundedPartitionTest, HashPartsFollowTheOriginalIdAlone) {
+  PartitionOptions po = Options(5, PartitionMethod::kHash, true);
+  std::vector<int32_t> a, b;
+  ASSERT_TRUE(ComputeNodePartition(100000, [](int64_t v) { return v * 3; }, po, &a).ok());
+  // The same original ids in another order and with more nodes around them.
+  ASSERT_TRUE(ComputeNodePartition(200000, [](int64_t v) { return (199999 - v) * 3; }, po, &b).ok());
+  std::vector<int64_t> count(5, 0);
+  for (int64_t v = 0; v < 100000; ++v) {
+    EXPECT_EQ(a[v], b[199999 - v]);
+    count[a[v]]++;
+  }
+  for (int64_t c : count) EXPECT_NEAR(c, 20000, 800);  // > 6 sigma
+}
+
+TEST(BoundedPartitionTest, ParsesMemorySizes) {
+  int64_t b = 0;
+  ASSERT_TRUE(ParseByteSize("4G", &b).ok());
+  EXPECT_EQ(b, int64_t{4} << 30);
+  ASSERT_TRUE(ParseByteSize("512MiB", &b).ok());
+  EXPECT_EQ(b, int64_t{512} << 20);
+  ASSERT_TRUE(ParseByteSize("1.5g", &b).ok());
+  EXPECT_EQ(b, int64_t{3} << 29);
+  ASSERT_TRUE(ParseByteSize("65536", &b).ok());
+  EXPECT_EQ(b, 65536);
+  for (const char* bad : {"", "G", "4Q", "-1G", "0", "nan", "1e30T"}) {
+    Status st = ParseByteSize(bad, &b);
+    EXPECT_EQ(st.code(), Status::Code::kInvalidArgument) << bad;
+  }
+  std::string source;
+  EXPECT_GT(UsableMemoryBytes(&source), int64_t{64} << 20);
+  EXPECT_FALSE(source.empty());
+}
+
+TEST(BoundedPartitionTest, TooSmallALimitIsRefusedBeforeAnyWork) {
+  TempDir tmp;
+  auto ds = Load("linqs", DataDir() + "/cora");
+  BoundedOptions bo;
+  bo.memory_limit_bytes = int64_t{32} << 20;
+  Status st = WritePartitionedStream(StreamOf(ds), Options(2, PartitionMethod::kRandom, true),
+                                     Write(true, FeatureDType::kFloat32, 1000, "random"), bo, tmp.Sub("out"), nullptr,
+                                     nullptr);
+  EXPECT_EQ(st.code(), Status::Code::kResourceExhausted);
+  EXPECT_THAT(st.message(), HasSubstr("is too small for 2708 nodes"));
+  EXPECT_THAT(st.message(), HasSubstr("give at least"));
+  EXPECT_TRUE(tmp.List().empty());
+}
+
+// ---- the tool, as users run it ----
+
+struct ToolRun {
+  int exit_code = -1;
+  std::string output;
+  int64_t peak_rss = 0;
+};
+
+// Runs fanout-partition under bash (for ulimit), output captured, peak RSS
+// of the process tree's largest child from wait4.
+ToolRun RunTool(const std::string& args, const std::string& shell_prefix = "") {
+  TempDir out;
+  std::string log = out.Sub("log");
+  std::string cmd = shell_prefix + "exec " + std::string(FANOUT_BIN_DIR) + "/fanout-partition --quiet " + args +
+                    " >" + log + " 2>&1";
+  ToolRun r;
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl("/bin/bash", "bash", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  struct rusage ru {};
+  wait4(pid, &status, 0, &ru);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.peak_rss = static_cast<int64_t>(ru.ru_maxrss) * 1024;
+  FILE* f = std::fopen(log.c_str(), "r");
+  if (f != nullptr) {
+    std::array<char, 4096> buf;
+    size_t n;
+    while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) r.output.append(buf.data(), n);
+    std::fclose(f);
+  }
+  return r;
+}
+
+TEST(BoundedPartitionToolTest, StaysUnderItsMemoryLimitAndWritesALoadableStore) {
+  TempDir tmp;
+  // 4 M edges = 64 MiB of adjacency, more than the limit leaves for edges.
+  const int64_t limit = int64_t{128} << 20;
+  ToolRun r = RunTool("--format rmat --rmat-scale 18 --parts 2 --method hash --memory-limit 128M --chunk-nodes 8192 "
+                      "--output " + tmp.Sub("out"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("partitioning in bounded memory"));
+  EXPECT_LE(r.peak_rss, limit) << r.output;
+  int64_t slices = 0;
+  size_t at = r.output.find(" slice(s)");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  slices = std::stoll(r.output.substr(r.output.rfind(' ', at - 1) + 1));
+  EXPECT_GT(slices, 2) << r.output;
+  DatasetMeta meta;
+  ASSERT_TRUE(ReadDatasetMeta(tmp.Sub("out"), &meta).ok());
+  EXPECT_EQ(meta.num_edges, int64_t{16} << 18);
+  int64_t edges = 0;
+  for (int p = 0; p < 2; ++p) {
+    PartitionData d;
+    Status st = OpenPartition(tmp.Sub("out"), p, {}, &d);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    edges += static_cast<int64_t>(d.indices.size());
+  }
+  EXPECT_EQ(edges, meta.num_edges);
+  EXPECT_EQ(tmp.List(), std::vector<std::string>{"out"});
+}
+
+TEST(BoundedPartitionToolTest, AChunkLargerThanTheLimitNamesItself) {
+  TempDir tmp;
+  ToolRun r = RunTool("--format rmat --rmat-scale 17 --parts 1 --method range --memory-limit 150M "
+                      "--chunk-nodes 1000000000 --output " + tmp.Sub("out"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("chunk 0 of partition 0 holds 2097152 edges"));
+  EXPECT_THAT(r.output, HasSubstr("--chunk-nodes"));
+  EXPECT_TRUE(tmp.List().empty());
+}
+
+TEST(BoundedPartitionToolTest, MetisRefusesALimitItCannotWorkInAndSaysWhatToUse) {
+  TempDir tmp;
+  ToolRun r = RunTool("--format rmat --rmat-scale 22 --parts 2 --method metis --memory-limit 2G --output " +
+                      tmp.Sub("out"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("METIS needs the whole graph in memory"));
+  EXPECT_THAT(r.output, HasSubstr("--method hash, random or range"));
+  EXPECT_TRUE(tmp.List().empty());
+  r = RunTool("--format linqs --input " + DataDir() + "/cora --parts 2 --method metis --memory-limit 4Q --output " +
+              tmp.Sub("out"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("--memory-limit: memory size '4Q' is not a size"));
+}
+
+TEST(BoundedPartitionToolTest, AFileSizeLimitMidRunFailsCleanly) {
+  TempDir tmp;
+  // ulimit -f counts 1 KiB blocks: each spill file stops at 4 MiB of its 12 MiB.
+  ToolRun r = RunTool("--format rmat --rmat-scale 16 --parts 2 --method random --memory-limit 1G --output " +
+                          tmp.Sub("out"),
+                      "ulimit -f 4096; ");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("writing spill file"));
+  EXPECT_THAT(r.output, HasSubstr("File too large"));
+  EXPECT_TRUE(tmp.List().empty());
+}
+
+TEST(BoundedPartitionToolTest, AnUnusableSpillFolderFailsCleanly) {
+  TempDir tmp;
+  tmp.Write("file", "not a folder");
+  ToolRun r = RunTool("--format rmat --rmat-scale 12 --parts 2 --method random --spill-dir " + tmp.Sub("file") +
+                      " --output " + tmp.Sub("out"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("spill folder " + tmp.Sub("file") + " is not a folder"));
+  EXPECT_EQ(tmp.List(), std::vector<std::string>{"file"});
+
+  fs::create_directory(tmp.Sub("ro"));
+  bool mounted = false;
+  if (geteuid() == 0) {
+    mounted = mount("tmpfs", tmp.Sub("ro").c_str(), "tmpfs", MS_RDONLY, "size=1m") == 0;
+  } else {
+    chmod(tmp.Sub("ro").c_str(), 0500);
+  }
+  if (geteuid() == 0 && !mounted) GTEST_SKIP() << "root, but cannot mount a read-only tmpfs here";
+  r = RunTool("--format rmat --rmat-scale 12 --parts 2 --method random --spill-dir " + tmp.Sub("ro") + " --output " +
+              tmp.Sub("out"));
+  if (mounted) umount(tmp.Sub("ro").c_str());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("cannot create spill folder " + tmp.Sub("ro") + "/fanout-spill-"));
+  std::vector<std::string> left = tmp.List();
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"file", "ro"}));
+}
+
+TEST(BoundedPartitionToolTest, AFullDiskFailsCleanlyWhereverItFills) {
+  if (geteuid() != 0) GTEST_SKIP() << "mounting a small tmpfs needs root";
+  TempDir tmp;
+  fs::create_directory(tmp.Sub("small"));
+  if (mount("tmpfs", tmp.Sub("small").c_str(), "tmpfs", 0, "size=6m") != 0)
+    GTEST_SKIP() << "cannot mount a tmpfs here: " << std::strerror(errno);
+  struct Unmount {
+    std::string path;
+    ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
+  } unmount{tmp.Sub("small")};
+  // The spill (12 MiB) fills the disk.
+  ToolRun r = RunTool("--format rmat --rmat-scale 15 --parts 2 --method hash --output " + tmp.Sub("small/out"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("No space left on device"));
+  EXPECT_TRUE(fs::is_empty(tmp.Sub("small")));
+  // The spill elsewhere; the stores (8 MiB) fill the disk.
+  fs::create_directory(tmp.Sub("spill"));
+  r = RunTool("--format rmat --rmat-scale 15 --parts 2 --method hash --spill-dir " + tmp.Sub("spill") +
+              " --output " + tmp.Sub("small/out"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("No space left on device"));
+  EXPECT_TRUE(fs::is_empty(tmp.Sub("small")));
+  EXPECT_TRUE(fs::is_empty(tmp.Sub("spill")));
+}
+
+TEST(BoundedPartitionToolTest, BadSnapInputNamesTheLineAndLeavesNothing) {
+  TempDir tmp;
+  tmp.Write("g.txt", "# comment\n1 2\n2 3\n3 x\n");
+  ToolRun r = RunTool("--format snap --input " + tmp.Sub("g.txt") + " --parts 2 --method hash --output " +
+                      tmp.Sub("out"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("g.txt:4: expected '<src> <dst>', found '3 x'"));
+  EXPECT_EQ(tmp.List(), std::vector<std::string>{"g.txt"});
+}
+
+}  // namespace
+}  // namespace fanout::datasets
