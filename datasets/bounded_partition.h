@@ -53,6 +53,9 @@ struct StreamedGraph {
   std::function<uint8_t(int64_t)> split;
   std::function<int64_t(int64_t)> original_id;
   std::function<const std::string*(int64_t)> name_of;
+  // An error the node functions above met (they cannot return one), checked
+  // after the last of them is called; may be empty.
+  std::function<Status()> node_status;
   // Keeps whatever the functions above refer to alive.
   std::shared_ptr<const void> state;
 };
@@ -67,6 +70,11 @@ Status StreamSnap(const std::string& input, const LoadOptions& options, const Ed
 // The R-MAT benchmark graph with the synthetic data LoadRmat gives it,
 // generated again on every play.
 Status StreamRmat(const LoadOptions& options, const EdgeOptions& edge_options, StreamedGraph* out);
+// An OGB node-property folder (as LoadOgb reads it): labels and split kept
+// (9 bytes per node), features converted once into the float32 file
+// `scratch_path` (created, removed with the stream), edges re-read per play.
+Status StreamOgb(const std::string& input, const LoadOptions& options, const EdgeOptions& edge_options,
+                 const std::string& scratch_path, StreamedGraph* out, std::vector<std::string>* notes);
 // A loaded dataset as a stream (formats that are read whole).
 StreamedGraph StreamOf(std::shared_ptr<const RawDataset> ds);
 
@@ -96,6 +104,11 @@ struct BoundedReport {
 Status WritePartitionedStream(const StreamedGraph& g, const PartitionOptions& options, const WriteOptions& write,
                               const BoundedOptions& bounded, const std::string& dir, DatasetMeta* meta_out,
                               BoundedReport* report);
+
+// Spill files in a --spill-dir are named "fanout-spill-<pid>-..."; this
+// removes those whose process is gone (a run that was killed).
+void RemoveStaleSpillFiles(const std::string& spill_dir);
+std::string SpillFilePrefix();  // "fanout-spill-<this pid>-"
 
 // "4G", "512M", "1.5GiB", "65536" (bytes); K/M/G/T are powers of 1024.
 Status ParseByteSize(const std::string& text, int64_t* bytes);

@@ -1,6 +1,7 @@
 // WritePartitionedStream: the dataset writer for graphs larger than memory
 // (bounded_partition.h says how it works and what it costs).
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -73,6 +74,22 @@ int64_t UsableMemoryBytes(std::string* source) {
     }
   }
   return physical;
+}
+
+std::string SpillFilePrefix() { return "fanout-spill-" + std::to_string(getpid()) + "-"; }
+
+void RemoveStaleSpillFiles(const std::string& spill_dir) {
+  std::error_code ec;
+  const std::string prefix = "fanout-spill-";
+  for (fs::directory_iterator it(spill_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    const long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
+    if (pid > 0 && pid != getpid() && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+      std::error_code rm;
+      fs::remove_all(it->path(), rm);
+    }
+  }
 }
 
 namespace {
@@ -305,14 +322,14 @@ Status WritePartitionedStream(const StreamedGraph& g, const PartitionOptions& po
   std::string tmp;
   detail::TempDirGuard guard;
   FANOUT_RETURN_IF_ERROR(detail::CreateTemporary(dir, meta.dataset_id, &tmp, &guard));
-  std::string spill = b.spill_dir.empty()
-                          ? tmp + "/spill"
-                          : b.spill_dir + "/fanout-spill-" + std::to_string(getpid()) + "-" + meta.dataset_id.substr(0, 8);
+  std::string spill =
+      b.spill_dir.empty() ? tmp + "/spill" : b.spill_dir + "/" + SpillFilePrefix() + meta.dataset_id.substr(0, 8);
   detail::TempDirGuard spill_guard;
   {
     std::error_code ec;
     if (!b.spill_dir.empty() && !fs::is_directory(b.spill_dir, ec))
       return Status::IOError("spill folder " + b.spill_dir + " is not a folder (or does not exist)");
+    if (!b.spill_dir.empty()) RemoveStaleSpillFiles(b.spill_dir);
     if (!fs::create_directory(spill, ec) || ec)
       return Status::IOError("cannot create spill folder " + spill + ": " +
                              (ec ? ec.message() : std::string("it already exists")));
@@ -465,6 +482,7 @@ Status WritePartitionedStream(const StreamedGraph& g, const PartitionOptions& po
     FANOUT_RETURN_IF_ERROR(w->Close());
     report.store_bytes += w->bytes_written();
   }
+  if (g.node_status) FANOUT_RETURN_IF_ERROR(g.node_status());
   progress.Update(report.store_bytes);
   progress.Done(std::to_string(report.slices) + " slice(s), " + FormatBytes(static_cast<double>(spill_read)) +
                 " of spill read back");

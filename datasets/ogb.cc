@@ -1,10 +1,18 @@
-// OGB node-property datasets as OGB ships them (raw/ and split/ folders).
+// OGB node-property datasets as OGB ships them (raw/ and split/ folders). Read
+// whole (LoadOgb) or streamed (StreamOgb, for partitioning in bounded memory);
+// both give the same nodes, edges, features, labels and split.
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <memory>
 
+#include "datasets/bounded_partition.h"
 #include "datasets/formats.h"
 #include "datasets/line_reader.h"
 #include "datasets/progress.h"
@@ -32,115 +40,122 @@ Status ReadFirstInt(const std::string& path, int64_t* out) {
   return Status::OK();
 }
 
-}  // namespace
+// The folder's name, its raw/ path and node count.
+Status OpenOgbFolder(const std::string& input, std::string* dir, std::string* name, std::string* raw, int64_t* n) {
+  *dir = input;
+  while (dir->size() > 1 && dir->back() == '/') dir->pop_back();
+  size_t slash = dir->find_last_of('/');
+  *name = slash == std::string::npos ? *dir : dir->substr(slash + 1);
+  *raw = *dir + "/raw/";
+  if (!Exists(*raw)) return Status::NotFound(*dir + ": no raw/ folder (expected an OGB dataset folder)");
+  return ReadFirstInt(WithOptionalGz(*raw + "num-node-list.csv"), n);
+}
 
-Status LoadOgb(const std::string& input, const LoadOptions& options, RawDataset* out,
-               std::vector<std::string>* notes) {
-  std::string dir = input;
-  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  out->format = "ogb";
-  size_t slash = dir.find_last_of('/');
-  out->name = slash == std::string::npos ? dir : dir.substr(slash + 1);
-  const std::string raw = dir + "/raw/";
-  if (!Exists(raw)) return Status::NotFound(dir + ": no raw/ folder (expected an OGB dataset folder)");
-
-  FANOUT_RETURN_IF_ERROR(ReadFirstInt(WithOptionalGz(raw + "num-node-list.csv"), &out->num_nodes));
-  const int64_t n = out->num_nodes;
-  FANOUT_RETURN_IF_ERROR(CheckFitsInMemory(raw + "num-node-list.csv: " + std::to_string(n) + " nodes need ", n, 32,
-                                           options.memory_limit_bytes));
-  out->original_ids.resize(n);
-  for (int64_t v = 0; v < n; ++v) out->original_ids[v] = v;
-
+// Every edge of raw/edge.csv[.gz]: fn(u, v) returns false to stop.
+template <typename Fn>
+Status ReadOgbEdges(const std::string& raw, int64_t n, const std::string& label, bool quiet, Fn&& fn) {
   std::unique_ptr<LineReader> r;
+  FANOUT_RETURN_IF_ERROR(LineReader::Open(WithOptionalGz(raw + "edge.csv"), &r));
+  std::unique_ptr<Progress> progress;
+  if (!label.empty()) progress = std::make_unique<Progress>(label + r->path(), " bytes", r->file_size(), quiet);
   std::vector<std::string_view> f;
   std::string_view line;
-  {
-    FANOUT_RETURN_IF_ERROR(LineReader::Open(WithOptionalGz(raw + "edge.csv"), &r));
-    Progress progress("reading " + r->path(), " bytes", r->file_size(), options.quiet);
-    while (r->Next(&line)) {
-      if (line.empty()) continue;
-      SplitFields(line, ",", false, &f);
-      int64_t u, v;
-      if (f.size() != 2 || !ParseInt64(f[0], &u) || !ParseInt64(f[1], &v))
-        return Status::InvalidArgument(r->Where() + "expected '<src>,<dst>', found '" + std::string(line.substr(0, 80)) + "'");
-      if (u < 0 || u >= n || v < 0 || v >= n)
-        return Status::InvalidArgument(r->Where() + "edge " + std::to_string(u) + "," + std::to_string(v) +
-                                       " has an id outside [0, " + std::to_string(n) + ")");
-      out->src.push_back(u);
-      out->dst.push_back(v);
-      if ((out->src.size() & 0xffff) == 0) progress.Update(r->bytes_read());
-    }
-    FANOUT_RETURN_IF_ERROR(r->status());
-    progress.Update(r->file_size());
-    progress.Done(std::to_string(out->src.size()) + " edges");
+  int64_t edges = 0;
+  while (r->Next(&line)) {
+    if (line.empty()) continue;
+    SplitFields(line, ",", false, &f);
+    int64_t u, v;
+    if (f.size() != 2 || !ParseInt64(f[0], &u) || !ParseInt64(f[1], &v))
+      return Status::InvalidArgument(r->Where() + "expected '<src>,<dst>', found '" + std::string(line.substr(0, 80)) + "'");
+    if (u < 0 || u >= n || v < 0 || v >= n)
+      return Status::InvalidArgument(r->Where() + "edge " + std::to_string(u) + "," + std::to_string(v) +
+                                     " has an id outside [0, " + std::to_string(n) + ")");
+    if (!fn(u, v)) return Status::OK();
+    if ((++edges & 0xffff) == 0 && progress) progress->Update(r->bytes_read());
   }
-
-  std::string feat = WithOptionalGz(raw + "node-feat.csv");
-  if (Exists(feat)) {
-    FANOUT_RETURN_IF_ERROR(LineReader::Open(feat, &r));
-    Progress progress("reading " + feat, " bytes", r->file_size(), options.quiet);
-    int64_t v = 0;
-    while (r->Next(&line)) {
-      if (line.empty()) continue;
-      SplitFields(line, ",", false, &f);
-      if (v == 0) {
-        out->feature_dim = static_cast<int64_t>(f.size());
-        FANOUT_RETURN_IF_ERROR(CheckFitsInMemory(r->Where() + std::to_string(n) + " nodes x " +
-                                                     std::to_string(out->feature_dim) + " features need ",
-                                                 static_cast<double>(n) * out->feature_dim, 4,
-                                                 options.memory_limit_bytes));
-        out->features.resize(static_cast<size_t>(n * out->feature_dim));
-      }
-      if (static_cast<int64_t>(f.size()) != out->feature_dim)
-        return Status::InvalidArgument(r->Where() + "feature row has " + std::to_string(f.size()) +
-                                       " values, expected " + std::to_string(out->feature_dim));
-      if (v >= n) return Status::InvalidArgument(r->Where() + "more feature rows than the " + std::to_string(n) + " nodes");
-      float* row = out->features.data() + v * out->feature_dim;
-      for (int64_t j = 0; j < out->feature_dim; ++j)
-        if (!ParseFloat(f[j], &row[j]))
-          return Status::InvalidArgument(r->Where() + "feature " + std::to_string(j) + " '" + std::string(f[j]) +
-                                         "' is not a number");
-      if ((++v & 0x3fff) == 0) progress.Update(r->bytes_read());
-    }
-    FANOUT_RETURN_IF_ERROR(r->status());
-    if (v != n)
-      return Status::InvalidArgument(feat + ": " + std::to_string(v) + " feature rows for " + std::to_string(n) + " nodes");
-    progress.Update(r->file_size());
-    progress.Done(std::to_string(n) + " rows of " + std::to_string(out->feature_dim));
-  } else {
-    notes->push_back(raw + ": no node-feat.csv; the dataset has no features");
+  FANOUT_RETURN_IF_ERROR(r->status());
+  if (progress) {
+    progress->Update(r->file_size());
+    progress->Done(std::to_string(edges) + " edges");
   }
+  return Status::OK();
+}
 
+// Every row of node-feat.csv[.gz], in node order: fn(v, row, dim); the first
+// row fixes dim. Exactly n rows.
+template <typename Fn>
+Status ReadOgbFeatures(const std::string& feat, int64_t n, bool quiet, Fn&& fn) {
+  std::unique_ptr<LineReader> r;
+  FANOUT_RETURN_IF_ERROR(LineReader::Open(feat, &r));
+  Progress progress("reading " + feat, " bytes", r->file_size(), quiet);
+  std::vector<std::string_view> f;
+  std::string_view line;
+  std::vector<float> row;
+  int64_t v = 0, dim = 0;
+  while (r->Next(&line)) {
+    if (line.empty()) continue;
+    SplitFields(line, ",", false, &f);
+    if (v == 0) {
+      dim = static_cast<int64_t>(f.size());
+      row.resize(dim);
+    }
+    if (static_cast<int64_t>(f.size()) != dim)
+      return Status::InvalidArgument(r->Where() + "feature row has " + std::to_string(f.size()) +
+                                     " values, expected " + std::to_string(dim));
+    if (v >= n) return Status::InvalidArgument(r->Where() + "more feature rows than the " + std::to_string(n) + " nodes");
+    for (int64_t j = 0; j < dim; ++j)
+      if (!ParseFloat(f[j], &row[j]))
+        return Status::InvalidArgument(r->Where() + "feature " + std::to_string(j) + " '" + std::string(f[j]) +
+                                       "' is not a number");
+    FANOUT_RETURN_IF_ERROR(fn(v, row.data(), dim, r->Where()));
+    if ((++v & 0x3fff) == 0) progress.Update(r->bytes_read());
+  }
+  FANOUT_RETURN_IF_ERROR(r->status());
+  if (v != n)
+    return Status::InvalidArgument(feat + ": " + std::to_string(v) + " feature rows for " + std::to_string(n) + " nodes");
+  progress.Update(r->file_size());
+  progress.Done(std::to_string(n) + " rows of " + std::to_string(dim));
+  return Status::OK();
+}
+
+// node-label.csv[.gz]: one class per node ("nan" = unlabeled); empty when absent.
+Status ReadOgbLabels(const std::string& raw, int64_t n, std::vector<int64_t>* labels, int64_t* num_classes) {
   std::string lab = WithOptionalGz(raw + "node-label.csv");
-  if (Exists(lab)) {
-    FANOUT_RETURN_IF_ERROR(LineReader::Open(lab, &r));
-    out->labels.reserve(n);
-    while (r->Next(&line)) {
-      if (line.empty()) continue;
-      int64_t l;
-      float fl;
-      if (line == "nan" || line == "NaN") l = -1;  // unlabeled node
-      else if (ParseInt64(line, &l)) {
-      } else if (ParseFloat(line, &fl) && std::floor(fl) == fl && fl >= -1.0f && fl <= 1073741824.0f) {
-        l = static_cast<int64_t>(fl);  // range-checked first: the cast of a larger float is undefined (fuzzing)
-      } else {
-        return Status::InvalidArgument(r->Where() + "label '" + std::string(line) + "' is not an integer class");
-      }
-      if (l < -1) return Status::InvalidArgument(r->Where() + "label " + std::to_string(l) + " is negative");
-      if (l > (int64_t{1} << 30))
-        return Status::InvalidArgument(r->Where() + "label " + std::to_string(l) + " is over 2^30 classes");
-      if (static_cast<int64_t>(out->labels.size()) >= n)
-        return Status::InvalidArgument(r->Where() + "more labels than the " + std::to_string(n) + " nodes");
-      out->labels.push_back(l);
-      out->num_classes = std::max(out->num_classes, l + 1);
+  if (!Exists(lab)) return Status::OK();
+  std::unique_ptr<LineReader> r;
+  FANOUT_RETURN_IF_ERROR(LineReader::Open(lab, &r));
+  labels->reserve(n);
+  std::string_view line;
+  while (r->Next(&line)) {
+    if (line.empty()) continue;
+    int64_t l;
+    float fl;
+    if (line == "nan" || line == "NaN") l = -1;  // unlabeled node
+    else if (ParseInt64(line, &l)) {
+    } else if (ParseFloat(line, &fl) && std::floor(fl) == fl && fl >= -1.0f && fl <= 1073741824.0f) {
+      l = static_cast<int64_t>(fl);  // range-checked first: the cast of a larger float is undefined (fuzzing)
+    } else {
+      return Status::InvalidArgument(r->Where() + "label '" + std::string(line) + "' is not an integer class");
     }
-    FANOUT_RETURN_IF_ERROR(r->status());
-    if (static_cast<int64_t>(out->labels.size()) != n)
-      return Status::InvalidArgument(lab + ": " + std::to_string(out->labels.size()) + " labels for " +
-                                     std::to_string(n) + " nodes");
+    if (l < -1) return Status::InvalidArgument(r->Where() + "label " + std::to_string(l) + " is negative");
+    if (l > (int64_t{1} << 30))
+      return Status::InvalidArgument(r->Where() + "label " + std::to_string(l) + " is over 2^30 classes");
+    if (static_cast<int64_t>(labels->size()) >= n)
+      return Status::InvalidArgument(r->Where() + "more labels than the " + std::to_string(n) + " nodes");
+    labels->push_back(l);
+    *num_classes = std::max(*num_classes, l + 1);
   }
+  FANOUT_RETURN_IF_ERROR(r->status());
+  if (static_cast<int64_t>(labels->size()) != n)
+    return Status::InvalidArgument(lab + ": " + std::to_string(labels->size()) + " labels for " + std::to_string(n) +
+                                   " nodes");
+  return Status::OK();
+}
 
-  // Split: the named one, else the only (or first) folder under split/.
+// Split: the named one, else the only (or first) folder under split/; empty
+// when there is none.
+Status ReadOgbSplit(const std::string& dir, const LoadOptions& options, int64_t n, std::vector<uint8_t>* split,
+                    std::vector<std::string>* notes) {
   std::string split_name = options.ogb_split;
   if (split_name.empty()) {
     std::vector<std::string> names;
@@ -159,10 +174,181 @@ Status LoadOgb(const std::string& input, const LoadOptions& options, RawDataset*
   }
   std::string sd = dir + "/split/" + split_name + "/";
   if (!Exists(sd)) return Status::NotFound(sd + ": no such split folder");
-  out->split.assign(n, static_cast<uint8_t>(Split::kNone));
-  FANOUT_RETURN_IF_ERROR(ReadSplitFile(WithOptionalGz(sd + "train.csv"), n, Split::kTrain, &out->split));
-  FANOUT_RETURN_IF_ERROR(ReadSplitFile(WithOptionalGz(sd + "valid.csv"), n, Split::kVal, &out->split));
-  FANOUT_RETURN_IF_ERROR(ReadSplitFile(WithOptionalGz(sd + "test.csv"), n, Split::kTest, &out->split));
+  split->assign(n, static_cast<uint8_t>(Split::kNone));
+  FANOUT_RETURN_IF_ERROR(ReadSplitFile(WithOptionalGz(sd + "train.csv"), n, Split::kTrain, split));
+  FANOUT_RETURN_IF_ERROR(ReadSplitFile(WithOptionalGz(sd + "valid.csv"), n, Split::kVal, split));
+  return ReadSplitFile(WithOptionalGz(sd + "test.csv"), n, Split::kTest, split);
+}
+
+}  // namespace
+
+Status LoadOgb(const std::string& input, const LoadOptions& options, RawDataset* out,
+               std::vector<std::string>* notes) {
+  std::string dir, raw;
+  out->format = "ogb";
+  int64_t n = 0;
+  FANOUT_RETURN_IF_ERROR(OpenOgbFolder(input, &dir, &out->name, &raw, &n));
+  out->num_nodes = n;
+  FANOUT_RETURN_IF_ERROR(CheckFitsInMemory(raw + "num-node-list.csv: " + std::to_string(n) + " nodes need ", n, 32,
+                                           options.memory_limit_bytes));
+  out->original_ids.resize(n);
+  for (int64_t v = 0; v < n; ++v) out->original_ids[v] = v;
+
+  FANOUT_RETURN_IF_ERROR(ReadOgbEdges(raw, n, "reading ", options.quiet, [&](int64_t u, int64_t v) {
+    out->src.push_back(u);
+    out->dst.push_back(v);
+    return true;
+  }));
+
+  std::string feat = WithOptionalGz(raw + "node-feat.csv");
+  if (Exists(feat)) {
+    FANOUT_RETURN_IF_ERROR(ReadOgbFeatures(
+        feat, n, options.quiet, [&](int64_t v, const float* row, int64_t dim, const std::string& where) -> Status {
+          if (v == 0) {
+            out->feature_dim = dim;
+            FANOUT_RETURN_IF_ERROR(CheckFitsInMemory(where + std::to_string(n) + " nodes x " + std::to_string(dim) +
+                                                         " features need ",
+                                                     static_cast<double>(n) * dim, 4, options.memory_limit_bytes));
+            out->features.resize(static_cast<size_t>(n * dim));
+          }
+          std::copy_n(row, dim, out->features.data() + v * dim);
+          return Status::OK();
+        }));
+  } else {
+    notes->push_back(raw + ": no node-feat.csv; the dataset has no features");
+  }
+  FANOUT_RETURN_IF_ERROR(ReadOgbLabels(raw, n, &out->labels, &out->num_classes));
+  return ReadOgbSplit(dir, options, n, &out->split, notes);
+}
+
+namespace {
+
+// A streamed OGB folder's state: labels and split in memory (9 bytes per
+// node), features converted once to a float32 file read back row by row.
+struct OgbStream {
+  std::string raw;
+  int64_t n = 0, dim = 0;
+  EdgeOptions edge_options;
+  std::vector<int64_t> labels;
+  std::vector<uint8_t> split;
+  std::string feature_path;
+  int fd = -1;
+  // A window of rows [w0, w0 + wn) read ahead: rows are asked for in
+  // increasing order within a partition.
+  mutable std::vector<float> window;
+  mutable int64_t w0 = 0, wn = 0;
+  mutable Status read_error;
+
+  ~OgbStream() {
+    if (fd >= 0) ::close(fd);
+    if (!feature_path.empty()) ::unlink(feature_path.c_str());
+  }
+  void Row(int64_t v, float* out) const {
+    if (v < w0 || v >= w0 + wn) {
+      const int64_t rows = std::max<int64_t>(1, static_cast<int64_t>(window.size()) / dim);
+      wn = std::min(rows, n - v);
+      w0 = v;
+      const size_t bytes = static_cast<size_t>(wn * dim) * sizeof(float);
+      size_t got = 0;
+      while (got < bytes) {
+        ssize_t r = ::pread(fd, reinterpret_cast<char*>(window.data()) + got, bytes - got,
+                            static_cast<off_t>(v * dim * sizeof(float) + got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+          if (read_error.ok())
+            read_error = Status::IOError("reading " + feature_path + ": " + (r < 0 ? std::strerror(errno) : "short file"));
+          std::fill_n(out, dim, 0.0f);
+          wn = 0;
+          return;
+        }
+        got += static_cast<size_t>(r);
+      }
+    }
+    std::copy_n(window.data() + (v - w0) * dim, dim, out);
+  }
+};
+
+}  // namespace
+
+Status StreamOgb(const std::string& input, const LoadOptions& options, const EdgeOptions& edge_options,
+                 const std::string& scratch_path, StreamedGraph* out, std::vector<std::string>* notes) {
+  if (edge_options.drop_duplicates)
+    return Status::InvalidArgument("--drop-duplicates needs the whole edge list in memory; it cannot be streamed");
+  auto s = std::make_shared<OgbStream>();
+  std::string dir, name;
+  FANOUT_RETURN_IF_ERROR(OpenOgbFolder(input, &dir, &name, &s->raw, &s->n));
+  const int64_t n = s->n;
+  s->edge_options = edge_options;
+  FANOUT_RETURN_IF_ERROR(CheckFitsInMemory(s->raw + "num-node-list.csv: " + std::to_string(n) + " nodes need ", n, 32,
+                                           options.memory_limit_bytes));
+  *out = StreamedGraph();
+  out->name = name;
+  out->format = "ogb";
+  out->num_nodes = n;
+
+  std::string feat = WithOptionalGz(s->raw + "node-feat.csv");
+  if (Exists(feat)) {
+    s->feature_path = scratch_path;
+    s->fd = ::open(scratch_path.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+    if (s->fd < 0) {
+      s->feature_path.clear();
+      return Status::IOError("cannot create " + scratch_path + " for the features: " + std::strerror(errno));
+    }
+    std::vector<float> buf;
+    auto flush = [&]() -> Status {
+      const char* p = reinterpret_cast<const char*>(buf.data());
+      size_t left = buf.size() * sizeof(float);
+      while (left > 0) {
+        ssize_t w = ::write(s->fd, p, left);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return Status::IOError("writing " + scratch_path + ": " + std::strerror(w < 0 ? errno : ENOSPC));
+        p += w;
+        left -= static_cast<size_t>(w);
+      }
+      buf.clear();
+      return Status::OK();
+    };
+    FANOUT_RETURN_IF_ERROR(ReadOgbFeatures(
+        feat, n, options.quiet, [&](int64_t v, const float* row, int64_t dim, const std::string&) -> Status {
+          if (v == 0) {
+            s->dim = dim;
+            buf.reserve(std::max<size_t>(static_cast<size_t>(dim), (1 << 20) / sizeof(float)));
+          }
+          buf.insert(buf.end(), row, row + dim);
+          return buf.size() + dim > buf.capacity() ? flush() : Status::OK();
+        }));
+    FANOUT_RETURN_IF_ERROR(flush());
+    out->feature_dim = s->dim;
+    s->window.resize(std::max<size_t>(static_cast<size_t>(s->dim), (1 << 20) / sizeof(float)));
+  } else {
+    notes->push_back(s->raw + ": no node-feat.csv; the dataset has no features");
+  }
+  FANOUT_RETURN_IF_ERROR(ReadOgbLabels(s->raw, n, &s->labels, &out->num_classes));
+  FANOUT_RETURN_IF_ERROR(ReadOgbSplit(dir, options, n, &s->split, notes));
+  out->has_labels = !s->labels.empty();
+  out->has_split = !s->split.empty();
+
+  OgbStream* st = s.get();
+  out->for_each_edge = [st](const std::function<bool(int64_t, int64_t)>& fn) -> Status {
+    const bool drop_loops = st->edge_options.drop_self_loops;
+    bool go = true;
+    FANOUT_RETURN_IF_ERROR(ReadOgbEdges(st->raw, st->n, "", true, [&](int64_t u, int64_t v) {
+      if (!(drop_loops && u == v)) go = fn(u, v);
+      return go;
+    }));
+    if (st->edge_options.make_undirected && go)
+      FANOUT_RETURN_IF_ERROR(ReadOgbEdges(st->raw, st->n, "", true, [&](int64_t u, int64_t v) {
+        if (u != v) go = fn(v, u);  // a self-loop is its own reverse
+        return go;
+      }));
+    return st->read_error;
+  };
+  out->feature_row = [st](int64_t v, float* row) { st->Row(v, row); };
+  out->label = [st](int64_t v) { return st->labels[v]; };
+  out->split = [st](int64_t v) { return st->split[v]; };
+  out->original_id = [](int64_t v) { return v; };
+  out->node_status = [st]() { return st->read_error; };
+  out->state = s;
   return Status::OK();
 }
 

@@ -9,6 +9,7 @@
 #include <malloc.h>
 
 #include <csignal>
+#include <filesystem>
 #include <memory>
 
 #include "common/cpu.h"
@@ -56,8 +57,8 @@ int main(int argc, char** argv) {
       "  fanout-partition --format snap --input CA-GrQc.txt --undirected --parts 4 --method random --output /tmp/grqc\n"
       "  fanout-partition --format rmat --rmat-scale 22 --feature-dim 64 --parts 4 --direction out --output /tmp/rmat22\n"
       "  fanout-partition --format snap --input big.txt.gz --parts 16 --method hash --memory-limit 4G --output /data/big\n\n"
-      "Memory: random, range and hash partition in bounded memory: the edges are streamed (snap and rmat inputs are\n"
-      "never held whole), spilled to disk and written partition by partition in slices that fit --memory-limit.\n"
+      "Memory: random, range and hash partition in bounded memory: the edges are streamed (snap, ogb and rmat inputs\n"
+      "are never held whole), spilled to disk and written partition by partition in slices that fit --memory-limit.\n"
       "METIS needs the whole graph in memory and refuses to start when its estimate exceeds the limit."};
   std::string input, format, method = "metis", output, direction = "in", dtype = "float32";
   std::string ogb_split, labels_path, fractions_text, memory_limit_text, spill_dir;
@@ -186,10 +187,26 @@ int main(int argc, char** argv) {
   std::vector<std::string> notes;
   DatasetMeta meta;
   BoundedReport report;
-  const bool streamed = !metis && (format == "snap" || format == "rmat") && !drop_dups;
+  const bool streamed = !metis && (format == "snap" || format == "rmat" || format == "ogb") && !drop_dups;
   if (streamed) {
     StreamedGraph g;
-    st = format == "snap" ? StreamSnap(input, load, eo, &g, &notes) : StreamRmat(load, eo, &g);
+    if (format == "ogb") {
+      // The features, converted to float32, wait in a scratch file: beside the
+      // output (a name its stale-temporary cleanup knows) or in --spill-dir.
+      std::string out_dir = output;
+      while (out_dir.size() > 1 && out_dir.back() == '/') out_dir.pop_back();
+      std::string scratch = out_dir + ".tmp-" + std::to_string(getpid()) + "-features.f32";
+      std::error_code ec;
+      const std::filesystem::path parent = std::filesystem::path(out_dir).parent_path();
+      if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+      if (!spill_dir.empty()) {
+        RemoveStaleSpillFiles(spill_dir);
+        scratch = spill_dir + "/" + SpillFilePrefix() + "features.f32";
+      }
+      st = StreamOgb(input, load, eo, scratch, &g, &notes);
+    } else {
+      st = format == "snap" ? StreamSnap(input, load, eo, &g, &notes) : StreamRmat(load, eo, &g);
+    }
     if (!st.ok()) return Fail(st);
     for (const auto& n : notes) std::fprintf(stderr, "note: %s\n", n.c_str());
     std::printf("streaming %s (%s): %lld nodes, %s edges, %lld features, %lld classes; partitioning in bounded memory\n",

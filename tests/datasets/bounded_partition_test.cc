@@ -226,6 +226,75 @@ TEST(BoundedPartitionTest, StreamedSnapEqualsTheLoadedOneWithLabelsSplitAndRever
   EXPECT_THAT(st.message(), HasSubstr("--drop-duplicates"));
 }
 
+// Cora written out as an OGB folder (gzip edges, features, labels with
+// unlabeled nodes, one split).
+std::string WriteOgbFolder(const TempDir& tmp, const RawDataset& cora) {
+  std::string edges, feats, labels, train, valid, test;
+  for (int64_t i = 0; i < cora.num_edges(); ++i)
+    edges += std::to_string(cora.src[i]) + "," + std::to_string(cora.dst[i]) + "\n";
+  edges += "5,5\n";  // a self-loop, for --drop-self-loops
+  for (int64_t v = 0; v < cora.num_nodes; ++v) {
+    for (int64_t j = 0; j < cora.feature_dim; ++j)
+      feats += (j ? "," : "") + std::to_string(cora.features[v * cora.feature_dim + j] * (1 + v % 3));
+    feats += "\n";
+    labels += v % 10 == 0 ? std::string("nan\n") : std::to_string(cora.labels[v]) + "\n";
+    (v % 5 < 3 ? train : v % 5 == 3 ? valid : test) += std::to_string(v) + "\n";
+  }
+  tmp.Write("ogb/raw/num-node-list.csv", std::to_string(cora.num_nodes) + "\n");
+  tmp.Write("ogb/raw/edge.csv", edges);
+  tmp.Write("ogb/raw/node-feat.csv", feats);
+  tmp.Write("ogb/raw/node-label.csv", labels);
+  tmp.Write("ogb/split/s/train.csv", train);
+  tmp.Write("ogb/split/s/valid.csv", valid);
+  tmp.Write("ogb/split/s/test.csv", test);
+  return tmp.Sub("ogb");
+}
+
+TEST(BoundedPartitionTest, StreamedOgbEqualsTheLoadedOneAndRemovesItsFeatureFile) {
+  TempDir tmp;
+  auto cora = Load("linqs", DataDir() + "/cora");
+  const std::string input = WriteOgbFolder(tmp, *cora);
+  int run = 0;
+  for (bool edge_options : {false, true}) {
+    EdgeOptions eo;
+    eo.drop_self_loops = eo.make_undirected = edge_options;
+    LoadOptions lo;
+    lo.quiet = true;
+    auto ds = Load("ogb", input, lo, eo);
+    StreamedGraph g;
+    std::vector<std::string> notes;
+    const std::string scratch = tmp.Sub("features.f32");
+    Status st = StreamOgb(input, lo, eo, scratch, &g, &notes);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    EXPECT_TRUE(fs::exists(scratch));
+    EXPECT_EQ(g.feature_dim, 1433);
+    PartitionOptions po = Options(3, PartitionMethod::kHash, true);
+    WriteOptions wo = Write(true, edge_options ? FeatureDType::kInt8 : FeatureDType::kFloat16, 300, "hash");
+    std::string a = tmp.Sub("mem" + std::to_string(run)), b = tmp.Sub("bounded" + std::to_string(run));
+    ++run;
+    WriteInMemory(*ds, po, wo, a);
+    BoundedReport r = WriteBounded(g, po, wo, b, 700);
+    EXPECT_GT(r.slices, 3);
+    ExpectSameStore(a, b);
+    g = StreamedGraph();
+    EXPECT_FALSE(fs::exists(scratch));
+  }
+  // A bad edge line is named by the play, and nothing is left behind.
+  tmp.Write("ogb/raw/edge.csv", "0,1\n1,99999\n");
+  StreamedGraph g;
+  std::vector<std::string> notes;
+  LoadOptions lo;
+  lo.quiet = true;
+  ASSERT_TRUE(StreamOgb(input, lo, {}, tmp.Sub("f2.f32"), &g, &notes).ok());
+  BoundedOptions bo;
+  bo.memory_limit_bytes = int64_t{1} << 30;
+  Status st = WritePartitionedStream(g, Options(2, PartitionMethod::kRandom, true), Write(true, FeatureDType::kFloat32, 100, "random"),
+                                     bo, tmp.Sub("bad"), nullptr, nullptr);
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("edge.csv:2: edge 1,99999 has an id outside [0, 2708)"));
+  EXPECT_FALSE(fs::exists(tmp.Sub("bad")));
+}
+
 TEST(BoundedPartitionTest, HashPartsFollowTheOriginalIdAlone) {
   PartitionOptions po = Options(5, PartitionMethod::kHash, true);
   std::vector<int32_t> a, b;
