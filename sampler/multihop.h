@@ -70,6 +70,10 @@ class SubgraphBuilder {
   // (hop.offsets has Frontier().size() + 1 entries); its edge ids are copied
   // when with_edge_ids.
   void AddHop(const OneHopResult& hop, bool with_edge_ids, SampledSubgraph* out);
+  // Ids in [0, end) are deduped through a direct-mapped array (8 bytes per
+  // id, allocated here) instead of the hash table: one cache line per lookup.
+  // Results are the same either way.
+  void SetDenseIdRange(int64_t end) { map_.SetDenseRange(end); }
 
  private:
   detail::IdMap map_;
@@ -98,7 +102,13 @@ class MultiHopSampler {
   HopSampler hop_sampler_;
   OneHopResult hop_;
   SubgraphBuilder builder_;
+  bool dense_set_ = false;
 };
+
+// Largest id range the local sampler dedupes through a direct-mapped array
+// (8 bytes per id: 64 MiB per sampler at most); larger graphs use the hash
+// table.
+inline constexpr int64_t kMaxDenseIdRange = int64_t{8} << 20;
 
 }  // namespace fanout::sampler
 

@@ -6,6 +6,8 @@
 #include <map>
 #include <vector>
 
+#include "common/random.h"
+#include "sampler/detail/id_map.h"
 #include "tests/sampler/test_graphs.h"
 
 namespace fanout::sampler {
@@ -196,6 +198,67 @@ TEST(MultiHopSamplerTest, EmptyBatchAndZeroHops) {
   opts.fanouts = {};
   ASSERT_TRUE(MultiHopSampler(g.View(), opts).Sample(std::vector<int64_t>{4, 4}, 0, &out).ok());
   EXPECT_EQ(Std(out.n_id), (std::vector<int64_t>{4, 4}));
+}
+
+}  // namespace
+}  // namespace fanout::sampler
+
+namespace fanout::sampler {
+namespace {
+
+// The dense range changes where ids are kept, never what they map to: the
+// same keys (inside, outside and far beyond the range, more outside than
+// reserved) give the same values as the hash table alone, batch after batch.
+TEST(IdMapTest, DenseRangeGivesTheSameMappingAsTheHashTable) {
+  detail::IdMap dense, hash;
+  dense.SetDenseRange(1000);
+  SplitMix64 rng(5);
+  for (int batch = 0; batch < 20; ++batch) {
+    dense.Reset(16);
+    hash.Reset(16);
+    int64_t next = 0;
+    for (int i = 0; i < 3000; ++i) {
+      const uint64_t r = rng.Next();
+      const int64_t key = r % 3 == 0 ? static_cast<int64_t>(r % 1000)
+                                     : r % 3 == 1 ? 1000 + static_cast<int64_t>(r % 5000)
+                                                  : static_cast<int64_t>(r >> 8);
+      hash.Reserve(hash.size() + 1);
+      const int64_t a = dense.FindOrInsert(key, next), b = hash.FindOrInsert(key, next);
+      ASSERT_EQ(a, b) << "batch " << batch << " key " << key;
+      if (a == next) ++next;
+      ASSERT_EQ(dense.size(), hash.size());
+      ASSERT_EQ(dense.Find(key), a);
+    }
+    EXPECT_EQ(dense.Find(999999999999), -1);
+  }
+}
+
+// A partition's sampler: neighbors above its id range (later partitions' ids)
+// fall outside the dense range and relabel exactly as with the hash table.
+TEST(MultiHopSamplerTest, NeighborsBeyondTheDenseRangeRelabelAsWithTheHashTable) {
+  CsrArrays g = RandomGraph(600, 8, 11);
+  // Rows 0..299 only: a partition [0, 300) whose neighbors reach 600.
+  CsrArrays part;
+  part.indptr.assign(g.indptr.begin(), g.indptr.begin() + 301);
+  part.indices.assign(g.indices.begin(), g.indices.begin() + part.indptr.back());
+  MultiHopOptions opts;
+  opts.fanouts = {6};
+  MultiHopSampler sampler(part.View(), opts);
+  std::vector<int64_t> seeds = {0, 17, 299, 150, 17, 42, 7};
+  SampledSubgraph out;
+  ASSERT_TRUE(sampler.Sample(seeds, 42, &out).ok());
+  SubgraphBuilder builder;  // hash table only
+  SampledSubgraph ref;
+  builder.Begin(seeds, &ref);
+  OneHopResult r;
+  ASSERT_TRUE(SampleOneHop(part.View(), builder.Frontier(ref), 6, 0, 42, opts.sampling, nullptr, &r).ok());
+  builder.AddHop(r, opts.sampling.with_edge_ids, &ref);
+  int64_t beyond = 0;
+  for (int64_t v : ref.n_id) beyond += v >= 300;
+  EXPECT_GE(beyond, 5);  // the case this test is about
+  EXPECT_EQ(Std(out.n_id), Std(ref.n_id));
+  EXPECT_EQ(Std(out.row), Std(ref.row));
+  EXPECT_EQ(Std(out.col), Std(ref.col));
 }
 
 }  // namespace
