@@ -378,20 +378,29 @@ ToolRun RunTool(const std::string& args, const std::string& shell_prefix = "") {
   return r;
 }
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+// Sanitizers' shadow memory and quarantine are resident too: the limit means
+// nothing there, so the tool gets room and only the store is checked.
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
 TEST(BoundedPartitionToolTest, StaysUnderItsMemoryLimitAndWritesALoadableStore) {
   TempDir tmp;
   // 4 M edges = 64 MiB of adjacency, more than the limit leaves for edges.
   const int64_t limit = int64_t{128} << 20;
-  ToolRun r = RunTool("--format rmat --rmat-scale 18 --parts 2 --method hash --memory-limit 128M --chunk-nodes 8192 "
-                      "--output " + tmp.Sub("out"));
+  ToolRun r = RunTool(std::string("--format rmat --rmat-scale 18 --parts 2 --method hash --chunk-nodes 8192 ") +
+                      (kSanitized ? "--memory-limit 1G" : "--memory-limit 128M") + " --output " + tmp.Sub("out"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("partitioning in bounded memory"));
-  EXPECT_LE(r.peak_rss, limit) << r.output;
-  int64_t slices = 0;
-  size_t at = r.output.find(" slice(s)");
-  ASSERT_NE(at, std::string::npos) << r.output;
-  slices = std::stoll(r.output.substr(r.output.rfind(' ', at - 1) + 1));
-  EXPECT_GT(slices, 2) << r.output;
+  if (!kSanitized) {
+    EXPECT_LE(r.peak_rss, limit) << r.output;
+    size_t at = r.output.find(" slice(s)");
+    ASSERT_NE(at, std::string::npos) << r.output;
+    const int64_t slices = std::stoll(r.output.substr(r.output.rfind(' ', at - 1) + 1));
+    EXPECT_GT(slices, 2) << r.output;
+  }
   DatasetMeta meta;
   ASSERT_TRUE(ReadDatasetMeta(tmp.Sub("out"), &meta).ok());
   EXPECT_EQ(meta.num_edges, int64_t{16} << 18);
