@@ -678,55 +678,71 @@ class ClusterSession : public Session {
     builder_.Begin(seeds, out);
     const bool eids = options.sampling.with_edge_ids;
     for (size_t h = 0; h < options.fanouts.size(); ++h) {
-      ArrayView<const int64_t> frontier = builder_.Frontier(*out);
-      FANOUT_RETURN_IF_ERROR(Route(frontier));
-      rpc::DataRequest req;
-      req.method = rpc::DataMethod::kSample;
-      rpc::SampleCall& call = req.call;
-      call.fanout = options.fanouts[h];
-      call.replace = options.sampling.replace;
-      call.weighted = options.sampling.weighted;
-      call.seed = request_seed;
-      call.hop = static_cast<int32_t>(h);
-      call.with_edge_ids = eids;
-      // One request per partition, all in flight at once.
-      auto t0 = std::chrono::steady_clock::now();
-      FANOUT_RETURN_IF_ERROR(Exchange(
-          req, [&](int p) { return GrowSink(p); }, [&](int p) { return clients_[p]->SendSample(by_part_[p], call); },
-          [&](int p) { return clients_[p]->ReceiveSample(by_part_[p].size(), eids, &replies_[p]); }));
-      stats_.network_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      for (int p = 0; p < c_->num_parts(); ++p) {
-        if (by_part_[p].empty()) continue;
-        if (via_dp_[p]) {
-          FANOUT_RETURN_IF_ERROR(ViewDataPlaneSample(p, eids, &views_[p]));
-        } else {
-          views_[p] = {replies_[p].Counts().data(), replies_[p].Neighbors().data(), replies_[p].EdgeIds().data()};
-        }
-      }
-      // Merge into frontier order: counts first, then each partition's runs.
-      const size_t m = frontier.size();
-      hop_.offsets.resize(m + 1);
-      hop_.offsets[0] = 0;
-      for (int p = 0; p < c_->num_parts(); ++p) {
-        const int32_t* counts = views_[p].counts;
-        for (size_t j = 0; j < pos_[p].size(); ++j) hop_.offsets[pos_[p][j] + 1] = counts[j];
-      }
-      for (size_t i = 0; i < m; ++i) hop_.offsets[i + 1] += hop_.offsets[i];
-      hop_.neighbors.resize(hop_.offsets[m]);
-      hop_.edge_ids.resize(eids ? hop_.offsets[m] : 0);
-      for (int p = 0; p < c_->num_parts(); ++p) {
-        const int32_t* counts = views_[p].counts;
-        const int64_t* nbr = views_[p].neighbors;
-        const int64_t* eid = views_[p].edge_ids;
-        int64_t at = 0;
-        for (size_t j = 0; j < pos_[p].size(); ++j) {
-          int64_t dst = hop_.offsets[pos_[p][j]], k = counts[j];
-          std::memcpy(hop_.neighbors.data() + dst, nbr + at, k * 8);
-          if (eids) std::memcpy(hop_.edge_ids.data() + dst, eid + at, k * 8);
-          at += k;
-        }
-      }
+      FANOUT_RETURN_IF_ERROR(FetchHop(builder_.Frontier(*out), options.fanouts[h], static_cast<int32_t>(h),
+                                      request_seed, options.sampling));
       builder_.AddHop(hop_, eids, out);
+    }
+    if (options.induced) {  // every stored edge of every node, then those among the nodes
+      sampler::SamplingOptions every = options.sampling;
+      every.weighted = every.replace = false;
+      FANOUT_RETURN_IF_ERROR(FetchHop(builder_.Nodes(*out), -1, static_cast<int32_t>(options.fanouts.size()),
+                                      request_seed, every));
+      builder_.SetInducedEdges(hop_, eids, out);
+    }
+    return Status::OK();
+  }
+
+  // One hop for `frontier` from the servers owning it, merged into hop_ in
+  // frontier order.
+  Status FetchHop(ArrayView<const int64_t> frontier, int64_t fanout, int32_t hop, uint64_t request_seed,
+                  const sampler::SamplingOptions& sampling) {
+    const bool eids = sampling.with_edge_ids;
+    FANOUT_RETURN_IF_ERROR(Route(frontier));
+    rpc::DataRequest req;
+    req.method = rpc::DataMethod::kSample;
+    rpc::SampleCall& call = req.call;
+    call.fanout = fanout;
+    call.replace = sampling.replace;
+    call.weighted = sampling.weighted;
+    call.seed = request_seed;
+    call.hop = hop;
+    call.with_edge_ids = eids;
+    // One request per partition, all in flight at once.
+    auto t0 = std::chrono::steady_clock::now();
+    FANOUT_RETURN_IF_ERROR(Exchange(
+        req, [&](int p) { return GrowSink(p); }, [&](int p) { return clients_[p]->SendSample(by_part_[p], call); },
+        [&](int p) { return clients_[p]->ReceiveSample(by_part_[p].size(), eids, &replies_[p]); }));
+    stats_.network_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (int p = 0; p < c_->num_parts(); ++p) {
+      if (by_part_[p].empty()) continue;
+      if (via_dp_[p]) {
+        FANOUT_RETURN_IF_ERROR(ViewDataPlaneSample(p, eids, &views_[p]));
+      } else {
+        views_[p] = {replies_[p].Counts().data(), replies_[p].Neighbors().data(), replies_[p].EdgeIds().data()};
+      }
+    }
+    // Merge into frontier order: counts first, then each partition's runs.
+    const size_t m = frontier.size();
+    hop_.offsets.resize(m + 1);
+    hop_.offsets[0] = 0;
+    for (int p = 0; p < c_->num_parts(); ++p) {
+      const int32_t* counts = views_[p].counts;
+      for (size_t j = 0; j < pos_[p].size(); ++j) hop_.offsets[pos_[p][j] + 1] = counts[j];
+    }
+    for (size_t i = 0; i < m; ++i) hop_.offsets[i + 1] += hop_.offsets[i];
+    hop_.neighbors.resize(hop_.offsets[m]);
+    hop_.edge_ids.resize(eids ? hop_.offsets[m] : 0);
+    for (int p = 0; p < c_->num_parts(); ++p) {
+      const int32_t* counts = views_[p].counts;
+      const int64_t* nbr = views_[p].neighbors;
+      const int64_t* eid = views_[p].edge_ids;
+      int64_t at = 0;
+      for (size_t j = 0; j < pos_[p].size(); ++j) {
+        int64_t dst = hop_.offsets[pos_[p][j]], k = counts[j];
+        std::memcpy(hop_.neighbors.data() + dst, nbr + at, k * 8);
+        if (eids) std::memcpy(hop_.edge_ids.data() + dst, eid + at, k * 8);
+        at += k;
+      }
     }
     return Status::OK();
   }

@@ -192,6 +192,7 @@ Status NodeLoader::Produce(Session* session, DeviceFeatureFetcher* fetcher, int6
   mo.sampling.replace = options_.replace;
   mo.sampling.weighted = options_.weighted;
   mo.sampling.with_edge_ids = options_.edge_ids;
+  mo.induced = options_.subgraph;
   uint64_t request_seed = NodeKey(options_.seed, static_cast<uint64_t>(epoch_),
                                   static_cast<uint64_t>(b) * world_ + static_cast<uint64_t>(rank_));
   sampler::SampledSubgraph sub;

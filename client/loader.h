@@ -37,6 +37,10 @@ struct LoaderOptions {
   bool replace = false;                      // sample with replacement
   bool weighted = false;                     // sample by edge weight
   bool edge_ids = false;                     // fill MiniBatch::edge_id
+  // Subgraph mode (GraphLearn-for-PyTorch's SubGraphLoader): edge_index holds
+  // every edge among the sampled nodes, not the sampled edges
+  // (sampler::MultiHopOptions::induced); hop_edge_index then has one entry.
+  bool subgraph = false;
   bool shuffle = true;                       // reshuffle seeds every epoch
   bool drop_last = false;                    // drop this rank's last partial batch
   uint64_t seed = 0;                         // shuffling and sampling seed

@@ -223,8 +223,9 @@ class PyLoader {
   PyLoader(const PyCluster& cluster, const py::object& input_nodes, const py::object& num_neighbors,
            int64_t batch_size, bool shuffle, bool replace, bool weighted, int num_workers, int prefetch,
            uint64_t seed, bool features, bool labels, bool edge_ids, bool original_ids, bool drop_last, int rank,
-           int world_size, const std::string& device, double gpu_cache_fraction) {
+           int world_size, const std::string& device, double gpu_cache_fraction, bool subgraph) {
     client::LoaderOptions o;
+    o.subgraph = subgraph;
     int cuda_device = -1;
     if (device.rfind("cuda", 0) == 0) {
       cuda_device = 0;
@@ -383,12 +384,12 @@ PYBIND11_MODULE(_core, m) {
       .def("health", &PyCluster::Health);
   py::class_<PyLoader>(m, "NodeLoader")
       .def(py::init<const PyCluster&, const py::object&, const py::object&, int64_t, bool, bool, bool, int, int,
-                    uint64_t, bool, bool, bool, bool, bool, int, int, const std::string&, double>(),
+                    uint64_t, bool, bool, bool, bool, bool, int, int, const std::string&, double, bool>(),
            py::arg("cluster"), py::arg("input_nodes"), py::arg("num_neighbors"), py::arg("batch_size"),
            py::arg("shuffle"), py::arg("replace"), py::arg("weighted"), py::arg("num_workers"), py::arg("prefetch"),
            py::arg("seed"), py::arg("features"), py::arg("labels"), py::arg("edge_ids"), py::arg("original_ids"),
            py::arg("drop_last"), py::arg("rank"), py::arg("world_size"), py::arg("device"),
-           py::arg("gpu_cache_fraction"))
+           py::arg("gpu_cache_fraction"), py::arg("subgraph") = false)
       .def("next", &PyLoader::Next)
       .def("set_epoch", &PyLoader::SetEpoch)
       .def("epoch_seeds", &PyLoader::EpochSeeds)

@@ -79,6 +79,33 @@ void SubgraphBuilder::AddHop(const OneHopResult& hop, bool with_edge_ids, Sample
   frontier_end_ = next;
 }
 
+void SubgraphBuilder::SetInducedEdges(const OneHopResult& all, bool with_edge_ids, SampledSubgraph* out) {
+  constexpr int64_t kPrefetch = 16;
+  const int64_t n = static_cast<int64_t>(out->n_id.size());
+  const int64_t total = all.offsets[n];
+  const int64_t* nbr = all.neighbors.data();
+  const int64_t* off = all.offsets.data();
+  out->row.resize(total);
+  out->col.resize(total);
+  out->edge_id.resize(with_edge_ids ? total : 0);
+  int64_t kept = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t e = off[i]; e < off[i + 1]; ++e) {
+      if (e + kPrefetch < total) map_.Prefetch(nbr[e + kPrefetch]);
+      const int64_t local = map_.Find(nbr[e]);
+      if (local < 0) continue;
+      out->row[kept] = local;
+      out->col[kept] = i;
+      if (with_edge_ids) out->edge_id[kept] = all.edge_ids[e];
+      ++kept;
+    }
+  }
+  out->row.resize(kept);
+  out->col.resize(kept);
+  if (with_edge_ids) out->edge_id.resize(kept);
+  out->num_sampled_edges.assign(1, kept);
+}
+
 Status MultiHopSampler::Sample(ArrayView<const int64_t> seeds, uint64_t request_seed,
                                SampledSubgraph* out) {
   FANOUT_RETURN_IF_ERROR(CheckMultiHopOptions(options_, graph_.has_weights()));
@@ -100,6 +127,14 @@ Status MultiHopSampler::Sample(ArrayView<const int64_t> seeds, uint64_t request_
                                                static_cast<int64_t>(h), request_seed,
                                                options_.sampling, pool_, &hop_));
     builder_.AddHop(hop_, options_.sampling.with_edge_ids, out);
+  }
+  if (options_.induced) {
+    SamplingOptions every = options_.sampling;  // every stored edge, zero weights included
+    every.weighted = every.replace = false;
+    FANOUT_RETURN_IF_ERROR(hop_sampler_.Sample(graph_, builder_.Nodes(*out), -1,
+                                               static_cast<int64_t>(options_.fanouts.size()), request_seed, every,
+                                               pool_, &hop_));
+    builder_.SetInducedEdges(hop_, options_.sampling.with_edge_ids, out);
   }
   return Status::OK();
 }

@@ -14,6 +14,12 @@
 // - row/col/edge_id are flat over all hops; num_sampled_edges[h] edges belong
 //   to hop h, in frontier order. num_sampled_nodes[0] = batch_size, then the
 //   number of new nodes of each hop.
+// - Induced mode (MultiHopOptions::induced, GraphLearn-for-PyTorch's subgraph
+//   loader): the nodes are sampled as above, then row/col/edge_id hold every
+//   edge among them instead of the sampled ones: for each node of n_id in
+//   order, its stored adjacency in CSR order, keeping the neighbors that are in
+//   n_id (row = the neighbor, col = the node). num_sampled_edges then has one
+//   entry, their count.
 #ifndef FANOUT_SAMPLER_MULTIHOP_H_
 #define FANOUT_SAMPLER_MULTIHOP_H_
 
@@ -49,6 +55,8 @@ struct MultiHopOptions {
   std::vector<int64_t> fanouts{15, 10, 5};
   // Replacement, weights, edge ids and the node offset, as for one hop.
   SamplingOptions sampling;
+  // Every edge among the sampled nodes instead of the sampled edges.
+  bool induced = false;
 };
 
 // Checks the fanouts and that weighted sampling has weights to use.
@@ -70,6 +78,14 @@ class SubgraphBuilder {
   // (hop.offsets has Frontier().size() + 1 entries); its edge ids are copied
   // when with_edge_ids.
   void AddHop(const OneHopResult& hop, bool with_edge_ids, SampledSubgraph* out);
+  // Replaces the edges with every edge among n_id. `all` holds the whole
+  // adjacency of every node of out->n_id, in n_id order (a hop with fanout -1
+  // over n_id).
+  void SetInducedEdges(const OneHopResult& all, bool with_edge_ids, SampledSubgraph* out);
+  // All nodes so far (the frontier of the induced pass).
+  ArrayView<const int64_t> Nodes(const SampledSubgraph& out) const {
+    return ArrayView<const int64_t>(out.n_id.data(), out.n_id.size());
+  }
   // Ids in [0, end) are deduped through a direct-mapped array (8 bytes per
   // id, allocated here) instead of the hash table: one cache line per lookup.
   // Results are the same either way.

@@ -31,7 +31,7 @@ from ._bins import find_binary
 from .local_cluster import LocalCluster
 
 __all__ = [
-    "Cluster", "NodeLoader", "Batch", "LocalCluster", "partition", "stats", "Error", "InvalidArgument",
+    "Cluster", "NodeLoader", "SubgraphLoader", "Batch", "LocalCluster", "partition", "stats", "Error", "InvalidArgument",
     "NotFound", "Corruption", "IOError", "NotSupported", "Unavailable", "DeadlineExceeded",
     "ResourceExhausted", "Aborted", "Unauthenticated", "Internal",
 ]
@@ -225,9 +225,9 @@ class NodeLoader:
     def __init__(self, cluster, input_nodes, num_neighbors=(15, 10, 5), batch_size=1024, *, shuffle=True,
                  replace=False, weighted=False, num_workers=2, prefetch=4, seed=0, data_plane="auto",
                  features=True, labels=True, edge_ids=True, original_ids=False, drop_last=False, rank=None,
-                 world_size=None, device="cpu", gpu_cache_fraction=0.1):
+                 world_size=None, device="cpu", gpu_cache_fraction=0.1, _subgraph=False):
         if not isinstance(cluster, Cluster):
-            raise InvalidArgument("NodeLoader needs a fanout.Cluster, not %s" % type(cluster).__name__)
+            raise InvalidArgument("%s needs a fanout.Cluster, not %s" % (type(self).__name__, type(cluster).__name__))
         _check_data_plane(data_plane)
         if data_plane != "auto" and data_plane != cluster.data_plane:
             cluster = cluster.with_data_plane(data_plane)
@@ -246,7 +246,7 @@ class NodeLoader:
             cluster._c, ids, list(num_neighbors), batch_size, bool(shuffle), bool(replace), bool(weighted),
             num_workers, prefetch, int(seed), bool(features), bool(labels), bool(edge_ids), bool(original_ids),
             bool(drop_last), -1 if rank is None else int(rank), -1 if world_size is None else int(world_size),
-            str(device), float(gpu_cache_fraction))
+            str(device), float(gpu_cache_fraction), bool(_subgraph))
         self.batch_size = batch_size
         self._next_epoch = 0
         self._sorted = None  # (values, order) of input_nodes, for input_id
@@ -290,6 +290,22 @@ class NodeLoader:
         """Counters since the loader was made: batches, sampled edges, bytes by path, waits,
         retries and failovers, and per server replica ("servers": as Cluster.health())."""
         return self._loader.stats()
+
+
+class SubgraphLoader(NodeLoader):
+    """As GraphLearn-for-PyTorch's SubGraphLoader: the nodes are sampled as
+    NodeLoader samples them (same ``num_neighbors``, seeds first, same
+    ``n_id``), and ``edge_index`` holds every edge among them instead of the
+    sampled ones: for each node of ``n_id`` in order, its stored edges whose
+    other end is in ``n_id`` (row = that end, col = the node); ``edge_id``
+    their ids. ``num_sampled_edges`` has one entry. Distributed equals local,
+    as for NodeLoader. Options as NodeLoader's.
+    """
+
+    def __init__(self, cluster, input_nodes, num_neighbors=(15, 10, 5), batch_size=1024, **options):
+        if "_subgraph" in options:
+            raise InvalidArgument("SubgraphLoader: unknown option _subgraph")
+        super().__init__(cluster, input_nodes, num_neighbors, batch_size, _subgraph=True, **options)
 
 
 def stats(address, timeout_s=10.0):

@@ -98,7 +98,7 @@ class IdMap {
   int64_t Find(int64_t key) const {
     if (static_cast<uint64_t>(key) < dense_end_) {
       const DenseSlot& d = dense_[key];
-      return d.epoch == dense_epoch_ ? d.value : -1;
+      return d.epoch == dense_epoch_ ? static_cast<int64_t>(d.value) : -1;
     }
     uint64_t i = SlotOf(key);
     for (;;) {

@@ -81,6 +81,45 @@ TEST_F(ClusterTest, DistributedSamplingEqualsLocalSamplingOnTheWholeGraph) {
   }
 }
 
+// Subgraph mode: the same nodes as the node sampler, and every stored edge
+// among them, distributed (2 and 3 servers) equal to local, edge ids included.
+TEST_F(ClusterTest, DistributedInducedSubgraphsEqualLocalOnes) {
+  for (int k : {2, 3}) {
+    servers_.clear();
+    StartServers(k);
+    auto cluster = ConnectCluster();
+    std::unique_ptr<Session> session;
+    ASSERT_TRUE(cluster->NewSession(&session).ok());
+    for (auto fanouts : {std::vector<int64_t>{10, 5}, {15, 10, 5}, {3}}) {
+      for (uint64_t seed : {2, 99}) {
+        sampler::MultiHopOptions mo;
+        mo.fanouts = fanouts;
+        mo.sampling.with_edge_ids = true;
+        mo.induced = true;
+        SplitMix64 rng(seed);
+        std::vector<int64_t> seeds(100);
+        for (auto& s : seeds) s = static_cast<int64_t>(DrawBelow(rng.Next(), 2708));
+        sampler::SampledSubgraph dist, local, nodes_only;
+        Status st = session->Sample(seeds, seed, mo, &dist);
+        ASSERT_TRUE(st.ok()) << st.ToString();
+        sampler::MultiHopSampler sampler(whole_.csr.View(), mo);
+        ASSERT_TRUE(sampler.Sample(seeds, seed, &local).ok());
+        EXPECT_EQ(Std(dist.n_id), Std(local.n_id)) << "k=" << k << " seed " << seed;
+        EXPECT_EQ(Std(dist.row), Std(local.row));
+        EXPECT_EQ(Std(dist.col), Std(local.col));
+        EXPECT_EQ(Std(dist.edge_id), Std(local.edge_id));
+        EXPECT_EQ(dist.num_sampled_nodes, local.num_sampled_nodes);
+        EXPECT_EQ(dist.num_sampled_edges, local.num_sampled_edges);
+        mo.induced = false;
+        ASSERT_TRUE(session->Sample(seeds, seed, mo, &nodes_only).ok());
+        EXPECT_EQ(Std(dist.n_id), Std(nodes_only.n_id));  // the same nodes as the node loader
+        EXPECT_GE(dist.row.size(), nodes_only.row.size() / 2);
+      }
+    }
+    for (auto& s : servers_) s->Stop();
+  }
+}
+
 TEST_F(ClusterTest, FetchesEqualTheLocalDataset) {
   StartServers(3);
   auto cluster = ConnectCluster();

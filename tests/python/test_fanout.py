@@ -55,6 +55,24 @@ def test_batches_have_pyg_shape_and_are_reproducible(cluster, fanout):
     assert all(torch.equal(p, q) for p, q in zip(again, seen))
 
 
+def test_subgraph_loader_keeps_the_nodes_and_adds_every_edge_among_them(cluster, fanout):
+    kw = dict(num_neighbors=[5, 3], batch_size=64, shuffle=False, seed=3)
+    nodes = list(fanout.NodeLoader(cluster, "val", **kw))
+    subs = list(fanout.SubgraphLoader(cluster, "val", **kw))
+    assert len(nodes) == len(subs) > 1
+    for a, b in zip(nodes, subs):
+        assert torch.equal(a.n_id, b.n_id) and torch.equal(a.x, b.x)
+        assert b.num_sampled_nodes == a.num_sampled_nodes
+        assert b.num_sampled_edges == [b.edge_index.shape[1]]
+        assert b.e_id.numel() == b.edge_index.shape[1]
+        # Every sampled edge (as a global edge id) is among the induced ones, and there are more.
+        assert set(a.e_id.tolist()) <= set(b.e_id.tolist())
+        assert b.edge_index.shape[1] > a.edge_index.shape[1]
+        assert int(b.edge_index.max()) < b.n_id.numel()
+    with pytest.raises(fanout.InvalidArgument, match="SubgraphLoader needs a fanout.Cluster"):
+        fanout.SubgraphLoader(object(), "val")
+
+
 def test_every_data_path_gives_the_same_batches(cluster, fanout):
     kw = dict(num_neighbors=[4, 4], batch_size=50, shuffle=False)
     tcp = list(fanout.NodeLoader(cluster, "val", data_plane="tcp", **kw))

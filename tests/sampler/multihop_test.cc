@@ -206,6 +206,46 @@ TEST(MultiHopSamplerTest, EmptyBatchAndZeroHops) {
 namespace fanout::sampler {
 namespace {
 
+// Subgraph mode, against the definition: the nodes of the node sampler; for
+// each node in n_id order its CSR row in order, keeping neighbors in n_id
+// (first position), with their edge ids.
+TEST(MultiHopSamplerTest, InducedModeHoldsEveryEdgeAmongTheSampledNodes) {
+  CsrArrays g = RandomGraph(400, 12, 3, /*weighted=*/true, /*edge_ids=*/true);
+  for (bool weighted : {false, true}) {
+    MultiHopOptions opts;
+    opts.fanouts = {4, 3};
+    opts.sampling.with_edge_ids = true;
+    opts.sampling.weighted = weighted;
+    std::vector<int64_t> seeds = {5, 77, 5, 390, 0};
+    SampledSubgraph plain, induced;
+    MultiHopSampler a(g.View(), opts);
+    ASSERT_TRUE(a.Sample(seeds, 9, &plain).ok());
+    opts.induced = true;
+    MultiHopSampler b(g.View(), opts);
+    ASSERT_TRUE(b.Sample(seeds, 9, &induced).ok());
+    EXPECT_EQ(Std(induced.n_id), Std(plain.n_id));
+    EXPECT_EQ(induced.num_sampled_nodes, plain.num_sampled_nodes);
+    std::map<int64_t, int64_t> first;
+    for (size_t i = 0; i < plain.n_id.size(); ++i) first.emplace(plain.n_id[i], static_cast<int64_t>(i));
+    std::vector<int64_t> row, col, eid;
+    for (size_t i = 0; i < plain.n_id.size(); ++i) {
+      const int64_t v = plain.n_id[i];
+      for (int64_t e = g.indptr[v]; e < g.indptr[v + 1]; ++e) {  // zero-weight edges too
+        auto it = first.find(g.indices[e]);
+        if (it == first.end()) continue;
+        row.push_back(it->second);
+        col.push_back(static_cast<int64_t>(i));
+        eid.push_back(g.edge_ids.empty() ? e : g.edge_ids[e]);
+      }
+    }
+    EXPECT_EQ(Std(induced.row), row);
+    EXPECT_EQ(Std(induced.col), col);
+    EXPECT_EQ(Std(induced.edge_id), eid);
+    EXPECT_EQ(induced.num_sampled_edges, std::vector<int64_t>{static_cast<int64_t>(row.size())});
+    EXPECT_GT(row.size(), plain.row.size());  // more than was sampled
+  }
+}
+
 // The dense range changes where ids are kept, never what they map to: the
 // same keys (inside, outside and far beyond the range, more outside than
 // reserved) give the same values as the hash table alone, batch after batch.
@@ -230,6 +270,7 @@ TEST(IdMapTest, DenseRangeGivesTheSameMappingAsTheHashTable) {
       ASSERT_EQ(dense.Find(key), a);
     }
     EXPECT_EQ(dense.Find(999999999999), -1);
+    EXPECT_EQ(dense.Find(999), hash.Find(999));  // absent inside the range: -1, not a wrapped slot value
   }
 }
 
