@@ -1,7 +1,9 @@
 // fanout-bench-loader: NodeLoader through 2 fanout-server processes serving
 // the R-MAT benchmark graph (scale 20, out-neighbors, 128-dim features, 2
 // partitions), beside the in-process multi-hop sampler on the same graph with
-// the same two cores (2 threads), measured in the same run.
+// the same two cores (2 threads), measured in the same run. Case `subgraph`:
+// the same for subgraph batches (every edge among the sampled nodes; fanouts
+// [10, 5], batch 256), edges counted are the induced edges.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,10 +35,12 @@ struct Measured {
 };
 
 Measured RunLoader(std::shared_ptr<fanout::client::Source> source, const std::vector<int64_t>& seeds, bool features,
-                   double seconds) {
+                   double seconds, std::vector<int64_t> fanouts = {15, 10, 5}, int64_t batch_size = 1024,
+                   bool subgraph = false) {
   fanout::client::LoaderOptions o;
-  o.batch_size = 1024;
-  o.fanouts = {15, 10, 5};
+  o.batch_size = batch_size;
+  o.fanouts = std::move(fanouts);
+  o.subgraph = subgraph;
   o.shuffle = false;
   o.features = features;
   o.labels = false;
@@ -62,6 +66,37 @@ Measured RunLoader(std::shared_ptr<fanout::client::Source> source, const std::ve
   m.feature_bytes_per_s = (after.feature_bytes - before.feature_bytes) / secs;
   m.network_wait_s = after.network_wait_s - before.network_wait_s;
   return m;
+}
+
+// The in-process multi-hop sampler on `g`: 2 pinned threads, each sampling
+// its own batches of uniform seeds; edges (sampled or induced) per second.
+double InProcess(const fanout::sampler::CsrGraph& g, int64_t n, const std::vector<int64_t>& fanouts,
+                 int64_t batch_size, bool induced, double seconds) {
+  std::atomic<int64_t> edges{0};
+  std::vector<std::thread> ts;
+  auto start = Clock::now();
+  for (int t = 0; t < 2; ++t) {
+    ts.emplace_back([&, t] {
+      (void)fanout::PinThisThread(t);
+      fanout::sampler::MultiHopOptions mo;
+      mo.fanouts = fanouts;
+      mo.sampling.with_edge_ids = false;
+      mo.induced = induced;
+      fanout::sampler::MultiHopSampler sampler(g, mo);
+      fanout::sampler::SampledSubgraph sub;
+      std::vector<int64_t> batch(static_cast<size_t>(batch_size));
+      fanout::SplitMix64 r(77 + t);
+      int64_t e = 0, i = 0;
+      while (Clock::now() - start < std::chrono::duration<double>(seconds)) {
+        for (auto& v : batch) v = static_cast<int64_t>(fanout::DrawBelow(r.Next(), static_cast<uint64_t>(n)));
+        if (!sampler.Sample(batch, static_cast<uint64_t>(i++), &sub).ok()) std::abort();
+        e += static_cast<int64_t>(sub.row.size());
+      }
+      edges += e;
+    });
+  }
+  for (auto& th : ts) th.join();
+  return edges / std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 }  // namespace
@@ -97,42 +132,22 @@ int main(int argc, char** argv) {
   std::vector<int64_t> seeds(static_cast<size_t>(n));
   for (auto& v : seeds) v = static_cast<int64_t>(fanout::DrawBelow(rng.Next(), static_cast<uint64_t>(n)));
 
+  const std::vector<int64_t> sub_fanouts = {10, 5};
+  const int64_t sub_batch = 256;
   Measured dist = RunLoader(cluster, seeds, false, seconds);
   Measured feat = RunLoader(cluster, seeds, true, seconds);
+  Measured subgraph = RunLoader(cluster, seeds, false, seconds, sub_fanouts, sub_batch, true);
   fanout::bench::StopServerProcess(&s0);
   fanout::bench::StopServerProcess(&s1);
 
-  // In process: the same graph (range partitioning keeps the generator's ids),
-  // 2 pinned threads each sampling its own batches of 1024 uniform seeds.
+  // In process: the same graph (range partitioning keeps the generator's ids).
   fanout::datasets::RmatOptions ro;
   ro.scale = scale;
   fanout::sampler::CsrArrays csr;
   if (!fanout::datasets::GenerateRmat(ro, &csr).ok()) return 1;
   fanout::sampler::CsrGraph g = csr.View();
-  std::atomic<int64_t> edges{0};
-  std::vector<std::thread> ts;
-  auto start = Clock::now();
-  for (int t = 0; t < 2; ++t) {
-    ts.emplace_back([&, t] {
-      (void)fanout::PinThisThread(t);
-      fanout::sampler::MultiHopOptions mo;
-      mo.fanouts = {15, 10, 5};
-      mo.sampling.with_edge_ids = false;
-      fanout::sampler::MultiHopSampler sampler(g, mo);
-      fanout::sampler::SampledSubgraph sub;
-      std::vector<int64_t> batch(1024);
-      fanout::SplitMix64 r(77 + t);
-      int64_t e = 0, i = 0;
-      while (Clock::now() - start < std::chrono::duration<double>(seconds)) {
-        for (auto& v : batch) v = static_cast<int64_t>(fanout::DrawBelow(r.Next(), static_cast<uint64_t>(n)));
-        if (!sampler.Sample(batch, static_cast<uint64_t>(i++), &sub).ok()) std::abort();
-        e += static_cast<int64_t>(sub.row.size());
-      }
-      edges += e;
-    });
-  }
-  for (auto& th : ts) th.join();
-  double local = edges / std::chrono::duration<double>(Clock::now() - start).count();
+  const double local = InProcess(g, n, {15, 10, 5}, 1024, false, seconds);
+  const double local_sub = InProcess(g, n, sub_fanouts, sub_batch, true, seconds);
 
   std::printf("fanouts [15,10,5], batch 1024, 2 servers + 1 client on this machine:\n");
   std::printf("  NodeLoader, sampling only:    %7.1f batches/s  %7.2f M sampled edges/s  (%.2f s waiting on the network)\n",
@@ -141,6 +156,11 @@ int main(int argc, char** argv) {
   std::printf("  ratio %.3f (bar >= 0.25)\n", dist.edges_per_s / local);
   std::printf("  NodeLoader with 128-dim features: %7.1f batches/s  %7.2f M sampled edges/s  %.2f GB/s of features\n",
               feat.batches_per_s, feat.edges_per_s / 1e6, feat.feature_bytes_per_s / 1e9);
+  std::printf("subgraph batches (every edge among the sampled nodes), fanouts [10,5], batch 256:\n");
+  std::printf("  SubgraphLoader, 2 servers:     %7.1f batches/s  %7.2f M induced edges/s  (%.2f s waiting on the network)\n",
+              subgraph.batches_per_s, subgraph.edges_per_s / 1e6, subgraph.network_wait_s);
+  std::printf("  in-process, 2 threads:                           %7.2f M induced edges/s\n", local_sub / 1e6);
+  std::printf("  ratio %.3f (issue 12's bar for each loader: >= 0.35)\n", subgraph.edges_per_s / local_sub);
   nlohmann::json cases = nlohmann::json::array();
   cases.push_back({{"case", "dist_multihop"}, {"fanout", {15, 10, 5}}, {"batch_size", 1024}, {"scale", scale},
                    {"batches_per_s", dist.batches_per_s}, {"edges_per_s", dist.edges_per_s},
@@ -148,6 +168,9 @@ int main(int argc, char** argv) {
   cases.push_back({{"case", "dist_loader_features"}, {"fanout", {15, 10, 5}}, {"batch_size", 1024}, {"feature_dim", 128},
                    {"batches_per_s", feat.batches_per_s}, {"edges_per_s", feat.edges_per_s},
                    {"feature_bytes_per_s", feat.feature_bytes_per_s}});
+  cases.push_back({{"case", "subgraph"}, {"fanout", sub_fanouts}, {"batch_size", sub_batch}, {"scale", scale},
+                   {"batches_per_s", subgraph.batches_per_s}, {"edges_per_s", subgraph.edges_per_s},
+                   {"inprocess_edges_per_s", local_sub}, {"ratio", subgraph.edges_per_s / local_sub}});
   if (own) fs::remove_all(work);
   fanout::bench::WriteJson(json_path, cases);
   return 0;
