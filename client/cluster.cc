@@ -671,10 +671,7 @@ class ClusterSession : public Session {
     IdRangeCheck seed;
     seed.what = "seed";
     FANOUT_RETURN_IF_ERROR(CheckIdsInRange(seeds, 0, c_->num_nodes(), seed));
-    if (!dense_set_) {  // the relabel's dedupe: direct-mapped over the whole id space where it is small
-      if (c_->num_nodes() <= sampler::kMaxDenseIdRange) builder_.SetDenseIdRange(c_->num_nodes());
-      dense_set_ = true;
-    }
+    builder_.UseDenseIdRange(c_->num_nodes());  // the relabel's dedupe, direct-mapped where the id space is small
     builder_.Begin(seeds, out);
     const bool eids = options.sampling.with_edge_ids;
     for (size_t h = 0; h < options.fanouts.size(); ++h) {
@@ -981,7 +978,6 @@ class ClusterSession : public Session {
   std::vector<HopView> views_;
   sampler::OneHopResult hop_;
   sampler::SubgraphBuilder builder_;
-  bool dense_set_ = false;
 };
 
 Status Cluster::NewSession(std::unique_ptr<Session>* out) {

@@ -46,7 +46,7 @@ struct StreamedGraph {
 
   // Calls fn(src, dst) for every edge, in order, until fn returns false; an
   // input error ends the play with that error.
-  std::function<Status(const std::function<bool(int64_t, int64_t)>&)> for_each_edge;
+  EdgePlay for_each_edge;
   // Node data by id (called only for what the flags above say exists).
   std::function<void(int64_t, float*)> feature_row;
   std::function<int64_t(int64_t)> label;

@@ -306,14 +306,8 @@ Status WritePartitionedStream(const StreamedGraph& g, const PartitionOptions& po
       detail::MetaInputs{g.name, g.format, n, 0, g.feature_dim, g.num_classes, g.class_names, g.has_labels,
                          g.has_split, g.has_names},
       k, o);
-  meta.offsets.assign(k + 1, 0);
-  for (int32_t p : part) meta.offsets[p + 1]++;
-  for (int p = 0; p < k; ++p) meta.offsets[p + 1] += meta.offsets[p];
-  std::vector<int64_t> perm(n);  // new id of each input id; later the reverse
-  {
-    std::vector<int64_t> next(meta.offsets.begin(), meta.offsets.end() - 1);
-    for (int64_t v = 0; v < n; ++v) perm[v] = next[part[v]]++;
-  }
+  std::vector<int64_t> perm;  // new id of each input id; later the reverse
+  detail::RenumberByPart(part, k, &meta.offsets, &perm);
   PartitionStats& stats = meta.stats;
   stats.nodes.assign(k, 0);
   stats.edges.assign(k, 0);

@@ -1,6 +1,7 @@
 #include "datasets/dataset.h"
 
 #include <algorithm>
+#include <cassert>
 #include <numeric>
 
 namespace fanout::datasets {
@@ -84,6 +85,27 @@ std::string ApplyEdgeOptions(const EdgeOptions& options, RawDataset* ds) {
     ds->dst.resize(w);
   }
   return summary;
+}
+
+Status CheckStreamable(const EdgeOptions& options) {
+  if (options.drop_duplicates)
+    return Status::InvalidArgument("--drop-duplicates needs the whole edge list in memory; it cannot be streamed");
+  return Status::OK();
+}
+
+Status PlayWithEdgeOptions(const EdgeOptions& options, const EdgePlay& input, const EdgeFn& fn) {
+  assert(!options.drop_duplicates);  // REQUIRES: CheckStreamable
+  bool go = true;
+  FANOUT_RETURN_IF_ERROR(input([&](int64_t s, int64_t d) {
+    if (!(options.drop_self_loops && s == d)) go = fn(s, d);
+    return go;
+  }));
+  if (options.make_undirected && go)
+    FANOUT_RETURN_IF_ERROR(input([&](int64_t s, int64_t d) {
+      if (s != d) go = fn(d, s);  // a self-loop is its own reverse
+      return go;
+    }));
+  return Status::OK();
 }
 
 }  // namespace fanout::datasets

@@ -4,6 +4,7 @@
 #define FANOUT_DATASETS_DATASET_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,18 @@ struct EdgeOptions {
 
 // Returns a one-line summary of what was changed ("dropped 124 self-loops, ...").
 std::string ApplyEdgeOptions(const EdgeOptions& options, RawDataset* ds);
+
+// The streamed form of ApplyEdgeOptions, for inputs too large to hold.
+// An EdgePlay calls fn(src, dst) for every input edge, in order, until fn
+// returns false; an input error ends it with that error.
+using EdgeFn = std::function<bool(int64_t, int64_t)>;
+using EdgePlay = std::function<Status(const EdgeFn&)>;
+// InvalidArgument when `options` need the whole edge list (drop_duplicates).
+Status CheckStreamable(const EdgeOptions& options);
+// Calls fn for the edges ApplyEdgeOptions would leave, in the same order:
+// the input once (self-loops dropped if asked), then, undirected, once more
+// reversed. REQUIRES: CheckStreamable(options).
+Status PlayWithEdgeOptions(const EdgeOptions& options, const EdgePlay& input, const EdgeFn& fn);
 
 }  // namespace fanout::datasets
 

@@ -78,16 +78,33 @@ Status CheckRmatData(const LoadOptions& options) {
 
 // Node v's synthetic features: uniform [-1, 1) values, a pure function of
 // (seed, node, column).
+uint64_t RmatFeatureKey(uint64_t seed, int64_t v) { return Mix64(Mix64(seed ^ 0x5eedfea7ULL) ^ static_cast<uint64_t>(v)); }
+float RmatFeature(uint64_t key, int64_t j) {
+  return static_cast<float>(static_cast<double>(Draw(key, j) >> 40) * 0x1.0p-23 - 1.0);
+}
 void RmatFeatureRow(uint64_t seed, int64_t v, int64_t d, float* row) {
-  const uint64_t key = Mix64(Mix64(seed ^ 0x5eedfea7ULL) ^ static_cast<uint64_t>(v));
-  for (int64_t j = 0; j < d; ++j) row[j] = static_cast<float>(static_cast<double>(Draw(key, j) >> 40) * 0x1.0p-23 - 1.0);
+  const uint64_t key = RmatFeatureKey(seed, v);
+  for (int64_t j = 0; j < d; ++j) row[j] = RmatFeature(key, j);
 }
 
-// Learnable labels: the argmax of the first min(d, c) feature columns, or a
-// hash of the node when there are too few features.
+// Learnable labels: the argmax (first of equals) of the first min(d, c)
+// feature columns, or a hash of the node when there are too few features.
+// `row`: the node's features where they are at hand; null generates the c
+// columns needed (the streamed path, which holds no rows).
 int64_t RmatLabel(uint64_t seed, int64_t v, const float* row, int64_t d, int64_t c) {
-  if (d >= c) return std::max_element(row, row + c) - row;
-  return static_cast<int64_t>(Mix64(seed * 31 + v) % static_cast<uint64_t>(c));
+  if (d < c) return static_cast<int64_t>(Mix64(seed * 31 + v) % static_cast<uint64_t>(c));
+  if (row != nullptr) return std::max_element(row, row + c) - row;
+  const uint64_t key = RmatFeatureKey(seed, v);
+  int64_t best = 0;
+  float best_value = RmatFeature(key, 0);
+  for (int64_t j = 1; j < c; ++j) {
+    const float f = RmatFeature(key, j);
+    if (f > best_value) {
+      best_value = f;
+      best = j;
+    }
+  }
+  return best;
 }
 
 }  // namespace
@@ -128,8 +145,7 @@ Status LoadRmat(const LoadOptions& options, RawDataset* out, std::vector<std::st
 }
 
 Status StreamRmat(const LoadOptions& options, const EdgeOptions& edge_options, StreamedGraph* out) {
-  if (edge_options.drop_duplicates)
-    return Status::InvalidArgument("--drop-duplicates needs the whole edge list in memory; it cannot be streamed");
+  FANOUT_RETURN_IF_ERROR(CheckStreamable(edge_options));
   FANOUT_RETURN_IF_ERROR(CheckRmatData(options));
   FANOUT_RETURN_IF_ERROR(ForEachRmatEdgeWhile(options.rmat, [](int64_t, int64_t) { return false; }));  // checks the options
   const RmatOptions r = options.rmat;
@@ -145,26 +161,12 @@ Status StreamRmat(const LoadOptions& options, const EdgeOptions& edge_options, S
   out->num_classes = c;
   out->has_labels = c > 0;
   out->has_split = !fractions.empty();
-  out->for_each_edge = [r, edge_options](const std::function<bool(int64_t, int64_t)>& fn) -> Status {
-    const bool drop_loops = edge_options.drop_self_loops;
-    bool go = true;
-    FANOUT_RETURN_IF_ERROR(ForEachRmatEdgeWhile(r, [&](int64_t s, int64_t t) {
-      if (!(drop_loops && s == t)) go = fn(s, t);
-      return go;
-    }));
-    if (edge_options.make_undirected && go)
-      FANOUT_RETURN_IF_ERROR(ForEachRmatEdgeWhile(r, [&](int64_t s, int64_t t) {
-        if (s != t) go = fn(t, s);  // a self-loop is its own reverse
-        return go;
-      }));
-    return Status::OK();
+  EdgePlay edges_as_read = [r](const EdgeFn& fn) { return ForEachRmatEdgeWhile(r, fn); };
+  out->for_each_edge = [edges_as_read, eo = edge_options](const EdgeFn& fn) {
+    return PlayWithEdgeOptions(eo, edges_as_read, fn);
   };
   out->feature_row = [seed, d](int64_t v, float* row) { RmatFeatureRow(seed, v, d, row); };
-  out->label = [seed, d, c](int64_t v) {
-    std::vector<float> row(static_cast<size_t>(std::max<int64_t>(d, 0)));
-    if (d > 0) RmatFeatureRow(seed, v, d, row.data());
-    return RmatLabel(seed, v, row.data(), d, c);
-  };
+  out->label = [seed, d, c](int64_t v) { return RmatLabel(seed, v, nullptr, d, c); };
   out->split = [fractions, seed](int64_t v) { return RandomSplitOf(fractions, seed, v); };
   out->original_id = [](int64_t v) { return v; };
   return Status::OK();

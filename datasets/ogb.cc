@@ -228,7 +228,6 @@ namespace {
 struct OgbStream {
   std::string raw;
   int64_t n = 0, dim = 0;
-  EdgeOptions edge_options;
   std::vector<int64_t> labels;
   std::vector<uint8_t> split;
   std::string feature_path;
@@ -272,13 +271,11 @@ struct OgbStream {
 
 Status StreamOgb(const std::string& input, const LoadOptions& options, const EdgeOptions& edge_options,
                  const std::string& scratch_path, StreamedGraph* out, std::vector<std::string>* notes) {
-  if (edge_options.drop_duplicates)
-    return Status::InvalidArgument("--drop-duplicates needs the whole edge list in memory; it cannot be streamed");
+  FANOUT_RETURN_IF_ERROR(CheckStreamable(edge_options));
   auto s = std::make_shared<OgbStream>();
   std::string dir, name;
   FANOUT_RETURN_IF_ERROR(OpenOgbFolder(input, &dir, &name, &s->raw, &s->n));
   const int64_t n = s->n;
-  s->edge_options = edge_options;
   FANOUT_RETURN_IF_ERROR(CheckFitsInMemory(s->raw + "num-node-list.csv: " + std::to_string(n) + " nodes need ", n, 32,
                                            options.memory_limit_bytes));
   *out = StreamedGraph();
@@ -329,19 +326,9 @@ Status StreamOgb(const std::string& input, const LoadOptions& options, const Edg
   out->has_split = !s->split.empty();
 
   OgbStream* st = s.get();
-  out->for_each_edge = [st](const std::function<bool(int64_t, int64_t)>& fn) -> Status {
-    const bool drop_loops = st->edge_options.drop_self_loops;
-    bool go = true;
-    FANOUT_RETURN_IF_ERROR(ReadOgbEdges(st->raw, st->n, "", true, [&](int64_t u, int64_t v) {
-      if (!(drop_loops && u == v)) go = fn(u, v);
-      return go;
-    }));
-    if (st->edge_options.make_undirected && go)
-      FANOUT_RETURN_IF_ERROR(ReadOgbEdges(st->raw, st->n, "", true, [&](int64_t u, int64_t v) {
-        if (u != v) go = fn(v, u);  // a self-loop is its own reverse
-        return go;
-      }));
-    return st->read_error;
+  EdgePlay edges_as_read = [st](const EdgeFn& fn) { return ReadOgbEdges(st->raw, st->n, "", true, fn); };
+  out->for_each_edge = [edges_as_read, eo = edge_options](const EdgeFn& fn) {
+    return PlayWithEdgeOptions(eo, edges_as_read, fn);
   };
   out->feature_row = [st](int64_t v, float* row) { st->Row(v, row); };
   out->label = [st](int64_t v) { return st->labels[v]; };

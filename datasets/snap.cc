@@ -121,21 +121,18 @@ struct SnapStream {
   std::vector<int64_t> labels;
   std::vector<double> fractions;
   uint64_t seed = 1;
-  EdgeOptions edge_options;
 };
 
 }  // namespace
 
 Status StreamSnap(const std::string& input, const LoadOptions& options, const EdgeOptions& edge_options,
                   StreamedGraph* out, std::vector<std::string>* notes) {
-  if (edge_options.drop_duplicates)
-    return Status::InvalidArgument("--drop-duplicates needs the whole edge list in memory; it cannot be streamed");
+  FANOUT_RETURN_IF_ERROR(CheckStreamable(edge_options));
   FANOUT_RETURN_IF_ERROR(CheckSplitFractions(options.split_fractions));
   auto s = std::make_shared<SnapStream>();
   s->input = input;
   s->fractions = options.split_fractions;
   s->seed = options.seed;
-  s->edge_options = edge_options;
 
   // Pass 1: the distinct ids, merged batch by batch (8 bytes per node kept;
   // a batch of endpoints is sorted and merged in, never the whole list).
@@ -192,7 +189,8 @@ Status StreamSnap(const std::string& input, const LoadOptions& options, const Ed
   }
   out->has_split = !options.split_fractions.empty();
   SnapStream* st = s.get();
-  out->for_each_edge = [st](const std::function<bool(int64_t, int64_t)>& fn) -> Status {
+  // The input as written, mapped to dense ids.
+  EdgePlay edges_as_read = [st](const EdgeFn& fn) -> Status {
     Status changed;
     auto dense = [&](int64_t orig) {
       auto it = std::lower_bound(st->ids.begin(), st->ids.end(), orig);
@@ -201,22 +199,16 @@ Status StreamSnap(const std::string& input, const LoadOptions& options, const Ed
                                           std::to_string(orig) + " was not in it the first time");
       return static_cast<int64_t>(it - st->ids.begin());
     };
-    const bool drop_loops = st->edge_options.drop_self_loops;
     bool go = true;
     FANOUT_RETURN_IF_ERROR(ReadSnapEdges(st->input, "", true, [&](int64_t u, int64_t v) {
-      if (go && !(drop_loops && u == v)) {
-        int64_t a = dense(u), b = dense(v);
-        go = changed.ok() && fn(a, b);
-      }
+      if (!go) return;
+      const int64_t a = dense(u), b = dense(v);
+      go = changed.ok() && fn(a, b);
     }));
-    if (st->edge_options.make_undirected && go)
-      FANOUT_RETURN_IF_ERROR(ReadSnapEdges(st->input, "", true, [&](int64_t u, int64_t v) {
-        if (go && u != v) {  // a self-loop is its own reverse
-          int64_t a = dense(v), b = dense(u);
-          go = changed.ok() && fn(a, b);
-        }
-      }));
     return changed;
+  };
+  out->for_each_edge = [edges_as_read, eo = edge_options](const EdgeFn& fn) {
+    return PlayWithEdgeOptions(eo, edges_as_read, fn);
   };
   out->label = [st](int64_t v) { return st->labels[v]; };
   out->split = [st](int64_t v) { return RandomSplitOf(st->fractions, st->seed, v); };

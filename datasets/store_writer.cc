@@ -189,6 +189,16 @@ MetaInputs MetaInputsOf(const RawDataset& ds) {
   return in;
 }
 
+void RenumberByPart(const std::vector<int32_t>& part, int k, std::vector<int64_t>* offsets,
+                    std::vector<int64_t>* new_of_old) {
+  offsets->assign(k + 1, 0);
+  for (int32_t p : part) (*offsets)[p + 1]++;
+  for (int p = 0; p < k; ++p) (*offsets)[p + 1] += (*offsets)[p];
+  std::vector<int64_t> next(offsets->begin(), offsets->end() - 1);
+  new_of_old->resize(part.size());
+  for (size_t v = 0; v < part.size(); ++v) (*new_of_old)[v] = next[part[v]]++;
+}
+
 int64_t StorePayloadBytes(const DatasetMeta& meta, int64_t name_bytes) {
   int64_t total = meta.num_edges * 16 + meta.num_nodes * (8 + 8 + meta.feature_dim * FeatureDTypeSize(meta.feature_dtype));
   if (meta.has_labels) total += meta.num_nodes * 8;
@@ -255,6 +265,14 @@ Status PartStoreWriter::PutNodeChunks(const DatasetMeta& meta, int64_t c, const 
                                       const NodeSource& src) {
   const int64_t d = meta.feature_dim;
   const int dsize = FeatureDTypeSize(meta.feature_dtype);
+  // label and orig: one int64 per node.
+  auto put_int64 = [&](const char* kind, auto value_of) -> Status {
+    values_.resize(n);
+    for (int64_t x = 0; x < n; ++x) values_[x] = value_of(old_ids[x]);
+    value_.clear();
+    EncodeInt64Chunk(values_, &value_);
+    return Put(kind, c);
+  };
   if (d > 0) {
     value_.assign(static_cast<size_t>(n * d * dsize), '\0');
     row_.resize(d);
@@ -264,13 +282,7 @@ Status PartStoreWriter::PutNodeChunks(const DatasetMeta& meta, int64_t c, const 
     }
     FANOUT_RETURN_IF_ERROR(Put("feat", c));
   }
-  if (meta.has_labels) {
-    values_.resize(n);
-    for (int64_t x = 0; x < n; ++x) values_[x] = src.Label(old_ids[x]);
-    value_.clear();
-    EncodeInt64Chunk(values_, &value_);
-    FANOUT_RETURN_IF_ERROR(Put("label", c));
-  }
+  if (meta.has_labels) FANOUT_RETURN_IF_ERROR(put_int64("label", [&](int64_t v) { return src.Label(v); }));
   if (meta.has_split) {
     split_.resize(n);
     for (int64_t x = 0; x < n; ++x) split_[x] = src.SplitOf(old_ids[x]);
@@ -278,11 +290,7 @@ Status PartStoreWriter::PutNodeChunks(const DatasetMeta& meta, int64_t c, const 
     EncodeSplitChunk(split_, &value_);
     FANOUT_RETURN_IF_ERROR(Put("split", c));
   }
-  values_.resize(n);
-  for (int64_t x = 0; x < n; ++x) values_[x] = src.OriginalId(old_ids[x]);
-  value_.clear();
-  EncodeInt64Chunk(values_, &value_);
-  FANOUT_RETURN_IF_ERROR(Put("orig", c));
+  FANOUT_RETURN_IF_ERROR(put_int64("orig", [&](int64_t v) { return src.OriginalId(v); }));
   if (meta.has_names) {
     std::vector<const std::string*> names(n);
     for (int64_t x = 0; x < n; ++x) names[x] = src.Name(old_ids[x]);
@@ -316,17 +324,10 @@ struct Layout {
 
 void BuildLayout(const RawDataset& ds, const std::vector<int32_t>& part, int k, bool incoming, Layout* L) {
   const int64_t n = ds.num_nodes;
-  L->offsets.assign(k + 1, 0);
-  for (int32_t p : part) L->offsets[p + 1]++;
-  for (int p = 0; p < k; ++p) L->offsets[p + 1] += L->offsets[p];
-  std::vector<int64_t> new_of_old(n);
+  std::vector<int64_t> new_of_old;
+  detail::RenumberByPart(part, k, &L->offsets, &new_of_old);
   L->old_of_new.resize(n);
-  std::vector<int64_t> next(L->offsets.begin(), L->offsets.end() - 1);
-  for (int64_t v = 0; v < n; ++v) {
-    int64_t nv = next[part[v]]++;
-    new_of_old[v] = nv;
-    L->old_of_new[nv] = v;
-  }
+  for (int64_t v = 0; v < n; ++v) L->old_of_new[new_of_old[v]] = v;
   const int64_t e = ds.num_edges();
   L->indptr.assign(n + 1, 0);
   for (int64_t i = 0; i < e; ++i) L->indptr[new_of_old[incoming ? ds.dst[i] : ds.src[i]] + 1]++;

@@ -113,14 +113,10 @@ Status MultiHopSampler::Sample(ArrayView<const int64_t> seeds, uint64_t request_
   IdRangeCheck how;
   how.what = "seed";
   FANOUT_RETURN_IF_ERROR(CheckIdsInRange(seeds, lo, lo + graph_.num_nodes(), how));
-  if (!dense_set_) {
-    // Neighbors are global ids, mostly below the graph's end (the whole
-    // graph, or a partition's neighbors in earlier partitions); any above it
-    // go to the hash table.
-    const int64_t end = lo + graph_.num_nodes();
-    if (end <= kMaxDenseIdRange) builder_.SetDenseIdRange(end);
-    dense_set_ = true;
-  }
+  // Neighbors are global ids, mostly below the graph's end (the whole graph,
+  // or a partition's neighbors in earlier partitions); any above it go to the
+  // hash table.
+  builder_.UseDenseIdRange(lo + graph_.num_nodes());
   builder_.Begin(seeds, out);
   for (size_t h = 0; h < options_.fanouts.size(); ++h) {
     FANOUT_RETURN_IF_ERROR(hop_sampler_.Sample(graph_, builder_.Frontier(*out), options_.fanouts[h],

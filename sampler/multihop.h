@@ -62,6 +62,11 @@ struct MultiHopOptions {
 // Checks the fanouts and that weighted sampling has weights to use.
 Status CheckMultiHopOptions(const MultiHopOptions& options, bool graph_has_weights);
 
+// Largest id range a SubgraphBuilder dedupes through a direct-mapped array
+// (8 bytes per id: 64 MiB per builder at most); larger ranges use the hash
+// table alone.
+inline constexpr int64_t kMaxDenseIdRange = int64_t{8} << 20;
+
 // Assembles a SampledSubgraph hop by hop from one-hop results: dedupes and
 // relabels. Shared by the local sampler and the distributed client, which gets
 // its one-hop results from the servers. Not thread-safe: one per thread.
@@ -87,9 +92,14 @@ class SubgraphBuilder {
     return ArrayView<const int64_t>(out.n_id.data(), out.n_id.size());
   }
   // Ids in [0, end) are deduped through a direct-mapped array (8 bytes per
-  // id, allocated here) instead of the hash table: one cache line per lookup.
+  // id, allocated on the first call) instead of the hash table: one cache
+  // line per lookup. Ranges beyond kMaxDenseIdRange keep the hash table
+  // alone. Cheap to call again with the same end (callers do, per batch).
   // Results are the same either way.
-  void SetDenseIdRange(int64_t end) { map_.SetDenseRange(end); }
+  void UseDenseIdRange(int64_t end) {
+    if (end > kMaxDenseIdRange) end = 0;
+    if (end != map_.dense_end()) map_.SetDenseRange(end);
+  }
 
  private:
   detail::IdMap map_;
@@ -118,13 +128,7 @@ class MultiHopSampler {
   HopSampler hop_sampler_;
   OneHopResult hop_;
   SubgraphBuilder builder_;
-  bool dense_set_ = false;
 };
-
-// Largest id range the local sampler dedupes through a direct-mapped array
-// (8 bytes per id: 64 MiB per sampler at most); larger graphs use the hash
-// table.
-inline constexpr int64_t kMaxDenseIdRange = int64_t{8} << 20;
 
 }  // namespace fanout::sampler
 

@@ -68,6 +68,12 @@ MetaInputs MetaInputsOf(const RawDataset& ds);
 // meta.feature_scale of an int8 store whose largest |feature| is max_abs.
 inline double Int8Scale(float max_abs) { return max_abs > 0 ? max_abs / 127.0 : 1.0; }
 
+// The stored ids: partition by partition, input order inside each. Fills
+// offsets (k + 1: partition p owns [offsets[p], offsets[p+1])) and the new id
+// of every input id.
+void RenumberByPart(const std::vector<int32_t>& part, int k, std::vector<int64_t>* offsets,
+                    std::vector<int64_t>* new_of_old);
+
 // Sum of every chunk's payload bytes (chunks.h), for progress lines.
 // `name_bytes`: sum of the original names' lengths (0 without names).
 int64_t StorePayloadBytes(const DatasetMeta& meta, int64_t name_bytes);

@@ -30,6 +30,26 @@ using server::testing::ServerTest;
 
 std::vector<int64_t> Std(const PodVector<int64_t>& v) { return std::vector<int64_t>(v.begin(), v.end()); }
 
+// n seeds uniform over Cora's 2708 nodes, repeats included.
+std::vector<int64_t> CoraSeeds(size_t n, uint64_t seed) {
+  SplitMix64 rng(seed);
+  std::vector<int64_t> seeds(n);
+  for (auto& s : seeds) s = static_cast<int64_t>(DrawBelow(rng.Next(), 2708));
+  return seeds;
+}
+
+// The distributed subgraph equals the local one, field for field.
+void ExpectSameSubgraph(const sampler::SampledSubgraph& dist, const sampler::SampledSubgraph& local,
+                        const std::string& what) {
+  EXPECT_EQ(Std(dist.n_id), Std(local.n_id)) << what;
+  EXPECT_EQ(Std(dist.row), Std(local.row)) << what;
+  EXPECT_EQ(Std(dist.col), Std(local.col)) << what;
+  EXPECT_EQ(Std(dist.edge_id), Std(local.edge_id)) << what;
+  EXPECT_EQ(dist.num_sampled_nodes, local.num_sampled_nodes) << what;
+  EXPECT_EQ(dist.num_sampled_edges, local.num_sampled_edges) << what;
+  EXPECT_EQ(dist.batch_size, local.batch_size) << what;
+}
+
 class ClusterTest : public ServerTest {
  protected:
   ClusterSpec Spec() const {
@@ -59,21 +79,13 @@ TEST_F(ClusterTest, DistributedSamplingEqualsLocalSamplingOnTheWholeGraph) {
           sampler::MultiHopOptions mo;
           mo.fanouts = fanouts;
           mo.sampling.replace = replace;
-          SplitMix64 rng(seed);
-          std::vector<int64_t> seeds(200);
-          for (auto& s : seeds) s = static_cast<int64_t>(DrawBelow(rng.Next(), 2708));  // repeats included
+          std::vector<int64_t> seeds = CoraSeeds(200, seed);
           sampler::SampledSubgraph dist, local;
           Status st = session->Sample(seeds, seed, mo, &dist);
           ASSERT_TRUE(st.ok()) << st.ToString();
           sampler::MultiHopSampler sampler(whole_.csr.View(), mo);
           ASSERT_TRUE(sampler.Sample(seeds, seed, &local).ok());
-          EXPECT_EQ(Std(dist.n_id), Std(local.n_id)) << "k=" << k << " seed " << seed;
-          EXPECT_EQ(Std(dist.row), Std(local.row));
-          EXPECT_EQ(Std(dist.col), Std(local.col));
-          EXPECT_EQ(Std(dist.edge_id), Std(local.edge_id));
-          EXPECT_EQ(dist.num_sampled_nodes, local.num_sampled_nodes);
-          EXPECT_EQ(dist.num_sampled_edges, local.num_sampled_edges);
-          EXPECT_EQ(dist.batch_size, local.batch_size);
+          ExpectSameSubgraph(dist, local, "k=" + std::to_string(k) + " seed " + std::to_string(seed));
         }
       }
     }
@@ -96,20 +108,13 @@ TEST_F(ClusterTest, DistributedInducedSubgraphsEqualLocalOnes) {
         mo.fanouts = fanouts;
         mo.sampling.with_edge_ids = true;
         mo.induced = true;
-        SplitMix64 rng(seed);
-        std::vector<int64_t> seeds(100);
-        for (auto& s : seeds) s = static_cast<int64_t>(DrawBelow(rng.Next(), 2708));
+        std::vector<int64_t> seeds = CoraSeeds(100, seed);
         sampler::SampledSubgraph dist, local, nodes_only;
         Status st = session->Sample(seeds, seed, mo, &dist);
         ASSERT_TRUE(st.ok()) << st.ToString();
         sampler::MultiHopSampler sampler(whole_.csr.View(), mo);
         ASSERT_TRUE(sampler.Sample(seeds, seed, &local).ok());
-        EXPECT_EQ(Std(dist.n_id), Std(local.n_id)) << "k=" << k << " seed " << seed;
-        EXPECT_EQ(Std(dist.row), Std(local.row));
-        EXPECT_EQ(Std(dist.col), Std(local.col));
-        EXPECT_EQ(Std(dist.edge_id), Std(local.edge_id));
-        EXPECT_EQ(dist.num_sampled_nodes, local.num_sampled_nodes);
-        EXPECT_EQ(dist.num_sampled_edges, local.num_sampled_edges);
+        ExpectSameSubgraph(dist, local, "induced k=" + std::to_string(k) + " seed " + std::to_string(seed));
         mo.induced = false;
         ASSERT_TRUE(session->Sample(seeds, seed, mo, &nodes_only).ok());
         EXPECT_EQ(Std(dist.n_id), Std(nodes_only.n_id));  // the same nodes as the node loader
