@@ -43,6 +43,9 @@ class CachedSession : public Session {
   Status Labels(ArrayView<const int64_t> ids, int64_t* out) override { return Wrap(inner_->Labels(ids, out)); }
   Status OriginalIds(ArrayView<const int64_t> ids, int64_t* out) override { return Wrap(inner_->OriginalIds(ids, out)); }
   Status Degrees(ArrayView<const int64_t> ids, int64_t* out) override { return Wrap(inner_->Degrees(ids, out)); }
+  Status HasEdges(ArrayView<const int64_t> src, ArrayView<const int64_t> dst, uint8_t* exists) override {
+    return Wrap(inner_->HasEdges(src, dst, exists));
+  }
   Status SplitNodes(int split, std::vector<int64_t>* out) override { return Wrap(inner_->SplitNodes(split, out)); }
 
  private:

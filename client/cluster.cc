@@ -944,6 +944,37 @@ class ClusterSession : public Session {
     return Status::OK();
   }
 
+  Status HasEdges(ArrayView<const int64_t> src, ArrayView<const int64_t> dst, uint8_t* exists) override {
+    if (src.size() != dst.size())
+      return Status::InvalidArgument("HasEdges: " + std::to_string(src.size()) + " sources but " +
+                                     std::to_string(dst.size()) + " destinations");
+    const bool in = c_->info_[0].direction != "out";
+    ArrayView<const int64_t> rows = in ? dst : src, nbrs = in ? src : dst;
+    IdRangeCheck check;
+    check.what = "node";
+    FANOUT_RETURN_IF_ERROR(CheckIdsInRange(nbrs, 0, c_->num_nodes(), check));
+    FANOUT_RETURN_IF_ERROR(Route(rows));
+    std::vector<int64_t> part_nbrs;
+    std::string found;
+    auto t0 = std::chrono::steady_clock::now();
+    for (int p = 0; p < c_->num_parts(); ++p) {
+      if (by_part_[p].empty()) continue;
+      part_nbrs.resize(pos_[p].size());
+      for (size_t j = 0; j < pos_[p].size(); ++j) part_nbrs[j] = nbrs[pos_[p][j]];
+      Status st = WithFailover(p, clients_[p]->HasEdges(by_part_[p], part_nbrs, &found),
+                               [&] { return clients_[p]->HasEdges(by_part_[p], part_nbrs, &found); });
+      if (st.IsNotSupported())
+        return Status::NotSupported(st.message() + ": strict negative sampling needs servers with has_edges; "
+                                    "upgrade them or sample non-strict negatives");
+      FANOUT_RETURN_IF_ERROR(st);
+      ++stats_.requests;
+      stats_.thrift_bytes += static_cast<int64_t>(found.size());
+      for (size_t j = 0; j < pos_[p].size(); ++j) exists[pos_[p][j]] = static_cast<uint8_t>(found[j] != 0);
+    }
+    stats_.network_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return Status::OK();
+  }
+
   Status SplitNodes(int split, std::vector<int64_t>* out) override {
     out->clear();
     std::vector<int64_t> ids;

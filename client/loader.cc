@@ -2,7 +2,9 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <numeric>
 #include <stdexcept>
 
 #include "client/region_pool.h"
@@ -54,8 +56,16 @@ Status GatherFeaturesOnDevice(DeviceFeatureFetcher& fetcher, Session& session, A
 }
 
 NodeLoader::NodeLoader(std::shared_ptr<Source> source, std::vector<int64_t> seeds, LoaderOptions options)
-    : source_(std::move(source)), seeds_(std::move(seeds)), options_(std::move(options)) {
+    : NodeLoader(std::move(source), std::move(seeds), std::move(options), nullptr) {}
+
+NodeLoader::NodeLoader(std::shared_ptr<Source> source, std::vector<int64_t> seeds, LoaderOptions options,
+                       std::shared_ptr<const LinkSeeds> links)
+    : source_(std::move(source)), links_(std::move(links)), seeds_(std::move(seeds)), options_(std::move(options)) {
   if (!source_) throw std::invalid_argument("NodeLoader: no source");
+  if (links_) {  // checked by LinkLoader; the seeds are the edges' positions
+    seeds_.resize(links_->src.size());
+    std::iota(seeds_.begin(), seeds_.end(), int64_t{0});
+  }
   buffers_ = source_->feature_buffers();
   if (options_.batch_size < 1) throw std::invalid_argument("NodeLoader: batch_size must be >= 1");
   for (int64_t f : options_.fanouts)
@@ -69,10 +79,12 @@ NodeLoader::NodeLoader(std::shared_ptr<Source> source, std::vector<int64_t> seed
                                 std::to_string(world_) + ")");
   if (options_.gpu_cache && !torch::cuda::is_available())
     throw std::invalid_argument("NodeLoader: gpu_cache needs a CUDA-enabled LibTorch; this one has no CUDA");
-  IdRangeCheck seed;
-  seed.what = "seed";
-  Status range = CheckIdsInRange(seeds_, 0, source_->num_nodes(), seed);
-  if (!range.ok()) throw std::invalid_argument("NodeLoader: " + range.message());
+  if (!links_) {
+    IdRangeCheck seed;
+    seed.what = "seed";
+    Status range = CheckIdsInRange(seeds_, 0, source_->num_nodes(), seed);
+    if (!range.ok()) throw std::invalid_argument("NodeLoader: " + range.message());
+  }
 }
 
 NodeLoader::~NodeLoader() { StopWorkers(); }
@@ -186,21 +198,80 @@ void NodeLoader::Worker(int w) {
 Status NodeLoader::Produce(Session* session, DeviceFeatureFetcher* fetcher, int64_t b, MiniBatch* out) {
   const int64_t begin = b * options_.batch_size;
   const int64_t end = std::min<int64_t>(static_cast<int64_t>(order_.size()), begin + options_.batch_size);
-  ArrayView<const int64_t> seeds(order_.data() + begin, static_cast<size_t>(end - begin));
+  ArrayView<const int64_t> items(order_.data() + begin, static_cast<size_t>(end - begin));
+  uint64_t request_seed = NodeKey(options_.seed, static_cast<uint64_t>(epoch_),
+                                  static_cast<uint64_t>(b) * world_ + static_cast<uint64_t>(rank_));
+  out->epoch = epoch_;
+  out->index = b;
+  if (!links_) return SampleAndFetch(session, fetcher, items, request_seed, out);
+  std::vector<int64_t> nodes;
+  FANOUT_RETURN_IF_ERROR(LinkSeedNodes(session, items, request_seed, &nodes, out));
+  return SampleAndFetch(session, fetcher, nodes, request_seed, out);
+}
+
+Status NodeLoader::LinkSeedNodes(Session* session, ArrayView<const int64_t> positions, uint64_t request_seed,
+                                 std::vector<int64_t>* nodes, MiniBatch* out) {
+  const LinkSeeds& links = *links_;
+  const sampler::NegativeOptions& neg = options_.negative;
+  const int64_t p = static_cast<int64_t>(positions.size());
+  std::vector<int64_t> src(p), dst(p), neg_src, neg_dst;
+  for (int64_t i = 0; i < p; ++i) src[i] = links.src[positions[i]], dst[i] = links.dst[positions[i]];
+  FANOUT_RETURN_IF_ERROR(sampler::SampleNegatives(
+      neg, src, source_->num_nodes(), request_seed,
+      [session](ArrayView<const int64_t> s, ArrayView<const int64_t> d, uint8_t* exists) {
+        return session->HasEdges(s, d, exists);
+      },
+      &neg_src, &neg_dst));
+  const int64_t m = static_cast<int64_t>(neg_dst.size());
+  const bool triplet = neg.mode == sampler::NegativeMode::kTriplet;
+  // Every endpoint in PyG's order: triplet [src, dst, dst_neg], else
+  // [src, src_neg, dst, dst_neg] (row 0 of edge_label_index, then row 1).
+  std::vector<int64_t> all;
+  all.reserve(static_cast<size_t>(2 * p + (triplet ? m : 2 * m)));
+  all.insert(all.end(), src.begin(), src.end());
+  if (!triplet) all.insert(all.end(), neg_src.begin(), neg_src.end());
+  all.insert(all.end(), dst.begin(), dst.end());
+  all.insert(all.end(), neg_dst.begin(), neg_dst.end());
+  *nodes = all;
+  std::sort(nodes->begin(), nodes->end());
+  nodes->erase(std::unique(nodes->begin(), nodes->end()), nodes->end());
+  at::Tensor inverse = torch::empty({static_cast<int64_t>(all.size())}, torch::kLong);
+  int64_t* inv = inverse.data_ptr<int64_t>();
+  for (size_t i = 0; i < all.size(); ++i)
+    inv[i] = std::lower_bound(nodes->begin(), nodes->end(), all[i]) - nodes->begin();
+  out->input_id = torch::empty({p}, torch::kLong);
+  std::copy(positions.begin(), positions.end(), out->input_id.data_ptr<int64_t>());
+  if (triplet) {
+    const int64_t amount = static_cast<int64_t>(neg.amount);
+    out->src_index = inverse.narrow(0, 0, p);
+    out->dst_pos_index = inverse.narrow(0, p, p);
+    out->dst_neg_index = amount == 1 ? inverse.narrow(0, 2 * p, m) : inverse.narrow(0, 2 * p, m).view({p, amount});
+    return Status::OK();
+  }
+  out->edge_label_index = inverse.view({2, p + m});
+  if (!links.label.empty()) {
+    out->edge_label = torch::zeros({p + m}, torch::kLong);
+    int64_t* l = out->edge_label.data_ptr<int64_t>();
+    for (int64_t i = 0; i < p; ++i) l[i] = links.label[positions[i]];
+  } else if (neg.mode == sampler::NegativeMode::kBinary) {
+    out->edge_label = torch::zeros({p + m}, torch::kFloat);
+    out->edge_label.narrow(0, 0, p).fill_(1.0f);
+  }
+  return Status::OK();
+}
+
+Status NodeLoader::SampleAndFetch(Session* session, DeviceFeatureFetcher* fetcher, ArrayView<const int64_t> seeds,
+                                  uint64_t request_seed, MiniBatch* out) {
   sampler::MultiHopOptions mo;
   mo.fanouts = options_.fanouts;
   mo.sampling.replace = options_.replace;
   mo.sampling.weighted = options_.weighted;
   mo.sampling.with_edge_ids = options_.edge_ids;
   mo.induced = options_.subgraph;
-  uint64_t request_seed = NodeKey(options_.seed, static_cast<uint64_t>(epoch_),
-                                  static_cast<uint64_t>(b) * world_ + static_cast<uint64_t>(rank_));
   sampler::SampledSubgraph sub;
   FANOUT_RETURN_IF_ERROR(session->Sample(seeds, request_seed, mo, &sub));
   const int64_t n = static_cast<int64_t>(sub.n_id.size());
   out->batch_size = sub.batch_size;
-  out->epoch = epoch_;
-  out->index = b;
   out->num_sampled_nodes = sub.num_sampled_nodes;
   out->num_sampled_edges = sub.num_sampled_edges;
   out->n_id = Wrap(std::move(sub.n_id));
@@ -276,6 +347,44 @@ bool NodeLoader::Next(MiniBatch* out) {
   ++stats_.batches;
   return true;
 }
+
+namespace {
+
+// Checks a LinkLoader's seed edges and options (throws std::invalid_argument
+// naming what is wrong); shifts binary labels that start at 0 up by one.
+std::shared_ptr<const LinkSeeds> CheckLinks(const Source* source, LinkSeeds seeds, const LoaderOptions& options) {
+  if (source == nullptr) throw std::invalid_argument("LinkLoader: no source");
+  if (seeds.src.size() != seeds.dst.size())
+    throw std::invalid_argument("LinkLoader: edge_label_index has " + std::to_string(seeds.src.size()) +
+                                " sources but " + std::to_string(seeds.dst.size()) + " destinations");
+  if (!seeds.label.empty() && seeds.label.size() != seeds.src.size())
+    throw std::invalid_argument("LinkLoader: " + std::to_string(seeds.label.size()) + " edge labels for " +
+                                std::to_string(seeds.src.size()) + " seed edges");
+  Status st = sampler::CheckNegativeOptions(options.negative);
+  if (!st.ok()) throw std::invalid_argument("LinkLoader: " + st.message());
+  for (auto [ids, what] : {std::pair{&seeds.src, "seed edge source"}, std::pair{&seeds.dst, "seed edge destination"}}) {
+    IdRangeCheck check;
+    check.what = what;
+    st = CheckIdsInRange(*ids, 0, source->num_nodes(), check);
+    if (!st.ok()) throw std::invalid_argument("LinkLoader: " + st.message());
+  }
+  if (!seeds.label.empty()) {
+    if (options.negative.mode == sampler::NegativeMode::kTriplet)
+      throw std::invalid_argument("LinkLoader: edge labels cannot be used with triplet negative sampling");
+    auto min = std::min_element(seeds.label.begin(), seeds.label.end());
+    if (*min < 0)
+      throw std::invalid_argument("LinkLoader: edge label " + std::to_string(*min) + " of seed edge " +
+                                  std::to_string(min - seeds.label.begin()) + " is negative (labels are classes >= 0)");
+    if (options.negative.mode == sampler::NegativeMode::kBinary && *min == 0)
+      for (int64_t& l : seeds.label) ++l;  // 0 is the negatives' label
+  }
+  return std::make_shared<const LinkSeeds>(std::move(seeds));
+}
+
+}  // namespace
+
+LinkLoader::LinkLoader(std::shared_ptr<Source> source, LinkSeeds seeds, LoaderOptions options)
+    : NodeLoader(source, {}, options, CheckLinks(source.get(), std::move(seeds), options)) {}
 
 LoaderStats NodeLoader::stats() const {
   LoaderStats s;

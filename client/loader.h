@@ -28,6 +28,7 @@
 #include "cache/gpu_feature_cache.h"
 #include "client/device_features.h"
 #include "client/source.h"
+#include "sampler/negative.h"
 
 namespace fanout::client {
 
@@ -55,6 +56,15 @@ struct LoaderOptions {
   // Needs a CUDA-enabled LibTorch (CMAKE_PREFIX_PATH); Debian's is CPU-only,
   // and the loader refuses the option there.
   std::shared_ptr<cache::GpuFeatureCache> gpu_cache;
+  // LinkLoader only: negative sampling (PyG's neg_sampling; strict by default).
+  sampler::NegativeOptions negative;
+};
+
+// The seed edges of a LinkLoader: edge i is src[i] -> dst[i] (global ids,
+// PyG's edge_label_index), with an optional label each (edge_label).
+struct LinkSeeds {
+  std::vector<int64_t> src, dst;
+  std::vector<int64_t> label;  // empty, or one non-negative label per edge
 };
 
 // The rows of `ids` as a float32 CUDA tensor [ids.size(), feature_dim] on the
@@ -88,6 +98,12 @@ struct MiniBatch {
   std::vector<int64_t> num_sampled_nodes, num_sampled_edges;
   int64_t batch_size = 0;
   int64_t epoch = 0, index = 0;  // which batch of which epoch
+  // LinkLoader batches (undefined otherwise), as PyG's LinkNeighborLoader:
+  at::Tensor input_id;          // int64 [P]: positions of the batch's seed edges in LinkSeeds
+  at::Tensor edge_label_index;  // int64 [2, P + M] local indices: positives, then binary negatives
+  at::Tensor edge_label;        // [P + M]: see LinkLoader
+  at::Tensor src_index, dst_pos_index;  // triplet: int64 [P] local indices
+  at::Tensor dst_neg_index;     // triplet: int64 [P, amount] ([P] when amount is 1)
 };
 
 struct LoaderStats {
@@ -117,7 +133,7 @@ class NodeLoader {
  public:
   // Throws std::invalid_argument on bad options (batch size, fanouts, rank).
   NodeLoader(std::shared_ptr<Source> source, std::vector<int64_t> seeds, LoaderOptions options);
-  ~NodeLoader();
+  virtual ~NodeLoader();
   NodeLoader(const NodeLoader&) = delete;
   NodeLoader& operator=(const NodeLoader&) = delete;
 
@@ -129,19 +145,33 @@ class NodeLoader {
   bool Next(MiniBatch* out);
 
   int64_t num_batches() const;                      // this rank's batches per epoch
-  std::vector<int64_t> EpochSeeds(int64_t epoch) const;  // this rank's seeds, in batch order
+  // This rank's seeds, in batch order (a LinkLoader: positions of seed edges).
+  std::vector<int64_t> EpochSeeds(int64_t epoch) const;
   int rank() const { return rank_; }
   int world_size() const { return world_; }
   LoaderStats stats() const;
   const LoaderOptions& options() const { return options_; }
+
+ protected:
+  // `links`: a LinkLoader's seed edges (seeds are then their positions).
+  NodeLoader(std::shared_ptr<Source> source, std::vector<int64_t> seeds, LoaderOptions options,
+             std::shared_ptr<const LinkSeeds> links);
 
  private:
   struct Slot;
   void StopWorkers();
   void Worker(int w);
   Status Produce(Session* session, DeviceFeatureFetcher* fetcher, int64_t b, MiniBatch* out);
+  // Link batches: negatives, then the seed nodes (distinct endpoints,
+  // ascending) and the label tensors; seeds go to *nodes.
+  Status LinkSeedNodes(Session* session, ArrayView<const int64_t> positions, uint64_t request_seed,
+                       std::vector<int64_t>* nodes, MiniBatch* out);
+  // The sampled subgraph of `seeds`, then features, labels and ids.
+  Status SampleAndFetch(Session* session, DeviceFeatureFetcher* fetcher, ArrayView<const int64_t> seeds,
+                        uint64_t request_seed, MiniBatch* out);
 
   std::shared_ptr<Source> source_;
+  std::shared_ptr<const LinkSeeds> links_;  // LinkLoader only
   std::shared_ptr<RegionPool> buffers_;  // where x lives, when the source offers it
   std::vector<int64_t> seeds_;
   LoaderOptions options_;
@@ -167,6 +197,28 @@ class NodeLoader {
   LoaderStats stats_;  // GUARDED_BY(stats_mu_)
   std::chrono::steady_clock::time_point last_next_;
   bool timing_ = false;
+};
+
+// LinkLoader: mini-batches for link prediction, as PyG's LinkNeighborLoader.
+// A batch takes P seed edges (in epoch order, split over ranks as NodeLoader
+// splits seeds) and draws negatives (LoaderOptions::negative; a pure function
+// of the batch's request seed, strict by default: never an existing edge of
+// the stored graph). Its seed nodes are the distinct endpoints of the
+// positive and negative edges, ascending (PyG's unique); n_id, x, y,
+// edge_index, ... are those of NodeLoader for these seeds. Then:
+// - none: edge_label_index [2, P] (local indices); edge_label the given
+//   labels (undefined without).
+// - binary: edge_label_index [2, P + M], positives first; edge_label float
+//   1 / 0 without labels, else int64: negatives 0, positives their label,
+//   shifted up by one where the given labels start at 0 (PyG's rule).
+// - triplet: src_index, dst_pos_index [P], dst_neg_index [P, amount] ([P]
+//   when amount is 1); labels are refused.
+// A repeated seed edge keeps every position, as a repeated node seed does.
+class LinkLoader : public NodeLoader {
+ public:
+  // Throws std::invalid_argument on bad seeds (lengths, ids out of range,
+  // negative labels, labels with triplet) or options.
+  LinkLoader(std::shared_ptr<Source> source, LinkSeeds seeds, LoaderOptions options);
 };
 
 }  // namespace fanout::client

@@ -3,6 +3,7 @@
 #include "client/source.h"
 #include "datasets/partition_store.h"
 #include "common/id_range.h"
+#include "sampler/negative.h"
 
 namespace fanout::client {
 
@@ -48,6 +49,19 @@ class LocalSession : public Session {
     return Status::OK();
   }
 
+  Status HasEdges(ArrayView<const int64_t> src, ArrayView<const int64_t> dst, uint8_t* exists) override {
+    if (src.size() != dst.size())
+      return Status::InvalidArgument("HasEdges: " + std::to_string(src.size()) + " sources but " +
+                                     std::to_string(dst.size()) + " destinations");
+    FANOUT_RETURN_IF_ERROR(Check(src));
+    FANOUT_RETURN_IF_ERROR(Check(dst));
+    const sampler::CsrGraph g = src_->csr_.View();
+    const bool in = src_->incoming_;
+    for (size_t i = 0; i < src.size(); ++i)
+      exists[i] = in ? sampler::RowHasNeighbor(g, dst[i], src[i]) : sampler::RowHasNeighbor(g, src[i], dst[i]);
+    return Status::OK();
+  }
+
  private:
   Status Check(ArrayView<const int64_t> ids) const {
     return CheckIdsInRange(ids, 0, src_->num_nodes(), kNoPosition);
@@ -63,6 +77,7 @@ Status LocalSource::Open(const std::string& dir, std::shared_ptr<LocalSource>* o
   s->dir_ = dir;
   s->feature_dim_ = meta.feature_dim;
   s->num_classes_ = meta.num_classes;
+  s->incoming_ = meta.direction != "out";
   s->csr_.indptr.assign(1, 0);
   for (int p = 0; p < meta.num_parts; ++p) {
     datasets::PartitionData d;

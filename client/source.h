@@ -65,6 +65,11 @@ class Session {
   virtual Status Degrees(ArrayView<const int64_t> ids, int64_t* out) = 0;
   // Global ids of every node in a split (1 train, 2 val, 3 test), ascending.
   virtual Status SplitNodes(int split, std::vector<int64_t>* out) = 0;
+  // exists[i] = 1 where src[i] -> dst[i] is an edge of the dataset (as
+  // partitioned: with --undirected both ways), else 0; asked of the node
+  // whose row stores the edge (dst for "in" storage, src for "out"). Strict
+  // negative sampling uses it. Ids must be in [0, num_nodes).
+  virtual Status HasEdges(ArrayView<const int64_t> src, ArrayView<const int64_t> dst, uint8_t* exists) = 0;
   const SessionStats& stats() const { return stats_; }
 
  protected:
@@ -119,6 +124,7 @@ class LocalSource : public Source {
   std::vector<int64_t> labels_, original_ids_;
   std::vector<uint8_t> split_;
   int64_t feature_dim_ = 0, num_classes_ = 0;
+  bool incoming_ = true;  // rows hold in-neighbors (direction "in")
 };
 
 }  // namespace fanout::client

@@ -90,4 +90,9 @@ service Fanout {
   void authenticate(1: string token) throws (1: FanoutError err),
   // A client's failover to (or retry on) this server; see FailoverNote.
   void note_failover(1: FailoverNote note) throws (1: FanoutError err),
+  // Edge existence (strict negative sampling): packed u8, 1 where the stored
+  // row of rows[i] (a node this partition owns) holds neighbors[i]; both
+  // packed i64 of one length. Servers before this method answer
+  // TApplicationException UNKNOWN_METHOD.
+  binary has_edges(1: binary rows, 2: binary neighbors) throws (1: FanoutError err),
 }

@@ -343,6 +343,13 @@ Status RpcClient::Splits(ArrayView<const int64_t> nodes, std::string* splits) {
                 [](gen::FanoutClient& c, std::string& r, const std::string& ids) { c.lookup_splits(r, ids); });
 }
 
+Status RpcClient::HasEdges(ArrayView<const int64_t> rows, ArrayView<const int64_t> neighbors, std::string* exists) {
+  std::string r = Pack(rows), n = Pack(neighbors);
+  FANOUT_RETURN_IF_ERROR(Call("has_edges", [&](gen::FanoutClient& c) { c.has_edges(*exists, r, n); }));
+  if (exists->size() != rows.size()) return Status::Corruption("server " + address_ + ": malformed has_edges reply");
+  return Status::OK();
+}
+
 Status RpcClient::Ping(const std::string& text, std::string* reply) {
   return Call("ping", [&](gen::FanoutClient& c) { c.ping(*reply, text); });
 }

@@ -119,6 +119,9 @@ class RpcClient {
   Status Splits(ArrayView<const int64_t> nodes, std::string* splits);
   Status OriginalIds(ArrayView<const int64_t> nodes, std::string* ids);
   Status Ping(const std::string& text, std::string* reply);
+  // exists[i] = 1 where the stored row of rows[i] (owned by this server)
+  // holds neighbors[i]. NotSupported when the server predates has_edges.
+  Status HasEdges(ArrayView<const int64_t> rows, ArrayView<const int64_t> neighbors, std::string* exists);
   // Tells this server that a session of partition `partition` moved to it
   // after replica `from` failed for `reason` (retry: it is that same replica,
   // asked again on a new connection). Servers count these for operators.

@@ -1,5 +1,6 @@
 #include "server/handler.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/secret.h"
@@ -156,6 +157,28 @@ void RpcHandler::lookup_splits(std::string& out, const std::string& nodes) {
 void RpcHandler::lookup_original_ids(std::string& out, const std::string& nodes) {
   const datasets::PartitionData& d = *svc_.state().data;
   ServeLookup<int64_t>(kLookupOriginalIds, nodes, out, [&](int64_t r) { return d.original_ids[r]; });
+}
+
+void RpcHandler::has_edges(std::string& out, const std::string& rows, const std::string& neighbors) {
+  size_t bytes = 0;
+  Serve(kHasEdges, &bytes, [&]() -> Status {
+    ArrayView<const int64_t> ids, nbrs;
+    FANOUT_RETURN_IF_ERROR(CheckIds(rows, &ids));
+    FANOUT_RETURN_IF_ERROR(rpc::View(neighbors, "neighbor ids", &nbrs));
+    if (nbrs.size() != ids.size())
+      return Status::InvalidArgument("has_edges: " + std::to_string(ids.size()) + " rows but " +
+                                     std::to_string(nbrs.size()) + " neighbors");
+    const datasets::PartitionData& d = *svc_.state().data;
+    out.resize(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const int64_t r = ids[i] - d.node_begin;
+      const int64_t* p = d.indices.data() + d.indptr[r];
+      const int64_t* end = d.indices.data() + d.indptr[r + 1];
+      out[i] = static_cast<char>(std::find(p, end, nbrs[i]) != end);
+    }
+    bytes = out.size();
+    return Status::OK();
+  });
 }
 
 void RpcHandler::ping(std::string& out, const std::string& text) {

@@ -30,6 +30,7 @@ enum Method : int {
   kLookupOriginalIds,
   kPing,
   kNoteFailover,
+  kHasEdges,
   kNumMethods
 };
 const char* MethodName(int m);

@@ -11,6 +11,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -121,6 +122,53 @@ TEST_F(ClusterTest, DistributedInducedSubgraphsEqualLocalOnes) {
         EXPECT_GE(dist.row.size(), nodes_only.row.size() / 2);
       }
     }
+    for (auto& s : servers_) s->Stop();
+  }
+}
+
+// Edge existence through the servers (has_edges) equals the stored graph:
+// every stored edge is found, random pairs agree with a scan of the row.
+TEST_F(ClusterTest, DistributedEdgeExistenceEqualsTheStoredGraph) {
+  for (int k : {2, 3}) {
+    servers_.clear();
+    StartServers(k);
+    auto cluster = ConnectCluster();
+    std::unique_ptr<Session> session;
+    ASSERT_TRUE(cluster->NewSession(&session).ok());
+    std::shared_ptr<LocalSource> local;
+    ASSERT_TRUE(LocalSource::Open(dir_, &local).ok());
+    std::unique_ptr<Session> ls;
+    ASSERT_TRUE(local->NewSession(&ls).ok());
+    const sampler::CsrArrays& g = whole_.csr;  // stored "in": row d holds the sources of edges s -> d
+    std::vector<int64_t> src, dst;
+    for (int64_t d = 0; d < g.num_nodes(); ++d)
+      for (int64_t e = g.indptr[d]; e < g.indptr[d + 1]; ++e) src.push_back(g.indices[e]), dst.push_back(d);
+    std::vector<uint8_t> found(src.size(), 7);
+    Status st = session->HasEdges(src, dst, found.data());
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    EXPECT_EQ(std::count(found.begin(), found.end(), 1), static_cast<int64_t>(src.size()));
+    SplitMix64 rng(k);
+    std::vector<int64_t> rs(5000), rd(5000);
+    for (size_t i = 0; i < rs.size(); ++i)
+      rs[i] = static_cast<int64_t>(DrawBelow(rng.Next(), 2708)), rd[i] = static_cast<int64_t>(DrawBelow(rng.Next(), 2708));
+    std::vector<uint8_t> dist(rs.size()), loc(rs.size());
+    ASSERT_TRUE(session->HasEdges(rs, rd, dist.data()).ok());
+    ASSERT_TRUE(ls->HasEdges(rs, rd, loc.data()).ok());
+    EXPECT_EQ(dist, loc);
+    int64_t edges = 0;
+    for (size_t i = 0; i < rs.size(); ++i) {
+      bool scan = false;
+      for (int64_t e = g.indptr[rd[i]]; e < g.indptr[rd[i] + 1]; ++e) scan |= g.indices[e] == rs[i];
+      EXPECT_EQ(dist[i], scan ? 1 : 0) << rs[i] << " -> " << rd[i];
+      edges += scan;
+    }
+    // Out-of-range ids are refused by name; mismatched lengths too.
+    std::vector<int64_t> bad{0, 2708};
+    st = session->HasEdges(bad, std::vector<int64_t>{1, 1}, found.data());
+    EXPECT_THAT(st.message(), HasSubstr("2708"));
+    st = session->HasEdges(std::vector<int64_t>{1, 2}, bad, found.data());
+    EXPECT_THAT(st.message(), HasSubstr("2708"));
+    EXPECT_THAT(session->HasEdges(std::vector<int64_t>{1}, bad, found.data()).message(), HasSubstr("1 sources but 2"));
     for (auto& s : servers_) s->Stop();
   }
 }

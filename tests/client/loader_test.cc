@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <thread>
+#include <tuple>
 
 #include "client/cluster.h"
 #include "client/examples/graphsage.h"
@@ -153,6 +154,158 @@ TEST_F(LoaderTest, BatchesCarryFeaturesLabelsAndOriginalIds) {
   if (cluster->feature_buffers() && std::getenv("UCX_TLS") == nullptr) {
     EXPECT_EQ(s.placed_bytes, s.feature_bytes);
   }
+}
+
+// Cora's stored edges s -> d (row d holds s), every `step`-th.
+LinkSeeds CoraEdges(const sampler::CsrArrays& g, int64_t step, bool labels) {
+  LinkSeeds l;
+  int64_t i = 0;
+  for (int64_t d = 0; d < g.num_nodes(); ++d)
+    for (int64_t e = g.indptr[d]; e < g.indptr[d + 1]; ++e, ++i)
+      if (i % step == 0) {
+        l.src.push_back(g.indices[e]);
+        l.dst.push_back(d);
+        if (labels) l.label.push_back(i % 3);
+      }
+  return l;
+}
+
+bool IsEdge(const sampler::CsrArrays& g, int64_t s, int64_t d) {
+  for (int64_t e = g.indptr[d]; e < g.indptr[d + 1]; ++e)
+    if (g.indices[e] == s) return true;
+  return false;
+}
+
+void ExpectSameTensor(const at::Tensor& a, const at::Tensor& b, const std::string& what) {
+  ASSERT_EQ(a.defined(), b.defined()) << what;
+  if (a.defined()) EXPECT_TRUE(torch::equal(a, b)) << what;
+}
+
+// Link batches through 2 and 3 servers equal those of the dataset in
+// process, tensor for tensor, for each negative sampling mode; negatives are
+// never edges; seed nodes are the endpoints, ascending; labels follow PyG.
+TEST_F(LoaderTest, LinkBatchesThroughServersEqualLocalOnesForEveryMode) {
+  for (int k : {2, 3}) {
+    servers_.clear();
+    StartServers(k);
+    auto cluster = ConnectCluster();
+    auto local = Local();
+    for (auto mode : {sampler::NegativeMode::kNone, sampler::NegativeMode::kBinary, sampler::NegativeMode::kTriplet}) {
+      const bool labels = mode == sampler::NegativeMode::kBinary && k == 2;
+      LinkSeeds seeds = CoraEdges(whole_.csr, 37, labels);
+      seeds.src.push_back(seeds.src[0]);  // a repeated seed edge keeps both positions
+      seeds.dst.push_back(seeds.dst[0]);
+      if (labels) seeds.label.push_back(seeds.label[0]);
+      LoaderOptions o;
+      o.batch_size = 64;
+      o.fanouts = {5, 3};
+      o.seed = 5 + k;
+      o.edge_ids = true;
+      o.shuffle = false;
+      o.negative.mode = mode;
+      o.negative.amount = mode == sampler::NegativeMode::kTriplet ? 3 : 1.5;
+      LinkLoader dist(cluster, seeds, o), loc(local, seeds, o);
+      ASSERT_EQ(dist.num_batches(), (static_cast<int64_t>(seeds.src.size()) + 63) / 64);
+      MiniBatch a, b;
+      int64_t batches = 0, negatives = 0;
+      const std::string what = "k=" + std::to_string(k) + " " + sampler::NegativeModeName(mode);
+      while (dist.Next(&a)) {
+        ASSERT_TRUE(loc.Next(&b)) << what;
+        ++batches;
+        for (auto [x, y, name] : {std::tuple{&a.n_id, &b.n_id, "n_id"}, {&a.x, &b.x, "x"}, {&a.y, &b.y, "y"},
+                                  {&a.edge_index, &b.edge_index, "edge_index"}, {&a.edge_id, &b.edge_id, "edge_id"},
+                                  {&a.input_id, &b.input_id, "input_id"},
+                                  {&a.edge_label_index, &b.edge_label_index, "edge_label_index"},
+                                  {&a.edge_label, &b.edge_label, "edge_label"}, {&a.src_index, &b.src_index, "src_index"},
+                                  {&a.dst_pos_index, &b.dst_pos_index, "dst_pos_index"},
+                                  {&a.dst_neg_index, &b.dst_neg_index, "dst_neg_index"}})
+          ExpectSameTensor(*x, *y, what + " " + name);
+        const int64_t p = a.input_id.size(0);
+        const int64_t* n_id = a.n_id.data_ptr<int64_t>();
+        const int64_t* input = a.input_id.data_ptr<int64_t>();
+        // Seed nodes: distinct, ascending.
+        for (int64_t i = 1; i < a.batch_size; ++i) ASSERT_LT(n_id[i - 1], n_id[i]) << what;
+        auto global = [&](const at::Tensor& t, int64_t i) {
+          const int64_t l = t.data_ptr<int64_t>()[i];
+          EXPECT_LT(l, a.batch_size) << what;  // endpoints are seed nodes
+          return n_id[l];
+        };
+        if (mode == sampler::NegativeMode::kTriplet) {
+          ASSERT_FALSE(a.edge_label_index.defined());
+          ASSERT_EQ(a.dst_neg_index.sizes(), (std::vector<int64_t>{p, 3}));
+          at::Tensor neg = a.dst_neg_index.contiguous();
+          for (int64_t i = 0; i < p; ++i) {
+            EXPECT_EQ(global(a.src_index, i), seeds.src[input[i]]) << what;
+            EXPECT_EQ(global(a.dst_pos_index, i), seeds.dst[input[i]]) << what;
+            for (int64_t j = 0; j < 3; ++j, ++negatives)
+              EXPECT_FALSE(IsEdge(whole_.csr, seeds.src[input[i]], global(neg, i * 3 + j))) << what;
+          }
+          continue;
+        }
+        const int64_t m = mode == sampler::NegativeMode::kBinary ? (3 * p + 1) / 2 : 0;  // ceil(1.5 p)
+        ASSERT_EQ(a.edge_label_index.sizes(), (std::vector<int64_t>{2, p + m})) << what;
+        at::Tensor eli = a.edge_label_index.contiguous();
+        for (int64_t i = 0; i < p + m; ++i) {
+          const int64_t s = global(eli, i), d = global(eli, p + m + i);
+          if (i < p) {
+            EXPECT_EQ(s, seeds.src[input[i]]) << what;
+            EXPECT_EQ(d, seeds.dst[input[i]]) << what;
+          } else {
+            EXPECT_FALSE(IsEdge(whole_.csr, s, d)) << what << ": negative " << s << " -> " << d << " is an edge";
+            ++negatives;
+          }
+        }
+        if (mode == sampler::NegativeMode::kNone) {
+          EXPECT_FALSE(a.edge_label.defined());
+        } else if (labels) {
+          ASSERT_EQ(a.edge_label.scalar_type(), torch::kLong);
+          for (int64_t i = 0; i < p + m; ++i)  // labels 0..2 shifted to 1..3; negatives 0
+            EXPECT_EQ(a.edge_label[i].item<int64_t>(), i < p ? seeds.label[input[i]] + 1 : 0) << what;
+        } else {
+          ASSERT_EQ(a.edge_label.scalar_type(), torch::kFloat);
+          EXPECT_EQ(a.edge_label.sum().item<float>(), static_cast<float>(p)) << what;
+        }
+      }
+      EXPECT_FALSE(loc.Next(&b)) << what;
+      EXPECT_EQ(batches, dist.num_batches()) << what;
+      if (mode != sampler::NegativeMode::kNone) EXPECT_GT(negatives, 100) << what;
+    }
+    for (auto& s : servers_) s->Stop();
+  }
+}
+
+TEST_F(LoaderTest, LinkLoaderRefusesBadSeedsAndOptionsByName) {
+  StartServers(2);
+  auto local = Local();
+  LoaderOptions o;
+  o.negative.mode = sampler::NegativeMode::kBinary;
+  auto message = [&](LinkSeeds s, LoaderOptions opt) -> std::string {
+    try {
+      LinkLoader l(local, std::move(s), opt);
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_THAT(message({{1, 2}, {3}, {}}, o), HasSubstr("2 sources but 1 destinations"));
+  EXPECT_THAT(message({{1, 2}, {3, 2708}, {}}, o), HasSubstr("2708"));
+  EXPECT_THAT(message({{1, 2}, {3, 2708}, {}}, o), HasSubstr("destination"));
+  EXPECT_THAT(message({{-1}, {3}, {}}, o), HasSubstr("source"));
+  EXPECT_THAT(message({{1, 2}, {3, 4}, {1}}, o), HasSubstr("1 edge labels for 2 seed edges"));
+  EXPECT_THAT(message({{1, 2}, {3, 4}, {1, -2}}, o), HasSubstr("edge label -2 of seed edge 1 is negative"));
+  LoaderOptions t = o;
+  t.negative.mode = sampler::NegativeMode::kTriplet;
+  EXPECT_THAT(message({{1}, {3}, {1}}, t), HasSubstr("triplet"));
+  t.negative.amount = 2.5;
+  EXPECT_THAT(message({{1}, {3}, {}}, t), HasSubstr("integer amount"));
+  // Non-strict: PyG's negatives; some may be edges, none are checked.
+  LoaderOptions loose = o;
+  loose.negative.strict = false;
+  loose.features = false;
+  LinkLoader l(local, CoraEdges(whole_.csr, 50, false), loose);
+  MiniBatch b;
+  ASSERT_TRUE(l.Next(&b));
+  EXPECT_EQ(b.edge_label_index.size(1), 2 * b.input_id.size(0));
 }
 
 TEST_F(LoaderTest, ServerErrorsSurfaceWithTheServersAddress) {

@@ -1,0 +1,81 @@
+// Negative sampling for link prediction, following PyG's NegativeSampling
+// (LinkNeighborLoader's neg_sampling), with strict negatives by default.
+//
+// - binary: ceil(amount * P) pairs (src, dst), both ends uniform over the
+//   graph's nodes; the loader labels them 0 beside the P positive edges.
+// - triplet: `amount` (an integer) destinations per positive edge, uniform
+//   over the nodes; the source is the positive edge's source.
+//
+// Strict (the default): a drawn pair that is an existing edge src -> dst of
+// the stored graph is drawn again, so every negative is a non-edge (uniform
+// over the non-edges: rejection sampling). Non-strict: the first draw stands,
+// as PyG's loaders do. Which pairs exist is asked of an EdgeOracle: the local
+// graph, or the servers owning the stored rows (Session::HasEdges).
+//
+// Every draw is a pure function of (request seed, negative index, attempt),
+// and attempts run in rounds over all pending negatives: the same request
+// seed gives the same negatives locally and through any number of servers.
+#ifndef FANOUT_SAMPLER_NEGATIVE_H_
+#define FANOUT_SAMPLER_NEGATIVE_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/array_view.h"
+#include "common/status.h"
+#include "sampler/csr_graph.h"
+
+namespace fanout::sampler {
+
+enum class NegativeMode { kNone, kBinary, kTriplet };
+
+// "none", "binary", "triplet"; InvalidArgument names the text otherwise.
+Status ParseNegativeMode(const std::string& text, NegativeMode* out);
+const char* NegativeModeName(NegativeMode mode);
+
+struct NegativeOptions {
+  NegativeMode mode = NegativeMode::kNone;
+  // binary: negatives per positive edge (a fraction is allowed: ceil(amount * P)
+  // in all); triplet: destinations per positive edge, an integer >= 1.
+  double amount = 1;
+  // Never an existing edge (see above); false = PyG's behaviour.
+  bool strict = true;
+  // Strict: draws per negative before giving up with InvalidArgument
+  // (a source connected to nearly every node).
+  int max_draws = 100;
+};
+
+// Checks mode, amount and max_draws.
+Status CheckNegativeOptions(const NegativeOptions& options);
+
+// How many negatives a batch of `num_positive` edges gets.
+int64_t NumNegatives(const NegativeOptions& options, int64_t num_positive);
+
+// exists[i] = 1 when src[i] -> dst[i] is an edge of the graph, else 0.
+using EdgeOracle =
+    std::function<Status(ArrayView<const int64_t> src, ArrayView<const int64_t> dst, uint8_t* exists)>;
+
+// Draws the negatives of one batch over nodes [0, num_nodes). `pos_src` are
+// the batch's positive sources (triplet uses them). Out: binary: neg_src and
+// neg_dst, NumNegatives() each; triplet: neg_dst only, amount per positive
+// (positive i's at [i * amount, (i + 1) * amount)), neg_src empty. The oracle
+// is asked only when strict. REQUIRES: CheckNegativeOptions(options).ok().
+Status SampleNegatives(const NegativeOptions& options, ArrayView<const int64_t> pos_src, int64_t num_nodes,
+                       uint64_t request_seed, const EdgeOracle& oracle, std::vector<int64_t>* neg_src,
+                       std::vector<int64_t>* neg_dst);
+
+// Whether row `row` (an index into the graph's rows) holds `neighbor`: a
+// scan of the row (rows keep input order).
+inline bool RowHasNeighbor(const CsrGraph& g, int64_t row, int64_t neighbor) {
+  const int64_t* p = g.indices() + g.indptr()[row];
+  const int64_t* end = g.indices() + g.indptr()[row + 1];
+  for (; p != end; ++p)
+    if (*p == neighbor) return true;
+  return false;
+}
+
+}  // namespace fanout::sampler
+
+#endif  // FANOUT_SAMPLER_NEGATIVE_H_
