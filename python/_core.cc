@@ -223,7 +223,8 @@ class PyLoader {
   PyLoader(const PyCluster& cluster, const py::object& input_nodes, const py::object& num_neighbors,
            int64_t batch_size, bool shuffle, bool replace, bool weighted, int num_workers, int prefetch,
            uint64_t seed, bool features, bool labels, bool edge_ids, bool original_ids, bool drop_last, int rank,
-           int world_size, const std::string& device, double gpu_cache_fraction, bool subgraph) {
+           int world_size, const std::string& device, double gpu_cache_fraction, bool subgraph,
+           const py::object& link) {
     client::LoaderOptions o;
     o.subgraph = subgraph;
     int cuda_device = -1;
@@ -263,9 +264,22 @@ class PyLoader {
     o.rank = rank;
     o.world_size = world_size;
     if (o.fanouts.empty()) Raise(Status::InvalidArgument("num_neighbors must name at least one hop"));
-    std::vector<int64_t> seeds = Int64List(input_nodes, "input_nodes");
     try {
-      loader_ = std::make_unique<client::NodeLoader>(cluster.get(), std::move(seeds), std::move(o));
+      if (link.is_none()) {
+        std::vector<int64_t> seeds = Int64List(input_nodes, "input_nodes");
+        loader_ = std::make_unique<client::NodeLoader>(cluster.get(), std::move(seeds), std::move(o));
+      } else {
+        // A LinkLoader: link = {"src", "dst", "label" (or None), "mode", "amount", "strict"}.
+        py::dict d = link.cast<py::dict>();
+        client::LinkSeeds seeds;
+        seeds.src = Int64List(d["src"], "edge_label_index[0]");
+        seeds.dst = Int64List(d["dst"], "edge_label_index[1]");
+        if (!d["label"].is_none()) seeds.label = Int64List(d["label"], "edge_label");
+        Check(sampler::ParseNegativeMode(d["mode"].cast<std::string>(), &o.negative.mode));
+        o.negative.amount = d["amount"].cast<double>();
+        o.negative.strict = d["strict"].cast<bool>();
+        loader_ = std::make_unique<client::LinkLoader>(cluster.get(), std::move(seeds), std::move(o));
+      }
     } catch (const std::invalid_argument& e) {
       Raise(Status::InvalidArgument(e.what()));
     }
@@ -293,6 +307,12 @@ class PyLoader {
     d["edge_index"] = ToCapsule(b.edge_index);
     d["e_id"] = ToCapsule(b.edge_id);
     d["original_id"] = ToCapsule(b.original_id);
+    d["input_id"] = ToCapsule(b.input_id);
+    d["edge_label_index"] = ToCapsule(b.edge_label_index);
+    d["edge_label"] = ToCapsule(b.edge_label);
+    d["src_index"] = ToCapsule(b.src_index);
+    d["dst_pos_index"] = ToCapsule(b.dst_pos_index);
+    d["dst_neg_index"] = ToCapsule(b.dst_neg_index);
     d["num_sampled_nodes"] = b.num_sampled_nodes;
     d["num_sampled_edges"] = b.num_sampled_edges;
     d["batch_size"] = b.batch_size;
@@ -384,12 +404,13 @@ PYBIND11_MODULE(_core, m) {
       .def("health", &PyCluster::Health);
   py::class_<PyLoader>(m, "NodeLoader")
       .def(py::init<const PyCluster&, const py::object&, const py::object&, int64_t, bool, bool, bool, int, int,
-                    uint64_t, bool, bool, bool, bool, bool, int, int, const std::string&, double, bool>(),
+                    uint64_t, bool, bool, bool, bool, bool, int, int, const std::string&, double, bool,
+                    const py::object&>(),
            py::arg("cluster"), py::arg("input_nodes"), py::arg("num_neighbors"), py::arg("batch_size"),
            py::arg("shuffle"), py::arg("replace"), py::arg("weighted"), py::arg("num_workers"), py::arg("prefetch"),
            py::arg("seed"), py::arg("features"), py::arg("labels"), py::arg("edge_ids"), py::arg("original_ids"),
            py::arg("drop_last"), py::arg("rank"), py::arg("world_size"), py::arg("device"),
-           py::arg("gpu_cache_fraction"), py::arg("subgraph") = false)
+           py::arg("gpu_cache_fraction"), py::arg("subgraph") = false, py::arg("link") = py::none())
       .def("next", &PyLoader::Next)
       .def("set_epoch", &PyLoader::SetEpoch)
       .def("epoch_seeds", &PyLoader::EpochSeeds)

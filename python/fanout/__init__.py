@@ -31,7 +31,7 @@ from ._bins import find_binary
 from .local_cluster import LocalCluster
 
 __all__ = [
-    "Cluster", "NodeLoader", "SubgraphLoader", "Batch", "LocalCluster", "partition", "stats", "Error", "InvalidArgument",
+    "Cluster", "NodeLoader", "SubgraphLoader", "LinkLoader", "NegativeSampling", "Batch", "LocalCluster", "partition", "stats", "Error", "InvalidArgument",
     "NotFound", "Corruption", "IOError", "NotSupported", "Unavailable", "DeadlineExceeded",
     "ResourceExhausted", "Aborted", "Unauthenticated", "Internal",
 ]
@@ -135,10 +135,17 @@ class Batch:
     edge_ids), ``batch_size`` seeds, ``num_sampled_nodes`` /
     ``num_sampled_edges`` per hop, ``input_id`` positions of the seeds in the
     loader's input_nodes, ``epoch`` and ``index`` of the batch.
+
+    LinkLoader batches add PyG's LinkNeighborLoader fields (None otherwise):
+    ``input_id`` positions of the seed edges, ``edge_label_index`` int64
+    [2, P + M] and ``edge_label`` (none / binary), or ``src_index``,
+    ``dst_pos_index``, ``dst_neg_index`` (triplet); all local indices into
+    n_id.
     """
 
+    _LINK = ("edge_label_index", "edge_label", "src_index", "dst_pos_index", "dst_neg_index")
     __slots__ = ("x", "y", "edge_index", "n_id", "e_id", "original_id", "batch_size", "num_sampled_nodes",
-                 "num_sampled_edges", "_input_id", "_loader", "epoch", "index")
+                 "num_sampled_edges", "_input_id", "_loader", "epoch", "index") + _LINK
 
     def __init__(self, d, loader=None):
         self.x = _tensor(d["x"])
@@ -150,7 +157,9 @@ class Batch:
         self.batch_size = d["batch_size"]
         self.num_sampled_nodes = list(d["num_sampled_nodes"])
         self.num_sampled_edges = list(d["num_sampled_edges"])
-        self._input_id = None
+        self._input_id = _tensor(d.get("input_id"))
+        for k in Batch._LINK:
+            setattr(self, k, _tensor(d.get(k)))
         self._loader = loader
         self.epoch = d["epoch"]
         self.index = d["index"]
@@ -169,7 +178,7 @@ class Batch:
         except ImportError as e:
             raise NotSupported("to_pyg() needs PyTorch Geometric (torch_geometric), which is not installed "
                                "here (%s); the batch's tensors are usable as they are" % e)
-        fields = {k: getattr(self, k) for k in ("x", "y", "edge_index", "n_id", "e_id", "input_id")
+        fields = {k: getattr(self, k) for k in ("x", "y", "edge_index", "n_id", "e_id", "input_id") + Batch._LINK
                   if getattr(self, k) is not None}
         return Data(batch_size=self.batch_size, num_sampled_nodes=self.num_sampled_nodes,
                     num_sampled_edges=self.num_sampled_edges, **fields)
@@ -225,7 +234,7 @@ class NodeLoader:
     def __init__(self, cluster, input_nodes, num_neighbors=(15, 10, 5), batch_size=1024, *, shuffle=True,
                  replace=False, weighted=False, num_workers=2, prefetch=4, seed=0, data_plane="auto",
                  features=True, labels=True, edge_ids=True, original_ids=False, drop_last=False, rank=None,
-                 world_size=None, device="cpu", gpu_cache_fraction=0.1, _subgraph=False):
+                 world_size=None, device="cpu", gpu_cache_fraction=0.1, _subgraph=False, _link=None):
         if not isinstance(cluster, Cluster):
             raise InvalidArgument("%s needs a fanout.Cluster, not %s" % (type(self).__name__, type(cluster).__name__))
         _check_data_plane(data_plane)
@@ -240,13 +249,13 @@ class NodeLoader:
             raise InvalidArgument("num_neighbors must be a list of fanouts per hop, e.g. [15, 10, 5], not %r"
                                   % (num_neighbors,))
         self.cluster = cluster
-        self.input_nodes = _ids(input_nodes, cluster)
-        ids = self.input_nodes.tolist()
+        self.input_nodes = None if _link is not None else _ids(input_nodes, cluster)
+        ids = [] if _link is not None else self.input_nodes.tolist()
         self._loader = _core.NodeLoader(
             cluster._c, ids, list(num_neighbors), batch_size, bool(shuffle), bool(replace), bool(weighted),
             num_workers, prefetch, int(seed), bool(features), bool(labels), bool(edge_ids), bool(original_ids),
             bool(drop_last), -1 if rank is None else int(rank), -1 if world_size is None else int(world_size),
-            str(device), float(gpu_cache_fraction), bool(_subgraph))
+            str(device), float(gpu_cache_fraction), bool(_subgraph), _link)
         self.batch_size = batch_size
         self._next_epoch = 0
         self._sorted = None  # (values, order) of input_nodes, for input_id
@@ -267,7 +276,8 @@ class NodeLoader:
         self._next_epoch = _check_epoch(epoch)
 
     def epoch_seeds(self, epoch):
-        """This rank's seeds of an epoch, in batch order (an int64 tensor)."""
+        """This rank's seeds of an epoch, in batch order (an int64 tensor; a LinkLoader: positions of
+        seed edges)."""
         return _tensor(self._loader.epoch_seeds(_check_epoch(epoch)))
 
     def _input_id(self, n_id, batch_size):
@@ -306,6 +316,101 @@ class SubgraphLoader(NodeLoader):
         if "_subgraph" in options:
             raise InvalidArgument("SubgraphLoader: unknown option _subgraph")
         super().__init__(cluster, input_nodes, num_neighbors, batch_size, _subgraph=True, **options)
+
+
+class NegativeSampling:
+    """Negative sampling for LinkLoader, as PyG's NegativeSampling: ``mode``
+    "binary" (ceil(amount * P) random pairs, labelled 0 beside the P
+    positives) or "triplet" (``amount`` random destinations per positive
+    edge, an integer). ``strict`` (Fanout's default): a negative is never an
+    existing edge of the stored graph (checked on the servers); False keeps
+    PyG's unchecked draws."""
+
+    __slots__ = ("mode", "amount", "strict")
+
+    def __init__(self, mode, amount=1, strict=True):
+        if mode not in ("binary", "triplet"):
+            raise InvalidArgument("negative sampling mode must be 'binary' or 'triplet', not %r" % (mode,))
+        if isinstance(amount, bool) or not isinstance(amount, (int, float)) or not amount > 0:
+            raise InvalidArgument("negative sampling amount must be a number > 0, not %r" % (amount,))
+        if mode == "triplet" and int(amount) != amount:
+            raise InvalidArgument("triplet negative sampling needs an integer amount, not %r" % (amount,))
+        self.mode, self.amount, self.strict = mode, amount, bool(strict)
+
+    @classmethod
+    def cast(cls, value):
+        """None, a mode name, a dict of the arguments, or an object with mode/amount (PyG's class)."""
+        if value is None or isinstance(value, NegativeSampling):
+            return value
+        if isinstance(value, str):
+            return cls(value)
+        if isinstance(value, dict):
+            unknown = set(value) - {"mode", "amount", "strict"}
+            if unknown or "mode" not in value:
+                raise InvalidArgument("neg_sampling dict takes mode, amount and strict, not %r" % (value,))
+            return cls(**value)
+        mode = getattr(value, "mode", None)
+        if mode is not None:  # PyG's NegativeSampling (mode is an enum with .value)
+            return cls(getattr(mode, "value", mode), getattr(value, "amount", 1))
+        raise InvalidArgument("neg_sampling must be None, 'binary', 'triplet', a dict or a NegativeSampling, not %r"
+                              % (value,))
+
+    def __repr__(self):
+        return "fanout.NegativeSampling(%r, amount=%r, strict=%r)" % (self.mode, self.amount, self.strict)
+
+
+class LinkLoader(NodeLoader):
+    """Mini-batches for link prediction, as PyG's LinkNeighborLoader.
+
+    ``edge_label_index``: the seed edges, int64 [2, P] global ids (row 0
+    sources, row 1 destinations); ``edge_label``: optional [P] class per
+    edge. ``neg_sampling``: None, "binary", "triplet", a dict or a
+    NegativeSampling (strict by default: negatives are never existing
+    edges). Each batch samples around its seed nodes - the distinct
+    endpoints of its positive and negative edges, ascending - exactly as
+    NodeLoader would, and adds ``input_id``, ``edge_label_index`` /
+    ``edge_label`` (binary: positives first, labels 1 / 0, or the given
+    classes shifted up by one where they start at 0, negatives 0) or
+    ``src_index`` / ``dst_pos_index`` / ``dst_neg_index`` (triplet; [P,
+    amount], [P] for amount 1). Negatives are a pure function of ``seed``,
+    the epoch and the batch: distributed equals local. Other options as
+    NodeLoader's.
+    """
+
+    def __init__(self, cluster, edge_label_index, edge_label=None, num_neighbors=(15, 10, 5), batch_size=1024, *,
+                 neg_sampling=None, **options):
+        for bad in ("_subgraph", "_link", "input_nodes"):
+            if bad in options:
+                raise InvalidArgument("LinkLoader: unknown option %s" % bad)
+        if not isinstance(cluster, Cluster):
+            raise InvalidArgument("LinkLoader needs a fanout.Cluster, not %s" % type(cluster).__name__)
+        if not isinstance(edge_label_index, torch.Tensor):
+            try:
+                edge_label_index = torch.as_tensor(edge_label_index)
+            except (TypeError, ValueError, RuntimeError) as e:
+                raise InvalidArgument("edge_label_index must be a [2, P] tensor of node ids: %s" % e)
+        if edge_label_index.dim() != 2 or edge_label_index.size(0) != 2:
+            raise InvalidArgument("edge_label_index must have shape [2, P], not %s" % list(edge_label_index.shape))
+        if edge_label_index.is_floating_point() or edge_label_index.dtype == torch.bool:
+            raise InvalidArgument("edge_label_index must hold integer ids, not %s" % edge_label_index.dtype)
+        edge_label_index = edge_label_index.to(torch.long)
+        label = None
+        if edge_label is not None:
+            edge_label = torch.as_tensor(edge_label)
+            if edge_label.is_floating_point():
+                raise InvalidArgument("edge_label must hold integer classes, not %s" % edge_label.dtype)
+            label = edge_label.flatten().to(torch.long).tolist()
+        neg = NegativeSampling.cast(neg_sampling)
+        link = {"src": edge_label_index[0].tolist(), "dst": edge_label_index[1].tolist(), "label": label,
+                "mode": "none" if neg is None else neg.mode, "amount": 1.0 if neg is None else float(neg.amount),
+                "strict": True if neg is None else neg.strict}
+        self.edge_label_index = edge_label_index
+        self.edge_label = edge_label
+        self.neg_sampling = neg
+        super().__init__(cluster, None, num_neighbors, batch_size, _link=link, **options)
+
+    def _input_id(self, n_id, batch_size):
+        return None  # link batches carry theirs
 
 
 def stats(address, timeout_s=10.0):

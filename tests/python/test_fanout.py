@@ -73,6 +73,84 @@ def test_subgraph_loader_keeps_the_nodes_and_adds_every_edge_among_them(cluster,
         fanout.SubgraphLoader(object(), "val")
 
 
+def _stored_edges(cluster, fanout):
+    """Every stored edge (src, dst) as global ids, read through the servers (fanout -1)."""
+    edges = set()
+    for b in fanout.NodeLoader(cluster, torch.arange(cluster.num_nodes), num_neighbors=[-1], batch_size=1000,
+                               shuffle=False, features=False, labels=False):
+        g = b.n_id[b.edge_index]
+        edges.update(zip(g[0].tolist(), g[1].tolist()))
+    return edges
+
+
+def test_link_loader_batches_follow_pyg_and_negatives_are_never_edges(cluster, fanout):
+    edges = _stored_edges(cluster, fanout)
+    assert len(edges) == 10556  # Cora's stored (directed) edges
+    seed_edges = torch.tensor(sorted(edges)[::25]).t().contiguous()
+    p_all = seed_edges.shape[1]
+    loader = fanout.LinkLoader(cluster, seed_edges, num_neighbors=[5, 3], batch_size=64, seed=3,
+                               neg_sampling=fanout.NegativeSampling("binary", amount=2))
+    batches = list(loader)
+    assert len(batches) == len(loader) == (p_all + 63) // 64
+    seen, negatives = [], 0
+    for b in batches:
+        p = b.input_id.numel()
+        seen += b.input_id.tolist()
+        seeds = b.n_id[:b.batch_size]
+        assert torch.equal(seeds, torch.unique(seeds))  # distinct endpoints, ascending
+        assert list(b.edge_label_index.shape) == [2, 3 * p]
+        assert b.edge_label.dtype == torch.float32 and b.edge_label.sum().item() == p
+        g = b.n_id[b.edge_label_index]
+        assert torch.equal(g[:, :p], seed_edges[:, b.input_id])
+        for s, d in zip(g[0, p:].tolist(), g[1, p:].tolist()):
+            assert (s, d) not in edges
+            negatives += 1
+        assert b.x.shape == (b.n_id.numel(), 1433) and b.edge_index.shape[0] == 2
+    assert sorted(seen) == list(range(p_all)) and negatives == 2 * p_all
+    again = list(fanout.LinkLoader(cluster, seed_edges, num_neighbors=[5, 3], batch_size=64, seed=3,
+                                   neg_sampling={"mode": "binary", "amount": 2}))
+    for a, b in zip(batches, again):  # a pure function of the seed
+        assert torch.equal(a.edge_label_index, b.edge_label_index) and torch.equal(a.n_id, b.n_id)
+
+    trip = next(iter(fanout.LinkLoader(cluster, seed_edges, num_neighbors=[2], batch_size=32, shuffle=False,
+                                       neg_sampling=fanout.NegativeSampling("triplet", amount=4))))
+    assert trip.edge_label_index is None and trip.edge_label is None
+    assert list(trip.dst_neg_index.shape) == [32, 4]
+    src = trip.n_id[trip.src_index]
+    assert torch.equal(src, seed_edges[0, :32]) and torch.equal(trip.n_id[trip.dst_pos_index], seed_edges[1, :32])
+    for i in range(32):
+        for d in trip.n_id[trip.dst_neg_index[i]].tolist():
+            assert (int(src[i]), d) not in edges
+
+    # Labels: classes 0..2 become 1..3 beside negatives labelled 0 (PyG's rule).
+    labels = torch.arange(p_all) % 3
+    lb = next(iter(fanout.LinkLoader(cluster, seed_edges, labels, num_neighbors=[2], batch_size=16, shuffle=False,
+                                     neg_sampling="binary")))
+    assert lb.edge_label.dtype == torch.int64
+    assert torch.equal(lb.edge_label, torch.cat([labels[:16] + 1, torch.zeros(16, dtype=torch.long)]))
+    plain = next(iter(fanout.LinkLoader(cluster, seed_edges, labels, num_neighbors=[2], batch_size=16,
+                                        shuffle=False)))
+    assert torch.equal(plain.edge_label, labels[:16]) and plain.edge_label_index.shape[1] == 16
+
+    class PygStyle:  # duck-typed torch_geometric.sampler.NegativeSampling
+        class mode:
+            value = "triplet"
+        amount = 2
+    assert fanout.NegativeSampling.cast(PygStyle()).mode == "triplet"
+    with pytest.raises(fanout.InvalidArgument, match=r"shape \[2, P\]"):
+        fanout.LinkLoader(cluster, torch.zeros(3, 4, dtype=torch.long))
+    with pytest.raises(fanout.InvalidArgument, match="2708"):
+        fanout.LinkLoader(cluster, torch.tensor([[0], [2708]]))
+    with pytest.raises(fanout.InvalidArgument, match="triplet"):
+        fanout.LinkLoader(cluster, seed_edges, labels, neg_sampling="triplet")
+    with pytest.raises(fanout.InvalidArgument, match="'pairs'"):
+        fanout.LinkLoader(cluster, seed_edges, neg_sampling="pairs")
+    with pytest.raises(fanout.InvalidArgument, match="integer amount"):
+        fanout.NegativeSampling("triplet", amount=1.5)
+    with pytest.raises(fanout.InvalidArgument, match="edge_label must hold integer"):
+        fanout.LinkLoader(cluster, seed_edges, labels.float())
+
+
 def test_every_data_path_gives_the_same_batches(cluster, fanout):
     kw = dict(num_neighbors=[4, 4], batch_size=50, shuffle=False)
     tcp = list(fanout.NodeLoader(cluster, "val", data_plane="tcp", **kw))
