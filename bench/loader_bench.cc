@@ -4,11 +4,20 @@
 // the same two cores (2 threads), measured in the same run. Case `subgraph`:
 // the same for subgraph batches (every edge among the sampled nodes; fanouts
 // [10, 5], batch 256), edges counted are the induced edges.
+//
+// --suite loaders (`./run bench loaders`, build/bench/loaders.json): issue
+// 12's loader cases, each through the 2 servers beside the same loader in
+// process in the same run: `subgraph` (as above) and `link` (LinkLoader over
+// 200,000 stored edges, binary strict negatives, amount 1, fanouts [10, 5],
+// batch 256, against a LocalSource holding the whole dataset). The temporal
+// and heterogeneous loaders are not built: the suite says so and writes no
+// case for them.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -99,6 +108,44 @@ double InProcess(const fanout::sampler::CsrGraph& g, int64_t n, const std::vecto
   return edges / std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// LinkLoader batches for `seconds`: sampled edges (edge_index) per second.
+Measured RunLink(std::shared_ptr<fanout::client::Source> source, const fanout::client::LinkSeeds& seeds,
+                 double seconds, int64_t* negatives) {
+  fanout::client::LoaderOptions o;
+  o.batch_size = 256;
+  o.fanouts = {10, 5};
+  o.shuffle = false;
+  o.features = false;
+  o.labels = false;
+  o.edge_ids = false;
+  o.num_workers = 2;
+  o.prefetch = 4;
+  o.rank = 0;
+  o.world_size = 1;
+  o.negative.mode = fanout::sampler::NegativeMode::kBinary;
+  o.negative.amount = 1;
+  fanout::client::LinkLoader loader(source, seeds, o);
+  fanout::client::MiniBatch b;
+  loader.Next(&b);  // warm-up
+  auto start = Clock::now();
+  int64_t batches = 0, edges = 0;
+  *negatives = 0;
+  auto before = loader.stats();
+  while (Clock::now() - start < std::chrono::duration<double>(seconds)) {
+    if (!loader.Next(&b)) continue;  // the end of an epoch: the next call starts the following one
+    ++batches;
+    edges += b.edge_index.size(1);
+    *negatives += b.edge_label_index.size(1) - b.input_id.size(0);
+  }
+  double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  auto after = loader.stats();
+  Measured m;
+  m.batches_per_s = batches / secs;
+  m.edges_per_s = edges / secs;
+  m.network_wait_s = after.network_wait_s - before.network_wait_s;
+  return m;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -110,6 +157,11 @@ int main(int argc, char** argv) {
   app.add_option("--seconds", seconds, "Seconds per case")->default_val(5.0);
   app.add_option("--work-dir", work, "Keep the dataset here (default: temporary, removed)");
   app.add_option("--json", json_path, "Write the cases as a JSON array to this file");
+  std::string suite = "node";
+  app.add_option("--suite", suite,
+                 "node: the node loader's cases and subgraph; loaders: issue 12's loader cases (subgraph, link)")
+      ->default_val("node")
+      ->check(CLI::IsMember({"node", "loaders"}));
   CLI11_PARSE(app, argc, argv);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   signal(SIGPIPE, SIG_IGN);
@@ -134,6 +186,56 @@ int main(int argc, char** argv) {
 
   const std::vector<int64_t> sub_fanouts = {10, 5};
   const int64_t sub_batch = 256;
+  if (suite == "loaders") {
+    fanout::datasets::RmatOptions ro;
+    ro.scale = scale;
+    fanout::sampler::CsrArrays csr;
+    if (!fanout::datasets::GenerateRmat(ro, &csr).ok()) return 1;
+    // 200,000 stored edges (row v holds v's out-neighbors), uniform.
+    fanout::client::LinkSeeds links;
+    for (int i = 0; i < 200000; ++i) {
+      const int64_t e = static_cast<int64_t>(fanout::DrawBelow(rng.Next(), static_cast<uint64_t>(csr.num_edges())));
+      const int64_t v = std::upper_bound(csr.indptr.begin(), csr.indptr.end(), e) - csr.indptr.begin() - 1;
+      links.src.push_back(v);
+      links.dst.push_back(csr.indices[e]);
+    }
+    int64_t neg_dist = 0, neg_local = 0;
+    Measured subgraph = RunLoader(cluster, seeds, false, seconds, sub_fanouts, sub_batch, true);
+    Measured link = RunLink(cluster, links, seconds, &neg_dist);
+    fanout::bench::StopServerProcess(&s0);
+    fanout::bench::StopServerProcess(&s1);
+    const double local_sub = InProcess(csr.View(), n, sub_fanouts, sub_batch, true, seconds);
+    std::shared_ptr<fanout::client::LocalSource> local;
+    st = fanout::client::LocalSource::Open(dir, &local);
+    if (!st.ok()) {
+      std::fprintf(stderr, "%s\n", st.ToString().c_str());
+      return 1;
+    }
+    Measured link_local = RunLink(local, links, seconds, &neg_local);
+    std::printf("loaders through 2 servers beside the same work in process, R-MAT scale %d, fanouts [10,5], batch 256:\n",
+                scale);
+    std::printf("  subgraph: %7.2f M induced edges/s vs %7.2f M in process: ratio %.3f (bar >= 0.35)\n",
+                subgraph.edges_per_s / 1e6, local_sub / 1e6, subgraph.edges_per_s / local_sub);
+    std::printf("  link (binary strict negatives, amount 1): %7.2f M sampled edges/s (%.1f batches/s, %.2f s waiting "
+                "on the network) vs %7.2f M with a LocalSource: ratio %.3f (bar >= 0.35)\n",
+                link.edges_per_s / 1e6, link.batches_per_s, link.network_wait_s, link_local.edges_per_s / 1e6,
+                link.edges_per_s / link_local.edges_per_s);
+    std::printf("  temporal, hetero: not built (no case written)\n");
+    nlohmann::json cases = nlohmann::json::array();
+    cases.push_back({{"case", "subgraph"}, {"fanout", sub_fanouts}, {"batch_size", sub_batch}, {"scale", scale},
+                     {"batches_per_s", subgraph.batches_per_s}, {"edges_per_s", subgraph.edges_per_s},
+                     {"inprocess_edges_per_s", local_sub}, {"ratio", subgraph.edges_per_s / local_sub},
+                     {"inprocess", "multi-hop sampler, 2 threads"}});
+    cases.push_back({{"case", "link"}, {"fanout", sub_fanouts}, {"batch_size", 256}, {"scale", scale},
+                     {"negative", "binary strict, amount 1"}, {"seed_edges", links.src.size()},
+                     {"batches_per_s", link.batches_per_s}, {"edges_per_s", link.edges_per_s},
+                     {"inprocess_edges_per_s", link_local.edges_per_s},
+                     {"ratio", link.edges_per_s / link_local.edges_per_s}, {"inprocess", "LinkLoader on a LocalSource"},
+                     {"negatives", neg_dist}});
+    if (own) fs::remove_all(work);
+    fanout::bench::WriteJson(json_path, cases);
+    return 0;
+  }
   Measured dist = RunLoader(cluster, seeds, false, seconds);
   Measured feat = RunLoader(cluster, seeds, true, seconds);
   Measured subgraph = RunLoader(cluster, seeds, false, seconds, sub_fanouts, sub_batch, true);

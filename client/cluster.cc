@@ -954,22 +954,49 @@ class ClusterSession : public Session {
     check.what = "node";
     FANOUT_RETURN_IF_ERROR(CheckIdsInRange(nbrs, 0, c_->num_nodes(), check));
     FANOUT_RETURN_IF_ERROR(Route(rows));
-    std::vector<int64_t> part_nbrs;
-    std::string found;
+    const int k = c_->num_parts();
+    std::vector<std::vector<int64_t>> part_nbrs(k);
+    std::vector<std::string> found(k);
+    for (int p = 0; p < k; ++p) {
+      part_nbrs[p].resize(pos_[p].size());
+      for (size_t j = 0; j < pos_[p].size(); ++j) part_nbrs[p][j] = nbrs[pos_[p][j]];
+    }
     auto t0 = std::chrono::steady_clock::now();
-    for (int p = 0; p < c_->num_parts(); ++p) {
+    // Every partition's request in flight at once; after a failure, each
+    // partition again on its own, with failover.
+    std::vector<char> owed(k, 0);
+    Status st;
+    for (int p = 0; p < k && st.ok(); ++p) {
       if (by_part_[p].empty()) continue;
-      part_nbrs.resize(pos_[p].size());
-      for (size_t j = 0; j < pos_[p].size(); ++j) part_nbrs[j] = nbrs[pos_[p][j]];
-      Status st = WithFailover(p, clients_[p]->HasEdges(by_part_[p], part_nbrs, &found),
-                               [&] { return clients_[p]->HasEdges(by_part_[p], part_nbrs, &found); });
-      if (st.IsNotSupported())
-        return Status::NotSupported(st.message() + ": strict negative sampling needs servers with has_edges; "
-                                    "upgrade them or sample non-strict negatives");
-      FANOUT_RETURN_IF_ERROR(st);
+      st = clients_[p]->SendHasEdges(by_part_[p], part_nbrs[p]);
+      owed[p] = st.ok();
+    }
+    for (int p = 0; p < k && st.ok(); ++p) {
+      if (!owed[p]) continue;
+      owed[p] = 0;
+      st = clients_[p]->ReceiveHasEdges(by_part_[p].size(), &found[p]);
+    }
+    if (!st.ok()) {
+      for (int p = 0; p < k; ++p)
+        if (owed[p]) clients_[p]->Abandon();
+      if (!st.IsNotSupported()) {
+        for (int p = 0; p < k; ++p) {
+          if (by_part_[p].empty()) continue;
+          auto again = [&] { return clients_[p]->HasEdges(by_part_[p], part_nbrs[p], &found[p]); };
+          st = WithFailover(p, again(), again);
+          if (!st.ok()) break;
+        }
+      }
+    }
+    if (st.IsNotSupported())
+      return Status::NotSupported(st.message() + ": strict negative sampling needs servers with has_edges; "
+                                  "upgrade them or sample non-strict negatives");
+    FANOUT_RETURN_IF_ERROR(st);
+    for (int p = 0; p < k; ++p) {
+      if (by_part_[p].empty()) continue;
       ++stats_.requests;
-      stats_.thrift_bytes += static_cast<int64_t>(found.size());
-      for (size_t j = 0; j < pos_[p].size(); ++j) exists[pos_[p][j]] = static_cast<uint8_t>(found[j] != 0);
+      stats_.thrift_bytes += static_cast<int64_t>(found[p].size());
+      for (size_t j = 0; j < pos_[p].size(); ++j) exists[pos_[p][j]] = static_cast<uint8_t>(found[p][j] != 0);
     }
     stats_.network_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return Status::OK();

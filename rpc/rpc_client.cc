@@ -344,9 +344,18 @@ Status RpcClient::Splits(ArrayView<const int64_t> nodes, std::string* splits) {
 }
 
 Status RpcClient::HasEdges(ArrayView<const int64_t> rows, ArrayView<const int64_t> neighbors, std::string* exists) {
+  FANOUT_RETURN_IF_ERROR(SendHasEdges(rows, neighbors));
+  return ReceiveHasEdges(rows.size(), exists);
+}
+
+Status RpcClient::SendHasEdges(ArrayView<const int64_t> rows, ArrayView<const int64_t> neighbors) {
   std::string r = Pack(rows), n = Pack(neighbors);
-  FANOUT_RETURN_IF_ERROR(Call("has_edges", [&](gen::FanoutClient& c) { c.has_edges(*exists, r, n); }));
-  if (exists->size() != rows.size()) return Status::Corruption("server " + address_ + ": malformed has_edges reply");
+  return Call("has_edges", [&](gen::FanoutClient& c) { c.send_has_edges(r, n); });
+}
+
+Status RpcClient::ReceiveHasEdges(size_t num_pairs, std::string* exists) {
+  FANOUT_RETURN_IF_ERROR(Call("has_edges", [&](gen::FanoutClient& c) { c.recv_has_edges(*exists); }));
+  if (exists->size() != num_pairs) return Status::Corruption("server " + address_ + ": malformed has_edges reply");
   return Status::OK();
 }
 

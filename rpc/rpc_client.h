@@ -136,6 +136,8 @@ class RpcClient {
   Status ReceiveFeatures(std::string* rows);
   Status SendLabels(ArrayView<const int64_t> nodes);
   Status ReceiveLabels(std::string* labels);
+  Status SendHasEdges(ArrayView<const int64_t> rows, ArrayView<const int64_t> neighbors);
+  Status ReceiveHasEdges(size_t num_pairs, std::string* exists);
 
   const std::string& address() const { return address_; }
 
