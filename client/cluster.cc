@@ -398,7 +398,7 @@ class ClusterSession : public Session {
     Status st;
     for (int p = 0; p < k && st.ok(); ++p) {
       if (by_part_[p].empty()) continue;
-      if (peer_[p] >= 0) {
+      if (peer_[p] >= 0 && base.call.keep.empty()) {
         rpc::DataRequest r = base;
         r.ids = by_part_[p];
         st = channel_->Post(peer_[p], r, sink(p));
@@ -679,11 +679,16 @@ class ClusterSession : public Session {
                                       request_seed, options.sampling));
       builder_.AddHop(hop_, eids, out);
     }
-    if (options.induced) {  // every stored edge of every node, then those among the nodes
+    if (options.induced) {  // every stored edge of every node among the nodes
       sampler::SamplingOptions every = options.sampling;
       every.weighted = every.replace = false;
+      // The servers keep only neighbors among the nodes (older ones send
+      // every neighbor: SetInducedEdges filters either way).
+      keep_.assign(out->n_id.begin(), out->n_id.end());
+      std::sort(keep_.begin(), keep_.end());
+      keep_.erase(std::unique(keep_.begin(), keep_.end()), keep_.end());
       FANOUT_RETURN_IF_ERROR(FetchHop(builder_.Nodes(*out), -1, static_cast<int32_t>(options.fanouts.size()),
-                                      request_seed, every));
+                                      request_seed, every, keep_));
       builder_.SetInducedEdges(hop_, eids, out);
     }
     return Status::OK();
@@ -692,7 +697,7 @@ class ClusterSession : public Session {
   // One hop for `frontier` from the servers owning it, merged into hop_ in
   // frontier order.
   Status FetchHop(ArrayView<const int64_t> frontier, int64_t fanout, int32_t hop, uint64_t request_seed,
-                  const sampler::SamplingOptions& sampling) {
+                  const sampler::SamplingOptions& sampling, ArrayView<const int64_t> keep = {}) {
     const bool eids = sampling.with_edge_ids;
     FANOUT_RETURN_IF_ERROR(Route(frontier));
     rpc::DataRequest req;
@@ -704,6 +709,7 @@ class ClusterSession : public Session {
     call.seed = request_seed;
     call.hop = hop;
     call.with_edge_ids = eids;
+    call.keep = keep;
     // One request per partition, all in flight at once.
     auto t0 = std::chrono::steady_clock::now();
     FANOUT_RETURN_IF_ERROR(Exchange(
@@ -1036,6 +1042,7 @@ class ClusterSession : public Session {
   std::vector<HopView> views_;
   sampler::OneHopResult hop_;
   sampler::SubgraphBuilder builder_;
+  std::vector<int64_t> keep_;  // the induced pass's node set, ascending
 };
 
 Status Cluster::NewSession(std::unique_ptr<Session>* out) {

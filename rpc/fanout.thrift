@@ -49,6 +49,11 @@ struct SampleRequest {
   5: i64 seed,                // request seed (the pure-function rule)
   6: i32 hop,
   7: bool with_edge_ids,
+  // When set (packed i64, ascending): after sampling, reply only the
+  // neighbors in it (the client's induced-subgraph pass sends its node set).
+  // Servers before this field ignore it and reply every neighbor; the client
+  // filters again either way.
+  8: optional binary keep,
 }
 
 struct SampleResponse {

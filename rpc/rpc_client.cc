@@ -268,6 +268,7 @@ Status RpcClient::SendSample(ArrayView<const int64_t> nodes, const SampleCall& c
   req.seed = static_cast<int64_t>(call.seed);
   req.hop = call.hop;
   req.with_edge_ids = call.with_edge_ids;
+  if (!call.keep.empty()) Pack(call.keep, &req.keep), req.__isset.keep = true;
   return Call("sample_neighbors", [&](gen::FanoutClient& c) { c.send_sample_neighbors(req); });
 }
 

@@ -82,6 +82,9 @@ struct SampleCall {
   uint64_t seed = 0;
   int32_t hop = 0;
   bool with_edge_ids = true;
+  // Non-empty (ascending ids): the server replies only neighbors in it. Over
+  // Thrift only (a data-plane request carries no keep list).
+  ArrayView<const int64_t> keep;
 };
 
 // One-hop reply, as received: packed arrays (no copy after Thrift's).

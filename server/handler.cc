@@ -89,9 +89,16 @@ void RpcHandler::sample_neighbors(gen::SampleResponse& out, const gen::SampleReq
     p.with_edge_ids = req.with_edge_ids;
     p.seed = static_cast<uint64_t>(req.seed);
     p.hop = req.hop;
+    ArrayView<const int64_t> keep;
+    if (req.__isset.keep) FANOUT_RETURN_IF_ERROR(CheckKeep(req.keep, &keep));
     const sampler::OneHopResult* hop = nullptr;
     FANOUT_RETURN_IF_ERROR(svc_.Sample(ids, p, &hop));
     const size_t n = ids.size();
+    if (req.__isset.keep) {
+      PackKept(*hop, n, keep, req.with_edge_ids, &out);
+      bytes = out.counts.size() + out.neighbors.size() + out.edge_ids.size();
+      return Status::OK();
+    }
     const int64_t total = hop->offsets[n];
     out.counts.resize(n * 4);
     int32_t* counts = reinterpret_cast<int32_t*>(out.counts.data());
@@ -102,6 +109,61 @@ void RpcHandler::sample_neighbors(gen::SampleResponse& out, const gen::SampleReq
     bytes = out.counts.size() + out.neighbors.size() + out.edge_ids.size();
     return Status::OK();
   });
+}
+
+Status RpcHandler::CheckKeep(const std::string& payload, ArrayView<const int64_t>* keep) const {
+  FANOUT_RETURN_IF_ERROR(rpc::View(payload, "keep ids", keep));
+  const int64_t total = svc_.state().data->meta.num_nodes;
+  for (size_t i = 0; i < keep->size(); ++i) {
+    const int64_t v = (*keep)[i];
+    if (v < 0 || v >= total)
+      return Status::InvalidArgument("keep id " + std::to_string(v) + " at position " + std::to_string(i) +
+                                     " is outside [0, " + std::to_string(total) + ")");
+    if (i > 0 && v <= (*keep)[i - 1])
+      return Status::InvalidArgument("keep ids must be ascending and distinct: " + std::to_string(v) +
+                                     " at position " + std::to_string(i) + " follows " +
+                                     std::to_string((*keep)[i - 1]));
+  }
+  return Status::OK();
+}
+
+void RpcHandler::PackKept(const sampler::OneHopResult& hop, size_t n, ArrayView<const int64_t> keep, bool eids,
+                          gen::SampleResponse* out) {
+  // Membership through a bitmap over the graph's ids where that is small
+  // (set for this request, cleared after), else a binary search.
+  const int64_t total = svc_.state().data->meta.num_nodes;
+  const bool bitmap = total <= (int64_t{1} << 25);  // at most 4 MiB per connection
+  if (bitmap) {
+    if (keep_bits_.size() < static_cast<size_t>((total + 63) / 64)) keep_bits_.assign((total + 63) / 64, 0);
+    for (int64_t v : keep) keep_bits_[v >> 6] |= uint64_t{1} << (v & 63);
+  }
+  auto kept = [&](int64_t v) {
+    if (bitmap) return (keep_bits_[v >> 6] >> (v & 63)) & 1;
+    return static_cast<uint64_t>(std::binary_search(keep.begin(), keep.end(), v));
+  };
+  out->counts.resize(n * 4);
+  int32_t* counts = reinterpret_cast<int32_t*>(out->counts.data());
+  const int64_t total_in = hop.offsets[n];
+  out->neighbors.resize(total_in * 8);
+  out->edge_ids.resize(eids ? total_in * 8 : 0);
+  int64_t* nbr = reinterpret_cast<int64_t*>(out->neighbors.data());
+  int64_t* eid = reinterpret_cast<int64_t*>(out->edge_ids.data());
+  int64_t at = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t begin = at;
+    for (int64_t e = hop.offsets[i]; e < hop.offsets[i + 1]; ++e) {
+      const int64_t v = hop.neighbors[e];
+      if (!kept(v)) continue;
+      nbr[at] = v;
+      if (eids) eid[at] = hop.edge_ids[e];
+      ++at;
+    }
+    counts[i] = static_cast<int32_t>(at - begin);
+  }
+  out->neighbors.resize(at * 8);
+  out->edge_ids.resize(eids ? at * 8 : 0);
+  if (bitmap)
+    for (int64_t v : keep) keep_bits_[v >> 6] = 0;
 }
 
 void RpcHandler::lookup_features(std::string& out, const std::string& nodes) {

@@ -29,6 +29,11 @@ class RpcHandler : public rpc::gen::FanoutIf {
   void has_edges(std::string& out, const std::string& rows, const std::string& neighbors) override;
 
  private:
+  // Unpacks a sample request's keep list: ids in range, ascending, distinct.
+  Status CheckKeep(const std::string& payload, ArrayView<const int64_t>* keep) const;
+  // The sample reply holding only neighbors in `keep` (and their edge ids).
+  void PackKept(const sampler::OneHopResult& hop, size_t n, ArrayView<const int64_t> keep, bool eids,
+                rpc::gen::SampleResponse* out);
   // Unpacks and range-checks the ids of a request.
   Status CheckIds(const std::string& payload, ArrayView<const int64_t>* ids) const;
   // Runs fn as one Thrift request; a failed Status becomes the IDL exception.
@@ -40,6 +45,7 @@ class RpcHandler : public rpc::gen::FanoutIf {
 
   PartitionService svc_;
   bool authenticated_;  // this connection presented the token (or none is required)
+  std::vector<uint64_t> keep_bits_;  // PackKept's bitmap, all zero between requests
 };
 
 class HandlerFactory : public rpc::gen::FanoutIfFactory {

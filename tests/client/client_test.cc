@@ -173,6 +173,42 @@ TEST_F(ClusterTest, DistributedEdgeExistenceEqualsTheStoredGraph) {
   }
 }
 
+// A sample request's keep list: the reply holds exactly the sampled
+// neighbors in it (edge ids alongside); a bad list is refused by position.
+TEST_F(ClusterTest, SampleRepliesKeepOnlyTheNeighborsAsked) {
+  StartServers(2);
+  auto client = Connect(0);
+  std::vector<int64_t> nodes;
+  for (int64_t v = 0; v < 300; ++v) nodes.push_back(v);
+  rpc::SampleCall call;
+  call.fanout = -1;
+  rpc::SampleReply all, kept;
+  ASSERT_TRUE(client->Sample(nodes, call, &all).ok());
+  std::vector<int64_t> keep;
+  for (int64_t v = 0; v < 2708; v += 3) keep.push_back(v);
+  call.keep = keep;
+  Status st = client->Sample(nodes, call, &kept);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  int64_t a = 0, k = 0, expect_total = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    std::vector<int64_t> want, want_e, got, got_e;
+    for (int32_t j = 0; j < all.Counts()[i]; ++j, ++a)
+      if (all.Neighbors()[a] % 3 == 0) want.push_back(all.Neighbors()[a]), want_e.push_back(all.EdgeIds()[a]);
+    for (int32_t j = 0; j < kept.Counts()[i]; ++j, ++k) got.push_back(kept.Neighbors()[k]), got_e.push_back(kept.EdgeIds()[k]);
+    EXPECT_EQ(got, want) << "node " << nodes[i];
+    EXPECT_EQ(got_e, want_e) << "node " << nodes[i];
+    expect_total += static_cast<int64_t>(want.size());
+  }
+  EXPECT_GT(expect_total, 0);
+  EXPECT_LT(expect_total, a);
+  std::vector<int64_t> unsorted{5, 9, 7};
+  call.keep = unsorted;
+  EXPECT_THAT(client->Sample(nodes, call, &kept).message(), HasSubstr("7 at position 2 follows 9"));
+  std::vector<int64_t> outside{5, 2708};
+  call.keep = outside;
+  EXPECT_THAT(client->Sample(nodes, call, &kept).message(), HasSubstr("keep id 2708 at position 1"));
+}
+
 TEST_F(ClusterTest, FetchesEqualTheLocalDataset) {
   StartServers(3);
   auto cluster = ConnectCluster();
