@@ -10,6 +10,9 @@ Status RawDataset::Validate() const {
   if (src.size() != dst.size())
     return Status::InvalidArgument("edge list has " + std::to_string(src.size()) + " sources but " +
                                    std::to_string(dst.size()) + " targets");
+  if (!edge_times.empty() && edge_times.size() != src.size())
+    return Status::InvalidArgument("edge list has " + std::to_string(src.size()) + " edges but " +
+                                   std::to_string(edge_times.size()) + " timestamps");
   for (size_t i = 0; i < src.size(); ++i) {
     if (src[i] < 0 || src[i] >= num_nodes || dst[i] < 0 || dst[i] >= num_nodes)
       return Status::InvalidArgument("edge " + std::to_string(i) + " (" + std::to_string(src[i]) + " -> " +
@@ -45,20 +48,24 @@ std::string ApplyEdgeOptions(const EdgeOptions& options, RawDataset* ds) {
       if (ds->src[i] == ds->dst[i]) continue;
       ds->src[w] = ds->src[i];
       ds->dst[w] = ds->dst[i];
+      if (!ds->edge_times.empty()) ds->edge_times[w] = ds->edge_times[i];
       ++w;
     }
     note("dropped " + std::to_string(ds->src.size() - w) + " self-loops");
     ds->src.resize(w);
     ds->dst.resize(w);
+    if (!ds->edge_times.empty()) ds->edge_times.resize(w);
   }
   if (options.make_undirected) {
     size_t n = ds->src.size();
     ds->src.reserve(2 * n);
     ds->dst.reserve(2 * n);
+    if (!ds->edge_times.empty()) ds->edge_times.reserve(2 * n);
     for (size_t i = 0; i < n; ++i) {
       if (ds->src[i] == ds->dst[i]) continue;  // a self-loop is its own reverse
       ds->src.push_back(ds->dst[i]);
       ds->dst.push_back(ds->src[i]);
+      if (!ds->edge_times.empty()) ds->edge_times.push_back(ds->edge_times[i]);
     }
     note("added " + std::to_string(ds->src.size() - n) + " reverse edges");
   }
@@ -78,11 +85,13 @@ std::string ApplyEdgeOptions(const EdgeOptions& options, RawDataset* ds) {
       if (!keep[i]) continue;
       ds->src[w] = ds->src[i];
       ds->dst[w] = ds->dst[i];
+      if (!ds->edge_times.empty()) ds->edge_times[w] = ds->edge_times[i];
       ++w;
     }
     note("dropped " + std::to_string(n - w) + " duplicate edges");
     ds->src.resize(w);
     ds->dst.resize(w);
+    if (!ds->edge_times.empty()) ds->edge_times.resize(w);
   }
   return summary;
 }

@@ -21,6 +21,8 @@ struct RawDataset {
   int64_t num_nodes = 0;
   // Directed edges src[i] -> dst[i], in input order.
   std::vector<int64_t> src, dst;
+  // Optional: a timestamp per edge (same positions), for temporal sampling.
+  std::vector<int64_t> edge_times;
   int64_t feature_dim = 0;
   std::vector<float> features;             // num_nodes * feature_dim, row-major; may be empty
   std::vector<int64_t> labels;             // num_nodes; -1 = unknown; empty when unlabeled

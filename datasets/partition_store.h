@@ -12,6 +12,8 @@
 //                     split/<chunk>   uint8 Split values
 //                     orig/<chunk>    original ids (int64)
 //                     name/<chunk>    original string ids, when the source had them
+//                     etime/<chunk>   int64 timestamp per stored edge (adj order), when
+//                                     the source had them (temporal sampling)
 //
 // Partition p owns global ids [offsets[p], offsets[p+1]). Its rows hold the
 // complete adjacency of its nodes along `direction` ("in": row v lists the
@@ -82,6 +84,7 @@ struct DatasetMeta {
   std::vector<std::string> class_names;
   std::string direction = "in";
   bool has_labels = false, has_split = false, has_names = false;
+  bool has_edge_times = false;  // etime/<chunk>: a timestamp per stored edge
   int64_t chunk_nodes = 65536;
   std::string method;
   std::string options_json;  // options used, as JSON text
@@ -119,6 +122,7 @@ struct PartitionData {
   std::vector<int64_t> indptr;           // local rows, node_end - node_begin + 1
   std::vector<int64_t> indices;          // global neighbor ids
   std::vector<int64_t> edge_ids;         // global edge ids
+  std::vector<int64_t> edge_times;       // per stored edge; empty unless meta.has_edge_times
   std::vector<uint8_t> features;         // rows x feature_dim values of meta.feature_dtype
   std::vector<int64_t> labels;           // empty when the dataset has none
   std::vector<uint8_t> split;            // empty when the dataset has none

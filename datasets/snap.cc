@@ -22,10 +22,12 @@ std::string SnapName(const std::string& input) {
   return name;
 }
 
-// Reads every edge line of `input`: fn(u, v) with the ids as written. With a
-// label, progress on stderr ends with "N edges" and `extra`.
+// Reads every edge line of `input`: fn(u, v, t) with the ids as written and,
+// with_time, the third column as the edge's timestamp (SNAP temporal: SRC
+// DST UNIXTS; else t = 0). With a label, progress on stderr ends with "N
+// edges" and `extra`.
 template <typename Fn>
-Status ReadSnapEdges(const std::string& input, const std::string& label, bool quiet, Fn&& fn,
+Status ReadSnapEdges(const std::string& input, const std::string& label, bool quiet, bool with_time, Fn&& fn,
                      const std::function<std::string()>& extra = nullptr) {
   std::unique_ptr<LineReader> r;
   FANOUT_RETURN_IF_ERROR(LineReader::Open(input, &r));
@@ -43,7 +45,11 @@ Status ReadSnapEdges(const std::string& input, const std::string& label, bool qu
       return Status::InvalidArgument(r->Where() + "expected '<src> <dst>', found '" + std::string(line.substr(0, 80)) + "'");
     if (u < 0 || v < 0)
       return Status::InvalidArgument(r->Where() + "negative node id in '" + std::string(line) + "'");
-    fn(u, v);
+    int64_t t = 0;
+    if (with_time && (f.size() < 3 || !ParseInt64(f[2], &t)))
+      return Status::InvalidArgument(r->Where() + "expected '<src> <dst> <time>' (--edge-times: an integer timestamp "
+                                     "in the third column), found '" + std::string(line.substr(0, 80)) + "'");
+    fn(u, v, t);
     if ((++edges & 0xffff) == 0 && progress != nullptr) progress->Update(r->bytes_read());
   }
   FANOUT_RETURN_IF_ERROR(r->status());
@@ -88,10 +94,12 @@ Status LoadSnap(const std::string& input, const LoadOptions& options, RawDataset
                 std::vector<std::string>* notes) {
   out->format = "snap";
   out->name = SnapName(input);
-  FANOUT_RETURN_IF_ERROR(ReadSnapEdges(input, "reading " + input, options.quiet, [&](int64_t u, int64_t v) {
-    out->src.push_back(u);
-    out->dst.push_back(v);
-  }));
+  FANOUT_RETURN_IF_ERROR(ReadSnapEdges(input, "reading " + input, options.quiet, options.edge_times,
+                                       [&](int64_t u, int64_t v, int64_t t) {
+                                         out->src.push_back(u);
+                                         out->dst.push_back(v);
+                                         if (options.edge_times) out->edge_times.push_back(t);
+                                       }));
   if (out->src.empty()) return Status::InvalidArgument(input + ": no edges");
 
   // Dense ids in increasing original-id order.
@@ -129,6 +137,8 @@ Status StreamSnap(const std::string& input, const LoadOptions& options, const Ed
                   StreamedGraph* out, std::vector<std::string>* notes) {
   FANOUT_RETURN_IF_ERROR(CheckStreamable(edge_options));
   FANOUT_RETURN_IF_ERROR(CheckSplitFractions(options.split_fractions));
+  if (options.edge_times)
+    return Status::InvalidArgument("edge timestamps are read whole (the in-memory writer), not streamed");
   auto s = std::make_shared<SnapStream>();
   s->input = input;
   s->fractions = options.split_fractions;
@@ -160,8 +170,8 @@ Status StreamSnap(const std::string& input, const LoadOptions& options, const Ed
     batch.clear();
   };
   FANOUT_RETURN_IF_ERROR(ReadSnapEdges(
-      input, "reading " + input + " (node ids)", options.quiet,
-      [&](int64_t u, int64_t v) {
+      input, "reading " + input + " (node ids)", options.quiet, false,
+      [&](int64_t u, int64_t v, int64_t) {
         ++edges;
         loops += u == v;
         batch.push_back(u);
@@ -200,7 +210,7 @@ Status StreamSnap(const std::string& input, const LoadOptions& options, const Ed
       return static_cast<int64_t>(it - st->ids.begin());
     };
     bool go = true;
-    FANOUT_RETURN_IF_ERROR(ReadSnapEdges(st->input, "", true, [&](int64_t u, int64_t v) {
+    FANOUT_RETURN_IF_ERROR(ReadSnapEdges(st->input, "", true, false, [&](int64_t u, int64_t v, int64_t) {
       if (!go) return;
       const int64_t a = dense(u), b = dense(v);
       go = changed.ok() && fn(a, b);

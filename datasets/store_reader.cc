@@ -43,7 +43,7 @@ sampler::CsrGraph PartitionData::Graph() const {
 
 int64_t PartitionData::RawBytes() const {
   return static_cast<int64_t>(indptr.size() * 8 + indices.size() * 8 + edge_ids.size() * 8 + features.size() +
-                              labels.size() * 8 + split.size() + original_ids.size() * 8);
+                              labels.size() * 8 + split.size() + original_ids.size() * 8 + edge_times.size() * 8);
 }
 
 Status PartitionArrayBytes(const DatasetMeta& meta, int part, int64_t* bytes) {
@@ -169,6 +169,7 @@ Status OpenPartition(const std::string& dir_in, int part, const OpenOptions& o, 
   if (meta.has_labels) d.labels.resize(n);
   if (meta.has_split) d.split.resize(n);
   d.original_ids.resize(n);
+  if (meta.has_edge_times) d.edge_times.resize(num_edges);
 
   // One reader per chunk kind (datasets/detail/chunks.h decodes each).
   int64_t edge_pos = 0;
@@ -191,6 +192,14 @@ Status OpenPartition(const std::string& dir_in, int part, const OpenOptions& o, 
   sinks.push_back({"orig", true, [&](int64_t c, int64_t cn, const char* p, size_t sz) {
                      return detail::DecodeInt64Chunk(p, sz, cn, c * cnodes, d.original_ids.data());
                    }});
+  int64_t time_pos = 0;  // etime chunks hold each chunk's edges, in adj order
+  if (meta.has_edge_times)
+    sinks.push_back({"etime", true, [&](int64_t, int64_t, const char* p, size_t sz) -> std::string {
+                       if (sz % 8 != 0 || time_pos + static_cast<int64_t>(sz / 8) > num_edges) return "has the wrong size";
+                       std::memcpy(d.edge_times.data() + time_pos, p, sz);
+                       time_pos += static_cast<int64_t>(sz / 8);
+                       return "";
+                     }});
   if (meta.has_split)
     sinks.push_back({"split", true, [&](int64_t c, int64_t cn, const char* p, size_t sz) {
                        return detail::DecodeSplitChunk(p, sz, cn, c * cnodes, d.split.data());
@@ -235,6 +244,9 @@ Status OpenPartition(const std::string& dir_in, int part, const OpenOptions& o, 
   if (edge_pos != num_edges)
     return Status::Corruption(path + ": adjacency holds " + std::to_string(edge_pos) + " edges, 'info' says " +
                               std::to_string(num_edges));
+  if (meta.has_edge_times && time_pos != num_edges)
+    return Status::Corruption(path + ": etime chunks hold " + std::to_string(time_pos) + " timestamps for " +
+                              std::to_string(num_edges) + " edges");
   return Status::OK();
 }
 

@@ -168,6 +168,7 @@ DatasetMeta BaseMeta(const MetaInputs& in, int k, const WriteOptions& o) {
   meta.has_labels = in.has_labels;
   meta.has_split = in.has_split;
   meta.has_names = in.has_names;
+  meta.has_edge_times = in.has_edge_times;
   meta.chunk_nodes = o.chunk_nodes;
   meta.method = o.method;
   meta.options_json = o.options_json;
@@ -186,6 +187,7 @@ MetaInputs MetaInputsOf(const RawDataset& ds) {
   in.has_labels = !ds.labels.empty();
   in.has_split = !ds.split.empty();
   in.has_names = !ds.original_names.empty();
+  in.has_edge_times = !ds.edge_times.empty();
   return in;
 }
 
@@ -204,6 +206,7 @@ int64_t StorePayloadBytes(const DatasetMeta& meta, int64_t name_bytes) {
   if (meta.has_labels) total += meta.num_nodes * 8;
   if (meta.has_split) total += meta.num_nodes;
   if (meta.has_names) total += meta.num_nodes * 4 + name_bytes;
+  if (meta.has_edge_times) total += meta.num_edges * 8;
   return total;
 }
 
@@ -259,6 +262,12 @@ Status PartStoreWriter::PutAdjChunk(int64_t c, ArrayView<const int64_t> degrees,
   value_.reserve(16 + 8 * degrees.size() + 16 * neighbors.size() + 4);
   EncodeAdjChunk(degrees, neighbors, edge_ids, &value_);
   return Put("adj", c);
+}
+
+Status PartStoreWriter::PutEdgeTimeChunk(int64_t c, ArrayView<const int64_t> times) {
+  value_.clear();
+  EncodeInt64Chunk(times, &value_);
+  return Put("etime", c);
 }
 
 Status PartStoreWriter::PutNodeChunks(const DatasetMeta& meta, int64_t c, const int64_t* old_ids, int64_t n,
@@ -360,14 +369,15 @@ class RawNodeSource final : public detail::NodeSource {
 };
 
 Status WritePart(const Layout& L, const DatasetMeta& meta, int p, const detail::NodeSource& nodes,
-                 const std::string& path, Progress* progress, int64_t* bytes_done) {
+                 const std::vector<int64_t>& edge_times, const std::string& path, Progress* progress,
+                 int64_t* bytes_done) {
   std::unique_ptr<detail::PartStoreWriter> w;
   FANOUT_RETURN_IF_ERROR(detail::PartStoreWriter::Open(path, 256 << 20, &w));
   const int64_t begin = L.offsets[p], end = L.offsets[p + 1];
   FANOUT_RETURN_IF_ERROR(w->PutInfo(meta, p, L.indptr[end] - L.indptr[begin]));
   const int64_t chunk_nodes = meta.chunk_nodes;
   const int64_t num_chunks = (end - begin + chunk_nodes - 1) / chunk_nodes;
-  std::vector<int64_t> degrees;
+  std::vector<int64_t> degrees, times;
   for (int64_t c = 0; c < num_chunks; ++c) {
     const int64_t a = begin + c * chunk_nodes, b = std::min(end, a + chunk_nodes);
     const int64_t e0 = L.indptr[a], e1 = L.indptr[b];
@@ -375,6 +385,11 @@ Status WritePart(const Layout& L, const DatasetMeta& meta, int p, const detail::
     for (int64_t x = a; x < b; ++x) degrees[x - a] = L.indptr[x + 1] - L.indptr[x];
     FANOUT_RETURN_IF_ERROR(w->PutAdjChunk(c, degrees, ArrayView<const int64_t>(L.indices.data() + e0, e1 - e0),
                                           ArrayView<const int64_t>(L.edge_ids.data() + e0, e1 - e0)));
+    if (meta.has_edge_times) {  // edge ids are input edge indices
+      times.resize(e1 - e0);
+      for (int64_t e = e0; e < e1; ++e) times[e - e0] = edge_times[L.edge_ids[e]];
+      FANOUT_RETURN_IF_ERROR(w->PutEdgeTimeChunk(c, times));
+    }
     FANOUT_RETURN_IF_ERROR(w->PutNodeChunks(meta, c, L.old_of_new.data() + a, b - a, nodes));
     progress->Update(*bytes_done + w->bytes_written());
   }
@@ -421,7 +436,7 @@ Status WritePartitionedDataset(const RawDataset& ds, const std::vector<int32_t>&
   int64_t bytes_done = 0;
   RawNodeSource nodes(ds);
   for (int p = 0; p < k; ++p)
-    FANOUT_RETURN_IF_ERROR(WritePart(layout, meta, p, nodes, tmp + "/part-" + std::to_string(p), &progress, &bytes_done));
+    FANOUT_RETURN_IF_ERROR(WritePart(layout, meta, p, nodes, ds.edge_times, tmp + "/part-" + std::to_string(p), &progress, &bytes_done));
   progress.Update(bytes_done);
   progress.Done();
   FANOUT_RETURN_IF_ERROR(detail::CommitTemporary(tmp, dir, meta, &guard));

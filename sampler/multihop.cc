@@ -12,6 +12,7 @@ void SampledSubgraph::Clear() {
   row.clear();
   col.clear();
   edge_id.clear();
+  batch.clear();
   num_sampled_nodes.clear();
   num_sampled_edges.clear();
   batch_size = 0;

@@ -41,6 +41,7 @@ struct SampledSubgraph {
   PodVector<int64_t> row;      // local index of the sampled neighbor (source)
   PodVector<int64_t> col;      // local index of the frontier node (target)
   PodVector<int64_t> edge_id;  // global edge ids; empty unless requested
+  PodVector<int64_t> batch;    // temporal (disjoint) sampling: the seed position of each n_id entry; else empty
   std::vector<int64_t> num_sampled_nodes;  // hops + 1 entries
   std::vector<int64_t> num_sampled_edges;  // hops entries
   int64_t batch_size = 0;
@@ -50,6 +51,10 @@ struct SampledSubgraph {
   void Clear();
 };
 
+// Temporal sampling's choice among a node's edges that are not later than
+// its seed's time (sampler/temporal.h).
+enum class TemporalStrategy { kUniform, kLast };
+
 struct MultiHopOptions {
   // Fanout per hop; -1 takes every neighbor. Default [15, 10, 5].
   std::vector<int64_t> fanouts{15, 10, 5};
@@ -57,6 +62,8 @@ struct MultiHopOptions {
   SamplingOptions sampling;
   // Every edge among the sampled nodes instead of the sampled edges.
   bool induced = false;
+  // Temporal sampling (sampler/temporal.h): used by the temporal samplers only.
+  TemporalStrategy temporal_strategy = TemporalStrategy::kUniform;
 };
 
 // Checks the fanouts and that weighted sampling has weights to use.

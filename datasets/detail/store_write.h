@@ -60,7 +60,7 @@ struct MetaInputs {
   std::string name, format;
   int64_t num_nodes = 0, num_edges = 0, feature_dim = 0, num_classes = 0;
   std::vector<std::string> class_names;
-  bool has_labels = false, has_split = false, has_names = false;
+  bool has_labels = false, has_split = false, has_names = false, has_edge_times = false;
 };
 DatasetMeta BaseMeta(const MetaInputs& in, int num_parts, const WriteOptions& o);
 // A loaded dataset's (feature_dim 0 when it has no feature values).
@@ -101,6 +101,8 @@ class PartStoreWriter {
   // Chunk c's adjacency: degrees of its nodes, their neighbors and edge ids.
   Status PutAdjChunk(int64_t c, ArrayView<const int64_t> degrees, ArrayView<const int64_t> neighbors,
                      ArrayView<const int64_t> edge_ids);
+  // Chunk c's edge timestamps (adj order).
+  Status PutEdgeTimeChunk(int64_t c, ArrayView<const int64_t> times);
   // Chunk c's feat, label, split, orig and name values of the nodes whose
   // input ids are old_ids[0 .. n), in stored order.
   Status PutNodeChunks(const DatasetMeta& meta, int64_t c, const int64_t* old_ids, int64_t n, const NodeSource& src);

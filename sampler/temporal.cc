@@ -1,0 +1,156 @@
+#include "sampler/temporal.h"
+
+#include <algorithm>
+
+#include "common/id_range.h"
+#include "common/random.h"
+
+namespace fanout::sampler {
+
+namespace {
+// Disjoint dedupe key: the tree (seed position) above the node id.
+constexpr int kTreeShift = 40;
+constexpr int64_t kMaxTrees = int64_t{1} << 22;
+}  // namespace
+
+Status ParseTemporalStrategy(const std::string& text, TemporalStrategy* out) {
+  if (text == "uniform") *out = TemporalStrategy::kUniform;
+  else if (text == "last") *out = TemporalStrategy::kLast;
+  else return Status::InvalidArgument("temporal strategy '" + text + "' is not uniform or last");
+  return Status::OK();
+}
+
+const char* TemporalStrategyName(TemporalStrategy s) { return s == TemporalStrategy::kLast ? "last" : "uniform"; }
+
+Status CheckTemporalOptions(const MultiHopOptions& o) {
+  for (size_t h = 0; h < o.fanouts.size(); ++h) FANOUT_RETURN_IF_ERROR(CheckFanout(o.fanouts[h], static_cast<int64_t>(h)));
+  if (o.sampling.replace) return Status::InvalidArgument("temporal sampling draws without replacement (replace=false)");
+  if (o.sampling.weighted) return Status::InvalidArgument("temporal sampling is not weighted (weighted=false)");
+  if (o.induced) return Status::InvalidArgument("temporal sampling has no subgraph (induced) mode");
+  return Status::OK();
+}
+
+void SampleTemporalHop(const CsrGraph& g, const int64_t* edge_times, int64_t node_offset,
+                       ArrayView<const int64_t> nodes, ArrayView<const int64_t> times, int64_t fanout, int64_t hop,
+                       uint64_t request_seed, TemporalStrategy strategy, bool with_edge_ids, OneHopResult* out) {
+  const size_t n = nodes.size();
+  out->offsets.resize(n + 1);
+  out->offsets[0] = 0;
+  out->neighbors.clear();
+  out->edge_ids.clear();
+  std::vector<int64_t> eligible;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t row = nodes[i] - node_offset, t = times[i];
+    const int64_t begin = g.indptr()[row], end = g.indptr()[row + 1];
+    eligible.clear();
+    for (int64_t e = begin; e < end; ++e)
+      if (edge_times[e] <= t) eligible.push_back(e);
+    const int64_t m = static_cast<int64_t>(eligible.size());
+    if (fanout >= 0 && fanout < m) {
+      if (strategy == TemporalStrategy::kLast) {
+        // The `fanout` latest: by time, then stored position, descending.
+        std::nth_element(eligible.begin(), eligible.begin() + fanout, eligible.end(), [&](int64_t a, int64_t b) {
+          return edge_times[a] != edge_times[b] ? edge_times[a] > edge_times[b] : a > b;
+        });
+      } else {
+        // A partial Fisher-Yates shuffle under the node's key (its time mixed in).
+        const uint64_t key = Mix64(NodeKey(request_seed, static_cast<uint64_t>(hop), static_cast<uint64_t>(nodes[i])) ^
+                                   static_cast<uint64_t>(t));
+        for (int64_t j = 0; j < fanout; ++j) {
+          const int64_t r = j + static_cast<int64_t>(DrawBelow(Draw(key, static_cast<uint64_t>(j)),
+                                                               static_cast<uint64_t>(m - j)));
+          std::swap(eligible[j], eligible[r]);
+        }
+      }
+      eligible.resize(fanout);
+      std::sort(eligible.begin(), eligible.end());  // stored order
+    }
+    for (int64_t e : eligible) {
+      out->neighbors.push_back(g.indices()[e]);
+      if (with_edge_ids) out->edge_ids.push_back(g.edge_id(e));
+    }
+    out->offsets[i + 1] = static_cast<int64_t>(out->neighbors.size());
+  }
+}
+
+Status TemporalBuilder::Begin(ArrayView<const int64_t> seeds, ArrayView<const int64_t> seed_times,
+                              int64_t num_nodes_total, SampledSubgraph* out) {
+  const int64_t b = static_cast<int64_t>(seeds.size());
+  if (seed_times.size() != seeds.size())
+    return Status::InvalidArgument("temporal sampling needs one time per seed: " + std::to_string(seeds.size()) +
+                                   " seeds, " + std::to_string(seed_times.size()) + " times");
+  if (b > kMaxTrees)
+    return Status::InvalidArgument("temporal batches hold at most " + std::to_string(kMaxTrees) + " seeds, got " +
+                                   std::to_string(b));
+  if (num_nodes_total > (int64_t{1} << kTreeShift))
+    return Status::NotSupported("temporal sampling supports graphs of up to 2^40 nodes");
+  out->Clear();
+  out->batch_size = b;
+  out->n_id.resize(b);
+  out->batch.resize(b);
+  std::copy(seeds.begin(), seeds.end(), out->n_id.begin());
+  for (int64_t i = 0; i < b; ++i) out->batch[i] = i;
+  out->num_sampled_nodes.push_back(b);
+  times_.assign(seed_times.begin(), seed_times.end());
+  seed_times_ = times_;
+  map_.Reset(b);
+  for (int64_t i = 0; i < b; ++i) map_.FindOrInsert((i << kTreeShift) | seeds[i], i);
+  begin_ = 0;
+  end_ = b;
+  return Status::OK();
+}
+
+void TemporalBuilder::AddHop(const OneHopResult& hop, bool with_edge_ids, SampledSubgraph* out) {
+  const int64_t m = end_ - begin_;
+  const int64_t total = hop.offsets[m];
+  const int64_t e0 = static_cast<int64_t>(out->row.size());
+  out->row.resize(e0 + total);
+  out->col.resize(e0 + total);
+  if (with_edge_ids) {
+    out->edge_id.resize(e0 + total);
+    std::copy(hop.edge_ids.begin(), hop.edge_ids.begin() + total, out->edge_id.begin() + e0);
+  }
+  const int64_t n0 = static_cast<int64_t>(out->n_id.size());
+  map_.Reserve(map_.size() + total);
+  int64_t next = n0;
+  for (int64_t i = 0; i < m; ++i) {
+    const int64_t target = begin_ + i, tree = out->batch[target];
+    for (int64_t e = hop.offsets[i]; e < hop.offsets[i + 1]; ++e) {
+      const int64_t v = hop.neighbors[e];
+      const int64_t local = map_.FindOrInsert((tree << kTreeShift) | v, next);
+      if (local == next) {
+        out->n_id.push_back(v);
+        out->batch.push_back(tree);
+        times_.push_back(seed_times_[tree]);
+        ++next;
+      }
+      out->row[e0 + e] = local;
+      out->col[e0 + e] = target;
+    }
+  }
+  out->num_sampled_nodes.push_back(next - n0);
+  out->num_sampled_edges.push_back(total);
+  begin_ = n0;
+  end_ = next;
+}
+
+Status TemporalSampler::Sample(ArrayView<const int64_t> seeds, ArrayView<const int64_t> seed_times,
+                               uint64_t request_seed, SampledSubgraph* out) {
+  FANOUT_RETURN_IF_ERROR(CheckTemporalOptions(options_));
+  if (edge_times_ == nullptr && graph_.num_edges() > 0)
+    return Status::InvalidArgument("temporal sampling needs edge timestamps; this graph has none");
+  const int64_t lo = options_.sampling.node_offset;
+  IdRangeCheck how;
+  how.what = "seed";
+  FANOUT_RETURN_IF_ERROR(CheckIdsInRange(seeds, lo, lo + graph_.num_nodes(), how));
+  FANOUT_RETURN_IF_ERROR(builder_.Begin(seeds, seed_times, lo + graph_.num_nodes(), out));
+  for (size_t h = 0; h < options_.fanouts.size(); ++h) {
+    SampleTemporalHop(graph_, edge_times_, lo, builder_.Frontier(*out), builder_.FrontierTimes(), options_.fanouts[h],
+                      static_cast<int64_t>(h), request_seed, options_.temporal_strategy,
+                      options_.sampling.with_edge_ids, &hop_);
+    builder_.AddHop(hop_, options_.sampling.with_edge_ids, out);
+  }
+  return Status::OK();
+}
+
+}  // namespace fanout::sampler

@@ -1,0 +1,94 @@
+// Temporal neighbor sampling, following PyG's NeighborLoader with edge
+// timestamps (time_attr on edges, temporal_strategy), which samples disjoint
+// subgraphs: every seed position grows its own tree.
+//
+// - Each seed i has a time t_i. In every hop, a node of tree i draws only
+//   among its stored edges with timestamp <= t_i: so no sampled edge is later
+//   than its seed's time.
+// - uniform: `fanout` of those edges uniformly without replacement (all when
+//   fewer, or fanout -1); last: the `fanout` most recent of them (equal times:
+//   the later stored edge counts as more recent). Either way a node's chosen
+//   edges are listed in stored (CSR) order.
+// - Disjoint: a node reached in two trees appears twice in n_id, once per
+//   tree; SampledSubgraph::batch[k] names the tree (seed position) of n_id[k].
+//   Inside one tree, nodes dedupe as in MultiHopSampler (first position wins).
+// - A node's draws are a pure function of (request seed, hop, node, time), so
+//   local and distributed sampling agree value for value.
+#ifndef FANOUT_SAMPLER_TEMPORAL_H_
+#define FANOUT_SAMPLER_TEMPORAL_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/array_view.h"
+#include "common/status.h"
+#include "sampler/csr_graph.h"
+#include "sampler/detail/id_map.h"
+#include "sampler/multihop.h"
+#include "sampler/neighbor_sampler.h"
+
+namespace fanout::sampler {
+
+// "uniform", "last"; InvalidArgument names the text otherwise.
+Status ParseTemporalStrategy(const std::string& text, TemporalStrategy* out);
+const char* TemporalStrategyName(TemporalStrategy strategy);
+
+// Checks options for temporal sampling: fanouts; no replacement, weights or
+// induced mode (not defined for temporal sampling here).
+Status CheckTemporalOptions(const MultiHopOptions& options);
+
+// One temporal hop: node nodes[i] (a global id; row nodes[i] - node_offset)
+// draws among its edges with edge_times[e] <= times[i]. Edge ids as for
+// SampleOneHop. REQUIRES: nodes in the graph's rows, times.size() == nodes.size().
+void SampleTemporalHop(const CsrGraph& graph, const int64_t* edge_times, int64_t node_offset,
+                       ArrayView<const int64_t> nodes, ArrayView<const int64_t> times, int64_t fanout, int64_t hop,
+                       uint64_t request_seed, TemporalStrategy strategy, bool with_edge_ids, OneHopResult* out);
+
+// Assembles a disjoint temporal subgraph hop by hop (local and distributed
+// sampling share it). Not thread-safe: one per thread.
+class TemporalBuilder {
+ public:
+  // Starts a batch: n_id = seeds, batch = 0 .. seeds.size() - 1. Ids must be
+  // below num_nodes_total (checked by the caller).
+  Status Begin(ArrayView<const int64_t> seeds, ArrayView<const int64_t> seed_times, int64_t num_nodes_total,
+               SampledSubgraph* out);
+  // The nodes the next hop samples, and the seed time of each one's tree.
+  ArrayView<const int64_t> Frontier(const SampledSubgraph& out) const {
+    return {out.n_id.data() + begin_, static_cast<size_t>(end_ - begin_)};
+  }
+  ArrayView<const int64_t> FrontierTimes() const {
+    return {times_.data() + begin_, static_cast<size_t>(end_ - begin_)};
+  }
+  // Appends one hop (hop.offsets: Frontier().size() + 1 entries).
+  void AddHop(const OneHopResult& hop, bool with_edge_ids, SampledSubgraph* out);
+
+ private:
+  detail::IdMap map_;  // key (tree << kTreeShift) | node
+  std::vector<int64_t> times_;  // per n_id entry: its tree's seed time
+  std::vector<int64_t> seed_times_;
+  int64_t begin_ = 0, end_ = 0;
+};
+
+// Samples temporal subgraphs from a local graph with edge timestamps. Not
+// thread-safe: one per thread. The arrays must outlive it.
+class TemporalSampler {
+ public:
+  TemporalSampler(CsrGraph graph, const int64_t* edge_times, MultiHopOptions options)
+      : graph_(graph), edge_times_(edge_times), options_(std::move(options)) {}
+  // Seeds in [node_offset, node_offset + num_nodes); one time per seed.
+  Status Sample(ArrayView<const int64_t> seeds, ArrayView<const int64_t> seed_times, uint64_t request_seed,
+                SampledSubgraph* out);
+  const MultiHopOptions& options() const { return options_; }
+
+ private:
+  CsrGraph graph_;
+  const int64_t* edge_times_;
+  MultiHopOptions options_;
+  TemporalBuilder builder_;
+  OneHopResult hop_;
+};
+
+}  // namespace fanout::sampler
+
+#endif  // FANOUT_SAMPLER_TEMPORAL_H_
