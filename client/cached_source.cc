@@ -43,6 +43,12 @@ class CachedSession : public Session {
   Status Labels(ArrayView<const int64_t> ids, int64_t* out) override { return Wrap(inner_->Labels(ids, out)); }
   Status OriginalIds(ArrayView<const int64_t> ids, int64_t* out) override { return Wrap(inner_->OriginalIds(ids, out)); }
   Status Degrees(ArrayView<const int64_t> ids, int64_t* out) override { return Wrap(inner_->Degrees(ids, out)); }
+  Status SampleTemporal(ArrayView<const int64_t> seeds, ArrayView<const int64_t> seed_times, uint64_t request_seed,
+                        const sampler::MultiHopOptions& options, sampler::SampledSubgraph* out) override {
+    Status st = inner_->SampleTemporal(seeds, seed_times, request_seed, options, out);
+    Sync();
+    return st;
+  }
   Status HasEdges(ArrayView<const int64_t> src, ArrayView<const int64_t> dst, uint8_t* exists) override {
     return Wrap(inner_->HasEdges(src, dst, exists));
   }

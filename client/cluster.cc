@@ -1,5 +1,7 @@
 #include "client/cluster.h"
 
+#include "sampler/temporal.h"
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -346,6 +348,7 @@ class ClusterSession : public Session {
       }
     }
     by_part_.resize(k);
+    times_by_part_.resize(k);
     pos_.resize(k);
     replies_.resize(k);
     dp_replies_.resize(k);
@@ -398,7 +401,7 @@ class ClusterSession : public Session {
     Status st;
     for (int p = 0; p < k && st.ok(); ++p) {
       if (by_part_[p].empty()) continue;
-      if (peer_[p] >= 0 && base.call.keep.empty()) {
+      if (peer_[p] >= 0 && base.call.keep.empty() && base.call.times.empty()) {
         rpc::DataRequest r = base;
         r.ids = by_part_[p];
         st = channel_->Post(peer_[p], r, sink(p));
@@ -694,12 +697,41 @@ class ClusterSession : public Session {
     return Status::OK();
   }
 
+  Status SampleTemporal(ArrayView<const int64_t> seeds, ArrayView<const int64_t> seed_times, uint64_t request_seed,
+                        const sampler::MultiHopOptions& options, sampler::SampledSubgraph* out) override {
+    FANOUT_RETURN_IF_ERROR(sampler::CheckTemporalOptions(options));
+    for (int p = 0; p < c_->num_parts(); ++p)
+      if (!info_[p].has_edge_times)
+        return Status::InvalidArgument("server " + Address(p) + " (partition " + std::to_string(p) +
+                                       ") serves no edge timestamps: temporal sampling needs a dataset partitioned "
+                                       "with --edge-times, and servers that know it");
+    IdRangeCheck seed;
+    seed.what = "seed";
+    FANOUT_RETURN_IF_ERROR(CheckIdsInRange(seeds, 0, c_->num_nodes(), seed));
+    FANOUT_RETURN_IF_ERROR(temporal_.Begin(seeds, seed_times, c_->num_nodes(), out));
+    const bool eids = options.sampling.with_edge_ids;
+    for (size_t h = 0; h < options.fanouts.size(); ++h) {
+      FANOUT_RETURN_IF_ERROR(FetchHop(temporal_.Frontier(*out), options.fanouts[h], static_cast<int32_t>(h),
+                                      request_seed, options.sampling, {}, temporal_.FrontierTimes(),
+                                      sampler::TemporalStrategyName(options.temporal_strategy)));
+      temporal_.AddHop(hop_, eids, out);
+    }
+    return Status::OK();
+  }
+
   // One hop for `frontier` from the servers owning it, merged into hop_ in
   // frontier order.
   Status FetchHop(ArrayView<const int64_t> frontier, int64_t fanout, int32_t hop, uint64_t request_seed,
-                  const sampler::SamplingOptions& sampling, ArrayView<const int64_t> keep = {}) {
+                  const sampler::SamplingOptions& sampling, ArrayView<const int64_t> keep = {},
+                  ArrayView<const int64_t> times = {}, const char* strategy = "uniform") {
     const bool eids = sampling.with_edge_ids;
     FANOUT_RETURN_IF_ERROR(Route(frontier));
+    if (!times.empty()) {  // each partition's nodes' times, in its order
+      for (int p = 0; p < c_->num_parts(); ++p) {
+        times_by_part_[p].resize(pos_[p].size());
+        for (size_t j = 0; j < pos_[p].size(); ++j) times_by_part_[p][j] = times[pos_[p][j]];
+      }
+    }
     rpc::DataRequest req;
     req.method = rpc::DataMethod::kSample;
     rpc::SampleCall& call = req.call;
@@ -710,10 +742,19 @@ class ClusterSession : public Session {
     call.hop = hop;
     call.with_edge_ids = eids;
     call.keep = keep;
+    call.temporal_strategy = strategy;
+    // A data-plane request carries neither a keep list nor times: those go by Thrift.
+    call.times = times;
     // One request per partition, all in flight at once.
     auto t0 = std::chrono::steady_clock::now();
+    auto send = [&](int p) {
+      if (times.empty()) return clients_[p]->SendSample(by_part_[p], call);
+      rpc::SampleCall mine = call;
+      mine.times = times_by_part_[p];
+      return clients_[p]->SendSample(by_part_[p], mine);
+    };
     FANOUT_RETURN_IF_ERROR(Exchange(
-        req, [&](int p) { return GrowSink(p); }, [&](int p) { return clients_[p]->SendSample(by_part_[p], call); },
+        req, [&](int p) { return GrowSink(p); }, send,
         [&](int p) { return clients_[p]->ReceiveSample(by_part_[p].size(), eids, &replies_[p]); }));
     stats_.network_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (int p = 0; p < c_->num_parts(); ++p) {
@@ -907,6 +948,10 @@ class ClusterSession : public Session {
 
   Status Labels(ArrayView<const int64_t> ids, int64_t* out) override {
     FANOUT_RETURN_IF_ERROR(Route(ids));
+    if (!info_[0].has_labels) {  // every label unknown, as the dataset in process says
+      std::fill(out, out + ids.size(), int64_t{-1});
+      return Status::OK();
+    }
     rpc::DataRequest req;
     req.method = rpc::DataMethod::kLabels;
     for (auto& b : dp_replies_) b.clear();
@@ -1043,6 +1088,8 @@ class ClusterSession : public Session {
   sampler::OneHopResult hop_;
   sampler::SubgraphBuilder builder_;
   std::vector<int64_t> keep_;  // the induced pass's node set, ascending
+  std::vector<std::vector<int64_t>> times_by_part_;  // a temporal hop's times, routed as by_part_
+  sampler::TemporalBuilder temporal_;
 };
 
 Status Cluster::NewSession(std::unique_ptr<Session>* out) {

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "client/region_pool.h"
+#include "sampler/temporal.h"
 #include "common/id_range.h"
 #include "common/random.h"
 
@@ -79,6 +80,20 @@ NodeLoader::NodeLoader(std::shared_ptr<Source> source, std::vector<int64_t> seed
                                 std::to_string(world_) + ")");
   if (options_.gpu_cache && !torch::cuda::is_available())
     throw std::invalid_argument("NodeLoader: gpu_cache needs a CUDA-enabled LibTorch; this one has no CUDA");
+  if (!options_.input_time.empty()) {
+    const size_t want = links_ ? links_->src.size() : seeds_.size();
+    if (options_.input_time.size() != want)
+      throw std::invalid_argument(std::string(links_ ? "LinkLoader" : "NodeLoader") + ": " +
+                                  std::to_string(options_.input_time.size()) + " input times for " +
+                                  std::to_string(want) + (links_ ? " seed edges" : " seeds"));
+    sampler::MultiHopOptions mo;
+    mo.fanouts = options_.fanouts;
+    mo.sampling.replace = options_.replace;
+    mo.sampling.weighted = options_.weighted;
+    mo.induced = options_.subgraph;
+    Status t = sampler::CheckTemporalOptions(mo);
+    if (!t.ok()) throw std::invalid_argument("NodeLoader: " + t.message());
+  }
   if (!links_) {
     IdRangeCheck seed;
     seed.what = "seed";
@@ -90,7 +105,14 @@ NodeLoader::NodeLoader(std::shared_ptr<Source> source, std::vector<int64_t> seed
 NodeLoader::~NodeLoader() { StopWorkers(); }
 
 std::vector<int64_t> NodeLoader::EpochSeeds(int64_t epoch) const {
-  std::vector<int64_t> perm = seeds_;
+  std::vector<int64_t> mine = EpochPositions(epoch);
+  for (int64_t& p : mine) p = seeds_[p];
+  return mine;
+}
+
+std::vector<int64_t> NodeLoader::EpochPositions(int64_t epoch) const {
+  std::vector<int64_t> perm(seeds_.size());
+  std::iota(perm.begin(), perm.end(), int64_t{0});
   if (options_.shuffle) {
     SplitMix64 rng(Mix64(options_.seed ^ (static_cast<uint64_t>(epoch) * kGolden64)));
     for (int64_t i = static_cast<int64_t>(perm.size()) - 1; i > 0; --i)
@@ -128,7 +150,7 @@ void NodeLoader::SetEpoch(int64_t epoch) {
   }
   epoch_ = epoch;
   running_ = true;
-  order_ = EpochSeeds(epoch);
+  order_ = EpochPositions(epoch);
   batches_ = num_batches();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -198,21 +220,31 @@ void NodeLoader::Worker(int w) {
 Status NodeLoader::Produce(Session* session, DeviceFeatureFetcher* fetcher, int64_t b, MiniBatch* out) {
   const int64_t begin = b * options_.batch_size;
   const int64_t end = std::min<int64_t>(static_cast<int64_t>(order_.size()), begin + options_.batch_size);
-  ArrayView<const int64_t> items(order_.data() + begin, static_cast<size_t>(end - begin));
+  ArrayView<const int64_t> positions(order_.data() + begin, static_cast<size_t>(end - begin));
   uint64_t request_seed = NodeKey(options_.seed, static_cast<uint64_t>(epoch_),
                                   static_cast<uint64_t>(b) * world_ + static_cast<uint64_t>(rank_));
   out->epoch = epoch_;
   out->index = b;
-  if (!links_) return SampleAndFetch(session, fetcher, items, request_seed, out);
-  std::vector<int64_t> nodes;
-  FANOUT_RETURN_IF_ERROR(LinkSeedNodes(session, items, request_seed, &nodes, out));
-  return SampleAndFetch(session, fetcher, nodes, request_seed, out);
+  const bool temporal = !options_.input_time.empty();
+  std::vector<int64_t> nodes, times;
+  if (links_) {
+    FANOUT_RETURN_IF_ERROR(LinkSeedNodes(session, positions, request_seed, &nodes, &times, out));
+  } else {
+    nodes.resize(positions.size());
+    for (size_t i = 0; i < positions.size(); ++i) nodes[i] = seeds_[positions[i]];
+    if (temporal) {
+      times.resize(positions.size());
+      for (size_t i = 0; i < positions.size(); ++i) times[i] = options_.input_time[positions[i]];
+    }
+  }
+  return SampleAndFetch(session, fetcher, nodes, times, request_seed, out);
 }
 
 Status NodeLoader::LinkSeedNodes(Session* session, ArrayView<const int64_t> positions, uint64_t request_seed,
-                                 std::vector<int64_t>* nodes, MiniBatch* out) {
+                                 std::vector<int64_t>* nodes, std::vector<int64_t>* times, MiniBatch* out) {
   const LinkSeeds& links = *links_;
   const sampler::NegativeOptions& neg = options_.negative;
+  const bool temporal = !options_.input_time.empty();
   const int64_t p = static_cast<int64_t>(positions.size());
   std::vector<int64_t> src(p), dst(p), neg_src, neg_dst;
   for (int64_t i = 0; i < p; ++i) src[i] = links.src[positions[i]], dst[i] = links.dst[positions[i]];
@@ -224,6 +256,7 @@ Status NodeLoader::LinkSeedNodes(Session* session, ArrayView<const int64_t> posi
       &neg_src, &neg_dst));
   const int64_t m = static_cast<int64_t>(neg_dst.size());
   const bool triplet = neg.mode == sampler::NegativeMode::kTriplet;
+  const int64_t per = triplet ? static_cast<int64_t>(neg.amount) : 1;
   // Every endpoint in PyG's order: triplet [src, dst, dst_neg], else
   // [src, src_neg, dst, dst_neg] (row 0 of edge_label_index, then row 1).
   std::vector<int64_t> all;
@@ -232,20 +265,35 @@ Status NodeLoader::LinkSeedNodes(Session* session, ArrayView<const int64_t> posi
   if (!triplet) all.insert(all.end(), neg_src.begin(), neg_src.end());
   all.insert(all.end(), dst.begin(), dst.end());
   all.insert(all.end(), neg_dst.begin(), neg_dst.end());
-  *nodes = all;
-  std::sort(nodes->begin(), nodes->end());
-  nodes->erase(std::unique(nodes->begin(), nodes->end()), nodes->end());
   at::Tensor inverse = torch::empty({static_cast<int64_t>(all.size())}, torch::kLong);
   int64_t* inv = inverse.data_ptr<int64_t>();
-  for (size_t i = 0; i < all.size(); ++i)
-    inv[i] = std::lower_bound(nodes->begin(), nodes->end(), all[i]) - nodes->begin();
+  if (temporal) {
+    // Disjoint (PyG's temporal link sampling): every endpoint is its own
+    // seed, at its edge's time; a binary negative j takes positive j % P's
+    // time, a triplet negative its positive's.
+    *nodes = all;
+    times->resize(all.size());
+    auto time_of = [&](int64_t i) { return options_.input_time[positions[i]]; };
+    size_t at = 0;
+    for (int64_t i = 0; i < p; ++i) (*times)[at++] = time_of(i);
+    if (!triplet)
+      for (int64_t j = 0; j < m; ++j) (*times)[at++] = time_of(j % p);
+    for (int64_t i = 0; i < p; ++i) (*times)[at++] = time_of(i);
+    for (int64_t j = 0; j < m; ++j) (*times)[at++] = time_of(triplet ? j / per : j % p);
+    std::iota(inv, inv + all.size(), int64_t{0});
+  } else {
+    *nodes = all;
+    std::sort(nodes->begin(), nodes->end());
+    nodes->erase(std::unique(nodes->begin(), nodes->end()), nodes->end());
+    for (size_t i = 0; i < all.size(); ++i)
+      inv[i] = std::lower_bound(nodes->begin(), nodes->end(), all[i]) - nodes->begin();
+  }
   out->input_id = torch::empty({p}, torch::kLong);
   std::copy(positions.begin(), positions.end(), out->input_id.data_ptr<int64_t>());
   if (triplet) {
-    const int64_t amount = static_cast<int64_t>(neg.amount);
     out->src_index = inverse.narrow(0, 0, p);
     out->dst_pos_index = inverse.narrow(0, p, p);
-    out->dst_neg_index = amount == 1 ? inverse.narrow(0, 2 * p, m) : inverse.narrow(0, 2 * p, m).view({p, amount});
+    out->dst_neg_index = per == 1 ? inverse.narrow(0, 2 * p, m) : inverse.narrow(0, 2 * p, m).view({p, per});
     return Status::OK();
   }
   out->edge_label_index = inverse.view({2, p + m});
@@ -261,15 +309,23 @@ Status NodeLoader::LinkSeedNodes(Session* session, ArrayView<const int64_t> posi
 }
 
 Status NodeLoader::SampleAndFetch(Session* session, DeviceFeatureFetcher* fetcher, ArrayView<const int64_t> seeds,
-                                  uint64_t request_seed, MiniBatch* out) {
+                                  ArrayView<const int64_t> times, uint64_t request_seed, MiniBatch* out) {
   sampler::MultiHopOptions mo;
   mo.fanouts = options_.fanouts;
   mo.sampling.replace = options_.replace;
   mo.sampling.weighted = options_.weighted;
   mo.sampling.with_edge_ids = options_.edge_ids;
   mo.induced = options_.subgraph;
+  mo.temporal_strategy = options_.temporal_strategy;
   sampler::SampledSubgraph sub;
-  FANOUT_RETURN_IF_ERROR(session->Sample(seeds, request_seed, mo, &sub));
+  if (options_.input_time.empty()) {
+    FANOUT_RETURN_IF_ERROR(session->Sample(seeds, request_seed, mo, &sub));
+  } else {
+    FANOUT_RETURN_IF_ERROR(session->SampleTemporal(seeds, times, request_seed, mo, &sub));
+    out->seed_time = torch::empty({static_cast<int64_t>(times.size())}, torch::kLong);
+    std::copy(times.begin(), times.end(), out->seed_time.data_ptr<int64_t>());
+    out->batch = Wrap(std::move(sub.batch));
+  }
   const int64_t n = static_cast<int64_t>(sub.n_id.size());
   out->batch_size = sub.batch_size;
   out->num_sampled_nodes = sub.num_sampled_nodes;

@@ -58,6 +58,13 @@ struct LoaderOptions {
   std::shared_ptr<cache::GpuFeatureCache> gpu_cache;
   // LinkLoader only: negative sampling (PyG's neg_sampling; strict by default).
   sampler::NegativeOptions negative;
+  // Temporal sampling (PyG's input_time / edge_label_time with edge
+  // timestamps; sampler/temporal.h): one time per seed node (NodeLoader) or
+  // per seed edge (LinkLoader); empty = not temporal. Batches are then
+  // disjoint: MiniBatch::batch names each node's seed. Needs a dataset
+  // partitioned with edge timestamps; no replace, weights or subgraph mode.
+  std::vector<int64_t> input_time;
+  sampler::TemporalStrategy temporal_strategy = sampler::TemporalStrategy::kUniform;
 };
 
 // The seed edges of a LinkLoader: edge i is src[i] -> dst[i] (global ids,
@@ -98,6 +105,8 @@ struct MiniBatch {
   std::vector<int64_t> num_sampled_nodes, num_sampled_edges;
   int64_t batch_size = 0;
   int64_t epoch = 0, index = 0;  // which batch of which epoch
+  at::Tensor batch;        // temporal: int64 [N], the seed position (tree) of each node; else undefined
+  at::Tensor seed_time;    // temporal: int64 [batch_size], the seeds' times; else undefined
   // LinkLoader batches (undefined otherwise), as PyG's LinkNeighborLoader:
   at::Tensor input_id;          // int64 [P]: positions of the batch's seed edges in LinkSeeds
   at::Tensor edge_label_index;  // int64 [2, P + M] local indices: positives, then binary negatives
@@ -165,10 +174,13 @@ class NodeLoader {
   // Link batches: negatives, then the seed nodes (distinct endpoints,
   // ascending) and the label tensors; seeds go to *nodes.
   Status LinkSeedNodes(Session* session, ArrayView<const int64_t> positions, uint64_t request_seed,
-                       std::vector<int64_t>* nodes, MiniBatch* out);
-  // The sampled subgraph of `seeds`, then features, labels and ids.
+                       std::vector<int64_t>* nodes, std::vector<int64_t>* times, MiniBatch* out);
+  // The sampled subgraph of `seeds` (temporal: with one time each), then
+  // features, labels and ids.
   Status SampleAndFetch(Session* session, DeviceFeatureFetcher* fetcher, ArrayView<const int64_t> seeds,
-                        uint64_t request_seed, MiniBatch* out);
+                        ArrayView<const int64_t> times, uint64_t request_seed, MiniBatch* out);
+  // This rank's seed positions of an epoch, in batch order.
+  std::vector<int64_t> EpochPositions(int64_t epoch) const;
 
   std::shared_ptr<Source> source_;
   std::shared_ptr<const LinkSeeds> links_;  // LinkLoader only
@@ -182,7 +194,7 @@ class NodeLoader {
   int64_t epoch_ = -1;
   int64_t pending_epoch_ = 0;  // started by Next() when no epoch runs
   bool running_ = false;
-  std::vector<int64_t> order_;  // this rank's seeds for the epoch
+  std::vector<int64_t> order_;  // this rank's seed positions (into seeds_) for the epoch
   int64_t batches_ = 0;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -4,6 +4,7 @@
 #include "datasets/partition_store.h"
 #include "common/id_range.h"
 #include "sampler/negative.h"
+#include "sampler/temporal.h"
 
 namespace fanout::client {
 
@@ -19,6 +20,21 @@ class LocalSession : public Session {
         sampler_->options().sampling.with_edge_ids != options.sampling.with_edge_ids)
       sampler_ = std::make_unique<sampler::MultiHopSampler>(src_->csr_.View(), options);
     return sampler_->Sample(seeds, request_seed, out);
+  }
+
+  Status SampleTemporal(ArrayView<const int64_t> seeds, ArrayView<const int64_t> seed_times, uint64_t request_seed,
+                        const sampler::MultiHopOptions& options, sampler::SampledSubgraph* out) override {
+    if (src_->edge_times_.empty() && src_->csr_.num_edges() > 0)
+      return Status::InvalidArgument("dataset " + src_->dir_ +
+                                     " has no edge timestamps: temporal sampling needs fanout-partition --edge-times");
+    if (!temporal_ || temporal_->options().fanouts != options.fanouts ||
+        temporal_->options().temporal_strategy != options.temporal_strategy ||
+        temporal_->options().sampling.with_edge_ids != options.sampling.with_edge_ids ||
+        temporal_->options().sampling.replace != options.sampling.replace ||
+        temporal_->options().sampling.weighted != options.sampling.weighted ||
+        temporal_->options().induced != options.induced)
+      temporal_ = std::make_unique<sampler::TemporalSampler>(src_->csr_.View(), src_->edge_times_.data(), options);
+    return temporal_->Sample(seeds, seed_times, request_seed, out);
   }
 
   Status Features(ArrayView<const int64_t> ids, float* out) override {
@@ -68,6 +84,7 @@ class LocalSession : public Session {
   }
   const LocalSource* src_;
   std::unique_ptr<sampler::MultiHopSampler> sampler_;
+  std::unique_ptr<sampler::TemporalSampler> temporal_;
 };
 
 Status LocalSource::Open(const std::string& dir, std::shared_ptr<LocalSource>* out) {
@@ -86,6 +103,7 @@ Status LocalSource::Open(const std::string& dir, std::shared_ptr<LocalSource>* o
     for (size_t i = 1; i < d.indptr.size(); ++i) s->csr_.indptr.push_back(base + d.indptr[i]);
     s->csr_.indices.insert(s->csr_.indices.end(), d.indices.begin(), d.indices.end());
     s->csr_.edge_ids.insert(s->csr_.edge_ids.end(), d.edge_ids.begin(), d.edge_ids.end());
+    s->edge_times_.insert(s->edge_times_.end(), d.edge_times.begin(), d.edge_times.end());
     for (int64_t r = 0; r < d.num_nodes(); ++r)
       for (int64_t j = 0; j < meta.feature_dim; ++j) s->features_.push_back(d.Feature(r, j));
     s->labels_.insert(s->labels_.end(), d.labels.begin(), d.labels.end());

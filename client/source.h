@@ -43,6 +43,13 @@ class Session {
   // Multi-hop sampling with the semantics of sampler::MultiHopSampler.
   virtual Status Sample(ArrayView<const int64_t> seeds, uint64_t request_seed, const sampler::MultiHopOptions& options,
                         sampler::SampledSubgraph* out) = 0;
+  // Temporal sampling with the semantics of sampler::TemporalSampler (disjoint
+  // trees; out->batch names each node's seed position): seed i draws only
+  // among edges not later than seed_times[i]. Needs a dataset with edge
+  // timestamps; InvalidArgument otherwise.
+  virtual Status SampleTemporal(ArrayView<const int64_t> seeds, ArrayView<const int64_t> seed_times,
+                                uint64_t request_seed, const sampler::MultiHopOptions& options,
+                                sampler::SampledSubgraph* out) = 0;
   // Feature rows of `ids` as float32, row i at out + i * feature_dim.
   virtual Status Features(ArrayView<const int64_t> ids, float* out) = 0;
   // Feature rows of `ids` straight into device memory (d_out on CUDA device
@@ -125,6 +132,7 @@ class LocalSource : public Source {
   std::vector<uint8_t> split_;
   int64_t feature_dim_ = 0, num_classes_ = 0;
   bool incoming_ = true;  // rows hold in-neighbors (direction "in")
+  std::vector<int64_t> edge_times_;  // per CSR edge; empty without timestamps
 };
 
 }  // namespace fanout::client

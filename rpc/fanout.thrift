@@ -39,6 +39,9 @@ struct PartitionInfo {
   // data-plane endpoint presents in its first message to be served. Given
   // only to authenticated clients.
   21: optional binary data_plane_ticket,
+  // The dataset stores a timestamp per edge (temporal sampling); unset in
+  // servers before it, which cannot sample temporally.
+  22: optional bool has_edge_times,
 }
 
 struct SampleRequest {
@@ -54,6 +57,11 @@ struct SampleRequest {
   // Servers before this field ignore it and reply every neighbor; the client
   // filters again either way.
   8: optional binary keep,
+  // Temporal sampling (sampler/temporal.h): packed i64, one time per node; a
+  // node draws only among its edges not later than its time. Needs a
+  // dataset partitioned with edge timestamps (PartitionInfo.has_edge_times).
+  9: optional binary times,
+  10: optional string temporal_strategy,  // "uniform" (default) or "last"
 }
 
 struct SampleResponse {

@@ -251,6 +251,7 @@ Status RpcClient::Info(RemotePartitionInfo* out) {
   out->max_fanout = r.max_fanout;
   out->data_port = r.__isset.data_port ? r.data_port : 0;
   if (r.__isset.data_plane_ticket) out->data_ticket = r.data_plane_ticket;
+  out->has_edge_times = r.__isset.has_edge_times && r.has_edge_times;
   return Status::OK();
 }
 
@@ -269,6 +270,11 @@ Status RpcClient::SendSample(ArrayView<const int64_t> nodes, const SampleCall& c
   req.hop = call.hop;
   req.with_edge_ids = call.with_edge_ids;
   if (!call.keep.empty()) Pack(call.keep, &req.keep), req.__isset.keep = true;
+  if (!call.times.empty()) {
+    Pack(call.times, &req.times);
+    req.__isset.times = true;
+    req.__set_temporal_strategy(call.temporal_strategy);
+  }
   return Call("sample_neighbors", [&](gen::FanoutClient& c) { c.send_sample_neighbors(req); });
 }
 

@@ -73,6 +73,7 @@ struct RemotePartitionInfo {
   int64_t max_ids_per_request = 0, max_fanout = 0;
   int data_port = 0;  // the UCX data plane's listener port on the server's host (0 = none offered)
   std::string data_ticket;  // what its data-plane requests must carry (empty = nothing)
+  bool has_edge_times = false;  // temporal sampling possible
 };
 
 struct SampleCall {
@@ -85,6 +86,9 @@ struct SampleCall {
   // Non-empty (ascending ids): the server replies only neighbors in it. Over
   // Thrift only (a data-plane request carries no keep list).
   ArrayView<const int64_t> keep;
+  // Non-empty: temporal sampling, one time per node (Thrift only, as keep).
+  ArrayView<const int64_t> times;
+  std::string temporal_strategy = "uniform";
 };
 
 // One-hop reply, as received: packed arrays (no copy after Thrift's).

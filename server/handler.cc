@@ -73,6 +73,7 @@ void RpcHandler::partition_info(gen::PartitionInfo& out) {
     const int data_port = s.data_port.load();
     if (data_port > 0) out.__set_data_port(data_port);
     if (!s.data_ticket.empty()) out.__set_data_plane_ticket(s.data_ticket);
+    if (m.has_edge_times) out.__set_has_edge_times(true);
     return Status::OK();
   });
 }
@@ -91,6 +92,12 @@ void RpcHandler::sample_neighbors(gen::SampleResponse& out, const gen::SampleReq
     p.hop = req.hop;
     ArrayView<const int64_t> keep;
     if (req.__isset.keep) FANOUT_RETURN_IF_ERROR(CheckKeep(req.keep, &keep));
+    if (req.__isset.times) {
+      FANOUT_RETURN_IF_ERROR(rpc::View(req.times, "times", &p.times));
+      p.temporal = true;
+      if (req.__isset.temporal_strategy)
+        FANOUT_RETURN_IF_ERROR(sampler::ParseTemporalStrategy(req.temporal_strategy, &p.strategy));
+    }
     const sampler::OneHopResult* hop = nullptr;
     FANOUT_RETURN_IF_ERROR(svc_.Sample(ids, p, &hop));
     const size_t n = ids.size();

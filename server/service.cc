@@ -107,6 +107,21 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
   so.weighted = p.weighted;
   so.with_edge_ids = p.with_edge_ids;
   so.node_offset = s_->data->node_begin;
+  if (p.temporal) {
+    if (!s_->data->meta.has_edge_times)
+      return Status::InvalidArgument("temporal sampling needs edge timestamps; dataset '" + s_->data->meta.name +
+                                     "' has none (fanout-partition --edge-times)");
+    if (p.times.size() != ids.size())
+      return Status::InvalidArgument("temporal sampling needs one time per node: " + std::to_string(ids.size()) +
+                                     " nodes, " + std::to_string(p.times.size()) + " times");
+    if (p.replace || p.weighted)
+      return Status::InvalidArgument("temporal sampling draws uniformly without replacement (no replace, no weights)");
+    sampler::SampleTemporalHop(s_->graph, s_->data->edge_times.data(), so.node_offset, ids, p.times, p.fanout, p.hop,
+                               p.seed, p.strategy, p.with_edge_ids, &hop_);
+    metrics_->RecordSample(static_cast<int64_t>(ids.size()), hop_.offsets[ids.size()]);
+    *out = &hop_;
+    return Status::OK();
+  }
   FANOUT_RETURN_IF_ERROR(sampler_.Sample(s_->graph, ids, p.fanout, p.hop, p.seed, so, s_->pool.get(), &hop_));
   metrics_->RecordSample(static_cast<int64_t>(ids.size()), hop_.offsets[ids.size()]);
   *out = &hop_;

@@ -19,6 +19,7 @@
 #include "common/thread_pool.h"
 #include "datasets/partition_store.h"
 #include "sampler/neighbor_sampler.h"
+#include "sampler/temporal.h"
 #include "server/partition_server.h"
 #include "server/server_metrics.h"
 
@@ -67,6 +68,10 @@ struct SampleParams {
   bool replace = false, weighted = false, with_edge_ids = true;
   uint64_t seed = 0;
   int32_t hop = 0;
+  // Temporal sampling (sampler/temporal.h): one time per node.
+  bool temporal = false;
+  ArrayView<const int64_t> times;
+  sampler::TemporalStrategy strategy = sampler::TemporalStrategy::kUniform;
 };
 
 class PartitionService {

@@ -14,6 +14,11 @@
 #include "client/cluster.h"
 #include "client/examples/graphsage.h"
 #include "client/loader.h"
+#include "common/random.h"
+#include "datasets/formats.h"
+#include "datasets/partitioner.h"
+#include "sampler/temporal.h"
+#include "tests/datasets/test_util.h"
 #include "tests/server/child_server.h"
 #include "tests/server/server_fixture.h"
 
@@ -306,6 +311,187 @@ TEST_F(LoaderTest, LinkLoaderRefusesBadSeedsAndOptionsByName) {
   MiniBatch b;
   ASSERT_TRUE(l.Next(&b));
   EXPECT_EQ(b.edge_label_index.size(1), 2 * b.input_id.size(0));
+}
+
+// CollegeMsg (SNAP temporal) with its timestamps, partitioned at random in
+// k parts once per test binary; `raw` gets the loaded edge list (edge id =
+// position) for checking times.
+const std::string& CollegeMsgDir(int k, datasets::RawDataset* raw = nullptr) {
+  static datasets::testing::TempDir tmp;
+  static std::map<int, std::string> dirs;
+  static datasets::RawDataset ds;
+  if (ds.src.empty()) {
+    datasets::LoadOptions lo;
+    lo.quiet = true;
+    lo.edge_times = true;
+    std::vector<std::string> notes;
+    Status st = datasets::LoadDataset("snap", datasets::testing::DataDir() + "/snap-temporal/CollegeMsg.txt.gz", lo,
+                                      &ds, &notes);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+  }
+  if (raw) *raw = ds;
+  auto it = dirs.find(k);
+  if (it != dirs.end()) return it->second;
+  datasets::PartitionOptions po;
+  po.num_parts = k;
+  po.method = datasets::PartitionMethod::kRandom;
+  po.quiet = true;
+  std::vector<int32_t> part;
+  std::vector<std::string> notes;
+  EXPECT_TRUE(datasets::ComputePartition(ds, po, &part, &notes).ok());
+  datasets::WriteOptions wo;
+  wo.quiet = true;
+  wo.method = "random";
+  std::string dir = tmp.Sub("collegemsg" + std::to_string(k));
+  EXPECT_TRUE(datasets::WritePartitionedDataset(ds, part, k, wo, dir, nullptr).ok());
+  return dirs[k] = dir;
+}
+
+// Servers for every partition of `dir`, and a cluster over them.
+std::shared_ptr<Cluster> ServeAll(const std::string& dir, int k, std::vector<std::unique_ptr<server::PartitionServer>>* servers) {
+  ClusterSpec spec;
+  for (int p = 0; p < k; ++p) {
+    server::ServerOptions o;
+    o.dataset_dir = dir;
+    o.partition = p;
+    servers->push_back(std::make_unique<server::PartitionServer>(o));
+    Status st = servers->back()->Start();
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    spec.replicas.push_back({"127.0.0.1:" + std::to_string(servers->back()->port())});
+  }
+  std::shared_ptr<Cluster> c;
+  Status st = Cluster::Connect(spec, {}, &c);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return c;
+}
+
+// Temporal node and link batches through 2 and 3 servers equal those of the
+// dataset in process; no sampled edge is later than its seed's time (every
+// batch of several epochs: a property test over thousands of seeds); trees
+// are disjoint; both strategies.
+TEST(TemporalLoaderTest, TemporalBatchesThroughServersEqualLocalOnesAndNeverLookAhead) {
+  datasets::RawDataset raw;
+  CollegeMsgDir(2, &raw);
+  ASSERT_EQ(raw.num_edges(), 59835);
+  const int64_t t_min = *std::min_element(raw.edge_times.begin(), raw.edge_times.end());
+  const int64_t t_max = *std::max_element(raw.edge_times.begin(), raw.edge_times.end());
+  for (int k : {2, 3}) {
+    const std::string& dir = CollegeMsgDir(k);
+    std::vector<std::unique_ptr<server::PartitionServer>> servers;
+    auto cluster = ServeAll(dir, k, &servers);
+    std::shared_ptr<LocalSource> local;
+    ASSERT_TRUE(LocalSource::Open(dir, &local).ok());
+    // Node seeds: every node, at a time spread over the data's span.
+    std::vector<int64_t> seeds, times;
+    SplitMix64 rng(k);
+    for (int64_t v = 0; v < local->num_nodes(); ++v) {
+      seeds.push_back(v);
+      times.push_back(t_min + static_cast<int64_t>(DrawBelow(rng.Next(), static_cast<uint64_t>(t_max - t_min + 1))));
+    }
+    // Link seeds: stored edges s -> d at their own time (row d holds s: direction in).
+    LinkSeeds links;
+    std::vector<int64_t> link_times;
+    for (int64_t i = 0; i < raw.num_edges(); i += 97) {
+      links.src.push_back(raw.src[i]);  // LocalSource ids differ from raw ones: map through original ids below
+      links.dst.push_back(raw.dst[i]);
+      link_times.push_back(raw.edge_times[i]);
+    }
+    // raw ids -> stored ids.
+    std::vector<int64_t> stored(raw.num_nodes, -1);
+    {
+      std::unique_ptr<Session> s;
+      ASSERT_TRUE(local->NewSession(&s).ok());
+      std::vector<int64_t> all(local->num_nodes()), orig(local->num_nodes());
+      std::iota(all.begin(), all.end(), 0);
+      ASSERT_TRUE(s->OriginalIds(all, orig.data()).ok());
+      for (int64_t v = 0; v < local->num_nodes(); ++v) {
+        const int64_t r = std::lower_bound(raw.original_ids.begin(), raw.original_ids.end(), orig[v]) -
+                          raw.original_ids.begin();
+        stored[r] = v;
+      }
+    }
+    for (auto& v : links.src) v = stored[v];
+    for (auto& v : links.dst) v = stored[v];
+    for (auto strategy : {sampler::TemporalStrategy::kUniform, sampler::TemporalStrategy::kLast}) {
+      const std::string what = "k=" + std::to_string(k) + " " + sampler::TemporalStrategyName(strategy);
+      LoaderOptions o;
+      o.batch_size = 128;
+      o.fanouts = {5, 3};
+      o.edge_ids = true;
+      o.seed = 3;
+      o.temporal_strategy = strategy;
+      o.input_time = times;
+      NodeLoader dist(cluster, seeds, o), loc(local, seeds, o);
+      LoaderOptions lo = o;
+      lo.input_time = link_times;
+      lo.negative.mode = sampler::NegativeMode::kBinary;
+      LinkLoader ldist(cluster, links, lo), lloc(local, links, lo);
+      int64_t edges = 0;
+      for (auto [d, l] : {std::pair<NodeLoader*, NodeLoader*>{&dist, &loc}, {&ldist, &lloc}}) {
+        MiniBatch a, b;
+        for (int64_t epoch = 0; epoch < (d == &dist ? 2 : 1); ++epoch) {
+          d->SetEpoch(epoch);
+          l->SetEpoch(epoch);
+          while (d->Next(&a)) {
+            ASSERT_TRUE(l->Next(&b)) << what;
+            for (auto [x, y, name] : {std::tuple{&a.n_id, &b.n_id, "n_id"}, {&a.batch, &b.batch, "batch"},
+                                      {&a.edge_index, &b.edge_index, "edge_index"}, {&a.edge_id, &b.edge_id, "edge_id"},
+                                      {&a.seed_time, &b.seed_time, "seed_time"}, {&a.x, &b.x, "x"},
+                                      {&a.edge_label_index, &b.edge_label_index, "edge_label_index"}})
+              ExpectSameTensor(*x, *y, what + " " + name);
+            ASSERT_TRUE(a.batch.defined());
+            const int64_t* tree = a.batch.data_ptr<int64_t>();
+            const int64_t* seed_time = a.seed_time.data_ptr<int64_t>();
+            const int64_t* row = a.edge_index[0].contiguous().data_ptr<int64_t>();
+            at::Tensor col_t = a.edge_index[1].contiguous();
+            const int64_t* col = col_t.data_ptr<int64_t>();
+            at::Tensor row_t = a.edge_index[0].contiguous();
+            row = row_t.data_ptr<int64_t>();
+            const int64_t* eid = a.edge_id.data_ptr<int64_t>();
+            for (int64_t e = 0; e < a.edge_index.size(1); ++e, ++edges) {
+              ASSERT_EQ(tree[row[e]], tree[col[e]]) << what;
+              ASSERT_LE(raw.edge_times[eid[e]], seed_time[tree[col[e]]]) << what << ": edge " << eid[e] << " looks ahead";
+            }
+          }
+          EXPECT_FALSE(l->Next(&b));
+        }
+      }
+      EXPECT_GT(edges, 10000) << what;
+    }
+    for (auto& s : servers) s->Stop();
+  }
+}
+
+TEST(TemporalLoaderTest, TemporalOptionsAndDatasetsWithoutTimesAreRefusedByName) {
+  std::vector<std::unique_ptr<server::PartitionServer>> servers;
+  auto cora = ServeAll(server::testing::CoraDir(2), 2, &servers);
+  LoaderOptions o;
+  o.fanouts = {3};
+  o.input_time = {5, 6};
+  NodeLoader loader(cora, {1, 2}, o);
+  MiniBatch b;
+  try {
+    loader.Next(&b);
+    ADD_FAILURE() << "temporal sampling on Cora (no timestamps) should fail";
+  } catch (const LoaderError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("--edge-times"));
+  }
+  auto message = [&](std::vector<int64_t> seeds, LoaderOptions opt) -> std::string {
+    try {
+      NodeLoader l(cora, std::move(seeds), opt);
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_THAT(message({1, 2, 3}, o), HasSubstr("2 input times for 3 seeds"));
+  LoaderOptions r = o;
+  r.replace = true;
+  EXPECT_THAT(message({1, 2}, r), HasSubstr("without replacement"));
+  r = o;
+  r.subgraph = true;
+  EXPECT_THAT(message({1, 2}, r), HasSubstr("induced"));
+  for (auto& s : servers) s->Stop();
 }
 
 TEST_F(LoaderTest, ServerErrorsSurfaceWithTheServersAddress) {

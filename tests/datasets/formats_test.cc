@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "datasets/formats.h"
+#include "datasets/partition_store.h"
 #include "datasets/line_reader.h"
 #include "tests/datasets/test_util.h"
 
@@ -106,6 +107,55 @@ TEST(FormatsTest, SnapHandlesCommentsTabsSpacesAndCrlf) {
   eo.make_undirected = eo.drop_duplicates = true;
   ApplyEdgeOptions(eo, &ds);
   EXPECT_EQ(ds.num_edges(), 6);  // 3 undirected pairs, both directions
+}
+
+// SNAP temporal edge lists: the third column is each edge's time; it follows
+// the edges through the edge options and into the store (etime chunks), and
+// a missing or non-integer time is named by file and line.
+TEST(FormatsTest, SnapEdgeTimesFollowTheEdgesIntoTheStore) {
+  TempDir tmp;
+  std::string p = tmp.Write("t.txt", "# src dst time\n10 20 100\n20 30 7\n30 30 5\n30 10 -3\n");
+  RawDataset ds;
+  LoadOptions lo;
+  lo.quiet = true;
+  lo.edge_times = true;
+  std::vector<std::string> notes;
+  ASSERT_TRUE(LoadDataset("snap", p, lo, &ds, &notes).ok());
+  EXPECT_EQ(ds.edge_times, (std::vector<int64_t>{100, 7, 5, -3}));
+  EdgeOptions eo;
+  eo.drop_self_loops = eo.make_undirected = true;
+  ApplyEdgeOptions(eo, &ds);
+  ASSERT_EQ(ds.num_edges(), 6);
+  EXPECT_EQ(ds.edge_times, (std::vector<int64_t>{100, 7, -3, 100, 7, -3}));
+  EXPECT_EQ(ds.src[3], ds.dst[0]);
+  // Through the store: each stored edge keeps its time (edge ids are input positions).
+  std::vector<int32_t> part = {0, 1, 0};
+  WriteOptions wo;
+  wo.quiet = true;
+  wo.chunk_nodes = 1;
+  DatasetMeta meta;
+  ASSERT_TRUE(WritePartitionedDataset(ds, part, 2, wo, tmp.Sub("store"), &meta).ok());
+  EXPECT_TRUE(meta.has_edge_times);
+  int64_t seen = 0;
+  for (int k = 0; k < 2; ++k) {
+    PartitionData d;
+    Status st = OpenPartition(tmp.Sub("store"), k, {}, &d);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    ASSERT_EQ(d.edge_times.size(), d.indices.size());
+    for (size_t e = 0; e < d.indices.size(); ++e, ++seen) EXPECT_EQ(d.edge_times[e], ds.edge_times[d.edge_ids[e]]);
+  }
+  EXPECT_EQ(seen, 6);
+  // Without --edge-times the third column is ignored and nothing is stored.
+  RawDataset plain;
+  ASSERT_TRUE(LoadQuiet("snap", p, &plain).ok());
+  EXPECT_TRUE(plain.edge_times.empty());
+  // A line without a time, or with a word for one: file and line.
+  std::string bad = tmp.Write("bad.txt", "1 2 3\n2 3\n");
+  Status st = LoadDataset("snap", bad, lo, &ds, &notes);
+  EXPECT_THAT(st.message(), HasSubstr("bad.txt:2"));
+  EXPECT_THAT(st.message(), HasSubstr("<time>"));
+  bad = tmp.Write("bad2.txt", "1 2 noon\n");
+  EXPECT_THAT(LoadDataset("snap", bad, lo, &ds, &notes).message(), HasSubstr("bad2.txt:1"));
 }
 
 TEST(FormatsTest, OgbFolderWithGzipAndPlainFiles) {
