@@ -20,6 +20,7 @@
 
 #include "client/cluster.h"
 #include "client/loader.h"
+#include "sampler/temporal.h"
 #include "cache/gpu_feature_cache.h"
 
 namespace py = pybind11;
@@ -224,9 +225,11 @@ class PyLoader {
            int64_t batch_size, bool shuffle, bool replace, bool weighted, int num_workers, int prefetch,
            uint64_t seed, bool features, bool labels, bool edge_ids, bool original_ids, bool drop_last, int rank,
            int world_size, const std::string& device, double gpu_cache_fraction, bool subgraph,
-           const py::object& link) {
+           const py::object& link, const py::object& input_time, const std::string& temporal_strategy) {
     client::LoaderOptions o;
     o.subgraph = subgraph;
+    if (!input_time.is_none()) o.input_time = Int64List(input_time, "input_time");
+    Check(sampler::ParseTemporalStrategy(temporal_strategy, &o.temporal_strategy));
     int cuda_device = -1;
     if (device.rfind("cuda", 0) == 0) {
       cuda_device = 0;
@@ -308,6 +311,8 @@ class PyLoader {
     d["e_id"] = ToCapsule(b.edge_id);
     d["original_id"] = ToCapsule(b.original_id);
     d["input_id"] = ToCapsule(b.input_id);
+    d["batch"] = ToCapsule(b.batch);
+    d["seed_time"] = ToCapsule(b.seed_time);
     d["edge_label_index"] = ToCapsule(b.edge_label_index);
     d["edge_label"] = ToCapsule(b.edge_label);
     d["src_index"] = ToCapsule(b.src_index);
@@ -405,12 +410,13 @@ PYBIND11_MODULE(_core, m) {
   py::class_<PyLoader>(m, "NodeLoader")
       .def(py::init<const PyCluster&, const py::object&, const py::object&, int64_t, bool, bool, bool, int, int,
                     uint64_t, bool, bool, bool, bool, bool, int, int, const std::string&, double, bool,
-                    const py::object&>(),
+                    const py::object&, const py::object&, const std::string&>(),
            py::arg("cluster"), py::arg("input_nodes"), py::arg("num_neighbors"), py::arg("batch_size"),
            py::arg("shuffle"), py::arg("replace"), py::arg("weighted"), py::arg("num_workers"), py::arg("prefetch"),
            py::arg("seed"), py::arg("features"), py::arg("labels"), py::arg("edge_ids"), py::arg("original_ids"),
            py::arg("drop_last"), py::arg("rank"), py::arg("world_size"), py::arg("device"),
-           py::arg("gpu_cache_fraction"), py::arg("subgraph") = false, py::arg("link") = py::none())
+           py::arg("gpu_cache_fraction"), py::arg("subgraph") = false, py::arg("link") = py::none(),
+           py::arg("input_time") = py::none(), py::arg("temporal_strategy") = "uniform")
       .def("next", &PyLoader::Next)
       .def("set_epoch", &PyLoader::SetEpoch)
       .def("epoch_seeds", &PyLoader::EpochSeeds)

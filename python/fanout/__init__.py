@@ -141,9 +141,13 @@ class Batch:
     [2, P + M] and ``edge_label`` (none / binary), or ``src_index``,
     ``dst_pos_index``, ``dst_neg_index`` (triplet); all local indices into
     n_id.
+
+    Temporal loaders (``input_time`` / ``edge_label_time``) add ``batch``
+    int64 [N], the seed position whose tree each node belongs to (trees are
+    disjoint, as PyG's temporal sampling), and ``seed_time`` [batch_size].
     """
 
-    _LINK = ("edge_label_index", "edge_label", "src_index", "dst_pos_index", "dst_neg_index")
+    _LINK = ("edge_label_index", "edge_label", "src_index", "dst_pos_index", "dst_neg_index", "batch", "seed_time")
     __slots__ = ("x", "y", "edge_index", "n_id", "e_id", "original_id", "batch_size", "num_sampled_nodes",
                  "num_sampled_edges", "_input_id", "_loader", "epoch", "index") + _LINK
 
@@ -191,6 +195,19 @@ class Batch:
                    shape(self.n_id), shape(self.e_id)))
 
 
+def _times(t):
+    if t is None:
+        return None
+    if isinstance(t, torch.Tensor):
+        if t.is_floating_point() or t.dtype == torch.bool:
+            raise InvalidArgument("input times must be integers (e.g. Unix seconds), not %s" % t.dtype)
+        return t.flatten().to(torch.long).tolist()
+    try:
+        return torch.as_tensor(list(t), dtype=torch.long).tolist()
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise InvalidArgument("input times must be a tensor or sequence of integers: %s" % e)
+
+
 def _check_epoch(epoch):
     if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
         raise InvalidArgument("epoch must be a non-negative integer, not %r" % (epoch,))
@@ -229,12 +246,18 @@ class NodeLoader:
     highest-degree ``gpu_cache_fraction`` of the rows, and misses come
     straight into device memory where UCX moves CUDA memory, else staged
     through pinned host memory (needs a CUDA-enabled PyTorch).
+
+    Temporal sampling (a dataset partitioned with ``--edge-times``):
+    ``input_time`` gives each seed a time; a seed's subgraph holds only edges
+    not later than it (``temporal_strategy`` "uniform" among them, or "last":
+    the most recent), one disjoint tree per seed (``batch.batch``).
     """
 
     def __init__(self, cluster, input_nodes, num_neighbors=(15, 10, 5), batch_size=1024, *, shuffle=True,
                  replace=False, weighted=False, num_workers=2, prefetch=4, seed=0, data_plane="auto",
                  features=True, labels=True, edge_ids=True, original_ids=False, drop_last=False, rank=None,
-                 world_size=None, device="cpu", gpu_cache_fraction=0.1, _subgraph=False, _link=None):
+                 world_size=None, device="cpu", gpu_cache_fraction=0.1, input_time=None, temporal_strategy="uniform",
+                 _subgraph=False, _link=None):
         if not isinstance(cluster, Cluster):
             raise InvalidArgument("%s needs a fanout.Cluster, not %s" % (type(self).__name__, type(cluster).__name__))
         _check_data_plane(data_plane)
@@ -255,7 +278,8 @@ class NodeLoader:
             cluster._c, ids, list(num_neighbors), batch_size, bool(shuffle), bool(replace), bool(weighted),
             num_workers, prefetch, int(seed), bool(features), bool(labels), bool(edge_ids), bool(original_ids),
             bool(drop_last), -1 if rank is None else int(rank), -1 if world_size is None else int(world_size),
-            str(device), float(gpu_cache_fraction), bool(_subgraph), _link)
+            str(device), float(gpu_cache_fraction), bool(_subgraph), _link, _times(input_time),
+            str(temporal_strategy))
         self.batch_size = batch_size
         self._next_epoch = 0
         self._sorted = None  # (values, order) of input_nodes, for input_id
@@ -373,13 +397,16 @@ class LinkLoader(NodeLoader):
     classes shifted up by one where they start at 0, negatives 0) or
     ``src_index`` / ``dst_pos_index`` / ``dst_neg_index`` (triplet; [P,
     amount], [P] for amount 1). Negatives are a pure function of ``seed``,
-    the epoch and the batch: distributed equals local. Other options as
+    the epoch and the batch: distributed equals local. ``edge_label_time``
+    (one time per seed edge) makes it temporal, as PyG: every endpoint is
+    its own seed at its edge's time (negatives at their positive's), so
+    edge_label_index is [arange, P + M + arange]. Other options as
     NodeLoader's.
     """
 
     def __init__(self, cluster, edge_label_index, edge_label=None, num_neighbors=(15, 10, 5), batch_size=1024, *,
-                 neg_sampling=None, **options):
-        for bad in ("_subgraph", "_link", "input_nodes"):
+                 neg_sampling=None, edge_label_time=None, **options):
+        for bad in ("_subgraph", "_link", "input_nodes", "input_time"):
             if bad in options:
                 raise InvalidArgument("LinkLoader: unknown option %s" % bad)
         if not isinstance(cluster, Cluster):
@@ -407,7 +434,7 @@ class LinkLoader(NodeLoader):
         self.edge_label_index = edge_label_index
         self.edge_label = edge_label
         self.neg_sampling = neg
-        super().__init__(cluster, None, num_neighbors, batch_size, _link=link, **options)
+        super().__init__(cluster, None, num_neighbors, batch_size, _link=link, input_time=edge_label_time, **options)
 
     def _input_id(self, n_id, batch_size):
         return None  # link batches carry theirs

@@ -345,3 +345,47 @@ def test_replica_health_and_the_auth_token(cora2, fanout, tmp_path):
         assert sum(1 for _ in loader) == 3
         s = loader.stats()
         assert s["retries"] == 0 and s["failovers"] == 0 and len(s["servers"]) == 2
+
+
+def test_temporal_loaders_never_look_ahead(fanout, tmp_path):
+    """CollegeMsg with its timestamps: NodeLoader and LinkLoader batches hold
+    no edge later than the seed whose tree holds it; trees are disjoint."""
+    import gzip
+    path = os.path.join(os.environ.get("FANOUT_SOURCE_DIR", "."), "datasets", "data", "snap-temporal",
+                        "CollegeMsg.txt.gz")
+    with gzip.open(path, "rt") as f:
+        times = torch.tensor([int(line.split()[2]) for line in f])
+    data = fanout.partition(path, tmp_path / "cm2", format="snap", parts=2, method="random", edge_times=True)
+    with fanout.LocalCluster(data) as lc:
+        cluster = lc.cluster()
+        n = cluster.num_nodes
+        seed_times = times.min() + torch.randint(0, int(times.max() - times.min()), (n,),
+                                                 generator=torch.Generator().manual_seed(0))
+        for strategy in ("uniform", "last"):
+            loader = fanout.NodeLoader(cluster, torch.arange(n), num_neighbors=[5, 3], batch_size=256,
+                                       input_time=seed_times, temporal_strategy=strategy, labels=False)
+            edges = 0
+            for b in loader:
+                assert b.batch is not None and b.batch.numel() == b.n_id.numel()
+                tree = b.batch[b.edge_index[1]]
+                assert torch.equal(b.batch[b.edge_index[0]], tree)
+                assert bool((times[b.e_id] <= b.seed_time[tree]).all())
+                assert torch.equal(b.seed_time, seed_times[b.n_id[:b.batch_size]])
+                edges += b.e_id.numel()
+            assert edges > 5000
+        # Link seeds: some stored edges at their own times (read back through the servers).
+        first = next(iter(fanout.NodeLoader(cluster, torch.arange(200), num_neighbors=[-1], batch_size=200,
+                                            shuffle=False, labels=False, features=False)))
+        eli = first.n_id[first.edge_index]
+        link = fanout.LinkLoader(cluster, eli, num_neighbors=[4, 2], batch_size=64, edge_label_time=times[first.e_id],
+                                 neg_sampling="binary", labels=False)
+        for b in link:
+            p = b.input_id.numel()
+            assert list(b.edge_label_index.shape) == [2, 2 * p]
+            assert torch.equal(b.edge_label_index[0], torch.arange(2 * p))  # every endpoint its own seed
+            tree = b.batch[b.edge_index[1]]
+            assert bool((times[b.e_id] <= b.seed_time[tree]).all())
+        with pytest.raises(fanout.InvalidArgument, match="input times must be integers"):
+            fanout.NodeLoader(cluster, torch.arange(3), input_time=torch.ones(3))
+        with pytest.raises(fanout.InvalidArgument, match="'soon' is not uniform or last"):
+            fanout.NodeLoader(cluster, torch.arange(3), input_time=[1, 2, 3], temporal_strategy="soon")
