@@ -127,6 +127,11 @@ Status LoadRmat(const LoadOptions& options, RawDataset* out, std::vector<std::st
   }));
   progress.Update(done);
   progress.Done();
+  if (options.edge_times) {  // synthetic: uniform in [0, 2^30), a seeded hash of the edge's index
+    out->edge_times.resize(out->src.size());
+    for (size_t i = 0; i < out->src.size(); ++i)
+      out->edge_times[i] = static_cast<int64_t>(Mix64(options.seed * kGolden64 ^ (i + 0x7e3a)) >> 34);
+  }
   out->original_ids.resize(out->num_nodes);
   for (int64_t v = 0; v < out->num_nodes; ++v) out->original_ids[v] = v;
   const int64_t d = options.feature_dim, c = options.num_classes;
@@ -146,6 +151,8 @@ Status LoadRmat(const LoadOptions& options, RawDataset* out, std::vector<std::st
 
 Status StreamRmat(const LoadOptions& options, const EdgeOptions& edge_options, StreamedGraph* out) {
   FANOUT_RETURN_IF_ERROR(CheckStreamable(edge_options));
+  if (options.edge_times)
+    return Status::InvalidArgument("edge timestamps are generated whole (the in-memory writer), not streamed");
   FANOUT_RETURN_IF_ERROR(CheckRmatData(options));
   FANOUT_RETURN_IF_ERROR(ForEachRmatEdgeWhile(options.rmat, [](int64_t, int64_t) { return false; }));  // checks the options
   const RmatOptions r = options.rmat;

@@ -21,8 +21,9 @@ struct LoadOptions {
   // snap: optional "node label" file (e.g. email-Eu-core department labels).
   std::string labels_path;
   // snap: the third column of each edge line is its timestamp (SNAP temporal
-  // networks: SRC DST UNIXTS), kept in RawDataset::edge_times. Whole-file
-  // reading only (StreamSnap refuses it).
+  // networks: SRC DST UNIXTS), kept in RawDataset::edge_times; rmat:
+  // synthetic timestamps, uniform in [0, 2^30) (a seeded hash of the edge's
+  // index). Whole-graph loading only (the streams refuse it).
   bool edge_times = false;
   // rmat: generator parameters, synthetic float32 features of this dimension
   // (0 = none) and labels in [0, num_classes) (0 = none).

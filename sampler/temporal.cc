@@ -30,7 +30,18 @@ Status CheckTemporalOptions(const MultiHopOptions& o) {
   return Status::OK();
 }
 
-void SampleTemporalHop(const CsrGraph& g, const int64_t* edge_times, int64_t node_offset,
+void BuildTimeOrder(const CsrGraph& g, const int64_t* edge_times, std::vector<int64_t>* order) {
+  order->resize(static_cast<size_t>(g.num_edges()));
+  for (int64_t v = 0; v < g.num_nodes(); ++v) {
+    const int64_t begin = g.indptr()[v], end = g.indptr()[v + 1];
+    int64_t* o = order->data() + begin;
+    for (int64_t k = 0; k < end - begin; ++k) o[k] = k;
+    const int64_t* t = edge_times + begin;
+    std::sort(o, o + (end - begin), [t](int64_t a, int64_t b) { return t[a] != t[b] ? t[a] < t[b] : a < b; });
+  }
+}
+
+void SampleTemporalHop(const CsrGraph& g, const int64_t* edge_times, const int64_t* time_order, int64_t node_offset,
                        ArrayView<const int64_t> nodes, ArrayView<const int64_t> times, int64_t fanout, int64_t hop,
                        uint64_t request_seed, TemporalStrategy strategy, bool with_edge_ids, OneHopResult* out) {
   const size_t n = nodes.size();
@@ -38,36 +49,35 @@ void SampleTemporalHop(const CsrGraph& g, const int64_t* edge_times, int64_t nod
   out->offsets[0] = 0;
   out->neighbors.clear();
   out->edge_ids.clear();
-  std::vector<int64_t> eligible;
+  std::vector<int64_t> chosen;
   for (size_t i = 0; i < n; ++i) {
     const int64_t row = nodes[i] - node_offset, t = times[i];
-    const int64_t begin = g.indptr()[row], end = g.indptr()[row + 1];
-    eligible.clear();
-    for (int64_t e = begin; e < end; ++e)
-      if (edge_times[e] <= t) eligible.push_back(e);
-    const int64_t m = static_cast<int64_t>(eligible.size());
-    if (fanout >= 0 && fanout < m) {
-      if (strategy == TemporalStrategy::kLast) {
-        // The `fanout` latest: by time, then stored position, descending.
-        std::nth_element(eligible.begin(), eligible.begin() + fanout, eligible.end(), [&](int64_t a, int64_t b) {
-          return edge_times[a] != edge_times[b] ? edge_times[a] > edge_times[b] : a > b;
-        });
-      } else {
-        // A partial Fisher-Yates shuffle under the node's key (its time mixed in).
-        const uint64_t key = Mix64(NodeKey(request_seed, static_cast<uint64_t>(hop), static_cast<uint64_t>(nodes[i])) ^
-                                   static_cast<uint64_t>(t));
-        for (int64_t j = 0; j < fanout; ++j) {
-          const int64_t r = j + static_cast<int64_t>(DrawBelow(Draw(key, static_cast<uint64_t>(j)),
-                                                               static_cast<uint64_t>(m - j)));
-          std::swap(eligible[j], eligible[r]);
-        }
+    const int64_t begin = g.indptr()[row], deg = g.indptr()[row + 1] - begin;
+    const int64_t* ord = time_order + begin;
+    const int64_t* et = edge_times + begin;
+    // m: how many of the row's edges are not later than t (a prefix of the time order).
+    const int64_t m = std::partition_point(ord, ord + deg, [et, t](int64_t k) { return et[k] <= t; }) - ord;
+    chosen.clear();
+    if (fanout < 0 || fanout >= m) {
+      chosen.assign(ord, ord + m);
+    } else if (strategy == TemporalStrategy::kLast) {
+      chosen.assign(ord + m - fanout, ord + m);  // the latest (time, then offset)
+    } else {
+      // Floyd's algorithm: `fanout` distinct ranks in [0, m), uniform.
+      const uint64_t key = Mix64(NodeKey(request_seed, static_cast<uint64_t>(hop), static_cast<uint64_t>(nodes[i])) ^
+                                 static_cast<uint64_t>(t));
+      for (int64_t j = m - fanout; j < m; ++j) {
+        int64_t r = static_cast<int64_t>(DrawBelow(Draw(key, static_cast<uint64_t>(j)), static_cast<uint64_t>(j + 1)));
+        bool taken = false;
+        for (int64_t c : chosen) taken |= c == r;
+        chosen.push_back(taken ? j : r);
       }
-      eligible.resize(fanout);
-      std::sort(eligible.begin(), eligible.end());  // stored order
+      for (int64_t& c : chosen) c = ord[c];
     }
-    for (int64_t e : eligible) {
-      out->neighbors.push_back(g.indices()[e]);
-      if (with_edge_ids) out->edge_ids.push_back(g.edge_id(e));
+    std::sort(chosen.begin(), chosen.end());  // stored order
+    for (int64_t k : chosen) {
+      out->neighbors.push_back(g.indices()[begin + k]);
+      if (with_edge_ids) out->edge_ids.push_back(g.edge_id(begin + k));
     }
     out->offsets[i + 1] = static_cast<int64_t>(out->neighbors.size());
   }
@@ -134,6 +144,15 @@ void TemporalBuilder::AddHop(const OneHopResult& hop, bool with_edge_ids, Sample
   end_ = next;
 }
 
+TemporalSampler::TemporalSampler(CsrGraph graph, const int64_t* edge_times, MultiHopOptions options,
+                                 const int64_t* time_order)
+    : graph_(graph), edge_times_(edge_times), time_order_(time_order), options_(std::move(options)) {
+  if (time_order_ == nullptr && edge_times_ != nullptr) {
+    BuildTimeOrder(graph_, edge_times_, &own_order_);
+    time_order_ = own_order_.data();
+  }
+}
+
 Status TemporalSampler::Sample(ArrayView<const int64_t> seeds, ArrayView<const int64_t> seed_times,
                                uint64_t request_seed, SampledSubgraph* out) {
   FANOUT_RETURN_IF_ERROR(CheckTemporalOptions(options_));
@@ -145,7 +164,7 @@ Status TemporalSampler::Sample(ArrayView<const int64_t> seeds, ArrayView<const i
   FANOUT_RETURN_IF_ERROR(CheckIdsInRange(seeds, lo, lo + graph_.num_nodes(), how));
   FANOUT_RETURN_IF_ERROR(builder_.Begin(seeds, seed_times, lo + graph_.num_nodes(), out));
   for (size_t h = 0; h < options_.fanouts.size(); ++h) {
-    SampleTemporalHop(graph_, edge_times_, lo, builder_.Frontier(*out), builder_.FrontierTimes(), options_.fanouts[h],
+    SampleTemporalHop(graph_, edge_times_, time_order_, lo, builder_.Frontier(*out), builder_.FrontierTimes(), options_.fanouts[h],
                       static_cast<int64_t>(h), request_seed, options_.temporal_strategy,
                       options_.sampling.with_edge_ids, &hop_);
     builder_.AddHop(hop_, options_.sampling.with_edge_ids, out);

@@ -70,12 +70,13 @@ TEST(TemporalTest, NoSampledEdgeIsLaterThanItsSeedAndTreesStayDisjoint) {
 TEST(TemporalTest, StrategiesPickTheRightEdges) {
   CsrArrays g = RandomGraph(200, 40, 9);
   std::vector<int64_t> et = RandomTimes(g.num_edges(), 50, 10);  // many equal times
-  std::vector<int64_t> nodes, times;
+  std::vector<int64_t> nodes, times, order;
   for (int64_t v = 0; v < 200; ++v) nodes.push_back(v), times.push_back(v % 60);
+  BuildTimeOrder(g.View(), et.data(), &order);
   OneHopResult all, last, uni;
-  SampleTemporalHop(g.View(), et.data(), 0, nodes, times, -1, 0, 1, TemporalStrategy::kUniform, true, &all);
-  SampleTemporalHop(g.View(), et.data(), 0, nodes, times, 4, 0, 1, TemporalStrategy::kLast, true, &last);
-  SampleTemporalHop(g.View(), et.data(), 0, nodes, times, 4, 0, 1, TemporalStrategy::kUniform, true, &uni);
+  SampleTemporalHop(g.View(), et.data(), order.data(), 0, nodes, times, -1, 0, 1, TemporalStrategy::kUniform, true, &all);
+  SampleTemporalHop(g.View(), et.data(), order.data(), 0, nodes, times, 4, 0, 1, TemporalStrategy::kLast, true, &last);
+  SampleTemporalHop(g.View(), et.data(), order.data(), 0, nodes, times, 4, 0, 1, TemporalStrategy::kUniform, true, &uni);
   for (int64_t v = 0; v < 200; ++v) {
     std::vector<int64_t> eligible;
     for (int64_t e = g.indptr[v]; e < g.indptr[v + 1]; ++e)
@@ -97,29 +98,35 @@ TEST(TemporalTest, StrategiesPickTheRightEdges) {
 }
 
 TEST(TemporalTest, UniformDrawsAreUniformOverTheEligibleEdges) {
-  // One row of 12 edges, times 0..11; seed time 7: 8 eligible edges, 2 drawn.
+  // One row of 12 edges; seed time 7: 8 eligible edges, 2 drawn. Times in
+  // stored order, then shuffled (the time order differs from the stored one).
   std::vector<int64_t> rows(12, 0), cols;
   for (int64_t j = 0; j < 12; ++j) cols.push_back(j + 1);
   CsrArrays g = CsrArrays::FromEdges(13, rows, cols);
-  std::vector<int64_t> et(12);
-  for (int64_t j = 0; j < 12; ++j) et[j] = j;
-  std::map<int64_t, int64_t> counts;
-  const int trials = 8000;
-  for (int s = 0; s < trials; ++s) {
-    OneHopResult r;
-    SampleTemporalHop(g.View(), et.data(), 0, std::vector<int64_t>{0}, std::vector<int64_t>{7}, 2, 0,
-                      static_cast<uint64_t>(s), TemporalStrategy::kUniform, true, &r);
-    ASSERT_EQ(r.offsets[1], 2);
-    for (int64_t e : r.edge_ids) ++counts[e];
+  for (int64_t mult : {1, 5}) {
+    std::vector<int64_t> et(12);
+    for (int64_t j = 0; j < 12; ++j) et[j] = (j * mult) % 12;
+    std::vector<int64_t> order;
+    BuildTimeOrder(g.View(), et.data(), &order);
+    std::map<int64_t, int64_t> counts;
+    const int trials = 8000;
+    for (int s = 0; s < trials; ++s) {
+      OneHopResult r;
+      SampleTemporalHop(g.View(), et.data(), order.data(), 0, std::vector<int64_t>{0}, std::vector<int64_t>{7}, 2, 0,
+                        static_cast<uint64_t>(s), TemporalStrategy::kUniform, true, &r);
+      ASSERT_EQ(r.offsets[1], 2);
+      ASSERT_LT(r.edge_ids[0], r.edge_ids[1]);  // distinct, stored order
+      for (int64_t e : r.edge_ids) ++counts[e];
+    }
+    ASSERT_EQ(counts.size(), 8u);
+    const double expected = 2.0 * trials / 8;
+    double chi = 0;
+    for (auto [e, c] : counts) {
+      EXPECT_LE(et[e], 7);
+      chi += (c - expected) * (c - expected) / expected;
+    }
+    EXPECT_LT(chi, 24.3) << "times x" << mult;  // chi-square(7) at 0.999
   }
-  ASSERT_EQ(counts.size(), 8u);
-  const double expected = 2.0 * trials / 8;
-  double chi = 0;
-  for (auto [e, c] : counts) {
-    EXPECT_LE(e, 7);
-    chi += (c - expected) * (c - expected) / expected;
-  }
-  EXPECT_LT(chi, 24.3);  // chi-square(7) at 0.999
 }
 
 TEST(TemporalTest, BadInputGivesClearErrors) {
