@@ -34,7 +34,7 @@ class LocalSession : public Session {
         temporal_->options().sampling.weighted != options.sampling.weighted ||
         temporal_->options().induced != options.induced)
       temporal_ = std::make_unique<sampler::TemporalSampler>(src_->csr_.View(), src_->edge_times_.data(), options,
-                                                             src_->time_order_.data());
+                                                             src_->time_order_.empty() ? nullptr : src_->time_order_.data());
     return temporal_->Sample(seeds, seed_times, request_seed, out);
   }
 
@@ -112,7 +112,8 @@ Status LocalSource::Open(const std::string& dir, std::shared_ptr<LocalSource>* o
     if (d.split.empty()) d.split.assign(d.num_nodes(), 0);
     s->split_.insert(s->split_.end(), d.split.begin(), d.split.end());
   }
-  if (!s->edge_times_.empty()) sampler::BuildTimeOrder(s->csr_.View(), s->edge_times_.data(), &s->time_order_);
+  if (!s->edge_times_.empty() && !sampler::RowsSortedByTime(s->csr_.View(), s->edge_times_.data()))
+    sampler::BuildTimeOrder(s->csr_.View(), s->edge_times_.data(), &s->time_order_);
   *out = std::move(s);
   return Status::OK();
 }

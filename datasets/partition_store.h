@@ -13,7 +13,8 @@
 //                     orig/<chunk>    original ids (int64)
 //                     name/<chunk>    original string ids, when the source had them
 //                     etime/<chunk>   int64 timestamp per stored edge (adj order), when
-//                                     the source had them (temporal sampling)
+//                                     the source had them (temporal sampling); such
+//                                     stores keep each row in time order (stable)
 //
 // Partition p owns global ids [offsets[p], offsets[p+1]). Its rows hold the
 // complete adjacency of its nodes along `direction` ("in": row v lists the

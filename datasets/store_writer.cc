@@ -368,6 +368,23 @@ class RawNodeSource final : public detail::NodeSource {
   const RawDataset& ds_;
 };
 
+// Stores with edge timestamps keep each row in time order (stable: equal
+// times in input order), so temporal sampling finds a node's edges up to a
+// time by binary search, with no index (sampler/temporal.h).
+void SortRowsByTime(const std::vector<int64_t>& edge_times, Layout* L) {
+  std::vector<std::pair<int64_t, int64_t>> row;  // (edge id, neighbor)
+  const int64_t n = static_cast<int64_t>(L->indptr.size()) - 1;
+  for (int64_t v = 0; v < n; ++v) {
+    const int64_t b = L->indptr[v], e = L->indptr[v + 1];
+    row.clear();
+    for (int64_t i = b; i < e; ++i) row.emplace_back(L->edge_ids[i], L->indices[i]);
+    std::stable_sort(row.begin(), row.end(), [&](const auto& x, const auto& y) {
+      return edge_times[x.first] < edge_times[y.first];
+    });
+    for (int64_t i = b; i < e; ++i) L->edge_ids[i] = row[i - b].first, L->indices[i] = row[i - b].second;
+  }
+}
+
 Status WritePart(const Layout& L, const DatasetMeta& meta, int p, const detail::NodeSource& nodes,
                  const std::vector<int64_t>& edge_times, const std::string& path, Progress* progress,
                  int64_t* bytes_done) {
@@ -424,6 +441,7 @@ Status WritePartitionedDataset(const RawDataset& ds, const std::vector<int32_t>&
 
   Layout layout;
   BuildLayout(ds, part, k, o.incoming, &layout);
+  if (!ds.edge_times.empty()) SortRowsByTime(ds.edge_times, &layout);
   meta.offsets = layout.offsets;
 
   std::string tmp;

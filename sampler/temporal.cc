@@ -41,9 +41,20 @@ void BuildTimeOrder(const CsrGraph& g, const int64_t* edge_times, std::vector<in
   }
 }
 
-void SampleTemporalHop(const CsrGraph& g, const int64_t* edge_times, const int64_t* time_order, int64_t node_offset,
-                       ArrayView<const int64_t> nodes, ArrayView<const int64_t> times, int64_t fanout, int64_t hop,
-                       uint64_t request_seed, TemporalStrategy strategy, bool with_edge_ids, OneHopResult* out) {
+bool RowsSortedByTime(const CsrGraph& g, const int64_t* edge_times) {
+  for (int64_t v = 0; v < g.num_nodes(); ++v)
+    for (int64_t e = g.indptr()[v] + 1; e < g.indptr()[v + 1]; ++e)
+      if (edge_times[e] < edge_times[e - 1]) return false;
+  return true;
+}
+
+namespace {
+
+// One hop, with `rank(k)` the row offset of the k-th edge in time order.
+template <typename Rank>
+void TemporalHop(const CsrGraph& g, const int64_t* edge_times, const int64_t* time_order, int64_t node_offset,
+                 ArrayView<const int64_t> nodes, ArrayView<const int64_t> times, int64_t fanout, int64_t hop,
+                 uint64_t request_seed, TemporalStrategy strategy, bool with_edge_ids, OneHopResult* out) {
   const size_t n = nodes.size();
   out->offsets.resize(n + 1);
   out->offsets[0] = 0;
@@ -53,15 +64,21 @@ void SampleTemporalHop(const CsrGraph& g, const int64_t* edge_times, const int64
   for (size_t i = 0; i < n; ++i) {
     const int64_t row = nodes[i] - node_offset, t = times[i];
     const int64_t begin = g.indptr()[row], deg = g.indptr()[row + 1] - begin;
-    const int64_t* ord = time_order + begin;
     const int64_t* et = edge_times + begin;
+    const Rank rank{time_order == nullptr ? nullptr : time_order + begin};
     // m: how many of the row's edges are not later than t (a prefix of the time order).
-    const int64_t m = std::partition_point(ord, ord + deg, [et, t](int64_t k) { return et[k] <= t; }) - ord;
+    int64_t lo = 0, hi = deg;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (et[rank(mid)] <= t) lo = mid + 1;
+      else hi = mid;
+    }
+    const int64_t m = lo;
     chosen.clear();
     if (fanout < 0 || fanout >= m) {
-      chosen.assign(ord, ord + m);
+      for (int64_t k = 0; k < m; ++k) chosen.push_back(rank(k));
     } else if (strategy == TemporalStrategy::kLast) {
-      chosen.assign(ord + m - fanout, ord + m);  // the latest (time, then offset)
+      for (int64_t k = m - fanout; k < m; ++k) chosen.push_back(rank(k));  // the latest (time, then offset)
     } else {
       // Floyd's algorithm: `fanout` distinct ranks in [0, m), uniform.
       const uint64_t key = Mix64(NodeKey(request_seed, static_cast<uint64_t>(hop), static_cast<uint64_t>(nodes[i])) ^
@@ -72,15 +89,40 @@ void SampleTemporalHop(const CsrGraph& g, const int64_t* edge_times, const int64
         for (int64_t c : chosen) taken |= c == r;
         chosen.push_back(taken ? j : r);
       }
-      for (int64_t& c : chosen) c = ord[c];
+      for (int64_t& c : chosen) c = rank(c);
     }
     std::sort(chosen.begin(), chosen.end());  // stored order
-    for (int64_t k : chosen) {
-      out->neighbors.push_back(g.indices()[begin + k]);
-      if (with_edge_ids) out->edge_ids.push_back(g.edge_id(begin + k));
+    const size_t at = out->neighbors.size();
+    out->neighbors.resize(at + chosen.size());
+    if (with_edge_ids) out->edge_ids.resize(at + chosen.size());
+    for (size_t c = 0; c < chosen.size(); ++c) {
+      out->neighbors[at + c] = g.indices()[begin + chosen[c]];
+      if (with_edge_ids) out->edge_ids[at + c] = g.edge_id(begin + chosen[c]);
     }
     out->offsets[i + 1] = static_cast<int64_t>(out->neighbors.size());
   }
+}
+
+struct StoredRank {  // rows sorted by time: the k-th in time order is the k-th stored
+  const int64_t* unused;
+  int64_t operator()(int64_t k) const { return k; }
+};
+struct IndexRank {
+  const int64_t* order;
+  int64_t operator()(int64_t k) const { return order[k]; }
+};
+
+}  // namespace
+
+void SampleTemporalHop(const CsrGraph& g, const int64_t* edge_times, const int64_t* time_order, int64_t node_offset,
+                       ArrayView<const int64_t> nodes, ArrayView<const int64_t> times, int64_t fanout, int64_t hop,
+                       uint64_t request_seed, TemporalStrategy strategy, bool with_edge_ids, OneHopResult* out) {
+  if (time_order == nullptr)
+    TemporalHop<StoredRank>(g, edge_times, nullptr, node_offset, nodes, times, fanout, hop, request_seed, strategy,
+                            with_edge_ids, out);
+  else
+    TemporalHop<IndexRank>(g, edge_times, time_order, node_offset, nodes, times, fanout, hop, request_seed, strategy,
+                           with_edge_ids, out);
 }
 
 Status TemporalBuilder::Begin(ArrayView<const int64_t> seeds, ArrayView<const int64_t> seed_times,
@@ -147,7 +189,7 @@ void TemporalBuilder::AddHop(const OneHopResult& hop, bool with_edge_ids, Sample
 TemporalSampler::TemporalSampler(CsrGraph graph, const int64_t* edge_times, MultiHopOptions options,
                                  const int64_t* time_order)
     : graph_(graph), edge_times_(edge_times), time_order_(time_order), options_(std::move(options)) {
-  if (time_order_ == nullptr && edge_times_ != nullptr) {
+  if (time_order_ == nullptr && edge_times_ != nullptr && !RowsSortedByTime(graph_, edge_times_)) {
     BuildTimeOrder(graph_, edge_times_, &own_order_);
     time_order_ = own_order_.data();
   }

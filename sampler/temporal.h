@@ -43,10 +43,13 @@ Status CheckTemporalOptions(const MultiHopOptions& options);
 // a node's edges not later than t by binary search and draws among them in
 // O(fanout) (8 bytes per edge; built in O(E log degree)).
 void BuildTimeOrder(const CsrGraph& graph, const int64_t* edge_times, std::vector<int64_t>* time_order);
+// Whether every row's edges are already in time order (as fanout-partition
+// writes stores with timestamps): then no index is needed (time_order null).
+bool RowsSortedByTime(const CsrGraph& graph, const int64_t* edge_times);
 
 // One temporal hop: node nodes[i] (a global id; row nodes[i] - node_offset)
 // draws among its edges with edge_times[e] <= times[i] (time_order from
-// BuildTimeOrder). Uniform draws pick ranks in the row's time order (Floyd's
+// BuildTimeOrder, or null where RowsSortedByTime). Uniform draws pick ranks in the row's time order (Floyd's
 // algorithm under the node's key); the chosen edges come in stored order.
 // Edge ids as for SampleOneHop. REQUIRES: nodes in the graph's rows,
 // times.size() == nodes.size().
@@ -84,7 +87,8 @@ class TemporalBuilder {
 // thread-safe: one per thread. The arrays must outlive it.
 class TemporalSampler {
  public:
-  // Builds the time index (BuildTimeOrder) unless `time_order` is given.
+  // Builds the time index (BuildTimeOrder) unless `time_order` is given or
+  // the rows are already in time order.
   TemporalSampler(CsrGraph graph, const int64_t* edge_times, MultiHopOptions options,
                   const int64_t* time_order = nullptr);
   // Seeds in [node_offset, node_offset + num_nodes); one time per seed.

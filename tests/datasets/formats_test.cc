@@ -143,6 +143,8 @@ TEST(FormatsTest, SnapEdgeTimesFollowTheEdgesIntoTheStore) {
     ASSERT_TRUE(st.ok()) << st.ToString();
     ASSERT_EQ(d.edge_times.size(), d.indices.size());
     for (size_t e = 0; e < d.indices.size(); ++e, ++seen) EXPECT_EQ(d.edge_times[e], ds.edge_times[d.edge_ids[e]]);
+    for (int64_t r = 0; r < d.num_nodes(); ++r)  // rows in time order
+      EXPECT_TRUE(std::is_sorted(d.edge_times.begin() + d.indptr[r], d.edge_times.begin() + d.indptr[r + 1]));
   }
   EXPECT_EQ(seen, 6);
   // Without --edge-times the third column is ignored and nothing is stored.

@@ -129,6 +129,30 @@ TEST(TemporalTest, UniformDrawsAreUniformOverTheEligibleEdges) {
   }
 }
 
+// Rows stored in time order need no index: the same draws as with one.
+TEST(TemporalTest, RowsInTimeOrderNeedNoIndexAndDrawTheSame) {
+  CsrArrays g = RandomGraph(300, 30, 12);
+  std::vector<int64_t> et = RandomTimes(g.num_edges(), 40, 13);  // ties
+  EXPECT_FALSE(RowsSortedByTime(g.View(), et.data()));
+  for (int64_t v = 0; v < g.num_nodes(); ++v) {  // sort each row by time (stable), moving the neighbors along
+    std::vector<std::pair<int64_t, int64_t>> row;
+    for (int64_t e = g.indptr[v]; e < g.indptr[v + 1]; ++e) row.emplace_back(et[e], g.indices[e]);
+    std::stable_sort(row.begin(), row.end(), [](auto a, auto b) { return a.first < b.first; });
+    for (int64_t e = g.indptr[v]; e < g.indptr[v + 1]; ++e) et[e] = row[e - g.indptr[v]].first, g.indices[e] = row[e - g.indptr[v]].second;
+  }
+  ASSERT_TRUE(RowsSortedByTime(g.View(), et.data()));
+  std::vector<int64_t> order, nodes, times;
+  BuildTimeOrder(g.View(), et.data(), &order);
+  for (int64_t v = 0; v < 300; ++v) nodes.push_back(v), times.push_back((v * 7) % 45);
+  for (auto strategy : {TemporalStrategy::kUniform, TemporalStrategy::kLast}) {
+    OneHopResult a, b;
+    SampleTemporalHop(g.View(), et.data(), nullptr, 0, nodes, times, 5, 1, 77, strategy, true, &a);
+    SampleTemporalHop(g.View(), et.data(), order.data(), 0, nodes, times, 5, 1, 77, strategy, true, &b);
+    EXPECT_EQ(std::vector<int64_t>(a.offsets.begin(), a.offsets.end()), std::vector<int64_t>(b.offsets.begin(), b.offsets.end()));
+    EXPECT_EQ(std::vector<int64_t>(a.edge_ids.begin(), a.edge_ids.end()), std::vector<int64_t>(b.edge_ids.begin(), b.edge_ids.end()));
+  }
+}
+
 TEST(TemporalTest, BadInputGivesClearErrors) {
   CsrArrays g = RandomGraph(50, 5, 1);
   std::vector<int64_t> et(g.num_edges(), 0);
