@@ -3,6 +3,8 @@
 //   fanout-ctl health CLUSTER_FILE [--timeout-ms MS]
 //   fanout-ctl info HOST:PORT
 //   fanout-ctl sample HOST:PORT --seeds 1,2,3 --fanout 10 [--seed S] [--hop H] [--replace] [--weighted]
+//                     [--times T1,T2,T3 [--temporal-strategy uniform|last]] [--keep ID,ID,...]
+//   fanout-ctl has-edges HOST:PORT --rows 1,2 --neighbors 5,6
 //   fanout-ctl resources --dataset DIR [--max-inflight-mib N] [--max-reply-mib N] [--json]
 #include <httplib.h>
 
@@ -300,6 +302,20 @@ int main(int argc, char** argv) {
   sample->add_option("--hop", hop, "Hop index")->default_val(0);
   sample->add_flag("--replace", replace, "Sample with replacement");
   sample->add_flag("--weighted", weighted, "Sample by edge weight");
+  std::vector<int64_t> times, keep;
+  std::string strategy = "uniform";
+  sample->add_option("--times", times,
+                     "Temporal sampling: one time per seed; only edges not later than it (a dataset partitioned "
+                     "with --edge-times)")->delimiter(',');
+  sample->add_option("--temporal-strategy", strategy, "With --times: uniform or last (the most recent)")
+      ->default_val("uniform")->check(CLI::IsMember({"uniform", "last"}));
+  sample->add_option("--keep", keep, "Reply only neighbors among these ids (ascending; the subgraph loader's filter)")
+      ->delimiter(',');
+  auto* has_edges = app.add_subcommand("has-edges", "Which stored rows hold which neighbors (strict negative sampling's check)");
+  std::vector<int64_t> rows, neighbors;
+  has_edges->add_option("server", addr, "HOST:PORT of the server's RPC port")->required();
+  has_edges->add_option("--rows", rows, "Node ids owned by that server")->required()->delimiter(',');
+  has_edges->add_option("--neighbors", neighbors, "One neighbor id per row")->required()->delimiter(',');
   std::string dataset_dir;
   int64_t inflight_mib = 64, reply_mib = 128;
   bool as_json = false;
@@ -350,9 +366,33 @@ int main(int argc, char** argv) {
                 static_cast<long long>(pi.num_nodes_total), static_cast<long long>(pi.num_edges),
                 static_cast<long long>(pi.num_edges_total), static_cast<long long>(pi.feature_dim),
                 pi.feature_dtype.c_str(), static_cast<long long>(pi.num_classes), pi.direction.c_str());
+    if (pi.has_edge_times) std::printf("edge timestamps: yes (temporal sampling)\n");
     return 0;
   }
+  if (has_edges->parsed()) {
+    if (rows.size() != neighbors.size()) {
+      std::fprintf(stderr, "fanout-ctl: --rows has %zu ids but --neighbors %zu\n", rows.size(), neighbors.size());
+      return 1;
+    }
+    std::string found;
+    st = client->HasEdges(rows, neighbors, &found);
+    if (!st.ok()) {
+      std::fprintf(stderr, "fanout-ctl: %s\n", st.ToString().c_str());
+      return 1;
+    }
+    for (size_t i = 0; i < rows.size(); ++i)
+      std::printf("row %lld holds %lld: %s\n", static_cast<long long>(rows[i]), static_cast<long long>(neighbors[i]),
+                  found[i] ? "yes" : "no");
+    return 0;
+  }
+  if (!times.empty() && times.size() != seeds.size()) {
+    std::fprintf(stderr, "fanout-ctl: --times has %zu values for %zu seeds\n", times.size(), seeds.size());
+    return 1;
+  }
   fanout::rpc::SampleCall call;
+  call.times = times;
+  call.temporal_strategy = strategy;
+  call.keep = keep;
   call.fanout = fanout;
   call.seed = static_cast<uint64_t>(seed);
   call.hop = hop;

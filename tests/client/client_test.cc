@@ -425,6 +425,35 @@ int RunCommand(const std::string& cmd, std::string* out) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// fanout-ctl has-edges and sample --keep: the servers' answers, printed.
+TEST_F(ClusterTest, FanoutCtlHasEdgesAndKeepShowWhatTheServerAnswers) {
+  StartServers(1);
+  const std::string ctl = std::string(FANOUT_BIN_DIR) + "/fanout-ctl";
+  const std::string addr = "127.0.0.1:" + std::to_string(servers_[0]->port());
+  const sampler::CsrArrays& g = whole_.csr;
+  const int64_t v = 5, u = g.indices[g.indptr[v]];  // u -> v is stored in row v
+  int64_t absent = 0;
+  while (std::find(g.indices.begin() + g.indptr[v], g.indices.begin() + g.indptr[v + 1], absent) !=
+         g.indices.begin() + g.indptr[v + 1])
+    ++absent;
+  std::string out;
+  ASSERT_EQ(RunCommand(ctl + " has-edges " + addr + " --rows " + std::to_string(v) + "," + std::to_string(v) +
+                           " --neighbors " + std::to_string(u) + "," + std::to_string(absent), &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("row 5 holds " + std::to_string(u) + ": yes"));
+  EXPECT_THAT(out, HasSubstr("row 5 holds " + std::to_string(absent) + ": no"));
+  out.clear();
+  EXPECT_EQ(RunCommand(ctl + " has-edges " + addr + " --rows 1,2 --neighbors 3", &out), 1);
+  EXPECT_THAT(out, HasSubstr("--rows has 2 ids but --neighbors 1"));
+  out.clear();
+  ASSERT_EQ(RunCommand(ctl + " sample " + addr + " --seeds 5 --fanout -1 --keep " + std::to_string(u), &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("5 (" + std::to_string(std::count(g.indices.begin() + g.indptr[v],
+                                                                  g.indices.begin() + g.indptr[v + 1], u)) + "): " +
+                                std::to_string(u) + "["));
+  out.clear();
+  EXPECT_EQ(RunCommand(ctl + " sample " + addr + " --seeds 5 --times 100", &out), 1);
+  EXPECT_THAT(out, HasSubstr("--edge-times"));  // Cora has no timestamps
+}
+
 TEST_F(ClusterTest, FanoutCtlHealthNamesEveryReplicaAndItsState) {
   server::ServerOptions so;
   so.admin_port = 0;
