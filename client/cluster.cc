@@ -794,6 +794,7 @@ class ClusterSession : public Session {
   Status Features(ArrayView<const int64_t> ids, float* out) override {
     FANOUT_RETURN_IF_ERROR(Route(ids));
     const int64_t d = c_->feature_dim();
+    if (d == 0) return Status::OK();  // a dataset without feature values: nothing to fetch
     const int k = c_->num_parts();
     std::vector<datasets::FeatureDType> types(k);
     for (int p = 0; p < k; ++p)

@@ -41,6 +41,7 @@ class LocalSession : public Session {
   Status Features(ArrayView<const int64_t> ids, float* out) override {
     const int64_t d = src_->feature_dim_;
     FANOUT_RETURN_IF_ERROR(Check(ids));
+    if (d == 0) return Status::OK();  // no feature values (and no memory to copy from)
     for (size_t i = 0; i < ids.size(); ++i) std::memcpy(out + i * d, src_->features_.data() + ids[i] * d, d * 4);
     return Status::OK();
   }

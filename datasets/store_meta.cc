@@ -58,6 +58,7 @@ uint16_t FloatToHalf(float f) {
 }
 
 void DecodeFeatureRow(FeatureDType t, double scale, const char* row, int64_t d, float* out) {
+  if (d <= 0) return;  // no feature values (row may be null)
   if (t == FeatureDType::kFloat32) {
     std::memcpy(out, row, static_cast<size_t>(d) * 4);
     return;

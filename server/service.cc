@@ -54,6 +54,10 @@ void PartitionService::GatherFeatures(ArrayView<const int64_t> ids, char* dst, c
   const int64_t n = static_cast<int64_t>(ids.size());
   const uint8_t* src = s_->data->features.data();
   const int64_t base = s_->data->node_begin;
+  if (row == 0) {  // a dataset without feature values: nothing to copy (and no memory to copy from)
+    metrics_->RecordFeatures(n, 0);
+    return;
+  }
   auto gather = [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       if (i + 8 < e) __builtin_prefetch(src + (ids[i + 8] - base) * row);

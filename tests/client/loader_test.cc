@@ -183,7 +183,9 @@ bool IsEdge(const sampler::CsrArrays& g, int64_t s, int64_t d) {
 
 void ExpectSameTensor(const at::Tensor& a, const at::Tensor& b, const std::string& what) {
   ASSERT_EQ(a.defined(), b.defined()) << what;
-  if (a.defined()) EXPECT_TRUE(torch::equal(a, b)) << what;
+  if (a.defined()) {
+    EXPECT_TRUE(torch::equal(a, b)) << what;
+  }
 }
 
 // Link batches through 2 and 3 servers equal those of the dataset in
@@ -273,7 +275,9 @@ TEST_F(LoaderTest, LinkBatchesThroughServersEqualLocalOnesForEveryMode) {
       }
       EXPECT_FALSE(loc.Next(&b)) << what;
       EXPECT_EQ(batches, dist.num_batches()) << what;
-      if (mode != sampler::NegativeMode::kNone) EXPECT_GT(negatives, 100) << what;
+      if (mode != sampler::NegativeMode::kNone) {
+        EXPECT_GT(negatives, 100) << what;
+      }
     }
     for (auto& s : servers_) s->Stop();
   }

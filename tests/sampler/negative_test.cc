@@ -101,7 +101,9 @@ TEST(NegativeTest, StrictNegativesAreNeverEdgesAndNonStrictOnesAreTheFirstDraws)
         const bool loose_edge = edges.count({l, ld[j]}) > 0;
         hits_loose += loose_edge;
         // Where the first draw was no edge, strict kept it.
-        if (!loose_edge) EXPECT_EQ(std::make_pair(s, sd[j]), std::make_pair(l, ld[j]));
+        if (!loose_edge) {
+          EXPECT_EQ(std::make_pair(s, sd[j]), std::make_pair(l, ld[j]));
+        }
         differ += loose_edge;
       }
     }

@@ -49,7 +49,9 @@ TEST(TemporalTest, NoSampledEdgeIsLaterThanItsSeedAndTreesStayDisjoint) {
       std::set<std::pair<int64_t, int64_t>> seen;
       for (size_t k = 0; k < out.n_id.size(); ++k) {
         EXPECT_TRUE(seen.insert({out.batch[k], out.n_id[k]}).second || k < 40) << "a node twice in one tree";
-        if (k < 40) EXPECT_EQ(out.batch[k], static_cast<int64_t>(k));
+        if (k < 40) {
+          EXPECT_EQ(out.batch[k], static_cast<int64_t>(k));
+        }
       }
       for (size_t e = 0; e < out.row.size(); ++e) {
         const int64_t tree = out.batch[out.col[e]];
