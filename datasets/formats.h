@@ -21,7 +21,9 @@ struct LoadOptions {
   // snap: optional "node label" file (e.g. email-Eu-core department labels).
   std::string labels_path;
   // snap: the third column of each edge line is its timestamp (SNAP temporal
-  // networks: SRC DST UNIXTS), kept in RawDataset::edge_times; rmat:
+  // networks: SRC DST UNIXTS), kept in RawDataset::edge_times; ogb:
+  // raw/edge_time.csv[.gz] (or edge_year.csv, ogbl-collab's), one integer per
+  // edge.csv line; rmat:
   // synthetic timestamps, uniform in [0, 2^30) (a seeded hash of the edge's
   // index). Whole-graph loading only (the streams refuse it).
   bool edge_times = false;

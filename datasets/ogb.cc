@@ -152,6 +152,33 @@ Status ReadOgbLabels(const std::string& raw, int64_t n, std::vector<int64_t>* la
   return Status::OK();
 }
 
+// Edge timestamps: raw/edge_time.csv[.gz] (or edge_year.csv[.gz], ogbl-collab's
+// column), one integer per line of edge.csv, in the same order.
+Status ReadOgbEdgeTimes(const std::string& raw, int64_t num_edges, std::vector<int64_t>* times) {
+  std::string path = WithOptionalGz(raw + "edge_time.csv");
+  if (!Exists(path)) path = WithOptionalGz(raw + "edge_year.csv");
+  if (!Exists(path))
+    return Status::NotFound(raw + ": --edge-times needs raw/edge_time.csv (or edge_year.csv), one integer per edge");
+  std::unique_ptr<LineReader> r;
+  FANOUT_RETURN_IF_ERROR(LineReader::Open(path, &r));
+  times->reserve(static_cast<size_t>(num_edges));
+  std::string_view line;
+  while (r->Next(&line)) {
+    if (line.empty()) continue;
+    int64_t t;
+    if (!ParseInt64(line, &t))
+      return Status::InvalidArgument(r->Where() + "edge time '" + std::string(line.substr(0, 80)) + "' is not an integer");
+    if (static_cast<int64_t>(times->size()) >= num_edges)
+      return Status::InvalidArgument(r->Where() + "more edge times than the " + std::to_string(num_edges) + " edges");
+    times->push_back(t);
+  }
+  FANOUT_RETURN_IF_ERROR(r->status());
+  if (static_cast<int64_t>(times->size()) != num_edges)
+    return Status::InvalidArgument(path + ": " + std::to_string(times->size()) + " edge times for " +
+                                   std::to_string(num_edges) + " edges");
+  return Status::OK();
+}
+
 // Split: the named one, else the only (or first) folder under split/; empty
 // when there is none.
 Status ReadOgbSplit(const std::string& dir, const LoadOptions& options, int64_t n, std::vector<uint8_t>* split,
@@ -199,6 +226,7 @@ Status LoadOgb(const std::string& input, const LoadOptions& options, RawDataset*
     out->dst.push_back(v);
     return true;
   }));
+  if (options.edge_times) FANOUT_RETURN_IF_ERROR(ReadOgbEdgeTimes(raw, out->num_edges(), &out->edge_times));
 
   std::string feat = WithOptionalGz(raw + "node-feat.csv");
   if (Exists(feat)) {
@@ -272,6 +300,8 @@ struct OgbStream {
 Status StreamOgb(const std::string& input, const LoadOptions& options, const EdgeOptions& edge_options,
                  const std::string& scratch_path, StreamedGraph* out, std::vector<std::string>* notes) {
   FANOUT_RETURN_IF_ERROR(CheckStreamable(edge_options));
+  if (options.edge_times)
+    return Status::InvalidArgument("edge timestamps are read whole (the in-memory writer), not streamed");
   auto s = std::make_shared<OgbStream>();
   std::string dir, name;
   FANOUT_RETURN_IF_ERROR(OpenOgbFolder(input, &dir, &name, &s->raw, &s->n));

@@ -96,7 +96,8 @@ int main(int argc, char** argv) {
   app.add_option("--labels", labels_path, "snap: a '<node> <label>' file (e.g. email-Eu-core-department-labels.txt)");
   app.add_flag("--edge-times", load.edge_times,
                "snap: the third column of each edge line is its timestamp (SNAP temporal networks: SRC DST UNIXTS); "
-               "rmat: synthetic timestamps in [0, 2^30). Stored per edge for temporal sampling; written in memory");
+               "ogb: raw/edge_time.csv (or edge_year.csv), one integer per edge; rmat: synthetic timestamps in "
+               "[0, 2^30). Stored per edge for temporal sampling; written in memory");
   app.add_option("--split-fractions", fractions_text, "rmat, snap: seeded random train,val,test fractions, e.g. 0.8,0.1,0.1");
   app.add_option("--rmat-scale", load.rmat.scale, "rmat: 2^scale nodes")->default_val(20)->check(CLI::Range(1, 30));
   app.add_option("--rmat-edge-factor", load.rmat.edge_factor, "rmat: edges per node")->default_val(16)->check(CLI::Range(0, 1024));
@@ -190,9 +191,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> notes;
   DatasetMeta meta;
   BoundedReport report;
-  if (load.edge_times && format != "snap" && format != "rmat")
-    return Fail(Status::InvalidArgument("--edge-times reads SNAP temporal edge lists (format snap) or makes synthetic "
-                                        "R-MAT timestamps (format rmat), not " + format));
+  if (load.edge_times && format != "snap" && format != "rmat" && format != "ogb")
+    return Fail(Status::InvalidArgument("--edge-times reads SNAP temporal edge lists (snap), an OGB folder's "
+                                        "raw/edge_time.csv (ogb) or makes synthetic R-MAT timestamps (rmat), not " +
+                                        format));
   const bool streamed =
       !metis && (format == "snap" || format == "rmat" || format == "ogb") && !drop_dups && !load.edge_times;
   if (streamed) {

@@ -160,6 +160,32 @@ TEST(FormatsTest, SnapEdgeTimesFollowTheEdgesIntoTheStore) {
   EXPECT_THAT(LoadDataset("snap", bad, lo, &ds, &notes).message(), HasSubstr("bad2.txt:1"));
 }
 
+// An OGB folder's edge_time.csv: one time per edge line; a count that does
+// not match, or a word, is named.
+TEST(FormatsTest, OgbEdgeTimeColumn) {
+  TempDir tmp;
+  tmp.Write("d/raw/num-node-list.csv", "3\n");
+  tmp.Write("d/raw/edge.csv", "0,1\n1,2\n2,0\n");
+  WriteGz(tmp.Sub("d/raw/edge_time.csv.gz"), "2004\n2010\n1999\n");
+  RawDataset ds;
+  LoadOptions lo;
+  lo.quiet = true;
+  lo.edge_times = true;
+  std::vector<std::string> notes;
+  Status st = LoadDataset("ogb", tmp.Sub("d"), lo, &ds, &notes);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(ds.edge_times, (std::vector<int64_t>{2004, 2010, 1999}));
+  tmp.Write("e/raw/num-node-list.csv", "3\n");
+  tmp.Write("e/raw/edge.csv", "0,1\n1,2\n");
+  tmp.Write("e/raw/edge_year.csv", "2004\n");  // ogbl-collab's name; one short
+  EXPECT_THAT(LoadDataset("ogb", tmp.Sub("e"), lo, &ds, &notes).message(), HasSubstr("1 edge times for 2 edges"));
+  tmp.Write("e/raw/edge_year.csv", "2004\nlater\n");
+  EXPECT_THAT(LoadDataset("ogb", tmp.Sub("e"), lo, &ds, &notes).message(), HasSubstr("edge_year.csv:2"));
+  tmp.Write("f/raw/num-node-list.csv", "3\n");
+  tmp.Write("f/raw/edge.csv", "0,1\n");
+  EXPECT_THAT(LoadDataset("ogb", tmp.Sub("f"), lo, &ds, &notes).message(), HasSubstr("edge_time.csv"));
+}
+
 TEST(FormatsTest, OgbFolderWithGzipAndPlainFiles) {
   TempDir tmp;
   WriteGz(tmp.Sub("d") + "/raw/edge.csv.gz", "");  // created below after folders exist
