@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -45,29 +46,37 @@ struct Measured {
   double batches_per_s = 0, edges_per_s = 0, feature_bytes_per_s = 0, network_wait_s = 0;
 };
 
-Measured RunLoader(std::shared_ptr<fanout::client::Source> source, const std::vector<int64_t>& seeds, bool features,
-                   double seconds, std::vector<int64_t> fanouts = {15, 10, 5}, int64_t batch_size = 1024,
-                   bool subgraph = false) {
+// What every case shares: batches in order, no labels or edge ids, 2
+// workers, 4 batches ahead, one rank.
+fanout::client::LoaderOptions CaseOptions(int64_t batch_size, std::vector<int64_t> fanouts, bool features) {
   fanout::client::LoaderOptions o;
   o.batch_size = batch_size;
   o.fanouts = std::move(fanouts);
-  o.subgraph = subgraph;
   o.shuffle = false;
   o.features = features;
   o.labels = false;
+  o.edge_ids = false;
   o.num_workers = 2;
   o.prefetch = 4;
   o.rank = 0;
   o.world_size = 1;
-  fanout::client::NodeLoader loader(source, seeds, o);
+  return o;
+}
+
+// Takes batches from `loader` for `seconds` (epoch after epoch) after one
+// warm-up batch (connections, buffers); `each` sees every timed batch.
+Measured Measure(fanout::client::NodeLoader& loader, double seconds,
+                 const std::function<void(const fanout::client::MiniBatch&)>& each = nullptr) {
   fanout::client::MiniBatch b;
-  loader.Next(&b);  // warm-up: connections, buffers
+  loader.Next(&b);
   auto start = Clock::now();
   int64_t batches = 0, edges = 0;
   auto before = loader.stats();
-  while (Clock::now() - start < std::chrono::duration<double>(seconds) && loader.Next(&b)) {
+  while (Clock::now() - start < std::chrono::duration<double>(seconds)) {
+    if (!loader.Next(&b)) continue;  // the end of an epoch: the next call starts the following one
     ++batches;
     edges += b.edge_index.size(1);
+    if (each) each(b);
   }
   double secs = std::chrono::duration<double>(Clock::now() - start).count();
   auto after = loader.stats();
@@ -77,6 +86,15 @@ Measured RunLoader(std::shared_ptr<fanout::client::Source> source, const std::ve
   m.feature_bytes_per_s = (after.feature_bytes - before.feature_bytes) / secs;
   m.network_wait_s = after.network_wait_s - before.network_wait_s;
   return m;
+}
+
+Measured RunLoader(std::shared_ptr<fanout::client::Source> source, const std::vector<int64_t>& seeds, bool features,
+                   double seconds, std::vector<int64_t> fanouts = {15, 10, 5}, int64_t batch_size = 1024,
+                   bool subgraph = false) {
+  fanout::client::LoaderOptions o = CaseOptions(batch_size, std::move(fanouts), features);
+  o.subgraph = subgraph;
+  fanout::client::NodeLoader loader(source, seeds, o);
+  return Measure(loader, seconds);
 }
 
 // The in-process multi-hop sampler on `g`: 2 pinned threads, each sampling
@@ -111,78 +129,27 @@ double InProcess(const fanout::sampler::CsrGraph& g, int64_t n, const std::vecto
 }
 
 // Temporal NodeLoader batches for `seconds` (uniform strategy, fanouts
-// [10, 5], batch 1024, seeds at times uniform over the timestamps' range):
-// sampled edges per second.
+// [10, 5], batch 1024, seeds at times uniform over the timestamps' range).
 Measured RunTemporal(std::shared_ptr<fanout::client::Source> source, const std::vector<int64_t>& seeds,
                      const std::vector<int64_t>& times, double seconds) {
-  fanout::client::LoaderOptions o;
-  o.batch_size = 1024;
-  o.fanouts = {10, 5};
-  o.shuffle = false;
-  o.features = false;
-  o.labels = false;
-  o.edge_ids = false;
-  o.num_workers = 2;
-  o.prefetch = 4;
-  o.rank = 0;
-  o.world_size = 1;
+  fanout::client::LoaderOptions o = CaseOptions(1024, {10, 5}, false);
   o.input_time = times;
   fanout::client::NodeLoader loader(source, seeds, o);
-  fanout::client::MiniBatch b;
-  loader.Next(&b);  // warm-up
-  auto start = Clock::now();
-  int64_t batches = 0, edges = 0;
-  auto before = loader.stats();
-  while (Clock::now() - start < std::chrono::duration<double>(seconds)) {
-    if (!loader.Next(&b)) continue;
-    ++batches;
-    edges += b.edge_index.size(1);
-  }
-  double secs = std::chrono::duration<double>(Clock::now() - start).count();
-  auto after = loader.stats();
-  Measured m;
-  m.batches_per_s = batches / secs;
-  m.edges_per_s = edges / secs;
-  m.network_wait_s = after.network_wait_s - before.network_wait_s;
-  return m;
+  return Measure(loader, seconds);
 }
 
-// LinkLoader batches for `seconds`: sampled edges (edge_index) per second.
+// LinkLoader batches for `seconds` (binary strict negatives, amount 1,
+// fanouts [10, 5]); *negatives counts the negatives drawn.
 Measured RunLink(std::shared_ptr<fanout::client::Source> source, const fanout::client::LinkSeeds& seeds,
                  int64_t batch_size, double seconds, int64_t* negatives) {
-  fanout::client::LoaderOptions o;
-  o.batch_size = batch_size;
-  o.fanouts = {10, 5};
-  o.shuffle = false;
-  o.features = false;
-  o.labels = false;
-  o.edge_ids = false;
-  o.num_workers = 2;
-  o.prefetch = 4;
-  o.rank = 0;
-  o.world_size = 1;
+  fanout::client::LoaderOptions o = CaseOptions(batch_size, {10, 5}, false);
   o.negative.mode = fanout::sampler::NegativeMode::kBinary;
   o.negative.amount = 1;
   fanout::client::LinkLoader loader(source, seeds, o);
-  fanout::client::MiniBatch b;
-  loader.Next(&b);  // warm-up
-  auto start = Clock::now();
-  int64_t batches = 0, edges = 0;
   *negatives = 0;
-  auto before = loader.stats();
-  while (Clock::now() - start < std::chrono::duration<double>(seconds)) {
-    if (!loader.Next(&b)) continue;  // the end of an epoch: the next call starts the following one
-    ++batches;
-    edges += b.edge_index.size(1);
+  return Measure(loader, seconds, [negatives](const fanout::client::MiniBatch& b) {
     *negatives += b.edge_label_index.size(1) - b.input_id.size(0);
-  }
-  double secs = std::chrono::duration<double>(Clock::now() - start).count();
-  auto after = loader.stats();
-  Measured m;
-  m.batches_per_s = batches / secs;
-  m.edges_per_s = edges / secs;
-  m.network_wait_s = after.network_wait_s - before.network_wait_s;
-  return m;
+  });
 }
 
 }  // namespace

@@ -391,9 +391,10 @@ class ClusterSession : public Session {
   // is sent again there (a pure function: same answer). On a failure,
   // connections with a reply still owed are dropped (reconnected on next
   // use), so no later call can read a stale reply. via_dp_[p] says which
-  // path partition p's reply took.
+  // path partition p's reply took. `base` null: Thrift only (a request the
+  // data plane's wire does not carry).
   template <typename SinkFn, typename SendFn, typename ReceiveFn>
-  Status Exchange(const rpc::DataRequest& base, SinkFn&& sink, SendFn&& send, ReceiveFn&& receive) {
+  Status Exchange(const rpc::DataRequest* base, SinkFn&& sink, SendFn&& send, ReceiveFn&& receive) {
     const int k = c_->num_parts();
     if (c_->health_checks_) GoHome();
     std::vector<char> owed(k, 0);  // 1 thrift, 2 data plane
@@ -401,8 +402,8 @@ class ClusterSession : public Session {
     Status st;
     for (int p = 0; p < k && st.ok(); ++p) {
       if (by_part_[p].empty()) continue;
-      if (peer_[p] >= 0 && base.call.keep.empty() && base.call.times.empty()) {
-        rpc::DataRequest r = base;
+      if (peer_[p] >= 0 && base != nullptr) {
+        rpc::DataRequest r = *base;
         r.ids = by_part_[p];
         st = channel_->Post(peer_[p], r, sink(p));
         if (st.ok()) {
@@ -743,7 +744,6 @@ class ClusterSession : public Session {
     call.with_edge_ids = eids;
     call.keep = keep;
     call.temporal_strategy = strategy;
-    // A data-plane request carries neither a keep list nor times: those go by Thrift.
     call.times = times;
     // One request per partition, all in flight at once.
     auto t0 = std::chrono::steady_clock::now();
@@ -753,8 +753,9 @@ class ClusterSession : public Session {
       mine.times = times_by_part_[p];
       return clients_[p]->SendSample(by_part_[p], mine);
     };
+    // A data-plane request carries neither a keep list nor times: those go by Thrift.
     FANOUT_RETURN_IF_ERROR(Exchange(
-        req, [&](int p) { return GrowSink(p); }, send,
+        keep.empty() && times.empty() ? &req : nullptr, [&](int p) { return GrowSink(p); }, send,
         [&](int p) { return clients_[p]->ReceiveSample(by_part_[p].size(), eids, &replies_[p]); }));
     stats_.network_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (int p = 0; p < c_->num_parts(); ++p) {
@@ -810,7 +811,7 @@ class ClusterSession : public Session {
     req.method = rpc::DataMethod::kFeatures;
     auto t0 = std::chrono::steady_clock::now();
     FANOUT_RETURN_IF_ERROR(Exchange(
-        req,
+        &req,
         [&](int p) {
           if (types[p] != datasets::FeatureDType::kFloat32) return GrowSink(p);
           // float32 rows go straight to their rows of the output: one segment
@@ -957,7 +958,7 @@ class ClusterSession : public Session {
     req.method = rpc::DataMethod::kLabels;
     for (auto& b : dp_replies_) b.clear();
     FANOUT_RETURN_IF_ERROR(Exchange(
-        req, [&](int p) { return GrowSink(p); }, [&](int p) { return clients_[p]->SendLabels(by_part_[p]); },
+        &req, [&](int p) { return GrowSink(p); }, [&](int p) { return clients_[p]->SendLabels(by_part_[p]); },
         [&](int p) { return clients_[p]->ReceiveLabels(&replies_[p].neighbors); }));
     for (int p = 0; p < c_->num_parts(); ++p) {
       if (by_part_[p].empty()) continue;
@@ -1014,39 +1015,16 @@ class ClusterSession : public Session {
       for (size_t j = 0; j < pos_[p].size(); ++j) part_nbrs[p][j] = nbrs[pos_[p][j]];
     }
     auto t0 = std::chrono::steady_clock::now();
-    // Every partition's request in flight at once; after a failure, each
-    // partition again on its own, with failover.
-    std::vector<char> owed(k, 0);
-    Status st;
-    for (int p = 0; p < k && st.ok(); ++p) {
-      if (by_part_[p].empty()) continue;
-      st = clients_[p]->SendHasEdges(by_part_[p], part_nbrs[p]);
-      owed[p] = st.ok();
-    }
-    for (int p = 0; p < k && st.ok(); ++p) {
-      if (!owed[p]) continue;
-      owed[p] = 0;
-      st = clients_[p]->ReceiveHasEdges(by_part_[p].size(), &found[p]);
-    }
-    if (!st.ok()) {
-      for (int p = 0; p < k; ++p)
-        if (owed[p]) clients_[p]->Abandon();
-      if (!st.IsNotSupported()) {
-        for (int p = 0; p < k; ++p) {
-          if (by_part_[p].empty()) continue;
-          auto again = [&] { return clients_[p]->HasEdges(by_part_[p], part_nbrs[p], &found[p]); };
-          st = WithFailover(p, again(), again);
-          if (!st.ok()) break;
-        }
-      }
-    }
+    Status st = Exchange(
+        nullptr, [&](int p) { return GrowSink(p); },
+        [&](int p) { return clients_[p]->SendHasEdges(by_part_[p], part_nbrs[p]); },
+        [&](int p) { return clients_[p]->ReceiveHasEdges(by_part_[p].size(), &found[p]); });
     if (st.IsNotSupported())
       return Status::NotSupported(st.message() + ": strict negative sampling needs servers with has_edges; "
                                   "upgrade them or sample non-strict negatives");
     FANOUT_RETURN_IF_ERROR(st);
     for (int p = 0; p < k; ++p) {
       if (by_part_[p].empty()) continue;
-      ++stats_.requests;
       stats_.thrift_bytes += static_cast<int64_t>(found[p].size());
       for (size_t j = 0; j < pos_[p].size(); ++j) exists[pos_[p][j]] = static_cast<uint8_t>(found[p][j] != 0);
     }

@@ -32,6 +32,18 @@ int EnvInt(const char* name, int fallback) {
   }
 }
 
+// What the loader's options ask of the sampler.
+sampler::MultiHopOptions MultiHopOptionsOf(const LoaderOptions& o) {
+  sampler::MultiHopOptions mo;
+  mo.fanouts = o.fanouts;
+  mo.sampling.replace = o.replace;
+  mo.sampling.weighted = o.weighted;
+  mo.sampling.with_edge_ids = o.edge_ids;
+  mo.induced = o.subgraph;
+  mo.temporal_strategy = o.temporal_strategy;
+  return mo;
+}
+
 // A tensor that owns a PodVector's memory, without copying it.
 at::Tensor Wrap(PodVector<int64_t>&& v) {
   auto* holder = new PodVector<int64_t>(std::move(v));
@@ -86,12 +98,7 @@ NodeLoader::NodeLoader(std::shared_ptr<Source> source, std::vector<int64_t> seed
       throw std::invalid_argument(std::string(links_ ? "LinkLoader" : "NodeLoader") + ": " +
                                   std::to_string(options_.input_time.size()) + " input times for " +
                                   std::to_string(want) + (links_ ? " seed edges" : " seeds"));
-    sampler::MultiHopOptions mo;
-    mo.fanouts = options_.fanouts;
-    mo.sampling.replace = options_.replace;
-    mo.sampling.weighted = options_.weighted;
-    mo.induced = options_.subgraph;
-    Status t = sampler::CheckTemporalOptions(mo);
+    Status t = sampler::CheckTemporalOptions(MultiHopOptionsOf(options_));
     if (!t.ok()) throw std::invalid_argument("NodeLoader: " + t.message());
   }
   if (!links_) {
@@ -310,13 +317,7 @@ Status NodeLoader::LinkSeedNodes(Session* session, ArrayView<const int64_t> posi
 
 Status NodeLoader::SampleAndFetch(Session* session, DeviceFeatureFetcher* fetcher, ArrayView<const int64_t> seeds,
                                   ArrayView<const int64_t> times, uint64_t request_seed, MiniBatch* out) {
-  sampler::MultiHopOptions mo;
-  mo.fanouts = options_.fanouts;
-  mo.sampling.replace = options_.replace;
-  mo.sampling.weighted = options_.weighted;
-  mo.sampling.with_edge_ids = options_.edge_ids;
-  mo.induced = options_.subgraph;
-  mo.temporal_strategy = options_.temporal_strategy;
+  const sampler::MultiHopOptions mo = MultiHopOptionsOf(options_);
   sampler::SampledSubgraph sub;
   if (options_.input_time.empty()) {
     FANOUT_RETURN_IF_ERROR(session->Sample(seeds, request_seed, mo, &sub));

@@ -14,10 +14,7 @@ class LocalSession : public Session {
 
   Status Sample(ArrayView<const int64_t> seeds, uint64_t request_seed, const sampler::MultiHopOptions& options,
                 sampler::SampledSubgraph* out) override {
-    if (!sampler_ || sampler_->options().fanouts != options.fanouts ||
-        sampler_->options().sampling.replace != options.sampling.replace ||
-        sampler_->options().sampling.weighted != options.sampling.weighted ||
-        sampler_->options().sampling.with_edge_ids != options.sampling.with_edge_ids)
+    if (!sampler_ || sampler_->options() != options)
       sampler_ = std::make_unique<sampler::MultiHopSampler>(src_->csr_.View(), options);
     return sampler_->Sample(seeds, request_seed, out);
   }
@@ -27,14 +24,9 @@ class LocalSession : public Session {
     if (src_->edge_times_.empty() && src_->csr_.num_edges() > 0)
       return Status::InvalidArgument("dataset " + src_->dir_ +
                                      " has no edge timestamps: temporal sampling needs fanout-partition --edge-times");
-    if (!temporal_ || temporal_->options().fanouts != options.fanouts ||
-        temporal_->options().temporal_strategy != options.temporal_strategy ||
-        temporal_->options().sampling.with_edge_ids != options.sampling.with_edge_ids ||
-        temporal_->options().sampling.replace != options.sampling.replace ||
-        temporal_->options().sampling.weighted != options.sampling.weighted ||
-        temporal_->options().induced != options.induced)
+    if (!temporal_ || temporal_->options() != options)
       temporal_ = std::make_unique<sampler::TemporalSampler>(src_->csr_.View(), src_->edge_times_.data(), options,
-                                                             src_->time_order_.empty() ? nullptr : src_->time_order_.data());
+                                                             src_->time_index_);
     return temporal_->Sample(seeds, seed_times, request_seed, out);
   }
 
@@ -113,8 +105,8 @@ Status LocalSource::Open(const std::string& dir, std::shared_ptr<LocalSource>* o
     if (d.split.empty()) d.split.assign(d.num_nodes(), 0);
     s->split_.insert(s->split_.end(), d.split.begin(), d.split.end());
   }
-  if (!s->edge_times_.empty() && !sampler::RowsSortedByTime(s->csr_.View(), s->edge_times_.data()))
-    sampler::BuildTimeOrder(s->csr_.View(), s->edge_times_.data(), &s->time_order_);
+  if (!s->edge_times_.empty())
+    s->time_index_ = sampler::PrepareTimeOrder(s->csr_.View(), s->edge_times_.data(), &s->time_order_);
   *out = std::move(s);
   return Status::OK();
 }

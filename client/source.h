@@ -133,7 +133,9 @@ class LocalSource : public Source {
   int64_t feature_dim_ = 0, num_classes_ = 0;
   bool incoming_ = true;  // rows hold in-neighbors (direction "in")
   std::vector<int64_t> edge_times_;  // per CSR edge; empty without timestamps
-  std::vector<int64_t> time_order_;  // sampler::BuildTimeOrder of the whole graph, with timestamps
+  // With timestamps: sampler::PrepareTimeOrder's index (null: rows in time order) and its storage.
+  const int64_t* time_index_ = nullptr;
+  std::vector<int64_t> time_order_;
 };
 
 }  // namespace fanout::client

@@ -66,6 +66,12 @@ struct MultiHopOptions {
   TemporalStrategy temporal_strategy = TemporalStrategy::kUniform;
 };
 
+inline bool operator==(const MultiHopOptions& a, const MultiHopOptions& b) {
+  return a.fanouts == b.fanouts && a.sampling == b.sampling && a.induced == b.induced &&
+         a.temporal_strategy == b.temporal_strategy;
+}
+inline bool operator!=(const MultiHopOptions& a, const MultiHopOptions& b) { return !(a == b); }
+
 // Checks the fanouts and that weighted sampling has weights to use.
 Status CheckMultiHopOptions(const MultiHopOptions& options, bool graph_has_weights);
 

@@ -33,6 +33,11 @@ struct SamplingOptions {
   int64_t node_offset = 0;
 };
 
+inline bool operator==(const SamplingOptions& a, const SamplingOptions& b) {
+  return a.replace == b.replace && a.weighted == b.weighted && a.with_edge_ids == b.with_edge_ids &&
+         a.node_offset == b.node_offset;
+}
+
 // Checks one fanout value: -1 (all neighbors) or >= 0.
 Status CheckFanout(int64_t fanout, int64_t hop);
 

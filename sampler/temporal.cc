@@ -48,6 +48,12 @@ bool RowsSortedByTime(const CsrGraph& g, const int64_t* edge_times) {
   return true;
 }
 
+const int64_t* PrepareTimeOrder(const CsrGraph& g, const int64_t* edge_times, std::vector<int64_t>* storage) {
+  if (RowsSortedByTime(g, edge_times)) return nullptr;
+  BuildTimeOrder(g, edge_times, storage);
+  return storage->data();
+}
+
 namespace {
 
 // One hop, with `rank(k)` the row offset of the k-th edge in time order.
@@ -65,7 +71,7 @@ void TemporalHop(const CsrGraph& g, const int64_t* edge_times, const int64_t* ti
     const int64_t row = nodes[i] - node_offset, t = times[i];
     const int64_t begin = g.indptr()[row], deg = g.indptr()[row + 1] - begin;
     const int64_t* et = edge_times + begin;
-    const Rank rank{time_order == nullptr ? nullptr : time_order + begin};
+    const Rank rank(time_order == nullptr ? nullptr : time_order + begin);
     // m: how many of the row's edges are not later than t (a prefix of the time order).
     int64_t lo = 0, hi = deg;
     while (lo < hi) {
@@ -103,13 +109,15 @@ void TemporalHop(const CsrGraph& g, const int64_t* edge_times, const int64_t* ti
   }
 }
 
+// Both are made from the row's slice of the time index (null without one).
 struct StoredRank {  // rows sorted by time: the k-th in time order is the k-th stored
-  const int64_t* unused;
+  explicit StoredRank(const int64_t*) {}
   int64_t operator()(int64_t k) const { return k; }
 };
 struct IndexRank {
-  const int64_t* order;
+  explicit IndexRank(const int64_t* row_order) : order(row_order) {}
   int64_t operator()(int64_t k) const { return order[k]; }
+  const int64_t* order;
 };
 
 }  // namespace
@@ -186,13 +194,9 @@ void TemporalBuilder::AddHop(const OneHopResult& hop, bool with_edge_ids, Sample
   end_ = next;
 }
 
-TemporalSampler::TemporalSampler(CsrGraph graph, const int64_t* edge_times, MultiHopOptions options,
-                                 const int64_t* time_order)
-    : graph_(graph), edge_times_(edge_times), time_order_(time_order), options_(std::move(options)) {
-  if (time_order_ == nullptr && edge_times_ != nullptr && !RowsSortedByTime(graph_, edge_times_)) {
-    BuildTimeOrder(graph_, edge_times_, &own_order_);
-    time_order_ = own_order_.data();
-  }
+TemporalSampler::TemporalSampler(CsrGraph graph, const int64_t* edge_times, MultiHopOptions options)
+    : graph_(graph), edge_times_(edge_times), time_order_(nullptr), options_(std::move(options)) {
+  if (edge_times_ != nullptr) time_order_ = PrepareTimeOrder(graph_, edge_times_, &own_order_);
 }
 
 Status TemporalSampler::Sample(ArrayView<const int64_t> seeds, ArrayView<const int64_t> seed_times,

@@ -46,6 +46,9 @@ void BuildTimeOrder(const CsrGraph& graph, const int64_t* edge_times, std::vecto
 // Whether every row's edges are already in time order (as fanout-partition
 // writes stores with timestamps): then no index is needed (time_order null).
 bool RowsSortedByTime(const CsrGraph& graph, const int64_t* edge_times);
+// The time index to sample with: null where the rows are already in time
+// order, else BuildTimeOrder's, kept in *storage.
+const int64_t* PrepareTimeOrder(const CsrGraph& graph, const int64_t* edge_times, std::vector<int64_t>* storage);
 
 // One temporal hop: node nodes[i] (a global id; row nodes[i] - node_offset)
 // draws among its edges with edge_times[e] <= times[i] (time_order from
@@ -87,10 +90,12 @@ class TemporalBuilder {
 // thread-safe: one per thread. The arrays must outlive it.
 class TemporalSampler {
  public:
-  // Builds the time index (BuildTimeOrder) unless `time_order` is given or
-  // the rows are already in time order.
-  TemporalSampler(CsrGraph graph, const int64_t* edge_times, MultiHopOptions options,
-                  const int64_t* time_order = nullptr);
+  // Prepares its own time index (PrepareTimeOrder).
+  TemporalSampler(CsrGraph graph, const int64_t* edge_times, MultiHopOptions options);
+  // With a time index the caller prepared (PrepareTimeOrder; null = rows in
+  // time order), shared by several samplers; it must outlive this one.
+  TemporalSampler(CsrGraph graph, const int64_t* edge_times, MultiHopOptions options, const int64_t* time_order)
+      : graph_(graph), edge_times_(edge_times), time_order_(time_order), options_(std::move(options)) {}
   // Seeds in [node_offset, node_offset + num_nodes); one time per seed.
   Status Sample(ArrayView<const int64_t> seeds, ArrayView<const int64_t> seed_times, uint64_t request_seed,
                 SampledSubgraph* out);

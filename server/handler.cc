@@ -5,6 +5,7 @@
 
 #include "common/secret.h"
 #include "rpc/codec.h"
+#include "sampler/negative.h"
 
 namespace fanout::server {
 
@@ -237,14 +238,10 @@ void RpcHandler::has_edges(std::string& out, const std::string& rows, const std:
     if (nbrs.size() != ids.size())
       return Status::InvalidArgument("has_edges: " + std::to_string(ids.size()) + " rows but " +
                                      std::to_string(nbrs.size()) + " neighbors");
-    const datasets::PartitionData& d = *svc_.state().data;
+    const ServerState& s = svc_.state();
     out.resize(ids.size());
-    for (size_t i = 0; i < ids.size(); ++i) {
-      const int64_t r = ids[i] - d.node_begin;
-      const int64_t* p = d.indices.data() + d.indptr[r];
-      const int64_t* end = d.indices.data() + d.indptr[r + 1];
-      out[i] = static_cast<char>(std::find(p, end, nbrs[i]) != end);
-    }
+    for (size_t i = 0; i < ids.size(); ++i)
+      out[i] = static_cast<char>(sampler::RowHasNeighbor(s.graph, ids[i] - s.data->node_begin, nbrs[i]));
     bytes = out.size();
     return Status::OK();
   });

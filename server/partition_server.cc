@@ -96,8 +96,8 @@ Status PartitionServer::Start() {
   int64_t max_degree = 0;
   for (int64_t v = 0; v < state_->graph.num_nodes(); ++v) max_degree = std::max(max_degree, state_->graph.degree(v));
   state_->max_degree = max_degree;
-  if (data_->meta.has_edge_times && !sampler::RowsSortedByTime(state_->graph, data_->edge_times.data()))
-    sampler::BuildTimeOrder(state_->graph, data_->edge_times.data(), &state_->time_order);
+  if (data_->meta.has_edge_times)
+    state_->time_index = sampler::PrepareTimeOrder(state_->graph, data_->edge_times.data(), &state_->time_order);
   int workers = options_.threads > 0 ? options_.threads - 1 : std::max(1, UsableCpuCount() - 1);
   state_->pool = std::make_unique<ThreadPool>(workers);
   loaded_.store(true, std::memory_order_release);

@@ -120,7 +120,7 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
                                      " nodes, " + std::to_string(p.times.size()) + " times");
     if (p.replace || p.weighted)
       return Status::InvalidArgument("temporal sampling draws uniformly without replacement (no replace, no weights)");
-    sampler::SampleTemporalHop(s_->graph, s_->data->edge_times.data(), s_->time_order.empty() ? nullptr : s_->time_order.data(), so.node_offset, ids, p.times, p.fanout, p.hop,
+    sampler::SampleTemporalHop(s_->graph, s_->data->edge_times.data(), s_->time_index, so.node_offset, ids, p.times, p.fanout, p.hop,
                                p.seed, p.strategy, p.with_edge_ids, &hop_);
     metrics_->RecordSample(static_cast<int64_t>(ids.size()), hop_.offsets[ids.size()]);
     *out = &hop_;

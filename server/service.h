@@ -54,7 +54,9 @@ struct ServerState {
   ServerMetrics metrics;
   std::atomic<int> data_port{0};  // the UCX listener's port once it listens (0 = none)
   int64_t max_degree = -1;        // of the partition's nodes (-1 = not known: sampling bounds replies exactly)
-  std::vector<int64_t> time_order;  // with edge timestamps: sampler::BuildTimeOrder of the partition
+  // With edge timestamps: sampler::PrepareTimeOrder's index (null: rows in time order) and its storage.
+  const int64_t* time_index = nullptr;
+  std::vector<int64_t> time_order;
   // Where authentication is required (auth token or TLS): what data-plane
   // endpoints must present (random, given to authenticated clients in
   // PartitionInfo). Empty = the data plane serves every peer.

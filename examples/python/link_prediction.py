@@ -32,21 +32,11 @@ import torch.nn.functional as F
 
 import fanout
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from train_graphsage import SAGEConv  # noqa: E402  (the same layer as the node-classification example)
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 CORA = os.path.join(ROOT, "datasets", "data", "planetoid", "cora")
-
-
-class SAGEConv(torch.nn.Module):
-    def __init__(self, d_in, d_out):
-        super().__init__()
-        self.lin_l = torch.nn.Linear(d_in, d_out)
-        self.lin_r = torch.nn.Linear(d_in, d_out, bias=False)
-
-    def forward(self, x, edge_index):
-        src, dst = edge_index[0], edge_index[1]
-        agg = torch.zeros_like(x).index_add_(0, dst, x.index_select(0, src))
-        deg = torch.zeros(x.size(0), dtype=x.dtype).index_add_(0, dst, torch.ones(dst.size(0), dtype=x.dtype))
-        return self.lin_l(agg / deg.clamp_min(1).unsqueeze(1)) + self.lin_r(x)
 
 
 class Encoder(torch.nn.Module):

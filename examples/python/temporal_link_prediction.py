@@ -35,7 +35,8 @@ import torch.nn.functional as F
 import fanout
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from link_prediction import SAGEConv, auc  # noqa: E402
+from link_prediction import auc  # noqa: E402
+from train_graphsage import SAGEConv  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 COLLEGE_MSG = os.path.join(ROOT, "datasets", "data", "snap-temporal", "CollegeMsg.txt.gz")
