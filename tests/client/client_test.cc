@@ -126,6 +126,29 @@ TEST_F(ClusterTest, DistributedInducedSubgraphsEqualLocalOnes) {
   }
 }
 
+// One local session asked in turn for node, induced and node samples gets
+// each as asked (its sampler is rebuilt whenever any option changes).
+TEST_F(ClusterTest, ALocalSessionFollowsEveryOptionChange) {
+  StartServers(2);
+  std::shared_ptr<LocalSource> local;
+  ASSERT_TRUE(LocalSource::Open(dir_, &local).ok());
+  std::unique_ptr<Session> s;
+  ASSERT_TRUE(local->NewSession(&s).ok());
+  sampler::MultiHopOptions mo;
+  mo.fanouts = {5, 3};
+  std::vector<int64_t> seeds = CoraSeeds(50, 4);
+  sampler::SampledSubgraph a, b, c;
+  ASSERT_TRUE(s->Sample(seeds, 1, mo, &a).ok());
+  mo.induced = true;
+  ASSERT_TRUE(s->Sample(seeds, 1, mo, &b).ok());
+  mo.induced = false;
+  ASSERT_TRUE(s->Sample(seeds, 1, mo, &c).ok());
+  EXPECT_EQ(a.num_sampled_edges.size(), 2u);
+  EXPECT_EQ(b.num_sampled_edges.size(), 1u);
+  EXPECT_EQ(Std(b.n_id), Std(a.n_id));
+  ExpectSameSubgraph(c, a, "node sample after an induced one");
+}
+
 // Edge existence through the servers (has_edges) equals the stored graph:
 // every stored edge is found, random pairs agree with a scan of the row.
 TEST_F(ClusterTest, DistributedEdgeExistenceEqualsTheStoredGraph) {
