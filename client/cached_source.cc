@@ -49,8 +49,9 @@ class CachedSession : public Session {
     Sync();
     return st;
   }
-  Status HasEdges(ArrayView<const int64_t> src, ArrayView<const int64_t> dst, uint8_t* exists) override {
-    return Wrap(inner_->HasEdges(src, dst, exists));
+  Status HasEdges(ArrayView<const int64_t> src, ArrayView<const int64_t> dst, uint8_t* exists,
+                  int edge_type) override {
+    return Wrap(inner_->HasEdges(src, dst, exists, edge_type));
   }
   Status SplitNodes(int split, std::vector<int64_t>* out) override { return Wrap(inner_->SplitNodes(split, out)); }
 

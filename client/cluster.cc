@@ -160,6 +160,28 @@ Status Cluster::Connect(const ClusterSpec& spec, const rpc::RpcOptions& given, s
   if (c->offsets_.back() != first.num_nodes_total)
     return Status::InvalidArgument("partition ranges end at " + std::to_string(c->offsets_.back()) + " but the dataset has " +
                                    std::to_string(first.num_nodes_total) + " nodes");
+  if (!first.node_types.empty()) {  // heterogeneous: every partition serves the same schema (one dataset id)
+    sampler::HeteroSchema& h = c->hetero_;
+    h.node_types = first.node_types;
+    for (const std::string& name : first.edge_types) {
+      const size_t a = name.find(','), b = name.rfind(',');
+      sampler::EdgeType t;
+      if (a != std::string::npos && b != a) {
+        t.src = h.FindNodeType(name.substr(0, a));
+        t.rel = name.substr(a + 1, b - a - 1);
+        t.dst = h.FindNodeType(name.substr(b + 1));
+      }
+      if (a == std::string::npos || b == a || t.src < 0 || t.dst < 0)
+        return Status::Corruption("server " + c->addresses_[0] + " names edge type '" + name +
+                                  "', not src,rel,dst of its node types");
+      h.edge_types.push_back(t);
+    }
+    h.type_bounds = first.node_type_bounds;
+    h.feature_dims = first.node_type_feature_dims;
+    h.incoming = first.direction != "out";
+    Status st = h.Check(k, first.num_nodes_total, first.feature_dim);
+    if (!st.ok()) return Status::Corruption("server " + c->addresses_[0] + ": " + st.message());
+  }
   const rpc::DataPlaneMode mode = spec.has_data_plane ? spec.data_plane : options.data_plane;
   if (mode == rpc::DataPlaneMode::kUcx) {
     for (int p = 0; p < k; ++p)
@@ -678,6 +700,22 @@ class ClusterSession : public Session {
     builder_.UseDenseIdRange(c_->num_nodes());  // the relabel's dedupe, direct-mapped where the id space is small
     builder_.Begin(seeds, out);
     const bool eids = options.sampling.with_edge_ids;
+    if (!options.edge_type_fanouts.empty()) {  // heterogeneous: per-edge-type fanouts, over Thrift
+      if (c_->hetero_.empty())
+        return Status::InvalidArgument("per-edge-type fanouts need a heterogeneous dataset; '" +
+                                       c_->info_[0].dataset_name + "' has no edge types");
+      std::vector<int64_t> per_hop;
+      FANOUT_RETURN_IF_ERROR(sampler::HeteroHopFanouts(c_->hetero_, options.edge_type_fanouts, &per_hop));
+      if (options.induced) return Status::InvalidArgument("subgraph (induced) sampling of heterogeneous graphs is not supported");
+      std::vector<int64_t> type_fanouts(options.edge_type_fanouts.size());
+      for (size_t h = 0; h < per_hop.size(); ++h) {
+        for (size_t e = 0; e < type_fanouts.size(); ++e) type_fanouts[e] = options.edge_type_fanouts[e][h];
+        FANOUT_RETURN_IF_ERROR(FetchHop(builder_.Frontier(*out), per_hop[h], static_cast<int32_t>(h), request_seed,
+                                        options.sampling, {}, {}, "uniform", type_fanouts));
+        builder_.AddHop(hop_, eids, out);
+      }
+      return Status::OK();
+    }
     for (size_t h = 0; h < options.fanouts.size(); ++h) {
       FANOUT_RETURN_IF_ERROR(FetchHop(builder_.Frontier(*out), options.fanouts[h], static_cast<int32_t>(h),
                                       request_seed, options.sampling));
@@ -724,8 +762,10 @@ class ClusterSession : public Session {
   // frontier order.
   Status FetchHop(ArrayView<const int64_t> frontier, int64_t fanout, int32_t hop, uint64_t request_seed,
                   const sampler::SamplingOptions& sampling, ArrayView<const int64_t> keep = {},
-                  ArrayView<const int64_t> times = {}, const char* strategy = "uniform") {
+                  ArrayView<const int64_t> times = {}, const char* strategy = "uniform",
+                  ArrayView<const int64_t> type_fanouts = {}) {
     const bool eids = sampling.with_edge_ids;
+    const bool typed = !type_fanouts.empty();
     FANOUT_RETURN_IF_ERROR(Route(frontier));
     if (!times.empty()) {  // each partition's nodes' times, in its order
       for (int p = 0; p < c_->num_parts(); ++p) {
@@ -745,6 +785,7 @@ class ClusterSession : public Session {
     call.keep = keep;
     call.temporal_strategy = strategy;
     call.times = times;
+    call.type_fanouts = type_fanouts;
     // One request per partition, all in flight at once.
     auto t0 = std::chrono::steady_clock::now();
     auto send = [&](int p) {
@@ -753,9 +794,9 @@ class ClusterSession : public Session {
       mine.times = times_by_part_[p];
       return clients_[p]->SendSample(by_part_[p], mine);
     };
-    // A data-plane request carries neither a keep list nor times: those go by Thrift.
+    // A data-plane request carries no keep list, times or type fanouts: those go by Thrift.
     FANOUT_RETURN_IF_ERROR(Exchange(
-        keep.empty() && times.empty() ? &req : nullptr, [&](int p) { return GrowSink(p); }, send,
+        keep.empty() && times.empty() && !typed ? &req : nullptr, [&](int p) { return GrowSink(p); }, send,
         [&](int p) { return clients_[p]->ReceiveSample(by_part_[p].size(), eids, &replies_[p]); }));
     stats_.network_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (int p = 0; p < c_->num_parts(); ++p) {
@@ -777,15 +818,22 @@ class ClusterSession : public Session {
     for (size_t i = 0; i < m; ++i) hop_.offsets[i + 1] += hop_.offsets[i];
     hop_.neighbors.resize(hop_.offsets[m]);
     hop_.edge_ids.resize(eids ? hop_.offsets[m] : 0);
+    hop_.edge_types.resize(typed ? hop_.offsets[m] : 0);
     for (int p = 0; p < c_->num_parts(); ++p) {
       const int32_t* counts = views_[p].counts;
       const int64_t* nbr = views_[p].neighbors;
       const int64_t* eid = views_[p].edge_ids;
+      const int32_t* et = typed ? replies_[p].EdgeTypes().data() : nullptr;
+      if (typed && !by_part_[p].empty() && replies_[p].EdgeTypes().size() != replies_[p].Neighbors().size())
+        return Status::Corruption("server " + Address(p) +
+                                  " sent no edge types for a heterogeneous sample (a server before heterogeneous "
+                                  "sampling?)");
       int64_t at = 0;
       for (size_t j = 0; j < pos_[p].size(); ++j) {
         int64_t dst = hop_.offsets[pos_[p][j]], k = counts[j];
         std::memcpy(hop_.neighbors.data() + dst, nbr + at, k * 8);
         if (eids) std::memcpy(hop_.edge_ids.data() + dst, eid + at, k * 8);
+        if (typed) std::memcpy(hop_.edge_types.data() + dst, et + at, k * 4);
         at += k;
       }
     }
@@ -997,7 +1045,8 @@ class ClusterSession : public Session {
     return Status::OK();
   }
 
-  Status HasEdges(ArrayView<const int64_t> src, ArrayView<const int64_t> dst, uint8_t* exists) override {
+  Status HasEdges(ArrayView<const int64_t> src, ArrayView<const int64_t> dst, uint8_t* exists,
+                  int edge_type) override {
     if (src.size() != dst.size())
       return Status::InvalidArgument("HasEdges: " + std::to_string(src.size()) + " sources but " +
                                      std::to_string(dst.size()) + " destinations");
@@ -1017,7 +1066,7 @@ class ClusterSession : public Session {
     auto t0 = std::chrono::steady_clock::now();
     Status st = Exchange(
         nullptr, [&](int p) { return GrowSink(p); },
-        [&](int p) { return clients_[p]->SendHasEdges(by_part_[p], part_nbrs[p]); },
+        [&](int p) { return clients_[p]->SendHasEdges(by_part_[p], part_nbrs[p], edge_type); },
         [&](int p) { return clients_[p]->ReceiveHasEdges(by_part_[p].size(), &found[p]); });
     if (st.IsNotSupported())
       return Status::NotSupported(st.message() + ": strict negative sampling needs servers with has_edges; "

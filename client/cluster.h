@@ -62,6 +62,7 @@ class Cluster : public Source {
   int64_t num_nodes() const override { return offsets_.back(); }
   int64_t feature_dim() const override { return info_[0].feature_dim; }
   int64_t num_classes() const override { return info_[0].num_classes; }
+  const sampler::HeteroSchema* hetero() const override { return hetero_.empty() ? nullptr : &hetero_; }
   std::string description() const override;
   // A pool of data-plane regions where the data plane is in use (null
   // otherwise): feature outputs in them are filled by the servers themselves.
@@ -98,6 +99,7 @@ class Cluster : public Source {
   mutable std::atomic<uint64_t> sessions_{0};        // sessions opened: spreads them over the replicas
   std::vector<rpc::RemotePartitionInfo> info_;
   std::vector<int64_t> offsets_;
+  sampler::HeteroSchema hetero_;  // from the servers' PartitionInfo; empty when homogeneous
 
   // Health checks (RpcOptions::health_check_ms), where a partition has
   // several replicas.

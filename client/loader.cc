@@ -41,6 +41,7 @@ sampler::MultiHopOptions MultiHopOptionsOf(const LoaderOptions& o) {
   mo.sampling.with_edge_ids = o.edge_ids;
   mo.induced = o.subgraph;
   mo.temporal_strategy = o.temporal_strategy;
+  mo.edge_type_fanouts = o.edge_type_fanouts;
   return mo;
 }
 
@@ -100,6 +101,17 @@ NodeLoader::NodeLoader(std::shared_ptr<Source> source, std::vector<int64_t> seed
                                   std::to_string(want) + (links_ ? " seed edges" : " seeds"));
     Status t = sampler::CheckTemporalOptions(MultiHopOptionsOf(options_));
     if (!t.ok()) throw std::invalid_argument("NodeLoader: " + t.message());
+  }
+  if (!options_.edge_type_fanouts.empty()) {
+    const sampler::HeteroSchema* h = source_->hetero();
+    if (h == nullptr)
+      throw std::invalid_argument("NodeLoader: per-edge-type fanouts need a heterogeneous dataset; " +
+                                  source_->description() + " has no edge types");
+    std::vector<int64_t> per_hop;
+    Status st = sampler::HeteroHopFanouts(*h, options_.edge_type_fanouts, &per_hop);
+    if (!st.ok()) throw std::invalid_argument("NodeLoader: " + st.message());
+    if (!options_.input_time.empty() || options_.subgraph)
+      throw std::invalid_argument("NodeLoader: heterogeneous sampling with input times or subgraph mode is not supported");
   }
   if (!links_) {
     IdRangeCheck seed;
@@ -255,10 +267,16 @@ Status NodeLoader::LinkSeedNodes(Session* session, ArrayView<const int64_t> posi
   const int64_t p = static_cast<int64_t>(positions.size());
   std::vector<int64_t> src(p), dst(p), neg_src, neg_dst;
   for (int64_t i = 0; i < p; ++i) src[i] = links.src[positions[i]], dst[i] = links.dst[positions[i]];
+  // Heterogeneous: the seed edge type's end types (LinkLoader checked it).
+  const sampler::HeteroSchema* h = options_.link_edge_type >= 0 ? source_->hetero() : nullptr;
+  const int edge_type = h ? options_.link_edge_type : -1;
+  const sampler::NodeRanges src_nodes = h ? h->NodesOfType(h->edge_types[edge_type].src)
+                                          : sampler::NodeRanges::All(source_->num_nodes());
+  const sampler::NodeRanges dst_nodes = h ? h->NodesOfType(h->edge_types[edge_type].dst) : src_nodes;
   FANOUT_RETURN_IF_ERROR(sampler::SampleNegatives(
-      neg, src, source_->num_nodes(), request_seed,
-      [session](ArrayView<const int64_t> s, ArrayView<const int64_t> d, uint8_t* exists) {
-        return session->HasEdges(s, d, exists);
+      neg, src, src_nodes, dst_nodes, request_seed,
+      [session, edge_type](ArrayView<const int64_t> s, ArrayView<const int64_t> d, uint8_t* exists) {
+        return session->HasEdges(s, d, exists, edge_type);
       },
       &neg_src, &neg_dst));
   const int64_t m = static_cast<int64_t>(neg_dst.size());
@@ -341,6 +359,15 @@ Status NodeLoader::SampleAndFetch(Session* session, DeviceFeatureFetcher* fetche
     at += e;
   }
   if (options_.edge_ids) out->edge_id = Wrap(std::move(sub.edge_id));
+  if (!options_.edge_type_fanouts.empty()) {
+    const sampler::HeteroSchema& h = *source_->hetero();
+    out->node_type = torch::empty({n}, torch::kLong);
+    int64_t* nt = out->node_type.data_ptr<int64_t>();
+    for (int64_t i = 0; i < n; ++i) nt[i] = h.NodeTypeOf(ids[i]);
+    const int64_t e = static_cast<int64_t>(sub.edge_type.size());
+    out->edge_type = torch::empty({e}, torch::kLong);
+    std::copy(sub.edge_type.begin(), sub.edge_type.end(), out->edge_type.data_ptr<int64_t>());
+  }
   if (options_.features && options_.gpu_cache) {
     FANOUT_RETURN_IF_ERROR(
         GatherFeaturesOnDevice(*fetcher, *session, id_view, options_.gpu_cache->device(), &out->x));
@@ -425,6 +452,22 @@ std::shared_ptr<const LinkSeeds> CheckLinks(const Source* source, LinkSeeds seed
     st = CheckIdsInRange(*ids, 0, source->num_nodes(), check);
     if (!st.ok()) throw std::invalid_argument("LinkLoader: " + st.message());
   }
+  if (const sampler::HeteroSchema* h = source->hetero(); h != nullptr && options.negative.mode != sampler::NegativeMode::kNone) {
+    const int e = options.link_edge_type;
+    if (e < 0 || e >= h->num_edge_types())
+      throw std::invalid_argument("LinkLoader: a heterogeneous dataset needs the seed edges' type (link_edge_type, one of " +
+                                  std::to_string(h->num_edge_types()) + " edge types) for negative sampling");
+    for (size_t i = 0; i < seeds.src.size(); ++i) {
+      const int32_t s = h->NodeTypeOf(seeds.src[i]), d = h->NodeTypeOf(seeds.dst[i]);
+      if (s != h->edge_types[e].src || d != h->edge_types[e].dst)
+        throw std::invalid_argument("LinkLoader: seed edge " + std::to_string(i) + " (" + std::to_string(seeds.src[i]) +
+                                    " -> " + std::to_string(seeds.dst[i]) + ") joins " + h->node_types[s] + " -> " +
+                                    h->node_types[d] + ", not the edge type " + h->EdgeTypeName(e));
+    }
+  } else if (options.link_edge_type >= 0 && (h == nullptr || options.link_edge_type >= h->num_edge_types())) {
+    throw std::invalid_argument("LinkLoader: link_edge_type " + std::to_string(options.link_edge_type) +
+                                " names no edge type of the dataset");
+  }
   if (!seeds.label.empty()) {
     if (options.negative.mode == sampler::NegativeMode::kTriplet)
       throw std::invalid_argument("LinkLoader: edge labels cannot be used with triplet negative sampling");
@@ -442,6 +485,40 @@ std::shared_ptr<const LinkSeeds> CheckLinks(const Source* source, LinkSeeds seed
 
 LinkLoader::LinkLoader(std::shared_ptr<Source> source, LinkSeeds seeds, LoaderOptions options)
     : NodeLoader(source, {}, options, CheckLinks(source.get(), std::move(seeds), options)) {}
+
+HeteroBatch SplitByType(const MiniBatch& b, const sampler::HeteroSchema& schema) {
+  if (!b.node_type.defined() || !b.edge_type.defined())
+    throw std::invalid_argument("SplitByType: the batch is not heterogeneous (no node_type/edge_type)");
+  const int T = schema.num_node_types(), R = schema.num_edge_types();
+  const int64_t n = b.n_id.size(0);
+  HeteroBatch out;
+  const int64_t* nt = b.node_type.data_ptr<int64_t>();
+  out.type_index = torch::empty({n}, torch::kLong);
+  int64_t* ti = out.type_index.data_ptr<int64_t>();
+  std::vector<int64_t> count(T, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    if (nt[i] < 0 || nt[i] >= T) throw std::invalid_argument("SplitByType: node type " + std::to_string(nt[i]) + " out of range");
+    ti[i] = count[nt[i]]++;
+  }
+  out.batch_size.assign(T, 0);
+  for (int64_t i = 0; i < b.batch_size; ++i) out.batch_size[nt[i]]++;
+  for (int t = 0; t < T; ++t) {
+    at::Tensor index = torch::nonzero(b.node_type == t).view({-1});
+    out.index.push_back(index);
+    out.n_id.push_back(b.n_id.index_select(0, index));
+    const int64_t d = schema.feature_dims[t];
+    out.x.push_back(b.x.defined() && d > 0 ? b.x.index_select(0, index).narrow(1, 0, d) : at::Tensor());
+    out.y.push_back(b.y.defined() ? b.y.index_select(0, index) : at::Tensor());
+    out.original_id.push_back(b.original_id.defined() ? b.original_id.index_select(0, index) : at::Tensor());
+  }
+  for (int e = 0; e < R; ++e) {
+    at::Tensor sel = torch::nonzero(b.edge_type == e).view({-1});
+    at::Tensor ei = b.edge_index.index_select(1, sel);
+    out.edge_index.push_back(out.type_index.index_select(0, ei.reshape({-1})).view({2, -1}));
+    out.edge_id.push_back(b.edge_id.defined() ? b.edge_id.index_select(0, sel) : at::Tensor());
+  }
+  return out;
+}
 
 LoaderStats NodeLoader::stats() const {
   LoaderStats s;

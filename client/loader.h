@@ -65,6 +65,16 @@ struct LoaderOptions {
   // partitioned with edge timestamps; no replace, weights or subgraph mode.
   std::vector<int64_t> input_time;
   sampler::TemporalStrategy temporal_strategy = sampler::TemporalStrategy::kUniform;
+  // Heterogeneous datasets (Source::hetero()): PyG's num_neighbors dict, as
+  // one fanout list per edge type of the source's schema (edge_type_fanouts[e][h];
+  // 0 = type e is not sampled in hop h); `fanouts` is then unused. Batches
+  // get node_type and edge_type. Not with input_time or subgraph.
+  std::vector<std::vector<int64_t>> edge_type_fanouts;
+  // LinkLoader on a heterogeneous dataset: the seed edges' type (an index
+  // into the schema's edge types). Negatives then draw sources among its
+  // source type's nodes and destinations among its destination type's, and
+  // strictness checks edges of that type. Required there; -1 otherwise.
+  int link_edge_type = -1;
 };
 
 // The seed edges of a LinkLoader: edge i is src[i] -> dst[i] (global ids,
@@ -107,6 +117,10 @@ struct MiniBatch {
   int64_t epoch = 0, index = 0;  // which batch of which epoch
   at::Tensor batch;        // temporal: int64 [N], the seed position (tree) of each node; else undefined
   at::Tensor seed_time;    // temporal: int64 [batch_size], the seeds' times; else undefined
+  // Heterogeneous batches (LoaderOptions::edge_type_fanouts), else undefined:
+  // the type of each node (int64 [N], an index into the schema's node types)
+  // and of each edge (int64 [E]). HeteroBatch splits a batch by them.
+  at::Tensor node_type, edge_type;
   // LinkLoader batches (undefined otherwise), as PyG's LinkNeighborLoader:
   at::Tensor input_id;          // int64 [P]: positions of the batch's seed edges in LinkSeeds
   at::Tensor edge_label_index;  // int64 [2, P + M] local indices: positives, then binary negatives
@@ -210,6 +224,25 @@ class NodeLoader {
   std::chrono::steady_clock::time_point last_next_;
   bool timing_ = false;
 };
+
+// A heterogeneous batch by type, the shape of PyG's HeteroData: for node type
+// t, the global ids of its nodes in the batch (n_id[t], in batch order), their
+// features (x[t], its feature_dims[t] columns; undefined when the batch has
+// no features or the type has none), labels (y[t]) and positions in the
+// homogeneous batch (index[t]); for edge type e, edge_index[e] [2, E_e] whose
+// rows index n_id[src type] and n_id[dst type] (row 0 the message source, as
+// in MiniBatch), and edge_id[e]. seed positions: batch_size[t] of the seeds
+// are of type t (they come first in n_id[t], in seed order).
+struct HeteroBatch {
+  std::vector<at::Tensor> n_id, x, y, index, original_id;  // per node type
+  std::vector<int64_t> batch_size;                        // per node type
+  std::vector<at::Tensor> edge_index, edge_id;            // per edge type
+  // Local index of every node of the homogeneous batch within its type.
+  at::Tensor type_index;
+};
+// Splits `batch` (with node_type/edge_type) by `schema`'s types. Throws
+// std::invalid_argument when the batch is not heterogeneous.
+HeteroBatch SplitByType(const MiniBatch& batch, const sampler::HeteroSchema& schema);
 
 // LinkLoader: mini-batches for link prediction, as PyG's LinkNeighborLoader.
 // A batch takes P seed edges (in epoch order, split over ranks as NodeLoader

@@ -3,6 +3,7 @@
 #include "client/source.h"
 #include "datasets/partition_store.h"
 #include "common/id_range.h"
+#include "sampler/hetero.h"
 #include "sampler/negative.h"
 #include "sampler/temporal.h"
 
@@ -14,8 +15,17 @@ class LocalSession : public Session {
 
   Status Sample(ArrayView<const int64_t> seeds, uint64_t request_seed, const sampler::MultiHopOptions& options,
                 sampler::SampledSubgraph* out) override {
-    if (!sampler_ || sampler_->options() != options)
+    if (!options.edge_type_fanouts.empty()) {
+      if (src_->hetero_.empty())
+        return Status::InvalidArgument("per-edge-type fanouts need a heterogeneous dataset; " + src_->dir_ +
+                                       " has no edge types");
+      std::vector<int64_t> per_hop;
+      FANOUT_RETURN_IF_ERROR(sampler::HeteroHopFanouts(src_->hetero_, options.edge_type_fanouts, &per_hop));
+    }
+    if (!sampler_ || sampler_->options() != options) {
       sampler_ = std::make_unique<sampler::MultiHopSampler>(src_->csr_.View(), options);
+      if (!src_->edge_types_.empty()) sampler_->SetEdgeTypes(src_->edge_types_.data());
+    }
     return sampler_->Sample(seeds, request_seed, out);
   }
 
@@ -59,16 +69,22 @@ class LocalSession : public Session {
     return Status::OK();
   }
 
-  Status HasEdges(ArrayView<const int64_t> src, ArrayView<const int64_t> dst, uint8_t* exists) override {
+  Status HasEdges(ArrayView<const int64_t> src, ArrayView<const int64_t> dst, uint8_t* exists,
+                  int edge_type) override {
     if (src.size() != dst.size())
       return Status::InvalidArgument("HasEdges: " + std::to_string(src.size()) + " sources but " +
                                      std::to_string(dst.size()) + " destinations");
     FANOUT_RETURN_IF_ERROR(Check(src));
     FANOUT_RETURN_IF_ERROR(Check(dst));
+    if (edge_type >= src_->hetero_.num_edge_types())
+      return Status::InvalidArgument("HasEdges: edge type " + std::to_string(edge_type) + " is outside [0, " +
+                                     std::to_string(src_->hetero_.num_edge_types()) + ")");
     const sampler::CsrGraph g = src_->csr_.View();
     const bool in = src_->incoming_;
+    const int32_t* types = src_->edge_types_.empty() ? nullptr : src_->edge_types_.data();
     for (size_t i = 0; i < src.size(); ++i)
-      exists[i] = in ? sampler::RowHasNeighbor(g, dst[i], src[i]) : sampler::RowHasNeighbor(g, src[i], dst[i]);
+      exists[i] = in ? sampler::RowHasTypedNeighbor(g, types, dst[i], src[i], edge_type)
+                     : sampler::RowHasTypedNeighbor(g, types, src[i], dst[i], edge_type);
     return Status::OK();
   }
 
@@ -89,6 +105,7 @@ Status LocalSource::Open(const std::string& dir, std::shared_ptr<LocalSource>* o
   s->feature_dim_ = meta.feature_dim;
   s->num_classes_ = meta.num_classes;
   s->incoming_ = meta.direction != "out";
+  s->hetero_ = meta.hetero;
   s->csr_.indptr.assign(1, 0);
   for (int p = 0; p < meta.num_parts; ++p) {
     datasets::PartitionData d;
@@ -98,6 +115,7 @@ Status LocalSource::Open(const std::string& dir, std::shared_ptr<LocalSource>* o
     s->csr_.indices.insert(s->csr_.indices.end(), d.indices.begin(), d.indices.end());
     s->csr_.edge_ids.insert(s->csr_.edge_ids.end(), d.edge_ids.begin(), d.edge_ids.end());
     s->edge_times_.insert(s->edge_times_.end(), d.edge_times.begin(), d.edge_times.end());
+    s->edge_types_.insert(s->edge_types_.end(), d.edge_types.begin(), d.edge_types.end());
     for (int64_t r = 0; r < d.num_nodes(); ++r)
       for (int64_t j = 0; j < meta.feature_dim; ++j) s->features_.push_back(d.Feature(r, j));
     s->labels_.insert(s->labels_.end(), d.labels.begin(), d.labels.end());

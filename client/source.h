@@ -12,6 +12,7 @@
 
 #include "common/array_view.h"
 #include "common/status.h"
+#include "sampler/hetero.h"
 #include "sampler/multihop.h"
 
 namespace fanout::client {
@@ -40,7 +41,9 @@ struct SessionStats {
 class Session {
  public:
   virtual ~Session() = default;
-  // Multi-hop sampling with the semantics of sampler::MultiHopSampler.
+  // Multi-hop sampling with the semantics of sampler::MultiHopSampler
+  // (heterogeneous sampling where options.edge_type_fanouts is set: the
+  // dataset must have edge types; out->edge_type names each edge's).
   virtual Status Sample(ArrayView<const int64_t> seeds, uint64_t request_seed, const sampler::MultiHopOptions& options,
                         sampler::SampledSubgraph* out) = 0;
   // Temporal sampling with the semantics of sampler::TemporalSampler (disjoint
@@ -75,8 +78,10 @@ class Session {
   // exists[i] = 1 where src[i] -> dst[i] is an edge of the dataset (as
   // partitioned: with --undirected both ways), else 0; asked of the node
   // whose row stores the edge (dst for "in" storage, src for "out"). Strict
-  // negative sampling uses it. Ids must be in [0, num_nodes).
-  virtual Status HasEdges(ArrayView<const int64_t> src, ArrayView<const int64_t> dst, uint8_t* exists) = 0;
+  // negative sampling uses it. Ids must be in [0, num_nodes). edge_type >= 0
+  // (heterogeneous datasets): only edges of that type count.
+  virtual Status HasEdges(ArrayView<const int64_t> src, ArrayView<const int64_t> dst, uint8_t* exists,
+                          int edge_type = -1) = 0;
   const SessionStats& stats() const { return stats_; }
 
  protected:
@@ -103,6 +108,8 @@ class Source {
   virtual int64_t feature_dim() const = 0;
   virtual int64_t num_classes() const = 0;
   virtual std::string description() const = 0;
+  // A heterogeneous dataset's types (sampler/hetero.h); null for a homogeneous one.
+  virtual const sampler::HeteroSchema* hetero() const { return nullptr; }
   // Where feature outputs should live so that servers on this host write
   // rows straight into them (placement); null where there is no such memory.
   virtual std::shared_ptr<RegionPool> feature_buffers() { return nullptr; }
@@ -120,6 +127,7 @@ class LocalSource : public Source {
   int64_t feature_dim() const override { return feature_dim_; }
   int64_t num_classes() const override { return num_classes_; }
   std::string description() const override { return "local dataset " + dir_; }
+  const sampler::HeteroSchema* hetero() const override { return hetero_.empty() ? nullptr : &hetero_; }
   // Global ids of the nodes in a split (1 train, 2 val, 3 test).
   std::vector<int64_t> SplitNodes(int split) const;
 
@@ -133,6 +141,8 @@ class LocalSource : public Source {
   int64_t feature_dim_ = 0, num_classes_ = 0;
   bool incoming_ = true;  // rows hold in-neighbors (direction "in")
   std::vector<int64_t> edge_times_;  // per CSR edge; empty without timestamps
+  std::vector<int32_t> edge_types_;  // per CSR edge; empty unless heterogeneous
+  sampler::HeteroSchema hetero_;
   // With timestamps: sampler::PrepareTimeOrder's index (null: rows in time order) and its storage.
   const int64_t* time_index_ = nullptr;
   std::vector<int64_t> time_order_;

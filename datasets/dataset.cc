@@ -33,6 +33,42 @@ Status RawDataset::Validate() const {
   if (!split.empty() && static_cast<int64_t>(split.size()) != num_nodes)
     return Status::InvalidArgument("split has " + std::to_string(split.size()) + " entries, expected " +
                                    std::to_string(num_nodes));
+  if (hetero()) {
+    if (static_cast<int64_t>(node_type.size()) != num_nodes)
+      return Status::InvalidArgument("node types hold " + std::to_string(node_type.size()) + " entries, expected " +
+                                     std::to_string(num_nodes));
+    if (edge_type.size() != src.size())
+      return Status::InvalidArgument("edge types hold " + std::to_string(edge_type.size()) + " entries for " +
+                                     std::to_string(src.size()) + " edges");
+    const int32_t T = static_cast<int32_t>(node_types.size()), R = static_cast<int32_t>(edge_types.size());
+    for (int64_t v = 0; v < num_nodes; ++v)
+      if (node_type[v] < 0 || node_type[v] >= T)
+        return Status::InvalidArgument("node " + std::to_string(v) + " has node type " + std::to_string(node_type[v]) +
+                                       ", outside [0, " + std::to_string(T) + ")");
+    for (size_t i = 0; i < src.size(); ++i) {
+      const int32_t e = edge_type[i];
+      if (e < 0 || e >= R)
+        return Status::InvalidArgument("edge " + std::to_string(i) + " has edge type " + std::to_string(e) +
+                                       ", outside [0, " + std::to_string(R) + ")");
+      if (node_type[src[i]] != edge_types[e].src || node_type[dst[i]] != edge_types[e].dst)
+        return Status::InvalidArgument("edge " + std::to_string(i) + " (" + std::to_string(src[i]) + " -> " +
+                                       std::to_string(dst[i]) + ") of type " + edge_types[e].rel +
+                                       " joins node types " + node_types[node_type[src[i]]] + " -> " +
+                                       node_types[node_type[dst[i]]] + ", not " + node_types[edge_types[e].src] +
+                                       " -> " + node_types[edge_types[e].dst]);
+    }
+    sampler::HeteroSchema schema;  // names and feature dims (bounds are the writer's)
+    schema.node_types = node_types;
+    schema.edge_types = edge_types;
+    schema.type_bounds.assign(node_types.size() + 1, num_nodes);
+    schema.type_bounds[0] = 0;
+    schema.feature_dims = type_feature_dims;
+    FANOUT_RETURN_IF_ERROR(schema.Check(1, num_nodes, features.empty() ? 0 : feature_dim).WithContext("dataset types"));
+    if (!edge_times.empty())
+      return Status::InvalidArgument("edge timestamps on a heterogeneous graph are not supported");
+  } else if (!node_type.empty() || !edge_type.empty()) {
+    return Status::InvalidArgument("node or edge types without type names");
+  }
   if (static_cast<int64_t>(original_ids.size()) != num_nodes)
     return Status::InvalidArgument("original id map has " + std::to_string(original_ids.size()) +
                                    " entries, expected " + std::to_string(num_nodes));
@@ -49,23 +85,42 @@ std::string ApplyEdgeOptions(const EdgeOptions& options, RawDataset* ds) {
       ds->src[w] = ds->src[i];
       ds->dst[w] = ds->dst[i];
       if (!ds->edge_times.empty()) ds->edge_times[w] = ds->edge_times[i];
+      if (!ds->edge_type.empty()) ds->edge_type[w] = ds->edge_type[i];
       ++w;
     }
     note("dropped " + std::to_string(ds->src.size() - w) + " self-loops");
     ds->src.resize(w);
     ds->dst.resize(w);
     if (!ds->edge_times.empty()) ds->edge_times.resize(w);
+    if (!ds->edge_type.empty()) ds->edge_type.resize(w);
   }
   if (options.make_undirected) {
     size_t n = ds->src.size();
     ds->src.reserve(2 * n);
     ds->dst.reserve(2 * n);
     if (!ds->edge_times.empty()) ds->edge_times.reserve(2 * n);
+    // Heterogeneous: (s, r, d) gets the reverse type (d, rev_r, s); a type
+    // joining one node type to itself is its own reverse.
+    std::vector<int32_t> reverse_type;
+    if (ds->hetero()) {
+      const size_t R = ds->edge_types.size();
+      for (size_t e = 0; e < R; ++e) {
+        const sampler::EdgeType t = ds->edge_types[e];
+        if (t.src == t.dst) {
+          reverse_type.push_back(static_cast<int32_t>(e));
+        } else {
+          reverse_type.push_back(static_cast<int32_t>(ds->edge_types.size()));
+          ds->edge_types.push_back({t.dst, "rev_" + t.rel, t.src});
+        }
+      }
+      ds->edge_type.reserve(2 * n);
+    }
     for (size_t i = 0; i < n; ++i) {
       if (ds->src[i] == ds->dst[i]) continue;  // a self-loop is its own reverse
       ds->src.push_back(ds->dst[i]);
       ds->dst.push_back(ds->src[i]);
       if (!ds->edge_times.empty()) ds->edge_times.push_back(ds->edge_times[i]);
+      if (!reverse_type.empty()) ds->edge_type.push_back(reverse_type[ds->edge_type[i]]);
     }
     note("added " + std::to_string(ds->src.size() - n) + " reverse edges");
   }
@@ -73,12 +128,17 @@ std::string ApplyEdgeOptions(const EdgeOptions& options, RawDataset* ds) {
     size_t n = ds->src.size();
     std::vector<int64_t> order(n);
     std::iota(order.begin(), order.end(), 0);
+    // Heterogeneous: equal (u, v) of different edge types are different edges.
+    auto type_of = [&](int64_t i) { return ds->edge_type.empty() ? 0 : ds->edge_type[i]; };
     std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-      return ds->src[a] != ds->src[b] ? ds->src[a] < ds->src[b] : ds->dst[a] < ds->dst[b];
+      if (ds->src[a] != ds->src[b]) return ds->src[a] < ds->src[b];
+      if (ds->dst[a] != ds->dst[b]) return ds->dst[a] < ds->dst[b];
+      return type_of(a) < type_of(b);
     });
     std::vector<uint8_t> keep(n, 1);
     for (size_t i = 1; i < n; ++i)
-      if (ds->src[order[i]] == ds->src[order[i - 1]] && ds->dst[order[i]] == ds->dst[order[i - 1]])
+      if (ds->src[order[i]] == ds->src[order[i - 1]] && ds->dst[order[i]] == ds->dst[order[i - 1]] &&
+          type_of(order[i]) == type_of(order[i - 1]))
         keep[order[i]] = 0;  // stable sort: order[i-1] came first in input order
     size_t w = 0;
     for (size_t i = 0; i < n; ++i) {
@@ -86,12 +146,14 @@ std::string ApplyEdgeOptions(const EdgeOptions& options, RawDataset* ds) {
       ds->src[w] = ds->src[i];
       ds->dst[w] = ds->dst[i];
       if (!ds->edge_times.empty()) ds->edge_times[w] = ds->edge_times[i];
+      if (!ds->edge_type.empty()) ds->edge_type[w] = ds->edge_type[i];
       ++w;
     }
     note("dropped " + std::to_string(n - w) + " duplicate edges");
     ds->src.resize(w);
     ds->dst.resize(w);
     if (!ds->edge_times.empty()) ds->edge_times.resize(w);
+    if (!ds->edge_type.empty()) ds->edge_type.resize(w);
   }
   return summary;
 }

@@ -14,7 +14,8 @@
 namespace fanout::datasets {
 
 const std::vector<std::string>& FormatNames() {
-  static const std::vector<std::string> kNames = {"linqs", "planetoid", "ogb", "snap", "rmat"};
+  static const std::vector<std::string> kNames = {"linqs", "planetoid", "ogb", "ogb-hetero", "movielens",
+                                                     "snap", "rmat"};
   return kNames;
 }
 
@@ -60,9 +61,11 @@ Status LoadDataset(const std::string& format, const std::string& input, const Lo
   if (format == "linqs") st = LoadLinqs(input, options, out, notes);
   else if (format == "planetoid") st = LoadPlanetoid(input, options, out, notes);
   else if (format == "ogb") st = LoadOgb(input, options, out, notes);
+  else if (format == "ogb-hetero") st = LoadOgbHetero(input, options, out, notes);
+  else if (format == "movielens") st = LoadMovieLens(input, options, out, notes);
   else if (format == "snap") st = LoadSnap(input, options, out, notes);
   else if (format == "rmat") st = LoadRmat(options, out, notes);
-  else return Status::InvalidArgument("unknown format '" + format + "' (known: linqs, planetoid, ogb, snap, rmat)");
+  else return Status::InvalidArgument("unknown format '" + format + "' (known: linqs, planetoid, ogb, ogb-hetero, movielens, snap, rmat)");
   if (!st.ok()) return st;
   if (out->format.empty()) out->format = format;
   return out->Validate();
@@ -73,6 +76,8 @@ namespace {
 Status CheckRmatData(const LoadOptions& options) {
   if (options.feature_dim < 0) return Status::InvalidArgument("feature dim " + std::to_string(options.feature_dim) + " is negative");
   if (options.num_classes < 0) return Status::InvalidArgument("num classes " + std::to_string(options.num_classes) + " is negative");
+  if (options.rmat_node_types < 0 || options.rmat_node_types > 64)
+    return Status::InvalidArgument("R-MAT node types " + std::to_string(options.rmat_node_types) + " is outside [0, 64]");
   return CheckSplitFractions(options.split_fractions);
 }
 
@@ -135,6 +140,19 @@ Status LoadRmat(const LoadOptions& options, RawDataset* out, std::vector<std::st
   out->original_ids.resize(out->num_nodes);
   for (int64_t v = 0; v < out->num_nodes; ++v) out->original_ids[v] = v;
   const int64_t d = options.feature_dim, c = options.num_classes;
+  if (const int T = options.rmat_node_types; T > 0) {
+    if (options.edge_times)
+      return Status::InvalidArgument("edge timestamps on a heterogeneous graph are not supported");
+    for (int t = 0; t < T; ++t) out->node_types.push_back("t" + std::to_string(t));
+    for (int s = 0; s < T; ++s)
+      for (int t = 0; t < T; ++t) out->edge_types.push_back({s, "links", t});
+    out->node_type.resize(out->num_nodes);
+    for (int64_t v = 0; v < out->num_nodes; ++v) out->node_type[v] = static_cast<int32_t>(v % T);
+    out->edge_type.resize(out->src.size());
+    for (size_t i = 0; i < out->src.size(); ++i)
+      out->edge_type[i] = static_cast<int32_t>((out->src[i] % T) * T + out->dst[i] % T);
+    out->type_feature_dims.assign(T, d);
+  }
   if (d > 0) {
     out->feature_dim = d;
     out->features.resize(static_cast<size_t>(out->num_nodes * d));
@@ -153,6 +171,8 @@ Status StreamRmat(const LoadOptions& options, const EdgeOptions& edge_options, S
   FANOUT_RETURN_IF_ERROR(CheckStreamable(edge_options));
   if (options.edge_times)
     return Status::InvalidArgument("edge timestamps are generated whole (the in-memory writer), not streamed");
+  if (options.rmat_node_types > 0)
+    return Status::InvalidArgument("node and edge types are generated whole (the in-memory writer), not streamed");
   FANOUT_RETURN_IF_ERROR(CheckRmatData(options));
   FANOUT_RETURN_IF_ERROR(ForEachRmatEdgeWhile(options.rmat, [](int64_t, int64_t) { return false; }));  // checks the options
   const RmatOptions r = options.rmat;

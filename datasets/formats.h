@@ -6,6 +6,7 @@
 #define FANOUT_DATASETS_FORMATS_H_
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -32,6 +33,10 @@ struct LoadOptions {
   RmatOptions rmat;
   int64_t feature_dim = 0;
   int64_t num_classes = 0;
+  // rmat: a heterogeneous graph with this many node types (0 = homogeneous):
+  // node v has type v % n ("t0", "t1", ...), edge u -> v type
+  // (type(u), links, type(v)); features, when asked, belong to every type.
+  int rmat_node_types = 0;
   // rmat, snap: train/val/test fractions for a seeded random split (empty =
   // no split).
   std::vector<double> split_fractions;
@@ -42,7 +47,7 @@ struct LoadOptions {
   bool quiet = false;  // no progress output
 };
 
-// Known format names: linqs, planetoid, ogb, snap, rmat.
+// Known format names: linqs, planetoid, ogb, ogb-hetero, movielens, snap, rmat.
 const std::vector<std::string>& FormatNames();
 
 // Loads `input` (a file or folder, as the format needs; ignored for rmat).
@@ -61,6 +66,23 @@ Status LoadPlanetoid(const std::string& input, const LoadOptions& options, RawDa
 // OGB node-property folder: raw/{edge,node-feat,node-label,num-node-list}.csv[.gz], split/<name>/{train,valid,test}.csv[.gz].
 Status LoadOgb(const std::string& input, const LoadOptions& options, RawDataset* out,
                std::vector<std::string>* notes);
+// OGB heterogeneous node-property folder (ogbn-mag's layout):
+// raw/num-node-dict.csv[.gz] (type names, then counts),
+// raw/relations/<src>___<rel>___<dst>/edge.csv[.gz] (per-type indices), and
+// where present raw/node-feat/<type>/node-feat.csv[.gz],
+// raw/node-label/<type>/node-label.csv[.gz] and
+// split/<name>/<type>/{train,valid,test}.csv[.gz]. Global ids: type by type
+// in num-node-dict order; the original id is the per-type index.
+Status LoadOgbHetero(const std::string& input, const LoadOptions& options, RawDataset* out,
+                     std::vector<std::string>* notes);
+// MovieLens folder (ml-latest-small): movies.csv, ratings.csv, [tags.csv] as
+// node types user, movie, genre and edge types (user, rates, movie),
+// (user, tags, movie), (movie, has_genre, genre); movie features are the
+// genre multi-hot vector (datasets/movielens.cc).
+Status LoadMovieLens(const std::string& input, const LoadOptions& options, RawDataset* out,
+                     std::vector<std::string>* notes);
+// One CSV line into fields (RFC 4180 quotes: "a,b" and "" inside quotes).
+Status SplitCsvLine(std::string_view line, std::vector<std::string>* fields);
 // SNAP edge list: '#' comments, tab- or space-separated, LF or CRLF.
 Status LoadSnap(const std::string& input, const LoadOptions& options, RawDataset* out,
                 std::vector<std::string>* notes);

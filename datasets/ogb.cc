@@ -251,6 +251,190 @@ Status LoadOgb(const std::string& input, const LoadOptions& options, RawDataset*
 
 namespace {
 
+// The folders directly under `dir`, sorted; empty when there is none.
+std::vector<std::string> SubFolders(const std::string& dir) {
+  std::vector<std::string> names;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      struct stat st;
+      if (stat((dir + "/" + e->d_name).c_str(), &st) == 0 && S_ISDIR(st.st_mode)) names.push_back(e->d_name);
+    }
+    closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace
+
+Status LoadOgbHetero(const std::string& input, const LoadOptions& options, RawDataset* out,
+                     std::vector<std::string>* notes) {
+  std::string dir = input;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  const size_t slash = dir.find_last_of('/');
+  out->name = slash == std::string::npos ? dir : dir.substr(slash + 1);
+  out->format = "ogb-hetero";
+  const std::string raw = dir + "/raw/";
+  if (!Exists(raw)) return Status::NotFound(dir + ": no raw/ folder (expected an OGB heterogeneous dataset folder)");
+  if (options.edge_times)
+    return Status::InvalidArgument("--edge-times is not supported for heterogeneous datasets (" + input + ")");
+
+  // raw/num-node-dict.csv: the type names, then their counts.
+  std::vector<int64_t> counts;
+  {
+    std::unique_ptr<LineReader> r;
+    FANOUT_RETURN_IF_ERROR(LineReader::Open(WithOptionalGz(raw + "num-node-dict.csv"), &r));
+    std::string_view line;
+    std::vector<std::string_view> f;
+    if (!r->Next(&line)) {
+      FANOUT_RETURN_IF_ERROR(r->status());
+      return Status::InvalidArgument(r->path() + ": empty file, expected node type names and counts");
+    }
+    SplitFields(line, ",", false, &f);
+    for (std::string_view name : f) out->node_types.emplace_back(name);
+    if (!r->Next(&line)) {
+      FANOUT_RETURN_IF_ERROR(r->status());
+      return Status::InvalidArgument(r->path() + ": no second line with the node counts");
+    }
+    SplitFields(line, ",", false, &f);
+    if (f.size() != out->node_types.size())
+      return Status::InvalidArgument(r->Where() + std::to_string(f.size()) + " counts for " +
+                                     std::to_string(out->node_types.size()) + " node types");
+    for (size_t t = 0; t < f.size(); ++t) {
+      int64_t c;
+      if (!ParseInt64(f[t], &c) || c < 0)
+        return Status::InvalidArgument(r->Where() + "node count '" + std::string(f[t]) + "' of type " +
+                                       out->node_types[t] + " is not a count");
+      counts.push_back(c);
+    }
+  }
+  const int T = static_cast<int>(out->node_types.size());
+  std::vector<int64_t> base(T + 1, 0);
+  for (int t = 0; t < T; ++t) base[t + 1] = base[t] + counts[t];
+  const int64_t n = base[T];
+  FANOUT_RETURN_IF_ERROR(CheckFitsInMemory(raw + "num-node-dict.csv: " + std::to_string(n) + " nodes need ", n, 40,
+                                           options.memory_limit_bytes));
+  out->num_nodes = n;
+  out->node_type.resize(n);
+  out->original_ids.resize(n);
+  for (int t = 0; t < T; ++t)
+    for (int64_t i = 0; i < counts[t]; ++i) out->node_type[base[t] + i] = t, out->original_ids[base[t] + i] = i;
+
+  // raw/relations/<src>___<rel>___<dst>/edge.csv: per-type indices.
+  const std::vector<std::string> relations = SubFolders(raw + "relations");
+  if (relations.empty()) return Status::NotFound(raw + "relations/: no relation folders (<src>___<rel>___<dst>)");
+  for (const std::string& rel : relations) {
+    const size_t a = rel.find("___"), b = rel.rfind("___");
+    const int s = a == std::string::npos ? -1 : out->FindNodeTypeIndex(rel.substr(0, a));
+    const int d = b == std::string::npos ? -1 : out->FindNodeTypeIndex(rel.substr(b + 3));
+    if (a == b || s < 0 || d < 0)
+      return Status::InvalidArgument(raw + "relations/" + rel +
+                                     ": not <src>___<rel>___<dst> with node types from num-node-dict.csv");
+    const int32_t e = static_cast<int32_t>(out->edge_types.size());
+    out->edge_types.push_back({s, rel.substr(a + 3, b - a - 3), d});
+    std::unique_ptr<LineReader> r;
+    FANOUT_RETURN_IF_ERROR(LineReader::Open(WithOptionalGz(raw + "relations/" + rel + "/edge.csv"), &r));
+    Progress progress("reading " + r->path(), " bytes", r->file_size(), options.quiet);
+    std::vector<std::string_view> f;
+    std::string_view line;
+    int64_t edges = 0;
+    while (r->Next(&line)) {
+      if (line.empty()) continue;
+      SplitFields(line, ",", false, &f);
+      int64_t u, v;
+      if (f.size() != 2 || !ParseInt64(f[0], &u) || !ParseInt64(f[1], &v))
+        return Status::InvalidArgument(r->Where() + "expected '<src>,<dst>', found '" + std::string(line.substr(0, 80)) + "'");
+      if (u < 0 || u >= counts[s] || v < 0 || v >= counts[d])
+        return Status::InvalidArgument(r->Where() + "edge " + std::to_string(u) + "," + std::to_string(v) +
+                                       " is outside the " + out->node_types[s] + " ids [0, " +
+                                       std::to_string(counts[s]) + ") or " + out->node_types[d] + " ids [0, " +
+                                       std::to_string(counts[d]) + ")");
+      out->src.push_back(base[s] + u);
+      out->dst.push_back(base[d] + v);
+      out->edge_type.push_back(e);
+      if ((++edges & 0xffff) == 0) progress.Update(r->bytes_read());
+    }
+    FANOUT_RETURN_IF_ERROR(r->status());
+    progress.Update(r->file_size());
+    progress.Done(std::to_string(edges) + " edges");
+  }
+
+  // raw/node-feat/<type>/node-feat.csv and raw/node-label/<type>/node-label.csv, where present.
+  out->type_feature_dims.assign(T, 0);
+  std::vector<std::vector<float>> feats(T);
+  for (int t = 0; t < T; ++t) {
+    const std::string feat = WithOptionalGz(raw + "node-feat/" + out->node_types[t] + "/node-feat.csv");
+    if (!Exists(feat)) continue;
+    FANOUT_RETURN_IF_ERROR(ReadOgbFeatures(
+        feat, counts[t], options.quiet,
+        [&](int64_t v, const float* row, int64_t dim, const std::string& where) -> Status {
+          if (v == 0) {
+            out->type_feature_dims[t] = dim;
+            FANOUT_RETURN_IF_ERROR(CheckFitsInMemory(where + std::to_string(counts[t]) + " nodes x " +
+                                                         std::to_string(dim) + " features need ",
+                                                     static_cast<double>(counts[t]) * dim, 4, options.memory_limit_bytes));
+            feats[t].resize(static_cast<size_t>(counts[t] * dim));
+          }
+          std::copy_n(row, dim, feats[t].data() + v * dim);
+          return Status::OK();
+        }));
+  }
+  const int64_t fd = *std::max_element(out->type_feature_dims.begin(), out->type_feature_dims.end());
+  if (fd > 0) {  // rows at the widest type's width, zero-padded
+    FANOUT_RETURN_IF_ERROR(CheckFitsInMemory(raw + "node-feat: " + std::to_string(n) + " nodes x " + std::to_string(fd) +
+                                                 " features need ",
+                                             static_cast<double>(n) * fd, 4, options.memory_limit_bytes));
+    out->feature_dim = fd;
+    out->features.assign(static_cast<size_t>(n * fd), 0.0f);
+    for (int t = 0; t < T; ++t) {
+      const int64_t d = out->type_feature_dims[t];
+      for (int64_t i = 0; i < counts[t] && d > 0; ++i)
+        std::copy_n(feats[t].data() + i * d, d, out->features.data() + (base[t] + i) * fd);
+      std::vector<float>().swap(feats[t]);
+    }
+  } else {
+    notes->push_back(raw + "node-feat/: no node type has features");
+  }
+  for (int t = 0; t < T; ++t) {
+    std::vector<int64_t> labels;
+    int64_t classes = 0;
+    FANOUT_RETURN_IF_ERROR(ReadOgbLabels(raw + "node-label/" + out->node_types[t] + "/", counts[t], &labels, &classes));
+    if (labels.empty()) continue;
+    if (out->labels.empty()) out->labels.assign(n, -1);
+    std::copy(labels.begin(), labels.end(), out->labels.begin() + base[t]);
+    out->num_classes = std::max(out->num_classes, classes);
+  }
+
+  // split/<name>/<type>/{train,valid,test}.csv: per-type indices.
+  std::string split_name = options.ogb_split;
+  const std::vector<std::string> splits = SubFolders(dir + "/split");
+  if (split_name.empty() && !splits.empty()) {
+    split_name = splits[0];
+    if (splits.size() > 1)
+      notes->push_back(dir + "/split: several splits, using '" + split_name + "' (choose with --ogb-split)");
+  }
+  if (split_name.empty()) {
+    notes->push_back(dir + ": no split/ folder; no train/val/test split");
+    return Status::OK();
+  }
+  const std::string sd = dir + "/split/" + split_name + "/";
+  if (!Exists(sd)) return Status::NotFound(sd + ": no such split folder");
+  out->split.assign(n, static_cast<uint8_t>(Split::kNone));
+  for (int t = 0; t < T; ++t) {
+    const std::string td = sd + out->node_types[t] + "/";
+    if (!Exists(td)) continue;
+    std::vector<uint8_t> split(counts[t], static_cast<uint8_t>(Split::kNone));
+    FANOUT_RETURN_IF_ERROR(ReadSplitFile(WithOptionalGz(td + "train.csv"), counts[t], Split::kTrain, &split));
+    FANOUT_RETURN_IF_ERROR(ReadSplitFile(WithOptionalGz(td + "valid.csv"), counts[t], Split::kVal, &split));
+    FANOUT_RETURN_IF_ERROR(ReadSplitFile(WithOptionalGz(td + "test.csv"), counts[t], Split::kTest, &split));
+    std::copy(split.begin(), split.end(), out->split.begin() + base[t]);
+  }
+  return Status::OK();
+}
+
+namespace {
+
 // A streamed OGB folder's state: labels and split in memory (9 bytes per
 // node), features converted once to a float32 file read back row by row.
 struct OgbStream {

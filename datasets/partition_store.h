@@ -15,6 +15,10 @@
 //                     etime/<chunk>   int64 timestamp per stored edge (adj order), when
 //                                     the source had them (temporal sampling); such
 //                                     stores keep each row in time order (stable)
+//                     etype/<chunk>   int64 edge type per stored edge (adj order), in
+//                                     heterogeneous datasets; each row is ordered by
+//                                     type (stable), and each partition's nodes by
+//                                     node type (meta.json node_type_bounds)
 //
 // Partition p owns global ids [offsets[p], offsets[p+1]). Its rows hold the
 // complete adjacency of its nodes along `direction` ("in": row v lists the
@@ -86,6 +90,10 @@ struct DatasetMeta {
   std::string direction = "in";
   bool has_labels = false, has_split = false, has_names = false;
   bool has_edge_times = false;  // etime/<chunk>: a timestamp per stored edge
+  // Heterogeneous datasets: node and edge types, per-partition type ranges
+  // and per-type feature dims (sampler/hetero.h; etype/<chunk> holds each
+  // stored edge's type). Empty (hetero.empty()) for homogeneous ones.
+  sampler::HeteroSchema hetero;
   int64_t chunk_nodes = 65536;
   std::string method;
   std::string options_json;  // options used, as JSON text
@@ -124,6 +132,7 @@ struct PartitionData {
   std::vector<int64_t> indices;          // global neighbor ids
   std::vector<int64_t> edge_ids;         // global edge ids
   std::vector<int64_t> edge_times;       // per stored edge; empty unless meta.has_edge_times
+  std::vector<int32_t> edge_types;       // per stored edge; empty unless heterogeneous
   std::vector<uint8_t> features;         // rows x feature_dim values of meta.feature_dtype
   std::vector<int64_t> labels;           // empty when the dataset has none
   std::vector<uint8_t> split;            // empty when the dataset has none

@@ -117,6 +117,15 @@ std::string DatasetMeta::ToJson() const {
   j["has_split"] = has_split;
   j["has_original_names"] = has_names;
   if (has_edge_times) j["has_edge_times"] = true;  // absent in stores without (older readers ignore it)
+  if (!hetero.empty()) {  // absent in homogeneous stores (older readers ignore these)
+    j["node_types"] = hetero.node_types;
+    nlohmann::json et = nlohmann::json::array();
+    for (const sampler::EdgeType& t : hetero.edge_types)
+      et.push_back({hetero.node_types[t.src], t.rel, hetero.node_types[t.dst]});
+    j["edge_types"] = et;
+    j["node_type_bounds"] = hetero.type_bounds;
+    j["node_type_feature_dims"] = hetero.feature_dims;
+  }
   j["chunk_nodes"] = chunk_nodes;
   j["method"] = method;
   j["options"] = nlohmann::json::parse(options_json.empty() ? "{}" : options_json);
@@ -187,6 +196,28 @@ Status DatasetMeta::FromJson(const std::string& text, const std::string& path, D
     if (m.direction != "in" && m.direction != "out")
       return Status::Corruption(path + ": direction '" + m.direction + "' is neither 'in' nor 'out'");
     if (m.chunk_nodes < 1) return Status::Corruption(path + ": chunk_nodes must be positive");
+    if (j.contains("node_types")) {
+      sampler::HeteroSchema& h = m.hetero;
+      h.node_types = j.at("node_types").get<std::vector<std::string>>();
+      for (const auto& t : j.at("edge_types")) {
+        const auto names = t.get<std::vector<std::string>>();
+        if (names.size() != 3) return Status::Corruption(path + ": an edge type is not [src, rel, dst]: " + t.dump());
+        sampler::EdgeType e{m.hetero.FindNodeType(names[0]), names[1], m.hetero.FindNodeType(names[2])};
+        if (e.src < 0 || e.dst < 0)
+          return Status::Corruption(path + ": edge type " + t.dump() + " names a node type not in node_types");
+        h.edge_types.push_back(e);
+      }
+      h.type_bounds = j.at("node_type_bounds").get<std::vector<int64_t>>();
+      h.feature_dims = j.at("node_type_feature_dims").get<std::vector<int64_t>>();
+      h.incoming = m.direction == "in";
+      Status st = h.Check(m.num_parts, m.num_nodes, m.feature_dim);
+      if (!st.ok()) return Status::Corruption(path + ": " + st.message());
+      const size_t T = h.node_types.size();
+      for (int p = 0; p < m.num_parts; ++p)
+        if (h.type_bounds[p * T] != m.offsets[p])
+          return Status::Corruption(path + ": node_type_bounds do not start partition " + std::to_string(p) + " at " +
+                                    std::to_string(m.offsets[p]));
+    }
     *out = std::move(m);
     return Status::OK();
   } catch (const std::exception& e) {

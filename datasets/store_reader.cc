@@ -43,7 +43,8 @@ sampler::CsrGraph PartitionData::Graph() const {
 
 int64_t PartitionData::RawBytes() const {
   return static_cast<int64_t>(indptr.size() * 8 + indices.size() * 8 + edge_ids.size() * 8 + features.size() +
-                              labels.size() * 8 + split.size() + original_ids.size() * 8 + edge_times.size() * 8);
+                              labels.size() * 8 + split.size() + original_ids.size() * 8 + edge_times.size() * 8 +
+                              edge_types.size() * 4);
 }
 
 Status PartitionArrayBytes(const DatasetMeta& meta, int part, int64_t* bytes) {
@@ -56,7 +57,8 @@ Status PartitionArrayBytes(const DatasetMeta& meta, int part, int64_t* bytes) {
   const int64_t n = meta.offsets[part + 1] - meta.offsets[part];
   const int64_t e = meta.stats.edges[part];
   *bytes = (n + 1) * 8 + e * 8 * 2 + n * meta.feature_dim * FeatureDTypeSize(meta.feature_dtype) +
-           (meta.has_labels ? n * 8 : 0) + (meta.has_split ? n : 0) + n * 8;
+           (meta.has_labels ? n * 8 : 0) + (meta.has_split ? n : 0) + n * 8 + (meta.has_edge_times ? e * 8 : 0) +
+           (meta.hetero.empty() ? 0 : e * 4);
   return Status::OK();
 }
 
@@ -170,6 +172,8 @@ Status OpenPartition(const std::string& dir_in, int part, const OpenOptions& o, 
   if (meta.has_split) d.split.resize(n);
   d.original_ids.resize(n);
   if (meta.has_edge_times) d.edge_times.resize(num_edges);
+  const bool hetero = !meta.hetero.empty();
+  if (hetero) d.edge_types.resize(num_edges);
 
   // One reader per chunk kind (datasets/detail/chunks.h decodes each).
   int64_t edge_pos = 0;
@@ -198,6 +202,19 @@ Status OpenPartition(const std::string& dir_in, int part, const OpenOptions& o, 
                        if (sz % 8 != 0 || time_pos + static_cast<int64_t>(sz / 8) > num_edges) return "has the wrong size";
                        std::memcpy(d.edge_times.data() + time_pos, p, sz);
                        time_pos += static_cast<int64_t>(sz / 8);
+                       return "";
+                     }});
+  int64_t type_pos = 0;  // etype chunks: int64 per edge, as etime
+  if (hetero)
+    sinks.push_back({"etype", true, [&](int64_t, int64_t, const char* p, size_t sz) -> std::string {
+                       if (sz % 8 != 0 || type_pos + static_cast<int64_t>(sz / 8) > num_edges) return "has the wrong size";
+                       const int64_t R = meta.hetero.num_edge_types();
+                       for (size_t i = 0; i < sz / 8; ++i) {
+                         int64_t t;
+                         std::memcpy(&t, p + 8 * i, 8);
+                         if (t < 0 || t >= R) return "holds edge type " + std::to_string(t) + ", outside [0, " + std::to_string(R) + ")";
+                         d.edge_types[type_pos++] = static_cast<int32_t>(t);
+                       }
                        return "";
                      }});
   if (meta.has_split)
@@ -247,6 +264,25 @@ Status OpenPartition(const std::string& dir_in, int part, const OpenOptions& o, 
   if (meta.has_edge_times && time_pos != num_edges)
     return Status::Corruption(path + ": etime chunks hold " + std::to_string(time_pos) + " timestamps for " +
                               std::to_string(num_edges) + " edges");
+  if (hetero) {
+    if (type_pos != num_edges)
+      return Status::Corruption(path + ": etype chunks hold " + std::to_string(type_pos) + " edge types for " +
+                                std::to_string(num_edges) + " edges");
+    // Sampling finds a type's run of a row by its order: check it, and that
+    // each row's types belong to the row's node type.
+    for (int64_t r = 0; r < n; ++r) {
+      const int32_t row_type = meta.hetero.NodeTypeOf(d.node_begin + r);
+      for (int64_t e = d.indptr[r]; e < d.indptr[r + 1]; ++e) {
+        if (e > d.indptr[r] && d.edge_types[e] < d.edge_types[e - 1])
+          return Status::Corruption(path + ": the edges of node " + std::to_string(d.node_begin + r) +
+                                    " are not ordered by edge type");
+        if (meta.hetero.RowType(d.edge_types[e]) != row_type)
+          return Status::Corruption(path + ": node " + std::to_string(d.node_begin + r) + " (type " +
+                                    meta.hetero.node_types[row_type] + ") stores an edge of type " +
+                                    meta.hetero.EdgeTypeName(d.edge_types[e]));
+      }
+    }
+  }
   return Status::OK();
 }
 

@@ -192,13 +192,19 @@ MetaInputs MetaInputsOf(const RawDataset& ds) {
 }
 
 void RenumberByPart(const std::vector<int32_t>& part, int k, std::vector<int64_t>* offsets,
-                    std::vector<int64_t>* new_of_old) {
+                    std::vector<int64_t>* new_of_old, const std::vector<int32_t>& node_type, int num_types,
+                    std::vector<int64_t>* type_bounds) {
+  const int T = node_type.empty() ? 1 : num_types;
+  auto bucket = [&](size_t v) { return static_cast<size_t>(part[v]) * T + (node_type.empty() ? 0 : node_type[v]); };
+  std::vector<int64_t> bounds(static_cast<size_t>(k) * T + 1, 0);
+  for (size_t v = 0; v < part.size(); ++v) bounds[bucket(v) + 1]++;
+  for (size_t b = 0; b + 1 < bounds.size(); ++b) bounds[b + 1] += bounds[b];
   offsets->assign(k + 1, 0);
-  for (int32_t p : part) (*offsets)[p + 1]++;
-  for (int p = 0; p < k; ++p) (*offsets)[p + 1] += (*offsets)[p];
-  std::vector<int64_t> next(offsets->begin(), offsets->end() - 1);
+  for (int p = 0; p <= k; ++p) (*offsets)[p] = bounds[static_cast<size_t>(p) * T];
+  std::vector<int64_t> next(bounds.begin(), bounds.end() - 1);
   new_of_old->resize(part.size());
-  for (size_t v = 0; v < part.size(); ++v) (*new_of_old)[v] = next[part[v]]++;
+  for (size_t v = 0; v < part.size(); ++v) (*new_of_old)[v] = next[bucket(v)]++;
+  if (type_bounds) *type_bounds = std::move(bounds);
 }
 
 int64_t StorePayloadBytes(const DatasetMeta& meta, int64_t name_bytes) {
@@ -207,6 +213,7 @@ int64_t StorePayloadBytes(const DatasetMeta& meta, int64_t name_bytes) {
   if (meta.has_split) total += meta.num_nodes;
   if (meta.has_names) total += meta.num_nodes * 4 + name_bytes;
   if (meta.has_edge_times) total += meta.num_edges * 8;
+  if (!meta.hetero.empty()) total += meta.num_edges * 8;
   return total;
 }
 
@@ -270,6 +277,12 @@ Status PartStoreWriter::PutEdgeTimeChunk(int64_t c, ArrayView<const int64_t> tim
   return Put("etime", c);
 }
 
+Status PartStoreWriter::PutEdgeTypeChunk(int64_t c, ArrayView<const int64_t> types) {
+  value_.clear();
+  EncodeInt64Chunk(types, &value_);
+  return Put("etype", c);
+}
+
 Status PartStoreWriter::PutNodeChunks(const DatasetMeta& meta, int64_t c, const int64_t* old_ids, int64_t n,
                                       const NodeSource& src) {
   const int64_t d = meta.feature_dim;
@@ -329,12 +342,14 @@ struct Layout {
   std::vector<int64_t> indptr;       // N + 1 over new ids, stored direction
   std::vector<int64_t> indices;      // new neighbor ids
   std::vector<int64_t> edge_ids;     // input edge index
+  std::vector<int64_t> type_bounds;  // heterogeneous: HeteroSchema::type_bounds
 };
 
 void BuildLayout(const RawDataset& ds, const std::vector<int32_t>& part, int k, bool incoming, Layout* L) {
   const int64_t n = ds.num_nodes;
   std::vector<int64_t> new_of_old;
-  detail::RenumberByPart(part, k, &L->offsets, &new_of_old);
+  detail::RenumberByPart(part, k, &L->offsets, &new_of_old, ds.node_type, static_cast<int>(ds.node_types.size()),
+                         &L->type_bounds);
   L->old_of_new.resize(n);
   for (int64_t v = 0; v < n; ++v) L->old_of_new[new_of_old[v]] = v;
   const int64_t e = ds.num_edges();
@@ -385,9 +400,25 @@ void SortRowsByTime(const std::vector<int64_t>& edge_times, Layout* L) {
   }
 }
 
+// Heterogeneous stores keep each row ordered by edge type (stable), so a
+// node's edges of one type are one run (sampler/hetero.h).
+void SortRowsByType(const std::vector<int32_t>& edge_type, Layout* L) {
+  std::vector<std::pair<int64_t, int64_t>> row;  // (edge id, neighbor)
+  const int64_t n = static_cast<int64_t>(L->indptr.size()) - 1;
+  for (int64_t v = 0; v < n; ++v) {
+    const int64_t b = L->indptr[v], e = L->indptr[v + 1];
+    row.clear();
+    for (int64_t i = b; i < e; ++i) row.emplace_back(L->edge_ids[i], L->indices[i]);
+    std::stable_sort(row.begin(), row.end(), [&](const auto& x, const auto& y) {
+      return edge_type[x.first] < edge_type[y.first];
+    });
+    for (int64_t i = b; i < e; ++i) L->edge_ids[i] = row[i - b].first, L->indices[i] = row[i - b].second;
+  }
+}
+
 Status WritePart(const Layout& L, const DatasetMeta& meta, int p, const detail::NodeSource& nodes,
-                 const std::vector<int64_t>& edge_times, const std::string& path, Progress* progress,
-                 int64_t* bytes_done) {
+                 const std::vector<int64_t>& edge_times, const std::vector<int32_t>& edge_type,
+                 const std::string& path, Progress* progress, int64_t* bytes_done) {
   std::unique_ptr<detail::PartStoreWriter> w;
   FANOUT_RETURN_IF_ERROR(detail::PartStoreWriter::Open(path, 256 << 20, &w));
   const int64_t begin = L.offsets[p], end = L.offsets[p + 1];
@@ -406,6 +437,11 @@ Status WritePart(const Layout& L, const DatasetMeta& meta, int p, const detail::
       times.resize(e1 - e0);
       for (int64_t e = e0; e < e1; ++e) times[e - e0] = edge_times[L.edge_ids[e]];
       FANOUT_RETURN_IF_ERROR(w->PutEdgeTimeChunk(c, times));
+    }
+    if (!meta.hetero.empty()) {
+      times.resize(e1 - e0);
+      for (int64_t e = e0; e < e1; ++e) times[e - e0] = edge_type[L.edge_ids[e]];
+      FANOUT_RETURN_IF_ERROR(w->PutEdgeTypeChunk(c, times));
     }
     FANOUT_RETURN_IF_ERROR(w->PutNodeChunks(meta, c, L.old_of_new.data() + a, b - a, nodes));
     progress->Update(*bytes_done + w->bytes_written());
@@ -442,6 +478,14 @@ Status WritePartitionedDataset(const RawDataset& ds, const std::vector<int32_t>&
   Layout layout;
   BuildLayout(ds, part, k, o.incoming, &layout);
   if (!ds.edge_times.empty()) SortRowsByTime(ds.edge_times, &layout);
+  if (ds.hetero()) {
+    SortRowsByType(ds.edge_type, &layout);
+    meta.hetero.node_types = ds.node_types;
+    meta.hetero.edge_types = ds.edge_types;
+    meta.hetero.type_bounds = layout.type_bounds;
+    meta.hetero.feature_dims = ds.type_feature_dims;
+    meta.hetero.incoming = o.incoming;
+  }
   meta.offsets = layout.offsets;
 
   std::string tmp;
@@ -454,7 +498,7 @@ Status WritePartitionedDataset(const RawDataset& ds, const std::vector<int32_t>&
   int64_t bytes_done = 0;
   RawNodeSource nodes(ds);
   for (int p = 0; p < k; ++p)
-    FANOUT_RETURN_IF_ERROR(WritePart(layout, meta, p, nodes, ds.edge_times, tmp + "/part-" + std::to_string(p), &progress, &bytes_done));
+    FANOUT_RETURN_IF_ERROR(WritePart(layout, meta, p, nodes, ds.edge_times, ds.edge_type, tmp + "/part-" + std::to_string(p), &progress, &bytes_done));
   progress.Update(bytes_done);
   progress.Done();
   FANOUT_RETURN_IF_ERROR(detail::CommitTemporary(tmp, dir, meta, &guard));

@@ -21,6 +21,8 @@
 #include "client/cluster.h"
 #include "client/loader.h"
 #include "sampler/temporal.h"
+#include "common/id_range.h"
+#include "sampler/hetero.h"
 #include "cache/gpu_feature_cache.h"
 
 namespace py = pybind11;
@@ -183,6 +185,57 @@ class PyCluster {
 
   py::list Health() const { return HealthList(cluster_->Health()); }
 
+  // Heterogeneous datasets (empty lists for homogeneous ones).
+  std::vector<std::string> NodeTypes() const {
+    const sampler::HeteroSchema* h = cluster_->hetero();
+    return h ? h->node_types : std::vector<std::string>{};
+  }
+  py::list EdgeTypes() const {
+    py::list out;
+    if (const sampler::HeteroSchema* h = cluster_->hetero())
+      for (const sampler::EdgeType& t : h->edge_types)
+        out.append(py::make_tuple(h->node_types[t.src], t.rel, h->node_types[t.dst]));
+    return out;
+  }
+  std::vector<int64_t> NodeTypeFeatureDims() const {
+    const sampler::HeteroSchema* h = cluster_->hetero();
+    return h ? h->feature_dims : std::vector<int64_t>{};
+  }
+  // Every node of a type, ascending global ids.
+  py::object NodesOfType(const std::string& name) const {
+    const sampler::HeteroSchema* h = cluster_->hetero();
+    if (h == nullptr) Raise(Status::InvalidArgument("the dataset has no node types"));
+    const int t = h->FindNodeType(name);
+    if (t < 0) Raise(Status::InvalidArgument("node type '" + name + "' is not in the dataset"));
+    std::vector<int64_t> ids;
+    const sampler::NodeRanges ranges = h->NodesOfType(t);  // (a temporary's ranges() would dangle in the loop)
+    for (const auto& [b, e] : ranges.ranges())
+      for (int64_t v = b; v < e; ++v) ids.push_back(v);
+    return Int64Capsule(std::move(ids));
+  }
+  // The node type (index into node_types) of each id.
+  py::object NodeTypeOf(const py::object& ids_obj) const {
+    const sampler::HeteroSchema* h = cluster_->hetero();
+    if (h == nullptr) Raise(Status::InvalidArgument("the dataset has no node types"));
+    std::vector<int64_t> ids = Int64List(ids_obj, "ids");
+    Check(CheckIdsInRange(ids, 0, cluster_->num_nodes()));
+    for (int64_t& v : ids) v = h->NodeTypeOf(v);
+    return Int64Capsule(std::move(ids));
+  }
+  // The dataset's own ids of global ids (per type in heterogeneous datasets).
+  py::object OriginalIds(const py::object& ids_obj) const {
+    std::vector<int64_t> ids = Int64List(ids_obj, "ids"), out(ids.size());
+    Status st;
+    {
+      py::gil_scoped_release release;
+      std::unique_ptr<client::Session> s;
+      st = cluster_->NewSession(&s);
+      if (st.ok()) st = s->OriginalIds(ids, out.data());
+    }
+    Check(st);
+    return Int64Capsule(std::move(out));
+  }
+
   const std::shared_ptr<client::Cluster>& get() const { return cluster_; }
 
  private:
@@ -225,9 +278,13 @@ class PyLoader {
            int64_t batch_size, bool shuffle, bool replace, bool weighted, int num_workers, int prefetch,
            uint64_t seed, bool features, bool labels, bool edge_ids, bool original_ids, bool drop_last, int rank,
            int world_size, const std::string& device, double gpu_cache_fraction, bool subgraph,
-           const py::object& link, const py::object& input_time, const std::string& temporal_strategy) {
+           const py::object& link, const py::object& input_time, const std::string& temporal_strategy,
+           const py::object& type_fanouts, int link_edge_type) {
     client::LoaderOptions o;
     o.subgraph = subgraph;
+    o.link_edge_type = link_edge_type;
+    if (!type_fanouts.is_none())
+      for (const py::handle& f : type_fanouts) o.edge_type_fanouts.push_back(Int64List(f, "num_neighbors"));
     if (!input_time.is_none()) o.input_time = Int64List(input_time, "input_time");
     Check(sampler::ParseTemporalStrategy(temporal_strategy, &o.temporal_strategy));
     int cuda_device = -1;
@@ -313,6 +370,8 @@ class PyLoader {
     d["input_id"] = ToCapsule(b.input_id);
     d["batch"] = ToCapsule(b.batch);
     d["seed_time"] = ToCapsule(b.seed_time);
+    d["node_type"] = ToCapsule(b.node_type);
+    d["edge_type"] = ToCapsule(b.edge_type);
     d["edge_label_index"] = ToCapsule(b.edge_label_index);
     d["edge_label"] = ToCapsule(b.edge_label);
     d["src_index"] = ToCapsule(b.src_index);
@@ -406,17 +465,24 @@ PYBIND11_MODULE(_core, m) {
                              [](const PyCluster& c) { return std::string(fanout::rpc::DataPlaneModeName(c.get()->data_plane())); })
       .def_property_readonly("description", [](const PyCluster& c) { return c.get()->description(); })
       .def("split_nodes", &PyCluster::SplitNodes)
-      .def("health", &PyCluster::Health);
+      .def("health", &PyCluster::Health)
+      .def_property_readonly("node_types", &PyCluster::NodeTypes)
+      .def_property_readonly("edge_types", &PyCluster::EdgeTypes)
+      .def_property_readonly("node_type_feature_dims", &PyCluster::NodeTypeFeatureDims)
+      .def("nodes_of_type", &PyCluster::NodesOfType)
+      .def("node_type_of", &PyCluster::NodeTypeOf)
+      .def("original_ids", &PyCluster::OriginalIds);
   py::class_<PyLoader>(m, "NodeLoader")
       .def(py::init<const PyCluster&, const py::object&, const py::object&, int64_t, bool, bool, bool, int, int,
                     uint64_t, bool, bool, bool, bool, bool, int, int, const std::string&, double, bool,
-                    const py::object&, const py::object&, const std::string&>(),
+                    const py::object&, const py::object&, const std::string&, const py::object&, int>(),
            py::arg("cluster"), py::arg("input_nodes"), py::arg("num_neighbors"), py::arg("batch_size"),
            py::arg("shuffle"), py::arg("replace"), py::arg("weighted"), py::arg("num_workers"), py::arg("prefetch"),
            py::arg("seed"), py::arg("features"), py::arg("labels"), py::arg("edge_ids"), py::arg("original_ids"),
            py::arg("drop_last"), py::arg("rank"), py::arg("world_size"), py::arg("device"),
            py::arg("gpu_cache_fraction"), py::arg("subgraph") = false, py::arg("link") = py::none(),
-           py::arg("input_time") = py::none(), py::arg("temporal_strategy") = "uniform")
+           py::arg("input_time") = py::none(), py::arg("temporal_strategy") = "uniform",
+           py::arg("type_fanouts") = py::none(), py::arg("link_edge_type") = -1)
       .def("next", &PyLoader::Next)
       .def("set_epoch", &PyLoader::SetEpoch)
       .def("epoch_seeds", &PyLoader::EpochSeeds)

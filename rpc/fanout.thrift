@@ -42,6 +42,12 @@ struct PartitionInfo {
   // The dataset stores a timestamp per edge (temporal sampling); unset in
   // servers before it, which cannot sample temporally.
   22: optional bool has_edge_times,
+  // Heterogeneous datasets (sampler/hetero.h); unset for homogeneous ones
+  // and in servers before them.
+  23: optional list<string> node_types,
+  24: optional list<string> edge_types,        // "src,rel,dst" each
+  25: optional binary node_type_bounds,        // packed i64, num_parts * node types + 1
+  26: optional binary node_type_feature_dims,  // packed i64, one per node type
 }
 
 struct SampleRequest {
@@ -62,12 +68,17 @@ struct SampleRequest {
   // dataset partitioned with edge timestamps (PartitionInfo.has_edge_times).
   9: optional binary times,
   10: optional string temporal_strategy,  // "uniform" (default) or "last"
+  // Heterogeneous sampling (sampler/hetero.h): packed i64, this hop's fanout
+  // per edge type (0 = not sampled); `fanout` is then their largest. The
+  // reply lists each node's edges by type, with `edge_types`.
+  11: optional binary type_fanouts,
 }
 
 struct SampleResponse {
   1: binary counts,           // packed i32, one per requested node
   2: binary neighbors,        // packed i64 global ids, concatenated in node order
   3: binary edge_ids,         // packed i64, same positions; empty unless requested
+  4: optional binary edge_types,  // packed i32, same positions; heterogeneous requests only
 }
 
 // Sent by a client to the replica it just moved a session to, after the one
@@ -107,5 +118,6 @@ service Fanout {
   // row of rows[i] (a node this partition owns) holds neighbors[i]; both
   // packed i64 of one length. Servers before this method answer
   // TApplicationException UNKNOWN_METHOD.
-  binary has_edges(1: binary rows, 2: binary neighbors) throws (1: FanoutError err),
+  // `edge_type` >= 0 (heterogeneous datasets): only edges of that type count.
+  binary has_edges(1: binary rows, 2: binary neighbors, 3: i32 edge_type = -1) throws (1: FanoutError err),
 }

@@ -252,6 +252,15 @@ Status RpcClient::Info(RemotePartitionInfo* out) {
   out->data_port = r.__isset.data_port ? r.data_port : 0;
   if (r.__isset.data_plane_ticket) out->data_ticket = r.data_plane_ticket;
   out->has_edge_times = r.__isset.has_edge_times && r.has_edge_times;
+  if (r.__isset.node_types) {
+    out->node_types = r.node_types;
+    out->edge_types = r.edge_types;
+    ArrayView<const int64_t> v;
+    FANOUT_RETURN_IF_ERROR(View(r.node_type_bounds, "node_type_bounds", &v));
+    out->node_type_bounds.assign(v.begin(), v.end());
+    FANOUT_RETURN_IF_ERROR(View(r.node_type_feature_dims, "node_type_feature_dims", &v));
+    out->node_type_feature_dims.assign(v.begin(), v.end());
+  }
   return Status::OK();
 }
 
@@ -275,6 +284,7 @@ Status RpcClient::SendSample(ArrayView<const int64_t> nodes, const SampleCall& c
     req.__isset.times = true;
     req.__set_temporal_strategy(call.temporal_strategy);
   }
+  if (!call.type_fanouts.empty()) Pack(call.type_fanouts, &req.type_fanouts), req.__isset.type_fanouts = true;
   return Call("sample_neighbors", [&](gen::FanoutClient& c) { c.send_sample_neighbors(req); });
 }
 
@@ -284,8 +294,10 @@ Status RpcClient::ReceiveSample(size_t num_nodes, bool with_edge_ids, SampleRepl
   out->counts = std::move(r.counts);
   out->neighbors = std::move(r.neighbors);
   out->edge_ids = std::move(r.edge_ids);
+  out->edge_types = r.__isset.edge_types ? std::move(r.edge_types) : std::string();
   if (out->counts.size() != num_nodes * 4 || out->neighbors.size() % 8 != 0 ||
-      (with_edge_ids && out->edge_ids.size() != out->neighbors.size()))
+      (with_edge_ids && out->edge_ids.size() != out->neighbors.size()) ||
+      (r.__isset.edge_types && out->edge_types.size() * 2 != out->neighbors.size()))
     return Status::Corruption("server " + address_ + ": malformed sample reply");
   int64_t total = 0;
   for (int32_t c : out->Counts()) total += c;
@@ -350,14 +362,15 @@ Status RpcClient::Splits(ArrayView<const int64_t> nodes, std::string* splits) {
                 [](gen::FanoutClient& c, std::string& r, const std::string& ids) { c.lookup_splits(r, ids); });
 }
 
-Status RpcClient::HasEdges(ArrayView<const int64_t> rows, ArrayView<const int64_t> neighbors, std::string* exists) {
-  FANOUT_RETURN_IF_ERROR(SendHasEdges(rows, neighbors));
+Status RpcClient::HasEdges(ArrayView<const int64_t> rows, ArrayView<const int64_t> neighbors, std::string* exists,
+                           int edge_type) {
+  FANOUT_RETURN_IF_ERROR(SendHasEdges(rows, neighbors, edge_type));
   return ReceiveHasEdges(rows.size(), exists);
 }
 
-Status RpcClient::SendHasEdges(ArrayView<const int64_t> rows, ArrayView<const int64_t> neighbors) {
+Status RpcClient::SendHasEdges(ArrayView<const int64_t> rows, ArrayView<const int64_t> neighbors, int edge_type) {
   std::string r = Pack(rows), n = Pack(neighbors);
-  return Call("has_edges", [&](gen::FanoutClient& c) { c.send_has_edges(r, n); });
+  return Call("has_edges", [&](gen::FanoutClient& c) { c.send_has_edges(r, n, edge_type); });
 }
 
 Status RpcClient::ReceiveHasEdges(size_t num_pairs, std::string* exists) {

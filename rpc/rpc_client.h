@@ -74,6 +74,9 @@ struct RemotePartitionInfo {
   int data_port = 0;  // the UCX data plane's listener port on the server's host (0 = none offered)
   std::string data_ticket;  // what its data-plane requests must carry (empty = nothing)
   bool has_edge_times = false;  // temporal sampling possible
+  // Heterogeneous datasets (sampler/hetero.h); empty for homogeneous ones.
+  std::vector<std::string> node_types, edge_types;  // edge types as "src,rel,dst"
+  std::vector<int64_t> node_type_bounds, node_type_feature_dims;
 };
 
 struct SampleCall {
@@ -89,6 +92,8 @@ struct SampleCall {
   // Non-empty: temporal sampling, one time per node (Thrift only, as keep).
   ArrayView<const int64_t> times;
   std::string temporal_strategy = "uniform";
+  // Non-empty: heterogeneous sampling, this hop's fanout per edge type (Thrift only, as keep).
+  ArrayView<const int64_t> type_fanouts;
 };
 
 // One-hop reply, as received: packed arrays (no copy after Thrift's).
@@ -96,6 +101,7 @@ struct SampleReply {
   std::string counts;     // int32 per node
   std::string neighbors;  // int64
   std::string edge_ids;   // int64, empty unless requested
+  std::string edge_types; // int32, heterogeneous requests only
   ArrayView<const int32_t> Counts() const {
     return {reinterpret_cast<const int32_t*>(counts.data()), counts.size() / 4};
   }
@@ -104,6 +110,9 @@ struct SampleReply {
   }
   ArrayView<const int64_t> EdgeIds() const {
     return {reinterpret_cast<const int64_t*>(edge_ids.data()), edge_ids.size() / 8};
+  }
+  ArrayView<const int32_t> EdgeTypes() const {
+    return {reinterpret_cast<const int32_t*>(edge_types.data()), edge_types.size() / 4};
   }
 };
 
@@ -128,7 +137,9 @@ class RpcClient {
   Status Ping(const std::string& text, std::string* reply);
   // exists[i] = 1 where the stored row of rows[i] (owned by this server)
   // holds neighbors[i]. NotSupported when the server predates has_edges.
-  Status HasEdges(ArrayView<const int64_t> rows, ArrayView<const int64_t> neighbors, std::string* exists);
+  // edge_type >= 0: only edges of that type count (heterogeneous datasets).
+  Status HasEdges(ArrayView<const int64_t> rows, ArrayView<const int64_t> neighbors, std::string* exists,
+                  int edge_type = -1);
   // Tells this server that a session of partition `partition` moved to it
   // after replica `from` failed for `reason` (retry: it is that same replica,
   // asked again on a new connection). Servers count these for operators.
@@ -143,7 +154,7 @@ class RpcClient {
   Status ReceiveFeatures(std::string* rows);
   Status SendLabels(ArrayView<const int64_t> nodes);
   Status ReceiveLabels(std::string* labels);
-  Status SendHasEdges(ArrayView<const int64_t> rows, ArrayView<const int64_t> neighbors);
+  Status SendHasEdges(ArrayView<const int64_t> rows, ArrayView<const int64_t> neighbors, int edge_type = -1);
   Status ReceiveHasEdges(size_t num_pairs, std::string* exists);
 
   const std::string& address() const { return address_; }

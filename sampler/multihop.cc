@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/id_range.h"
+#include "sampler/hetero.h"
 
 namespace fanout::sampler {
 
@@ -13,6 +14,7 @@ void SampledSubgraph::Clear() {
   col.clear();
   edge_id.clear();
   batch.clear();
+  edge_type.clear();
   num_sampled_nodes.clear();
   num_sampled_edges.clear();
   batch_size = 0;
@@ -23,6 +25,17 @@ Status CheckMultiHopOptions(const MultiHopOptions& options, bool graph_has_weigh
     FANOUT_RETURN_IF_ERROR(CheckFanout(options.fanouts[h], static_cast<int64_t>(h)));
   if (options.sampling.weighted && !graph_has_weights)
     return Status::InvalidArgument("weighted sampling requested but the graph has no edge weights");
+  const auto& typed = options.edge_type_fanouts;
+  for (size_t e = 0; e < typed.size(); ++e) {
+    if (typed[e].size() != typed.front().size())
+      return Status::InvalidArgument("edge type " + std::to_string(e) + " has " + std::to_string(typed[e].size()) +
+                                     " fanouts, edge type 0 has " + std::to_string(typed.front().size()) +
+                                     ": every edge type needs one per hop");
+    for (size_t h = 0; h < typed[e].size(); ++h)
+      if (typed[e][h] < -1)
+        return Status::InvalidArgument("fanout " + std::to_string(typed[e][h]) + " of edge type " + std::to_string(e) +
+                                       " in hop " + std::to_string(h) + " is invalid: use -1, 0 or a value >= 1");
+  }
   return Status::OK();
 }
 
@@ -53,6 +66,7 @@ void SubgraphBuilder::AddHop(const OneHopResult& hop, bool with_edge_ids, Sample
     out->edge_id.resize(e0 + total);
     std::copy(hop.edge_ids.begin(), hop.edge_ids.begin() + total, out->edge_id.begin() + e0);
   }
+  if (!hop.edge_types.empty()) out->edge_type.insert(out->edge_type.end(), hop.edge_types.begin(), hop.edge_types.begin() + total);
   int64_t n0 = static_cast<int64_t>(out->n_id.size());
   map_.Reserve(map_.size() + total);
   // n_id grows by at most `total`; size it once and trim at the end.
@@ -119,6 +133,20 @@ Status MultiHopSampler::Sample(ArrayView<const int64_t> seeds, uint64_t request_
   // hash table.
   builder_.UseDenseIdRange(lo + graph_.num_nodes());
   builder_.Begin(seeds, out);
+  if (!options_.edge_type_fanouts.empty()) {
+    if (edge_types_ == nullptr)
+      return Status::InvalidArgument("per-edge-type fanouts need a heterogeneous dataset (this one has no edge types)");
+    if (options_.induced) return Status::InvalidArgument("subgraph (induced) sampling of heterogeneous graphs is not supported");
+    const size_t hops = options_.edge_type_fanouts.front().size();
+    std::vector<int64_t> type_fanouts(options_.edge_type_fanouts.size());
+    for (size_t h = 0; h < hops; ++h) {
+      for (size_t e = 0; e < type_fanouts.size(); ++e) type_fanouts[e] = options_.edge_type_fanouts[e][h];
+      FANOUT_RETURN_IF_ERROR(SampleHeteroHop(graph_, edge_types_, builder_.Frontier(*out), type_fanouts,
+                                             static_cast<int64_t>(h), request_seed, options_.sampling, &hop_));
+      builder_.AddHop(hop_, options_.sampling.with_edge_ids, out);
+    }
+    return Status::OK();
+  }
   for (size_t h = 0; h < options_.fanouts.size(); ++h) {
     FANOUT_RETURN_IF_ERROR(hop_sampler_.Sample(graph_, builder_.Frontier(*out), options_.fanouts[h],
                                                static_cast<int64_t>(h), request_seed,

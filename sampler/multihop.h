@@ -42,6 +42,7 @@ struct SampledSubgraph {
   PodVector<int64_t> col;      // local index of the frontier node (target)
   PodVector<int64_t> edge_id;  // global edge ids; empty unless requested
   PodVector<int64_t> batch;    // temporal (disjoint) sampling: the seed position of each n_id entry; else empty
+  PodVector<int32_t> edge_type;  // heterogeneous sampling (sampler/hetero.h): each edge's type; else empty
   std::vector<int64_t> num_sampled_nodes;  // hops + 1 entries
   std::vector<int64_t> num_sampled_edges;  // hops entries
   int64_t batch_size = 0;
@@ -64,11 +65,15 @@ struct MultiHopOptions {
   bool induced = false;
   // Temporal sampling (sampler/temporal.h): used by the temporal samplers only.
   TemporalStrategy temporal_strategy = TemporalStrategy::kUniform;
+  // Heterogeneous sampling (sampler/hetero.h): fanout per edge type and hop,
+  // edge_type_fanouts[e][h] (0 = that type is not sampled in hop h); `fanouts`
+  // then holds HeteroHopFanouts' per-hop largest values. Empty = homogeneous.
+  std::vector<std::vector<int64_t>> edge_type_fanouts;
 };
 
 inline bool operator==(const MultiHopOptions& a, const MultiHopOptions& b) {
   return a.fanouts == b.fanouts && a.sampling == b.sampling && a.induced == b.induced &&
-         a.temporal_strategy == b.temporal_strategy;
+         a.temporal_strategy == b.temporal_strategy && a.edge_type_fanouts == b.edge_type_fanouts;
 }
 inline bool operator!=(const MultiHopOptions& a, const MultiHopOptions& b) { return !(a == b); }
 
@@ -94,7 +99,7 @@ class SubgraphBuilder {
   }
   // Appends one hop. `hop` holds the frontier's samples in frontier order
   // (hop.offsets has Frontier().size() + 1 entries); its edge ids are copied
-  // when with_edge_ids.
+  // when with_edge_ids, its edge types when it has them.
   void AddHop(const OneHopResult& hop, bool with_edge_ids, SampledSubgraph* out);
   // Replaces the edges with every edge among n_id. `all` holds the whole
   // adjacency of every node of out->n_id, in n_id order (a hop with fanout -1
@@ -133,9 +138,13 @@ class MultiHopSampler {
   Status Sample(ArrayView<const int64_t> seeds, uint64_t request_seed, SampledSubgraph* out);
 
   const MultiHopOptions& options() const { return options_; }
+  // A heterogeneous graph's edge type per CSR position (rows ordered by type),
+  // needed for options().edge_type_fanouts; must outlive the sampler.
+  void SetEdgeTypes(const int32_t* edge_types) { edge_types_ = edge_types; }
 
  private:
   CsrGraph graph_;  // a view: the arrays must outlive the sampler
+  const int32_t* edge_types_ = nullptr;
   MultiHopOptions options_;
   ThreadPool* pool_;
   HopSampler hop_sampler_;

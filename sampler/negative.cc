@@ -1,5 +1,6 @@
 #include "sampler/negative.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -57,25 +58,34 @@ int64_t NumNegatives(const NegativeOptions& o, int64_t num_positive) {
 Status SampleNegatives(const NegativeOptions& o, ArrayView<const int64_t> pos_src, int64_t num_nodes,
                        uint64_t request_seed, const EdgeOracle& oracle, std::vector<int64_t>* neg_src,
                        std::vector<int64_t>* neg_dst) {
+  const NodeRanges all = NodeRanges::All(num_nodes);
+  return SampleNegatives(o, pos_src, all, all, request_seed, oracle, neg_src, neg_dst);
+}
+
+Status SampleNegatives(const NegativeOptions& o, ArrayView<const int64_t> pos_src, const NodeRanges& src_nodes,
+                       const NodeRanges& dst_nodes, uint64_t request_seed, const EdgeOracle& oracle,
+                       std::vector<int64_t>* neg_src, std::vector<int64_t>* neg_dst) {
   neg_src->clear();
   neg_dst->clear();
   const int64_t m = NumNegatives(o, static_cast<int64_t>(pos_src.size()));
   if (m == 0) return Status::OK();
-  if (num_nodes <= 0) return Status::InvalidArgument("negative sampling on a graph without nodes");
   const bool binary = o.mode == NegativeMode::kBinary;
+  if ((binary && src_nodes.count() <= 0) || dst_nodes.count() <= 0)
+    return Status::InvalidArgument("negative sampling on a graph without nodes to draw from");
   const int64_t per = binary ? 1 : static_cast<int64_t>(o.amount);
-  const uint64_t n = static_cast<uint64_t>(num_nodes);
+  const uint64_t ns = static_cast<uint64_t>(src_nodes.count()), nd = static_cast<uint64_t>(dst_nodes.count());
+  const int64_t num_nodes = std::max(src_nodes.count(), dst_nodes.count());
   std::vector<int64_t> src(m), dst(m);
   // Negative j's attempt a: key NodeKey(seed, kNegativeHop, j); binary draws
   // 2a (source) and 2a + 1 (destination), triplet draw a (destination).
   auto draw = [&](int64_t j, int a) {
     const uint64_t key = NodeKey(request_seed, kNegativeHop, static_cast<uint64_t>(j));
     if (binary) {
-      src[j] = static_cast<int64_t>(DrawBelow(Draw(key, 2 * static_cast<uint64_t>(a)), n));
-      dst[j] = static_cast<int64_t>(DrawBelow(Draw(key, 2 * static_cast<uint64_t>(a) + 1), n));
+      src[j] = src_nodes.Id(static_cast<int64_t>(DrawBelow(Draw(key, 2 * static_cast<uint64_t>(a)), ns)));
+      dst[j] = dst_nodes.Id(static_cast<int64_t>(DrawBelow(Draw(key, 2 * static_cast<uint64_t>(a) + 1), nd)));
     } else {
       src[j] = pos_src[static_cast<size_t>(j / per)];
-      dst[j] = static_cast<int64_t>(DrawBelow(Draw(key, static_cast<uint64_t>(a)), n));
+      dst[j] = dst_nodes.Id(static_cast<int64_t>(DrawBelow(Draw(key, static_cast<uint64_t>(a)), nd)));
     }
   };
   for (int64_t j = 0; j < m; ++j) draw(j, 0);

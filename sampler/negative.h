@@ -26,6 +26,7 @@
 #include "common/array_view.h"
 #include "common/status.h"
 #include "sampler/csr_graph.h"
+#include "sampler/hetero.h"
 
 namespace fanout::sampler {
 
@@ -65,6 +66,13 @@ using EdgeOracle =
 Status SampleNegatives(const NegativeOptions& options, ArrayView<const int64_t> pos_src, int64_t num_nodes,
                        uint64_t request_seed, const EdgeOracle& oracle, std::vector<int64_t>* neg_src,
                        std::vector<int64_t>* neg_dst);
+// The same with sources drawn uniformly from `src_nodes` and destinations
+// from `dst_nodes` (a heterogeneous edge type's end types): a draw picks an
+// index below count() and takes that id, so over NodeRanges::All(n) this is
+// the call above.
+Status SampleNegatives(const NegativeOptions& options, ArrayView<const int64_t> pos_src, const NodeRanges& src_nodes,
+                       const NodeRanges& dst_nodes, uint64_t request_seed, const EdgeOracle& oracle,
+                       std::vector<int64_t>* neg_src, std::vector<int64_t>* neg_dst);
 
 // Whether row `row` (an index into the graph's rows) holds `neighbor`: a
 // scan of the row (rows keep input order).

@@ -78,6 +78,7 @@ Status HopSampler::Sample(const CsrGraph& graph, ArrayView<const int64_t> nodes,
   const int64_t total = offsets[m];
   out->neighbors.resize(total);
   out->edge_ids.resize(options.with_edge_ids ? total : 0);
+  out->edge_types.clear();
 
   // Phase 2, software-pipelined: draw node i + kDrawAhead's positions and
   // prefetch the CSR lines they land on, then resolve node i's positions to

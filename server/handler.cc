@@ -5,6 +5,7 @@
 
 #include "common/secret.h"
 #include "rpc/codec.h"
+#include "sampler/hetero.h"
 #include "sampler/negative.h"
 
 namespace fanout::server {
@@ -75,6 +76,17 @@ void RpcHandler::partition_info(gen::PartitionInfo& out) {
     if (data_port > 0) out.__set_data_port(data_port);
     if (!s.data_ticket.empty()) out.__set_data_plane_ticket(s.data_ticket);
     if (m.has_edge_times) out.__set_has_edge_times(true);
+    if (!m.hetero.empty()) {
+      out.__set_node_types(m.hetero.node_types);
+      std::vector<std::string> edge_types;
+      for (int e = 0; e < m.hetero.num_edge_types(); ++e) edge_types.push_back(m.hetero.EdgeTypeName(e));
+      out.__set_edge_types(edge_types);
+      std::string packed;
+      rpc::Pack(ArrayView<const int64_t>(m.hetero.type_bounds), &packed);
+      out.__set_node_type_bounds(packed);
+      rpc::Pack(ArrayView<const int64_t>(m.hetero.feature_dims), &packed);
+      out.__set_node_type_feature_dims(packed);
+    }
     return Status::OK();
   });
 }
@@ -99,9 +111,19 @@ void RpcHandler::sample_neighbors(gen::SampleResponse& out, const gen::SampleReq
       if (req.__isset.temporal_strategy)
         FANOUT_RETURN_IF_ERROR(sampler::ParseTemporalStrategy(req.temporal_strategy, &p.strategy));
     }
+    if (req.__isset.type_fanouts) {
+      FANOUT_RETURN_IF_ERROR(rpc::View(req.type_fanouts, "type fanouts", &p.type_fanouts));
+      p.hetero = true;
+      if (req.__isset.keep)
+        return Status::InvalidArgument("subgraph (keep) sampling of heterogeneous datasets is not supported");
+    }
     const sampler::OneHopResult* hop = nullptr;
     FANOUT_RETURN_IF_ERROR(svc_.Sample(ids, p, &hop));
     const size_t n = ids.size();
+    if (p.hetero) {
+      const int64_t total = hop->offsets[n];
+      out.__set_edge_types(std::string(reinterpret_cast<const char*>(hop->edge_types.data()), total * 4));
+    }
     if (req.__isset.keep) {
       PackKept(*hop, n, keep, req.with_edge_ids, &out);
       bytes = out.counts.size() + out.neighbors.size() + out.edge_ids.size();
@@ -114,7 +136,7 @@ void RpcHandler::sample_neighbors(gen::SampleResponse& out, const gen::SampleReq
     out.neighbors.assign(reinterpret_cast<const char*>(hop->neighbors.data()), total * 8);
     if (req.with_edge_ids) out.edge_ids.assign(reinterpret_cast<const char*>(hop->edge_ids.data()), total * 8);
     else out.edge_ids.clear();
-    bytes = out.counts.size() + out.neighbors.size() + out.edge_ids.size();
+    bytes = out.counts.size() + out.neighbors.size() + out.edge_ids.size() + out.edge_types.size();
     return Status::OK();
   });
 }
@@ -229,7 +251,8 @@ void RpcHandler::lookup_original_ids(std::string& out, const std::string& nodes)
   ServeLookup<int64_t>(kLookupOriginalIds, nodes, out, [&](int64_t r) { return d.original_ids[r]; });
 }
 
-void RpcHandler::has_edges(std::string& out, const std::string& rows, const std::string& neighbors) {
+void RpcHandler::has_edges(std::string& out, const std::string& rows, const std::string& neighbors,
+                           const int32_t edge_type) {
   size_t bytes = 0;
   Serve(kHasEdges, &bytes, [&]() -> Status {
     ArrayView<const int64_t> ids, nbrs;
@@ -239,9 +262,15 @@ void RpcHandler::has_edges(std::string& out, const std::string& rows, const std:
       return Status::InvalidArgument("has_edges: " + std::to_string(ids.size()) + " rows but " +
                                      std::to_string(nbrs.size()) + " neighbors");
     const ServerState& s = svc_.state();
+    const sampler::HeteroSchema& h = s.data->meta.hetero;
+    if (edge_type >= 0 && edge_type >= h.num_edge_types())
+      return Status::InvalidArgument("has_edges: edge type " + std::to_string(edge_type) + " is outside [0, " +
+                                     std::to_string(h.num_edge_types()) + ") of dataset '" + s.data->meta.name + "'");
+    const int32_t* types = s.data->edge_types.empty() ? nullptr : s.data->edge_types.data();
     out.resize(ids.size());
     for (size_t i = 0; i < ids.size(); ++i)
-      out[i] = static_cast<char>(sampler::RowHasNeighbor(s.graph, ids[i] - s.data->node_begin, nbrs[i]));
+      out[i] = static_cast<char>(
+          sampler::RowHasTypedNeighbor(s.graph, types, ids[i] - s.data->node_begin, nbrs[i], edge_type));
     bytes = out.size();
     return Status::OK();
   });

@@ -26,7 +26,8 @@ class RpcHandler : public rpc::gen::FanoutIf {
   void ping(std::string& out, const std::string& text) override;
   void authenticate(const std::string& token) override;
   void note_failover(const rpc::gen::FailoverNote& note) override;
-  void has_edges(std::string& out, const std::string& rows, const std::string& neighbors) override;
+  void has_edges(std::string& out, const std::string& rows, const std::string& neighbors,
+                 const int32_t edge_type) override;
 
  private:
   // Unpacks a sample request's keep list: ids in range, ascending, distinct.

@@ -1,5 +1,7 @@
 #include "server/service.h"
 
+#include "sampler/hetero.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -86,6 +88,29 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
     return Status::InvalidArgument("fanout " + std::to_string(p.fanout) + " is outside [-1, " +
                                    std::to_string(s_->options.max_fanout) + "]");
   if (p.hop < 0) return Status::InvalidArgument("hop " + std::to_string(p.hop) + " is negative");
+  // Heterogeneous: a node draws at most the sum of its types' fanouts (all
+  // its edges where one is -1); the reply bound below uses that.
+  int64_t bound_fanout = p.fanout;
+  if (p.hetero) {
+    const sampler::HeteroSchema& h = s_->data->meta.hetero;
+    if (h.empty())
+      return Status::InvalidArgument("per-edge-type fanouts need a heterogeneous dataset; '" + s_->data->meta.name +
+                                     "' has no edge types");
+    if (p.type_fanouts.size() != static_cast<size_t>(h.num_edge_types()))
+      return Status::InvalidArgument("per-edge-type fanouts name " + std::to_string(p.type_fanouts.size()) +
+                                     " edge types; dataset '" + s_->data->meta.name + "' has " +
+                                     std::to_string(h.num_edge_types()));
+    if (p.temporal) return Status::InvalidArgument("temporal sampling of heterogeneous datasets is not supported");
+    bound_fanout = 0;
+    for (size_t e = 0; e < p.type_fanouts.size(); ++e) {
+      const int64_t f = p.type_fanouts[e];
+      if (f < -1 || f > s_->options.max_fanout)
+        return Status::InvalidArgument("fanout " + std::to_string(f) + " of edge type " +
+                                       h.EdgeTypeName(static_cast<int>(e)) + " is outside [-1, " +
+                                       std::to_string(s_->options.max_fanout) + "]");
+      if (bound_fanout >= 0) bound_fanout = f < 0 ? -1 : bound_fanout + f;
+    }
+  }
   // The reply's largest possible size, before any work: repeated hub ids with
   // a large fanout could otherwise ask for terabytes. A bound from the
   // fanout and the largest degree first; the exact one only where that is over.
@@ -93,7 +118,7 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
   const double limit = static_cast<double>(s_->options.max_reply_bytes);
   // The most edges one node of this degree can draw.
   auto most_drawn = [&](int64_t deg) -> double {
-    return deg == 0 ? 0 : p.fanout < 0 ? deg : p.replace ? p.fanout : std::min(p.fanout, deg);
+    return deg == 0 ? 0 : bound_fanout < 0 ? deg : p.replace ? bound_fanout : std::min(bound_fanout, deg);
   };
   double most_edges = s_->max_degree < 0 ? -1 : static_cast<double>(ids.size()) * most_drawn(s_->max_degree);
   if (most_edges < 0 || 4.0 * ids.size() + most_edges * per_edge > limit) {
@@ -122,6 +147,13 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
       return Status::InvalidArgument("temporal sampling draws uniformly without replacement (no replace, no weights)");
     sampler::SampleTemporalHop(s_->graph, s_->data->edge_times.data(), s_->time_index, so.node_offset, ids, p.times, p.fanout, p.hop,
                                p.seed, p.strategy, p.with_edge_ids, &hop_);
+    metrics_->RecordSample(static_cast<int64_t>(ids.size()), hop_.offsets[ids.size()]);
+    *out = &hop_;
+    return Status::OK();
+  }
+  if (p.hetero) {
+    FANOUT_RETURN_IF_ERROR(sampler::SampleHeteroHop(s_->graph, s_->data->edge_types.data(), ids, p.type_fanouts, p.hop,
+                                                    p.seed, so, &hop_));
     metrics_->RecordSample(static_cast<int64_t>(ids.size()), hop_.offsets[ids.size()]);
     *out = &hop_;
     return Status::OK();

@@ -75,6 +75,9 @@ struct SampleParams {
   bool temporal = false;
   ArrayView<const int64_t> times;
   sampler::TemporalStrategy strategy = sampler::TemporalStrategy::kUniform;
+  // Heterogeneous sampling (sampler/hetero.h): this hop's fanout per edge type.
+  bool hetero = false;
+  ArrayView<const int64_t> type_fanouts;
 };
 
 class PartitionService {

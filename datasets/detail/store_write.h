@@ -71,8 +71,12 @@ inline double Int8Scale(float max_abs) { return max_abs > 0 ? max_abs / 127.0 : 
 // The stored ids: partition by partition, input order inside each. Fills
 // offsets (k + 1: partition p owns [offsets[p], offsets[p+1])) and the new id
 // of every input id.
+// Heterogeneous datasets (node_type non-empty, num_types node types): by
+// partition, then node type, then input order; *type_bounds gets
+// HeteroSchema::type_bounds (k * num_types + 1).
 void RenumberByPart(const std::vector<int32_t>& part, int k, std::vector<int64_t>* offsets,
-                    std::vector<int64_t>* new_of_old);
+                    std::vector<int64_t>* new_of_old, const std::vector<int32_t>& node_type = {},
+                    int num_types = 1, std::vector<int64_t>* type_bounds = nullptr);
 
 // Sum of every chunk's payload bytes (chunks.h), for progress lines.
 // `name_bytes`: sum of the original names' lengths (0 without names).
@@ -101,8 +105,9 @@ class PartStoreWriter {
   // Chunk c's adjacency: degrees of its nodes, their neighbors and edge ids.
   Status PutAdjChunk(int64_t c, ArrayView<const int64_t> degrees, ArrayView<const int64_t> neighbors,
                      ArrayView<const int64_t> edge_ids);
-  // Chunk c's edge timestamps (adj order).
+  // Chunk c's edge timestamps (etime) or edge types (etype), adj order.
   Status PutEdgeTimeChunk(int64_t c, ArrayView<const int64_t> times);
+  Status PutEdgeTypeChunk(int64_t c, ArrayView<const int64_t> types);
   // Chunk c's feat, label, split, orig and name values of the nodes whose
   // input ids are old_ids[0 .. n), in stored order.
   Status PutNodeChunks(const DatasetMeta& meta, int64_t c, const int64_t* old_ids, int64_t n, const NodeSource& src);

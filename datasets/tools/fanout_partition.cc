@@ -56,7 +56,9 @@ int main(int argc, char** argv) {
       "  fanout-partition --format planetoid --input datasets/data/planetoid/cora --parts 2 --output /tmp/cora-planetoid\n"
       "  fanout-partition --format snap --input CA-GrQc.txt --undirected --parts 4 --method random --output /tmp/grqc\n"
       "  fanout-partition --format rmat --rmat-scale 22 --feature-dim 64 --parts 4 --direction out --output /tmp/rmat22\n"
-      "  fanout-partition --format snap --input big.txt.gz --parts 16 --method hash --memory-limit 4G --output /data/big\n\n"
+      "  fanout-partition --format snap --input big.txt.gz --parts 16 --method hash --memory-limit 4G --output /data/big\n"
+      "  fanout-partition --format movielens --input datasets/data/movielens/ml-latest-small --undirected --parts 2 "
+      "--output /tmp/ml\n\n"
       "Memory: random, range and hash partition in bounded memory: the edges are streamed (snap, ogb and rmat inputs\n"
       "are never held whole), spilled to disk and written partition by partition in slices that fit --memory-limit.\n"
       "METIS needs the whole graph in memory and refuses to start when its estimate exceeds the limit."};
@@ -102,6 +104,11 @@ int main(int argc, char** argv) {
   app.add_option("--rmat-scale", load.rmat.scale, "rmat: 2^scale nodes")->default_val(20)->check(CLI::Range(1, 30));
   app.add_option("--rmat-edge-factor", load.rmat.edge_factor, "rmat: edges per node")->default_val(16)->check(CLI::Range(0, 1024));
   app.add_option("--feature-dim", load.feature_dim, "rmat: synthetic float32 feature dimension (0 = none)")->default_val(0)->check(CLI::Range(0, 1 << 16));
+  app.add_option("--rmat-node-types", load.rmat_node_types,
+                 "rmat: a heterogeneous graph with this many node types (t0, t1, ...; node v has type v % n) and an "
+                 "edge type per pair of them (0 = homogeneous)")
+      ->default_val(0)
+      ->check(CLI::Range(0, 64));
   app.add_option("--num-classes", load.num_classes, "rmat: synthetic label classes (0 = none)")->default_val(0)->check(CLI::Range(0, 1 << 16));
   CLI11_PARSE(app, argc, argv);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // keep stdout and stderr lines in order
@@ -196,7 +203,8 @@ int main(int argc, char** argv) {
                                         "raw/edge_time.csv (ogb) or makes synthetic R-MAT timestamps (rmat), not " +
                                         format));
   const bool streamed =
-      !metis && (format == "snap" || format == "rmat" || format == "ogb") && !drop_dups && !load.edge_times;
+      !metis && (format == "snap" || format == "rmat" || format == "ogb") && !drop_dups && !load.edge_times &&
+      load.rmat_node_types == 0;
   if (streamed) {
     StreamedGraph g;
     if (format == "ogb") {
@@ -238,18 +246,34 @@ int main(int argc, char** argv) {
                 format.c_str(), static_cast<long long>(ds->num_nodes), static_cast<long long>(ds->num_edges()),
                 static_cast<long long>(ds->feature_dim), static_cast<long long>(ds->num_classes),
                 changed.empty() ? "" : "; ", changed.c_str());
-    if (metis || !ds->edge_times.empty()) {
-      // Timestamps go through the in-memory writer: its layout takes about
-      // 48 bytes per edge beyond the loaded graph.
+    if (ds->hetero()) {
+      std::vector<int64_t> per_type(ds->node_types.size(), 0), per_edge_type(ds->edge_types.size(), 0);
+      for (int32_t t : ds->node_type) per_type[t]++;
+      for (int32_t e : ds->edge_type) per_edge_type[e]++;
+      std::printf("node types:");
+      for (size_t t = 0; t < per_type.size(); ++t)
+        std::printf(" %s %lld (%lld features)%s", ds->node_types[t].c_str(), static_cast<long long>(per_type[t]),
+                    static_cast<long long>(ds->type_feature_dims[t]), t + 1 < per_type.size() ? ";" : "\n");
+      std::printf("edge types:");
+      for (size_t e = 0; e < per_edge_type.size(); ++e)
+        std::printf(" (%s, %s, %s) %lld%s", ds->node_types[ds->edge_types[e].src].c_str(), ds->edge_types[e].rel.c_str(),
+                    ds->node_types[ds->edge_types[e].dst].c_str(), static_cast<long long>(per_edge_type[e]),
+                    e + 1 < per_edge_type.size() ? ";" : "\n");
+    }
+    if (metis || !ds->edge_times.empty() || ds->hetero()) {
+      // Timestamps and types go through the in-memory writer: its layout
+      // takes about 48 bytes per edge beyond the loaded graph.
       const double need = static_cast<double>(ResidentSetBytes()) +
                           ds->num_edges() * (metis ? kMetisBytesPerEdge : 48.0) +
                           ds->num_nodes * (metis ? kMetisBytesPerNode : 16.0);
       if (metis && need > memory_limit) return Fail(metis_refusal(need, std::to_string(ds->num_edges()) + " edges"));
       if (need > memory_limit)
         return Fail(Status::ResourceExhausted(
-            "writing " + std::to_string(ds->num_edges()) + " timestamped edges in memory needs about " +
-            FormatBytes(need) + ", more than the memory limit " + FormatBytes(static_cast<double>(memory_limit)) +
-            " (--edge-times is not partitioned in bounded memory); raise --memory-limit if this machine has it"));
+            "writing " + std::to_string(ds->num_edges()) + (ds->hetero() ? " typed" : " timestamped") +
+            " edges in memory needs about " + FormatBytes(need) + ", more than the memory limit " +
+            FormatBytes(static_cast<double>(memory_limit)) +
+            " (edge timestamps and heterogeneous graphs are not partitioned in bounded memory); raise --memory-limit "
+            "if this machine has it"));
       std::vector<int32_t> assignment;
       st = ComputePartition(*ds, po, &assignment, &notes);
       if (!st.ok()) return Fail(st);

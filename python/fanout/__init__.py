@@ -121,6 +121,57 @@ class Cluster:
             raise InvalidArgument("split name must be 'train', 'val' or 'test', not %r" % (name,))
         return _tensor(self._c.split_nodes(name))
 
+    # Heterogeneous datasets (empty for homogeneous ones), as PyG's HeteroData.metadata().
+    @property
+    def node_types(self):
+        """The node type names (a list; empty for a homogeneous dataset)."""
+        return list(self._c.node_types)
+
+    @property
+    def edge_types(self):
+        """The edge types as (src_type, relation, dst_type) tuples (empty for a homogeneous dataset)."""
+        return [tuple(t) for t in self._c.edge_types]
+
+    @property
+    def node_type_feature_dims(self):
+        """Each node type's feature columns (0 = none), in node_types order."""
+        return list(self._c.node_type_feature_dims)
+
+    def metadata(self):
+        """(node_types, edge_types), as PyG's HeteroData.metadata() (for to_hetero)."""
+        return self.node_types, self.edge_types
+
+    def is_hetero(self):
+        return bool(self._c.node_types)
+
+    def nodes_of_type(self, node_type):
+        """The global ids of every node of a type, ascending, as an int64 tensor."""
+        return _tensor(self._c.nodes_of_type(str(node_type)))
+
+    def node_type_of(self, ids):
+        """The node type (an index into node_types) of each global id, as an int64 tensor."""
+        return _tensor(self._c.node_type_of(_ids(ids, self).tolist()))
+
+    def original_ids(self, ids):
+        """The dataset's own ids of global ids (per type in heterogeneous datasets: MovieLens'
+        userId / movieId, an OGB type's row), as an int64 tensor."""
+        return _tensor(self._c.original_ids(_ids(ids, self).tolist()))
+
+    def edge_type_index(self, edge_type):
+        """The index of an edge type given as (src, rel, dst), "src,rel,dst" or an unambiguous
+        relation name."""
+        types = self.edge_types
+        if isinstance(edge_type, (tuple, list)) and len(edge_type) == 3 and tuple(edge_type) in types:
+            return types.index(tuple(edge_type))
+        if isinstance(edge_type, str):
+            if edge_type.count(",") == 2 and tuple(edge_type.split(",")) in types:
+                return types.index(tuple(edge_type.split(",")))
+            matches = [i for i, t in enumerate(types) if t[1] == edge_type]
+            if len(matches) == 1:
+                return matches[0]
+        raise InvalidArgument("edge type %r is not one of the dataset's edge types %s (or names several)"
+                              % (edge_type, types))
+
     def __repr__(self):
         return "fanout.Cluster(%s)" % self._c.description
 
@@ -145,9 +196,14 @@ class Batch:
     Temporal loaders (``input_time`` / ``edge_label_time``) add ``batch``
     int64 [N], the seed position whose tree each node belongs to (trees are
     disjoint, as PyG's temporal sampling), and ``seed_time`` [batch_size].
+
+    Heterogeneous loaders add ``node_type`` [N] and ``edge_type`` [E]
+    (indices into the cluster's node_types / edge_types) and yield a
+    HeteroBatch built from this.
     """
 
-    _LINK = ("edge_label_index", "edge_label", "src_index", "dst_pos_index", "dst_neg_index", "batch", "seed_time")
+    _LINK = ("edge_label_index", "edge_label", "src_index", "dst_pos_index", "dst_neg_index", "batch", "seed_time",
+             "node_type", "edge_type")
     __slots__ = ("x", "y", "edge_index", "n_id", "e_id", "original_id", "batch_size", "num_sampled_nodes",
                  "num_sampled_edges", "_input_id", "_loader", "epoch", "index") + _LINK
 
@@ -193,6 +249,168 @@ class Batch:
         return ("fanout.Batch(epoch=%d, index=%d, batch_size=%d, x=%s, y=%s, edge_index=%s, n_id=%s, e_id=%s)"
                 % (self.epoch, self.index, self.batch_size, shape(self.x), shape(self.y), shape(self.edge_index),
                    shape(self.n_id), shape(self.e_id)))
+
+
+class TypeStore:
+    """One node or edge type's tensors in a HeteroBatch (PyG's NodeStorage / EdgeStorage):
+    attributes, or ``store["x"]``; absent ones are None."""
+
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
+
+    def __getitem__(self, key):
+        return getattr(self, key)
+
+    def __getattr__(self, key):  # only for names never set
+        if key.startswith("__"):
+            raise AttributeError(key)
+        return None
+
+    def keys(self):
+        return [k for k, v in self.__dict__.items() if v is not None]
+
+    def __repr__(self):
+        def shape(v):
+            return list(v.shape) if isinstance(v, torch.Tensor) else v
+        return "TypeStore(%s)" % ", ".join("%s=%s" % (k, shape(v)) for k, v in self.__dict__.items() if v is not None)
+
+
+class HeteroBatch:
+    """One heterogeneous mini-batch, shaped as PyG's HeteroData.
+
+    ``batch["movie"]``: ``n_id`` (global ids of the batch's movies, in
+    batch order; the seeds of this type first), ``x`` (the type's own
+    feature columns; None where it has none), ``y``, ``original_id`` (with
+    original_ids=True), ``batch_size`` (seeds of this type) and ``index``
+    (positions in the homogeneous batch). ``batch["user", "rates",
+    "movie"]`` (or ``batch["rates"]`` when unambiguous): ``edge_index``
+    [2, E] whose rows index the source type's and the destination type's
+    n_id (row 0 the message source, as NeighborLoader's), and ``e_id``.
+    LinkLoader batches put ``edge_label_index`` / ``edge_label`` (or
+    ``src_index`` / ``dst_pos_index`` / ``dst_neg_index``) on the seed edge
+    type, in those per-type indices, and ``input_id`` on the batch.
+    ``x_dict``, ``edge_index_dict``, ``n_id_dict``, ``node_types``,
+    ``edge_types`` and ``metadata()`` as HeteroData's; ``homogeneous`` is
+    the Batch it was split from.
+    """
+
+    def __init__(self, batch, cluster, link_edge_type=None):
+        self.homogeneous = batch
+        self.node_types = cluster.node_types
+        self.edge_types = cluster.edge_types
+        dims = cluster.node_type_feature_dims
+        nt, et = batch.node_type, batch.edge_type
+        type_index = torch.empty_like(nt)
+        self._nodes, self._edges = {}, {}
+        for t, name in enumerate(self.node_types):
+            idx = (nt == t).nonzero().flatten()
+            type_index[idx] = torch.arange(idx.numel(), dtype=torch.long)
+            self._nodes[name] = TypeStore(
+                n_id=batch.n_id[idx], index=idx,
+                x=batch.x[idx, :dims[t]] if batch.x is not None and dims[t] > 0 else None,
+                y=batch.y[idx] if batch.y is not None else None,
+                original_id=batch.original_id[idx] if batch.original_id is not None else None,
+                batch_size=int((nt[:batch.batch_size] == t).sum()))
+        for e, key in enumerate(self.edge_types):
+            sel = (et == e).nonzero().flatten()
+            self._edges[key] = TypeStore(edge_index=type_index[batch.edge_index[:, sel]],
+                                         e_id=batch.e_id[sel] if batch.e_id is not None else None)
+        self.type_index = type_index
+        self.batch_size = batch.batch_size
+        self.epoch, self.index = batch.epoch, batch.index
+        self.input_id = batch.input_id
+        if link_edge_type is not None:
+            store = self._edges[self.edge_types[link_edge_type]]
+            for k in ("edge_label_index", "src_index", "dst_pos_index", "dst_neg_index"):
+                v = getattr(batch, k)
+                setattr(store, k, None if v is None else type_index[v])
+            store.edge_label = batch.edge_label
+            store.input_id = batch.input_id
+
+    def __getitem__(self, key):
+        if isinstance(key, str) and key in self._nodes:
+            return self._nodes[key]
+        if isinstance(key, tuple) and key in self._edges:
+            return self._edges[key]
+        if isinstance(key, str):
+            matches = [k for k in self._edges if k[1] == key]
+            if len(matches) == 1:
+                return self._edges[matches[0]]
+        raise KeyError("%r is not a node type %s or an edge type %s of this batch"
+                       % (key, self.node_types, self.edge_types))
+
+    def metadata(self):
+        return self.node_types, self.edge_types
+
+    @property
+    def x_dict(self):
+        return {k: v.x for k, v in self._nodes.items() if v.x is not None}
+
+    @property
+    def n_id_dict(self):
+        return {k: v.n_id for k, v in self._nodes.items()}
+
+    @property
+    def edge_index_dict(self):
+        return {k: v.edge_index for k, v in self._edges.items()}
+
+    def __repr__(self):
+        return ("fanout.HeteroBatch(epoch=%d, index=%d, batch_size=%d, nodes={%s}, edges={%s})"
+                % (self.epoch, self.index, self.batch_size,
+                   ", ".join("%s: %d" % (k, v.n_id.numel()) for k, v in self._nodes.items()),
+                   ", ".join("%s: %d" % (",".join(k), v.edge_index.size(1)) for k, v in self._edges.items())))
+
+
+def _type_fanouts(cluster, num_neighbors):
+    """A num_neighbors dict {edge type: [fanout per hop]} as one list per edge type of the cluster
+    (edge types left out are not sampled)."""
+    if not cluster.is_hetero():
+        raise InvalidArgument("num_neighbors as a dict (per edge type) needs a heterogeneous dataset; this one has "
+                              "no edge types")
+    lists = [None] * len(cluster.edge_types)
+    hops = None
+    for key, fanouts in num_neighbors.items():
+        e = cluster.edge_type_index(key)
+        if isinstance(fanouts, int) or not all(isinstance(f, int) and not isinstance(f, bool) for f in fanouts):
+            raise InvalidArgument("num_neighbors[%r] must be a list of integer fanouts per hop, not %r"
+                                  % (key, fanouts))
+        if lists[e] is not None:
+            raise InvalidArgument("num_neighbors names edge type %r twice" % (cluster.edge_types[e],))
+        lists[e] = list(fanouts)
+        if hops is not None and len(fanouts) != hops:
+            raise InvalidArgument("num_neighbors[%r] has %d hops, another edge type %d: every edge type needs one "
+                                  "fanout per hop" % (key, len(fanouts), hops))
+        hops = len(fanouts)
+    if hops is None or hops == 0:
+        raise InvalidArgument("num_neighbors must name at least one edge type and one hop")
+    return [l if l is not None else [0] * hops for l in lists], hops
+
+
+def _typed_ids(input_nodes, cluster):
+    """input_nodes as PyG's (node_type, ids / mask / split name / None = every node of the type)."""
+    node_type, sel = input_nodes
+    if node_type not in cluster.node_types:
+        raise InvalidArgument("input node type %r is not one of %s" % (node_type, cluster.node_types))
+    of_type = cluster.nodes_of_type(node_type)
+    if sel is None:
+        return of_type
+    if isinstance(sel, torch.Tensor) and sel.dtype == torch.bool:  # a mask over this type's nodes, as PyG's
+        if sel.numel() != of_type.numel():
+            raise InvalidArgument("a boolean mask for node type %r has %d entries, the type %d nodes"
+                                  % (node_type, sel.numel(), of_type.numel()))
+        return of_type[sel.flatten()]
+    ids = _ids(sel, cluster)
+    t = cluster.node_types.index(node_type)
+    if isinstance(sel, str):
+        return ids[cluster.node_type_of(ids) == t] if ids.numel() else ids
+    if ids.numel():
+        types = cluster.node_type_of(ids)
+        bad = (types != t).nonzero().flatten()
+        if bad.numel():
+            i = int(bad[0])
+            raise InvalidArgument("input node %d (position %d) is a %s, not a %s"
+                                  % (int(ids[i]), i, cluster.node_types[int(types[i])], node_type))
+    return ids
 
 
 def _times(t):
@@ -251,6 +469,12 @@ class NodeLoader:
     ``input_time`` gives each seed a time; a seed's subgraph holds only edges
     not later than it (``temporal_strategy`` "uniform" among them, or "last":
     the most recent), one disjoint tree per seed (``batch.batch``).
+
+    Heterogeneous datasets (``cluster.node_types`` not empty), as PyG:
+    ``num_neighbors`` a dict {(src, rel, dst) or rel: [fanout per hop]}
+    (edge types left out are not sampled; a list applies to every edge
+    type), ``input_nodes`` a (node_type, ids / mask / split name / None)
+    tuple or global ids; batches are HeteroBatch.
     """
 
     def __init__(self, cluster, input_nodes, num_neighbors=(15, 10, 5), batch_size=1024, *, shuffle=True,
@@ -268,18 +492,33 @@ class NodeLoader:
                 raise InvalidArgument("%s must be an integer, not %r" % (name, v))
             if v < 1:
                 raise InvalidArgument("%s must be >= 1, not %d" % (name, v))
-        if isinstance(num_neighbors, int) or isinstance(num_neighbors, dict):
+        type_fanouts = None
+        if isinstance(num_neighbors, dict):  # heterogeneous: PyG's {edge_type: [fanout per hop]}
+            type_fanouts, hops = _type_fanouts(cluster, num_neighbors)
+            num_neighbors = [max(f) if min(f) >= 0 else -1 for f in zip(*type_fanouts)]
+        elif isinstance(num_neighbors, int):
             raise InvalidArgument("num_neighbors must be a list of fanouts per hop, e.g. [15, 10, 5], not %r"
                                   % (num_neighbors,))
+        elif cluster.is_hetero() and _link is None:
+            # PyG: one list for every edge type.
+            type_fanouts = [list(num_neighbors)] * len(cluster.edge_types)
+        if type_fanouts is None and isinstance(input_nodes, tuple):
+            raise InvalidArgument("input_nodes as (node_type, ids) needs a heterogeneous dataset")
         self.cluster = cluster
-        self.input_nodes = None if _link is not None else _ids(input_nodes, cluster)
+        self.hetero = type_fanouts is not None
+        self._link_edge_type = _link.pop("edge_type", None) if _link is not None else None
+        if _link is None and isinstance(input_nodes, tuple) and len(input_nodes) == 2:
+            self.input_nodes = _typed_ids(input_nodes, cluster)
+        else:
+            self.input_nodes = None if _link is not None else _ids(input_nodes, cluster)
         ids = [] if _link is not None else self.input_nodes.tolist()
         self._loader = _core.NodeLoader(
             cluster._c, ids, list(num_neighbors), batch_size, bool(shuffle), bool(replace), bool(weighted),
             num_workers, prefetch, int(seed), bool(features), bool(labels), bool(edge_ids), bool(original_ids),
             bool(drop_last), -1 if rank is None else int(rank), -1 if world_size is None else int(world_size),
             str(device), float(gpu_cache_fraction), bool(_subgraph), _link, _times(input_time),
-            str(temporal_strategy))
+            str(temporal_strategy), type_fanouts,
+            -1 if self._link_edge_type is None else self._link_edge_type)
         self.batch_size = batch_size
         self._next_epoch = 0
         self._sorted = None  # (values, order) of input_nodes, for input_id
@@ -318,7 +557,8 @@ class NodeLoader:
             d = self._loader.next()
             if d is None:
                 return
-            yield Batch(d, self)
+            b = Batch(d, self)
+            yield HeteroBatch(b, self.cluster, self._link_edge_type) if self.hetero else b
 
     def stats(self):
         """Counters since the loader was made: batches, sampled edges, bytes by path, waits,
@@ -402,6 +642,12 @@ class LinkLoader(NodeLoader):
     its own seed at its edge's time (negatives at their positive's), so
     edge_label_index is [arange, P + M + arange]. Other options as
     NodeLoader's.
+
+    Heterogeneous datasets: ``edge_label_index=(edge_type, ids)`` (global
+    ids of that type's ends) and ``num_neighbors`` a dict per edge type, as
+    PyG; negatives draw sources among the source type's nodes and
+    destinations among the destination type's, strict against edges of that
+    type. Batches are HeteroBatch with the link fields on the edge type.
     """
 
     def __init__(self, cluster, edge_label_index, edge_label=None, num_neighbors=(15, 10, 5), batch_size=1024, *,
@@ -411,6 +657,10 @@ class LinkLoader(NodeLoader):
                 raise InvalidArgument("LinkLoader: unknown option %s" % bad)
         if not isinstance(cluster, Cluster):
             raise InvalidArgument("LinkLoader needs a fanout.Cluster, not %s" % type(cluster).__name__)
+        edge_type = None
+        if isinstance(edge_label_index, tuple) and len(edge_label_index) == 2:  # PyG: (edge_type, [2, P])
+            edge_type = cluster.edge_type_index(edge_label_index[0])
+            edge_label_index = edge_label_index[1]
         if not isinstance(edge_label_index, torch.Tensor):
             try:
                 edge_label_index = torch.as_tensor(edge_label_index)
@@ -428,9 +678,11 @@ class LinkLoader(NodeLoader):
                 raise InvalidArgument("edge_label must hold integer classes, not %s" % edge_label.dtype)
             label = edge_label.flatten().to(torch.long).tolist()
         neg = NegativeSampling.cast(neg_sampling)
+        if cluster.is_hetero() and edge_type is None and isinstance(num_neighbors, dict):
+            raise InvalidArgument("on a heterogeneous dataset, edge_label_index must be (edge_type, [2, P] ids)")
         link = {"src": edge_label_index[0].tolist(), "dst": edge_label_index[1].tolist(), "label": label,
                 "mode": "none" if neg is None else neg.mode, "amount": 1.0 if neg is None else float(neg.amount),
-                "strict": True if neg is None else neg.strict}
+                "strict": True if neg is None else neg.strict, "edge_type": edge_type}
         self.edge_label_index = edge_label_index
         self.edge_label = edge_label
         self.neg_sampling = neg

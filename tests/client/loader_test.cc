@@ -8,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <set>
 #include <thread>
 #include <tuple>
 
@@ -786,6 +787,301 @@ TEST_F(LoaderTest, TrainingThroughServersMatchesLocalTrainingExactly) {
   for (size_t i = 0; i < in_process.losses.size(); ++i)
     EXPECT_EQ(through_servers.losses[i], in_process.losses[i]) << "step " << i;
   EXPECT_EQ(through_servers.test_acc, in_process.test_acc);
+}
+
+// MovieLens (datasets/data/movielens/ml-latest-small) as a heterogeneous
+// graph with reverse relations (--undirected), partitioned at random in k
+// parts once per test binary; `raw` gets the loaded graph (edge id = position).
+const std::string& MovieLensDir(int k, datasets::RawDataset* raw = nullptr) {
+  static datasets::testing::TempDir tmp;
+  static std::map<int, std::string> dirs;
+  static datasets::RawDataset ds;
+  if (ds.src.empty()) {
+    datasets::LoadOptions lo;
+    lo.quiet = true;
+    std::vector<std::string> notes;
+    Status st = datasets::LoadDataset("movielens", datasets::testing::DataDir() + "/movielens/ml-latest-small", lo,
+                                      &ds, &notes);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    datasets::EdgeOptions eo;
+    eo.make_undirected = true;
+    datasets::ApplyEdgeOptions(eo, &ds);
+  }
+  if (raw) *raw = ds;
+  auto it = dirs.find(k);
+  if (it != dirs.end()) return it->second;
+  datasets::PartitionOptions po;
+  po.num_parts = k;
+  po.method = datasets::PartitionMethod::kRandom;
+  po.quiet = true;
+  std::vector<int32_t> part;
+  std::vector<std::string> notes;
+  EXPECT_TRUE(datasets::ComputePartition(ds, po, &part, &notes).ok());
+  datasets::WriteOptions wo;
+  wo.quiet = true;
+  wo.method = "random";
+  std::string dir = tmp.Sub("movielens" + std::to_string(k));
+  Status st = datasets::WritePartitionedDataset(ds, part, k, wo, dir, nullptr);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return dirs[k] = dir;
+}
+
+// Stored id -> raw id of a heterogeneous dataset, through (node type, original id).
+std::vector<int64_t> RawIdsOf(Source& source, const datasets::RawDataset& raw) {
+  std::map<std::pair<int32_t, int64_t>, int64_t> by_key;
+  for (int64_t v = 0; v < raw.num_nodes; ++v) by_key[{raw.node_type[v], raw.original_ids[v]}] = v;
+  std::unique_ptr<Session> s;
+  EXPECT_TRUE(source.NewSession(&s).ok());
+  std::vector<int64_t> all(source.num_nodes()), orig(source.num_nodes()), out(source.num_nodes());
+  std::iota(all.begin(), all.end(), 0);
+  EXPECT_TRUE(s->OriginalIds(all, orig.data()).ok());
+  for (int64_t v = 0; v < source.num_nodes(); ++v) out[v] = by_key.at({source.hetero()->NodeTypeOf(v), orig[v]});
+  return out;
+}
+
+// The per-edge-type fanout lists for MovieLens by relation name (the rest 0).
+std::vector<std::vector<int64_t>> MovieLensFanouts(const sampler::HeteroSchema& h,
+                                                   const std::map<std::string, std::vector<int64_t>>& by_rel) {
+  std::vector<std::vector<int64_t>> f(h.num_edge_types(), std::vector<int64_t>(2, 0));
+  for (const auto& [rel, v] : by_rel) {
+    int e = -1;
+    EXPECT_TRUE(h.FindEdgeType(rel, &e).ok()) << rel;
+    f[e] = v;
+  }
+  return f;
+}
+
+// Heterogeneous node batches through 2 and 3 servers equal those of the
+// dataset in process, tensor for tensor (types included); every sampled edge
+// has the type the store gives it and joins the right node types; each
+// frontier node draws exactly min(fanout, its edges of that type) edges of
+// each type in each hop (per-type fanouts respected; 0 = none); SplitByType
+// gives HeteroData's shape.
+TEST(HeteroLoaderTest, HeteroBatchesThroughServersEqualLocalOnesAndRespectPerTypeFanouts) {
+  datasets::RawDataset raw;
+  MovieLensDir(2, &raw);
+  ASSERT_EQ(raw.node_types, (std::vector<std::string>{"user", "movie", "genre"}));
+  ASSERT_EQ(raw.num_edges(), 2 * (100836 + 3683 + 22084));
+  // Stored-direction ("in") degree of each raw node per edge type.
+  std::map<std::pair<int64_t, int32_t>, int64_t> in_degree;
+  for (int64_t i = 0; i < raw.num_edges(); ++i) in_degree[{raw.dst[i], raw.edge_type[i]}]++;
+  for (int k : {2, 3}) {
+    const std::string& dir = MovieLensDir(k);
+    std::vector<std::unique_ptr<server::PartitionServer>> servers;
+    auto cluster = ServeAll(dir, k, &servers);
+    std::shared_ptr<LocalSource> local;
+    ASSERT_TRUE(LocalSource::Open(dir, &local).ok());
+    const sampler::HeteroSchema& h = *local->hetero();
+    ASSERT_NE(cluster->hetero(), nullptr);
+    EXPECT_EQ(cluster->hetero()->type_bounds, h.type_bounds);
+    EXPECT_EQ(cluster->hetero()->feature_dims, (std::vector<int64_t>{0, 20, 0}));
+    for (int e = 0; e < h.num_edge_types(); ++e) EXPECT_EQ(cluster->hetero()->EdgeTypeName(e), h.EdgeTypeName(e));
+    const std::vector<int64_t> raw_of = RawIdsOf(*local, raw);
+    LoaderOptions o;
+    o.batch_size = 64;
+    o.edge_ids = true;
+    o.seed = 11;
+    o.edge_type_fanouts = MovieLensFanouts(h, {{"rates", {5, 3}}, {"tags", {2, 0}}, {"has_genre", {2, 2}},
+                                               {"rev_rates", {4, 2}}, {"rev_tags", {0, 1}}, {"rev_has_genre", {3, 1}}});
+    std::vector<int64_t> seeds;  // every user, every 7th movie
+    for (int64_t v = 0; v < local->num_nodes(); ++v)
+      if (h.NodeTypeOf(v) == 0 || (h.NodeTypeOf(v) == 1 && v % 7 == 0)) seeds.push_back(v);
+    NodeLoader dist(cluster, seeds, o), loc(local, seeds, o);
+    MiniBatch a, b;
+    int64_t edges = 0, batches = 0;
+    while (dist.Next(&a)) {
+      ASSERT_TRUE(loc.Next(&b));
+      const std::string what = "k=" + std::to_string(k) + " batch " + std::to_string(batches++);
+      for (auto [x, y, name] : {std::tuple{&a.n_id, &b.n_id, "n_id"}, {&a.edge_index, &b.edge_index, "edge_index"},
+                                {&a.edge_id, &b.edge_id, "edge_id"}, {&a.edge_type, &b.edge_type, "edge_type"},
+                                {&a.node_type, &b.node_type, "node_type"}, {&a.x, &b.x, "x"}})
+        ExpectSameTensor(*x, *y, what + " " + name);
+      ASSERT_TRUE(a.edge_type.defined() && a.node_type.defined()) << what;
+      const int64_t* nid = a.n_id.data_ptr<int64_t>();
+      const int64_t* nt = a.node_type.data_ptr<int64_t>();
+      const int64_t* et = a.edge_type.data_ptr<int64_t>();
+      const int64_t* eid = a.edge_id.data_ptr<int64_t>();
+      at::Tensor row_t = a.edge_index[0].contiguous(), col_t = a.edge_index[1].contiguous();
+      const int64_t* row = row_t.data_ptr<int64_t>();
+      const int64_t* col = col_t.data_ptr<int64_t>();
+      for (int64_t i = 0; i < a.n_id.size(0); ++i) ASSERT_EQ(nt[i], raw.node_type[raw_of[nid[i]]]) << what;
+      // Per hop: the edges drawn by each target, per type.
+      int64_t at = 0;
+      for (size_t hop = 0; hop < a.num_sampled_edges.size(); ++hop) {
+        std::map<std::pair<int64_t, int64_t>, int64_t> drawn;  // (target local index, type) -> edges
+        std::set<int64_t> targets;
+        for (int64_t e = at; e < at + a.num_sampled_edges[hop]; ++e, ++edges) {
+          const int64_t r = raw_of[nid[row[e]]], c = raw_of[nid[col[e]]];
+          ASSERT_EQ(raw.edge_type[eid[e]], et[e]) << what;
+          ASSERT_EQ(raw.src[eid[e]], r) << what;
+          ASSERT_EQ(raw.dst[eid[e]], c) << what;
+          ASSERT_EQ(nt[row[e]], h.edge_types[et[e]].src) << what;
+          ASSERT_EQ(nt[col[e]], h.edge_types[et[e]].dst) << what;
+          drawn[{col[e], et[e]}]++;
+        }
+        // The hop's frontier: the seeds (hop 0) or the nodes new in the hop before.
+        int64_t first = 0;
+        for (size_t q = 0; q < hop; ++q) first += a.num_sampled_nodes[q];
+        const int64_t count = a.num_sampled_nodes[hop];
+        for (int64_t i = first; i < first + count; ++i) {
+          if (hop == 0 && std::find(nid, nid + i, nid[i]) != nid + i) continue;  // a repeated seed draws once
+          for (int e = 0; e < h.num_edge_types(); ++e) {
+            if (h.edge_types[e].dst != nt[i]) continue;
+            const int64_t f = o.edge_type_fanouts[e][hop];
+            auto deg = in_degree.find({raw_of[nid[i]], e});
+            const int64_t d = deg == in_degree.end() ? 0 : deg->second;
+            const int64_t want = f < 0 ? d : std::min(f, d);
+            auto got = drawn.find({i, e});
+            ASSERT_EQ(got == drawn.end() ? 0 : got->second, want)
+                << what << " hop " << hop << " node " << nid[i] << " edge type " << h.EdgeTypeName(e);
+          }
+        }
+        at += a.num_sampled_edges[hop];
+      }
+      // HeteroData's shape.
+      HeteroBatch hb = SplitByType(a, h);
+      int64_t total_nodes = 0;
+      for (int t = 0; t < h.num_node_types(); ++t) {
+        total_nodes += hb.n_id[t].size(0);
+        EXPECT_TRUE(torch::equal(hb.n_id[t], a.n_id.index_select(0, hb.index[t]))) << what;
+        EXPECT_EQ(hb.x[t].defined(), t == 1) << what;
+        if (t == 1) {
+          EXPECT_EQ(hb.x[t].size(1), 20);
+          EXPECT_EQ(hb.x[t].size(0), hb.n_id[t].size(0));
+        }
+      }
+      EXPECT_EQ(total_nodes, a.n_id.size(0));
+      EXPECT_EQ(hb.batch_size[0] + hb.batch_size[1], a.batch_size);
+      for (int e = 0; e < h.num_edge_types(); ++e) {
+        const at::Tensor& ei = hb.edge_index[e];
+        if (ei.size(1) == 0) continue;
+        at::Tensor src_ids = hb.n_id[h.edge_types[e].src].index_select(0, ei[0]);
+        at::Tensor dst_ids = hb.n_id[h.edge_types[e].dst].index_select(0, ei[1]);
+        at::Tensor sel = torch::nonzero(a.edge_type == e).view({-1});
+        EXPECT_TRUE(torch::equal(src_ids, a.n_id.index_select(0, a.edge_index[0].index_select(0, sel)))) << what;
+        EXPECT_TRUE(torch::equal(dst_ids, a.n_id.index_select(0, a.edge_index[1].index_select(0, sel)))) << what;
+      }
+    }
+    EXPECT_FALSE(loc.Next(&b));
+    EXPECT_GT(edges, 20000) << "k=" << k;
+    for (auto& s : servers) s->Stop();
+  }
+}
+
+// Heterogeneous link batches (user rates movie) through 2 and 3 servers equal
+// local ones for binary and triplet negatives; negatives join a user to a
+// movie that user has not rated (strict, per edge type), drawn over the
+// users and the movies only.
+TEST(HeteroLoaderTest, HeteroLinkBatchesThroughServersEqualLocalOnesWithTypedStrictNegatives) {
+  datasets::RawDataset raw;
+  MovieLensDir(2, &raw);
+  std::set<std::pair<int64_t, int64_t>> rated;  // raw (user, movie)
+  for (int64_t i = 0; i < raw.num_edges(); ++i)
+    if (raw.edge_type[i] == 0) rated.insert({raw.src[i], raw.dst[i]});
+  for (int k : {2, 3}) {
+    const std::string& dir = MovieLensDir(k);
+    std::vector<std::unique_ptr<server::PartitionServer>> servers;
+    auto cluster = ServeAll(dir, k, &servers);
+    std::shared_ptr<LocalSource> local;
+    ASSERT_TRUE(LocalSource::Open(dir, &local).ok());
+    const sampler::HeteroSchema& h = *local->hetero();
+    const std::vector<int64_t> raw_of = RawIdsOf(*local, raw);
+    std::vector<int64_t> stored_of(raw.num_nodes);
+    for (int64_t v = 0; v < local->num_nodes(); ++v) stored_of[raw_of[v]] = v;
+    LinkSeeds links;
+    for (int64_t i = 0; i < raw.num_edges(); i += 37)
+      if (raw.edge_type[i] == 0) links.src.push_back(stored_of[raw.src[i]]), links.dst.push_back(stored_of[raw.dst[i]]);
+    for (auto mode : {sampler::NegativeMode::kBinary, sampler::NegativeMode::kTriplet}) {
+      const std::string what = "k=" + std::to_string(k) + " " + sampler::NegativeModeName(mode);
+      LoaderOptions o;
+      o.batch_size = 100;
+      o.seed = 5;
+      o.edge_ids = true;
+      o.edge_type_fanouts = MovieLensFanouts(h, {{"rates", {4, 2}}, {"rev_rates", {4, 2}}, {"has_genre", {1, 1}}});
+      o.negative.mode = mode;
+      o.negative.amount = 2;
+      ASSERT_TRUE(h.FindEdgeType("user,rates,movie", &o.link_edge_type).ok());
+      LinkLoader dist(cluster, links, o), loc(local, links, o);
+      MiniBatch a, b;
+      int64_t negatives = 0;
+      while (dist.Next(&a)) {
+        ASSERT_TRUE(loc.Next(&b)) << what;
+        for (auto [x, y, name] :
+             {std::tuple{&a.n_id, &b.n_id, "n_id"}, {&a.edge_index, &b.edge_index, "edge_index"},
+              {&a.edge_type, &b.edge_type, "edge_type"}, {&a.edge_label_index, &b.edge_label_index, "edge_label_index"},
+              {&a.edge_label, &b.edge_label, "edge_label"}, {&a.dst_neg_index, &b.dst_neg_index, "dst_neg_index"},
+              {&a.src_index, &b.src_index, "src_index"}})
+          ExpectSameTensor(*x, *y, what + " " + name);
+        const int64_t* nid = a.n_id.data_ptr<int64_t>();
+        std::vector<std::pair<int64_t, int64_t>> neg;  // stored (src, dst)
+        if (mode == sampler::NegativeMode::kBinary) {
+          const int64_t p = a.input_id.size(0);
+          at::Tensor eli = a.edge_label_index.contiguous();
+          for (int64_t j = p; j < eli.size(1); ++j) neg.push_back({nid[eli[0][j].item<int64_t>()], nid[eli[1][j].item<int64_t>()]});
+        } else {
+          at::Tensor s = a.src_index.contiguous(), d = a.dst_neg_index.contiguous().view({s.size(0), -1});
+          for (int64_t i = 0; i < s.size(0); ++i)
+            for (int64_t j = 0; j < d.size(1); ++j)
+              neg.push_back({nid[s[i].item<int64_t>()], nid[d[i][j].item<int64_t>()]});
+        }
+        for (auto [s, d] : neg) {
+          ++negatives;
+          ASSERT_EQ(h.NodeTypeOf(s), 0) << what;
+          ASSERT_EQ(h.NodeTypeOf(d), 1) << what;
+          ASSERT_EQ(rated.count({raw_of[s], raw_of[d]}), 0u) << what << ": negative " << s << " -> " << d << " is a rating";
+        }
+      }
+      EXPECT_GT(negatives, 1000) << what;
+    }
+    for (auto& s : servers) s->Stop();
+  }
+}
+
+TEST_F(LoaderTest, HeteroOptionsAreRefusedByName) {
+  StartServers(2);
+  auto cora = ConnectCluster();
+  LoaderOptions o;
+  o.edge_type_fanouts = {{5, 5}};
+  try {
+    NodeLoader l(cora, {0, 1}, o);
+    FAIL() << "per-type fanouts on a homogeneous dataset";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("heterogeneous"));
+  }
+  std::vector<std::unique_ptr<server::PartitionServer>> servers;
+  auto ml = ServeAll(MovieLensDir(2), 2, &servers);
+  const sampler::HeteroSchema& h = *ml->hetero();
+  o.edge_type_fanouts = {{5, 5}};  // one list for six edge types
+  EXPECT_THROW(NodeLoader(ml, {0}, o), std::invalid_argument);
+  o.edge_type_fanouts = MovieLensFanouts(h, {{"rates", {5, 5}}});
+  o.edge_type_fanouts[1] = {3};  // another hop count
+  try {
+    NodeLoader l(ml, {0}, o);
+    FAIL() << "uneven hop counts";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("user,tags,movie"));
+  }
+  o.edge_type_fanouts = MovieLensFanouts(h, {{"rates", {5, 5}}});
+  o.subgraph = true;
+  EXPECT_THROW(NodeLoader(ml, {0}, o), std::invalid_argument);
+  o.subgraph = false;
+  // Link seeds on a heterogeneous dataset need their edge type, and must be of it.
+  const int64_t user = 0, movie = h.NodesOfType(1).Id(0);
+  o.negative.mode = sampler::NegativeMode::kBinary;
+  try {
+    LinkLoader l(ml, LinkSeeds{{user}, {movie}, {}}, o);
+    FAIL() << "no link_edge_type";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("link_edge_type"));
+  }
+  o.link_edge_type = 0;
+  try {
+    LinkLoader l(ml, LinkSeeds{{movie}, {user}, {}}, o);
+    FAIL() << "a seed edge of another type";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("user,rates,movie"));
+  }
+  for (auto& s : servers) s->Stop();
 }
 
 TEST_F(LoaderTest, GraphSageReachesPublishedAccuracyOnCora) {

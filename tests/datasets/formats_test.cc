@@ -2,6 +2,8 @@
 // every bad-input case naming file and line.
 #include <zlib.h>
 
+#include <filesystem>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -207,6 +209,85 @@ TEST(FormatsTest, OgbFolderWithGzipAndPlainFiles) {
   EXPECT_EQ(ds.split, (std::vector<uint8_t>{1, 1, 2, 3}));
 }
 
+// MovieLens ml-latest-small as shipped: the counts its README publishes (and
+// the staging README verified), typed; movie features are the genre multi-hot.
+TEST(FormatsTest, MovieLensMatchesItsPublishedCountsAsAHeterogeneousGraph) {
+  RawDataset ds;
+  ASSERT_TRUE(LoadQuiet("movielens", DataDir() + "/movielens/ml-latest-small", &ds).ok());
+  ASSERT_EQ(ds.node_types, (std::vector<std::string>{"user", "movie", "genre"}));
+  std::vector<int64_t> nodes(3, 0), edges(3, 0);
+  for (int32_t t : ds.node_type) nodes[t]++;
+  for (int32_t e : ds.edge_type) edges[e]++;
+  EXPECT_EQ(nodes, (std::vector<int64_t>{610, 9742, 20}));
+  ASSERT_EQ(ds.edge_types.size(), 3u);
+  EXPECT_EQ(ds.edge_types[0].rel, "rates");
+  EXPECT_EQ(ds.edge_types[1].rel, "tags");
+  EXPECT_EQ(ds.edge_types[2].rel, "has_genre");
+  EXPECT_EQ(edges, (std::vector<int64_t>{100836, 3683, 22084}));
+  EXPECT_EQ(ds.type_feature_dims, (std::vector<int64_t>{0, 20, 0}));
+  EXPECT_EQ(ds.feature_dim, 20);
+  // Toy Story (movieId 1, the first movie): Adventure|Animation|Children|Comedy|Fantasy.
+  const int64_t toy_story = 610;
+  EXPECT_EQ(ds.original_ids[toy_story], 1);
+  float genres = 0;
+  for (int64_t j = 0; j < 20; ++j) genres += ds.features[toy_story * 20 + j];
+  EXPECT_EQ(genres, 5.0f);
+  for (int64_t j = 0; j < 20; ++j) EXPECT_EQ(ds.features[0 * 20 + j], 0.0f);  // users have none
+  // A quoted title with a comma parses: every movie has its genre edges.
+  EXPECT_EQ(ds.original_ids[609], 610);  // users 1..610 ascending
+  // Undirected: a reverse type per relation, PyG's ToUndirected names.
+  EdgeOptions eo;
+  eo.make_undirected = true;
+  ApplyEdgeOptions(eo, &ds);
+  ASSERT_EQ(ds.edge_types.size(), 6u);
+  EXPECT_EQ(ds.edge_types[3].rel, "rev_rates");
+  EXPECT_EQ(ds.edge_types[3].src, 1);
+  EXPECT_EQ(ds.edge_types[3].dst, 0);
+  EXPECT_TRUE(ds.Validate().ok());
+}
+
+TEST(FormatsTest, CsvLinesFollowRfc4180Quotes) {
+  std::vector<std::string> f;
+  ASSERT_TRUE(SplitCsvLine("1,\"City of Lost Children, The (Cité des enfants perdus, La) (1995)\",Drama", &f).ok());
+  EXPECT_EQ(f, (std::vector<std::string>{"1", "City of Lost Children, The (Cité des enfants perdus, La) (1995)", "Drama"}));
+  ASSERT_TRUE(SplitCsvLine("2,\"say \"\"hi\"\"\",,x", &f).ok());
+  EXPECT_EQ(f, (std::vector<std::string>{"2", "say \"hi\"", "", "x"}));
+  EXPECT_FALSE(SplitCsvLine("3,\"open", &f).ok());
+}
+
+// An OGB heterogeneous folder (ogbn-mag's raw layout): per-type counts,
+// relation folders, per-type features (zero-padded to the widest), labels
+// and split; global ids type by type.
+TEST(FormatsTest, OgbHeteroFolderReadsTypesRelationsFeaturesLabelsAndSplit) {
+  TempDir tmp;
+  tmp.Write("mag/raw/num-node-dict.csv", "author,paper\n2,3\n");
+  tmp.Write("mag/raw/relations/author___writes___paper/edge.csv", "0,0\n0,1\n1,2\n");
+  WriteGz(tmp.Write("mag/raw/relations/paper___cites___paper/edge.csv", "") + ".gz", "0,1\n2,0\n");
+  std::filesystem::remove(tmp.Sub("mag/raw/relations/paper___cites___paper/edge.csv"));
+  tmp.Write("mag/raw/node-feat/paper/node-feat.csv", "1,2\n3,4\n5,6\n");
+  tmp.Write("mag/raw/node-label/paper/node-label.csv", "2\n0\n1\n");
+  tmp.Write("mag/split/time/paper/train.csv", "0\n1\n");
+  tmp.Write("mag/split/time/paper/valid.csv", "2\n");
+  tmp.Write("mag/split/time/paper/test.csv", "");
+  RawDataset ds;
+  Status st = LoadQuiet("ogb-hetero", tmp.Sub("mag"), &ds);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(ds.node_types, (std::vector<std::string>{"author", "paper"}));
+  EXPECT_EQ(ds.node_type, (std::vector<int32_t>{0, 0, 1, 1, 1}));
+  EXPECT_EQ(ds.original_ids, (std::vector<int64_t>{0, 1, 0, 1, 2}));
+  ASSERT_EQ(ds.edge_types.size(), 2u);
+  EXPECT_EQ(ds.edge_types[0].rel, "writes");
+  EXPECT_EQ(ds.edge_types[1].rel, "cites");
+  EXPECT_EQ(ds.src, (std::vector<int64_t>{0, 0, 1, 2, 4}));
+  EXPECT_EQ(ds.dst, (std::vector<int64_t>{2, 3, 4, 3, 2}));
+  EXPECT_EQ(ds.edge_type, (std::vector<int32_t>{0, 0, 0, 1, 1}));
+  EXPECT_EQ(ds.type_feature_dims, (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(ds.features, (std::vector<float>{0, 0, 0, 0, 1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(ds.labels, (std::vector<int64_t>{-1, -1, 2, 0, 1}));
+  EXPECT_EQ(ds.num_classes, 3);
+  EXPECT_EQ(ds.split, (std::vector<uint8_t>{0, 0, 1, 1, 2}));
+}
+
 TEST(FormatsTest, RmatDatasetHasTheBenchmarkEdgesAndSyntheticData) {
   LoadOptions lo;
   lo.rmat.scale = 8;
@@ -286,7 +367,32 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"OgbMissingRaw", "ogb", {{"o/readme", ""}}, "o", {"no raw/ folder"}},
         BadCase{"SnapMalformedLine", "snap", {{"s.txt", "# x\n1 2\n3\n"}}, "s.txt", {"s.txt:3:", "expected '<src> <dst>'"}},
         BadCase{"SnapNotANumber", "snap", {{"s.txt", "1 2\n3 x4\n"}}, "s.txt", {"s.txt:2:"}},
-        BadCase{"SnapMissingFile", "snap", {}, "nope.txt", {"nope.txt", "no such file"}}),
+        BadCase{"SnapMissingFile", "snap", {}, "nope.txt", {"nope.txt", "no such file"}},
+        BadCase{"OgbHeteroEdgeOutOfTypeRange", "ogb-hetero",
+                {{"h/raw/num-node-dict.csv", "a,b\n2,3\n"}, {"h/raw/relations/a___r___b/edge.csv", "0,2\n1,3\n"}},
+                "h", {"edge.csv:2:", "edge 1,3 is outside the a ids [0, 2) or b ids [0, 3)"}},
+        BadCase{"OgbHeteroUnknownTypeInRelation", "ogb-hetero",
+                {{"h/raw/num-node-dict.csv", "a,b\n2,3\n"}, {"h/raw/relations/a___r___c/edge.csv", "0,1\n"}},
+                "h", {"relations/a___r___c", "node types from num-node-dict.csv"}},
+        BadCase{"OgbHeteroCountsMismatch", "ogb-hetero", {{"h/raw/num-node-dict.csv", "a,b\n2\n"}}, "h",
+                {"num-node-dict.csv:2:", "1 counts for 2 node types"}},
+        BadCase{"OgbHeteroFeatureRowsOfAType", "ogb-hetero",
+                {{"h/raw/num-node-dict.csv", "a,b\n2,3\n"}, {"h/raw/relations/a___r___b/edge.csv", "0,1\n"},
+                 {"h/raw/node-feat/b/node-feat.csv", "1,2\n3,4\n"}},
+                "h", {"node-feat.csv", "2 feature rows for 3 nodes"}},
+        BadCase{"MovieLensUnknownMovie", "movielens",
+                {{"m/movies.csv", "movieId,title,genres\n1,\"A, the (1990)\",Drama|Comedy\n"},
+                 {"m/ratings.csv", "userId,movieId,rating,timestamp\n1,1,4.0,5\n1,9,3.0,6\n"}},
+                "m", {"ratings.csv:3:", "movieId 9 is not in"}},
+        BadCase{"MovieLensBadHeader", "movielens",
+                {{"m/movies.csv", "id,title,genres\n"}, {"m/ratings.csv", "userId,movieId,rating,timestamp\n"}}, "m",
+                {"movies.csv:1:", "expected a header starting 'movieId,title"}},
+        BadCase{"MovieLensUnclosedQuote", "movielens",
+                {{"m/movies.csv", "movieId,title,genres\n1,\"A (1990),Drama\n"},
+                 {"m/ratings.csv", "userId,movieId,rating,timestamp\n"}},
+                "m", {"movies.csv:2:", "quoted field is not closed"}},
+        BadCase{"MovieLensMissingRatings", "movielens", {{"m/movies.csv", "movieId,title,genres\n"}}, "m",
+                {"movies.csv and ratings.csv"}}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -73,16 +73,17 @@ void ExpectRoundTrip(const RawDataset& ds, const std::string& dir, int k, bool i
   ASSERT_EQ(meta.num_nodes, ds.num_nodes);
   ASSERT_EQ(meta.num_edges, ds.num_edges());
   // New id -> old (dense input) id, via original ids (unique per node here:
-  // original_ids are distinct in every format).
-  std::map<int64_t, int64_t> old_of_orig;
-  for (int64_t v = 0; v < ds.num_nodes; ++v) old_of_orig[ds.original_ids[v]] = v;
+  // original_ids are distinct in every format; per node type in
+  // heterogeneous ones, whose stored type comes from the meta's bounds).
+  std::map<std::pair<int32_t, int64_t>, int64_t> old_of_orig;
+  for (int64_t v = 0; v < ds.num_nodes; ++v) old_of_orig[{ds.hetero() ? ds.node_type[v] : 0, ds.original_ids[v]}] = v;
   std::vector<int64_t> old_of_new(ds.num_nodes, -1);
   std::vector<int> seen(ds.num_nodes, 0);
   for (int p = 0; p < k; ++p) {
     const PartitionData& d = parts[p];
     EXPECT_EQ(d.node_begin, meta.offsets[p]);
     for (int64_t i = 0; i < d.num_nodes(); ++i) {
-      auto it = old_of_orig.find(d.original_ids[i]);
+      auto it = old_of_orig.find({ds.hetero() ? meta.hetero.NodeTypeOf(d.node_begin + i) : 0, d.original_ids[i]});
       ASSERT_NE(it, old_of_orig.end()) << "unknown original id " << d.original_ids[i];
       old_of_new[d.node_begin + i] = it->second;
       ASSERT_EQ(seen[it->second]++, 0) << "node stored twice";
@@ -167,6 +168,63 @@ TEST(PartitionStoreTest, PlanetoidCiteSeerAndSnapRoundTrip) {
   out.incoming = false;
   Partition(snap, 4, PartitionMethod::kRandom, tmp.Sub("snap"), out);
   ExpectRoundTrip(snap, tmp.Sub("snap"), 4, /*incoming=*/false);
+}
+
+// A heterogeneous store: every edge once with its type, each partition's
+// nodes ordered by type (the meta's bounds give each node's type), each row
+// ordered by edge type, per-type feature dims kept; both directions; the
+// reader refuses a store whose rows lost their type order.
+TEST(PartitionStoreTest, HeterogeneousMovieLensRoundTripsWithTypes) {
+  RawDataset ds = Load("movielens", DataDir() + "/movielens/ml-latest-small");
+  EdgeOptions eo;
+  eo.make_undirected = true;
+  ApplyEdgeOptions(eo, &ds);
+  TempDir tmp;
+  for (auto [k, m, incoming] : {std::tuple{2, PartitionMethod::kMetis, true}, {3, PartitionMethod::kRandom, false}}) {
+    const std::string dir = tmp.Sub("ml" + std::to_string(k));
+    WriteOptions wo;
+    wo.incoming = incoming;
+    DatasetMeta meta;
+    Partition(ds, k, m, dir, wo, &meta);
+    ExpectRoundTrip(ds, dir, k, incoming);
+    ASSERT_FALSE(meta.hetero.empty());
+    EXPECT_EQ(meta.hetero.node_types, ds.node_types);
+    EXPECT_EQ(meta.hetero.feature_dims, (std::vector<int64_t>{0, 20, 0}));
+    EXPECT_EQ(meta.hetero.type_bounds.size(), static_cast<size_t>(k * 3 + 1));
+    int64_t typed_edges = 0;
+    for (int p = 0; p < k; ++p) {
+      PartitionData d;
+      ASSERT_TRUE(OpenPartition(dir, p, {}, &d).ok());
+      EXPECT_EQ(d.meta.hetero.type_bounds, meta.hetero.type_bounds);
+      ASSERT_EQ(d.edge_types.size(), d.indices.size());
+      for (int64_t r = 0; r < d.num_nodes(); ++r) {
+        const int64_t v = d.node_begin + r;
+        const int32_t t = meta.hetero.NodeTypeOf(v);
+        // The original id of a node of type t is its id in that type's file.
+        if (t == 0) EXPECT_GE(d.original_ids[r], 1);
+        for (int64_t e = d.indptr[r]; e < d.indptr[r + 1]; ++e, ++typed_edges) {
+          const int64_t id = d.edge_ids[e];
+          ASSERT_EQ(d.edge_types[e], ds.edge_type[id]) << "edge " << id;
+          if (e > d.indptr[r]) ASSERT_LE(d.edge_types[e - 1], d.edge_types[e]);
+          ASSERT_EQ(meta.hetero.RowType(d.edge_types[e]), t);
+          ASSERT_EQ(meta.hetero.NodeTypeOf(d.indices[e]),
+                    incoming ? ds.edge_types[ds.edge_type[id]].src : ds.edge_types[ds.edge_type[id]].dst);
+        }
+      }
+    }
+    EXPECT_EQ(typed_edges, ds.num_edges());
+  }
+  // Damage: a meta.json whose bounds do not start a partition at its offset.
+  const std::string dir = tmp.Sub("ml2");
+  std::ifstream in(dir + "/meta.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  DatasetMeta m;
+  ASSERT_TRUE(DatasetMeta::FromJson(text, "meta.json", &m).ok());
+  m.hetero.type_bounds[3] += 1;
+  DatasetMeta back;
+  Status st = DatasetMeta::FromJson(m.ToJson(), "meta.json", &back);
+  EXPECT_FALSE(st.ok());
+  EXPECT_THAT(st.ToString(), HasSubstr("node_type_bounds"));
 }
 
 TEST(PartitionStoreTest, ReducedFeatureTypesRoundTripWithinTheirPrecision) {

@@ -389,3 +389,78 @@ def test_temporal_loaders_never_look_ahead(fanout, tmp_path):
             fanout.NodeLoader(cluster, torch.arange(3), input_time=torch.ones(3))
         with pytest.raises(fanout.InvalidArgument, match="'soon' is not uniform or last"):
             fanout.NodeLoader(cluster, torch.arange(3), input_time=[1, 2, 3], temporal_strategy="soon")
+
+
+def test_hetero_loaders_follow_heterodata_and_per_type_fanouts(fanout, tmp_path):
+    """MovieLens (user, movie, genre) with reverse relations: NodeLoader with a
+    num_neighbors dict gives HeteroBatch (per-type n_id / x, per-edge-type
+    edge_index in per-type indices), per-type fanouts are respected, the seeds
+    are the input type's; LinkLoader on (user, rates, movie) puts typed
+    negatives on that edge type; bad keys are named."""
+    path = os.path.join(os.environ.get("FANOUT_SOURCE_DIR", "."), "datasets", "data", "movielens",
+                        "ml-latest-small")
+    data = fanout.partition(path, tmp_path / "ml2", format="movielens", parts=2, undirected=True)
+    with fanout.LocalCluster(data) as lc:
+        cluster = lc.cluster()
+        assert cluster.node_types == ["user", "movie", "genre"]
+        assert ("user", "rates", "movie") in cluster.edge_types
+        assert ("movie", "rev_rates", "user") in cluster.edge_types
+        assert cluster.node_type_feature_dims == [0, 20, 0]
+        users, movies = cluster.nodes_of_type("user"), cluster.nodes_of_type("movie")
+        assert users.numel() == 610 and movies.numel() == 9742
+        assert sorted(cluster.original_ids(users).tolist()) == list(range(1, 611))
+        # Seeds are movies; rows hold in-edges, so a movie draws raters (rates) and its genres
+        # (rev_has_genre) in hop 0, then users draw movies (rev_rates), genres movies (has_genre).
+        fanouts = {("user", "rates", "movie"): [4, 2], "rev_rates": [0, 3], "rev_has_genre": [1, 0],
+                   "has_genre": [0, 2]}
+        loader = fanout.NodeLoader(cluster, ("movie", movies[:500]), num_neighbors=fanouts, batch_size=100,
+                                   labels=False, seed=1)
+        batches = 0
+        for b in loader:
+            batches += 1
+            assert isinstance(b, fanout.HeteroBatch)
+            assert b["movie"].batch_size == 100 and b["user"].batch_size == 0
+            assert bool((cluster.node_type_of(b["movie"].n_id) == 1).all())
+            assert list(b["movie"].x.shape) == [b["movie"].n_id.numel(), 20]
+            assert b["user"].x is None and "user" not in b.x_dict
+            for (s, r, d), store in b.edge_index_dict.items():
+                if store.numel():
+                    assert int(store[0].max()) < b[s].n_id.numel() and int(store[1].max()) < b[d].n_id.numel()
+            # Per-type fanouts: a seed movie draws at most 4 raters and 1 genre (hop 0; no movie is
+            # in hop 1's frontier), a user at most 3 movies, a genre at most 2.
+            def most(key, target_type):
+                ei = b[key].edge_index
+                return int(torch.bincount(ei[1], minlength=b[target_type].n_id.numel()).max()) if ei.numel() else 0
+            assert 0 < most(("user", "rates", "movie"), "movie") <= 4
+            assert most(("genre", "rev_has_genre", "movie"), "movie") == 1
+            assert 0 < most(("movie", "rev_rates", "user"), "user") <= 3
+            assert 0 < most(("movie", "has_genre", "genre"), "genre") <= 2
+            assert b["user", "tags", "movie"].edge_index.size(1) == 0  # not in num_neighbors: not sampled
+            assert b["movie", "has_genre", "genre"].e_id is not None
+        assert batches == 5
+        # Link prediction on (user, rates, movie).
+        first = next(iter(fanout.NodeLoader(cluster, ("movie", movies[:300]), num_neighbors={"rates": [-1]},
+                                            batch_size=300, shuffle=False, labels=False, features=False)))
+        st = first["user", "rates", "movie"]
+        eli = torch.stack([first["user"].n_id[st.edge_index[0]], first["movie"].n_id[st.edge_index[1]]])
+        rated = set(map(tuple, eli.t().tolist()))
+        link = fanout.LinkLoader(cluster, (("user", "rates", "movie"), eli), num_neighbors=fanouts, batch_size=256,
+                                 neg_sampling="binary", labels=False)
+        negatives = 0
+        for b in link:
+            s = b["user", "rates", "movie"]
+            p = s.input_id.numel()
+            assert list(s.edge_label_index.shape) == [2, 2 * p]
+            src = b["user"].n_id[s.edge_label_index[0]]
+            dst = b["movie"].n_id[s.edge_label_index[1]]
+            assert torch.equal(torch.stack([src[:p], dst[:p]]), eli[:, s.input_id])
+            for u, m in zip(src[p:].tolist(), dst[p:].tolist()):
+                assert (u, m) not in rated
+                negatives += 1
+        assert negatives > 500
+        with pytest.raises(fanout.InvalidArgument, match="not one of the dataset's edge types"):
+            fanout.NodeLoader(cluster, ("movie", None), num_neighbors={("user", "likes", "movie"): [2]})
+        with pytest.raises(fanout.InvalidArgument, match="every edge type needs one fanout per hop"):
+            fanout.NodeLoader(cluster, ("movie", None), num_neighbors={"rates": [2], "rev_rates": [2, 1]})
+        with pytest.raises(fanout.InvalidArgument, match="is a user, not a movie"):
+            fanout.NodeLoader(cluster, ("movie", users[:3]), num_neighbors={"rates": [2]})

@@ -1,0 +1,241 @@
+#include "sampler/hetero.h"
+
+#include <algorithm>
+#include <cassert>
+#include <set>
+
+#include "common/id_range.h"
+#include "common/random.h"
+#include "sampler/detail/sample_row.h"
+
+namespace fanout::sampler {
+
+NodeRanges::NodeRanges(const std::vector<std::pair<int64_t, int64_t>>& ranges) {
+  int64_t total = 0;
+  for (const auto& r : ranges) {
+    if (r.second <= r.first) continue;
+    assert(ranges_.empty() || ranges_.back().second <= r.first);  // REQUIRES: ascending, disjoint
+    ranges_.push_back(r);
+    total += r.second - r.first;
+    cum_.push_back(total);
+  }
+}
+
+int64_t NodeRanges::Id(int64_t i) const {
+  assert(i >= 0 && i < count());  // REQUIRES
+  const size_t k = static_cast<size_t>(std::upper_bound(cum_.begin(), cum_.end(), i) - cum_.begin());
+  const int64_t before = k == 0 ? 0 : cum_[k - 1];
+  return ranges_[k].first + (i - before);
+}
+
+int64_t NodeRanges::IndexOf(int64_t v) const {
+  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), v,
+                             [](int64_t x, const std::pair<int64_t, int64_t>& r) { return x < r.first; });
+  if (it == ranges_.begin()) return -1;
+  --it;
+  if (v >= it->second) return -1;
+  const size_t k = static_cast<size_t>(it - ranges_.begin());
+  return (k == 0 ? 0 : cum_[k - 1]) + (v - it->first);
+}
+
+int32_t HeteroSchema::NodeTypeOf(int64_t v) const {
+  // The last bound <= v; empty ranges share their bound with the next one,
+  // so upper_bound skips them.
+  const int64_t i = std::upper_bound(type_bounds.begin(), type_bounds.end(), v) - type_bounds.begin() - 1;
+  return static_cast<int32_t>(i % static_cast<int64_t>(node_types.size()));
+}
+
+NodeRanges HeteroSchema::NodesOfType(int32_t t) const {
+  const size_t T = node_types.size();
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (size_t i = static_cast<size_t>(t); i + 1 < type_bounds.size(); i += T)
+    ranges.emplace_back(type_bounds[i], type_bounds[i + 1]);
+  return NodeRanges(ranges);
+}
+
+std::string HeteroSchema::EdgeTypeName(int e) const {
+  const EdgeType& t = edge_types[static_cast<size_t>(e)];
+  return node_types[static_cast<size_t>(t.src)] + "," + t.rel + "," + node_types[static_cast<size_t>(t.dst)];
+}
+
+int HeteroSchema::FindNodeType(const std::string& name) const {
+  for (size_t t = 0; t < node_types.size(); ++t)
+    if (node_types[t] == name) return static_cast<int>(t);
+  return -1;
+}
+
+Status HeteroSchema::FindEdgeType(const std::string& text, int* out) const {
+  std::string known;
+  int found = -1, matches = 0;
+  for (int e = 0; e < num_edge_types(); ++e) {
+    known += (e ? "; " : "") + EdgeTypeName(e);
+    if (EdgeTypeName(e) == text) {
+      *out = e;
+      return Status::OK();
+    }
+    if (edge_types[static_cast<size_t>(e)].rel == text) found = e, ++matches;
+  }
+  if (matches == 1) {
+    *out = found;
+    return Status::OK();
+  }
+  return Status::InvalidArgument("edge type '" + text + "' " +
+                                 (matches > 1 ? "names more than one edge type (give src,rel,dst)" : "is not in the dataset") +
+                                 "; its edge types: " + (known.empty() ? "(none)" : known));
+}
+
+Status HeteroSchema::Check(int num_parts, int64_t num_nodes, int64_t feature_dim) const {
+  if (node_types.empty()) return Status::InvalidArgument("a heterogeneous dataset needs at least one node type");
+  std::set<std::string> seen;
+  for (const std::string& n : node_types) {
+    if (n.empty() || n.find(',') != std::string::npos)
+      return Status::InvalidArgument("node type name '" + n + "' must be non-empty and hold no ','");
+    if (!seen.insert(n).second) return Status::InvalidArgument("node type '" + n + "' is named twice");
+  }
+  const int T = num_node_types();
+  std::set<std::string> edge_names;
+  for (int e = 0; e < num_edge_types(); ++e) {
+    const EdgeType& t = edge_types[static_cast<size_t>(e)];
+    if (t.src < 0 || t.src >= T || t.dst < 0 || t.dst >= T)
+      return Status::InvalidArgument("edge type " + std::to_string(e) + " (" + t.rel + ") names node type " +
+                                     std::to_string(t.src < 0 || t.src >= T ? t.src : t.dst) + ", outside [0, " +
+                                     std::to_string(T) + ")");
+    if (t.rel.empty() || t.rel.find(',') != std::string::npos)
+      return Status::InvalidArgument("relation name '" + t.rel + "' must be non-empty and hold no ','");
+    if (!edge_names.insert(EdgeTypeName(e)).second)
+      return Status::InvalidArgument("edge type " + EdgeTypeName(e) + " is named twice");
+  }
+  const size_t want = static_cast<size_t>(num_parts) * static_cast<size_t>(T) + 1;
+  if (type_bounds.size() != want)
+    return Status::InvalidArgument("node type bounds hold " + std::to_string(type_bounds.size()) + " entries, expected " +
+                                   std::to_string(want) + " (" + std::to_string(num_parts) + " partitions x " +
+                                   std::to_string(T) + " node types + 1)");
+  if (type_bounds.front() != 0 || type_bounds.back() != num_nodes)
+    return Status::InvalidArgument("node type bounds run from " + std::to_string(type_bounds.front()) + " to " +
+                                   std::to_string(type_bounds.back()) + ", expected 0 to " + std::to_string(num_nodes));
+  for (size_t i = 1; i < type_bounds.size(); ++i)
+    if (type_bounds[i] < type_bounds[i - 1])
+      return Status::InvalidArgument("node type bounds decrease at entry " + std::to_string(i));
+  if (feature_dims.size() != static_cast<size_t>(T))
+    return Status::InvalidArgument("feature dims name " + std::to_string(feature_dims.size()) + " node types, expected " +
+                                   std::to_string(T));
+  for (int t = 0; t < T; ++t)
+    if (feature_dims[static_cast<size_t>(t)] < 0 || feature_dims[static_cast<size_t>(t)] > feature_dim)
+      return Status::InvalidArgument("node type '" + node_types[static_cast<size_t>(t)] + "' has feature dim " +
+                                     std::to_string(feature_dims[static_cast<size_t>(t)]) + ", outside [0, " +
+                                     std::to_string(feature_dim) + "]");
+  return Status::OK();
+}
+
+Status HeteroHopFanouts(const HeteroSchema& schema, const std::vector<std::vector<int64_t>>& fanouts,
+                        std::vector<int64_t>* per_hop) {
+  if (fanouts.size() != static_cast<size_t>(schema.num_edge_types()))
+    return Status::InvalidArgument("per-edge-type fanouts name " + std::to_string(fanouts.size()) +
+                                   " edge types; the dataset has " + std::to_string(schema.num_edge_types()));
+  per_hop->clear();
+  size_t hops = 0;
+  for (size_t e = 0; e < fanouts.size(); ++e) hops = std::max(hops, fanouts[e].size());
+  if (hops == 0) return Status::InvalidArgument("per-edge-type fanouts give no hop");
+  per_hop->assign(hops, 0);
+  for (size_t e = 0; e < fanouts.size(); ++e) {
+    if (fanouts[e].size() != hops)
+      return Status::InvalidArgument("edge type " + schema.EdgeTypeName(static_cast<int>(e)) + " has " +
+                                     std::to_string(fanouts[e].size()) + " fanouts; every edge type needs " +
+                                     std::to_string(hops) + " (one per hop; 0 = not sampled)");
+    for (size_t h = 0; h < hops; ++h) {
+      const int64_t f = fanouts[e][h];
+      if (f < -1)
+        return Status::InvalidArgument("fanout " + std::to_string(f) + " of edge type " +
+                                       schema.EdgeTypeName(static_cast<int>(e)) + " in hop " + std::to_string(h) +
+                                       " is invalid: use -1 for all neighbors, 0 for none or a value >= 1");
+      int64_t& m = (*per_hop)[h];
+      if (m != -1) m = f == -1 ? -1 : std::max(m, f);
+    }
+  }
+  return Status::OK();
+}
+
+uint64_t EdgeTypeKey(uint64_t request_seed, int64_t hop, int64_t node, int edge_type) {
+  return Mix64(NodeKey(request_seed, static_cast<uint64_t>(hop), static_cast<uint64_t>(node)) ^
+               (static_cast<uint64_t>(edge_type) + 1) * 0xa0761d6478bd642fULL);
+}
+
+namespace {
+
+// The end of the run of edges of type `t` that starts at position `b`.
+int64_t RunEnd(const int32_t* types, int64_t b, int64_t end) {
+  const int32_t t = types[b];
+  if (end - b <= 16) {
+    while (b < end && types[b] == t) ++b;
+    return b;
+  }
+  return std::upper_bound(types + b, types + end, t) - types;
+}
+
+}  // namespace
+
+Status SampleHeteroHop(const CsrGraph& graph, const int32_t* edge_types, ArrayView<const int64_t> nodes,
+                       ArrayView<const int64_t> fanouts, int64_t hop, uint64_t request_seed,
+                       const SamplingOptions& options, OneHopResult* out) {
+  if (options.weighted && !graph.has_weights())
+    return Status::InvalidArgument("weighted sampling requested but the graph has no edge weights");
+  const int64_t lo = options.node_offset, hi = options.node_offset + graph.num_nodes();
+  FANOUT_RETURN_IF_ERROR(CheckIdsInRange(nodes, lo, hi));
+  const int64_t num_types = static_cast<int64_t>(fanouts.size());
+  const int64_t* indptr = graph.indptr();
+  const int64_t* indices = graph.indices();
+  const int64_t m = static_cast<int64_t>(nodes.size());
+  out->offsets.resize(m + 1);
+  out->offsets[0] = 0;
+  out->neighbors.clear();
+  out->edge_ids.clear();
+  out->edge_types.clear();
+  detail::RowScratch scratch;
+  PodVector<int64_t> pos;
+  for (int64_t i = 0; i < m; ++i) {
+    const int64_t v = nodes[i];
+    const int64_t row_end = indptr[v - lo + 1];
+    for (int64_t b = indptr[v - lo]; b < row_end;) {
+      const int64_t e = RunEnd(edge_types, b, row_end);
+      const int32_t t = edge_types[b];
+      const int64_t fanout = t >= 0 && t < num_types ? fanouts[static_cast<size_t>(t)] : 0;
+      if (fanout != 0) {
+        const int64_t k = detail::RowSampleCount(graph, b, e - b, fanout, options);
+        if (k > 0) {
+          pos.resize(k);
+          detail::SampleRowPositions(graph, b, e - b, fanout, k, EdgeTypeKey(request_seed, hop, v, t), options,
+                                     pos.data(), &scratch);
+          const size_t o = out->neighbors.size();
+          out->neighbors.resize(o + k);
+          out->edge_types.resize(o + k);
+          if (options.with_edge_ids) out->edge_ids.resize(o + k);
+          for (int64_t j = 0; j < k; ++j) {
+            out->neighbors[o + j] = indices[b + pos[j]];
+            out->edge_types[o + j] = t;
+            if (options.with_edge_ids) out->edge_ids[o + j] = graph.edge_id(b + pos[j]);
+          }
+        }
+      }
+      b = e;
+    }
+    out->offsets[i + 1] = static_cast<int64_t>(out->neighbors.size());
+  }
+  return Status::OK();
+}
+
+bool RowHasTypedNeighbor(const CsrGraph& g, const int32_t* edge_types, int64_t row, int64_t neighbor,
+                         int edge_type) {
+  int64_t b = g.indptr()[row], e = g.indptr()[row + 1];
+  if (edge_type >= 0 && edge_types != nullptr) {
+    const int32_t* first = std::lower_bound(edge_types + b, edge_types + e, edge_type);
+    const int32_t* last = std::upper_bound(first, edge_types + e, edge_type);
+    b = first - edge_types;
+    e = last - edge_types;
+  }
+  const int64_t* p = g.indices();
+  for (int64_t i = b; i < e; ++i)
+    if (p[i] == neighbor) return true;
+  return false;
+}
+
+}  // namespace fanout::sampler
