@@ -184,15 +184,25 @@ Status SampleHeteroHop(const CsrGraph& graph, const int32_t* edge_types, ArrayVi
   const int64_t num_types = static_cast<int64_t>(fanouts.size());
   const int64_t* indptr = graph.indptr();
   const int64_t* indices = graph.indices();
+  const int64_t* eids = graph.edge_ids();
   const int64_t m = static_cast<int64_t>(nodes.size());
+  // Pass 1: each node's runs of a sampled type and their exact sample
+  // counts, so the outputs are sized once. The rows' lines are prefetched a
+  // few nodes ahead (indptr first, then the row's edge types), as HopSampler
+  // does: on large graphs every row is a cache miss.
+  struct Run {
+    int64_t start, degree, count, at, node;
+    int32_t type;
+  };
+  thread_local std::vector<Run> runs;
+  runs.clear();
   out->offsets.resize(m + 1);
   out->offsets[0] = 0;
-  out->neighbors.clear();
-  out->edge_ids.clear();
-  out->edge_types.clear();
-  detail::RowScratch scratch;
-  PodVector<int64_t> pos;
+  int64_t total = 0;
+  constexpr int64_t kIndptrAhead = 16, kRowAhead = 8;
   for (int64_t i = 0; i < m; ++i) {
+    if (i + kIndptrAhead < m) __builtin_prefetch(indptr + (nodes[i + kIndptrAhead] - lo));
+    if (i + kRowAhead < m) __builtin_prefetch(edge_types + indptr[nodes[i + kRowAhead] - lo]);
     const int64_t v = nodes[i];
     const int64_t row_end = indptr[v - lo + 1];
     for (int64_t b = indptr[v - lo]; b < row_end;) {
@@ -202,23 +212,44 @@ Status SampleHeteroHop(const CsrGraph& graph, const int32_t* edge_types, ArrayVi
       if (fanout != 0) {
         const int64_t k = detail::RowSampleCount(graph, b, e - b, fanout, options);
         if (k > 0) {
-          pos.resize(k);
-          detail::SampleRowPositions(graph, b, e - b, fanout, k, EdgeTypeKey(request_seed, hop, v, t), options,
-                                     pos.data(), &scratch);
-          const size_t o = out->neighbors.size();
-          out->neighbors.resize(o + k);
-          out->edge_types.resize(o + k);
-          if (options.with_edge_ids) out->edge_ids.resize(o + k);
-          for (int64_t j = 0; j < k; ++j) {
-            out->neighbors[o + j] = indices[b + pos[j]];
-            out->edge_types[o + j] = t;
-            if (options.with_edge_ids) out->edge_ids[o + j] = graph.edge_id(b + pos[j]);
-          }
+          runs.push_back({b, e - b, k, total, v, t});
+          total += k;
         }
       }
       b = e;
     }
-    out->offsets[i + 1] = static_cast<int64_t>(out->neighbors.size());
+    out->offsets[i + 1] = total;
+  }
+  out->neighbors.resize(total);
+  out->edge_types.resize(total);
+  out->edge_ids.resize(options.with_edge_ids ? total : 0);
+  // Pass 2, software-pipelined: draw run r + kDrawAhead's positions into its
+  // place and prefetch the lines they land on, then resolve run r.
+  detail::RowScratch scratch;
+  int64_t* nbr = out->neighbors.data();
+  const int64_t num_runs = static_cast<int64_t>(runs.size());
+  auto draw = [&](int64_t r) {
+    const Run& run = runs[r];
+    int64_t* pos = nbr + run.at;
+    detail::SampleRowPositions(graph, run.start, run.degree, fanouts[static_cast<size_t>(run.type)], run.count,
+                               EdgeTypeKey(request_seed, hop, run.node, run.type), options, pos, &scratch);
+    for (int64_t j = 0; j < run.count; ++j) {
+      __builtin_prefetch(indices + run.start + pos[j]);
+      if (eids) __builtin_prefetch(eids + run.start + pos[j]);
+    }
+  };
+  constexpr int64_t kDrawAhead = 6;
+  for (int64_t r = 0; r < std::min(num_runs, kDrawAhead); ++r) draw(r);
+  for (int64_t r = 0; r < num_runs; ++r) {
+    if (r + kDrawAhead < num_runs) draw(r + kDrawAhead);
+    const Run& run = runs[r];
+    int64_t* pos = nbr + run.at;
+    for (int64_t j = 0; j < run.count; ++j) {
+      const int64_t p = run.start + pos[j];
+      out->edge_types[run.at + j] = run.type;
+      if (options.with_edge_ids) out->edge_ids[run.at + j] = graph.edge_id(p);
+      pos[j] = indices[p];
+    }
   }
   return Status::OK();
 }

@@ -4,7 +4,8 @@
 //   fanout-ctl info HOST:PORT
 //   fanout-ctl sample HOST:PORT --seeds 1,2,3 --fanout 10 [--seed S] [--hop H] [--replace] [--weighted]
 //                     [--times T1,T2,T3 [--temporal-strategy uniform|last]] [--keep ID,ID,...]
-//   fanout-ctl has-edges HOST:PORT --rows 1,2 --neighbors 5,6
+//                     [--type-fanout REL=N ...]   (heterogeneous datasets: per edge type)
+//   fanout-ctl has-edges HOST:PORT --rows 1,2 --neighbors 5,6 [--edge-type REL]
 //   fanout-ctl resources --dataset DIR [--max-inflight-mib N] [--max-reply-mib N] [--json]
 #include <httplib.h>
 
@@ -311,11 +312,18 @@ int main(int argc, char** argv) {
       ->default_val("uniform")->check(CLI::IsMember({"uniform", "last"}));
   sample->add_option("--keep", keep, "Reply only neighbors among these ids (ascending; the subgraph loader's filter)")
       ->delimiter(',');
+  std::vector<std::string> type_fanouts;
+  sample->add_option("--type-fanout", type_fanouts,
+                     "Heterogeneous datasets: the fanout of one edge type, REL=N or SRC,REL,DST=N (repeat per type; "
+                     "types not named draw nothing; --fanout is then ignored)");
+  std::string edge_type_name;
   auto* has_edges = app.add_subcommand("has-edges", "Which stored rows hold which neighbors (strict negative sampling's check)");
   std::vector<int64_t> rows, neighbors;
   has_edges->add_option("server", addr, "HOST:PORT of the server's RPC port")->required();
   has_edges->add_option("--rows", rows, "Node ids owned by that server")->required()->delimiter(',');
   has_edges->add_option("--neighbors", neighbors, "One neighbor id per row")->required()->delimiter(',');
+  has_edges->add_option("--edge-type", edge_type_name,
+                        "Heterogeneous datasets: only edges of this type count (REL or SRC,REL,DST)");
   std::string dataset_dir;
   int64_t inflight_mib = 64, reply_mib = 128;
   bool as_json = false;
@@ -367,15 +375,60 @@ int main(int argc, char** argv) {
                 static_cast<long long>(pi.num_edges_total), static_cast<long long>(pi.feature_dim),
                 pi.feature_dtype.c_str(), static_cast<long long>(pi.num_classes), pi.direction.c_str());
     if (pi.has_edge_times) std::printf("edge timestamps: yes (temporal sampling)\n");
+    if (!pi.node_types.empty()) {
+      const size_t T = pi.node_types.size();
+      std::printf("node types (this partition's ids):");
+      for (size_t t = 0; t < T; ++t) {
+        const size_t i = static_cast<size_t>(pi.partition) * T + t;
+        std::printf(" %s [%lld, %lld) %lld features%s", pi.node_types[t].c_str(),
+                    static_cast<long long>(pi.node_type_bounds[i]), static_cast<long long>(pi.node_type_bounds[i + 1]),
+                    static_cast<long long>(pi.node_type_feature_dims[t]), t + 1 < T ? ";" : "\n");
+      }
+      std::printf("edge types:");
+      for (size_t e = 0; e < pi.edge_types.size(); ++e)
+        std::printf(" %zu (%s)%s", e, pi.edge_types[e].c_str(), e + 1 < pi.edge_types.size() ? ";" : "\n");
+    }
     return 0;
   }
+  // Heterogeneous: an edge type named REL or SRC,REL,DST, as the server lists them.
+  std::vector<std::string> edge_type_names;
+  if (!type_fanouts.empty() || !edge_type_name.empty()) {
+    fanout::rpc::RemotePartitionInfo pi;
+    st = client->Info(&pi);
+    if (!st.ok()) {
+      std::fprintf(stderr, "fanout-ctl: %s\n", st.ToString().c_str());
+      return 1;
+    }
+    if (pi.edge_types.empty()) {
+      std::fprintf(stderr, "fanout-ctl: dataset %s has no edge types (it is not heterogeneous)\n", pi.dataset_name.c_str());
+      return 1;
+    }
+    edge_type_names = pi.edge_types;
+  }
+  auto find_edge_type = [&](const std::string& name) -> int {
+    int found = -1, matches = 0;
+    for (size_t e = 0; e < edge_type_names.size(); ++e) {
+      const std::string& full = edge_type_names[e];
+      const size_t a = full.find(','), b = full.rfind(',');
+      if (full == name) return static_cast<int>(e);
+      if (full.substr(a + 1, b - a - 1) == name) found = static_cast<int>(e), ++matches;
+    }
+    if (matches == 1) return found;
+    std::string known;
+    for (const std::string& t : edge_type_names) known += (known.empty() ? "" : "; ") + t;
+    std::fprintf(stderr, "fanout-ctl: edge type '%s' %s; the dataset's: %s\n", name.c_str(),
+                 matches > 1 ? "names several (give SRC,REL,DST)" : "is not one of the dataset's", known.c_str());
+    return -1;
+  };
   if (has_edges->parsed()) {
     if (rows.size() != neighbors.size()) {
       std::fprintf(stderr, "fanout-ctl: --rows has %zu ids but --neighbors %zu\n", rows.size(), neighbors.size());
       return 1;
     }
+    int edge_type = -1;
+    if (!edge_type_name.empty() && (edge_type = find_edge_type(edge_type_name)) < 0) return 1;
     std::string found;
-    st = client->HasEdges(rows, neighbors, &found);
+    st = client->HasEdges(rows, neighbors, &found, edge_type);
     if (!st.ok()) {
       std::fprintf(stderr, "fanout-ctl: %s\n", st.ToString().c_str());
       return 1;
@@ -389,7 +442,30 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "fanout-ctl: --times has %zu values for %zu seeds\n", times.size(), seeds.size());
     return 1;
   }
+  std::vector<int64_t> per_type(edge_type_names.size(), 0);
+  for (const std::string& tf : type_fanouts) {
+    const size_t eq = tf.rfind('=');
+    int64_t f = 0;
+    size_t used = 0;
+    try {
+      if (eq != std::string::npos) f = std::stoll(tf.substr(eq + 1), &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (eq == std::string::npos || used == 0 || used != tf.size() - eq - 1 || f < -1) {
+      std::fprintf(stderr, "fanout-ctl: --type-fanout '%s' is not REL=N (N >= -1)\n", tf.c_str());
+      return 1;
+    }
+    const int e = find_edge_type(tf.substr(0, eq));
+    if (e < 0) return 1;
+    per_type[static_cast<size_t>(e)] = f;
+  }
   fanout::rpc::SampleCall call;
+  if (!type_fanouts.empty()) {
+    call.type_fanouts = per_type;
+    fanout = 0;
+    for (int64_t f : per_type) fanout = fanout < 0 || f < 0 ? -1 : std::max(fanout, f);
+  }
   call.times = times;
   call.temporal_strategy = strategy;
   call.keep = keep;
@@ -407,11 +483,16 @@ int main(int argc, char** argv) {
   auto counts = reply.Counts();
   auto nbr = reply.Neighbors();
   auto eids = reply.EdgeIds();
+  auto types = reply.EdgeTypes();
   size_t at = 0;
   for (size_t i = 0; i < seeds.size(); ++i) {
     std::printf("%lld (%d):", static_cast<long long>(seeds[i]), counts[i]);
-    for (int32_t k = 0; k < counts[i]; ++k, ++at)
-      std::printf(" %lld[e%lld]", static_cast<long long>(nbr[at]), static_cast<long long>(eids[at]));
+    for (int32_t k = 0; k < counts[i]; ++k, ++at) {
+      std::printf(" %lld[e%lld", static_cast<long long>(nbr[at]), static_cast<long long>(eids[at]));
+      if (at < types.size() && types[at] >= 0 && static_cast<size_t>(types[at]) < edge_type_names.size())
+        std::printf(" %s", edge_type_names[types[at]].c_str());
+      std::printf("]");
+    }
     std::printf("\n");
   }
   return 0;

@@ -20,6 +20,7 @@
 #include "client/cluster.h"
 #include "common/random.h"
 #include "client/source.h"
+#include "tests/datasets/test_util.h"
 #include "tests/server/server_fixture.h"
 #include "tests/server/test_certs.h"
 
@@ -475,6 +476,69 @@ TEST_F(ClusterTest, FanoutCtlHasEdgesAndKeepShowWhatTheServerAnswers) {
   out.clear();
   EXPECT_EQ(RunCommand(ctl + " sample " + addr + " --seeds 5 --times 100", &out), 1);
   EXPECT_THAT(out, HasSubstr("--edge-times"));  // Cora has no timestamps
+}
+
+// fanout-ctl on a heterogeneous dataset: info names the types, sample
+// --type-fanout draws per edge type and names each edge's type, has-edges
+// --edge-type looks at that type only; unknown types are named.
+TEST(FanoutCtlHeteroTest, InfoSampleAndHasEdgesSpeakEdgeTypes) {
+  datasets::testing::TempDir tmp;
+  const std::string bin = std::string(FANOUT_BIN_DIR);
+  std::string out;
+  ASSERT_EQ(RunCommand(bin + "/fanout-partition --quiet --format movielens --input " + datasets::testing::DataDir() +
+                           "/movielens/ml-latest-small --undirected --parts 1 --method random --output " + tmp.Sub("ml"),
+                       &out),
+            0)
+      << out;
+  server::ServerOptions o;
+  o.dataset_dir = tmp.Sub("ml");
+  o.partition = 0;
+  server::PartitionServer srv(o);
+  ASSERT_TRUE(srv.Start().ok());
+  const std::string ctl = bin + "/fanout-ctl", addr = "127.0.0.1:" + std::to_string(srv.port());
+  out.clear();
+  ASSERT_EQ(RunCommand(ctl + " info " + addr, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("node types (this partition's ids): user [0, 610) 0 features; movie [610, 10352) 20 features"));
+  EXPECT_THAT(out, HasSubstr("5 (genre,rev_has_genre,movie)"));
+  // Movie 610 (Toy Story, five genres): 2 raters and every genre.
+  out.clear();
+  ASSERT_EQ(RunCommand(ctl + " sample " + addr + " --seeds 610 --type-fanout rates=2 --type-fanout genre,rev_has_genre,movie=-1",
+                       &out),
+            0)
+      << out;
+  EXPECT_THAT(out, HasSubstr("610 (7):"));
+  EXPECT_EQ(std::count(out.begin(), out.end(), '['), 7) << out;
+  size_t rates = 0, genres = 0;
+  for (size_t at = 0; (at = out.find("user,rates,movie]", at)) != std::string::npos; ++at) ++rates;
+  for (size_t at = 0; (at = out.find("genre,rev_has_genre,movie]", at)) != std::string::npos; ++at) ++genres;
+  EXPECT_EQ(rates, 2u) << out;
+  EXPECT_EQ(genres, 5u) << out;
+  out.clear();
+  EXPECT_EQ(RunCommand(ctl + " sample " + addr + " --seeds 610 --type-fanout likes=2", &out), 1);
+  EXPECT_THAT(out, HasSubstr("edge type 'likes' is not one of the dataset's"));
+  out.clear();
+  EXPECT_EQ(RunCommand(ctl + " sample " + addr + " --seeds 610 --type-fanout rates", &out), 1);
+  EXPECT_THAT(out, HasSubstr("is not REL=N"));
+  // A rater of Toy Story: an edge of type rates in row 610, and none of type tags (that user tagged nothing there).
+  out.clear();
+  ASSERT_EQ(RunCommand(ctl + " sample " + addr + " --seeds 610 --type-fanout rates=1", &out), 0) << out;
+  const size_t colon = out.find(": ");
+  ASSERT_NE(colon, std::string::npos) << out;
+  const std::string user = out.substr(colon + 2, out.find('[') - colon - 2);
+  out.clear();
+  ASSERT_EQ(RunCommand(ctl + " has-edges " + addr + " --rows 610,610 --neighbors " + user + "," + user +
+                           " --edge-type rates",
+                       &out),
+            0)
+      << out;
+  EXPECT_THAT(out, HasSubstr("row 610 holds " + user + ": yes"));
+  out.clear();
+  ASSERT_EQ(RunCommand(ctl + " has-edges " + addr + " --rows 610 --neighbors " + user + " --edge-type user,tags,movie",
+                       &out),
+            0)
+      << out;
+  EXPECT_THAT(out, HasSubstr("row 610 holds " + user + ": no"));
+  srv.Stop();
 }
 
 TEST_F(ClusterTest, FanoutCtlHealthNamesEveryReplicaAndItsState) {
