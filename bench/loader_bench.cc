@@ -162,6 +162,44 @@ Measured RunLink(std::shared_ptr<fanout::client::Source> source, const fanout::c
   });
 }
 
+// The R-MAT graph partitioned in 2 parts by range with `flags` into `dir`
+// (unless it is there), measured by `run` through 2 server processes, then on
+// a LocalSource holding it. False, having said why, on failure.
+bool ThroughServersAndInProcess(const std::string& dir, int scale, const std::string& flags, const std::string& what,
+                                const std::function<Measured(std::shared_ptr<fanout::client::Source>)>& run,
+                                Measured* dist, Measured* local) {
+  if (!fs::exists(dir + "/meta.json")) {
+    std::printf("partitioning R-MAT scale %d with %s (2 parts by range) ...\n", scale, what.c_str());
+    const std::string cmd = fanout::bench::BinDir() + "/fanout-partition --quiet --format rmat --rmat-scale " +
+                            std::to_string(scale) + " " + flags + " --parts 2 --method range --output " + dir +
+                            " > /dev/null";
+    if (std::system(cmd.c_str()) != 0) {
+      std::fprintf(stderr, "fanout-partition failed: %s\n", cmd.c_str());
+      return false;
+    }
+  }
+  auto s0 = fanout::bench::StartServerProcess(dir, 0, false), s1 = fanout::bench::StartServerProcess(dir, 1, false);
+  std::printf("%s%s", s0.ready_line.c_str(), s1.ready_line.c_str());
+  fanout::client::ClusterSpec spec;
+  spec.replicas = {{s0.rpc}, {s1.rpc}};
+  std::shared_ptr<fanout::client::Cluster> cluster;
+  fanout::Status st = fanout::client::Cluster::Connect(spec, {}, &cluster);
+  if (st.ok()) {
+    *dist = run(cluster);
+    cluster.reset();
+  }
+  fanout::bench::StopServerProcess(&s0);
+  fanout::bench::StopServerProcess(&s1);
+  std::shared_ptr<fanout::client::LocalSource> source;
+  if (st.ok()) st = fanout::client::LocalSource::Open(dir, &source);
+  if (!st.ok()) {
+    std::fprintf(stderr, "%s\n", st.ToString().c_str());
+    return false;
+  }
+  *local = run(source);
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -230,76 +268,23 @@ int main(int argc, char** argv) {
     }
     Measured link_local = RunLink(local, links, link_batch, seconds, &neg_local);
     local.reset();
-    // temporal: the same R-MAT graph with synthetic timestamps, its own 2 servers.
-    const std::string tdir = work + "/rmat" + std::to_string(scale) + "-2-temporal";
-    if (!fs::exists(tdir + "/meta.json")) {
-      std::printf("partitioning R-MAT scale %d with synthetic edge timestamps (2 parts by range) ...\n", scale);
-      const std::string cmd = fanout::bench::BinDir() + "/fanout-partition --quiet --format rmat --rmat-scale " +
-                              std::to_string(scale) + " --edge-times --parts 2 --method range --output " + tdir +
-                              " > /dev/null";
-      if (std::system(cmd.c_str()) != 0) {
-        std::fprintf(stderr, "fanout-partition failed: %s\n", cmd.c_str());
-        return 1;
-      }
-    }
-    auto t0 = fanout::bench::StartServerProcess(tdir, 0, false), t1 = fanout::bench::StartServerProcess(tdir, 1, false);
-    std::printf("%s%s", t0.ready_line.c_str(), t1.ready_line.c_str());
-    fanout::client::ClusterSpec tspec;
-    tspec.replicas = {{t0.rpc}, {t1.rpc}};
-    std::shared_ptr<fanout::client::Cluster> tcluster;
-    st = fanout::client::Cluster::Connect(tspec, {}, &tcluster);
-    if (!st.ok()) {
-      std::fprintf(stderr, "%s\n", st.ToString().c_str());
-      return 1;
-    }
+    // temporal and hetero: the same R-MAT graph with synthetic timestamps, or
+    // with 2 node types and 4 edge types, each with its own 2 servers.
     std::vector<int64_t> tseeds(200000), ttimes(200000);
     for (size_t i = 0; i < tseeds.size(); ++i) {
       tseeds[i] = static_cast<int64_t>(fanout::DrawBelow(rng.Next(), static_cast<uint64_t>(n)));
       ttimes[i] = static_cast<int64_t>(fanout::DrawBelow(rng.Next(), uint64_t{1} << 30));
     }
-    Measured temporal = RunTemporal(tcluster, tseeds, ttimes, seconds);
-    tcluster.reset();
-    fanout::bench::StopServerProcess(&t0);
-    fanout::bench::StopServerProcess(&t1);
-    st = fanout::client::LocalSource::Open(tdir, &local);
-    if (!st.ok()) {
-      std::fprintf(stderr, "%s\n", st.ToString().c_str());
+    Measured temporal, temporal_local, hetero, hetero_local;
+    if (!ThroughServersAndInProcess(work + "/rmat" + std::to_string(scale) + "-2-temporal", scale, "--edge-times",
+                                    "synthetic edge timestamps",
+                                    [&](auto source) { return RunTemporal(source, tseeds, ttimes, seconds); },
+                                    &temporal, &temporal_local) ||
+        !ThroughServersAndInProcess(work + "/rmat" + std::to_string(scale) + "-2-hetero", scale,
+                                    "--rmat-node-types 2", "2 node types",
+                                    [&](auto source) { return RunHetero(source, tseeds, seconds); }, &hetero,
+                                    &hetero_local))
       return 1;
-    }
-    Measured temporal_local = RunTemporal(local, tseeds, ttimes, seconds);
-    local.reset();
-    // hetero: the same R-MAT graph with 2 node types and 4 edge types, its own 2 servers.
-    const std::string hdir = work + "/rmat" + std::to_string(scale) + "-2-hetero";
-    if (!fs::exists(hdir + "/meta.json")) {
-      std::printf("partitioning R-MAT scale %d with 2 node types (2 parts by range) ...\n", scale);
-      const std::string cmd = fanout::bench::BinDir() + "/fanout-partition --quiet --format rmat --rmat-scale " +
-                              std::to_string(scale) + " --rmat-node-types 2 --parts 2 --method range --output " + hdir +
-                              " > /dev/null";
-      if (std::system(cmd.c_str()) != 0) {
-        std::fprintf(stderr, "fanout-partition failed: %s\n", cmd.c_str());
-        return 1;
-      }
-    }
-    auto h0 = fanout::bench::StartServerProcess(hdir, 0, false), h1 = fanout::bench::StartServerProcess(hdir, 1, false);
-    std::printf("%s%s", h0.ready_line.c_str(), h1.ready_line.c_str());
-    fanout::client::ClusterSpec hspec;
-    hspec.replicas = {{h0.rpc}, {h1.rpc}};
-    std::shared_ptr<fanout::client::Cluster> hcluster;
-    st = fanout::client::Cluster::Connect(hspec, {}, &hcluster);
-    if (!st.ok()) {
-      std::fprintf(stderr, "%s\n", st.ToString().c_str());
-      return 1;
-    }
-    Measured hetero = RunHetero(hcluster, tseeds, seconds);
-    hcluster.reset();
-    fanout::bench::StopServerProcess(&h0);
-    fanout::bench::StopServerProcess(&h1);
-    st = fanout::client::LocalSource::Open(hdir, &local);
-    if (!st.ok()) {
-      std::fprintf(stderr, "%s\n", st.ToString().c_str());
-      return 1;
-    }
-    Measured hetero_local = RunHetero(local, tseeds, seconds);
     std::printf("loaders through 2 servers beside the same work in process, R-MAT scale %d, fanouts [10,5]:\n", scale);
     std::printf("  subgraph (batch 256): %7.2f M induced edges/s vs %7.2f M in process: ratio %.3f (bar >= 0.35)\n",
                 subgraph.edges_per_s / 1e6, local_sub / 1e6, subgraph.edges_per_s / local_sub);

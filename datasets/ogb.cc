@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <utility>
 
 #include "datasets/bounded_partition.h"
 #include "datasets/formats.h"
@@ -51,11 +52,25 @@ Status OpenOgbFolder(const std::string& input, std::string* dir, std::string* na
   return ReadFirstInt(WithOptionalGz(*raw + "num-node-list.csv"), n);
 }
 
-// Every edge of raw/edge.csv[.gz]: fn(u, v) returns false to stop.
+// The ends' id ranges of an edge file: [0, n_src) and [0, n_dst), named in
+// errors (a heterogeneous relation's ends are of two node types).
+struct EdgeEnds {
+  int64_t n_src = 0, n_dst = 0;
+  std::string src_type, dst_type;  // empty: one node set of n_src ids
+  std::string Outside(int64_t u, int64_t v) const {
+    const std::string edge = "edge " + std::to_string(u) + "," + std::to_string(v);
+    if (src_type.empty()) return edge + " has an id outside [0, " + std::to_string(n_src) + ")";
+    return edge + " is outside the " + src_type + " ids [0, " + std::to_string(n_src) + ") or " + dst_type +
+           " ids [0, " + std::to_string(n_dst) + ")";
+  }
+};
+
+// Every edge of an OGB edge file (`<src>,<dst>` per line): fn(u, v) returns
+// false to stop. `label` (non-empty): progress line prefix.
 template <typename Fn>
-Status ReadOgbEdges(const std::string& raw, int64_t n, const std::string& label, bool quiet, Fn&& fn) {
+Status ReadOgbEdgeFile(const std::string& path, const EdgeEnds& ends, const std::string& label, bool quiet, Fn&& fn) {
   std::unique_ptr<LineReader> r;
-  FANOUT_RETURN_IF_ERROR(LineReader::Open(WithOptionalGz(raw + "edge.csv"), &r));
+  FANOUT_RETURN_IF_ERROR(LineReader::Open(path, &r));
   std::unique_ptr<Progress> progress;
   if (!label.empty()) progress = std::make_unique<Progress>(label + r->path(), " bytes", r->file_size(), quiet);
   std::vector<std::string_view> f;
@@ -67,9 +82,7 @@ Status ReadOgbEdges(const std::string& raw, int64_t n, const std::string& label,
     int64_t u, v;
     if (f.size() != 2 || !ParseInt64(f[0], &u) || !ParseInt64(f[1], &v))
       return Status::InvalidArgument(r->Where() + "expected '<src>,<dst>', found '" + std::string(line.substr(0, 80)) + "'");
-    if (u < 0 || u >= n || v < 0 || v >= n)
-      return Status::InvalidArgument(r->Where() + "edge " + std::to_string(u) + "," + std::to_string(v) +
-                                     " has an id outside [0, " + std::to_string(n) + ")");
+    if (u < 0 || u >= ends.n_src || v < 0 || v >= ends.n_dst) return Status::InvalidArgument(r->Where() + ends.Outside(u, v));
     if (!fn(u, v)) return Status::OK();
     if ((++edges & 0xffff) == 0 && progress) progress->Update(r->bytes_read());
   }
@@ -79,6 +92,12 @@ Status ReadOgbEdges(const std::string& raw, int64_t n, const std::string& label,
     progress->Done(std::to_string(edges) + " edges");
   }
   return Status::OK();
+}
+
+// Every edge of raw/edge.csv[.gz] over n nodes.
+template <typename Fn>
+Status ReadOgbEdges(const std::string& raw, int64_t n, const std::string& label, bool quiet, Fn&& fn) {
+  return ReadOgbEdgeFile(WithOptionalGz(raw + "edge.csv"), EdgeEnds{n, n, "", ""}, label, quiet, std::forward<Fn>(fn));
 }
 
 // Every row of node-feat.csv[.gz], in node order: fn(v, row, dim); the first
@@ -333,31 +352,14 @@ Status LoadOgbHetero(const std::string& input, const LoadOptions& options, RawDa
                                      ": not <src>___<rel>___<dst> with node types from num-node-dict.csv");
     const int32_t e = static_cast<int32_t>(out->edge_types.size());
     out->edge_types.push_back({s, rel.substr(a + 3, b - a - 3), d});
-    std::unique_ptr<LineReader> r;
-    FANOUT_RETURN_IF_ERROR(LineReader::Open(WithOptionalGz(raw + "relations/" + rel + "/edge.csv"), &r));
-    Progress progress("reading " + r->path(), " bytes", r->file_size(), options.quiet);
-    std::vector<std::string_view> f;
-    std::string_view line;
-    int64_t edges = 0;
-    while (r->Next(&line)) {
-      if (line.empty()) continue;
-      SplitFields(line, ",", false, &f);
-      int64_t u, v;
-      if (f.size() != 2 || !ParseInt64(f[0], &u) || !ParseInt64(f[1], &v))
-        return Status::InvalidArgument(r->Where() + "expected '<src>,<dst>', found '" + std::string(line.substr(0, 80)) + "'");
-      if (u < 0 || u >= counts[s] || v < 0 || v >= counts[d])
-        return Status::InvalidArgument(r->Where() + "edge " + std::to_string(u) + "," + std::to_string(v) +
-                                       " is outside the " + out->node_types[s] + " ids [0, " +
-                                       std::to_string(counts[s]) + ") or " + out->node_types[d] + " ids [0, " +
-                                       std::to_string(counts[d]) + ")");
-      out->src.push_back(base[s] + u);
-      out->dst.push_back(base[d] + v);
-      out->edge_type.push_back(e);
-      if ((++edges & 0xffff) == 0) progress.Update(r->bytes_read());
-    }
-    FANOUT_RETURN_IF_ERROR(r->status());
-    progress.Update(r->file_size());
-    progress.Done(std::to_string(edges) + " edges");
+    const EdgeEnds ends{counts[s], counts[d], out->node_types[s], out->node_types[d]};
+    FANOUT_RETURN_IF_ERROR(ReadOgbEdgeFile(WithOptionalGz(raw + "relations/" + rel + "/edge.csv"), ends, "reading ",
+                                           options.quiet, [&](int64_t u, int64_t v) {
+                                             out->src.push_back(base[s] + u);
+                                             out->dst.push_back(base[d] + v);
+                                             out->edge_type.push_back(e);
+                                             return true;
+                                           }));
   }
 
   // raw/node-feat/<type>/node-feat.csv and raw/node-label/<type>/node-label.csv, where present.

@@ -383,35 +383,22 @@ class RawNodeSource final : public detail::NodeSource {
   const RawDataset& ds_;
 };
 
-// Stores with edge timestamps keep each row in time order (stable: equal
-// times in input order), so temporal sampling finds a node's edges up to a
-// time by binary search, with no index (sampler/temporal.h).
-void SortRowsByTime(const std::vector<int64_t>& edge_times, Layout* L) {
+// Reorders each row's edges by key(input edge id), stable: equal keys keep
+// input order.
+// - Stores with edge timestamps keep each row in time order, so temporal
+//   sampling finds a node's edges up to a time by binary search, with no
+//   index (sampler/temporal.h).
+// - Heterogeneous stores keep each row ordered by edge type, so a node's
+//   edges of one type are one run (sampler/hetero.h).
+template <typename Key>
+void SortRowsBy(const std::vector<Key>& key, Layout* L) {
   std::vector<std::pair<int64_t, int64_t>> row;  // (edge id, neighbor)
   const int64_t n = static_cast<int64_t>(L->indptr.size()) - 1;
   for (int64_t v = 0; v < n; ++v) {
     const int64_t b = L->indptr[v], e = L->indptr[v + 1];
     row.clear();
     for (int64_t i = b; i < e; ++i) row.emplace_back(L->edge_ids[i], L->indices[i]);
-    std::stable_sort(row.begin(), row.end(), [&](const auto& x, const auto& y) {
-      return edge_times[x.first] < edge_times[y.first];
-    });
-    for (int64_t i = b; i < e; ++i) L->edge_ids[i] = row[i - b].first, L->indices[i] = row[i - b].second;
-  }
-}
-
-// Heterogeneous stores keep each row ordered by edge type (stable), so a
-// node's edges of one type are one run (sampler/hetero.h).
-void SortRowsByType(const std::vector<int32_t>& edge_type, Layout* L) {
-  std::vector<std::pair<int64_t, int64_t>> row;  // (edge id, neighbor)
-  const int64_t n = static_cast<int64_t>(L->indptr.size()) - 1;
-  for (int64_t v = 0; v < n; ++v) {
-    const int64_t b = L->indptr[v], e = L->indptr[v + 1];
-    row.clear();
-    for (int64_t i = b; i < e; ++i) row.emplace_back(L->edge_ids[i], L->indices[i]);
-    std::stable_sort(row.begin(), row.end(), [&](const auto& x, const auto& y) {
-      return edge_type[x.first] < edge_type[y.first];
-    });
+    std::stable_sort(row.begin(), row.end(), [&](const auto& x, const auto& y) { return key[x.first] < key[y.first]; });
     for (int64_t i = b; i < e; ++i) L->edge_ids[i] = row[i - b].first, L->indices[i] = row[i - b].second;
   }
 }
@@ -425,7 +412,7 @@ Status WritePart(const Layout& L, const DatasetMeta& meta, int p, const detail::
   FANOUT_RETURN_IF_ERROR(w->PutInfo(meta, p, L.indptr[end] - L.indptr[begin]));
   const int64_t chunk_nodes = meta.chunk_nodes;
   const int64_t num_chunks = (end - begin + chunk_nodes - 1) / chunk_nodes;
-  std::vector<int64_t> degrees, times;
+  std::vector<int64_t> degrees, per_edge;
   for (int64_t c = 0; c < num_chunks; ++c) {
     const int64_t a = begin + c * chunk_nodes, b = std::min(end, a + chunk_nodes);
     const int64_t e0 = L.indptr[a], e1 = L.indptr[b];
@@ -433,16 +420,14 @@ Status WritePart(const Layout& L, const DatasetMeta& meta, int p, const detail::
     for (int64_t x = a; x < b; ++x) degrees[x - a] = L.indptr[x + 1] - L.indptr[x];
     FANOUT_RETURN_IF_ERROR(w->PutAdjChunk(c, degrees, ArrayView<const int64_t>(L.indices.data() + e0, e1 - e0),
                                           ArrayView<const int64_t>(L.edge_ids.data() + e0, e1 - e0)));
-    if (meta.has_edge_times) {  // edge ids are input edge indices
-      times.resize(e1 - e0);
-      for (int64_t e = e0; e < e1; ++e) times[e - e0] = edge_times[L.edge_ids[e]];
-      FANOUT_RETURN_IF_ERROR(w->PutEdgeTimeChunk(c, times));
-    }
-    if (!meta.hetero.empty()) {
-      times.resize(e1 - e0);
-      for (int64_t e = e0; e < e1; ++e) times[e - e0] = edge_type[L.edge_ids[e]];
-      FANOUT_RETURN_IF_ERROR(w->PutEdgeTypeChunk(c, times));
-    }
+    // Per-edge columns in the chunk's adjacency order (edge ids are input edge indices).
+    auto column = [&](const auto& values) {
+      per_edge.resize(e1 - e0);
+      for (int64_t e = e0; e < e1; ++e) per_edge[e - e0] = values[L.edge_ids[e]];
+      return ArrayView<const int64_t>(per_edge);
+    };
+    if (meta.has_edge_times) FANOUT_RETURN_IF_ERROR(w->PutEdgeTimeChunk(c, column(edge_times)));
+    if (!meta.hetero.empty()) FANOUT_RETURN_IF_ERROR(w->PutEdgeTypeChunk(c, column(edge_type)));
     FANOUT_RETURN_IF_ERROR(w->PutNodeChunks(meta, c, L.old_of_new.data() + a, b - a, nodes));
     progress->Update(*bytes_done + w->bytes_written());
   }
@@ -477,9 +462,9 @@ Status WritePartitionedDataset(const RawDataset& ds, const std::vector<int32_t>&
 
   Layout layout;
   BuildLayout(ds, part, k, o.incoming, &layout);
-  if (!ds.edge_times.empty()) SortRowsByTime(ds.edge_times, &layout);
+  if (!ds.edge_times.empty()) SortRowsBy(ds.edge_times, &layout);
   if (ds.hetero()) {
-    SortRowsByType(ds.edge_type, &layout);
+    SortRowsBy(ds.edge_type, &layout);
     meta.hetero.node_types = ds.node_types;
     meta.hetero.edge_types = ds.edge_types;
     meta.hetero.type_bounds = layout.type_bounds;

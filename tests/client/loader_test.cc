@@ -318,24 +318,19 @@ TEST_F(LoaderTest, LinkLoaderRefusesBadSeedsAndOptionsByName) {
   EXPECT_EQ(b.edge_label_index.size(1), 2 * b.input_id.size(0));
 }
 
-// CollegeMsg (SNAP temporal) with its timestamps, partitioned at random in
-// k parts once per test binary; `raw` gets the loaded edge list (edge id =
-// position) for checking times.
-const std::string& CollegeMsgDir(int k, datasets::RawDataset* raw = nullptr) {
+// A dataset loaded once per test binary (by `load`) and partitioned at random
+// in k parts once per k; `raw` gets the loaded graph (edge id = position).
+const std::string& RandomlyPartitioned(const std::string& name, int k,
+                                       const std::function<void(datasets::RawDataset*)>& load,
+                                       datasets::RawDataset* raw) {
   static datasets::testing::TempDir tmp;
-  static std::map<int, std::string> dirs;
-  static datasets::RawDataset ds;
-  if (ds.src.empty()) {
-    datasets::LoadOptions lo;
-    lo.quiet = true;
-    lo.edge_times = true;
-    std::vector<std::string> notes;
-    Status st = datasets::LoadDataset("snap", datasets::testing::DataDir() + "/snap-temporal/CollegeMsg.txt.gz", lo,
-                                      &ds, &notes);
-    EXPECT_TRUE(st.ok()) << st.ToString();
-  }
+  static std::map<std::pair<std::string, int>, std::string> dirs;
+  static std::map<std::string, datasets::RawDataset> loaded;
+  auto [at, fresh] = loaded.try_emplace(name);
+  if (fresh) load(&at->second);
+  const datasets::RawDataset& ds = at->second;
   if (raw) *raw = ds;
-  auto it = dirs.find(k);
+  auto it = dirs.find({name, k});
   if (it != dirs.end()) return it->second;
   datasets::PartitionOptions po;
   po.num_parts = k;
@@ -347,9 +342,23 @@ const std::string& CollegeMsgDir(int k, datasets::RawDataset* raw = nullptr) {
   datasets::WriteOptions wo;
   wo.quiet = true;
   wo.method = "random";
-  std::string dir = tmp.Sub("collegemsg" + std::to_string(k));
-  EXPECT_TRUE(datasets::WritePartitionedDataset(ds, part, k, wo, dir, nullptr).ok());
-  return dirs[k] = dir;
+  std::string dir = tmp.Sub(name + std::to_string(k));
+  Status st = datasets::WritePartitionedDataset(ds, part, k, wo, dir, nullptr);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return dirs[{name, k}] = dir;
+}
+
+// CollegeMsg (SNAP temporal) with its timestamps, in k random parts.
+const std::string& CollegeMsgDir(int k, datasets::RawDataset* raw = nullptr) {
+  return RandomlyPartitioned("collegemsg", k, [](datasets::RawDataset* ds) {
+    datasets::LoadOptions lo;
+    lo.quiet = true;
+    lo.edge_times = true;
+    std::vector<std::string> notes;
+    Status st = datasets::LoadDataset("snap", datasets::testing::DataDir() + "/snap-temporal/CollegeMsg.txt.gz", lo,
+                                      ds, &notes);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+  }, raw);
 }
 
 // Servers for every partition of `dir`, and a cluster over them.
@@ -790,40 +799,19 @@ TEST_F(LoaderTest, TrainingThroughServersMatchesLocalTrainingExactly) {
 }
 
 // MovieLens (datasets/data/movielens/ml-latest-small) as a heterogeneous
-// graph with reverse relations (--undirected), partitioned at random in k
-// parts once per test binary; `raw` gets the loaded graph (edge id = position).
+// graph with reverse relations (--undirected), in k random parts.
 const std::string& MovieLensDir(int k, datasets::RawDataset* raw = nullptr) {
-  static datasets::testing::TempDir tmp;
-  static std::map<int, std::string> dirs;
-  static datasets::RawDataset ds;
-  if (ds.src.empty()) {
+  return RandomlyPartitioned("movielens", k, [](datasets::RawDataset* ds) {
     datasets::LoadOptions lo;
     lo.quiet = true;
     std::vector<std::string> notes;
     Status st = datasets::LoadDataset("movielens", datasets::testing::DataDir() + "/movielens/ml-latest-small", lo,
-                                      &ds, &notes);
+                                      ds, &notes);
     EXPECT_TRUE(st.ok()) << st.ToString();
     datasets::EdgeOptions eo;
     eo.make_undirected = true;
-    datasets::ApplyEdgeOptions(eo, &ds);
-  }
-  if (raw) *raw = ds;
-  auto it = dirs.find(k);
-  if (it != dirs.end()) return it->second;
-  datasets::PartitionOptions po;
-  po.num_parts = k;
-  po.method = datasets::PartitionMethod::kRandom;
-  po.quiet = true;
-  std::vector<int32_t> part;
-  std::vector<std::string> notes;
-  EXPECT_TRUE(datasets::ComputePartition(ds, po, &part, &notes).ok());
-  datasets::WriteOptions wo;
-  wo.quiet = true;
-  wo.method = "random";
-  std::string dir = tmp.Sub("movielens" + std::to_string(k));
-  Status st = datasets::WritePartitionedDataset(ds, part, k, wo, dir, nullptr);
-  EXPECT_TRUE(st.ok()) << st.ToString();
-  return dirs[k] = dir;
+    datasets::ApplyEdgeOptions(eo, ds);
+  }, raw);
 }
 
 // Stored id -> raw id of a heterogeneous dataset, through (node type, original id).
