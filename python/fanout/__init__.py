@@ -342,6 +342,20 @@ class HeteroBatch:
     def metadata(self):
         return self.node_types, self.edge_types
 
+    def to_pyg(self):
+        """This batch as a torch_geometric.data.HeteroData (needs PyG installed)."""
+        try:
+            from torch_geometric.data import HeteroData
+        except ImportError as e:
+            raise NotSupported("to_pyg() needs PyTorch Geometric (torch_geometric), which is not installed "
+                               "here (%s); the batch's tensors are usable as they are" % e)
+        data = HeteroData()
+        for key, store in list(self._nodes.items()) + list(self._edges.items()):
+            for k in store.keys():
+                if k != "index":
+                    data[key][k] = getattr(store, k)
+        return data
+
     @property
     def x_dict(self):
         return {k: v.x for k, v in self._nodes.items() if v.x is not None}

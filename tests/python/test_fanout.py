@@ -438,6 +438,11 @@ def test_hetero_loaders_follow_heterodata_and_per_type_fanouts(fanout, tmp_path)
             assert b["user", "tags", "movie"].edge_index.size(1) == 0  # not in num_neighbors: not sampled
             assert b["movie", "has_genre", "genre"].e_id is not None
         assert batches == 5
+        try:
+            import torch_geometric  # noqa: F401
+        except ImportError:
+            with pytest.raises(fanout.NotSupported, match="PyTorch Geometric"):
+                b.to_pyg()
         # Link prediction on (user, rates, movie).
         first = next(iter(fanout.NodeLoader(cluster, ("movie", movies[:300]), num_neighbors={"rates": [-1]},
                                             batch_size=300, shuffle=False, labels=False, features=False)))
