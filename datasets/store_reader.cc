@@ -198,24 +198,14 @@ Status OpenPartition(const std::string& dir_in, int part, const OpenOptions& o, 
                    }});
   int64_t time_pos = 0;  // etime chunks hold each chunk's edges, in adj order
   if (meta.has_edge_times)
-    sinks.push_back({"etime", true, [&](int64_t, int64_t, const char* p, size_t sz) -> std::string {
-                       if (sz % 8 != 0 || time_pos + static_cast<int64_t>(sz / 8) > num_edges) return "has the wrong size";
-                       std::memcpy(d.edge_times.data() + time_pos, p, sz);
-                       time_pos += static_cast<int64_t>(sz / 8);
-                       return "";
+    sinks.push_back({"etime", true, [&](int64_t, int64_t, const char* p, size_t sz) {
+                       return detail::DecodeEdgeTimeChunk(p, sz, num_edges, &time_pos, d.edge_times.data());
                      }});
   int64_t type_pos = 0;  // etype chunks: int64 per edge, as etime
   if (hetero)
-    sinks.push_back({"etype", true, [&](int64_t, int64_t, const char* p, size_t sz) -> std::string {
-                       if (sz % 8 != 0 || type_pos + static_cast<int64_t>(sz / 8) > num_edges) return "has the wrong size";
-                       const int64_t R = meta.hetero.num_edge_types();
-                       for (size_t i = 0; i < sz / 8; ++i) {
-                         int64_t t;
-                         std::memcpy(&t, p + 8 * i, 8);
-                         if (t < 0 || t >= R) return "holds edge type " + std::to_string(t) + ", outside [0, " + std::to_string(R) + ")";
-                         d.edge_types[type_pos++] = static_cast<int32_t>(t);
-                       }
-                       return "";
+    sinks.push_back({"etype", true, [&](int64_t, int64_t, const char* p, size_t sz) {
+                       return detail::DecodeEdgeTypeChunk(p, sz, num_edges, meta.hetero.num_edge_types(), &type_pos,
+                                                          d.edge_types.data());
                      }});
   if (meta.has_split)
     sinks.push_back({"split", true, [&](int64_t c, int64_t cn, const char* p, size_t sz) {

@@ -39,6 +39,7 @@ int64_t NodeRanges::IndexOf(int64_t v) const {
 }
 
 int32_t HeteroSchema::NodeTypeOf(int64_t v) const {
+  assert(!type_bounds.empty() && v >= type_bounds.front() && v < type_bounds.back());  // REQUIRES
   // The last bound <= v; empty ranges share their bound with the next one,
   // so upper_bound skips them.
   const int64_t i = std::upper_bound(type_bounds.begin(), type_bounds.end(), v) - type_bounds.begin() - 1;

@@ -96,6 +96,26 @@ std::string DecodeInt64Chunk(const char* p, size_t size, int64_t nodes, int64_t 
   return "";
 }
 
+std::string DecodeEdgeTimeChunk(const char* p, size_t size, int64_t capacity, int64_t* pos, int64_t* dst) {
+  if (size % 8 != 0 || *pos + static_cast<int64_t>(size / 8) > capacity) return "has the wrong size";
+  std::memcpy(dst + *pos, p, size);
+  *pos += static_cast<int64_t>(size / 8);
+  return "";
+}
+
+std::string DecodeEdgeTypeChunk(const char* p, size_t size, int64_t capacity, int64_t num_types, int64_t* pos,
+                                int32_t* dst) {
+  if (size % 8 != 0 || *pos + static_cast<int64_t>(size / 8) > capacity) return "has the wrong size";
+  for (size_t i = 0; i < size / 8; ++i) {
+    int64_t t;
+    std::memcpy(&t, p + 8 * i, 8);
+    if (t < 0 || t >= num_types)
+      return "holds edge type " + std::to_string(t) + ", outside [0, " + std::to_string(num_types) + ")";
+    dst[(*pos)++] = static_cast<int32_t>(t);
+  }
+  return "";
+}
+
 void EncodeSplitChunk(ArrayView<const uint8_t> values, std::string* out) {
   AppendRaw(out, values.data(), values.size());
 }

@@ -9,6 +9,8 @@
 //   split  u8 per node (0 none, 1 train, 2 val, 3 test)
 //   orig   i64 per node: the node's id in the input
 //   name   [length u32][bytes] per node: the node's name in the input
+//   etime  i64 per stored edge of the chunk's nodes (adjacency order): its timestamp
+//   etype  i64 per stored edge of the chunk's nodes (adjacency order): its edge type
 //
 // Decoders copy into the partition's arrays at the chunk's place and return
 // "" or what is wrong with the chunk ("has the wrong size", ...). Internal to
@@ -44,6 +46,13 @@ std::string DecodeInt64Chunk(const char* p, size_t size, int64_t nodes, int64_t 
 // split: one byte per node, at most 3.
 void EncodeSplitChunk(ArrayView<const uint8_t> values, std::string* out);
 std::string DecodeSplitChunk(const char* p, size_t size, int64_t nodes, int64_t first, uint8_t* dst);
+
+// etime and etype: one int64 per stored edge of the chunk (adjacency order),
+// encoded as EncodeInt64Chunk does. Decoding appends at *pos (updated), at
+// most `capacity` values in all; etype values must be in [0, num_types).
+std::string DecodeEdgeTimeChunk(const char* p, size_t size, int64_t capacity, int64_t* pos, int64_t* dst);
+std::string DecodeEdgeTypeChunk(const char* p, size_t size, int64_t capacity, int64_t num_types, int64_t* pos,
+                                int32_t* dst);
 
 // name: length-prefixed strings, appended to *names in node order.
 void EncodeNameChunk(const std::vector<const std::string*>& names, std::string* out);

@@ -458,6 +458,24 @@ TEST(ChunkCodecTest, EveryKindRoundTripsAndRejectsDamage) {
   EXPECT_EQ(labels, (std::vector<int64_t>{9, 9, -1, 7}));
   EXPECT_EQ(detail::DecodeInt64Chunk(v.data(), v.size(), 3, 0, labels.data()), "has the wrong size");
 
+  // etime / etype: per-edge columns appended across chunks.
+  v.clear();
+  detail::EncodeInt64Chunk(std::vector<int64_t>{2, 0, 1}, &v);
+  std::vector<int64_t> times(5, -1);
+  int64_t pos = 1;
+  EXPECT_EQ(detail::DecodeEdgeTimeChunk(v.data(), v.size(), 5, &pos, times.data()), "");
+  EXPECT_EQ(pos, 4);
+  EXPECT_EQ(times, (std::vector<int64_t>{-1, 2, 0, 1, -1}));
+  EXPECT_EQ(detail::DecodeEdgeTimeChunk(v.data(), v.size(), 5, &pos, times.data()), "has the wrong size");
+  std::vector<int32_t> types(3);
+  pos = 0;
+  EXPECT_EQ(detail::DecodeEdgeTypeChunk(v.data(), v.size(), 3, 3, &pos, types.data()), "");
+  EXPECT_EQ(types, (std::vector<int32_t>{2, 0, 1}));
+  pos = 0;
+  EXPECT_EQ(detail::DecodeEdgeTypeChunk(v.data(), v.size(), 3, 2, &pos, types.data()), "holds edge type 2, outside [0, 2)");
+  pos = 0;
+  EXPECT_EQ(detail::DecodeEdgeTypeChunk(v.data(), v.size() - 1, 3, 3, &pos, types.data()), "has the wrong size");
+
   v.clear();
   detail::EncodeSplitChunk(std::vector<uint8_t>{1, 2, 3}, &v);
   std::vector<uint8_t> split(3);
