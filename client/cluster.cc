@@ -164,17 +164,8 @@ Status Cluster::Connect(const ClusterSpec& spec, const rpc::RpcOptions& given, s
     sampler::HeteroSchema& h = c->hetero_;
     h.node_types = first.node_types;
     for (const std::string& name : first.edge_types) {
-      const size_t a = name.find(','), b = name.rfind(',');
-      sampler::EdgeType t;
-      if (a != std::string::npos && b != a) {
-        t.src = h.FindNodeType(name.substr(0, a));
-        t.rel = name.substr(a + 1, b - a - 1);
-        t.dst = h.FindNodeType(name.substr(b + 1));
-      }
-      if (a == std::string::npos || b == a || t.src < 0 || t.dst < 0)
-        return Status::Corruption("server " + c->addresses_[0] + " names edge type '" + name +
-                                  "', not src,rel,dst of its node types");
-      h.edge_types.push_back(t);
+      Status st = h.AddEdgeTypeNamed(name);
+      if (!st.ok()) return Status::Corruption("server " + c->addresses_[0] + ": " + st.message());
     }
     h.type_bounds = first.node_type_bounds;
     h.feature_dims = first.node_type_feature_dims;

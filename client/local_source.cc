@@ -15,14 +15,14 @@ class LocalSession : public Session {
 
   Status Sample(ArrayView<const int64_t> seeds, uint64_t request_seed, const sampler::MultiHopOptions& options,
                 sampler::SampledSubgraph* out) override {
-    if (!options.edge_type_fanouts.empty()) {
-      if (src_->hetero_.empty())
-        return Status::InvalidArgument("per-edge-type fanouts need a heterogeneous dataset; " + src_->dir_ +
-                                       " has no edge types");
-      std::vector<int64_t> per_hop;
-      FANOUT_RETURN_IF_ERROR(sampler::HeteroHopFanouts(src_->hetero_, options.edge_type_fanouts, &per_hop));
-    }
-    if (!sampler_ || sampler_->options() != options) {
+    if (!sampler_ || sampler_->options() != options) {  // options checked once per change, not per batch
+      if (!options.edge_type_fanouts.empty()) {
+        if (src_->hetero_.empty())
+          return Status::InvalidArgument("per-edge-type fanouts need a heterogeneous dataset; " + src_->dir_ +
+                                         " has no edge types");
+        std::vector<int64_t> per_hop;
+        FANOUT_RETURN_IF_ERROR(sampler::HeteroHopFanouts(src_->hetero_, options.edge_type_fanouts, &per_hop));
+      }
       sampler_ = std::make_unique<sampler::MultiHopSampler>(src_->csr_.View(), options);
       if (!src_->edge_types_.empty()) sampler_->SetEdgeTypes(src_->edge_types_.data());
     }
@@ -83,8 +83,8 @@ class LocalSession : public Session {
     const bool in = src_->incoming_;
     const int32_t* types = src_->edge_types_.empty() ? nullptr : src_->edge_types_.data();
     for (size_t i = 0; i < src.size(); ++i)
-      exists[i] = in ? sampler::RowHasTypedNeighbor(g, types, dst[i], src[i], edge_type)
-                     : sampler::RowHasTypedNeighbor(g, types, src[i], dst[i], edge_type);
+      exists[i] = in ? sampler::RowHasNeighbor(g, dst[i], src[i], types, edge_type)
+                     : sampler::RowHasNeighbor(g, src[i], dst[i], types, edge_type);
     return Status::OK();
   }
 

@@ -222,6 +222,14 @@ class PyCluster {
     for (int64_t& v : ids) v = h->NodeTypeOf(v);
     return Int64Capsule(std::move(ids));
   }
+  // HeteroSchema::FindEdgeType: the index of "src,rel,dst" or an unambiguous "rel".
+  int EdgeTypeIndex(const std::string& name) const {
+    const sampler::HeteroSchema* h = cluster_->hetero();
+    if (h == nullptr) Raise(Status::InvalidArgument("the dataset has no edge types (it is not heterogeneous)"));
+    int e = -1;
+    Check(h->FindEdgeType(name, &e));
+    return e;
+  }
   // The dataset's own ids of global ids (per type in heterogeneous datasets).
   py::object OriginalIds(const py::object& ids_obj) const {
     std::vector<int64_t> ids = Int64List(ids_obj, "ids"), out(ids.size());
@@ -471,7 +479,8 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("node_type_feature_dims", &PyCluster::NodeTypeFeatureDims)
       .def("nodes_of_type", &PyCluster::NodesOfType)
       .def("node_type_of", &PyCluster::NodeTypeOf)
-      .def("original_ids", &PyCluster::OriginalIds);
+      .def("original_ids", &PyCluster::OriginalIds)
+      .def("edge_type_index", &PyCluster::EdgeTypeIndex);
   py::class_<PyLoader>(m, "NodeLoader")
       .def(py::init<const PyCluster&, const py::object&, const py::object&, int64_t, bool, bool, bool, int, int,
                     uint64_t, bool, bool, bool, bool, bool, int, int, const std::string&, double, bool,

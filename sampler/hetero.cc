@@ -59,6 +59,20 @@ std::string HeteroSchema::EdgeTypeName(int e) const {
   return node_types[static_cast<size_t>(t.src)] + "," + t.rel + "," + node_types[static_cast<size_t>(t.dst)];
 }
 
+Status HeteroSchema::AddEdgeTypeNamed(const std::string& name) {
+  const size_t a = name.find(','), b = name.rfind(',');
+  EdgeType t;
+  if (a != std::string::npos && b != a) {
+    t.src = FindNodeType(name.substr(0, a));
+    t.rel = name.substr(a + 1, b - a - 1);
+    t.dst = FindNodeType(name.substr(b + 1));
+  }
+  if (a == std::string::npos || b == a || t.src < 0 || t.dst < 0)
+    return Status::InvalidArgument("edge type '" + name + "' is not src,rel,dst of the node types");
+  edge_types.push_back(std::move(t));
+  return Status::OK();
+}
+
 int HeteroSchema::FindNodeType(const std::string& name) const {
   for (size_t t = 0; t < node_types.size(); ++t)
     if (node_types[t] == name) return static_cast<int>(t);
@@ -81,8 +95,9 @@ Status HeteroSchema::FindEdgeType(const std::string& text, int* out) const {
     return Status::OK();
   }
   return Status::InvalidArgument("edge type '" + text + "' " +
-                                 (matches > 1 ? "names more than one edge type (give src,rel,dst)" : "is not in the dataset") +
-                                 "; its edge types: " + (known.empty() ? "(none)" : known));
+                                 (matches > 1 ? "names several of the dataset's edge types (give src,rel,dst)"
+                                              : "is not one of the dataset's edge types") +
+                                 " (" + (known.empty() ? "none" : known) + ")");
 }
 
 Status HeteroSchema::Check(int num_parts, int64_t num_nodes, int64_t feature_dim) const {
@@ -253,21 +268,6 @@ Status SampleHeteroHop(const CsrGraph& graph, const int32_t* edge_types, ArrayVi
     }
   }
   return Status::OK();
-}
-
-bool RowHasTypedNeighbor(const CsrGraph& g, const int32_t* edge_types, int64_t row, int64_t neighbor,
-                         int edge_type) {
-  int64_t b = g.indptr()[row], e = g.indptr()[row + 1];
-  if (edge_type >= 0 && edge_types != nullptr) {
-    const int32_t* first = std::lower_bound(edge_types + b, edge_types + e, edge_type);
-    const int32_t* last = std::upper_bound(first, edge_types + e, edge_type);
-    b = first - edge_types;
-    e = last - edge_types;
-  }
-  const int64_t* p = g.indices();
-  for (int64_t i = b; i < e; ++i)
-    if (p[i] == neighbor) return true;
-  return false;
 }
 
 }  // namespace fanout::sampler

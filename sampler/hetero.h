@@ -86,10 +86,14 @@ struct HeteroSchema {
   int32_t RowType(int e) const { return incoming ? edge_types[e].dst : edge_types[e].src; }
   // "src,rel,dst".
   std::string EdgeTypeName(int e) const;
+  // Appends the edge type named "src,rel,dst" (EdgeTypeName's form; node types
+  // from node_types); InvalidArgument naming the text otherwise.
+  Status AddEdgeTypeNamed(const std::string& name);
   // Index of a node type, or -1.
   int FindNodeType(const std::string& name) const;
-  // Index of (src, rel, dst), or of "src,rel,dst" / "rel" when unambiguous;
-  // InvalidArgument naming the text and the known types otherwise.
+  // Index of the edge type named "src,rel,dst", or "rel" when that names one;
+  // InvalidArgument naming the text and the known types otherwise ("is not
+  // one of the dataset's edge types (...)" / "names several ...").
   Status FindEdgeType(const std::string& text, int* out) const;
   // Checks names (non-empty, unique, no ',' in any), edge type endpoints,
   // bounds (ascending, num_parts*T + 1 entries, from 0 to num_nodes) and
@@ -117,10 +121,6 @@ Status SampleHeteroHop(const CsrGraph& graph, const int32_t* edge_types, ArrayVi
                        ArrayView<const int64_t> fanouts, int64_t hop, uint64_t request_seed,
                        const SamplingOptions& options, OneHopResult* out);
 
-// Whether row `row` holds `neighbor` through an edge of type `edge_type`
-// (-1: any type). REQUIRES: rows ordered by type when edge_type >= 0.
-bool RowHasTypedNeighbor(const CsrGraph& g, const int32_t* edge_types, int64_t row, int64_t neighbor,
-                         int edge_type);
 
 }  // namespace fanout::sampler
 

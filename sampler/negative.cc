@@ -120,4 +120,18 @@ Status SampleNegatives(const NegativeOptions& o, ArrayView<const int64_t> pos_sr
   return Status::OK();
 }
 
+bool RowHasNeighbor(const CsrGraph& g, int64_t row, int64_t neighbor, const int32_t* edge_types, int edge_type) {
+  int64_t b = g.indptr()[row], e = g.indptr()[row + 1];
+  if (edge_type >= 0 && edge_types != nullptr) {
+    const int32_t* first = std::lower_bound(edge_types + b, edge_types + e, edge_type);
+    const int32_t* last = std::upper_bound(first, edge_types + e, edge_type);
+    b = first - edge_types;
+    e = last - edge_types;
+  }
+  const int64_t* p = g.indices();
+  for (int64_t i = b; i < e; ++i)
+    if (p[i] == neighbor) return true;
+  return false;
+}
+
 }  // namespace fanout::sampler

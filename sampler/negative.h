@@ -75,14 +75,11 @@ Status SampleNegatives(const NegativeOptions& options, ArrayView<const int64_t> 
                        std::vector<int64_t>* neg_src, std::vector<int64_t>* neg_dst);
 
 // Whether row `row` (an index into the graph's rows) holds `neighbor`: a
-// scan of the row (rows keep input order).
-inline bool RowHasNeighbor(const CsrGraph& g, int64_t row, int64_t neighbor) {
-  const int64_t* p = g.indices() + g.indptr()[row];
-  const int64_t* end = g.indices() + g.indptr()[row + 1];
-  for (; p != end; ++p)
-    if (*p == neighbor) return true;
-  return false;
-}
+// scan of the row. With `edge_types` (per CSR position) and edge_type >= 0,
+// only the row's run of that type is scanned (a heterogeneous store; REQUIRES
+// rows ordered by type, as sampler/hetero.h).
+bool RowHasNeighbor(const CsrGraph& g, int64_t row, int64_t neighbor, const int32_t* edge_types = nullptr,
+                    int edge_type = -1);
 
 }  // namespace fanout::sampler
 

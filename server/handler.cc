@@ -270,7 +270,7 @@ void RpcHandler::has_edges(std::string& out, const std::string& rows, const std:
     out.resize(ids.size());
     for (size_t i = 0; i < ids.size(); ++i)
       out[i] = static_cast<char>(
-          sampler::RowHasTypedNeighbor(s.graph, types, ids[i] - s.data->node_begin, nbrs[i], edge_type));
+          sampler::RowHasNeighbor(s.graph, ids[i] - s.data->node_begin, nbrs[i], types, edge_type));
     bytes = out.size();
     return Status::OK();
   });

@@ -390,8 +390,9 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
-  // Heterogeneous: an edge type named REL or SRC,REL,DST, as the server lists them.
-  std::vector<std::string> edge_type_names;
+  // Heterogeneous: the dataset's types as the server lists them; an edge type
+  // is named REL or SRC,REL,DST (HeteroSchema::FindEdgeType).
+  fanout::sampler::HeteroSchema schema;
   if (!type_fanouts.empty() || !edge_type_name.empty()) {
     fanout::rpc::RemotePartitionInfo pi;
     st = client->Info(&pi);
@@ -403,22 +404,20 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "fanout-ctl: dataset %s has no edge types (it is not heterogeneous)\n", pi.dataset_name.c_str());
       return 1;
     }
-    edge_type_names = pi.edge_types;
+    schema.node_types = pi.node_types;
+    for (const std::string& name : pi.edge_types) {
+      st = schema.AddEdgeTypeNamed(name);
+      if (!st.ok()) {
+        std::fprintf(stderr, "fanout-ctl: server %s: %s\n", addr.c_str(), st.message().c_str());
+        return 1;
+      }
+    }
   }
   auto find_edge_type = [&](const std::string& name) -> int {
-    int found = -1, matches = 0;
-    for (size_t e = 0; e < edge_type_names.size(); ++e) {
-      const std::string& full = edge_type_names[e];
-      const size_t a = full.find(','), b = full.rfind(',');
-      if (full == name) return static_cast<int>(e);
-      if (full.substr(a + 1, b - a - 1) == name) found = static_cast<int>(e), ++matches;
-    }
-    if (matches == 1) return found;
-    std::string known;
-    for (const std::string& t : edge_type_names) known += (known.empty() ? "" : "; ") + t;
-    std::fprintf(stderr, "fanout-ctl: edge type '%s' %s; the dataset's: %s\n", name.c_str(),
-                 matches > 1 ? "names several (give SRC,REL,DST)" : "is not one of the dataset's", known.c_str());
-    return -1;
+    int e = -1;
+    Status found = schema.FindEdgeType(name, &e);
+    if (!found.ok()) std::fprintf(stderr, "fanout-ctl: %s\n", found.message().c_str());
+    return found.ok() ? e : -1;
   };
   if (has_edges->parsed()) {
     if (rows.size() != neighbors.size()) {
@@ -442,7 +441,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "fanout-ctl: --times has %zu values for %zu seeds\n", times.size(), seeds.size());
     return 1;
   }
-  std::vector<int64_t> per_type(edge_type_names.size(), 0);
+  std::vector<int64_t> per_type(static_cast<size_t>(schema.num_edge_types()), 0);
   for (const std::string& tf : type_fanouts) {
     const size_t eq = tf.rfind('=');
     int64_t f = 0;
@@ -489,8 +488,8 @@ int main(int argc, char** argv) {
     std::printf("%lld (%d):", static_cast<long long>(seeds[i]), counts[i]);
     for (int32_t k = 0; k < counts[i]; ++k, ++at) {
       std::printf(" %lld[e%lld", static_cast<long long>(nbr[at]), static_cast<long long>(eids[at]));
-      if (at < types.size() && types[at] >= 0 && static_cast<size_t>(types[at]) < edge_type_names.size())
-        std::printf(" %s", edge_type_names[types[at]].c_str());
+      if (at < types.size() && types[at] >= 0 && types[at] < schema.num_edge_types())
+        std::printf(" %s", schema.EdgeTypeName(types[at]).c_str());
       std::printf("]");
     }
     std::printf("\n");

@@ -160,17 +160,9 @@ class Cluster:
     def edge_type_index(self, edge_type):
         """The index of an edge type given as (src, rel, dst), "src,rel,dst" or an unambiguous
         relation name."""
-        types = self.edge_types
-        if isinstance(edge_type, (tuple, list)) and len(edge_type) == 3 and tuple(edge_type) in types:
-            return types.index(tuple(edge_type))
-        if isinstance(edge_type, str):
-            if edge_type.count(",") == 2 and tuple(edge_type.split(",")) in types:
-                return types.index(tuple(edge_type.split(",")))
-            matches = [i for i, t in enumerate(types) if t[1] == edge_type]
-            if len(matches) == 1:
-                return matches[0]
-        raise InvalidArgument("edge type %r is not one of the dataset's edge types %s (or names several)"
-                              % (edge_type, types))
+        if isinstance(edge_type, (tuple, list)) and all(isinstance(x, str) for x in edge_type):
+            edge_type = ",".join(edge_type)
+        return self._c.edge_type_index(str(edge_type))
 
     def __repr__(self):
         return "fanout.Cluster(%s)" % self._c.description

@@ -232,16 +232,16 @@ TEST(HeteroNegativeTest, TypedNegativesDrawFromTheirTypesAndCheckTheirEdgeType) 
   EXPECT_EQ(a_dst, b_dst);
 }
 
-TEST(HeteroNegativeTest, RowHasTypedNeighborLooksInThatTypesRunOnly) {
+TEST(HeteroNegativeTest, RowHasNeighborOfATypeLooksInThatTypesRunOnly) {
   CsrArrays g;
   g.indices = {7, 8, 7, 9};
   g.indptr.push_back(4);
   std::vector<int32_t> types{0, 0, 2, 2};
-  EXPECT_TRUE(RowHasTypedNeighbor(g.View(), types.data(), 0, 9, 2));
-  EXPECT_FALSE(RowHasTypedNeighbor(g.View(), types.data(), 0, 9, 0));
-  EXPECT_FALSE(RowHasTypedNeighbor(g.View(), types.data(), 0, 8, 1));
-  EXPECT_TRUE(RowHasTypedNeighbor(g.View(), types.data(), 0, 8, -1));
-  EXPECT_TRUE(RowHasTypedNeighbor(g.View(), nullptr, 0, 9, -1));
+  EXPECT_TRUE(RowHasNeighbor(g.View(), 0, 9, types.data(), 2));
+  EXPECT_FALSE(RowHasNeighbor(g.View(), 0, 9, types.data(), 0));
+  EXPECT_FALSE(RowHasNeighbor(g.View(), 0, 8, types.data(), 1));
+  EXPECT_TRUE(RowHasNeighbor(g.View(), 0, 8, types.data(), -1));
+  EXPECT_TRUE(RowHasNeighbor(g.View(), 0, 9, nullptr, -1));
 }
 
 }  // namespace
