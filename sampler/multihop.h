@@ -81,9 +81,9 @@ inline bool operator!=(const MultiHopOptions& a, const MultiHopOptions& b) { ret
 Status CheckMultiHopOptions(const MultiHopOptions& options, bool graph_has_weights);
 
 // Largest id range a SubgraphBuilder dedupes through a direct-mapped array
-// (8 bytes per id: 64 MiB per builder at most); larger ranges use the hash
+// (4 bytes per id: 64 MiB per builder at most); larger ranges use the hash
 // table alone.
-inline constexpr int64_t kMaxDenseIdRange = int64_t{8} << 20;
+inline constexpr int64_t kMaxDenseIdRange = int64_t{16} << 20;
 
 // Assembles a SampledSubgraph hop by hop from one-hop results: dedupes and
 // relabels. Shared by the local sampler and the distributed client, which gets
@@ -109,7 +109,7 @@ class SubgraphBuilder {
   ArrayView<const int64_t> Nodes(const SampledSubgraph& out) const {
     return ArrayView<const int64_t>(out.n_id.data(), out.n_id.size());
   }
-  // Ids in [0, end) are deduped through a direct-mapped array (8 bytes per
+  // Ids in [0, end) are deduped through a direct-mapped array (4 bytes per
   // id, allocated on the first call) instead of the hash table: one cache
   // line per lookup. Ranges beyond kMaxDenseIdRange keep the hash table
   // alone. Cheap to call again with the same end (callers do, per batch).

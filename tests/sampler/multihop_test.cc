@@ -274,6 +274,30 @@ TEST(IdMapTest, DenseRangeGivesTheSameMappingAsTheHashTable) {
   }
 }
 
+// Dense slots hold a batch epoch and a narrow local index: a batch with more
+// nodes than the index holds continues in the hash table, and epochs wrap
+// (every 2^kDenseEpochBits - 1 batches) without a stale slot matching again.
+TEST(IdMapTest, NarrowDenseSlotsOverflowToTheTableAndEpochsWrap) {
+  detail::IdMap narrow(/*dense_value_bits=*/4), hash;  // local indexes 0..15 fit a dense slot
+  narrow.SetDenseRange(200);
+  SplitMix64 rng(9);
+  for (int batch = 0; batch < 600; ++batch) {  // more than two epoch wraps
+    narrow.Reset(8);
+    hash.Reset(8);
+    int64_t next = 0;
+    const int keys = batch % 3 == 0 ? 60 : 10;  // some batches past 16 nodes, some not
+    for (int i = 0; i < keys; ++i) {
+      const int64_t key = static_cast<int64_t>(rng.Next() % 250);  // inside and beyond the range
+      hash.Reserve(hash.size() + 1);
+      const int64_t a = narrow.FindOrInsert(key, next), b = hash.FindOrInsert(key, next);
+      ASSERT_EQ(a, b) << "batch " << batch << " key " << key;
+      if (a == next) ++next;
+      ASSERT_EQ(narrow.size(), hash.size());
+    }
+    for (int64_t key = 0; key < 250; ++key) ASSERT_EQ(narrow.Find(key), hash.Find(key)) << "batch " << batch << " key " << key;
+  }
+}
+
 // A partition's sampler: neighbors above its id range (later partitions' ids)
 // fall outside the dense range and relabel exactly as with the hash table.
 TEST(MultiHopSamplerTest, NeighborsBeyondTheDenseRangeRelabelAsWithTheHashTable) {
