@@ -84,6 +84,11 @@ int main(int argc, char** argv) {
   app.add_option("--rounds", rounds, "Limit/workload alternations per thread count (median of the per-pair ratios)")
       ->default_val(3)->check(CLI::Range(1, 20));
   app.add_option("--json", json_path, "Write the cases as a JSON array to this file");
+  int64_t profile_batches = 0;
+  app.add_option("--profile-batches", profile_batches,
+                 "Profiling mode: sample exactly N batches per fanout set on one thread, print the sampled edges, and "
+                 "skip the timing and the probe (for valgrind --tool=callgrind --toggle-collect='*MultiHopSampler::Sample*')")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   CLI11_PARSE(app, argc, argv);
 
   fanout::datasets::RmatOptions rmat;
@@ -124,6 +129,32 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < fo.size(); ++i) fs += (i ? "," : "") + std::to_string(fo[i]);
     return fs + "]";
   };
+  if (profile_batches > 0) {
+    // The same batches as a timed run's first ones, a fixed number of them:
+    // instruction and cache counts per sampled edge are then repeatable.
+    for (const auto& fo : fanout_sets) {
+      sp::MultiHopOptions opts;
+      opts.fanouts = fo;
+      sp::MultiHopSampler sampler(graph, opts, nullptr);
+      sp::SampledSubgraph sub;
+      std::vector<int64_t> seeds(batch_size);
+      fanout::SplitMix64 rng(1000);
+      int64_t edges = 0, nodes = 0;
+      for (int64_t b = 0; b < profile_batches; ++b) {
+        for (auto& s : seeds) s = static_cast<int64_t>(fanout::DrawBelow(rng.Next(), graph.num_nodes()));
+        st = sampler.Sample(seeds, static_cast<uint64_t>(b) * 131, &sub);
+        if (!st.ok()) {
+          std::fprintf(stderr, "sampling failed: %s\n", st.ToString().c_str());
+          return 1;
+        }
+        edges += static_cast<int64_t>(sub.row.size());
+        nodes += static_cast<int64_t>(sub.n_id.size());
+      }
+      std::printf("profile: fanout %-10s %lld batches, %lld sampled edges, %lld nodes\n", fanout_text(fo).c_str(),
+                  static_cast<long long>(profile_batches), static_cast<long long>(edges), static_cast<long long>(nodes));
+    }
+    return 0;
+  }
   for (int threads = 1; threads <= max_threads; ++threads) {
     // The limit and the workload alternate (ABAB...): each ratio pairs a case
     // with the probe measured just before it, and the median of the pairs is

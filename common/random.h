@@ -31,9 +31,14 @@ class SplitMix64 {
 };
 
 // The key of one node's sample within one hop of one request.
+// NodeKey = NodeKeyIn(HopKey(request_seed, hop), node): loops over a hop's
+// nodes compute the hop's part once.
+inline constexpr uint64_t HopKey(uint64_t request_seed, uint64_t hop) {
+  return Mix64(Mix64(request_seed + kGolden64) ^ (hop * 0xd1b54a32d192ed03ULL));
+}
+inline constexpr uint64_t NodeKeyIn(uint64_t hop_key, uint64_t node) { return Mix64(hop_key ^ (node + 0x8cb92ba72f3d8dd7ULL)); }
 inline constexpr uint64_t NodeKey(uint64_t request_seed, uint64_t hop, uint64_t node) {
-  return Mix64(Mix64(Mix64(request_seed + kGolden64) ^ (hop * 0xd1b54a32d192ed03ULL)) ^
-               (node + 0x8cb92ba72f3d8dd7ULL));
+  return NodeKeyIn(HopKey(request_seed, hop), node);
 }
 
 // The j-th 64-bit draw under `key`.

@@ -53,7 +53,6 @@ void SubgraphBuilder::Begin(ArrayView<const int64_t> seeds, SampledSubgraph* out
 }
 
 void SubgraphBuilder::AddHop(const OneHopResult& hop, bool with_edge_ids, SampledSubgraph* out) {
-  constexpr int64_t kPrefetch = 16;
   const int64_t m = frontier_end_ - frontier_begin_;
   const int64_t total = hop.offsets[m];
   const int64_t* nbr = hop.neighbors.data();
@@ -74,19 +73,15 @@ void SubgraphBuilder::AddHop(const OneHopResult& hop, bool with_edge_ids, Sample
   int64_t* n_id = out->n_id.data();
   int64_t* row = out->row.data() + e0;
   int64_t* col = out->col.data() + e0;
-  int64_t next = n0;
 
+  // col: each edge's frontier node (one run per node).
   for (int64_t i = 0; i < m; ++i) {
     const int64_t target = frontier_begin_ + i;
-    for (int64_t e = off[i]; e < off[i + 1]; ++e) {
-      if (e + kPrefetch < total) map_.Prefetch(nbr[e + kPrefetch]);
-      int64_t v = nbr[e];
-      int64_t local = map_.FindOrInsert(v, next);
-      if (local == next) n_id[next++] = v;
-      row[e] = local;
-      col[e] = target;
-    }
+    for (int64_t e = off[i]; e < off[i + 1]; ++e) col[e] = target;
   }
+  // row: each neighbor's local index, new ids numbered in order of first
+  // appearance.
+  const int64_t next = map_.Relabel(nbr, total, n0, row, n_id);
   out->n_id.resize(next);
   out->num_sampled_nodes.push_back(next - n0);
   out->num_sampled_edges.push_back(total);

@@ -20,6 +20,7 @@ Status CheckFanout(int64_t fanout, int64_t hop) {
 namespace {
 constexpr int64_t kPrefetchNodes = 8;
 constexpr int64_t kMinChunk = 512;
+constexpr int64_t kInt64PerLine = 64 / sizeof(int64_t);
 }  // namespace
 
 Status HopSampler::Sample(const CsrGraph& graph, ArrayView<const int64_t> nodes, int64_t fanout,
@@ -88,6 +89,7 @@ Status HopSampler::Sample(const CsrGraph& graph, ArrayView<const int64_t> nodes,
   const int64_t* eids = graph.edge_ids();
   int64_t* nbr = out->neighbors.data();
   int64_t* eid_out = options.with_edge_ids ? out->edge_ids.data() : nullptr;
+  const uint64_t hop_key = HopKey(request_seed, static_cast<uint64_t>(hop));
   auto sample_chunk = [&](int64_t c) {
     constexpr int64_t kDrawAhead = 6;
     detail::RowScratch scratch;
@@ -98,11 +100,23 @@ Status HopSampler::Sample(const CsrGraph& graph, ArrayView<const int64_t> nodes,
       if (k == 0) return;
       int64_t s = start_[i];
       int64_t* pos = nbr + o;
-      detail::SampleRowPositions(graph, s, degree_[i], fanout, k, NodeKey(request_seed, hop, nodes[i]),
+      detail::SampleRowPositions(graph, s, degree_[i], fanout, k, NodeKeyIn(hop_key, static_cast<uint64_t>(nodes[i])),
                                  options, pos, &scratch);
-      for (int64_t j = 0; j < k; ++j) {
-        __builtin_prefetch(indices + s + pos[j]);
-        if (eids) __builtin_prefetch(eids + s + pos[j]);
+      const int64_t d = degree_[i];
+      if (d <= k) {
+        // As many picks as the row has edges (most rows of a power-law
+        // graph): prefetch the row's lines, not each pick.
+        for (int64_t p = 0; p < d; p += kInt64PerLine) __builtin_prefetch(indices + s + p);
+        __builtin_prefetch(indices + s + d - 1);
+        if (eids) {
+          for (int64_t p = 0; p < d; p += kInt64PerLine) __builtin_prefetch(eids + s + p);
+          __builtin_prefetch(eids + s + d - 1);
+        }
+        return;
+      }
+      for (int64_t j = 0; j < k; ++j) __builtin_prefetch(indices + s + pos[j]);
+      if (eids) {
+        for (int64_t j = 0; j < k; ++j) __builtin_prefetch(eids + s + pos[j]);
       }
     };
     for (int64_t i = b; i < std::min(e, b + kDrawAhead); ++i) draw(i);
@@ -112,14 +126,21 @@ Status HopSampler::Sample(const CsrGraph& graph, ArrayView<const int64_t> nodes,
       int64_t k = offsets[i + 1] - o;
       int64_t s = start_[i];
       int64_t* pos = nbr + o;
-      if (eid_out) {
-        if (eids) {
-          for (int64_t j = 0; j < k; ++j) eid_out[o + j] = eids[s + pos[j]];
-        } else {
-          for (int64_t j = 0; j < k; ++j) eid_out[o + j] = s + pos[j];
+      if (eid_out == nullptr) {
+        for (int64_t j = 0; j < k; ++j) pos[j] = indices[s + pos[j]];
+      } else if (eids == nullptr) {  // edge id = CSR position
+        for (int64_t j = 0; j < k; ++j) {
+          const int64_t p = s + pos[j];
+          eid_out[o + j] = p;
+          pos[j] = indices[p];
+        }
+      } else {
+        for (int64_t j = 0; j < k; ++j) {
+          const int64_t p = s + pos[j];
+          eid_out[o + j] = eids[p];
+          pos[j] = indices[p];
         }
       }
-      for (int64_t j = 0; j < k; ++j) pos[j] = indices[s + pos[j]];
     }
   };
   if (num_chunks <= 1 || pool == nullptr) {

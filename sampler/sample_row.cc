@@ -27,14 +27,20 @@ void PositiveWeights(const float* w, int64_t degree, int64_t* count, double* tot
 void FloydSample(int64_t degree, int64_t k, uint64_t key, int64_t* pos, RowScratch* scratch) {
   int64_t n = 0;
   if (k <= 32) {
+    // `seen` has bit (p mod 64) set for every position p taken so far: a draw
+    // whose bit is clear is new without scanning pos (most draws of a long row).
+    uint64_t seen = 0;
     for (int64_t j = degree - k; j < degree; ++j) {
       int64_t t = static_cast<int64_t>(DrawBelow(Draw(key, j), j + 1));
-      for (int64_t q = 0; q < n; ++q) {
-        if (pos[q] == t) {
-          t = j;  // j cannot be chosen yet: it is above every earlier draw range
-          break;
+      if (seen & (uint64_t{1} << (t & 63))) {
+        for (int64_t q = 0; q < n; ++q) {
+          if (pos[q] == t) {
+            t = j;  // j cannot be chosen yet: it is above every earlier draw range
+            break;
+          }
         }
       }
+      seen |= uint64_t{1} << (t & 63);
       pos[n++] = t;
     }
     return;

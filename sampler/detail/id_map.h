@@ -21,17 +21,15 @@
 
 namespace fanout::sampler::detail {
 
-class IdMap {
+// kValueBits: the dense slots' local index width (IdMap's 24; tests narrow it
+// to exercise the hash-table fallback).
+template <int kValueBits>
+class BasicIdMap {
  public:
-  static constexpr int kDenseEpochBits = 8;
+  static constexpr int kDenseEpochBits = 32 - kValueBits;
+  static_assert(kValueBits >= 1 && kDenseEpochBits >= 2, "a dense slot holds an epoch and an index in 32 bits");
 
-  // `dense_value_bits` (tests only) narrows the dense slots' local index to
-  // exercise the hash-table fallback.
-  explicit IdMap(int dense_value_bits = 32 - kDenseEpochBits)
-      : value_bits_(dense_value_bits), value_mask_((uint32_t{1} << dense_value_bits) - 1) {
-    assert(dense_value_bits >= 1 && dense_value_bits <= 32 - kDenseEpochBits);
-    Rehash(1 << 10);
-  }
+  BasicIdMap() { Rehash(1 << 10); }
 
   // Ids in [0, end) are then mapped directly (4 bytes per id of the range,
   // allocated here); a smaller or zero `end` removes the dense range.
@@ -56,7 +54,7 @@ class IdMap {
       std::fill(dense_.begin(), dense_.end(), 0);
       dense_epoch_ = 1;
     }
-    dense_live_ = dense_epoch_ << value_bits_;
+    dense_live_ = dense_epoch_ << kValueBits;
     dense_overflow_ = false;
     hash_size_ = dense_size_ = 0;
     Reserve(expected);
@@ -84,12 +82,12 @@ class IdMap {
   int64_t FindOrInsert(int64_t key, int64_t value_if_new) {
     if (static_cast<uint64_t>(key) < dense_end_) {
       uint32_t& d = dense_[key];
-      if ((d & ~value_mask_) == dense_live_) return d & value_mask_;
+      if ((d & ~kValueMask) == dense_live_) return d & kValueMask;
       if (dense_overflow_) {
         const int64_t found = FindInTable(key);
         if (found >= 0) return found;
       }
-      if (static_cast<uint64_t>(value_if_new) <= value_mask_) {
+      if (static_cast<uint64_t>(value_if_new) <= kValueMask) {
         d = dense_live_ | static_cast<uint32_t>(value_if_new);
         ++dense_size_;
         return value_if_new;
@@ -99,11 +97,36 @@ class IdMap {
     return FindOrInsertInTable(key, value_if_new);
   }
 
+  // FindOrInsert on keys[0 .. n) in turn, new keys numbered from `next`:
+  // writes each key's index to local[e], each new key k to new_keys[index of
+  // k], and returns the next free index. The loop the samplers run per edge:
+  // runs of keys in the dense range go through DenseRun(). REQUIRES: as
+  // FindOrInsert (Reserve() made room for every key).
+  int64_t Relabel(const int64_t* keys, int64_t n, int64_t next, int64_t* local, int64_t* new_keys) {
+    if (dense_end_ == 0 || dense_overflow_ || next + n > int64_t{kValueMask} + 1) {
+      for (int64_t e = 0; e < n; ++e) {  // the general path: the table, or indexes past a dense slot's
+        const int64_t l = FindOrInsert(keys[e], next);
+        if (l == next) new_keys[next++] = keys[e];
+        local[e] = l;
+      }
+      return next;
+    }
+    const int64_t next0 = next, hash0 = hash_size_;
+    int64_t e = 0;
+    while ((e = DenseRun(keys, e, n, dense_.data(), dense_end_, dense_live_, &next, local, new_keys)) < n) {
+      const int64_t l = FindOrInsertInTable(keys[e], next);  // a key beyond the dense range
+      if (l == next) new_keys[next++] = keys[e];
+      local[e++] = l;
+    }
+    dense_size_ += (next - next0) - (hash_size_ - hash0);
+    return next;
+  }
+
   // Returns the index of `key`, or -1.
   int64_t Find(int64_t key) const {
     if (static_cast<uint64_t>(key) < dense_end_) {
       const uint32_t d = dense_[key];
-      if ((d & ~value_mask_) == dense_live_) return d & value_mask_;
+      if ((d & ~kValueMask) == dense_live_) return d & kValueMask;
       if (!dense_overflow_) return -1;
     }
     return FindInTable(key);
@@ -121,6 +144,36 @@ class IdMap {
 
   uint64_t SlotOf(int64_t key) const {
     return (static_cast<uint64_t>(key) * 0x9e3779b97f4a7c15ULL) >> shift_;
+  }
+
+  // Relabel's loop from keys[e] to the first key beyond the dense range (its
+  // position is returned) or to n. A function of its own with no call
+  // inside, so its state stays in registers (inlined into Relabel, whose
+  // table path calls out, the compiler spilled it to the stack). Each key's
+  // slot is prefetched kPrefetch keys ahead.
+  __attribute__((noinline)) static int64_t DenseRun(const int64_t* keys, int64_t e, int64_t n, uint32_t* dense,
+                                                    uint64_t dense_end, uint32_t live, int64_t* next_io,
+                                                    int64_t* local, int64_t* new_keys) {
+    constexpr int64_t kPrefetch = 16;
+    int64_t next = *next_io;
+    for (; e < n; ++e) {
+      if (e + kPrefetch < n) {
+        const int64_t ahead = keys[e + kPrefetch];
+        if (static_cast<uint64_t>(ahead) < dense_end) __builtin_prefetch(dense + ahead, 1, 1);
+      }
+      const int64_t v = keys[e];
+      if (__builtin_expect(static_cast<uint64_t>(v) >= dense_end, 0)) break;
+      uint32_t& d = dense[v];
+      if ((d & ~kValueMask) == live) {
+        local[e] = d & kValueMask;
+      } else {
+        d = live | static_cast<uint32_t>(next);
+        new_keys[next] = v;
+        local[e] = next++;
+      }
+    }
+    *next_io = next;
+    return e;
   }
 
   int64_t FindOrInsertInTable(int64_t key, int64_t value_if_new) {
@@ -165,19 +218,20 @@ class IdMap {
       if (s.epoch == old_epoch && old_epoch != 0) FindOrInsertInTable(s.key, s.value);
   }
 
-  const int value_bits_;
-  const uint32_t value_mask_;
+  static constexpr uint32_t kValueMask = (uint32_t{1} << kValueBits) - 1;
   std::vector<Slot> slots_;
-  std::vector<uint32_t> dense_;  // (epoch << value_bits_) | local index
+  std::vector<uint32_t> dense_;  // (epoch << kValueBits) | local index
   uint64_t dense_end_ = 0;
   uint32_t dense_epoch_ = 0;
-  uint32_t dense_live_ = 0;  // dense_epoch_ << value_bits_
+  uint32_t dense_live_ = 0;  // dense_epoch_ << kValueBits
   bool dense_overflow_ = false;  // some dense-range ids of this batch are in the table
   uint64_t mask_ = 0;
   int shift_ = 64;
   uint32_t epoch_ = 0;
   int64_t hash_size_ = 0, dense_size_ = 0;
 };
+
+using IdMap = BasicIdMap<24>;
 
 }  // namespace fanout::sampler::detail
 

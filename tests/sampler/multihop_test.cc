@@ -274,27 +274,73 @@ TEST(IdMapTest, DenseRangeGivesTheSameMappingAsTheHashTable) {
   }
 }
 
-// Dense slots hold a batch epoch and a narrow local index: a batch with more
-// nodes than the index holds continues in the hash table, and epochs wrap
+// Dense slots hold a batch epoch and a local index in 32 bits: a batch with
+// more nodes than the index holds continues in the hash table, and epochs wrap
 // (every 2^kDenseEpochBits - 1 batches) without a stale slot matching again.
-TEST(IdMapTest, NarrowDenseSlotsOverflowToTheTableAndEpochsWrap) {
-  detail::IdMap narrow(/*dense_value_bits=*/4), hash;  // local indexes 0..15 fit a dense slot
+// Both paths (one key at a time, and Relabel over a hop's keys) agree with
+// the hash table alone.
+template <class Map>
+void ExpectSameMappingAsTheTable(int batches) {
+  Map narrow;
+  detail::IdMap hash;  // no dense range
   narrow.SetDenseRange(200);
   SplitMix64 rng(9);
-  for (int batch = 0; batch < 600; ++batch) {  // more than two epoch wraps
+  for (int batch = 0; batch < batches; ++batch) {
     narrow.Reset(8);
     hash.Reset(8);
-    int64_t next = 0;
     const int keys = batch % 3 == 0 ? 60 : 10;  // some batches past 16 nodes, some not
-    for (int i = 0; i < keys; ++i) {
-      const int64_t key = static_cast<int64_t>(rng.Next() % 250);  // inside and beyond the range
-      hash.Reserve(hash.size() + 1);
-      const int64_t a = narrow.FindOrInsert(key, next), b = hash.FindOrInsert(key, next);
-      ASSERT_EQ(a, b) << "batch " << batch << " key " << key;
-      if (a == next) ++next;
-      ASSERT_EQ(narrow.size(), hash.size());
+    std::vector<int64_t> k(keys);
+    for (auto& x : k) x = static_cast<int64_t>(rng.Next() % 250);  // inside and beyond the range
+    std::vector<int64_t> local(keys), ref_local(keys), new_keys(keys + 1), ref_new(keys + 1);
+    int64_t next = 0, ref_next = 0;
+    if (batch % 2 == 0) {
+      next = narrow.Relabel(k.data(), keys, 0, local.data(), new_keys.data());
+    } else {
+      for (int i = 0; i < keys; ++i) {
+        local[i] = narrow.FindOrInsert(k[i], next);
+        if (local[i] == next) new_keys[next++] = k[i];
+      }
     }
+    hash.Reserve(keys);
+    for (int i = 0; i < keys; ++i) {
+      ref_local[i] = hash.FindOrInsert(k[i], ref_next);
+      if (ref_local[i] == ref_next) ref_new[ref_next++] = k[i];
+    }
+    ASSERT_EQ(local, ref_local) << "batch " << batch;
+    ASSERT_EQ(next, ref_next) << "batch " << batch;
+    ASSERT_EQ(new_keys, ref_new) << "batch " << batch;
+    ASSERT_EQ(narrow.size(), hash.size()) << "batch " << batch;
     for (int64_t key = 0; key < 250; ++key) ASSERT_EQ(narrow.Find(key), hash.Find(key)) << "batch " << batch << " key " << key;
+  }
+}
+
+TEST(IdMapTest, NarrowDenseSlotsOverflowToTheTable) {
+  ExpectSameMappingAsTheTable<detail::BasicIdMap<4>>(300);  // local indexes 0..15 fit a dense slot
+}
+
+TEST(IdMapTest, DenseEpochsWrapWithoutStaleMatches) {
+  ExpectSameMappingAsTheTable<detail::BasicIdMap<29>>(300);  // 3 epoch bits: a wrap every 7 batches
+}
+
+TEST(IdMapTest, RelabelPrefetchesAndMapsLongRuns) {
+  detail::IdMap dense, hash;
+  dense.SetDenseRange(5000);
+  SplitMix64 rng(3);
+  for (int batch = 0; batch < 5; ++batch) {
+    dense.Reset(1);
+    hash.Reset(4096);
+    std::vector<int64_t> k(4000);
+    for (auto& x : k) x = static_cast<int64_t>(rng.Next() % 6000);  // a few beyond the dense range
+    std::vector<int64_t> local(k.size()), new_keys(k.size());
+    const int64_t next = dense.Relabel(k.data(), static_cast<int64_t>(k.size()), 0, local.data(), new_keys.data());
+    int64_t ref_next = 0;
+    for (size_t i = 0; i < k.size(); ++i) {
+      const int64_t l = hash.FindOrInsert(k[i], ref_next);
+      if (l == ref_next) ASSERT_EQ(new_keys[ref_next++], k[i]);
+      ASSERT_EQ(local[i], l) << "key " << i;
+    }
+    EXPECT_EQ(next, ref_next);
+    EXPECT_EQ(dense.size(), hash.size());
   }
 }
 
