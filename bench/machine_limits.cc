@@ -71,4 +71,29 @@ double RandomReadRate(int threads, int64_t bytes, double seconds) {
   return total_reads.load() / elapsed;
 }
 
+double CoreClockHz(double seconds) {
+#if defined(__x86_64__)
+  constexpr uint64_t kAddsPerBlock = 1 << 20;
+  uint64_t x = 0, blocks = 0;
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::duration<double>(seconds);
+  do {
+    for (uint64_t i = 0; i < kAddsPerBlock; i += 8) {
+      // Eight adds to one register: a dependency chain of one cycle per add;
+      // the loop counter runs beside it.
+      asm volatile(
+          "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+          "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0"
+          : "+r"(x));
+    }
+    ++blocks;
+  } while (std::chrono::steady_clock::now() < deadline);
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return x == blocks * kAddsPerBlock ? static_cast<double>(x) / elapsed : 0;
+#else
+  (void)seconds;
+  return 0;
+#endif
+}
+
 }  // namespace fanout::bench

@@ -12,6 +12,12 @@ namespace fanout::bench {
 // reads per second summed over the threads.
 double RandomReadRate(int threads, int64_t bytes, double seconds);
 
+// The core's clock in Hz, estimated on the calling thread from a chain of
+// dependent integer adds (one cycle each) run for about `seconds`; 0 where
+// the estimate is not implemented (x86-64 only). Used to turn a rate into
+// cycles per item where the VM offers no cycle counters (perf stat).
+double CoreClockHz(double seconds);
+
 }  // namespace fanout::bench
 
 #endif  // FANOUT_BENCH_MACHINE_LIMITS_H_

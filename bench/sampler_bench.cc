@@ -155,6 +155,19 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
+  // The core clock (median of three estimates on a pinned thread), to print
+  // wall-clock cycles per sampled edge per thread beside the rates.
+  double clock_hz = 0;
+  {
+    std::vector<double> est;
+    std::thread t([&] {
+      (void)fanout::PinThisThread(0);
+      for (int i = 0; i < 3; ++i) est.push_back(fanout::bench::CoreClockHz(0.2));
+    });
+    t.join();
+    clock_hz = fanout::bench::Median(est);
+    if (clock_hz > 0) std::printf("core clock (dependent-add chain): %.2f GHz\n", clock_hz / 1e9);
+  }
   for (int threads = 1; threads <= max_threads; ++threads) {
     // The limit and the workload alternate (ABAB...): each ratio pairs a case
     // with the probe measured just before it, and the median of the pairs is
@@ -187,10 +200,11 @@ int main(int argc, char** argv) {
       const double lo = *std::min_element(ratios[c].begin(), ratios[c].end());
       const double hi = *std::max_element(ratios[c].begin(), ratios[c].end());
       const std::string fs = fanout_text(fanout_sets[c]);
+      const double cycles_per_edge = clock_hz * threads / fanout::bench::Median(e);
       std::printf("  fanout %-10s %8.2f M edges/s  %8.1f batches/s  %8.2f M nodes/s  ratio to random reads %.3f "
-                  "(median of %d; %.3f..%.3f)\n",
+                  "(median of %d; %.3f..%.3f)  %.0f cycles/edge/thread\n",
                   fs.c_str(), fanout::bench::Median(e) / 1e6, fanout::bench::Median(b), fanout::bench::Median(nd) / 1e6,
-                  ratio, rounds, lo, hi);
+                  ratio, rounds, lo, hi, cycles_per_edge);
       cases.push_back({{"case", "multihop"},
                        {"fanout", fanout_sets[c]},
                        {"threads", threads},
@@ -203,7 +217,9 @@ int main(int argc, char** argv) {
                        {"random_reads_per_s", reads},
                        {"ratio", ratio},
                        {"ratio_min", lo},
-                       {"ratio_max", hi}});
+                       {"ratio_max", hi},
+                       {"core_clock_hz", clock_hz},
+                       {"cycles_per_edge", cycles_per_edge}});
     }
   }
   if (!json_path.empty()) {
