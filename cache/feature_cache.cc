@@ -1,5 +1,6 @@
 #include "cache/feature_cache.h"
 
+#include <cassert>
 #include <cstring>
 #include <mutex>
 
@@ -88,6 +89,7 @@ CacheStats FeatureCache::stats() const {
 }
 
 int32_t FeatureCache::EvictOne() {
+  assert(used_ == options_.capacity_rows && tail_ != -1);  // REQUIRES: full
   int32_t o = hand_ != -1 ? hand_ : tail_;
   while (visited_[o].load(std::memory_order_relaxed)) {
     visited_[o].store(0, std::memory_order_relaxed);

@@ -1,6 +1,7 @@
 #include "sampler/negative.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <string>
 
@@ -65,6 +66,7 @@ Status SampleNegatives(const NegativeOptions& o, ArrayView<const int64_t> pos_sr
 Status SampleNegatives(const NegativeOptions& o, ArrayView<const int64_t> pos_src, const NodeRanges& src_nodes,
                        const NodeRanges& dst_nodes, uint64_t request_seed, const EdgeOracle& oracle,
                        std::vector<int64_t>* neg_src, std::vector<int64_t>* neg_dst) {
+  assert(CheckNegativeOptions(o).ok());  // REQUIRES
   neg_src->clear();
   neg_dst->clear();
   const int64_t m = NumNegatives(o, static_cast<int64_t>(pos_src.size()));

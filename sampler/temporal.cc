@@ -1,6 +1,7 @@
 #include "sampler/temporal.h"
 
 #include <algorithm>
+#include <cassert>
 
 #include "common/id_range.h"
 #include "common/random.h"
@@ -125,6 +126,10 @@ struct IndexRank {
 void SampleTemporalHop(const CsrGraph& g, const int64_t* edge_times, const int64_t* time_order, int64_t node_offset,
                        ArrayView<const int64_t> nodes, ArrayView<const int64_t> times, int64_t fanout, int64_t hop,
                        uint64_t request_seed, TemporalStrategy strategy, bool with_edge_ids, OneHopResult* out) {
+  assert(times.size() == nodes.size());  // REQUIRES
+#ifndef NDEBUG
+  for (int64_t v : nodes) assert(v >= node_offset && v < node_offset + g.num_nodes());  // REQUIRES: in the graph's rows
+#endif
   if (time_order == nullptr)
     TemporalHop<StoredRank>(g, edge_times, nullptr, node_offset, nodes, times, fanout, hop, request_seed, strategy,
                             with_edge_ids, out);
