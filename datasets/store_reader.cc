@@ -70,12 +70,202 @@ float PartitionData::Feature(int64_t row, int64_t j) const {
 
 namespace {
 
+// One kind of chunk and where its payloads go.
 struct ChunkSink {
   const char* prefix;
-  bool required;
   // Consumes one verified payload of chunk c (cn nodes); returns an error text or "".
   std::function<std::string(int64_t c, int64_t cn, const char* p, size_t n)> take;
 };
+
+// Where the per-edge chunk kinds have got to (each chunk appends its edges).
+struct EdgeCursors {
+  int64_t adj = 0, time = 0, type = 0;
+};
+
+// Opens the partition's RocksDB folder read-only for one sequential pass,
+// after asking the kernel to start reading its table files.
+Status OpenPartitionDb(const std::string& path, std::unique_ptr<rocksdb::DB>* db) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return Status::Corruption(path + ": missing partition folder");
+  // Start the kernel reading every table file now, at disk speed, ahead of
+  // the in-place (mmap) reads, which would otherwise fault in pages a few at
+  // a time.
+  for (const auto& entry : std::filesystem::directory_iterator(path)) {
+    if (entry.path().extension() != ".sst") continue;
+    int fd = ::open(entry.path().c_str(), O_RDONLY);
+    if (fd < 0) continue;
+    posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
+    ::close(fd);
+  }
+  rocksdb::Options opts;
+  opts.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
+  opts.paranoid_checks = true;
+  opts.allow_mmap_reads = true;  // values are read in place: no kernel-to-user copy before ours
+  opts.advise_random_on_open = false;  // one sequential pass: keep kernel readahead on
+  rocksdb::BlockBasedTableOptions table;
+  table.no_block_cache = true;  // one sequential pass; caching would double the memory
+  opts.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status rs = rocksdb::DB::OpenForReadOnly(opts, path, &raw);
+  if (!rs.ok()) return Status::Corruption(path + ": cannot open the partition database: " + rs.ToString());
+  db->reset(raw);
+  return Status::OK();
+}
+
+// Reads and checks the partition's 'info' record against meta.json: the
+// dataset, the partition number and its node range. Sets d's range.
+Status ReadPartitionInfo(rocksdb::DB* db, const rocksdb::ReadOptions& ro, const std::string& path,
+                         const std::string& dir, int part, PartitionData* d, int64_t* num_edges) {
+  const DatasetMeta& meta = d->meta;
+  std::string value;
+  rocksdb::Status rs = db->Get(ro, "info", &value);
+  if (!rs.ok()) return Status::Corruption(path + ": missing 'info' record: " + rs.ToString());
+  size_t payload = 0;
+  if (!detail::CheckChunk(value.data(), value.size(), true, &payload))
+    return Status::Corruption(path + ": 'info' record fails its checksum");
+  nlohmann::json info;
+  try {
+    info = nlohmann::json::parse(value.substr(0, payload));
+  } catch (const std::exception& e) {
+    return Status::Corruption(path + ": 'info' record is not JSON: " + e.what());
+  }
+  try {
+    if (info.at("dataset_id").get<std::string>() != meta.dataset_id)
+      return Status::Corruption(path + " belongs to another dataset than " + dir + "/meta.json");
+    if (info.at("part").get<int>() != part) return Status::Corruption(path + " holds partition " + info["part"].dump());
+    d->node_begin = info.at("node_begin").get<int64_t>();
+    d->node_end = info.at("node_end").get<int64_t>();
+    if (d->node_begin != meta.offsets[part] || d->node_end != meta.offsets[part + 1])
+      return Status::Corruption(path + ": node range disagrees with meta.json partition_offsets");
+  } catch (const std::exception& e) {
+    return Status::Corruption(path + ": 'info' record lacks a field: " + e.what());
+  }
+  *num_edges = info.value("num_edges", int64_t{0});
+  return Status::OK();
+}
+
+// Sizes d's arrays for its node range and num_edges; huge pages for the
+// arrays the sampler reads at random (advised before first touch).
+void SizePartitionArrays(int64_t num_edges, PartitionData* d) {
+  const DatasetMeta& meta = d->meta;
+  const int64_t n = d->node_end - d->node_begin;
+  const size_t feature_bytes = static_cast<size_t>(n * meta.feature_dim * FeatureDTypeSize(meta.feature_dtype));
+  ReserveHuge(&d->indptr, n + 1);
+  ReserveHuge(&d->indices, num_edges);
+  ReserveHuge(&d->edge_ids, num_edges);
+  ReserveHuge(&d->features, feature_bytes);
+  d->indptr.assign(n + 1, 0);
+  d->indices.resize(num_edges);
+  d->edge_ids.resize(num_edges);
+  if (meta.feature_dim > 0) d->features.resize(feature_bytes);
+  if (meta.has_labels) d->labels.resize(n);
+  if (meta.has_split) d->split.resize(n);
+  d->original_ids.resize(n);
+  if (meta.has_edge_times) d->edge_times.resize(num_edges);
+  if (!meta.hetero.empty()) d->edge_types.resize(num_edges);
+}
+
+// One sink per chunk kind the dataset has (datasets/detail/chunks.h decodes
+// each), writing into d; the adjacency first.
+std::vector<ChunkSink> PartitionSinks(int64_t num_edges, PartitionData* d, EdgeCursors* at) {
+  const DatasetMeta& meta = d->meta;
+  // The lambdas capture these scalars and pointers (copies; not meta).
+  const int64_t cnodes = meta.chunk_nodes, num_nodes = meta.num_nodes;
+  const auto num_types = meta.hetero.num_edge_types();
+  std::vector<ChunkSink> sinks;
+  sinks.push_back({"adj", [=](int64_t c, int64_t cn, const char* p, size_t sz) {
+                     return detail::DecodeAdjChunk(p, sz, cn, c * cnodes, num_nodes, &at->adj, d);
+                   }});
+  if (meta.feature_dim > 0)
+    sinks.push_back({"feat", [=](int64_t c, int64_t cn, const char* p, size_t sz) {
+                       return detail::DecodeFeatureChunk(p, sz, cn, c * cnodes, d);
+                     }});
+  if (meta.has_labels)
+    sinks.push_back({"label", [=](int64_t c, int64_t cn, const char* p, size_t sz) {
+                       return detail::DecodeInt64Chunk(p, sz, cn, c * cnodes, d->labels.data());
+                     }});
+  if (meta.has_names)
+    sinks.push_back({"name", [=](int64_t, int64_t cn, const char* p, size_t sz) {
+                       return detail::DecodeNameChunk(p, sz, cn, &d->original_names);
+                     }});
+  sinks.push_back({"orig", [=](int64_t c, int64_t cn, const char* p, size_t sz) {
+                     return detail::DecodeInt64Chunk(p, sz, cn, c * cnodes, d->original_ids.data());
+                   }});
+  if (meta.has_edge_times)  // each chunk's edges, in adj order
+    sinks.push_back({"etime", [=](int64_t, int64_t, const char* p, size_t sz) {
+                       return detail::DecodeEdgeTimeChunk(p, sz, num_edges, &at->time, d->edge_times.data());
+                     }});
+  if (!meta.hetero.empty())  // as etime
+    sinks.push_back({"etype", [=](int64_t, int64_t, const char* p, size_t sz) {
+                       return detail::DecodeEdgeTypeChunk(p, sz, num_edges, num_types, &at->type,
+                                                          d->edge_types.data());
+                     }});
+  if (meta.has_split)
+    sinks.push_back({"split", [=](int64_t c, int64_t cn, const char* p, size_t sz) {
+                       return detail::DecodeSplitChunk(p, sz, cn, c * cnodes, d->split.data());
+                     }});
+  return sinks;
+}
+
+// Reads every chunk of one kind in order with its own iterator: each present
+// exactly once, checksummed (when asked), decoded by the sink.
+Status ReadChunks(rocksdb::DB* db, const rocksdb::ReadOptions& ro, const std::string& path, const ChunkSink& sink,
+                  int64_t n, int64_t cnodes, bool verify_checksums) {
+  const int64_t num_chunks = (n + cnodes - 1) / cnodes;
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(ro));
+  const std::string prefix = std::string(sink.prefix) + "/";
+  it->Seek(prefix);
+  for (int64_t c = 0; c < num_chunks; ++c) {
+    const std::string key = detail::ChunkKey(sink.prefix, c);
+    if (!it->Valid() || it->key().ToString() != key) {
+      if (!it->status().ok()) return Status::Corruption(path + ": reading " + key + ": " + it->status().ToString());
+      return Status::Corruption(path + ": chunk " + key + " is missing (truncated store?)");
+    }
+    rocksdb::Slice v = it->value();
+    size_t psize = 0;
+    if (!detail::CheckChunk(v.data(), v.size(), verify_checksums, &psize))
+      return Status::Corruption(path + ": chunk " + key + " fails its checksum");
+    const int64_t cn = std::min(cnodes, n - c * cnodes);
+    const std::string err = sink.take(c, cn, v.data(), psize);
+    if (!err.empty()) return Status::Corruption(path + ": chunk " + key + " " + err);
+    it->Next();
+  }
+  if (it->Valid() && it->key().starts_with(prefix))
+    return Status::Corruption(path + ": unexpected extra chunk " + it->key().ToString());
+  if (!it->status().ok()) return Status::Corruption(path + ": " + it->status().ToString());
+  return Status::OK();
+}
+
+// After every chunk is read: each per-edge kind covered every edge, and a
+// heterogeneous partition's rows are ordered by edge type (sampling finds a
+// type's run by that order) with types belonging to the row's node type.
+Status CheckPartitionEdges(const std::string& path, int64_t num_edges, const EdgeCursors& at, const PartitionData& d) {
+  const DatasetMeta& meta = d.meta;
+  if (at.adj != num_edges)
+    return Status::Corruption(path + ": adjacency holds " + std::to_string(at.adj) + " edges, 'info' says " +
+                              std::to_string(num_edges));
+  if (meta.has_edge_times && at.time != num_edges)
+    return Status::Corruption(path + ": etime chunks hold " + std::to_string(at.time) + " timestamps for " +
+                              std::to_string(num_edges) + " edges");
+  if (meta.hetero.empty()) return Status::OK();
+  if (at.type != num_edges)
+    return Status::Corruption(path + ": etype chunks hold " + std::to_string(at.type) + " edge types for " +
+                              std::to_string(num_edges) + " edges");
+  const int64_t n = d.node_end - d.node_begin;
+  for (int64_t r = 0; r < n; ++r) {
+    const int32_t row_type = meta.hetero.NodeTypeOf(d.node_begin + r);
+    for (int64_t e = d.indptr[r]; e < d.indptr[r + 1]; ++e) {
+      if (e > d.indptr[r] && d.edge_types[e] < d.edge_types[e - 1])
+        return Status::Corruption(path + ": the edges of node " + std::to_string(d.node_begin + r) +
+                                  " are not ordered by edge type");
+      if (meta.hetero.RowType(d.edge_types[e]) != row_type)
+        return Status::Corruption(path + ": node " + std::to_string(d.node_begin + r) + " (type " +
+                                  meta.hetero.node_types[row_type] + ") stores an edge of type " +
+                                  meta.hetero.EdgeTypeName(d.edge_types[e]));
+    }
+  }
+  return Status::OK();
+}
 
 }  // namespace
 
@@ -91,189 +281,39 @@ Status OpenPartition(const std::string& dir_in, int part, const OpenOptions& o, 
     return Status::InvalidArgument("partition " + std::to_string(part) + " is outside [0, " +
                                    std::to_string(meta.num_parts) + ") of " + dir);
   const std::string path = dir + "/part-" + std::to_string(part);
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0) return Status::Corruption(path + ": missing partition folder");
-
-  // Start the kernel reading every table file now, at disk speed, ahead of
-  // the in-place (mmap) reads below, which would otherwise fault in pages a
-  // few at a time.
-  for (const auto& entry : std::filesystem::directory_iterator(path)) {
-    if (entry.path().extension() != ".sst") continue;
-    int fd = ::open(entry.path().c_str(), O_RDONLY);
-    if (fd < 0) continue;
-    posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
-    ::close(fd);
-  }
-
-  rocksdb::Options opts;
-  opts.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
-  opts.paranoid_checks = true;
-  opts.allow_mmap_reads = true;  // values are read in place: no kernel-to-user copy before ours
-  opts.advise_random_on_open = false;  // one sequential pass: keep kernel readahead on
-  rocksdb::BlockBasedTableOptions table;
-  table.no_block_cache = true;  // one sequential pass; caching would double the memory
-  opts.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
-  rocksdb::DB* raw = nullptr;
-  rocksdb::Status rs = rocksdb::DB::OpenForReadOnly(opts, path, &raw);
-  if (!rs.ok()) return Status::Corruption(path + ": cannot open the partition database: " + rs.ToString());
-  std::unique_ptr<rocksdb::DB> db(raw);
-
+  std::unique_ptr<rocksdb::DB> db;
+  FANOUT_RETURN_IF_ERROR(OpenPartitionDb(path, &db));
   rocksdb::ReadOptions ro;
   ro.verify_checksums = o.verify_checksums;
   ro.fill_cache = false;
   ro.readahead_size = 16 << 20;
   ro.async_io = false;
 
-  std::string info_value;
-  rs = db->Get(ro, "info", &info_value);
-  if (!rs.ok()) return Status::Corruption(path + ": missing 'info' record: " + rs.ToString());
-  size_t payload = 0;
-  if (!detail::CheckChunk(info_value.data(), info_value.size(), true, &payload))
-    return Status::Corruption(path + ": 'info' record fails its checksum");
-  nlohmann::json info;
-  try {
-    info = nlohmann::json::parse(info_value.substr(0, payload));
-  } catch (const std::exception& e) {
-    return Status::Corruption(path + ": 'info' record is not JSON: " + e.what());
-  }
   PartitionData& d = *out;
   d = PartitionData();
   d.meta = meta;
   d.part = part;
-  try {
-    if (info.at("dataset_id").get<std::string>() != meta.dataset_id)
-      return Status::Corruption(path + " belongs to another dataset than " + dir + "/meta.json");
-    if (info.at("part").get<int>() != part) return Status::Corruption(path + " holds partition " + info["part"].dump());
-    d.node_begin = info.at("node_begin").get<int64_t>();
-    d.node_end = info.at("node_end").get<int64_t>();
-    if (d.node_begin != meta.offsets[part] || d.node_end != meta.offsets[part + 1])
-      return Status::Corruption(path + ": node range disagrees with meta.json partition_offsets");
-  } catch (const std::exception& e) {
-    return Status::Corruption(path + ": 'info' record lacks a field: " + e.what());
-  }
-  const int64_t n = d.node_end - d.node_begin;
-  const int64_t num_edges = info.value("num_edges", int64_t{0});
-  const int64_t cnodes = meta.chunk_nodes;
-  const int64_t num_chunks = (n + cnodes - 1) / cnodes;
-  const int64_t fd = meta.feature_dim;
-  const int dsize = FeatureDTypeSize(meta.feature_dtype);
-
-  // Huge pages for the arrays the sampler reads at random (advised before
-  // first touch).
-  ReserveHuge(&d.indptr, n + 1);
-  ReserveHuge(&d.indices, num_edges);
-  ReserveHuge(&d.edge_ids, num_edges);
-  ReserveHuge(&d.features, static_cast<size_t>(n * fd * dsize));
-  d.indptr.assign(n + 1, 0);
-  d.indices.resize(num_edges);
-  d.edge_ids.resize(num_edges);
-  if (fd > 0) d.features.resize(static_cast<size_t>(n * fd * dsize));
-  if (meta.has_labels) d.labels.resize(n);
-  if (meta.has_split) d.split.resize(n);
-  d.original_ids.resize(n);
-  if (meta.has_edge_times) d.edge_times.resize(num_edges);
-  const bool hetero = !meta.hetero.empty();
-  if (hetero) d.edge_types.resize(num_edges);
-
-  // One reader per chunk kind (datasets/detail/chunks.h decodes each).
-  int64_t edge_pos = 0;
-  std::vector<ChunkSink> sinks;
-  sinks.push_back({"adj", true, [&](int64_t c, int64_t cn, const char* p, size_t sz) {
-                     return detail::DecodeAdjChunk(p, sz, cn, c * cnodes, meta.num_nodes, &edge_pos, &d);
-                   }});
-  if (fd > 0)
-    sinks.push_back({"feat", true, [&](int64_t c, int64_t cn, const char* p, size_t sz) {
-                       return detail::DecodeFeatureChunk(p, sz, cn, c * cnodes, &d);
-                     }});
-  if (meta.has_labels)
-    sinks.push_back({"label", true, [&](int64_t c, int64_t cn, const char* p, size_t sz) {
-                       return detail::DecodeInt64Chunk(p, sz, cn, c * cnodes, d.labels.data());
-                     }});
-  if (meta.has_names)
-    sinks.push_back({"name", true, [&](int64_t, int64_t cn, const char* p, size_t sz) {
-                       return detail::DecodeNameChunk(p, sz, cn, &d.original_names);
-                     }});
-  sinks.push_back({"orig", true, [&](int64_t c, int64_t cn, const char* p, size_t sz) {
-                     return detail::DecodeInt64Chunk(p, sz, cn, c * cnodes, d.original_ids.data());
-                   }});
-  int64_t time_pos = 0;  // etime chunks hold each chunk's edges, in adj order
-  if (meta.has_edge_times)
-    sinks.push_back({"etime", true, [&](int64_t, int64_t, const char* p, size_t sz) {
-                       return detail::DecodeEdgeTimeChunk(p, sz, num_edges, &time_pos, d.edge_times.data());
-                     }});
-  int64_t type_pos = 0;  // etype chunks: int64 per edge, as etime
-  if (hetero)
-    sinks.push_back({"etype", true, [&](int64_t, int64_t, const char* p, size_t sz) {
-                       return detail::DecodeEdgeTypeChunk(p, sz, num_edges, meta.hetero.num_edge_types(), &type_pos,
-                                                          d.edge_types.data());
-                     }});
-  if (meta.has_split)
-    sinks.push_back({"split", true, [&](int64_t c, int64_t cn, const char* p, size_t sz) {
-                       return detail::DecodeSplitChunk(p, sz, cn, c * cnodes, d.split.data());
-                     }});
+  int64_t num_edges = 0;
+  FANOUT_RETURN_IF_ERROR(ReadPartitionInfo(db.get(), ro, path, dir, part, &d, &num_edges));
+  SizePartitionArrays(num_edges, &d);
 
   // Each kind of chunk is read by its own iterator on its own thread: the
   // adjacency and the features are each about half of the bytes, and the
   // checksum + copy work of one core is slower than the disk.
-  auto read_sink = [&](const ChunkSink& sink) -> Status {
-    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(ro));
-    std::string prefix = std::string(sink.prefix) + "/";
-    it->Seek(prefix);
-    for (int64_t c = 0; c < num_chunks; ++c) {
-      std::string key = detail::ChunkKey(sink.prefix, c);
-      if (!it->Valid() || it->key().ToString() != key) {
-        if (!it->status().ok()) return Status::Corruption(path + ": reading " + key + ": " + it->status().ToString());
-        return Status::Corruption(path + ": chunk " + key + " is missing (truncated store?)");
-      }
-      rocksdb::Slice v = it->value();
-      size_t psize = 0;
-      if (!detail::CheckChunk(v.data(), v.size(), o.verify_checksums, &psize))
-        return Status::Corruption(path + ": chunk " + key + " fails its checksum");
-      int64_t cn = std::min(cnodes, n - c * cnodes);
-      std::string err = sink.take(c, cn, v.data(), psize);
-      if (!err.empty()) return Status::Corruption(path + ": chunk " + key + " " + err);
-      it->Next();
-    }
-    if (it->Valid() && it->key().starts_with(prefix))
-      return Status::Corruption(path + ": unexpected extra chunk " + it->key().ToString());
-    if (!it->status().ok()) return Status::Corruption(path + ": " + it->status().ToString());
-    return Status::OK();
-  };
+  EdgeCursors at;
+  const std::vector<ChunkSink> sinks = PartitionSinks(num_edges, &d, &at);
+  const int64_t n = d.node_end - d.node_begin;
   std::vector<Status> results(sinks.size());
   {
     std::vector<std::thread> threads;
     for (size_t i = 1; i < sinks.size(); ++i)
-      threads.emplace_back([&, i] { results[i] = read_sink(sinks[i]); });
-    results[0] = read_sink(sinks[0]);  // the adjacency, on this thread
+      threads.emplace_back(
+          [&, i] { results[i] = ReadChunks(db.get(), ro, path, sinks[i], n, meta.chunk_nodes, o.verify_checksums); });
+    results[0] = ReadChunks(db.get(), ro, path, sinks[0], n, meta.chunk_nodes, o.verify_checksums);  // the adjacency
     for (auto& t : threads) t.join();
   }
   for (const Status& r : results) FANOUT_RETURN_IF_ERROR(r);
-  if (edge_pos != num_edges)
-    return Status::Corruption(path + ": adjacency holds " + std::to_string(edge_pos) + " edges, 'info' says " +
-                              std::to_string(num_edges));
-  if (meta.has_edge_times && time_pos != num_edges)
-    return Status::Corruption(path + ": etime chunks hold " + std::to_string(time_pos) + " timestamps for " +
-                              std::to_string(num_edges) + " edges");
-  if (hetero) {
-    if (type_pos != num_edges)
-      return Status::Corruption(path + ": etype chunks hold " + std::to_string(type_pos) + " edge types for " +
-                                std::to_string(num_edges) + " edges");
-    // Sampling finds a type's run of a row by its order: check it, and that
-    // each row's types belong to the row's node type.
-    for (int64_t r = 0; r < n; ++r) {
-      const int32_t row_type = meta.hetero.NodeTypeOf(d.node_begin + r);
-      for (int64_t e = d.indptr[r]; e < d.indptr[r + 1]; ++e) {
-        if (e > d.indptr[r] && d.edge_types[e] < d.edge_types[e - 1])
-          return Status::Corruption(path + ": the edges of node " + std::to_string(d.node_begin + r) +
-                                    " are not ordered by edge type");
-        if (meta.hetero.RowType(d.edge_types[e]) != row_type)
-          return Status::Corruption(path + ": node " + std::to_string(d.node_begin + r) + " (type " +
-                                    meta.hetero.node_types[row_type] + ") stores an edge of type " +
-                                    meta.hetero.EdgeTypeName(d.edge_types[e]));
-      }
-    }
-  }
-  return Status::OK();
+  return CheckPartitionEdges(path, num_edges, at, d);
 }
 
 }  // namespace fanout::datasets
