@@ -67,7 +67,7 @@ std::unique_ptr<ConnectionGuard::Connection> ConnectionGuard::Admit(int fd) {
     // next call on it reconnects.
     ::shutdown(oldest->fd_, SHUT_RDWR);
     oldest->shut_ = true;
-    Release(oldest);
+    Release(oldest, lock);
     ++stats_.evicted_idle;
   }
   c->pos_ = open_.insert(open_.end(), c.get());
@@ -78,7 +78,7 @@ std::unique_ptr<ConnectionGuard::Connection> ConnectionGuard::Admit(int fd) {
   return c;
 }
 
-void ConnectionGuard::Release(Connection* c) {
+void ConnectionGuard::Release(Connection* c, const std::lock_guard<std::mutex>&) {
   stats_.inflight_bytes -= c->reserved_;
   if (c->reserved_ > 0) budget_cv_.notify_all();
   c->reserved_ = 0;
@@ -168,7 +168,7 @@ std::string ConnectionGuard::LastTlsFailure() const {
 void ConnectionGuard::Connection::Close() {
   if (guard_ == nullptr) return;
   std::lock_guard<std::mutex> lock(guard_->mu_);
-  guard_->Release(this);
+  guard_->Release(this, lock);
   shut_ = true;
 }
 

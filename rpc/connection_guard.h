@@ -115,7 +115,9 @@ class ConnectionGuard {
   std::string LastTlsFailure() const;
 
  private:
-  void Release(Connection* c);  // REQUIRES: mu_ held
+  // REQUIRES: mu_ held; `mu_held` (a guard on mu_) stands witness, since a
+  // std::mutex cannot be asked who holds it.
+  void Release(Connection* c, const std::lock_guard<std::mutex>& mu_held);
 
   const ConnectionLimits limits_;
   int tick_ms_ = 0;
