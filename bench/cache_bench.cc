@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench_util.h"
+#include "bench/two_servers.h"
 #include "cache/gpu_feature_cache.h"
 #include "client/cached_source.h"
 #include "client/cluster.h"
@@ -70,11 +71,9 @@ int main(int argc, char** argv) {
   work = fanout::bench::WorkDir(work, "fanout-bench-cache", &own);
   std::string dir = work + "/rmat" + std::to_string(scale) + "-2";
   fanout::bench::EnsureRmatDataset(dir, scale, 2, 128);
-  auto s0 = fanout::bench::StartServerProcess(dir, 0, false), s1 = fanout::bench::StartServerProcess(dir, 1, false);
-  fanout::client::ClusterSpec spec;
-  spec.replicas = {{s0.rpc}, {s1.rpc}};
+  fanout::bench::TwoServers servers;
   std::shared_ptr<fanout::client::Cluster> cluster;
-  fanout::Status st = fanout::client::Cluster::Connect(spec, {}, &cluster);
+  fanout::Status st = fanout::bench::StartTwoServers(dir, &servers, &cluster);
   if (!st.ok()) {
     std::fprintf(stderr, "%s\n", st.ToString().c_str());
     return 1;
@@ -158,8 +157,7 @@ int main(int argc, char** argv) {
   } else {
     std::printf("no CUDA device here: the GPU gather kernel was not measured\n");
   }
-  fanout::bench::StopServerProcess(&s0);
-  fanout::bench::StopServerProcess(&s1);
+  servers.Stop();
   if (own) fs::remove_all(work);
   fanout::bench::WriteJson(json_path, cases);
   return 0;

@@ -31,6 +31,7 @@
 #include <thread>
 
 #include "bench/bench_util.h"
+#include "bench/two_servers.h"
 #include "client/cluster.h"
 #include "client/loader.h"
 #include "common/cpu.h"
@@ -178,18 +179,15 @@ bool ThroughServersAndInProcess(const std::string& dir, int scale, const std::st
       return false;
     }
   }
-  auto s0 = fanout::bench::StartServerProcess(dir, 0, false), s1 = fanout::bench::StartServerProcess(dir, 1, false);
-  std::printf("%s%s", s0.ready_line.c_str(), s1.ready_line.c_str());
-  fanout::client::ClusterSpec spec;
-  spec.replicas = {{s0.rpc}, {s1.rpc}};
+  fanout::bench::TwoServers servers;
   std::shared_ptr<fanout::client::Cluster> cluster;
-  fanout::Status st = fanout::client::Cluster::Connect(spec, {}, &cluster);
+  fanout::Status st = fanout::bench::StartTwoServers(dir, &servers, &cluster);
+  std::printf("%s%s", servers.s0.ready_line.c_str(), servers.s1.ready_line.c_str());
   if (st.ok()) {
     *dist = run(cluster);
     cluster.reset();
   }
-  fanout::bench::StopServerProcess(&s0);
-  fanout::bench::StopServerProcess(&s1);
+  servers.Stop();
   std::shared_ptr<fanout::client::LocalSource> source;
   if (st.ok()) st = fanout::client::LocalSource::Open(dir, &source);
   if (!st.ok()) {
@@ -223,12 +221,10 @@ int main(int argc, char** argv) {
   work = fanout::bench::WorkDir(work, "fanout-bench-loader", &own);
   std::string dir = work + "/rmat" + std::to_string(scale) + "-2";
   fanout::bench::EnsureRmatDataset(dir, scale, 2, 128);
-  auto s0 = fanout::bench::StartServerProcess(dir, 0, false), s1 = fanout::bench::StartServerProcess(dir, 1, false);
-  std::printf("%s%s", s0.ready_line.c_str(), s1.ready_line.c_str());
-  fanout::client::ClusterSpec spec;
-  spec.replicas = {{s0.rpc}, {s1.rpc}};
+  fanout::bench::TwoServers servers;
   std::shared_ptr<fanout::client::Cluster> cluster;
-  fanout::Status st = fanout::client::Cluster::Connect(spec, {}, &cluster);
+  fanout::Status st = fanout::bench::StartTwoServers(dir, &servers, &cluster);
+  std::printf("%s%s", servers.s0.ready_line.c_str(), servers.s1.ready_line.c_str());
   if (!st.ok()) {
     std::fprintf(stderr, "%s\n", st.ToString().c_str());
     return 1;
@@ -257,8 +253,7 @@ int main(int argc, char** argv) {
     int64_t neg_dist = 0, neg_local = 0;
     Measured subgraph = RunLoader(cluster, seeds, false, seconds, sub_fanouts, sub_batch, true);
     Measured link = RunLink(cluster, links, link_batch, seconds, &neg_dist);
-    fanout::bench::StopServerProcess(&s0);
-    fanout::bench::StopServerProcess(&s1);
+    servers.Stop();
     const double local_sub = InProcess(csr.View(), n, sub_fanouts, sub_batch, true, seconds);
     std::shared_ptr<fanout::client::LocalSource> local;
     st = fanout::client::LocalSource::Open(dir, &local);
@@ -329,8 +324,7 @@ int main(int argc, char** argv) {
   Measured dist = RunLoader(cluster, seeds, false, seconds);
   Measured feat = RunLoader(cluster, seeds, true, seconds);
   Measured subgraph = RunLoader(cluster, seeds, false, seconds, sub_fanouts, sub_batch, true);
-  fanout::bench::StopServerProcess(&s0);
-  fanout::bench::StopServerProcess(&s1);
+  servers.Stop();
 
   // In process: the same graph (range partitioning keeps the generator's ids).
   fanout::datasets::RmatOptions ro;
