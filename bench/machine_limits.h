@@ -13,9 +13,10 @@ namespace fanout::bench {
 double RandomReadRate(int threads, int64_t bytes, double seconds);
 
 // The core's clock in Hz, estimated on the calling thread from a chain of
-// dependent integer adds (one cycle each) run for about `seconds`; 0 where
-// the estimate is not implemented (x86-64 only). Used to turn a rate into
-// cycles per item where the VM offers no cycle counters (perf stat).
+// dependent integer adds (one cycle each) run for about `seconds`. The chain
+// is x86-64 assembly: on other architectures this returns 0 and callers
+// print no cycle figures. Used to turn a rate into cycles per item where the
+// VM offers no cycle counters (perf stat).
 double CoreClockHz(double seconds);
 
 }  // namespace fanout::bench
