@@ -1,0 +1,191 @@
+// The same-host data plane: a server exports its partition arrays as sealed,
+// read-only shared memory, and clients on its host map them and read them
+// themselves. The server never writes into memory a request names.
+//
+//   server: LocalExport::Create(arrays) copies the arrays into one memfd
+//           (MFD_ALLOW_SEALING), maps it read-only, seals it (F_SEAL_WRITE,
+//           F_SEAL_GROW, F_SEAL_SHRINK, F_SEAL_SEAL) and serves from that
+//           mapping itself (no second copy). LocalExport::Listen(path)
+//           answers a Unix-domain socket: a client's hello is checked
+//           (SO_PEERCRED uid, the token where one is required) and answered
+//           with the layout record and the descriptor (SCM_RIGHTS).
+//   client: FetchLocalExport(path) connects, says hello, receives the record
+//           and the descriptor, checks the seals and that every array lies in
+//           the memory, and maps it PROT_READ (LocalMapping).
+//
+// What a local peer can do: connect (uid allowed, token where required), read
+// the partition a server serves, nothing else. A mapping cannot be written
+// or made writable (the seals; mprotect gives EACCES), stays valid after the
+// server exits (memfd memory lives while a mapping or descriptor does) and
+// leaves nothing behind (no /dev/shm file, no SysV segment).
+//
+// Wire (SOCK_SEQPACKET, one message each way, little-endian):
+//   hello  = "FNLH" u32 version u32 token_bytes, token
+//   answer = "FNLA" u32 version i32 code u32 text_bytes, text (code != 0: the
+//            refusal, text its message; code 0: text is the layout record,
+//            and the message carries the descriptor)
+//   layout = EncodeLayout below ("FNLX", version, ids, node range, arrays).
+//
+// Thread safety: a LocalExport's views and Stats() from any thread; Listen
+// and Stop from one controlling thread. LocalMapping is immutable.
+#ifndef FANOUT_RPC_LOCAL_EXPORT_H_
+#define FANOUT_RPC_LOCAL_EXPORT_H_
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace fanout::rpc {
+
+// What an exported array holds (the partition's arrays; see
+// datasets::PartitionView).
+enum class ExportArray : uint16_t {
+  kIndptr = 1,       // int64, nodes + 1 (local rows)
+  kIndices = 2,      // int64 global neighbor ids, one per stored edge
+  kEdgeIds = 3,      // int64, one per stored edge
+  kEdgeTimes = 4,    // int64, one per stored edge
+  kEdgeTypes = 5,    // int32, one per stored edge
+  kFeatures = 6,     // uint8 bytes, nodes x row bytes
+  kLabels = 7,       // int64, one per node
+  kSplit = 8,        // uint8, one per node
+  kOriginalIds = 9,  // int64, one per node
+};
+const char* ExportArrayName(ExportArray a);
+// Element size of each kind (1, 4 or 8 bytes).
+size_t ExportArrayElementBytes(ExportArray a);
+
+struct ExportedArray {
+  ExportArray kind = ExportArray::kIndptr;
+  uint64_t offset = 0;  // bytes from the start of the memory (page aligned)
+  uint64_t count = 0;   // elements
+};
+
+// The layout record: what the memory holds and whose it is.
+struct ExportLayout {
+  std::string dataset_id;
+  int32_t partition = 0;
+  int64_t node_begin = 0, node_end = 0;
+  uint64_t export_id = 0;  // random per export: a restarted server is a new export
+  uint64_t bytes = 0;      // size of the memory
+  std::vector<ExportedArray> arrays;
+  const ExportedArray* Find(ExportArray kind) const;
+};
+std::string EncodeLayout(const ExportLayout& layout);
+// Corruption naming what is wrong (truncated, bad magic or version, arrays
+// overlapping or outside `bytes`, unknown kinds, duplicates).
+Status DecodeLayout(const std::string& text, ExportLayout* out);
+
+// Hello and answer messages (the socket's two messages).
+constexpr size_t kMaxLocalTokenBytes = 4096;
+std::string EncodeHello(const std::string& token);
+Status DecodeHello(const char* data, size_t bytes, std::string* token);
+std::string EncodeAnswer(int code, const std::string& text);
+// OK with *text the layout record, or the server's refusal as a Status.
+Status DecodeAnswer(const char* data, size_t bytes, std::string* text);
+
+struct LocalExportOptions {
+  std::vector<uid_t> allowed_uids;  // empty: this process's uid only
+  std::string token;                // non-empty: a hello must carry it
+  int handshake_timeout_ms = 2000;  // a client that says nothing this long is dropped
+  int max_pending = 256;            // handshakes at once; more are refused (counted)
+};
+
+struct LocalExportStats {
+  int64_t bytes = 0;          // of the exported memory
+  int64_t handed = 0;         // descriptors handed to clients
+  int64_t refused_uid = 0;    // peers whose uid is not allowed
+  int64_t refused_token = 0;  // hellos without the right token
+  int64_t malformed = 0;      // junk, truncated or oversized hellos
+  int64_t timed_out = 0;      // peers that said nothing in time, or never read the answer
+  int64_t overloaded = 0;     // connections refused while max_pending handshakes ran
+  int64_t accept_errors = 0;  // accept() failures (e.g. the descriptor limit)
+  std::string last_refusal;   // the last refusal's message
+};
+
+// Sealed, read-only memory holding a partition's arrays, and the socket that
+// hands it out.
+class LocalExport {
+ public:
+  struct Source {
+    ExportArray kind;
+    const void* data;
+    uint64_t count;  // elements
+  };
+  // Copies `arrays` into new sealed memory. Empty arrays are recorded with
+  // count 0. NotSupported where memfd sealing is not available.
+  static Status Create(const std::string& dataset_id, int32_t partition, int64_t node_begin,
+                       int64_t node_end, const std::vector<Source>& arrays,
+                       std::unique_ptr<LocalExport>* out);
+  ~LocalExport();
+  LocalExport(const LocalExport&) = delete;
+  LocalExport& operator=(const LocalExport&) = delete;
+
+  // Where array `kind` lies in this process's read-only mapping (null with
+  // count 0 where it is empty or absent).
+  const void* Data(ExportArray kind, uint64_t* count) const;
+  const ExportLayout& layout() const { return layout_; }
+
+  // Binds `path` (an existing socket file there is replaced when no server
+  // answers on it; one that answers is an error) and serves hellos on a
+  // thread of its own until Stop(). The socket file is made 0660.
+  Status Listen(const std::string& path, const LocalExportOptions& options);
+  // Idempotent: closes the socket and removes its file. Mappings clients
+  // hold stay valid.
+  void Stop();
+  const std::string& path() const { return path_; }
+  LocalExportStats Stats() const;
+
+  struct Impl;
+
+ private:
+  LocalExport() = default;
+  ExportLayout layout_;
+  int fd_ = -1;
+  const char* base_ = nullptr;
+  std::string path_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// A partition's exported memory mapped read-only in this process. Stays
+// valid as long as this object lives, whatever happens to the server.
+class LocalMapping {
+ public:
+  ~LocalMapping();
+  LocalMapping(const LocalMapping&) = delete;
+  LocalMapping& operator=(const LocalMapping&) = delete;
+  const ExportLayout& layout() const { return layout_; }
+  // As LocalExport::Data.
+  const void* Data(ExportArray kind, uint64_t* count) const;
+  const char* base() const { return base_; }
+
+ private:
+  friend Status FetchLocalExport(const std::string&, const std::string&, int,
+                                 std::shared_ptr<LocalMapping>*);
+  LocalMapping() = default;
+  ExportLayout layout_;
+  const char* base_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Connects to a server's local socket, proves itself (`token`, empty where
+// none is needed) and maps what it hands over. Errors name the path and the
+// reason: no such socket (NotFound / Unavailable), refused (the server's
+// message), the descriptor limit, a layout or seals that do not hold.
+Status FetchLocalExport(const std::string& path, const std::string& token, int timeout_ms,
+                        std::shared_ptr<LocalMapping>* out);
+
+// The default socket path for a server: $XDG_RUNTIME_DIR/fanout (else
+// /run/fanout as root, /tmp/fanout-<uid> otherwise), file
+// <dataset id>-p<partition>-<rpc port>.sock. The folder is made 0700 when
+// missing.
+std::string DefaultLocalSocketPath(const std::string& dataset_id, int partition, int rpc_port);
+
+}  // namespace fanout::rpc
+
+#endif  // FANOUT_RPC_LOCAL_EXPORT_H_

@@ -1,0 +1,378 @@
+// The same-host export: sealed memory, the socket's checks, and what a local
+// peer can and cannot do with it.
+#include "rpc/local_export.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+namespace fanout::rpc {
+namespace {
+
+std::string TestPath(const char* name) {
+  return "/tmp/fanout-export-test-" + std::to_string(getpid()) + "-" + name + ".sock";
+}
+
+struct Arrays {
+  std::vector<int64_t> indptr{0, 2, 3, 5}, indices{7, 8, 9, 1, 2};
+  std::vector<uint8_t> features = std::vector<uint8_t>(3 * 16);
+  std::vector<int64_t> labels{4, -1, 2};
+  Arrays() { std::iota(features.begin(), features.end(), uint8_t{1}); }
+  std::vector<LocalExport::Source> Sources() const {
+    return {{ExportArray::kIndptr, indptr.data(), indptr.size()},
+            {ExportArray::kIndices, indices.data(), indices.size()},
+            {ExportArray::kFeatures, features.data(), features.size()},
+            {ExportArray::kLabels, labels.data(), labels.size()},
+            {ExportArray::kEdgeIds, nullptr, 0}};
+  }
+};
+
+std::unique_ptr<LocalExport> MakeExport(const Arrays& a) {
+  std::unique_ptr<LocalExport> e;
+  Status st = LocalExport::Create("ds-1", 1, 100, 103, a.Sources(), &e);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return e;
+}
+
+// Sends raw bytes as one message and returns the answer's Status.
+Status RawHello(const std::string& path, const std::string& bytes) {
+  int s = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strcpy(addr.sun_path, path.c_str());
+  if (connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(s);
+    return Status::Unavailable("connect");
+  }
+  if (!bytes.empty()) (void)!send(s, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  char buf[70000];
+  timeval tv{5, 0};
+  setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  ssize_t n = recv(s, buf, sizeof(buf), 0);
+  close(s);
+  if (n <= 0) return Status::Unavailable("no answer");
+  std::string text;
+  return DecodeAnswer(buf, static_cast<size_t>(n), &text);
+}
+
+TEST(LocalExportTest, ClientMapsWhatTheServerExports) {
+  Arrays a;
+  auto e = MakeExport(a);
+  const std::string path = TestPath("maps");
+  ASSERT_TRUE(e->Listen(path, {}).ok());
+  std::shared_ptr<LocalMapping> m;
+  Status st = FetchLocalExport(path, "", 2000, &m);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(m->layout().dataset_id, "ds-1");
+  EXPECT_EQ(m->layout().partition, 1);
+  EXPECT_EQ(m->layout().node_begin, 100);
+  EXPECT_EQ(m->layout().export_id, e->layout().export_id);
+  uint64_t n = 0;
+  const auto* f = static_cast<const uint8_t*>(m->Data(ExportArray::kFeatures, &n));
+  ASSERT_EQ(n, a.features.size());
+  EXPECT_EQ(0, std::memcmp(f, a.features.data(), n));
+  const auto* l = static_cast<const int64_t*>(m->Data(ExportArray::kLabels, &n));
+  ASSERT_EQ(n, 3u);
+  EXPECT_EQ(l[0], 4);
+  EXPECT_EQ(m->Data(ExportArray::kEdgeIds, &n), nullptr);
+  EXPECT_EQ(n, 0u);
+  // The server reads the same memory itself (no second copy).
+  const auto* sf = static_cast<const uint8_t*>(e->Data(ExportArray::kFeatures, &n));
+  EXPECT_EQ(0, std::memcmp(sf, a.features.data(), n));
+  EXPECT_EQ(e->Stats().handed, 1);
+}
+
+TEST(LocalExportTest, TheSealsHold) {
+  Arrays a;
+  auto e = MakeExport(a);
+  const std::string path = TestPath("seals");
+  ASSERT_TRUE(e->Listen(path, {}).ok());
+  std::shared_ptr<LocalMapping> m;
+  ASSERT_TRUE(FetchLocalExport(path, "", 2000, &m).ok());
+  // The mapping cannot be made writable.
+  void* page = const_cast<char*>(m->base());
+  errno = 0;
+  EXPECT_NE(mprotect(page, 4096, PROT_READ | PROT_WRITE), 0);
+  EXPECT_EQ(errno, EACCES);
+  // Nor can the memory be mapped writable again, written through a
+  // descriptor, grown or shrunk: fetch a second descriptor the raw way.
+  int s = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strcpy(addr.sun_path, path.c_str());
+  ASSERT_EQ(connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  std::string hello = EncodeHello("");
+  ASSERT_GT(send(s, hello.data(), hello.size(), 0), 0);
+  char buf[65536];
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  iovec iov{buf, sizeof(buf)};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ASSERT_GT(recvmsg(s, &msg, 0), 0);
+  close(s);
+  int fd = -1;
+  std::memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof(int));
+  ASSERT_GE(fd, 0);
+  errno = 0;
+  EXPECT_EQ(mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), MAP_FAILED);
+  EXPECT_EQ(errno, EPERM);
+  errno = 0;
+  EXPECT_LT(pwrite(fd, "x", 1, 0), 0);
+  EXPECT_EQ(errno, EPERM);
+  EXPECT_NE(ftruncate(fd, 1 << 20), 0);
+  EXPECT_NE(ftruncate(fd, 0), 0);
+  errno = 0;  // F_SEAL_SEAL: the set of seals is final
+  EXPECT_LT(fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE), 0);
+  EXPECT_EQ(errno, EPERM);
+  close(fd);
+}
+
+TEST(LocalExportTest, MappingOutlivesTheServer) {
+  Arrays a;
+  std::shared_ptr<LocalMapping> m;
+  const std::string path = TestPath("outlive");
+  uint64_t first_id = 0;
+  {
+    auto e = MakeExport(a);
+    ASSERT_TRUE(e->Listen(path, {}).ok());
+    ASSERT_TRUE(FetchLocalExport(path, "", 2000, &m).ok());
+    first_id = e->layout().export_id;
+  }  // the server's export is gone, its socket file too
+  EXPECT_NE(access(path.c_str(), F_OK), 0);
+  uint64_t n = 0;
+  const auto* l = static_cast<const int64_t*>(m->Data(ExportArray::kLabels, &n));
+  EXPECT_EQ(l[2], 2);
+  std::shared_ptr<LocalMapping> again;
+  EXPECT_EQ(FetchLocalExport(path, "", 500, &again).code(), Status::Code::kNotFound);
+  // A restarted server on the same path is a new export.
+  auto e2 = MakeExport(a);
+  ASSERT_TRUE(e2->Listen(path, {}).ok());
+  ASSERT_TRUE(FetchLocalExport(path, "", 2000, &again).ok());
+  EXPECT_NE(again->layout().export_id, first_id);
+}
+
+TEST(LocalExportTest, StaleSocketIsReplacedLiveOneAndNonSocketsAreNot) {
+  Arrays a;
+  const std::string path = TestPath("stale");
+  // A socket file nobody answers on (a server killed with -9).
+  int s = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strcpy(addr.sun_path, path.c_str());
+  ASSERT_EQ(bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  close(s);
+  auto e = MakeExport(a);
+  Status st = e->Listen(path, {});
+  ASSERT_TRUE(st.ok()) << st.message();
+  auto e2 = MakeExport(a);
+  st = e2->Listen(path, {});
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("another server answers"), std::string::npos) << st.message();
+  const std::string file = TestPath("plain-file");
+  FILE* f = std::fopen(file.c_str(), "w");
+  std::fclose(f);
+  st = e2->Listen(file, {});
+  EXPECT_NE(st.message().find("not a socket"), std::string::npos) << st.message();
+  EXPECT_EQ(access(file.c_str(), F_OK), 0);  // left alone
+  unlink(file.c_str());
+}
+
+TEST(LocalExportTest, UidsNotAllowedAndWrongTokensAreRefusedAndCounted) {
+  Arrays a;
+  auto e = MakeExport(a);
+  const std::string path = TestPath("refuse");
+  LocalExportOptions o;
+  o.allowed_uids = {geteuid() + 12345};
+  o.token = "secret-token";
+  ASSERT_TRUE(e->Listen(path, o).ok());
+  std::shared_ptr<LocalMapping> m;
+  Status st = FetchLocalExport(path, "secret-token", 2000, &m);
+  EXPECT_EQ(st.code(), Status::Code::kUnauthenticated);
+  EXPECT_NE(st.message().find("--local-uids"), std::string::npos) << st.message();
+  EXPECT_EQ(e->Stats().refused_uid, 1);
+  e->Stop();
+  auto e2 = MakeExport(a);
+  o.allowed_uids = {};
+  ASSERT_TRUE(e2->Listen(path, o).ok());
+  st = FetchLocalExport(path, "", 2000, &m);
+  EXPECT_EQ(st.code(), Status::Code::kUnauthenticated);
+  EXPECT_NE(st.message().find("requires its auth token"), std::string::npos) << st.message();
+  st = FetchLocalExport(path, "wrong-token!", 2000, &m);
+  EXPECT_NE(st.message().find("wrong auth token"), std::string::npos) << st.message();
+  EXPECT_EQ(e2->Stats().refused_token, 2);
+  EXPECT_TRUE(FetchLocalExport(path, "secret-token", 2000, &m).ok());
+}
+
+TEST(LocalExportTest, JunkTruncatedAndOversizedHellosAreRefusedNotCrashed) {
+  Arrays a;
+  auto e = MakeExport(a);
+  const std::string path = TestPath("junk");
+  ASSERT_TRUE(e->Listen(path, {}).ok());
+  std::string good = EncodeHello("");
+  for (size_t cut = 1; cut < good.size(); ++cut)
+    EXPECT_EQ(RawHello(path, good.substr(0, cut)).code(), Status::Code::kInvalidArgument) << cut;
+  EXPECT_EQ(RawHello(path, std::string(100, '\xff')).code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(RawHello(path, std::string(60000, 'x')).code(), Status::Code::kInvalidArgument);
+  std::string lying = good;
+  lying[8] = 100;  // token length says 100 bytes, none follow
+  EXPECT_EQ(RawHello(path, lying).code(), Status::Code::kInvalidArgument);
+  const auto stats = e->Stats();
+  EXPECT_EQ(stats.malformed, static_cast<int64_t>(good.size() - 1 + 3));
+  EXPECT_EQ(stats.handed, 0);
+  std::shared_ptr<LocalMapping> m;
+  EXPECT_TRUE(FetchLocalExport(path, "", 2000, &m).ok());  // still serving
+}
+
+TEST(LocalExportTest, SilentAndFloodingPeersDoNotStopOthers) {
+  Arrays a;
+  auto e = MakeExport(a);
+  const std::string path = TestPath("flood");
+  LocalExportOptions o;
+  o.handshake_timeout_ms = 300;
+  o.max_pending = 64;
+  ASSERT_TRUE(e->Listen(path, o).ok());
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strcpy(addr.sun_path, path.c_str());
+  // A thousand connections that never say anything and never read.
+  std::vector<int> silent;
+  for (int i = 0; i < 1000; ++i) {
+    int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0);
+    if (s < 0) break;
+    if (connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+      close(s);
+      continue;
+    }
+    silent.push_back(s);
+  }
+  // Others are refused (busy) or served at once, and served once the silent
+  // ones time out.
+  std::shared_ptr<LocalMapping> m;
+  Status st;
+  for (int i = 0; i < 50; ++i) {
+    st = FetchLocalExport(path, "", 2000, &m);
+    if (st.ok()) break;
+    EXPECT_TRUE(st.code() == Status::Code::kResourceExhausted ||
+                st.code() == Status::Code::kUnavailable)
+        << st.message();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(st.ok()) << st.message();
+  const auto stats = e->Stats();
+  EXPECT_GT(stats.timed_out + stats.overloaded, 0);
+  for (int s : silent) close(s);
+  // Asked again and again: each ask is one answer, nothing held.
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(FetchLocalExport(path, "", 2000, &m).ok());
+}
+
+TEST(LocalExportTest, DescriptorExhaustionIsANamedError) {
+  Arrays a;
+  auto e = MakeExport(a);
+  const std::string path = TestPath("fds");
+  ASSERT_TRUE(e->Listen(path, {}).ok());
+  // In a child (the limit is per process): fill the table up to a low limit.
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    rlimit r{64, 64};
+    setrlimit(RLIMIT_NOFILE, &r);
+    std::vector<int> fds;
+    for (;;) {
+      int fd = open("/dev/null", O_RDONLY);
+      if (fd < 0) break;
+      fds.push_back(fd);
+    }
+    close(fds.back());  // room for the socket, none for the descriptor
+    std::shared_ptr<LocalMapping> m;
+    Status st = FetchLocalExport(path, "", 2000, &m);
+    const bool named = st.code() == Status::Code::kResourceExhausted &&
+                       st.message().find("RLIMIT_NOFILE") != std::string::npos;
+    if (!named) std::fprintf(stderr, "child: %s\n", st.message().c_str());
+    _exit(named ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  std::shared_ptr<LocalMapping> m;
+  EXPECT_TRUE(FetchLocalExport(path, "", 2000, &m).ok());
+}
+
+TEST(LocalExportTest, LayoutDecoderRefusesWhatDoesNotHold) {
+  ExportLayout l;
+  l.dataset_id = "d";
+  l.bytes = 8192;
+  l.arrays = {{ExportArray::kIndptr, 0, 10}, {ExportArray::kFeatures, 4096, 4096}};
+  ExportLayout out;
+  ASSERT_TRUE(DecodeLayout(EncodeLayout(l), &out).ok());
+  EXPECT_EQ(out.arrays.size(), 2u);
+  const std::string good = EncodeLayout(l);
+  for (size_t cut = 0; cut < good.size(); ++cut)
+    EXPECT_FALSE(DecodeLayout(good.substr(0, cut), &out).ok()) << cut;
+  EXPECT_FALSE(DecodeLayout(good + "x", &out).ok());
+  l.arrays[1].count = 4097;  // one past the end
+  EXPECT_NE(DecodeLayout(EncodeLayout(l), &out).message().find("outside"), std::string::npos);
+  l.arrays[1] = {ExportArray::kIndices, 8, ~uint64_t{0} / 4};  // count x 8 overflows
+  EXPECT_FALSE(DecodeLayout(EncodeLayout(l), &out).ok());
+  l.arrays[1] = {ExportArray::kIndices, 4, 1};  // misaligned
+  EXPECT_FALSE(DecodeLayout(EncodeLayout(l), &out).ok());
+  l.arrays[1] = {ExportArray::kIndptr, 0, 1};  // twice
+  EXPECT_FALSE(DecodeLayout(EncodeLayout(l), &out).ok());
+  l.arrays[1] = {static_cast<ExportArray>(77), 0, 1};
+  EXPECT_FALSE(DecodeLayout(EncodeLayout(l), &out).ok());
+}
+
+TEST(LocalExportTest, NothingIsLeftBehindAfterKill9) {
+  // A child exports and is killed while a client holds a mapping; then the
+  // mapping goes too. memfd memory is no file in /dev/shm and no SysV segment.
+  const std::string path = TestPath("kill");
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    Arrays a;
+    std::unique_ptr<LocalExport> e;
+    if (!LocalExport::Create("ds-kill", 0, 0, 3, a.Sources(), &e).ok() || !e->Listen(path, {}).ok())
+      _exit(1);
+    (void)!write(ready[1], "r", 1);
+    for (;;) pause();
+  }
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  std::shared_ptr<LocalMapping> m;
+  ASSERT_TRUE(FetchLocalExport(path, "", 2000, &m).ok());
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  uint64_t n = 0;
+  EXPECT_EQ(static_cast<const int64_t*>(m->Data(ExportArray::kLabels, &n))[0], 4);
+  m.reset();
+  // The killed server's socket file stays (nobody removed it) but is stale:
+  // the next server on the path takes it over (StaleSocket test). No shared
+  // memory object of ours exists anywhere.
+  FILE* p = popen("ls /dev/shm 2>/dev/null | grep -c fanout-ds-kill", "r");
+  int count = -1;
+  ASSERT_EQ(std::fscanf(p, "%d", &count), 1);
+  pclose(p);
+  EXPECT_EQ(count, 0);
+  unlink(path.c_str());
+  close(ready[0]);
+  close(ready[1]);
+}
+
+}  // namespace
+}  // namespace fanout::rpc
