@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "common/array_view.h"
 #include "common/status.h"
 #include "datasets/dataset.h"
 #include "datasets/partitioner.h"
@@ -107,21 +108,50 @@ struct DatasetMeta {
 };
 
 struct WriteOptions {
-  bool incoming = true;                          // direction "in" (default) or "out"
+  bool incoming = true;  // direction "in" (default) or "out"
   FeatureDType feature_dtype = FeatureDType::kFloat32;
-  int64_t chunk_nodes = 65536;                   // nodes per chunk, default 64K
-  bool overwrite = false;                        // replace an existing DIR
-  std::string method = "metis";                  // recorded in meta.json
-  std::string source_path;                       // recorded in meta.json
-  std::string options_json = "{}";               // recorded in meta.json
+  int64_t chunk_nodes = 65536;      // nodes per chunk, default 64K
+  bool overwrite = false;           // replace an existing DIR
+  std::string method = "metis";     // recorded in meta.json
+  std::string source_path;          // recorded in meta.json
+  std::string options_json = "{}";  // recorded in meta.json
   bool quiet = false;
 };
 
 // Renumbers nodes so part p owns a contiguous id range (ordered by part, then
 // by input id), builds each part's adjacency and writes DIR atomically.
 // `meta_out` (optional) receives what was written to meta.json.
-Status WritePartitionedDataset(const RawDataset& ds, const std::vector<int32_t>& part, int num_parts,
-                               const WriteOptions& options, const std::string& dir, DatasetMeta* meta_out);
+Status WritePartitionedDataset(const RawDataset& ds, const std::vector<int32_t>& part,
+                               int num_parts, const WriteOptions& options, const std::string& dir,
+                               DatasetMeta* meta_out);
+
+// A partition's arrays as read-only views: what servers serve from (their
+// sealed export, or a PartitionData) and what same-host clients map
+// (rpc/local_export.h). The viewed memory must outlive the view.
+struct PartitionView {
+  int part = 0;
+  int64_t node_begin = 0, node_end = 0;  // global ids [node_begin, node_end)
+  ArrayView<const int64_t> indptr, indices, edge_ids, edge_times, labels, original_ids;
+  ArrayView<const int32_t> edge_types;
+  ArrayView<const uint8_t> features, split;
+
+  int64_t num_nodes() const { return node_end - node_begin; }
+  // A view for the sampler. REQUIRES: consistent arrays (OpenPartition and
+  // the client's mapping check them).
+  sampler::CsrGraph Graph() const {
+    sampler::CsrGraph g;
+    Status st = sampler::CsrGraph::Create(indptr, indices, edge_ids, {}, &g);
+    (void)st;
+    return g;
+  }
+  // Bytes of the arrays.
+  int64_t RawBytes() const {
+    return static_cast<int64_t>((indptr.size() + indices.size() + edge_ids.size() +
+                                 edge_times.size() + labels.size() + original_ids.size()) *
+                                    8 +
+                                edge_types.size() * 4 + features.size() + split.size());
+  }
+};
 
 // One partition loaded into flat arrays, ready for the sampler.
 struct PartitionData {
@@ -140,6 +170,22 @@ struct PartitionData {
   std::vector<std::string> original_names;  // only when meta.has_names
 
   int64_t num_nodes() const { return node_end - node_begin; }
+  PartitionView View() const {
+    PartitionView v;
+    v.part = part;
+    v.node_begin = node_begin;
+    v.node_end = node_end;
+    v.indptr = indptr;
+    v.indices = indices;
+    v.edge_ids = edge_ids;
+    v.edge_times = edge_times;
+    v.labels = labels;
+    v.original_ids = original_ids;
+    v.edge_types = edge_types;
+    v.features = features;
+    v.split = split;
+    return v;
+  }
   // A view for the sampler (node_offset = node_begin).
   sampler::CsrGraph Graph() const;
   // Bytes of the arrays above (indptr, indices, edge ids, features, labels, split, ids).
@@ -154,7 +200,8 @@ struct OpenOptions {
 };
 
 // Loads partition `part` of the dataset in `dir`.
-Status OpenPartition(const std::string& dir, int part, const OpenOptions& options, PartitionData* out);
+Status OpenPartition(const std::string& dir, int part, const OpenOptions& options,
+                     PartitionData* out);
 
 // Reads and checks DIR/meta.json only.
 Status ReadDatasetMeta(const std::string& dir, DatasetMeta* out);

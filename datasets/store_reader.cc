@@ -1,14 +1,13 @@
+#include <fcntl.h>
 #include <rocksdb/db.h>
 #include <rocksdb/iterator.h>
 #include <rocksdb/options.h>
 #include <rocksdb/table.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <filesystem>
-
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -28,7 +27,9 @@ Status ReadDatasetMeta(const std::string& dir, DatasetMeta* out) {
     return Status::NotFound(dir + ": no such dataset folder");
   std::string path = dir + "/meta.json";
   std::ifstream f(path);
-  if (!f) return Status::NotFound(path + ": missing; not a Fanout dataset folder (or an unfinished write)");
+  if (!f)
+    return Status::NotFound(path +
+                            ": missing; not a Fanout dataset folder (or an unfinished write)");
   std::stringstream ss;
   ss << f.rdbuf();
   return DatasetMeta::FromJson(ss.str(), path, out);
@@ -41,11 +42,7 @@ sampler::CsrGraph PartitionData::Graph() const {
   return g;
 }
 
-int64_t PartitionData::RawBytes() const {
-  return static_cast<int64_t>(indptr.size() * 8 + indices.size() * 8 + edge_ids.size() * 8 + features.size() +
-                              labels.size() * 8 + split.size() + original_ids.size() * 8 + edge_times.size() * 8 +
-                              edge_types.size() * 4);
-}
+int64_t PartitionData::RawBytes() const { return View().RawBytes(); }
 
 Status PartitionArrayBytes(const DatasetMeta& meta, int part, int64_t* bytes) {
   if (part < 0 || part >= meta.num_parts)
@@ -57,14 +54,15 @@ Status PartitionArrayBytes(const DatasetMeta& meta, int part, int64_t* bytes) {
   const int64_t n = meta.offsets[part + 1] - meta.offsets[part];
   const int64_t e = meta.stats.edges[part];
   *bytes = (n + 1) * 8 + e * 8 * 2 + n * meta.feature_dim * FeatureDTypeSize(meta.feature_dtype) +
-           (meta.has_labels ? n * 8 : 0) + (meta.has_split ? n : 0) + n * 8 + (meta.has_edge_times ? e * 8 : 0) +
-           (meta.hetero.empty() ? 0 : e * 4);
+           (meta.has_labels ? n * 8 : 0) + (meta.has_split ? n : 0) + n * 8 +
+           (meta.has_edge_times ? e * 8 : 0) + (meta.hetero.empty() ? 0 : e * 4);
   return Status::OK();
 }
 
 float PartitionData::Feature(int64_t row, int64_t j) const {
   const int64_t d = meta.feature_dim;
-  const char* r = reinterpret_cast<const char*>(features.data()) + row * d * FeatureDTypeSize(meta.feature_dtype);
+  const char* r = reinterpret_cast<const char*>(features.data()) +
+                  row * d * FeatureDTypeSize(meta.feature_dtype);
   return DecodeFeature(meta.feature_dtype, meta.feature_scale, r, j);
 }
 
@@ -107,7 +105,8 @@ Status OpenPartitionDb(const std::string& path, std::unique_ptr<rocksdb::DB>* db
   opts.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   rocksdb::DB* raw = nullptr;
   rocksdb::Status rs = rocksdb::DB::OpenForReadOnly(opts, path, &raw);
-  if (!rs.ok()) return Status::Corruption(path + ": cannot open the partition database: " + rs.ToString());
+  if (!rs.ok())
+    return Status::Corruption(path + ": cannot open the partition database: " + rs.ToString());
   db->reset(raw);
   return Status::OK();
 }
@@ -132,7 +131,8 @@ Status ReadPartitionInfo(rocksdb::DB* db, const rocksdb::ReadOptions& ro, const 
   try {
     if (info.at("dataset_id").get<std::string>() != meta.dataset_id)
       return Status::Corruption(path + " belongs to another dataset than " + dir + "/meta.json");
-    if (info.at("part").get<int>() != part) return Status::Corruption(path + " holds partition " + info["part"].dump());
+    if (info.at("part").get<int>() != part)
+      return Status::Corruption(path + " holds partition " + info["part"].dump());
     d->node_begin = info.at("node_begin").get<int64_t>();
     d->node_end = info.at("node_end").get<int64_t>();
     if (d->node_begin != meta.offsets[part] || d->node_end != meta.offsets[part + 1])
@@ -149,7 +149,8 @@ Status ReadPartitionInfo(rocksdb::DB* db, const rocksdb::ReadOptions& ro, const 
 void SizePartitionArrays(int64_t num_edges, PartitionData* d) {
   const DatasetMeta& meta = d->meta;
   const int64_t n = d->node_end - d->node_begin;
-  const size_t feature_bytes = static_cast<size_t>(n * meta.feature_dim * FeatureDTypeSize(meta.feature_dtype));
+  const size_t feature_bytes =
+      static_cast<size_t>(n * meta.feature_dim * FeatureDTypeSize(meta.feature_dtype));
   ReserveHuge(&d->indptr, n + 1);
   ReserveHuge(&d->indices, num_edges);
   ReserveHuge(&d->edge_ids, num_edges);
@@ -193,7 +194,8 @@ std::vector<ChunkSink> PartitionSinks(int64_t num_edges, PartitionData* d, EdgeC
                    }});
   if (meta.has_edge_times)  // each chunk's edges, in adj order
     sinks.push_back({"etime", [=](int64_t, int64_t, const char* p, size_t sz) {
-                       return detail::DecodeEdgeTimeChunk(p, sz, num_edges, &at->time, d->edge_times.data());
+                       return detail::DecodeEdgeTimeChunk(p, sz, num_edges, &at->time,
+                                                          d->edge_times.data());
                      }});
   if (!meta.hetero.empty())  // as etime
     sinks.push_back({"etype", [=](int64_t, int64_t, const char* p, size_t sz) {
@@ -209,8 +211,8 @@ std::vector<ChunkSink> PartitionSinks(int64_t num_edges, PartitionData* d, EdgeC
 
 // Reads every chunk of one kind in order with its own iterator: each present
 // exactly once, checksummed (when asked), decoded by the sink.
-Status ReadChunks(rocksdb::DB* db, const rocksdb::ReadOptions& ro, const std::string& path, const ChunkSink& sink,
-                  int64_t n, int64_t cnodes, bool verify_checksums) {
+Status ReadChunks(rocksdb::DB* db, const rocksdb::ReadOptions& ro, const std::string& path,
+                  const ChunkSink& sink, int64_t n, int64_t cnodes, bool verify_checksums) {
   const int64_t num_chunks = (n + cnodes - 1) / cnodes;
   std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(ro));
   const std::string prefix = std::string(sink.prefix) + "/";
@@ -218,7 +220,8 @@ Status ReadChunks(rocksdb::DB* db, const rocksdb::ReadOptions& ro, const std::st
   for (int64_t c = 0; c < num_chunks; ++c) {
     const std::string key = detail::ChunkKey(sink.prefix, c);
     if (!it->Valid() || it->key().ToString() != key) {
-      if (!it->status().ok()) return Status::Corruption(path + ": reading " + key + ": " + it->status().ToString());
+      if (!it->status().ok())
+        return Status::Corruption(path + ": reading " + key + ": " + it->status().ToString());
       return Status::Corruption(path + ": chunk " + key + " is missing (truncated store?)");
     }
     rocksdb::Slice v = it->value();
@@ -239,18 +242,19 @@ Status ReadChunks(rocksdb::DB* db, const rocksdb::ReadOptions& ro, const std::st
 // After every chunk is read: each per-edge kind covered every edge, and a
 // heterogeneous partition's rows are ordered by edge type (sampling finds a
 // type's run by that order) with types belonging to the row's node type.
-Status CheckPartitionEdges(const std::string& path, int64_t num_edges, const EdgeCursors& at, const PartitionData& d) {
+Status CheckPartitionEdges(const std::string& path, int64_t num_edges, const EdgeCursors& at,
+                           const PartitionData& d) {
   const DatasetMeta& meta = d.meta;
   if (at.adj != num_edges)
-    return Status::Corruption(path + ": adjacency holds " + std::to_string(at.adj) + " edges, 'info' says " +
-                              std::to_string(num_edges));
+    return Status::Corruption(path + ": adjacency holds " + std::to_string(at.adj) +
+                              " edges, 'info' says " + std::to_string(num_edges));
   if (meta.has_edge_times && at.time != num_edges)
-    return Status::Corruption(path + ": etime chunks hold " + std::to_string(at.time) + " timestamps for " +
-                              std::to_string(num_edges) + " edges");
+    return Status::Corruption(path + ": etime chunks hold " + std::to_string(at.time) +
+                              " timestamps for " + std::to_string(num_edges) + " edges");
   if (meta.hetero.empty()) return Status::OK();
   if (at.type != num_edges)
-    return Status::Corruption(path + ": etype chunks hold " + std::to_string(at.type) + " edge types for " +
-                              std::to_string(num_edges) + " edges");
+    return Status::Corruption(path + ": etype chunks hold " + std::to_string(at.type) +
+                              " edge types for " + std::to_string(num_edges) + " edges");
   const int64_t n = d.node_end - d.node_begin;
   for (int64_t r = 0; r < n; ++r) {
     const int32_t row_type = meta.hetero.NodeTypeOf(d.node_begin + r);
@@ -269,14 +273,15 @@ Status CheckPartitionEdges(const std::string& path, int64_t num_edges, const Edg
 
 }  // namespace
 
-Status OpenPartition(const std::string& dir_in, int part, const OpenOptions& o, PartitionData* out) {
+Status OpenPartition(const std::string& dir_in, int part, const OpenOptions& o,
+                     PartitionData* out) {
   std::string dir = dir_in;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   DatasetMeta meta;
   FANOUT_RETURN_IF_ERROR(ReadDatasetMeta(dir, &meta));
   if (o.expected_num_parts >= 0 && meta.num_parts != o.expected_num_parts)
-    return Status::InvalidArgument(dir + " has " + std::to_string(meta.num_parts) + " partitions, expected " +
-                                   std::to_string(o.expected_num_parts));
+    return Status::InvalidArgument(dir + " has " + std::to_string(meta.num_parts) +
+                                   " partitions, expected " + std::to_string(o.expected_num_parts));
   if (part < 0 || part >= meta.num_parts)
     return Status::InvalidArgument("partition " + std::to_string(part) + " is outside [0, " +
                                    std::to_string(meta.num_parts) + ") of " + dir);
@@ -307,9 +312,12 @@ Status OpenPartition(const std::string& dir_in, int part, const OpenOptions& o, 
   {
     std::vector<std::thread> threads;
     for (size_t i = 1; i < sinks.size(); ++i)
-      threads.emplace_back(
-          [&, i] { results[i] = ReadChunks(db.get(), ro, path, sinks[i], n, meta.chunk_nodes, o.verify_checksums); });
-    results[0] = ReadChunks(db.get(), ro, path, sinks[0], n, meta.chunk_nodes, o.verify_checksums);  // the adjacency
+      threads.emplace_back([&, i] {
+        results[i] =
+            ReadChunks(db.get(), ro, path, sinks[i], n, meta.chunk_nodes, o.verify_checksums);
+      });
+    results[0] = ReadChunks(db.get(), ro, path, sinks[0], n, meta.chunk_nodes,
+                            o.verify_checksums);  // the adjacency
     for (auto& t : threads) t.join();
   }
   for (const Status& r : results) FANOUT_RETURN_IF_ERROR(r);

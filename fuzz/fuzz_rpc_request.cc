@@ -54,6 +54,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   g_state->options.max_ids_per_request = 4096;  // bounded work per input
   g_state->options.max_fanout = 64;
   g_state->data = d;
+  g_state->view = d->View();
   g_state->graph = d->Graph();
   g_state->pool = std::make_unique<ThreadPool>(0);
   return 0;

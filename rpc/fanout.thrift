@@ -48,6 +48,23 @@ struct PartitionInfo {
   24: optional list<string> edge_types,        // "src,rel,dst" each
   25: optional binary node_type_bounds,        // packed i64, num_parts * node types + 1
   26: optional binary node_type_feature_dims,  // packed i64, one per node type
+  // The same-host export (rpc/local_export.h): the Unix socket that hands out
+  // this partition's sealed memory, and the export's id (a client on this host
+  // maps it and checks the ids match). Unset where the server exports nothing.
+  27: optional string local_socket,
+  28: optional i64 local_export_id,
+}
+
+// What a same-host client did itself on a server's exported partition since
+// its last report (counted on the server's admin endpoint as path "local").
+struct LocalReport {
+  1: i32 partition,
+  2: i64 requests,       // lookups and hops the client served from the mapping
+  3: i64 sampled_nodes,
+  4: i64 sampled_edges,
+  5: i64 feature_rows,
+  6: i64 bytes,          // feature, label and sample bytes read
+  7: i64 feature_bytes,  // ... of which feature rows
 }
 
 struct SampleRequest {
@@ -120,4 +137,6 @@ service Fanout {
   // TApplicationException UNKNOWN_METHOD.
   // `edge_type` >= 0 (heterogeneous datasets): only edges of that type count.
   binary has_edges(1: binary rows, 2: binary neighbors, 3: i32 edge_type = -1) throws (1: FanoutError err),
+  // A same-host client's report of its local work; see LocalReport.
+  void report_local(1: LocalReport report) throws (1: FanoutError err),
 }

@@ -1,16 +1,15 @@
 #include "rpc/rpc_client.h"
 
-#include <thrift/TApplicationException.h>
-#include <thrift/protocol/TBinaryProtocol.h>
-
-#include <stdexcept>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <thrift/TApplicationException.h>
+#include <thrift/protocol/TBinaryProtocol.h>
 #include <thrift/transport/TSSLSocket.h>
 #include <thrift/transport/TSocket.h>
 #include <thrift/transport/TTransportException.h>
 
 #include <functional>
+#include <stdexcept>
 
 #include "gen-cpp/Fanout.h"
 #include "rpc/codec.h"
@@ -61,21 +60,27 @@ struct RpcClient::Impl {
     if (options.tls.enabled()) {
       if (!tls) {
         tls = std::make_shared<TlsFactory>();
-        auto load = [](const char* what, const std::string& file, const std::function<void(const char*)>& fn) {
+        auto load = [](const char* what, const std::string& file,
+                       const std::function<void(const char*)>& fn) {
           try {
             fn(file.c_str());
           } catch (const std::exception& e) {
-            return Status::InvalidArgument(std::string("TLS ") + what + " " + file + ": " + e.what());
+            return Status::InvalidArgument(std::string("TLS ") + what + " " + file + ": " +
+                                           e.what());
           }
           return Status::OK();
         };
-        FANOUT_RETURN_IF_ERROR(load("CA", options.tls.ca, [&](const char* f) { tls->loadTrustedCertificates(f); }));
+        FANOUT_RETURN_IF_ERROR(
+            load("CA", options.tls.ca, [&](const char* f) { tls->loadTrustedCertificates(f); }));
         if (!options.tls.cert.empty() || !options.tls.key.empty()) {
-          FANOUT_RETURN_IF_ERROR(load("certificate", options.tls.cert, [&](const char* f) { tls->loadCertificate(f); }));
-          FANOUT_RETURN_IF_ERROR(load("key", options.tls.key, [&](const char* f) { tls->loadPrivateKey(f); }));
+          FANOUT_RETURN_IF_ERROR(load("certificate", options.tls.cert,
+                                      [&](const char* f) { tls->loadCertificate(f); }));
+          FANOUT_RETURN_IF_ERROR(
+              load("key", options.tls.key, [&](const char* f) { tls->loadPrivateKey(f); }));
         }
         tls->authenticate(true);  // the server's certificate must verify against the CA
-        SSL_CTX_set_verify(tls->context(), SSL_CTX_get_verify_mode(tls->context()), RecordVerifyError);
+        SSL_CTX_set_verify(tls->context(), SSL_CTX_get_verify_mode(tls->context()),
+                           RecordVerifyError);
         // ... and name the address connected to.
         tls->access(std::make_shared<apache::thrift::transport::DefaultClientAccessManager>());
       }
@@ -93,7 +98,8 @@ struct RpcClient::Impl {
     try {
       transport->open();
     } catch (const std::exception& e) {
-      return Status::Unavailable("cannot connect to " + host + ":" + std::to_string(port) + ": " + e.what());
+      return Status::Unavailable("cannot connect to " + host + ":" + std::to_string(port) + ": " +
+                                 e.what());
     }
     broken = false;
     if (options.auth_token.empty()) return Status::OK();
@@ -101,32 +107,41 @@ struct RpcClient::Impl {
       client->authenticate(options.auth_token);
     } catch (const gen::FanoutError& e) {
       broken = true;
-      return Status::FromCode(e.code, "server " + host + ":" + std::to_string(port) + ": " + e.message);
+      return Status::FromCode(e.code,
+                              "server " + host + ":" + std::to_string(port) + ": " + e.message);
     } catch (const apache::thrift::transport::TSSLException& e) {
       broken = true;
-      return Status::Unauthenticated("server " + host + ":" + std::to_string(port) + ": TLS: " + e.what() +
-                                     TakeVerifyError());
+      return Status::Unauthenticated("server " + host + ":" + std::to_string(port) +
+                                     ": TLS: " + e.what() + TakeVerifyError());
     } catch (const std::exception& e) {
       broken = true;
-      return Status::Unavailable("server " + host + ":" + std::to_string(port) + ": authenticate failed: " + e.what());
+      return Status::Unavailable("server " + host + ":" + std::to_string(port) +
+                                 ": authenticate failed: " + e.what());
     }
     return Status::OK();
   }
 };
 
 Status ParseDataPlaneMode(const std::string& text, DataPlaneMode* out) {
-  if (text == "auto") *out = DataPlaneMode::kAuto;
-  else if (text == "ucx") *out = DataPlaneMode::kUcx;
-  else if (text == "tcp") *out = DataPlaneMode::kTcp;
-  else return Status::InvalidArgument("data plane '" + text + "' is not one of auto, ucx, tcp");
+  if (text == "auto")
+    *out = DataPlaneMode::kAuto;
+  else if (text == "ucx")
+    *out = DataPlaneMode::kUcx;
+  else if (text == "tcp")
+    *out = DataPlaneMode::kTcp;
+  else
+    return Status::InvalidArgument("data plane '" + text + "' is not one of auto, ucx, tcp");
   return Status::OK();
 }
 
 const char* DataPlaneModeName(DataPlaneMode mode) {
   switch (mode) {
-    case DataPlaneMode::kAuto: return "auto";
-    case DataPlaneMode::kUcx: return "ucx";
-    case DataPlaneMode::kTcp: return "tcp";
+    case DataPlaneMode::kAuto:
+      return "auto";
+    case DataPlaneMode::kUcx:
+      return "ucx";
+    case DataPlaneMode::kTcp:
+      return "tcp";
   }
   return "?";
 }
@@ -136,7 +151,8 @@ Status ParseAddress(const std::string& address, std::string* host, int* port) {
   if (colon == std::string::npos || colon == 0 || colon + 1 == address.size())
     return Status::InvalidArgument("address '" + address + "' is not host:port");
   *host = address.substr(0, colon);
-  if (host->size() > 2 && host->front() == '[' && host->back() == ']') *host = host->substr(1, host->size() - 2);
+  if (host->size() > 2 && host->front() == '[' && host->back() == ']')
+    *host = host->substr(1, host->size() - 2);
   try {
     size_t used = 0;
     int p = std::stoi(address.substr(colon + 1), &used);
@@ -148,7 +164,8 @@ Status ParseAddress(const std::string& address, std::string* host, int* port) {
   return Status::OK();
 }
 
-Status RpcClient::Connect(const std::string& host, int port, const RpcOptions& options, std::unique_ptr<RpcClient>* out) {
+Status RpcClient::Connect(const std::string& host, int port, const RpcOptions& options,
+                          std::unique_ptr<RpcClient>* out) {
   FilterThriftLog();
   std::unique_ptr<RpcClient> c(new RpcClient());
   c->impl_ = std::make_unique<Impl>();
@@ -161,7 +178,8 @@ Status RpcClient::Connect(const std::string& host, int port, const RpcOptions& o
   return Status::OK();
 }
 
-Status RpcClient::Connect(const std::string& address, const RpcOptions& options, std::unique_ptr<RpcClient>* out) {
+Status RpcClient::Connect(const std::string& address, const RpcOptions& options,
+                          std::unique_ptr<RpcClient>* out) {
   std::string host;
   int port = 0;
   FANOUT_RETURN_IF_ERROR(ParseAddress(address, &host, &port));
@@ -201,7 +219,8 @@ Status RpcClient::Call(const char* method, Fn&& fn) {
       impl_->transport->close();
     } catch (...) {
     }
-    return Status::Unauthenticated("server " + address_ + ": " + method + ": TLS: " + e.what() + TakeVerifyError());
+    return Status::Unauthenticated("server " + address_ + ": " + method + ": TLS: " + e.what() +
+                                   TakeVerifyError());
   } catch (const TTransportException& e) {
     impl_->broken = true;
     try {
@@ -209,14 +228,16 @@ Status RpcClient::Call(const char* method, Fn&& fn) {
     } catch (...) {
     }
     if (e.getType() == TTransportException::TIMED_OUT)
-      return Status::DeadlineExceeded("server " + address_ + " did not answer " + method + " within " +
-                                      std::to_string(impl_->options.call_timeout_ms) + " ms");
+      return Status::DeadlineExceeded("server " + address_ + " did not answer " + method +
+                                      " within " + std::to_string(impl_->options.call_timeout_ms) +
+                                      " ms");
     return Status::Unavailable("server " + address_ + ": " + method + " failed: " + e.what());
   } catch (const apache::thrift::TApplicationException& e) {
     // A server from before this call: it read the request whole and said
     // so, and the connection stays usable.
     if (e.getType() == apache::thrift::TApplicationException::UNKNOWN_METHOD)
-      return Status::NotSupported("server " + address_ + " does not know " + method + " (an older server)");
+      return Status::NotSupported("server " + address_ + " does not know " + method +
+                                  " (an older server)");
     impl_->broken = true;
     return Status::Unavailable("server " + address_ + ": " + method + " failed: " + e.what());
   } catch (const std::exception& e) {
@@ -227,7 +248,8 @@ Status RpcClient::Call(const char* method, Fn&& fn) {
 
 Status RpcClient::Info(RemotePartitionInfo* out) {
   gen::PartitionInfo r;
-  FANOUT_RETURN_IF_ERROR(Call("partition_info", [&](gen::FanoutClient& c) { c.partition_info(r); }));
+  FANOUT_RETURN_IF_ERROR(
+      Call("partition_info", [&](gen::FanoutClient& c) { c.partition_info(r); }));
   out->partition = r.partition;
   out->num_parts = r.num_parts;
   out->node_begin = r.node_begin;
@@ -251,6 +273,8 @@ Status RpcClient::Info(RemotePartitionInfo* out) {
   out->max_fanout = r.max_fanout;
   out->data_port = r.__isset.data_port ? r.data_port : 0;
   if (r.__isset.data_plane_ticket) out->data_ticket = r.data_plane_ticket;
+  if (r.__isset.local_socket) out->local_socket = r.local_socket;
+  if (r.__isset.local_export_id) out->local_export_id = r.local_export_id;
   out->has_edge_times = r.__isset.has_edge_times && r.has_edge_times;
   if (r.__isset.node_types) {
     out->node_types = r.node_types;
@@ -284,13 +308,15 @@ Status RpcClient::SendSample(ArrayView<const int64_t> nodes, const SampleCall& c
     req.__isset.times = true;
     req.__set_temporal_strategy(call.temporal_strategy);
   }
-  if (!call.type_fanouts.empty()) Pack(call.type_fanouts, &req.type_fanouts), req.__isset.type_fanouts = true;
+  if (!call.type_fanouts.empty())
+    Pack(call.type_fanouts, &req.type_fanouts), req.__isset.type_fanouts = true;
   return Call("sample_neighbors", [&](gen::FanoutClient& c) { c.send_sample_neighbors(req); });
 }
 
 Status RpcClient::ReceiveSample(size_t num_nodes, bool with_edge_ids, SampleReply* out) {
   gen::SampleResponse r;
-  FANOUT_RETURN_IF_ERROR(Call("sample_neighbors", [&](gen::FanoutClient& c) { c.recv_sample_neighbors(r); }));
+  FANOUT_RETURN_IF_ERROR(
+      Call("sample_neighbors", [&](gen::FanoutClient& c) { c.recv_sample_neighbors(r); }));
   out->counts = std::move(r.counts);
   out->neighbors = std::move(r.neighbors);
   out->edge_ids = std::move(r.edge_ids);
@@ -302,7 +328,8 @@ Status RpcClient::ReceiveSample(size_t num_nodes, bool with_edge_ids, SampleRepl
   int64_t total = 0;
   for (int32_t c : out->Counts()) total += c;
   if (total * 8 != static_cast<int64_t>(out->neighbors.size()))
-    return Status::Corruption("server " + address_ + ": sample reply counts do not match its neighbors");
+    return Status::Corruption("server " + address_ +
+                              ": sample reply counts do not match its neighbors");
   return Status::OK();
 }
 
@@ -327,8 +354,8 @@ Status RpcClient::ReceiveLabels(std::string* labels) {
 // A per-node lookup: packs the ids, calls `rpc`, and (when bytes_per_node > 0)
 // checks that the reply holds that many bytes for every node.
 template <typename Rpc>
-Status RpcClient::Lookup(const char* method, ArrayView<const int64_t> nodes, size_t bytes_per_node, std::string* out,
-                         Rpc&& rpc) {
+Status RpcClient::Lookup(const char* method, ArrayView<const int64_t> nodes, size_t bytes_per_node,
+                         std::string* out, Rpc&& rpc) {
   std::string ids = Pack(nodes);
   FANOUT_RETURN_IF_ERROR(Call(method, [&](gen::FanoutClient& c) { rpc(c, *out, ids); }));
   if (bytes_per_node > 0 && out->size() != nodes.size() * bytes_per_node)
@@ -338,44 +365,57 @@ Status RpcClient::Lookup(const char* method, ArrayView<const int64_t> nodes, siz
 
 Status RpcClient::OriginalIds(ArrayView<const int64_t> nodes, std::string* out) {
   return Lookup("lookup_original_ids", nodes, 8, out,
-                [](gen::FanoutClient& c, std::string& r, const std::string& ids) { c.lookup_original_ids(r, ids); });
+                [](gen::FanoutClient& c, std::string& r, const std::string& ids) {
+                  c.lookup_original_ids(r, ids);
+                });
 }
 
 Status RpcClient::Features(ArrayView<const int64_t> nodes, std::string* rows) {
   // The row width is the server's to know: the caller checks the size.
   return Lookup("lookup_features", nodes, 0, rows,
-                [](gen::FanoutClient& c, std::string& r, const std::string& ids) { c.lookup_features(r, ids); });
+                [](gen::FanoutClient& c, std::string& r, const std::string& ids) {
+                  c.lookup_features(r, ids);
+                });
 }
 
 Status RpcClient::Labels(ArrayView<const int64_t> nodes, std::string* labels) {
   return Lookup("lookup_labels", nodes, 8, labels,
-                [](gen::FanoutClient& c, std::string& r, const std::string& ids) { c.lookup_labels(r, ids); });
+                [](gen::FanoutClient& c, std::string& r, const std::string& ids) {
+                  c.lookup_labels(r, ids);
+                });
 }
 
 Status RpcClient::Degrees(ArrayView<const int64_t> nodes, std::string* degrees) {
   return Lookup("lookup_degrees", nodes, 8, degrees,
-                [](gen::FanoutClient& c, std::string& r, const std::string& ids) { c.lookup_degrees(r, ids); });
+                [](gen::FanoutClient& c, std::string& r, const std::string& ids) {
+                  c.lookup_degrees(r, ids);
+                });
 }
 
 Status RpcClient::Splits(ArrayView<const int64_t> nodes, std::string* splits) {
   return Lookup("lookup_splits", nodes, 1, splits,
-                [](gen::FanoutClient& c, std::string& r, const std::string& ids) { c.lookup_splits(r, ids); });
+                [](gen::FanoutClient& c, std::string& r, const std::string& ids) {
+                  c.lookup_splits(r, ids);
+                });
 }
 
-Status RpcClient::HasEdges(ArrayView<const int64_t> rows, ArrayView<const int64_t> neighbors, std::string* exists,
-                           int edge_type) {
+Status RpcClient::HasEdges(ArrayView<const int64_t> rows, ArrayView<const int64_t> neighbors,
+                           std::string* exists, int edge_type) {
   FANOUT_RETURN_IF_ERROR(SendHasEdges(rows, neighbors, edge_type));
   return ReceiveHasEdges(rows.size(), exists);
 }
 
-Status RpcClient::SendHasEdges(ArrayView<const int64_t> rows, ArrayView<const int64_t> neighbors, int edge_type) {
+Status RpcClient::SendHasEdges(ArrayView<const int64_t> rows, ArrayView<const int64_t> neighbors,
+                               int edge_type) {
   std::string r = Pack(rows), n = Pack(neighbors);
   return Call("has_edges", [&](gen::FanoutClient& c) { c.send_has_edges(r, n, edge_type); });
 }
 
 Status RpcClient::ReceiveHasEdges(size_t num_pairs, std::string* exists) {
-  FANOUT_RETURN_IF_ERROR(Call("has_edges", [&](gen::FanoutClient& c) { c.recv_has_edges(*exists); }));
-  if (exists->size() != num_pairs) return Status::Corruption("server " + address_ + ": malformed has_edges reply");
+  FANOUT_RETURN_IF_ERROR(
+      Call("has_edges", [&](gen::FanoutClient& c) { c.recv_has_edges(*exists); }));
+  if (exists->size() != num_pairs)
+    return Status::Corruption("server " + address_ + ": malformed has_edges reply");
   return Status::OK();
 }
 
@@ -383,13 +423,26 @@ Status RpcClient::Ping(const std::string& text, std::string* reply) {
   return Call("ping", [&](gen::FanoutClient& c) { c.ping(*reply, text); });
 }
 
-Status RpcClient::NoteFailover(int partition, const std::string& from, const std::string& reason, bool retry) {
+Status RpcClient::NoteFailover(int partition, const std::string& from, const std::string& reason,
+                               bool retry) {
   gen::FailoverNote note;
   note.partition = partition;
   note.from_address = from;
   note.reason = reason;
   note.same_replica = retry;
   return Call("note_failover", [&](gen::FanoutClient& c) { c.note_failover(note); });
+}
+
+Status RpcClient::ReportLocal(int partition, const LocalWork& work) {
+  gen::LocalReport r;
+  r.partition = partition;
+  r.requests = work.requests;
+  r.sampled_nodes = work.sampled_nodes;
+  r.sampled_edges = work.sampled_edges;
+  r.feature_rows = work.feature_rows;
+  r.bytes = work.bytes;
+  r.feature_bytes = work.feature_bytes;
+  return Call("report_local", [&](gen::FanoutClient& c) { c.report_local(r); });
 }
 
 }  // namespace fanout::rpc

@@ -37,10 +37,11 @@ struct TlsOptions {
 };
 
 struct RpcOptions {
-  int connect_timeout_ms = 5000;      // TCP connect deadline, default 5 s
-  int call_timeout_ms = 30000;        // send/receive deadline per call, default 30 s
+  int connect_timeout_ms = 5000;               // TCP connect deadline, default 5 s
+  int call_timeout_ms = 30000;                 // send/receive deadline per call, default 30 s
   int64_t max_frame_bytes = int64_t{1} << 30;  // largest reply accepted, default 1 GiB
-  DataPlaneMode data_plane = DataPlaneMode::kAuto;  // see DataPlaneMode; a cluster file's value wins
+  DataPlaneMode data_plane =
+      DataPlaneMode::kAuto;  // see DataPlaneMode; a cluster file's value wins
   // Failover (a cluster with replicas): after Unavailable or DeadlineExceeded
   // a request goes again, unchanged, to another replica of the partition, at
   // most this many times per call, waiting backoff, 2x backoff, ... between
@@ -72,11 +73,20 @@ struct RemotePartitionInfo {
   bool has_labels = false;
   int64_t max_ids_per_request = 0, max_fanout = 0;
   int data_port = 0;  // the UCX data plane's listener port on the server's host (0 = none offered)
-  std::string data_ticket;  // what its data-plane requests must carry (empty = nothing)
+  std::string data_ticket;      // what its data-plane requests must carry (empty = nothing)
   bool has_edge_times = false;  // temporal sampling possible
   // Heterogeneous datasets (sampler/hetero.h); empty for homogeneous ones.
   std::vector<std::string> node_types, edge_types;  // edge types as "src,rel,dst"
   std::vector<int64_t> node_type_bounds, node_type_feature_dims;
+  std::string local_socket;     // the same-host export's socket ("" = none offered)
+  int64_t local_export_id = 0;  // ... and its id
+};
+
+// A same-host client's local work since its last report (report_local).
+struct LocalWork {
+  int64_t requests = 0, sampled_nodes = 0, sampled_edges = 0, feature_rows = 0, feature_bytes = 0,
+          bytes = 0;
+  bool empty() const { return requests == 0; }
 };
 
 struct SampleCall {
@@ -98,10 +108,10 @@ struct SampleCall {
 
 // One-hop reply, as received: packed arrays (no copy after Thrift's).
 struct SampleReply {
-  std::string counts;     // int32 per node
-  std::string neighbors;  // int64
-  std::string edge_ids;   // int64, empty unless requested
-  std::string edge_types; // int32, heterogeneous requests only
+  std::string counts;      // int32 per node
+  std::string neighbors;   // int64
+  std::string edge_ids;    // int64, empty unless requested
+  std::string edge_types;  // int32, heterogeneous requests only
   ArrayView<const int32_t> Counts() const {
     return {reinterpret_cast<const int32_t*>(counts.data()), counts.size() / 4};
   }
@@ -119,9 +129,11 @@ struct SampleReply {
 class RpcClient {
  public:
   // Connects to host:port; Unavailable names the address when it cannot.
-  static Status Connect(const std::string& host, int port, const RpcOptions& options, std::unique_ptr<RpcClient>* out);
+  static Status Connect(const std::string& host, int port, const RpcOptions& options,
+                        std::unique_ptr<RpcClient>* out);
   // "host:port" form.
-  static Status Connect(const std::string& address, const RpcOptions& options, std::unique_ptr<RpcClient>* out);
+  static Status Connect(const std::string& address, const RpcOptions& options,
+                        std::unique_ptr<RpcClient>* out);
   ~RpcClient();
   RpcClient(const RpcClient&) = delete;
   RpcClient& operator=(const RpcClient&) = delete;
@@ -138,12 +150,15 @@ class RpcClient {
   // exists[i] = 1 where the stored row of rows[i] (owned by this server)
   // holds neighbors[i]. NotSupported when the server predates has_edges.
   // edge_type >= 0: only edges of that type count (heterogeneous datasets).
-  Status HasEdges(ArrayView<const int64_t> rows, ArrayView<const int64_t> neighbors, std::string* exists,
-                  int edge_type = -1);
+  Status HasEdges(ArrayView<const int64_t> rows, ArrayView<const int64_t> neighbors,
+                  std::string* exists, int edge_type = -1);
   // Tells this server that a session of partition `partition` moved to it
   // after replica `from` failed for `reason` (retry: it is that same replica,
   // asked again on a new connection). Servers count these for operators.
-  Status NoteFailover(int partition, const std::string& from, const std::string& reason, bool retry);
+  Status NoteFailover(int partition, const std::string& from, const std::string& reason,
+                      bool retry);
+  // Tells the server what this client did on its exported partition itself.
+  Status ReportLocal(int partition, const LocalWork& work);
 
   // Split calls, so one thread can have a request in flight on several
   // servers at once: Send*() writes the request, Receive*() waits for the
@@ -154,7 +169,8 @@ class RpcClient {
   Status ReceiveFeatures(std::string* rows);
   Status SendLabels(ArrayView<const int64_t> nodes);
   Status ReceiveLabels(std::string* labels);
-  Status SendHasEdges(ArrayView<const int64_t> rows, ArrayView<const int64_t> neighbors, int edge_type = -1);
+  Status SendHasEdges(ArrayView<const int64_t> rows, ArrayView<const int64_t> neighbors,
+                      int edge_type = -1);
   Status ReceiveHasEdges(size_t num_pairs, std::string* exists);
 
   const std::string& address() const { return address_; }
@@ -169,7 +185,8 @@ class RpcClient {
   template <typename Fn>
   Status Call(const char* method, Fn&& fn);
   template <typename Rpc>
-  Status Lookup(const char* method, ArrayView<const int64_t> nodes, size_t bytes_per_node, std::string* out, Rpc&& rpc);
+  Status Lookup(const char* method, ArrayView<const int64_t> nodes, size_t bytes_per_node,
+                std::string* out, Rpc&& rpc);
   std::unique_ptr<Impl> impl_;
   std::string address_;
 };

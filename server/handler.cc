@@ -35,9 +35,10 @@ template <typename Fn>
 void RpcHandler::Serve(int method, const size_t* reply_bytes, Fn&& fn) {
   if (!authenticated_) {
     ++const_cast<ServerState&>(svc_.state()).auth_refused;
-    Throw(Status::Unauthenticated(
-        "this server requires an auth token (it runs with --auth-token-file): give the client the same token "
-        "(cluster file \"auth_token_file\", or RpcOptions::auth_token)"));
+    Throw(
+        Status::Unauthenticated("this server requires an auth token (it runs with "
+                                "--auth-token-file): give the client the same token "
+                                "(cluster file \"auth_token_file\", or RpcOptions::auth_token)"));
   }
   Status st = svc_.Run(method, kThrift, reply_bytes, std::forward<Fn>(fn));
   if (!st.ok()) Throw(st);
@@ -51,8 +52,8 @@ Status RpcHandler::CheckIds(const std::string& payload, ArrayView<const int64_t>
 void RpcHandler::partition_info(gen::PartitionInfo& out) {
   Serve(kPartitionInfo, nullptr, [&] {
     const ServerState& s = svc_.state();
-    const datasets::PartitionData& d = *s.data;
-    const datasets::DatasetMeta& m = d.meta;
+    const datasets::PartitionView& d = s.view;
+    const datasets::DatasetMeta& m = s.data->meta;
     out.partition = d.part;
     out.num_parts = m.num_parts;
     out.node_begin = d.node_begin;
@@ -76,10 +77,15 @@ void RpcHandler::partition_info(gen::PartitionInfo& out) {
     if (data_port > 0) out.__set_data_port(data_port);
     if (!s.data_ticket.empty()) out.__set_data_plane_ticket(s.data_ticket);
     if (m.has_edge_times) out.__set_has_edge_times(true);
+    if (!s.local_socket.empty()) {
+      out.__set_local_socket(s.local_socket);
+      out.__set_local_export_id(static_cast<int64_t>(s.local_export_id));
+    }
     if (!m.hetero.empty()) {
       out.__set_node_types(m.hetero.node_types);
       std::vector<std::string> edge_types;
-      for (int e = 0; e < m.hetero.num_edge_types(); ++e) edge_types.push_back(m.hetero.EdgeTypeName(e));
+      for (int e = 0; e < m.hetero.num_edge_types(); ++e)
+        edge_types.push_back(m.hetero.EdgeTypeName(e));
       out.__set_edge_types(edge_types);
       std::string packed;
       rpc::Pack(ArrayView<const int64_t>(m.hetero.type_bounds), &packed);
@@ -115,14 +121,16 @@ void RpcHandler::sample_neighbors(gen::SampleResponse& out, const gen::SampleReq
       FANOUT_RETURN_IF_ERROR(rpc::View(req.type_fanouts, "type fanouts", &p.type_fanouts));
       p.hetero = true;
       if (req.__isset.keep)
-        return Status::InvalidArgument("subgraph (keep) sampling of heterogeneous datasets is not supported");
+        return Status::InvalidArgument(
+            "subgraph (keep) sampling of heterogeneous datasets is not supported");
     }
     const sampler::OneHopResult* hop = nullptr;
     FANOUT_RETURN_IF_ERROR(svc_.Sample(ids, p, &hop));
     const size_t n = ids.size();
     if (p.hetero) {
       const int64_t total = hop->offsets[n];
-      out.__set_edge_types(std::string(reinterpret_cast<const char*>(hop->edge_types.data()), total * 4));
+      out.__set_edge_types(
+          std::string(reinterpret_cast<const char*>(hop->edge_types.data()), total * 4));
     }
     if (req.__isset.keep) {
       PackKept(*hop, n, keep, req.with_edge_ids, &out);
@@ -132,10 +140,13 @@ void RpcHandler::sample_neighbors(gen::SampleResponse& out, const gen::SampleReq
     const int64_t total = hop->offsets[n];
     out.counts.resize(n * 4);
     int32_t* counts = reinterpret_cast<int32_t*>(out.counts.data());
-    for (size_t i = 0; i < n; ++i) counts[i] = static_cast<int32_t>(hop->offsets[i + 1] - hop->offsets[i]);
+    for (size_t i = 0; i < n; ++i)
+      counts[i] = static_cast<int32_t>(hop->offsets[i + 1] - hop->offsets[i]);
     out.neighbors.assign(reinterpret_cast<const char*>(hop->neighbors.data()), total * 8);
-    if (req.with_edge_ids) out.edge_ids.assign(reinterpret_cast<const char*>(hop->edge_ids.data()), total * 8);
-    else out.edge_ids.clear();
+    if (req.with_edge_ids)
+      out.edge_ids.assign(reinterpret_cast<const char*>(hop->edge_ids.data()), total * 8);
+    else
+      out.edge_ids.clear();
     bytes = out.counts.size() + out.neighbors.size() + out.edge_ids.size() + out.edge_types.size();
     return Status::OK();
   });
@@ -147,24 +158,26 @@ Status RpcHandler::CheckKeep(const std::string& payload, ArrayView<const int64_t
   for (size_t i = 0; i < keep->size(); ++i) {
     const int64_t v = (*keep)[i];
     if (v < 0 || v >= total)
-      return Status::InvalidArgument("keep id " + std::to_string(v) + " at position " + std::to_string(i) +
-                                     " is outside [0, " + std::to_string(total) + ")");
+      return Status::InvalidArgument("keep id " + std::to_string(v) + " at position " +
+                                     std::to_string(i) + " is outside [0, " +
+                                     std::to_string(total) + ")");
     if (i > 0 && v <= (*keep)[i - 1])
-      return Status::InvalidArgument("keep ids must be ascending and distinct: " + std::to_string(v) +
-                                     " at position " + std::to_string(i) + " follows " +
-                                     std::to_string((*keep)[i - 1]));
+      return Status::InvalidArgument(
+          "keep ids must be ascending and distinct: " + std::to_string(v) + " at position " +
+          std::to_string(i) + " follows " + std::to_string((*keep)[i - 1]));
   }
   return Status::OK();
 }
 
-void RpcHandler::PackKept(const sampler::OneHopResult& hop, size_t n, ArrayView<const int64_t> keep, bool eids,
-                          gen::SampleResponse* out) {
+void RpcHandler::PackKept(const sampler::OneHopResult& hop, size_t n, ArrayView<const int64_t> keep,
+                          bool eids, gen::SampleResponse* out) {
   // Membership through a bitmap over the graph's ids where that is small
   // (set for this request, cleared after), else a binary search.
   const int64_t total = svc_.state().data->meta.num_nodes;
   const bool bitmap = total <= (int64_t{1} << 25);  // at most 4 MiB per connection
   if (bitmap) {
-    if (keep_bits_.size() < static_cast<size_t>((total + 63) / 64)) keep_bits_.assign((total + 63) / 64, 0);
+    if (keep_bits_.size() < static_cast<size_t>((total + 63) / 64))
+      keep_bits_.assign((total + 63) / 64, 0);
     for (int64_t v : keep) keep_bits_[v >> 6] |= uint64_t{1} << (v & 63);
   }
   auto kept = [&](int64_t v) {
@@ -210,14 +223,15 @@ void RpcHandler::lookup_features(std::string& out, const std::string& nodes) {
 }
 
 template <typename T, typename Fn>
-void RpcHandler::ServeLookup(int method, const std::string& nodes, std::string& out, Fn&& value_of_row) {
+void RpcHandler::ServeLookup(int method, const std::string& nodes, std::string& out,
+                             Fn&& value_of_row) {
   size_t bytes = 0;
   Serve(method, &bytes, [&]() -> Status {
     ArrayView<const int64_t> ids;
     FANOUT_RETURN_IF_ERROR(CheckIds(nodes, &ids));
     out.resize(ids.size() * sizeof(T));
     T* dst = reinterpret_cast<T*>(out.data());
-    const int64_t base = svc_.state().data->node_begin;
+    const int64_t base = svc_.state().view.node_begin;
     for (size_t i = 0; i < ids.size(); ++i) dst[i] = value_of_row(ids[i] - base);
     bytes = out.size();
     return Status::OK();
@@ -237,18 +251,21 @@ void RpcHandler::lookup_labels(std::string& out, const std::string& nodes) {
 }
 
 void RpcHandler::lookup_degrees(std::string& out, const std::string& nodes) {
-  const datasets::PartitionData& d = *svc_.state().data;
-  ServeLookup<int64_t>(kLookupDegrees, nodes, out, [&](int64_t r) { return d.indptr[r + 1] - d.indptr[r]; });
+  const datasets::PartitionView& d = svc_.state().view;
+  ServeLookup<int64_t>(kLookupDegrees, nodes, out,
+                       [&](int64_t r) { return d.indptr[r + 1] - d.indptr[r]; });
 }
 
 void RpcHandler::lookup_splits(std::string& out, const std::string& nodes) {
-  const datasets::PartitionData& d = *svc_.state().data;
-  ServeLookup<uint8_t>(kLookupSplits, nodes, out, [&](int64_t r) { return d.split.empty() ? uint8_t{0} : d.split[r]; });
+  const datasets::PartitionView& d = svc_.state().view;
+  ServeLookup<uint8_t>(kLookupSplits, nodes, out,
+                       [&](int64_t r) { return d.split.empty() ? uint8_t{0} : d.split[r]; });
 }
 
 void RpcHandler::lookup_original_ids(std::string& out, const std::string& nodes) {
-  const datasets::PartitionData& d = *svc_.state().data;
-  ServeLookup<int64_t>(kLookupOriginalIds, nodes, out, [&](int64_t r) { return d.original_ids[r]; });
+  const datasets::PartitionView& d = svc_.state().view;
+  ServeLookup<int64_t>(kLookupOriginalIds, nodes, out,
+                       [&](int64_t r) { return d.original_ids[r]; });
 }
 
 void RpcHandler::has_edges(std::string& out, const std::string& rows, const std::string& neighbors,
@@ -264,13 +281,14 @@ void RpcHandler::has_edges(std::string& out, const std::string& rows, const std:
     const ServerState& s = svc_.state();
     const sampler::HeteroSchema& h = s.data->meta.hetero;
     if (edge_type >= 0 && edge_type >= h.num_edge_types())
-      return Status::InvalidArgument("has_edges: edge type " + std::to_string(edge_type) + " is outside [0, " +
-                                     std::to_string(h.num_edge_types()) + ") of dataset '" + s.data->meta.name + "'");
-    const int32_t* types = s.data->edge_types.empty() ? nullptr : s.data->edge_types.data();
+      return Status::InvalidArgument("has_edges: edge type " + std::to_string(edge_type) +
+                                     " is outside [0, " + std::to_string(h.num_edge_types()) +
+                                     ") of dataset '" + s.data->meta.name + "'");
+    const int32_t* types = s.view.edge_types.empty() ? nullptr : s.view.edge_types.data();
     out.resize(ids.size());
     for (size_t i = 0; i < ids.size(); ++i)
       out[i] = static_cast<char>(
-          sampler::RowHasNeighbor(s.graph, ids[i] - s.data->node_begin, nbrs[i], types, edge_type));
+          sampler::RowHasNeighbor(s.graph, ids[i] - s.view.node_begin, nbrs[i], types, edge_type));
     bytes = out.size();
     return Status::OK();
   });
@@ -286,10 +304,33 @@ void RpcHandler::ping(std::string& out, const std::string& text) {
 void RpcHandler::note_failover(const gen::FailoverNote& note) {
   Serve(kNoteFailover, nullptr, [&] {
     ServerState& s = const_cast<ServerState&>(svc_.state());
-    if (note.partition != s.data->part)
-      return Status::InvalidArgument("a failover note for partition " + std::to_string(note.partition) +
-                                     " sent to a server of partition " + std::to_string(s.data->part));
+    if (note.partition != s.view.part)
+      return Status::InvalidArgument(
+          "a failover note for partition " + std::to_string(note.partition) +
+          " sent to a server of partition " + std::to_string(s.view.part));
     s.failovers.Note(note.from_address, note.reason, note.same_replica);
+    return Status::OK();
+  });
+}
+
+void RpcHandler::report_local(const gen::LocalReport& r) {
+  Serve(kReportLocal, nullptr, [&] {
+    const ServerState& s = svc_.state();
+    if (r.partition != s.view.part)
+      return Status::InvalidArgument("a local report for partition " + std::to_string(r.partition) +
+                                     " sent to a server of partition " +
+                                     std::to_string(s.view.part));
+    // Counts of work done elsewhere: bounded so that a forged report cannot
+    // wrap the counters (at most 2^40 of anything per report).
+    constexpr int64_t kMost = int64_t{1} << 40;
+    for (int64_t v :
+         {r.requests, r.sampled_nodes, r.sampled_edges, r.feature_rows, r.feature_bytes, r.bytes})
+      if (v < 0 || v > kMost)
+        return Status::InvalidArgument("a local report's counts must be in [0, 2^40]");
+    ServerMetrics* m = svc_.metrics();
+    m->RecordSample(r.sampled_nodes, r.sampled_edges);
+    m->RecordFeatures(r.feature_rows, r.feature_bytes);
+    m->RecordPath(kLocal, r.bytes, r.requests);
     return Status::OK();
   });
 }

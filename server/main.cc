@@ -13,11 +13,13 @@
 #include "server/partition_server.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"fanout-server: load partition K of a Fanout dataset (fanout-partition output) and serve\n"
-               "neighbor sampling and feature lookups over Thrift (and bulk replies over the UCX data plane:\n"
-               "shared memory on one host, RDMA or tcp between hosts), with an admin HTTP endpoint\n"
-               "(/metrics Prometheus text, /stats JSON throughput, /healthz, / live page).\n"
-               "SIGTERM or SIGINT: stop accepting, finish requests in flight, exit 0."};
+  CLI::App app{
+      "fanout-server: load partition K of a Fanout dataset (fanout-partition output) and serve\n"
+      "neighbor sampling and feature lookups over Thrift (and bulk replies over the UCX data "
+      "plane:\n"
+      "shared memory on one host, RDMA or tcp between hosts), with an admin HTTP endpoint\n"
+      "(/metrics Prometheus text, /stats JSON throughput, /healthz, / live page).\n"
+      "SIGTERM or SIGINT: stop accepting, finish requests in flight, exit 0."};
   // Connections need descriptors: take the hard open-file limit before the
   // connection limit's default is sized from it.
   rlimit files{};
@@ -31,75 +33,134 @@ int main(int argc, char** argv) {
   double frame_timeout_s = defaults.frame_timeout_ms / 1000.0;
   int64_t max_inflight_mib = defaults.max_inflight_bytes >> 20;
   int malloc_arenas = 0;
-  app.add_option("--dataset", o.dataset_dir, "Dataset folder written by fanout-partition")->required();
-  app.add_option("--partition", o.partition, "Partition to serve")->required()->check(CLI::NonNegativeNumber);
-  app.add_option("--port", o.port, "RPC port (0 = any free port, printed when ready)")->required()->check(CLI::Range(0, 65535));
+  app.add_option("--dataset", o.dataset_dir, "Dataset folder written by fanout-partition")
+      ->required();
+  app.add_option("--partition", o.partition, "Partition to serve")
+      ->required()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--port", o.port, "RPC port (0 = any free port, printed when ready)")
+      ->required()
+      ->check(CLI::Range(0, 65535));
   app.add_option("--admin-port", o.admin_port, "Admin HTTP port (0 = any free port, -1 = none)")
-      ->required()->check(CLI::Range(-1, 65535));
-  app.add_option("--bind", o.bind, "Address to listen on (default loopback only; 0.0.0.0 for all interfaces)")
+      ->required()
+      ->check(CLI::Range(-1, 65535));
+  app.add_option("--bind", o.bind,
+                 "Address to listen on (default loopback only; 0.0.0.0 for all interfaces)")
       ->default_val("127.0.0.1");
-  app.add_option("--threads", o.threads, "Threads that split a large request (default: the number of CPUs)")
-      ->default_val(0)->check(CLI::Range(0, 1024));
+  app.add_option("--threads", o.threads,
+                 "Threads that split a large request (default: the number of CPUs)")
+      ->default_val(0)
+      ->check(CLI::Range(0, 1024));
   app.add_option("--max-ids", o.max_ids_per_request, "Most ids accepted in one request")
-      ->default_val(int64_t{1} << 22)->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
-  app.add_option("--max-fanout", o.max_fanout, "Largest fanout accepted")->default_val(100000)->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
-  app.add_option("--max-frame-mib", o.max_frame_bytes, "Largest request frame in MiB; larger ones close the connection")
-      ->default_val(256)->check(CLI::Range(1, 2047));
+      ->default_val(int64_t{1} << 22)
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  app.add_option("--max-fanout", o.max_fanout, "Largest fanout accepted")
+      ->default_val(100000)
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  app.add_option("--max-frame-mib", o.max_frame_bytes,
+                 "Largest request frame in MiB; larger ones close the connection")
+      ->default_val(256)
+      ->check(CLI::Range(1, 2047));
   int64_t max_reply_mib = 1024;
   app.add_option("--max-reply-mib", max_reply_mib,
-                 "Largest feature reply one request may ask for (ids x row bytes), in MiB; larger requests are "
+                 "Largest feature reply one request may ask for (ids x row bytes), in MiB; larger "
+                 "requests are "
                  "refused naming the limit")
-      ->default_val(1024)->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+      ->default_val(1024)
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   std::string data_plane = fanout::rpc::DataPlaneBuilt() ? "ucx" : "off";
-  app.add_option("--data-plane", data_plane,
-                 "Bulk replies over the UCX data plane beside Thrift: ucx or off (default ucx in builds with UCX; off under TLS, as the data plane is not encrypted, unless given)")
+  app.add_option(
+         "--data-plane", data_plane,
+         "Bulk replies over the UCX data plane beside Thrift: ucx or off (default ucx in builds "
+         "with UCX; off under TLS, as the data plane is not encrypted, unless given)")
       ->check(CLI::IsMember({"ucx", "off"}));
-  app.add_option("--data-port", o.data_port, "UCX data-plane port (0 = any free port, printed when ready)")
-      ->default_val(0)->check(CLI::Range(0, 65535));
-  app.add_option("--data-threads", o.data_threads, "UCX data-plane progress threads (0 = min(CPUs, 4))")
-      ->default_val(0)->check(CLI::Range(0, 64));
-  app.add_option("--expect-parts", o.expected_num_parts, "Refuse a dataset that does not have this many partitions")
+  app.add_option("--data-port", o.data_port,
+                 "UCX data-plane port (0 = any free port, printed when ready)")
+      ->default_val(0)
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--data-threads", o.data_threads,
+                 "UCX data-plane progress threads (0 = min(CPUs, 4))")
+      ->default_val(0)
+      ->check(CLI::Range(0, 64));
+  app.add_option("--expect-parts", o.expected_num_parts,
+                 "Refuse a dataset that does not have this many partitions")
       ->default_val(-1);
   app.add_option("--max-connections", o.limits.max_connections,
-                 "RPC connections open at once; at the limit a new one replaces the longest-idle one, or is "
-                 "refused (with the reason, counted) when every connection is inside a request (0 = no limit)")
-      ->default_val(defaults.max_connections)->check(CLI::Range(0, 1 << 20));
-  app.add_option("--idle-timeout-s", idle_timeout_s, "Close an RPC connection idle this long (0 = never)")
-      ->default_val(idle_timeout_s)->check(CLI::Range(0, 1 << 30));
+                 "RPC connections open at once; at the limit a new one replaces the longest-idle "
+                 "one, or is "
+                 "refused (with the reason, counted) when every connection is inside a request (0 "
+                 "= no limit)")
+      ->default_val(defaults.max_connections)
+      ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--idle-timeout-s", idle_timeout_s,
+                 "Close an RPC connection idle this long (0 = never)")
+      ->default_val(idle_timeout_s)
+      ->check(CLI::Range(0, 1 << 30));
   app.add_option("--frame-timeout-s", frame_timeout_s,
-                 "A request must arrive whole, and a reply be taken, within this long (slow clients; 0 = never)")
-      ->default_val(frame_timeout_s)->check(CLI::Range(0.0, 1e7));
+                 "A request must arrive whole, and a reply be taken, within this long (slow "
+                 "clients; 0 = never)")
+      ->default_val(frame_timeout_s)
+      ->check(CLI::Range(0.0, 1e7));
   app.add_option("--max-inflight-mib", max_inflight_mib,
-                 "Request bytes all connections may hold at once; more waits (default a quarter of memory; 0 = no limit)")
-      ->default_val(max_inflight_mib)->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+                 "Request bytes all connections may hold at once; more waits (default a quarter of "
+                 "memory; 0 = no limit)")
+      ->default_val(max_inflight_mib)
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   app.add_option("--malloc-arenas", malloc_arenas,
-                 "glibc malloc arenas (0 = 2 per CPU): fewer keep memory bounded under many connection threads")
-      ->default_val(0)->check(CLI::Range(0, 1024));
+                 "glibc malloc arenas (0 = 2 per CPU): fewer keep memory bounded under many "
+                 "connection threads")
+      ->default_val(0)
+      ->check(CLI::Range(0, 1024));
   std::string auth_token_file;
-  app.add_option("--tls-cert", o.tls_cert, "Serve RPC over TLS with this certificate (PEM; with --tls-key)")
+  app.add_option("--tls-cert", o.tls_cert,
+                 "Serve RPC over TLS with this certificate (PEM; with --tls-key)")
       ->check(CLI::ExistingFile);
-  app.add_option("--tls-key", o.tls_key, "The TLS certificate's private key (PEM)")->check(CLI::ExistingFile);
+  app.add_option("--tls-key", o.tls_key, "The TLS certificate's private key (PEM)")
+      ->check(CLI::ExistingFile);
   app.add_option("--tls-ca", o.tls_ca,
-                 "Require client certificates signed by this CA (PEM): mutual TLS")->check(CLI::ExistingFile);
+                 "Require client certificates signed by this CA (PEM): mutual TLS")
+      ->check(CLI::ExistingFile);
   app.add_option("--auth-token-file", auth_token_file,
-                 "Require this file's token (first line) on every RPC connection and on the admin endpoint's /stats "
-                 "and / (Authorization: Bearer TOKEN or ?token=); /metrics and /healthz stay open. The data plane "
+                 "Require this file's token (first line) on every RPC connection and on the admin "
+                 "endpoint's /stats "
+                 "and / (Authorization: Bearer TOKEN or ?token=); /metrics and /healthz stay open. "
+                 "The data plane "
                  "then serves only clients that authenticated")
       ->check(CLI::ExistingFile);
+  app.add_option(
+      "--local-socket", o.local_socket,
+      "Export the partition to clients on this host: its arrays in sealed read-only shared memory, "
+      "handed "
+      "out on this Unix socket (default: under $XDG_RUNTIME_DIR/fanout, /run/fanout as root, else "
+      "/tmp/fanout-UID, named by dataset id, partition and RPC port; printed when ready); off = "
+      "none");
+  std::vector<long long> local_uids;
+  app.add_option("--local-uids", local_uids,
+                 "Uids allowed to map the export (default: this server's own uid); the auth token "
+                 "is also required "
+                 "where the server has one")
+      ->delimiter(',')
+      ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
+  for (long long u : local_uids) o.local_uids.push_back(static_cast<uid_t>(u));
   o.max_frame_bytes <<= 20;
   o.max_reply_bytes = max_reply_mib << 20;
   if (!auth_token_file.empty()) {
     std::ifstream f(auth_token_file);
     std::getline(f, o.auth_token);
-    while (!o.auth_token.empty() && std::isspace(static_cast<unsigned char>(o.auth_token.back()))) o.auth_token.pop_back();
+    while (!o.auth_token.empty() && std::isspace(static_cast<unsigned char>(o.auth_token.back())))
+      o.auth_token.pop_back();
     if (!f && !f.eof()) {
-      std::fprintf(stderr, "fanout-server: error: cannot read --auth-token-file %s\n", auth_token_file.c_str());
+      std::fprintf(stderr, "fanout-server: error: cannot read --auth-token-file %s\n",
+                   auth_token_file.c_str());
       return 2;
     }
     if (o.auth_token.size() < 16) {
-      std::fprintf(stderr, "fanout-server: error: --auth-token-file %s: the token (its first line) has %zu characters; "
-                   "use at least 16 (e.g. openssl rand -hex 32)\n", auth_token_file.c_str(), o.auth_token.size());
+      std::fprintf(stderr,
+                   "fanout-server: error: --auth-token-file %s: the token (its first line) has %zu "
+                   "characters; "
+                   "use at least 16 (e.g. openssl rand -hex 32)\n",
+                   auth_token_file.c_str(), o.auth_token.size());
       return 2;
     }
   }
@@ -109,9 +170,11 @@ int main(int argc, char** argv) {
   o.limits.frame_timeout_ms = static_cast<int64_t>(frame_timeout_s * 1000);
   o.limits.max_inflight_bytes = max_inflight_mib << 20;
   if (o.limits.max_inflight_bytes > 0 && o.limits.max_inflight_bytes < o.max_frame_bytes) {
-    std::fprintf(stderr, "fanout-server: error: --max-inflight-mib %lld is below --max-frame-mib %lld: no request "
-                 "of the largest size could ever be held\n", static_cast<long long>(max_inflight_mib),
-                 static_cast<long long>(o.max_frame_bytes >> 20));
+    std::fprintf(
+        stderr,
+        "fanout-server: error: --max-inflight-mib %lld is below --max-frame-mib %lld: no request "
+        "of the largest size could ever be held\n",
+        static_cast<long long>(max_inflight_mib), static_cast<long long>(o.max_frame_bytes >> 20));
     return 2;
   }
   // glibc gives each thread that allocates its own arena (up to 8 per CPU);
@@ -119,7 +182,9 @@ int main(int argc, char** argv) {
   mallopt(M_ARENA_MAX, malloc_arenas > 0 ? malloc_arenas : 2 * fanout::UsableCpuCount());
   o.data_plane = data_plane == "ucx";
   if (o.data_plane && !fanout::rpc::DataPlaneBuilt()) {
-    std::fprintf(stderr, "fanout-server: error: --data-plane ucx, but this build has no UCX (FANOUT_WITH_UCX)\n");
+    std::fprintf(
+        stderr,
+        "fanout-server: error: --data-plane ucx, but this build has no UCX (FANOUT_WITH_UCX)\n");
     return 2;
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
@@ -138,17 +203,24 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "fanout-server: error: %s\n", st.ToString().c_str());
     return 1;
   }
-  const auto& d = server.data();
+  const auto& meta = server.data().meta;
+  const auto& d = server.view();
   int64_t rss = fanout::ResidentSetBytes();
-  std::printf("fanout-server ready: dataset %s partition %d/%d nodes [%lld, %lld) %lld edges; loaded in %.2f s; "
-              "arrays %.1f MiB, RSS %.1f MiB (%.2fx); rpc %s:%d admin %s data %s; at most %d connections\n",
-              d.meta.name.c_str(), d.part, d.meta.num_parts, static_cast<long long>(d.node_begin),
-              static_cast<long long>(d.node_end), static_cast<long long>(d.indices.size()), server.load_seconds(),
-              d.RawBytes() / 1048576.0, rss / 1048576.0, d.RawBytes() ? double(rss) / d.RawBytes() : 0.0,
-              o.bind.c_str(), server.port(),
-              server.admin_port() > 0 ? (o.bind + ":" + std::to_string(server.admin_port())).c_str() : "off",
-              server.data_port() > 0 ? ("ucx " + o.bind + ":" + std::to_string(server.data_port())).c_str() : "off",
-              o.limits.max_connections);
+  std::printf(
+      "fanout-server ready: dataset %s partition %d/%d nodes [%lld, %lld) %lld edges; loaded in "
+      "%.2f s; "
+      "arrays %.1f MiB, RSS %.1f MiB (%.2fx); rpc %s:%d admin %s data %s local %s; at most %d "
+      "connections\n",
+      meta.name.c_str(), d.part, meta.num_parts, static_cast<long long>(d.node_begin),
+      static_cast<long long>(d.node_end), static_cast<long long>(d.indices.size()),
+      server.load_seconds(), d.RawBytes() / 1048576.0, rss / 1048576.0,
+      d.RawBytes() ? double(rss) / d.RawBytes() : 0.0, o.bind.c_str(), server.port(),
+      server.admin_port() > 0 ? (o.bind + ":" + std::to_string(server.admin_port())).c_str()
+                              : "off",
+      server.data_port() > 0 ? ("ucx " + o.bind + ":" + std::to_string(server.data_port())).c_str()
+                             : "off",
+      server.local_socket().empty() ? "off" : server.local_socket().c_str(),
+      o.limits.max_connections);
   int sig = 0;
   sigwait(&signals, &sig);
   std::printf("fanout-server: %s received, draining\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");

@@ -1,6 +1,7 @@
 #include "server/partition_server.h"
 
 #include <httplib.h>
+#include <malloc.h>
 #include <thrift/protocol/TBinaryProtocol.h>
 #include <thrift/server/TThreadedServer.h>
 #include <thrift/transport/TSSLServerSocket.h>
@@ -10,14 +11,15 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
-#include <random>
 #include <future>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "common/cpu.h"
 #include "common/secret.h"
-#include "rpc/framed_transport.h"
 #include "rpc/data_plane.h"
+#include "rpc/framed_transport.h"
+#include "rpc/local_export.h"
 #include "server/data_plane_service.h"
 #include "server/handler.h"
 
@@ -51,9 +53,11 @@ struct PartitionServer::Admin {
 };
 
 PartitionServer::PartitionServer(ServerOptions options)
-    : options_(std::move(options)), guard_(std::make_shared<rpc::ConnectionGuard>(options_.limits)) {}
+    : options_(std::move(options)),
+      guard_(std::make_shared<rpc::ConnectionGuard>(options_.limits)) {}
 
-PartitionServer::PartitionServer(ServerOptions options, std::shared_ptr<const datasets::PartitionData> data)
+PartitionServer::PartitionServer(ServerOptions options,
+                                 std::shared_ptr<const datasets::PartitionData> data)
     : options_(std::move(options)),
       data_(std::move(data)),
       guard_(std::make_shared<rpc::ConnectionGuard>(options_.limits)) {}
@@ -61,6 +65,8 @@ PartitionServer::PartitionServer(ServerOptions options, std::shared_ptr<const da
 PartitionServer::~PartitionServer() { Stop(); }
 
 const ServerMetrics& PartitionServer::metrics() const { return state_->metrics; }
+const datasets::PartitionView& PartitionServer::view() const { return state_->view; }
+const std::string& PartitionServer::local_socket() const { return state_->local_socket; }
 
 const char* PartitionServer::state() const {
   static const char* kNames[] = {"loading", "serving", "draining", "stopped"};
@@ -71,6 +77,7 @@ Status PartitionServer::Start() {
   started_at_ = std::chrono::steady_clock::now();
   state_ = std::make_unique<ServerState>();
   if (options_.admin_port >= 0) FANOUT_RETURN_IF_ERROR(StartAdmin());
+  std::shared_ptr<datasets::PartitionData> owned;  // loaded here: its arrays go once exported
   if (!data_) {
     auto t0 = std::chrono::steady_clock::now();
     auto d = std::make_shared<datasets::PartitionData>();
@@ -81,6 +88,7 @@ Status PartitionServer::Start() {
       Stop();
       return st;
     }
+    owned = d;
     data_ = std::move(d);
     load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
@@ -92,37 +100,140 @@ Status PartitionServer::Start() {
     for (char& c : state_->data_ticket) c = static_cast<char>(rd());
   }
   state_->data = data_;
-  state_->graph = data_->Graph();
+  state_->view = data_->View();
+  Status exported = Export(owned.get());
+  if (!exported.ok()) {
+    Stop();
+    return exported;
+  }
+  state_->graph = state_->view.Graph();
   int64_t max_degree = 0;
-  for (int64_t v = 0; v < state_->graph.num_nodes(); ++v) max_degree = std::max(max_degree, state_->graph.degree(v));
+  for (int64_t v = 0; v < state_->graph.num_nodes(); ++v)
+    max_degree = std::max(max_degree, state_->graph.degree(v));
   state_->max_degree = max_degree;
   if (data_->meta.has_edge_times)
-    state_->time_index = sampler::PrepareTimeOrder(state_->graph, data_->edge_times.data(), &state_->time_order);
+    state_->time_index = sampler::PrepareTimeOrder(state_->graph, state_->view.edge_times.data(),
+                                                   &state_->time_order);
   int workers = options_.threads > 0 ? options_.threads - 1 : std::max(1, UsableCpuCount() - 1);
   state_->pool = std::make_unique<ThreadPool>(workers);
-  loaded_.store(true, std::memory_order_release);
   Status st = StartRpc();
   if (st.ok() && options_.data_plane && rpc::DataPlaneBuilt()) st = StartDataPlane();
+  if (st.ok()) st = StartLocalSocket();
   if (!st.ok()) {
     Stop();
     return st;
   }
+  // Everything the admin endpoint reads (ports, the data plane, the export)
+  // is written above, before this release.
+  loaded_.store(true, std::memory_order_release);
   phase_ = 1;
+  return Status::OK();
+}
+
+Status PartitionServer::Export(datasets::PartitionData* owned) {
+  if (options_.local_socket == "off") return Status::OK();
+  const datasets::PartitionView& v = state_->view;
+  using A = rpc::ExportArray;
+  std::vector<rpc::LocalExport::Source> arrays = {
+      {A::kIndptr, v.indptr.data(), v.indptr.size()},
+      {A::kIndices, v.indices.data(), v.indices.size()},
+      {A::kEdgeIds, v.edge_ids.data(), v.edge_ids.size()},
+      {A::kEdgeTimes, v.edge_times.data(), v.edge_times.size()},
+      {A::kEdgeTypes, v.edge_types.data(), v.edge_types.size()},
+      {A::kFeatures, v.features.data(), v.features.size()},
+      {A::kLabels, v.labels.data(), v.labels.size()},
+      {A::kSplit, v.split.data(), v.split.size()},
+      {A::kOriginalIds, v.original_ids.data(), v.original_ids.size()}};
+  Status st = rpc::LocalExport::Create(data_->meta.dataset_id, v.part, v.node_begin, v.node_end,
+                                       arrays, &export_);
+  if (!st.ok()) {
+    if (!options_.local_socket.empty())
+      return Status::FromCode(static_cast<int>(st.code()),
+                              "cannot export the partition (--local-socket): " + st.message());
+    std::fprintf(stderr,
+                 "fanout-server: no same-host export (%s); clients here use the RPC paths\n",
+                 st.message().c_str());
+    return Status::OK();
+  }
+  state_->view = ExportedView(*export_, v);
+  if (owned !=
+      nullptr) {  // served from the export from now on: the loaded copy goes (no second copy)
+    std::vector<int64_t>().swap(owned->indptr);
+    std::vector<int64_t>().swap(owned->indices);
+    std::vector<int64_t>().swap(owned->edge_ids);
+    std::vector<int64_t>().swap(owned->edge_times);
+    std::vector<int32_t>().swap(owned->edge_types);
+    std::vector<uint8_t>().swap(owned->features);
+    std::vector<int64_t>().swap(owned->labels);
+    std::vector<uint8_t>().swap(owned->split);
+    std::vector<int64_t>().swap(owned->original_ids);
+    malloc_trim(0);
+  }
+  return Status::OK();
+}
+
+datasets::PartitionView PartitionServer::ExportedView(const rpc::LocalExport& e,
+                                                      const datasets::PartitionView& like) {
+  datasets::PartitionView v;
+  v.part = like.part;
+  v.node_begin = like.node_begin;
+  v.node_end = like.node_end;
+  auto at = [&](rpc::ExportArray kind, auto* field) {
+    using T = std::remove_const_t<std::remove_reference_t<decltype((*field)[0])>>;
+    uint64_t n = 0;
+    const void* p = e.Data(kind, &n);
+    *field = ArrayView<const T>(static_cast<const T*>(p), static_cast<size_t>(n));
+  };
+  at(rpc::ExportArray::kIndptr, &v.indptr);
+  at(rpc::ExportArray::kIndices, &v.indices);
+  at(rpc::ExportArray::kEdgeIds, &v.edge_ids);
+  at(rpc::ExportArray::kEdgeTimes, &v.edge_times);
+  at(rpc::ExportArray::kEdgeTypes, &v.edge_types);
+  at(rpc::ExportArray::kFeatures, &v.features);
+  at(rpc::ExportArray::kLabels, &v.labels);
+  at(rpc::ExportArray::kSplit, &v.split);
+  at(rpc::ExportArray::kOriginalIds, &v.original_ids);
+  return v;
+}
+
+Status PartitionServer::StartLocalSocket() {
+  if (!export_) return Status::OK();
+  rpc::LocalExportOptions o;
+  o.allowed_uids = options_.local_uids;
+  o.token = options_.auth_token;
+  const bool asked = !options_.local_socket.empty();
+  const std::string path =
+      asked ? options_.local_socket
+            : rpc::DefaultLocalSocketPath(data_->meta.dataset_id, state_->view.part, port_);
+  Status st = export_->Listen(path, o);
+  if (!st.ok()) {
+    if (asked)
+      return Status::FromCode(static_cast<int>(st.code()), "--local-socket: " + st.message());
+    std::fprintf(stderr,
+                 "fanout-server: no same-host export socket (%s); clients here use the RPC paths\n",
+                 st.message().c_str());
+    return Status::OK();
+  }
+  state_->local_socket = path;
+  state_->local_export_id = export_->layout().export_id;
   return Status::OK();
 }
 
 Status PartitionServer::StartRpc() {
   std::shared_ptr<TServerSocket> socket;
   if (options_.tls_cert.empty() != options_.tls_key.empty())
-    return Status::InvalidArgument("TLS needs both a certificate (--tls-cert) and its private key (--tls-key)");
+    return Status::InvalidArgument(
+        "TLS needs both a certificate (--tls-cert) and its private key (--tls-key)");
   if (!options_.tls_ca.empty() && options_.tls_cert.empty())
-    return Status::InvalidArgument("--tls-ca (client certificates) needs TLS itself: --tls-cert and --tls-key");
+    return Status::InvalidArgument(
+        "--tls-ca (client certificates) needs TLS itself: --tls-cert and --tls-key");
   if (!options_.tls_cert.empty()) {
     using apache::thrift::transport::TSSLSocketFactory;
     auto tls = std::make_shared<TSSLSocketFactory>(apache::thrift::transport::SSLTLS);
     tls->server(true);
     // Each file, or the error naming it.
-    auto load = [](const char* flag, const std::string& file, const std::function<void(const char*)>& fn) {
+    auto load = [](const char* flag, const std::string& file,
+                   const std::function<void(const char*)>& fn) {
       try {
         fn(file.c_str());
       } catch (const std::exception& e) {
@@ -130,12 +241,17 @@ Status PartitionServer::StartRpc() {
       }
       return Status::OK();
     };
-    FANOUT_RETURN_IF_ERROR(load("--tls-cert", options_.tls_cert, [&](const char* f) { tls->loadCertificate(f); }));
-    FANOUT_RETURN_IF_ERROR(load("--tls-key", options_.tls_key, [&](const char* f) { tls->loadPrivateKey(f); }));
+    FANOUT_RETURN_IF_ERROR(
+        load("--tls-cert", options_.tls_cert, [&](const char* f) { tls->loadCertificate(f); }));
+    FANOUT_RETURN_IF_ERROR(
+        load("--tls-key", options_.tls_key, [&](const char* f) { tls->loadPrivateKey(f); }));
     if (!options_.tls_ca.empty())
-      FANOUT_RETURN_IF_ERROR(load("--tls-ca", options_.tls_ca, [&](const char* f) { tls->loadTrustedCertificates(f); }));
-    tls->authenticate(!options_.tls_ca.empty());  // mutual TLS: a client certificate signed by the CA
-    socket = std::make_shared<apache::thrift::transport::TSSLServerSocket>(options_.bind, options_.port, tls);
+      FANOUT_RETURN_IF_ERROR(load("--tls-ca", options_.tls_ca,
+                                  [&](const char* f) { tls->loadTrustedCertificates(f); }));
+    tls->authenticate(
+        !options_.tls_ca.empty());  // mutual TLS: a client certificate signed by the CA
+    socket = std::make_shared<apache::thrift::transport::TSSLServerSocket>(options_.bind,
+                                                                           options_.port, tls);
   } else {
     socket = std::make_shared<TServerSocket>(options_.bind, options_.port);
   }
@@ -151,8 +267,10 @@ Status PartitionServer::StartRpc() {
   // go out through the plain framed transport of the same socket.
   auto protocols = std::make_shared<rpc::FrameBoundedProtocolFactory>();
   rpc_->server = std::make_shared<TThreadedServer>(
-      processors, rpc_->socket, std::make_shared<rpc::GuardedFramedTransportFactory>(options_.max_frame_bytes, guard_),
-      std::make_shared<rpc::ResettingFramedTransportFactory>(options_.max_frame_bytes), protocols, protocols);
+      processors, rpc_->socket,
+      std::make_shared<rpc::GuardedFramedTransportFactory>(options_.max_frame_bytes, guard_),
+      std::make_shared<rpc::ResettingFramedTransportFactory>(options_.max_frame_bytes), protocols,
+      protocols);
   auto ready = std::make_shared<ReadySignal>();
   std::future<void> listening = ready->ready.get_future();
   rpc_->server->setServerEventHandler(ready);
@@ -173,7 +291,8 @@ Status PartitionServer::StartRpc() {
       std::string why = failure.get();
       rpc_->thread.join();
       rpc_.reset();
-      return Status::IOError("cannot serve on " + options_.bind + ":" + std::to_string(options_.port) + ": " +
+      return Status::IOError("cannot serve on " + options_.bind + ":" +
+                             std::to_string(options_.port) + ": " +
                              (why.empty() ? "server exited" : why));
     }
   }
@@ -185,16 +304,18 @@ Status PartitionServer::StartDataPlane() {
   rpc::DataPlaneServerOptions o;
   o.bind = options_.bind;
   o.port = options_.data_port;
-  o.threads = options_.data_threads > 0 ? options_.data_threads : std::min(4, std::max(1, UsableCpuCount()));
+  o.threads = options_.data_threads > 0 ? options_.data_threads
+                                        : std::min(4, std::max(1, UsableCpuCount()));
   o.max_request_bytes = options_.max_frame_bytes;
   o.ticket = state_->data_ticket;
   const ServerState* state = state_.get();
   Status st = rpc::DataPlaneServer::Start(
       o, [state] { return std::make_unique<DataPlaneService>(state); }, &data_plane_);
   if (!st.ok())
-    return Status::FromCode(static_cast<int>(st.code()),
-                            "cannot start the UCX data plane (run with --data-plane off to serve over Thrift only): " +
-                                st.message());
+    return Status::FromCode(
+        static_cast<int>(st.code()),
+        "cannot start the UCX data plane (run with --data-plane off to serve over Thrift only): " +
+            st.message());
   data_port_ = data_plane_->port();
   state_->data_port = data_port_;
   return Status::OK();
@@ -227,11 +348,34 @@ nlohmann::json DataPlaneJson(const rpc::DataPlaneServer* dp, int port) {
   j["held_bytes"] = s.held_bytes;
   nlohmann::json eps = nlohmann::json::array();
   for (const auto& e : s.endpoints)
-    eps.push_back({{"peer", e.peer}, {"transports", e.transports}, {"requests", e.requests},
-                   {"reply_bytes", e.reply_bytes}, {"held_bytes", e.held_bytes},
-                   {"mapped_regions", e.mapped_regions}, {"mapped_bytes", e.mapped_bytes}});
+    eps.push_back({{"peer", e.peer},
+                   {"transports", e.transports},
+                   {"requests", e.requests},
+                   {"reply_bytes", e.reply_bytes},
+                   {"held_bytes", e.held_bytes},
+                   {"mapped_regions", e.mapped_regions},
+                   {"mapped_bytes", e.mapped_bytes}});
   j["endpoints"] = eps;
   return j;
+}
+
+// The same-host export: its socket, memory and who was handed or refused it.
+// What clients did with it is in totals.by_path.local.
+nlohmann::json LocalJson(const rpc::LocalExport* e, const std::string& socket) {
+  if (e == nullptr) return {{"enabled", false}};
+  const rpc::LocalExportStats s = e->Stats();
+  return {{"enabled", !socket.empty()},
+          {"socket", socket},
+          {"bytes", s.bytes},
+          {"export_id", e->layout().export_id},
+          {"handed", s.handed},
+          {"refused_uid", s.refused_uid},
+          {"refused_token", s.refused_token},
+          {"malformed", s.malformed},
+          {"timed_out", s.timed_out},
+          {"overloaded", s.overloaded},
+          {"accept_errors", s.accept_errors},
+          {"last_refusal", s.last_refusal}};
 }
 
 nlohmann::json ConnectionsJson(const rpc::ConnectionStats& c, const rpc::ConnectionLimits& l) {
@@ -258,8 +402,12 @@ nlohmann::json RdmaJson() {
   for (const auto& d : devs) {
     nlohmann::json ports = nlohmann::json::array();
     for (const auto& p : d.ports)
-      ports.push_back({{"port", p.port}, {"state", p.state}, {"link_layer", p.link_layer}, {"rate_gbps", p.rate_gbps}});
-    j.push_back({{"name", d.name}, {"node_guid", d.node_guid}, {"ports", ports}, {"dmabuf", d.dmabuf}});
+      ports.push_back({{"port", p.port},
+                       {"state", p.state},
+                       {"link_layer", p.link_layer},
+                       {"rate_gbps", p.rate_gbps}});
+    j.push_back(
+        {{"name", d.name}, {"node_guid", d.node_guid}, {"ports", ports}, {"dmabuf", d.dmabuf}});
   }
   nlohmann::json out = {{"devices", j}};
   if (!error.empty()) out["error"] = error;
@@ -276,20 +424,22 @@ std::string PartitionServer::StatsJson() const {
   const bool loaded = loaded_.load(std::memory_order_acquire);
   nlohmann::json j = nlohmann::json::parse(loaded ? state_->metrics.WindowsJson() : "{}");
   j["state"] = state();
-  j["uptime_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_at_).count();
+  j["uptime_s"] =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started_at_).count();
   int64_t rss = ResidentSetBytes();
   if (loaded) {
-    const datasets::PartitionData& d = *data_;
-    j["partition"] = {{"dataset", d.meta.name},
-                      {"dataset_id", d.meta.dataset_id},
+    const datasets::DatasetMeta& meta = data_->meta;
+    const datasets::PartitionView& d = state_->view;
+    j["partition"] = {{"dataset", meta.name},
+                      {"dataset_id", meta.dataset_id},
                       {"partition", d.part},
-                      {"num_parts", d.meta.num_parts},
+                      {"num_parts", meta.num_parts},
                       {"node_begin", d.node_begin},
                       {"node_end", d.node_end},
                       {"num_edges", static_cast<int64_t>(d.indices.size())},
-                      {"feature_dim", d.meta.feature_dim},
-                      {"feature_dtype", datasets::FeatureDTypeName(d.meta.feature_dtype)},
-                      {"num_classes", d.meta.num_classes}};
+                      {"feature_dim", meta.feature_dim},
+                      {"feature_dtype", datasets::FeatureDTypeName(meta.feature_dtype)},
+                      {"num_classes", meta.num_classes}};
     j["memory"] = {{"rss_bytes", rss},
                    {"array_bytes", d.RawBytes()},
                    {"rss_over_arrays", d.RawBytes() > 0 ? double(rss) / d.RawBytes() : 0.0}};
@@ -309,6 +459,7 @@ std::string PartitionServer::StatsJson() const {
       paths[PathName(p)] = {{"requests", m.PathRequests(p)}, {"reply_bytes", m.PathBytes(p)}};
     j["totals"]["by_path"] = paths;
     j["data_plane"] = DataPlaneJson(data_plane_.get(), data_port_);
+    j["local"] = LocalJson(export_.get(), state_->local_socket);
   } else {
     j["memory"] = {{"rss_bytes", rss}};
   }
@@ -324,7 +475,9 @@ std::string PartitionServer::StatsJson() const {
   if (state_) {
     // What clients reported when they moved to this server (note_failover).
     const FailoverLog::Snapshot f = state_->failovers.Get();
-    j["failovers"] = {{"retries_in", f.retries}, {"failovers_in", f.failovers}, {"from", f.from},
+    j["failovers"] = {{"retries_in", f.retries},
+                      {"failovers_in", f.failovers},
+                      {"from", f.from},
                       {"last_reason", f.last_reason}};
   }
   j["rdma"] = RdmaJson();
@@ -395,64 +548,77 @@ Status PartitionServer::StartAdmin() {
     char line[2048];
     std::snprintf(line, sizeof line,
                   "# HELP fanout_process_resident_memory_bytes Resident set size.\n"
-                  "# TYPE fanout_process_resident_memory_bytes gauge\nfanout_process_resident_memory_bytes %lld\n"
+                  "# TYPE fanout_process_resident_memory_bytes "
+                  "gauge\nfanout_process_resident_memory_bytes %lld\n"
                   "# HELP fanout_partition_array_bytes Bytes of the loaded partition's arrays.\n"
                   "# TYPE fanout_partition_array_bytes gauge\nfanout_partition_array_bytes %lld\n"
                   "# HELP fanout_serving 1 while serving, 0 while loading or draining.\n"
                   "# TYPE fanout_serving gauge\nfanout_serving %d\n",
-                  static_cast<long long>(ResidentSetBytes()), static_cast<long long>(loaded ? data_->RawBytes() : 0),
+                  static_cast<long long>(ResidentSetBytes()),
+                  static_cast<long long>(loaded ? state_->view.RawBytes() : 0),
                   phase_.load() == 1 ? 1 : 0);
     extra = line;
     const rpc::ConnectionStats c = guard_->Stats();
-    std::snprintf(line, sizeof line,
-                  "# HELP fanout_rpc_connections Open RPC connections.\n"
-                  "# TYPE fanout_rpc_connections gauge\nfanout_rpc_connections %lld\n"
-                  "# HELP fanout_rpc_connections_max The connection limit (--max-connections).\n"
-                  "# TYPE fanout_rpc_connections_max gauge\nfanout_rpc_connections_max %d\n"
-                  "# HELP fanout_rpc_connections_closed_total RPC connections the server closed or refused, by reason.\n"
-                  "# TYPE fanout_rpc_connections_closed_total counter\n"
-                  "fanout_rpc_connections_closed_total{reason=\"refused\"} %lld\n"
-                  "fanout_rpc_connections_closed_total{reason=\"evicted_idle\"} %lld\n"
-                  "fanout_rpc_connections_closed_total{reason=\"idle_timeout\"} %lld\n"
-                  "fanout_rpc_connections_closed_total{reason=\"frame_timeout\"} %lld\n"
-                  "fanout_rpc_connections_closed_total{reason=\"memory\"} %lld\n"
-                  "# HELP fanout_rpc_inflight_request_bytes Request bytes held by all connections.\n"
-                  "# TYPE fanout_rpc_inflight_request_bytes gauge\nfanout_rpc_inflight_request_bytes %lld\n",
-                  static_cast<long long>(c.open), options_.limits.max_connections, static_cast<long long>(c.refused),
-                  static_cast<long long>(c.evicted_idle), static_cast<long long>(c.idle_timeouts),
-                  static_cast<long long>(c.frame_timeouts), static_cast<long long>(c.memory_refused),
-                  static_cast<long long>(c.inflight_bytes));
+    std::snprintf(
+        line, sizeof line,
+        "# HELP fanout_rpc_connections Open RPC connections.\n"
+        "# TYPE fanout_rpc_connections gauge\nfanout_rpc_connections %lld\n"
+        "# HELP fanout_rpc_connections_max The connection limit (--max-connections).\n"
+        "# TYPE fanout_rpc_connections_max gauge\nfanout_rpc_connections_max %d\n"
+        "# HELP fanout_rpc_connections_closed_total RPC connections the server closed or refused, "
+        "by reason.\n"
+        "# TYPE fanout_rpc_connections_closed_total counter\n"
+        "fanout_rpc_connections_closed_total{reason=\"refused\"} %lld\n"
+        "fanout_rpc_connections_closed_total{reason=\"evicted_idle\"} %lld\n"
+        "fanout_rpc_connections_closed_total{reason=\"idle_timeout\"} %lld\n"
+        "fanout_rpc_connections_closed_total{reason=\"frame_timeout\"} %lld\n"
+        "fanout_rpc_connections_closed_total{reason=\"memory\"} %lld\n"
+        "# HELP fanout_rpc_inflight_request_bytes Request bytes held by all connections.\n"
+        "# TYPE fanout_rpc_inflight_request_bytes gauge\nfanout_rpc_inflight_request_bytes %lld\n",
+        static_cast<long long>(c.open), options_.limits.max_connections,
+        static_cast<long long>(c.refused), static_cast<long long>(c.evicted_idle),
+        static_cast<long long>(c.idle_timeouts), static_cast<long long>(c.frame_timeouts),
+        static_cast<long long>(c.memory_refused), static_cast<long long>(c.inflight_bytes));
     extra += line;
     if (loaded) {
       const FailoverLog::Snapshot f = state_->failovers.Get();
-      std::snprintf(line, sizeof line,
-                    "# HELP fanout_client_failovers_in_total Sessions clients moved to this server after another "
-                    "replica failed (as the clients reported).\n"
-                    "# TYPE fanout_client_failovers_in_total counter\nfanout_client_failovers_in_total %lld\n"
-                    "# HELP fanout_client_retries_in_total Requests clients asked this server again, on a new "
-                    "connection, after it failed them once.\n"
-                    "# TYPE fanout_client_retries_in_total counter\nfanout_client_retries_in_total %lld\n",
-                    static_cast<long long>(f.failovers), static_cast<long long>(f.retries));
+      std::snprintf(
+          line, sizeof line,
+          "# HELP fanout_client_failovers_in_total Sessions clients moved to this server after "
+          "another "
+          "replica failed (as the clients reported).\n"
+          "# TYPE fanout_client_failovers_in_total counter\nfanout_client_failovers_in_total %lld\n"
+          "# HELP fanout_client_retries_in_total Requests clients asked this server again, on a "
+          "new "
+          "connection, after it failed them once.\n"
+          "# TYPE fanout_client_retries_in_total counter\nfanout_client_retries_in_total %lld\n",
+          static_cast<long long>(f.failovers), static_cast<long long>(f.retries));
       extra += line;
     }
     if (loaded && data_plane_) {
       rpc::DataPlaneServerStats dp = data_plane_->Stats();
-      std::snprintf(line, sizeof line,
-                    "# HELP fanout_data_plane_endpoints Open UCX data-plane endpoints.\n"
-                    "# TYPE fanout_data_plane_endpoints gauge\nfanout_data_plane_endpoints %lld\n"
-                    "# HELP fanout_data_plane_held_bytes Reply buffers and queued requests the data plane holds.\n"
-                    "# TYPE fanout_data_plane_held_bytes gauge\nfanout_data_plane_held_bytes %lld\n"
-                    "# HELP fanout_data_plane_malformed_total Data-plane requests that could not be parsed.\n"
-                    "# TYPE fanout_data_plane_malformed_total counter\nfanout_data_plane_malformed_total %lld\n"
-                    "# HELP fanout_data_plane_rejected_total Data-plane connections rejected (limit or stopping).\n"
-                    "# TYPE fanout_data_plane_rejected_total counter\nfanout_data_plane_rejected_total %lld\n"
-                    "# HELP fanout_data_plane_placed_total Replies written straight into a client's shared memory.\n"
-                    "# TYPE fanout_data_plane_placed_total counter\nfanout_data_plane_placed_total %lld\n"
-                    "# HELP fanout_data_plane_mapped_bytes Clients' shared-memory regions mapped for placement.\n"
-                    "# TYPE fanout_data_plane_mapped_bytes gauge\nfanout_data_plane_mapped_bytes %lld\n",
-                    static_cast<long long>(dp.endpoints_open), static_cast<long long>(dp.held_bytes),
-                    static_cast<long long>(dp.malformed), static_cast<long long>(dp.endpoints_rejected),
-                    static_cast<long long>(dp.placed), static_cast<long long>(dp.mapped_bytes));
+      std::snprintf(
+          line, sizeof line,
+          "# HELP fanout_data_plane_endpoints Open UCX data-plane endpoints.\n"
+          "# TYPE fanout_data_plane_endpoints gauge\nfanout_data_plane_endpoints %lld\n"
+          "# HELP fanout_data_plane_held_bytes Reply buffers and queued requests the data plane "
+          "holds.\n"
+          "# TYPE fanout_data_plane_held_bytes gauge\nfanout_data_plane_held_bytes %lld\n"
+          "# HELP fanout_data_plane_malformed_total Data-plane requests that could not be parsed.\n"
+          "# TYPE fanout_data_plane_malformed_total counter\nfanout_data_plane_malformed_total "
+          "%lld\n"
+          "# HELP fanout_data_plane_rejected_total Data-plane connections rejected (limit or "
+          "stopping).\n"
+          "# TYPE fanout_data_plane_rejected_total counter\nfanout_data_plane_rejected_total %lld\n"
+          "# HELP fanout_data_plane_placed_total Replies written straight into a client's shared "
+          "memory.\n"
+          "# TYPE fanout_data_plane_placed_total counter\nfanout_data_plane_placed_total %lld\n"
+          "# HELP fanout_data_plane_mapped_bytes Clients' shared-memory regions mapped for "
+          "placement.\n"
+          "# TYPE fanout_data_plane_mapped_bytes gauge\nfanout_data_plane_mapped_bytes %lld\n",
+          static_cast<long long>(dp.endpoints_open), static_cast<long long>(dp.held_bytes),
+          static_cast<long long>(dp.malformed), static_cast<long long>(dp.endpoints_rejected),
+          static_cast<long long>(dp.placed), static_cast<long long>(dp.mapped_bytes));
       extra += line;
     }
     std::string body = loaded ? state_->metrics.Prometheus(extra) : extra;
@@ -468,8 +634,9 @@ Status PartitionServer::StartAdmin() {
     ++state_->admin_refused;
     res.status = 401;
     res.set_header("WWW-Authenticate", "Bearer");
-    res.set_content("this server requires its auth token: Authorization: Bearer TOKEN, or ?token=TOKEN\n",
-                    "text/plain");
+    res.set_content(
+        "this server requires its auth token: Authorization: Bearer TOKEN, or ?token=TOKEN\n",
+        "text/plain");
     return false;
   };
   http.Get("/stats", [this, allowed](const httplib::Request& req, httplib::Response& res) {
@@ -490,22 +657,27 @@ Status PartitionServer::StartAdmin() {
         return;
       }
     }
-    res.set_content(state_->metrics.HistoryJson(seconds), "application/json");  // state_: made before the admin starts
+    res.set_content(state_->metrics.HistoryJson(seconds),
+                    "application/json");  // state_: made before the admin starts
   });
   http.Get("/", [allowed](const httplib::Request& req, httplib::Response& res) {
     if (allowed(req, res)) res.set_content(kIndexHtml, "text/html");
   });
-  int port = options_.admin_port == 0 ? http.bind_to_any_port(options_.bind)
-                                      : (http.bind_to_port(options_.bind, options_.admin_port) ? options_.admin_port : -1);
+  int port =
+      options_.admin_port == 0
+          ? http.bind_to_any_port(options_.bind)
+          : (http.bind_to_port(options_.bind, options_.admin_port) ? options_.admin_port : -1);
   if (port <= 0) {
     admin_.reset();
-    return Status::IOError("cannot bind the admin endpoint to " + options_.bind + ":" + std::to_string(options_.admin_port));
+    return Status::IOError("cannot bind the admin endpoint to " + options_.bind + ":" +
+                           std::to_string(options_.admin_port));
   }
   admin_port_ = port;
   admin_->http_thread = std::thread([this] { admin_->http.listen_after_bind(); });
   // httplib's stop() does nothing until the listen loop runs; wait for it so
   // that a Stop() right after Start() (e.g. a failed load) cannot hang.
-  for (int i = 0; i < 5000 && !admin_->http.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int i = 0; i < 5000 && !admin_->http.is_running(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   admin_->tick_thread = std::thread([this] {
     std::unique_lock<std::mutex> lock(admin_->mu);
     while (!admin_->stop) {
@@ -519,11 +691,13 @@ Status PartitionServer::StartAdmin() {
 void PartitionServer::Stop() {
   if (stopped_) return;
   stopped_ = true;
-  phase_ = 2;  // draining: /healthz answers 503
+  phase_ = 2;                            // draining: /healthz answers 503
   if (data_plane_) data_plane_->Stop();  // kept for /stats until the admin endpoint is gone
+  if (export_) export_->Stop();          // no more hand-outs; mappings clients hold stay valid
   if (rpc_) {
     rpc_->server->stop();  // closes the listener, interrupts idle connections
-    if (rpc_->thread.joinable()) rpc_->thread.join();  // serve() returns once every connection ended
+    if (rpc_->thread.joinable())
+      rpc_->thread.join();  // serve() returns once every connection ended
     rpc_.reset();
   }
   if (admin_) {

@@ -18,11 +18,14 @@
 #ifndef FANOUT_SERVER_PARTITION_SERVER_H_
 #define FANOUT_SERVER_PARTITION_SERVER_H_
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/status.h"
 #include "common/thread_pool.h"
@@ -38,15 +41,16 @@ struct ServerOptions {
   std::string bind = "127.0.0.1";  // address for both listeners (default loopback only)
   int port = 0;                    // RPC port (0 = any free port)
   int admin_port = 0;              // admin HTTP port (0 = any free port, -1 = no admin endpoint)
-  int threads = 0;                 // threads that split a large request: the caller plus threads - 1 workers (0 = the usable CPUs)
+  int threads = 0;  // threads that split a large request: the caller plus threads - 1 workers (0 =
+                    // the usable CPUs)
   int64_t max_ids_per_request = int64_t{1} << 22;  // ids in one request, default 4 Mi
-  int64_t max_fanout = 100000;     // largest fanout accepted (-1 = all is always accepted)
-  int64_t max_frame_bytes = int64_t{256} << 20;    // largest request frame, default 256 MiB
+  int64_t max_fanout = 100000;  // largest fanout accepted (-1 = all is always accepted)
+  int64_t max_frame_bytes = int64_t{256} << 20;  // largest request frame, default 256 MiB
   // Largest feature or label reply one request may ask for (ids x row bytes),
   // default 1 GiB (the client's default largest reply): without it a valid
   // request for --max-ids rows of wide features asked for tens of GiB.
   int64_t max_reply_bytes = int64_t{1} << 30;
-  int expected_num_parts = -1;     // refuse a dataset with another partition count
+  int expected_num_parts = -1;  // refuse a dataset with another partition count
   // Authentication: with a token, every RPC connection must present it
   // (authenticate) before any other call, and the admin endpoint's /stats and
   // / need it (Authorization: Bearer, or ?token=); /metrics and /healthz stay
@@ -62,14 +66,22 @@ struct ServerOptions {
   // explicit --data-plane ucx there). Start() fails with the reason when it
   // is on and cannot start (run with it off to serve over Thrift only).
   bool data_plane = true;
-  int data_port = 0;               // its port (0 = any free port)
-  int data_threads = 0;            // its progress threads (0 = min(cores, 4))
+  int data_port = 0;     // its port (0 = any free port)
+  int data_threads = 0;  // its progress threads (0 = min(cores, 4))
+  // The same-host export (rpc/local_export.h): the partition's arrays in
+  // sealed read-only shared memory, served from there, and handed to clients
+  // on this host over a Unix socket at this path ("" = the default,
+  // rpc::DefaultLocalSocketPath; "off" = no export). Its path travels in
+  // PartitionInfo. An explicit path that cannot be served fails Start().
+  std::string local_socket;
+  std::vector<uid_t> local_uids;  // uids allowed to map it (empty = this process's uid)
 };
 
 struct ServerState;  // internal: what handlers share
 }  // namespace fanout::server
 namespace fanout::rpc {
 class DataPlaneServer;
+class LocalExport;
 }  // namespace fanout::rpc
 namespace fanout::server {
 
@@ -89,7 +101,13 @@ class PartitionServer {
   // The data plane's port; 0 when it is off or not built.
   int data_port() const { return data_port_; }
   int admin_port() const { return admin_port_; }
+  // The dataset's meta and names. Its arrays are empty when the server
+  // loaded the partition itself and exports it: view() has them.
   const datasets::PartitionData& data() const { return *data_; }
+  // The arrays served (in the sealed export where there is one).
+  const datasets::PartitionView& view() const;
+  // The same-host export's socket ("" = none).
+  const std::string& local_socket() const;
   const ServerMetrics& metrics() const;
   double load_seconds() const { return load_seconds_; }
   // "loading", "serving", "draining", "stopped".
@@ -102,17 +120,24 @@ class PartitionServer {
   Status StartAdmin();
   Status StartRpc();
   Status StartDataPlane();
+  Status Export(datasets::PartitionData* owned);
+  Status StartLocalSocket();
+  static datasets::PartitionView ExportedView(const rpc::LocalExport& e,
+                                              const datasets::PartitionView& like);
 
   ServerOptions options_;
   std::shared_ptr<const datasets::PartitionData> data_;
   std::unique_ptr<ServerState> state_;
-  const std::shared_ptr<rpc::ConnectionGuard> guard_;  // the RPC listener's limits (lives as long as the server)
+  const std::shared_ptr<rpc::ConnectionGuard>
+      guard_;  // the RPC listener's limits (lives as long as the server)
   struct Rpc;
   std::unique_ptr<Rpc> rpc_;
   struct Admin;
   std::unique_ptr<Admin> admin_;
   std::unique_ptr<rpc::DataPlaneServer> data_plane_;
-  std::atomic<bool> loaded_{false};  // data_ and state_ are complete (the admin endpoint may read them)
+  std::unique_ptr<rpc::LocalExport> export_;  // what state_->view points into, where exported
+  std::atomic<bool> loaded_{
+      false};                  // data_ and state_ are complete (the admin endpoint may read them)
   std::atomic<int> phase_{0};  // 0 loading, 1 serving, 2 draining, 3 stopped
   int port_ = 0, admin_port_ = -1, data_port_ = 0;
   double load_seconds_ = 0;

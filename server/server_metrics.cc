@@ -9,7 +9,7 @@ namespace fanout::server {
 const char* MethodName(int m) {
   static const char* kNames[] = {"partition_info", "sample_neighbors", "lookup_features", "lookup_labels",
                                  "lookup_degrees", "lookup_splits",    "lookup_original_ids", "ping",
-                                 "note_failover", "has_edges"};
+                                 "note_failover", "has_edges", "report_local"};
   return m >= 0 && m < kNumMethods ? kNames[m] : "unknown";
 }
 
@@ -19,7 +19,7 @@ const char* OutcomeName(int o) {
 }
 
 const char* PathName(int p) {
-  static const char* kNames[] = {"thrift", "ucx"};
+  static const char* kNames[] = {"thrift", "ucx", "local"};
   return p >= 0 && p < kNumPaths ? kNames[p] : "unknown";
 }
 

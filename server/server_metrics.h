@@ -31,6 +31,7 @@ enum Method : int {
   kPing,
   kNoteFailover,
   kHasEdges,
+  kReportLocal,
   kNumMethods
 };
 const char* MethodName(int m);
@@ -39,7 +40,9 @@ enum Outcome : int { kOk = 0, kInvalidArgument, kError, kNumOutcomes };
 const char* OutcomeName(int o);
 
 // The path a request came and its reply went by.
-enum Path : int { kThrift = 0, kUcx, kNumPaths };
+// kLocal: work same-host clients did themselves on the exported partition,
+// as they reported it (report_local).
+enum Path : int { kThrift = 0, kUcx, kLocal, kNumPaths };
 const char* PathName(int p);
 
 class ServerMetrics {
@@ -55,9 +58,9 @@ class ServerMetrics {
     counters_.Add(kSampledNodes, nodes);
     counters_.Add(kSampledEdges, edges);
   }
-  // A request answered over `path` with a reply payload of `bytes`.
-  void RecordPath(int path, int64_t bytes) {
-    counters_.Add(PathRequestIndex(path), 1);
+  // `requests` answered over `path` with reply payloads of `bytes` in all.
+  void RecordPath(int path, int64_t bytes, int64_t requests = 1) {
+    counters_.Add(PathRequestIndex(path), requests);
     counters_.Add(PathBytesIndex(path), bytes);
   }
   int64_t PathRequests(int path) const { return counters_.Get(PathRequestIndex(path)); }
@@ -67,7 +70,9 @@ class ServerMetrics {
     counters_.Add(kFeatureBytes, bytes);
   }
 
-  int64_t Requests(int method, int outcome) const { return counters_.Get(RequestIndex(method, outcome)); }
+  int64_t Requests(int method, int outcome) const {
+    return counters_.Get(RequestIndex(method, outcome));
+  }
   int64_t SampledNodes() const { return counters_.Get(kSampledNodes); }
   int64_t SampledEdges() const { return counters_.Get(kSampledEdges); }
   int64_t FeatureRows() const { return counters_.Get(kFeatureRows); }
@@ -95,11 +100,22 @@ class ServerMetrics {
   static double BucketUpperSeconds(int k);
 
  private:
-  enum Fixed : int { kInFlight = 0, kSampledNodes, kSampledEdges, kFeatureRows, kFeatureBytes, kNumFixed };
+  enum Fixed : int {
+    kInFlight = 0,
+    kSampledNodes,
+    kSampledEdges,
+    kFeatureRows,
+    kFeatureBytes,
+    kNumFixed
+  };
   static int RequestIndex(int m, int o) { return kNumFixed + m * kNumOutcomes + o; }
   static int LatencySumIndex(int m) { return kNumFixed + kNumMethods * kNumOutcomes + m; }
-  static int BucketIndex(int m, int k) { return kNumFixed + kNumMethods * (kNumOutcomes + 1) + m * kBuckets + k; }
-  static int PathRequestIndex(int p) { return kNumFixed + kNumMethods * (kNumOutcomes + 1) + kNumMethods * kBuckets + p; }
+  static int BucketIndex(int m, int k) {
+    return kNumFixed + kNumMethods * (kNumOutcomes + 1) + m * kBuckets + k;
+  }
+  static int PathRequestIndex(int p) {
+    return kNumFixed + kNumMethods * (kNumOutcomes + 1) + kNumMethods * kBuckets + p;
+  }
   static int PathBytesIndex(int p) { return PathRequestIndex(kNumPaths) + p; }
   static int NumCounters() { return PathBytesIndex(kNumPaths); }
 
@@ -119,7 +135,7 @@ class ServerMetrics {
 
   ShardedCounters counters_;
   mutable std::mutex mu_;
-  std::deque<Snap> ring_;  // GUARDED_BY(mu_): the last 61 snapshots, oldest first
+  std::deque<Snap> ring_;             // GUARDED_BY(mu_): the last 61 snapshots, oldest first
   std::deque<HistoryPoint> history_;  // GUARDED_BY(mu_): the last kHistoryPoints, oldest first
 };
 

@@ -1,11 +1,10 @@
 #include "server/service.h"
 
-#include "sampler/hetero.h"
-
 #include <algorithm>
 #include <cstring>
 
 #include "common/id_range.h"
+#include "sampler/hetero.h"
 
 namespace fanout::server {
 
@@ -29,17 +28,19 @@ FailoverLog::Snapshot FailoverLog::Get() const {
 
 Status PartitionService::CheckIds(ArrayView<const int64_t> ids) const {
   if (static_cast<int64_t>(ids.size()) > s_->options.max_ids_per_request)
-    return Status::InvalidArgument("request has " + std::to_string(ids.size()) + " ids, more than the limit of " +
+    return Status::InvalidArgument("request has " + std::to_string(ids.size()) +
+                                   " ids, more than the limit of " +
                                    std::to_string(s_->options.max_ids_per_request));
   IdRangeCheck how;
   how.range = "this partition's range ";
-  return CheckIdsInRange(ids, s_->data->node_begin, s_->data->node_end, how);
+  return CheckIdsInRange(ids, s_->view.node_begin, s_->view.node_end, how);
 }
 
 Status PartitionService::CheckReplyBytes(size_t rows, size_t row_bytes) const {
   const double bytes = static_cast<double>(rows) * static_cast<double>(row_bytes);
   if (bytes > static_cast<double>(s_->options.max_reply_bytes))
-    return Status::InvalidArgument("a reply of " + std::to_string(rows) + " rows x " + std::to_string(row_bytes) +
+    return Status::InvalidArgument("a reply of " + std::to_string(rows) + " rows x " +
+                                   std::to_string(row_bytes) +
                                    " bytes is over the server's limit of " +
                                    std::to_string(s_->options.max_reply_bytes >> 20) +
                                    " MiB (--max-reply-mib): ask for fewer rows per request");
@@ -51,11 +52,12 @@ size_t PartitionService::FeatureRowBytes() const {
   return static_cast<size_t>(m.feature_dim * datasets::FeatureDTypeSize(m.feature_dtype));
 }
 
-void PartitionService::GatherFeatures(ArrayView<const int64_t> ids, char* dst, const int64_t* offsets) {
+void PartitionService::GatherFeatures(ArrayView<const int64_t> ids, char* dst,
+                                      const int64_t* offsets) {
   const size_t row = FeatureRowBytes();
   const int64_t n = static_cast<int64_t>(ids.size());
-  const uint8_t* src = s_->data->features.data();
-  const int64_t base = s_->data->node_begin;
+  const uint8_t* src = s_->view.features.data();
+  const int64_t base = s_->view.node_begin;
   if (row == 0) {  // a dataset without feature values: nothing to copy (and no memory to copy from)
     metrics_->RecordFeatures(n, 0);
     return;
@@ -63,12 +65,14 @@ void PartitionService::GatherFeatures(ArrayView<const int64_t> ids, char* dst, c
   auto gather = [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       if (i + 8 < e) __builtin_prefetch(src + (ids[i + 8] - base) * row);
-      std::memcpy(dst + (offsets ? offsets[i] : i * static_cast<int64_t>(row)), src + (ids[i] - base) * row, row);
+      std::memcpy(dst + (offsets ? offsets[i] : i * static_cast<int64_t>(row)),
+                  src + (ids[i] - base) * row, row);
     }
   };
   constexpr int64_t kChunk = 4096;
   if (s_->pool && n > 2 * kChunk) {
-    s_->pool->ParallelFor((n + kChunk - 1) / kChunk, [&](int64_t c) { gather(c * kChunk, std::min(n, (c + 1) * kChunk)); });
+    s_->pool->ParallelFor((n + kChunk - 1) / kChunk,
+                          [&](int64_t c) { gather(c * kChunk, std::min(n, (c + 1) * kChunk)); });
   } else {
     gather(0, n);
   }
@@ -76,8 +80,9 @@ void PartitionService::GatherFeatures(ArrayView<const int64_t> ids, char* dst, c
 }
 
 Status PartitionService::Labels(ArrayView<const int64_t> ids, int64_t* dst) const {
-  const datasets::PartitionData& d = *s_->data;
-  if (d.labels.empty()) return Status::NotFound("dataset '" + d.meta.name + "' has no labels");
+  const datasets::PartitionView& d = s_->view;
+  if (d.labels.empty())
+    return Status::NotFound("dataset '" + s_->data->meta.name + "' has no labels");
   for (size_t i = 0; i < ids.size(); ++i) dst[i] = d.labels[ids[i] - d.node_begin];
   return Status::OK();
 }
@@ -94,13 +99,16 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
   if (p.hetero) {
     const sampler::HeteroSchema& h = s_->data->meta.hetero;
     if (h.empty())
-      return Status::InvalidArgument("per-edge-type fanouts need a heterogeneous dataset; '" + s_->data->meta.name +
-                                     "' has no edge types");
+      return Status::InvalidArgument("per-edge-type fanouts need a heterogeneous dataset; '" +
+                                     s_->data->meta.name + "' has no edge types");
     if (p.type_fanouts.size() != static_cast<size_t>(h.num_edge_types()))
-      return Status::InvalidArgument("per-edge-type fanouts name " + std::to_string(p.type_fanouts.size()) +
+      return Status::InvalidArgument("per-edge-type fanouts name " +
+                                     std::to_string(p.type_fanouts.size()) +
                                      " edge types; dataset '" + s_->data->meta.name + "' has " +
                                      std::to_string(h.num_edge_types()));
-    if (p.temporal) return Status::InvalidArgument("temporal sampling of heterogeneous datasets is not supported");
+    if (p.temporal)
+      return Status::InvalidArgument(
+          "temporal sampling of heterogeneous datasets is not supported");
     bound_fanout = 0;
     for (size_t e = 0; e < p.type_fanouts.size(); ++e) {
       const int64_t f = p.type_fanouts[e];
@@ -118,56 +126,68 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
   const double limit = static_cast<double>(s_->options.max_reply_bytes);
   // The most edges one node of this degree can draw.
   auto most_drawn = [&](int64_t deg) -> double {
-    return deg == 0 ? 0 : bound_fanout < 0 ? deg : p.replace ? bound_fanout : std::min(bound_fanout, deg);
+    return deg == 0           ? 0
+           : bound_fanout < 0 ? deg
+           : p.replace        ? bound_fanout
+                              : std::min(bound_fanout, deg);
   };
-  double most_edges = s_->max_degree < 0 ? -1 : static_cast<double>(ids.size()) * most_drawn(s_->max_degree);
+  double most_edges =
+      s_->max_degree < 0 ? -1 : static_cast<double>(ids.size()) * most_drawn(s_->max_degree);
   if (most_edges < 0 || 4.0 * ids.size() + most_edges * per_edge > limit) {
     most_edges = 0;
-    for (int64_t id : ids) most_edges += most_drawn(s_->graph.degree(id - s_->data->node_begin));
+    for (int64_t id : ids) most_edges += most_drawn(s_->graph.degree(id - s_->view.node_begin));
   }
   const double most_bytes = 4.0 * ids.size() + most_edges * per_edge;
   if (most_bytes > limit)
-    return Status::InvalidArgument("this sampling request may draw " + std::to_string(static_cast<int64_t>(most_edges)) +
-                                   " edges, a reply over the server's limit of " +
-                                   std::to_string(s_->options.max_reply_bytes >> 20) +
-                                   " MiB (--max-reply-mib): ask for fewer nodes or a smaller fanout per request");
+    return Status::InvalidArgument(
+        "this sampling request may draw " + std::to_string(static_cast<int64_t>(most_edges)) +
+        " edges, a reply over the server's limit of " +
+        std::to_string(s_->options.max_reply_bytes >> 20) +
+        " MiB (--max-reply-mib): ask for fewer nodes or a smaller fanout per request");
   sampler::SamplingOptions so;
   so.replace = p.replace;
   so.weighted = p.weighted;
   so.with_edge_ids = p.with_edge_ids;
-  so.node_offset = s_->data->node_begin;
+  so.node_offset = s_->view.node_begin;
   if (p.temporal) {
     if (!s_->data->meta.has_edge_times)
-      return Status::InvalidArgument("temporal sampling needs edge timestamps; dataset '" + s_->data->meta.name +
+      return Status::InvalidArgument("temporal sampling needs edge timestamps; dataset '" +
+                                     s_->data->meta.name +
                                      "' has none (fanout-partition --edge-times)");
     if (p.times.size() != ids.size())
-      return Status::InvalidArgument("temporal sampling needs one time per node: " + std::to_string(ids.size()) +
-                                     " nodes, " + std::to_string(p.times.size()) + " times");
+      return Status::InvalidArgument(
+          "temporal sampling needs one time per node: " + std::to_string(ids.size()) + " nodes, " +
+          std::to_string(p.times.size()) + " times");
     if (p.replace || p.weighted)
-      return Status::InvalidArgument("temporal sampling draws uniformly without replacement (no replace, no weights)");
-    sampler::SampleTemporalHop(s_->graph, s_->data->edge_times.data(), s_->time_index, so.node_offset, ids, p.times, p.fanout, p.hop,
-                               p.seed, p.strategy, p.with_edge_ids, &hop_);
+      return Status::InvalidArgument(
+          "temporal sampling draws uniformly without replacement (no replace, no weights)");
+    sampler::SampleTemporalHop(s_->graph, s_->view.edge_times.data(), s_->time_index,
+                               so.node_offset, ids, p.times, p.fanout, p.hop, p.seed, p.strategy,
+                               p.with_edge_ids, &hop_);
     metrics_->RecordSample(static_cast<int64_t>(ids.size()), hop_.offsets[ids.size()]);
     *out = &hop_;
     return Status::OK();
   }
   if (p.hetero) {
-    FANOUT_RETURN_IF_ERROR(sampler::SampleHeteroHop(s_->graph, s_->data->edge_types.data(), ids, p.type_fanouts, p.hop,
-                                                    p.seed, so, &hop_));
+    FANOUT_RETURN_IF_ERROR(sampler::SampleHeteroHop(s_->graph, s_->view.edge_types.data(), ids,
+                                                    p.type_fanouts, p.hop, p.seed, so, &hop_));
     metrics_->RecordSample(static_cast<int64_t>(ids.size()), hop_.offsets[ids.size()]);
     *out = &hop_;
     return Status::OK();
   }
-  FANOUT_RETURN_IF_ERROR(sampler_.Sample(s_->graph, ids, p.fanout, p.hop, p.seed, so, s_->pool.get(), &hop_));
+  FANOUT_RETURN_IF_ERROR(
+      sampler_.Sample(s_->graph, ids, p.fanout, p.hop, p.seed, so, s_->pool.get(), &hop_));
   metrics_->RecordSample(static_cast<int64_t>(ids.size()), hop_.offsets[ids.size()]);
   *out = &hop_;
   return Status::OK();
 }
 
-void PartitionService::PackSample(const sampler::OneHopResult& hop, size_t n, bool with_edge_ids, char* dst) {
+void PartitionService::PackSample(const sampler::OneHopResult& hop, size_t n, bool with_edge_ids,
+                                  char* dst) {
   const int64_t total = hop.offsets[n];
   int32_t* counts = reinterpret_cast<int32_t*>(dst);
-  for (size_t i = 0; i < n; ++i) counts[i] = static_cast<int32_t>(hop.offsets[i + 1] - hop.offsets[i]);
+  for (size_t i = 0; i < n; ++i)
+    counts[i] = static_cast<int32_t>(hop.offsets[i + 1] - hop.offsets[i]);
   for (size_t i = n * 4; i < ((n * 4 + 7) & ~size_t{7}); ++i) dst[i] = 0;
   char* at = dst + ((n * 4 + 7) & ~size_t{7});
   if (total > 0) std::memcpy(at, hop.neighbors.data(), total * 8);

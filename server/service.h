@@ -33,8 +33,8 @@ class FailoverLog {
   static constexpr size_t kMaxOrigins = 256;
   static constexpr size_t kMaxAddressBytes = 256;
   struct Snapshot {
-    int64_t retries = 0;    // the same replica asked again on a new connection
-    int64_t failovers = 0;  // moved here from another replica
+    int64_t retries = 0;                  // the same replica asked again on a new connection
+    int64_t failovers = 0;                // moved here from another replica
     std::map<std::string, int64_t> from;  // failovers by origin address
     std::string last_reason;
   };
@@ -48,13 +48,22 @@ class FailoverLog {
 
 struct ServerState {
   ServerOptions options;
+  // The dataset's meta.json and original names; its arrays may be empty:
+  // every array is read through `view`.
   std::shared_ptr<const datasets::PartitionData> data;
+  // The arrays served: the sealed export's memory where the server exports
+  // (the same memory same-host clients map), else data's vectors.
+  datasets::PartitionView view;
+  std::string local_socket;      // the export's socket path ("" = none)
+  uint64_t local_export_id = 0;  // ... and its id
   sampler::CsrGraph graph;
   std::unique_ptr<ThreadPool> pool;
   ServerMetrics metrics;
   std::atomic<int> data_port{0};  // the UCX listener's port once it listens (0 = none)
-  int64_t max_degree = -1;        // of the partition's nodes (-1 = not known: sampling bounds replies exactly)
-  // With edge timestamps: sampler::PrepareTimeOrder's index (null: rows in time order) and its storage.
+  int64_t max_degree =
+      -1;  // of the partition's nodes (-1 = not known: sampling bounds replies exactly)
+  // With edge timestamps: sampler::PrepareTimeOrder's index (null: rows in time order) and its
+  // storage.
   const int64_t* time_index = nullptr;
   std::vector<int64_t> time_order;
   // Where authentication is required (auth token or TLS): what data-plane
@@ -101,7 +110,11 @@ class PartitionService {
       st = Status::Internal(e.what());
     }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    metrics_->EndRequest(method, st.ok() ? kOk : st.IsInvalidArgument() ? kInvalidArgument : kError, secs);
+    metrics_->EndRequest(method,
+                         st.ok()                  ? kOk
+                         : st.IsInvalidArgument() ? kInvalidArgument
+                                                  : kError,
+                         secs);
     if (st.ok()) metrics_->RecordPath(path, reply_bytes ? static_cast<int64_t>(*reply_bytes) : 0);
     return st;
   }
@@ -118,14 +131,16 @@ class PartitionService {
   // Labels of checked ids; NotFound when the dataset has none.
   Status Labels(ArrayView<const int64_t> ids, int64_t* dst) const;
   // One-hop sampling of checked ids; the result stays valid until the next call.
-  Status Sample(ArrayView<const int64_t> ids, const SampleParams& p, const sampler::OneHopResult** out);
+  Status Sample(ArrayView<const int64_t> ids, const SampleParams& p,
+                const sampler::OneHopResult** out);
   // The sample reply as one packed buffer (the data plane's layout,
   // rpc::SampleCountsBytes): counts (int32 per node, padded to 8 bytes), then
   // neighbors (int64), then edge ids (int64, when requested).
   static size_t PackedSampleBytes(size_t nodes, int64_t edges, bool with_edge_ids) {
     return ((nodes * 4 + 7) & ~size_t{7}) + static_cast<size_t>(edges) * (with_edge_ids ? 16 : 8);
   }
-  static void PackSample(const sampler::OneHopResult& hop, size_t nodes, bool with_edge_ids, char* dst);
+  static void PackSample(const sampler::OneHopResult& hop, size_t nodes, bool with_edge_ids,
+                         char* dst);
 
   const ServerState& state() const { return *s_; }
   ServerMetrics* metrics() { return metrics_; }

@@ -173,6 +173,7 @@ int64_t RequestBytesUntilFailure(std::shared_ptr<apache::thrift::transport::TTra
   auto data = std::make_shared<datasets::PartitionData>();
   EXPECT_TRUE(datasets::OpenPartition(testing::CoraDir(1), 0, {}, data.get()).ok());
   state->data = data;
+  state->view = data->View();
   state->graph = data->Graph();
   auto socket = std::make_shared<apache::thrift::transport::TServerSocket>("127.0.0.1", 0);
   auto server = std::make_shared<apache::thrift::server::TThreadedServer>(
