@@ -10,10 +10,11 @@ namespace {
 
 class CachedSession : public Session {
  public:
-  CachedSession(std::unique_ptr<Session> inner, cache::FeatureCache* cache) : inner_(std::move(inner)), cache_(cache) {}
+  CachedSession(std::unique_ptr<Session> inner, cache::FeatureCache* cache)
+      : inner_(std::move(inner)), cache_(cache) {}
 
-  Status Sample(ArrayView<const int64_t> seeds, uint64_t request_seed, const sampler::MultiHopOptions& options,
-                sampler::SampledSubgraph* out) override {
+  Status Sample(ArrayView<const int64_t> seeds, uint64_t request_seed,
+                const sampler::MultiHopOptions& options, sampler::SampledSubgraph* out) override {
     Status st = inner_->Sample(seeds, request_seed, options, out);
     Sync();
     return st;
@@ -40,11 +41,18 @@ class CachedSession : public Session {
     return Status::OK();
   }
 
-  Status Labels(ArrayView<const int64_t> ids, int64_t* out) override { return Wrap(inner_->Labels(ids, out)); }
-  Status OriginalIds(ArrayView<const int64_t> ids, int64_t* out) override { return Wrap(inner_->OriginalIds(ids, out)); }
-  Status Degrees(ArrayView<const int64_t> ids, int64_t* out) override { return Wrap(inner_->Degrees(ids, out)); }
-  Status SampleTemporal(ArrayView<const int64_t> seeds, ArrayView<const int64_t> seed_times, uint64_t request_seed,
-                        const sampler::MultiHopOptions& options, sampler::SampledSubgraph* out) override {
+  Status Labels(ArrayView<const int64_t> ids, int64_t* out) override {
+    return Wrap(inner_->Labels(ids, out));
+  }
+  Status OriginalIds(ArrayView<const int64_t> ids, int64_t* out) override {
+    return Wrap(inner_->OriginalIds(ids, out));
+  }
+  Status Degrees(ArrayView<const int64_t> ids, int64_t* out) override {
+    return Wrap(inner_->Degrees(ids, out));
+  }
+  Status SampleTemporal(ArrayView<const int64_t> seeds, ArrayView<const int64_t> seed_times,
+                        uint64_t request_seed, const sampler::MultiHopOptions& options,
+                        sampler::SampledSubgraph* out) override {
     Status st = inner_->SampleTemporal(seeds, seed_times, request_seed, options, out);
     Sync();
     return st;
@@ -53,7 +61,9 @@ class CachedSession : public Session {
                   int edge_type) override {
     return Wrap(inner_->HasEdges(src, dst, exists, edge_type));
   }
-  Status SplitNodes(int split, std::vector<int64_t>* out) override { return Wrap(inner_->SplitNodes(split, out)); }
+  Status SplitNodes(int split, std::vector<int64_t>* out) override {
+    return Wrap(inner_->SplitNodes(split, out));
+  }
 
  private:
   // Carries the inner session's network counters into ours.
@@ -64,7 +74,9 @@ class CachedSession : public Session {
     stats_.requests = in.requests;
     stats_.thrift_bytes = in.thrift_bytes;
     stats_.ucx_bytes = in.ucx_bytes;
-    stats_.placed_bytes = in.placed_bytes;
+    stats_.local_bytes = in.local_bytes;
+    stats_.local_edges = in.local_edges;
+    stats_.local_rows = in.local_rows;
     stats_.staged_bytes = in.staged_bytes;
     stats_.fallbacks = in.fallbacks;
     stats_.retries = in.retries;
@@ -84,7 +96,9 @@ std::vector<int64_t> TopK(const std::vector<int64_t>& score, int64_t k) {
   std::vector<int64_t> ids(score.size());
   std::iota(ids.begin(), ids.end(), 0);
   k = std::min<int64_t>(k, static_cast<int64_t>(ids.size()));
-  auto better = [&](int64_t a, int64_t b) { return score[a] != score[b] ? score[a] > score[b] : a < b; };
+  auto better = [&](int64_t a, int64_t b) {
+    return score[a] != score[b] ? score[a] > score[b] : a < b;
+  };
   std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), better);
   ids.resize(k);
   return ids;
@@ -100,11 +114,12 @@ Status CachedSource::NewSession(std::unique_ptr<Session>* out) {
 }
 
 std::string CachedSource::description() const {
-  return inner_->description() + " with a " + cache::PolicyName(cache_->options().policy) + " feature cache of " +
-         std::to_string(cache_->capacity()) + " rows";
+  return inner_->description() + " with a " + cache::PolicyName(cache_->options().policy) +
+         " feature cache of " + std::to_string(cache_->capacity()) + " rows";
 }
 
-Status SelectHotByDegree(Session& session, int64_t num_nodes, int64_t k, std::vector<int64_t>* out) {
+Status SelectHotByDegree(Session& session, int64_t num_nodes, int64_t k,
+                         std::vector<int64_t>* out) {
   std::vector<int64_t> degree(static_cast<size_t>(num_nodes)), ids;
   const int64_t step = 1 << 20;
   for (int64_t a = 0; a < num_nodes; a += step) {
@@ -117,11 +132,14 @@ Status SelectHotByDegree(Session& session, int64_t num_nodes, int64_t k, std::ve
   return Status::OK();
 }
 
-Status SelectHotByPresampling(Session& session, int64_t num_nodes, const std::vector<int64_t>& seeds,
-                              const sampler::MultiHopOptions& options, int64_t batch_size, int64_t batches,
-                              uint64_t seed, int64_t k, std::vector<int64_t>* out) {
+Status SelectHotByPresampling(Session& session, int64_t num_nodes,
+                              const std::vector<int64_t>& seeds,
+                              const sampler::MultiHopOptions& options, int64_t batch_size,
+                              int64_t batches, uint64_t seed, int64_t k,
+                              std::vector<int64_t>* out) {
   if (seeds.empty()) return Status::InvalidArgument("pre-sampling needs seeds");
-  std::vector<int64_t> count(static_cast<size_t>(num_nodes), 0), batch(static_cast<size_t>(batch_size));
+  std::vector<int64_t> count(static_cast<size_t>(num_nodes), 0),
+      batch(static_cast<size_t>(batch_size));
   SplitMix64 rng(Mix64(seed ^ 0x9e3779b97f4a7c15ULL));
   sampler::SampledSubgraph sub;
   for (int64_t b = 0; b < batches; ++b) {

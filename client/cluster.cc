@@ -1,23 +1,22 @@
 #include "client/cluster.h"
 
-#include "sampler/temporal.h"
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <chrono>
-#include <filesystem>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
-#include <unistd.h>
-
-#include "client/region_pool.h"
-#include "datasets/partition_store.h"
 #include "common/id_range.h"
+#include "datasets/partition_store.h"
+#include "sampler/negative.h"
+#include "sampler/temporal.h"
 
 namespace fanout::client {
 
@@ -29,50 +28,77 @@ Status ParseClusterJson(const std::string& text, const std::string& origin, Clus
     return Status::InvalidArgument(origin + ": not valid JSON: " + e.what());
   }
   if (!j.is_object() || !j.contains("partitions") || !j["partitions"].is_array())
-    return Status::InvalidArgument(origin + ": expected {\"partitions\": [{\"partition\": 0, \"replicas\": [\"host:port\"]}, ...]}");
+    return Status::InvalidArgument(
+        origin +
+        ": expected {\"partitions\": [{\"partition\": 0, \"replicas\": [\"host:port\"]}, ...]}");
   ClusterSpec spec;
   for (const auto& e : j["partitions"]) {
-    if (!e.is_object() || !e.contains("partition") || !e["partition"].is_number_integer() || !e.contains("replicas") ||
-        !e["replicas"].is_array() || e["replicas"].empty())
-      return Status::InvalidArgument(origin + ": each partition entry needs \"partition\" (an integer) and a non-empty "
-                                     "\"replicas\" list, got " + e.dump());
+    if (!e.is_object() || !e.contains("partition") || !e["partition"].is_number_integer() ||
+        !e.contains("replicas") || !e["replicas"].is_array() || e["replicas"].empty())
+      return Status::InvalidArgument(
+          origin +
+          ": each partition entry needs \"partition\" (an integer) and a non-empty "
+          "\"replicas\" list, got " +
+          e.dump());
     int p = e["partition"].get<int>();
-    if (p < 0 || p > 100000) return Status::InvalidArgument(origin + ": partition " + std::to_string(p) + " is out of range");
+    if (p < 0 || p > 100000)
+      return Status::InvalidArgument(origin + ": partition " + std::to_string(p) +
+                                     " is out of range");
     if (static_cast<int>(spec.replicas.size()) <= p) spec.replicas.resize(p + 1);
     if (!spec.replicas[p].empty())
-      return Status::InvalidArgument(origin + ": partition " + std::to_string(p) + " is listed twice");
+      return Status::InvalidArgument(origin + ": partition " + std::to_string(p) +
+                                     " is listed twice");
     for (const auto& r : e["replicas"]) {
-      if (!r.is_string()) return Status::InvalidArgument(origin + ": replica " + r.dump() + " is not a \"host:port\" string");
+      if (!r.is_string())
+        return Status::InvalidArgument(origin + ": replica " + r.dump() +
+                                       " is not a \"host:port\" string");
       std::string host;
       int port;
-      FANOUT_RETURN_IF_ERROR(rpc::ParseAddress(r.get<std::string>(), &host, &port).WithContext(origin));
+      FANOUT_RETURN_IF_ERROR(
+          rpc::ParseAddress(r.get<std::string>(), &host, &port).WithContext(origin));
       spec.replicas[p].push_back(r.get<std::string>());
     }
   }
   if (j.contains("data_plane")) {
     if (!j["data_plane"].is_string())
-      return Status::InvalidArgument(origin + ": \"data_plane\" must be \"auto\", \"ucx\" or \"tcp\", got " +
+      return Status::InvalidArgument(origin +
+                                     ": \"data_plane\" must be \"auto\", \"ucx\" or \"tcp\", got " +
                                      j["data_plane"].dump());
-    FANOUT_RETURN_IF_ERROR(rpc::ParseDataPlaneMode(j["data_plane"].get<std::string>(), &spec.data_plane).WithContext(origin));
+    FANOUT_RETURN_IF_ERROR(
+        rpc::ParseDataPlaneMode(j["data_plane"].get<std::string>(), &spec.data_plane)
+            .WithContext(origin));
     spec.has_data_plane = true;
+  }
+  if (j.contains("local_sampling")) {
+    const auto& v = j["local_sampling"];
+    if (!v.is_string() || (v.get<std::string>() != "auto" && v.get<std::string>() != "off"))
+      return Status::InvalidArgument(
+          origin + ": \"local_sampling\" must be \"auto\" or \"off\", got " + v.dump());
+    spec.has_local_sampling = true;
+    spec.local_sampling = v.get<std::string>() == "auto";
   }
   if (j.contains("tls")) {
     const auto& t = j["tls"];
     auto path = [&](const char* key, std::string* out) -> Status {
       if (!t.contains(key)) return Status::OK();
       if (!t[key].is_string() || t[key].get<std::string>().empty())
-        return Status::InvalidArgument(origin + ": \"tls\".\"" + key + "\" must be a file path, got " + t[key].dump());
+        return Status::InvalidArgument(origin + ": \"tls\".\"" + key +
+                                       "\" must be a file path, got " + t[key].dump());
       *out = t[key].get<std::string>();
       return Status::OK();
     };
     if (!t.is_object() || !t.contains("ca"))
-      return Status::InvalidArgument(origin + ": \"tls\" must be {\"ca\": FILE, \"cert\": FILE, \"key\": FILE} "
-                                     "(cert and key only for servers that require client certificates), got " + t.dump());
+      return Status::InvalidArgument(
+          origin +
+          ": \"tls\" must be {\"ca\": FILE, \"cert\": FILE, \"key\": FILE} "
+          "(cert and key only for servers that require client certificates), got " +
+          t.dump());
     FANOUT_RETURN_IF_ERROR(path("ca", &spec.tls.ca));
     FANOUT_RETURN_IF_ERROR(path("cert", &spec.tls.cert));
     FANOUT_RETURN_IF_ERROR(path("key", &spec.tls.key));
     if (spec.tls.cert.empty() != spec.tls.key.empty())
-      return Status::InvalidArgument(origin + ": \"tls\" needs both \"cert\" and \"key\", or neither");
+      return Status::InvalidArgument(origin +
+                                     ": \"tls\" needs both \"cert\" and \"key\", or neither");
   }
   if (j.contains("auth_token_file")) {
     if (!j["auth_token_file"].is_string() || j["auth_token_file"].get<std::string>().empty())
@@ -83,8 +109,9 @@ Status ParseClusterJson(const std::string& text, const std::string& origin, Clus
   if (spec.replicas.empty()) return Status::InvalidArgument(origin + ": no partitions");
   for (size_t p = 0; p < spec.replicas.size(); ++p)
     if (spec.replicas[p].empty())
-      return Status::InvalidArgument(origin + ": partition " + std::to_string(p) + " is missing (partitions 0.." +
-                                     std::to_string(spec.replicas.size() - 1) + " must all be listed)");
+      return Status::InvalidArgument(
+          origin + ": partition " + std::to_string(p) + " is missing (partitions 0.." +
+          std::to_string(spec.replicas.size() - 1) + " must all be listed)");
   *out = std::move(spec);
   return Status::OK();
 }
@@ -106,16 +133,20 @@ Status ReadAuthToken(const std::string& path, std::string* token) {
   std::ifstream f(path);
   if (!f) return Status::NotFound(path + ": cannot open the auth token file");
   std::getline(f, *token);
-  while (!token->empty() && std::isspace(static_cast<unsigned char>(token->back()))) token->pop_back();
-  if (token->empty()) return Status::InvalidArgument(path + ": the auth token file's first line is empty");
+  while (!token->empty() && std::isspace(static_cast<unsigned char>(token->back())))
+    token->pop_back();
+  if (token->empty())
+    return Status::InvalidArgument(path + ": the auth token file's first line is empty");
   return Status::OK();
 }
 
-Status Cluster::Connect(const ClusterSpec& spec, const rpc::RpcOptions& given, std::shared_ptr<Cluster>* out) {
+Status Cluster::Connect(const ClusterSpec& spec, const rpc::RpcOptions& given,
+                        std::shared_ptr<Cluster>* out) {
   auto c = std::shared_ptr<Cluster>(new Cluster());
   rpc::RpcOptions options = given;  // the file's TLS and token win
   if (spec.tls.enabled()) options.tls = spec.tls;
-  if (!spec.auth_token_file.empty()) FANOUT_RETURN_IF_ERROR(ReadAuthToken(spec.auth_token_file, &options.auth_token));
+  if (!spec.auth_token_file.empty())
+    FANOUT_RETURN_IF_ERROR(ReadAuthToken(spec.auth_token_file, &options.auth_token));
   c->options_ = options;
   c->replicas_ = spec.replicas;
   const int k = static_cast<int>(spec.replicas.size());
@@ -129,19 +160,22 @@ Status Cluster::Connect(const ClusterSpec& spec, const rpc::RpcOptions& given, s
       if (last.ok()) last = client->Info(&info);
       if (!last.ok()) continue;
       if (info.partition != p)
-        return Status::InvalidArgument("server " + addr + " serves partition " + std::to_string(info.partition) +
-                                       " but the cluster file lists it as partition " + std::to_string(p));
+        return Status::InvalidArgument(
+            "server " + addr + " serves partition " + std::to_string(info.partition) +
+            " but the cluster file lists it as partition " + std::to_string(p));
       if (info.num_parts != k)
-        return Status::InvalidArgument("server " + addr + " belongs to a dataset of " + std::to_string(info.num_parts) +
-                                       " partitions but the cluster file lists " + std::to_string(k));
+        return Status::InvalidArgument(
+            "server " + addr + " belongs to a dataset of " + std::to_string(info.num_parts) +
+            " partitions but the cluster file lists " + std::to_string(k));
       c->addresses_.push_back(addr);
       c->info_.push_back(info);
       found = true;
       break;
     }
     if (!found)
-      return Status::FromCode(static_cast<int>(last.code()),
-                              "no replica of partition " + std::to_string(p) + " answers: " + last.message());
+      return Status::FromCode(
+          static_cast<int>(last.code()),
+          "no replica of partition " + std::to_string(p) + " answers: " + last.message());
   }
   const rpc::RemotePartitionInfo& first = c->info_[0];
   c->offsets_.push_back(0);
@@ -149,18 +183,22 @@ Status Cluster::Connect(const ClusterSpec& spec, const rpc::RpcOptions& given, s
     const rpc::RemotePartitionInfo& i = c->info_[p];
     if (i.dataset_id != first.dataset_id)
       return Status::InvalidArgument("servers " + c->addresses_[0] + " and " + c->addresses_[p] +
-                                     " belong to different datasets ('" + first.dataset_name + "' " + first.dataset_id +
-                                     " vs '" + i.dataset_name + "' " + i.dataset_id + ")");
+                                     " belong to different datasets ('" + first.dataset_name +
+                                     "' " + first.dataset_id + " vs '" + i.dataset_name + "' " +
+                                     i.dataset_id + ")");
     if (i.node_begin != c->offsets_.back())
-      return Status::InvalidArgument("partition ranges do not tile the id space: partition " + std::to_string(p) +
-                                     " at " + c->addresses_[p] + " starts at " + std::to_string(i.node_begin) +
-                                     ", expected " + std::to_string(c->offsets_.back()));
+      return Status::InvalidArgument("partition ranges do not tile the id space: partition " +
+                                     std::to_string(p) + " at " + c->addresses_[p] + " starts at " +
+                                     std::to_string(i.node_begin) + ", expected " +
+                                     std::to_string(c->offsets_.back()));
     c->offsets_.push_back(i.node_end);
   }
   if (c->offsets_.back() != first.num_nodes_total)
-    return Status::InvalidArgument("partition ranges end at " + std::to_string(c->offsets_.back()) + " but the dataset has " +
-                                   std::to_string(first.num_nodes_total) + " nodes");
-  if (!first.node_types.empty()) {  // heterogeneous: every partition serves the same schema (one dataset id)
+    return Status::InvalidArgument("partition ranges end at " + std::to_string(c->offsets_.back()) +
+                                   " but the dataset has " + std::to_string(first.num_nodes_total) +
+                                   " nodes");
+  if (!first.node_types
+           .empty()) {  // heterogeneous: every partition serves the same schema (one dataset id)
     sampler::HeteroSchema& h = c->hetero_;
     h.node_types = first.node_types;
     for (const std::string& name : first.edge_types) {
@@ -177,25 +215,53 @@ Status Cluster::Connect(const ClusterSpec& spec, const rpc::RpcOptions& given, s
   if (mode == rpc::DataPlaneMode::kUcx) {
     for (int p = 0; p < k; ++p)
       if (c->info_[p].data_port <= 0)
-        return Status::Unavailable("data plane \"ucx\" was asked for, but server " + c->addresses_[p] +
-                                   " offers none (it runs with --data-plane off, or was built without UCX)");
+        return Status::Unavailable(
+            "data plane \"ucx\" was asked for, but server " + c->addresses_[p] +
+            " offers none (it runs with --data-plane off, or was built without UCX)");
   }
-  if (mode != rpc::DataPlaneMode::kTcp) {
+  // Same host: each partition whose server's export maps here is read here.
+  c->local_.resize(k);
+  c->local_sampling_ = spec.has_local_sampling ? spec.local_sampling : options.local_sampling;
+  int remote = k;
+  if (mode == rpc::DataPlaneMode::kAuto) {
+    for (int p = 0; p < k; ++p) {
+      const rpc::RemotePartitionInfo& i = c->info_[p];
+      if (i.local_socket.empty()) continue;
+      Status st = LocalPartition::Open(i, c->hetero_.num_edge_types(), options.auth_token,
+                                       options.connect_timeout_ms, &c->local_[p]);
+      if (st.ok()) {
+        --remote;
+      } else if (st.code() != Status::Code::kNotFound) {  // NotFound: the server is on another host
+        ++c->local_refused_;
+        std::fprintf(stderr,
+                     "fanout: partition %d: the same-host export of server %s is not used (%s); "
+                     "its requests "
+                     "go over the RPC paths\n",
+                     p, c->addresses_[p].c_str(), st.message().c_str());
+      }
+    }
+  }
+  if (mode != rpc::DataPlaneMode::kTcp && remote > 0) {
     Status st = rpc::DataPlaneContext::Create(&c->data_ctx_);
     if (st.ok()) {
       c->mode_ = mode;
     } else if (mode == rpc::DataPlaneMode::kUcx) {
-      return Status::FromCode(static_cast<int>(st.code()), "data plane \"ucx\" was asked for: " + st.message());
+      return Status::FromCode(static_cast<int>(st.code()),
+                              "data plane \"ucx\" was asked for: " + st.message());
     } else {
       c->data_note_ = st.message();
-      std::fprintf(stderr, "fanout: the UCX data plane is not available (%s); using Thrift for every server\n",
-                   st.message().c_str());
+      std::fprintf(
+          stderr,
+          "fanout: the UCX data plane is not available (%s); using Thrift for every server\n",
+          st.message().c_str());
     }
   }
   c->state_.resize(k);
   for (int p = 0; p < k; ++p)
-    for (size_t r = 0; r < c->replicas_[p].size(); ++r) c->state_[p].push_back(std::make_unique<Replica>());
-  for (int p = 0; p < k; ++p) c->health_checks_ |= options.health_check_ms > 0 && c->replicas_[p].size() > 1;
+    for (size_t r = 0; r < c->replicas_[p].size(); ++r)
+      c->state_[p].push_back(std::make_unique<Replica>());
+  for (int p = 0; p < k; ++p)
+    c->health_checks_ |= options.health_check_ms > 0 && c->replicas_[p].size() > 1;
   if (c->health_checks_) c->health_thread_ = std::thread([raw = c.get()] { raw->HealthLoop(); });
   *out = std::move(c);
   return Status::OK();
@@ -225,7 +291,8 @@ void Cluster::HealthLoop() {
       for (size_t r = 0; r < replicas_[p].size(); ++r) {
         Replica& st = *state_[p][r];
         std::string pong;
-        Status ok = clients[p][r] ? clients[p][r]->Ping("health", &pong) : Status::Unavailable("not connected");
+        Status ok = clients[p][r] ? clients[p][r]->Ping("health", &pong)
+                                  : Status::Unavailable("not connected");
         if (!ok.ok() && ok.code() != Status::Code::kDeadlineExceeded) {
           // The connection may predate a restart, or have been closed as
           // idle: a new one decides.
@@ -236,7 +303,8 @@ void Cluster::HealthLoop() {
         ++st.checks;
         if (ok.ok()) {
           if (!st.healthy.exchange(true))
-            std::fprintf(stderr, "fanout: partition %d: replica %s answers its health check again\n", p,
+            std::fprintf(stderr,
+                         "fanout: partition %d: replica %s answers its health check again\n", p,
                          replicas_[p][r].c_str());
           continue;
         }
@@ -254,7 +322,8 @@ void Cluster::HealthLoop() {
       }
     }
     lock.lock();
-    health_cv_.wait_for(lock, std::chrono::milliseconds(options_.health_check_ms), [this] { return health_stop_; });
+    health_cv_.wait_for(lock, std::chrono::milliseconds(options_.health_check_ms),
+                        [this] { return health_stop_; });
   }
 }
 
@@ -299,28 +368,13 @@ std::vector<ReplicaHealth> Cluster::Health() const {
 void Cluster::NoteFallback(const std::string& address, const std::string& why) const {
   std::lock_guard<std::mutex> lock(log_mu_);
   if (!logged_.insert(address).second) return;
-  std::fprintf(stderr, "fanout: data plane to server %s: %s; its requests go over Thrift\n", address.c_str(),
-               why.c_str());
-}
-
-std::shared_ptr<RegionPool> Cluster::feature_buffers() {
-  if (!data_ctx_ || mode_ == rpc::DataPlaneMode::kTcp) return nullptr;
-  bool any = false;
-  for (const auto& i : info_) any |= i.data_port > 0;
-  if (!any) return nullptr;
-  std::lock_guard<std::mutex> lock(pool_mu_);
-  if (!pool_) {
-    // Released feature outputs kept for reuse: up to 1/8 of this machine's
-    // memory, at most 2 GiB (they live in shared memory, /dev/shm or SysV).
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    const size_t phys = pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : 0;
-    pool_ = std::make_shared<RegionPool>(data_ctx_, std::min(size_t{2} << 30, phys / 8));
-  }
-  return pool_;
+  std::fprintf(stderr, "fanout: data plane to server %s: %s; its requests go over Thrift\n",
+               address.c_str(), why.c_str());
 }
 
 std::string Cluster::description() const {
-  std::string s = "cluster of " + std::to_string(num_parts()) + " partition(s) of '" + info_[0].dataset_name + "':";
+  std::string s = "cluster of " + std::to_string(num_parts()) + " partition(s) of '" +
+                  info_[0].dataset_name + "':";
   for (const auto& a : addresses_) s += " " + a;
   return s;
 }
@@ -333,6 +387,7 @@ class ClusterSession : public Session {
   static constexpr size_t kMaxDirectSegments = 16;
 
   explicit ClusterSession(const Cluster* c) : c_(c) {}
+  ~ClusterSession() override { MaybeReport(true); }
 
   Status Open() {
     const int k = c_->num_parts();
@@ -346,7 +401,8 @@ class ClusterSession : public Session {
     const uint64_t seq = c_->sessions_++;
     for (int p = 0; p < k; ++p) {
       const auto& reps = c_->replicas_[p];
-      const int found = static_cast<int>(std::find(reps.begin(), reps.end(), c_->addresses_[p]) - reps.begin());
+      const int found =
+          static_cast<int>(std::find(reps.begin(), reps.end(), c_->addresses_[p]) - reps.begin());
       // Its own replica in turn, or the next healthy one after it.
       home_[p] = static_cast<int>((found + seq) % reps.size());
       replica_[p] = c_->ReplicaOrder(p, home_[p]).front();
@@ -354,6 +410,12 @@ class ClusterSession : public Session {
       Status st = rpc::RpcClient::Connect(reps[replica_[p]], c_->options_, &client);
       if (st.ok() && replica_[p] != found) st = CheckReplica(p, client.get(), &info_[p]);
       clients_.push_back(std::move(client));
+      if (!st.ok() && c_->local(p) != nullptr && c_->local_sampling()) {
+        // Read and sampled here from its mapped export, which outlives the
+        // server: nothing needs the server (its reports are skipped).
+        clients_.back().reset();
+        continue;
+      }
       if (!st.ok()) {
         // Gone (or not what it should be): another one, where there is one.
         std::vector<std::string> tried;
@@ -361,6 +423,11 @@ class ClusterSession : public Session {
       }
     }
     by_part_.resize(k);
+    served_.assign(k, 0);
+    local_hops_.resize(k);
+    local_counts_.resize(k);
+    work_.resize(k);
+    last_report_ = std::chrono::steady_clock::now();
     times_by_part_.resize(k);
     pos_.resize(k);
     replies_.resize(k);
@@ -375,6 +442,8 @@ class ClusterSession : public Session {
         return Status::OK();
       }
       for (int p = 0; p < k; ++p) {
+        if (c_->local(p) != nullptr && c_->local_sampling())
+          continue;  // everything of it is read here
         if (info_[p].data_port <= 0) {
           c_->NoteFallback(Address(p), "the server offers no data plane");
           continue;
@@ -414,7 +483,7 @@ class ClusterSession : public Session {
     via_dp_.assign(k, 0);
     Status st;
     for (int p = 0; p < k && st.ok(); ++p) {
-      if (by_part_[p].empty()) continue;
+      if (by_part_[p].empty() || served_[p]) continue;
       if (peer_[p] >= 0 && base != nullptr) {
         rpc::DataRequest r = *base;
         r.ids = by_part_[p];
@@ -441,7 +510,8 @@ class ClusterSession : public Session {
         // A timeout resets the channel (its shared-memory FIFO may be wedged
         // by another server that died): resend over Thrift, which has its
         // own deadline for a server that really hangs.
-        if (st.code() != Status::Code::kUnavailable && st.code() != Status::Code::kDeadlineExceeded) break;
+        if (st.code() != Status::Code::kUnavailable && st.code() != Status::Code::kDeadlineExceeded)
+          break;
         Fallback(p, st);
         st = WithFailover(p, send(p), [&] { return send(p); });
         if (!st.ok()) break;
@@ -518,7 +588,8 @@ class ClusterSession : public Session {
     int port = 0;
     FANOUT_RETURN_IF_ERROR(rpc::ParseAddress(addr, &host, &port));
     int peer = -1;
-    FANOUT_RETURN_IF_ERROR(channel_->Connect(host, info_[p].data_port, addr, &peer, info_[p].data_ticket));
+    FANOUT_RETURN_IF_ERROR(
+        channel_->Connect(host, info_[p].data_port, addr, &peer, info_[p].data_ticket));
     peer_[p] = peer;
     return Status::OK();
   }
@@ -528,11 +599,11 @@ class ClusterSession : public Session {
   Status CheckReplica(int p, rpc::RpcClient* client, rpc::RemotePartitionInfo* info) {
     FANOUT_RETURN_IF_ERROR(client->Info(info));
     const rpc::RemotePartitionInfo& want = c_->info_[p];
-    if (info->partition != p || info->dataset_id != want.dataset_id || info->node_begin != want.node_begin ||
-        info->node_end != want.node_end)
-      return Status::InvalidArgument("serves partition " + std::to_string(info->partition) + " of dataset " +
-                                     info->dataset_id + ", not partition " + std::to_string(p) + " of " +
-                                     want.dataset_id);
+    if (info->partition != p || info->dataset_id != want.dataset_id ||
+        info->node_begin != want.node_begin || info->node_end != want.node_end)
+      return Status::InvalidArgument("serves partition " + std::to_string(info->partition) +
+                                     " of dataset " + info->dataset_id + ", not partition " +
+                                     std::to_string(p) + " of " + want.dataset_id);
     return Status::OK();
   }
 
@@ -575,7 +646,8 @@ class ClusterSession : public Session {
     int backoff = std::max(1, c_->options_.failover_backoff_ms);
     for (size_t step = 0; step < order.size(); ++step) {
       const int next = order[step];
-      if (step + 1 == order.size() && n >= 2) {  // a whole round failed: wait before going round again
+      if (step + 1 == order.size() &&
+          n >= 2) {  // a whole round failed: wait before going round again
         std::this_thread::sleep_for(std::chrono::milliseconds(backoff));
         backoff = std::min(backoff * 2, 5000);
       }
@@ -613,8 +685,9 @@ class ClusterSession : public Session {
       return Status::OK();
     }
     if (n < 2) return why;
-    return Status::FromCode(static_cast<int>(why.code()),
-                            "partition " + std::to_string(p) + ": no replica answers: " + Join(*tried));
+    return Status::FromCode(
+        static_cast<int>(why.code()),
+        "partition " + std::to_string(p) + ": no replica answers: " + Join(*tried));
   }
 
   void Fallback(int p, const Status& why) {
@@ -631,10 +704,12 @@ class ClusterSession : public Session {
 
   // Groups ids by owning partition (positions kept) and range-checks them.
   Status Route(ArrayView<const int64_t> ids) {
+    MaybeReport(false);
     const auto& off = c_->offsets_;
     for (int p = 0; p < c_->num_parts(); ++p) {
       by_part_[p].clear();
       pos_[p].clear();
+      served_[p] = 0;
       replies_[p].counts.clear();
       replies_[p].neighbors.clear();
       replies_[p].edge_ids.clear();
@@ -667,28 +742,33 @@ class ClusterSession : public Session {
     const PodVector<char>& b = dp_replies_[p];
     const size_t n = by_part_[p].size(), cb = rpc::SampleCountsBytes(n);
     stats_.ucx_bytes += static_cast<int64_t>(b.size());
-    if (b.size() < cb) return Status::Corruption("server " + c_->addresses_[p] + ": malformed sample reply");
+    if (b.size() < cb)
+      return Status::Corruption("server " + c_->addresses_[p] + ": malformed sample reply");
     const int32_t* counts = reinterpret_cast<const int32_t*>(b.data());
     int64_t total = 0;
     for (size_t j = 0; j < n; ++j) {
-      if (counts[j] < 0) return Status::Corruption("server " + c_->addresses_[p] + ": negative count in sample reply");
+      if (counts[j] < 0)
+        return Status::Corruption("server " + c_->addresses_[p] +
+                                  ": negative count in sample reply");
       total += counts[j];
     }
     if (b.size() != cb + static_cast<size_t>(total) * (eids ? 16 : 8))
-      return Status::Corruption("server " + c_->addresses_[p] + ": sample reply counts do not match its neighbors");
+      return Status::Corruption("server " + c_->addresses_[p] +
+                                ": sample reply counts do not match its neighbors");
     v->counts = counts;
     v->neighbors = reinterpret_cast<const int64_t*>(b.data() + cb);
     v->edge_ids = eids ? v->neighbors + total : nullptr;
     return Status::OK();
   }
 
-  Status Sample(ArrayView<const int64_t> seeds, uint64_t request_seed, const sampler::MultiHopOptions& options,
-                sampler::SampledSubgraph* out) override {
+  Status Sample(ArrayView<const int64_t> seeds, uint64_t request_seed,
+                const sampler::MultiHopOptions& options, sampler::SampledSubgraph* out) override {
     FANOUT_RETURN_IF_ERROR(sampler::CheckMultiHopOptions(options, true));
     IdRangeCheck seed;
     seed.what = "seed";
     FANOUT_RETURN_IF_ERROR(CheckIdsInRange(seeds, 0, c_->num_nodes(), seed));
-    builder_.UseDenseIdRange(c_->num_nodes());  // the relabel's dedupe, direct-mapped where the id space is small
+    builder_.UseDenseIdRange(
+        c_->num_nodes());  // the relabel's dedupe, direct-mapped where the id space is small
     builder_.Begin(seeds, out);
     const bool eids = options.sampling.with_edge_ids;
     if (!options.edge_type_fanouts.empty()) {  // heterogeneous: per-edge-type fanouts, over Thrift
@@ -696,20 +776,25 @@ class ClusterSession : public Session {
         return Status::InvalidArgument("per-edge-type fanouts need a heterogeneous dataset; '" +
                                        c_->info_[0].dataset_name + "' has no edge types");
       std::vector<int64_t> per_hop;
-      FANOUT_RETURN_IF_ERROR(sampler::HeteroHopFanouts(c_->hetero_, options.edge_type_fanouts, &per_hop));
-      if (options.induced) return Status::InvalidArgument("subgraph (induced) sampling of heterogeneous graphs is not supported");
+      FANOUT_RETURN_IF_ERROR(
+          sampler::HeteroHopFanouts(c_->hetero_, options.edge_type_fanouts, &per_hop));
+      if (options.induced)
+        return Status::InvalidArgument(
+            "subgraph (induced) sampling of heterogeneous graphs is not supported");
       std::vector<int64_t> type_fanouts(options.edge_type_fanouts.size());
       for (size_t h = 0; h < per_hop.size(); ++h) {
-        for (size_t e = 0; e < type_fanouts.size(); ++e) type_fanouts[e] = options.edge_type_fanouts[e][h];
-        FANOUT_RETURN_IF_ERROR(FetchHop(builder_.Frontier(*out), per_hop[h], static_cast<int32_t>(h), request_seed,
-                                        options.sampling, {}, {}, "uniform", type_fanouts));
+        for (size_t e = 0; e < type_fanouts.size(); ++e)
+          type_fanouts[e] = options.edge_type_fanouts[e][h];
+        FANOUT_RETURN_IF_ERROR(FetchHop(builder_.Frontier(*out), per_hop[h],
+                                        static_cast<int32_t>(h), request_seed, options.sampling, {},
+                                        {}, "uniform", type_fanouts));
         builder_.AddHop(hop_, eids, out);
       }
       return Status::OK();
     }
     for (size_t h = 0; h < options.fanouts.size(); ++h) {
-      FANOUT_RETURN_IF_ERROR(FetchHop(builder_.Frontier(*out), options.fanouts[h], static_cast<int32_t>(h),
-                                      request_seed, options.sampling));
+      FANOUT_RETURN_IF_ERROR(FetchHop(builder_.Frontier(*out), options.fanouts[h],
+                                      static_cast<int32_t>(h), request_seed, options.sampling));
       builder_.AddHop(hop_, eids, out);
     }
     if (options.induced) {  // every stored edge of every node among the nodes
@@ -720,29 +805,33 @@ class ClusterSession : public Session {
       keep_.assign(out->n_id.begin(), out->n_id.end());
       std::sort(keep_.begin(), keep_.end());
       keep_.erase(std::unique(keep_.begin(), keep_.end()), keep_.end());
-      FANOUT_RETURN_IF_ERROR(FetchHop(builder_.Nodes(*out), -1, static_cast<int32_t>(options.fanouts.size()),
-                                      request_seed, every, keep_));
+      FANOUT_RETURN_IF_ERROR(FetchHop(builder_.Nodes(*out), -1,
+                                      static_cast<int32_t>(options.fanouts.size()), request_seed,
+                                      every, keep_));
       builder_.SetInducedEdges(hop_, eids, out);
     }
     return Status::OK();
   }
 
-  Status SampleTemporal(ArrayView<const int64_t> seeds, ArrayView<const int64_t> seed_times, uint64_t request_seed,
-                        const sampler::MultiHopOptions& options, sampler::SampledSubgraph* out) override {
+  Status SampleTemporal(ArrayView<const int64_t> seeds, ArrayView<const int64_t> seed_times,
+                        uint64_t request_seed, const sampler::MultiHopOptions& options,
+                        sampler::SampledSubgraph* out) override {
     FANOUT_RETURN_IF_ERROR(sampler::CheckTemporalOptions(options));
     for (int p = 0; p < c_->num_parts(); ++p)
       if (!info_[p].has_edge_times)
-        return Status::InvalidArgument("server " + Address(p) + " (partition " + std::to_string(p) +
-                                       ") serves no edge timestamps: temporal sampling needs a dataset partitioned "
-                                       "with --edge-times, and servers that know it");
+        return Status::InvalidArgument(
+            "server " + Address(p) + " (partition " + std::to_string(p) +
+            ") serves no edge timestamps: temporal sampling needs a dataset partitioned "
+            "with --edge-times, and servers that know it");
     IdRangeCheck seed;
     seed.what = "seed";
     FANOUT_RETURN_IF_ERROR(CheckIdsInRange(seeds, 0, c_->num_nodes(), seed));
     FANOUT_RETURN_IF_ERROR(temporal_.Begin(seeds, seed_times, c_->num_nodes(), out));
     const bool eids = options.sampling.with_edge_ids;
     for (size_t h = 0; h < options.fanouts.size(); ++h) {
-      FANOUT_RETURN_IF_ERROR(FetchHop(temporal_.Frontier(*out), options.fanouts[h], static_cast<int32_t>(h),
-                                      request_seed, options.sampling, {}, temporal_.FrontierTimes(),
+      FANOUT_RETURN_IF_ERROR(FetchHop(temporal_.Frontier(*out), options.fanouts[h],
+                                      static_cast<int32_t>(h), request_seed, options.sampling, {},
+                                      temporal_.FrontierTimes(),
                                       sampler::TemporalStrategyName(options.temporal_strategy)));
       temporal_.AddHop(hop_, eids, out);
     }
@@ -751,10 +840,10 @@ class ClusterSession : public Session {
 
   // One hop for `frontier` from the servers owning it, merged into hop_ in
   // frontier order.
-  Status FetchHop(ArrayView<const int64_t> frontier, int64_t fanout, int32_t hop, uint64_t request_seed,
-                  const sampler::SamplingOptions& sampling, ArrayView<const int64_t> keep = {},
-                  ArrayView<const int64_t> times = {}, const char* strategy = "uniform",
-                  ArrayView<const int64_t> type_fanouts = {}) {
+  Status FetchHop(ArrayView<const int64_t> frontier, int64_t fanout, int32_t hop,
+                  uint64_t request_seed, const sampler::SamplingOptions& sampling,
+                  ArrayView<const int64_t> keep = {}, ArrayView<const int64_t> times = {},
+                  const char* strategy = "uniform", ArrayView<const int64_t> type_fanouts = {}) {
     const bool eids = sampling.with_edge_ids;
     const bool typed = !type_fanouts.empty();
     FANOUT_RETURN_IF_ERROR(Route(frontier));
@@ -777,7 +866,17 @@ class ClusterSession : public Session {
     call.temporal_strategy = strategy;
     call.times = times;
     call.type_fanouts = type_fanouts;
-    // One request per partition, all in flight at once.
+    // Co-located partitions are sampled here, on their mapped CSR (the
+    // keep filter is the builder's: SetInducedEdges keeps only edges among
+    // the nodes, whichever path the hop came by).
+    if (c_->local_sampling())
+      for (int p = 0; p < c_->num_parts(); ++p)
+        if (Here(p))
+          FANOUT_RETURN_IF_ERROR(
+              SampleHere(p, fanout, hop, request_seed, sampling,
+                         times.empty() ? ArrayView<const int64_t>() : times_by_part_[p], strategy,
+                         type_fanouts));
+    // One request per other partition, all in flight at once.
     auto t0 = std::chrono::steady_clock::now();
     auto send = [&](int p) {
       if (times.empty()) return clients_[p]->SendSample(by_part_[p], call);
@@ -787,15 +886,18 @@ class ClusterSession : public Session {
     };
     // A data-plane request carries no keep list, times or type fanouts: those go by Thrift.
     FANOUT_RETURN_IF_ERROR(Exchange(
-        keep.empty() && times.empty() && !typed ? &req : nullptr, [&](int p) { return GrowSink(p); }, send,
+        keep.empty() && times.empty() && !typed ? &req : nullptr,
+        [&](int p) { return GrowSink(p); }, send,
         [&](int p) { return clients_[p]->ReceiveSample(by_part_[p].size(), eids, &replies_[p]); }));
-    stats_.network_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    stats_.network_wait_s +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (int p = 0; p < c_->num_parts(); ++p) {
-      if (by_part_[p].empty()) continue;
+      if (by_part_[p].empty() || served_[p]) continue;  // served: views_[p] set by SampleHere
       if (via_dp_[p]) {
         FANOUT_RETURN_IF_ERROR(ViewDataPlaneSample(p, eids, &views_[p]));
       } else {
-        views_[p] = {replies_[p].Counts().data(), replies_[p].Neighbors().data(), replies_[p].EdgeIds().data()};
+        views_[p] = {replies_[p].Counts().data(), replies_[p].Neighbors().data(),
+                     replies_[p].EdgeIds().data()};
       }
     }
     // Merge into frontier order: counts first, then each partition's runs.
@@ -814,11 +916,15 @@ class ClusterSession : public Session {
       const int32_t* counts = views_[p].counts;
       const int64_t* nbr = views_[p].neighbors;
       const int64_t* eid = views_[p].edge_ids;
-      const int32_t* et = typed ? replies_[p].EdgeTypes().data() : nullptr;
-      if (typed && !by_part_[p].empty() && replies_[p].EdgeTypes().size() != replies_[p].Neighbors().size())
-        return Status::Corruption("server " + Address(p) +
-                                  " sent no edge types for a heterogeneous sample (a server before heterogeneous "
-                                  "sampling?)");
+      const int32_t* et = !typed       ? nullptr
+                          : served_[p] ? local_hops_[p].edge_types.data()
+                                       : replies_[p].EdgeTypes().data();
+      if (typed && !by_part_[p].empty() && !served_[p] &&
+          replies_[p].EdgeTypes().size() != replies_[p].Neighbors().size())
+        return Status::Corruption(
+            "server " + Address(p) +
+            " sent no edge types for a heterogeneous sample (a server before heterogeneous "
+            "sampling?)");
       int64_t at = 0;
       for (size_t j = 0; j < pos_[p].size(); ++j) {
         int64_t dst = hop_.offsets[pos_[p][j]], k = counts[j];
@@ -839,13 +945,28 @@ class ClusterSession : public Session {
     std::vector<datasets::FeatureDType> types(k);
     for (int p = 0; p < k; ++p)
       FANOUT_RETURN_IF_ERROR(datasets::ParseFeatureDType(c_->info_[p].feature_dtype, &types[p]));
+    // Co-located partitions: each row gathered from the mapped export
+    // straight to its place in `out` (one copy, done here).
+    for (int p = 0; p < k; ++p) {
+      if (!Here(p)) continue;
+      const LocalPartition& lp = *c_->local(p);
+      const uint8_t* src = lp.view().features.data();
+      const size_t row = lp.row_bytes();
+      const int64_t base = lp.view().node_begin;
+      const auto& part_ids = by_part_[p];
+      const auto& pos = pos_[p];
+      const double scale = c_->info_[p].feature_scale;
+      for (size_t j = 0; j < part_ids.size(); ++j) {
+        if (j + 8 < part_ids.size()) __builtin_prefetch(src + (part_ids[j + 8] - base) * row);
+        datasets::DecodeFeatureRow(types[p], scale,
+                                   reinterpret_cast<const char*>(src + (part_ids[j] - base) * row),
+                                   d, out + pos[j] * d);
+      }
+      const int64_t bytes = static_cast<int64_t>(part_ids.size() * row);
+      stats_.feature_bytes += bytes;
+      NoteLocal(p, bytes, static_cast<int64_t>(part_ids.size()), bytes, 0, 0);
+    }
     std::vector<char> direct(k, 0);  // the data-plane sink was `out` itself
-    // Output in a DataRegion of this cluster: servers on this host write each
-    // row to its place themselves (placement, one copy in all).
-    const size_t out_bytes = ids.size() * static_cast<size_t>(d) * 4;
-    const bool in_region = channel_ && c_->data_ctx_ && out_bytes > 0 && c_->data_ctx_->InRegion(out, out_bytes);
-    std::vector<std::vector<int64_t>> offsets(in_region ? k : 0);
-    const int64_t placed_before = channel_ ? channel_->stats().placed_bytes : 0;
     rpc::DataRequest req;
     req.method = rpc::DataMethod::kFeatures;
     auto t0 = std::chrono::steady_clock::now();
@@ -859,15 +980,6 @@ class ClusterSession : public Session {
           rpc::ReplySink s;
           const size_t row = static_cast<size_t>(d) * 4;
           const auto& pos = pos_[p];
-          if (in_region && channel_->Placing(peer_[p])) {
-            offsets[p].resize(pos.size());
-            for (size_t j = 0; j < pos.size(); ++j) offsets[p][j] = static_cast<int64_t>(pos[j] * row);
-            s.data = out;
-            s.bytes = out_bytes;
-            s.row_offsets = offsets[p];
-            s.row_bytes = row;
-            return s;
-          }
           for (size_t j = 0; j < pos.size();) {
             size_t e = j + 1;
             while (e < pos.size() && pos[e] == pos[e - 1] + 1) ++e;
@@ -888,10 +1000,10 @@ class ClusterSession : public Session {
         },
         [&](int p) { return clients_[p]->SendFeatures(by_part_[p]); },
         [&](int p) { return clients_[p]->ReceiveFeatures(&replies_[p].neighbors); }));
-    stats_.network_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (channel_) stats_.placed_bytes += channel_->stats().placed_bytes - placed_before;
+    stats_.network_wait_s +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (int p = 0; p < k; ++p) {
-      if (by_part_[p].empty()) continue;
+      if (by_part_[p].empty() || served_[p]) continue;
       const datasets::FeatureDType t = types[p];
       const size_t row = static_cast<size_t>(d) * datasets::FeatureDTypeSize(t);
       if (direct[p] && via_dp_[p]) {  // rows landed in `out` already
@@ -907,8 +1019,9 @@ class ClusterSession : public Session {
       stats_.feature_bytes += static_cast<int64_t>(size);
       const rpc::RemotePartitionInfo& info = c_->info_[p];
       if (size != by_part_[p].size() * row)
-        return Status::Corruption("server " + c_->addresses_[p] + ": feature reply of " + std::to_string(size) +
-                                  " bytes for " + std::to_string(by_part_[p].size()) + " rows of " + std::to_string(row));
+        return Status::Corruption(
+            "server " + c_->addresses_[p] + ": feature reply of " + std::to_string(size) +
+            " bytes for " + std::to_string(by_part_[p].size()) + " rows of " + std::to_string(row));
       // Each row goes straight to its place in the output.
       for (size_t j = 0; j < pos_[p].size(); ++j)
         datasets::DecodeFeatureRow(t, info.feature_scale, rows + j * row, d, out + pos_[p][j] * d);
@@ -919,10 +1032,10 @@ class ClusterSession : public Session {
   Status FeaturesToDevice(ArrayView<const int64_t> ids, float* d_out, int device) override {
     (void)device;  // UCX finds the device from the pointer (ucp_mem_query / memory type)
     if (!channel_ || !c_->data_ctx_ || !c_->data_ctx_->info().cuda)
-      return Status::NotSupported("the data plane cannot receive into CUDA memory here (" +
-                                  std::string(!c_->data_ctx_ ? "no UCX data plane"
-                                                             : "this UCX was built without CUDA") +
-                                  ")");
+      return Status::NotSupported(
+          "the data plane cannot receive into CUDA memory here (" +
+          std::string(!c_->data_ctx_ ? "no UCX data plane" : "this UCX was built without CUDA") +
+          ")");
     FANOUT_RETURN_IF_ERROR(Route(ids));
     const int k = c_->num_parts();
     const int64_t d = c_->feature_dim();
@@ -930,12 +1043,13 @@ class ClusterSession : public Session {
     std::vector<rpc::ReplySink> sinks(k);
     for (int p = 0; p < k; ++p) {
       if (by_part_[p].empty()) continue;
-      if (peer_[p] < 0) return Status::NotSupported("server " + c_->addresses_[p] + " is not on the data plane");
+      if (peer_[p] < 0)
+        return Status::NotSupported("server " + c_->addresses_[p] + " is not on the data plane");
       datasets::FeatureDType t;
       FANOUT_RETURN_IF_ERROR(datasets::ParseFeatureDType(c_->info_[p].feature_dtype, &t));
       if (t != datasets::FeatureDType::kFloat32)
-        return Status::NotSupported("server " + c_->addresses_[p] + " stores " + c_->info_[p].feature_dtype +
-                                    " rows (converted on the host)");
+        return Status::NotSupported("server " + c_->addresses_[p] + " stores " +
+                                    c_->info_[p].feature_dtype + " rows (converted on the host)");
       rpc::ReplySink& s = sinks[p];
       s.kind = rpc::MemoryKind::kCuda;
       const auto& pos = pos_[p];
@@ -983,7 +1097,8 @@ class ClusterSession : public Session {
       // falls back to Thrift; the caller may stage these rows meanwhile.
     }
     stats_.requests += k;
-    stats_.network_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    stats_.network_wait_s +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return st;
   }
 
@@ -993,14 +1108,20 @@ class ClusterSession : public Session {
       std::fill(out, out + ids.size(), int64_t{-1});
       return Status::OK();
     }
+    for (int p = 0; p < c_->num_parts(); ++p)
+      if (Here(p)) {
+        const ArrayView<const int64_t> labels = c_->local(p)->view().labels;
+        LookupHere(p, out, [&](int64_t r) { return labels[r]; });
+      }
     rpc::DataRequest req;
     req.method = rpc::DataMethod::kLabels;
     for (auto& b : dp_replies_) b.clear();
     FANOUT_RETURN_IF_ERROR(Exchange(
-        &req, [&](int p) { return GrowSink(p); }, [&](int p) { return clients_[p]->SendLabels(by_part_[p]); },
+        &req, [&](int p) { return GrowSink(p); },
+        [&](int p) { return clients_[p]->SendLabels(by_part_[p]); },
         [&](int p) { return clients_[p]->ReceiveLabels(&replies_[p].neighbors); }));
     for (int p = 0; p < c_->num_parts(); ++p) {
-      if (by_part_[p].empty()) continue;
+      if (by_part_[p].empty() || served_[p]) continue;
       const char* data = via_dp_[p] ? dp_replies_[p].data() : replies_[p].neighbors.data();
       const size_t size = via_dp_[p] ? dp_replies_[p].size() : replies_[p].neighbors.size();
       if (size != by_part_[p].size() * 8)
@@ -1016,6 +1137,11 @@ class ClusterSession : public Session {
     FANOUT_RETURN_IF_ERROR(Route(ids));
     for (int p = 0; p < c_->num_parts(); ++p) {
       if (by_part_[p].empty()) continue;
+      if (Here(p)) {
+        const ArrayView<const int64_t> orig = c_->local(p)->view().original_ids;
+        LookupHere(p, out, [&](int64_t r) { return orig[r]; });
+        continue;
+      }
       std::string orig;
       FANOUT_RETURN_IF_ERROR(clients_[p]->OriginalIds(by_part_[p], &orig));
       const int64_t* o = reinterpret_cast<const int64_t*>(orig.data());
@@ -1029,6 +1155,11 @@ class ClusterSession : public Session {
     std::string deg;
     for (int p = 0; p < c_->num_parts(); ++p) {
       if (by_part_[p].empty()) continue;
+      if (Here(p)) {
+        const sampler::CsrGraph& g = c_->local(p)->graph();
+        LookupHere(p, out, [&](int64_t r) { return g.degree(r); });
+        continue;
+      }
       FANOUT_RETURN_IF_ERROR(clients_[p]->Degrees(by_part_[p], &deg));
       const int64_t* d = reinterpret_cast<const int64_t*>(deg.data());
       for (size_t j = 0; j < pos_[p].size(); ++j) out[pos_[p][j]] = d[j];
@@ -1054,21 +1185,37 @@ class ClusterSession : public Session {
       part_nbrs[p].resize(pos_[p].size());
       for (size_t j = 0; j < pos_[p].size(); ++j) part_nbrs[p][j] = nbrs[pos_[p][j]];
     }
+    if (edge_type >= 0 && edge_type >= c_->hetero_.num_edge_types())
+      return Status::InvalidArgument("has_edges: edge type " + std::to_string(edge_type) +
+                                     " is outside [0, " +
+                                     std::to_string(c_->hetero_.num_edge_types()) + ")");
+    for (int p = 0; p < k; ++p)
+      if (Here(p)) {
+        const LocalPartition& lp = *c_->local(p);
+        const int32_t* types = lp.view().edge_types.empty() ? nullptr : lp.view().edge_types.data();
+        LookupHere(p, exists, [&, j = size_t{0}](int64_t r) mutable {
+          return static_cast<uint8_t>(
+              sampler::RowHasNeighbor(lp.graph(), r, part_nbrs[p][j++], types, edge_type));
+        });
+      }
     auto t0 = std::chrono::steady_clock::now();
     Status st = Exchange(
         nullptr, [&](int p) { return GrowSink(p); },
         [&](int p) { return clients_[p]->SendHasEdges(by_part_[p], part_nbrs[p], edge_type); },
         [&](int p) { return clients_[p]->ReceiveHasEdges(by_part_[p].size(), &found[p]); });
     if (st.IsNotSupported())
-      return Status::NotSupported(st.message() + ": strict negative sampling needs servers with has_edges; "
+      return Status::NotSupported(st.message() +
+                                  ": strict negative sampling needs servers with has_edges; "
                                   "upgrade them or sample non-strict negatives");
     FANOUT_RETURN_IF_ERROR(st);
     for (int p = 0; p < k; ++p) {
-      if (by_part_[p].empty()) continue;
+      if (by_part_[p].empty() || served_[p]) continue;
       stats_.thrift_bytes += static_cast<int64_t>(found[p].size());
-      for (size_t j = 0; j < pos_[p].size(); ++j) exists[pos_[p][j]] = static_cast<uint8_t>(found[p][j] != 0);
+      for (size_t j = 0; j < pos_[p].size(); ++j)
+        exists[pos_[p][j]] = static_cast<uint8_t>(found[p][j] != 0);
     }
-    stats_.network_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    stats_.network_wait_s +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return Status::OK();
   }
 
@@ -1077,7 +1224,14 @@ class ClusterSession : public Session {
     std::vector<int64_t> ids;
     std::string splits;
     for (int p = 0; p < c_->num_parts(); ++p) {
-      const int64_t step = std::max<int64_t>(1, std::min<int64_t>(c_->info_[p].max_ids_per_request, 1 << 20));
+      if (const LocalPartition* lp = c_->local(p)) {
+        const auto& v = lp->view();
+        for (size_t r = 0; r < v.split.size(); ++r)
+          if (v.split[r] == split) out->push_back(v.node_begin + static_cast<int64_t>(r));
+        continue;
+      }
+      const int64_t step =
+          std::max<int64_t>(1, std::min<int64_t>(c_->info_[p].max_ids_per_request, 1 << 20));
       for (int64_t a = c_->offsets_[p]; a < c_->offsets_[p + 1]; a += step) {
         int64_t b = std::min(c_->offsets_[p + 1], a + step);
         ids.resize(b - a);
@@ -1091,14 +1245,97 @@ class ClusterSession : public Session {
   }
 
  private:
+  // Partition p's part of this call is read from its mapped export here.
+  bool Here(int p) const { return !by_part_[p].empty() && c_->local(p) != nullptr; }
+
+  // Counts what was done here for partition p (SessionStats and the next
+  // report to its server).
+  void NoteLocal(int p, int64_t bytes, int64_t feature_rows, int64_t feature_bytes, int64_t nodes,
+                 int64_t edges) {
+    served_[p] = 1;
+    rpc::LocalWork& w = work_[p];
+    ++w.requests;
+    w.bytes += bytes;
+    w.feature_rows += feature_rows;
+    w.feature_bytes += feature_bytes;
+    w.sampled_nodes += nodes;
+    w.sampled_edges += edges;
+    stats_.local_bytes += bytes;
+    stats_.local_edges += edges;
+    stats_.local_rows += feature_rows;
+  }
+
+  // Tells each server what this session did on its export, at most once a
+  // second (and when the session closes). Best effort: a server that cannot
+  // take it now hears of it in the next report.
+  void MaybeReport(bool now) {
+    const auto t = std::chrono::steady_clock::now();
+    if (!now && t - last_report_ < std::chrono::seconds(1)) return;
+    last_report_ = t;
+    for (size_t p = 0; p < work_.size(); ++p) {
+      if (work_[p].empty() || !clients_[p]) continue;
+      if (clients_[p]->ReportLocal(static_cast<int>(p), work_[p]).ok()) work_[p] = rpc::LocalWork();
+    }
+  }
+
+  // Lookup `value_of_row(local row)` of partition p's ids from its export.
+  template <typename T, typename Fn>
+  void LookupHere(int p, T* out, Fn&& value_of_row) {
+    const int64_t base = c_->local(p)->view().node_begin;
+    const auto& ids = by_part_[p];
+    for (size_t j = 0; j < ids.size(); ++j) out[pos_[p][j]] = value_of_row(ids[j] - base);
+    NoteLocal(p, static_cast<int64_t>(ids.size() * sizeof(T)), 0, 0, 0, 0);
+  }
+
+  // One hop of partition p's frontier sampled here, as its server would
+  // (server/service.cc runs the same kernels on the same memory).
+  Status SampleHere(int p, int64_t fanout, int32_t hop, uint64_t request_seed,
+                    const sampler::SamplingOptions& sampling, ArrayView<const int64_t> times,
+                    const char* strategy, ArrayView<const int64_t> type_fanouts) {
+    const LocalPartition& lp = *c_->local(p);
+    sampler::SamplingOptions so = sampling;
+    so.node_offset = lp.view().node_begin;
+    sampler::OneHopResult& r = local_hops_[p];
+    const auto& ids = by_part_[p];
+    if (!times.empty()) {
+      sampler::TemporalStrategy how;
+      FANOUT_RETURN_IF_ERROR(sampler::ParseTemporalStrategy(strategy, &how));
+      sampler::SampleTemporalHop(lp.graph(), lp.view().edge_times.data(), lp.time_index(),
+                                 so.node_offset, ids, times, fanout, hop, request_seed, how,
+                                 so.with_edge_ids, &r);
+    } else if (!type_fanouts.empty()) {
+      FANOUT_RETURN_IF_ERROR(sampler::SampleHeteroHop(lp.graph(), lp.view().edge_types.data(), ids,
+                                                      type_fanouts, hop, request_seed, so, &r));
+    } else {
+      FANOUT_RETURN_IF_ERROR(
+          local_sampler_.Sample(lp.graph(), ids, fanout, hop, request_seed, so, nullptr, &r));
+    }
+    std::vector<int32_t>& counts = local_counts_[p];
+    counts.resize(ids.size());
+    for (size_t j = 0; j < ids.size(); ++j)
+      counts[j] = static_cast<int32_t>(r.offsets[j + 1] - r.offsets[j]);
+    const int64_t edges = r.offsets[ids.size()];
+    NoteLocal(p, edges * (so.with_edge_ids ? 16 : 8) + static_cast<int64_t>(ids.size()) * 4, 0, 0,
+              static_cast<int64_t>(ids.size()), edges);
+    views_[p] = {counts.data(), r.neighbors.data(), so.with_edge_ids ? r.edge_ids.data() : nullptr};
+    return Status::OK();
+  }
+
   const Cluster* c_;
+  std::vector<char> served_;  // per partition: this call's part was served here (not sent)
+  std::vector<sampler::OneHopResult> local_hops_;   // per partition: its hop sampled here
+  std::vector<std::vector<int32_t>> local_counts_;  // ... and its per-node counts
+  sampler::HopSampler local_sampler_;
+  std::vector<rpc::LocalWork> work_;  // per partition: done here since the last report
+  std::chrono::steady_clock::time_point last_report_;
   std::vector<std::unique_ptr<rpc::RpcClient>> clients_;
   std::unique_ptr<rpc::DataPlaneChannel> channel_;
   std::vector<char> via_dp_;  // per partition: the last Exchange's reply came over the data plane
-  std::vector<int> peer_;  // data-plane peer per partition, -1 = Thrift
+  std::vector<int> peer_;     // data-plane peer per partition, -1 = Thrift
   std::vector<int> replica_;  // index into c_->replicas_[p] of the replica in use
   std::vector<int> home_;     // ... of the replica this session started on (its share of the load)
-  std::vector<std::chrono::steady_clock::time_point> next_home_try_;  // when to try going home again
+  std::vector<std::chrono::steady_clock::time_point>
+      next_home_try_;                           // when to try going home again
   std::vector<rpc::RemotePartitionInfo> info_;  // of the replica in use, per partition
   std::vector<std::vector<int64_t>> by_part_, pos_;
   std::vector<rpc::SampleReply> replies_;
@@ -1106,7 +1343,7 @@ class ClusterSession : public Session {
   std::vector<HopView> views_;
   sampler::OneHopResult hop_;
   sampler::SubgraphBuilder builder_;
-  std::vector<int64_t> keep_;  // the induced pass's node set, ascending
+  std::vector<int64_t> keep_;                        // the induced pass's node set, ascending
   std::vector<std::vector<int64_t>> times_by_part_;  // a temporal hop's times, routed as by_part_
   sampler::TemporalBuilder temporal_;
 };

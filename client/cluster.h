@@ -34,6 +34,7 @@
 #include <thread>
 #include <vector>
 
+#include "client/local_partition.h"
 #include "client/source.h"
 #include "rpc/data_plane.h"
 #include "rpc/rpc_client.h"
@@ -44,8 +45,11 @@ struct ClusterSpec {
   std::vector<std::vector<std::string>> replicas;  // index: partition
   bool has_data_plane = false;                     // the file set "data_plane"
   rpc::DataPlaneMode data_plane = rpc::DataPlaneMode::kAuto;
-  rpc::TlsOptions tls;             // "tls": {"ca", "cert", "key"} (paths relative to the file's folder)
-  std::string auth_token_file;     // "auth_token_file": its first line is the token (relative to the file's folder)
+  bool has_local_sampling = false;  // the file set "local_sampling" ("auto" or "off")
+  bool local_sampling = true;
+  rpc::TlsOptions tls;  // "tls": {"ca", "cert", "key"} (paths relative to the file's folder)
+  std::string auth_token_file;  // "auth_token_file": its first line is the token (relative to the
+                                // file's folder)
 };
 
 Status ParseClusterJson(const std::string& text, const std::string& origin, ClusterSpec* out);
@@ -56,17 +60,17 @@ Status ReadAuthToken(const std::string& path, std::string* token);
 class Cluster : public Source {
  public:
   ~Cluster() override;
-  static Status Connect(const ClusterSpec& spec, const rpc::RpcOptions& options, std::shared_ptr<Cluster>* out);
+  static Status Connect(const ClusterSpec& spec, const rpc::RpcOptions& options,
+                        std::shared_ptr<Cluster>* out);
 
   Status NewSession(std::unique_ptr<Session>* out) override;
   int64_t num_nodes() const override { return offsets_.back(); }
   int64_t feature_dim() const override { return info_[0].feature_dim; }
   int64_t num_classes() const override { return info_[0].num_classes; }
-  const sampler::HeteroSchema* hetero() const override { return hetero_.empty() ? nullptr : &hetero_; }
+  const sampler::HeteroSchema* hetero() const override {
+    return hetero_.empty() ? nullptr : &hetero_;
+  }
   std::string description() const override;
-  // A pool of data-plane regions where the data plane is in use (null
-  // otherwise): feature outputs in them are filled by the servers themselves.
-  std::shared_ptr<RegionPool> feature_buffers() override;
 
   int num_parts() const { return static_cast<int>(info_.size()); }
   const std::vector<int64_t>& offsets() const { return offsets_; }
@@ -78,6 +82,15 @@ class Cluster : public Source {
   rpc::DataPlaneMode data_plane() const { return mode_; }
   // Why the data plane is not used, where it is not ("" otherwise).
   const std::string& data_plane_note() const { return data_note_; }
+  // Partition p's export, mapped in this process where its server shares
+  // this host and data_plane is "auto" (null otherwise): its features,
+  // labels and lookups are read here, and (local_sampling) its hops sampled
+  // here, with no request.
+  const LocalPartition* local(int p) const { return local_[p].get(); }
+  bool local_sampling() const { return local_sampling_; }
+  // Partitions whose server's export is on this host but could not be used
+  // (each logged once, with the reason).
+  int local_refused() const { return local_refused_; }
   // Every replica of every partition: health checks, failures, failovers.
   std::vector<ReplicaHealth> Health() const override;
 
@@ -89,15 +102,18 @@ class Cluster : public Source {
   rpc::RpcOptions options_;
   rpc::DataPlaneMode mode_ = rpc::DataPlaneMode::kTcp;
   std::shared_ptr<rpc::DataPlaneContext> data_ctx_;
-  std::mutex pool_mu_;
-  std::shared_ptr<RegionPool> pool_;  // GUARDED_BY(pool_mu_), made on first use
   std::string data_note_;
   mutable std::mutex log_mu_;
-  mutable std::set<std::string> logged_;  // addresses whose fallback was logged (GUARDED_BY(log_mu_))
+  mutable std::set<std::string>
+      logged_;                          // addresses whose fallback was logged (GUARDED_BY(log_mu_))
   std::vector<std::string> addresses_;  // chosen replica per partition
   std::vector<std::vector<std::string>> replicas_;  // every replica per partition, as listed
-  mutable std::atomic<uint64_t> sessions_{0};        // sessions opened: spreads them over the replicas
+  mutable std::atomic<uint64_t> sessions_{0};  // sessions opened: spreads them over the replicas
   std::vector<rpc::RemotePartitionInfo> info_;
+  std::vector<std::shared_ptr<const LocalPartition>>
+      local_;  // per partition, null = not on this host
+  bool local_sampling_ = true;
+  int local_refused_ = 0;  // partitions whose server's export is on this host but could not be used
   std::vector<int64_t> offsets_;
   sampler::HeteroSchema hetero_;  // from the servers' PartitionInfo; empty when homogeneous
 

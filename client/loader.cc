@@ -7,10 +7,9 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "client/region_pool.h"
-#include "sampler/temporal.h"
 #include "common/id_range.h"
 #include "common/random.h"
+#include "sampler/temporal.h"
 
 namespace fanout::client {
 
@@ -49,50 +48,60 @@ sampler::MultiHopOptions MultiHopOptionsOf(const LoaderOptions& o) {
 at::Tensor Wrap(PodVector<int64_t>&& v) {
   auto* holder = new PodVector<int64_t>(std::move(v));
   int64_t n = static_cast<int64_t>(holder->size());
-  return torch::from_blob(holder->data(), {n}, [holder](void*) { delete holder; }, torch::kLong);
+  return torch::from_blob(
+      holder->data(), {n}, [holder](void*) { delete holder; }, torch::kLong);
 }
 
 }  // namespace
 
-Status GatherFeaturesOnDevice(DeviceFeatureFetcher& fetcher, Session& session, ArrayView<const int64_t> ids,
-                              int device, at::Tensor* out) {
+Status GatherFeaturesOnDevice(DeviceFeatureFetcher& fetcher, Session& session,
+                              ArrayView<const int64_t> ids, int device, at::Tensor* out) {
   if (!torch::cuda::is_available())
-    return Status::NotSupported("the GPU feature cache needs a CUDA-enabled LibTorch; this one has no CUDA");
+    return Status::NotSupported(
+        "the GPU feature cache needs a CUDA-enabled LibTorch; this one has no CUDA");
   const int64_t n = static_cast<int64_t>(ids.size()), d = fetcher.feature_dim();
   auto buffer = std::make_unique<cache::DeviceBuffer>();
-  FANOUT_RETURN_IF_ERROR(cache::DeviceBuffer::Allocate(static_cast<size_t>(n * d) * 4, device, buffer.get()));
+  FANOUT_RETURN_IF_ERROR(
+      cache::DeviceBuffer::Allocate(static_cast<size_t>(n * d) * 4, device, buffer.get()));
   FANOUT_RETURN_IF_ERROR(fetcher.Fetch(session, ids, static_cast<float*>(buffer->data()), nullptr));
   void* ptr = buffer->data();
   cache::DeviceBuffer* raw = buffer.release();  // the tensor's deleter owns the buffer now
-  *out = torch::from_blob(ptr, {n, d}, [raw](void*) { delete raw; },
-                          torch::TensorOptions().dtype(torch::kFloat).device(torch::kCUDA, device));
+  *out = torch::from_blob(
+      ptr, {n, d}, [raw](void*) { delete raw; },
+      torch::TensorOptions().dtype(torch::kFloat).device(torch::kCUDA, device));
   return Status::OK();
 }
 
-NodeLoader::NodeLoader(std::shared_ptr<Source> source, std::vector<int64_t> seeds, LoaderOptions options)
+NodeLoader::NodeLoader(std::shared_ptr<Source> source, std::vector<int64_t> seeds,
+                       LoaderOptions options)
     : NodeLoader(std::move(source), std::move(seeds), std::move(options), nullptr) {}
 
-NodeLoader::NodeLoader(std::shared_ptr<Source> source, std::vector<int64_t> seeds, LoaderOptions options,
-                       std::shared_ptr<const LinkSeeds> links)
-    : source_(std::move(source)), links_(std::move(links)), seeds_(std::move(seeds)), options_(std::move(options)) {
+NodeLoader::NodeLoader(std::shared_ptr<Source> source, std::vector<int64_t> seeds,
+                       LoaderOptions options, std::shared_ptr<const LinkSeeds> links)
+    : source_(std::move(source)),
+      links_(std::move(links)),
+      seeds_(std::move(seeds)),
+      options_(std::move(options)) {
   if (!source_) throw std::invalid_argument("NodeLoader: no source");
   if (links_) {  // checked by LinkLoader; the seeds are the edges' positions
     seeds_.resize(links_->src.size());
     std::iota(seeds_.begin(), seeds_.end(), int64_t{0});
   }
-  buffers_ = source_->feature_buffers();
   if (options_.batch_size < 1) throw std::invalid_argument("NodeLoader: batch_size must be >= 1");
   for (int64_t f : options_.fanouts)
-    if (f < -1) throw std::invalid_argument("NodeLoader: fanout " + std::to_string(f) + " is invalid (use -1 or >= 0)");
+    if (f < -1)
+      throw std::invalid_argument("NodeLoader: fanout " + std::to_string(f) +
+                                  " is invalid (use -1 or >= 0)");
   if (options_.num_workers < 1) throw std::invalid_argument("NodeLoader: num_workers must be >= 1");
   if (options_.prefetch < 1) throw std::invalid_argument("NodeLoader: prefetch must be >= 1");
   world_ = options_.world_size >= 0 ? options_.world_size : EnvInt("WORLD_SIZE", 1);
   rank_ = options_.rank >= 0 ? options_.rank : EnvInt("RANK", 0);
   if (world_ < 1 || rank_ < 0 || rank_ >= world_)
-    throw std::invalid_argument("NodeLoader: rank " + std::to_string(rank_) + " is outside [0, world_size=" +
-                                std::to_string(world_) + ")");
+    throw std::invalid_argument("NodeLoader: rank " + std::to_string(rank_) +
+                                " is outside [0, world_size=" + std::to_string(world_) + ")");
   if (options_.gpu_cache && !torch::cuda::is_available())
-    throw std::invalid_argument("NodeLoader: gpu_cache needs a CUDA-enabled LibTorch; this one has no CUDA");
+    throw std::invalid_argument(
+        "NodeLoader: gpu_cache needs a CUDA-enabled LibTorch; this one has no CUDA");
   if (!options_.input_time.empty()) {
     const size_t want = links_ ? links_->src.size() : seeds_.size();
     if (options_.input_time.size() != want)
@@ -105,13 +114,15 @@ NodeLoader::NodeLoader(std::shared_ptr<Source> source, std::vector<int64_t> seed
   if (!options_.edge_type_fanouts.empty()) {
     const sampler::HeteroSchema* h = source_->hetero();
     if (h == nullptr)
-      throw std::invalid_argument("NodeLoader: per-edge-type fanouts need a heterogeneous dataset; " +
-                                  source_->description() + " has no edge types");
+      throw std::invalid_argument(
+          "NodeLoader: per-edge-type fanouts need a heterogeneous dataset; " +
+          source_->description() + " has no edge types");
     std::vector<int64_t> per_hop;
     Status st = sampler::HeteroHopFanouts(*h, options_.edge_type_fanouts, &per_hop);
     if (!st.ok()) throw std::invalid_argument("NodeLoader: " + st.message());
     if (!options_.input_time.empty() || options_.subgraph)
-      throw std::invalid_argument("NodeLoader: heterogeneous sampling with input times or subgraph mode is not supported");
+      throw std::invalid_argument(
+          "NodeLoader: heterogeneous sampling with input times or subgraph mode is not supported");
   }
   if (!links_) {
     IdRangeCheck seed;
@@ -135,7 +146,8 @@ std::vector<int64_t> NodeLoader::EpochPositions(int64_t epoch) const {
   if (options_.shuffle) {
     SplitMix64 rng(Mix64(options_.seed ^ (static_cast<uint64_t>(epoch) * kGolden64)));
     for (int64_t i = static_cast<int64_t>(perm.size()) - 1; i > 0; --i)
-      std::swap(perm[i], perm[static_cast<int64_t>(DrawBelow(rng.Next(), static_cast<uint64_t>(i + 1)))]);
+      std::swap(perm[i],
+                perm[static_cast<int64_t>(DrawBelow(rng.Next(), static_cast<uint64_t>(i + 1)))]);
   }
   std::vector<int64_t> mine;
   mine.reserve(perm.size() / world_ + 1);
@@ -146,7 +158,8 @@ std::vector<int64_t> NodeLoader::EpochPositions(int64_t epoch) const {
 int64_t NodeLoader::num_batches() const {
   int64_t n = static_cast<int64_t>(seeds_.size());
   int64_t mine = n / world_ + (rank_ < n % world_ ? 1 : 0);
-  return options_.drop_last ? mine / options_.batch_size : (mine + options_.batch_size - 1) / options_.batch_size;
+  return options_.drop_last ? mine / options_.batch_size
+                            : (mine + options_.batch_size - 1) / options_.batch_size;
 }
 
 void NodeLoader::StopWorkers() {
@@ -184,13 +197,16 @@ void NodeLoader::SetEpoch(int64_t epoch) {
 void NodeLoader::Worker(int w) {
   Session* session = sessions_[w].get();
   std::unique_ptr<DeviceFeatureFetcher> fetcher;
-  if (options_.features && options_.gpu_cache) fetcher = std::make_unique<DeviceFeatureFetcher>(options_.gpu_cache.get());
+  if (options_.features && options_.gpu_cache)
+    fetcher = std::make_unique<DeviceFeatureFetcher>(options_.gpu_cache.get());
   for (;;) {
     int64_t b;
     Slot* slot;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || (next_claim_ < batches_ && next_claim_ < consumed_ + options_.prefetch); });
+      cv_.wait(lock, [&] {
+        return stop_ || (next_claim_ < batches_ && next_claim_ < consumed_ + options_.prefetch);
+      });
       if (stop_) return;
       b = next_claim_++;
       slots_.push_back(std::make_unique<Slot>());
@@ -215,7 +231,9 @@ void NodeLoader::Worker(int w) {
       stats_.cache_bytes += after.cache_bytes - before.cache_bytes;
       stats_.thrift_bytes += after.thrift_bytes - before.thrift_bytes;
       stats_.ucx_bytes += after.ucx_bytes - before.ucx_bytes;
-      stats_.placed_bytes += after.placed_bytes - before.placed_bytes;
+      stats_.local_bytes += after.local_bytes - before.local_bytes;
+      stats_.local_edges += after.local_edges - before.local_edges;
+      stats_.local_rows += after.local_rows - before.local_rows;
       stats_.staged_bytes += after.staged_bytes - before.staged_bytes;
       if (fetcher) stats_.staged_bytes += fetcher->stats().staged_bytes - staged_before;
       stats_.fallbacks += after.fallbacks - before.fallbacks;
@@ -236,9 +254,11 @@ void NodeLoader::Worker(int w) {
   }
 }
 
-Status NodeLoader::Produce(Session* session, DeviceFeatureFetcher* fetcher, int64_t b, MiniBatch* out) {
+Status NodeLoader::Produce(Session* session, DeviceFeatureFetcher* fetcher, int64_t b,
+                           MiniBatch* out) {
   const int64_t begin = b * options_.batch_size;
-  const int64_t end = std::min<int64_t>(static_cast<int64_t>(order_.size()), begin + options_.batch_size);
+  const int64_t end =
+      std::min<int64_t>(static_cast<int64_t>(order_.size()), begin + options_.batch_size);
   ArrayView<const int64_t> positions(order_.data() + begin, static_cast<size_t>(end - begin));
   uint64_t request_seed = NodeKey(options_.seed, static_cast<uint64_t>(epoch_),
                                   static_cast<uint64_t>(b) * world_ + static_cast<uint64_t>(rank_));
@@ -259,25 +279,27 @@ Status NodeLoader::Produce(Session* session, DeviceFeatureFetcher* fetcher, int6
   return SampleAndFetch(session, fetcher, nodes, times, request_seed, out);
 }
 
-Status NodeLoader::LinkSeedNodes(Session* session, ArrayView<const int64_t> positions, uint64_t request_seed,
-                                 std::vector<int64_t>* nodes, std::vector<int64_t>* times, MiniBatch* out) {
+Status NodeLoader::LinkSeedNodes(Session* session, ArrayView<const int64_t> positions,
+                                 uint64_t request_seed, std::vector<int64_t>* nodes,
+                                 std::vector<int64_t>* times, MiniBatch* out) {
   const LinkSeeds& links = *links_;
   const sampler::NegativeOptions& neg = options_.negative;
   const bool temporal = !options_.input_time.empty();
   const int64_t p = static_cast<int64_t>(positions.size());
   std::vector<int64_t> src(p), dst(p), neg_src, neg_dst;
-  for (int64_t i = 0; i < p; ++i) src[i] = links.src[positions[i]], dst[i] = links.dst[positions[i]];
+  for (int64_t i = 0; i < p; ++i)
+    src[i] = links.src[positions[i]], dst[i] = links.dst[positions[i]];
   // Heterogeneous: the seed edge type's end types (LinkLoader checked it).
   const sampler::HeteroSchema* h = options_.link_edge_type >= 0 ? source_->hetero() : nullptr;
   const int edge_type = h ? options_.link_edge_type : -1;
   const sampler::NodeRanges src_nodes = h ? h->NodesOfType(h->edge_types[edge_type].src)
                                           : sampler::NodeRanges::All(source_->num_nodes());
-  const sampler::NodeRanges dst_nodes = h ? h->NodesOfType(h->edge_types[edge_type].dst) : src_nodes;
+  const sampler::NodeRanges dst_nodes =
+      h ? h->NodesOfType(h->edge_types[edge_type].dst) : src_nodes;
   FANOUT_RETURN_IF_ERROR(sampler::SampleNegatives(
       neg, src, src_nodes, dst_nodes, request_seed,
-      [session, edge_type](ArrayView<const int64_t> s, ArrayView<const int64_t> d, uint8_t* exists) {
-        return session->HasEdges(s, d, exists, edge_type);
-      },
+      [session, edge_type](ArrayView<const int64_t> s, ArrayView<const int64_t> d,
+                           uint8_t* exists) { return session->HasEdges(s, d, exists, edge_type); },
       &neg_src, &neg_dst));
   const int64_t m = static_cast<int64_t>(neg_dst.size());
   const bool triplet = neg.mode == sampler::NegativeMode::kTriplet;
@@ -318,7 +340,8 @@ Status NodeLoader::LinkSeedNodes(Session* session, ArrayView<const int64_t> posi
   if (triplet) {
     out->src_index = inverse.narrow(0, 0, p);
     out->dst_pos_index = inverse.narrow(0, p, p);
-    out->dst_neg_index = per == 1 ? inverse.narrow(0, 2 * p, m) : inverse.narrow(0, 2 * p, m).view({p, per});
+    out->dst_neg_index =
+        per == 1 ? inverse.narrow(0, 2 * p, m) : inverse.narrow(0, 2 * p, m).view({p, per});
     return Status::OK();
   }
   out->edge_label_index = inverse.view({2, p + m});
@@ -333,8 +356,9 @@ Status NodeLoader::LinkSeedNodes(Session* session, ArrayView<const int64_t> posi
   return Status::OK();
 }
 
-Status NodeLoader::SampleAndFetch(Session* session, DeviceFeatureFetcher* fetcher, ArrayView<const int64_t> seeds,
-                                  ArrayView<const int64_t> times, uint64_t request_seed, MiniBatch* out) {
+Status NodeLoader::SampleAndFetch(Session* session, DeviceFeatureFetcher* fetcher,
+                                  ArrayView<const int64_t> seeds, ArrayView<const int64_t> times,
+                                  uint64_t request_seed, MiniBatch* out) {
   const sampler::MultiHopOptions mo = MultiHopOptionsOf(options_);
   sampler::SampledSubgraph sub;
   if (options_.input_time.empty()) {
@@ -372,16 +396,10 @@ Status NodeLoader::SampleAndFetch(Session* session, DeviceFeatureFetcher* fetche
     FANOUT_RETURN_IF_ERROR(
         GatherFeaturesOnDevice(*fetcher, *session, id_view, options_.gpu_cache->device(), &out->x));
   } else if (options_.features) {
-    // In a data-plane region where the source has them: servers on this host
-    // then write each row into x themselves.
-    const int64_t dim = source_->feature_dim();
-    std::shared_ptr<rpc::DataRegion> region;
-    if (buffers_ && n > 0 && buffers_->Acquire(static_cast<size_t>(n * dim) * 4, &region).ok()) {
-      out->x = torch::from_blob(
-          region->data(), {n, dim}, [region](void*) mutable { region.reset(); }, torch::kFloat);
-    } else {
-      out->x = torch::empty({n, dim}, torch::kFloat);
-    }
+    // x is ordinary memory of this process: rows of co-located partitions are
+    // gathered into it here, the others received into it (never written by
+    // a server).
+    out->x = torch::empty({n, source_->feature_dim()}, torch::kFloat);
     FANOUT_RETURN_IF_ERROR(session->Features(id_view, out->x.data_ptr<float>()));
   }
   if (options_.labels) {
@@ -418,7 +436,8 @@ bool NodeLoader::Next(MiniBatch* out) {
     cv_.wait(lock, [&] { return !slots_.empty() && slots_.front()->ready; });
     {
       std::lock_guard<std::mutex> slock(stats_mu_);
-      stats_.consumer_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      stats_.consumer_wait_s +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
     slot = std::move(slots_.front());
     slots_.pop_front();
@@ -436,45 +455,57 @@ namespace {
 
 // Checks a LinkLoader's seed edges and options (throws std::invalid_argument
 // naming what is wrong); shifts binary labels that start at 0 up by one.
-std::shared_ptr<const LinkSeeds> CheckLinks(const Source* source, LinkSeeds seeds, const LoaderOptions& options) {
+std::shared_ptr<const LinkSeeds> CheckLinks(const Source* source, LinkSeeds seeds,
+                                            const LoaderOptions& options) {
   if (source == nullptr) throw std::invalid_argument("LinkLoader: no source");
   if (seeds.src.size() != seeds.dst.size())
-    throw std::invalid_argument("LinkLoader: edge_label_index has " + std::to_string(seeds.src.size()) +
-                                " sources but " + std::to_string(seeds.dst.size()) + " destinations");
+    throw std::invalid_argument("LinkLoader: edge_label_index has " +
+                                std::to_string(seeds.src.size()) + " sources but " +
+                                std::to_string(seeds.dst.size()) + " destinations");
   if (!seeds.label.empty() && seeds.label.size() != seeds.src.size())
-    throw std::invalid_argument("LinkLoader: " + std::to_string(seeds.label.size()) + " edge labels for " +
-                                std::to_string(seeds.src.size()) + " seed edges");
+    throw std::invalid_argument("LinkLoader: " + std::to_string(seeds.label.size()) +
+                                " edge labels for " + std::to_string(seeds.src.size()) +
+                                " seed edges");
   Status st = sampler::CheckNegativeOptions(options.negative);
   if (!st.ok()) throw std::invalid_argument("LinkLoader: " + st.message());
-  for (auto [ids, what] : {std::pair{&seeds.src, "seed edge source"}, std::pair{&seeds.dst, "seed edge destination"}}) {
+  for (auto [ids, what] : {std::pair{&seeds.src, "seed edge source"},
+                           std::pair{&seeds.dst, "seed edge destination"}}) {
     IdRangeCheck check;
     check.what = what;
     st = CheckIdsInRange(*ids, 0, source->num_nodes(), check);
     if (!st.ok()) throw std::invalid_argument("LinkLoader: " + st.message());
   }
-  if (const sampler::HeteroSchema* h = source->hetero(); h != nullptr && options.negative.mode != sampler::NegativeMode::kNone) {
+  if (const sampler::HeteroSchema* h = source->hetero();
+      h != nullptr && options.negative.mode != sampler::NegativeMode::kNone) {
     const int e = options.link_edge_type;
     if (e < 0 || e >= h->num_edge_types())
-      throw std::invalid_argument("LinkLoader: a heterogeneous dataset needs the seed edges' type (link_edge_type, one of " +
-                                  std::to_string(h->num_edge_types()) + " edge types) for negative sampling");
+      throw std::invalid_argument(
+          "LinkLoader: a heterogeneous dataset needs the seed edges' type (link_edge_type, one "
+          "of " +
+          std::to_string(h->num_edge_types()) + " edge types) for negative sampling");
     for (size_t i = 0; i < seeds.src.size(); ++i) {
       const int32_t s = h->NodeTypeOf(seeds.src[i]), d = h->NodeTypeOf(seeds.dst[i]);
       if (s != h->edge_types[e].src || d != h->edge_types[e].dst)
-        throw std::invalid_argument("LinkLoader: seed edge " + std::to_string(i) + " (" + std::to_string(seeds.src[i]) +
-                                    " -> " + std::to_string(seeds.dst[i]) + ") joins " + h->node_types[s] + " -> " +
-                                    h->node_types[d] + ", not the edge type " + h->EdgeTypeName(e));
+        throw std::invalid_argument(
+            "LinkLoader: seed edge " + std::to_string(i) + " (" + std::to_string(seeds.src[i]) +
+            " -> " + std::to_string(seeds.dst[i]) + ") joins " + h->node_types[s] + " -> " +
+            h->node_types[d] + ", not the edge type " + h->EdgeTypeName(e));
     }
-  } else if (options.link_edge_type >= 0 && (h == nullptr || options.link_edge_type >= h->num_edge_types())) {
-    throw std::invalid_argument("LinkLoader: link_edge_type " + std::to_string(options.link_edge_type) +
+  } else if (options.link_edge_type >= 0 &&
+             (h == nullptr || options.link_edge_type >= h->num_edge_types())) {
+    throw std::invalid_argument("LinkLoader: link_edge_type " +
+                                std::to_string(options.link_edge_type) +
                                 " names no edge type of the dataset");
   }
   if (!seeds.label.empty()) {
     if (options.negative.mode == sampler::NegativeMode::kTriplet)
-      throw std::invalid_argument("LinkLoader: edge labels cannot be used with triplet negative sampling");
+      throw std::invalid_argument(
+          "LinkLoader: edge labels cannot be used with triplet negative sampling");
     auto min = std::min_element(seeds.label.begin(), seeds.label.end());
     if (*min < 0)
-      throw std::invalid_argument("LinkLoader: edge label " + std::to_string(*min) + " of seed edge " +
-                                  std::to_string(min - seeds.label.begin()) + " is negative (labels are classes >= 0)");
+      throw std::invalid_argument("LinkLoader: edge label " + std::to_string(*min) +
+                                  " of seed edge " + std::to_string(min - seeds.label.begin()) +
+                                  " is negative (labels are classes >= 0)");
     if (options.negative.mode == sampler::NegativeMode::kBinary && *min == 0)
       for (int64_t& l : seeds.label) ++l;  // 0 is the negatives' label
   }
@@ -488,7 +519,8 @@ LinkLoader::LinkLoader(std::shared_ptr<Source> source, LinkSeeds seeds, LoaderOp
 
 HeteroBatch SplitByType(const MiniBatch& b, const sampler::HeteroSchema& schema) {
   if (!b.node_type.defined() || !b.edge_type.defined())
-    throw std::invalid_argument("SplitByType: the batch is not heterogeneous (no node_type/edge_type)");
+    throw std::invalid_argument(
+        "SplitByType: the batch is not heterogeneous (no node_type/edge_type)");
   const int T = schema.num_node_types(), R = schema.num_edge_types();
   const int64_t n = b.n_id.size(0);
   HeteroBatch out;
@@ -497,7 +529,9 @@ HeteroBatch SplitByType(const MiniBatch& b, const sampler::HeteroSchema& schema)
   int64_t* ti = out.type_index.data_ptr<int64_t>();
   std::vector<int64_t> count(T, 0);
   for (int64_t i = 0; i < n; ++i) {
-    if (nt[i] < 0 || nt[i] >= T) throw std::invalid_argument("SplitByType: node type " + std::to_string(nt[i]) + " out of range");
+    if (nt[i] < 0 || nt[i] >= T)
+      throw std::invalid_argument("SplitByType: node type " + std::to_string(nt[i]) +
+                                  " out of range");
     ti[i] = count[nt[i]]++;
   }
   out.batch_size.assign(T, 0);
@@ -507,9 +541,11 @@ HeteroBatch SplitByType(const MiniBatch& b, const sampler::HeteroSchema& schema)
     out.index.push_back(index);
     out.n_id.push_back(b.n_id.index_select(0, index));
     const int64_t d = schema.feature_dims[t];
-    out.x.push_back(b.x.defined() && d > 0 ? b.x.index_select(0, index).narrow(1, 0, d) : at::Tensor());
+    out.x.push_back(b.x.defined() && d > 0 ? b.x.index_select(0, index).narrow(1, 0, d)
+                                           : at::Tensor());
     out.y.push_back(b.y.defined() ? b.y.index_select(0, index) : at::Tensor());
-    out.original_id.push_back(b.original_id.defined() ? b.original_id.index_select(0, index) : at::Tensor());
+    out.original_id.push_back(b.original_id.defined() ? b.original_id.index_select(0, index)
+                                                      : at::Tensor());
   }
   for (int e = 0; e < R; ++e) {
     at::Tensor sel = torch::nonzero(b.edge_type == e).view({-1});

@@ -20,8 +20,8 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <stdexcept>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -33,24 +33,24 @@
 namespace fanout::client {
 
 struct LoaderOptions {
-  int64_t batch_size = 1024;                 // seeds per batch
-  std::vector<int64_t> fanouts{15, 10, 5};   // per hop; -1 = all neighbors
-  bool replace = false;                      // sample with replacement
-  bool weighted = false;                     // sample by edge weight
-  bool edge_ids = false;                     // fill MiniBatch::edge_id
+  int64_t batch_size = 1024;                // seeds per batch
+  std::vector<int64_t> fanouts{15, 10, 5};  // per hop; -1 = all neighbors
+  bool replace = false;                     // sample with replacement
+  bool weighted = false;                    // sample by edge weight
+  bool edge_ids = false;                    // fill MiniBatch::edge_id
   // Subgraph mode (GraphLearn-for-PyTorch's SubGraphLoader): edge_index holds
   // every edge among the sampled nodes, not the sampled edges
   // (sampler::MultiHopOptions::induced); hop_edge_index then has one entry.
   bool subgraph = false;
-  bool shuffle = true;                       // reshuffle seeds every epoch
-  bool drop_last = false;                    // drop this rank's last partial batch
-  uint64_t seed = 0;                         // shuffling and sampling seed
-  int rank = -1, world_size = -1;            // -1: from RANK / WORLD_SIZE, else 0 / 1
-  int num_workers = 2;                       // background sampling threads
-  int prefetch = 4;                          // batches kept in flight ahead of the consumer
-  bool features = true;                      // fetch x
-  bool labels = true;                        // fetch y
-  bool original_ids = false;                 // fill MiniBatch::original_id
+  bool shuffle = true;             // reshuffle seeds every epoch
+  bool drop_last = false;          // drop this rank's last partial batch
+  uint64_t seed = 0;               // shuffling and sampling seed
+  int rank = -1, world_size = -1;  // -1: from RANK / WORLD_SIZE, else 0 / 1
+  int num_workers = 2;             // background sampling threads
+  int prefetch = 4;                // batches kept in flight ahead of the consumer
+  bool features = true;            // fetch x
+  bool labels = true;              // fetch y
+  bool original_ids = false;       // fill MiniBatch::original_id
   // With a GPU feature cache, x is a CUDA tensor on the cache's device: hits
   // are gathered on the device, misses fetched from the source and copied in.
   // Needs a CUDA-enabled LibTorch (CMAKE_PREFIX_PATH); Debian's is CPU-only,
@@ -89,15 +89,16 @@ struct LinkSeeds {
 // deleter): hits from the device cache, misses straight into device memory
 // where the data plane can, else staged through pinned host memory. Errors
 // (no CUDA LibTorch, no device, a source error) come back as Status.
-Status GatherFeaturesOnDevice(DeviceFeatureFetcher& fetcher, Session& session, ArrayView<const int64_t> ids,
-                              int device, at::Tensor* out);
+Status GatherFeaturesOnDevice(DeviceFeatureFetcher& fetcher, Session& session,
+                              ArrayView<const int64_t> ids, int device, at::Tensor* out);
 
 // What NodeLoader throws when the source fails: the message as before
 // (Status::ToString(), server address included) and the Status itself, so
 // bindings can tell Unavailable from InvalidArgument.
 class LoaderError : public std::runtime_error {
  public:
-  explicit LoaderError(Status status) : std::runtime_error(status.ToString()), status_(std::move(status)) {}
+  explicit LoaderError(Status status)
+      : std::runtime_error(status.ToString()), status_(std::move(status)) {}
   const Status& status() const { return status_; }
 
  private:
@@ -105,18 +106,18 @@ class LoaderError : public std::runtime_error {
 };
 
 struct MiniBatch {
-  at::Tensor n_id;         // int64 [N]: seeds first (batch_size of them), then sampled nodes
-  at::Tensor x;            // float32 [N, F] (undefined unless features)
-  at::Tensor y;            // int64 [N] labels, -1 = unknown (undefined unless labels)
-  at::Tensor edge_index;   // int64 [2, E], all hops: row 0 = source (neighbor), row 1 = target
+  at::Tensor n_id;        // int64 [N]: seeds first (batch_size of them), then sampled nodes
+  at::Tensor x;           // float32 [N, F] (undefined unless features)
+  at::Tensor y;           // int64 [N] labels, -1 = unknown (undefined unless labels)
+  at::Tensor edge_index;  // int64 [2, E], all hops: row 0 = source (neighbor), row 1 = target
   std::vector<at::Tensor> hop_edge_index;  // per hop, views into edge_index
-  at::Tensor edge_id;      // int64 [E] global edge ids (undefined unless edge_ids)
-  at::Tensor original_id;  // int64 [N] dataset ids (undefined unless original_ids)
+  at::Tensor edge_id;                      // int64 [E] global edge ids (undefined unless edge_ids)
+  at::Tensor original_id;                  // int64 [N] dataset ids (undefined unless original_ids)
   std::vector<int64_t> num_sampled_nodes, num_sampled_edges;
   int64_t batch_size = 0;
   int64_t epoch = 0, index = 0;  // which batch of which epoch
-  at::Tensor batch;        // temporal: int64 [N], the seed position (tree) of each node; else undefined
-  at::Tensor seed_time;    // temporal: int64 [batch_size], the seeds' times; else undefined
+  at::Tensor batch;  // temporal: int64 [N], the seed position (tree) of each node; else undefined
+  at::Tensor seed_time;  // temporal: int64 [batch_size], the seeds' times; else undefined
   // Heterogeneous batches (LoaderOptions::edge_type_fanouts), else undefined:
   // the type of each node (int64 [N], an index into the schema's node types)
   // and of each edge (int64 [E]). HeteroBatch splits a batch by them.
@@ -126,28 +127,34 @@ struct MiniBatch {
   at::Tensor edge_label_index;  // int64 [2, P + M] local indices: positives, then binary negatives
   at::Tensor edge_label;        // [P + M]: see LinkLoader
   at::Tensor src_index, dst_pos_index;  // triplet: int64 [P] local indices
-  at::Tensor dst_neg_index;     // triplet: int64 [P, amount] ([P] when amount is 1)
+  at::Tensor dst_neg_index;             // triplet: int64 [P, amount] ([P] when amount is 1)
 };
 
 struct LoaderStats {
   int64_t batches = 0;
   int64_t sampled_edges = 0;
   int64_t sampled_nodes = 0;
-  int64_t feature_bytes = 0;     // received from the source (servers)
-  double seconds = 0;            // wall time the consumer spent in Next() plus between calls
-  double network_wait_s = 0;     // summed over workers
-  double consumer_wait_s = 0;    // time Next() waited for a batch
+  int64_t feature_bytes = 0;   // received from the source (servers)
+  double seconds = 0;          // wall time the consumer spent in Next() plus between calls
+  double network_wait_s = 0;   // summed over workers
+  double consumer_wait_s = 0;  // time Next() waited for a batch
   int64_t cache_lookups = 0, cache_hits = 0;  // feature rows, with a CachedSource
-  int64_t cache_bytes = 0;       // feature bytes served from the cache
-  int64_t thrift_bytes = 0;      // reply bytes received over Thrift (features, labels, samples)
-  int64_t ucx_bytes = 0;         // ... over the UCX data plane
-  int64_t placed_bytes = 0;      // ... of which servers on this host wrote into x themselves (placement)
-  int64_t staged_bytes = 0;      // bytes for CUDA tensors copied in from host memory
-  int64_t fallbacks = 0;         // servers whose data plane failed and that now use Thrift
-  int64_t retries = 0;           // requests sent again after Unavailable or DeadlineExceeded
-  int64_t failovers = 0;         // times a partition moved to another replica
-  std::vector<ReplicaHealth> servers;  // per replica: failed requests, failovers to it, health (a cluster)
-  double cache_hit_rate() const { return cache_lookups ? static_cast<double>(cache_hits) / cache_lookups : 0; }
+  int64_t cache_bytes = 0;                    // feature bytes served from the cache
+  int64_t thrift_bytes = 0;  // reply bytes received over Thrift (features, labels, samples)
+  int64_t ucx_bytes = 0;     // ... over the UCX data plane
+  int64_t local_bytes =
+      0;  // bytes read from same-host servers' exports in this process (no request)
+  int64_t local_edges = 0;   // ... edges sampled there
+  int64_t local_rows = 0;    // ... feature rows gathered there
+  int64_t staged_bytes = 0;  // bytes for CUDA tensors copied in from host memory
+  int64_t fallbacks = 0;     // servers whose data plane failed and that now use Thrift
+  int64_t retries = 0;       // requests sent again after Unavailable or DeadlineExceeded
+  int64_t failovers = 0;     // times a partition moved to another replica
+  std::vector<ReplicaHealth>
+      servers;  // per replica: failed requests, failovers to it, health (a cluster)
+  double cache_hit_rate() const {
+    return cache_lookups ? static_cast<double>(cache_hits) / cache_lookups : 0;
+  }
   double batches_per_s() const { return seconds > 0 ? batches / seconds : 0; }
   double sampled_edges_per_s() const { return seconds > 0 ? sampled_edges / seconds : 0; }
 };
@@ -167,7 +174,7 @@ class NodeLoader {
   // std::runtime_error with the source's message (server address included).
   bool Next(MiniBatch* out);
 
-  int64_t num_batches() const;                      // this rank's batches per epoch
+  int64_t num_batches() const;  // this rank's batches per epoch
   // This rank's seeds, in batch order (a LinkLoader: positions of seed edges).
   std::vector<int64_t> EpochSeeds(int64_t epoch) const;
   int rank() const { return rank_; }
@@ -191,14 +198,14 @@ class NodeLoader {
                        std::vector<int64_t>* nodes, std::vector<int64_t>* times, MiniBatch* out);
   // The sampled subgraph of `seeds` (temporal: with one time each), then
   // features, labels and ids.
-  Status SampleAndFetch(Session* session, DeviceFeatureFetcher* fetcher, ArrayView<const int64_t> seeds,
-                        ArrayView<const int64_t> times, uint64_t request_seed, MiniBatch* out);
+  Status SampleAndFetch(Session* session, DeviceFeatureFetcher* fetcher,
+                        ArrayView<const int64_t> seeds, ArrayView<const int64_t> times,
+                        uint64_t request_seed, MiniBatch* out);
   // This rank's seed positions of an epoch, in batch order.
   std::vector<int64_t> EpochPositions(int64_t epoch) const;
 
   std::shared_ptr<Source> source_;
   std::shared_ptr<const LinkSeeds> links_;  // LinkLoader only
-  std::shared_ptr<RegionPool> buffers_;  // where x lives, when the source offers it
   std::vector<int64_t> seeds_;
   LoaderOptions options_;
   int rank_ = 0, world_ = 1;
@@ -235,8 +242,8 @@ class NodeLoader {
 // are of type t (they come first in n_id[t], in seed order).
 struct HeteroBatch {
   std::vector<at::Tensor> n_id, x, y, index, original_id;  // per node type
-  std::vector<int64_t> batch_size;                        // per node type
-  std::vector<at::Tensor> edge_index, edge_id;            // per edge type
+  std::vector<int64_t> batch_size;                         // per node type
+  std::vector<at::Tensor> edge_index, edge_id;             // per edge type
   // Local index of every node of the homogeneous batch within its type.
   at::Tensor type_index;
 };

@@ -17,23 +17,24 @@
 
 namespace fanout::client {
 
-class RegionPool;
-
 // Per-session counters (a session is used by one thread).
 struct SessionStats {
-  double network_wait_s = 0;        // time blocked waiting for replies
-  int64_t feature_bytes = 0;        // feature bytes received
+  double network_wait_s = 0;  // time blocked waiting for replies
+  int64_t feature_bytes = 0;  // feature bytes received
   int64_t requests = 0;
-  int64_t cache_lookups = 0;        // feature rows looked up in a cache (CachedSource)
-  int64_t cache_hits = 0;           // ... and found there
-  int64_t cache_bytes = 0;          // feature bytes served from the cache
-  int64_t thrift_bytes = 0;         // reply payload bytes received over Thrift
-  int64_t ucx_bytes = 0;            // ... over the UCX data plane
-  int64_t placed_bytes = 0;         // ... of which servers wrote into our memory themselves (placement)
-  int64_t staged_bytes = 0;         // bytes for CUDA memory that went through a host buffer first
-  int64_t fallbacks = 0;            // servers whose data plane failed and that now use Thrift
-  int64_t retries = 0;              // requests sent again after Unavailable or DeadlineExceeded
-  int64_t failovers = 0;            // times a partition moved to another replica
+  int64_t cache_lookups = 0;  // feature rows looked up in a cache (CachedSource)
+  int64_t cache_hits = 0;     // ... and found there
+  int64_t cache_bytes = 0;    // feature bytes served from the cache
+  int64_t thrift_bytes = 0;   // reply payload bytes received over Thrift
+  int64_t ucx_bytes = 0;      // ... over the UCX data plane
+  int64_t local_bytes =
+      0;  // bytes read from same-host servers' exports in this process (no request)
+  int64_t local_edges = 0;   // ... edges sampled there
+  int64_t local_rows = 0;    // ... feature rows gathered there
+  int64_t staged_bytes = 0;  // bytes for CUDA memory that went through a host buffer first
+  int64_t fallbacks = 0;     // servers whose data plane failed and that now use Thrift
+  int64_t retries = 0;       // requests sent again after Unavailable or DeadlineExceeded
+  int64_t failovers = 0;     // times a partition moved to another replica
 };
 
 // One thread's handle on a source (its own connections and scratch).
@@ -44,8 +45,8 @@ class Session {
   // Multi-hop sampling with the semantics of sampler::MultiHopSampler
   // (heterogeneous sampling where options.edge_type_fanouts is set: the
   // dataset must have edge types; out->edge_type names each edge's).
-  virtual Status Sample(ArrayView<const int64_t> seeds, uint64_t request_seed, const sampler::MultiHopOptions& options,
-                        sampler::SampledSubgraph* out) = 0;
+  virtual Status Sample(ArrayView<const int64_t> seeds, uint64_t request_seed,
+                        const sampler::MultiHopOptions& options, sampler::SampledSubgraph* out) = 0;
   // Temporal sampling with the semantics of sampler::TemporalSampler (disjoint
   // trees; out->batch names each node's seed position): seed i draws only
   // among edges not later than seed_times[i]. Needs a dataset with edge
@@ -80,8 +81,8 @@ class Session {
   // whose row stores the edge (dst for "in" storage, src for "out"). Strict
   // negative sampling uses it. Ids must be in [0, num_nodes). edge_type >= 0
   // (heterogeneous datasets): only edges of that type count.
-  virtual Status HasEdges(ArrayView<const int64_t> src, ArrayView<const int64_t> dst, uint8_t* exists,
-                          int edge_type = -1) = 0;
+  virtual Status HasEdges(ArrayView<const int64_t> src, ArrayView<const int64_t> dst,
+                          uint8_t* exists, int edge_type = -1) = 0;
   const SessionStats& stats() const { return stats_; }
 
  protected:
@@ -92,11 +93,12 @@ class Session {
 struct ReplicaHealth {
   int partition = 0;
   std::string address;
-  bool healthy = true;         // answered its last health check (true until one fails)
+  bool healthy = true;  // answered its last health check (true until one fails)
   int64_t checks = 0, checks_failed = 0;
-  int64_t failures = 0;        // requests that failed there (Unavailable, DeadlineExceeded) and were retried
-  int64_t failovers_to = 0;    // times a session moved to it after another replica failed
-  std::string last_error;      // the last failed check's or request's reason
+  int64_t failures =
+      0;  // requests that failed there (Unavailable, DeadlineExceeded) and were retried
+  int64_t failovers_to = 0;  // times a session moved to it after another replica failed
+  std::string last_error;    // the last failed check's or request's reason
 };
 
 // Thread-safe: sessions may be opened from any thread.
@@ -110,9 +112,6 @@ class Source {
   virtual std::string description() const = 0;
   // A heterogeneous dataset's types (sampler/hetero.h); null for a homogeneous one.
   virtual const sampler::HeteroSchema* hetero() const { return nullptr; }
-  // Where feature outputs should live so that servers on this host write
-  // rows straight into them (placement); null where there is no such memory.
-  virtual std::shared_ptr<RegionPool> feature_buffers() { return nullptr; }
   // The servers' replicas as this client sees them (a cluster); empty otherwise.
   virtual std::vector<ReplicaHealth> Health() const { return {}; }
 };
@@ -127,7 +126,9 @@ class LocalSource : public Source {
   int64_t feature_dim() const override { return feature_dim_; }
   int64_t num_classes() const override { return num_classes_; }
   std::string description() const override { return "local dataset " + dir_; }
-  const sampler::HeteroSchema* hetero() const override { return hetero_.empty() ? nullptr : &hetero_; }
+  const sampler::HeteroSchema* hetero() const override {
+    return hetero_.empty() ? nullptr : &hetero_;
+  }
   // Global ids of the nodes in a split (1 train, 2 val, 3 test).
   std::vector<int64_t> SplitNodes(int split) const;
 
@@ -139,7 +140,7 @@ class LocalSource : public Source {
   std::vector<int64_t> labels_, original_ids_;
   std::vector<uint8_t> split_;
   int64_t feature_dim_ = 0, num_classes_ = 0;
-  bool incoming_ = true;  // rows hold in-neighbors (direction "in")
+  bool incoming_ = true;             // rows hold in-neighbors (direction "in")
   std::vector<int64_t> edge_times_;  // per CSR edge; empty without timestamps
   std::vector<int32_t> edge_types_;  // per CSR edge; empty unless heterogeneous
   sampler::HeteroSchema hetero_;

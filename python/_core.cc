@@ -13,17 +13,17 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <numeric>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <vector>
 
+#include "cache/gpu_feature_cache.h"
 #include "client/cluster.h"
 #include "client/loader.h"
-#include "sampler/temporal.h"
 #include "common/id_range.h"
 #include "sampler/hetero.h"
-#include "cache/gpu_feature_cache.h"
+#include "sampler/temporal.h"
 
 namespace py = pybind11;
 
@@ -33,7 +33,8 @@ namespace {
 // Raises the fanout.errors exception for a failed Status (the classes are
 // named after Status::CodeName).
 [[noreturn]] void Raise(const Status& st) {
-  py::object cls = py::module_::import("fanout.errors").attr(st.ok() ? "Internal" : Status::CodeName(st.code()));
+  py::object cls =
+      py::module_::import("fanout.errors").attr(st.ok() ? "Internal" : Status::CodeName(st.code()));
   PyErr_SetString(cls.ptr(), st.message().c_str());
   throw py::error_already_set();
 }
@@ -105,7 +106,8 @@ py::list HealthList(const std::vector<client::ReplicaHealth>& all) {
 
 class PyCluster {
  public:
-  PyCluster(client::ClusterSpec spec, rpc::RpcOptions options) : spec_(std::move(spec)), options_(options) {
+  PyCluster(client::ClusterSpec spec, rpc::RpcOptions options)
+      : spec_(std::move(spec)), options_(options) {
     Status st;
     {
       py::gil_scoped_release release;
@@ -114,7 +116,8 @@ class PyCluster {
     Check(st);
   }
 
-  static std::unique_ptr<PyCluster> FromPartitions(const py::list& partitions, const std::string& data_plane,
+  static std::unique_ptr<PyCluster> FromPartitions(const py::list& partitions,
+                                                   const std::string& data_plane,
                                                    int connect_timeout_ms, int call_timeout_ms) {
     client::ClusterSpec spec;
     for (const py::handle& p : partitions) {
@@ -124,12 +127,14 @@ class PyCluster {
         try {
           spec.replicas.push_back(p.cast<std::vector<std::string>>());
         } catch (const py::cast_error&) {
-          throw py::type_error("each partition must be an address 'host:port' or a list of replica addresses");
+          throw py::type_error(
+              "each partition must be an address 'host:port' or a list of replica addresses");
         }
       }
     }
     if (spec.replicas.empty()) Raise(Status::InvalidArgument("Cluster: no partitions given"));
-    return std::make_unique<PyCluster>(std::move(spec), Options(data_plane, connect_timeout_ms, call_timeout_ms));
+    return std::make_unique<PyCluster>(std::move(spec),
+                                       Options(data_plane, connect_timeout_ms, call_timeout_ms));
   }
 
   static std::unique_ptr<PyCluster> FromFile(const std::string& path, const std::string& data_plane,
@@ -143,7 +148,8 @@ class PyCluster {
     return std::make_unique<PyCluster>(std::move(spec), o);
   }
 
-  static rpc::RpcOptions Options(const std::string& data_plane, int connect_timeout_ms, int call_timeout_ms) {
+  static rpc::RpcOptions Options(const std::string& data_plane, int connect_timeout_ms,
+                                 int call_timeout_ms) {
     rpc::RpcOptions o;
     Check(rpc::ParseDataPlaneMode(data_plane, &o.data_plane));
     if (connect_timeout_ms <= 0) Raise(Status::InvalidArgument("connect_timeout_ms must be > 0"));
@@ -164,7 +170,8 @@ class PyCluster {
 
   py::object SplitNodes(const std::string& name) {
     int split = name == "train" ? 1 : name == "val" ? 2 : name == "test" ? 3 : 0;
-    if (split == 0) Raise(Status::InvalidArgument("unknown split '" + name + "' (use 'train', 'val' or 'test')"));
+    if (split == 0)
+      Raise(Status::InvalidArgument("unknown split '" + name + "' (use 'train', 'val' or 'test')"));
     std::vector<int64_t> ids;
     Status st;
     {
@@ -208,7 +215,8 @@ class PyCluster {
     const int t = h->FindNodeType(name);
     if (t < 0) Raise(Status::InvalidArgument("node type '" + name + "' is not in the dataset"));
     std::vector<int64_t> ids;
-    const sampler::NodeRanges ranges = h->NodesOfType(t);  // (a temporary's ranges() would dangle in the loop)
+    const sampler::NodeRanges ranges =
+        h->NodesOfType(t);  // (a temporary's ranges() would dangle in the loop)
     for (const auto& [b, e] : ranges.ranges())
       for (int64_t v = b; v < e; ++v) ids.push_back(v);
     return Int64Capsule(std::move(ids));
@@ -225,7 +233,8 @@ class PyCluster {
   // HeteroSchema::FindEdgeType: the index of "src,rel,dst" or an unambiguous "rel".
   int EdgeTypeIndex(const std::string& name) const {
     const sampler::HeteroSchema* h = cluster_->hetero();
-    if (h == nullptr) Raise(Status::InvalidArgument("the dataset has no edge types (it is not heterogeneous)"));
+    if (h == nullptr)
+      Raise(Status::InvalidArgument("the dataset has no edge types (it is not heterogeneous)"));
     int e = -1;
     Check(h->FindEdgeType(name, &e));
     return e;
@@ -268,8 +277,9 @@ Status MakeGpuCache(const PyCluster& cluster, int device, double fraction,
   co.num_nodes = n;
   co.feature_dim = d;
   co.capacity_rows = std::max<int64_t>(1, static_cast<int64_t>(fraction * static_cast<double>(n)));
-  std::partial_sort(all.begin(), all.begin() + co.capacity_rows, all.end(),
-                    [&](int64_t a, int64_t b) { return deg[a] > deg[b] || (deg[a] == deg[b] && a < b); });
+  std::partial_sort(
+      all.begin(), all.begin() + co.capacity_rows, all.end(),
+      [&](int64_t a, int64_t b) { return deg[a] > deg[b] || (deg[a] == deg[b] && a < b); });
   std::unique_ptr<cache::GpuFeatureCache> gpu;
   FANOUT_RETURN_IF_ERROR(cache::GpuFeatureCache::Create(co, device, &gpu));
   std::vector<int64_t> hot(all.begin(), all.begin() + co.capacity_rows);
@@ -283,16 +293,18 @@ Status MakeGpuCache(const PyCluster& cluster, int device, double fraction,
 class PyLoader {
  public:
   PyLoader(const PyCluster& cluster, const py::object& input_nodes, const py::object& num_neighbors,
-           int64_t batch_size, bool shuffle, bool replace, bool weighted, int num_workers, int prefetch,
-           uint64_t seed, bool features, bool labels, bool edge_ids, bool original_ids, bool drop_last, int rank,
-           int world_size, const std::string& device, double gpu_cache_fraction, bool subgraph,
-           const py::object& link, const py::object& input_time, const std::string& temporal_strategy,
+           int64_t batch_size, bool shuffle, bool replace, bool weighted, int num_workers,
+           int prefetch, uint64_t seed, bool features, bool labels, bool edge_ids,
+           bool original_ids, bool drop_last, int rank, int world_size, const std::string& device,
+           double gpu_cache_fraction, bool subgraph, const py::object& link,
+           const py::object& input_time, const std::string& temporal_strategy,
            const py::object& type_fanouts, int link_edge_type) {
     client::LoaderOptions o;
     o.subgraph = subgraph;
     o.link_edge_type = link_edge_type;
     if (!type_fanouts.is_none())
-      for (const py::handle& f : type_fanouts) o.edge_type_fanouts.push_back(Int64List(f, "num_neighbors"));
+      for (const py::handle& f : type_fanouts)
+        o.edge_type_fanouts.push_back(Int64List(f, "num_neighbors"));
     if (!input_time.is_none()) o.input_time = Int64List(input_time, "input_time");
     Check(sampler::ParseTemporalStrategy(temporal_strategy, &o.temporal_strategy));
     int cuda_device = -1;
@@ -301,19 +313,23 @@ class PyLoader {
       if (device.size() > 4) {
         if (device[4] != ':' || device.size() == 5 ||
             device.find_first_not_of("0123456789", 5) != std::string::npos)
-          Raise(Status::InvalidArgument("device '" + device + "' is not 'cpu', 'cuda' or 'cuda:N'"));
+          Raise(
+              Status::InvalidArgument("device '" + device + "' is not 'cpu', 'cuda' or 'cuda:N'"));
         cuda_device = std::stoi(device.substr(5));
       }
     } else if (device != "cpu") {
       Raise(Status::InvalidArgument("device '" + device + "' is not 'cpu', 'cuda' or 'cuda:N'"));
     }
     if (cuda_device >= 0) {
-      if (!features) Raise(Status::InvalidArgument("device='" + device + "' needs features=True (it places x)"));
+      if (!features)
+        Raise(Status::InvalidArgument("device='" + device + "' needs features=True (it places x)"));
       if (!at::hasCUDA())
-        Raise(Status::NotSupported("device='" + device + "' needs a CUDA-enabled PyTorch/LibTorch; the one this "
+        Raise(Status::NotSupported("device='" + device +
+                                   "' needs a CUDA-enabled PyTorch/LibTorch; the one this "
                                    "package was built with has no CUDA (Debian's is CPU-only)"));
       if (!(gpu_cache_fraction > 0 && gpu_cache_fraction <= 1))
-        Raise(Status::InvalidArgument("gpu_cache_fraction must be in (0, 1], got " + std::to_string(gpu_cache_fraction)));
+        Raise(Status::InvalidArgument("gpu_cache_fraction must be in (0, 1], got " +
+                                      std::to_string(gpu_cache_fraction)));
       Check(MakeGpuCache(cluster, cuda_device, gpu_cache_fraction, &o.gpu_cache));
     }
     o.fanouts = Int64List(num_neighbors, "num_neighbors");
@@ -331,11 +347,13 @@ class PyLoader {
     o.drop_last = drop_last;
     o.rank = rank;
     o.world_size = world_size;
-    if (o.fanouts.empty()) Raise(Status::InvalidArgument("num_neighbors must name at least one hop"));
+    if (o.fanouts.empty())
+      Raise(Status::InvalidArgument("num_neighbors must name at least one hop"));
     try {
       if (link.is_none()) {
         std::vector<int64_t> seeds = Int64List(input_nodes, "input_nodes");
-        loader_ = std::make_unique<client::NodeLoader>(cluster.get(), std::move(seeds), std::move(o));
+        loader_ =
+            std::make_unique<client::NodeLoader>(cluster.get(), std::move(seeds), std::move(o));
       } else {
         // A LinkLoader: link = {"src", "dst", "label" (or None), "mode", "amount", "strict"}.
         py::dict d = link.cast<py::dict>();
@@ -346,7 +364,8 @@ class PyLoader {
         Check(sampler::ParseNegativeMode(d["mode"].cast<std::string>(), &o.negative.mode));
         o.negative.amount = d["amount"].cast<double>();
         o.negative.strict = d["strict"].cast<bool>();
-        loader_ = std::make_unique<client::LinkLoader>(cluster.get(), std::move(seeds), std::move(o));
+        loader_ =
+            std::make_unique<client::LinkLoader>(cluster.get(), std::move(seeds), std::move(o));
       }
     } catch (const std::invalid_argument& e) {
       Raise(Status::InvalidArgument(e.what()));
@@ -433,7 +452,9 @@ class PyLoader {
     d["consumer_wait_s"] = s.consumer_wait_s;
     d["thrift_bytes"] = s.thrift_bytes;
     d["ucx_bytes"] = s.ucx_bytes;
-    d["placed_bytes"] = s.placed_bytes;
+    d["local_bytes"] = s.local_bytes;
+    d["local_edges"] = s.local_edges;
+    d["local_rows"] = s.local_rows;
     d["staged_bytes"] = s.staged_bytes;
     d["fallbacks"] = s.fallbacks;
     d["retries"] = s.retries;
@@ -457,21 +478,29 @@ class PyLoader {
 PYBIND11_MODULE(_core, m) {
   using namespace fanout::python;  // NOLINT
   m.doc() = "Fanout's C++ client (Cluster, NodeLoader); use the fanout package, not this module.";
-  m.def("live_tensors", [] { return g_live.load(); }, "Tensors handed to Python and not yet freed");
+  m.def(
+      "live_tensors", [] { return g_live.load(); }, "Tensors handed to Python and not yet freed");
   py::class_<PyCluster>(m, "Cluster")
-      .def_static("from_partitions", &PyCluster::FromPartitions, py::arg("partitions"), py::arg("data_plane"),
-                  py::arg("connect_timeout_ms"), py::arg("call_timeout_ms"))
+      .def_static("from_partitions", &PyCluster::FromPartitions, py::arg("partitions"),
+                  py::arg("data_plane"), py::arg("connect_timeout_ms"), py::arg("call_timeout_ms"))
       .def_static("from_file", &PyCluster::FromFile, py::arg("path"), py::arg("data_plane"),
                   py::arg("connect_timeout_ms"), py::arg("call_timeout_ms"))
       .def("with_data_plane", &PyCluster::WithDataPlane)
       .def_property_readonly("num_nodes", [](const PyCluster& c) { return c.get()->num_nodes(); })
-      .def_property_readonly("feature_dim", [](const PyCluster& c) { return c.get()->feature_dim(); })
-      .def_property_readonly("num_classes", [](const PyCluster& c) { return c.get()->num_classes(); })
-      .def_property_readonly("num_partitions", [](const PyCluster& c) { return c.get()->num_parts(); })
+      .def_property_readonly("feature_dim",
+                             [](const PyCluster& c) { return c.get()->feature_dim(); })
+      .def_property_readonly("num_classes",
+                             [](const PyCluster& c) { return c.get()->num_classes(); })
+      .def_property_readonly("num_partitions",
+                             [](const PyCluster& c) { return c.get()->num_parts(); })
       .def_property_readonly("addresses", &PyCluster::Addresses)
-      .def_property_readonly("data_plane",
-                             [](const PyCluster& c) { return std::string(fanout::rpc::DataPlaneModeName(c.get()->data_plane())); })
-      .def_property_readonly("description", [](const PyCluster& c) { return c.get()->description(); })
+      .def_property_readonly(
+          "data_plane",
+          [](const PyCluster& c) {
+            return std::string(fanout::rpc::DataPlaneModeName(c.get()->data_plane()));
+          })
+      .def_property_readonly("description",
+                             [](const PyCluster& c) { return c.get()->description(); })
       .def("split_nodes", &PyCluster::SplitNodes)
       .def("health", &PyCluster::Health)
       .def_property_readonly("node_types", &PyCluster::NodeTypes)
@@ -482,14 +511,16 @@ PYBIND11_MODULE(_core, m) {
       .def("original_ids", &PyCluster::OriginalIds)
       .def("edge_type_index", &PyCluster::EdgeTypeIndex);
   py::class_<PyLoader>(m, "NodeLoader")
-      .def(py::init<const PyCluster&, const py::object&, const py::object&, int64_t, bool, bool, bool, int, int,
-                    uint64_t, bool, bool, bool, bool, bool, int, int, const std::string&, double, bool,
-                    const py::object&, const py::object&, const std::string&, const py::object&, int>(),
-           py::arg("cluster"), py::arg("input_nodes"), py::arg("num_neighbors"), py::arg("batch_size"),
-           py::arg("shuffle"), py::arg("replace"), py::arg("weighted"), py::arg("num_workers"), py::arg("prefetch"),
-           py::arg("seed"), py::arg("features"), py::arg("labels"), py::arg("edge_ids"), py::arg("original_ids"),
-           py::arg("drop_last"), py::arg("rank"), py::arg("world_size"), py::arg("device"),
-           py::arg("gpu_cache_fraction"), py::arg("subgraph") = false, py::arg("link") = py::none(),
+      .def(py::init<const PyCluster&, const py::object&, const py::object&, int64_t, bool, bool,
+                    bool, int, int, uint64_t, bool, bool, bool, bool, bool, int, int,
+                    const std::string&, double, bool, const py::object&, const py::object&,
+                    const std::string&, const py::object&, int>(),
+           py::arg("cluster"), py::arg("input_nodes"), py::arg("num_neighbors"),
+           py::arg("batch_size"), py::arg("shuffle"), py::arg("replace"), py::arg("weighted"),
+           py::arg("num_workers"), py::arg("prefetch"), py::arg("seed"), py::arg("features"),
+           py::arg("labels"), py::arg("edge_ids"), py::arg("original_ids"), py::arg("drop_last"),
+           py::arg("rank"), py::arg("world_size"), py::arg("device"), py::arg("gpu_cache_fraction"),
+           py::arg("subgraph") = false, py::arg("link") = py::none(),
            py::arg("input_time") = py::none(), py::arg("temporal_strategy") = "uniform",
            py::arg("type_fanouts") = py::none(), py::arg("link_edge_type") = -1)
       .def("next", &PyLoader::Next)

@@ -6,7 +6,10 @@
 namespace fanout::rpc {
 
 namespace {
-Status Missing() { return Status::NotSupported("this build has no UCX data plane (FANOUT_WITH_UCX=OFF or no libucx-dev)"); }
+Status Missing() {
+  return Status::NotSupported(
+      "this build has no UCX data plane (FANOUT_WITH_UCX=OFF or no libucx-dev)");
+}
 }  // namespace
 
 bool DataPlaneBuilt() { return false; }
@@ -14,7 +17,8 @@ bool DataPlaneBuilt() { return false; }
 struct DataPlaneServer::Impl {};
 DataPlaneServer::DataPlaneServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 DataPlaneServer::~DataPlaneServer() = default;
-Status DataPlaneServer::Start(const DataPlaneServerOptions&, HandlerFactory, std::unique_ptr<DataPlaneServer>*) {
+Status DataPlaneServer::Start(const DataPlaneServerOptions&, HandlerFactory,
+                              std::unique_ptr<DataPlaneServer>*) {
   return Missing();
 }
 int DataPlaneServer::port() const { return 0; }
@@ -30,26 +34,21 @@ DataPlaneInfo QueryDataPlane() {
 struct DataPlaneContext::Impl {};
 DataPlaneContext::~DataPlaneContext() = default;
 Status DataPlaneContext::Create(std::shared_ptr<DataPlaneContext>*) { return Missing(); }
-Status DataPlaneContext::AllocateRegion(size_t, std::shared_ptr<DataRegion>*) { return Missing(); }
-bool DataPlaneContext::InRegion(const void*, size_t) const { return false; }
-
-struct DataRegion::Impl {};
-DataRegion::~DataRegion() = default;
-bool DataRegion::tainted() const { return false; }
 
 struct DataPlaneChannel::Impl {};
 DataPlaneChannel::~DataPlaneChannel() = default;
-Status DataPlaneChannel::Create(std::shared_ptr<DataPlaneContext>, const RpcOptions&, std::unique_ptr<DataPlaneChannel>*) {
+Status DataPlaneChannel::Create(std::shared_ptr<DataPlaneContext>, const RpcOptions&,
+                                std::unique_ptr<DataPlaneChannel>*) {
   return Missing();
 }
-Status DataPlaneChannel::Connect(const std::string&, int, const std::string&, int*, const std::string&) {
+Status DataPlaneChannel::Connect(const std::string&, int, const std::string&, int*,
+                                 const std::string&) {
   return Missing();
 }
 Status DataPlaneChannel::Post(int, const DataRequest&, const ReplySink&) { return Missing(); }
 Status DataPlaneChannel::Wait(int) { return Missing(); }
 Status DataPlaneChannel::Call(int, const DataRequest&, const ReplySink&) { return Missing(); }
 void DataPlaneChannel::Abandon(int) {}
-bool DataPlaneChannel::Placing(int) const { return false; }
 std::string DataPlaneChannel::Transports(int) const { return ""; }
 
 }  // namespace fanout::rpc

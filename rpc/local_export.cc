@@ -320,7 +320,7 @@ LocalExport::~LocalExport() {
   if (fd_ >= 0) close(fd_);
 }
 
-const void* LocalExport::Data(ExportArray kind, uint64_t* count) const {
+const void* ExportedMemory::Data(ExportArray kind, uint64_t* count) const {
   const ExportedArray* a = layout_.Find(kind);
   *count = a ? a->count : 0;
   return a && a->count > 0 ? base_ + a->offset : nullptr;
@@ -527,12 +527,6 @@ void LocalExport::Impl::Run() {
 
 LocalMapping::~LocalMapping() {
   if (base_ != nullptr) munmap(const_cast<char*>(base_), bytes_);
-}
-
-const void* LocalMapping::Data(ExportArray kind, uint64_t* count) const {
-  const ExportedArray* a = layout_.Find(kind);
-  *count = a ? a->count : 0;
-  return a && a->count > 0 ? base_ + a->offset : nullptr;
 }
 
 Status FetchLocalExport(const std::string& path, const std::string& token, int timeout_ms,

@@ -108,9 +108,25 @@ struct LocalExportStats {
   std::string last_refusal;   // the last refusal's message
 };
 
+// Exported memory as one side sees it: the layout and where it is mapped.
+class ExportedMemory {
+ public:
+  const ExportLayout& layout() const { return layout_; }
+  // Where array `kind` lies in this process's read-only mapping (null with
+  // count 0 where it is empty or absent).
+  const void* Data(ExportArray kind, uint64_t* count) const;
+  const char* base() const { return base_; }
+
+ protected:
+  ExportedMemory() = default;
+  ~ExportedMemory() = default;
+  ExportLayout layout_;
+  const char* base_ = nullptr;
+};
+
 // Sealed, read-only memory holding a partition's arrays, and the socket that
 // hands it out.
-class LocalExport {
+class LocalExport : public ExportedMemory {
  public:
   struct Source {
     ExportArray kind;
@@ -126,11 +142,6 @@ class LocalExport {
   LocalExport(const LocalExport&) = delete;
   LocalExport& operator=(const LocalExport&) = delete;
 
-  // Where array `kind` lies in this process's read-only mapping (null with
-  // count 0 where it is empty or absent).
-  const void* Data(ExportArray kind, uint64_t* count) const;
-  const ExportLayout& layout() const { return layout_; }
-
   // Binds `path` (an existing socket file there is replaced when no server
   // answers on it; one that answers is an error) and serves hellos on a
   // thread of its own until Stop(). The socket file is made 0660.
@@ -145,31 +156,23 @@ class LocalExport {
 
  private:
   LocalExport() = default;
-  ExportLayout layout_;
   int fd_ = -1;
-  const char* base_ = nullptr;
   std::string path_;
   std::unique_ptr<Impl> impl_;
 };
 
 // A partition's exported memory mapped read-only in this process. Stays
 // valid as long as this object lives, whatever happens to the server.
-class LocalMapping {
+class LocalMapping : public ExportedMemory {
  public:
   ~LocalMapping();
   LocalMapping(const LocalMapping&) = delete;
   LocalMapping& operator=(const LocalMapping&) = delete;
-  const ExportLayout& layout() const { return layout_; }
-  // As LocalExport::Data.
-  const void* Data(ExportArray kind, uint64_t* count) const;
-  const char* base() const { return base_; }
 
  private:
   friend Status FetchLocalExport(const std::string&, const std::string&, int,
                                  std::shared_ptr<LocalMapping>*);
   LocalMapping() = default;
-  ExportLayout layout_;
-  const char* base_ = nullptr;
   size_t bytes_ = 0;
 };
 

@@ -19,9 +19,12 @@
 
 namespace fanout::rpc {
 
-// Which path bulk replies take: `kAuto` the UCX data plane where the server
-// offers it and its endpoint comes up, else Thrift; `kUcx` the data plane or
-// an error; `kTcp` Thrift only.
+// Which path bulk replies take: `kAuto` this process's own reads of the
+// server's export where the server shares this host (local memory), else the
+// UCX data plane where the server offers it and its endpoint comes up, else
+// Thrift, each per server; `kUcx` the UCX data plane or an error; `kTcp`
+// Thrift only (the name is historical: it means Thrift's TCP connection, not
+// UCX's tcp transport).
 enum class DataPlaneMode { kAuto, kUcx, kTcp };
 // "auto", "ucx", "tcp"; InvalidArgument names the text otherwise.
 Status ParseDataPlaneMode(const std::string& text, DataPlaneMode* out);
@@ -42,6 +45,12 @@ struct RpcOptions {
   int64_t max_frame_bytes = int64_t{1} << 30;  // largest reply accepted, default 1 GiB
   DataPlaneMode data_plane =
       DataPlaneMode::kAuto;  // see DataPlaneMode; a cluster file's value wins
+  // With data_plane kAuto, partitions whose server shares this host are read
+  // from its sealed export in this process (client/local_partition.h); this
+  // says whether they are also sampled here (true, "auto") or over RPC
+  // (false, "off": features, labels and lookups still local). A cluster
+  // file's "local_sampling" wins.
+  bool local_sampling = true;
   // Failover (a cluster with replicas): after Unavailable or DeadlineExceeded
   // a request goes again, unchanged, to another replica of the partition, at
   // most this many times per call, waiting backoff, 2x backoff, ... between

@@ -9,9 +9,8 @@ Status DataPlaneService::Handle(const rpc::DataRequest& r, rpc::ReplyWriter* rep
       return svc_.Run(kLookupFeatures, kUcx, &bytes, [&]() -> Status {
         FANOUT_RETURN_IF_ERROR(svc_.CheckIds(r.ids));
         FANOUT_RETURN_IF_ERROR(svc_.CheckReplyBytes(r.ids.size(), svc_.FeatureRowBytes()));
-        const int64_t* offsets = nullptr;
-        char* out = reply->ReserveRows(r.ids.size(), svc_.FeatureRowBytes(), &offsets);
-        svc_.GatherFeatures(r.ids, out, offsets);
+        char* out = reply->Reserve(r.ids.size() * svc_.FeatureRowBytes());
+        svc_.GatherFeatures(r.ids, out);
         bytes = reply->size();
         return Status::OK();
       });
@@ -35,8 +34,8 @@ Status DataPlaneService::Handle(const rpc::DataRequest& r, rpc::ReplyWriter* rep
         p.hop = r.call.hop;
         const sampler::OneHopResult* hop = nullptr;
         FANOUT_RETURN_IF_ERROR(svc_.Sample(r.ids, p, &hop));
-        char* out =
-            reply->Reserve(PartitionService::PackedSampleBytes(r.ids.size(), hop->offsets[r.ids.size()], p.with_edge_ids));
+        char* out = reply->Reserve(PartitionService::PackedSampleBytes(
+            r.ids.size(), hop->offsets[r.ids.size()], p.with_edge_ids));
         PartitionService::PackSample(*hop, r.ids.size(), p.with_edge_ids, out);
         bytes = reply->size();
         return Status::OK();
@@ -45,7 +44,8 @@ Status DataPlaneService::Handle(const rpc::DataRequest& r, rpc::ReplyWriter* rep
       reply->Reserve(0);
       return Status::OK();
   }
-  return Status::InvalidArgument("unknown data-plane method " + std::to_string(static_cast<int>(r.method)));
+  return Status::InvalidArgument("unknown data-plane method " +
+                                 std::to_string(static_cast<int>(r.method)));
 }
 
 }  // namespace fanout::server

@@ -20,6 +20,7 @@
 #include "rpc/data_plane.h"
 #include "rpc/framed_transport.h"
 #include "rpc/local_export.h"
+#include "rpc/partition_export.h"
 #include "server/data_plane_service.h"
 #include "server/handler.h"
 
@@ -133,19 +134,8 @@ Status PartitionServer::Start() {
 Status PartitionServer::Export(datasets::PartitionData* owned) {
   if (options_.local_socket == "off") return Status::OK();
   const datasets::PartitionView& v = state_->view;
-  using A = rpc::ExportArray;
-  std::vector<rpc::LocalExport::Source> arrays = {
-      {A::kIndptr, v.indptr.data(), v.indptr.size()},
-      {A::kIndices, v.indices.data(), v.indices.size()},
-      {A::kEdgeIds, v.edge_ids.data(), v.edge_ids.size()},
-      {A::kEdgeTimes, v.edge_times.data(), v.edge_times.size()},
-      {A::kEdgeTypes, v.edge_types.data(), v.edge_types.size()},
-      {A::kFeatures, v.features.data(), v.features.size()},
-      {A::kLabels, v.labels.data(), v.labels.size()},
-      {A::kSplit, v.split.data(), v.split.size()},
-      {A::kOriginalIds, v.original_ids.data(), v.original_ids.size()}};
   Status st = rpc::LocalExport::Create(data_->meta.dataset_id, v.part, v.node_begin, v.node_end,
-                                       arrays, &export_);
+                                       rpc::ExportSources(v), &export_);
   if (!st.ok()) {
     if (!options_.local_socket.empty())
       return Status::FromCode(static_cast<int>(st.code()),
@@ -155,7 +145,7 @@ Status PartitionServer::Export(datasets::PartitionData* owned) {
                  st.message().c_str());
     return Status::OK();
   }
-  state_->view = ExportedView(*export_, v);
+  state_->view = rpc::ViewOfExport(*export_);
   if (owned !=
       nullptr) {  // served from the export from now on: the loaded copy goes (no second copy)
     std::vector<int64_t>().swap(owned->indptr);
@@ -170,30 +160,6 @@ Status PartitionServer::Export(datasets::PartitionData* owned) {
     malloc_trim(0);
   }
   return Status::OK();
-}
-
-datasets::PartitionView PartitionServer::ExportedView(const rpc::LocalExport& e,
-                                                      const datasets::PartitionView& like) {
-  datasets::PartitionView v;
-  v.part = like.part;
-  v.node_begin = like.node_begin;
-  v.node_end = like.node_end;
-  auto at = [&](rpc::ExportArray kind, auto* field) {
-    using T = std::remove_const_t<std::remove_reference_t<decltype((*field)[0])>>;
-    uint64_t n = 0;
-    const void* p = e.Data(kind, &n);
-    *field = ArrayView<const T>(static_cast<const T*>(p), static_cast<size_t>(n));
-  };
-  at(rpc::ExportArray::kIndptr, &v.indptr);
-  at(rpc::ExportArray::kIndices, &v.indices);
-  at(rpc::ExportArray::kEdgeIds, &v.edge_ids);
-  at(rpc::ExportArray::kEdgeTimes, &v.edge_times);
-  at(rpc::ExportArray::kEdgeTypes, &v.edge_types);
-  at(rpc::ExportArray::kFeatures, &v.features);
-  at(rpc::ExportArray::kLabels, &v.labels);
-  at(rpc::ExportArray::kSplit, &v.split);
-  at(rpc::ExportArray::kOriginalIds, &v.original_ids);
-  return v;
 }
 
 Status PartitionServer::StartLocalSocket() {
@@ -338,10 +304,6 @@ nlohmann::json DataPlaneJson(const rpc::DataPlaneServer* dp, int port) {
   j["malformed_requests"] = s.malformed;
   j["refused_requests"] = s.refused;
   j["unauthenticated_requests"] = s.unauthenticated;
-  j["placed"] = s.placed;
-  j["place_refused"] = s.place_refused;
-  j["mapped_regions"] = s.mapped_regions;
-  j["mapped_bytes"] = s.mapped_bytes;
   j["endpoints_open"] = s.endpoints_open;
   j["endpoints_total"] = s.endpoints_total;
   j["endpoints_rejected"] = s.endpoints_rejected;
@@ -352,9 +314,7 @@ nlohmann::json DataPlaneJson(const rpc::DataPlaneServer* dp, int port) {
                    {"transports", e.transports},
                    {"requests", e.requests},
                    {"reply_bytes", e.reply_bytes},
-                   {"held_bytes", e.held_bytes},
-                   {"mapped_regions", e.mapped_regions},
-                   {"mapped_bytes", e.mapped_bytes}});
+                   {"held_bytes", e.held_bytes}});
   j["endpoints"] = eps;
   return j;
 }
@@ -609,16 +569,23 @@ Status PartitionServer::StartAdmin() {
           "%lld\n"
           "# HELP fanout_data_plane_rejected_total Data-plane connections rejected (limit or "
           "stopping).\n"
-          "# TYPE fanout_data_plane_rejected_total counter\nfanout_data_plane_rejected_total %lld\n"
-          "# HELP fanout_data_plane_placed_total Replies written straight into a client's shared "
-          "memory.\n"
-          "# TYPE fanout_data_plane_placed_total counter\nfanout_data_plane_placed_total %lld\n"
-          "# HELP fanout_data_plane_mapped_bytes Clients' shared-memory regions mapped for "
-          "placement.\n"
-          "# TYPE fanout_data_plane_mapped_bytes gauge\nfanout_data_plane_mapped_bytes %lld\n",
+          "# TYPE fanout_data_plane_rejected_total counter\nfanout_data_plane_rejected_total "
+          "%lld\n",
           static_cast<long long>(dp.endpoints_open), static_cast<long long>(dp.held_bytes),
-          static_cast<long long>(dp.malformed), static_cast<long long>(dp.endpoints_rejected),
-          static_cast<long long>(dp.placed), static_cast<long long>(dp.mapped_bytes));
+          static_cast<long long>(dp.malformed), static_cast<long long>(dp.endpoints_rejected));
+      extra += line;
+    }
+    if (loaded && export_) {
+      const rpc::LocalExportStats ls = export_->Stats();
+      std::snprintf(line, sizeof line,
+                    "# HELP fanout_local_handed_total Same-host clients handed the sealed export.\n"
+                    "# TYPE fanout_local_handed_total counter\nfanout_local_handed_total %lld\n"
+                    "# HELP fanout_local_refused_total Same-host clients refused the export (uid, "
+                    "token, malformed, timed out, busy).\n"
+                    "# TYPE fanout_local_refused_total counter\nfanout_local_refused_total %lld\n",
+                    static_cast<long long>(ls.handed),
+                    static_cast<long long>(ls.refused_uid + ls.refused_token + ls.malformed +
+                                           ls.timed_out + ls.overloaded));
       extra += line;
     }
     std::string body = loaded ? state_->metrics.Prometheus(extra) : extra;

@@ -122,8 +122,6 @@ class PartitionServer {
   Status StartDataPlane();
   Status Export(datasets::PartitionData* owned);
   Status StartLocalSocket();
-  static datasets::PartitionView ExportedView(const rpc::LocalExport& e,
-                                              const datasets::PartitionView& like);
 
   ServerOptions options_;
   std::shared_ptr<const datasets::PartitionData> data_;

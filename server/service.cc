@@ -52,8 +52,7 @@ size_t PartitionService::FeatureRowBytes() const {
   return static_cast<size_t>(m.feature_dim * datasets::FeatureDTypeSize(m.feature_dtype));
 }
 
-void PartitionService::GatherFeatures(ArrayView<const int64_t> ids, char* dst,
-                                      const int64_t* offsets) {
+void PartitionService::GatherFeatures(ArrayView<const int64_t> ids, char* dst) {
   const size_t row = FeatureRowBytes();
   const int64_t n = static_cast<int64_t>(ids.size());
   const uint8_t* src = s_->view.features.data();
@@ -65,8 +64,7 @@ void PartitionService::GatherFeatures(ArrayView<const int64_t> ids, char* dst,
   auto gather = [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       if (i + 8 < e) __builtin_prefetch(src + (ids[i + 8] - base) * row);
-      std::memcpy(dst + (offsets ? offsets[i] : i * static_cast<int64_t>(row)),
-                  src + (ids[i] - base) * row, row);
+      std::memcpy(dst + i * static_cast<int64_t>(row), src + (ids[i] - base) * row, row);
     }
   };
   constexpr int64_t kChunk = 4096;

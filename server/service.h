@@ -124,8 +124,7 @@ class PartitionService {
   // Bytes of one feature row in the partition's dtype.
   size_t FeatureRowBytes() const;
   // Gathers the rows of checked ids into dst (ids.size() * FeatureRowBytes()),
-  // or, with `offsets`, row i to dst + offsets[i].
-  void GatherFeatures(ArrayView<const int64_t> ids, char* dst, const int64_t* offsets = nullptr);
+  void GatherFeatures(ArrayView<const int64_t> ids, char* dst);
   // InvalidArgument when rows x row_bytes is over ServerOptions::max_reply_bytes.
   Status CheckReplyBytes(size_t rows, size_t row_bytes) const;
   // Labels of checked ids; NotFound when the dataset has none.

@@ -2,7 +2,8 @@
 //   fanout-ctl stats HOST:ADMIN_PORT [HOST:ADMIN_PORT ...]
 //   fanout-ctl health CLUSTER_FILE [--timeout-ms MS]
 //   fanout-ctl info HOST:PORT
-//   fanout-ctl sample HOST:PORT --seeds 1,2,3 --fanout 10 [--seed S] [--hop H] [--replace] [--weighted]
+//   fanout-ctl sample HOST:PORT --seeds 1,2,3 --fanout 10 [--seed S] [--hop H] [--replace]
+//   [--weighted]
 //                     [--times T1,T2,T3 [--temporal-strategy uniform|last]] [--keep ID,ID,...]
 //                     [--type-fanout REL=N ...]   (heterogeneous datasets: per edge type)
 //   fanout-ctl has-edges HOST:PORT --rows 1,2 --neighbors 5,6 [--edge-type REL]
@@ -30,10 +31,14 @@ namespace {
 
 std::string Human(double v, const char* unit = "") {
   char buf[32];
-  if (v >= 1e9) std::snprintf(buf, sizeof buf, "%.2fG%s", v / 1e9, unit);
-  else if (v >= 1e6) std::snprintf(buf, sizeof buf, "%.2fM%s", v / 1e6, unit);
-  else if (v >= 1e3) std::snprintf(buf, sizeof buf, "%.1fk%s", v / 1e3, unit);
-  else std::snprintf(buf, sizeof buf, "%.1f%s", v, unit);
+  if (v >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.2fG%s", v / 1e9, unit);
+  else if (v >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.2fM%s", v / 1e6, unit);
+  else if (v >= 1e3)
+    std::snprintf(buf, sizeof buf, "%.1fk%s", v / 1e3, unit);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f%s", v, unit);
   return buf;
 }
 
@@ -43,8 +48,9 @@ double Num(const nlohmann::json& j, const char* a, const char* b) {
 }
 
 int Stats(const std::vector<std::string>& servers, const std::string& token) {
-  std::printf("%-22s %-9s %-5s %-22s %10s %10s %10s %10s %10s %9s %9s %9s\n", "server", "state", "part", "nodes",
-              "edges/1s", "edges/10s", "edges/60s", "featB/10s", "req/10s", "p50 ms", "p99 ms", "RSS");
+  std::printf("%-22s %-9s %-5s %-22s %10s %10s %10s %10s %10s %9s %9s %9s\n", "server", "state",
+              "part", "nodes", "edges/1s", "edges/10s", "edges/60s", "featB/10s", "req/10s",
+              "p50 ms", "p99 ms", "RSS");
   int failures = 0;
   std::map<std::string, int64_t> away;  // failovers away from each replica, summed over the servers
   for (const std::string& addr : servers) {
@@ -63,7 +69,8 @@ int Stats(const std::vector<std::string>& servers, const std::string& token) {
     if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
     auto res = cli.Get("/stats", headers);
     if (!res) {
-      std::printf("%-22s %-9s (no answer: %s)\n", addr.c_str(), "down", httplib::to_string(res.error()).c_str());
+      std::printf("%-22s %-9s (no answer: %s)\n", addr.c_str(), "down",
+                  httplib::to_string(res.error()).c_str());
       ++failures;
       continue;
     }
@@ -77,73 +84,101 @@ int Stats(const std::vector<std::string>& servers, const std::string& token) {
     }
     const auto& tp = j.value("throughput", nlohmann::json::object());
     const auto& p = j.value("partition", nlohmann::json::object());
-    std::string part = p.empty() ? "-" : std::to_string(p.value("partition", 0)) + "/" + std::to_string(p.value("num_parts", 0));
-    std::string nodes = p.empty() ? "-" : "[" + std::to_string(p.value("node_begin", 0LL)) + ", " +
-                                              std::to_string(p.value("node_end", 0LL)) + ")";
+    std::string part = p.empty() ? "-"
+                                 : std::to_string(p.value("partition", 0)) + "/" +
+                                       std::to_string(p.value("num_parts", 0));
+    std::string nodes = p.empty() ? "-"
+                                  : "[" + std::to_string(p.value("node_begin", 0LL)) + ", " +
+                                        std::to_string(p.value("node_end", 0LL)) + ")";
     double p50 = 0, p99 = 0;
     if (j.contains("latency") && j["latency"].contains("sample_neighbors")) {
       p50 = j["latency"]["sample_neighbors"].value("p50_ms", 0.0);
       p99 = j["latency"]["sample_neighbors"].value("p99_ms", 0.0);
     }
-    std::printf("%-22s %-9s %-5s %-22s %10s %10s %10s %10s %10s %9.3f %9.3f %9s\n", addr.c_str(),
-                j.value("state", "?").c_str(), part.c_str(), nodes.c_str(), Human(Num(tp, "1s", "sampled_edges_per_s")).c_str(),
-                Human(Num(tp, "10s", "sampled_edges_per_s")).c_str(), Human(Num(tp, "60s", "sampled_edges_per_s")).c_str(),
-                Human(Num(tp, "10s", "feature_bytes_per_s"), "B").c_str(), Human(Num(tp, "10s", "requests_per_s")).c_str(),
-                p50, p99, Human(j.value("memory", nlohmann::json::object()).value("rss_bytes", 0.0), "B").c_str());
+    std::printf(
+        "%-22s %-9s %-5s %-22s %10s %10s %10s %10s %10s %9.3f %9.3f %9s\n", addr.c_str(),
+        j.value("state", "?").c_str(), part.c_str(), nodes.c_str(),
+        Human(Num(tp, "1s", "sampled_edges_per_s")).c_str(),
+        Human(Num(tp, "10s", "sampled_edges_per_s")).c_str(),
+        Human(Num(tp, "60s", "sampled_edges_per_s")).c_str(),
+        Human(Num(tp, "10s", "feature_bytes_per_s"), "B").c_str(),
+        Human(Num(tp, "10s", "requests_per_s")).c_str(), p50, p99,
+        Human(j.value("memory", nlohmann::json::object()).value("rss_bytes", 0.0), "B").c_str());
     // Requests and bytes by path, and what the data plane's endpoints use.
     if (j.contains("totals") && j["totals"].contains("by_path")) {
       std::string line = "    by path:";
       for (const auto& [name, v] : j["totals"]["by_path"].items())
-        line += " " + name + " " + Human(v.value("requests", 0.0)) + " req " + Human(v.value("reply_bytes", 0.0), "B") + ";";
+        line += " " + name + " " + Human(v.value("requests", 0.0)) + " req " +
+                Human(v.value("reply_bytes", 0.0), "B") + ";";
       const auto& dp = j.value("data_plane", nlohmann::json::object());
       if (!dp.value("enabled", false)) {
         line += " data plane off";
       } else {
-        line += " data plane :" + std::to_string(dp.value("port", 0)) + " (UCX " + dp.value("ucx_version", "?") +
-                ", memory";
-        for (const auto& m : dp.value("memory_types", nlohmann::json::array())) line += " " + m.get<std::string>();
+        line += " data plane :" + std::to_string(dp.value("port", 0)) + " (UCX " +
+                dp.value("ucx_version", "?") + ", memory";
+        for (const auto& m : dp.value("memory_types", nlohmann::json::array()))
+          line += " " + m.get<std::string>();
         line += ", " + std::to_string(dp.value("endpoints_open", 0)) + " endpoints, held " +
-                Human(dp.value("held_bytes", 0.0), "B") + ", " + Human(dp.value("placed", 0.0)) +
-                " replies placed in clients' memory, " + Human(dp.value("mapped_bytes", 0.0), "B") + " of it mapped)";
+                Human(dp.value("held_bytes", 0.0), "B") + ")";
         std::set<std::string> tls;
-        for (const auto& e : dp.value("endpoints", nlohmann::json::array())) tls.insert(e.value("transports", ""));
+        for (const auto& e : dp.value("endpoints", nlohmann::json::array()))
+          tls.insert(e.value("transports", ""));
         for (const auto& t : tls)
           if (!t.empty()) line += " [" + t + "]";
+      }
+      const nlohmann::json lo = j.value("local", nlohmann::json::object());
+      if (lo.value("enabled", false)) {
+        line += "; local export " + lo.value("socket", std::string()) + " (" +
+                Human(lo.value("bytes", 0.0), "B") + ", handed " +
+                std::to_string(lo.value("handed", 0)) + ", refused " +
+                std::to_string(lo.value("refused_uid", 0) + lo.value("refused_token", 0) +
+                               lo.value("malformed", 0) + lo.value("timed_out", 0) +
+                               lo.value("overloaded", 0)) +
+                ")";
       }
       std::printf("%s\n", line.c_str());
     }
     // Connections: the server's limits at work.
     if (j.contains("connections")) {
       const auto& c = j["connections"];
-      std::printf("    connections: %lld open of %lld (peak %lld), %lld accepted, %lld refused at the limit, %lld idle "
-                  "ones closed to make room, %lld idle timeouts, %lld frame timeouts, %lld closed waiting for request "
-                  "memory (%s in flight of %s)\n",
-                  c.value("open", 0LL), c.value("max_connections", 0LL), c.value("peak_open", 0LL),
-                  c.value("accepted", 0LL), c.value("refused", 0LL), c.value("evicted_idle", 0LL),
-                  c.value("idle_timeouts", 0LL), c.value("frame_timeouts", 0LL), c.value("memory_refused", 0LL),
-                  Human(c.value("inflight_bytes", 0.0), "B").c_str(), Human(c.value("max_inflight_bytes", 0.0), "B").c_str());
+      std::printf(
+          "    connections: %lld open of %lld (peak %lld), %lld accepted, %lld refused at the "
+          "limit, %lld idle "
+          "ones closed to make room, %lld idle timeouts, %lld frame timeouts, %lld closed waiting "
+          "for request "
+          "memory (%s in flight of %s)\n",
+          c.value("open", 0LL), c.value("max_connections", 0LL), c.value("peak_open", 0LL),
+          c.value("accepted", 0LL), c.value("refused", 0LL), c.value("evicted_idle", 0LL),
+          c.value("idle_timeouts", 0LL), c.value("frame_timeouts", 0LL),
+          c.value("memory_refused", 0LL), Human(c.value("inflight_bytes", 0.0), "B").c_str(),
+          Human(c.value("max_inflight_bytes", 0.0), "B").c_str());
     }
     // What clients reported when they moved here: retries on this server,
     // failovers to it, and from which replica.
     if (j.contains("failovers")) {
       const auto& f = j["failovers"];
-      std::string line = "    clients: " + std::to_string(f.value("retries_in", 0LL)) + " retries here after a failure, " +
+      std::string line = "    clients: " + std::to_string(f.value("retries_in", 0LL)) +
+                         " retries here after a failure, " +
                          std::to_string(f.value("failovers_in", 0LL)) + " failovers to here";
       std::string from;
-      const nlohmann::json origins = f.value("from", nlohmann::json::object());  // named: items() refers into it
+      const nlohmann::json origins =
+          f.value("from", nlohmann::json::object());  // named: items() refers into it
       for (const auto& [origin, n] : origins.items()) {
-        from += (from.empty() ? " (from " : ", ") + origin + " x" + std::to_string(n.get<int64_t>());
+        from +=
+            (from.empty() ? " (from " : ", ") + origin + " x" + std::to_string(n.get<int64_t>());
         away[origin] += n.get<int64_t>();
       }
       if (!from.empty()) from += ")";
       const std::string reason = f.value("last_reason", "");
-      std::printf("%s%s%s\n", line.c_str(), from.c_str(), reason.empty() ? "" : ("; last reason: " + reason).c_str());
+      std::printf("%s%s%s\n", line.c_str(), from.c_str(),
+                  reason.empty() ? "" : ("; last reason: " + reason).c_str());
     }
   }
   // Failovers away from each replica, as the servers above were told.
   if (!away.empty()) {
     std::printf("failovers away from each replica (reported to the servers above):\n");
-    for (const auto& [origin, n] : away) std::printf("    %-30s %lld\n", origin.c_str(), static_cast<long long>(n));
+    for (const auto& [origin, n] : away)
+      std::printf("    %-30s %lld\n", origin.c_str(), static_cast<long long>(n));
   }
   return failures ? 1 : 0;
 }
@@ -180,26 +215,28 @@ int Health(const std::string& path, int timeout_ms) {
       auto t0 = std::chrono::steady_clock::now();
       st = fanout::rpc::RpcClient::Connect(addr, ro, &client);
       if (st.ok()) st = client->Ping("health", &pong);
-      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       if (st.ok()) st = client->Info(&info);
       if (st.ok() && info.partition != static_cast<int>(p))
-        st = Status::InvalidArgument("serves partition " + std::to_string(info.partition) + ", listed as " +
-                                     std::to_string(p));
+        st = Status::InvalidArgument("serves partition " + std::to_string(info.partition) +
+                                     ", listed as " + std::to_string(p));
       if (!st.ok()) {
-        std::printf("%-5zu %-24s %-9s %9s  %s\n", p, addr.c_str(), "down", "-", st.message().c_str());
+        std::printf("%-5zu %-24s %-9s %9s  %s\n", p, addr.c_str(), "down", "-",
+                    st.message().c_str());
         ++down;
         continue;
       }
       ++up;
-      std::printf("%-5zu %-24s %-9s %9.3f  %s (%s) nodes [%lld, %lld), data plane %s\n", p, addr.c_str(), "healthy",
-                  ms, info.dataset_name.c_str(), info.dataset_id.c_str(), static_cast<long long>(info.node_begin),
-                  static_cast<long long>(info.node_end),
+      std::printf("%-5zu %-24s %-9s %9.3f  %s (%s) nodes [%lld, %lld), data plane %s\n", p,
+                  addr.c_str(), "healthy", ms, info.dataset_name.c_str(), info.dataset_id.c_str(),
+                  static_cast<long long>(info.node_begin), static_cast<long long>(info.node_end),
                   info.data_port > 0 ? (":" + std::to_string(info.data_port)).c_str() : "off");
     }
     if (up == 0) ++dead_parts;
   }
-  std::printf("%zu partitions, %d replicas down, %d partitions without a replica that answers\n", spec.replicas.size(),
-              down, dead_parts);
+  std::printf("%zu partitions, %d replicas down, %d partitions without a replica that answers\n",
+              spec.replicas.size(), down, dead_parts);
   return dead_parts > 0 ? 2 : down > 0 ? 1 : 0;
 }
 
@@ -215,13 +252,12 @@ int Resources(const std::string& dir, int64_t inflight_mib, int64_t reply_mib, b
   constexpr int64_t kBase = 64 * kMiB;  // measured ~45 MiB, rounded up
   fanout::datasets::DatasetMeta meta;
   Status st = fanout::datasets::ReadDatasetMeta(dir, &meta);
-  nlohmann::json out = {{"dataset", meta.name},
-                        {"dataset_dir", dir},
-                        {"num_parts", meta.num_parts},
-                        {"max_inflight_mib", inflight_mib},
-                        {"max_reply_mib", reply_mib},
-                        {"partitions", nlohmann::json::array()}};
-  auto round_mib = [&](double bytes) { return static_cast<int64_t>(std::ceil(bytes / kMiB)) * kMiB; };
+  nlohmann::json out = {{"dataset", meta.name},        {"dataset_dir", dir},
+                        {"num_parts", meta.num_parts}, {"max_inflight_mib", inflight_mib},
+                        {"max_reply_mib", reply_mib},  {"partitions", nlohmann::json::array()}};
+  auto round_mib = [&](double bytes) {
+    return static_cast<int64_t>(std::ceil(bytes / kMiB)) * kMiB;
+  };
   for (int p = 0; st.ok() && p < meta.num_parts; ++p) {
     int64_t arrays = 0;
     st = fanout::datasets::PartitionArrayBytes(meta, p, &arrays);
@@ -229,12 +265,13 @@ int Resources(const std::string& dir, int64_t inflight_mib, int64_t reply_mib, b
     const double steady = 1.1 * static_cast<double>(arrays) + kBase;
     const double loading = 2.0 * static_cast<double>(arrays) + kBase;
     const double serving = steady + static_cast<double>(inflight_mib + 2 * reply_mib) * kMiB;
-    out["partitions"].push_back({{"partition", p},
-                                 {"nodes", meta.offsets[p + 1] - meta.offsets[p]},
-                                 {"edges", meta.stats.edges[p]},
-                                 {"array_bytes", arrays},
-                                 {"memory_request_bytes", round_mib(steady)},
-                                 {"memory_limit_bytes", round_mib(1.25 * std::max(loading, serving))}});
+    out["partitions"].push_back(
+        {{"partition", p},
+         {"nodes", meta.offsets[p + 1] - meta.offsets[p]},
+         {"edges", meta.stats.edges[p]},
+         {"array_bytes", arrays},
+         {"memory_request_bytes", round_mib(steady)},
+         {"memory_limit_bytes", round_mib(1.25 * std::max(loading, serving))}});
   }
   if (!st.ok()) {
     std::fprintf(stderr, "fanout-ctl: %s\n", st.ToString().c_str());
@@ -247,23 +284,26 @@ int Resources(const std::string& dir, int64_t inflight_mib, int64_t reply_mib, b
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
-  std::printf("dataset %s (%s), %d partitions; servers run with %s\n", meta.name.c_str(), dir.c_str(),
-              meta.num_parts, flags.c_str());
-  std::printf("%-5s %12s %14s %12s %16s %14s\n", "part", "nodes", "edges", "arrays", "memory request",
-              "memory limit");
+  std::printf("dataset %s (%s), %d partitions; servers run with %s\n", meta.name.c_str(),
+              dir.c_str(), meta.num_parts, flags.c_str());
+  std::printf("%-5s %12s %14s %12s %16s %14s\n", "part", "nodes", "edges", "arrays",
+              "memory request", "memory limit");
   int64_t max_req = 0, max_lim = 0;
   for (const auto& r : out["partitions"]) {
-    const int64_t req = r["memory_request_bytes"].get<int64_t>(), lim = r["memory_limit_bytes"].get<int64_t>();
+    const int64_t req = r["memory_request_bytes"].get<int64_t>(),
+                  lim = r["memory_limit_bytes"].get<int64_t>();
     max_req = std::max(max_req, req);
     max_lim = std::max(max_lim, lim);
     std::printf("%-5d %12lld %14lld %10.1fMi %14lldMi %12lldMi\n", r["partition"].get<int>(),
-                static_cast<long long>(r["nodes"].get<int64_t>()), static_cast<long long>(r["edges"].get<int64_t>()),
+                static_cast<long long>(r["nodes"].get<int64_t>()),
+                static_cast<long long>(r["edges"].get<int64_t>()),
                 r["array_bytes"].get<double>() / kMiB, static_cast<long long>(req / kMiB),
                 static_cast<long long>(lim / kMiB));
   }
-  std::printf("Kubernetes (the largest partition; one StatefulSet per partition may use its own row):\n"
-              "  resources: {requests: {memory: %lldMi}, limits: {memory: %lldMi}}\n",
-              static_cast<long long>(max_req / kMiB), static_cast<long long>(max_lim / kMiB));
+  std::printf(
+      "Kubernetes (the largest partition; one StatefulSet per partition may use its own row):\n"
+      "  resources: {requests: {memory: %lldMi}, limits: {memory: %lldMi}}\n",
+      static_cast<long long>(max_req / kMiB), static_cast<long long>(max_lim / kMiB));
   return 0;
 }
 
@@ -275,20 +315,30 @@ int main(int argc, char** argv) {
   // Credentials for servers that require them (health reads its cluster file's).
   std::string token_file;
   fanout::rpc::TlsOptions tls;
-  app.add_option("--auth-token-file", token_file, "The servers' auth token (first line of FILE)")->check(CLI::ExistingFile);
-  app.add_option("--tls-ca", tls.ca, "Connect over TLS, trusting this CA (PEM)")->check(CLI::ExistingFile);
-  app.add_option("--tls-cert", tls.cert, "Client certificate (PEM), for servers that require one")->check(CLI::ExistingFile);
-  app.add_option("--tls-key", tls.key, "The client certificate's key (PEM)")->check(CLI::ExistingFile);
+  app.add_option("--auth-token-file", token_file, "The servers' auth token (first line of FILE)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-ca", tls.ca, "Connect over TLS, trusting this CA (PEM)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-cert", tls.cert, "Client certificate (PEM), for servers that require one")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-key", tls.key, "The client certificate's key (PEM)")
+      ->check(CLI::ExistingFile);
   std::vector<std::string> admin_addrs;
-  auto* stats = app.add_subcommand("stats", "Throughput, latency and memory of servers, from their admin endpoints");
+  auto* stats = app.add_subcommand(
+      "stats", "Throughput, latency and memory of servers, from their admin endpoints");
   stats->add_option("servers", admin_addrs, "HOST:ADMIN_PORT of each server")->required();
   std::string addr;
   std::string cluster_file;
   int timeout_ms = 2000;
-  auto* health = app.add_subcommand("health", "Every replica of a cluster file: answers? how fast? what it serves");
-  health->add_option("cluster", cluster_file, "Cluster file (JSON, as train-graphsage --cluster reads)")->required();
+  auto* health = app.add_subcommand(
+      "health", "Every replica of a cluster file: answers? how fast? what it serves");
+  health
+      ->add_option("cluster", cluster_file,
+                   "Cluster file (JSON, as train-graphsage --cluster reads)")
+      ->required();
   health->add_option("--timeout-ms", timeout_ms, "Connect and ping deadline per replica")
-      ->default_val(2000)->check(CLI::Range(1, 600000));
+      ->default_val(2000)
+      ->check(CLI::Range(1, 600000));
   auto* info = app.add_subcommand("info", "Partition description of a server (over RPC)");
   info->add_option("server", addr, "HOST:PORT of the server's RPC port")->required();
   auto* sample = app.add_subcommand("sample", "One one-hop sampling request, printed per seed");
@@ -297,7 +347,9 @@ int main(int argc, char** argv) {
   int hop = 0;
   bool replace = false, weighted = false;
   sample->add_option("server", addr, "HOST:PORT of the server's RPC port")->required();
-  sample->add_option("--seeds", seeds, "Node ids (global ids owned by that server)")->required()->delimiter(',');
+  sample->add_option("--seeds", seeds, "Node ids (global ids owned by that server)")
+      ->required()
+      ->delimiter(',');
   sample->add_option("--fanout", fanout, "Neighbors per seed (-1 = all)")->default_val(10);
   sample->add_option("--seed", seed, "Request seed")->default_val(0);
   sample->add_option("--hop", hop, "Hop index")->default_val(0);
@@ -305,36 +357,58 @@ int main(int argc, char** argv) {
   sample->add_flag("--weighted", weighted, "Sample by edge weight");
   std::vector<int64_t> times, keep;
   std::string strategy = "uniform";
-  sample->add_option("--times", times,
-                     "Temporal sampling: one time per seed; only edges not later than it (a dataset partitioned "
-                     "with --edge-times)")->delimiter(',');
-  sample->add_option("--temporal-strategy", strategy, "With --times: uniform or last (the most recent)")
-      ->default_val("uniform")->check(CLI::IsMember({"uniform", "last"}));
-  sample->add_option("--keep", keep, "Reply only neighbors among these ids (ascending; the subgraph loader's filter)")
+  sample
+      ->add_option("--times", times,
+                   "Temporal sampling: one time per seed; only edges not later than it (a dataset "
+                   "partitioned "
+                   "with --edge-times)")
+      ->delimiter(',');
+  sample
+      ->add_option("--temporal-strategy", strategy,
+                   "With --times: uniform or last (the most recent)")
+      ->default_val("uniform")
+      ->check(CLI::IsMember({"uniform", "last"}));
+  sample
+      ->add_option("--keep", keep,
+                   "Reply only neighbors among these ids (ascending; the subgraph loader's filter)")
       ->delimiter(',');
   std::vector<std::string> type_fanouts;
   sample->add_option("--type-fanout", type_fanouts,
-                     "Heterogeneous datasets: the fanout of one edge type, REL=N or SRC,REL,DST=N (repeat per type; "
+                     "Heterogeneous datasets: the fanout of one edge type, REL=N or SRC,REL,DST=N "
+                     "(repeat per type; "
                      "types not named draw nothing; --fanout is then ignored)");
   std::string edge_type_name;
-  auto* has_edges = app.add_subcommand("has-edges", "Which stored rows hold which neighbors (strict negative sampling's check)");
+  auto* has_edges = app.add_subcommand(
+      "has-edges", "Which stored rows hold which neighbors (strict negative sampling's check)");
   std::vector<int64_t> rows, neighbors;
   has_edges->add_option("server", addr, "HOST:PORT of the server's RPC port")->required();
-  has_edges->add_option("--rows", rows, "Node ids owned by that server")->required()->delimiter(',');
-  has_edges->add_option("--neighbors", neighbors, "One neighbor id per row")->required()->delimiter(',');
-  has_edges->add_option("--edge-type", edge_type_name,
-                        "Heterogeneous datasets: only edges of this type count (REL or SRC,REL,DST)");
+  has_edges->add_option("--rows", rows, "Node ids owned by that server")
+      ->required()
+      ->delimiter(',');
+  has_edges->add_option("--neighbors", neighbors, "One neighbor id per row")
+      ->required()
+      ->delimiter(',');
+  has_edges->add_option(
+      "--edge-type", edge_type_name,
+      "Heterogeneous datasets: only edges of this type count (REL or SRC,REL,DST)");
   std::string dataset_dir;
   int64_t inflight_mib = 64, reply_mib = 128;
   bool as_json = false;
-  auto* resources = app.add_subcommand(
-      "resources", "Memory to request and limit for each partition's servers (Kubernetes resources), from meta.json");
+  auto* resources = app.add_subcommand("resources",
+                                       "Memory to request and limit for each partition's servers "
+                                       "(Kubernetes resources), from meta.json");
   resources->add_option("--dataset", dataset_dir, "Dataset folder written by fanout-partition")
-      ->required()->check(CLI::ExistingDirectory);
-  resources->add_option("--max-inflight-mib", inflight_mib, "The servers' --max-inflight-mib (request bytes held)")
-      ->default_val(64)->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
-  resources->add_option("--max-reply-mib", reply_mib, "The servers' --max-reply-mib (largest reply)")
-      ->default_val(128)->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  resources
+      ->add_option("--max-inflight-mib", inflight_mib,
+                   "The servers' --max-inflight-mib (request bytes held)")
+      ->default_val(64)
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  resources
+      ->add_option("--max-reply-mib", reply_mib, "The servers' --max-reply-mib (largest reply)")
+      ->default_val(128)
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   resources->add_flag("--json", as_json, "Print JSON instead of a table");
   CLI11_PARSE(app, argc, argv);
   if (resources->parsed()) return Resources(dataset_dir, inflight_mib, reply_mib, as_json);
@@ -367,13 +441,14 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "fanout-ctl: %s\n", st.ToString().c_str());
       return 1;
     }
-    std::printf("dataset %s (%s), partition %d of %d, nodes [%lld, %lld) of %lld, %lld edges of %lld, "
-                "features %lld x %s, %lld classes, direction %s\n",
-                pi.dataset_name.c_str(), pi.dataset_id.c_str(), pi.partition, pi.num_parts,
-                static_cast<long long>(pi.node_begin), static_cast<long long>(pi.node_end),
-                static_cast<long long>(pi.num_nodes_total), static_cast<long long>(pi.num_edges),
-                static_cast<long long>(pi.num_edges_total), static_cast<long long>(pi.feature_dim),
-                pi.feature_dtype.c_str(), static_cast<long long>(pi.num_classes), pi.direction.c_str());
+    std::printf(
+        "dataset %s (%s), partition %d of %d, nodes [%lld, %lld) of %lld, %lld edges of %lld, "
+        "features %lld x %s, %lld classes, direction %s\n",
+        pi.dataset_name.c_str(), pi.dataset_id.c_str(), pi.partition, pi.num_parts,
+        static_cast<long long>(pi.node_begin), static_cast<long long>(pi.node_end),
+        static_cast<long long>(pi.num_nodes_total), static_cast<long long>(pi.num_edges),
+        static_cast<long long>(pi.num_edges_total), static_cast<long long>(pi.feature_dim),
+        pi.feature_dtype.c_str(), static_cast<long long>(pi.num_classes), pi.direction.c_str());
     if (pi.has_edge_times) std::printf("edge timestamps: yes (temporal sampling)\n");
     if (!pi.node_types.empty()) {
       const size_t T = pi.node_types.size();
@@ -381,12 +456,14 @@ int main(int argc, char** argv) {
       for (size_t t = 0; t < T; ++t) {
         const size_t i = static_cast<size_t>(pi.partition) * T + t;
         std::printf(" %s [%lld, %lld) %lld features%s", pi.node_types[t].c_str(),
-                    static_cast<long long>(pi.node_type_bounds[i]), static_cast<long long>(pi.node_type_bounds[i + 1]),
+                    static_cast<long long>(pi.node_type_bounds[i]),
+                    static_cast<long long>(pi.node_type_bounds[i + 1]),
                     static_cast<long long>(pi.node_type_feature_dims[t]), t + 1 < T ? ";" : "\n");
       }
       std::printf("edge types:");
       for (size_t e = 0; e < pi.edge_types.size(); ++e)
-        std::printf(" %zu (%s)%s", e, pi.edge_types[e].c_str(), e + 1 < pi.edge_types.size() ? ";" : "\n");
+        std::printf(" %zu (%s)%s", e, pi.edge_types[e].c_str(),
+                    e + 1 < pi.edge_types.size() ? ";" : "\n");
     }
     return 0;
   }
@@ -401,7 +478,8 @@ int main(int argc, char** argv) {
       return 1;
     }
     if (pi.edge_types.empty()) {
-      std::fprintf(stderr, "fanout-ctl: dataset %s has no edge types (it is not heterogeneous)\n", pi.dataset_name.c_str());
+      std::fprintf(stderr, "fanout-ctl: dataset %s has no edge types (it is not heterogeneous)\n",
+                   pi.dataset_name.c_str());
       return 1;
     }
     schema.node_types = pi.node_types;
@@ -421,7 +499,8 @@ int main(int argc, char** argv) {
   };
   if (has_edges->parsed()) {
     if (rows.size() != neighbors.size()) {
-      std::fprintf(stderr, "fanout-ctl: --rows has %zu ids but --neighbors %zu\n", rows.size(), neighbors.size());
+      std::fprintf(stderr, "fanout-ctl: --rows has %zu ids but --neighbors %zu\n", rows.size(),
+                   neighbors.size());
       return 1;
     }
     int edge_type = -1;
@@ -433,12 +512,13 @@ int main(int argc, char** argv) {
       return 1;
     }
     for (size_t i = 0; i < rows.size(); ++i)
-      std::printf("row %lld holds %lld: %s\n", static_cast<long long>(rows[i]), static_cast<long long>(neighbors[i]),
-                  found[i] ? "yes" : "no");
+      std::printf("row %lld holds %lld: %s\n", static_cast<long long>(rows[i]),
+                  static_cast<long long>(neighbors[i]), found[i] ? "yes" : "no");
     return 0;
   }
   if (!times.empty() && times.size() != seeds.size()) {
-    std::fprintf(stderr, "fanout-ctl: --times has %zu values for %zu seeds\n", times.size(), seeds.size());
+    std::fprintf(stderr, "fanout-ctl: --times has %zu values for %zu seeds\n", times.size(),
+                 seeds.size());
     return 1;
   }
   std::vector<int64_t> per_type(static_cast<size_t>(schema.num_edge_types()), 0);

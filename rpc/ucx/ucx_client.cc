@@ -13,7 +13,6 @@
 #include <cstring>
 #include <mutex>
 #include <thread>
-#include <unordered_set>
 
 #include "common/sanitizer.h"
 #include "rpc/data_plane.h"
@@ -24,100 +23,11 @@ namespace fanout::rpc {
 
 using Clock = std::chrono::steady_clock;
 
-struct DataRegion::Impl {
-  std::shared_ptr<DataPlaneContext> context;  // the region is UCX's: the context outlives it
-  ucp_mem_h memh = nullptr;
-  void* rkey = nullptr;  // packed
-  size_t rkey_bytes = 0;
-  uint64_t id = 0;
-  std::atomic<bool> tainted{false};
-};
-
 struct DataPlaneContext::Impl {
   ucx::Context ctx;
-  std::mutex mu;
-  uint64_t next_region = 1;                // GUARDED_BY(mu)
-  std::vector<DataRegion*> regions;        // GUARDED_BY(mu)
-  std::atomic<uint64_t> freed{0};          // regions freed so far (channels then tell their servers)
-
-  bool Live(uint64_t id) {
-    std::lock_guard<std::mutex> lock(mu);
-    for (DataRegion* r : regions)
-      if (r->impl()->id == id) return true;
-    return false;
-  }
-
-  // The region holding [p, p + bytes), or null.
-  DataRegion* FindRegion(const void* p, size_t bytes) {
-    const char* c = static_cast<const char*>(p);
-    std::lock_guard<std::mutex> lock(mu);
-    for (DataRegion* r : regions)
-      if (c >= r->data() && c <= r->data() + r->size() && bytes <= static_cast<size_t>(r->data() + r->size() - c))
-        return r;
-    return nullptr;
-  }
 };
 
 DataPlaneContext::~DataPlaneContext() = default;
-
-bool DataPlaneContext::InRegion(const void* p, size_t bytes) const { return impl_->FindRegion(p, bytes) != nullptr; }
-
-Status DataPlaneContext::AllocateRegion(size_t bytes, std::shared_ptr<DataRegion>* out) {
-  if (bytes == 0) return Status::InvalidArgument("AllocateRegion: a region of 0 bytes");
-  ucp_context_h ctx = impl_->ctx.get();
-  ucp_mem_map_params_t mp{};
-  mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
-  mp.length = bytes;
-  mp.flags = UCP_MEM_MAP_ALLOCATE;
-  ucp_mem_h memh = nullptr;
-  ucs_status_t st = ucp_mem_map(ctx, &mp, &memh);
-  if (st != UCS_OK) return ucx::Error("allocating a data-plane region of " + std::to_string(bytes) + " bytes", st);
-  ucp_mem_attr_t attr{};
-  attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS | UCP_MEM_ATTR_FIELD_LENGTH;
-  st = ucp_mem_query(memh, &attr);
-  void* rkey = nullptr;
-  size_t rkey_bytes = 0;
-  if (st == UCS_OK) st = ucp_rkey_pack(ctx, memh, &rkey, &rkey_bytes);
-  if (st != UCS_OK || rkey_bytes > wire::kMaxRkeyBytes) {
-    if (rkey != nullptr) ucp_rkey_buffer_release(rkey);
-    ucp_mem_unmap(ctx, memh);
-    return st != UCS_OK ? ucx::Error("describing a data-plane region (ucp_rkey_pack)", st)
-                        : Status::Internal("a data-plane region's rkey of " + std::to_string(rkey_bytes) +
-                                           " bytes is over the wire limit");
-  }
-  std::shared_ptr<DataRegion> r(new DataRegion());
-  r->impl_ = std::make_unique<DataRegion::Impl>();
-  r->impl_->context = shared_from_this();
-  r->impl_->memh = memh;
-  r->impl_->rkey = rkey;
-  r->impl_->rkey_bytes = rkey_bytes;
-  r->data_ = static_cast<char*>(attr.address);
-  r->size_ = bytes;
-  SanitizerForeignMemory(r->data_, attr.length, "a data-plane region (UCX shared memory, written by servers)");
-  {
-    std::lock_guard<std::mutex> lock(impl_->mu);
-    r->impl_->id = impl_->next_region++;
-    impl_->regions.push_back(r.get());
-  }
-  *out = std::move(r);
-  return Status::OK();
-}
-
-DataRegion::~DataRegion() {
-  if (!impl_) return;
-  DataPlaneContext::Impl* c = impl_->context->impl();
-  {
-    std::lock_guard<std::mutex> lock(c->mu);
-    c->regions.erase(std::remove(c->regions.begin(), c->regions.end(), this), c->regions.end());
-  }
-  ucp_rkey_buffer_release(impl_->rkey);
-  // Servers that mapped it keep their mapping (the memory lives on) until the
-  // channels tell them it is gone (kAmForget, on their next request).
-  ucp_mem_unmap(c->ctx.get(), impl_->memh);
-  ++c->freed;
-}
-
-bool DataRegion::tainted() const { return impl_ && impl_->tainted.load(); }
 
 Status DataPlaneContext::Create(std::shared_ptr<DataPlaneContext>* out) {
   std::shared_ptr<DataPlaneContext> c(new DataPlaneContext());
@@ -154,22 +64,11 @@ struct Peer {
   ucp_ep_h ep = nullptr;
   bool failed = false;
   std::string fail_reason;
-  // Placement: regions whose rkey this endpoint has sent, and whether the
-  // server can write into this process's memory at all.
-  std::unordered_set<uint64_t> regions_sent;
-  bool no_place = false;
   // The request in flight.
   bool busy = false;
   uint64_t request_id = 0;
   wire::RequestHeader hdr;
-  std::vector<char> header;  // hdr, then (placed) a PlaceTarget and maybe the rkey
-  DataRegion* place = nullptr;  // the region the reply is placed in
-  PodVector<int64_t> ids_and_offsets;  // a request placed row by row sends both
-  // A row sink whose reply came the usual way: received into row_buf, its
-  // rows copied to their places when it completes.
-  bool scatter = false;
-  ReplySink rows;
-  PodVector<char> row_buf;
+  std::vector<char> header;  // hdr, then the ticket where there is one
   ReplySink sink;
   std::vector<ucp_dt_iov_t> iov;
   void* send_req = nullptr;
@@ -196,13 +95,6 @@ struct DataPlaneChannel::Impl {
   std::vector<std::unique_ptr<Peer>> peers;
   uint64_t next_seq = 1;
   ChannelStats* stats = nullptr;
-  uint64_t freed_seen = 0;  // the context's `freed` when we last told servers
-
-  void ForgetFreedRegions();
-  static void OnForgetSent(void* request, ucs_status_t, void* user_data) {
-    delete static_cast<std::vector<uint64_t>*>(user_data);
-    ucp_request_free(request);
-  }
 
   Status Open(Peer* p);
   Status WaitFor(Peer* p, int timeout_ms);
@@ -217,8 +109,8 @@ struct DataPlaneChannel::Impl {
       if (p->rndv_desc != nullptr) StartReceive(p.get());
   }
 
-  static ucs_status_t OnReply(void* arg, const void* header, size_t header_length, void* data, size_t length,
-                              const ucp_am_recv_param_t* param);
+  static ucs_status_t OnReply(void* arg, const void* header, size_t header_length, void* data,
+                              size_t length, const ucp_am_recv_param_t* param);
   static void OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status) {
     auto* p = static_cast<Peer*>(arg);
     p->failed = true;
@@ -241,7 +133,8 @@ struct DataPlaneChannel::Impl {
     if (status == UCS_OK) {
       ++p->channel->stats->rndv_replies;
     } else {
-      p->status = Status::Unavailable("server " + p->name + ": receiving the reply failed: " + ucs_status_string(status));
+      p->status = Status::Unavailable("server " + p->name +
+                                      ": receiving the reply failed: " + ucs_status_string(status));
     }
     ucp_request_free(request);
   }
@@ -250,7 +143,6 @@ struct DataPlaneChannel::Impl {
 namespace {
 
 size_t SinkBytes(const ReplySink& s) {
-  if (!s.row_offsets.empty()) return s.row_offsets.size() * s.row_bytes;
   if (!s.segments.empty()) {
     size_t n = 0;
     for (const auto& g : s.segments) n += g.bytes;
@@ -261,8 +153,9 @@ size_t SinkBytes(const ReplySink& s) {
 
 }  // namespace
 
-ucs_status_t DataPlaneChannel::Impl::OnReply(void* arg, const void* header, size_t header_length, void* data,
-                                             size_t length, const ucp_am_recv_param_t* param) {
+ucs_status_t DataPlaneChannel::Impl::OnReply(void* arg, const void* header, size_t header_length,
+                                             void* data, size_t length,
+                                             const ucp_am_recv_param_t* param) {
   auto* c = static_cast<Impl*>(arg);
   const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
   wire::ReplyHeader h;
@@ -278,62 +171,34 @@ ucs_status_t DataPlaneChannel::Impl::OnReply(void* arg, const void* header, size
     ++c->stats->stray_replies;  // a reply for no request in flight: dropped
     return UCS_OK;
   }
-  if (h.flags & wire::kNoPlace) p->no_place = true;  // it cannot write into our memory: stop asking
-  if ((h.flags & wire::kNeedRkey) && p->place != nullptr) p->regions_sent.erase(p->place->impl()->id);
   if (h.code != 0) {
-    std::string msg = rndv ? "(error message not received)" : std::string(static_cast<const char*>(data), length);
+    std::string msg =
+        rndv ? "(error message not received)" : std::string(static_cast<const char*>(data), length);
     p->done = true;
     p->status = Status::FromCode(h.code, "server " + p->name + ": " + msg);
     return UCS_OK;
   }
   const ReplySink& s = p->sink;
-  if (h.flags & wire::kPlaced) {
-    p->done = true;
-    if (p->place == nullptr || length != 0 || h.payload_bytes != SinkBytes(s)) {
-      p->status = Status::Corruption("server " + p->name + ": says it wrote " + std::to_string(h.payload_bytes) +
-                                     " bytes into our memory, but " +
-                                     (p->place == nullptr ? std::string("no placement was asked for")
-                                                          : "the sink holds " + std::to_string(SinkBytes(s))));
-      return UCS_OK;
-    }
-    std::atomic_thread_fence(std::memory_order_acquire);
-    c->stats->reply_bytes += static_cast<int64_t>(h.payload_bytes);
-    ++c->stats->placed_replies;
-    c->stats->placed_bytes += static_cast<int64_t>(h.payload_bytes);
-    return UCS_OK;
-  }
-  if (!s.row_offsets.empty()) {
-    // Rows for their places, sent the usual way: take them into a buffer and
-    // copy each to its place once the reply is complete.
-    if (length != SinkBytes(s)) {
-      p->done = true;
-      p->status = Status::Corruption("server " + p->name + ": reply of " + std::to_string(length) +
-                                     " bytes, expected " + std::to_string(SinkBytes(s)));
-      return UCS_OK;
-    }
-    p->scatter = true;
-    p->rows = s;
-    p->sink = ReplySink();
-    p->sink.grow = &p->row_buf;
-  }
   if (h.payload_bytes != length) {
     p->done = true;
-    p->status = Status::Corruption("server " + p->name + ": data-plane reply says " + std::to_string(h.payload_bytes) +
-                                   " bytes but carries " + std::to_string(length));
+    p->status = Status::Corruption("server " + p->name + ": data-plane reply says " +
+                                   std::to_string(h.payload_bytes) + " bytes but carries " +
+                                   std::to_string(length));
     return UCS_OK;
   }
   if (s.grow != nullptr) {
     if (static_cast<int64_t>(length) > c->options.max_frame_bytes) {
       p->done = true;
-      p->status = Status::ResourceExhausted("server " + p->name + ": reply of " + std::to_string(length) +
-                                            " bytes is over the limit of " + std::to_string(c->options.max_frame_bytes));
+      p->status = Status::ResourceExhausted(
+          "server " + p->name + ": reply of " + std::to_string(length) +
+          " bytes is over the limit of " + std::to_string(c->options.max_frame_bytes));
       return UCS_OK;
     }
     s.grow->resize(length);
   } else if (length != SinkBytes(s)) {
     p->done = true;
-    p->status = Status::Corruption("server " + p->name + ": reply of " + std::to_string(length) + " bytes, expected " +
-                                   std::to_string(SinkBytes(s)));
+    p->status = Status::Corruption("server " + p->name + ": reply of " + std::to_string(length) +
+                                   " bytes, expected " + std::to_string(SinkBytes(s)));
     return UCS_OK;
   }
   c->stats->reply_bytes += static_cast<int64_t>(length);
@@ -344,7 +209,8 @@ ucs_status_t DataPlaneChannel::Impl::OnReply(void* arg, const void* header, size
   }
   if (s.kind == MemoryKind::kCuda) {
     p->done = true;
-    p->status = Status::Internal("server " + p->name + ": a small reply for CUDA memory arrived without rendezvous");
+    p->status = Status::Internal("server " + p->name +
+                                 ": a small reply for CUDA memory arrived without rendezvous");
     return UCS_OK;
   }
   const char* src = static_cast<const char*>(data);
@@ -381,7 +247,8 @@ void DataPlaneChannel::Impl::StartReceive(Peer* p) {
     count = p->rndv_len;
   } else if (!s.segments.empty()) {
     p->iov.resize(s.segments.size());
-    for (size_t i = 0; i < s.segments.size(); ++i) p->iov[i] = {s.segments[i].data, s.segments[i].bytes};
+    for (size_t i = 0; i < s.segments.size(); ++i)
+      p->iov[i] = {s.segments[i].data, s.segments[i].bytes};
     prm.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
     prm.datatype = ucp_dt_make_iov();
     buffer = p->iov.data();
@@ -405,8 +272,8 @@ void DataPlaneChannel::Impl::StartReceive(Peer* p) {
 
 Status DataPlaneChannel::Impl::RegisterHandler() {
   ucp_am_handler_param_t hp{};
-  hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG |
-                  UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+  hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                  UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
   hp.id = wire::kAmReply;
   hp.cb = OnReply;
   hp.arg = this;
@@ -438,11 +305,12 @@ void DataPlaneChannel::Impl::Reset(const std::string& why) {
   Status st = worker.Recreate(context->impl()->ctx.get());
   if (st.ok()) st = RegisterHandler();
   if (!st.ok())
-    for (auto& p : peers) p->fail_reason = why + "; a fresh UCX worker could not start: " + st.message();
+    for (auto& p : peers)
+      p->fail_reason = why + "; a fresh UCX worker could not start: " + st.message();
 }
 
-Status DataPlaneChannel::Create(std::shared_ptr<DataPlaneContext> context, const RpcOptions& options,
-                                std::unique_ptr<DataPlaneChannel>* out) {
+Status DataPlaneChannel::Create(std::shared_ptr<DataPlaneContext> context,
+                                const RpcOptions& options, std::unique_ptr<DataPlaneChannel>* out) {
   if (!context) return Status::InvalidArgument("DataPlaneChannel: no context");
   std::unique_ptr<DataPlaneChannel> ch(new DataPlaneChannel());
   ch->impl_ = std::make_unique<Impl>();
@@ -468,11 +336,11 @@ Status DataPlaneChannel::Impl::Open(Peer* p) {
   std::string port = std::to_string(p->port);
   int rc = getaddrinfo(p->host.c_str(), port.c_str(), &hints, &res);
   if (rc != 0 || res == nullptr)
-    return Status::Unavailable("data plane of server " + p->name + ": cannot resolve '" + p->host + "': " +
-                               gai_strerror(rc));
+    return Status::Unavailable("data plane of server " + p->name + ": cannot resolve '" + p->host +
+                               "': " + gai_strerror(rc));
   ucp_ep_params_t params{};
-  params.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  params.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
   params.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
   params.sockaddr.addr = res->ai_addr;
   params.sockaddr.addrlen = res->ai_addrlen;
@@ -488,17 +356,12 @@ Status DataPlaneChannel::Impl::Open(Peer* p) {
   p->failed = false;
   p->fail_reason.clear();
   p->transports.clear();
-  p->regions_sent.clear();  // a new endpoint on the server: it has none of our rkeys
-  p->no_place = false;
   return Status::OK();
 }
 
 // Cancels what is in flight, closes the endpoint and waits (bounded) until
 // UCX has let go of the sink.
 void DataPlaneChannel::Impl::Close(Peer* p) {
-  // A placed reply still owed may yet be written by its server.
-  if (p->busy && !p->done && p->place != nullptr) p->place->impl()->tainted = true;
-  p->place = nullptr;
   if (p->rndv_desc != nullptr) {
     ucp_am_data_release(worker.get(), p->rndv_desc);
     p->rndv_desc = nullptr;
@@ -512,21 +375,24 @@ void DataPlaneChannel::Impl::Close(Peer* p) {
     ucs_status_ptr_t r = ucp_ep_close_nbx(p->ep, &prm);
     auto deadline = Clock::now() + std::chrono::seconds(5);
     if (r != nullptr && !UCS_PTR_IS_ERR(r)) {
-      while (ucp_request_check_status(r) == UCS_INPROGRESS && Clock::now() < deadline) ucp_worker_progress(worker.get());
+      while (ucp_request_check_status(r) == UCS_INPROGRESS && Clock::now() < deadline)
+        ucp_worker_progress(worker.get());
       ucp_request_free(r);
     }
     p->ep = nullptr;
   }
   auto deadline = Clock::now() + std::chrono::seconds(5);
-  while ((p->recv_req != nullptr || p->send_req != nullptr) && Clock::now() < deadline) ucp_worker_progress(worker.get());
+  while ((p->recv_req != nullptr || p->send_req != nullptr) && Clock::now() < deadline)
+    ucp_worker_progress(worker.get());
   p->busy = false;
   p->rndv_desc = nullptr;
 }
 
-Status DataPlaneChannel::Connect(const std::string& host, int port, const std::string& name, int* peer,
-                                 const std::string& ticket) {
+Status DataPlaneChannel::Connect(const std::string& host, int port, const std::string& name,
+                                 int* peer, const std::string& ticket) {
   Impl& i = *impl_;
-  if (i.peers.size() >= 0xffff) return Status::ResourceExhausted("too many data-plane peers on one channel");
+  if (i.peers.size() >= 0xffff)
+    return Status::ResourceExhausted("too many data-plane peers on one channel");
   auto p = std::make_unique<Peer>();
   p->channel = &i;
   p->index = static_cast<int>(i.peers.size());
@@ -544,8 +410,9 @@ Status DataPlaneChannel::Connect(const std::string& host, int port, const std::s
   if (st.ok()) st = i.WaitFor(raw, i.options.connect_timeout_ms);
   if (!st.ok()) {
     i.Close(raw);
-    return Status::FromCode(static_cast<int>(st.code()), "cannot reach the data plane of server " + name + " at " +
-                                                             host + ":" + std::to_string(port) + ": " + st.message());
+    return Status::FromCode(static_cast<int>(st.code()),
+                            "cannot reach the data plane of server " + name + " at " + host + ":" +
+                                std::to_string(port) + ": " + st.message());
   }
   raw->transports = ucx::EndpointTransports(raw->ep);
   *peer = raw->index;
@@ -579,21 +446,9 @@ Status DataPlaneChannel::Post(int peer, const DataRequest& request, const ReplyS
     if (p->ep != nullptr) i.Close(p);
     FANOUT_RETURN_IF_ERROR(i.Open(p));
   }
-  if (!sink.row_offsets.empty()) {
-    if (sink.kind != MemoryKind::kHost || sink.row_bytes == 0 || sink.row_bytes > sink.bytes)
-      return Status::InvalidArgument("a row sink needs host memory and rows no larger than its extent");
-    if (sink.row_offsets.size() != request.ids.size())
-      return Status::InvalidArgument("a row sink of " + std::to_string(sink.row_offsets.size()) + " rows for " +
-                                     std::to_string(request.ids.size()) + " ids");
-    for (int64_t off : sink.row_offsets)
-      if (off < 0 || static_cast<uint64_t>(off) > sink.bytes - sink.row_bytes)
-        return Status::InvalidArgument("a row sink's offset " + std::to_string(off) + " is outside its " +
-                                       std::to_string(sink.bytes) + " bytes");
-  }
   p->busy = true;
   p->done = false;
   p->sent = false;
-  p->scatter = false;
   p->status = Status::OK();
   p->sink = sink;
   p->request_id = (i.next_seq++ << 16) | static_cast<uint64_t>(peer);
@@ -603,96 +458,38 @@ Status DataPlaneChannel::Post(int peer, const DataRequest& request, const ReplyS
   p->hdr.fanout = request.call.fanout;
   p->hdr.seed = request.call.seed;
   p->hdr.hop = request.call.hop;
-  p->hdr.flags = (request.call.replace ? wire::kReplace : 0) | (request.call.weighted ? wire::kWeighted : 0) |
-                 (request.call.with_edge_ids ? wire::kEdgeIds : 0) | (sink.kind == MemoryKind::kCuda ? wire::kForceRndv : 0);
+  p->hdr.flags = (request.call.replace ? wire::kReplace : 0) |
+                 (request.call.weighted ? wire::kWeighted : 0) |
+                 (request.call.with_edge_ids ? wire::kEdgeIds : 0) |
+                 (sink.kind == MemoryKind::kCuda ? wire::kForceRndv : 0);
   ucp_request_param_t prm{};
-  prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+  prm.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
   prm.cb.send = Impl::OnSendDone;
   prm.user_data = p;
   prm.flags = UCP_AM_SEND_FLAG_REPLY;
-  i.ForgetFreedRegions();
-  // Placement: a contiguous host sink inside one of our regions, for a reply
-  // whose size the server knows from the request (features, labels).
-  p->place = nullptr;
-  if (!p->no_place && sink.kind == MemoryKind::kHost && sink.grow == nullptr && sink.segments.empty() &&
-      sink.bytes > 0 &&
-      ((request.method == DataMethod::kFeatures && reinterpret_cast<uintptr_t>(sink.data) % 4 == 0) ||
-       (request.method == DataMethod::kLabels && sink.row_offsets.empty() &&
-        reinterpret_cast<uintptr_t>(sink.data) % 8 == 0))) {
-    DataRegion* r = i.context->impl()->FindRegion(sink.data, sink.bytes);
-    if (r != nullptr && !r->tainted()) p->place = r;
-  }
   p->header.resize(sizeof p->hdr);
-  if (p->place != nullptr) {
-    DataRegion::Impl& r = *p->place->impl();
-    const bool send_rkey = p->regions_sent.insert(r.id).second;
-    p->hdr.flags |= wire::kPlace;
-    wire::PlaceTarget t;
-    t.region = r.id;
-    t.address = reinterpret_cast<uintptr_t>(sink.data);
-    t.bytes = sink.bytes;
-    t.rkey_bytes = send_rkey ? static_cast<uint32_t>(r.rkey_bytes) : 0;
-    if (!sink.row_offsets.empty()) {
-      t.flags = wire::kPlaceRows;
-      t.row_bytes = sink.row_bytes;
-    }
-    p->header.resize(sizeof p->hdr + sizeof t + t.rkey_bytes);
-    std::memcpy(p->header.data() + sizeof p->hdr, &t, sizeof t);
-    if (send_rkey) std::memcpy(p->header.data() + sizeof p->hdr + sizeof t, r.rkey, r.rkey_bytes);
-  }
   if (!p->ticket.empty()) {  // last in the header
     p->hdr.flags |= wire::kTicket;
     p->header.insert(p->header.end(), p->ticket.begin(), p->ticket.end());
   }
   std::memcpy(p->header.data(), &p->hdr, sizeof p->hdr);
   const void* data = request.ids.data();
-  size_t data_bytes = request.ids.size() * 8;
-  if (p->place != nullptr && !sink.row_offsets.empty()) {
-    p->ids_and_offsets.resize(2 * request.ids.size());
-    std::memcpy(p->ids_and_offsets.data(), request.ids.data(), data_bytes);
-    std::memcpy(p->ids_and_offsets.data() + request.ids.size(), sink.row_offsets.data(), data_bytes);
-    data = p->ids_and_offsets.data();
-    data_bytes *= 2;
-  }
-  ucs_status_ptr_t r = ucp_am_send_nbx(p->ep, wire::kAmRequest, p->header.data(), p->header.size(), data,
-                                       data_bytes, &prm);
+  const size_t data_bytes = request.ids.size() * 8;
+  ucs_status_ptr_t r = ucp_am_send_nbx(p->ep, wire::kAmRequest, p->header.data(), p->header.size(),
+                                       data, data_bytes, &prm);
   ++stats_.requests;
   if (r == nullptr) {
     p->sent = true;
   } else if (UCS_PTR_IS_ERR(r)) {
-    Status st = ucx::Error("server " + p->name + ": sending a data-plane request", UCS_PTR_STATUS(r));
+    Status st =
+        ucx::Error("server " + p->name + ": sending a data-plane request", UCS_PTR_STATUS(r));
     i.Close(p);
     return st;
   } else {
     p->send_req = r;
   }
   return Status::OK();
-}
-
-// Tells each server which of the regions it mapped for us are gone, so that
-// it unmaps them (their memory lives while any process maps it).
-void DataPlaneChannel::Impl::ForgetFreedRegions() {
-  const uint64_t freed = context->impl()->freed.load();
-  if (freed == freed_seen) return;
-  freed_seen = freed;
-  for (auto& p : peers) {
-    if (p->ep == nullptr || p->failed || p->regions_sent.empty()) continue;
-    auto* gone = new std::vector<uint64_t>();
-    for (uint64_t id : p->regions_sent)
-      if (!context->impl()->Live(id)) gone->push_back(id);
-    for (uint64_t id : *gone) p->regions_sent.erase(id);
-    if (gone->empty()) {
-      delete gone;
-      continue;
-    }
-    ucp_request_param_t prm{};
-    prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
-    prm.cb.send = OnForgetSent;
-    prm.user_data = gone;
-    prm.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
-    ucs_status_ptr_t r = ucp_am_send_nbx(p->ep, wire::kAmForget, nullptr, 0, gone->data(), gone->size() * 8, &prm);
-    if (r == nullptr || UCS_PTR_IS_ERR(r)) delete gone;  // sent (or the endpoint is failing: it unmaps all)
-  }
 }
 
 namespace {
@@ -710,7 +507,8 @@ int MaxPolling() {
 Status DataPlaneChannel::Impl::WaitFor(Peer* p, int timeout_ms) {
   if (p->aborted) {
     p->aborted = false;
-    return Status::Unavailable("server " + p->name + ": the data-plane request was abandoned: " + p->abort_reason);
+    return Status::Unavailable("server " + p->name +
+                               ": the data-plane request was abandoned: " + p->abort_reason);
   }
   if (!p->busy) return Status::OK();
   auto start = Clock::now();
@@ -724,7 +522,8 @@ Status DataPlaneChannel::Impl::WaitFor(Peer* p, int timeout_ms) {
     Progress();
     if (p->done && p->sent) break;
     if (p->failed) {
-      Status st = Status::Unavailable("server " + p->name + ": data plane endpoint failed: " + p->fail_reason);
+      Status st = Status::Unavailable("server " + p->name +
+                                      ": data plane endpoint failed: " + p->fail_reason);
       Close(p);
       return st;
     }
@@ -737,25 +536,19 @@ Status DataPlaneChannel::Impl::WaitFor(Peer* p, int timeout_ms) {
       return Status::DeadlineExceeded(why);
     }
     if (poll && now - last < std::chrono::microseconds(50)) continue;
-    int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
+    int left = static_cast<int>(
+                   std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) +
+               1;
     worker.WaitForEvents(std::min(left, 100));
     last = Clock::now();
   }
   p->busy = false;
   // Lanes are wired up after the connection: look again now and then.
   ++p->replies;
-  if ((p->replies & (p->replies - 1)) == 0 && p->replies <= 4096) p->transports = ucx::EndpointTransports(p->ep);
+  if ((p->replies & (p->replies - 1)) == 0 && p->replies <= 4096)
+    p->transports = ucx::EndpointTransports(p->ep);
   Status st = std::move(p->status);
   p->status = Status::OK();
-  if (p->scatter) {
-    p->scatter = false;
-    if (st.ok()) {
-      const ReplySink& r = p->rows;
-      char* base = static_cast<char*>(r.data);
-      for (size_t j = 0; j < r.row_offsets.size(); ++j)
-        std::memcpy(base + r.row_offsets[j], p->row_buf.data() + j * r.row_bytes, r.row_bytes);
-    }
-  }
   // A transport failure while receiving leaves the endpoint suspect.
   if (st.code() == Status::Code::kUnavailable) Close(p);
   return st;
@@ -777,11 +570,6 @@ void DataPlaneChannel::Abandon(int peer) {
   if (peer < 0 || peer >= static_cast<int>(impl_->peers.size())) return;
   Peer* p = impl_->peers[peer].get();
   if (p->busy) impl_->Close(p);
-}
-
-bool DataPlaneChannel::Placing(int peer) const {
-  if (peer < 0 || peer >= static_cast<int>(impl_->peers.size())) return false;
-  return !impl_->peers[peer]->no_place;
 }
 
 std::string DataPlaneChannel::Transports(int peer) const {

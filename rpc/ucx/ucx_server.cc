@@ -9,8 +9,8 @@
 #include <sys/socket.h>
 
 #include <atomic>
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -33,8 +33,6 @@ struct Endpoint;
 // A request received (or being received) and not yet answered.
 struct Pending {
   wire::RequestHeader hdr;
-  wire::PlaceTarget place;   // when hdr.flags has kPlace
-  std::vector<char> rkey;    // place.rkey_bytes of packed rkey
   PodVector<int64_t> ids;
   void* rndv_desc = nullptr;  // data still to fetch with ucp_am_recv_data_nbx
   bool receiving = false;     // the fetch is in progress
@@ -42,26 +40,13 @@ struct Pending {
   Endpoint* ep = nullptr;
 };
 
-// A client's shared-memory region mapped into this process (placement):
-// replies may be written in [lo, hi), the mapping UCX made for its rkey.
-struct MappedRegion {
-  ucp_rkey_h rkey = nullptr;
-  char* lo = nullptr;
-  char* hi = nullptr;
-  uint64_t last_use = 0;
-};
-
 struct Endpoint {
   Thread* t = nullptr;
   ucp_ep_h ep = nullptr;
   std::string peer;
-  std::unordered_map<uint64_t, MappedRegion> regions;  // by the client's region id
-  uint64_t uses = 0;
-  std::vector<uint64_t> forget;  // regions the client freed: unmapped from the progress loop
-  std::atomic<int64_t> mapped_regions{0}, mapped_bytes{0};
   std::deque<std::unique_ptr<Pending>> queue;
-  int in_flight = 0;        // replies being sent
-  bool failed = false;      // the error callback fired, or the server stops
+  int in_flight = 0;    // replies being sent
+  bool failed = false;  // the error callback fired, or the server stops
   void* close_req = nullptr;
   bool closing = false, closed = false;
   std::atomic<int64_t> requests{0}, reply_bytes{0}, held_bytes{0};
@@ -87,8 +72,8 @@ struct DataPlaneServer::Impl {
   int port = 0;
   std::atomic<bool> stop{false};
   std::atomic<uint32_t> next_thread{0};
-  std::atomic<int64_t> requests{0}, reply_bytes{0}, errors{0}, malformed{0}, refused{0}, unauthenticated{0};
-  std::atomic<int64_t> placed{0}, place_refused{0};
+  std::atomic<int64_t> requests{0}, reply_bytes{0}, errors{0}, malformed{0}, refused{0},
+      unauthenticated{0};
   std::atomic<int64_t> endpoints_open{0}, endpoints_total{0}, endpoints_rejected{0};
   std::vector<std::string> memory_types;
   bool stopped = false;
@@ -104,8 +89,9 @@ struct Thread {
   std::unique_ptr<DataPlaneHandler> handler;
   std::thread thread;
   mutable std::mutex mu;
-  std::deque<ucp_conn_request_h> inbox;         // GUARDED_BY(mu)
-  std::vector<std::unique_ptr<Endpoint>> eps;   // GUARDED_BY(mu) for readers; only this thread changes it
+  std::deque<ucp_conn_request_h> inbox;  // GUARDED_BY(mu)
+  std::vector<std::unique_ptr<Endpoint>>
+      eps;  // GUARDED_BY(mu) for readers; only this thread changes it
   std::unordered_map<ucp_ep_h, Endpoint*> by_ep;
   std::vector<std::unique_ptr<ReplyBuffer>> pool;
   std::atomic<int64_t> held_bytes{0};  // pooled buffers (endpoints count their own)
@@ -118,10 +104,8 @@ struct Thread {
   bool Reap();
   void Shutdown();
   void Answer(Endpoint* ep, std::unique_ptr<Pending> p);
-  void SendReply(Endpoint* ep, uint64_t request_id, const Status& st, std::unique_ptr<ReplyBuffer> buf,
-                 bool force_rndv = false, uint16_t flags = 0, size_t placed_bytes = 0);
-  char* PlaceFor(Endpoint* ep, const Pending& p, ArrayView<const int64_t> offsets, uint16_t* reply_flags);
-  void DropRegions(Endpoint* ep);
+  void SendReply(Endpoint* ep, uint64_t request_id, const Status& st,
+                 std::unique_ptr<ReplyBuffer> buf, bool force_rndv = false);
   void Finish(SendCtx* ctx, ucs_status_t status);
   std::unique_ptr<ReplyBuffer> TakeBuffer();
   void GiveBuffer(std::unique_ptr<ReplyBuffer> b);
@@ -130,12 +114,11 @@ struct Thread {
     return it == by_ep.end() ? nullptr : it->second;
   }
 
-  static ucs_status_t OnRequest(void* arg, const void* header, size_t header_length, void* data, size_t length,
-                                const ucp_am_recv_param_t* param);
-  static ucs_status_t OnForget(void* arg, const void* header, size_t header_length, void* data, size_t length,
-                               const ucp_am_recv_param_t* param);
-  void Unmap(Endpoint* ep, std::unordered_map<uint64_t, MappedRegion>::iterator it);
-  static void OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status) { static_cast<Endpoint*>(arg)->failed = true; }
+  static ucs_status_t OnRequest(void* arg, const void* header, size_t header_length, void* data,
+                                size_t length, const ucp_am_recv_param_t* param);
+  static void OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status) {
+    static_cast<Endpoint*>(arg)->failed = true;
+  }
   static void OnSendDone(void* request, ucs_status_t status, void* user_data) {
     auto* ctx = static_cast<SendCtx*>(user_data);
     ctx->ep->t->Finish(ctx, status);
@@ -144,16 +127,19 @@ struct Thread {
   static void OnReceiveDone(void* request, ucs_status_t status, size_t length, void* user_data) {
     auto* p = static_cast<Pending*>(user_data);
     p->receiving = false;
-    if (status != UCS_OK) p->bad = Status::Unavailable(std::string("receiving the request's ids: ") + ucs_status_string(status));
+    if (status != UCS_OK)
+      p->bad = Status::Unavailable(std::string("receiving the request's ids: ") +
+                                   ucs_status_string(status));
     ucp_request_free(request);
   }
 };
 
-ucs_status_t Thread::OnRequest(void* arg, const void* header, size_t header_length, void* data, size_t length,
-                               const ucp_am_recv_param_t* param) {
+ucs_status_t Thread::OnRequest(void* arg, const void* header, size_t header_length, void* data,
+                               size_t length, const ucp_am_recv_param_t* param) {
   auto* t = static_cast<Thread*>(arg);
   DataPlaneServer::Impl* s = t->server;
-  Endpoint* ep = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ? t->Find(param->reply_ep) : nullptr;
+  Endpoint* ep =
+      (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ? t->Find(param->reply_ep) : nullptr;
   const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
   if (ep == nullptr || ep->failed) {
     // No way to answer (the sender did not ask for a reply endpoint): drop it.
@@ -163,15 +149,16 @@ ucs_status_t Thread::OnRequest(void* arg, const void* header, size_t header_leng
   auto p = std::make_unique<Pending>();
   p->ep = ep;
   bool malformed = false;
-  Status st = wire::DecodeRequest(header, header_length, length, s->options.max_request_bytes, s->options.ticket,
-                                  &p->hdr, &p->place, &p->rkey, &malformed);
+  Status st = wire::DecodeRequest(header, header_length, length, s->options.max_request_bytes,
+                                  s->options.ticket, &p->hdr, &malformed);
   if (!st.ok()) {
     ++(malformed ? s->malformed : s->unauthenticated);
     p->bad = std::move(st);
   }
   if (static_cast<int>(ep->queue.size()) >= s->options.max_queued_per_endpoint) {
     ++s->refused;
-    p->bad = Status::ResourceExhausted("more than " + std::to_string(s->options.max_queued_per_endpoint) +
+    p->bad = Status::ResourceExhausted("more than " +
+                                       std::to_string(s->options.max_queued_per_endpoint) +
                                        " data-plane requests queued on this connection");
   }
   if (p->bad.ok()) {
@@ -186,30 +173,6 @@ ucs_status_t Thread::OnRequest(void* arg, const void* header, size_t header_leng
   const bool keep = p->bad.ok() && rndv;
   ep->queue.push_back(std::move(p));
   return keep ? UCS_INPROGRESS : UCS_OK;
-}
-
-// A client freed regions: their mappings go (from the progress loop).
-ucs_status_t Thread::OnForget(void* arg, const void*, size_t, void* data, size_t length,
-                              const ucp_am_recv_param_t* param) {
-  auto* t = static_cast<Thread*>(arg);
-  Endpoint* ep = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ? t->Find(param->reply_ep) : nullptr;
-  if (ep == nullptr || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) || length % 8 != 0) {
-    ++t->server->malformed;
-    return UCS_OK;
-  }
-  for (size_t i = 0; i < length / 8; ++i) {
-    uint64_t id;
-    std::memcpy(&id, static_cast<const char*>(data) + i * 8, 8);
-    ep->forget.push_back(id);
-  }
-  return UCS_OK;
-}
-
-void Thread::Unmap(Endpoint* ep, std::unordered_map<uint64_t, MappedRegion>::iterator it) {
-  ucp_rkey_destroy(it->second.rkey);
-  --ep->mapped_regions;
-  ep->mapped_bytes -= it->second.hi - it->second.lo;
-  ep->regions.erase(it);
 }
 
 std::unique_ptr<ReplyBuffer> Thread::TakeBuffer() {
@@ -242,20 +205,14 @@ void Thread::Finish(SendCtx* ctx, ucs_status_t status) {
   delete ctx;
 }
 
-void Thread::SendReply(Endpoint* ep, uint64_t request_id, const Status& st, std::unique_ptr<ReplyBuffer> buf,
-                       bool force_rndv, uint16_t flags, size_t placed_bytes) {
+void Thread::SendReply(Endpoint* ep, uint64_t request_id, const Status& st,
+                       std::unique_ptr<ReplyBuffer> buf, bool force_rndv) {
   auto* ctx = new SendCtx{ep, {}, std::move(buf), {}, 0};
   ctx->hdr.request_id = request_id;
   ctx->hdr.code = static_cast<int32_t>(st.code());
-  ctx->hdr.flags = flags;
   const void* data;
   size_t size;
-  if (st.ok() && (flags & wire::kPlaced)) {
-    data = nullptr;  // the payload is in the client's region already
-    size = 0;
-    ctx->hdr.payload_bytes = placed_bytes;
-    force_rndv = false;
-  } else if (st.ok()) {
+  if (st.ok()) {
     data = ctx->buf->data();
     size = ctx->buf->size();
     ctx->hdr.payload_bytes = size;
@@ -270,20 +227,23 @@ void Thread::SendReply(Endpoint* ep, uint64_t request_id, const Status& st, std:
   ++ep->in_flight;
   ++sending;
   ucp_request_param_t p{};
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+  p.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
   p.cb.send = OnSendDone;
   p.user_data = ctx;
-  p.flags = (st.ok() && (force_rndv || static_cast<int64_t>(size) >= server->options.rndv_threshold_bytes))
+  p.flags = (st.ok() &&
+             (force_rndv || static_cast<int64_t>(size) >= server->options.rndv_threshold_bytes))
                 ? UCP_AM_SEND_FLAG_RNDV
                 : 0;
-  ucs_status_ptr_t r = ucp_am_send_nbx(ep->ep, wire::kAmReply, &ctx->hdr, sizeof ctx->hdr, data, size, &p);
+  ucs_status_ptr_t r =
+      ucp_am_send_nbx(ep->ep, wire::kAmReply, &ctx->hdr, sizeof ctx->hdr, data, size, &p);
   if (r == nullptr) {
     Finish(ctx, UCS_OK);
   } else if (UCS_PTR_IS_ERR(r)) {
     Finish(ctx, UCS_PTR_STATUS(r));
   }
   if (st.ok()) {
-    const auto bytes = static_cast<int64_t>(flags & wire::kPlaced ? placed_bytes : size);
+    const auto bytes = static_cast<int64_t>(size);
     ++server->requests;
     server->reply_bytes += bytes;
     ++ep->requests;
@@ -300,20 +260,13 @@ void Thread::Answer(Endpoint* ep, std::unique_ptr<Pending> p) {
   std::unique_ptr<ReplyBuffer> buf = TakeBuffer();
   Status st;
   auto method = static_cast<DataMethod>(p->hdr.method);
-  uint16_t reply_flags = 0;
-  // A request placed row by row carries the rows' offsets after its ids.
-  const bool rows = (p->hdr.flags & wire::kPlace) && (p->place.flags & wire::kPlaceRows);
-  const size_t nids = rows ? p->ids.size() / 2 : p->ids.size();
-  ArrayView<const int64_t> offsets(rows ? p->ids.data() + nids : nullptr, rows ? nids : 0);
-  char* place = (p->hdr.flags & wire::kPlace) ? PlaceFor(ep, *p, offsets, &reply_flags) : nullptr;
-  ReplyWriter writer(buf.get(), place, place ? p->place.bytes : 0, place ? offsets : ArrayView<const int64_t>(),
-                     p->place.row_bytes);
+  ReplyWriter writer(buf.get());
   if (method == DataMethod::kPing) {
     buf->clear();
   } else {
     DataRequest req;
     req.method = method;
-    req.ids = ArrayView<const int64_t>(p->ids.data(), nids);
+    req.ids = ArrayView<const int64_t>(p->ids.data(), p->ids.size());
     req.call.fanout = p->hdr.fanout;
     req.call.seed = p->hdr.seed;
     req.call.hop = p->hdr.hop;
@@ -328,20 +281,11 @@ void Thread::Answer(Endpoint* ep, std::unique_ptr<Pending> p) {
       st = Status::Internal(e.what());
     }
   }
-  if (!st.ok() || writer.placed()) {
+  if (!st.ok()) {
     GiveBuffer(std::move(buf));
     buf.reset();
   }
-  if (st.ok() && writer.placed()) {
-    ++server->placed;
-    // Orders the rows before the reply header on every CPU (the FIFO write
-    // that carries the header fences too; this is cheap and says why).
-    std::atomic_thread_fence(std::memory_order_release);
-    SendReply(ep, p->hdr.request_id, st, nullptr, false, wire::kPlaced, writer.size());
-  } else {
-    if (st.ok() && (p->hdr.flags & wire::kPlace)) ++server->place_refused;  // answered the usual way
-    SendReply(ep, p->hdr.request_id, st, std::move(buf), (p->hdr.flags & wire::kForceRndv) != 0, reply_flags);
-  }
+  SendReply(ep, p->hdr.request_id, st, std::move(buf), (p->hdr.flags & wire::kForceRndv) != 0);
   // Lanes are wired up after the connection: look again now and then.
   const int64_t n = ep->requests.load();
   if ((n & (n - 1)) == 0 && n <= 4096) {
@@ -349,114 +293,6 @@ void Thread::Answer(Endpoint* ep, std::unique_ptr<Pending> p) {
     std::lock_guard<std::mutex> lock(mu);
     ep->transports = tl;
   }
-}
-
-// The shared-memory mappings of this process ([start, end) of each line of
-// /proc/self/maps whose file is a shared-memory segment: /dev/shm, SysV, memfd).
-std::vector<std::pair<uintptr_t, uintptr_t>> SharedMappings() {
-  std::vector<std::pair<uintptr_t, uintptr_t>> out;
-  FILE* f = std::fopen("/proc/self/maps", "re");
-  if (f == nullptr) return out;
-  char line[4096];
-  while (std::fgets(line, sizeof line, f) != nullptr) {
-    unsigned long lo = 0, hi = 0;
-    int path_at = 0;
-    if (std::sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &path_at) < 2 || path_at <= 0) continue;
-    const char* path = line + path_at;
-    if (std::strncmp(path, "/dev/shm/", 9) == 0 || std::strncmp(path, "/SYSV", 5) == 0 ||
-        std::strncmp(path, "/memfd:", 7) == 0)
-      out.emplace_back(lo, hi);
-  }
-  std::fclose(f);
-  return out;
-}
-
-// Serialises rkey unpacking across threads so that the mapping an unpack
-// creates is told apart from any other.
-std::mutex g_unpack_mu;
-
-// Where in this process the reply to `p` may be written: a pointer into the
-// client's region, mapped with the rkey it sent (cached per endpoint), or
-// null (the reply goes the usual way; *reply_flags gets kNoPlace where this
-// server can never write into this client's memory). A rogue client cannot
-// make it write outside the mapping that unpacking its rkey created: that
-// mapping is found as the new shared-memory mapping in /proc/self/maps; and
-// each row of a reply placed row by row (`offsets`) must lie in the target.
-char* Thread::PlaceFor(Endpoint* ep, const Pending& p, ArrayView<const int64_t> offsets, uint16_t* reply_flags) {
-  const auto method = static_cast<DataMethod>(p.hdr.method);
-  if (method != DataMethod::kFeatures && method != DataMethod::kLabels) return nullptr;
-  auto it = ep->regions.find(p.place.region);
-  if (it == ep->regions.end()) {
-    if (p.rkey.empty()) {  // evicted here: ask for it again
-      *reply_flags |= wire::kNeedRkey;
-      return nullptr;
-    }
-    constexpr size_t kMaxRegions = 64;
-    if (ep->regions.size() >= kMaxRegions) {
-      auto oldest = ep->regions.begin();
-      for (auto r = ep->regions.begin(); r != ep->regions.end(); ++r)
-        if (r->second.last_use < oldest->second.last_use) oldest = r;
-      Unmap(ep, oldest);
-    }
-    MappedRegion m;
-    void* local = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(g_unpack_mu);
-      auto before = SharedMappings();
-      if (ucp_ep_rkey_unpack(ep->ep, p.rkey.data(), &m.rkey) != UCS_OK) {
-        *reply_flags |= wire::kNoPlace;
-        return nullptr;
-      }
-      if (ucp_rkey_ptr(m.rkey, p.place.address, &local) != UCS_OK) {
-        // No shared-memory route to this client (another host, tcp only).
-        ucp_rkey_destroy(m.rkey);
-        *reply_flags |= wire::kNoPlace;
-        return nullptr;
-      }
-      const auto after = SharedMappings();
-      const auto addr = reinterpret_cast<uintptr_t>(local);
-      for (const auto& [lo, hi] : after) {
-        if (addr < lo || addr >= hi) continue;
-        bool fresh = true;
-        for (const auto& b : before) fresh &= !(b.first == lo && b.second == hi);
-        if (fresh) {
-          m.lo = reinterpret_cast<char*>(lo);
-          m.hi = reinterpret_cast<char*>(hi);
-        }
-      }
-    }
-    if (m.lo == nullptr) {  // not a fresh mapping of its own: do not trust it
-      ucp_rkey_destroy(m.rkey);
-      *reply_flags |= wire::kNoPlace;
-      return nullptr;
-    }
-    SanitizerForeignMemory(m.lo, static_cast<size_t>(m.hi - m.lo), "a client's region, attached by UCX");
-    it = ep->regions.emplace(p.place.region, m).first;
-    ++ep->mapped_regions;
-    ep->mapped_bytes += m.hi - m.lo;
-  }
-  MappedRegion& m = it->second;
-  m.last_use = ++ep->uses;
-  void* local = nullptr;
-  if (ucp_rkey_ptr(m.rkey, p.place.address, &local) != UCS_OK) return nullptr;
-  char* at = static_cast<char*>(local);
-  bool inside = at >= m.lo && at <= m.hi && p.place.bytes <= static_cast<uint64_t>(m.hi - at);
-  if (inside && !offsets.empty()) {
-    const uint64_t row = p.place.row_bytes, extent = p.place.bytes;
-    inside = row > 0 && row <= extent;
-    for (size_t j = 0; inside && j < offsets.size(); ++j)
-      inside = offsets[j] >= 0 && static_cast<uint64_t>(offsets[j]) <= extent - row;
-  }
-  if (!inside) {
-    ++server->malformed;  // outside the client's own region: answered the usual way
-    return nullptr;
-  }
-  return at;
-}
-
-void Thread::DropRegions(Endpoint* ep) {
-  while (!ep->regions.empty()) Unmap(ep, ep->regions.begin());
-  ep->forget.clear();
 }
 
 bool Thread::Accept() {
@@ -502,12 +338,14 @@ bool Thread::StartReceives() {
       prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
       prm.cb.recv_am = OnReceiveDone;
       prm.user_data = p.get();
-      ucs_status_ptr_t r = ucp_am_recv_data_nbx(worker.get(), desc, p->ids.data(), p->ids.size() * 8, &prm);
+      ucs_status_ptr_t r =
+          ucp_am_recv_data_nbx(worker.get(), desc, p->ids.data(), p->ids.size() * 8, &prm);
       if (r == nullptr) {
         p->receiving = false;
       } else if (UCS_PTR_IS_ERR(r)) {
         p->receiving = false;
-        p->bad = Status::Unavailable(std::string("receiving the request's ids: ") + ucs_status_string(UCS_PTR_STATUS(r)));
+        p->bad = Status::Unavailable(std::string("receiving the request's ids: ") +
+                                     ucs_status_string(UCS_PTR_STATUS(r)));
       }
     }
   }
@@ -518,11 +356,6 @@ bool Thread::Serve() {
   bool any = false;
   const int max_in_flight = std::max(1, server->options.max_replies_per_endpoint);
   for (auto& e : eps) {
-    for (uint64_t id : e->forget) {
-      auto it = e->regions.find(id);
-      if (it != e->regions.end()) Unmap(e.get(), it);
-    }
-    e->forget.clear();
     while (!e->failed && !e->queue.empty() && e->in_flight < max_in_flight) {
       Pending* front = e->queue.front().get();
       if (front->receiving || front->rndv_desc != nullptr) break;
@@ -547,13 +380,14 @@ bool Thread::Reap() {
     if (!e->closing) {
       e->closing = true;
       any = true;
-      DropRegions(e);
       ucp_request_param_t prm{};
       prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
       prm.flags = UCP_EP_CLOSE_FLAG_FORCE;
       ucs_status_ptr_t r = ucp_ep_close_nbx(e->ep, &prm);
-      if (r != nullptr && !UCS_PTR_IS_ERR(r)) e->close_req = r;
-      else e->closed = true;
+      if (r != nullptr && !UCS_PTR_IS_ERR(r))
+        e->close_req = r;
+      else
+        e->closed = true;
     }
     if (e->close_req != nullptr && ucp_request_check_status(e->close_req) != UCS_INPROGRESS) {
       ucp_request_free(e->close_req);
@@ -663,18 +497,14 @@ Status DataPlaneServer::Start(const DataPlaneServerOptions& options, HandlerFact
     FANOUT_RETURN_IF_ERROR(ucx::Worker::Create(impl->ctx.get(), &t->worker));
     t->handler = impl->make_handler();
     ucp_am_handler_param_t hp{};
-    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG |
-                    UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                    UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
     hp.id = wire::kAmRequest;
     hp.cb = Thread::OnRequest;
     hp.arg = t.get();
     hp.flags = UCP_AM_FLAG_WHOLE_MSG;
     ucs_status_t st = ucp_worker_set_am_recv_handler(t->worker.get(), &hp);
     if (st != UCS_OK) return ucx::Error("registering the data-plane request handler", st);
-    hp.id = wire::kAmForget;
-    hp.cb = Thread::OnForget;
-    st = ucp_worker_set_am_recv_handler(t->worker.get(), &hp);
-    if (st != UCS_OK) return ucx::Error("registering the data-plane region handler", st);
     impl->threads.push_back(std::move(t));
   }
   sockaddr_storage addr{};
@@ -684,14 +514,16 @@ Status DataPlaneServer::Start(const DataPlaneServerOptions& options, HandlerFact
     a6->sin6_family = AF_INET6;
     a6->sin6_port = htons(static_cast<uint16_t>(options.port));
     if (inet_pton(AF_INET6, options.bind.c_str(), &a6->sin6_addr) != 1)
-      return Status::InvalidArgument("data-plane bind address '" + options.bind + "' is not an IP address");
+      return Status::InvalidArgument("data-plane bind address '" + options.bind +
+                                     "' is not an IP address");
     addr_len = sizeof(sockaddr_in6);
   } else {
     auto* a4 = reinterpret_cast<sockaddr_in*>(&addr);
     a4->sin_family = AF_INET;
     a4->sin_port = htons(static_cast<uint16_t>(options.port));
     if (inet_pton(AF_INET, options.bind.c_str(), &a4->sin_addr) != 1)
-      return Status::InvalidArgument("data-plane bind address '" + options.bind + "' is not an IPv4 address");
+      return Status::InvalidArgument("data-plane bind address '" + options.bind +
+                                     "' is not an IPv4 address");
     addr_len = sizeof(sockaddr_in);
   }
   ucp_listener_params_t lp{};
@@ -712,8 +544,9 @@ Status DataPlaneServer::Start(const DataPlaneServerOptions& options, HandlerFact
     ucp_listener_destroy(impl->listener);
     return ucx::Error("querying the data-plane listener", st);
   }
-  impl->port = la.sockaddr.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&la.sockaddr)->sin6_port)
-                                                 : ntohs(reinterpret_cast<sockaddr_in*>(&la.sockaddr)->sin_port);
+  impl->port = la.sockaddr.ss_family == AF_INET6
+                   ? ntohs(reinterpret_cast<sockaddr_in6*>(&la.sockaddr)->sin6_port)
+                   : ntohs(reinterpret_cast<sockaddr_in*>(&la.sockaddr)->sin_port);
   for (auto& t : impl->threads) {
     Thread* raw = t.get();
     t->thread = std::thread([raw] { raw->Run(); });
@@ -748,8 +581,6 @@ DataPlaneServerStats DataPlaneServer::Stats() const {
   s.reply_bytes = i.reply_bytes;
   s.errors = i.errors;
   s.malformed = i.malformed;
-  s.placed = i.placed;
-  s.place_refused = i.place_refused;
   s.refused = i.refused;
   s.unauthenticated = i.unauthenticated;
   s.endpoints_open = i.endpoints_open;
@@ -765,11 +596,7 @@ DataPlaneServerStats DataPlaneServer::Stats() const {
       info.requests = e->requests;
       info.reply_bytes = e->reply_bytes;
       info.held_bytes = e->held_bytes;
-      info.mapped_regions = e->mapped_regions;
-      info.mapped_bytes = e->mapped_bytes;
       s.held_bytes += info.held_bytes;
-      s.mapped_regions += info.mapped_regions;
-      s.mapped_bytes += info.mapped_bytes;
       s.endpoints.push_back(std::move(info));
     }
   }

@@ -7,51 +7,49 @@
 
 namespace fanout::rpc::wire {
 
-Status DecodeRequest(const void* header, size_t header_length, size_t data_length, int64_t max_request_bytes,
-                     const std::string& ticket, RequestHeader* hdr, PlaceTarget* place, std::vector<char>* rkey,
+Status DecodeRequest(const void* header, size_t header_length, size_t data_length,
+                     int64_t max_request_bytes, const std::string& ticket, RequestHeader* hdr,
                      bool* malformed) {
   *malformed = true;
-  *place = PlaceTarget();
-  rkey->clear();
   const char* h = static_cast<const char*>(header);
   size_t expect = sizeof(RequestHeader);
   if (header_length >= sizeof(RequestHeader)) {
     std::memcpy(hdr, h, sizeof *hdr);
-    if (hdr->flags & kPlace) {
-      expect += sizeof(PlaceTarget);
-      if (header_length >= expect) {
-        std::memcpy(place, h + sizeof *hdr, sizeof *place);
-        if (place->rkey_bytes <= kMaxRkeyBytes) expect += place->rkey_bytes;
-      }
-    }
     if (hdr->flags & kTicket) expect += kTicketBytes;
   }
-  if (header_length != expect || place->rkey_bytes > kMaxRkeyBytes) {
-    if (header_length >= 16) std::memcpy(&hdr->request_id, h + 8, 8);
-    return Status::InvalidArgument("malformed data-plane request: header of " + std::to_string(header_length) +
-                                   " bytes, expected " + std::to_string(expect));
+  if (header_length >= 16 && header_length < sizeof(RequestHeader))
+    std::memcpy(&hdr->request_id, h + 8, 8);
+  if (header_length >= sizeof(RequestHeader) && (hdr->flags & kRetiredPlace)) {
+    return Status::NotSupported(
+        "this server never writes into memory a request names (placement was removed): on one "
+        "host, map its "
+        "export (PartitionInfo.local_socket) instead; elsewhere, receive the reply");
   }
-  if (place->rkey_bytes > 0) {
-    const char* k = h + sizeof *hdr + sizeof *place;
-    rkey->assign(k, k + place->rkey_bytes);
-  }
+  if (header_length != expect)
+    return Status::InvalidArgument("malformed data-plane request: header of " +
+                                   std::to_string(header_length) + " bytes, expected " +
+                                   std::to_string(expect));
   if (hdr->magic != kMagic || hdr->version != kVersion)
-    return Status::InvalidArgument("malformed data-plane request: bad magic or version " + std::to_string(hdr->version));
+    return Status::InvalidArgument("malformed data-plane request: bad magic or version " +
+                                   std::to_string(hdr->version));
   if (hdr->method > static_cast<uint8_t>(DataMethod::kSample))
     return Status::InvalidArgument("unknown data-plane method " + std::to_string(hdr->method));
-  if (data_length % 8 != 0 || ((hdr->flags & kPlace) && (place->flags & kPlaceRows) && data_length % 16 != 0))
+  if (data_length % 8 != 0)
     return Status::InvalidArgument("node ids: payload of " + std::to_string(data_length) +
                                    " bytes is not a whole number of 8-byte values");
   if (data_length > static_cast<uint64_t>(max_request_bytes))
-    return Status::InvalidArgument("request of " + std::to_string(data_length) + " bytes is over the limit of " +
+    return Status::InvalidArgument("request of " + std::to_string(data_length) +
+                                   " bytes is over the limit of " +
                                    std::to_string(max_request_bytes));
   if (!ticket.empty()) {
     const std::string_view given =
-        (hdr->flags & kTicket) ? std::string_view(h + header_length - kTicketBytes, kTicketBytes) : std::string_view();
+        (hdr->flags & kTicket) ? std::string_view(h + header_length - kTicketBytes, kTicketBytes)
+                               : std::string_view();
     if (!SameSecret(given, ticket)) {
       *malformed = false;
       return Status::Unauthenticated(
-          "this data plane serves only clients that authenticated on the server's RPC port (auth token or TLS) "
+          "this data plane serves only clients that authenticated on the server's RPC port (auth "
+          "token or TLS) "
           "and present its ticket");
     }
   }

@@ -16,14 +16,16 @@ namespace fanout::rpc::wire {
 
 constexpr uint16_t kAmRequest = 0x4651;  // client -> server
 constexpr uint16_t kAmReply = 0x4652;    // server -> client
-constexpr uint16_t kAmForget = 0x4653;   // client -> server: regions gone (data: their int64 ids), no reply
 constexpr uint32_t kMagic = 0x314e4146;  // "FAN1"
 constexpr uint16_t kVersion = 1;
 
 // Request flags.
 constexpr uint8_t kReplace = 1, kWeighted = 2, kEdgeIds = 4;
-constexpr uint8_t kPlace = 8;         // a PlaceTarget follows the header: write the reply there
-constexpr uint8_t kTicket = 0x10;     // the header ends with the server's data-plane ticket (kTicketBytes)
+// Once "write the reply into the client's memory" (placement, removed in the
+// third round): a request carrying it is answered NotSupported.
+constexpr uint8_t kRetiredPlace = 8;
+constexpr uint8_t kTicket =
+    0x10;  // the header ends with the server's data-plane ticket (kTicketBytes)
 constexpr uint8_t kForceRndv = 0x80;  // reply by rendezvous whatever its size (CUDA sinks)
 
 // The active message's header; its data is the packed int64 node ids.
@@ -40,42 +42,17 @@ struct RequestHeader {
 };
 static_assert(sizeof(RequestHeader) == 40, "request header layout");
 
-// Follows RequestHeader (in the active message's header) when flags has
-// kPlace: the reply belongs at `address` in the client's shared-memory region
-// `region` (bytes long, exactly the reply's size), which the server maps with
-// the packed UCX rkey that follows (rkey_bytes of it; 0 once this endpoint has
-// sent it). With kPlaceRows the reply is rows of row_bytes placed one by one:
-// the request's data is the n ids, then n int64 byte offsets from `address`
-// (each row inside `bytes`). A server that cannot map the region answers the
-// usual way with kNoPlace.
-constexpr uint16_t kPlaceRows = 1;
-struct PlaceTarget {
-  uint64_t region = 0;
-  uint64_t address = 0;
-  uint64_t bytes = 0;
-  uint32_t rkey_bytes = 0;
-  uint16_t flags = 0;  // kPlaceRows
-  uint16_t reserved = 0;
-  uint64_t row_bytes = 0;  // kPlaceRows
-};
-static_assert(sizeof(PlaceTarget) == 40, "place target layout");
-constexpr uint32_t kMaxRkeyBytes = 4096;
 // A server that requires authentication (auth token, TLS) gives its
 // authenticated RPC clients a ticket (PartitionInfo.data_plane_ticket); every
 // data-plane request then carries it at the end of its header (kTicket).
 constexpr size_t kTicketBytes = kDataPlaneTicketBytes;
-
-// Reply flags.
-constexpr uint16_t kPlaced = 1;   // the payload is in the client's region already; no data follows
-constexpr uint16_t kNoPlace = 2;  // this server cannot write into this client's memory: stop asking
-constexpr uint16_t kNeedRkey = 4; // the server no longer has this region's rkey: send it again
 
 // The reply's header. code 0: the data is the payload (payload_bytes of it);
 // otherwise the data is the error message text.
 struct ReplyHeader {
   uint32_t magic = kMagic;
   uint16_t version = kVersion;
-  uint16_t flags = 0;  // kPlaced, kNoPlace
+  uint16_t flags = 0;  // none defined
   uint64_t request_id = 0;
   int32_t code = 0;  // fanout::Status::Code
   uint32_t reserved2 = 0;
@@ -83,14 +60,14 @@ struct ReplyHeader {
 };
 static_assert(sizeof(ReplyHeader) == 32, "reply header layout");
 
-// Decodes a request's active-message header (RequestHeader, then with kPlace
-// a PlaceTarget and its rkey, then with kTicket the ticket) and checks it
-// against the request's data length, the server's limit and its ticket
-// (empty = none required). OK, or why the request is refused: *malformed
-// says whether it was malformed (else unauthenticated). *hdr holds at least
+// Decodes a request's active-message header (RequestHeader, then with
+// kTicket the ticket) and checks it against the request's data length, the
+// server's limit and its ticket (empty = none required). OK, or why the
+// request is refused: *malformed says whether it was malformed (a placement
+// request counts so, answered NotSupported) or else unauthenticated. *hdr holds at least
 // the request id (for the refusal) whenever the header has 16 bytes.
-Status DecodeRequest(const void* header, size_t header_length, size_t data_length, int64_t max_request_bytes,
-                     const std::string& ticket, RequestHeader* hdr, PlaceTarget* place, std::vector<char>* rkey,
+Status DecodeRequest(const void* header, size_t header_length, size_t data_length,
+                     int64_t max_request_bytes, const std::string& ticket, RequestHeader* hdr,
                      bool* malformed);
 
 }  // namespace fanout::rpc::wire

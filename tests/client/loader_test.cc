@@ -1,5 +1,7 @@
 // NodeLoader and the GraphSAGE example: sharding, reproducibility through the
 // servers, accuracy, errors.
+#include "client/loader.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -14,7 +16,6 @@
 
 #include "client/cluster.h"
 #include "client/examples/graphsage.h"
-#include "client/loader.h"
 #include "common/random.h"
 #include "datasets/formats.h"
 #include "datasets/partitioner.h"
@@ -26,26 +27,59 @@
 namespace fanout::client {
 namespace {
 
-using ::testing::HasSubstr;
 using server::testing::ServerTest;
+using ::testing::HasSubstr;
+
+void ExpectSameTensor(const at::Tensor& a, const at::Tensor& b, const std::string& what) {
+  ASSERT_EQ(a.defined(), b.defined()) << what;
+  if (a.defined()) {
+    EXPECT_TRUE(torch::equal(a, b)) << what;
+  }
+}
+
+// How a test's client reaches its servers: over RPC (the servers export
+// nothing; UCX and Thrift as "auto" picks them), or from the servers' exports
+// mapped here (same host), sampling here or (kLocalRpcSampling) over RPC.
+enum class ClientPath { kRpc, kLocal, kLocalRpcSampling };
+const char* PathName(ClientPath p) {
+  return p == ClientPath::kRpc ? "rpc" : p == ClientPath::kLocal ? "local" : "local+rpc-sampling";
+}
+// (partitions, path) combinations the equality tests run through.
+std::vector<std::pair<int, ClientPath>> PartsAndPaths() {
+  return {{2, ClientPath::kRpc},
+          {3, ClientPath::kRpc},
+          {2, ClientPath::kLocal},
+          {3, ClientPath::kLocal},
+          {2, ClientPath::kLocalRpcSampling}};
+}
 
 class LoaderTest : public ServerTest {
  protected:
-  std::shared_ptr<Cluster> ConnectCluster() {
+  std::shared_ptr<Cluster> ConnectCluster(ClientPath path = ClientPath::kRpc) {
     ClusterSpec spec;
-    for (const auto& s : servers_) spec.replicas.push_back({"127.0.0.1:" + std::to_string(s->port())});
+    if (path == ClientPath::kLocalRpcSampling) {
+      spec.has_local_sampling = true;
+      spec.local_sampling = false;
+    }
+    for (const auto& s : servers_)
+      spec.replicas.push_back({"127.0.0.1:" + std::to_string(s->port())});
     std::shared_ptr<Cluster> c;
     Status st = Cluster::Connect(spec, {}, &c);
     EXPECT_TRUE(st.ok()) << st.ToString();
+    for (size_t p = 0; c && p < servers_.size(); ++p)
+      EXPECT_EQ(c->local(static_cast<int>(p)) != nullptr, path != ClientPath::kRpc)
+          << PathName(path);
     return c;
   }
   // A second replica of each partition the fixture serves, and the cluster
   // spec listing both replicas of each (the fixture's first).
-  void StartBackups(std::vector<std::unique_ptr<server::PartitionServer>>* backups, ClusterSpec* spec) {
+  void StartBackups(std::vector<std::unique_ptr<server::PartitionServer>>* backups,
+                    ClusterSpec* spec) {
     for (size_t p = 0; p < servers_.size(); ++p) {
       server::ServerOptions o;
       o.dataset_dir = dir_;
       o.partition = static_cast<int>(p);
+      o.local_socket = "off";  // failover is about the RPC paths
       backups->push_back(std::make_unique<server::PartitionServer>(o));
       ASSERT_TRUE(backups->back()->Start().ok());
       spec->replicas.push_back({"127.0.0.1:" + std::to_string(servers_[p]->port()),
@@ -155,11 +189,119 @@ TEST_F(LoaderTest, BatchesCarryFeaturesLabelsAndOriginalIds) {
   LoaderStats s = loader.stats();
   EXPECT_GT(s.feature_bytes, 0);
   EXPECT_GT(s.sampled_edges, 0);
-  // Over the data plane on one host, x lives in shared memory and the
-  // servers wrote every row into it themselves (placement).
-  if (cluster->feature_buffers() && std::getenv("UCX_TLS") == nullptr) {
-    EXPECT_EQ(s.placed_bytes, s.feature_bytes);
+  EXPECT_EQ(s.local_bytes, 0);  // the fixture's servers export nothing here
+}
+
+// Node batches (neighbor and subgraph sampling, features, labels, original
+// ids) through 2 and 3 co-located servers equal the in-process ones and the
+// Thrift path's, with local sampling on and off. All local: no request per
+// batch at all (no Thrift or UCX bytes), and the servers' admin endpoints
+// count what the clients did (path "local").
+TEST_F(LoaderTest, CoLocatedServersAreReadAndSampledHereAndEqualEveryOtherPath) {
+  for (int k : {2, 3}) {
+    servers_.clear();
+    StartServers(k, {}, /*export_local=*/true);
+    ClusterSpec tcp_spec;
+    for (const auto& srv : servers_)
+      tcp_spec.replicas.push_back({"127.0.0.1:" + std::to_string(srv->port())});
+    tcp_spec.has_data_plane = true;
+    tcp_spec.data_plane = rpc::DataPlaneMode::kTcp;
+    std::shared_ptr<Cluster> thrift;
+    ASSERT_TRUE(Cluster::Connect(tcp_spec, {}, &thrift).ok());
+    for (int p = 0; p < k; ++p) ASSERT_EQ(thrift->local(p), nullptr);  // "tcp" means Thrift only
+    auto local = Local();
+    for (ClientPath path : {ClientPath::kLocal, ClientPath::kLocalRpcSampling}) {
+      for (bool induced : {false, true}) {
+        auto cluster = ConnectCluster(path);
+        const std::string what =
+            "k=" + std::to_string(k) + " " + PathName(path) + (induced ? " induced" : "");
+        LoaderOptions o;
+        o.batch_size = 97;
+        o.fanouts = {6, 4};
+        o.seed = 13 + k;
+        o.edge_ids = true;
+        o.original_ids = true;
+        o.subgraph = induced;
+        std::vector<int64_t> seeds = local->SplitNodes(1);
+        seeds.push_back(seeds[0]);  // a repeated seed
+        NodeLoader a_loader(cluster, seeds, o), b_loader(local, seeds, o),
+            c_loader(thrift, seeds, o);
+        MiniBatch a, b, c;
+        int64_t batches = 0;
+        while (a_loader.Next(&a)) {
+          ASSERT_TRUE(b_loader.Next(&b)) << what;
+          ASSERT_TRUE(c_loader.Next(&c)) << what;
+          ++batches;
+          for (auto [x, y, z, name] :
+               {std::tuple{&a.n_id, &b.n_id, &c.n_id, "n_id"},
+                {&a.x, &b.x, &c.x, "x"},
+                {&a.y, &b.y, &c.y, "y"},
+                {&a.edge_index, &b.edge_index, &c.edge_index, "edge_index"},
+                {&a.edge_id, &b.edge_id, &c.edge_id, "edge_id"},
+                {&a.original_id, &b.original_id, &c.original_id, "original_id"}}) {
+            ExpectSameTensor(*x, *y, what + " " + name + " (LocalSource)");
+            ExpectSameTensor(*x, *z, what + " " + name + " (Thrift)");
+          }
+        }
+        EXPECT_FALSE(b_loader.Next(&b)) << what;
+        EXPECT_GT(batches, 1) << what;
+        LoaderStats s = a_loader.stats();
+        EXPECT_GT(s.local_bytes, 0) << what;
+        EXPECT_GT(s.local_rows, 0) << what;
+        if (path == ClientPath::kLocal) {
+          EXPECT_EQ(s.thrift_bytes, 0) << what;  // no request per batch
+          EXPECT_EQ(s.ucx_bytes, 0) << what;
+          EXPECT_GT(s.local_edges, 0) << what;
+          if (!induced) {
+            EXPECT_EQ(s.local_edges, s.sampled_edges) << what;
+          }
+        } else {
+          EXPECT_EQ(s.local_edges, 0) << what;
+          EXPECT_GT(s.thrift_bytes + s.ucx_bytes, 0) << what;  // sampled over RPC
+        }
+      }
+    }
+    // The sessions reported their work when they closed: each server counts it.
+    for (int p = 0; p < k; ++p) {
+      auto j = nlohmann::json::parse(servers_[p]->StatsJson());
+      EXPECT_GT(j["totals"]["by_path"]["local"]["requests"].get<int64_t>(), 0) << "partition " << p;
+      EXPECT_GT(j["totals"]["by_path"]["local"]["reply_bytes"].get<int64_t>(), 0)
+          << "partition " << p;
+      EXPECT_GT(j["totals"]["sampled_edges"].get<int64_t>(), 0) << "partition " << p;
+      EXPECT_TRUE(j["local"]["enabled"].get<bool>());
+      EXPECT_GE(j["local"]["handed"].get<int64_t>(), 4);  // one per cluster connected
+    }
   }
+}
+
+// A co-located cluster keeps reading and sampling after its servers exit
+// (the sealed memory lives while it is mapped); a restarted server is a new
+// export, picked up by the next Connect.
+TEST_F(LoaderTest, CoLocatedMappingsOutliveTheirServersAndARestartIsANewExport) {
+  StartServers(2, {}, /*export_local=*/true);
+  auto cluster = ConnectCluster(ClientPath::kLocal);
+  auto local = Local();
+  const uint64_t first = cluster->local(0)->export_id();
+  for (auto& srv : servers_) srv->Stop();
+  LoaderOptions o;
+  o.batch_size = 64;
+  o.fanouts = {5, 5};
+  std::vector<int64_t> seeds = local->SplitNodes(3);
+  NodeLoader a_loader(cluster, seeds, o), b_loader(local, seeds, o);
+  MiniBatch a, b;
+  int64_t batches = 0;
+  while (a_loader.Next(&a)) {
+    ASSERT_TRUE(b_loader.Next(&b));
+    ExpectSameTensor(a.n_id, b.n_id, "n_id");
+    ExpectSameTensor(a.x, b.x, "x");
+    ExpectSameTensor(a.edge_index, b.edge_index, "edge_index");
+    ++batches;
+  }
+  EXPECT_GT(batches, 1);
+  servers_.clear();
+  StartServers(2, {}, /*export_local=*/true);
+  auto again = ConnectCluster(ClientPath::kLocal);
+  EXPECT_NE(again->local(0)->export_id(), first);
 }
 
 // Cora's stored edges s -> d (row d holds s), every `step`-th.
@@ -182,23 +324,17 @@ bool IsEdge(const sampler::CsrArrays& g, int64_t s, int64_t d) {
   return false;
 }
 
-void ExpectSameTensor(const at::Tensor& a, const at::Tensor& b, const std::string& what) {
-  ASSERT_EQ(a.defined(), b.defined()) << what;
-  if (a.defined()) {
-    EXPECT_TRUE(torch::equal(a, b)) << what;
-  }
-}
-
 // Link batches through 2 and 3 servers equal those of the dataset in
 // process, tensor for tensor, for each negative sampling mode; negatives are
 // never edges; seed nodes are the endpoints, ascending; labels follow PyG.
 TEST_F(LoaderTest, LinkBatchesThroughServersEqualLocalOnesForEveryMode) {
-  for (int k : {2, 3}) {
+  for (auto [k, path] : PartsAndPaths()) {
     servers_.clear();
-    StartServers(k);
-    auto cluster = ConnectCluster();
+    StartServers(k, {}, path != ClientPath::kRpc);
+    auto cluster = ConnectCluster(path);
     auto local = Local();
-    for (auto mode : {sampler::NegativeMode::kNone, sampler::NegativeMode::kBinary, sampler::NegativeMode::kTriplet}) {
+    for (auto mode : {sampler::NegativeMode::kNone, sampler::NegativeMode::kBinary,
+                      sampler::NegativeMode::kTriplet}) {
       const bool labels = mode == sampler::NegativeMode::kBinary && k == 2;
       LinkSeeds seeds = CoraEdges(whole_.csr, 37, labels);
       seeds.src.push_back(seeds.src[0]);  // a repeated seed edge keeps both positions
@@ -216,15 +352,20 @@ TEST_F(LoaderTest, LinkBatchesThroughServersEqualLocalOnesForEveryMode) {
       ASSERT_EQ(dist.num_batches(), (static_cast<int64_t>(seeds.src.size()) + 63) / 64);
       MiniBatch a, b;
       int64_t batches = 0, negatives = 0;
-      const std::string what = "k=" + std::to_string(k) + " " + sampler::NegativeModeName(mode);
+      const std::string what =
+          "k=" + std::to_string(k) + " " + PathName(path) + " " + sampler::NegativeModeName(mode);
       while (dist.Next(&a)) {
         ASSERT_TRUE(loc.Next(&b)) << what;
         ++batches;
-        for (auto [x, y, name] : {std::tuple{&a.n_id, &b.n_id, "n_id"}, {&a.x, &b.x, "x"}, {&a.y, &b.y, "y"},
-                                  {&a.edge_index, &b.edge_index, "edge_index"}, {&a.edge_id, &b.edge_id, "edge_id"},
+        for (auto [x, y, name] : {std::tuple{&a.n_id, &b.n_id, "n_id"},
+                                  {&a.x, &b.x, "x"},
+                                  {&a.y, &b.y, "y"},
+                                  {&a.edge_index, &b.edge_index, "edge_index"},
+                                  {&a.edge_id, &b.edge_id, "edge_id"},
                                   {&a.input_id, &b.input_id, "input_id"},
                                   {&a.edge_label_index, &b.edge_label_index, "edge_label_index"},
-                                  {&a.edge_label, &b.edge_label, "edge_label"}, {&a.src_index, &b.src_index, "src_index"},
+                                  {&a.edge_label, &b.edge_label, "edge_label"},
+                                  {&a.src_index, &b.src_index, "src_index"},
                                   {&a.dst_pos_index, &b.dst_pos_index, "dst_pos_index"},
                                   {&a.dst_neg_index, &b.dst_neg_index, "dst_neg_index"}})
           ExpectSameTensor(*x, *y, what + " " + name);
@@ -250,7 +391,8 @@ TEST_F(LoaderTest, LinkBatchesThroughServersEqualLocalOnesForEveryMode) {
           }
           continue;
         }
-        const int64_t m = mode == sampler::NegativeMode::kBinary ? (3 * p + 1) / 2 : 0;  // ceil(1.5 p)
+        const int64_t m =
+            mode == sampler::NegativeMode::kBinary ? (3 * p + 1) / 2 : 0;  // ceil(1.5 p)
         ASSERT_EQ(a.edge_label_index.sizes(), (std::vector<int64_t>{2, p + m})) << what;
         at::Tensor eli = a.edge_label_index.contiguous();
         for (int64_t i = 0; i < p + m; ++i) {
@@ -259,7 +401,8 @@ TEST_F(LoaderTest, LinkBatchesThroughServersEqualLocalOnesForEveryMode) {
             EXPECT_EQ(s, seeds.src[input[i]]) << what;
             EXPECT_EQ(d, seeds.dst[input[i]]) << what;
           } else {
-            EXPECT_FALSE(IsEdge(whole_.csr, s, d)) << what << ": negative " << s << " -> " << d << " is an edge";
+            EXPECT_FALSE(IsEdge(whole_.csr, s, d))
+                << what << ": negative " << s << " -> " << d << " is an edge";
             ++negatives;
           }
         }
@@ -268,7 +411,8 @@ TEST_F(LoaderTest, LinkBatchesThroughServersEqualLocalOnesForEveryMode) {
         } else if (labels) {
           ASSERT_EQ(a.edge_label.scalar_type(), torch::kLong);
           for (int64_t i = 0; i < p + m; ++i)  // labels 0..2 shifted to 1..3; negatives 0
-            EXPECT_EQ(a.edge_label[i].item<int64_t>(), i < p ? seeds.label[input[i]] + 1 : 0) << what;
+            EXPECT_EQ(a.edge_label[i].item<int64_t>(), i < p ? seeds.label[input[i]] + 1 : 0)
+                << what;
         } else {
           ASSERT_EQ(a.edge_label.scalar_type(), torch::kFloat);
           EXPECT_EQ(a.edge_label.sum().item<float>(), static_cast<float>(p)) << what;
@@ -302,7 +446,8 @@ TEST_F(LoaderTest, LinkLoaderRefusesBadSeedsAndOptionsByName) {
   EXPECT_THAT(message({{1, 2}, {3, 2708}, {}}, o), HasSubstr("destination"));
   EXPECT_THAT(message({{-1}, {3}, {}}, o), HasSubstr("source"));
   EXPECT_THAT(message({{1, 2}, {3, 4}, {1}}, o), HasSubstr("1 edge labels for 2 seed edges"));
-  EXPECT_THAT(message({{1, 2}, {3, 4}, {1, -2}}, o), HasSubstr("edge label -2 of seed edge 1 is negative"));
+  EXPECT_THAT(message({{1, 2}, {3, 4}, {1, -2}}, o),
+              HasSubstr("edge label -2 of seed edge 1 is negative"));
   LoaderOptions t = o;
   t.negative.mode = sampler::NegativeMode::kTriplet;
   EXPECT_THAT(message({{1}, {3}, {1}}, t), HasSubstr("triplet"));
@@ -350,24 +495,35 @@ const std::string& RandomlyPartitioned(const std::string& name, int k,
 
 // CollegeMsg (SNAP temporal) with its timestamps, in k random parts.
 const std::string& CollegeMsgDir(int k, datasets::RawDataset* raw = nullptr) {
-  return RandomlyPartitioned("collegemsg", k, [](datasets::RawDataset* ds) {
-    datasets::LoadOptions lo;
-    lo.quiet = true;
-    lo.edge_times = true;
-    std::vector<std::string> notes;
-    Status st = datasets::LoadDataset("snap", datasets::testing::DataDir() + "/snap-temporal/CollegeMsg.txt.gz", lo,
-                                      ds, &notes);
-    EXPECT_TRUE(st.ok()) << st.ToString();
-  }, raw);
+  return RandomlyPartitioned(
+      "collegemsg", k,
+      [](datasets::RawDataset* ds) {
+        datasets::LoadOptions lo;
+        lo.quiet = true;
+        lo.edge_times = true;
+        std::vector<std::string> notes;
+        Status st = datasets::LoadDataset(
+            "snap", datasets::testing::DataDir() + "/snap-temporal/CollegeMsg.txt.gz", lo, ds,
+            &notes);
+        EXPECT_TRUE(st.ok()) << st.ToString();
+      },
+      raw);
 }
 
 // Servers for every partition of `dir`, and a cluster over them.
-std::shared_ptr<Cluster> ServeAll(const std::string& dir, int k, std::vector<std::unique_ptr<server::PartitionServer>>* servers) {
+std::shared_ptr<Cluster> ServeAll(const std::string& dir, int k,
+                                  std::vector<std::unique_ptr<server::PartitionServer>>* servers,
+                                  ClientPath path = ClientPath::kRpc) {
   ClusterSpec spec;
+  if (path == ClientPath::kLocalRpcSampling) {
+    spec.has_local_sampling = true;
+    spec.local_sampling = false;
+  }
   for (int p = 0; p < k; ++p) {
     server::ServerOptions o;
     o.dataset_dir = dir;
     o.partition = p;
+    if (path == ClientPath::kRpc) o.local_socket = "off";
     servers->push_back(std::make_unique<server::PartitionServer>(o));
     Status st = servers->back()->Start();
     EXPECT_TRUE(st.ok()) << st.ToString();
@@ -376,6 +532,9 @@ std::shared_ptr<Cluster> ServeAll(const std::string& dir, int k, std::vector<std
   std::shared_ptr<Cluster> c;
   Status st = Cluster::Connect(spec, {}, &c);
   EXPECT_TRUE(st.ok()) << st.ToString();
+  for (int p = 0; c && p < k; ++p)
+    EXPECT_EQ(c->local(p) != nullptr, path != ClientPath::kRpc)
+        << PathName(path) << " partition " << p;
   return c;
 }
 
@@ -389,10 +548,10 @@ TEST(TemporalLoaderTest, TemporalBatchesThroughServersEqualLocalOnesAndNeverLook
   ASSERT_EQ(raw.num_edges(), 59835);
   const int64_t t_min = *std::min_element(raw.edge_times.begin(), raw.edge_times.end());
   const int64_t t_max = *std::max_element(raw.edge_times.begin(), raw.edge_times.end());
-  for (int k : {2, 3}) {
+  for (auto [k, path] : PartsAndPaths()) {
     const std::string& dir = CollegeMsgDir(k);
     std::vector<std::unique_ptr<server::PartitionServer>> servers;
-    auto cluster = ServeAll(dir, k, &servers);
+    auto cluster = ServeAll(dir, k, &servers, path);
     std::shared_ptr<LocalSource> local;
     ASSERT_TRUE(LocalSource::Open(dir, &local).ok());
     // Node seeds: every node, at a time spread over the data's span.
@@ -400,13 +559,15 @@ TEST(TemporalLoaderTest, TemporalBatchesThroughServersEqualLocalOnesAndNeverLook
     SplitMix64 rng(k);
     for (int64_t v = 0; v < local->num_nodes(); ++v) {
       seeds.push_back(v);
-      times.push_back(t_min + static_cast<int64_t>(DrawBelow(rng.Next(), static_cast<uint64_t>(t_max - t_min + 1))));
+      times.push_back(t_min + static_cast<int64_t>(
+                                  DrawBelow(rng.Next(), static_cast<uint64_t>(t_max - t_min + 1))));
     }
     // Link seeds: stored edges s -> d at their own time (row d holds s: direction in).
     LinkSeeds links;
     std::vector<int64_t> link_times;
     for (int64_t i = 0; i < raw.num_edges(); i += 97) {
-      links.src.push_back(raw.src[i]);  // LocalSource ids differ from raw ones: map through original ids below
+      links.src.push_back(
+          raw.src[i]);  // LocalSource ids differ from raw ones: map through original ids below
       links.dst.push_back(raw.dst[i]);
       link_times.push_back(raw.edge_times[i]);
     }
@@ -419,15 +580,17 @@ TEST(TemporalLoaderTest, TemporalBatchesThroughServersEqualLocalOnesAndNeverLook
       std::iota(all.begin(), all.end(), 0);
       ASSERT_TRUE(s->OriginalIds(all, orig.data()).ok());
       for (int64_t v = 0; v < local->num_nodes(); ++v) {
-        const int64_t r = std::lower_bound(raw.original_ids.begin(), raw.original_ids.end(), orig[v]) -
-                          raw.original_ids.begin();
+        const int64_t r =
+            std::lower_bound(raw.original_ids.begin(), raw.original_ids.end(), orig[v]) -
+            raw.original_ids.begin();
         stored[r] = v;
       }
     }
     for (auto& v : links.src) v = stored[v];
     for (auto& v : links.dst) v = stored[v];
     for (auto strategy : {sampler::TemporalStrategy::kUniform, sampler::TemporalStrategy::kLast}) {
-      const std::string what = "k=" + std::to_string(k) + " " + sampler::TemporalStrategyName(strategy);
+      const std::string what = "k=" + std::to_string(k) + " " + PathName(path) + " " +
+                               sampler::TemporalStrategyName(strategy);
       LoaderOptions o;
       o.batch_size = 128;
       o.fanouts = {5, 3};
@@ -448,10 +611,14 @@ TEST(TemporalLoaderTest, TemporalBatchesThroughServersEqualLocalOnesAndNeverLook
           l->SetEpoch(epoch);
           while (d->Next(&a)) {
             ASSERT_TRUE(l->Next(&b)) << what;
-            for (auto [x, y, name] : {std::tuple{&a.n_id, &b.n_id, "n_id"}, {&a.batch, &b.batch, "batch"},
-                                      {&a.edge_index, &b.edge_index, "edge_index"}, {&a.edge_id, &b.edge_id, "edge_id"},
-                                      {&a.seed_time, &b.seed_time, "seed_time"}, {&a.x, &b.x, "x"},
-                                      {&a.edge_label_index, &b.edge_label_index, "edge_label_index"}})
+            for (auto [x, y, name] :
+                 {std::tuple{&a.n_id, &b.n_id, "n_id"},
+                  {&a.batch, &b.batch, "batch"},
+                  {&a.edge_index, &b.edge_index, "edge_index"},
+                  {&a.edge_id, &b.edge_id, "edge_id"},
+                  {&a.seed_time, &b.seed_time, "seed_time"},
+                  {&a.x, &b.x, "x"},
+                  {&a.edge_label_index, &b.edge_label_index, "edge_label_index"}})
               ExpectSameTensor(*x, *y, what + " " + name);
             ASSERT_TRUE(a.batch.defined());
             const int64_t* tree = a.batch.data_ptr<int64_t>();
@@ -464,7 +631,8 @@ TEST(TemporalLoaderTest, TemporalBatchesThroughServersEqualLocalOnesAndNeverLook
             const int64_t* eid = a.edge_id.data_ptr<int64_t>();
             for (int64_t e = 0; e < a.edge_index.size(1); ++e, ++edges) {
               ASSERT_EQ(tree[row[e]], tree[col[e]]) << what;
-              ASSERT_LE(raw.edge_times[eid[e]], seed_time[tree[col[e]]]) << what << ": edge " << eid[e] << " looks ahead";
+              ASSERT_LE(raw.edge_times[eid[e]], seed_time[tree[col[e]]])
+                  << what << ": edge " << eid[e] << " looks ahead";
             }
           }
           EXPECT_FALSE(l->Next(&b));
@@ -561,7 +729,8 @@ TEST_F(LoaderTest, AReplicaThatStopsMidEpochChangesNoBatch) {
     MiniBatch b;
     while (loader.Next(&b)) {
       out->push_back(b);
-      if (static_cast<int>(out->size()) == stop_after) servers_[1]->Stop();  // partition 1's first replica
+      if (static_cast<int>(out->size()) == stop_after)
+        servers_[1]->Stop();  // partition 1's first replica
     }
     if (stop_after > 0) {
       EXPECT_GE(loader.stats().failovers, 1);
@@ -572,8 +741,12 @@ TEST_F(LoaderTest, AReplicaThatStopsMidEpochChangesNoBatch) {
   run(0, &calm);
   // The loader's two sessions started on different replicas: both served.
   for (int p = 0; p < 2; ++p) {
-    EXPECT_GT(nlohmann::json::parse(servers_[p]->StatsJson())["totals"]["requests"].get<int64_t>(), 0) << p;
-    EXPECT_GT(nlohmann::json::parse(backups[p]->StatsJson())["totals"]["requests"].get<int64_t>(), 0) << p;
+    EXPECT_GT(nlohmann::json::parse(servers_[p]->StatsJson())["totals"]["requests"].get<int64_t>(),
+              0)
+        << p;
+    EXPECT_GT(nlohmann::json::parse(backups[p]->StatsJson())["totals"]["requests"].get<int64_t>(),
+              0)
+        << p;
   }
   run(4, &disturbed);
   ASSERT_EQ(calm.size(), disturbed.size());
@@ -693,7 +866,8 @@ TEST_F(LoaderTest, HealthChecksSteerSessionsAwayFromADownReplicaAndBackWhenItRet
     return nlohmann::json::parse(s.StatsJson())["totals"]["requests"].get<int64_t>();
   };
   auto wait_for = [](const std::function<bool()>& pred) {
-    for (int i = 0; i < 500 && !pred(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    for (int i = 0; i < 500 && !pred(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     return pred();
   };
   ASSERT_TRUE(wait_for([&] { return health(0, 1).checks >= 2; }));
@@ -740,7 +914,8 @@ TEST_F(LoaderTest, ARollingRestartDuringTrainingLeavesTheLossTraceUnchanged) {
   ClusterSpec spec;
   StartBackups(&backups, &spec);
   // Every replica as (which list, index): restarted on its own port.
-  std::vector<std::unique_ptr<server::PartitionServer>*> all = {&servers_[0], &backups[0], &servers_[1], &backups[1]};
+  std::vector<std::unique_ptr<server::PartitionServer>*> all = {&servers_[0], &backups[0],
+                                                                &servers_[1], &backups[1]};
   rpc::RpcOptions ro;
   ro.failover_backoff_ms = 10;
   torch::set_num_threads(1);  // bitwise-reproducible reductions
@@ -778,7 +953,8 @@ TEST_F(LoaderTest, ARollingRestartDuringTrainingLeavesTheLossTraceUnchanged) {
   auto calm = train(false);
   auto rolled = train(true);
   ASSERT_EQ(calm.losses.size(), rolled.losses.size());
-  for (size_t i = 0; i < calm.losses.size(); ++i) EXPECT_EQ(calm.losses[i], rolled.losses[i]) << "step " << i;
+  for (size_t i = 0; i < calm.losses.size(); ++i)
+    EXPECT_EQ(calm.losses[i], rolled.losses[i]) << "step " << i;
   EXPECT_EQ(calm.test_acc, rolled.test_acc);
 }
 
@@ -801,17 +977,21 @@ TEST_F(LoaderTest, TrainingThroughServersMatchesLocalTrainingExactly) {
 // MovieLens (datasets/data/movielens/ml-latest-small) as a heterogeneous
 // graph with reverse relations (--undirected), in k random parts.
 const std::string& MovieLensDir(int k, datasets::RawDataset* raw = nullptr) {
-  return RandomlyPartitioned("movielens", k, [](datasets::RawDataset* ds) {
-    datasets::LoadOptions lo;
-    lo.quiet = true;
-    std::vector<std::string> notes;
-    Status st = datasets::LoadDataset("movielens", datasets::testing::DataDir() + "/movielens/ml-latest-small", lo,
-                                      ds, &notes);
-    EXPECT_TRUE(st.ok()) << st.ToString();
-    datasets::EdgeOptions eo;
-    eo.make_undirected = true;
-    datasets::ApplyEdgeOptions(eo, ds);
-  }, raw);
+  return RandomlyPartitioned(
+      "movielens", k,
+      [](datasets::RawDataset* ds) {
+        datasets::LoadOptions lo;
+        lo.quiet = true;
+        std::vector<std::string> notes;
+        Status st = datasets::LoadDataset(
+            "movielens", datasets::testing::DataDir() + "/movielens/ml-latest-small", lo, ds,
+            &notes);
+        EXPECT_TRUE(st.ok()) << st.ToString();
+        datasets::EdgeOptions eo;
+        eo.make_undirected = true;
+        datasets::ApplyEdgeOptions(eo, ds);
+      },
+      raw);
 }
 
 // Stored id -> raw id of a heterogeneous dataset, through (node type, original id).
@@ -823,13 +1003,14 @@ std::vector<int64_t> RawIdsOf(Source& source, const datasets::RawDataset& raw) {
   std::vector<int64_t> all(source.num_nodes()), orig(source.num_nodes()), out(source.num_nodes());
   std::iota(all.begin(), all.end(), 0);
   EXPECT_TRUE(s->OriginalIds(all, orig.data()).ok());
-  for (int64_t v = 0; v < source.num_nodes(); ++v) out[v] = by_key.at({source.hetero()->NodeTypeOf(v), orig[v]});
+  for (int64_t v = 0; v < source.num_nodes(); ++v)
+    out[v] = by_key.at({source.hetero()->NodeTypeOf(v), orig[v]});
   return out;
 }
 
 // The per-edge-type fanout lists for MovieLens by relation name (the rest 0).
-std::vector<std::vector<int64_t>> MovieLensFanouts(const sampler::HeteroSchema& h,
-                                                   const std::map<std::string, std::vector<int64_t>>& by_rel) {
+std::vector<std::vector<int64_t>> MovieLensFanouts(
+    const sampler::HeteroSchema& h, const std::map<std::string, std::vector<int64_t>>& by_rel) {
   std::vector<std::vector<int64_t>> f(h.num_edge_types(), std::vector<int64_t>(2, 0));
   for (const auto& [rel, v] : by_rel) {
     int e = -1;
@@ -853,24 +1034,29 @@ TEST(HeteroLoaderTest, HeteroBatchesThroughServersEqualLocalOnesAndRespectPerTyp
   // Stored-direction ("in") degree of each raw node per edge type.
   std::map<std::pair<int64_t, int32_t>, int64_t> in_degree;
   for (int64_t i = 0; i < raw.num_edges(); ++i) in_degree[{raw.dst[i], raw.edge_type[i]}]++;
-  for (int k : {2, 3}) {
+  for (auto [k, path] : PartsAndPaths()) {
     const std::string& dir = MovieLensDir(k);
     std::vector<std::unique_ptr<server::PartitionServer>> servers;
-    auto cluster = ServeAll(dir, k, &servers);
+    auto cluster = ServeAll(dir, k, &servers, path);
     std::shared_ptr<LocalSource> local;
     ASSERT_TRUE(LocalSource::Open(dir, &local).ok());
     const sampler::HeteroSchema& h = *local->hetero();
     ASSERT_NE(cluster->hetero(), nullptr);
     EXPECT_EQ(cluster->hetero()->type_bounds, h.type_bounds);
     EXPECT_EQ(cluster->hetero()->feature_dims, (std::vector<int64_t>{0, 20, 0}));
-    for (int e = 0; e < h.num_edge_types(); ++e) EXPECT_EQ(cluster->hetero()->EdgeTypeName(e), h.EdgeTypeName(e));
+    for (int e = 0; e < h.num_edge_types(); ++e)
+      EXPECT_EQ(cluster->hetero()->EdgeTypeName(e), h.EdgeTypeName(e));
     const std::vector<int64_t> raw_of = RawIdsOf(*local, raw);
     LoaderOptions o;
     o.batch_size = 64;
     o.edge_ids = true;
     o.seed = 11;
-    o.edge_type_fanouts = MovieLensFanouts(h, {{"rates", {5, 3}}, {"tags", {2, 0}}, {"has_genre", {2, 2}},
-                                               {"rev_rates", {4, 2}}, {"rev_tags", {0, 1}}, {"rev_has_genre", {3, 1}}});
+    o.edge_type_fanouts = MovieLensFanouts(h, {{"rates", {5, 3}},
+                                               {"tags", {2, 0}},
+                                               {"has_genre", {2, 2}},
+                                               {"rev_rates", {4, 2}},
+                                               {"rev_tags", {0, 1}},
+                                               {"rev_has_genre", {3, 1}}});
     std::vector<int64_t> seeds;  // every user, every 7th movie
     for (int64_t v = 0; v < local->num_nodes(); ++v)
       if (h.NodeTypeOf(v) == 0 || (h.NodeTypeOf(v) == 1 && v % 7 == 0)) seeds.push_back(v);
@@ -879,10 +1065,14 @@ TEST(HeteroLoaderTest, HeteroBatchesThroughServersEqualLocalOnesAndRespectPerTyp
     int64_t edges = 0, batches = 0;
     while (dist.Next(&a)) {
       ASSERT_TRUE(loc.Next(&b));
-      const std::string what = "k=" + std::to_string(k) + " batch " + std::to_string(batches++);
-      for (auto [x, y, name] : {std::tuple{&a.n_id, &b.n_id, "n_id"}, {&a.edge_index, &b.edge_index, "edge_index"},
-                                {&a.edge_id, &b.edge_id, "edge_id"}, {&a.edge_type, &b.edge_type, "edge_type"},
-                                {&a.node_type, &b.node_type, "node_type"}, {&a.x, &b.x, "x"}})
+      const std::string what =
+          "k=" + std::to_string(k) + " " + PathName(path) + " batch " + std::to_string(batches++);
+      for (auto [x, y, name] : {std::tuple{&a.n_id, &b.n_id, "n_id"},
+                                {&a.edge_index, &b.edge_index, "edge_index"},
+                                {&a.edge_id, &b.edge_id, "edge_id"},
+                                {&a.edge_type, &b.edge_type, "edge_type"},
+                                {&a.node_type, &b.node_type, "node_type"},
+                                {&a.x, &b.x, "x"}})
         ExpectSameTensor(*x, *y, what + " " + name);
       ASSERT_TRUE(a.edge_type.defined() && a.node_type.defined()) << what;
       const int64_t* nid = a.n_id.data_ptr<int64_t>();
@@ -892,11 +1082,13 @@ TEST(HeteroLoaderTest, HeteroBatchesThroughServersEqualLocalOnesAndRespectPerTyp
       at::Tensor row_t = a.edge_index[0].contiguous(), col_t = a.edge_index[1].contiguous();
       const int64_t* row = row_t.data_ptr<int64_t>();
       const int64_t* col = col_t.data_ptr<int64_t>();
-      for (int64_t i = 0; i < a.n_id.size(0); ++i) ASSERT_EQ(nt[i], raw.node_type[raw_of[nid[i]]]) << what;
+      for (int64_t i = 0; i < a.n_id.size(0); ++i)
+        ASSERT_EQ(nt[i], raw.node_type[raw_of[nid[i]]]) << what;
       // Per hop: the edges drawn by each target, per type.
       int64_t at = 0;
       for (size_t hop = 0; hop < a.num_sampled_edges.size(); ++hop) {
-        std::map<std::pair<int64_t, int64_t>, int64_t> drawn;  // (target local index, type) -> edges
+        std::map<std::pair<int64_t, int64_t>, int64_t>
+            drawn;  // (target local index, type) -> edges
         std::set<int64_t> targets;
         for (int64_t e = at; e < at + a.num_sampled_edges[hop]; ++e, ++edges) {
           const int64_t r = raw_of[nid[row[e]]], c = raw_of[nid[col[e]]];
@@ -912,7 +1104,8 @@ TEST(HeteroLoaderTest, HeteroBatchesThroughServersEqualLocalOnesAndRespectPerTyp
         for (size_t q = 0; q < hop; ++q) first += a.num_sampled_nodes[q];
         const int64_t count = a.num_sampled_nodes[hop];
         for (int64_t i = first; i < first + count; ++i) {
-          if (hop == 0 && std::find(nid, nid + i, nid[i]) != nid + i) continue;  // a repeated seed draws once
+          if (hop == 0 && std::find(nid, nid + i, nid[i]) != nid + i)
+            continue;  // a repeated seed draws once
           for (int e = 0; e < h.num_edge_types(); ++e) {
             if (h.edge_types[e].dst != nt[i]) continue;
             const int64_t f = o.edge_type_fanouts[e][hop];
@@ -921,7 +1114,8 @@ TEST(HeteroLoaderTest, HeteroBatchesThroughServersEqualLocalOnesAndRespectPerTyp
             const int64_t want = f < 0 ? d : std::min(f, d);
             auto got = drawn.find({i, e});
             ASSERT_EQ(got == drawn.end() ? 0 : got->second, want)
-                << what << " hop " << hop << " node " << nid[i] << " edge type " << h.EdgeTypeName(e);
+                << what << " hop " << hop << " node " << nid[i] << " edge type "
+                << h.EdgeTypeName(e);
           }
         }
         at += a.num_sampled_edges[hop];
@@ -946,8 +1140,12 @@ TEST(HeteroLoaderTest, HeteroBatchesThroughServersEqualLocalOnesAndRespectPerTyp
         at::Tensor src_ids = hb.n_id[h.edge_types[e].src].index_select(0, ei[0]);
         at::Tensor dst_ids = hb.n_id[h.edge_types[e].dst].index_select(0, ei[1]);
         at::Tensor sel = torch::nonzero(a.edge_type == e).view({-1});
-        EXPECT_TRUE(torch::equal(src_ids, a.n_id.index_select(0, a.edge_index[0].index_select(0, sel)))) << what;
-        EXPECT_TRUE(torch::equal(dst_ids, a.n_id.index_select(0, a.edge_index[1].index_select(0, sel)))) << what;
+        EXPECT_TRUE(
+            torch::equal(src_ids, a.n_id.index_select(0, a.edge_index[0].index_select(0, sel))))
+            << what;
+        EXPECT_TRUE(
+            torch::equal(dst_ids, a.n_id.index_select(0, a.edge_index[1].index_select(0, sel))))
+            << what;
       }
     }
     EXPECT_FALSE(loc.Next(&b));
@@ -966,10 +1164,10 @@ TEST(HeteroLoaderTest, HeteroLinkBatchesThroughServersEqualLocalOnesWithTypedStr
   std::set<std::pair<int64_t, int64_t>> rated;  // raw (user, movie)
   for (int64_t i = 0; i < raw.num_edges(); ++i)
     if (raw.edge_type[i] == 0) rated.insert({raw.src[i], raw.dst[i]});
-  for (int k : {2, 3}) {
+  for (auto [k, path] : PartsAndPaths()) {
     const std::string& dir = MovieLensDir(k);
     std::vector<std::unique_ptr<server::PartitionServer>> servers;
-    auto cluster = ServeAll(dir, k, &servers);
+    auto cluster = ServeAll(dir, k, &servers, path);
     std::shared_ptr<LocalSource> local;
     ASSERT_TRUE(LocalSource::Open(dir, &local).ok());
     const sampler::HeteroSchema& h = *local->hetero();
@@ -978,14 +1176,17 @@ TEST(HeteroLoaderTest, HeteroLinkBatchesThroughServersEqualLocalOnesWithTypedStr
     for (int64_t v = 0; v < local->num_nodes(); ++v) stored_of[raw_of[v]] = v;
     LinkSeeds links;
     for (int64_t i = 0; i < raw.num_edges(); i += 37)
-      if (raw.edge_type[i] == 0) links.src.push_back(stored_of[raw.src[i]]), links.dst.push_back(stored_of[raw.dst[i]]);
+      if (raw.edge_type[i] == 0)
+        links.src.push_back(stored_of[raw.src[i]]), links.dst.push_back(stored_of[raw.dst[i]]);
     for (auto mode : {sampler::NegativeMode::kBinary, sampler::NegativeMode::kTriplet}) {
-      const std::string what = "k=" + std::to_string(k) + " " + sampler::NegativeModeName(mode);
+      const std::string what =
+          "k=" + std::to_string(k) + " " + PathName(path) + " " + sampler::NegativeModeName(mode);
       LoaderOptions o;
       o.batch_size = 100;
       o.seed = 5;
       o.edge_ids = true;
-      o.edge_type_fanouts = MovieLensFanouts(h, {{"rates", {4, 2}}, {"rev_rates", {4, 2}}, {"has_genre", {1, 1}}});
+      o.edge_type_fanouts =
+          MovieLensFanouts(h, {{"rates", {4, 2}}, {"rev_rates", {4, 2}}, {"has_genre", {1, 1}}});
       o.negative.mode = mode;
       o.negative.amount = 2;
       ASSERT_TRUE(h.FindEdgeType("user,rates,movie", &o.link_edge_type).ok());
@@ -994,20 +1195,24 @@ TEST(HeteroLoaderTest, HeteroLinkBatchesThroughServersEqualLocalOnesWithTypedStr
       int64_t negatives = 0;
       while (dist.Next(&a)) {
         ASSERT_TRUE(loc.Next(&b)) << what;
-        for (auto [x, y, name] :
-             {std::tuple{&a.n_id, &b.n_id, "n_id"}, {&a.edge_index, &b.edge_index, "edge_index"},
-              {&a.edge_type, &b.edge_type, "edge_type"}, {&a.edge_label_index, &b.edge_label_index, "edge_label_index"},
-              {&a.edge_label, &b.edge_label, "edge_label"}, {&a.dst_neg_index, &b.dst_neg_index, "dst_neg_index"},
-              {&a.src_index, &b.src_index, "src_index"}})
+        for (auto [x, y, name] : {std::tuple{&a.n_id, &b.n_id, "n_id"},
+                                  {&a.edge_index, &b.edge_index, "edge_index"},
+                                  {&a.edge_type, &b.edge_type, "edge_type"},
+                                  {&a.edge_label_index, &b.edge_label_index, "edge_label_index"},
+                                  {&a.edge_label, &b.edge_label, "edge_label"},
+                                  {&a.dst_neg_index, &b.dst_neg_index, "dst_neg_index"},
+                                  {&a.src_index, &b.src_index, "src_index"}})
           ExpectSameTensor(*x, *y, what + " " + name);
         const int64_t* nid = a.n_id.data_ptr<int64_t>();
         std::vector<std::pair<int64_t, int64_t>> neg;  // stored (src, dst)
         if (mode == sampler::NegativeMode::kBinary) {
           const int64_t p = a.input_id.size(0);
           at::Tensor eli = a.edge_label_index.contiguous();
-          for (int64_t j = p; j < eli.size(1); ++j) neg.push_back({nid[eli[0][j].item<int64_t>()], nid[eli[1][j].item<int64_t>()]});
+          for (int64_t j = p; j < eli.size(1); ++j)
+            neg.push_back({nid[eli[0][j].item<int64_t>()], nid[eli[1][j].item<int64_t>()]});
         } else {
-          at::Tensor s = a.src_index.contiguous(), d = a.dst_neg_index.contiguous().view({s.size(0), -1});
+          at::Tensor s = a.src_index.contiguous(),
+                     d = a.dst_neg_index.contiguous().view({s.size(0), -1});
           for (int64_t i = 0; i < s.size(0); ++i)
             for (int64_t j = 0; j < d.size(1); ++j)
               neg.push_back({nid[s[i].item<int64_t>()], nid[d[i][j].item<int64_t>()]});
@@ -1016,7 +1221,8 @@ TEST(HeteroLoaderTest, HeteroLinkBatchesThroughServersEqualLocalOnesWithTypedStr
           ++negatives;
           ASSERT_EQ(h.NodeTypeOf(s), 0) << what;
           ASSERT_EQ(h.NodeTypeOf(d), 1) << what;
-          ASSERT_EQ(rated.count({raw_of[s], raw_of[d]}), 0u) << what << ": negative " << s << " -> " << d << " is a rating";
+          ASSERT_EQ(rated.count({raw_of[s], raw_of[d]}), 0u)
+              << what << ": negative " << s << " -> " << d << " is a rating";
         }
       }
       EXPECT_GT(negatives, 1000) << what;
@@ -1082,7 +1288,8 @@ TEST_F(LoaderTest, GraphSageReachesPublishedAccuracyOnCora) {
     o.evaluate_every_epoch = false;
     o.seed = seed;
     auto r = examples::TrainGraphSage(cluster, o);
-    std::printf("seed %llu: test accuracy %.3f\n", static_cast<unsigned long long>(seed), r.test_acc);
+    std::printf("seed %llu: test accuracy %.3f\n", static_cast<unsigned long long>(seed),
+                r.test_acc);
     sum += r.test_acc;
   }
   std::printf("mean test accuracy over 5 seeds: %.3f\n", sum / 5);

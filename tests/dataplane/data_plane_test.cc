@@ -2,11 +2,13 @@
 // UCX's tcp transport: bit-for-bit equality with the Thrift path through 2
 // and 3 servers, falling back to Thrift, servers that die mid-transfer, 64
 // concurrent clients, rogue peers on either side.
+#include "rpc/data_plane.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <arpa/inet.h>
 #include <netinet/in.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -25,9 +27,7 @@
 #include "cache/gpu_feature_cache.h"
 #include "client/cluster.h"
 #include "client/device_features.h"
-#include "client/region_pool.h"
 #include "common/random.h"
-#include "rpc/data_plane.h"
 #include "rpc/ucx/wire.h"
 #include "tests/server/child_server.h"
 #include "tests/server/server_fixture.h"
@@ -40,12 +40,14 @@ using server::testing::Reaper;
 using server::testing::StartChild;
 using server::testing::StopProcess;
 
+using server::testing::ServerTest;
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
-using server::testing::ServerTest;
 using Clock = std::chrono::steady_clock;
 
-std::vector<int64_t> Std(const PodVector<int64_t>& v) { return std::vector<int64_t>(v.begin(), v.end()); }
+std::vector<int64_t> Std(const PodVector<int64_t>& v) {
+  return std::vector<int64_t>(v.begin(), v.end());
+}
 
 // Sets UCX_TLS for the contexts created while it lives (UCX reads the
 // environment when a context is created).
@@ -58,8 +60,10 @@ class ScopedTls {
     setenv("UCX_TLS", tls, 1);
   }
   ~ScopedTls() {
-    if (had_) setenv("UCX_TLS", old_.c_str(), 1);
-    else unsetenv("UCX_TLS");
+    if (had_)
+      setenv("UCX_TLS", old_.c_str(), 1);
+    else
+      unsetenv("UCX_TLS");
   }
 
  private:
@@ -80,7 +84,8 @@ class DataPlaneTest : public ServerTest, public ::testing::WithParamInterface<co
   bool Shm() const { return std::string(GetParam()) == "all"; }
   ClusterSpec Spec(const char* mode) const {
     ClusterSpec spec;
-    for (const auto& s : servers_) spec.replicas.push_back({"127.0.0.1:" + std::to_string(s->port())});
+    for (const auto& s : servers_)
+      spec.replicas.push_back({"127.0.0.1:" + std::to_string(s->port())});
     spec.has_data_plane = true;
     EXPECT_TRUE(rpc::ParseDataPlaneMode(mode, &spec.data_plane).ok());
     return spec;
@@ -107,7 +112,8 @@ TEST_P(DataPlaneTest, RepliesEqualThriftBitForBitThroughTwoAndThreeServers) {
     for (uint64_t seed : {3, 99, 4242}) {
       SplitMix64 rng(seed);
       std::vector<int64_t> ids(700);
-      for (auto& v : ids) v = static_cast<int64_t>(DrawBelow(rng.Next(), 2708));  // repeats, all partitions
+      for (auto& v : ids)
+        v = static_cast<int64_t>(DrawBelow(rng.Next(), 2708));  // repeats, all partitions
       std::vector<float> fa(ids.size() * 1433, -1), fb(ids.size() * 1433, -2);
       ASSERT_TRUE(a->Features(ids, fa.data()).ok());
       ASSERT_TRUE(b->Features(ids, fb.data()).ok());
@@ -180,7 +186,8 @@ TEST_P(DataPlaneTest, CudaDestinationsAreFilledDirectlyOrStagedAndEqualThrift) {
     EXPECT_THAT(st.message(), HasSubstr("CUDA"));
     EXPECT_TRUE(std::all_of(host.begin(), host.end(), [](float f) { return f == -3; }));
   }
-  if (cache::CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device: the staged and direct routes did not run";
+  if (cache::CudaDeviceCount() == 0)
+    GTEST_SKIP() << "no CUDA device: the staged and direct routes did not run";
   cache::CacheOptions o;
   o.num_nodes = 2708;
   o.feature_dim = 1433;
@@ -266,7 +273,8 @@ TEST_P(DataPlaneTest, WithAnAuthTokenTheDataPlaneServesOnlyAuthenticatedClients)
   EXPECT_EQ(st.code(), Status::Code::kUnauthenticated) << st.ToString();
   EXPECT_THAT(st.message(), HasSubstr("authenticated on the server's RPC port"));
   const auto j = nlohmann::json::parse(servers_[0]->StatsJson());
-  EXPECT_GE(j["data_plane"]["unauthenticated_requests"].get<int64_t>(), 1) << j["data_plane"].dump();
+  EXPECT_GE(j["data_plane"]["unauthenticated_requests"].get<int64_t>(), 1)
+      << j["data_plane"].dump();
   // A wrong ticket too.
   st = ch->Connect("127.0.0.1", cluster->info(0).data_port, "server 0", &peer,
                    std::string(rpc::kDataPlaneTicketBytes, 'x'));
@@ -293,7 +301,8 @@ TEST_P(DataPlaneTest, AutoFallsBackToThriftWhenUcxIsUnavailableOnTheClient) {
 // A cluster of the two child servers, with a data plane in `mode`.
 ClusterSpec ChildSpec(const Child& c0, const Child& c1, rpc::DataPlaneMode mode) {
   ClusterSpec spec;
-  spec.replicas = {{"127.0.0.1:" + std::to_string(c0.port)}, {"127.0.0.1:" + std::to_string(c1.port)}};
+  spec.replicas = {{"127.0.0.1:" + std::to_string(c0.port)},
+                   {"127.0.0.1:" + std::to_string(c1.port)}};
   spec.has_data_plane = true;
   spec.data_plane = mode;
   return spec;
@@ -346,7 +355,8 @@ TEST_P(DataPlaneTest, AServerKilledMidTransferGivesUnavailableNamingItWithinTheT
   EXPECT_EQ(st.code(), Status::Code::kUnavailable) << st.ToString();
   EXPECT_THAT(st.message(), HasSubstr("127.0.0.1:" + std::to_string(c1.port))) << st.ToString();
   ASSERT_FALSE(again.ok());
-  EXPECT_THAT(again.message(), HasSubstr("127.0.0.1:" + std::to_string(c1.port))) << again.ToString();
+  EXPECT_THAT(again.message(), HasSubstr("127.0.0.1:" + std::to_string(c1.port)))
+      << again.ToString();
   EXPECT_LT(secs, ro.call_timeout_ms / 1000.0 + 1.0);
   int status = 0;
   waitpid(c1.pid, &status, 0);
@@ -411,56 +421,13 @@ TEST_P(DataPlaneTest, AStoppedServerEndsInDeadlineExceededNamingItAndTheOthersSt
   EXPECT_GE(s->stats().fallbacks, 1);
 }
 
-// A placed request abandoned on a stopped server taints its region: never
-// placed into again, and the pool frees it instead of reusing it.
-TEST_P(DataPlaneTest, AnAbandonedPlacedRequestTaintsItsRegionAndThePoolRetiresIt) {
-  if (!Shm()) GTEST_SKIP() << "placement needs shared memory";
-  const std::string& dir = server::testing::CoraDir(2);
-  Child c0 = StartChild(dir, 0), c1 = StartChild(dir, 1);
-  Reaper reaper{{&c0, &c1}};
-  rpc::RpcOptions ro;
-  ro.call_timeout_ms = 1000;
-  ro.connect_timeout_ms = 1000;
-  std::shared_ptr<Cluster> cluster;
-  ASSERT_TRUE(Cluster::Connect(ChildSpec(c0, c1, rpc::DataPlaneMode::kAuto), ro, &cluster).ok());
-  std::shared_ptr<RegionPool> pool = cluster->feature_buffers();
-  ASSERT_NE(pool, nullptr);
-  std::unique_ptr<Session> s;
-  ASSERT_TRUE(cluster->NewSession(&s).ok());
-  std::vector<int64_t> ids = EveryNodeScrambled();
-  const size_t bytes = ids.size() * 1433 * 4;
-  std::vector<float> want(ids.size() * 1433);
-  std::shared_ptr<rpc::DataRegion> r;
-  ASSERT_TRUE(pool->Acquire(bytes, &r).ok());
-  ASSERT_TRUE(s->Features(ids, reinterpret_cast<float*>(r->data())).ok());
-  std::memcpy(want.data(), r->data(), bytes);
-  EXPECT_EQ(s->stats().placed_bytes, static_cast<int64_t>(bytes));
-  StopProcess(c1.pid);
-  Status st = s->Features(ids, reinterpret_cast<float*>(r->data()));
-  EXPECT_EQ(st.code(), Status::Code::kDeadlineExceeded) << st.ToString();
-  EXPECT_TRUE(r->tainted());
-  kill(c1.pid, SIGCONT);
-  r.reset();  // back to the pool: retired, not reused
-  EXPECT_EQ(pool->stats().retired, 1);
-  ASSERT_TRUE(pool->Acquire(bytes, &r).ok());
-  EXPECT_FALSE(r->tainted());
-  std::unique_ptr<Session> s2;
-  ASSERT_TRUE(cluster->NewSession(&s2).ok());
-  ASSERT_TRUE(s2->Features(ids, reinterpret_cast<float*>(r->data())).ok());
-  EXPECT_EQ(0, std::memcmp(r->data(), want.data(), bytes));
-  EXPECT_EQ(s2->stats().placed_bytes, static_cast<int64_t>(bytes));
-}
-
-// Not a test on its own: the client that the next test starts and kills.
-// With FANOUT_KILL_LOOP_PORTS=p0,p1 it sends large label requests (the ids go
-// by rendezvous, written into the server's shared-memory FIFO on one host)
-// over the data plane until it is killed.
 TEST(DataPlaneKillLoop, ClientLoopForKillTest) {
   const char* ports = std::getenv("FANOUT_KILL_LOOP_PORTS");
   if (ports == nullptr) GTEST_SKIP() << "run by ClientsKilledMidRequestNeverTakeTheDataPlaneDown";
   std::string p(ports);
   ClusterSpec spec;
-  spec.replicas = {{"127.0.0.1:" + p.substr(0, p.find(','))}, {"127.0.0.1:" + p.substr(p.find(',') + 1)}};
+  spec.replicas = {{"127.0.0.1:" + p.substr(0, p.find(','))},
+                   {"127.0.0.1:" + p.substr(p.find(',') + 1)}};
   spec.has_data_plane = true;
   spec.data_plane = rpc::DataPlaneMode::kUcx;
   std::shared_ptr<Cluster> cluster;
@@ -505,7 +472,8 @@ TEST_P(DataPlaneTest, ClientsKilledMidRequestNeverTakeTheDataPlaneDown) {
       dup2(null, 1);
       dup2(null, 2);
       setenv("FANOUT_KILL_LOOP_PORTS", ports.c_str(), 1);
-      execl("/proc/self/exe", "dataplane_test", "--gtest_filter=DataPlaneKillLoop.ClientLoopForKillTest", nullptr);
+      execl("/proc/self/exe", "dataplane_test",
+            "--gtest_filter=DataPlaneKillLoop.ClientLoopForKillTest", nullptr);
       _exit(127);
     }
     ASSERT_GT(pid, 0);
@@ -578,7 +546,8 @@ TEST_P(DataPlaneTest, SixtyFourConcurrentClientsGetTheirOwnAnswers) {
   auto j = nlohmann::json::parse(servers_[0]->StatsJson());
   EXPECT_GE(j["data_plane"]["endpoints_total"].get<int64_t>(), kClients);
   // Memory held per endpoint is bounded and reported.
-  for (const auto& e : j["data_plane"]["endpoints"]) EXPECT_LE(e["held_bytes"].get<int64_t>(), int64_t{64} << 20);
+  for (const auto& e : j["data_plane"]["endpoints"])
+    EXPECT_LE(e["held_bytes"].get<int64_t>(), int64_t{64} << 20);
 }
 
 // A raw UCX peer speaking the wire format by hand, to send what no Fanout
@@ -591,8 +560,10 @@ class RawPeer {
     // The settings every Fanout peer starts UCX with (rpc/ucx/ucx_common.cc):
     // UCX 1.13 aborts in wireup (wireup.c:337) when two peers on one host
     // disagree on them, so a peer must share them to get far enough to send junk.
-    if (std::getenv("UCX_MM_ERROR_HANDLING") == nullptr) ucp_config_modify(cfg, "MM_ERROR_HANDLING", "y");
-    if (std::getenv("UCX_RNDV_SCHEME") == nullptr) ucp_config_modify(cfg, "RNDV_SCHEME", "get_zcopy");
+    if (std::getenv("UCX_MM_ERROR_HANDLING") == nullptr)
+      ucp_config_modify(cfg, "MM_ERROR_HANDLING", "y");
+    if (std::getenv("UCX_RNDV_SCHEME") == nullptr)
+      ucp_config_modify(cfg, "RNDV_SCHEME", "get_zcopy");
     ucp_params_t p{};
     p.field_mask = UCP_PARAM_FIELD_FEATURES;
     p.features = UCP_FEATURE_AM;
@@ -619,7 +590,8 @@ class RawPeer {
   void Drive(ucs_status_ptr_t r) {
     if (r == nullptr || UCS_PTR_IS_ERR(r)) return;
     auto deadline = Clock::now() + std::chrono::seconds(5);
-    while (ucp_request_check_status(r) == UCS_INPROGRESS && Clock::now() < deadline) ucp_worker_progress(worker_);
+    while (ucp_request_check_status(r) == UCS_INPROGRESS && Clock::now() < deadline)
+      ucp_worker_progress(worker_);
     ucp_request_free(r);
   }
   void Progress(int ms) {
@@ -633,14 +605,16 @@ class RawPeer {
     a.sin_port = htons(static_cast<uint16_t>(port));
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     ucp_ep_params_t ep{};
-    ep.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+    ep.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR |
+                    UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
     ep.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
     ep.sockaddr.addr = reinterpret_cast<sockaddr*>(&a);
     ep.sockaddr.addrlen = sizeof a;
     ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
     ASSERT_EQ(ucp_ep_create(worker_, &ep, &ep_), UCS_OK);
   }
-  void Send(uint16_t id, const void* header, size_t hlen, const void* data, size_t len, bool reply = true) {
+  void Send(uint16_t id, const void* header, size_t hlen, const void* data, size_t len,
+            bool reply = true) {
     ucp_request_param_t prm{};
     prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     prm.flags = reply ? UCP_AM_SEND_FLAG_REPLY : 0;
@@ -649,9 +623,11 @@ class RawPeer {
   // Collects replies (header + eager data) sent to this peer.
   void CollectReplies() {
     ucp_am_handler_param_t hp{};
-    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                    UCP_AM_HANDLER_PARAM_FIELD_ARG;
     hp.id = rpc::wire::kAmReply;
-    hp.cb = [](void* arg, const void* header, size_t hl, void* data, size_t len, const ucp_am_recv_param_t* param) {
+    hp.cb = [](void* arg, const void* header, size_t hl, void* data, size_t len,
+               const ucp_am_recv_param_t* param) {
       auto* self = static_cast<RawPeer*>(arg);
       rpc::wire::ReplyHeader h{};
       if (hl == sizeof h) std::memcpy(&h, header, sizeof h);
@@ -659,7 +635,8 @@ class RawPeer {
       // AddressSanitizer): keep its length only ('?' x len), and let UCX
       // drop the data.
       const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
-      self->replies.push_back({h, rndv ? std::string(len, '?') : std::string(static_cast<const char*>(data), len)});
+      self->replies.push_back(
+          {h, rndv ? std::string(len, '?') : std::string(static_cast<const char*>(data), len)});
       return UCS_OK;
     };
     hp.arg = this;
@@ -669,9 +646,11 @@ class RawPeer {
   int Listen(std::function<void(RawPeer*, ucp_ep_h, const rpc::wire::RequestHeader&)> answer) {
     answer_ = std::move(answer);
     ucp_am_handler_param_t hp{};
-    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                    UCP_AM_HANDLER_PARAM_FIELD_ARG;
     hp.id = rpc::wire::kAmRequest;
-    hp.cb = [](void* arg, const void* header, size_t hl, void*, size_t, const ucp_am_recv_param_t* prm) {
+    hp.cb = [](void* arg, const void* header, size_t hl, void*, size_t,
+               const ucp_am_recv_param_t* prm) {
       auto* self = static_cast<RawPeer*>(arg);
       rpc::wire::RequestHeader h{};
       if (hl == sizeof h) std::memcpy(&h, header, sizeof h);
@@ -856,158 +835,11 @@ TEST_P(DataPlaneTest, ARogueServerCannotWriteIntoTheClientWithStrayOrMisSizedRep
   server.join();
 }
 
-// Placement: a reply whose sink lies in a DataRegion is written there by the
-// server itself where it shares the host (shared memory), else it comes the
-// usual way; either way the bytes equal Thrift's.
-TEST_P(DataPlaneTest, RepliesPlacedInADataRegionEqualThrift) {
-  StartServers(2);
-  std::shared_ptr<rpc::DataPlaneContext> ctx;
-  ASSERT_TRUE(rpc::DataPlaneContext::Create(&ctx).ok());
-  std::shared_ptr<rpc::DataRegion> region;
-  Status st = ctx->AllocateRegion(size_t{4} << 20, &region);
-  ASSERT_TRUE(st.ok()) << st.ToString();
-  ASSERT_NE(region->data(), nullptr);
-  EXPECT_EQ(region->size(), size_t{4} << 20);
-  EXPECT_FALSE(region->tainted());
-  std::unique_ptr<rpc::DataPlaneChannel> ch;
-  ASSERT_TRUE(rpc::DataPlaneChannel::Create(ctx, {}, &ch).ok());
-  int peer = -1;
-  st = ch->Connect("127.0.0.1", servers_[1]->data_port(), "s1", &peer);
-  ASSERT_TRUE(st.ok()) << st.ToString();
-  auto tcp = ConnectCluster("tcp");
-  std::unique_ptr<Session> ref;
-  ASSERT_TRUE(tcp->NewSession(&ref).ok());
-  const size_t row = 1433 * 4;
-  std::vector<int64_t> ids = {1400, 2707, 1500, 2000, 1400};  // partition 1, a repeat
-  std::vector<float> want(ids.size() * 1433);
-  ASSERT_TRUE(ref->Features(ids, want.data()).ok());
-  rpc::DataRequest req;
-  req.method = rpc::DataMethod::kFeatures;
-  req.ids = ids;
-  // At the start, in the middle and flush against the end of the region.
-  for (size_t at : {size_t{0}, size_t{8} * 1001, region->size() - ids.size() * row}) {
-    std::memset(region->data(), 0x7f, region->size());
-    rpc::ReplySink sink;
-    sink.data = region->data() + at;
-    sink.bytes = ids.size() * row;
-    st = ch->Call(peer, req, sink);
-    ASSERT_TRUE(st.ok()) << st.ToString();
-    ASSERT_EQ(0, std::memcmp(region->data() + at, want.data(), sink.bytes)) << "at " << at;
-    if (at > 0) {
-      EXPECT_EQ(region->data()[at - 1], 0x7f);  // nothing outside the sink
-    }
-    if (at + sink.bytes < region->size()) {
-      EXPECT_EQ(region->data()[at + sink.bytes], 0x7f);
-    }
-  }
-  // Labels too; a sink outside any region comes the usual way.
-  std::vector<int64_t> want_labels(ids.size());
-  ASSERT_TRUE(ref->Labels(ids, want_labels.data()).ok());
-  req.method = rpc::DataMethod::kLabels;
-  rpc::ReplySink ls;
-  ls.data = region->data() + 64;
-  ls.bytes = ids.size() * 8;
-  ASSERT_TRUE(ch->Call(peer, req, ls).ok());
-  EXPECT_EQ(0, std::memcmp(region->data() + 64, want_labels.data(), ls.bytes));
-  const int64_t placed = ch->stats().placed_replies;
-  std::vector<int64_t> outside(ids.size(), -1);
-  ls.data = outside.data();
-  ASSERT_TRUE(ch->Call(peer, req, ls).ok());
-  EXPECT_EQ(outside, want_labels);
-  EXPECT_EQ(ch->stats().placed_replies, placed);
-  auto j = nlohmann::json::parse(servers_[1]->StatsJson());
-  if (Shm()) {
-    EXPECT_EQ(placed, 4);  // three feature replies and one of labels
-    EXPECT_EQ(j["data_plane"]["placed"].get<int64_t>(), 4);
-  } else {
-    // tcp has no shared memory to write into: the server said so once, and
-    // the client stopped asking.
-    EXPECT_EQ(placed, 0);
-    EXPECT_EQ(j["data_plane"]["placed"].get<int64_t>(), 0);
-    EXPECT_EQ(j["data_plane"]["place_refused"].get<int64_t>(), 1);
-  }
-  EXPECT_FALSE(region->tainted());
-  if (!Shm()) return;
-  EXPECT_EQ(j["data_plane"]["mapped_regions"].get<int64_t>(), 1);
-  EXPECT_GE(j["data_plane"]["mapped_bytes"].get<int64_t>(), int64_t{4} << 20);
-  // More regions than a server keeps mapped per endpoint (64): the oldest is
-  // unmapped there; placing into it again, the server asks for its rkey once
-  // (that reply comes the usual way) and then places again.
-  req.method = rpc::DataMethod::kFeatures;
-  rpc::ReplySink fs;
-  fs.bytes = ids.size() * row;
-  std::vector<std::shared_ptr<rpc::DataRegion>> many(65);
-  for (auto& r : many) {
-    ASSERT_TRUE(ctx->AllocateRegion(fs.bytes, &r).ok());
-    fs.data = r->data();
-    ASSERT_TRUE(ch->Call(peer, req, fs).ok());
-  }
-  fs.data = region->data();
-  const int64_t before = ch->stats().placed_replies;
-  for (int round = 0; round < 2; ++round) {
-    std::memset(region->data(), 0, fs.bytes);
-    ASSERT_TRUE(ch->Call(peer, req, fs).ok());
-    ASSERT_EQ(0, std::memcmp(region->data(), want.data(), fs.bytes)) << "round " << round;
-  }
-  EXPECT_EQ(ch->stats().placed_replies, before + 1);  // the first came the usual way
-  // Freed regions are unmapped on the server once the channel next speaks.
-  many.clear();
-  region.reset();
-  std::vector<float> plain(ids.size() * 1433);
-  fs.data = plain.data();
-  ASSERT_TRUE(ch->Call(peer, req, fs).ok());
-  int64_t mapped = -1;
-  for (int i = 0; i < 200 && mapped != 0; ++i) {
-    mapped = nlohmann::json::parse(servers_[1]->StatsJson())["data_plane"]["mapped_regions"].get<int64_t>();
-    if (mapped != 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_EQ(mapped, 0);
-}
-
-// A session whose output lies in the cluster's region pool: each server
-// writes its rows to their places in the output (shared memory), or the rows
-// come the usual way and are copied to their places (tcp); equal to Thrift.
-TEST_P(DataPlaneTest, FeatureOutputsInTheRegionPoolAreFilledRowByRowByTheServers) {
-  StartServers(3);
-  auto ucx = ConnectCluster("ucx");
-  auto tcp = ConnectCluster("tcp");
-  ASSERT_TRUE(ucx && tcp);
-  EXPECT_EQ(tcp->feature_buffers(), nullptr);
-  std::shared_ptr<RegionPool> pool = ucx->feature_buffers();
-  ASSERT_NE(pool, nullptr);
-  std::unique_ptr<Session> a, b;
-  ASSERT_TRUE(ucx->NewSession(&a).ok());
-  ASSERT_TRUE(tcp->NewSession(&b).ok());
-  for (uint64_t seed : {5, 6, 7}) {
-    SplitMix64 rng(seed);
-    std::vector<int64_t> ids(900);
-    for (auto& v : ids) v = static_cast<int64_t>(DrawBelow(rng.Next(), 2708));  // interleaved partitions
-    const size_t bytes = ids.size() * 1433 * 4;
-    std::shared_ptr<rpc::DataRegion> region;
-    ASSERT_TRUE(pool->Acquire(bytes, &region).ok());
-    ASSERT_GE(region->size(), bytes);
-    std::memset(region->data(), 0xff, region->size());
-    std::vector<float> want(ids.size() * 1433);
-    ASSERT_TRUE(b->Features(ids, want.data()).ok());
-    Status st = a->Features(ids, reinterpret_cast<float*>(region->data()));
-    ASSERT_TRUE(st.ok()) << st.ToString();
-    ASSERT_EQ(0, std::memcmp(region->data(), want.data(), bytes)) << "seed " << seed;
-  }
-  if (Shm()) {
-    EXPECT_EQ(a->stats().placed_bytes, a->stats().feature_bytes);
-  } else {
-    EXPECT_EQ(a->stats().placed_bytes, 0);
-  }
-  // Released regions are reused.
-  RegionPool::Stats ps = pool->stats();
-  EXPECT_GE(ps.reused, 1);
-  EXPECT_LE(ps.allocated, 2);
-}
-
-// A client cannot make a server write outside the region it mapped: targets
-// past its end, a junk rkey, an unknown region are answered the usual way.
-TEST_P(DataPlaneTest, ARogueClientCannotAimPlacedRepliesOutsideItsRegion) {
-  if (!Shm()) GTEST_SKIP() << "placement needs shared memory";
+// The server never writes into memory a request names: a request that still
+// carries a placement target (the second round's kPlace flag, a target and an
+// rkey of another process's shared memory) is refused NotSupported, and the
+// memory it named is untouched.
+TEST_P(DataPlaneTest, ARequestWithAPlacementTargetIsRefusedAndNothingIsWritten) {
   StartServers(2);
   RawPeer rogue;
   rogue.CollectReplies();
@@ -1015,50 +847,37 @@ TEST_P(DataPlaneTest, ARogueClientCannotAimPlacedRepliesOutsideItsRegion) {
   char* base = nullptr;
   const size_t size = size_t{1} << 20;
   const std::string rkey = rogue.MapRegion(size, &base);
+  std::memset(base, 0x5a, size);
   int64_t ids[2] = {1400, 1500};
-  const size_t bytes = 2 * 1433 * 4;
-  auto send = [&](uint64_t id, uint64_t region, uint64_t address, const std::string& key) {
+  // The old layout: header, a 40-byte target (region, address, bytes, rkey
+  // bytes, flags, row bytes), the rkey.
+  struct OldTarget {
+    uint64_t region, address, bytes;
+    uint32_t rkey_bytes;
+    uint16_t flags, reserved;
+    uint64_t row_bytes;
+  } t{7, reinterpret_cast<uintptr_t>(base), 2 * 1433 * 4, static_cast<uint32_t>(rkey.size()), 0, 0,
+      0};
+  for (uint64_t id : {1, 2}) {
     rpc::wire::RequestHeader h;
-    h.method = static_cast<uint8_t>(rpc::DataMethod::kFeatures);
-    h.flags = rpc::wire::kPlace;
+    h.method =
+        static_cast<uint8_t>(id == 1 ? rpc::DataMethod::kFeatures : rpc::DataMethod::kLabels);
+    h.flags = rpc::wire::kRetiredPlace;
     h.request_id = id;
-    rpc::wire::PlaceTarget t;
-    t.region = region;
-    t.address = address;
-    t.bytes = bytes;
-    t.rkey_bytes = static_cast<uint32_t>(key.size());
     std::string hdr(reinterpret_cast<const char*>(&h), sizeof h);
     hdr.append(reinterpret_cast<const char*>(&t), sizeof t);
-    hdr += key;
+    hdr += rkey;
     rogue.Send(rpc::wire::kAmRequest, hdr.data(), hdr.size(), ids, sizeof ids);
-  };
-  send(1, 7, reinterpret_cast<uintptr_t>(base) + size - 8, rkey);        // runs past the end
-  send(2, 7, reinterpret_cast<uintptr_t>(base) - 4096, "");              // before the start
-  send(3, 7, reinterpret_cast<uintptr_t>(base) + (uint64_t{1} << 40), "");  // far away
-  send(4, 8, reinterpret_cast<uintptr_t>(base), "");                     // a region it never sent
-  send(5, 7, reinterpret_cast<uintptr_t>(base) + 4096, "");              // a good one
-  for (int i = 0; i < 100 && rogue.replies.size() < 5; ++i) rogue.Progress(20);
-  ASSERT_EQ(rogue.replies.size(), 5u);
-  for (auto& [h, data] : rogue.replies) {
-    EXPECT_EQ(h.code, 0) << h.request_id;
-    if (h.request_id == 5) {
-      EXPECT_EQ(h.flags & rpc::wire::kPlaced, rpc::wire::kPlaced);
-      EXPECT_EQ(h.payload_bytes, bytes);
-      EXPECT_TRUE(data.empty());
-    } else {
-      EXPECT_EQ(h.flags & rpc::wire::kPlaced, 0) << h.request_id;
-      EXPECT_EQ(data.size(), bytes) << h.request_id;  // sent the usual way
-    }
   }
-  // A junk rkey on a fresh region: refused, and said so.
-  rogue.replies.clear();
-  std::string junk(rkey.size(), '\x5a');
-  send(6, 9, reinterpret_cast<uintptr_t>(base), junk);
-  for (int i = 0; i < 100 && rogue.replies.empty(); ++i) rogue.Progress(20);
-  ASSERT_EQ(rogue.replies.size(), 1u);
-  EXPECT_EQ(rogue.replies[0].first.code, 0);
-  EXPECT_EQ(rogue.replies[0].first.flags & rpc::wire::kPlaced, 0);
-  EXPECT_EQ(rogue.replies[0].second.size(), bytes);
+  for (int i = 0; i < 100 && rogue.replies.size() < 2; ++i) rogue.Progress(20);
+  ASSERT_EQ(rogue.replies.size(), 2u);
+  for (auto& [h, data] : rogue.replies) {
+    EXPECT_EQ(h.code, static_cast<int>(Status::Code::kNotSupported)) << h.request_id;
+    EXPECT_THAT(data, HasSubstr("never writes into memory a request names")) << h.request_id;
+  }
+  for (size_t i = 0; i < size; ++i) ASSERT_EQ(base[i], 0x5a) << "byte " << i << " was written";
+  auto j = nlohmann::json::parse(servers_[1]->StatsJson());
+  EXPECT_GE(j["data_plane"]["malformed_requests"].get<int64_t>(), 2);
   // The server lives on and serves everyone.
   auto cluster = ConnectCluster("ucx");
   std::unique_ptr<Session> s;

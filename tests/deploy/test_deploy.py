@@ -383,3 +383,33 @@ def test_cora_overlay_is_consistent_with_itself_and_the_dataset(cora2, overlay):
             assert given is not None, f"partition {p}: --{flag} unset: the server's default ignores the pod's limit"
             assert int(given) <= need[flag.replace("-", "_")], f"partition {p}: --{flag}={given} above what was sized"
         assert lim >= row["memory_limit_bytes"], f"partition {p}: limit {lim:.0f} < {row['memory_limit_bytes']}"
+
+
+def _local_socket_mount(spec, container, where):
+    """The host folder and mount path of a pod's same-host socket volume, and its XDG_RUNTIME_DIR."""
+    env = {e["name"]: str(e.get("value", "")) for e in container.get("env") or []}
+    runtime = env.get("XDG_RUNTIME_DIR")
+    assert runtime, f"{where}: no XDG_RUNTIME_DIR: the server's default socket folder would be private to the pod"
+    mounts = {m["name"]: m["mountPath"] for m in container.get("volumeMounts") or []}
+    volumes = {v["name"]: v for v in spec.get("volumes") or []}
+    found = [(volumes[n]["hostPath"]["path"], path) for n, path in mounts.items()
+             if n in volumes and "hostPath" in volumes[n] and path == runtime + "/fanout"]
+    assert found, f"{where}: nothing mounted from the host at {runtime}/fanout"
+    return found[0]
+
+
+def test_trainer_and_servers_of_a_node_share_the_local_socket_folder():
+    # The same-host export is handed out on a Unix socket whose path the
+    # server advertises: a trainer pod reaches it only where both pods mount
+    # the same host folder at the same path (docs/DEPLOY.md).
+    sts = yaml.safe_load((DEPLOY / "kubernetes" / "base" / "statefulset.yaml").read_text())
+    spec = sts["spec"]["template"]["spec"]
+    (server,) = [c for c in spec["containers"] if c.get("command", [""])[0] == "fanout-server"]
+    served = _local_socket_mount(spec, server, "StatefulSet fanout-server")
+    job = yaml.safe_load((DEPLOY / "kubernetes" / "overlays" / "cora-2x2" / "train" / "job.yaml").read_text())
+    jspec = job["spec"]["template"]["spec"]
+    trainer = jspec["containers"][0]
+    used = _local_socket_mount(jspec, trainer, "Job train")
+    assert served == used, f"servers mount {served}, the trainer {used}: the socket paths would not match"
+    assert not any(a.startswith("--local-socket") for a in server.get("args", [])), \
+        "the default socket path (under XDG_RUNTIME_DIR) is what both sides agree on"

@@ -111,7 +111,11 @@ class Hosts:
 
     def start_server(self, i, dataset, partition, env):
         cmd = ["ip", "netns", "exec", self.ns(i), str(BIN / "fanout-server"), "--dataset", str(dataset),
-               "--partition", str(partition), "--bind", self.addr(i), "--port", "7000", "--admin-port", "7001"]
+               "--partition", str(partition), "--bind", self.addr(i), "--port", "7000", "--admin-port", "7001",
+               # These "hosts" share this machine's filesystem: without this a
+               # trainer here would map their exports (Unix sockets know no
+               # network namespace) instead of reaching them over the network.
+               "--local-socket", "off"]
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         self.procs.append(p)
         deadline = time.time() + 120
@@ -268,3 +272,39 @@ def test_a_partition_whose_hosts_all_go_down_fails_naming_them(cluster):
     assert rc != 0, out
     assert f"{hosts.addr(3)}:7000" in err and f"{hosts.addr(4)}:7000" in err, err
     assert seconds < 120, f"took {seconds:.0f} s to give up"
+
+
+def test_a_mixed_cluster_of_a_local_and_remote_servers_trains_exactly_as_in_process(cluster, local_accuracy):
+    # Partition 0 served on this host (its export mapped and sampled by the
+    # trainer), partition 1 by its two "hosts" over UCX tcp: the same model.
+    env = dict(os.environ, UCX_NET_DEVICES="lo")
+    server = subprocess.Popen([str(BIN / "fanout-server"), "--dataset", str(cluster["data"]), "--partition", "0",
+                               "--port", "0", "--admin-port", "0"], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        line = ""
+        deadline = time.time() + 120
+        while time.time() < deadline and "ready" not in line:
+            line = server.stdout.readline()
+            if not line:
+                break
+        m = re.search(r"rpc (\S+) admin (\S+) data .* local (\S+);", line)
+        assert m and m.group(3) != "off", f"no local export in the ready line: {line!r}"
+        rpc, admin = m.group(1), m.group(2)
+        remote = json.loads(cluster["spec"].read_text())["partitions"][1]
+        spec = cluster["spec"].with_name("mixed.json")
+        spec.write_text(json.dumps({"partitions": [{"partition": 0, "replicas": [rpc]}, remote]}))
+        r = train(["--cluster", str(spec)], cluster["env"])
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert accuracy(r.stdout) == local_accuracy
+        import urllib.request
+        stats = json.loads(urllib.request.urlopen(f"http://{admin}/stats", timeout=10).read())
+        local = stats["totals"]["by_path"]["local"]
+        assert local["requests"] > 0 and stats["totals"]["sampled_edges"] > 0, stats["totals"]
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -29,19 +30,29 @@ struct Child {
 
 // Starts fanout-server for `partition` of `dir` on any free ports, with
 // `extra` flags; returns once it is ready (port 0 when it never was).
-inline Child StartChild(const std::string& dir, int partition, const std::vector<std::string>& extra = {}) {
+inline Child StartChild(const std::string& dir, int partition,
+                        const std::vector<std::string>& extra = {}) {
   int out[2];
   EXPECT_EQ(pipe(out), 0);
-  const std::string bin = std::string(FANOUT_BIN_DIR) + "/fanout-server", p = std::to_string(partition);
-  std::vector<std::string> args = {bin, "--dataset", dir, "--partition", p, "--port", "0", "--admin-port", "-1"};
+  const std::string bin = std::string(FANOUT_BIN_DIR) + "/fanout-server",
+                    p = std::to_string(partition);
+  std::vector<std::string> args = {bin, "--dataset",    dir, "--partition", p, "--port",
+                                   "0", "--admin-port", "-1"};
   args.insert(args.end(), extra.begin(), extra.end());
+  // Children are killed and stopped to test the RPC paths' faults: no
+  // same-host export unless a test asks for one.
+  if (std::find(extra.begin(), extra.end(), "--local-socket") == extra.end()) {
+    args.push_back("--local-socket");
+    args.push_back("off");
+  }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   Child c;
   c.pid = fork();
   if (c.pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the bench/test that started it (e.g. under timeout)
+    prctl(PR_SET_PDEATHSIG,
+          SIGKILL);  // never outlive the bench/test that started it (e.g. under timeout)
     dup2(out[1], 1);
     close(out[0]);
     // Nothing of the test runner's stays open in the child (ctest waits for it).
@@ -93,7 +104,9 @@ inline void StopProcess(pid_t pid) {
       std::string line;
       std::getline(f, line);
       const size_t r = line.rfind(')');
-      if (r == std::string::npos || r + 2 >= line.size() || (line[r + 2] != 'T' && line[r + 2] != 't')) all = false;
+      if (r == std::string::npos || r + 2 >= line.size() ||
+          (line[r + 2] != 'T' && line[r + 2] != 't'))
+        all = false;
     }
     if (all && !ec) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));

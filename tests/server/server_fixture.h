@@ -38,7 +38,9 @@ inline const std::string& CoraDir(int parts) {
   datasets::LoadOptions lo;
   lo.quiet = true;
   std::vector<std::string> notes;
-  EXPECT_TRUE(datasets::LoadDataset("planetoid", datasets::testing::DataDir() + "/planetoid/cora", lo, &ds, &notes).ok());
+  EXPECT_TRUE(datasets::LoadDataset("planetoid", datasets::testing::DataDir() + "/planetoid/cora",
+                                    lo, &ds, &notes)
+                  .ok());
   datasets::PartitionOptions po;
   po.num_parts = parts;
   po.quiet = true;
@@ -64,7 +66,8 @@ inline WholeGraph LoadWhole(const std::string& dir, int k) {
     auto d = std::make_shared<datasets::PartitionData>();
     EXPECT_TRUE(datasets::OpenPartition(dir, p, {}, d.get()).ok());
     int64_t base = w.csr.indptr.back();
-    for (int64_t i = 1; i < static_cast<int64_t>(d->indptr.size()); ++i) w.csr.indptr.push_back(base + d->indptr[i]);
+    for (int64_t i = 1; i < static_cast<int64_t>(d->indptr.size()); ++i)
+      w.csr.indptr.push_back(base + d->indptr[i]);
     w.csr.indices.insert(w.csr.indices.end(), d->indices.begin(), d->indices.end());
     w.csr.edge_ids.insert(w.csr.edge_ids.end(), d->edge_ids.begin(), d->edge_ids.end());
     w.parts.push_back(d);
@@ -74,9 +77,13 @@ inline WholeGraph LoadWhole(const std::string& dir, int k) {
 
 class ServerTest : public ::testing::Test {
  protected:
-  void StartServers(int k, ServerOptions base = {}) {
+  // `export_local`: the servers export their partitions to this host (the
+  // default path); otherwise (unless `base` names a socket) they do not, so
+  // the clients of a test take the RPC paths.
+  void StartServers(int k, ServerOptions base = {}, bool export_local = false) {
     dir_ = CoraDir(k);
     whole_ = LoadWhole(dir_, k);
+    if (!export_local && base.local_socket.empty()) base.local_socket = "off";
     for (int p = 0; p < k; ++p) {
       ServerOptions o = base;
       o.dataset_dir = dir_;

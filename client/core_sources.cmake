@@ -1,0 +1,9 @@
+# The client library's core sources (no LibTorch): client/CMakeLists.txt
+# builds fanout_client_core from them, and the fuzzing build (which has no
+# client/ folder build) does the same for the cluster file fuzzer.
+set(FANOUT_CLIENT_CORE_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/local_source.cc
+  ${CMAKE_CURRENT_LIST_DIR}/cluster.cc
+  ${CMAKE_CURRENT_LIST_DIR}/local_partition.cc
+  ${CMAKE_CURRENT_LIST_DIR}/cached_source.cc
+  ${CMAKE_CURRENT_LIST_DIR}/device_features.cc)

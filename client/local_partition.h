@@ -1,0 +1,57 @@
+// A partition whose server shares this host, read in this process: the
+// server's sealed export (rpc/local_export.h) mapped read-only, checked once,
+// and served by the same kernels the server runs (sampler/), so the same
+// request gives the same bytes without a request. Internal to client/.
+//
+// Thread safety: immutable once opened; shared by every session of a cluster.
+#ifndef FANOUT_CLIENT_LOCAL_PARTITION_H_
+#define FANOUT_CLIENT_LOCAL_PARTITION_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "datasets/partition_store.h"
+#include "rpc/local_export.h"
+#include "rpc/rpc_client.h"
+#include "sampler/csr_graph.h"
+#include "sampler/neighbor_sampler.h"
+
+namespace fanout::client {
+
+class LocalPartition {
+ public:
+  // Maps the export `info` advertises (info.local_socket) and checks it is
+  // that server's (dataset id, partition, node range, export id) and that its
+  // arrays are what `info` describes: CSR well formed, neighbor ids in the
+  // dataset, one feature row of the partition's dtype per node, edge types
+  // below `num_edge_types`. NotFound where there is no such socket on this
+  // host (the server is elsewhere).
+  static Status Open(const rpc::RemotePartitionInfo& info, int num_edge_types,
+                     const std::string& token, int timeout_ms,
+                     std::shared_ptr<const LocalPartition>* out);
+
+  const datasets::PartitionView& view() const { return view_; }
+  const sampler::CsrGraph& graph() const { return graph_; }
+  // sampler::PrepareTimeOrder's index for temporal hops (null: rows in time order).
+  const int64_t* time_index() const { return time_index_; }
+  size_t row_bytes() const { return row_bytes_; }
+  uint64_t export_id() const { return mapping_->layout().export_id; }
+  const std::string& socket() const { return socket_; }
+
+ private:
+  LocalPartition() = default;
+  std::shared_ptr<rpc::LocalMapping> mapping_;
+  datasets::PartitionView view_;
+  sampler::CsrGraph graph_;
+  const int64_t* time_index_ = nullptr;
+  std::vector<int64_t> time_order_;
+  size_t row_bytes_ = 0;
+  std::string socket_;
+};
+
+}  // namespace fanout::client
+
+#endif  // FANOUT_CLIENT_LOCAL_PARTITION_H_
