@@ -118,7 +118,8 @@ class PyCluster {
 
   static std::unique_ptr<PyCluster> FromPartitions(const py::list& partitions,
                                                    const std::string& data_plane,
-                                                   int connect_timeout_ms, int call_timeout_ms) {
+                                                   int connect_timeout_ms, int call_timeout_ms,
+                                                   const std::string& local_sampling) {
     client::ClusterSpec spec;
     for (const py::handle& p : partitions) {
       if (py::isinstance<py::str>(p)) {
@@ -133,15 +134,17 @@ class PyCluster {
       }
     }
     if (spec.replicas.empty()) Raise(Status::InvalidArgument("Cluster: no partitions given"));
-    return std::make_unique<PyCluster>(std::move(spec),
-                                       Options(data_plane, connect_timeout_ms, call_timeout_ms));
+    return std::make_unique<PyCluster>(
+        std::move(spec), Options(data_plane, connect_timeout_ms, call_timeout_ms, local_sampling));
   }
 
   static std::unique_ptr<PyCluster> FromFile(const std::string& path, const std::string& data_plane,
-                                             int connect_timeout_ms, int call_timeout_ms) {
+                                             int connect_timeout_ms, int call_timeout_ms,
+                                             const std::string& local_sampling) {
     client::ClusterSpec spec;
     Check(client::ReadClusterFile(path, &spec));
-    rpc::RpcOptions o = Options(data_plane, connect_timeout_ms, call_timeout_ms);
+    rpc::RpcOptions o = Options(data_plane, connect_timeout_ms, call_timeout_ms, local_sampling);
+    if (local_sampling != "auto") spec.has_local_sampling = false;  // an explicit argument wins
     if (data_plane != "auto") {  // an explicit argument wins over the file
       spec.has_data_plane = false;
     }
@@ -149,8 +152,12 @@ class PyCluster {
   }
 
   static rpc::RpcOptions Options(const std::string& data_plane, int connect_timeout_ms,
-                                 int call_timeout_ms) {
+                                 int call_timeout_ms, const std::string& local_sampling) {
     rpc::RpcOptions o;
+    if (local_sampling != "auto" && local_sampling != "off")
+      Raise(Status::InvalidArgument("local_sampling must be \"auto\" or \"off\", not '" +
+                                    local_sampling + "'"));
+    o.local_sampling = local_sampling == "auto";
     Check(rpc::ParseDataPlaneMode(data_plane, &o.data_plane));
     if (connect_timeout_ms <= 0) Raise(Status::InvalidArgument("connect_timeout_ms must be > 0"));
     if (call_timeout_ms <= 0) Raise(Status::InvalidArgument("call_timeout_ms must be > 0"));
@@ -482,9 +489,18 @@ PYBIND11_MODULE(_core, m) {
       "live_tensors", [] { return g_live.load(); }, "Tensors handed to Python and not yet freed");
   py::class_<PyCluster>(m, "Cluster")
       .def_static("from_partitions", &PyCluster::FromPartitions, py::arg("partitions"),
-                  py::arg("data_plane"), py::arg("connect_timeout_ms"), py::arg("call_timeout_ms"))
+                  py::arg("data_plane"), py::arg("connect_timeout_ms"), py::arg("call_timeout_ms"),
+                  py::arg("local_sampling") = "auto")
       .def_static("from_file", &PyCluster::FromFile, py::arg("path"), py::arg("data_plane"),
-                  py::arg("connect_timeout_ms"), py::arg("call_timeout_ms"))
+                  py::arg("connect_timeout_ms"), py::arg("call_timeout_ms"),
+                  py::arg("local_sampling") = "auto")
+      .def_property_readonly("local_partitions",
+                             [](const PyCluster& c) {
+                               std::vector<bool> out;
+                               for (int p = 0; p < c.get()->num_parts(); ++p)
+                                 out.push_back(c.get()->local(p) != nullptr);
+                               return out;
+                             })
       .def("with_data_plane", &PyCluster::WithDataPlane)
       .def_property_readonly("num_nodes", [](const PyCluster& c) { return c.get()->num_nodes(); })
       .def_property_readonly("feature_dim",

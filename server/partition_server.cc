@@ -489,6 +489,7 @@ for(const [m,v] of Object.entries(s.latency||{}))l+=`<tr><th>${m}</th><td>${v.co
 document.getElementById('lat').innerHTML=l;const b=(s.totals||{}).by_path||{},d=s.data_plane||{};
 let q='<tr><th>path</th><th>requests</th><th>reply bytes</th></tr>';for(const [k,v] of Object.entries(b))q+=`<tr><th>${k}</th><td>${f(v.requests)}</td><td>${f(v.reply_bytes)}B</td></tr>`;
 q+=`<tr><th colspan=3>UCX data plane: ${d.enabled?('port '+d.port+', UCX '+d.ucx_version+', memory '+(d.memory_types||[]).join('/')+', '+d.endpoints_open+' endpoint(s): '+[...new Set((d.endpoints||[]).map(e=>e.transports))].join('; ')):'off'}</th></tr>`;
+const o=s.local||{};q+=`<tr><th colspan=3>same-host export: ${o.enabled?(o.socket+', '+f(o.bytes)+'B, handed '+o.handed+', refused '+(o.refused_uid+o.refused_token+o.malformed+o.timed_out+o.overloaded)):'off'}</th></tr>`;
 document.getElementById('paths').innerHTML=q}catch(e){}}
 tick();history();setInterval(tick,1000);setInterval(history,2000);
 </script></body></html>)HTML";

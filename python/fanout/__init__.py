@@ -53,12 +53,15 @@ class Cluster:
 
     ``Cluster(partitions=["host:port", ...])`` (one address, or a list of
     replica addresses, per partition) or ``Cluster.from_file(path)`` (a
-    cluster file as fanout-ctl reads). ``data_plane``: "auto" (UCX where the
-    servers offer it, else Thrift), "ucx" or "tcp".
+    cluster file as fanout-ctl reads). ``data_plane``: "auto" (servers on this
+    host are read from their sealed, read-only exports in this process; the
+    others over UCX where they offer it, else Thrift), "ucx" or "tcp" (Thrift
+    only). ``local_sampling``: "auto" (co-located partitions are also sampled
+    here: no request per batch) or "off" (sampled over RPC).
     """
 
     def __init__(self, partitions=None, *, data_plane="auto", connect_timeout_ms=5000, call_timeout_ms=30000,
-                 _core_cluster=None):
+                 local_sampling="auto", _core_cluster=None):
         if _core_cluster is not None:
             self._c = _core_cluster
             self._requested = data_plane
@@ -68,13 +71,15 @@ class Cluster:
                                   % (partitions,))
         _check_data_plane(data_plane)
         self._c = _core.Cluster.from_partitions(list(partitions), data_plane, int(connect_timeout_ms),
-                                                int(call_timeout_ms))
+                                                int(call_timeout_ms), local_sampling=local_sampling)
         self._requested = data_plane
 
     @classmethod
-    def from_file(cls, path, *, data_plane="auto", connect_timeout_ms=5000, call_timeout_ms=30000):
+    def from_file(cls, path, *, data_plane="auto", connect_timeout_ms=5000, call_timeout_ms=30000,
+                  local_sampling="auto"):
         _check_data_plane(data_plane)
-        c = _core.Cluster.from_file(str(path), data_plane, int(connect_timeout_ms), int(call_timeout_ms))
+        c = _core.Cluster.from_file(str(path), data_plane, int(connect_timeout_ms), int(call_timeout_ms),
+                                    local_sampling=local_sampling)
         return cls(_core_cluster=c, data_plane=data_plane)
 
     def with_data_plane(self, data_plane):
@@ -101,6 +106,11 @@ class Cluster:
     @property
     def addresses(self):
         return self._c.addresses
+
+    @property
+    def local_partitions(self):
+        """Per partition: True where its server shares this host and its export is mapped here."""
+        return list(self._c.local_partitions)
 
     @property
     def data_plane(self):

@@ -160,6 +160,27 @@ def test_every_data_path_gives_the_same_batches(cluster, fanout):
         assert torch.equal(p.x, q.x) and torch.equal(p.y, q.y) and torch.equal(p.edge_index, q.edge_index)
 
 
+def test_co_located_servers_are_read_here_with_the_same_batches(local, cluster, fanout):
+    # The LocalCluster's servers share this host: "auto" maps their exports.
+    assert cluster.local_partitions == [True, True]
+    assert local.cluster(data_plane="tcp").local_partitions == [False, False]
+    kw = dict(num_neighbors=[4, 4], batch_size=50, shuffle=False)
+    here = fanout.NodeLoader(cluster, "val", **kw)
+    batches = list(here)
+    rpc_sampled = list(fanout.NodeLoader(local.cluster(local_sampling="off"), "val", **kw))
+    thrift = list(fanout.NodeLoader(local.cluster(data_plane="tcp"), "val", data_plane="tcp", **kw))
+    assert len(batches) == len(rpc_sampled) == len(thrift) == 10
+    for p, q, r in zip(batches, rpc_sampled, thrift):
+        for a, b in ((p, q), (p, r)):
+            assert torch.equal(a.x, b.x) and torch.equal(a.y, b.y) and torch.equal(a.edge_index, b.edge_index)
+            assert torch.equal(a.n_id, b.n_id)
+    s = here.stats()
+    assert s["local_bytes"] > 0 and s["local_edges"] > 0 and s["local_rows"] > 0
+    assert s["thrift_bytes"] == 0 and s["ucx_bytes"] == 0
+    with pytest.raises(fanout.InvalidArgument, match="local_sampling"):
+        local.cluster(local_sampling="sometimes")
+
+
 def test_tensors_come_without_a_copy_and_are_freed_with_the_batch(cluster, fanout):
     from torch.utils.dlpack import from_dlpack
     loader = fanout.NodeLoader(cluster, "test", num_neighbors=[3], batch_size=100, shuffle=False, num_workers=1,
