@@ -299,9 +299,10 @@ Status LocalExport::Create(const std::string& dataset_id, int32_t partition, int
     const uint64_t n = arrays[i].count * ExportArrayElementBytes(arrays[i].kind);
     if (n > 0) std::memcpy(static_cast<char*>(w) + l.arrays[i].offset, arrays[i].data, n);
   }
-  // F_SEAL_WRITE needs no shared mapping left (kernels before 6.7 count a
-  // read-only shared mapping of a writable descriptor as writable), so the
-  // read-only mapping is made after the seals. MAP_POPULATE: its pages are
+  // F_SEAL_WRITE needs no shared mapping left that could become writable (a
+  // read-only shared mapping of a read-write descriptor may be mprotect()ed
+  // writable, and the kernel refuses the seal with EBUSY: seen on 6.18), so
+  // the read-only mapping is made after the seals. MAP_POPULATE: its pages are
   // mapped now (they exist already), so serving takes no first-touch faults
   // and the server's RSS counts the arrays it serves from.
   munmap(w, l.bytes);

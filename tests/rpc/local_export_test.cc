@@ -67,6 +67,16 @@ Status RawHello(const std::string& path, const std::string& bytes) {
   return DecodeAnswer(buf, static_cast<size_t>(n), &text);
 }
 
+// SysV shared-memory segments on this host (/proc/sysvipc/shm lines).
+int SysvSegments() {
+  FILE* f = std::fopen("/proc/sysvipc/shm", "r");
+  if (f == nullptr) return -1;
+  int lines = 0;
+  for (int c; (c = std::fgetc(f)) != EOF;) lines += c == '\n';
+  std::fclose(f);
+  return lines;
+}
+
 TEST(LocalExportTest, ClientMapsWhatTheServerExports) {
   Arrays a;
   auto e = MakeExport(a);
@@ -312,6 +322,64 @@ TEST(LocalExportTest, DescriptorExhaustionIsANamedError) {
   EXPECT_TRUE(FetchLocalExport(path, "", 2000, &m).ok());
 }
 
+TEST(LocalExportTest, AServerAtItsDescriptorLimitCountsItAndRecovers) {
+  // The exporting side in a child whose descriptor table is nearly full:
+  // accept() fails with EMFILE; the server counts it, names the limit, does
+  // not spin, and serves again once descriptors are free.
+  const std::string path = TestPath("server-fds");
+  int ready[2], go[2], report[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(go), 0);
+  ASSERT_EQ(pipe(report), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    Arrays a;
+    std::unique_ptr<LocalExport> e;
+    if (!LocalExport::Create("ds-fds", 0, 0, 3, a.Sources(), &e).ok() || !e->Listen(path, {}).ok()) _exit(1);
+    rlimit r{};
+    getrlimit(RLIMIT_NOFILE, &r);
+    std::vector<int> fill;
+    for (;;) {
+      int fd = open("/dev/null", O_RDONLY);
+      if (fd < 0) break;
+      fill.push_back(fd);
+    }
+    (void)!write(ready[1], "r", 1);
+    char c;
+    (void)!read(go[0], &c, 1);  // the parent tried to connect meanwhile
+    const LocalExportStats full = e->Stats();
+    for (int fd : fill) close(fd);
+    (void)!write(report[1], &full.accept_errors, sizeof full.accept_errors);
+    const bool named = full.last_refusal.find("RLIMIT_NOFILE") != std::string::npos;
+    (void)!write(report[1], &named, sizeof named);
+    (void)!read(go[0], &c, 1);  // the parent connected again
+    _exit(0);
+  }
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  std::shared_ptr<LocalMapping> m;
+  Status st = FetchLocalExport(path, "", 500, &m);
+  EXPECT_FALSE(st.ok());  // the server could not take the connection
+  ASSERT_EQ(write(go[1], "g", 1), 1);
+  int64_t errors = 0;
+  bool named = false;
+  ASSERT_EQ(read(report[0], &errors, sizeof errors), static_cast<ssize_t>(sizeof errors));
+  ASSERT_EQ(read(report[0], &named, sizeof named), static_cast<ssize_t>(sizeof named));
+  EXPECT_GT(errors, 0);
+  EXPECT_LT(errors, 100);  // paused between tries, not a busy loop
+  EXPECT_TRUE(named);
+  // Descriptors free again: served.
+  for (int i = 0; i < 20 && !(st = FetchLocalExport(path, "", 2000, &m)).ok(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(st.ok()) << st.message();
+  ASSERT_EQ(write(go[1], "g", 1), 1);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  for (int fd : {ready[0], ready[1], go[0], go[1], report[0], report[1]}) close(fd);
+}
+
 TEST(LocalExportTest, LayoutDecoderRefusesWhatDoesNotHold) {
   ExportLayout l;
   l.dataset_id = "d";
@@ -340,6 +408,7 @@ TEST(LocalExportTest, NothingIsLeftBehindAfterKill9) {
   // A child exports and is killed while a client holds a mapping; then the
   // mapping goes too. memfd memory is no file in /dev/shm and no SysV segment.
   const std::string path = TestPath("kill");
+  const int segments_before = SysvSegments();
   int ready[2];
   ASSERT_EQ(pipe(ready), 0);
   pid_t pid = fork();
@@ -363,12 +432,13 @@ TEST(LocalExportTest, NothingIsLeftBehindAfterKill9) {
   m.reset();
   // The killed server's socket file stays (nobody removed it) but is stale:
   // the next server on the path takes it over (StaleSocket test). No shared
-  // memory object of ours exists anywhere.
+  // memory object of ours exists anywhere: no /dev/shm file, no SysV segment.
   FILE* p = popen("ls /dev/shm 2>/dev/null | grep -c fanout-ds-kill", "r");
   int count = -1;
   ASSERT_EQ(std::fscanf(p, "%d", &count), 1);
   pclose(p);
   EXPECT_EQ(count, 0);
+  EXPECT_EQ(SysvSegments(), segments_before);
   unlink(path.c_str());
   close(ready[0]);
   close(ready[1]);
