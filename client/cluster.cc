@@ -531,7 +531,8 @@ class ClusterSession : public Session {
         if (owed[p] == 1) clients_[p]->Abandon();
         if (owed[p] == 2) channel_->Abandon(peer_[p]);
       }
-    stats_.requests += k;
+    for (int p = 0; p < k; ++p)
+      stats_.requests += !by_part_[p].empty() && !served_[p];  // sent, not served here
     return st;
   }
 

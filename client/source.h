@@ -21,7 +21,8 @@ namespace fanout::client {
 struct SessionStats {
   double network_wait_s = 0;  // time blocked waiting for replies
   int64_t feature_bytes = 0;  // feature bytes received
-  int64_t requests = 0;
+  int64_t requests =
+      0;  // requests sent to servers (one per partition asked; none for those read here)
   int64_t cache_lookups = 0;  // feature rows looked up in a cache (CachedSource)
   int64_t cache_hits = 0;     // ... and found there
   int64_t cache_bytes = 0;    // feature bytes served from the cache

@@ -14,7 +14,6 @@
 #include <mutex>
 #include <thread>
 
-#include "common/sanitizer.h"
 #include "rpc/data_plane.h"
 #include "rpc/ucx/ucx_common.h"
 #include "rpc/ucx/wire.h"

@@ -17,7 +17,6 @@
 #include <thread>
 #include <unordered_map>
 
-#include "common/sanitizer.h"
 #include "rpc/data_plane.h"
 #include "rpc/ucx/ucx_common.h"
 #include "rpc/ucx/wire.h"

@@ -336,7 +336,8 @@ TEST(LocalExportTest, AServerAtItsDescriptorLimitCountsItAndRecovers) {
   if (pid == 0) {
     Arrays a;
     std::unique_ptr<LocalExport> e;
-    if (!LocalExport::Create("ds-fds", 0, 0, 3, a.Sources(), &e).ok() || !e->Listen(path, {}).ok()) _exit(1);
+    if (!LocalExport::Create("ds-fds", 0, 0, 3, a.Sources(), &e).ok() || !e->Listen(path, {}).ok())
+      _exit(1);
     rlimit r{};
     getrlimit(RLIMIT_NOFILE, &r);
     std::vector<int> fill;
@@ -440,6 +441,25 @@ TEST(LocalExportTest, NothingIsLeftBehindAfterKill9) {
   EXPECT_EQ(count, 0);
   EXPECT_EQ(SysvSegments(), segments_before);
   unlink(path.c_str());
+  // A client killed while it holds a mapping: nothing of it stays either,
+  // and the server goes on handing out its export.
+  Arrays a;
+  std::unique_ptr<LocalExport> e = MakeExport(a);
+  ASSERT_TRUE(e->Listen(path, {}).ok());
+  pid_t client = fork();
+  ASSERT_GE(client, 0);
+  if (client == 0) {
+    std::shared_ptr<LocalMapping> mine;
+    if (!FetchLocalExport(path, "", 2000, &mine).ok()) _exit(1);
+    (void)!write(ready[1], "m", 1);
+    for (;;) pause();
+  }
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  kill(client, SIGKILL);
+  waitpid(client, nullptr, 0);
+  EXPECT_EQ(SysvSegments(), segments_before);
+  ASSERT_TRUE(FetchLocalExport(path, "", 2000, &m).ok());
+  EXPECT_EQ(e->Stats().handed, 2);
   close(ready[0]);
   close(ready[1]);
 }
