@@ -295,10 +295,16 @@ void Cluster::HealthLoop() {
                                   : Status::Unavailable("not connected");
         if (!ok.ok() && ok.code() != Status::Code::kDeadlineExceeded) {
           // The connection may predate a restart, or have been closed as
-          // idle: a new one decides.
+          // idle: a new one decides, and what answers there must serve this
+          // partition of this dataset (a replica of another dataset is not
+          // healthy, whatever it answers).
           clients[p][r].reset();
           ok = rpc::RpcClient::Connect(replicas_[p][r], ro, &clients[p][r]);
           if (ok.ok()) ok = clients[p][r]->Ping("health", &pong);
+          rpc::RemotePartitionInfo info;
+          if (ok.ok()) ok = clients[p][r]->Info(&info);
+          if (ok.ok()) ok = SameReplica(p, info);
+          if (!ok.ok()) clients[p][r].reset();
         }
         ++st.checks;
         if (ok.ok()) {
@@ -325,6 +331,17 @@ void Cluster::HealthLoop() {
     health_cv_.wait_for(lock, std::chrono::milliseconds(options_.health_check_ms),
                         [this] { return health_stop_; });
   }
+}
+
+Status Cluster::SameReplica(int p, const rpc::RemotePartitionInfo& info) const {
+  const rpc::RemotePartitionInfo& want = info_[p];
+  if (info.partition != p || info.dataset_id != want.dataset_id ||
+      info.node_begin != want.node_begin || info.node_end != want.node_end)
+    return Status::InvalidArgument("serves partition " + std::to_string(info.partition) +
+                                   " of dataset '" + info.dataset_name + "' " + info.dataset_id +
+                                   ", not partition " + std::to_string(p) + " of '" +
+                                   want.dataset_name + "' " + want.dataset_id);
+  return Status::OK();
 }
 
 std::vector<int> Cluster::ReplicaOrder(int p, int start) const {
@@ -599,13 +616,7 @@ class ClusterSession : public Session {
   // (its info into *info).
   Status CheckReplica(int p, rpc::RpcClient* client, rpc::RemotePartitionInfo* info) {
     FANOUT_RETURN_IF_ERROR(client->Info(info));
-    const rpc::RemotePartitionInfo& want = c_->info_[p];
-    if (info->partition != p || info->dataset_id != want.dataset_id ||
-        info->node_begin != want.node_begin || info->node_end != want.node_end)
-      return Status::InvalidArgument("serves partition " + std::to_string(info->partition) +
-                                     " of dataset " + info->dataset_id + ", not partition " +
-                                     std::to_string(p) + " of " + want.dataset_id);
-    return Status::OK();
+    return c_->SameReplica(p, *info);
   }
 
   static bool Retryable(const Status& st) {
@@ -744,17 +755,16 @@ class ClusterSession : public Session {
     const size_t n = by_part_[p].size(), cb = rpc::SampleCountsBytes(n);
     stats_.ucx_bytes += static_cast<int64_t>(b.size());
     if (b.size() < cb)
-      return Status::Corruption("server " + c_->addresses_[p] + ": malformed sample reply");
+      return Status::Corruption("server " + Address(p) + ": malformed sample reply");
     const int32_t* counts = reinterpret_cast<const int32_t*>(b.data());
     int64_t total = 0;
     for (size_t j = 0; j < n; ++j) {
       if (counts[j] < 0)
-        return Status::Corruption("server " + c_->addresses_[p] +
-                                  ": negative count in sample reply");
+        return Status::Corruption("server " + Address(p) + ": negative count in sample reply");
       total += counts[j];
     }
     if (b.size() != cb + static_cast<size_t>(total) * (eids ? 16 : 8))
-      return Status::Corruption("server " + c_->addresses_[p] +
+      return Status::Corruption("server " + Address(p) +
                                 ": sample reply counts do not match its neighbors");
     v->counts = counts;
     v->neighbors = reinterpret_cast<const int64_t*>(b.data() + cb);
@@ -945,7 +955,7 @@ class ClusterSession : public Session {
     const int k = c_->num_parts();
     std::vector<datasets::FeatureDType> types(k);
     for (int p = 0; p < k; ++p)
-      FANOUT_RETURN_IF_ERROR(datasets::ParseFeatureDType(c_->info_[p].feature_dtype, &types[p]));
+      FANOUT_RETURN_IF_ERROR(datasets::ParseFeatureDType(info_[p].feature_dtype, &types[p]));
     // Co-located partitions: each row gathered from the mapped export
     // straight to its place in `out` (one copy, done here).
     for (int p = 0; p < k; ++p) {
@@ -956,7 +966,7 @@ class ClusterSession : public Session {
       const int64_t base = lp.view().node_begin;
       const auto& part_ids = by_part_[p];
       const auto& pos = pos_[p];
-      const double scale = c_->info_[p].feature_scale;
+      const double scale = info_[p].feature_scale;
       for (size_t j = 0; j < part_ids.size(); ++j) {
         if (j + 8 < part_ids.size()) __builtin_prefetch(src + (part_ids[j + 8] - base) * row);
         datasets::DecodeFeatureRow(types[p], scale,
@@ -1018,11 +1028,11 @@ class ClusterSession : public Session {
       const size_t size = dp ? dp_replies_[p].size() : replies_[p].neighbors.size();
       if (dp) stats_.ucx_bytes += static_cast<int64_t>(size);
       stats_.feature_bytes += static_cast<int64_t>(size);
-      const rpc::RemotePartitionInfo& info = c_->info_[p];
+      const rpc::RemotePartitionInfo& info = info_[p];
       if (size != by_part_[p].size() * row)
         return Status::Corruption(
-            "server " + c_->addresses_[p] + ": feature reply of " + std::to_string(size) +
-            " bytes for " + std::to_string(by_part_[p].size()) + " rows of " + std::to_string(row));
+            "server " + Address(p) + ": feature reply of " + std::to_string(size) + " bytes for " +
+            std::to_string(by_part_[p].size()) + " rows of " + std::to_string(row));
       // Each row goes straight to its place in the output.
       for (size_t j = 0; j < pos_[p].size(); ++j)
         datasets::DecodeFeatureRow(t, info.feature_scale, rows + j * row, d, out + pos_[p][j] * d);
@@ -1045,12 +1055,12 @@ class ClusterSession : public Session {
     for (int p = 0; p < k; ++p) {
       if (by_part_[p].empty()) continue;
       if (peer_[p] < 0)
-        return Status::NotSupported("server " + c_->addresses_[p] + " is not on the data plane");
+        return Status::NotSupported("server " + Address(p) + " is not on the data plane");
       datasets::FeatureDType t;
-      FANOUT_RETURN_IF_ERROR(datasets::ParseFeatureDType(c_->info_[p].feature_dtype, &t));
+      FANOUT_RETURN_IF_ERROR(datasets::ParseFeatureDType(info_[p].feature_dtype, &t));
       if (t != datasets::FeatureDType::kFloat32)
-        return Status::NotSupported("server " + c_->addresses_[p] + " stores " +
-                                    c_->info_[p].feature_dtype + " rows (converted on the host)");
+        return Status::NotSupported("server " + Address(p) + " stores " + info_[p].feature_dtype +
+                                    " rows (converted on the host)");
       rpc::ReplySink& s = sinks[p];
       s.kind = rpc::MemoryKind::kCuda;
       const auto& pos = pos_[p];
@@ -1061,7 +1071,7 @@ class ClusterSession : public Session {
         j = e;
       }
       if (s.segments.size() > kMaxDirectSegments)
-        return Status::NotSupported("ids of server " + c_->addresses_[p] + " form " +
+        return Status::NotSupported("ids of server " + Address(p) + " form " +
                                     std::to_string(s.segments.size()) + " runs (sort them)");
       if (s.segments.size() == 1) {
         s.data = s.segments[0].data;
@@ -1126,7 +1136,7 @@ class ClusterSession : public Session {
       const char* data = via_dp_[p] ? dp_replies_[p].data() : replies_[p].neighbors.data();
       const size_t size = via_dp_[p] ? dp_replies_[p].size() : replies_[p].neighbors.size();
       if (size != by_part_[p].size() * 8)
-        return Status::Corruption("server " + c_->addresses_[p] + ": malformed label reply");
+        return Status::Corruption("server " + Address(p) + ": malformed label reply");
       if (via_dp_[p]) stats_.ucx_bytes += static_cast<int64_t>(size);
       const int64_t* l = reinterpret_cast<const int64_t*>(data);
       for (size_t j = 0; j < pos_[p].size(); ++j) out[pos_[p][j]] = l[j];
@@ -1232,7 +1242,7 @@ class ClusterSession : public Session {
         continue;
       }
       const int64_t step =
-          std::max<int64_t>(1, std::min<int64_t>(c_->info_[p].max_ids_per_request, 1 << 20));
+          std::max<int64_t>(1, std::min<int64_t>(info_[p].max_ids_per_request, 1 << 20));
       for (int64_t a = c_->offsets_[p]; a < c_->offsets_[p + 1]; a += step) {
         int64_t b = std::min(c_->offsets_[p + 1], a + step);
         ids.resize(b - a);

@@ -131,6 +131,10 @@ class Cluster : public Source {
   // order), the healthy ones first; `start` itself included.
   std::vector<int> ReplicaOrder(int p, int start) const;
   void NoteFailure(int p, int r, const std::string& why) const;
+  // OK when `info` (a replica's PartitionInfo) is partition p of this
+  // cluster's dataset with its node range; else InvalidArgument saying what
+  // it serves instead.
+  Status SameReplica(int p, const rpc::RemotePartitionInfo& info) const;
   void HealthLoop();
   std::vector<std::vector<std::unique_ptr<Replica>>> state_;
   bool health_checks_ = false;

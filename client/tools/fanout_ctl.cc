@@ -184,9 +184,12 @@ int Stats(const std::vector<std::string>& servers, const std::string& token) {
 }
 
 // Checks every replica of every partition of a cluster file, as a client's
-// health checks do: connect, ping (timed), partition description. Exit 0 when
-// every replica answers, 1 when some do not but every partition has one that
-// does, 2 when a partition has none (or the file is bad).
+// health checks do: connect, ping (timed), partition description, and that it
+// serves the cluster's dataset, the partition listed and its node range. Exit
+// 0 when every replica answers and serves what the file lists, 1 when some do
+// not but every partition has one that does, 2 when a partition has none (or
+// the file is bad).
+
 int Health(const std::string& path, int timeout_ms) {
   fanout::client::ClusterSpec spec;
   Status st = fanout::client::ReadClusterFile(path, &spec);
@@ -204,40 +207,88 @@ int Health(const std::string& path, int timeout_ms) {
       return 2;
     }
   }
-  std::printf("%-5s %-24s %-9s %9s  %s\n", "part", "replica", "state", "ping ms", "serves");
-  int down = 0, dead_parts = 0;
+  // Every replica asked first; then each is judged against the dataset the
+  // cluster serves (the first answering replica of partition 0 names it):
+  // a replica of another dataset, partition or node range is "wrong", not
+  // healthy, as a client would refuse it.
+  struct Answer {
+    Status st;
+    double ms = 0;
+    fanout::rpc::RemotePartitionInfo info;
+  };
+  std::vector<std::vector<Answer>> answers(spec.replicas.size());
+  const fanout::rpc::RemotePartitionInfo* ref = nullptr;
   for (size_t p = 0; p < spec.replicas.size(); ++p) {
-    int up = 0;
     for (const std::string& addr : spec.replicas[p]) {
+      Answer a;
       std::unique_ptr<fanout::rpc::RpcClient> client;
-      fanout::rpc::RemotePartitionInfo info;
       std::string pong;
       auto t0 = std::chrono::steady_clock::now();
-      st = fanout::rpc::RpcClient::Connect(addr, ro, &client);
-      if (st.ok()) st = client->Ping("health", &pong);
-      double ms =
+      a.st = fanout::rpc::RpcClient::Connect(addr, ro, &client);
+      if (a.st.ok()) a.st = client->Ping("health", &pong);
+      a.ms =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      if (st.ok()) st = client->Info(&info);
-      if (st.ok() && info.partition != static_cast<int>(p))
-        st = Status::InvalidArgument("serves partition " + std::to_string(info.partition) +
-                                     ", listed as " + std::to_string(p));
-      if (!st.ok()) {
+      if (a.st.ok()) a.st = client->Info(&a.info);
+      answers[p].push_back(std::move(a));
+    }
+  }
+  for (size_t p = 0; p < answers.size() && ref == nullptr; ++p)
+    for (const Answer& a : answers[p])
+      if (a.st.ok() && a.info.partition == static_cast<int>(p)) {
+        ref = &a.info;
+        break;
+      }
+  std::printf("%-5s %-24s %-9s %9s  %s\n", "part", "replica", "state", "ping ms", "serves");
+  int down = 0, wrong = 0, dead_parts = 0;
+  for (size_t p = 0; p < spec.replicas.size(); ++p) {
+    int up = 0;
+    for (size_t r = 0; r < spec.replicas[p].size(); ++r) {
+      const std::string& addr = spec.replicas[p][r];
+      const Answer& a = answers[p][r];
+      const fanout::rpc::RemotePartitionInfo& info = a.info;
+      if (!a.st.ok()) {
         std::printf("%-5zu %-24s %-9s %9s  %s\n", p, addr.c_str(), "down", "-",
-                    st.message().c_str());
+                    a.st.message().c_str());
         ++down;
         continue;
       }
+      std::string why;
+      if (info.partition != static_cast<int>(p)) {
+        why = "serves partition " + std::to_string(info.partition) + ", listed as " +
+              std::to_string(p);
+      } else if (ref != nullptr && info.dataset_id != ref->dataset_id) {
+        why = "serves dataset '" + info.dataset_name + "' (" + info.dataset_id +
+              "), not the cluster's '" + ref->dataset_name + "' (" + ref->dataset_id + ")";
+      } else if (ref != nullptr && (info.num_parts != static_cast<int>(spec.replicas.size()) ||
+                                    ref->partition_offsets.size() != spec.replicas.size() + 1 ||
+                                    info.node_begin != ref->partition_offsets[p] ||
+                                    info.node_end != ref->partition_offsets[p + 1])) {
+        why = "serves nodes [" + std::to_string(info.node_begin) + ", " +
+              std::to_string(info.node_end) + ") of " + std::to_string(info.num_parts) +
+              " partitions, which does not fit the cluster file's " +
+              std::to_string(spec.replicas.size());
+      }
+      if (!why.empty()) {
+        std::printf("%-5zu %-24s %-9s %9.3f  %s\n", p, addr.c_str(), "wrong", a.ms, why.c_str());
+        ++wrong;
+        continue;
+      }
       ++up;
-      std::printf("%-5zu %-24s %-9s %9.3f  %s (%s) nodes [%lld, %lld), data plane %s\n", p,
-                  addr.c_str(), "healthy", ms, info.dataset_name.c_str(), info.dataset_id.c_str(),
-                  static_cast<long long>(info.node_begin), static_cast<long long>(info.node_end),
-                  info.data_port > 0 ? (":" + std::to_string(info.data_port)).c_str() : "off");
+      std::printf(
+          "%-5zu %-24s %-9s %9.3f  %s (%s) nodes [%lld, %lld), data plane %s, local export %s\n", p,
+          addr.c_str(), "healthy", a.ms, info.dataset_name.c_str(), info.dataset_id.c_str(),
+          static_cast<long long>(info.node_begin), static_cast<long long>(info.node_end),
+          info.data_port > 0 ? (":" + std::to_string(info.data_port)).c_str() : "off",
+          info.local_socket.empty() ? "off" : info.local_socket.c_str());
     }
     if (up == 0) ++dead_parts;
   }
-  std::printf("%zu partitions, %d replicas down, %d partitions without a replica that answers\n",
-              spec.replicas.size(), down, dead_parts);
-  return dead_parts > 0 ? 2 : down > 0 ? 1 : 0;
+  std::printf(
+      "%zu partitions, %d replicas down, %d serving something else, %d partitions without a "
+      "replica "
+      "that answers\n",
+      spec.replicas.size(), down, wrong, dead_parts);
+  return dead_parts > 0 ? 2 : down + wrong > 0 ? 1 : 0;
 }
 
 // Memory to request and to limit a server of each partition to (the

@@ -7,19 +7,19 @@
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <unistd.h>
-
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "client/cached_source.h"
 #include "client/cluster.h"
-#include "common/random.h"
 #include "client/source.h"
+#include "common/random.h"
 #include "tests/datasets/test_util.h"
 #include "tests/server/server_fixture.h"
 #include "tests/server/test_certs.h"
@@ -27,10 +27,12 @@
 namespace fanout::client {
 namespace {
 
-using ::testing::HasSubstr;
 using server::testing::ServerTest;
+using ::testing::HasSubstr;
 
-std::vector<int64_t> Std(const PodVector<int64_t>& v) { return std::vector<int64_t>(v.begin(), v.end()); }
+std::vector<int64_t> Std(const PodVector<int64_t>& v) {
+  return std::vector<int64_t>(v.begin(), v.end());
+}
 
 // n seeds uniform over Cora's 2708 nodes, repeats included.
 std::vector<int64_t> CoraSeeds(size_t n, uint64_t seed) {
@@ -56,7 +58,8 @@ class ClusterTest : public ServerTest {
  protected:
   ClusterSpec Spec() const {
     ClusterSpec spec;
-    for (const auto& s : servers_) spec.replicas.push_back({"127.0.0.1:" + std::to_string(s->port())});
+    for (const auto& s : servers_)
+      spec.replicas.push_back({"127.0.0.1:" + std::to_string(s->port())});
     return spec;
   }
   std::shared_ptr<Cluster> ConnectCluster(rpc::RpcOptions ro = {}) {
@@ -87,7 +90,8 @@ TEST_F(ClusterTest, DistributedSamplingEqualsLocalSamplingOnTheWholeGraph) {
           ASSERT_TRUE(st.ok()) << st.ToString();
           sampler::MultiHopSampler sampler(whole_.csr.View(), mo);
           ASSERT_TRUE(sampler.Sample(seeds, seed, &local).ok());
-          ExpectSameSubgraph(dist, local, "k=" + std::to_string(k) + " seed " + std::to_string(seed));
+          ExpectSameSubgraph(dist, local,
+                             "k=" + std::to_string(k) + " seed " + std::to_string(seed));
         }
       }
     }
@@ -116,7 +120,8 @@ TEST_F(ClusterTest, DistributedInducedSubgraphsEqualLocalOnes) {
         ASSERT_TRUE(st.ok()) << st.ToString();
         sampler::MultiHopSampler sampler(whole_.csr.View(), mo);
         ASSERT_TRUE(sampler.Sample(seeds, seed, &local).ok());
-        ExpectSameSubgraph(dist, local, "induced k=" + std::to_string(k) + " seed " + std::to_string(seed));
+        ExpectSameSubgraph(dist, local,
+                           "induced k=" + std::to_string(k) + " seed " + std::to_string(seed));
         mo.induced = false;
         ASSERT_TRUE(session->Sample(seeds, seed, mo, &nodes_only).ok());
         EXPECT_EQ(Std(dist.n_id), Std(nodes_only.n_id));  // the same nodes as the node loader
@@ -163,10 +168,12 @@ TEST_F(ClusterTest, DistributedEdgeExistenceEqualsTheStoredGraph) {
     ASSERT_TRUE(LocalSource::Open(dir_, &local).ok());
     std::unique_ptr<Session> ls;
     ASSERT_TRUE(local->NewSession(&ls).ok());
-    const sampler::CsrArrays& g = whole_.csr;  // stored "in": row d holds the sources of edges s -> d
+    const sampler::CsrArrays& g =
+        whole_.csr;  // stored "in": row d holds the sources of edges s -> d
     std::vector<int64_t> src, dst;
     for (int64_t d = 0; d < g.num_nodes(); ++d)
-      for (int64_t e = g.indptr[d]; e < g.indptr[d + 1]; ++e) src.push_back(g.indices[e]), dst.push_back(d);
+      for (int64_t e = g.indptr[d]; e < g.indptr[d + 1]; ++e)
+        src.push_back(g.indices[e]), dst.push_back(d);
     std::vector<uint8_t> found(src.size(), 7);
     Status st = session->HasEdges(src, dst, found.data());
     ASSERT_TRUE(st.ok()) << st.ToString();
@@ -174,7 +181,8 @@ TEST_F(ClusterTest, DistributedEdgeExistenceEqualsTheStoredGraph) {
     SplitMix64 rng(k);
     std::vector<int64_t> rs(5000), rd(5000);
     for (size_t i = 0; i < rs.size(); ++i)
-      rs[i] = static_cast<int64_t>(DrawBelow(rng.Next(), 2708)), rd[i] = static_cast<int64_t>(DrawBelow(rng.Next(), 2708));
+      rs[i] = static_cast<int64_t>(DrawBelow(rng.Next(), 2708)),
+      rd[i] = static_cast<int64_t>(DrawBelow(rng.Next(), 2708));
     std::vector<uint8_t> dist(rs.size()), loc(rs.size());
     ASSERT_TRUE(session->HasEdges(rs, rd, dist.data()).ok());
     ASSERT_TRUE(ls->HasEdges(rs, rd, loc.data()).ok());
@@ -192,7 +200,8 @@ TEST_F(ClusterTest, DistributedEdgeExistenceEqualsTheStoredGraph) {
     EXPECT_THAT(st.message(), HasSubstr("2708"));
     st = session->HasEdges(std::vector<int64_t>{1, 2}, bad, found.data());
     EXPECT_THAT(st.message(), HasSubstr("2708"));
-    EXPECT_THAT(session->HasEdges(std::vector<int64_t>{1}, bad, found.data()).message(), HasSubstr("1 sources but 2"));
+    EXPECT_THAT(session->HasEdges(std::vector<int64_t>{1}, bad, found.data()).message(),
+                HasSubstr("1 sources but 2"));
     for (auto& s : servers_) s->Stop();
   }
 }
@@ -217,8 +226,10 @@ TEST_F(ClusterTest, SampleRepliesKeepOnlyTheNeighborsAsked) {
   for (size_t i = 0; i < nodes.size(); ++i) {
     std::vector<int64_t> want, want_e, got, got_e;
     for (int32_t j = 0; j < all.Counts()[i]; ++j, ++a)
-      if (all.Neighbors()[a] % 3 == 0) want.push_back(all.Neighbors()[a]), want_e.push_back(all.EdgeIds()[a]);
-    for (int32_t j = 0; j < kept.Counts()[i]; ++j, ++k) got.push_back(kept.Neighbors()[k]), got_e.push_back(kept.EdgeIds()[k]);
+      if (all.Neighbors()[a] % 3 == 0)
+        want.push_back(all.Neighbors()[a]), want_e.push_back(all.EdgeIds()[a]);
+    for (int32_t j = 0; j < kept.Counts()[i]; ++j, ++k)
+      got.push_back(kept.Neighbors()[k]), got_e.push_back(kept.EdgeIds()[k]);
     EXPECT_EQ(got, want) << "node " << nodes[i];
     EXPECT_EQ(got_e, want_e) << "node " << nodes[i];
     expect_total += static_cast<int64_t>(want.size());
@@ -230,7 +241,8 @@ TEST_F(ClusterTest, SampleRepliesKeepOnlyTheNeighborsAsked) {
   EXPECT_THAT(client->Sample(nodes, call, &kept).message(), HasSubstr("7 at position 2 follows 9"));
   std::vector<int64_t> outside{5, 2708};
   call.keep = outside;
-  EXPECT_THAT(client->Sample(nodes, call, &kept).message(), HasSubstr("keep id 2708 at position 1"));
+  EXPECT_THAT(client->Sample(nodes, call, &kept).message(),
+              HasSubstr("keep id 2708 at position 1"));
 }
 
 TEST_F(ClusterTest, FetchesEqualTheLocalDataset) {
@@ -266,13 +278,18 @@ TEST_F(ClusterTest, FetchesEqualTheLocalDataset) {
 
 TEST_F(ClusterTest, BadClusterFilesGiveClearErrors) {
   ClusterSpec spec;
-  Status st = ParseClusterJson("{\"partitions\": [{\"partition\": 0, \"replicas\": [\"a:1\"]}, "
-                               "{\"partition\": 2, \"replicas\": [\"b:2\"]}]}", "c.json", &spec);
+  Status st = ParseClusterJson(
+      "{\"partitions\": [{\"partition\": 0, \"replicas\": [\"a:1\"]}, "
+      "{\"partition\": 2, \"replicas\": [\"b:2\"]}]}",
+      "c.json", &spec);
   EXPECT_THAT(st.message(), HasSubstr("c.json: partition 1 is missing"));
-  st = ParseClusterJson("{\"partitions\": [{\"partition\": 0, \"replicas\": [\"a:1\"]}, "
-                        "{\"partition\": 0, \"replicas\": [\"b:2\"]}]}", "c.json", &spec);
+  st = ParseClusterJson(
+      "{\"partitions\": [{\"partition\": 0, \"replicas\": [\"a:1\"]}, "
+      "{\"partition\": 0, \"replicas\": [\"b:2\"]}]}",
+      "c.json", &spec);
   EXPECT_THAT(st.message(), HasSubstr("partition 0 is listed twice"));
-  st = ParseClusterJson("{\"partitions\": [{\"partition\": 0, \"replicas\": [\"nocolon\"]}]}", "c.json", &spec);
+  st = ParseClusterJson("{\"partitions\": [{\"partition\": 0, \"replicas\": [\"nocolon\"]}]}",
+                        "c.json", &spec);
   EXPECT_THAT(st.message(), HasSubstr("'nocolon' is not host:port"));
   st = ParseClusterJson("{\"parts\": []}", "c.json", &spec);
   EXPECT_THAT(st.message(), HasSubstr("expected {\"partitions\""));
@@ -286,12 +303,14 @@ TEST_F(ClusterTest, BadClusterFilesGiveClearErrors) {
   ClusterSpec swapped = Spec();
   std::swap(swapped.replicas[0], swapped.replicas[1]);
   st = Cluster::Connect(swapped, {}, &c);
-  EXPECT_THAT(st.message(), HasSubstr("serves partition 1 but the cluster file lists it as partition 0"));
+  EXPECT_THAT(st.message(),
+              HasSubstr("serves partition 1 but the cluster file lists it as partition 0"));
   // The same server for both partitions.
   ClusterSpec twice = Spec();
   twice.replicas[1] = twice.replicas[0];
   st = Cluster::Connect(twice, {}, &c);
-  EXPECT_THAT(st.message(), HasSubstr("serves partition 0 but the cluster file lists it as partition 1"));
+  EXPECT_THAT(st.message(),
+              HasSubstr("serves partition 0 but the cluster file lists it as partition 1"));
   // Fewer partitions than the dataset has.
   ClusterSpec one = Spec();
   one.replicas.pop_back();
@@ -308,7 +327,8 @@ TEST_F(ClusterTest, BadClusterFilesGiveClearErrors) {
   // A second replica that answers is used.
   dead.replicas[1].push_back("127.0.0.1:" + std::to_string(servers_[0]->port()));
   st = Cluster::Connect(dead, {}, &c);
-  EXPECT_THAT(st.message(), HasSubstr("serves partition 0"));  // it answered, but serves the wrong partition
+  EXPECT_THAT(st.message(),
+              HasSubstr("serves partition 0"));  // it answered, but serves the wrong partition
 }
 
 TEST_F(ClusterTest, ServersOfDifferentDatasetsAreRefused) {
@@ -316,8 +336,10 @@ TEST_F(ClusterTest, ServersOfDifferentDatasetsAreRefused) {
   // The same graph partitioned again: a different dataset id.
   datasets::testing::TempDir tmp;
   std::string other = tmp.Sub("other");
-  ASSERT_EQ(std::system((std::string(FANOUT_BIN_DIR) + "/fanout-partition --quiet --format planetoid --input " +
-                         datasets::testing::DataDir() + "/planetoid/cora --parts 2 --output " + other + " > /dev/null")
+  ASSERT_EQ(std::system((std::string(FANOUT_BIN_DIR) +
+                         "/fanout-partition --quiet --format planetoid --input " +
+                         datasets::testing::DataDir() + "/planetoid/cora --parts 2 --output " +
+                         other + " > /dev/null")
                             .c_str()),
             0);
   server::ServerOptions o;
@@ -381,7 +403,8 @@ TEST_F(ClusterTest, CachedFetchesEqualUncachedForEveryPolicyAndSize) {
       std::unique_ptr<cache::FeatureCache> fc;
       ASSERT_TRUE(cache::FeatureCache::Create(co, &fc).ok());
       ASSERT_TRUE(FillCache(*plain, hot, fc.get()).ok());
-      auto cached = std::make_shared<CachedSource>(cluster, std::shared_ptr<cache::FeatureCache>(std::move(fc)));
+      auto cached = std::make_shared<CachedSource>(
+          cluster, std::shared_ptr<cache::FeatureCache>(std::move(fc)));
       std::unique_ptr<Session> s;
       ASSERT_TRUE(cached->NewSession(&s).ok());
       SplitMix64 rng(11);
@@ -402,7 +425,8 @@ TEST_F(ClusterTest, CachedFetchesEqualUncachedForEveryPolicyAndSize) {
         EXPECT_GT(st.cache_hits, 0);
       }
       EXPECT_EQ(st.cache_bytes, st.cache_hits * 1433 * 4);
-      EXPECT_EQ(st.feature_bytes, (st.cache_lookups - st.cache_hits) * 1433 * 4);  // only misses crossed the wire
+      EXPECT_EQ(st.feature_bytes,
+                (st.cache_lookups - st.cache_hits) * 1433 * 4);  // only misses crossed the wire
     }
   }
 }
@@ -427,7 +451,8 @@ TEST(ClusterTimeoutTest, AServerThatDoesNotAnswerRaisesATimeoutNamingIt) {
   Status st = Cluster::Connect(spec, ro, &c);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(st.code(), Status::Code::kDeadlineExceeded);
-  EXPECT_THAT(st.message(), HasSubstr("server " + addr + " did not answer partition_info within 300 ms"));
+  EXPECT_THAT(st.message(),
+              HasSubstr("server " + addr + " did not answer partition_info within 300 ms"));
   EXPECT_LT(secs, 10.0);  // a generous bound: the call must not hang
   close(fd);
 }
@@ -461,18 +486,27 @@ TEST_F(ClusterTest, FanoutCtlHasEdgesAndKeepShowWhatTheServerAnswers) {
          g.indices.begin() + g.indptr[v + 1])
     ++absent;
   std::string out;
-  ASSERT_EQ(RunCommand(ctl + " has-edges " + addr + " --rows " + std::to_string(v) + "," + std::to_string(v) +
-                           " --neighbors " + std::to_string(u) + "," + std::to_string(absent), &out), 0) << out;
+  ASSERT_EQ(RunCommand(ctl + " has-edges " + addr + " --rows " + std::to_string(v) + "," +
+                           std::to_string(v) + " --neighbors " + std::to_string(u) + "," +
+                           std::to_string(absent),
+                       &out),
+            0)
+      << out;
   EXPECT_THAT(out, HasSubstr("row 5 holds " + std::to_string(u) + ": yes"));
   EXPECT_THAT(out, HasSubstr("row 5 holds " + std::to_string(absent) + ": no"));
   out.clear();
   EXPECT_EQ(RunCommand(ctl + " has-edges " + addr + " --rows 1,2 --neighbors 3", &out), 1);
   EXPECT_THAT(out, HasSubstr("--rows has 2 ids but --neighbors 1"));
   out.clear();
-  ASSERT_EQ(RunCommand(ctl + " sample " + addr + " --seeds 5 --fanout -1 --keep " + std::to_string(u), &out), 0) << out;
-  EXPECT_THAT(out, HasSubstr("5 (" + std::to_string(std::count(g.indices.begin() + g.indptr[v],
-                                                                  g.indices.begin() + g.indptr[v + 1], u)) + "): " +
-                                std::to_string(u) + "["));
+  ASSERT_EQ(
+      RunCommand(ctl + " sample " + addr + " --seeds 5 --fanout -1 --keep " + std::to_string(u),
+                 &out),
+      0)
+      << out;
+  EXPECT_THAT(out, HasSubstr("5 (" +
+                             std::to_string(std::count(g.indices.begin() + g.indptr[v],
+                                                       g.indices.begin() + g.indptr[v + 1], u)) +
+                             "): " + std::to_string(u) + "["));
   out.clear();
   EXPECT_EQ(RunCommand(ctl + " sample " + addr + " --seeds 5 --times 100", &out), 1);
   EXPECT_THAT(out, HasSubstr("--edge-times"));  // Cora has no timestamps
@@ -485,10 +519,13 @@ TEST(FanoutCtlHeteroTest, InfoSampleAndHasEdgesSpeakEdgeTypes) {
   datasets::testing::TempDir tmp;
   const std::string bin = std::string(FANOUT_BIN_DIR);
   std::string out;
-  ASSERT_EQ(RunCommand(bin + "/fanout-partition --quiet --format movielens --input " + datasets::testing::DataDir() +
-                           "/movielens/ml-latest-small --undirected --parts 1 --method random --output " + tmp.Sub("ml"),
-                       &out),
-            0)
+  ASSERT_EQ(
+      RunCommand(bin + "/fanout-partition --quiet --format movielens --input " +
+                     datasets::testing::DataDir() +
+                     "/movielens/ml-latest-small --undirected --parts 1 --method random --output " +
+                     tmp.Sub("ml"),
+                 &out),
+      0)
       << out;
   server::ServerOptions o;
   o.dataset_dir = tmp.Sub("ml");
@@ -498,19 +535,23 @@ TEST(FanoutCtlHeteroTest, InfoSampleAndHasEdgesSpeakEdgeTypes) {
   const std::string ctl = bin + "/fanout-ctl", addr = "127.0.0.1:" + std::to_string(srv.port());
   out.clear();
   ASSERT_EQ(RunCommand(ctl + " info " + addr, &out), 0) << out;
-  EXPECT_THAT(out, HasSubstr("node types (this partition's ids): user [0, 610) 0 features; movie [610, 10352) 20 features"));
+  EXPECT_THAT(out, HasSubstr("node types (this partition's ids): user [0, 610) 0 features; movie "
+                             "[610, 10352) 20 features"));
   EXPECT_THAT(out, HasSubstr("5 (genre,rev_has_genre,movie)"));
   // Movie 610 (Toy Story, five genres): 2 raters and every genre.
   out.clear();
-  ASSERT_EQ(RunCommand(ctl + " sample " + addr + " --seeds 610 --type-fanout rates=2 --type-fanout genre,rev_has_genre,movie=-1",
-                       &out),
+  ASSERT_EQ(RunCommand(
+                ctl + " sample " + addr +
+                    " --seeds 610 --type-fanout rates=2 --type-fanout genre,rev_has_genre,movie=-1",
+                &out),
             0)
       << out;
   EXPECT_THAT(out, HasSubstr("610 (7):"));
   EXPECT_EQ(std::count(out.begin(), out.end(), '['), 7) << out;
   size_t rates = 0, genres = 0;
   for (size_t at = 0; (at = out.find("user,rates,movie]", at)) != std::string::npos; ++at) ++rates;
-  for (size_t at = 0; (at = out.find("genre,rev_has_genre,movie]", at)) != std::string::npos; ++at) ++genres;
+  for (size_t at = 0; (at = out.find("genre,rev_has_genre,movie]", at)) != std::string::npos; ++at)
+    ++genres;
   EXPECT_EQ(rates, 2u) << out;
   EXPECT_EQ(genres, 5u) << out;
   out.clear();
@@ -519,21 +560,24 @@ TEST(FanoutCtlHeteroTest, InfoSampleAndHasEdgesSpeakEdgeTypes) {
   out.clear();
   EXPECT_EQ(RunCommand(ctl + " sample " + addr + " --seeds 610 --type-fanout rates", &out), 1);
   EXPECT_THAT(out, HasSubstr("is not REL=N"));
-  // A rater of Toy Story: an edge of type rates in row 610, and none of type tags (that user tagged nothing there).
+  // A rater of Toy Story: an edge of type rates in row 610, and none of type tags (that user tagged
+  // nothing there).
   out.clear();
-  ASSERT_EQ(RunCommand(ctl + " sample " + addr + " --seeds 610 --type-fanout rates=1", &out), 0) << out;
+  ASSERT_EQ(RunCommand(ctl + " sample " + addr + " --seeds 610 --type-fanout rates=1", &out), 0)
+      << out;
   const size_t colon = out.find(": ");
   ASSERT_NE(colon, std::string::npos) << out;
   const std::string user = out.substr(colon + 2, out.find('[') - colon - 2);
   out.clear();
-  ASSERT_EQ(RunCommand(ctl + " has-edges " + addr + " --rows 610,610 --neighbors " + user + "," + user +
-                           " --edge-type rates",
+  ASSERT_EQ(RunCommand(ctl + " has-edges " + addr + " --rows 610,610 --neighbors " + user + "," +
+                           user + " --edge-type rates",
                        &out),
             0)
       << out;
   EXPECT_THAT(out, HasSubstr("row 610 holds " + user + ": yes"));
   out.clear();
-  ASSERT_EQ(RunCommand(ctl + " has-edges " + addr + " --rows 610 --neighbors " + user + " --edge-type user,tags,movie",
+  ASSERT_EQ(RunCommand(ctl + " has-edges " + addr + " --rows 610 --neighbors " + user +
+                           " --edge-type user,tags,movie",
                        &out),
             0)
       << out;
@@ -553,7 +597,8 @@ TEST_F(ClusterTest, FanoutCtlHealthNamesEveryReplicaAndItsState) {
     std::ofstream f(file);
     // Partition 1 has a replica that is not there; partition 0 lists partition 1's server.
     f << R"({"partitions": [{"partition": 0, "replicas": [")" << a0 << R"("]},
-                             {"partition": 1, "replicas": [")" << a1 << R"(", "127.0.0.1:1", ")" << a0 << R"("]}]})";
+                             {"partition": 1, "replicas": [")"
+      << a1 << R"(", "127.0.0.1:1", ")" << a0 << R"("]}]})";
   }
   const std::string ctl = std::string(FANOUT_BIN_DIR) + "/fanout-ctl";
   std::string out;
@@ -561,7 +606,10 @@ TEST_F(ClusterTest, FanoutCtlHealthNamesEveryReplicaAndItsState) {
   EXPECT_THAT(out, HasSubstr("0     " + a0));
   EXPECT_THAT(out, HasSubstr("127.0.0.1:1 "));
   EXPECT_THAT(out, HasSubstr("serves partition 0, listed as 1"));
-  EXPECT_THAT(out, HasSubstr("2 partitions, 2 replicas down, 0 partitions without a replica that answers"));
+  EXPECT_THAT(
+      out,
+      HasSubstr("2 partitions, 1 replicas down, 1 serving something else, 0 partitions without a "
+                "replica that answers"));
   // Every replica of partition 1 gone: exit 2.
   servers_[1]->Stop();
   out.clear();
@@ -569,7 +617,9 @@ TEST_F(ClusterTest, FanoutCtlHealthNamesEveryReplicaAndItsState) {
   EXPECT_THAT(out, HasSubstr("1 partitions without a replica that answers"));
   // The stats view shows each server's connections.
   out.clear();
-  EXPECT_EQ(RunCommand(ctl + " stats 127.0.0.1:" + std::to_string(servers_[0]->admin_port()), &out), 0) << out;
+  EXPECT_EQ(RunCommand(ctl + " stats 127.0.0.1:" + std::to_string(servers_[0]->admin_port()), &out),
+            0)
+      << out;
   EXPECT_THAT(out, HasSubstr("connections: "));
   EXPECT_THAT(out, HasSubstr("refused at the limit"));
 }
@@ -609,8 +659,10 @@ TEST_F(ClusterTest, FanoutCtlStatsShowsRetriesAndFailoversPerServer) {
   EXPECT_THAT(f["last_reason"].get<std::string>(), HasSubstr(a0));
   std::string out;
   const std::string ctl = std::string(FANOUT_BIN_DIR) + "/fanout-ctl";
-  EXPECT_EQ(RunCommand(ctl + " stats 127.0.0.1:" + std::to_string(backup->admin_port()), &out), 0) << out;
-  EXPECT_THAT(out, HasSubstr("clients: 0 retries here after a failure, 1 failovers to here (from " + a0 + " x1)"));
+  EXPECT_EQ(RunCommand(ctl + " stats 127.0.0.1:" + std::to_string(backup->admin_port()), &out), 0)
+      << out;
+  EXPECT_THAT(out, HasSubstr("clients: 0 retries here after a failure, 1 failovers to here (from " +
+                             a0 + " x1)"));
   EXPECT_THAT(out, HasSubstr("failovers away from each replica"));
   EXPECT_THAT(out, HasSubstr(a0));
   // A note for another partition is refused, naming both.
@@ -639,6 +691,59 @@ TEST_F(ClusterTest, FanoutCtlStatsShowsRetriesAndFailoversPerServer) {
 namespace fanout::client {
 namespace {
 
+// A replica of another dataset listed for a partition: fanout-ctl health
+// calls it "wrong" (exit 1, not 0) and the cluster's health checks mark it
+// down with the reason, as sessions would refuse it.
+TEST_F(ClusterTest, AReplicaOfAnotherDatasetIsReportedAsSuchNotHealthy) {
+  StartServers(2);
+  server::ServerOptions other;
+  other.dataset_dir = server::testing::CoraDir(3);  // another dataset id, other ranges
+  other.partition = 1;
+  other.local_socket = "off";
+  server::PartitionServer stranger(other);
+  ASSERT_TRUE(stranger.Start().ok());
+  const std::string a0 = "127.0.0.1:" + std::to_string(servers_[0]->port());
+  const std::string a1 = "127.0.0.1:" + std::to_string(servers_[1]->port());
+  const std::string s1 = "127.0.0.1:" + std::to_string(stranger.port());
+  datasets::testing::TempDir tmp;
+  const std::string file =
+      tmp.Write("cluster.json", R"({"partitions": [{"partition": 0, "replicas": [")" + a0 +
+                                    R"("]}, {"partition": 1, "replicas": [")" + a1 + R"(", ")" +
+                                    s1 + R"("]}]})");
+  std::string out;
+  EXPECT_EQ(
+      RunCommand(std::string(FANOUT_BIN_DIR) + "/fanout-ctl health " + file + " --timeout-ms 2000",
+                 &out),
+      1)
+      << out;
+  EXPECT_THAT(out, HasSubstr(s1));
+  EXPECT_THAT(out, HasSubstr("wrong"));
+  EXPECT_THAT(out, HasSubstr("not the cluster's"));
+  EXPECT_THAT(out, HasSubstr("0 replicas down, 1 serving something else, 0 partitions without"));
+  // The cluster's own health checks.
+  ClusterSpec spec;
+  ASSERT_TRUE(ReadClusterFile(file, &spec).ok());
+  rpc::RpcOptions ro;
+  ro.health_check_ms = 100;
+  std::shared_ptr<Cluster> c;
+  ASSERT_TRUE(Cluster::Connect(spec, ro, &c).ok());
+  ReplicaHealth h;
+  for (int i = 0; i < 300; ++i) {
+    for (const ReplicaHealth& r : c->Health())
+      if (r.address == s1) h = r;
+    if (h.checks_failed > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_FALSE(h.healthy);
+  EXPECT_GT(h.checks_failed, 0);
+  EXPECT_THAT(h.last_error, HasSubstr("serves partition 1 of dataset"));
+  for (const ReplicaHealth& r : c->Health()) {
+    if (r.address != s1) {
+      EXPECT_TRUE(r.healthy) << r.address << ": " << r.last_error;
+    }
+  }
+}
+
 // A cluster file carries TLS and the auth token (paths relative to the file):
 // a cluster of TLS servers that require both is used like any other.
 TEST_F(ClusterTest, AClusterFileWithTlsAndATokenReachesServersThatRequireThem) {
@@ -652,8 +757,10 @@ TEST_F(ClusterTest, AClusterFileWithTlsAndATokenReachesServersThatRequireThem) {
   so.auth_token = "cluster-file-token-0123456789";
   StartServers(2, so);
   tmp.Write("token", so.auth_token + "\n");
-  std::string text = R"({"partitions": [{"partition": 0, "replicas": ["127.0.0.1:)" + std::to_string(servers_[0]->port()) +
-                     R"("]}, {"partition": 1, "replicas": ["127.0.0.1:)" + std::to_string(servers_[1]->port()) +
+  std::string text = R"({"partitions": [{"partition": 0, "replicas": ["127.0.0.1:)" +
+                     std::to_string(servers_[0]->port()) +
+                     R"("]}, {"partition": 1, "replicas": ["127.0.0.1:)" +
+                     std::to_string(servers_[1]->port()) +
                      R"("]}], "tls": {"ca": "ca.pem", "cert": "client.pem", "key": "client.key"},
                      "auth_token_file": "token"})";
   const std::string file = tmp.Write("cluster.json", text);
@@ -677,7 +784,9 @@ TEST_F(ClusterTest, AClusterFileWithTlsAndATokenReachesServersThatRequireThem) {
   st = Cluster::Connect(spec, {}, &c);
   EXPECT_FALSE(st.ok());
   // Bad entries name the file.
-  tmp.Write("bad.json", R"({"partitions": [{"partition": 0, "replicas": ["127.0.0.1:1"]}], "tls": {"cert": "x"}})");
+  tmp.Write(
+      "bad.json",
+      R"({"partitions": [{"partition": 0, "replicas": ["127.0.0.1:1"]}], "tls": {"cert": "x"}})");
   st = ReadClusterFile(tmp.Sub("bad.json"), &spec);
   EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
   EXPECT_THAT(st.message(), HasSubstr("bad.json"));
