@@ -429,9 +429,17 @@ void Thread::Run() {
     if (sending > 0) {
       // A reply still going out makes progress only when this thread
       // progresses, and no event announces that a shared-memory FIFO the
-      // peer drains has room again: yield (the peer may need this core),
-      // never sleep.
-      sched_yield();
+      // peer drains has room again: yield (the peer may need this core)
+      // while there was progress lately; then back off to short sleeps (at
+      // most 1 ms), so that a peer that stopped reading (SIGSTOP, a rogue)
+      // does not pin a core.
+      const auto idle = now - last;
+      if (idle < std::chrono::milliseconds(2)) {
+        sched_yield();
+      } else {
+        std::this_thread::sleep_for(
+            std::min<Clock::duration>(idle / 8, std::chrono::milliseconds(1)));
+      }
       continue;
     }
     worker.WaitForEvents(100);

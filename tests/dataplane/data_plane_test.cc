@@ -835,6 +835,45 @@ TEST_P(DataPlaneTest, ARogueServerCannotWriteIntoTheClientWithStrayOrMisSizedRep
   server.join();
 }
 
+// A peer that asks for a large reply and then never reads it (a stopped or
+// rogue client) leaves the reply in flight: the server's progress thread
+// backs off to short sleeps instead of yielding in a loop at 100% of a core.
+TEST_P(DataPlaneTest, APeerThatNeverReadsItsReplyDoesNotPinAServerCore) {
+  StartServers(2);
+  RawPeer stalled;
+  stalled.Connect(servers_[1]->data_port());
+  std::vector<int64_t> ids(4000);
+  const int64_t begin = servers_[1]->view().node_begin, n = servers_[1]->view().num_nodes();
+  for (size_t i = 0; i < ids.size(); ++i)
+    ids[i] = begin + static_cast<int64_t>(i) % n;  // partition 1's rows
+  rpc::wire::RequestHeader h;
+  h.method = static_cast<uint8_t>(rpc::DataMethod::kFeatures);
+  h.request_id = 1;
+  stalled.Send(rpc::wire::kAmRequest, &h, sizeof h, ids.data(),
+               ids.size() * 8);                                 // 23 MB owed, never read
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the reply starts and stalls
+  auto cpu = [] {
+    timespec t{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+  };
+  const double c0 = cpu();
+  const auto w0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+  const double used = cpu() - c0;
+  // This process runs the servers; this thread sleeps. A yield loop takes a
+  // whole core (about 1 s per second); backing off takes a few percent.
+  EXPECT_LT(used, 0.25 * wall) << "the servers used " << used << " s of CPU in " << wall << " s";
+  // Everyone else is served meanwhile.
+  auto cluster = ConnectCluster("ucx");
+  std::unique_ptr<Session> s;
+  ASSERT_TRUE(cluster->NewSession(&s).ok());
+  std::vector<float> f(2 * 1433);
+  std::vector<int64_t> good = {1400, 3};
+  ASSERT_TRUE(s->Features(good, f.data()).ok());
+}
+
 // The server never writes into memory a request names: a request that still
 // carries a placement target (the second round's kPlace flag, a target and an
 // rkey of another process's shared memory) is refused NotSupported, and the
