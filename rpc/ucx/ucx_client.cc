@@ -90,8 +90,10 @@ struct Peer {
 struct DataPlaneChannel::Impl {
   std::shared_ptr<DataPlaneContext> context;
   RpcOptions options;
-  ucx::Worker worker;
   std::vector<std::unique_ptr<Peer>> peers;
+  // Declared after `peers`, so destroyed before them: destroying the worker
+  // purges requests still in flight through callbacks that reach their Peer.
+  ucx::Worker worker;
   uint64_t next_seq = 1;
   ChannelStats* stats = nullptr;
 
@@ -329,6 +331,10 @@ DataPlaneChannel::~DataPlaneChannel() {
 }
 
 Status DataPlaneChannel::Impl::Open(Peer* p) {
+  if (worker.get() == nullptr)  // a reset whose fresh worker could not start
+    return Status::Unavailable(
+        "data plane of server " + p->name + ": this channel has no UCX worker" +
+        (p->fail_reason.empty() ? std::string() : " (" + p->fail_reason + ")"));
   addrinfo hints{}, *res = nullptr;
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;

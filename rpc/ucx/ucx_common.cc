@@ -29,18 +29,21 @@ Status Context::Create(Context* out) {
   const bool mm = t.find("all") != std::string::npos || t.find("sm") != std::string::npos ||
                   t.find("mm") != std::string::npos || t.find("posix") != std::string::npos ||
                   t.find("sysv") != std::string::npos || t[0] == '^';
-  if (mm && std::getenv("UCX_MM_ERROR_HANDLING") == nullptr) ucp_config_modify(config, "MM_ERROR_HANDLING", "y");
+  if (mm && std::getenv("UCX_MM_ERROR_HANDLING") == nullptr)
+    ucp_config_modify(config, "MM_ERROR_HANDLING", "y");
   // Rendezvous by get (the receiver reads), unless the user chose: with
   // UCX 1.13's default ("auto") the listener flow picks tcp/lo as the
   // rendezvous lane even between two processes on one host, and a reply then
   // crosses loopback tcp; with get_zcopy, transports that cannot get (tcp)
   // are left out and UCX pipelines the reply over shared memory on one host,
   // while RDMA NICs read it directly (docs/DATA_PLANE.md, measured there).
-  if (std::getenv("UCX_RNDV_SCHEME") == nullptr) ucp_config_modify(config, "RNDV_SCHEME", "get_zcopy");
+  if (std::getenv("UCX_RNDV_SCHEME") == nullptr)
+    ucp_config_modify(config, "RNDV_SCHEME", "get_zcopy");
   // A deeper shared-memory FIFO (1024 x 8 KiB per worker instead of 64):
   // with the default, a multi-MiB reply stalls whenever the receiving thread
   // is descheduled (loader 0.74x Thrift on 2 cores; 1.39-1.43x with this).
-  if (mm && std::getenv("UCX_MM_FIFO_SIZE") == nullptr) ucp_config_modify(config, "MM_FIFO_SIZE", "1024");
+  if (mm && std::getenv("UCX_MM_FIFO_SIZE") == nullptr)
+    ucp_config_modify(config, "MM_FIFO_SIZE", "1024");
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
   params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
@@ -100,9 +103,13 @@ Status Worker::Recreate(ucp_context_h ctx) {
   return Status::OK();
 }
 
-Worker::~Worker() {
+void Worker::Destroy() {
   if (w_) ucp_worker_destroy(w_);
+  w_ = nullptr;
+  efd_ = -1;
 }
+
+Worker::~Worker() { Destroy(); }
 
 void Worker::WaitForEvents(int timeout_ms) {
   if (efd_ < 0) {
@@ -163,7 +170,8 @@ std::string EndpointTransports(ucp_ep_h ep) {
     while (e < eol && text[e] != ' ') ++e;
     std::string tl = text.substr(p, e - p);
     size_t dot = tl.rfind('.');
-    if (dot != std::string::npos && tl.find('/') != std::string::npos && dot > tl.find('/')) tl = tl.substr(0, dot);
+    if (dot != std::string::npos && tl.find('/') != std::string::npos && dot > tl.find('/'))
+      tl = tl.substr(0, dot);
     if (!tl.empty() && seen.insert(tl).second) out += (out.empty() ? "" : ", ") + tl;
     at = eol == std::string::npos ? text.size() : eol;
   }

@@ -48,6 +48,9 @@ class Worker {
   ucp_worker_h get() const { return w_; }
   // Destroys this worker (and everything on it) and starts a fresh one.
   Status Recreate(ucp_context_h ctx);
+  // Destroys this worker now: UCX purges its requests still in flight through
+  // their callbacks, so what those reach must still be alive. Idempotent.
+  void Destroy();
   // Sleeps on the event fd until UCX has events or timeout_ms passes (returns
   // at once when events are pending). REQUIRES: called outside callbacks.
   void WaitForEvents(int timeout_ms);

@@ -82,6 +82,9 @@ struct DataPlaneServer::Impl {
 
 namespace {
 
+// A progress thread's state. Its worker is destroyed first (Teardown), while
+// the endpoints, pending requests and pooled buffers its callbacks reach are
+// still alive.
 struct Thread {
   DataPlaneServer::Impl* server = nullptr;
   ucx::Worker worker;
@@ -102,6 +105,7 @@ struct Thread {
   bool Serve();
   bool Reap();
   void Shutdown();
+  void Teardown();
   void Answer(Endpoint* ep, std::unique_ptr<Pending> p);
   void SendReply(Endpoint* ep, uint64_t request_id, const Status& st,
                  std::unique_ptr<ReplyBuffer> buf, bool force_rndv = false);
@@ -447,24 +451,28 @@ void Thread::Run() {
   Shutdown();
 }
 
+// On this thread as it ends: closes its endpoints, progressing up to 2 s so
+// that they close cleanly. What remains (a peer that never answers) goes in
+// Teardown().
 void Thread::Shutdown() {
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    for (ucp_conn_request_h r : inbox) {
-      if (server->listener) ucp_listener_reject(server->listener, r);
-      --server->endpoints_open;
-    }
-    inbox.clear();
-  }
   for (auto& e : eps) e->failed = true;
   auto deadline = Clock::now() + std::chrono::seconds(2);
   while (!eps.empty() && Clock::now() < deadline) {
     ucp_worker_progress(worker.get());
     Reap();
   }
+}
+
+// From the controlling thread once every progress thread has ended (nothing
+// progresses this worker any more). The worker goes first: destroying it
+// purges the sends and receives still in flight through their callbacks,
+// which reach the endpoints and the buffer pool, so those go after it.
+void Thread::Teardown() {
+  worker.Destroy();
   std::lock_guard<std::mutex> lock(mu);
-  eps.clear();  // whatever did not close in time is dropped with the worker
+  eps.clear();
   by_ep.clear();
+  pool.clear();
 }
 
 }  // namespace
@@ -573,8 +581,20 @@ void DataPlaneServer::Stop() {
   for (auto& t : impl_->threads) ucp_worker_signal(t->worker.get());
   for (auto& t : impl_->threads)
     if (t->thread.joinable()) t->thread.join();
+  // Every progress thread has ended: the listener (on thread 0's worker) and
+  // the connection requests it handed out are this thread's alone now, so
+  // they are rejected and destroyed here, not from each progress thread.
+  for (auto& t : impl_->threads) {
+    std::lock_guard<std::mutex> lock(t->mu);
+    for (ucp_conn_request_h r : t->inbox) {
+      if (impl_->listener) ucp_listener_reject(impl_->listener, r);
+      --impl_->endpoints_open;
+    }
+    t->inbox.clear();
+  }
   if (impl_->listener) ucp_listener_destroy(impl_->listener);
   impl_->listener = nullptr;
+  for (auto& t : impl_->threads) t->Teardown();
   // The threads (and their workers) go with impl_, before the context; Stats()
   // may still read them from the admin thread.
 }
