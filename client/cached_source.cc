@@ -81,6 +81,7 @@ class CachedSession : public Session {
     stats_.fallbacks = in.fallbacks;
     stats_.retries = in.retries;
     stats_.failovers = in.failovers;
+    stats_.health_abandons = in.health_abandons;
   }
   Status Wrap(Status st) {
     Sync();

@@ -41,9 +41,10 @@ Status SelectHotByDegree(Session& session, int64_t num_nodes, int64_t k, std::ve
 
 // The `k` nodes appearing most often in the n_id of `batches` sampled batches
 // of `batch_size` seeds drawn from `seeds` with `seed` (ties: lower id first).
-Status SelectHotByPresampling(Session& session, int64_t num_nodes, const std::vector<int64_t>& seeds,
-                              const sampler::MultiHopOptions& options, int64_t batch_size, int64_t batches,
-                              uint64_t seed, int64_t k, std::vector<int64_t>* out);
+Status SelectHotByPresampling(Session& session, int64_t num_nodes,
+                              const std::vector<int64_t>& seeds,
+                              const sampler::MultiHopOptions& options, int64_t batch_size,
+                              int64_t batches, uint64_t seed, int64_t k, std::vector<int64_t>* out);
 
 // Fetches the rows of `hot` through `session` and inserts them into `cache`.
 Status FillCache(Session& session, const std::vector<int64_t>& hot, cache::FeatureCache* cache);

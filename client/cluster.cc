@@ -518,19 +518,36 @@ class ClusterSession : public Session {
     }
     for (int p = 0; p < k && st.ok(); ++p) {
       if (owed[p] == 2) {
-        st = channel_->Wait(peer_[p]);
+        // Where health checks run, a replica found down is given up at once
+        // rather than waited on for the whole deadline.
+        const int64_t given_up = channel_->stats().given_up;
+        const int r = replica_[p];
+        st = channel_->Wait(peer_[p], c_->health_checks_ ? std::function<bool()>([this, p, r] {
+                              return !c_->Healthy(p, r);
+                            })
+                                                         : std::function<bool()>());
         owed[p] = 0;
         if (st.ok()) {
           via_dp_[p] = 1;
           continue;
         }
-        // A timeout resets the channel (its shared-memory FIFO may be wedged
-        // by another server that died): resend over Thrift, which has its
-        // own deadline for a server that really hangs.
         if (st.code() != Status::Code::kUnavailable && st.code() != Status::Code::kDeadlineExceeded)
           break;
-        Fallback(p, st);
-        st = WithFailover(p, send(p), [&] { return send(p); });
+        const bool down = channel_->stats().given_up > given_up;
+        if (c_->replicas_[p].size() > 1 && (down || st.code() == Status::Code::kDeadlineExceeded)) {
+          // Another replica answers the same request (a pure function: the
+          // same answer) over Thrift now, and over its data plane from then
+          // on; the one that timed out or failed its health check is not
+          // asked again (counted as a deadline, so not retried first).
+          if (down) ++stats_.health_abandons;
+          st = WithFailover(p, Status::DeadlineExceeded(st.message()), [&] { return send(p); });
+        } else {
+          // A timeout resets the channel (its shared-memory FIFO may be
+          // wedged by another server that died): resend over Thrift, which
+          // has its own deadline for a server that really hangs.
+          Fallback(p, st);
+          st = WithFailover(p, send(p), [&] { return send(p); });
+        }
         if (!st.ok()) break;
         owed[p] = 1;
       }

@@ -23,7 +23,8 @@ Status DeviceFeatureFetcher::Fetch(Session& session, ArrayView<const int64_t> id
     // route receives as a single message per server.
     order_.resize(m);
     std::iota(order_.begin(), order_.end(), 0);
-    std::sort(order_.begin(), order_.end(), [&](int64_t a, int64_t b) { return ids[misses_[a]] < ids[misses_[b]]; });
+    std::sort(order_.begin(), order_.end(),
+              [&](int64_t a, int64_t b) { return ids[misses_[a]] < ids[misses_[b]]; });
     miss_ids_.resize(m);
     positions_.resize(m);
     for (size_t j = 0; j < m; ++j) {
@@ -34,13 +35,15 @@ Status DeviceFeatureFetcher::Fetch(Session& session, ArrayView<const int64_t> id
     bool done = false;
     if (try_direct_) {
       FANOUT_RETURN_IF_ERROR(cache::GpuWorkspace::Grow(&ws_.d_rows, bytes, cache_->device()));
-      Status st = session.FeaturesToDevice(miss_ids_, static_cast<float*>(ws_.d_rows.data()), cache_->device());
+      Status st = session.FeaturesToDevice(miss_ids_, static_cast<float*>(ws_.d_rows.data()),
+                                           cache_->device());
       if (st.ok()) {
-        FANOUT_RETURN_IF_ERROR(
-            cache_->ScatterRows(positions_, static_cast<const float*>(ws_.d_rows.data()), d_out, &ws_, stream));
+        FANOUT_RETURN_IF_ERROR(cache_->ScatterRows(
+            positions_, static_cast<const float*>(ws_.d_rows.data()), d_out, &ws_, stream));
         stats_.direct_bytes += static_cast<int64_t>(bytes);
         done = true;
-      } else if (st.code() == Status::Code::kNotSupported || st.code() == Status::Code::kUnavailable ||
+      } else if (st.code() == Status::Code::kNotSupported ||
+                 st.code() == Status::Code::kUnavailable ||
                  st.code() == Status::Code::kInvalidArgument) {
         // Not possible here (or the endpoint failed): stage these rows, and
         // stop asking where the answer cannot change.

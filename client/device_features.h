@@ -21,10 +21,10 @@
 namespace fanout::client {
 
 struct DeviceFetchStats {
-  int64_t rows = 0;          // rows written
-  int64_t hit_rows = 0;      // ... from the device cache
-  int64_t direct_bytes = 0;  // miss bytes received straight into device memory
-  int64_t staged_bytes = 0;  // miss bytes that went through pinned host memory
+  int64_t rows = 0;             // rows written
+  int64_t hit_rows = 0;         // ... from the device cache
+  int64_t direct_bytes = 0;     // miss bytes received straight into device memory
+  int64_t staged_bytes = 0;     // miss bytes that went through pinned host memory
   int64_t direct_refusals = 0;  // calls where the direct route was refused and the rows were staged
 };
 
@@ -37,7 +37,8 @@ class DeviceFeatureFetcher {
   // Writes the rows of ids into d_out (device memory on the cache's device,
   // ids.size() x feature_dim float32) and returns once they are there (the
   // stream is synchronized; nullptr = the default stream).
-  Status Fetch(Session& session, ArrayView<const int64_t> ids, float* d_out, cache::StreamHandle stream);
+  Status Fetch(Session& session, ArrayView<const int64_t> ids, float* d_out,
+               cache::StreamHandle stream);
 
   const DeviceFetchStats& stats() const { return stats_; }
   int64_t feature_dim() const { return cache_->options().feature_dim; }

@@ -239,6 +239,7 @@ void NodeLoader::Worker(int w) {
       stats_.fallbacks += after.fallbacks - before.fallbacks;
       stats_.retries += after.retries - before.retries;
       stats_.failovers += after.failovers - before.failovers;
+      stats_.health_abandons += after.health_abandons - before.health_abandons;
       if (st.ok()) {
         stats_.sampled_edges += mb.edge_index.size(1);
         stats_.sampled_nodes += mb.n_id.size(0);

@@ -144,12 +144,13 @@ struct LoaderStats {
   int64_t ucx_bytes = 0;     // ... over the UCX data plane
   int64_t local_bytes =
       0;  // bytes read from same-host servers' exports in this process (no request)
-  int64_t local_edges = 0;   // ... edges sampled there
-  int64_t local_rows = 0;    // ... feature rows gathered there
-  int64_t staged_bytes = 0;  // bytes for CUDA tensors copied in from host memory
-  int64_t fallbacks = 0;     // servers whose data plane failed and that now use Thrift
-  int64_t retries = 0;       // requests sent again after Unavailable or DeadlineExceeded
-  int64_t failovers = 0;     // times a partition moved to another replica
+  int64_t local_edges = 0;      // ... edges sampled there
+  int64_t local_rows = 0;       // ... feature rows gathered there
+  int64_t staged_bytes = 0;     // bytes for CUDA tensors copied in from host memory
+  int64_t fallbacks = 0;        // servers whose data plane failed and that now use Thrift
+  int64_t retries = 0;          // requests sent again after Unavailable or DeadlineExceeded
+  int64_t failovers = 0;        // times a partition moved to another replica
+  int64_t health_abandons = 0;  // requests given up at once: their replica failed its health check
   std::vector<ReplicaHealth>
       servers;  // per replica: failed requests, failovers to it, health (a cluster)
   double cache_hit_rate() const {

@@ -1,8 +1,8 @@
 #include <cstring>
 
 #include "client/source.h"
-#include "datasets/partition_store.h"
 #include "common/id_range.h"
+#include "datasets/partition_store.h"
 #include "sampler/hetero.h"
 #include "sampler/negative.h"
 #include "sampler/temporal.h"
@@ -13,15 +13,17 @@ class LocalSession : public Session {
  public:
   explicit LocalSession(const LocalSource* src) : src_(src) {}
 
-  Status Sample(ArrayView<const int64_t> seeds, uint64_t request_seed, const sampler::MultiHopOptions& options,
-                sampler::SampledSubgraph* out) override {
-    if (!sampler_ || sampler_->options() != options) {  // options checked once per change, not per batch
+  Status Sample(ArrayView<const int64_t> seeds, uint64_t request_seed,
+                const sampler::MultiHopOptions& options, sampler::SampledSubgraph* out) override {
+    if (!sampler_ ||
+        sampler_->options() != options) {  // options checked once per change, not per batch
       if (!options.edge_type_fanouts.empty()) {
         if (src_->hetero_.empty())
-          return Status::InvalidArgument("per-edge-type fanouts need a heterogeneous dataset; " + src_->dir_ +
-                                         " has no edge types");
+          return Status::InvalidArgument("per-edge-type fanouts need a heterogeneous dataset; " +
+                                         src_->dir_ + " has no edge types");
         std::vector<int64_t> per_hop;
-        FANOUT_RETURN_IF_ERROR(sampler::HeteroHopFanouts(src_->hetero_, options.edge_type_fanouts, &per_hop));
+        FANOUT_RETURN_IF_ERROR(
+            sampler::HeteroHopFanouts(src_->hetero_, options.edge_type_fanouts, &per_hop));
       }
       sampler_ = std::make_unique<sampler::MultiHopSampler>(src_->csr_.View(), options);
       if (!src_->edge_types_.empty()) sampler_->SetEdgeTypes(src_->edge_types_.data());
@@ -29,14 +31,16 @@ class LocalSession : public Session {
     return sampler_->Sample(seeds, request_seed, out);
   }
 
-  Status SampleTemporal(ArrayView<const int64_t> seeds, ArrayView<const int64_t> seed_times, uint64_t request_seed,
-                        const sampler::MultiHopOptions& options, sampler::SampledSubgraph* out) override {
+  Status SampleTemporal(ArrayView<const int64_t> seeds, ArrayView<const int64_t> seed_times,
+                        uint64_t request_seed, const sampler::MultiHopOptions& options,
+                        sampler::SampledSubgraph* out) override {
     if (src_->edge_times_.empty() && src_->csr_.num_edges() > 0)
-      return Status::InvalidArgument("dataset " + src_->dir_ +
-                                     " has no edge timestamps: temporal sampling needs fanout-partition --edge-times");
+      return Status::InvalidArgument(
+          "dataset " + src_->dir_ +
+          " has no edge timestamps: temporal sampling needs fanout-partition --edge-times");
     if (!temporal_ || temporal_->options() != options)
-      temporal_ = std::make_unique<sampler::TemporalSampler>(src_->csr_.View(), src_->edge_times_.data(), options,
-                                                             src_->time_index_);
+      temporal_ = std::make_unique<sampler::TemporalSampler>(
+          src_->csr_.View(), src_->edge_times_.data(), options, src_->time_index_);
     return temporal_->Sample(seeds, seed_times, request_seed, out);
   }
 
@@ -44,12 +48,14 @@ class LocalSession : public Session {
     const int64_t d = src_->feature_dim_;
     FANOUT_RETURN_IF_ERROR(Check(ids));
     if (d == 0) return Status::OK();  // no feature values (and no memory to copy from)
-    for (size_t i = 0; i < ids.size(); ++i) std::memcpy(out + i * d, src_->features_.data() + ids[i] * d, d * 4);
+    for (size_t i = 0; i < ids.size(); ++i)
+      std::memcpy(out + i * d, src_->features_.data() + ids[i] * d, d * 4);
     return Status::OK();
   }
   Status Labels(ArrayView<const int64_t> ids, int64_t* out) override {
     FANOUT_RETURN_IF_ERROR(Check(ids));
-    for (size_t i = 0; i < ids.size(); ++i) out[i] = src_->labels_.empty() ? -1 : src_->labels_[ids[i]];
+    for (size_t i = 0; i < ids.size(); ++i)
+      out[i] = src_->labels_.empty() ? -1 : src_->labels_[ids[i]];
     return Status::OK();
   }
   Status OriginalIds(ArrayView<const int64_t> ids, int64_t* out) override {
@@ -60,7 +66,8 @@ class LocalSession : public Session {
 
   Status Degrees(ArrayView<const int64_t> ids, int64_t* out) override {
     FANOUT_RETURN_IF_ERROR(Check(ids));
-    for (size_t i = 0; i < ids.size(); ++i) out[i] = src_->csr_.indptr[ids[i] + 1] - src_->csr_.indptr[ids[i]];
+    for (size_t i = 0; i < ids.size(); ++i)
+      out[i] = src_->csr_.indptr[ids[i] + 1] - src_->csr_.indptr[ids[i]];
     return Status::OK();
   }
 
@@ -77,7 +84,8 @@ class LocalSession : public Session {
     FANOUT_RETURN_IF_ERROR(Check(src));
     FANOUT_RETURN_IF_ERROR(Check(dst));
     if (edge_type >= src_->hetero_.num_edge_types())
-      return Status::InvalidArgument("HasEdges: edge type " + std::to_string(edge_type) + " is outside [0, " +
+      return Status::InvalidArgument("HasEdges: edge type " + std::to_string(edge_type) +
+                                     " is outside [0, " +
                                      std::to_string(src_->hetero_.num_edge_types()) + ")");
     const sampler::CsrGraph g = src_->csr_.View();
     const bool in = src_->incoming_;
@@ -124,7 +132,8 @@ Status LocalSource::Open(const std::string& dir, std::shared_ptr<LocalSource>* o
     s->split_.insert(s->split_.end(), d.split.begin(), d.split.end());
   }
   if (!s->edge_times_.empty())
-    s->time_index_ = sampler::PrepareTimeOrder(s->csr_.View(), s->edge_times_.data(), &s->time_order_);
+    s->time_index_ =
+        sampler::PrepareTimeOrder(s->csr_.View(), s->edge_times_.data(), &s->time_order_);
   *out = std::move(s);
   return Status::OK();
 }

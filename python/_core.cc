@@ -459,6 +459,7 @@ class PyLoader {
     d["consumer_wait_s"] = s.consumer_wait_s;
     d["thrift_bytes"] = s.thrift_bytes;
     d["ucx_bytes"] = s.ucx_bytes;
+    d["health_abandons"] = s.health_abandons;
     d["local_bytes"] = s.local_bytes;
     d["local_edges"] = s.local_edges;
     d["local_rows"] = s.local_rows;

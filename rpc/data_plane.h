@@ -191,6 +191,7 @@ struct ChannelStats {
   int64_t rndv_replies = 0;  // replies received by rendezvous (straight into the sink)
   int64_t resets = 0;        // times a timeout reset the channel (fresh worker, endpoints reopened)
   int64_t stray_replies = 0;  // replies for no request in flight (dropped)
+  int64_t given_up = 0;       // requests abandoned when Wait's give_up said so
 };
 
 // One thread's UCX worker with endpoints to several servers; one request in
@@ -215,10 +216,12 @@ class DataPlaneChannel {
   Status Post(int peer, const DataRequest& request, const ReplySink& sink);
   // Waits for peer's reply within options.call_timeout_ms: the server's error
   // (its message, prefixed with its name), Unavailable when the endpoint
-  // failed, DeadlineExceeded on timeout. After any failure the endpoint is
-  // closed (nothing will write into the sink afterwards); the next Post
-  // reconnects.
-  Status Wait(int peer);
+  // failed, DeadlineExceeded on timeout. `give_up` (optional) is asked while
+  // waiting (every few ms): once it says true the request is abandoned at
+  // once with Unavailable (e.g. the replica failed its health check). After
+  // any failure the endpoint is closed (UCX receives nothing into the sink
+  // afterwards); the next Post reconnects.
+  Status Wait(int peer, const std::function<bool()>& give_up = {});
   // Post + Wait.
   Status Call(int peer, const DataRequest& request, const ReplySink& sink);
   // Drops a request in flight: cancels its receive and closes the endpoint.

@@ -46,7 +46,7 @@ Status DataPlaneChannel::Connect(const std::string&, int, const std::string&, in
   return Missing();
 }
 Status DataPlaneChannel::Post(int, const DataRequest&, const ReplySink&) { return Missing(); }
-Status DataPlaneChannel::Wait(int) { return Missing(); }
+Status DataPlaneChannel::Wait(int, const std::function<bool()>&) { return Missing(); }
 Status DataPlaneChannel::Call(int, const DataRequest&, const ReplySink&) { return Missing(); }
 void DataPlaneChannel::Abandon(int) {}
 std::string DataPlaneChannel::Transports(int) const { return ""; }

@@ -41,7 +41,17 @@ int main(int argc, char** argv) {
   app.add_option("--call-timeout-ms", ro.call_timeout_ms,
                  "With --cluster: deadline of each call; a server that misses it is failed over from")
       ->default_val(ro.call_timeout_ms)->check(CLI::Range(1, 3600000));
+  app.add_option("--health-check-ms", ro.health_check_ms,
+                 "With --cluster: ping each replica this often (partitions with several replicas); a replica that "
+                 "fails it is given up on at once by data-plane requests waiting on it (0 = no health checks)")
+      ->default_val(ro.health_check_ms)->check(CLI::Range(0, 3600000));
+  std::string local_sampling = "auto";
+  app.add_option("--local-sampling", local_sampling,
+                 "With --cluster: sample partitions whose server shares this host here, on its mapped export (auto), "
+                 "or over RPC (off)")
+      ->check(CLI::IsMember({"auto", "off"}));
   CLI11_PARSE(app, argc, argv);
+  ro.local_sampling = local_sampling == "auto";
   std::FILE* dump_file = nullptr;
   if (!dump.empty()) {
     dump_file = std::fopen(dump.c_str(), "w");

@@ -98,7 +98,7 @@ struct DataPlaneChannel::Impl {
   ChannelStats* stats = nullptr;
 
   Status Open(Peer* p);
-  Status WaitFor(Peer* p, int timeout_ms);
+  Status WaitFor(Peer* p, int timeout_ms, const std::function<bool()>& give_up = {});
   void Close(Peer* p);
   Status RegisterHandler();
   void Reset(const std::string& why);
@@ -509,7 +509,8 @@ int MaxPolling() {
 }
 }  // namespace
 
-Status DataPlaneChannel::Impl::WaitFor(Peer* p, int timeout_ms) {
+Status DataPlaneChannel::Impl::WaitFor(Peer* p, int timeout_ms,
+                                       const std::function<bool()>& give_up) {
   if (p->aborted) {
     p->aborted = false;
     return Status::Unavailable("server " + p->name +
@@ -531,6 +532,13 @@ Status DataPlaneChannel::Impl::WaitFor(Peer* p, int timeout_ms) {
                                       ": data plane endpoint failed: " + p->fail_reason);
       Close(p);
       return st;
+    }
+    if (give_up && give_up()) {
+      ++stats->given_up;
+      Close(p);
+      return Status::Unavailable("server " + p->name +
+                                 ": the data-plane request was abandoned: its replica failed its "
+                                 "health check");
     }
     auto now = Clock::now();
     if (now >= deadline) {
@@ -559,11 +567,11 @@ Status DataPlaneChannel::Impl::WaitFor(Peer* p, int timeout_ms) {
   return st;
 }
 
-Status DataPlaneChannel::Wait(int peer) {
+Status DataPlaneChannel::Wait(int peer, const std::function<bool()>& give_up) {
   Impl& i = *impl_;
   if (peer < 0 || peer >= static_cast<int>(i.peers.size()))
     return Status::InvalidArgument("data-plane peer " + std::to_string(peer) + " does not exist");
-  return i.WaitFor(i.peers[peer].get(), i.options.call_timeout_ms);
+  return i.WaitFor(i.peers[peer].get(), i.options.call_timeout_ms, give_up);
 }
 
 Status DataPlaneChannel::Call(int peer, const DataRequest& request, const ReplySink& sink) {

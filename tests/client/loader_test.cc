@@ -843,6 +843,61 @@ TEST(LoaderFaultTest, AReplicaKilledOrStoppedMidEpochChangesNoBatch) {
   expect_same(calm, stopped);
 }
 
+// A replica SIGSTOPped mid-epoch, with a deadline far longer than the test:
+// requests waiting on it are given up as soon as its health check fails and
+// go to the other replica; no batch changes. (Without that the epoch would
+// wait out the 120 s deadline; the test asserts on the counters, not time.)
+TEST(LoaderFaultTest, AStoppedReplicaIsGivenUpOnItsHealthVerdictNotItsDeadline) {
+  using server::testing::Child;
+  const std::string& dir = server::testing::CoraDir(2);
+  std::vector<Child> kids;  // partition 0: kids[0], kids[1]; partition 1: kids[2], kids[3]
+  kids.reserve(4);
+  server::testing::Reaper reaper;
+  for (int i = 0; i < 4; ++i) {
+    kids.push_back(server::testing::StartChild(dir, i / 2));
+    reaper.c.push_back(&kids.back());
+    ASSERT_GT(kids.back().port, 0) << "fanout-server did not start";
+  }
+  ClusterSpec spec;
+  spec.replicas = {{kids[0].address(), kids[1].address()}, {kids[2].address(), kids[3].address()}};
+  rpc::RpcOptions ro;
+  ro.call_timeout_ms = 120000;
+  ro.health_check_ms = 200;
+  ro.failover_backoff_ms = 10;
+  std::vector<int64_t> seeds(2708);
+  for (int64_t i = 0; i < 2708; ++i) seeds[i] = (i * 11) % 2708;
+  LoaderOptions o;
+  o.batch_size = 64;
+  o.fanouts = {5, 5};
+  o.seed = 9;
+  o.num_workers = 2;  // sessions start on alternate replicas: one is on each
+  auto run = [&](bool stop, std::vector<MiniBatch>* out, LoaderStats* stats) {
+    std::shared_ptr<Cluster> c;
+    Status st = Cluster::Connect(spec, ro, &c);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    NodeLoader loader(c, seeds, o);
+    MiniBatch b;
+    while (loader.Next(&b)) {
+      out->push_back(b);
+      if (stop && out->size() == 3) server::testing::StopProcess(kids[1].pid);
+    }
+    *stats = loader.stats();
+  };
+  std::vector<MiniBatch> calm, stopped;
+  LoaderStats s0, s1;
+  run(false, &calm, &s0);
+  run(true, &stopped, &s1);
+  ASSERT_EQ(calm.size(), stopped.size());
+  for (size_t i = 0; i < calm.size(); ++i) {
+    EXPECT_TRUE(torch::equal(calm[i].n_id, stopped[i].n_id)) << i;
+    EXPECT_TRUE(torch::equal(calm[i].edge_index, stopped[i].edge_index)) << i;
+    EXPECT_TRUE(torch::equal(calm[i].x, stopped[i].x)) << i;
+  }
+  EXPECT_EQ(s0.health_abandons, 0);
+  EXPECT_GE(s1.health_abandons, 1);
+  EXPECT_GE(s1.failovers, 1);
+}
+
 // Health checks: a replica that stops answering is marked so, new sessions
 // start on the others, and once it is back the sessions whose share it was
 // return to it. Per-replica failures and failovers are counted.
