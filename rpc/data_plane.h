@@ -88,9 +88,10 @@ struct DataPlaneServerOptions {
   int64_t max_request_bytes = int64_t{256} << 20;  // largest id list accepted, default 256 MiB
   int max_replies_per_endpoint =
       4;  // replies in flight per endpoint; more requests wait their turn
-  int max_queued_per_endpoint =
-      64;                    // requests waiting per endpoint; beyond that refused with an error
-  int max_endpoints = 4096;  // connections beyond this are rejected
+  // Requests waiting per endpoint; one more is not queued: the endpoint is
+  // closed (a peer that sends without taking its answers), counted in refused.
+  int max_queued_per_endpoint = 64;
+  int max_endpoints = 4096;             // connections beyond this are rejected
   int64_t rndv_threshold_bytes = 8192;  // replies at least this big are forced to rendezvous
   int spin_us = 50;  // busy-poll this long after activity before sleeping on the event fd
   // When set (wire::kTicketBytes), only requests carrying it are served; the
@@ -111,7 +112,8 @@ struct DataPlaneServerStats {
   std::vector<std::string> memory_types;  // what this UCX build handles: host, cuda, ...
   int64_t requests = 0, reply_bytes = 0, errors = 0;
   int64_t malformed = 0;  // requests that could not be parsed (or asked for the removed placement)
-  int64_t refused = 0;    // requests over a per-endpoint queue limit
+  int64_t refused =
+      0;  // requests over a per-endpoint queue limit (never queued: each closes its endpoint)
   int64_t unauthenticated = 0;  // requests without the ticket (where one is required)
   int64_t endpoints_open = 0, endpoints_total = 0, endpoints_rejected = 0;
   int64_t held_bytes = 0;  // reply buffers (pooled and in flight) and queued requests, all threads

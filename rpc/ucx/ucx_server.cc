@@ -149,6 +149,13 @@ ucs_status_t Thread::OnRequest(void* arg, const void* header, size_t header_leng
     ++s->malformed;
     return UCS_OK;
   }
+  if (static_cast<int>(ep->queue.size()) >= s->options.max_queued_per_endpoint) {
+    // A peer that keeps sending without taking its answers: nothing more is
+    // queued for it (its memory stays bounded), and its endpoint is closed.
+    ++s->refused;
+    ep->failed = true;
+    return UCS_OK;
+  }
   auto p = std::make_unique<Pending>();
   p->ep = ep;
   bool malformed = false;
@@ -157,12 +164,6 @@ ucs_status_t Thread::OnRequest(void* arg, const void* header, size_t header_leng
   if (!st.ok()) {
     ++(malformed ? s->malformed : s->unauthenticated);
     p->bad = std::move(st);
-  }
-  if (static_cast<int>(ep->queue.size()) >= s->options.max_queued_per_endpoint) {
-    ++s->refused;
-    p->bad = Status::ResourceExhausted("more than " +
-                                       std::to_string(s->options.max_queued_per_endpoint) +
-                                       " data-plane requests queued on this connection");
   }
   if (p->bad.ok()) {
     p->ids.resize(length / 8);

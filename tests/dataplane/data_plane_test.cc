@@ -587,9 +587,9 @@ class RawPeer {
     ucp_worker_destroy(worker_);
     ucp_cleanup(ctx_);
   }
-  void Drive(ucs_status_ptr_t r) {
+  void Drive(ucs_status_ptr_t r, int ms = 5000) {
     if (r == nullptr || UCS_PTR_IS_ERR(r)) return;
-    auto deadline = Clock::now() + std::chrono::seconds(5);
+    auto deadline = Clock::now() + std::chrono::milliseconds(ms);
     while (ucp_request_check_status(r) == UCS_INPROGRESS && Clock::now() < deadline)
       ucp_worker_progress(worker_);
     ucp_request_free(r);
@@ -614,11 +614,12 @@ class RawPeer {
     ASSERT_EQ(ucp_ep_create(worker_, &ep, &ep_), UCS_OK);
   }
   void Send(uint16_t id, const void* header, size_t hlen, const void* data, size_t len,
-            bool reply = true) {
+            bool reply = true,
+            int drive_ms = 5000) {
     ucp_request_param_t prm{};
     prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     prm.flags = reply ? UCP_AM_SEND_FLAG_REPLY : 0;
-    Drive(ucp_am_send_nbx(ep_, id, header, hlen, data, len, &prm));
+    Drive(ucp_am_send_nbx(ep_, id, header, hlen, data, len, &prm), drive_ms);
   }
   // Collects replies (header + eager data) sent to this peer.
   void CollectReplies() {
@@ -640,6 +641,17 @@ class RawPeer {
       return UCS_OK;
     };
     hp.arg = this;
+    ASSERT_EQ(ucp_worker_set_am_recv_handler(worker_, &hp), UCS_OK);
+  }
+  // Takes no reply that comes by rendezvous (keeps its descriptor, never
+  // receives it): the server's sends stay in flight.
+  void IgnoreRendezvousReplies() {
+    ucp_am_handler_param_t hp{};
+    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB;
+    hp.id = rpc::wire::kAmReply;
+    hp.cb = [](void*, const void*, size_t, void*, size_t, const ucp_am_recv_param_t* param) {
+      return (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ? UCS_INPROGRESS : UCS_OK;
+    };
     ASSERT_EQ(ucp_worker_set_am_recv_handler(worker_, &hp), UCS_OK);
   }
   // As a server: answers every request with `answer`.
@@ -866,6 +878,48 @@ TEST_P(DataPlaneTest, APeerThatNeverReadsItsReplyDoesNotPinAServerCore) {
   // whole core (about 1 s per second); backing off takes a few percent.
   EXPECT_LT(used, 0.25 * wall) << "the servers used " << used << " s of CPU in " << wall << " s";
   // Everyone else is served meanwhile.
+  auto cluster = ConnectCluster("ucx");
+  std::unique_ptr<Session> s;
+  ASSERT_TRUE(cluster->NewSession(&s).ok());
+  std::vector<float> f(2 * 1433);
+  std::vector<int64_t> good = {1400, 3};
+  ASSERT_TRUE(s->Features(good, f.data()).ok());
+}
+
+// A peer that keeps sending while never taking its replies: at most
+// max_queued_per_endpoint (64) requests are held for it; the next one is not
+// queued, its endpoint is closed (counted), and what it held is given back.
+TEST_P(DataPlaneTest, APeerThatFloodsWithoutTakingRepliesIsClosedNotQueuedWithoutBound) {
+  // Over shared memory the flooding sender stalls on its own first (its
+  // sends stop completing long before 64 requests are queued: seen here),
+  // so the queue limit is reached over tcp only.
+  if (Shm()) GTEST_SKIP() << "over shared memory the sender stalls before the server's queue limit";
+  StartServers(2);
+  RawPeer flood;
+  flood.IgnoreRendezvousReplies();
+  flood.Connect(servers_[1]->data_port());
+  const int64_t begin = servers_[1]->view().node_begin, n = servers_[1]->view().num_nodes();
+  std::vector<int64_t> ids(2000);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = begin + static_cast<int64_t>(i) % n;
+  for (uint64_t r = 1; r <= 90; ++r) {
+    rpc::wire::RequestHeader h;
+    h.method = static_cast<uint8_t>(rpc::DataMethod::kFeatures);
+    h.request_id = r;
+    // 11 MB owed each; once its endpoint is closed, sends no longer complete.
+    flood.Send(rpc::wire::kAmRequest, &h, sizeof h, ids.data(), ids.size() * 8, true, 100);
+  }
+  nlohmann::json j;
+  for (int i = 0; i < 200; ++i) {
+    flood.Progress(20);
+    j = nlohmann::json::parse(servers_[1]->StatsJson())["data_plane"];
+    if (j["refused_requests"].get<int64_t>() > 0 && j["endpoints_open"].get<int64_t>() == 0) break;
+  }
+  EXPECT_GT(j["refused_requests"].get<int64_t>(), 0);
+  EXPECT_EQ(j["endpoints_open"].get<int64_t>(), 0) << j.dump();
+  // Nothing of it is held once its endpoint is gone (pooled buffers aside:
+  // at most 8 per thread, each at most one reply).
+  EXPECT_LE(j["held_bytes"].get<int64_t>(),
+            int64_t{8} * 2 * static_cast<int64_t>(ids.size()) * 1433 * 4);
   auto cluster = ConnectCluster("ucx");
   std::unique_ptr<Session> s;
   ASSERT_TRUE(cluster->NewSession(&s).ok());
