@@ -4,11 +4,16 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
+#include <ucs/debug/log_def.h>
 #include <ucs/memory/memory_type.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <mutex>
 #include <set>
+
+#include "rpc/ucx/log_limit.h"
 
 namespace fanout::rpc::ucx {
 
@@ -16,7 +21,40 @@ Status Error(const std::string& what, ucs_status_t status) {
   return Status::Unavailable(what + ": " + ucs_status_string(status));
 }
 
+namespace {
+
+// UCX's ERROR and WARN lines, each call site's first printed and the rest of
+// a 10 s window counted (a peer could otherwise grow the log without bound);
+// other levels pass. FANOUT_UCX_LOG_ALL=1 turns the limit off.
+LogLimiter& UcxLogLimiter() {
+  static LogLimiter* l = new LogLimiter();  // never destroyed: UCX may log at exit
+  return *l;
+}
+
+ucs_log_func_rc_t LimitUcxLog(const char* file, unsigned line, const char*, ucs_log_level_t level,
+                              const ucs_log_component_config_t*, const char*, va_list) {
+  if (level > UCS_LOG_LEVEL_WARN) return UCS_LOG_FUNC_RC_CONTINUE;
+  const char* base = std::strrchr(file, '/');
+  std::string summary;
+  const bool print =
+      UcxLogLimiter().Admit(std::string(base ? base + 1 : file) + ":" + std::to_string(line),
+                            LogLimiter::Clock::now(), &summary);
+  if (!summary.empty()) std::fprintf(stderr, "fanout: %s\n", summary.c_str());
+  return print ? UCS_LOG_FUNC_RC_CONTINUE : UCS_LOG_FUNC_RC_STOP;
+}
+
+void InstallUcxLogLimit() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char* all = std::getenv("FANOUT_UCX_LOG_ALL");
+    if (all == nullptr || std::string(all) != "1") ucs_log_push_handler(LimitUcxLog);
+  });
+}
+
+}  // namespace
+
 Status Context::Create(Context* out) {
+  InstallUcxLogLimit();
   ucp_config_t* config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
   if (st != UCS_OK) return Error("reading the UCX configuration (UCX_* variables)", st);
