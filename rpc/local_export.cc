@@ -358,7 +358,9 @@ Status LocalExport::Listen(const std::string& path, const LocalExportOptions& op
     close(fd);
     return s;
   }
-  chmod(path.c_str(), 0660);
+  // connect() needs write permission on the socket file: open to every uid
+  // only where other uids are allowed (SO_PEERCRED is the check that counts).
+  chmod(path.c_str(), options.allowed_uids.empty() ? 0600 : 0666);
   impl_->options = options;
   impl_->listen_fd = fd;
   impl_->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -640,7 +642,7 @@ std::string DefaultLocalSocketPath(const std::string& dataset_id, int partition,
     dir = "/run/fanout";
   else
     dir = "/tmp/fanout-" + std::to_string(geteuid());
-  mkdir(dir.c_str(), 0700);
+  mkdir(dir.c_str(), 0755);  // others may reach a socket here only where --local-uids lets them
   std::string id = dataset_id.substr(0, 32);
   for (char& c : id)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '_';

@@ -144,7 +144,8 @@ class LocalExport : public ExportedMemory {
 
   // Binds `path` (an existing socket file there is replaced when no server
   // answers on it; one that answers is an error) and serves hellos on a
-  // thread of its own until Stop(). The socket file is made 0660.
+  // thread of its own until Stop(). The socket file is made 0600, or 0666
+  // where options allow other uids (their uid is checked on every connect).
   Status Listen(const std::string& path, const LocalExportOptions& options);
   // Idempotent: closes the socket and removes its file. Mappings clients
   // hold stay valid.
@@ -185,7 +186,7 @@ Status FetchLocalExport(const std::string& path, const std::string& token, int t
 
 // The default socket path for a server: $XDG_RUNTIME_DIR/fanout (else
 // /run/fanout as root, /tmp/fanout-<uid> otherwise), file
-// <dataset id>-p<partition>-<rpc port>.sock. The folder is made 0700 when
+// <dataset id>-p<partition>-<rpc port>.sock. The folder is made 0755 when
 // missing.
 std::string DefaultLocalSocketPath(const std::string& dataset_id, int partition, int rpc_port);
 
