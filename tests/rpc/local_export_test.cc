@@ -228,6 +228,33 @@ TEST(LocalExportTest, UidsNotAllowedAndWrongTokensAreRefusedAndCounted) {
   EXPECT_TRUE(FetchLocalExport(path, "secret-token", 2000, &m).ok());
 }
 
+// Another uid listed in allowed_uids maps the export (the socket is open to
+// it); not listed, it is refused by the socket's mode or by SO_PEERCRED.
+TEST(LocalExportTest, AnotherUidMapsOnlyWhereAllowed) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run a client as another uid";
+  const uid_t nobody = 65534;
+  for (bool allow : {true, false}) {
+    Arrays a;
+    auto e = MakeExport(a);
+    const std::string path = TestPath(allow ? "uid-allowed" : "uid-not");
+    LocalExportOptions o;
+    if (allow) o.allowed_uids = {geteuid(), nobody};
+    ASSERT_TRUE(e->Listen(path, o).ok());
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      if (setgid(nobody) != 0 || setuid(nobody) != 0) _exit(3);
+      std::shared_ptr<LocalMapping> m;
+      Status st = FetchLocalExport(path, "", 2000, &m);
+      _exit(st.ok() ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), allow ? 0 : 1) << (allow ? "allowed" : "not allowed");
+  }
+}
+
 TEST(LocalExportTest, JunkTruncatedAndOversizedHellosAreRefusedNotCrashed) {
   Arrays a;
   auto e = MakeExport(a);
