@@ -30,13 +30,16 @@ void Die(const fanout::Status& st) {
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   using namespace fanout;
-  const std::string dir = (std::filesystem::temp_directory_path() / ("fanout-fuzz-" + std::to_string(getpid()))).string();
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("fanout-fuzz-" + std::to_string(getpid())))
+          .string();
   datasets::RawDataset ds;
   datasets::LoadOptions lo;
   lo.quiet = true;
   std::vector<std::string> notes;
-  Status st = datasets::LoadDataset("planetoid", std::string(FANOUT_SOURCE_DIR) + "/datasets/data/planetoid/cora", lo,
-                                    &ds, &notes);
+  Status st = datasets::LoadDataset(
+      "planetoid", std::string(FANOUT_SOURCE_DIR) + "/datasets/data/planetoid/cora", lo, &ds,
+      &notes);
   if (!st.ok()) Die(st);
   datasets::PartitionOptions po;
   po.num_parts = 1;
@@ -64,7 +67,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using apache::thrift::protocol::TBinaryProtocol;
   using apache::thrift::transport::TMemoryBuffer;
   auto config = fanout::rpc::MakeThriftConfig(1 << 20);
-  auto in_mem = std::make_shared<TMemoryBuffer>(const_cast<uint8_t*>(data), static_cast<uint32_t>(size));
+  auto in_mem =
+      std::make_shared<TMemoryBuffer>(const_cast<uint8_t*>(data), static_cast<uint32_t>(size));
   auto in = std::make_shared<fanout::rpc::ResettingFramedTransport>(in_mem, config);
   auto out_mem = std::make_shared<TMemoryBuffer>();
   auto out = std::make_shared<fanout::rpc::ResettingFramedTransport>(out_mem, config);

@@ -34,8 +34,8 @@ class RpcHandler : public rpc::gen::FanoutIf {
   // Unpacks a sample request's keep list: ids in range, ascending, distinct.
   Status CheckKeep(const std::string& payload, ArrayView<const int64_t>* keep) const;
   // The sample reply holding only neighbors in `keep` (and their edge ids).
-  void PackKept(const sampler::OneHopResult& hop, size_t n, ArrayView<const int64_t> keep, bool eids,
-                rpc::gen::SampleResponse* out);
+  void PackKept(const sampler::OneHopResult& hop, size_t n, ArrayView<const int64_t> keep,
+                bool eids, rpc::gen::SampleResponse* out);
   // Unpacks and range-checks the ids of a request.
   Status CheckIds(const std::string& payload, ArrayView<const int64_t>* ids) const;
   // Runs fn as one Thrift request; a failed Status becomes the IDL exception.
@@ -46,14 +46,16 @@ class RpcHandler : public rpc::gen::FanoutIf {
   void ServeLookup(int method, const std::string& nodes, std::string& out, Fn&& value_of_row);
 
   PartitionService svc_;
-  bool authenticated_;  // this connection presented the token (or none is required)
+  bool authenticated_;               // this connection presented the token (or none is required)
   std::vector<uint64_t> keep_bits_;  // PackKept's bitmap, all zero between requests
 };
 
 class HandlerFactory : public rpc::gen::FanoutIfFactory {
  public:
   explicit HandlerFactory(const ServerState* state) : state_(state) {}
-  rpc::gen::FanoutIf* getHandler(const apache::thrift::TConnectionInfo&) override { return new RpcHandler(state_); }
+  rpc::gen::FanoutIf* getHandler(const apache::thrift::TConnectionInfo&) override {
+    return new RpcHandler(state_);
+  }
   void releaseHandler(rpc::gen::FanoutIf* h) override { delete h; }
 
  private:

@@ -7,9 +7,10 @@
 namespace fanout::server {
 
 const char* MethodName(int m) {
-  static const char* kNames[] = {"partition_info", "sample_neighbors", "lookup_features", "lookup_labels",
-                                 "lookup_degrees", "lookup_splits",    "lookup_original_ids", "ping",
-                                 "note_failover", "has_edges", "report_local"};
+  static const char* kNames[] = {
+      "partition_info", "sample_neighbors", "lookup_features",     "lookup_labels",
+      "lookup_degrees", "lookup_splits",    "lookup_original_ids", "ping",
+      "note_failover",  "has_edges",        "report_local"};
   return m >= 0 && m < kNumMethods ? kNames[m] : "unknown";
 }
 
@@ -53,7 +54,8 @@ void ServerMetrics::Tick(int64_t rss_bytes) {
   s.at = std::chrono::steady_clock::now();
   counters_.Snapshot(&s.values);
   HistoryPoint h;
-  h.unix_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  h.unix_s =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   h.rss_bytes = rss_bytes;
   std::lock_guard<std::mutex> lock(mu_);
   if (!ring_.empty()) {
@@ -93,7 +95,8 @@ std::string ServerMetrics::HistoryJson(double seconds) const {
     std::lock_guard<std::mutex> lock(mu_);
     h = history_;
   }
-  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   nlohmann::json points = nlohmann::json::array();
   for (const HistoryPoint& p : h) {
     if (p.unix_s < now - seconds) continue;
@@ -114,50 +117,59 @@ std::string ServerMetrics::Prometheus(const std::string& extra) const {
   counters_.Snapshot(&v);
   std::string out;
   char line[256];
-  out += "# HELP fanout_requests_total RPC requests by method and outcome.\n# TYPE fanout_requests_total counter\n";
+  out +=
+      "# HELP fanout_requests_total RPC requests by method and outcome.\n# TYPE "
+      "fanout_requests_total counter\n";
   for (int m = 0; m < kNumMethods; ++m)
     for (int o = 0; o < kNumOutcomes; ++o) {
-      std::snprintf(line, sizeof line, "fanout_requests_total{method=\"%s\",outcome=\"%s\"} %lld\n", MethodName(m),
-                    OutcomeName(o), static_cast<long long>(v[RequestIndex(m, o)]));
+      std::snprintf(line, sizeof line, "fanout_requests_total{method=\"%s\",outcome=\"%s\"} %lld\n",
+                    MethodName(m), OutcomeName(o), static_cast<long long>(v[RequestIndex(m, o)]));
       out += line;
     }
   auto counter = [&](const char* name, const char* help, int idx) {
-    std::snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s counter\n%s %lld\n", name, help, name, name,
-                  static_cast<long long>(v[idx]));
+    std::snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s counter\n%s %lld\n", name, help, name,
+                  name, static_cast<long long>(v[idx]));
     out += line;
   };
-  out += "# HELP fanout_path_requests_total Requests answered, by path (thrift, ucx).\n"
-         "# TYPE fanout_path_requests_total counter\n";
+  out +=
+      "# HELP fanout_path_requests_total Requests answered, by path (thrift, ucx).\n"
+      "# TYPE fanout_path_requests_total counter\n";
   for (int p = 0; p < kNumPaths; ++p) {
     std::snprintf(line, sizeof line, "fanout_path_requests_total{path=\"%s\"} %lld\n", PathName(p),
                   static_cast<long long>(v[PathRequestIndex(p)]));
     out += line;
   }
-  out += "# HELP fanout_path_reply_bytes_total Reply payload bytes sent, by path (thrift, ucx).\n"
-         "# TYPE fanout_path_reply_bytes_total counter\n";
+  out +=
+      "# HELP fanout_path_reply_bytes_total Reply payload bytes sent, by path (thrift, ucx).\n"
+      "# TYPE fanout_path_reply_bytes_total counter\n";
   for (int p = 0; p < kNumPaths; ++p) {
-    std::snprintf(line, sizeof line, "fanout_path_reply_bytes_total{path=\"%s\"} %lld\n", PathName(p),
-                  static_cast<long long>(v[PathBytesIndex(p)]));
+    std::snprintf(line, sizeof line, "fanout_path_reply_bytes_total{path=\"%s\"} %lld\n",
+                  PathName(p), static_cast<long long>(v[PathBytesIndex(p)]));
     out += line;
   }
   counter("fanout_sampled_nodes_total", "Nodes whose neighbors were sampled.", kSampledNodes);
   counter("fanout_sampled_edges_total", "Sampled edges returned.", kSampledEdges);
   counter("fanout_feature_rows_total", "Feature rows served.", kFeatureRows);
   counter("fanout_feature_bytes_total", "Feature bytes served.", kFeatureBytes);
-  std::snprintf(line, sizeof line, "# HELP fanout_in_flight_requests Requests being processed.\n"
+  std::snprintf(line, sizeof line,
+                "# HELP fanout_in_flight_requests Requests being processed.\n"
                 "# TYPE fanout_in_flight_requests gauge\nfanout_in_flight_requests %lld\n",
                 static_cast<long long>(v[kInFlight]));
   out += line;
-  out += "# HELP fanout_request_duration_seconds RPC latency by method.\n# TYPE fanout_request_duration_seconds histogram\n";
+  out +=
+      "# HELP fanout_request_duration_seconds RPC latency by method.\n# TYPE "
+      "fanout_request_duration_seconds histogram\n";
   for (int m = 0; m < kNumMethods; ++m) {
     int64_t cum = 0;
     for (int k = 0; k < kBuckets; ++k) {
       cum += v[BucketIndex(m, k)];
       if (k == kBuckets - 1) {
-        std::snprintf(line, sizeof line, "fanout_request_duration_seconds_bucket{method=\"%s\",le=\"+Inf\"} %lld\n",
+        std::snprintf(line, sizeof line,
+                      "fanout_request_duration_seconds_bucket{method=\"%s\",le=\"+Inf\"} %lld\n",
                       MethodName(m), static_cast<long long>(cum));
       } else {
-        std::snprintf(line, sizeof line, "fanout_request_duration_seconds_bucket{method=\"%s\",le=\"%.6g\"} %lld\n",
+        std::snprintf(line, sizeof line,
+                      "fanout_request_duration_seconds_bucket{method=\"%s\",le=\"%.6g\"} %lld\n",
                       MethodName(m), BucketUpperSeconds(k), static_cast<long long>(cum));
       }
       out += line;
@@ -165,7 +177,8 @@ std::string ServerMetrics::Prometheus(const std::string& extra) const {
     std::snprintf(line, sizeof line,
                   "fanout_request_duration_seconds_sum{method=\"%s\"} %.6f\n"
                   "fanout_request_duration_seconds_count{method=\"%s\"} %lld\n",
-                  MethodName(m), v[LatencySumIndex(m)] * 1e-6, MethodName(m), static_cast<long long>(cum));
+                  MethodName(m), v[LatencySumIndex(m)] * 1e-6, MethodName(m),
+                  static_cast<long long>(cum));
     out += line;
   }
   out += extra;
@@ -203,7 +216,8 @@ std::string ServerMetrics::WindowsJson() const {
       auto rate = [&](int idx) { return (now_v[idx] - b->values[idx]) / dt; };
       int64_t reqs = 0;
       for (int m = 0; m < kNumMethods; ++m)
-        for (int o = 0; o < kNumOutcomes; ++o) reqs += now_v[RequestIndex(m, o)] - b->values[RequestIndex(m, o)];
+        for (int o = 0; o < kNumOutcomes; ++o)
+          reqs += now_v[RequestIndex(m, o)] - b->values[RequestIndex(m, o)];
       j = {{"window_s", dt},
            {"sampled_edges_per_s", rate(kSampledEdges)},
            {"sampled_nodes_per_s", rate(kSampledNodes)},
@@ -226,10 +240,12 @@ std::string ServerMetrics::WindowsJson() const {
       total += d[k];
     }
     if (total == 0) continue;
-    lat[MethodName(m)] = {{"count", total}, {"p50_ms", PercentileMs(d, total, 0.5)},
+    lat[MethodName(m)] = {{"count", total},
+                          {"p50_ms", PercentileMs(d, total, 0.5)},
                           {"p99_ms", PercentileMs(d, total, 0.99)}};
   }
-  nlohmann::json out = {{"throughput", tp}, {"latency", lat.is_null() ? nlohmann::json::object() : lat}};
+  nlohmann::json out = {{"throughput", tp},
+                        {"latency", lat.is_null() ? nlohmann::json::object() : lat}};
   return out.dump();
 }
 

@@ -614,8 +614,7 @@ class RawPeer {
     ASSERT_EQ(ucp_ep_create(worker_, &ep, &ep_), UCS_OK);
   }
   void Send(uint16_t id, const void* header, size_t hlen, const void* data, size_t len,
-            bool reply = true,
-            int drive_ms = 5000) {
+            bool reply = true, int drive_ms = 5000) {
     ucp_request_param_t prm{};
     prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     prm.flags = reply ? UCP_AM_SEND_FLAG_REPLY : 0;

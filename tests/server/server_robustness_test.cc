@@ -8,7 +8,9 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <thrift/protocol/TBinaryProtocol.h>
+#include <thrift/server/TThreadedServer.h>
 #include <thrift/transport/TBufferTransports.h>
+#include <thrift/transport/TServerSocket.h>
 #include <thrift/transport/TSocket.h>
 #include <unistd.h>
 
@@ -18,13 +20,10 @@
 #include <future>
 #include <thread>
 
-#include <thrift/server/TThreadedServer.h>
-#include <thrift/transport/TServerSocket.h>
-
 #include "gen-cpp/Fanout.h"
+#include "rpc/codec.h"
 #include "rpc/framed_transport.h"
 #include "server/handler.h"
-#include "rpc/codec.h"
 #include "tests/server/server_fixture.h"
 
 namespace fanout::server {
@@ -35,7 +34,8 @@ using testing::ServerTest;
 
 // Sends raw bytes on a fresh connection; returns true if the server closed
 // the connection (or reset it) within `seconds`.
-bool SendRawAndExpectClose(int port, const std::string& bytes, bool close_after_send = false, double seconds = 5) {
+bool SendRawAndExpectClose(int port, const std::string& bytes, bool close_after_send = false,
+                           double seconds = 5) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -128,7 +128,8 @@ TEST_F(RobustnessTest, ClientThatDisconnectsMidRequestDoesNotHurtOthers) {
   rpc::gen::FanoutClient writer(proto);
   writer.send_lookup_features(rpc::Pack(ArrayView<const int64_t>(ids)));
   std::string wire = mem->getBufferAsString();
-  for (int i = 0; i < 5; ++i) SendRawAndExpectClose(servers_[0]->port(), wire, /*close_after_send=*/true);
+  for (int i = 0; i < 5; ++i)
+    SendRawAndExpectClose(servers_[0]->port(), wire, /*close_after_send=*/true);
   ExpectStillServing();
   // The server answered or gave up on each; none is stuck in flight. (Five
   // 46 MB replies take a while under the thread sanitizer: a generous bound,
@@ -149,7 +150,8 @@ TEST_F(RobustnessTest, OneConnectionCarriesWellOverAGigabyteEachWay) {
   int64_t request_bytes = 0;
   while (request_bytes < (int64_t{1100} << 20)) {
     Status st = client->Sample(big, call, &reply);
-    ASSERT_TRUE(st.ok()) << "after " << (request_bytes >> 20) << " MiB of requests: " << st.ToString();
+    ASSERT_TRUE(st.ok()) << "after " << (request_bytes >> 20)
+                         << " MiB of requests: " << st.ToString();
     request_bytes += static_cast<int64_t>(big.size() * 8);
   }
   std::vector<int64_t> ids(1024);
@@ -167,8 +169,9 @@ TEST_F(RobustnessTest, OneConnectionCarriesWellOverAGigabyteEachWay) {
 
 // Serves partition 0 of Cora with the given transport factory and counts the
 // request bytes one connection carries before it breaks (stops at `limit`).
-int64_t RequestBytesUntilFailure(std::shared_ptr<apache::thrift::transport::TTransportFactory> transports,
-                                 int64_t limit, std::string* failure) {
+int64_t RequestBytesUntilFailure(
+    std::shared_ptr<apache::thrift::transport::TTransportFactory> transports, int64_t limit,
+    std::string* failure) {
   auto state = std::make_unique<ServerState>();
   auto data = std::make_shared<datasets::PartitionData>();
   EXPECT_TRUE(datasets::OpenPartition(testing::CoraDir(1), 0, {}, data.get()).ok());
@@ -177,8 +180,9 @@ int64_t RequestBytesUntilFailure(std::shared_ptr<apache::thrift::transport::TTra
   state->graph = data->Graph();
   auto socket = std::make_shared<apache::thrift::transport::TServerSocket>("127.0.0.1", 0);
   auto server = std::make_shared<apache::thrift::server::TThreadedServer>(
-      std::make_shared<rpc::gen::FanoutProcessorFactory>(std::make_shared<HandlerFactory>(state.get())), socket,
-      transports, std::make_shared<apache::thrift::protocol::TBinaryProtocolFactory>());
+      std::make_shared<rpc::gen::FanoutProcessorFactory>(
+          std::make_shared<HandlerFactory>(state.get())),
+      socket, transports, std::make_shared<apache::thrift::protocol::TBinaryProtocolFactory>());
   std::thread serve([&] { server->serve(); });
   while (socket->getPort() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   std::unique_ptr<rpc::RpcClient> client;
@@ -207,14 +211,16 @@ TEST(FramedTransportTest, Thrift017StockTransportDropsLongConnectionsAndOursDoes
   // TFramedTransport, the server closes a connection after ~100 MB of
   // cumulative requests (the default max message size).
   std::string failure;
-  int64_t stock = RequestBytesUntilFailure(std::make_shared<apache::thrift::transport::TFramedTransportFactory>(),
-                                           int64_t{400} << 20, &failure);
+  int64_t stock = RequestBytesUntilFailure(
+      std::make_shared<apache::thrift::transport::TFramedTransportFactory>(), int64_t{400} << 20,
+      &failure);
   EXPECT_LT(stock, int64_t{101} << 20);
   EXPECT_GT(stock, int64_t{90} << 20);
   EXPECT_THAT(failure, HasSubstr("Unavailable"));
   failure.clear();
-  int64_t ours = RequestBytesUntilFailure(std::make_shared<rpc::ResettingFramedTransportFactory>(int64_t{256} << 20),
-                                          int64_t{400} << 20, &failure);
+  int64_t ours = RequestBytesUntilFailure(
+      std::make_shared<rpc::ResettingFramedTransportFactory>(int64_t{256} << 20),
+      int64_t{400} << 20, &failure);
   EXPECT_EQ(failure, "");
   EXPECT_GE(ours, int64_t{400} << 20);
 }
@@ -258,8 +264,8 @@ TEST(ServerProcessTest, SubprocessServesAndExitsCleanlyOnSigterm) {
     dup2(out[1], 2);
     close(out[0]);
     std::string bin = std::string(FANOUT_BIN_DIR) + "/fanout-server";
-    execl(bin.c_str(), bin.c_str(), "--dataset", dir.c_str(), "--partition", "1", "--port", "0", "--admin-port", "0",
-          nullptr);
+    execl(bin.c_str(), bin.c_str(), "--dataset", dir.c_str(), "--partition", "1", "--port", "0",
+          "--admin-port", "0", nullptr);
     _exit(127);
   }
   close(out[1]);
