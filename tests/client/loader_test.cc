@@ -774,22 +774,31 @@ TEST_F(LoaderTest, AReplicaThatStopsMidEpochChangesNoBatch) {
   }
 }
 
+// Cora's 2 partitions served by 2 fanout-server processes each (partition p:
+// kids[2p], kids[2p+1]), killed by `reaper` at the end, and the cluster spec
+// listing them.
+void StartReplicatedCora(std::vector<server::testing::Child>* kids, server::testing::Reaper* reaper,
+                         ClusterSpec* spec) {
+  const std::string& dir = server::testing::CoraDir(2);
+  kids->reserve(4);
+  for (int i = 0; i < 4; ++i) {
+    kids->push_back(server::testing::StartChild(dir, i / 2));
+    reaper->c.push_back(&kids->back());
+    ASSERT_GT(kids->back().port, 0) << "fanout-server did not start";
+  }
+  const auto& k = *kids;
+  spec->replicas = {{k[0].address(), k[1].address()}, {k[2].address(), k[3].address()}};
+}
+
 // Replicas as fanout-server processes (2 partitions x 2): kill -9 of one and,
 // in another run, SIGSTOP of another, each mid-epoch: every batch equals the
 // undisturbed run's (the stopped one is found by the deadline).
 TEST(LoaderFaultTest, AReplicaKilledOrStoppedMidEpochChangesNoBatch) {
-  using server::testing::Child;
-  const std::string& dir = server::testing::CoraDir(2);
-  std::vector<Child> kids;  // partition 0: kids[0], kids[1]; partition 1: kids[2], kids[3]
-  kids.reserve(4);
+  std::vector<server::testing::Child>
+      kids;  // partition 0: kids[0], kids[1]; partition 1: kids[2], kids[3]
   server::testing::Reaper reaper;
-  for (int i = 0; i < 4; ++i) {
-    kids.push_back(server::testing::StartChild(dir, i / 2));
-    reaper.c.push_back(&kids.back());
-    ASSERT_GT(kids.back().port, 0) << "fanout-server did not start";
-  }
   ClusterSpec spec;
-  spec.replicas = {{kids[0].address(), kids[1].address()}, {kids[2].address(), kids[3].address()}};
+  ASSERT_NO_FATAL_FAILURE(StartReplicatedCora(&kids, &reaper, &spec));
   rpc::RpcOptions ro;
   ro.call_timeout_ms = 1500;
   ro.failover_backoff_ms = 10;
@@ -848,18 +857,11 @@ TEST(LoaderFaultTest, AReplicaKilledOrStoppedMidEpochChangesNoBatch) {
 // go to the other replica; no batch changes. (Without that the epoch would
 // wait out the 120 s deadline; the test asserts on the counters, not time.)
 TEST(LoaderFaultTest, AStoppedReplicaIsGivenUpOnItsHealthVerdictNotItsDeadline) {
-  using server::testing::Child;
-  const std::string& dir = server::testing::CoraDir(2);
-  std::vector<Child> kids;  // partition 0: kids[0], kids[1]; partition 1: kids[2], kids[3]
-  kids.reserve(4);
+  std::vector<server::testing::Child>
+      kids;  // partition 0: kids[0], kids[1]; partition 1: kids[2], kids[3]
   server::testing::Reaper reaper;
-  for (int i = 0; i < 4; ++i) {
-    kids.push_back(server::testing::StartChild(dir, i / 2));
-    reaper.c.push_back(&kids.back());
-    ASSERT_GT(kids.back().port, 0) << "fanout-server did not start";
-  }
   ClusterSpec spec;
-  spec.replicas = {{kids[0].address(), kids[1].address()}, {kids[2].address(), kids[3].address()}};
+  ASSERT_NO_FATAL_FAILURE(StartReplicatedCora(&kids, &reaper, &spec));
   rpc::RpcOptions ro;
   ro.call_timeout_ms = 120000;
   ro.health_check_ms = 200;
