@@ -441,6 +441,7 @@ class ClusterSession : public Session {
     }
     by_part_.resize(k);
     served_.assign(k, 0);
+    reprobe_at_.assign(k, std::chrono::steady_clock::time_point{});
     local_hops_.resize(k);
     local_counts_.resize(k);
     work_.resize(k);
@@ -496,6 +497,7 @@ class ClusterSession : public Session {
   Status Exchange(const rpc::DataRequest* base, SinkFn&& sink, SendFn&& send, ReceiveFn&& receive) {
     const int k = c_->num_parts();
     if (c_->health_checks_) GoHome();
+    if (channel_) Reprobe();
     std::vector<char> owed(k, 0);  // 1 thrift, 2 data plane
     via_dp_.assign(k, 0);
     Status st;
@@ -723,6 +725,37 @@ class ClusterSession : public Session {
     c_->NoteFallback(Address(p), why.message());
     peer_[p] = -1;
     ++stats_.fallbacks;
+    reprobe_at_[p] = std::chrono::steady_clock::now() + ReprobeInterval();
+  }
+
+  std::chrono::milliseconds ReprobeInterval() const {
+    return std::chrono::milliseconds(c_->options_.health_check_ms > 0 ? c_->options_.health_check_ms
+                                                                      : 1000);
+  }
+
+  // A server whose data plane failed is asked again once per interval
+  // (health_check_ms; only while its health checks pass, where they run) and
+  // is back on the data plane once it answers: one slow moment does not keep
+  // it on Thrift for the rest of the session.
+  void Reprobe() {
+    const auto now = std::chrono::steady_clock::now();
+    for (int p = 0; p < c_->num_parts(); ++p) {
+      if (peer_[p] >= 0 || reprobe_at_[p] == std::chrono::steady_clock::time_point{} ||
+          now < reprobe_at_[p])
+        continue;
+      if (info_[p].data_port <= 0 || (c_->health_checks_ && !c_->Healthy(p, replica_[p]))) {
+        reprobe_at_[p] = now + ReprobeInterval();
+        continue;
+      }
+      Status st = ConnectDataPlane(p);
+      reprobe_at_[p] = st.ok() ? std::chrono::steady_clock::time_point{} : now + ReprobeInterval();
+      if (st.ok()) {
+        ++stats_.reprobes;
+        std::fprintf(stderr,
+                     "fanout: data plane to server %s answers again; its requests go over it\n",
+                     Address(p).c_str());
+      }
+    }
   }
 
   // Reply bytes of partition p's last Thrift exchange.
@@ -1351,6 +1384,8 @@ class ClusterSession : public Session {
 
   const Cluster* c_;
   std::vector<char> served_;  // per partition: this call's part was served here (not sent)
+  std::vector<std::chrono::steady_clock::time_point>
+      reprobe_at_;  // per partition: when to try its data plane again
   std::vector<sampler::OneHopResult> local_hops_;   // per partition: its hop sampled here
   std::vector<std::vector<int32_t>> local_counts_;  // ... and its per-node counts
   sampler::HopSampler local_sampler_;

@@ -37,6 +37,7 @@ struct SessionStats {
   int64_t retries = 0;          // requests sent again after Unavailable or DeadlineExceeded
   int64_t failovers = 0;        // times a partition moved to another replica
   int64_t health_abandons = 0;  // requests given up because their replica failed its health check
+  int64_t reprobes = 0;         // servers back on the data plane after a fallback
 };
 
 // One thread's handle on a source (its own connections and scratch).

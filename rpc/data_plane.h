@@ -208,7 +208,9 @@ class DataPlaneChannel {
 
   // Opens an endpoint to a data-plane listener and proves it with a ping
   // within options.connect_timeout_ms; `name` (the server's RPC address) is
-  // used in errors. Returns the peer's index in *peer.
+  // used in errors. Returns the peer's index in *peer: the same index as
+  // before for a server connected to before and idle now (no slot per
+  // reconnect).
   // `ticket`: the server's data-plane ticket (PartitionInfo), sent with every
   // request; empty where the server requires none.
   Status Connect(const std::string& host, int port, const std::string& name, int* peer,

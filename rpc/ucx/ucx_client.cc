@@ -396,17 +396,29 @@ void DataPlaneChannel::Impl::Close(Peer* p) {
 Status DataPlaneChannel::Connect(const std::string& host, int port, const std::string& name,
                                  int* peer, const std::string& ticket) {
   Impl& i = *impl_;
-  if (i.peers.size() >= 0xffff)
-    return Status::ResourceExhausted("too many data-plane peers on one channel");
-  auto p = std::make_unique<Peer>();
-  p->channel = &i;
-  p->index = static_cast<int>(i.peers.size());
-  p->host = host;
-  p->port = port;
-  p->name = name;
-  p->ticket = ticket;
-  Peer* raw = p.get();
-  i.peers.push_back(std::move(p));
+  // The same server again (a failover back, a re-probe after a fallback):
+  // its idle peer slot is reused, so reconnecting does not grow the channel.
+  Peer* raw = nullptr;
+  for (auto& q : i.peers)
+    if (!q->busy && q->host == host && q->port == port && q->name == name && q->ticket == ticket) {
+      raw = q.get();
+      if (raw->ep != nullptr) i.Close(raw);
+      raw->aborted = false;
+      break;
+    }
+  if (raw == nullptr) {
+    if (i.peers.size() >= 0xffff)
+      return Status::ResourceExhausted("too many data-plane peers on one channel");
+    auto p = std::make_unique<Peer>();
+    p->channel = &i;
+    p->index = static_cast<int>(i.peers.size());
+    p->host = host;
+    p->port = port;
+    p->name = name;
+    p->ticket = ticket;
+    raw = p.get();
+    i.peers.push_back(std::move(p));
+  }
   FANOUT_RETURN_IF_ERROR(i.Open(raw));
   DataRequest ping;
   ping.method = DataMethod::kPing;

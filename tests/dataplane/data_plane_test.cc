@@ -429,6 +429,15 @@ TEST_P(DataPlaneTest, AStoppedServerEndsInDeadlineExceededNamingItAndTheOthersSt
   ASSERT_TRUE(again.ok()) << again.ToString();
   EXPECT_EQ(0, std::memcmp(f.data(), want.data(), f.size() * 4));
   EXPECT_GE(s->stats().fallbacks, 1);
+  // The server that fell back to Thrift is asked again after the re-probe
+  // interval (health_check_ms) and is back on the data plane.
+  std::this_thread::sleep_for(std::chrono::milliseconds(ro.health_check_ms + 200));
+  const int64_t ucx_before = s->stats().ucx_bytes, thrift_before = s->stats().thrift_bytes;
+  ASSERT_TRUE(s->Features(ids, f.data()).ok());
+  EXPECT_EQ(0, std::memcmp(f.data(), want.data(), f.size() * 4));
+  EXPECT_GE(s->stats().reprobes, 1);
+  EXPECT_EQ(s->stats().thrift_bytes, thrift_before);  // both servers over the data plane again
+  EXPECT_GT(s->stats().ucx_bytes, ucx_before);
 }
 
 TEST(DataPlaneKillLoop, ClientLoopForKillTest) {
