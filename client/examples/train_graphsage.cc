@@ -131,12 +131,11 @@ int main(int argc, char** argv) {
           std::printf(
               "epoch %3d  loss %.4f  val_acc %.3f  test_acc %.3f  (%.2f s; %.1f batches/s, %.1f k "
               "sampled edges/s, "
-              "%.1f MB of features received, replies ucx %.1f MB + thrift %.1f MB, %.3f s waiting "
-              "on the network, "
-              "all since start)\n",
+              "%.1f MB of features received, replies ucx %.1f MB + thrift %.1f MB, read here from "
+              "co-located servers %.1f MB, %.3f s waiting on the network, all since start)\n",
               r.epoch, r.loss, r.val_acc, r.test_acc, r.seconds, t.batches_per_s(),
               t.sampled_edges_per_s() / 1e3, t.feature_bytes / 1e6, t.ucx_bytes / 1e6,
-              t.thrift_bytes / 1e6, t.network_wait_s);
+              t.thrift_bytes / 1e6, t.local_bytes / 1e6, t.network_wait_s);
         });
     // Replicas that failed a request or a health check, or took over from one.
     if (the_cluster)
