@@ -522,12 +522,22 @@ class ClusterSession : public Session {
       if (owed[p] == 2) {
         // Where health checks run, a replica found down is given up at once
         // rather than waited on for the whole deadline.
-        const int64_t given_up = channel_->stats().given_up;
+        const int64_t given_up = channel_->stats().given_up,
+                      aborted = channel_->stats().aborted_by_reset;
         const int r = replica_[p];
-        st = channel_->Wait(peer_[p], c_->health_checks_ ? std::function<bool()>([this, p, r] {
-                              return !c_->Healthy(p, r);
-                            })
-                                                         : std::function<bool()>());
+        const std::function<bool()> down_now =
+            c_->health_checks_ ? std::function<bool()>([this, p, r] { return !c_->Healthy(p, r); })
+                               : std::function<bool()>();
+        st = channel_->Wait(peer_[p], down_now);
+        if (!st.ok() && channel_->stats().aborted_by_reset > aborted) {
+          // Lost to a reset for another server's timeout, not a failure of
+          // this one: the same request again on its data plane (the endpoint
+          // reopens), once.
+          rpc::DataRequest again = *base;
+          again.ids = by_part_[p];
+          st = channel_->Post(peer_[p], again, sink(p));
+          if (st.ok()) st = channel_->Wait(peer_[p], down_now);
+        }
         owed[p] = 0;
         if (st.ok()) {
           via_dp_[p] = 1;

@@ -192,8 +192,9 @@ struct ChannelStats {
   int64_t reply_bytes = 0;   // payload bytes received
   int64_t rndv_replies = 0;  // replies received by rendezvous (straight into the sink)
   int64_t resets = 0;        // times a timeout reset the channel (fresh worker, endpoints reopened)
-  int64_t stray_replies = 0;  // replies for no request in flight (dropped)
-  int64_t given_up = 0;       // requests abandoned when Wait's give_up said so
+  int64_t stray_replies = 0;     // replies for no request in flight (dropped)
+  int64_t given_up = 0;          // requests abandoned when Wait's give_up said so
+  int64_t aborted_by_reset = 0;  // requests lost to a reset for another peer's timeout
 };
 
 // One thread's UCX worker with endpoints to several servers; one request in

@@ -99,7 +99,10 @@ struct DataPlaneChannel::Impl {
 
   Status Open(Peer* p);
   Status WaitFor(Peer* p, int timeout_ms, const std::function<bool()>& give_up = {});
-  void Close(Peer* p);
+  // Closes p's endpoint and waits until UCX has let go of its sink, at
+  // most until `deadline` (5 s from now by default).
+  void Close(Peer* p) { Close(p, Clock::now() + std::chrono::seconds(5)); }
+  void Close(Peer* p, Clock::time_point deadline);
   Status RegisterHandler();
   void Reset(const std::string& why);
   void StartReceive(Peer* p);
@@ -292,9 +295,10 @@ Status DataPlaneChannel::Impl::RegisterHandler() {
 // So a timeout resets the whole channel: every endpoint closed, the requests
 // still in flight reported as aborted, and a fresh worker (fresh FIFO).
 void DataPlaneChannel::Impl::Reset(const std::string& why) {
+  const auto deadline = Clock::now() + std::chrono::seconds(5);  // one for all peers
   for (auto& p : peers) {
     const bool owed = p->busy;
-    Close(p.get());
+    Close(p.get(), deadline);
     p->failed = true;  // reopened on the next Post()
     p->fail_reason = why;
     if (owed) {
@@ -366,7 +370,7 @@ Status DataPlaneChannel::Impl::Open(Peer* p) {
 
 // Cancels what is in flight, closes the endpoint and waits (bounded) until
 // UCX has let go of the sink.
-void DataPlaneChannel::Impl::Close(Peer* p) {
+void DataPlaneChannel::Impl::Close(Peer* p, Clock::time_point deadline) {
   if (p->rndv_desc != nullptr) {
     ucp_am_data_release(worker.get(), p->rndv_desc);
     p->rndv_desc = nullptr;
@@ -378,7 +382,6 @@ void DataPlaneChannel::Impl::Close(Peer* p) {
     prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     prm.flags = UCP_EP_CLOSE_FLAG_FORCE;
     ucs_status_ptr_t r = ucp_ep_close_nbx(p->ep, &prm);
-    auto deadline = Clock::now() + std::chrono::seconds(5);
     if (r != nullptr && !UCS_PTR_IS_ERR(r)) {
       while (ucp_request_check_status(r) == UCS_INPROGRESS && Clock::now() < deadline)
         ucp_worker_progress(worker.get());
@@ -386,7 +389,6 @@ void DataPlaneChannel::Impl::Close(Peer* p) {
     }
     p->ep = nullptr;
   }
-  auto deadline = Clock::now() + std::chrono::seconds(5);
   while ((p->recv_req != nullptr || p->send_req != nullptr) && Clock::now() < deadline)
     ucp_worker_progress(worker.get());
   p->busy = false;
@@ -525,6 +527,7 @@ Status DataPlaneChannel::Impl::WaitFor(Peer* p, int timeout_ms,
                                        const std::function<bool()>& give_up) {
   if (p->aborted) {
     p->aborted = false;
+    ++stats->aborted_by_reset;
     return Status::Unavailable("server " + p->name +
                                ": the data-plane request was abandoned: " + p->abort_reason);
   }

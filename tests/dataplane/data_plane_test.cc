@@ -440,6 +440,47 @@ TEST_P(DataPlaneTest, AStoppedServerEndsInDeadlineExceededNamingItAndTheOthersSt
   EXPECT_GT(s->stats().ucx_bytes, ucx_before);
 }
 
+// A reset for one server's timeout aborts the other servers' requests in
+// flight on the channel; those are sent again on the data plane, not moved to
+// Thrift. Partition 0's replica in use is stopped (its request times out and
+// goes to the other replica); partition 1's server stays on the data plane.
+TEST_P(DataPlaneTest, APeerAbortedByAnotherPeersResetStaysOnTheDataPlane) {
+  const std::string& dir = server::testing::CoraDir(2);
+  Child c0a = StartChild(dir, 0), c0b = StartChild(dir, 0), c1 = StartChild(dir, 1);
+  Reaper reaper{{&c0a, &c0b, &c1}};
+  ASSERT_GT(c0a.data_port, 0);
+  ASSERT_GT(c0b.data_port, 0);
+  ASSERT_GT(c1.data_port, 0);
+  ClusterSpec spec;
+  spec.replicas = {
+      {"127.0.0.1:" + std::to_string(c0a.port), "127.0.0.1:" + std::to_string(c0b.port)},
+      {"127.0.0.1:" + std::to_string(c1.port)}};
+  spec.has_data_plane = true;
+  spec.data_plane = rpc::DataPlaneMode::kAuto;
+  rpc::RpcOptions ro;
+  ro.call_timeout_ms = 1000;
+  ro.connect_timeout_ms = 1000;
+  ro.health_check_ms = 0;  // the timeout, not a health verdict, ends the wait
+  ro.failover_backoff_ms = 10;
+  std::shared_ptr<Cluster> cluster;
+  ASSERT_TRUE(Cluster::Connect(spec, ro, &cluster).ok());
+  std::unique_ptr<Session> s;
+  ASSERT_TRUE(cluster->NewSession(&s).ok());  // the first session starts on c0a
+  std::vector<int64_t> ids = EveryNodeScrambled();
+  std::vector<float> f(ids.size() * 1433), want(ids.size() * 1433);
+  ASSERT_TRUE(s->Features(ids, want.data()).ok());
+  StopProcess(c0a.pid);
+  Status st = s->Features(ids, f.data());
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(0, std::memcmp(f.data(), want.data(), f.size() * 4));
+  EXPECT_GE(s->stats().failovers, 1);
+  EXPECT_EQ(s->stats().fallbacks, 0);  // partition 1 was not moved to Thrift
+  const int64_t thrift = s->stats().thrift_bytes;
+  ASSERT_TRUE(s->Features(ids, f.data()).ok());
+  EXPECT_EQ(s->stats().thrift_bytes, thrift);  // both partitions on the data plane (c0b, c1)
+  kill(c0a.pid, SIGCONT);
+}
+
 TEST(DataPlaneKillLoop, ClientLoopForKillTest) {
   const char* ports = std::getenv("FANOUT_KILL_LOOP_PORTS");
   if (ports == nullptr) GTEST_SKIP() << "run by ClientsKilledMidRequestNeverTakeTheDataPlaneDown";
