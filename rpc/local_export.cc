@@ -239,11 +239,15 @@ struct LocalExport::Impl {
   int mem_fd = -1;
 
   void Refuse(int fd, int code, const std::string& why, std::atomic<int64_t>* counter) {
+    // Counted and recorded before the answer leaves (a peer that has it may
+    // read the stats at once).
     ++*counter;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      last_refusal = why;
+    }
     std::string a = EncodeAnswer(code, why);
     (void)!send(fd, a.data(), a.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-    std::lock_guard<std::mutex> lock(mu);
-    last_refusal = why;
   }
   bool UidAllowed(uid_t uid) const {
     if (options.allowed_uids.empty()) return uid == geteuid();
@@ -435,9 +439,11 @@ void LocalExport::Impl::Answer(int fd) {
   c->cmsg_type = SCM_RIGHTS;
   c->cmsg_len = CMSG_LEN(sizeof(int));
   std::memcpy(CMSG_DATA(c), &mem_fd, sizeof(int));
-  if (sendmsg(fd, &r, MSG_DONTWAIT | MSG_NOSIGNAL) == static_cast<ssize_t>(answer.size())) {
-    ++handed;
-  } else {
+  // Counted before the answer leaves, so that whoever has the descriptor
+  // sees it counted (Stats() read right after a fetch).
+  ++handed;
+  if (sendmsg(fd, &r, MSG_DONTWAIT | MSG_NOSIGNAL) != static_cast<ssize_t>(answer.size())) {
+    --handed;
     ++timed_out;  // a peer that does not read (its buffer full) or is gone
   }
 }
