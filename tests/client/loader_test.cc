@@ -790,6 +790,35 @@ void StartReplicatedCora(std::vector<server::testing::Child>* kids, server::test
   spec->replicas = {{k[0].address(), k[1].address()}, {k[2].address(), k[3].address()}};
 }
 
+// One NodeLoader epoch through `spec`: its batches into *out, its stats into
+// *stats; `fault` (where given) runs once `fault_at` batches are in.
+void RunEpoch(const ClusterSpec& spec, const rpc::RpcOptions& ro, const std::vector<int64_t>& seeds,
+              const LoaderOptions& o, size_t fault_at, const std::function<void()>& fault,
+              std::vector<MiniBatch>* out, LoaderStats* stats) {
+  std::shared_ptr<Cluster> c;
+  Status st = Cluster::Connect(spec, ro, &c);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  NodeLoader loader(c, seeds, o);
+  MiniBatch b;
+  while (loader.Next(&b)) {
+    out->push_back(b);
+    if (fault && out->size() == fault_at) fault();
+  }
+  *stats = loader.stats();
+}
+
+// The same batches, tensor for tensor (n_id, edge_index, edge_id, x, y).
+void ExpectSameBatches(const std::vector<MiniBatch>& a, const std::vector<MiniBatch>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_TRUE(torch::equal(a[i].n_id, b[i].n_id)) << i;
+    EXPECT_TRUE(torch::equal(a[i].edge_index, b[i].edge_index)) << i;
+    EXPECT_TRUE(torch::equal(a[i].edge_id, b[i].edge_id)) << i;
+    EXPECT_TRUE(torch::equal(a[i].x, b[i].x)) << i;
+    EXPECT_TRUE(torch::equal(a[i].y, b[i].y)) << i;
+  }
+}
+
 // Replicas as fanout-server processes (2 partitions x 2): kill -9 of one and,
 // in another run, SIGSTOP of another, each mid-epoch: every batch equals the
 // undisturbed run's (the stopped one is found by the deadline).
@@ -809,47 +838,31 @@ TEST(LoaderFaultTest, AReplicaKilledOrStoppedMidEpochChangesNoBatch) {
   o.fanouts = {5, 5};
   o.seed = 5;
   o.edge_ids = true;
-  auto run = [&](const std::function<void()>& fault, std::vector<MiniBatch>* out) {
-    std::shared_ptr<Cluster> c;
-    Status st = Cluster::Connect(spec, ro, &c);
-    ASSERT_TRUE(st.ok()) << st.ToString();
-    NodeLoader loader(c, seeds, o);
-    MiniBatch b;
-    while (loader.Next(&b)) {
-      out->push_back(b);
-      if (fault && out->size() == 4) fault();
+  // With a fault: failed over, counted on both servers (the failed one and
+  // the one that took over).
+  auto expect_failed_over = [](const LoaderStats& s) {
+    EXPECT_GE(s.failovers, 1);
+    EXPECT_GE(s.retries, 1);
+    int64_t failures = 0, failovers_to = 0;
+    ASSERT_EQ(s.servers.size(), 4u);
+    for (const ReplicaHealth& h : s.servers) {
+      failures += h.failures;
+      failovers_to += h.failovers_to;
     }
-    if (fault) {
-      const LoaderStats s = loader.stats();
-      EXPECT_GE(s.failovers, 1);
-      EXPECT_GE(s.retries, 1);
-      // Per server: the failed one, and the one that took over.
-      int64_t failures = 0, failovers_to = 0;
-      ASSERT_EQ(s.servers.size(), 4u);
-      for (const ReplicaHealth& h : s.servers) {
-        failures += h.failures;
-        failovers_to += h.failovers_to;
-      }
-      EXPECT_GE(failures, 1);
-      EXPECT_GE(failovers_to, 1);
-    }
-  };
-  auto expect_same = [](const std::vector<MiniBatch>& a, const std::vector<MiniBatch>& b) {
-    ASSERT_EQ(a.size(), b.size());
-    for (size_t i = 0; i < a.size(); ++i) {
-      EXPECT_TRUE(torch::equal(a[i].n_id, b[i].n_id)) << i;
-      EXPECT_TRUE(torch::equal(a[i].edge_index, b[i].edge_index)) << i;
-      EXPECT_TRUE(torch::equal(a[i].edge_id, b[i].edge_id)) << i;
-      EXPECT_TRUE(torch::equal(a[i].x, b[i].x)) << i;
-      EXPECT_TRUE(torch::equal(a[i].y, b[i].y)) << i;
-    }
+    EXPECT_GE(failures, 1);
+    EXPECT_GE(failovers_to, 1);
   };
   std::vector<MiniBatch> calm, killed, stopped;
-  run(nullptr, &calm);
-  run([&] { server::testing::KillProcess(&kids[2]); }, &killed);
-  expect_same(calm, killed);
-  run([&] { server::testing::StopProcess(kids[1].pid); }, &stopped);
-  expect_same(calm, stopped);
+  LoaderStats s;
+  RunEpoch(spec, ro, seeds, o, 0, nullptr, &calm, &s);
+  RunEpoch(
+      spec, ro, seeds, o, 4, [&] { server::testing::KillProcess(&kids[2]); }, &killed, &s);
+  expect_failed_over(s);
+  ExpectSameBatches(calm, killed);
+  RunEpoch(
+      spec, ro, seeds, o, 4, [&] { server::testing::StopProcess(kids[1].pid); }, &stopped, &s);
+  expect_failed_over(s);
+  ExpectSameBatches(calm, stopped);
 }
 
 // A replica SIGSTOPped mid-epoch, with a deadline far longer than the test:
@@ -872,29 +885,14 @@ TEST(LoaderFaultTest, AStoppedReplicaIsGivenUpOnItsHealthVerdictNotItsDeadline) 
   o.batch_size = 64;
   o.fanouts = {5, 5};
   o.seed = 9;
+  o.edge_ids = true;
   o.num_workers = 2;  // sessions start on alternate replicas: one is on each
-  auto run = [&](bool stop, std::vector<MiniBatch>* out, LoaderStats* stats) {
-    std::shared_ptr<Cluster> c;
-    Status st = Cluster::Connect(spec, ro, &c);
-    ASSERT_TRUE(st.ok()) << st.ToString();
-    NodeLoader loader(c, seeds, o);
-    MiniBatch b;
-    while (loader.Next(&b)) {
-      out->push_back(b);
-      if (stop && out->size() == 3) server::testing::StopProcess(kids[1].pid);
-    }
-    *stats = loader.stats();
-  };
   std::vector<MiniBatch> calm, stopped;
   LoaderStats s0, s1;
-  run(false, &calm, &s0);
-  run(true, &stopped, &s1);
-  ASSERT_EQ(calm.size(), stopped.size());
-  for (size_t i = 0; i < calm.size(); ++i) {
-    EXPECT_TRUE(torch::equal(calm[i].n_id, stopped[i].n_id)) << i;
-    EXPECT_TRUE(torch::equal(calm[i].edge_index, stopped[i].edge_index)) << i;
-    EXPECT_TRUE(torch::equal(calm[i].x, stopped[i].x)) << i;
-  }
+  RunEpoch(spec, ro, seeds, o, 0, nullptr, &calm, &s0);
+  RunEpoch(
+      spec, ro, seeds, o, 3, [&] { server::testing::StopProcess(kids[1].pid); }, &stopped, &s1);
+  ExpectSameBatches(calm, stopped);
   EXPECT_EQ(s0.health_abandons, 0);
   EXPECT_GE(s1.health_abandons, 1);
   EXPECT_GE(s1.failovers, 1);
