@@ -37,7 +37,8 @@ Status PinThisThread(int index) {
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
   int rc = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-  if (rc != 0) return Status::Internal("pinning to cpu " + std::to_string(cpu) + ": " + std::strerror(rc));
+  if (rc != 0)
+    return Status::Internal("pinning to cpu " + std::to_string(cpu) + ": " + std::strerror(rc));
   return Status::OK();
 }
 
@@ -49,6 +50,24 @@ int64_t ResidentSetBytes() {
   std::fclose(f);
   if (n != 2) return 0;
   return static_cast<int64_t>(pages_resident) * sysconf(_SC_PAGESIZE);
+}
+
+ResidentBreakdown ResidentSetBreakdown() {
+  ResidentBreakdown r;
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return r;
+  char line[256];
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    long long kib = 0;
+    if (std::sscanf(line, "RssAnon: %lld kB", &kib) == 1)
+      r.anon = kib * 1024;
+    else if (std::sscanf(line, "RssFile: %lld kB", &kib) == 1)
+      r.file = kib * 1024;
+    else if (std::sscanf(line, "RssShmem: %lld kB", &kib) == 1)
+      r.shmem = kib * 1024;
+  }
+  std::fclose(f);
+  return r;
 }
 
 int64_t PeakResidentSetBytes() {

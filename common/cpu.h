@@ -19,6 +19,15 @@ Status PinThisThread(int index);
 int64_t ResidentSetBytes();
 int64_t PeakResidentSetBytes();
 
+// The resident set split as the kernel counts it (/proc/self/status): the
+// process's own heap and stacks (anon), mapped files (file: the binary and
+// its libraries), and shared memory (shmem: a server's sealed partition
+// export, or a client's mapped partitions, or UCX's shared-memory FIFOs).
+struct ResidentBreakdown {
+  int64_t anon = 0, file = 0, shmem = 0;
+};
+ResidentBreakdown ResidentSetBreakdown();
+
 // Asks the kernel to back [p, p + bytes) with transparent huge pages (the
 // 2 MiB-aligned interior of the range). Call it before the memory is first
 // touched; random-access arrays (CSR, id maps) then miss the TLB far less.

@@ -27,16 +27,21 @@ ConnectionLimits ConnectionLimits::Defaults() {
   int64_t conns = std::max<int64_t>(256, int64_t{64} * UsableCpuCount());
   rlimit files{};
   if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY)
-    conns = std::min<int64_t>(conns, std::max<int64_t>(16, static_cast<int64_t>(files.rlim_cur) / 2));
+    conns =
+        std::min<int64_t>(conns, std::max<int64_t>(16, static_cast<int64_t>(files.rlim_cur) / 2));
   l.max_connections = static_cast<int>(conns);
   l.idle_timeout_ms = 600000;
   l.frame_timeout_ms = 60000;
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  l.max_inflight_bytes = pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page / 4 : int64_t{1} << 30;
+  l.max_inflight_bytes =
+      pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page / 4 : int64_t{1} << 30;
   return l;
 }
 
-ConnectionGuard::ConnectionGuard(ConnectionLimits limits) : limits_(limits) {
+ConnectionGuard::ConnectionGuard(ConnectionLimits limits, std::shared_ptr<MemoryBudget> budget)
+    : limits_(limits),
+      budget_(budget ? std::move(budget)
+                     : std::make_shared<MemoryBudget>(limits.max_inflight_bytes)) {
   int64_t tick = 1000;
   if (limits_.idle_timeout_ms > 0) tick = std::min(tick, limits_.idle_timeout_ms / 4);
   if (limits_.frame_timeout_ms > 0) tick = std::min(tick, limits_.frame_timeout_ms / 4);
@@ -44,8 +49,10 @@ ConnectionGuard::ConnectionGuard(ConnectionLimits limits) : limits_(limits) {
 }
 
 std::string ConnectionGuard::RefusalMessage() const {
-  return "server at its connection limit (--max-connections " + std::to_string(limits_.max_connections) +
-         ", every connection inside a request): connection refused; retry later or use another replica";
+  return "server at its connection limit (--max-connections " +
+         std::to_string(limits_.max_connections) +
+         ", every connection inside a request): connection refused; retry later or use another "
+         "replica";
 }
 
 std::unique_ptr<ConnectionGuard::Connection> ConnectionGuard::Admit(int fd) {
@@ -67,6 +74,7 @@ std::unique_ptr<ConnectionGuard::Connection> ConnectionGuard::Admit(int fd) {
     // next call on it reconnects.
     ::shutdown(oldest->fd_, SHUT_RDWR);
     oldest->shut_ = true;
+    budget_->Wake();
     Release(oldest, lock);
     ++stats_.evicted_idle;
   }
@@ -80,7 +88,7 @@ std::unique_ptr<ConnectionGuard::Connection> ConnectionGuard::Admit(int fd) {
 
 void ConnectionGuard::Release(Connection* c, const std::lock_guard<std::mutex>&) {
   stats_.inflight_bytes -= c->reserved_;
-  if (c->reserved_ > 0) budget_cv_.notify_all();
+  budget_->Give(c->reserved_);
   c->reserved_ = 0;
   if (c->listed_) {
     open_.erase(c->pos_);
@@ -98,8 +106,8 @@ void ConnectionGuard::Connection::Idle() {
   std::lock_guard<std::mutex> lock(guard_->mu_);
   if (reserved_ > 0) {
     guard_->stats_.inflight_bytes -= reserved_;
+    guard_->budget_->Give(reserved_);
     reserved_ = 0;
-    guard_->budget_cv_.notify_all();
   }
   idle_ = true;
   since_ = Clock::now();
@@ -107,30 +115,36 @@ void ConnectionGuard::Connection::Idle() {
 
 bool ConnectionGuard::Connection::Begin(int64_t bytes) {
   ConnectionGuard& g = *guard_;
-  std::unique_lock<std::mutex> lock(g.mu_);
-  assert(reserved_ == 0);
-  if (idle_) {  // the frame's first byte: its deadline starts
-    idle_ = false;
-    since_ = Clock::now();
-  }
-  const int64_t limit = g.limits_.max_inflight_bytes;
-  if (limit <= 0 || refused_) return true;
-  bytes = std::min(bytes, limit);  // a frame larger than the whole budget waits for all of it
-  if (g.stats_.inflight_bytes + bytes > limit) {
-    ++g.stats_.memory_waits;
-    auto fits = [&] { return shut_ || g.stats_.inflight_bytes + bytes <= limit; };
-    if (g.limits_.frame_timeout_ms > 0) {
-      if (!g.budget_cv_.wait_for(lock, std::chrono::milliseconds(g.limits_.frame_timeout_ms), fits)) {
-        ++g.stats_.memory_refused;
-        return false;
-      }
-    } else {
-      g.budget_cv_.wait(lock, fits);
+  {
+    std::lock_guard<std::mutex> lock(g.mu_);
+    assert(reserved_ == 0);
+    if (idle_) {  // the frame's first byte: its deadline starts
+      idle_ = false;
+      since_ = Clock::now();
     }
-    if (shut_) return false;
+    if (g.budget_->limit() <= 0 || refused_) return true;
   }
-  reserved_ = bytes;
-  g.stats_.inflight_bytes += bytes;
+  // The budget is taken without the guard's lock (its waits block), and kept
+  // under it (Release gives back what is recorded here).
+  int64_t taken = 0;
+  if (!g.budget_->TryTake(bytes, &taken, /*count_wait=*/false)) {
+    {
+      std::lock_guard<std::mutex> lock(g.mu_);
+      ++g.stats_.memory_waits;
+    }
+    if (!g.budget_->Take(bytes, g.limits_.frame_timeout_ms, &shut_, &taken)) {
+      std::lock_guard<std::mutex> lock(g.mu_);
+      if (!shut_) ++g.stats_.memory_refused;
+      return false;
+    }
+  }
+  std::lock_guard<std::mutex> lock(g.mu_);
+  if (shut_ || !listed_) {  // shut down while it waited: nothing is kept for it
+    g.budget_->Give(taken);
+    return false;
+  }
+  reserved_ = taken;
+  g.stats_.inflight_bytes += taken;
   return true;
 }
 

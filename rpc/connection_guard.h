@@ -14,9 +14,10 @@
 //  - frame_timeout_ms: a request frame must arrive whole within this long of
 //    its first byte, and a reply must be taken by the client within it (a
 //    slow or stalled client loses its connection, not a thread forever).
-//  - max_inflight_bytes: request frames held by all connections together. A
-//    frame that does not fit waits (at most frame_timeout_ms) for others to
-//    finish; then its connection is closed and counted.
+//  - max_inflight_bytes: request frames held by all connections together,
+//    taken from the server's MemoryBudget (memory_budget.h), which its data
+//    plane shares. A frame that does not fit waits (at most frame_timeout_ms)
+//    for others to finish; then its connection is closed and counted.
 //
 // Used by GuardedFramedTransportFactory (framed_transport.h), which admits
 // each accepted socket here. Thread safety: every method is safe from any
@@ -24,13 +25,15 @@
 #ifndef FANOUT_RPC_CONNECTION_GUARD_H_
 #define FANOUT_RPC_CONNECTION_GUARD_H_
 
+#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <list>
 #include <memory>
 #include <mutex>
 #include <string>
+
+#include "rpc/memory_budget.h"
 
 namespace fanout::rpc {
 
@@ -46,22 +49,25 @@ struct ConnectionLimits {
 };
 
 struct ConnectionStats {
-  int64_t open = 0;             // connections now
+  int64_t open = 0;  // connections now
   int64_t peak_open = 0;
-  int64_t accepted = 0;         // admitted since start
-  int64_t refused = 0;          // refused at the limit (every connection busy)
-  int64_t evicted_idle = 0;     // closed to make room at the limit
-  int64_t idle_timeouts = 0;    // closed after idle_timeout_ms without a request
-  int64_t frame_timeouts = 0;   // closed because a frame or reply took longer than frame_timeout_ms
-  int64_t memory_waits = 0;     // frames that waited for the in-flight byte budget
-  int64_t memory_refused = 0;   // connections closed because the budget stayed full
-  int64_t inflight_bytes = 0;   // request bytes held now
-  int64_t tls_failures = 0;     // TLS handshakes or records that failed (wrong CA, expired, no client certificate)
+  int64_t accepted = 0;        // admitted since start
+  int64_t refused = 0;         // refused at the limit (every connection busy)
+  int64_t evicted_idle = 0;    // closed to make room at the limit
+  int64_t idle_timeouts = 0;   // closed after idle_timeout_ms without a request
+  int64_t frame_timeouts = 0;  // closed because a frame or reply took longer than frame_timeout_ms
+  int64_t memory_waits = 0;    // frames that waited for the in-flight byte budget
+  int64_t memory_refused = 0;  // connections closed because the budget stayed full
+  int64_t inflight_bytes = 0;  // request bytes held now by Thrift connections (the budget's share)
+  int64_t tls_failures =
+      0;  // TLS handshakes or records that failed (wrong CA, expired, no client certificate)
 };
 
 class ConnectionGuard {
  public:
-  explicit ConnectionGuard(ConnectionLimits limits);
+  // `budget`: the server's request-memory budget (shared with its data
+  // plane); null makes one of limits.max_inflight_bytes.
+  explicit ConnectionGuard(ConnectionLimits limits, std::shared_ptr<MemoryBudget> budget = nullptr);
   ConnectionGuard(const ConnectionGuard&) = delete;
   ConnectionGuard& operator=(const ConnectionGuard&) = delete;
 
@@ -74,8 +80,8 @@ class ConnectionGuard {
     // Waiting for the next request frame (its budget released).
     void Idle();
     // A frame began (its first byte; again with its size once known):
-    // reserves `bytes` from the in-flight budget, waiting while it is full. false (and counted) when the budget stayed
-    // full for frame_timeout_ms.
+    // reserves `bytes` from the in-flight budget, waiting while it is full. false (and counted)
+    // when the budget stayed full for frame_timeout_ms.
     bool Begin(int64_t bytes);
     // A receive or send wait timed out after the guard's tick: true to keep
     // waiting, false (counted) when the connection's idle or frame deadline
@@ -92,11 +98,12 @@ class ConnectionGuard {
     ConnectionGuard* guard_ = nullptr;
     int fd_ = -1;
     bool refused_ = false;
-    bool listed_ = false;        // in guard_->open_ (GUARDED_BY guard_->mu_)
-    bool idle_ = true;           // GUARDED_BY guard_->mu_
-    bool shut_ = false;          // shut down by the guard (GUARDED_BY guard_->mu_)
-    int64_t reserved_ = 0;       // GUARDED_BY guard_->mu_
-    std::chrono::steady_clock::time_point since_;  // idle or in frame since (GUARDED_BY guard_->mu_)
+    bool listed_ = false;            // in guard_->open_ (GUARDED_BY guard_->mu_)
+    bool idle_ = true;               // GUARDED_BY guard_->mu_
+    std::atomic<bool> shut_{false};  // shut down by the guard (written under guard_->mu_)
+    int64_t reserved_ = 0;           // GUARDED_BY guard_->mu_
+    std::chrono::steady_clock::time_point
+        since_;  // idle or in frame since (GUARDED_BY guard_->mu_)
     std::list<Connection*>::iterator pos_;
   };
 
@@ -109,6 +116,7 @@ class ConnectionGuard {
   // receive timeout): small enough to see each deadline in time.
   int tick_ms() const { return tick_ms_; }
   const ConnectionLimits& limits() const { return limits_; }
+  const std::shared_ptr<MemoryBudget>& budget() const { return budget_; }
   ConnectionStats Stats() const;
   // The refusal the client reads.
   std::string RefusalMessage() const;
@@ -120,11 +128,11 @@ class ConnectionGuard {
   void Release(Connection* c, const std::lock_guard<std::mutex>& mu_held);
 
   const ConnectionLimits limits_;
+  const std::shared_ptr<MemoryBudget> budget_;
   int tick_ms_ = 0;
   mutable std::mutex mu_;
-  std::condition_variable budget_cv_;
-  std::list<Connection*> open_;  // GUARDED_BY(mu_)
-  ConnectionStats stats_;        // GUARDED_BY(mu_)
+  std::list<Connection*> open_;   // GUARDED_BY(mu_)
+  ConnectionStats stats_;         // GUARDED_BY(mu_)
   std::string last_tls_failure_;  // GUARDED_BY(mu_)
 };
 

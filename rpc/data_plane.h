@@ -27,6 +27,7 @@
 #include "common/array_view.h"
 #include "common/pod_vector.h"
 #include "common/status.h"
+#include "rpc/memory_budget.h"
 #include "rpc/rpc_client.h"
 
 namespace fanout::rpc {
@@ -97,6 +98,18 @@ struct DataPlaneServerOptions {
   // When set (wire::kTicketBytes), only requests carrying it are served; the
   // others get Unauthenticated. See PartitionInfo.data_plane_ticket.
   std::string ticket;
+  // The server's request-memory budget, shared with its Thrift connections
+  // (null: none). A rendezvous request's ids are fetched only once its bytes
+  // are taken from it (the rest wait, in order, at most budget_wait_ms, then
+  // are answered ResourceExhausted); an eager one that does not fit is
+  // answered ResourceExhausted at once. Reply buffers in flight are recorded
+  // in it too; a thread starts a new reply while the budget is full only
+  // when none of its own is in flight (the margin: one reply per thread).
+  std::shared_ptr<MemoryBudget> budget;
+  int64_t budget_wait_ms = 60000;
+  // A thread idle this long gives its pooled reply buffers back (and the
+  // allocator its free pages), so memory taken for a burst is returned.
+  int64_t idle_release_ms = 1000;
 };
 
 struct DataPlaneEndpointInfo {
@@ -117,6 +130,10 @@ struct DataPlaneServerStats {
   int64_t unauthenticated = 0;  // requests without the ticket (where one is required)
   int64_t endpoints_open = 0, endpoints_total = 0, endpoints_rejected = 0;
   int64_t held_bytes = 0;  // reply buffers (pooled and in flight) and queued requests, all threads
+  int64_t pooled_bytes = 0;     // of which pooled reply buffers
+  int64_t budget_waits = 0;     // requests whose ids waited for the memory budget
+  int64_t budget_refused = 0;   // requests answered ResourceExhausted: the budget stayed full
+  int64_t memory_releases = 0;  // idle threads that gave their pooled buffers back
   std::vector<DataPlaneEndpointInfo> endpoints;
 };
 

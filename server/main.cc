@@ -101,9 +101,10 @@ int main(int argc, char** argv) {
                  "clients; 0 = never)")
       ->default_val(frame_timeout_s)
       ->check(CLI::Range(0.0, 1e7));
-  app.add_option("--max-inflight-mib", max_inflight_mib,
-                 "Request bytes all connections may hold at once; more waits (default a quarter of "
-                 "memory; 0 = no limit)")
+  app.add_option(
+         "--max-inflight-mib", max_inflight_mib,
+         "Request bytes all connections may hold at once, Thrift and the data plane together; "
+         "more waits (default a quarter of memory; 0 = no limit)")
       ->default_val(max_inflight_mib)
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   app.add_option("--malloc-arenas", malloc_arenas,

@@ -274,6 +274,9 @@ Status PartitionServer::StartDataPlane() {
                                         : std::min(4, std::max(1, UsableCpuCount()));
   o.max_request_bytes = options_.max_frame_bytes;
   o.ticket = state_->data_ticket;
+  o.budget = guard_->budget();  // one request-memory budget for both paths
+  o.budget_wait_ms =
+      options_.limits.frame_timeout_ms > 0 ? options_.limits.frame_timeout_ms : 60000;
   const ServerState* state = state_.get();
   Status st = rpc::DataPlaneServer::Start(
       o, [state] { return std::make_unique<DataPlaneService>(state); }, &data_plane_);
@@ -308,6 +311,10 @@ nlohmann::json DataPlaneJson(const rpc::DataPlaneServer* dp, int port) {
   j["endpoints_total"] = s.endpoints_total;
   j["endpoints_rejected"] = s.endpoints_rejected;
   j["held_bytes"] = s.held_bytes;
+  j["pooled_bytes"] = s.pooled_bytes;
+  j["budget_waits"] = s.budget_waits;
+  j["budget_refused"] = s.budget_refused;
+  j["memory_releases"] = s.memory_releases;
   nlohmann::json eps = nlohmann::json::array();
   for (const auto& e : s.endpoints)
     eps.push_back({{"peer", e.peer},
@@ -336,6 +343,22 @@ nlohmann::json LocalJson(const rpc::LocalExport* e, const std::string& socket) {
           {"overloaded", s.overloaded},
           {"accept_errors", s.accept_errors},
           {"last_refusal", s.last_refusal}};
+}
+
+// The resident set, split into the server's own memory and shared memory
+// (its sealed partition export; no client memory is ever mapped here), and
+// the request-memory budget both paths take from.
+nlohmann::json MemoryJson(int64_t rss, const rpc::MemoryBudget& budget) {
+  const ResidentBreakdown r = ResidentSetBreakdown();
+  const rpc::MemoryBudgetStats b = budget.Stats();
+  return {{"rss_bytes", rss},
+          {"rss_anon_bytes", r.anon},
+          {"rss_file_bytes", r.file},
+          {"rss_shmem_bytes", r.shmem},
+          {"request_budget_bytes", b.limit},
+          {"request_held_bytes", b.held},
+          {"request_peak_bytes", b.peak},
+          {"request_waits", b.waits}};
 }
 
 nlohmann::json ConnectionsJson(const rpc::ConnectionStats& c, const rpc::ConnectionLimits& l) {
@@ -400,9 +423,9 @@ std::string PartitionServer::StatsJson() const {
                       {"feature_dim", meta.feature_dim},
                       {"feature_dtype", datasets::FeatureDTypeName(meta.feature_dtype)},
                       {"num_classes", meta.num_classes}};
-    j["memory"] = {{"rss_bytes", rss},
-                   {"array_bytes", d.RawBytes()},
-                   {"rss_over_arrays", d.RawBytes() > 0 ? double(rss) / d.RawBytes() : 0.0}};
+    j["memory"] = MemoryJson(rss, *guard_->budget());
+    j["memory"]["array_bytes"] = d.RawBytes();
+    j["memory"]["rss_over_arrays"] = d.RawBytes() > 0 ? double(rss) / d.RawBytes() : 0.0;
     j["load_seconds"] = load_seconds_;
     const ServerMetrics& m = state_->metrics;
     int64_t requests = 0;
@@ -421,7 +444,7 @@ std::string PartitionServer::StatsJson() const {
     j["data_plane"] = DataPlaneJson(data_plane_.get(), data_port_);
     j["local"] = LocalJson(export_.get(), state_->local_socket);
   } else {
-    j["memory"] = {{"rss_bytes", rss}};
+    j["memory"] = MemoryJson(rss, *guard_->budget());
   }
   j["rpc_port"] = port_;
   j["connections"] = ConnectionsJson(connection_stats(), options_.limits);
@@ -648,8 +671,23 @@ Status PartitionServer::StartAdmin() {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   admin_->tick_thread = std::thread([this] {
     std::unique_lock<std::mutex> lock(admin_->mu);
+    int64_t seen = -1;  // requests served when last looked at
+    int quiet = 0;      // seconds since the count last moved
     while (!admin_->stop) {
-      if (state_) state_->metrics.Tick(ResidentSetBytes());
+      if (state_) {
+        state_->metrics.Tick(ResidentSetBytes());
+        // After a burst, once no request has been served for 2 s, the
+        // allocator gives its free pages back (glibc keeps what its threads'
+        // arenas freed: a flood of large requests would stay resident).
+        int64_t served = 0;
+        for (int p = 0; p < kNumPaths; ++p) served += state_->metrics.PathRequests(p);
+        if (served != seen) {
+          seen = served;
+          quiet = 0;
+        } else if (++quiet == 2) {
+          malloc_trim(0);
+        }
+      }
       admin_->cv.wait_for(lock, std::chrono::seconds(1));
     }
   });

@@ -120,6 +120,12 @@ int Stats(const std::vector<std::string>& servers, const std::string& token) {
           line += " " + m.get<std::string>();
         line += ", " + std::to_string(dp.value("endpoints_open", 0)) + " endpoints, held " +
                 Human(dp.value("held_bytes", 0.0), "B") + ")";
+        const auto& mem = j.value("memory", nlohmann::json::object());
+        line += "; RSS own " + Human(mem.value("rss_anon_bytes", 0.0), "B") + " + shared " +
+                Human(mem.value("rss_shmem_bytes", 0.0), "B") + " + files " +
+                Human(mem.value("rss_file_bytes", 0.0), "B") + ", requests held " +
+                Human(mem.value("request_held_bytes", 0.0), "B") + " of " +
+                Human(mem.value("request_budget_bytes", 0.0), "B");
         std::set<std::string> tls;
         for (const auto& e : dp.value("endpoints", nlohmann::json::array()))
           tls.insert(e.value("transports", ""));

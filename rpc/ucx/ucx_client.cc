@@ -495,6 +495,10 @@ Status DataPlaneChannel::Post(int peer, const DataRequest& request, const ReplyS
   std::memcpy(p->header.data(), &p->hdr, sizeof p->hdr);
   const void* data = request.ids.data();
   const size_t data_bytes = request.ids.size() * 8;
+  // Large id lists go by rendezvous: the server fetches them when its memory
+  // budget has room for them (an eager one it would have to take, or refuse,
+  // as it arrives).
+  if (data_bytes >= wire::kEagerRequestMaxBytes) prm.flags |= UCP_AM_SEND_FLAG_RNDV;
   ucs_status_ptr_t r = ucp_am_send_nbx(p->ep, wire::kAmRequest, p->header.data(), p->header.size(),
                                        data, data_bytes, &prm);
   ++stats_.requests;

@@ -4,6 +4,7 @@
 // its endpoints' requests in order, at most max_replies_per_endpoint in flight
 // each. Nothing is shared between threads on the request path.
 #include <arpa/inet.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <sys/socket.h>
@@ -34,9 +35,13 @@ struct Pending {
   wire::RequestHeader hdr;
   PodVector<int64_t> ids;
   void* rndv_desc = nullptr;  // data still to fetch with ucp_am_recv_data_nbx
+  int64_t rndv_bytes = 0;     // its size
   bool receiving = false;     // the fetch is in progress
+  bool waited = false;        // counted as waiting for the memory budget
   Status bad;                 // answered with this error instead of served
   Endpoint* ep = nullptr;
+  Clock::time_point arrived = Clock::now();
+  BudgetHold hold;  // the ids' bytes in the server's budget, given back with this
 };
 
 struct Endpoint {
@@ -58,6 +63,7 @@ struct SendCtx {
   std::unique_ptr<ReplyBuffer> buf;
   std::string message;
   int64_t held = 0;
+  BudgetHold hold;  // the reply buffer in the server's budget
 };
 
 }  // namespace
@@ -72,7 +78,7 @@ struct DataPlaneServer::Impl {
   std::atomic<bool> stop{false};
   std::atomic<uint32_t> next_thread{0};
   std::atomic<int64_t> requests{0}, reply_bytes{0}, errors{0}, malformed{0}, refused{0},
-      unauthenticated{0};
+      unauthenticated{0}, budget_waits{0}, budget_refused{0}, memory_releases{0};
   std::atomic<int64_t> endpoints_open{0}, endpoints_total{0}, endpoints_rejected{0};
   std::vector<std::string> memory_types;
   bool stopped = false;
@@ -98,6 +104,7 @@ struct Thread {
   std::vector<std::unique_ptr<ReplyBuffer>> pool;
   std::atomic<int64_t> held_bytes{0};  // pooled buffers (endpoints count their own)
   int sending = 0;                     // replies of all endpoints not yet completed
+  bool budget_waiting = false;         // a request's ids wait for the memory budget
 
   void Run();
   bool Accept();
@@ -112,6 +119,8 @@ struct Thread {
   void Finish(SendCtx* ctx, ucs_status_t status);
   std::unique_ptr<ReplyBuffer> TakeBuffer();
   void GiveBuffer(std::unique_ptr<ReplyBuffer> b);
+  void ReleaseIdleMemory();
+  MemoryBudget* budget() const { return server->options.budget.get(); }
   Endpoint* Find(ucp_ep_h ep) {
     auto it = by_ep.find(ep);
     return it == by_ep.end() ? nullptr : it->second;
@@ -166,12 +175,29 @@ ucs_status_t Thread::OnRequest(void* arg, const void* header, size_t header_leng
     p->bad = std::move(st);
   }
   if (p->bad.ok()) {
-    p->ids.resize(length / 8);
-    ep->held_bytes += static_cast<int64_t>(length);
     if (rndv) {
-      p->rndv_desc = data;  // fetched from the progress loop, never inside a callback
+      // Fetched from the progress loop once the budget has room, never
+      // inside a callback; until then the bytes stay with the sender.
+      p->rndv_desc = data;
+      p->rndv_bytes = static_cast<int64_t>(length);
     } else if (length > 0) {
-      std::memcpy(p->ids.data(), data, length);
+      int64_t taken = 0;
+      MemoryBudget* budget = t->budget();
+      if (budget != nullptr && length <= wire::kEagerRequestMaxBytes) {
+        budget->Force(static_cast<int64_t>(length));  // already here; small
+        taken = static_cast<int64_t>(length);
+      }
+      if (budget != nullptr && taken == 0 &&
+          !budget->TryTake(static_cast<int64_t>(length), &taken)) {
+        ++s->budget_refused;
+        p->bad = Status::ResourceExhausted(
+            "server request memory budget full (--max-inflight-mib): request not taken");
+      } else {
+        p->hold = BudgetHold(t->budget(), taken);
+        p->ids.resize(length / 8);
+        ep->held_bytes += static_cast<int64_t>(length);
+        std::memcpy(p->ids.data(), data, length);
+      }
     }
   }
   const bool keep = p->bad.ok() && rndv;
@@ -196,11 +222,23 @@ void Thread::GiveBuffer(std::unique_ptr<ReplyBuffer> b) {
   pool.push_back(std::move(b));
 }
 
+// After a burst: the pooled buffers (up to 8 of the largest replies) go back,
+// and so do the allocator's free pages (glibc keeps freed chunks below its
+// adaptive mmap threshold, up to 32 MiB each, in its arenas otherwise).
+void Thread::ReleaseIdleMemory() {
+  if (pool.empty()) return;
+  pool.clear();
+  held_bytes = 0;
+  ++server->memory_releases;
+  malloc_trim(0);
+}
+
 void Thread::Finish(SendCtx* ctx, ucs_status_t status) {
   Endpoint* ep = ctx->ep;
   --ep->in_flight;
   --sending;
   ep->held_bytes -= ctx->held;
+  ctx->hold.Reset();
   if (status != UCS_OK) {
     ++server->errors;
     ep->failed = true;
@@ -221,6 +259,10 @@ void Thread::SendReply(Endpoint* ep, uint64_t request_id, const Status& st,
     size = ctx->buf->size();
     ctx->hdr.payload_bytes = size;
     ctx->held = static_cast<int64_t>(ctx->buf->capacity());
+    if (budget() != nullptr) {
+      budget()->Force(ctx->held);
+      ctx->hold = BudgetHold(budget(), ctx->held);
+    }
   } else {
     ++server->errors;
     ctx->message = st.message();
@@ -331,9 +373,32 @@ bool Thread::Accept() {
 
 bool Thread::StartReceives() {
   bool any = false;
+  budget_waiting = false;
+  const auto now = Clock::now();
   for (auto& e : eps) {
     for (auto& p : e->queue) {
       if (p->rndv_desc == nullptr) continue;
+      int64_t taken = 0;
+      if (budget() != nullptr && !budget()->TryTake(p->rndv_bytes, &taken, !p->waited)) {
+        // In order per endpoint: its later requests wait behind this one.
+        if (!p->waited) ++server->budget_waits;
+        p->waited = true;
+        if (now - p->arrived < std::chrono::milliseconds(server->options.budget_wait_ms)) {
+          budget_waiting = true;
+          break;
+        }
+        ucp_am_data_release(worker.get(), p->rndv_desc);
+        p->rndv_desc = nullptr;
+        ++server->budget_refused;
+        p->bad = Status::ResourceExhausted(
+            "server request memory budget full (--max-inflight-mib) for " +
+            std::to_string(server->options.budget_wait_ms) + " ms: request not taken");
+        any = true;
+        continue;
+      }
+      p->hold = BudgetHold(budget(), taken);
+      p->ids.resize(static_cast<size_t>(p->rndv_bytes) / 8);
+      e->held_bytes += p->rndv_bytes;
       void* desc = p->rndv_desc;
       p->rndv_desc = nullptr;
       p->receiving = true;
@@ -363,6 +428,9 @@ bool Thread::Serve() {
     while (!e->failed && !e->queue.empty() && e->in_flight < max_in_flight) {
       Pending* front = e->queue.front().get();
       if (front->receiving || front->rndv_desc != nullptr) break;
+      // A full budget: one reply of this thread's at a time (it always makes
+      // progress; the budget is overdrawn by at most that reply).
+      if (sending > 0 && budget() != nullptr && !budget()->HasRoom()) return any;
       std::unique_ptr<Pending> p = std::move(e->queue.front());
       e->queue.pop_front();
       Answer(e.get(), std::move(p));
@@ -431,6 +499,12 @@ void Thread::Run() {
       continue;
     }
     if (now - last < spin) continue;
+    if (budget_waiting) {
+      // Room in the budget is given back by other threads (and Thrift), with
+      // no UCX event to announce it: look again shortly.
+      worker.WaitForEvents(1);
+      continue;
+    }
     if (sending > 0) {
       // A reply still going out makes progress only when this thread
       // progresses, and no event announces that a shared-memory FIFO the
@@ -447,6 +521,8 @@ void Thread::Run() {
       }
       continue;
     }
+    if (now - last >= std::chrono::milliseconds(server->options.idle_release_ms))
+      ReleaseIdleMemory();
     worker.WaitForEvents(100);
   }
   Shutdown();
@@ -610,6 +686,9 @@ DataPlaneServerStats DataPlaneServer::Stats() const {
   s.errors = i.errors;
   s.malformed = i.malformed;
   s.refused = i.refused;
+  s.budget_waits = i.budget_waits;
+  s.budget_refused = i.budget_refused;
+  s.memory_releases = i.memory_releases;
   s.unauthenticated = i.unauthenticated;
   s.endpoints_open = i.endpoints_open;
   s.endpoints_total = i.endpoints_total;
@@ -617,6 +696,7 @@ DataPlaneServerStats DataPlaneServer::Stats() const {
   for (const auto& t : i.threads) {
     std::lock_guard<std::mutex> lock(t->mu);
     s.held_bytes += t->held_bytes;
+    s.pooled_bytes += t->held_bytes;
     for (const auto& e : t->eps) {
       DataPlaneEndpointInfo info;
       info.peer = e->peer;

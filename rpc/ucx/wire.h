@@ -27,6 +27,12 @@ constexpr uint8_t kRetiredPlace = 8;
 constexpr uint8_t kTicket =
     0x10;  // the header ends with the server's data-plane ticket (kTicketBytes)
 constexpr uint8_t kForceRndv = 0x80;  // reply by rendezvous whatever its size (CUDA sinks)
+// Requests whose ids are at least this many bytes are sent by rendezvous, so
+// that the server fetches them when its memory budget has room; smaller ones
+// come eagerly and are always taken (at most the per-endpoint queue of them).
+// A larger eager request (not from Fanout's client) is taken only while the
+// budget has room, else answered ResourceExhausted.
+constexpr size_t kEagerRequestMaxBytes = 64 << 10;
 
 // The active message's header; its data is the packed int64 node ids.
 struct RequestHeader {

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -674,10 +675,10 @@ class RawPeer {
     ASSERT_EQ(ucp_ep_create(worker_, &ep, &ep_), UCS_OK);
   }
   void Send(uint16_t id, const void* header, size_t hlen, const void* data, size_t len,
-            bool reply = true, int drive_ms = 5000) {
+            bool reply = true, int drive_ms = 5000, bool rndv = false) {
     ucp_request_param_t prm{};
     prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    prm.flags = reply ? UCP_AM_SEND_FLAG_REPLY : 0;
+    prm.flags = (reply ? UCP_AM_SEND_FLAG_REPLY : 0) | (rndv ? UCP_AM_SEND_FLAG_RNDV : 0);
     Drive(ucp_am_send_nbx(ep_, id, header, hlen, data, len, &prm), drive_ms);
   }
   // Collects replies (header + eager data) sent to this peer.
@@ -970,6 +971,162 @@ TEST_P(DataPlaneTest, APeerThatFloodsWithoutTakingRepliesIsClosedNotQueuedWithou
   EXPECT_LE(j["held_bytes"].get<int64_t>(),
             int64_t{8} * 2 * static_cast<int64_t>(ids.size()) * 1433 * 4);
   ExpectOthersServed();
+}
+
+// A fresh peer is served by child server `c` over the data plane (labels of
+// its first two nodes).
+void ExpectChildServed(const Child& c, int64_t first_node) {
+  RawPeer peer;
+  peer.CollectReplies();
+  peer.Connect(c.data_port);
+  rpc::wire::RequestHeader h;
+  h.method = static_cast<uint8_t>(rpc::DataMethod::kLabels);
+  h.request_id = 1;
+  int64_t ids[2] = {first_node, first_node + 1};
+  peer.Send(rpc::wire::kAmRequest, &h, sizeof h, ids, sizeof ids);
+  for (int i = 0; i < 250 && peer.replies.empty(); ++i) peer.Progress(20);
+  ASSERT_EQ(peer.replies.size(), 1u);
+  EXPECT_EQ(peer.replies[0].first.code, 0) << peer.replies[0].second;
+  EXPECT_EQ(peer.replies[0].second.size(), sizeof ids);
+}
+
+// The resident set of process `pid`, and its peak, from /proc (bytes).
+int64_t ProcStatusBytes(pid_t pid, const char* field) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  const std::string want = std::string(field) + ":";
+  while (std::getline(f, line))
+    if (line.rfind(want, 0) == 0) return std::stoll(line.substr(want.size())) * 1024;
+  return 0;
+}
+
+nlohmann::json ChildStats(const Child& c) {
+  httplib::Client http("127.0.0.1", c.admin_port);
+  auto r = http.Get("/stats");
+  if (!r || r->status != 200) return nlohmann::json::object();
+  return nlohmann::json::parse(r->body);
+}
+
+// Floods of large valid requests and of oversized ones from several
+// endpoints at once: the data plane takes request bytes from the server's one
+// budget (--max-inflight-mib, shared with Thrift), so what it holds peaks
+// within the budget plus one reply per progress thread, every valid request
+// is still answered, and after the flood the memory goes back (RSS within
+// 64 MiB + 10% of its value before; the bar).
+TEST_P(DataPlaneTest, FloodsOfLargeRequestsStayWithinTheSharedBudgetAndMemoryGoesBack) {
+  const std::string& dir = server::testing::CoraDir(2);
+  constexpr int64_t kMiB = int64_t{1} << 20;
+  // UCX's rendezvous protocol is left to its own choice on both sides (the
+  // raw peers otherwise ask for get_zcopy, with which these 16 MiB requests to
+  // a child server over shared memory stall before the first is fetched:
+  // seen here, with or without the budget).
+  const char* scheme = std::getenv("UCX_RNDV_SCHEME");
+  const std::string old_scheme = scheme ? scheme : "";
+  setenv("UCX_RNDV_SCHEME", "auto", 1);
+  struct Restore {
+    const char* had;
+    std::string old;
+    ~Restore() {
+      if (had)
+        setenv("UCX_RNDV_SCHEME", old.c_str(), 1);
+      else
+        unsetenv("UCX_RNDV_SCHEME");
+    }
+  } restore{scheme, old_scheme};
+  Child c = StartChild(dir, 1,
+                       {"--max-frame-mib", "16", "--max-inflight-mib", "32", "--admin-port", "0",
+                        "--data-threads", "2"});
+  Reaper reaper{{&c}};
+  ASSERT_GT(c.data_port, 0);
+  ASSERT_GT(c.admin_port, 0);
+  const nlohmann::json part = ChildStats(c)["partition"];
+  const int64_t begin = part["node_begin"], end = part["node_end"];
+  // Warm: one small request over the data plane, then the baseline.
+  ExpectChildServed(c, begin);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const int64_t before = ProcStatusBytes(c.pid, "VmRSS");
+  ASSERT_GT(before, 0);
+
+  // 4 peers x (6 valid requests of 2M ids = 16 MiB, labels: 16 MiB replies,
+  // and 3 oversized ones of 20 MiB), all sent before any is answered.
+  constexpr int kPeers = 4, kValid = 6, kOversized = 3;
+  std::vector<int64_t> valid(2 * kMiB), oversized(20 * kMiB / 8);
+  for (size_t i = 0; i < valid.size(); ++i)
+    valid[i] = begin + static_cast<int64_t>(i) % (end - begin);
+  for (size_t i = 0; i < oversized.size(); ++i) oversized[i] = begin;
+  std::vector<std::unique_ptr<RawPeer>> peers;
+  for (int k = 0; k < kPeers; ++k) {
+    peers.push_back(std::make_unique<RawPeer>());
+    peers.back()->CollectReplies();
+    peers.back()->Connect(c.data_port);
+  }
+  uint64_t id = 1;
+  for (int r = 0; r < kValid + kOversized; ++r)
+    for (auto& p : peers) {
+      rpc::wire::RequestHeader h;
+      h.method = static_cast<uint8_t>(rpc::DataMethod::kLabels);
+      h.request_id = id++;
+      const bool big = r % 3 == 2;
+      const auto& ids = big ? oversized : valid;
+      // As Fanout's client sends them: by rendezvous (fetched when there is room).
+      p->Send(rpc::wire::kAmRequest, &h, sizeof h, ids.data(), ids.size() * 8, true, 1, true);
+    }
+  const int scale = server::testing::TestTimeScale();
+  auto answered = [&] {
+    size_t n = 0;
+    for (auto& p : peers) n += p->replies.size();
+    return n;
+  };
+  const size_t want = static_cast<size_t>(kPeers * (kValid + kOversized));
+  for (int i = 0; i < 3000 * scale && answered() < want; ++i)
+    for (auto& p : peers) p->Progress(2);
+  ASSERT_EQ(answered(), want);
+  int ok = 0, too_big = 0;
+  for (auto& p : peers)
+    for (auto& [h, body] : p->replies) {
+      if (h.code == static_cast<int32_t>(Status::Code::kOk)) {
+        ++ok;
+        EXPECT_EQ(body.size(), valid.size() * 8);
+      } else {
+        ++too_big;
+        EXPECT_THAT(body, HasSubstr("over the limit")) << "only the oversized are refused";
+      }
+    }
+  EXPECT_EQ(ok, kPeers * kValid);
+  EXPECT_EQ(too_big, kPeers * kOversized);
+  const nlohmann::json st = ChildStats(c);
+  const nlohmann::json& mem = st["memory"];
+  const nlohmann::json& dp = st["data_plane"];
+  // The budget was full (requests waited for it) and never held more than
+  // itself plus one 16 MiB reply per thread.
+  EXPECT_GT(dp["budget_waits"].get<int64_t>(), 0) << dp.dump();
+  EXPECT_EQ(dp["budget_refused"].get<int64_t>(), 0) << dp.dump();
+  EXPECT_LE(mem["request_peak_bytes"].get<int64_t>(), 32 * kMiB + 2 * 16 * kMiB) << mem.dump();
+  // The process's peak: the budget, one reply per thread, and UCX's own
+  // staging of 16 MiB transfers over its transports (one per peer).
+  const int64_t peak = ProcStatusBytes(c.pid, "VmHWM");
+  EXPECT_LE(peak - before, 32 * kMiB + 2 * 16 * kMiB + kPeers * 16 * kMiB)
+      << "peak " << peak / kMiB << " MiB, before " << before / kMiB << " MiB";
+
+  std::printf("[ figures  ] RSS before %.1f MiB, peak %.1f MiB, budget peak %.1f MiB\n",
+              before / 1048576.0, peak / 1048576.0,
+              mem["request_peak_bytes"].get<int64_t>() / 1048576.0);
+  peers.clear();  // the flooders go; the server idles
+  const int64_t bar = before + before / 10 + 64 * kMiB;
+  int64_t after = 0;
+  for (int i = 0; i < 100 * scale; ++i) {
+    after = ProcStatusBytes(c.pid, "VmRSS");
+    if (after <= bar && i >= 30) break;  // at least 3 s: the idle releases ran
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::printf("[ figures  ] RSS after the flood and idle %.1f MiB (bar %.1f MiB)\n",
+              after / 1048576.0, bar / 1048576.0);
+  EXPECT_LE(after, bar) << "RSS " << after / kMiB << " MiB after the flood, " << before / kMiB
+                        << " MiB before";
+  const nlohmann::json idle = ChildStats(c);
+  EXPECT_EQ(idle["memory"]["request_held_bytes"].get<int64_t>(), 0) << idle["memory"].dump();
+  EXPECT_EQ(idle["data_plane"]["endpoints_open"].get<int64_t>(), 0);
+  ExpectChildServed(c, begin);
 }
 
 // The server never writes into memory a request names: a request that still

@@ -24,7 +24,7 @@ namespace fanout::server::testing {
 // A fanout-server child process, its ports read from the ready line.
 struct Child {
   pid_t pid = -1;
-  int port = 0, data_port = 0;
+  int port = 0, data_port = 0, admin_port = 0;  // admin: only with --admin-port 0 (else off)
   std::string address() const { return "127.0.0.1:" + std::to_string(port); }
 };
 
@@ -36,8 +36,11 @@ inline Child StartChild(const std::string& dir, int partition,
   EXPECT_EQ(pipe(out), 0);
   const std::string bin = std::string(FANOUT_BIN_DIR) + "/fanout-server",
                     p = std::to_string(partition);
-  std::vector<std::string> args = {bin, "--dataset",    dir, "--partition", p, "--port",
-                                   "0", "--admin-port", "-1"};
+  std::vector<std::string> args = {bin, "--dataset", dir, "--partition", p, "--port", "0"};
+  if (std::find(extra.begin(), extra.end(), "--admin-port") == extra.end()) {
+    args.push_back("--admin-port");
+    args.push_back("-1");
+  }
   args.insert(args.end(), extra.begin(), extra.end());
   // Children are killed and stopped to test the RPC paths' faults: no
   // same-host export unless a test asks for one.
@@ -74,6 +77,8 @@ inline Child StartChild(const std::string& dir, int partition,
   c.port = std::stoi(ready.substr(ready.find("rpc 127.0.0.1:") + 14));
   size_t d = ready.find("data ucx 127.0.0.1:");
   if (d != std::string::npos) c.data_port = std::stoi(ready.substr(d + 19));
+  size_t a = ready.find("admin 127.0.0.1:");
+  if (a != std::string::npos) c.admin_port = std::stoi(ready.substr(a + 16));
   return c;
 }
 
