@@ -1,5 +1,6 @@
 #include "client/cluster.h"
 
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -325,6 +326,12 @@ void Cluster::HealthLoop() {
         if (st.healthy.exchange(false))
           std::fprintf(stderr, "fanout: partition %d: replica %s fails its health check: %s\n", p,
                        replicas_[p][r].c_str(), ok.message().c_str());
+        {
+          // Thrift calls waiting on it end now (their sessions move them to
+          // another replica) instead of at their deadline.
+          std::lock_guard<std::mutex> l(st.mu);
+          for (int fd : st.waiting) ::shutdown(fd, SHUT_RDWR);
+        }
       }
     }
     lock.lock();
@@ -353,6 +360,24 @@ std::vector<int> Cluster::ReplicaOrder(int p, int start) const {
       if (Healthy(p, r) == (pass == 0)) order.push_back(r);
     }
   return order;
+}
+
+void Cluster::WatchCall(int p, int r, int fd) const {
+  Replica& st = *state_[p][r];
+  std::lock_guard<std::mutex> lock(st.mu);
+  st.waiting.insert(fd);
+  // Marked down before this was seen by the health thread's shutdown pass
+  // (it marks first, then shuts down under this lock): end it here.
+  if (!st.healthy.load()) ::shutdown(fd, SHUT_RDWR);
+}
+
+void Cluster::UnwatchCall(int p, int r, int fd) const {
+  Replica& st = *state_[p][r];
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    st.waiting.erase(fd);
+  }
+  ::close(fd);
 }
 
 void Cluster::NoteFailure(int p, int r, const std::string& why) const {
@@ -565,9 +590,9 @@ class ClusterSession : public Session {
       }
       if (owed[p] == 1) {
         owed[p] = 0;
-        st = WithFailover(p, receive(p), [&] {
+        st = WithFailover(p, WatchedReceive(p, receive), [&] {
           Status sent = send(p);
-          return sent.ok() ? receive(p) : sent;
+          return sent.ok() ? WatchedReceive(p, receive) : sent;
         });
         if (st.ok()) stats_.thrift_bytes += ThriftBytes(p);
       }
@@ -579,6 +604,29 @@ class ClusterSession : public Session {
       }
     for (int p = 0; p < k; ++p)
       stats_.requests += !by_part_[p].empty() && !served_[p];  // sent, not served here
+    return st;
+  }
+
+  // receive(p) on partition p's Thrift connection; where health checks run
+  // and p has another replica, a health verdict against its replica ends the
+  // wait at once (the socket is shut down) and the call fails as a deadline,
+  // so that WithFailover moves it on rather than asking that replica again.
+  template <typename ReceiveFn>
+  Status WatchedReceive(int p, ReceiveFn&& receive) {
+    const int r = replica_[p];
+    const int fd = c_->health_checks_ && c_->replicas_[p].size() > 1 && clients_[p]
+                       ? clients_[p]->DupSocket()
+                       : -1;
+    if (fd < 0) return receive(p);
+    c_->WatchCall(p, r, fd);
+    Status st = receive(p);
+    c_->UnwatchCall(p, r, fd);
+    if (!st.ok() && !c_->Healthy(p, r)) {
+      ++stats_.health_abandons;
+      return Status::DeadlineExceeded("server " + c_->replicas_[p][r] +
+                                      " failed its health check while a call waited on it (" +
+                                      st.message() + ")");
+    }
     return st;
   }
 

@@ -124,7 +124,15 @@ class Cluster : public Source {
     std::atomic<int64_t> checks{0}, checks_failed{0}, failures{0}, failovers_to{0};
     std::mutex mu;
     std::string last_error;  // GUARDED_BY(mu)
+    // Sockets of Thrift calls waiting on this replica (dups, see
+    // RpcClient::DupSocket): shut down when it fails its health check, so
+    // those calls end at once and go to another replica.
+    std::set<int> waiting;  // GUARDED_BY(mu)
   };
+  // Registers a Thrift call waiting on replica (p, r); shut down at once
+  // where the replica is already down. Unwatch closes `fd`.
+  void WatchCall(int p, int r, int fd) const;
+  void UnwatchCall(int p, int r, int fd) const;
   Replica& replica_state(int p, int r) const { return *state_[p][r]; }
   bool Healthy(int p, int r) const { return state_[p][r]->healthy.load(std::memory_order_relaxed); }
   // Partition p's replicas in the order to try them from `start` (ring

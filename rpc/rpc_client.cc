@@ -1,5 +1,6 @@
 #include "rpc/rpc_client.h"
 
+#include <fcntl.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <thrift/TApplicationException.h>
@@ -193,6 +194,12 @@ RpcClient::~RpcClient() {
     } catch (...) {
     }
   }
+}
+
+int RpcClient::DupSocket() const {
+  if (impl_->broken || !impl_->socket) return -1;
+  const int fd = impl_->socket->getSocketFD();
+  return fd >= 0 ? ::fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
 }
 
 void RpcClient::Abandon() {

@@ -187,6 +187,11 @@ class RpcClient {
   // Drops the connection (a reply may still be in flight after a failed
   // split call); the next call reconnects.
   void Abandon();
+  // A second descriptor of the connection's socket (-1 when not connected),
+  // which another thread may shut down to end a call waiting on it at once
+  // (the call then fails, the connection is dropped); the caller closes it.
+  // Being a dup, it can never name a reused descriptor.
+  int DupSocket() const;
 
  private:
   struct Impl;

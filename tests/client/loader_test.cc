@@ -869,7 +869,12 @@ TEST(LoaderFaultTest, AReplicaKilledOrStoppedMidEpochChangesNoBatch) {
 // requests waiting on it are given up as soon as its health check fails and
 // go to the other replica; no batch changes. (Without that the epoch would
 // wait out the 120 s deadline; the test asserts on the counters, not time.)
-TEST(LoaderFaultTest, AStoppedReplicaIsGivenUpOnItsHealthVerdictNotItsDeadline) {
+// Over the data plane (kAuto: UCX to these children) and over Thrift (kTcp):
+// a Thrift call waiting on the stopped replica has its socket shut down by the
+// health verdict.
+class StoppedReplicaTest : public ::testing::TestWithParam<rpc::DataPlaneMode> {};
+
+TEST_P(StoppedReplicaTest, AStoppedReplicaIsGivenUpOnItsHealthVerdictNotItsDeadline) {
   std::vector<server::testing::Child>
       kids;  // partition 0: kids[0], kids[1]; partition 1: kids[2], kids[3]
   server::testing::Reaper reaper;
@@ -879,6 +884,7 @@ TEST(LoaderFaultTest, AStoppedReplicaIsGivenUpOnItsHealthVerdictNotItsDeadline) 
   ro.call_timeout_ms = 120000;
   ro.health_check_ms = 200;
   ro.failover_backoff_ms = 10;
+  ro.data_plane = GetParam();
   std::vector<int64_t> seeds(2708);
   for (int64_t i = 0; i < 2708; ++i) seeds[i] = (i * 11) % 2708;
   LoaderOptions o;
@@ -896,7 +902,14 @@ TEST(LoaderFaultTest, AStoppedReplicaIsGivenUpOnItsHealthVerdictNotItsDeadline) 
   EXPECT_EQ(s0.health_abandons, 0);
   EXPECT_GE(s1.health_abandons, 1);
   EXPECT_GE(s1.failovers, 1);
+  if (GetParam() == rpc::DataPlaneMode::kTcp) EXPECT_EQ(s1.ucx_bytes, 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(Paths, StoppedReplicaTest,
+                         ::testing::Values(rpc::DataPlaneMode::kAuto, rpc::DataPlaneMode::kTcp),
+                         [](const auto& info) {
+                           return info.param == rpc::DataPlaneMode::kTcp ? "Thrift" : "DataPlane";
+                         });
 
 // Health checks: a replica that stops answering is marked so, new sessions
 // start on the others, and once it is back the sessions whose share it was
