@@ -212,6 +212,7 @@ struct ChannelStats {
   int64_t stray_replies = 0;     // replies for no request in flight (dropped)
   int64_t given_up = 0;          // requests abandoned when Wait's give_up said so
   int64_t aborted_by_reset = 0;  // requests lost to a reset for another peer's timeout
+  int64_t stuck_closes = 0;      // closes after which UCX still held a request: the worker was reset
 };
 
 // One thread's UCX worker with endpoints to several servers; one request in

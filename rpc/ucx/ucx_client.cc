@@ -22,11 +22,21 @@ namespace fanout::rpc {
 
 using Clock = std::chrono::steady_clock;
 
+// The context, and the channels' workers kept for reuse: a channel that goes
+// idle and clean (no request in flight, no failed endpoint) leaves its worker
+// and open endpoints here for the next channel, so sessions that come and go
+// make and drop no UCX workers or endpoints (see ucx::LifecycleMutex for the
+// UCX 1.13 abort that churn can trigger). Declared after `ctx`: destroyed
+// before it.
 struct DataPlaneContext::Impl {
   ucx::Context ctx;
+  std::mutex mu;
+  std::vector<std::unique_ptr<DataPlaneChannel::Impl>> idle;  // GUARDED_BY(mu)
+  static constexpr size_t kMaxIdle = 64;
+  std::unique_ptr<DataPlaneChannel::Impl> Take();
+  void Give(std::unique_ptr<DataPlaneChannel::Impl> impl);
+  ~Impl();
 };
-
-DataPlaneContext::~DataPlaneContext() = default;
 
 Status DataPlaneContext::Create(std::shared_ptr<DataPlaneContext>* out) {
   std::shared_ptr<DataPlaneContext> c(new DataPlaneContext());
@@ -88,7 +98,8 @@ struct Peer {
 }  // namespace
 
 struct DataPlaneChannel::Impl {
-  std::shared_ptr<DataPlaneContext> context;
+  ~Impl();
+  std::shared_ptr<DataPlaneContext> context;  // null while idle in the context's pool
   RpcOptions options;
   std::vector<std::unique_ptr<Peer>> peers;
   // Declared after `peers`, so destroyed before them: destroying the worker
@@ -99,10 +110,14 @@ struct DataPlaneChannel::Impl {
 
   Status Open(Peer* p);
   Status WaitFor(Peer* p, int timeout_ms, const std::function<bool()>& give_up = {});
-  // Closes p's endpoint and waits until UCX has let go of its sink, at
-  // most until `deadline` (5 s from now by default).
+  // Closes p's endpoint and waits until UCX has let go of its request and
+  // sink, at most until `deadline` (5 s from now by default); where it has
+  // not by then, the worker is reset (destroying it is the only way to make
+  // UCX let go: ucp_request_cancel does nothing on AM sends and receives).
   void Close(Peer* p) { Close(p, Clock::now() + std::chrono::seconds(5)); }
   void Close(Peer* p, Clock::time_point deadline);
+  // Close without the reset: true when UCX let go in time.
+  bool Release(Peer* p, Clock::time_point deadline);
   Status RegisterHandler();
   void Reset(const std::string& why);
   void StartReceive(Peer* p);
@@ -298,7 +313,7 @@ void DataPlaneChannel::Impl::Reset(const std::string& why) {
   const auto deadline = Clock::now() + std::chrono::seconds(5);  // one for all peers
   for (auto& p : peers) {
     const bool owed = p->busy;
-    Close(p.get(), deadline);
+    Release(p.get(), deadline);
     p->failed = true;  // reopened on the next Post()
     p->fail_reason = why;
     if (owed) {
@@ -307,7 +322,14 @@ void DataPlaneChannel::Impl::Reset(const std::string& why) {
     }
   }
   ++stats->resets;
+  // Destroying the worker completes (purges) every request still on it,
+  // through callbacks that reach their Peer; none survives into the fresh one.
   Status st = worker.Recreate(context->impl()->ctx.get());
+  for (auto& p : peers) {
+    p->send_req = nullptr;
+    p->recv_req = nullptr;
+    p->rndv_desc = nullptr;
+  }
   if (st.ok()) st = RegisterHandler();
   if (!st.ok())
     for (auto& p : peers)
@@ -318,23 +340,80 @@ Status DataPlaneChannel::Create(std::shared_ptr<DataPlaneContext> context,
                                 const RpcOptions& options, std::unique_ptr<DataPlaneChannel>* out) {
   if (!context) return Status::InvalidArgument("DataPlaneChannel: no context");
   std::unique_ptr<DataPlaneChannel> ch(new DataPlaneChannel());
-  ch->impl_ = std::make_unique<Impl>();
+  ch->impl_ = context->impl()->Take();  // a pooled worker, its endpoints still open
+  const bool fresh = ch->impl_ == nullptr;
+  if (fresh) ch->impl_ = std::make_unique<Impl>();
   Impl& i = *ch->impl_;
   i.context = std::move(context);
   i.options = options;
   i.stats = &ch->stats_;
-  FANOUT_RETURN_IF_ERROR(ucx::Worker::Create(i.context->impl()->ctx.get(), &i.worker));
-  FANOUT_RETURN_IF_ERROR(i.RegisterHandler());
+  if (fresh) {
+    FANOUT_RETURN_IF_ERROR(ucx::Worker::Create(i.context->impl()->ctx.get(), &i.worker));
+    FANOUT_RETURN_IF_ERROR(i.RegisterHandler());
+  }
   *out = std::move(ch);
   return Status::OK();
 }
 
+// What UCX still holds after the deadline is purged when the worker goes
+// (before the peers, while the callers' sinks still live).
+DataPlaneChannel::Impl::~Impl() {
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  for (auto& p : peers) Release(p.get(), deadline);
+  worker.Destroy();
+}
+
+std::unique_ptr<DataPlaneChannel::Impl> DataPlaneContext::Impl::Take() {
+  std::lock_guard<std::mutex> lock(mu);
+  if (idle.empty()) return nullptr;
+  auto i = std::move(idle.back());
+  idle.pop_back();
+  return i;
+}
+
+void DataPlaneContext::Impl::Give(std::unique_ptr<DataPlaneChannel::Impl> impl) {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (idle.size() < kMaxIdle) {
+      idle.push_back(std::move(impl));
+      return;
+    }
+  }
+  impl.reset();  // over the cap: its worker goes, outside the lock
+}
+
+DataPlaneContext::Impl::~Impl() { idle.clear(); }
+
+DataPlaneContext::~DataPlaneContext() = default;
+
 DataPlaneChannel::~DataPlaneChannel() {
   if (!impl_) return;
-  for (auto& p : impl_->peers) impl_->Close(p.get());
+  Impl& i = *impl_;
+  // Requests still in flight (a session dropped mid-exchange) and failed
+  // endpoints are closed now, within one deadline for all; a channel whose
+  // requests UCX let go of in time goes back to the context's pool.
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  bool clean = i.worker.get() != nullptr;
+  for (auto& p : i.peers)
+    if (p->busy || p->failed || p->aborted) {
+      clean &= i.Release(p.get(), deadline);
+      p->aborted = false;
+    }
+  std::shared_ptr<DataPlaneContext> ctx = std::move(i.context);
+  i.stats = nullptr;
+  if (clean && ctx) {
+    ctx->impl()->Give(std::move(impl_));
+  } else {
+    impl_.reset();  // its worker goes while the context still lives
+  }
 }
 
 Status DataPlaneChannel::Impl::Open(Peer* p) {
+  if (p->send_req != nullptr || p->recv_req != nullptr) {
+    // Cannot happen (Close resets the worker when UCX does not let go), but a
+    // stale request must never be taken for the new endpoint's.
+    Reset("server " + p->name + ": a request of the previous endpoint was still in flight");
+  }
   if (worker.get() == nullptr)  // a reset whose fresh worker could not start
     return Status::Unavailable(
         "data plane of server " + p->name + ": this channel has no UCX worker" +
@@ -356,7 +435,11 @@ Status DataPlaneChannel::Impl::Open(Peer* p) {
   params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
   params.err_handler.cb = OnEndpointError;
   params.err_handler.arg = p;
-  ucs_status_t st = ucp_ep_create(worker.get(), &params, &p->ep);
+  ucs_status_t st;
+  {
+    std::lock_guard<std::mutex> lock(ucx::LifecycleMutex());
+    st = ucp_ep_create(worker.get(), &params, &p->ep);
+  }
   freeaddrinfo(res);
   if (st != UCS_OK) {
     p->ep = nullptr;
@@ -368,23 +451,27 @@ Status DataPlaneChannel::Impl::Open(Peer* p) {
   return Status::OK();
 }
 
-// Cancels what is in flight, closes the endpoint and waits (bounded) until
-// UCX has let go of the sink.
-void DataPlaneChannel::Impl::Close(Peer* p, Clock::time_point deadline) {
+// Force-closes the endpoint (which fails what is in flight on it) and
+// progresses (bounded) until UCX has let go of the request and the sink.
+bool DataPlaneChannel::Impl::Release(Peer* p, Clock::time_point deadline) {
   if (p->rndv_desc != nullptr) {
     ucp_am_data_release(worker.get(), p->rndv_desc);
     p->rndv_desc = nullptr;
   }
-  if (p->recv_req != nullptr) ucp_request_cancel(worker.get(), p->recv_req);
-  if (p->send_req != nullptr) ucp_request_cancel(worker.get(), p->send_req);
   if (p->ep != nullptr) {
-    ucp_request_param_t prm{};
-    prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    prm.flags = UCP_EP_CLOSE_FLAG_FORCE;
-    ucs_status_ptr_t r = ucp_ep_close_nbx(p->ep, &prm);
+    ucs_status_ptr_t r;
+    {
+      std::lock_guard<std::mutex> lock(ucx::LifecycleMutex());
+      ucp_request_param_t prm{};
+      prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+      prm.flags = UCP_EP_CLOSE_FLAG_FORCE;
+      r = ucp_ep_close_nbx(p->ep, &prm);
+      ucx::DrainMissedEvents(worker.get());
+    }
     if (r != nullptr && !UCS_PTR_IS_ERR(r)) {
       while (ucp_request_check_status(r) == UCS_INPROGRESS && Clock::now() < deadline)
         ucp_worker_progress(worker.get());
+      // Freed either way: UCX completes a freed request on its own.
       ucp_request_free(r);
     }
     p->ep = nullptr;
@@ -392,7 +479,13 @@ void DataPlaneChannel::Impl::Close(Peer* p, Clock::time_point deadline) {
   while ((p->recv_req != nullptr || p->send_req != nullptr) && Clock::now() < deadline)
     ucp_worker_progress(worker.get());
   p->busy = false;
-  p->rndv_desc = nullptr;
+  return p->recv_req == nullptr && p->send_req == nullptr;
+}
+
+void DataPlaneChannel::Impl::Close(Peer* p, Clock::time_point deadline) {
+  if (Release(p, deadline)) return;
+  ++stats->stuck_closes;
+  Reset("server " + p->name + ": a closed request still held its buffer after the close deadline");
 }
 
 Status DataPlaneChannel::Connect(const std::string& host, int port, const std::string& name,
@@ -404,10 +497,25 @@ Status DataPlaneChannel::Connect(const std::string& host, int port, const std::s
   for (auto& q : i.peers)
     if (!q->busy && q->host == host && q->port == port && q->name == name && q->ticket == ticket) {
       raw = q.get();
-      if (raw->ep != nullptr) i.Close(raw);
       raw->aborted = false;
       break;
     }
+  if (raw != nullptr && raw->ep != nullptr && !raw->failed) {
+    // Still open (a pooled channel's, or a re-probe's): proven by a ping, no
+    // new endpoint; one that does not answer is reopened below.
+    DataRequest ping;
+    ping.method = DataMethod::kPing;
+    ReplySink sink;
+    Status st = Post(raw->index, ping, sink);
+    if (st.ok()) st = i.WaitFor(raw, i.options.connect_timeout_ms);
+    if (st.ok()) {
+      *peer = raw->index;
+      return Status::OK();
+    }
+    if (raw->ep != nullptr) i.Close(raw);
+  } else if (raw != nullptr && raw->ep != nullptr) {
+    i.Close(raw);
+  }
   if (raw == nullptr) {
     if (i.peers.size() >= 0xffff)
       return Status::ResourceExhausted("too many data-plane peers on one channel");

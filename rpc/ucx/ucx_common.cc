@@ -7,6 +7,7 @@
 #include <ucs/debug/log_def.h>
 #include <ucs/memory/memory_type.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -115,12 +116,32 @@ bool Context::HandlesCuda() const {
   return (attr.memory_types & (uint64_t{1} << UCS_MEMORY_TYPE_CUDA)) != 0;
 }
 
+std::mutex& LifecycleMutex() {
+  static std::mutex mu;
+  return mu;
+}
+
+namespace {
+std::atomic<int64_t> g_workers_created{0};
+}  // namespace
+
+int64_t WorkersCreated() { return g_workers_created.load(); }
+
+void DrainMissedEvents(ucp_worker_h w) {
+  if (w != nullptr) ucp_worker_progress(w);
+}
+
 Status Worker::Create(ucp_context_h ctx, Worker* out) {
   ucp_worker_params_t params{};
   params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   params.thread_mode = UCS_THREAD_MODE_SINGLE;
   ucp_worker_h w = nullptr;
-  ucs_status_t st = ucp_worker_create(ctx, &params, &w);
+  ucs_status_t st;
+  {
+    std::lock_guard<std::mutex> lock(LifecycleMutex());
+    st = ucp_worker_create(ctx, &params, &w);
+  }
+  if (st == UCS_OK) ++g_workers_created;
   if (st != UCS_OK) return Error("creating a UCX worker", st);
   int efd = -1;
   if (ucp_worker_get_efd(w, &efd) != UCS_OK) efd = -1;  // a context without wakeup: poll
@@ -130,9 +151,7 @@ Status Worker::Create(ucp_context_h ctx, Worker* out) {
 }
 
 Status Worker::Recreate(ucp_context_h ctx) {
-  if (w_) ucp_worker_destroy(w_);
-  w_ = nullptr;
-  efd_ = -1;
+  Destroy();
   Worker fresh;
   FANOUT_RETURN_IF_ERROR(Create(ctx, &fresh));
   w_ = fresh.w_;
@@ -142,7 +161,11 @@ Status Worker::Recreate(ucp_context_h ctx) {
 }
 
 void Worker::Destroy() {
-  if (w_) ucp_worker_destroy(w_);
+  if (w_) {
+    std::lock_guard<std::mutex> lock(LifecycleMutex());
+    DrainMissedEvents(w_);
+    ucp_worker_destroy(w_);
+  }
   w_ = nullptr;
   efd_ = -1;
 }

@@ -5,6 +5,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,21 @@ class Worker {
   ucp_worker_h w_ = nullptr;
   int efd_ = -1;
 };
+
+// Held around the calls that add or remove UCX async handlers (worker
+// create/destroy, endpoint create/close) in this process. Debian's UCX 1.13.1
+// aborts in __ucs_async_poll_missed (`handler->async == async`; fixed by
+// openucx/ucx #9942) when a worker polls a missed event whose handler id (an
+// fd) was removed and taken meanwhile by another thread's worker: set-up and
+// teardown one at a time, each worker draining its missed events right after
+// it removes handlers, leave no such window between Fanout's own workers.
+std::mutex& LifecycleMutex();
+// UCX workers this process has created (all threads), for tests.
+int64_t WorkersCreated();
+// Progresses `w` once, so that it handles its queued missed async events (of
+// handlers just removed: skipped) before another worker can reuse their ids.
+// REQUIRES: LifecycleMutex() held, outside callbacks.
+void DrainMissedEvents(ucp_worker_h w);
 
 // The transports of an endpoint's lanes ("cma/memory, tcp/lo", ...), from
 // ucp_ep_print_info.

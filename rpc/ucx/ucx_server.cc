@@ -360,7 +360,12 @@ bool Thread::Accept() {
     params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
     params.err_handler.cb = OnEndpointError;
     params.err_handler.arg = ep.get();
-    if (ucp_ep_create(worker.get(), &params, &ep->ep) != UCS_OK) {
+    ucs_status_t created;
+    {
+      std::lock_guard<std::mutex> lock(ucx::LifecycleMutex());
+      created = ucp_ep_create(worker.get(), &params, &ep->ep);
+    }
+    if (created != UCS_OK) {
       --server->endpoints_open;
       continue;
     }
@@ -455,7 +460,12 @@ bool Thread::Reap() {
       ucp_request_param_t prm{};
       prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
       prm.flags = UCP_EP_CLOSE_FLAG_FORCE;
-      ucs_status_ptr_t r = ucp_ep_close_nbx(e->ep, &prm);
+      ucs_status_ptr_t r;
+      {
+        std::lock_guard<std::mutex> lock(ucx::LifecycleMutex());
+        r = ucp_ep_close_nbx(e->ep, &prm);
+        ucx::DrainMissedEvents(worker.get());
+      }
       if (r != nullptr && !UCS_PTR_IS_ERR(r))
         e->close_req = r;
       else
