@@ -50,7 +50,8 @@ struct Measured {
 
 // What every case shares: batches in order, no labels or edge ids, 2
 // workers, 4 batches ahead, one rank.
-fanout::client::LoaderOptions CaseOptions(int64_t batch_size, std::vector<int64_t> fanouts, bool features) {
+fanout::client::LoaderOptions CaseOptions(int64_t batch_size, std::vector<int64_t> fanouts,
+                                          bool features) {
   fanout::client::LoaderOptions o;
   o.batch_size = batch_size;
   o.fanouts = std::move(fanouts);
@@ -90,13 +91,102 @@ Measured Measure(fanout::client::NodeLoader& loader, double seconds,
   return m;
 }
 
-Measured RunLoader(std::shared_ptr<fanout::client::Source> source, const std::vector<int64_t>& seeds, bool features,
-                   double seconds, std::vector<int64_t> fanouts = {15, 10, 5}, int64_t batch_size = 1024,
+Measured RunLoader(std::shared_ptr<fanout::client::Source> source,
+                   const std::vector<int64_t>& seeds, bool features, double seconds,
+                   std::vector<int64_t> fanouts = {15, 10, 5}, int64_t batch_size = 1024,
                    bool subgraph = false) {
   fanout::client::LoaderOptions o = CaseOptions(batch_size, std::move(fanouts), features);
   o.subgraph = subgraph;
   fanout::client::NodeLoader loader(source, seeds, o);
   return Measure(loader, seconds);
+}
+
+// Case failover_stall: partition 0 has two replicas, partition 1 two more
+// (4 server processes); a NodeLoader epoch (features, fanouts [10, 5], batch
+// 1024, 2 workers: one session on each replica of partition 0) with default
+// RpcOptions except the path: the UCX data plane (data_plane "ucx"; "auto"
+// would read co-located partitions from memory and never ask a server).
+// Undisturbed epochs alternate with epochs during which replica 1 of
+// partition 0 is SIGSTOPped after the first 10% of batches (and SIGCONTed
+// after); stall_s = median(stopped) - median(undisturbed). The machine's own
+// limit beside it: the health-check interval, plus one batch's time.
+struct Stall {
+  double calm_s = 0, stopped_s = 0, stall_s = 0, batch_s = 0;
+  int health_check_ms = 0;
+  int64_t batches = 0, health_abandons = 0, failovers = 0;
+};
+
+bool FailoverStall(const std::string& dir, int rounds, Stall* out) {
+  using fanout::bench::ServerProcess;
+  std::vector<ServerProcess> s;
+  for (int i = 0; i < 4; ++i) s.push_back(fanout::bench::StartServerProcess(dir, i / 2, false));
+  fanout::client::ClusterSpec spec;
+  spec.replicas = {{s[0].rpc, s[1].rpc}, {s[2].rpc, s[3].rpc}};
+  fanout::rpc::RpcOptions ro;
+  ro.data_plane = fanout::rpc::DataPlaneMode::kUcx;
+  out->health_check_ms = ro.health_check_ms;
+  fanout::SplitMix64 rng(99);
+  std::shared_ptr<fanout::client::Cluster> probe;
+  if (!fanout::client::Cluster::Connect(spec, ro, &probe).ok()) return false;
+  const int64_t n = probe->num_nodes();
+  probe.reset();
+  std::vector<int64_t> seeds(120 * 1024);
+  for (auto& v : seeds)
+    v = static_cast<int64_t>(fanout::DrawBelow(rng.Next(), static_cast<uint64_t>(n)));
+  auto epoch = [&](bool stop, fanout::client::LoaderStats* stats) {
+    std::shared_ptr<fanout::client::Cluster> c;
+    fanout::Status st = fanout::client::Cluster::Connect(spec, ro, &c);
+    if (!st.ok()) {
+      std::fprintf(stderr, "failover_stall: %s\n", st.ToString().c_str());
+      return -1.0;
+    }
+    fanout::client::LoaderOptions o = CaseOptions(1024, {10, 5}, true);
+    o.num_workers = 2;
+    fanout::client::NodeLoader loader(c, seeds, o);
+    fanout::client::MiniBatch b;
+    const auto start = Clock::now();
+    int64_t got = 0;
+    bool stopped = false;
+    try {
+      while (loader.Next(&b)) {
+        if (stop && !stopped && ++got == static_cast<int64_t>(seeds.size() / 1024 / 10)) {
+          kill(s[1].pid, SIGSTOP);
+          stopped = true;
+        } else if (!stop) {
+          ++got;
+        }
+      }
+    } catch (const fanout::client::LoaderError& e) {
+      if (stopped) kill(s[1].pid, SIGCONT);
+      std::fprintf(stderr, "failover_stall: %s\n", e.what());
+      return -1.0;
+    }
+    const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+    if (stopped) kill(s[1].pid, SIGCONT);
+    *stats = loader.stats();
+    return secs;
+  };
+  std::vector<double> calm, stopped;
+  fanout::client::LoaderStats st;
+  for (int r = 0; r < rounds; ++r) {
+    const double a = epoch(false, &st), b = epoch(true, &st);
+    if (a < 0 || b < 0) return false;
+    calm.push_back(a);
+    stopped.push_back(b);
+    out->health_abandons += st.health_abandons;
+    out->failovers += st.failovers;
+  }
+  for (auto& x : s) fanout::bench::StopServerProcess(&x);
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  out->batches = static_cast<int64_t>(seeds.size() / 1024);
+  out->calm_s = median(calm);
+  out->stopped_s = median(stopped);
+  out->stall_s = out->stopped_s - out->calm_s;
+  out->batch_s = out->calm_s / static_cast<double>(out->batches);
+  return true;
 }
 
 // The in-process multi-hop sampler on `g`: 2 pinned threads, each sampling
@@ -119,7 +209,8 @@ double InProcess(const fanout::sampler::CsrGraph& g, int64_t n, const std::vecto
       fanout::SplitMix64 r(77 + t);
       int64_t e = 0, i = 0;
       while (Clock::now() - start < std::chrono::duration<double>(seconds)) {
-        for (auto& v : batch) v = static_cast<int64_t>(fanout::DrawBelow(r.Next(), static_cast<uint64_t>(n)));
+        for (auto& v : batch)
+          v = static_cast<int64_t>(fanout::DrawBelow(r.Next(), static_cast<uint64_t>(n)));
         if (!sampler.Sample(batch, static_cast<uint64_t>(i++), &sub).ok()) std::abort();
         e += static_cast<int64_t>(sub.row.size());
       }
@@ -132,8 +223,9 @@ double InProcess(const fanout::sampler::CsrGraph& g, int64_t n, const std::vecto
 
 // Temporal NodeLoader batches for `seconds` (uniform strategy, fanouts
 // [10, 5], batch 1024, seeds at times uniform over the timestamps' range).
-Measured RunTemporal(std::shared_ptr<fanout::client::Source> source, const std::vector<int64_t>& seeds,
-                     const std::vector<int64_t>& times, double seconds) {
+Measured RunTemporal(std::shared_ptr<fanout::client::Source> source,
+                     const std::vector<int64_t>& seeds, const std::vector<int64_t>& times,
+                     double seconds) {
   fanout::client::LoaderOptions o = CaseOptions(1024, {10, 5}, false);
   o.input_time = times;
   fanout::client::NodeLoader loader(source, seeds, o);
@@ -142,7 +234,8 @@ Measured RunTemporal(std::shared_ptr<fanout::client::Source> source, const std::
 
 // Heterogeneous NodeLoader batches for `seconds`: fanouts [5, 3] for each
 // of the graph's edge types (each row holds two of them), batch 1024.
-Measured RunHetero(std::shared_ptr<fanout::client::Source> source, const std::vector<int64_t>& seeds, double seconds) {
+Measured RunHetero(std::shared_ptr<fanout::client::Source> source,
+                   const std::vector<int64_t>& seeds, double seconds) {
   fanout::client::LoaderOptions o = CaseOptions(1024, {10, 6}, false);
   o.edge_type_fanouts.assign(static_cast<size_t>(source->hetero()->num_edge_types()), {5, 3});
   fanout::client::NodeLoader loader(source, seeds, o);
@@ -151,8 +244,9 @@ Measured RunHetero(std::shared_ptr<fanout::client::Source> source, const std::ve
 
 // LinkLoader batches for `seconds` (binary strict negatives, amount 1,
 // fanouts [10, 5]); *negatives counts the negatives drawn.
-Measured RunLink(std::shared_ptr<fanout::client::Source> source, const fanout::client::LinkSeeds& seeds,
-                 int64_t batch_size, double seconds, int64_t* negatives) {
+Measured RunLink(std::shared_ptr<fanout::client::Source> source,
+                 const fanout::client::LinkSeeds& seeds, int64_t batch_size, double seconds,
+                 int64_t* negatives) {
   fanout::client::LoaderOptions o = CaseOptions(batch_size, {10, 5}, false);
   o.negative.mode = fanout::sampler::NegativeMode::kBinary;
   o.negative.amount = 1;
@@ -166,14 +260,17 @@ Measured RunLink(std::shared_ptr<fanout::client::Source> source, const fanout::c
 // The R-MAT graph partitioned in 2 parts by range with `flags` into `dir`
 // (unless it is there), measured by `run` through 2 server processes, then on
 // a LocalSource holding it. False, having said why, on failure.
-bool ThroughServersAndInProcess(const std::string& dir, int scale, const std::string& flags, const std::string& what,
-                                const std::function<Measured(std::shared_ptr<fanout::client::Source>)>& run,
-                                Measured* dist, Measured* local) {
+bool ThroughServersAndInProcess(
+    const std::string& dir, int scale, const std::string& flags, const std::string& what,
+    const std::function<Measured(std::shared_ptr<fanout::client::Source>)>& run, Measured* dist,
+    Measured* local) {
   if (!fs::exists(dir + "/meta.json")) {
-    std::printf("partitioning R-MAT scale %d with %s (2 parts by range) ...\n", scale, what.c_str());
-    const std::string cmd = fanout::bench::BinDir() + "/fanout-partition --quiet --format rmat --rmat-scale " +
-                            std::to_string(scale) + " " + flags + " --parts 2 --method range --output " + dir +
-                            " > /dev/null";
+    std::printf("partitioning R-MAT scale %d with %s (2 parts by range) ...\n", scale,
+                what.c_str());
+    const std::string cmd = fanout::bench::BinDir() +
+                            "/fanout-partition --quiet --format rmat --rmat-scale " +
+                            std::to_string(scale) + " " + flags +
+                            " --parts 2 --method range --output " + dir + " > /dev/null";
     if (std::system(cmd.c_str()) != 0) {
       std::fprintf(stderr, "fanout-partition failed: %s\n", cmd.c_str());
       return false;
@@ -211,7 +308,8 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_path, "Write the cases as a JSON array to this file");
   std::string suite = "node";
   app.add_option("--suite", suite,
-                 "node: the node loader's cases and subgraph; loaders: issue 12's loader cases (subgraph, link, temporal, hetero)")
+                 "node: the node loader's cases and subgraph; loaders: issue 12's loader cases "
+                 "(subgraph, link, temporal, hetero)")
       ->default_val("node")
       ->check(CLI::IsMember({"node", "loaders"}));
   CLI11_PARSE(app, argc, argv);
@@ -232,7 +330,8 @@ int main(int argc, char** argv) {
   const int64_t n = cluster->num_nodes();
   fanout::SplitMix64 rng(2024);
   std::vector<int64_t> seeds(static_cast<size_t>(n));
-  for (auto& v : seeds) v = static_cast<int64_t>(fanout::DrawBelow(rng.Next(), static_cast<uint64_t>(n)));
+  for (auto& v : seeds)
+    v = static_cast<int64_t>(fanout::DrawBelow(rng.Next(), static_cast<uint64_t>(n)));
 
   const std::vector<int64_t> sub_fanouts = {10, 5};
   const int64_t sub_batch = 256;
@@ -245,8 +344,10 @@ int main(int argc, char** argv) {
     // 200,000 stored edges (row v holds v's out-neighbors), uniform.
     fanout::client::LinkSeeds links;
     for (int i = 0; i < 200000; ++i) {
-      const int64_t e = static_cast<int64_t>(fanout::DrawBelow(rng.Next(), static_cast<uint64_t>(csr.num_edges())));
-      const int64_t v = std::upper_bound(csr.indptr.begin(), csr.indptr.end(), e) - csr.indptr.begin() - 1;
+      const int64_t e = static_cast<int64_t>(
+          fanout::DrawBelow(rng.Next(), static_cast<uint64_t>(csr.num_edges())));
+      const int64_t v =
+          std::upper_bound(csr.indptr.begin(), csr.indptr.end(), e) - csr.indptr.begin() - 1;
       links.src.push_back(v);
       links.dst.push_back(csr.indices[e]);
     }
@@ -271,49 +372,111 @@ int main(int argc, char** argv) {
       ttimes[i] = static_cast<int64_t>(fanout::DrawBelow(rng.Next(), uint64_t{1} << 30));
     }
     Measured temporal, temporal_local, hetero, hetero_local;
-    if (!ThroughServersAndInProcess(work + "/rmat" + std::to_string(scale) + "-2-temporal", scale, "--edge-times",
-                                    "synthetic edge timestamps",
-                                    [&](auto source) { return RunTemporal(source, tseeds, ttimes, seconds); },
-                                    &temporal, &temporal_local) ||
-        !ThroughServersAndInProcess(work + "/rmat" + std::to_string(scale) + "-2-hetero", scale,
-                                    "--rmat-node-types 2", "2 node types",
-                                    [&](auto source) { return RunHetero(source, tseeds, seconds); }, &hetero,
-                                    &hetero_local))
+    if (!ThroughServersAndInProcess(
+            work + "/rmat" + std::to_string(scale) + "-2-temporal", scale, "--edge-times",
+            "synthetic edge timestamps",
+            [&](auto source) { return RunTemporal(source, tseeds, ttimes, seconds); }, &temporal,
+            &temporal_local) ||
+        !ThroughServersAndInProcess(
+            work + "/rmat" + std::to_string(scale) + "-2-hetero", scale, "--rmat-node-types 2",
+            "2 node types", [&](auto source) { return RunHetero(source, tseeds, seconds); },
+            &hetero, &hetero_local))
       return 1;
-    std::printf("loaders through 2 servers beside the same work in process, R-MAT scale %d, fanouts [10,5]:\n", scale);
-    std::printf("  subgraph (batch 256): %7.2f M induced edges/s vs %7.2f M in process: ratio %.3f (bar >= 0.35)\n",
-                subgraph.edges_per_s / 1e6, local_sub / 1e6, subgraph.edges_per_s / local_sub);
-    std::printf("  link (batch %lld seed edges, binary strict negatives, amount 1): %7.2f M sampled edges/s (%.1f batches/s, %.2f s waiting "
-                "on the network) vs %7.2f M with a LocalSource: ratio %.3f (bar >= 0.35)\n",
-                static_cast<long long>(link_batch), link.edges_per_s / 1e6, link.batches_per_s, link.network_wait_s,
-                link_local.edges_per_s / 1e6,
-                link.edges_per_s / link_local.edges_per_s);
-    std::printf("  temporal (NodeLoader, uniform, batch 1024): %7.2f M sampled edges/s (%.2f s waiting on the network) "
-                "vs %7.2f M with a LocalSource: ratio %.3f (bar >= 0.35)\n",
-                temporal.edges_per_s / 1e6, temporal.network_wait_s, temporal_local.edges_per_s / 1e6,
-                temporal.edges_per_s / temporal_local.edges_per_s);
-    std::printf("  hetero (NodeLoader, 4 edge types, [5,3] each, batch 1024): %7.2f M sampled edges/s (%.2f s waiting on "
-                "the network) vs %7.2f M with a LocalSource: ratio %.3f (bar >= 0.35)\n",
-                hetero.edges_per_s / 1e6, hetero.network_wait_s, hetero_local.edges_per_s / 1e6,
-                hetero.edges_per_s / hetero_local.edges_per_s);
+    Stall stall;
+    if (!FailoverStall(dir, 3, &stall)) return 1;
+    std::printf(
+        "loaders through 2 servers beside the same work in process, R-MAT scale %d, fanouts "
+        "[10,5]:\n",
+        scale);
+    std::printf(
+        "  subgraph (batch 256): %7.2f M induced edges/s vs %7.2f M in process: ratio %.3f (bar >= "
+        "0.35)\n",
+        subgraph.edges_per_s / 1e6, local_sub / 1e6, subgraph.edges_per_s / local_sub);
+    std::printf(
+        "  link (batch %lld seed edges, binary strict negatives, amount 1): %7.2f M sampled "
+        "edges/s (%.1f batches/s, %.2f s waiting "
+        "on the network) vs %7.2f M with a LocalSource: ratio %.3f (bar >= 0.35)\n",
+        static_cast<long long>(link_batch), link.edges_per_s / 1e6, link.batches_per_s,
+        link.network_wait_s, link_local.edges_per_s / 1e6,
+        link.edges_per_s / link_local.edges_per_s);
+    std::printf(
+        "  temporal (NodeLoader, uniform, batch 1024): %7.2f M sampled edges/s (%.2f s waiting on "
+        "the network) "
+        "vs %7.2f M with a LocalSource: ratio %.3f (bar >= 0.35)\n",
+        temporal.edges_per_s / 1e6, temporal.network_wait_s, temporal_local.edges_per_s / 1e6,
+        temporal.edges_per_s / temporal_local.edges_per_s);
+    std::printf(
+        "  hetero (NodeLoader, 4 edge types, [5,3] each, batch 1024): %7.2f M sampled edges/s "
+        "(%.2f s waiting on "
+        "the network) vs %7.2f M with a LocalSource: ratio %.3f (bar >= 0.35)\n",
+        hetero.edges_per_s / 1e6, hetero.network_wait_s, hetero_local.edges_per_s / 1e6,
+        hetero.edges_per_s / hetero_local.edges_per_s);
+    std::printf(
+        "  failover_stall (NodeLoader, %lld batches of 1024, features, 2 workers, UCX; replica 1 "
+        "of 2 of "
+        "partition 0 SIGSTOPped after 10%%): epoch %.2f s undisturbed, %.2f s stopped (medians of "
+        "3): stall "
+        "%.2f s vs health interval %d ms + one batch %.3f s (target <= 3 s); %lld requests given "
+        "up on the "
+        "health verdict, %lld failovers\n",
+        static_cast<long long>(stall.batches), stall.calm_s, stall.stopped_s, stall.stall_s,
+        stall.health_check_ms, stall.batch_s, static_cast<long long>(stall.health_abandons),
+        static_cast<long long>(stall.failovers));
     nlohmann::json cases = nlohmann::json::array();
-    cases.push_back({{"case", "subgraph"}, {"fanout", sub_fanouts}, {"batch_size", sub_batch}, {"scale", scale},
-                     {"batches_per_s", subgraph.batches_per_s}, {"edges_per_s", subgraph.edges_per_s},
-                     {"inprocess_edges_per_s", local_sub}, {"ratio", subgraph.edges_per_s / local_sub},
+    cases.push_back({{"case", "subgraph"},
+                     {"fanout", sub_fanouts},
+                     {"batch_size", sub_batch},
+                     {"scale", scale},
+                     {"batches_per_s", subgraph.batches_per_s},
+                     {"edges_per_s", subgraph.edges_per_s},
+                     {"inprocess_edges_per_s", local_sub},
+                     {"ratio", subgraph.edges_per_s / local_sub},
                      {"inprocess", "multi-hop sampler, 2 threads"}});
-    cases.push_back({{"case", "link"}, {"fanout", sub_fanouts}, {"batch_size", link_batch}, {"scale", scale},
-                     {"negative", "binary strict, amount 1"}, {"seed_edges", links.src.size()},
-                     {"batches_per_s", link.batches_per_s}, {"edges_per_s", link.edges_per_s},
+    cases.push_back({{"case", "failover_stall"},
+                     {"fanout", {10, 5}},
+                     {"batch_size", 1024},
+                     {"scale", scale},
+                     {"batches", stall.batches},
+                     {"path", "ucx"},
+                     {"epoch_undisturbed_s", stall.calm_s},
+                     {"epoch_stopped_s", stall.stopped_s},
+                     {"stall_s", stall.stall_s},
+                     {"health_check_ms", stall.health_check_ms},
+                     {"batch_s", stall.batch_s},
+                     {"limit_s", stall.health_check_ms / 1000.0 + stall.batch_s},
+                     {"target_s", 3.0},
+                     {"health_abandons", stall.health_abandons},
+                     {"failovers", stall.failovers}});
+    cases.push_back({{"case", "link"},
+                     {"fanout", sub_fanouts},
+                     {"batch_size", link_batch},
+                     {"scale", scale},
+                     {"negative", "binary strict, amount 1"},
+                     {"seed_edges", links.src.size()},
+                     {"batches_per_s", link.batches_per_s},
+                     {"edges_per_s", link.edges_per_s},
                      {"inprocess_edges_per_s", link_local.edges_per_s},
-                     {"ratio", link.edges_per_s / link_local.edges_per_s}, {"inprocess", "LinkLoader on a LocalSource"},
+                     {"ratio", link.edges_per_s / link_local.edges_per_s},
+                     {"inprocess", "LinkLoader on a LocalSource"},
                      {"negatives", neg_dist}});
-    cases.push_back({{"case", "temporal"}, {"fanout", {10, 5}}, {"batch_size", 1024}, {"scale", scale},
-                     {"strategy", "uniform"}, {"batches_per_s", temporal.batches_per_s},
-                     {"edges_per_s", temporal.edges_per_s}, {"inprocess_edges_per_s", temporal_local.edges_per_s},
+    cases.push_back({{"case", "temporal"},
+                     {"fanout", {10, 5}},
+                     {"batch_size", 1024},
+                     {"scale", scale},
+                     {"strategy", "uniform"},
+                     {"batches_per_s", temporal.batches_per_s},
+                     {"edges_per_s", temporal.edges_per_s},
+                     {"inprocess_edges_per_s", temporal_local.edges_per_s},
                      {"ratio", temporal.edges_per_s / temporal_local.edges_per_s},
                      {"inprocess", "temporal NodeLoader on a LocalSource"}});
-    cases.push_back({{"case", "hetero"}, {"fanout", {5, 3}}, {"edge_types", 4}, {"node_types", 2}, {"batch_size", 1024},
-                     {"scale", scale}, {"batches_per_s", hetero.batches_per_s}, {"edges_per_s", hetero.edges_per_s},
+    cases.push_back({{"case", "hetero"},
+                     {"fanout", {5, 3}},
+                     {"edge_types", 4},
+                     {"node_types", 2},
+                     {"batch_size", 1024},
+                     {"scale", scale},
+                     {"batches_per_s", hetero.batches_per_s},
+                     {"edges_per_s", hetero.edges_per_s},
                      {"inprocess_edges_per_s", hetero_local.edges_per_s},
                      {"ratio", hetero.edges_per_s / hetero_local.edges_per_s},
                      {"inprocess", "heterogeneous NodeLoader on a LocalSource"}});
@@ -336,27 +499,51 @@ int main(int argc, char** argv) {
   const double local_sub = InProcess(g, n, sub_fanouts, sub_batch, true, seconds);
 
   std::printf("fanouts [15,10,5], batch 1024, 2 servers + 1 client on this machine:\n");
-  std::printf("  NodeLoader, sampling only:    %7.1f batches/s  %7.2f M sampled edges/s  (%.2f s waiting on the network)\n",
-              dist.batches_per_s, dist.edges_per_s / 1e6, dist.network_wait_s);
-  std::printf("  in-process sampler, 2 threads:                   %7.2f M sampled edges/s\n", local / 1e6);
+  std::printf(
+      "  NodeLoader, sampling only:    %7.1f batches/s  %7.2f M sampled edges/s  (%.2f s waiting "
+      "on the network)\n",
+      dist.batches_per_s, dist.edges_per_s / 1e6, dist.network_wait_s);
+  std::printf("  in-process sampler, 2 threads:                   %7.2f M sampled edges/s\n",
+              local / 1e6);
   std::printf("  ratio %.3f (bar >= 0.25)\n", dist.edges_per_s / local);
-  std::printf("  NodeLoader with 128-dim features: %7.1f batches/s  %7.2f M sampled edges/s  %.2f GB/s of features\n",
-              feat.batches_per_s, feat.edges_per_s / 1e6, feat.feature_bytes_per_s / 1e9);
-  std::printf("subgraph batches (every edge among the sampled nodes), fanouts [10,5], batch 256:\n");
-  std::printf("  SubgraphLoader, 2 servers:     %7.1f batches/s  %7.2f M induced edges/s  (%.2f s waiting on the network)\n",
-              subgraph.batches_per_s, subgraph.edges_per_s / 1e6, subgraph.network_wait_s);
-  std::printf("  in-process, 2 threads:                           %7.2f M induced edges/s\n", local_sub / 1e6);
-  std::printf("  ratio %.3f (issue 12's bar for each loader: >= 0.35)\n", subgraph.edges_per_s / local_sub);
+  std::printf(
+      "  NodeLoader with 128-dim features: %7.1f batches/s  %7.2f M sampled edges/s  %.2f GB/s of "
+      "features\n",
+      feat.batches_per_s, feat.edges_per_s / 1e6, feat.feature_bytes_per_s / 1e9);
+  std::printf(
+      "subgraph batches (every edge among the sampled nodes), fanouts [10,5], batch 256:\n");
+  std::printf(
+      "  SubgraphLoader, 2 servers:     %7.1f batches/s  %7.2f M induced edges/s  (%.2f s waiting "
+      "on the network)\n",
+      subgraph.batches_per_s, subgraph.edges_per_s / 1e6, subgraph.network_wait_s);
+  std::printf("  in-process, 2 threads:                           %7.2f M induced edges/s\n",
+              local_sub / 1e6);
+  std::printf("  ratio %.3f (issue 12's bar for each loader: >= 0.35)\n",
+              subgraph.edges_per_s / local_sub);
   nlohmann::json cases = nlohmann::json::array();
-  cases.push_back({{"case", "dist_multihop"}, {"fanout", {15, 10, 5}}, {"batch_size", 1024}, {"scale", scale},
-                   {"batches_per_s", dist.batches_per_s}, {"edges_per_s", dist.edges_per_s},
-                   {"inprocess_edges_per_s", local}, {"ratio", dist.edges_per_s / local}});
-  cases.push_back({{"case", "dist_loader_features"}, {"fanout", {15, 10, 5}}, {"batch_size", 1024}, {"feature_dim", 128},
-                   {"batches_per_s", feat.batches_per_s}, {"edges_per_s", feat.edges_per_s},
+  cases.push_back({{"case", "dist_multihop"},
+                   {"fanout", {15, 10, 5}},
+                   {"batch_size", 1024},
+                   {"scale", scale},
+                   {"batches_per_s", dist.batches_per_s},
+                   {"edges_per_s", dist.edges_per_s},
+                   {"inprocess_edges_per_s", local},
+                   {"ratio", dist.edges_per_s / local}});
+  cases.push_back({{"case", "dist_loader_features"},
+                   {"fanout", {15, 10, 5}},
+                   {"batch_size", 1024},
+                   {"feature_dim", 128},
+                   {"batches_per_s", feat.batches_per_s},
+                   {"edges_per_s", feat.edges_per_s},
                    {"feature_bytes_per_s", feat.feature_bytes_per_s}});
-  cases.push_back({{"case", "subgraph"}, {"fanout", sub_fanouts}, {"batch_size", sub_batch}, {"scale", scale},
-                   {"batches_per_s", subgraph.batches_per_s}, {"edges_per_s", subgraph.edges_per_s},
-                   {"inprocess_edges_per_s", local_sub}, {"ratio", subgraph.edges_per_s / local_sub}});
+  cases.push_back({{"case", "subgraph"},
+                   {"fanout", sub_fanouts},
+                   {"batch_size", sub_batch},
+                   {"scale", scale},
+                   {"batches_per_s", subgraph.batches_per_s},
+                   {"edges_per_s", subgraph.edges_per_s},
+                   {"inprocess_edges_per_s", local_sub},
+                   {"ratio", subgraph.edges_per_s / local_sub}});
   if (own) fs::remove_all(work);
   fanout::bench::WriteJson(json_path, cases);
   return 0;
