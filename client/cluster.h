@@ -57,7 +57,7 @@ Status ReadClusterFile(const std::string& path, ClusterSpec* out);
 // The first line of `path`, trailing spaces removed (an auth token file).
 Status ReadAuthToken(const std::string& path, std::string* token);
 
-class Cluster : public Source {
+class Cluster : public Source, public std::enable_shared_from_this<Cluster> {
  public:
   ~Cluster() override;
   static Status Connect(const ClusterSpec& spec, const rpc::RpcOptions& options,

@@ -119,7 +119,8 @@ class PyCluster {
   static std::unique_ptr<PyCluster> FromPartitions(const py::list& partitions,
                                                    const std::string& data_plane,
                                                    int connect_timeout_ms, int call_timeout_ms,
-                                                   const std::string& local_sampling) {
+                                                   const std::string& local_sampling,
+                                                   int health_check_ms) {
     client::ClusterSpec spec;
     for (const py::handle& p : partitions) {
       if (py::isinstance<py::str>(p)) {
@@ -135,15 +136,18 @@ class PyCluster {
     }
     if (spec.replicas.empty()) Raise(Status::InvalidArgument("Cluster: no partitions given"));
     return std::make_unique<PyCluster>(
-        std::move(spec), Options(data_plane, connect_timeout_ms, call_timeout_ms, local_sampling));
+        std::move(spec),
+        Options(data_plane, connect_timeout_ms, call_timeout_ms, local_sampling, health_check_ms));
   }
 
   static std::unique_ptr<PyCluster> FromFile(const std::string& path, const std::string& data_plane,
                                              int connect_timeout_ms, int call_timeout_ms,
-                                             const std::string& local_sampling) {
+                                             const std::string& local_sampling,
+                                             int health_check_ms) {
     client::ClusterSpec spec;
     Check(client::ReadClusterFile(path, &spec));
-    rpc::RpcOptions o = Options(data_plane, connect_timeout_ms, call_timeout_ms, local_sampling);
+    rpc::RpcOptions o =
+        Options(data_plane, connect_timeout_ms, call_timeout_ms, local_sampling, health_check_ms);
     if (local_sampling != "auto") spec.has_local_sampling = false;  // an explicit argument wins
     if (data_plane != "auto") {  // an explicit argument wins over the file
       spec.has_data_plane = false;
@@ -152,7 +156,8 @@ class PyCluster {
   }
 
   static rpc::RpcOptions Options(const std::string& data_plane, int connect_timeout_ms,
-                                 int call_timeout_ms, const std::string& local_sampling) {
+                                 int call_timeout_ms, const std::string& local_sampling,
+                                 int health_check_ms) {
     rpc::RpcOptions o;
     if (local_sampling != "auto" && local_sampling != "off")
       Raise(Status::InvalidArgument("local_sampling must be \"auto\" or \"off\", not '" +
@@ -163,6 +168,9 @@ class PyCluster {
     if (call_timeout_ms <= 0) Raise(Status::InvalidArgument("call_timeout_ms must be > 0"));
     o.connect_timeout_ms = connect_timeout_ms;
     o.call_timeout_ms = call_timeout_ms;
+    if (health_check_ms < 0)
+      Raise(Status::InvalidArgument("health_check_ms must be >= 0 (0 = no health checks)"));
+    o.health_check_ms = health_check_ms;
     return o;
   }
 
@@ -491,10 +499,10 @@ PYBIND11_MODULE(_core, m) {
   py::class_<PyCluster>(m, "Cluster")
       .def_static("from_partitions", &PyCluster::FromPartitions, py::arg("partitions"),
                   py::arg("data_plane"), py::arg("connect_timeout_ms"), py::arg("call_timeout_ms"),
-                  py::arg("local_sampling") = "auto")
+                  py::arg("local_sampling") = "auto", py::arg("health_check_ms") = 1000)
       .def_static("from_file", &PyCluster::FromFile, py::arg("path"), py::arg("data_plane"),
                   py::arg("connect_timeout_ms"), py::arg("call_timeout_ms"),
-                  py::arg("local_sampling") = "auto")
+                  py::arg("local_sampling") = "auto", py::arg("health_check_ms") = 1000)
       .def_property_readonly("local_partitions",
                              [](const PyCluster& c) {
                                std::vector<bool> out;

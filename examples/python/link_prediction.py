@@ -198,6 +198,10 @@ def main():
     ap.add_argument("--epochs", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0, help="edge split, model and sampling seed")
     ap.add_argument("--data-plane", default="auto", choices=["auto", "ucx", "tcp"])
+    ap.add_argument("--call-timeout-ms", type=int, default=30000, help="a request's deadline (default 30000)")
+    ap.add_argument("--health-check-ms", type=int, default=1000,
+                    help="replica health-check interval; requests on a replica found down move at once "
+                         "(default 1000, 0 = off)")
     ap.add_argument("--json", help="write the metrics to this file")
     a = ap.parse_args()
     if a.epochs < 1:
@@ -211,7 +215,8 @@ def main():
         print("Cora: %d undirected edges; train %d, val %d, test %d (test edges are not served)"
               % (len(pairs), len(train), len(val), len(test)), flush=True)
         with fanout.LocalCluster(data, data_plane=a.data_plane) as lc:
-            r = run(lc.cluster(), {"train": train, "val": val, "test": test}, epochs=a.epochs, seed=a.seed,
+            cluster = lc.cluster(call_timeout_ms=a.call_timeout_ms, health_check_ms=a.health_check_ms)
+            r = run(cluster, {"train": train, "val": val, "test": test}, epochs=a.epochs, seed=a.seed,
                     log=lambda m: print(m, flush=True))
     print("val_auc=%.3f degree_product_auc=%.3f" % (r["val_auc"], r["val_degree_product_auc"]))
     print("test_auc=%.3f degree_product_auc=%.3f" % (r["test_auc"], r["test_degree_product_auc"]))

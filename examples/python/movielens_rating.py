@@ -213,6 +213,10 @@ def main():
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--data-plane", default="auto", choices=["auto", "ucx", "tcp"])
+    ap.add_argument("--call-timeout-ms", type=int, default=30000, help="a request's deadline (default 30000)")
+    ap.add_argument("--health-check-ms", type=int, default=1000,
+                    help="replica health-check interval; requests on a replica found down move at once "
+                         "(default 1000, 0 = off)")
     ap.add_argument("--json", help="write the metrics to this file")
     a = ap.parse_args()
     if a.epochs < 1:
@@ -226,7 +230,8 @@ def main():
         data = fanout.partition(os.path.join(tmp, "train"), os.path.join(tmp, "ml-2"), format="movielens", parts=2,
                                 undirected=True)
         with fanout.LocalCluster(data, data_plane=a.data_plane) as lc:
-            r = run(lc.cluster(), train, val, test, epochs=a.epochs, seed=a.seed,
+            cluster = lc.cluster(call_timeout_ms=a.call_timeout_ms, health_check_ms=a.health_check_ms)
+            r = run(cluster, train, val, test, epochs=a.epochs, seed=a.seed,
                     log=lambda m: print(m, flush=True))
     print("val_rmse=%.3f movie_mean_rmse=%.3f" % (r["val_rmse"], r["val_movie_mean_rmse"]))
     print("test_rmse=%.3f movie_mean_rmse=%.3f" % (r["test_rmse"], r["test_movie_mean_rmse"]))

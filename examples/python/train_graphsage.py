@@ -108,6 +108,10 @@ def main():
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0], help="train once per seed; report the mean")
     ap.add_argument("--data-plane", default="auto", choices=["auto", "ucx", "tcp"])
+    ap.add_argument("--call-timeout-ms", type=int, default=30000, help="a request's deadline (default 30000)")
+    ap.add_argument("--health-check-ms", type=int, default=1000,
+                    help="replica health-check interval; requests on a replica found down move at once "
+                         "(default 1000, 0 = off)")
     ap.add_argument("--json", help="write the results (losses, accuracies) to this file")
     a = ap.parse_args()
     if a.epochs < 1:
@@ -118,7 +122,9 @@ def main():
         torch.distributed.init_process_group("gloo")
     lc = fanout.LocalCluster(a.dataset, data_plane=a.data_plane).start() if a.dataset else None
     try:
-        cluster = lc.cluster() if lc else fanout.Cluster.from_file(a.cluster, data_plane=a.data_plane)
+        timeouts = dict(call_timeout_ms=a.call_timeout_ms, health_check_ms=a.health_check_ms)
+        cluster = (lc.cluster(**timeouts) if lc else
+                   fanout.Cluster.from_file(a.cluster, data_plane=a.data_plane, **timeouts))
         rank = torch.distributed.get_rank() if ddp else 0
         results = []
         for s in a.seeds:

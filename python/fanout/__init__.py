@@ -58,10 +58,13 @@ class Cluster:
     others over UCX where they offer it, else Thrift), "ucx" or "tcp" (Thrift
     only). ``local_sampling``: "auto" (co-located partitions are also sampled
     here: no request per batch) or "off" (sampled over RPC).
+    ``call_timeout_ms``: a request's deadline; ``health_check_ms``: how often
+    each replica of a partition with several is checked (0 = never); requests
+    waiting on a replica that fails its check go to the next one at once.
     """
 
     def __init__(self, partitions=None, *, data_plane="auto", connect_timeout_ms=5000, call_timeout_ms=30000,
-                 local_sampling="auto", _core_cluster=None):
+                 local_sampling="auto", health_check_ms=1000, _core_cluster=None):
         if _core_cluster is not None:
             self._c = _core_cluster
             self._requested = data_plane
@@ -71,15 +74,16 @@ class Cluster:
                                   % (partitions,))
         _check_data_plane(data_plane)
         self._c = _core.Cluster.from_partitions(list(partitions), data_plane, int(connect_timeout_ms),
-                                                int(call_timeout_ms), local_sampling=local_sampling)
+                                                int(call_timeout_ms), local_sampling=local_sampling,
+                                                health_check_ms=int(health_check_ms))
         self._requested = data_plane
 
     @classmethod
     def from_file(cls, path, *, data_plane="auto", connect_timeout_ms=5000, call_timeout_ms=30000,
-                  local_sampling="auto"):
+                  local_sampling="auto", health_check_ms=1000):
         _check_data_plane(data_plane)
         c = _core.Cluster.from_file(str(path), data_plane, int(connect_timeout_ms), int(call_timeout_ms),
-                                    local_sampling=local_sampling)
+                                    local_sampling=local_sampling, health_check_ms=int(health_check_ms))
         return cls(_core_cluster=c, data_plane=data_plane)
 
     def with_data_plane(self, data_plane):

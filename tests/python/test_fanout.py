@@ -491,3 +491,13 @@ def test_hetero_loaders_follow_heterodata_and_per_type_fanouts(fanout, tmp_path)
             fanout.NodeLoader(cluster, ("movie", None), num_neighbors={"rates": [2], "rev_rates": [2, 1]})
         with pytest.raises(fanout.InvalidArgument, match="is a user, not a movie"):
             fanout.NodeLoader(cluster, ("movie", users[:3]), num_neighbors={"rates": [2]})
+
+
+def test_cluster_timeouts_are_options_and_bad_ones_are_refused_by_name(cora2, fanout):
+    with fanout.LocalCluster(cora2) as lc:
+        c = lc.cluster(call_timeout_ms=2000, health_check_ms=250)
+        assert c.num_nodes == 2708
+        with pytest.raises(fanout.InvalidArgument, match="health_check_ms"):
+            lc.cluster(health_check_ms=-1)
+        with pytest.raises(fanout.InvalidArgument, match="call_timeout_ms"):
+            lc.cluster(call_timeout_ms=0)
