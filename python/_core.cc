@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -268,12 +269,81 @@ class PyCluster {
     return Int64Capsule(std::move(out));
   }
 
+  // Feature rows (float32 [n, feature_dim]) of `ids`, through this cluster's
+  // call session (fanout.pyg's FeatureStore).
+  py::object Features(const py::object& ids_obj) {
+    std::vector<int64_t> ids = Int64List(ids_obj, "ids");
+    Check(CheckIdsInRange(ids, 0, cluster_->num_nodes()));
+    const int64_t d = cluster_->feature_dim();
+    auto* owned = new std::vector<float>(ids.size() * static_cast<size_t>(d));
+    Status st = WithSession([&](client::Session* s) { return s->Features(ids, owned->data()); });
+    if (!st.ok()) {
+      delete owned;
+      Raise(st);
+    }
+    at::Tensor t = at::from_blob(
+        owned->data(), {static_cast<int64_t>(ids.size()), d}, [owned](void*) { delete owned; },
+        at::TensorOptions().dtype(at::kFloat));
+    return ToCapsule(t);
+  }
+  // Labels (int64, -1 = unknown) of `ids`.
+  py::object Labels(const py::object& ids_obj) {
+    std::vector<int64_t> ids = Int64List(ids_obj, "ids"), out(ids.size());
+    Check(CheckIdsInRange(ids, 0, cluster_->num_nodes()));
+    Check(WithSession([&](client::Session* s) { return s->Labels(ids, out.data()); }));
+    return Int64Capsule(std::move(out));
+  }
+  // Multi-hop neighbor sampling of `seeds` (Session::Sample, request seed
+  // `seed`): (n_id, row, col, e_id or None, num_sampled_nodes,
+  // num_sampled_edges), rows/cols local into n_id (row = the sampled
+  // neighbor, col = the node it was drawn for), seeds first.
+  py::tuple Sample(const py::object& seeds_obj, const std::vector<int64_t>& fanouts, uint64_t seed,
+                   bool replace, bool edge_ids) {
+    std::vector<int64_t> seeds = Int64List(seeds_obj, "seeds");
+    Check(CheckIdsInRange(seeds, 0, cluster_->num_nodes()));
+    if (fanouts.empty()) Raise(Status::InvalidArgument("num_neighbors must name at least one hop"));
+    sampler::MultiHopOptions mo;
+    mo.fanouts = fanouts;
+    mo.sampling.replace = replace;
+    mo.sampling.with_edge_ids = edge_ids;
+    sampler::SampledSubgraph sg;
+    Check(WithSession([&](client::Session* s) { return s->Sample(seeds, seed, mo, &sg); }));
+    auto vec = [](const PodVector<int64_t>& v) { return std::vector<int64_t>(v.begin(), v.end()); };
+    return py::make_tuple(Int64Capsule(vec(sg.n_id)), Int64Capsule(vec(sg.row)),
+                          Int64Capsule(vec(sg.col)),
+                          edge_ids ? Int64Capsule(vec(sg.edge_id)) : py::none(),
+                          sg.num_sampled_nodes, sg.num_sampled_edges);
+  }
+
   const std::shared_ptr<client::Cluster>& get() const { return cluster_; }
 
+  // In a process forked from the one that connected: the cluster's threads
+  // did not come along and its UCX state belongs to the parent, so it must
+  // be neither used nor destroyed here (its destructor would join a thread
+  // this process does not have). It is leaked, and this object is not to be
+  // used afterwards (fanout.Cluster._forget_after_fork; fanout.pyg connects
+  // again in the child).
+  void ForgetAfterFork() {
+    new std::shared_ptr<client::Cluster>(std::move(cluster_));
+    new std::unique_ptr<client::Session>(std::move(session_));
+  }
+
  private:
+  // Runs fn on this cluster's one call session (made on first use), without
+  // the GIL; calls from several threads take turns.
+  template <typename Fn>
+  Status WithSession(Fn&& fn) {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(session_mu_);
+    if (!session_) FANOUT_RETURN_IF_ERROR(cluster_->NewSession(&session_));
+    return fn(session_.get());
+  }
+
   client::ClusterSpec spec_;
   rpc::RpcOptions options_;
   std::shared_ptr<client::Cluster> cluster_;
+  std::mutex session_mu_;
+  std::unique_ptr<client::Session> session_;  // GUARDED_BY(session_mu_)
 };
 
 // A GPU feature cache holding the highest-degree nodes' rows (a fraction of
@@ -534,7 +604,12 @@ PYBIND11_MODULE(_core, m) {
       .def("nodes_of_type", &PyCluster::NodesOfType)
       .def("node_type_of", &PyCluster::NodeTypeOf)
       .def("original_ids", &PyCluster::OriginalIds)
-      .def("edge_type_index", &PyCluster::EdgeTypeIndex);
+      .def("edge_type_index", &PyCluster::EdgeTypeIndex)
+      .def("forget_after_fork", &PyCluster::ForgetAfterFork)
+      .def("features", &PyCluster::Features, py::arg("ids"))
+      .def("labels", &PyCluster::Labels, py::arg("ids"))
+      .def("sample", &PyCluster::Sample, py::arg("seeds"), py::arg("fanouts"), py::arg("seed"),
+           py::arg("replace") = false, py::arg("edge_ids") = true);
   py::class_<PyLoader>(m, "NodeLoader")
       .def(py::init<const PyCluster&, const py::object&, const py::object&, int64_t, bool, bool,
                     bool, int, int, uint64_t, bool, bool, bool, bool, bool, int, int,

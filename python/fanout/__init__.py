@@ -65,6 +65,11 @@ class Cluster:
 
     def __init__(self, partitions=None, *, data_plane="auto", connect_timeout_ms=5000, call_timeout_ms=30000,
                  local_sampling="auto", health_check_ms=1000, _core_cluster=None):
+        # How to connect again (fanout.pyg reconnects in a DataLoader worker process).
+        self._recipe = ("partitions", list(partitions) if partitions is not None else None,
+                        dict(data_plane=data_plane, connect_timeout_ms=connect_timeout_ms,
+                             call_timeout_ms=call_timeout_ms, local_sampling=local_sampling,
+                             health_check_ms=health_check_ms))
         if _core_cluster is not None:
             self._c = _core_cluster
             self._requested = data_plane
@@ -84,12 +89,34 @@ class Cluster:
         _check_data_plane(data_plane)
         c = _core.Cluster.from_file(str(path), data_plane, int(connect_timeout_ms), int(call_timeout_ms),
                                     local_sampling=local_sampling, health_check_ms=int(health_check_ms))
-        return cls(_core_cluster=c, data_plane=data_plane)
+        out = cls(_core_cluster=c, data_plane=data_plane)
+        out._recipe = ("file", str(path), dict(data_plane=data_plane, connect_timeout_ms=connect_timeout_ms,
+                                               call_timeout_ms=call_timeout_ms, local_sampling=local_sampling,
+                                               health_check_ms=health_check_ms))
+        return out
+
+    def reconnect(self):
+        """A new Cluster on the same servers with the same options (its own connections), e.g. in a
+        process forked from this one: UCX state does not survive a fork."""
+        kind, what, kw = self._recipe
+        if kind == "file":
+            return Cluster.from_file(what, **kw)
+        if what is None:
+            raise InvalidArgument("this Cluster cannot reconnect (it was made from another one)")
+        return Cluster(partitions=what, **kw)
+
+    def _forget_after_fork(self):
+        """In a forked child: the inherited C++ cluster (threads and UCX state of the parent) is
+        never touched or destroyed here."""
+        self._c.forget_after_fork()
 
     def with_data_plane(self, data_plane):
         """The same servers, reached over another data-plane choice."""
         _check_data_plane(data_plane)
-        return Cluster(_core_cluster=self._c.with_data_plane(data_plane), data_plane=data_plane)
+        out = Cluster(_core_cluster=self._c.with_data_plane(data_plane), data_plane=data_plane)
+        kind, what, kw = self._recipe
+        out._recipe = (kind, what, dict(kw, data_plane=data_plane))
+        return out
 
     @property
     def num_nodes(self):
