@@ -8,13 +8,6 @@
 
 namespace fanout::cache {
 
-Status ParsePolicy(const std::string& name, Policy* out) {
-  if (name == "static") *out = Policy::kStatic;
-  else if (name == "sieve") *out = Policy::kSieve;
-  else return Status::InvalidArgument("unknown cache policy '" + name + "' (known: static, sieve)");
-  return Status::OK();
-}
-
 const char* PolicyName(Policy p) { return p == Policy::kStatic ? "static" : "sieve"; }
 
 int64_t CacheOptions::RowsFromBytes(int64_t bytes, int64_t feature_dim) {
@@ -30,12 +23,15 @@ int64_t CacheOptions::RowsFromFraction(double fraction, int64_t num_nodes) {
 Status FeatureCache::Create(const CacheOptions& o, std::unique_ptr<FeatureCache>* out) {
   if (o.num_nodes < 0 || o.feature_dim < 1)
     return Status::InvalidArgument("cache needs num_nodes >= 0 and feature_dim >= 1, got " +
-                                   std::to_string(o.num_nodes) + " and " + std::to_string(o.feature_dim));
+                                   std::to_string(o.num_nodes) + " and " +
+                                   std::to_string(o.feature_dim));
   if (o.capacity_rows < 0 || o.capacity_rows > o.num_nodes)
-    return Status::InvalidArgument("cache capacity of " + std::to_string(o.capacity_rows) + " rows is outside [0, " +
-                                   std::to_string(o.num_nodes) + "] (the number of nodes)");
+    return Status::InvalidArgument("cache capacity of " + std::to_string(o.capacity_rows) +
+                                   " rows is outside [0, " + std::to_string(o.num_nodes) +
+                                   "] (the number of nodes)");
   if (o.capacity_rows >= (int64_t{1} << 31))
-    return Status::InvalidArgument("cache capacity of " + std::to_string(o.capacity_rows) + " rows exceeds 2^31");
+    return Status::InvalidArgument("cache capacity of " + std::to_string(o.capacity_rows) +
+                                   " rows exceeds 2^31");
   std::unique_ptr<FeatureCache> c(new FeatureCache(o));
   try {
     c->rows_.resize(static_cast<size_t>(o.capacity_rows * o.feature_dim));
@@ -44,9 +40,11 @@ Status FeatureCache::Create(const CacheOptions& o, std::unique_ptr<FeatureCache>
     c->prev_.assign(static_cast<size_t>(o.capacity_rows), -1);
     c->next_.assign(static_cast<size_t>(o.capacity_rows), -1);
     c->visited_.reset(new std::atomic<uint8_t>[static_cast<size_t>(o.capacity_rows)]);
-    for (int64_t s = 0; s < o.capacity_rows; ++s) c->visited_[s].store(0, std::memory_order_relaxed);
+    for (int64_t s = 0; s < o.capacity_rows; ++s)
+      c->visited_[s].store(0, std::memory_order_relaxed);
   } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("cannot allocate a cache of " + std::to_string(o.capacity_rows) + " rows x " +
+    return Status::ResourceExhausted("cannot allocate a cache of " +
+                                     std::to_string(o.capacity_rows) + " rows x " +
                                      std::to_string(o.feature_dim) + " floats");
   }
   *out = std::move(c);
@@ -56,18 +54,14 @@ Status FeatureCache::Create(const CacheOptions& o, std::unique_ptr<FeatureCache>
 FeatureCache::~FeatureCache() = default;
 
 int64_t FeatureCache::memory_bytes() const {
-  return static_cast<int64_t>(rows_.size() * 4 + slot_of_.size() * 4 + id_of_.size() * 8 + prev_.size() * 4 +
-                              next_.size() * 4 + static_cast<size_t>(options_.capacity_rows));
+  return static_cast<int64_t>(rows_.size() * 4 + slot_of_.size() * 4 + id_of_.size() * 8 +
+                              prev_.size() * 4 + next_.size() * 4 +
+                              static_cast<size_t>(options_.capacity_rows));
 }
 
 int64_t FeatureCache::size() const {
   std::shared_lock<std::shared_mutex> lock(mu_);
   return used_;
-}
-
-bool FeatureCache::Contains(int64_t id) const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
-  return id >= 0 && id < options_.num_nodes && slot_of_[id] >= 0;
 }
 
 std::vector<int64_t> FeatureCache::Ids() const {
@@ -97,10 +91,14 @@ int32_t FeatureCache::EvictOne() {
   }
   hand_ = prev_[o];
   // Unlink o.
-  if (prev_[o] != -1) next_[prev_[o]] = next_[o];
-  else head_ = next_[o];
-  if (next_[o] != -1) prev_[next_[o]] = prev_[o];
-  else tail_ = prev_[o];
+  if (prev_[o] != -1)
+    next_[prev_[o]] = next_[o];
+  else
+    head_ = next_[o];
+  if (next_[o] != -1)
+    prev_[next_[o]] = prev_[o];
+  else
+    tail_ = prev_[o];
   slot_of_[id_of_[o]] = -1;
   id_of_[o] = -1;
   --used_;
@@ -119,7 +117,8 @@ bool FeatureCache::Place(int64_t id, const float* row, bool evict) {
   } else {
     return false;
   }
-  std::memcpy(rows_.data() + static_cast<size_t>(s) * options_.feature_dim, row, options_.feature_dim * 4);
+  std::memcpy(rows_.data() + static_cast<size_t>(s) * options_.feature_dim, row,
+              options_.feature_dim * 4);
   id_of_[s] = id;
   slot_of_[id] = s;
   visited_[s].store(0, std::memory_order_relaxed);
@@ -144,7 +143,8 @@ int64_t FeatureCache::Insert(ArrayView<const int64_t> ids, const float* rows) {
   return stored;
 }
 
-Status FeatureCache::Lookup(ArrayView<const int64_t> ids, float* out, std::vector<int64_t>* misses) {
+Status FeatureCache::Lookup(ArrayView<const int64_t> ids, float* out,
+                            std::vector<int64_t>* misses) {
   const int64_t d = options_.feature_dim;
   // Every policy reads under the shared lock: Insert() may be filling a
   // static cache while lookups run (readers do not block each other).
@@ -152,7 +152,8 @@ Status FeatureCache::Lookup(ArrayView<const int64_t> ids, float* out, std::vecto
   int64_t hits = 0;
   for (size_t i = 0; i < ids.size(); ++i) {
     int64_t id = ids[i];
-    if (id < 0 || id >= options_.num_nodes) return IdOutOfRange(id, i, 0, options_.num_nodes, kNoPosition);
+    if (id < 0 || id >= options_.num_nodes)
+      return IdOutOfRange(id, i, 0, options_.num_nodes, kNoPosition);
     int32_t s = slot_of_[id];
     if (s < 0) {
       misses->push_back(static_cast<int64_t>(i));
@@ -173,7 +174,8 @@ void FeatureCache::Admit(ArrayView<const int64_t> ids, const float* rows) {
   for (size_t i = 0; i < ids.size(); ++i) {
     int64_t id = ids[i];
     if (id < 0 || id >= options_.num_nodes) continue;
-    if (Place(id, rows + i * options_.feature_dim, /*evict=*/true)) admitted_.fetch_add(1, std::memory_order_relaxed);
+    if (Place(id, rows + i * options_.feature_dim, /*evict=*/true))
+      admitted_.fetch_add(1, std::memory_order_relaxed);
   }
 }
 

@@ -30,7 +30,6 @@
 namespace fanout::cache {
 
 enum class Policy { kStatic, kSieve };
-Status ParsePolicy(const std::string& name, Policy* out);  // "static", "sieve"
 const char* PolicyName(Policy p);
 
 struct CacheOptions {
@@ -71,7 +70,6 @@ class FeatureCache {
   // admits them, evicting as needed; static ignores them.
   void Admit(ArrayView<const int64_t> ids, const float* rows);
 
-  bool Contains(int64_t id) const;
   int64_t size() const;
   int64_t capacity() const { return options_.capacity_rows; }
   int64_t memory_bytes() const;
@@ -87,9 +85,9 @@ class FeatureCache {
   int32_t EvictOne();  // SIEVE: returns the freed slot. REQUIRES: exclusive, full.
 
   CacheOptions options_;
-  std::vector<float> rows_;             // capacity x feature_dim
-  std::vector<int32_t> slot_of_;        // per node: slot or -1
-  std::vector<int64_t> id_of_;          // per slot: node or -1
+  std::vector<float> rows_;       // capacity x feature_dim
+  std::vector<int32_t> slot_of_;  // per node: slot or -1
+  std::vector<int64_t> id_of_;    // per slot: node or -1
   int64_t used_ = 0;
   // SIEVE queue: a doubly linked list of slots, newest at head; the hand moves
   // from the tail toward the head.

@@ -134,7 +134,6 @@ Status Cluster::Connect(const ClusterSpec& spec, const rpc::RpcOptions& given,
       return Status::FromCode(static_cast<int>(st.code()),
                               "data plane \"ucx\" was asked for: " + st.message());
     } else {
-      c->data_note_ = st.message();
       std::fprintf(
           stderr,
           "fanout: the UCX data plane is not available (%s); using Thrift for every server\n",

@@ -80,8 +80,6 @@ class Cluster : public Source, public std::enable_shared_from_this<Cluster> {
   // The admin addresses are not known from RPC; the demo passes them itself.
   // The path bulk replies take (kTcp when no data-plane context came up).
   rpc::DataPlaneMode data_plane() const { return mode_; }
-  // Why the data plane is not used, where it is not ("" otherwise).
-  const std::string& data_plane_note() const { return data_note_; }
   // Partition p's export, mapped in this process where its server shares
   // this host and data_plane is "auto" (null otherwise): its features,
   // labels and lookups are read here, and (local_sampling) its hops sampled
@@ -102,7 +100,6 @@ class Cluster : public Source, public std::enable_shared_from_this<Cluster> {
   rpc::RpcOptions options_;
   rpc::DataPlaneMode mode_ = rpc::DataPlaneMode::kTcp;
   std::shared_ptr<rpc::DataPlaneContext> data_ctx_;
-  std::string data_note_;
   mutable std::mutex log_mu_;
   mutable std::set<std::string>
       logged_;                          // addresses whose fallback was logged (GUARDED_BY(log_mu_))

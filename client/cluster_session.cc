@@ -103,15 +103,6 @@ class ClusterSession : public Session {
     return Status::OK();
   }
 
-  // The transports each partition's bulk replies use ("thrift" or UCX's).
-  std::vector<std::string> Paths() const {
-    std::vector<std::string> out;
-    for (int p = 0; p < c_->num_parts(); ++p)
-      out.push_back(links_[p].peer >= 0 ? "ucx (" + channel_->Transports(links_[p].peer) + ")"
-                                        : "thrift");
-    return out;
-  }
-
   // Sends one request to every partition with routed ids (over the data plane
   // where it is in use), then receives every reply. A data plane that fails
   // with Unavailable falls back to Thrift for that server: the same request

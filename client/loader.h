@@ -153,9 +153,6 @@ struct LoaderStats {
   int64_t health_abandons = 0;  // requests given up at once: their replica failed its health check
   std::vector<ReplicaHealth>
       servers;  // per replica: failed requests, failovers to it, health (a cluster)
-  double cache_hit_rate() const {
-    return cache_lookups ? static_cast<double>(cache_hits) / cache_lookups : 0;
-  }
   double batches_per_s() const { return seconds > 0 ? batches / seconds : 0; }
   double sampled_edges_per_s() const { return seconds > 0 ? sampled_edges / seconds : 0; }
 };

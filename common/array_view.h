@@ -30,9 +30,6 @@ class ArrayView {
   constexpr T& operator[](size_t i) const { return data_[i]; }
   constexpr T* begin() const { return data_; }
   constexpr T* end() const { return data_ + size_; }
-  constexpr ArrayView subview(size_t offset, size_t count) const {
-    return ArrayView(data_ + offset, count);
-  }
 
  private:
   T* data_ = nullptr;

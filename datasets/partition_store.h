@@ -103,8 +103,6 @@ struct DatasetMeta {
   std::string ToJson() const;
   // Parses meta.json text; Corruption/InvalidArgument name what is wrong.
   static Status FromJson(const std::string& text, const std::string& path, DatasetMeta* out);
-  // Which partition owns global id v (binary search), or -1.
-  int PartOf(int64_t v) const;
 };
 
 struct WriteOptions {

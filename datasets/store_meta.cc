@@ -8,27 +8,38 @@
 namespace fanout::datasets {
 
 Status ParseFeatureDType(const std::string& name, FeatureDType* out) {
-  if (name == "float32") *out = FeatureDType::kFloat32;
-  else if (name == "float16") *out = FeatureDType::kFloat16;
-  else if (name == "int8") *out = FeatureDType::kInt8;
-  else return Status::InvalidArgument("unknown feature dtype '" + name + "' (known: float32, float16, int8)");
+  if (name == "float32")
+    *out = FeatureDType::kFloat32;
+  else if (name == "float16")
+    *out = FeatureDType::kFloat16;
+  else if (name == "int8")
+    *out = FeatureDType::kInt8;
+  else
+    return Status::InvalidArgument("unknown feature dtype '" + name +
+                                   "' (known: float32, float16, int8)");
   return Status::OK();
 }
 
 const char* FeatureDTypeName(FeatureDType t) {
   switch (t) {
-    case FeatureDType::kFloat32: return "float32";
-    case FeatureDType::kFloat16: return "float16";
-    case FeatureDType::kInt8: return "int8";
+    case FeatureDType::kFloat32:
+      return "float32";
+    case FeatureDType::kFloat16:
+      return "float16";
+    case FeatureDType::kInt8:
+      return "int8";
   }
   return "?";
 }
 
 int FeatureDTypeSize(FeatureDType t) {
   switch (t) {
-    case FeatureDType::kFloat32: return 4;
-    case FeatureDType::kFloat16: return 2;
-    case FeatureDType::kInt8: return 1;
+    case FeatureDType::kFloat32:
+      return 4;
+    case FeatureDType::kFloat16:
+      return 2;
+    case FeatureDType::kInt8:
+      return 1;
   }
   return 4;
 }
@@ -39,7 +50,8 @@ uint16_t FloatToHalf(float f) {
   uint32_t sign = (x >> 16) & 0x8000u;
   uint32_t exp = (x >> 23) & 0xffu;
   uint32_t mant = x & 0x7fffffu;
-  if (exp == 0xffu) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));  // inf / nan
+  if (exp == 0xffu)
+    return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));  // inf / nan
   int32_t e = static_cast<int32_t>(exp) - 127 + 15;
   if (e >= 0x1f) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
   if (e <= 0) {                                                 // subnormal or zero
@@ -53,7 +65,8 @@ uint16_t FloatToHalf(float f) {
   }
   uint32_t half = sign | (static_cast<uint32_t>(e) << 10) | (mant >> 13);
   uint32_t rem = mant & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) ++half;  // may carry into the exponent: correct
+  if (rem > 0x1000u || (rem == 0x1000u && (half & 1u)))
+    ++half;  // may carry into the exponent: correct
   return static_cast<uint16_t>(half);
 }
 
@@ -90,11 +103,6 @@ float HalfToFloat(uint16_t h) {
   return f;
 }
 
-int DatasetMeta::PartOf(int64_t v) const {
-  if (offsets.size() < 2 || v < offsets.front() || v >= offsets.back()) return -1;
-  return static_cast<int>(std::upper_bound(offsets.begin(), offsets.end(), v) - offsets.begin()) - 1;
-}
-
 std::string DatasetMeta::ToJson() const {
   nlohmann::json j;
   j["format"] = "fanout-partitioned-graph";
@@ -116,8 +124,9 @@ std::string DatasetMeta::ToJson() const {
   j["has_labels"] = has_labels;
   j["has_split"] = has_split;
   j["has_original_names"] = has_names;
-  if (has_edge_times) j["has_edge_times"] = true;  // absent in stores without (older readers ignore it)
-  if (!hetero.empty()) {  // absent in homogeneous stores (older readers ignore these)
+  if (has_edge_times)
+    j["has_edge_times"] = true;  // absent in stores without (older readers ignore it)
+  if (!hetero.empty()) {         // absent in homogeneous stores (older readers ignore these)
     j["node_types"] = hetero.node_types;
     nlohmann::json et = nlohmann::json::array();
     for (const sampler::EdgeType& t : hetero.edge_types)
@@ -149,12 +158,14 @@ Status DatasetMeta::FromJson(const std::string& text, const std::string& path, D
   }
   try {
     if (j.value("format", "") != "fanout-partitioned-graph")
-      return Status::InvalidArgument(path + ": not a Fanout partitioned dataset (format is '" + j.value("format", "") + "')");
+      return Status::InvalidArgument(path + ": not a Fanout partitioned dataset (format is '" +
+                                     j.value("format", "") + "')");
     DatasetMeta m;
     m.format_version = j.at("format_version").get<int>();
     if (m.format_version != kStoreFormatVersion)
       return Status::InvalidArgument(path + ": format version " + std::to_string(m.format_version) +
-                                     ", this build reads version " + std::to_string(kStoreFormatVersion) +
+                                     ", this build reads version " +
+                                     std::to_string(kStoreFormatVersion) +
                                      " (re-run fanout-partition)");
     m.dataset_id = j.at("dataset_id").get<std::string>();
     m.name = j.value("name", "");
@@ -165,7 +176,8 @@ Status DatasetMeta::FromJson(const std::string& text, const std::string& path, D
     m.num_parts = j.at("num_parts").get<int>();
     m.offsets = j.at("partition_offsets").get<std::vector<int64_t>>();
     m.feature_dim = j.at("feature_dim").get<int64_t>();
-    FANOUT_RETURN_IF_ERROR(ParseFeatureDType(j.at("feature_dtype").get<std::string>(), &m.feature_dtype));
+    FANOUT_RETURN_IF_ERROR(
+        ParseFeatureDType(j.at("feature_dtype").get<std::string>(), &m.feature_dtype));
     m.feature_scale = j.value("feature_scale", 1.0);
     m.num_classes = j.at("num_classes").get<int64_t>();
     m.class_names = j.value("class_names", std::vector<std::string>{});
@@ -188,23 +200,30 @@ Status DatasetMeta::FromJson(const std::string& text, const std::string& path, D
     m.stats.node_balance = j.value("node_balance", 0.0);
     m.stats.edge_balance = j.value("edge_balance", 0.0);
     // Consistency.
-    if (m.num_parts < 1 || static_cast<int>(m.offsets.size()) != m.num_parts + 1 || m.offsets.front() != 0 ||
-        m.offsets.back() != m.num_nodes)
-      return Status::Corruption(path + ": partition_offsets do not tile [0, num_nodes) in num_parts ranges");
+    if (m.num_parts < 1 || static_cast<int>(m.offsets.size()) != m.num_parts + 1 ||
+        m.offsets.front() != 0 || m.offsets.back() != m.num_nodes)
+      return Status::Corruption(
+          path + ": partition_offsets do not tile [0, num_nodes) in num_parts ranges");
     for (int p = 0; p < m.num_parts; ++p)
-      if (m.offsets[p + 1] < m.offsets[p]) return Status::Corruption(path + ": partition_offsets decrease at part " + std::to_string(p));
+      if (m.offsets[p + 1] < m.offsets[p])
+        return Status::Corruption(path + ": partition_offsets decrease at part " +
+                                  std::to_string(p));
     if (m.direction != "in" && m.direction != "out")
-      return Status::Corruption(path + ": direction '" + m.direction + "' is neither 'in' nor 'out'");
+      return Status::Corruption(path + ": direction '" + m.direction +
+                                "' is neither 'in' nor 'out'");
     if (m.chunk_nodes < 1) return Status::Corruption(path + ": chunk_nodes must be positive");
     if (j.contains("node_types")) {
       sampler::HeteroSchema& h = m.hetero;
       h.node_types = j.at("node_types").get<std::vector<std::string>>();
       for (const auto& t : j.at("edge_types")) {
         const auto names = t.get<std::vector<std::string>>();
-        if (names.size() != 3) return Status::Corruption(path + ": an edge type is not [src, rel, dst]: " + t.dump());
-        sampler::EdgeType e{m.hetero.FindNodeType(names[0]), names[1], m.hetero.FindNodeType(names[2])};
+        if (names.size() != 3)
+          return Status::Corruption(path + ": an edge type is not [src, rel, dst]: " + t.dump());
+        sampler::EdgeType e{m.hetero.FindNodeType(names[0]), names[1],
+                            m.hetero.FindNodeType(names[2])};
         if (e.src < 0 || e.dst < 0)
-          return Status::Corruption(path + ": edge type " + t.dump() + " names a node type not in node_types");
+          return Status::Corruption(path + ": edge type " + t.dump() +
+                                    " names a node type not in node_types");
         h.edge_types.push_back(e);
       }
       h.type_bounds = j.at("node_type_bounds").get<std::vector<int64_t>>();
@@ -215,8 +234,8 @@ Status DatasetMeta::FromJson(const std::string& text, const std::string& path, D
       const size_t T = h.node_types.size();
       for (int p = 0; p < m.num_parts; ++p)
         if (h.type_bounds[p * T] != m.offsets[p])
-          return Status::Corruption(path + ": node_type_bounds do not start partition " + std::to_string(p) + " at " +
-                                    std::to_string(m.offsets[p]));
+          return Status::Corruption(path + ": node_type_bounds do not start partition " +
+                                    std::to_string(p) + " at " + std::to_string(m.offsets[p]));
     }
     *out = std::move(m);
     return Status::OK();

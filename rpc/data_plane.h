@@ -36,7 +36,6 @@ namespace fanout::rpc {
 bool DataPlaneBuilt();
 
 enum class DataMethod : uint8_t { kPing = 0, kFeatures = 1, kLabels = 2, kSample = 3 };
-const char* DataMethodName(DataMethod m);
 
 // A kSample reply is one payload: counts (int32 per node, padded to a
 // multiple of 8 bytes), then neighbors (int64), then edge ids (int64, when
@@ -212,7 +211,7 @@ struct ChannelStats {
   int64_t stray_replies = 0;     // replies for no request in flight (dropped)
   int64_t given_up = 0;          // requests abandoned when Wait's give_up said so
   int64_t aborted_by_reset = 0;  // requests lost to a reset for another peer's timeout
-  int64_t stuck_closes = 0;      // closes after which UCX still held a request: the worker was reset
+  int64_t stuck_closes = 0;  // closes after which UCX still held a request: the worker was reset
 };
 
 // One thread's UCX worker with endpoints to several servers; one request in

@@ -37,7 +37,6 @@ class CsrGraph {
 
   int64_t num_nodes() const { return num_nodes_; }
   int64_t num_edges() const { return num_edges_; }
-  bool has_edge_ids() const { return edge_ids_ != nullptr; }
   bool has_weights() const { return weights_ != nullptr; }
 
   const int64_t* indptr() const { return indptr_; }

@@ -902,7 +902,9 @@ TEST_P(StoppedReplicaTest, AStoppedReplicaIsGivenUpOnItsHealthVerdictNotItsDeadl
   EXPECT_EQ(s0.health_abandons, 0);
   EXPECT_GE(s1.health_abandons, 1);
   EXPECT_GE(s1.failovers, 1);
-  if (GetParam() == rpc::DataPlaneMode::kTcp) EXPECT_EQ(s1.ucx_bytes, 0);
+  if (GetParam() == rpc::DataPlaneMode::kTcp) {
+    EXPECT_EQ(s1.ucx_bytes, 0);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, StoppedReplicaTest,

@@ -1000,7 +1000,9 @@ TEST_P(DataPlaneTest, AThousandConnectCloseCyclesWithRequestsInFlight) {
   std::unique_ptr<rpc::DataPlaneChannel> ch;
   int checked = 0, dropped = 0, abandoned = 0;
   for (int cycle = 0; cycle < 1000; ++cycle) {
-    if (!ch) ASSERT_TRUE(rpc::DataPlaneChannel::Create(ctx, ro, &ch).ok());
+    if (!ch) {
+      ASSERT_TRUE(rpc::DataPlaneChannel::Create(ctx, ro, &ch).ok());
+    }
     int peer = -1;
     Status st = ch->Connect("127.0.0.1", servers_[1]->data_port(), name, &peer);
     ASSERT_TRUE(st.ok()) << "cycle " << cycle << ": " << st.ToString();
@@ -1170,6 +1172,9 @@ TEST_P(DataPlaneTest, FloodsOfLargeRequestsStayWithinTheSharedBudgetAndMemoryGoe
   for (size_t i = 0; i < valid.size(); ++i)
     valid[i] = begin + static_cast<int64_t>(i) % (end - begin);
   for (size_t i = 0; i < oversized.size(); ++i) oversized[i] = begin;
+  // Every header outlives its send (UCX packs a rendezvous header when the
+  // send goes out, after Send() returned: found by AddressSanitizer).
+  std::vector<rpc::wire::RequestHeader> headers(kPeers * (kValid + kOversized));
   std::vector<std::unique_ptr<RawPeer>> peers;
   for (int k = 0; k < kPeers; ++k) {
     peers.push_back(std::make_unique<RawPeer>());
@@ -1179,7 +1184,7 @@ TEST_P(DataPlaneTest, FloodsOfLargeRequestsStayWithinTheSharedBudgetAndMemoryGoe
   uint64_t id = 1;
   for (int r = 0; r < kValid + kOversized; ++r)
     for (auto& p : peers) {
-      rpc::wire::RequestHeader h;
+      rpc::wire::RequestHeader& h = headers[id - 1];
       h.method = static_cast<uint8_t>(rpc::DataMethod::kLabels);
       h.request_id = id++;
       const bool big = r % 3 == 2;
@@ -1219,10 +1224,20 @@ TEST_P(DataPlaneTest, FloodsOfLargeRequestsStayWithinTheSharedBudgetAndMemoryGoe
   EXPECT_EQ(dp["budget_refused"].get<int64_t>(), 0) << dp.dump();
   EXPECT_LE(mem["request_peak_bytes"].get<int64_t>(), 32 * kMiB + 2 * 16 * kMiB) << mem.dump();
   // The process's peak: the budget, one reply per thread, and UCX's own
-  // staging of 16 MiB transfers over its transports (one per peer).
+  // staging of 16 MiB transfers over its transports (one per peer). Under a
+  // sanitizer the allocator keeps freed memory (AddressSanitizer's
+  // quarantine) and ignores malloc_trim, so the RSS says nothing about the
+  // server there: only the budget's own accounting is checked.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  constexpr bool kRssMeaningful = false;
+#else
+  constexpr bool kRssMeaningful = true;
+#endif
   const int64_t peak = ProcStatusBytes(c.pid, "VmHWM");
-  EXPECT_LE(peak - before, 32 * kMiB + 2 * 16 * kMiB + kPeers * 16 * kMiB)
-      << "peak " << peak / kMiB << " MiB, before " << before / kMiB << " MiB";
+  if (kRssMeaningful) {
+    EXPECT_LE(peak - before, 32 * kMiB + 2 * 16 * kMiB + kPeers * 16 * kMiB)
+        << "peak " << peak / kMiB << " MiB, before " << before / kMiB << " MiB";
+  }
 
   std::printf("[ figures  ] RSS before %.1f MiB, peak %.1f MiB, budget peak %.1f MiB\n",
               before / 1048576.0, peak / 1048576.0,
@@ -1232,13 +1247,15 @@ TEST_P(DataPlaneTest, FloodsOfLargeRequestsStayWithinTheSharedBudgetAndMemoryGoe
   int64_t after = 0;
   for (int i = 0; i < 100 * scale; ++i) {
     after = ProcStatusBytes(c.pid, "VmRSS");
-    if (after <= bar && i >= 30) break;  // at least 3 s: the idle releases ran
+    if ((after <= bar || !kRssMeaningful) && i >= 30) break;  // at least 3 s: the idle releases ran
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   std::printf("[ figures  ] RSS after the flood and idle %.1f MiB (bar %.1f MiB)\n",
               after / 1048576.0, bar / 1048576.0);
-  EXPECT_LE(after, bar) << "RSS " << after / kMiB << " MiB after the flood, " << before / kMiB
-                        << " MiB before";
+  if (kRssMeaningful) {
+    EXPECT_LE(after, bar) << "RSS " << after / kMiB << " MiB after the flood, " << before / kMiB
+                          << " MiB before";
+  }
   const nlohmann::json idle = ChildStats(c);
   EXPECT_EQ(idle["memory"]["request_held_bytes"].get<int64_t>(), 0) << idle["memory"].dump();
   EXPECT_EQ(idle["data_plane"]["endpoints_open"].get<int64_t>(), 0);
