@@ -412,13 +412,11 @@ int main(int argc, char** argv) {
         hetero.edges_per_s / 1e6, hetero.network_wait_s, hetero_local.edges_per_s / 1e6,
         hetero.edges_per_s / hetero_local.edges_per_s);
     std::printf(
-        "  failover_stall (NodeLoader, %lld batches of 1024, features, 2 workers, UCX; replica 1 "
-        "of 2 of "
-        "partition 0 SIGSTOPped after 10%%): epoch %.2f s undisturbed, %.2f s stopped (medians of "
-        "3): stall "
-        "%.2f s vs health interval %d ms + one batch %.3f s (target <= 3 s); %lld requests given "
-        "up on the "
-        "health verdict, %lld failovers\n",
+        "  failover_stall (NodeLoader, %lld batches of 1024, features, 2 workers, UCX; "
+        "replica 1 of 2 of partition 0 SIGSTOPped after 10%%): "
+        "epoch %.2f s undisturbed, %.2f s stopped (medians of 3): "
+        "stall %.2f s vs health interval %d ms + one batch %.3f s (target <= 3 s); "
+        "%lld requests given up on the health verdict, %lld failovers\n",
         static_cast<long long>(stall.batches), stall.calm_s, stall.stopped_s, stall.stall_s,
         stall.health_check_ms, stall.batch_s, static_cast<long long>(stall.health_abandons),
         static_cast<long long>(stall.failovers));

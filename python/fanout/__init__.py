@@ -98,12 +98,18 @@ class Cluster:
     def reconnect(self):
         """A new Cluster on the same servers with the same options (its own connections), e.g. in a
         process forked from this one: UCX state does not survive a fork."""
-        kind, what, kw = self._recipe
+        return Cluster._from_recipe(self._recipe)
+
+    @staticmethod
+    def _from_recipe(recipe):
+        kind, what, kw = recipe
         if kind == "file":
             return Cluster.from_file(what, **kw)
         if what is None:
             raise InvalidArgument("this Cluster cannot reconnect (it was made from another one)")
-        return Cluster(partitions=what, **kw)
+        out = Cluster(partitions=what, **kw)
+        out._recipe = recipe
+        return out
 
     def _forget_after_fork(self):
         """In a forked child: the inherited C++ cluster (threads and UCX state of the parent) is

@@ -62,9 +62,7 @@ class _PerProcess:
         return {"recipe": self._cluster._recipe, "num_nodes": self.num_nodes, "feature_dim": self.feature_dim}
 
     def __setstate__(self, state):
-        kind, what, kw = state["recipe"]
-        self._cluster = Cluster.from_file(what, **kw) if kind == "file" else Cluster(partitions=what, **kw)
-        self._cluster._recipe = state["recipe"]
+        self._cluster = Cluster._from_recipe(state["recipe"])
         self._pid = os.getpid()
         self.num_nodes, self.feature_dim = state["num_nodes"], state["feature_dim"]
 

@@ -224,7 +224,9 @@ void Thread::GiveBuffer(std::unique_ptr<ReplyBuffer> b) {
 
 // After a burst: the pooled buffers (up to 8 of the largest replies) go back,
 // and so do the allocator's free pages (glibc keeps freed chunks below its
-// adaptive mmap threshold, up to 32 MiB each, in its arenas otherwise).
+// adaptive mmap threshold, up to 32 MiB each, in its arenas otherwise). The
+// PartitionServer's admin tick trims too (Thrift's arenas), but it runs only
+// where the admin endpoint is on.
 void Thread::ReleaseIdleMemory() {
   if (pool.empty()) return;
   pool.clear();

@@ -701,6 +701,35 @@ TEST_F(LoaderTest, ServerErrorsSurfaceWithTheServersAddress) {
   }
 }
 
+// One NodeLoader epoch through `spec`: its batches into *out, its stats into
+// *stats; `fault` (where given) runs once `fault_at` batches are in.
+void RunEpoch(const ClusterSpec& spec, const rpc::RpcOptions& ro, const std::vector<int64_t>& seeds,
+              const LoaderOptions& o, size_t fault_at, const std::function<void()>& fault,
+              std::vector<MiniBatch>* out, LoaderStats* stats) {
+  std::shared_ptr<Cluster> c;
+  Status st = Cluster::Connect(spec, ro, &c);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  NodeLoader loader(c, seeds, o);
+  MiniBatch b;
+  while (loader.Next(&b)) {
+    out->push_back(b);
+    if (fault && out->size() == fault_at) fault();
+  }
+  *stats = loader.stats();
+}
+
+// The same batches, tensor for tensor (n_id, edge_index, edge_id, x, y).
+void ExpectSameBatches(const std::vector<MiniBatch>& a, const std::vector<MiniBatch>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_TRUE(torch::equal(a[i].n_id, b[i].n_id)) << i;
+    EXPECT_TRUE(torch::equal(a[i].edge_index, b[i].edge_index)) << i;
+    EXPECT_TRUE(torch::equal(a[i].edge_id, b[i].edge_id)) << i;
+    EXPECT_TRUE(torch::equal(a[i].x, b[i].x)) << i;
+    EXPECT_TRUE(torch::equal(a[i].y, b[i].y)) << i;
+  }
+}
+
 // Two replicas per partition: a replica that stops mid-epoch changes nothing
 // (the same request goes to the other replica: the same batches); a
 // partition with every replica gone fails naming each address tried.
@@ -721,24 +750,9 @@ TEST_F(LoaderTest, AReplicaThatStopsMidEpochChangesNoBatch) {
   o.edge_ids = true;
   o.rank = 0;
   o.world_size = 1;
-  auto run = [&](int stop_after, std::vector<MiniBatch>* out) {
-    std::shared_ptr<Cluster> c;
-    Status st = Cluster::Connect(spec, ro, &c);
-    ASSERT_TRUE(st.ok()) << st.ToString();
-    NodeLoader loader(c, seeds, o);
-    MiniBatch b;
-    while (loader.Next(&b)) {
-      out->push_back(b);
-      if (static_cast<int>(out->size()) == stop_after)
-        servers_[1]->Stop();  // partition 1's first replica
-    }
-    if (stop_after > 0) {
-      EXPECT_GE(loader.stats().failovers, 1);
-      EXPECT_GE(loader.stats().retries, 1);
-    }
-  };
   std::vector<MiniBatch> calm, disturbed;
-  run(0, &calm);
+  LoaderStats s0, s1;
+  RunEpoch(spec, ro, seeds, o, 0, nullptr, &calm, &s0);
   // The loader's two sessions started on different replicas: both served.
   for (int p = 0; p < 2; ++p) {
     EXPECT_GT(nlohmann::json::parse(servers_[p]->StatsJson())["totals"]["requests"].get<int64_t>(),
@@ -748,15 +762,12 @@ TEST_F(LoaderTest, AReplicaThatStopsMidEpochChangesNoBatch) {
               0)
         << p;
   }
-  run(4, &disturbed);
-  ASSERT_EQ(calm.size(), disturbed.size());
-  for (size_t i = 0; i < calm.size(); ++i) {
-    EXPECT_TRUE(torch::equal(calm[i].n_id, disturbed[i].n_id)) << i;
-    EXPECT_TRUE(torch::equal(calm[i].edge_index, disturbed[i].edge_index)) << i;
-    EXPECT_TRUE(torch::equal(calm[i].edge_id, disturbed[i].edge_id)) << i;
-    EXPECT_TRUE(torch::equal(calm[i].x, disturbed[i].x)) << i;
-    EXPECT_TRUE(torch::equal(calm[i].y, disturbed[i].y)) << i;
-  }
+  // Partition 1's first replica stops after 4 batches.
+  RunEpoch(
+      spec, ro, seeds, o, 4, [&] { servers_[1]->Stop(); }, &disturbed, &s1);
+  EXPECT_GE(s1.failovers, 1);
+  EXPECT_GE(s1.retries, 1);
+  ExpectSameBatches(calm, disturbed);
   // Both replicas of partition 1 gone: an error naming both.
   std::shared_ptr<Cluster> c;
   ASSERT_TRUE(Cluster::Connect(spec, ro, &c).ok());
@@ -788,35 +799,6 @@ void StartReplicatedCora(std::vector<server::testing::Child>* kids, server::test
   }
   const auto& k = *kids;
   spec->replicas = {{k[0].address(), k[1].address()}, {k[2].address(), k[3].address()}};
-}
-
-// One NodeLoader epoch through `spec`: its batches into *out, its stats into
-// *stats; `fault` (where given) runs once `fault_at` batches are in.
-void RunEpoch(const ClusterSpec& spec, const rpc::RpcOptions& ro, const std::vector<int64_t>& seeds,
-              const LoaderOptions& o, size_t fault_at, const std::function<void()>& fault,
-              std::vector<MiniBatch>* out, LoaderStats* stats) {
-  std::shared_ptr<Cluster> c;
-  Status st = Cluster::Connect(spec, ro, &c);
-  ASSERT_TRUE(st.ok()) << st.ToString();
-  NodeLoader loader(c, seeds, o);
-  MiniBatch b;
-  while (loader.Next(&b)) {
-    out->push_back(b);
-    if (fault && out->size() == fault_at) fault();
-  }
-  *stats = loader.stats();
-}
-
-// The same batches, tensor for tensor (n_id, edge_index, edge_id, x, y).
-void ExpectSameBatches(const std::vector<MiniBatch>& a, const std::vector<MiniBatch>& b) {
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    EXPECT_TRUE(torch::equal(a[i].n_id, b[i].n_id)) << i;
-    EXPECT_TRUE(torch::equal(a[i].edge_index, b[i].edge_index)) << i;
-    EXPECT_TRUE(torch::equal(a[i].edge_id, b[i].edge_id)) << i;
-    EXPECT_TRUE(torch::equal(a[i].x, b[i].x)) << i;
-    EXPECT_TRUE(torch::equal(a[i].y, b[i].y)) << i;
-  }
 }
 
 // Replicas as fanout-server processes (2 partitions x 2): kill -9 of one and,
