@@ -52,6 +52,175 @@ at::Tensor Wrap(PodVector<int64_t>&& v) {
       holder->data(), {n}, [holder](void*) { delete holder; }, torch::kLong);
 }
 
+// What a batch's sampling needs of the options, for `count` seeds (or seed
+// edges, `link`): fanouts, times, heterogeneous fanouts. Throws
+// std::invalid_argument naming what is wrong.
+void CheckSampling(const Source& source, const LoaderOptions& options, size_t count, bool link) {
+  for (int64_t f : options.fanouts)
+    if (f < -1)
+      throw std::invalid_argument("NodeLoader: fanout " + std::to_string(f) +
+                                  " is invalid (use -1 or >= 0)");
+  if (!options.input_time.empty()) {
+    if (options.input_time.size() != count)
+      throw std::invalid_argument(std::string(link ? "LinkLoader" : "NodeLoader") + ": " +
+                                  std::to_string(options.input_time.size()) + " input times for " +
+                                  std::to_string(count) + (link ? " seed edges" : " seeds"));
+    Status t = sampler::CheckTemporalOptions(MultiHopOptionsOf(options));
+    if (!t.ok()) throw std::invalid_argument("NodeLoader: " + t.message());
+  }
+  if (!options.edge_type_fanouts.empty()) {
+    const sampler::HeteroSchema* h = source.hetero();
+    if (h == nullptr)
+      throw std::invalid_argument(
+          "NodeLoader: per-edge-type fanouts need a heterogeneous dataset; " +
+          source.description() + " has no edge types");
+    std::vector<int64_t> per_hop;
+    Status st = sampler::HeteroHopFanouts(*h, options.edge_type_fanouts, &per_hop);
+    if (!st.ok()) throw std::invalid_argument("NodeLoader: " + st.message());
+    if (!options.input_time.empty() || options.subgraph)
+      throw std::invalid_argument(
+          "NodeLoader: heterogeneous sampling with input times or subgraph mode is not supported");
+  }
+}
+
+// Link batches: negatives, then the seed nodes (distinct endpoints,
+// ascending; temporal: every endpoint, with its edge's time) and the label
+// tensors. `positions` index `links` and options.input_time.
+Status LinkSeedNodes(const Source& source, const LoaderOptions& options, const LinkSeeds& links,
+                     Session* session, ArrayView<const int64_t> positions, uint64_t request_seed,
+                     std::vector<int64_t>* nodes, std::vector<int64_t>* times, MiniBatch* out) {
+  const sampler::NegativeOptions& neg = options.negative;
+  const bool temporal = !options.input_time.empty();
+  const int64_t p = static_cast<int64_t>(positions.size());
+  std::vector<int64_t> src(p), dst(p), neg_src, neg_dst;
+  for (int64_t i = 0; i < p; ++i)
+    src[i] = links.src[positions[i]], dst[i] = links.dst[positions[i]];
+  // Heterogeneous: the seed edge type's end types (LinkLoader checked it).
+  const sampler::HeteroSchema* h = options.link_edge_type >= 0 ? source.hetero() : nullptr;
+  const int edge_type = h ? options.link_edge_type : -1;
+  const sampler::NodeRanges src_nodes = h ? h->NodesOfType(h->edge_types[edge_type].src)
+                                          : sampler::NodeRanges::All(source.num_nodes());
+  const sampler::NodeRanges dst_nodes =
+      h ? h->NodesOfType(h->edge_types[edge_type].dst) : src_nodes;
+  FANOUT_RETURN_IF_ERROR(sampler::SampleNegatives(
+      neg, src, src_nodes, dst_nodes, request_seed,
+      [session, edge_type](ArrayView<const int64_t> s, ArrayView<const int64_t> d,
+                           uint8_t* exists) { return session->HasEdges(s, d, exists, edge_type); },
+      &neg_src, &neg_dst));
+  const int64_t m = static_cast<int64_t>(neg_dst.size());
+  const bool triplet = neg.mode == sampler::NegativeMode::kTriplet;
+  const int64_t per = triplet ? static_cast<int64_t>(neg.amount) : 1;
+  // Every endpoint in PyG's order: triplet [src, dst, dst_neg], else
+  // [src, src_neg, dst, dst_neg] (row 0 of edge_label_index, then row 1).
+  std::vector<int64_t> all;
+  all.reserve(static_cast<size_t>(2 * p + (triplet ? m : 2 * m)));
+  all.insert(all.end(), src.begin(), src.end());
+  if (!triplet) all.insert(all.end(), neg_src.begin(), neg_src.end());
+  all.insert(all.end(), dst.begin(), dst.end());
+  all.insert(all.end(), neg_dst.begin(), neg_dst.end());
+  at::Tensor inverse = torch::empty({static_cast<int64_t>(all.size())}, torch::kLong);
+  int64_t* inv = inverse.data_ptr<int64_t>();
+  if (temporal) {
+    // Disjoint (PyG's temporal link sampling): every endpoint is its own
+    // seed, at its edge's time; a binary negative j takes positive j % P's
+    // time, a triplet negative its positive's.
+    *nodes = all;
+    times->resize(all.size());
+    auto time_of = [&](int64_t i) { return options.input_time[positions[i]]; };
+    size_t at = 0;
+    for (int64_t i = 0; i < p; ++i) (*times)[at++] = time_of(i);
+    if (!triplet)
+      for (int64_t j = 0; j < m; ++j) (*times)[at++] = time_of(j % p);
+    for (int64_t i = 0; i < p; ++i) (*times)[at++] = time_of(i);
+    for (int64_t j = 0; j < m; ++j) (*times)[at++] = time_of(triplet ? j / per : j % p);
+    std::iota(inv, inv + all.size(), int64_t{0});
+  } else {
+    *nodes = all;
+    std::sort(nodes->begin(), nodes->end());
+    nodes->erase(std::unique(nodes->begin(), nodes->end()), nodes->end());
+    for (size_t i = 0; i < all.size(); ++i)
+      inv[i] = std::lower_bound(nodes->begin(), nodes->end(), all[i]) - nodes->begin();
+  }
+  out->input_id = torch::empty({p}, torch::kLong);
+  std::copy(positions.begin(), positions.end(), out->input_id.data_ptr<int64_t>());
+  if (triplet) {
+    out->src_index = inverse.narrow(0, 0, p);
+    out->dst_pos_index = inverse.narrow(0, p, p);
+    out->dst_neg_index =
+        per == 1 ? inverse.narrow(0, 2 * p, m) : inverse.narrow(0, 2 * p, m).view({p, per});
+    return Status::OK();
+  }
+  out->edge_label_index = inverse.view({2, p + m});
+  if (!links.label.empty()) {
+    out->edge_label = torch::zeros({p + m}, torch::kLong);
+    int64_t* l = out->edge_label.data_ptr<int64_t>();
+    for (int64_t i = 0; i < p; ++i) l[i] = links.label[positions[i]];
+  } else if (neg.mode == sampler::NegativeMode::kBinary) {
+    out->edge_label = torch::zeros({p + m}, torch::kFloat);
+    out->edge_label.narrow(0, 0, p).fill_(1.0f);
+  }
+  return Status::OK();
+}
+
+// The sampled subgraph of `seeds` (temporal: with one time each), then
+// features, labels and ids.
+Status SampleAndFetch(const Source& source, const LoaderOptions& options, Session* session,
+                      DeviceFeatureFetcher* fetcher, ArrayView<const int64_t> seeds,
+                      ArrayView<const int64_t> times, uint64_t request_seed, MiniBatch* out) {
+  const sampler::MultiHopOptions mo = MultiHopOptionsOf(options);
+  sampler::SampledSubgraph sub;
+  if (options.input_time.empty()) {
+    FANOUT_RETURN_IF_ERROR(session->Sample(seeds, request_seed, mo, &sub));
+  } else {
+    FANOUT_RETURN_IF_ERROR(session->SampleTemporal(seeds, times, request_seed, mo, &sub));
+    out->seed_time = torch::empty({static_cast<int64_t>(times.size())}, torch::kLong);
+    std::copy(times.begin(), times.end(), out->seed_time.data_ptr<int64_t>());
+    out->batch = Wrap(std::move(sub.batch));
+  }
+  const int64_t n = static_cast<int64_t>(sub.n_id.size());
+  out->batch_size = sub.batch_size;
+  out->num_sampled_nodes = sub.num_sampled_nodes;
+  out->num_sampled_edges = sub.num_sampled_edges;
+  out->n_id = Wrap(std::move(sub.n_id));
+  const int64_t* ids = out->n_id.data_ptr<int64_t>();
+  ArrayView<const int64_t> id_view(ids, static_cast<size_t>(n));
+  out->edge_index = torch::stack({Wrap(std::move(sub.row)), Wrap(std::move(sub.col))});
+  int64_t at = 0;
+  for (int64_t e : out->num_sampled_edges) {
+    out->hop_edge_index.push_back(out->edge_index.narrow(1, at, e));
+    at += e;
+  }
+  if (options.edge_ids) out->edge_id = Wrap(std::move(sub.edge_id));
+  if (!options.edge_type_fanouts.empty()) {
+    const sampler::HeteroSchema& h = *source.hetero();
+    out->node_type = torch::empty({n}, torch::kLong);
+    int64_t* nt = out->node_type.data_ptr<int64_t>();
+    for (int64_t i = 0; i < n; ++i) nt[i] = h.NodeTypeOf(ids[i]);
+    const int64_t e = static_cast<int64_t>(sub.edge_type.size());
+    out->edge_type = torch::empty({e}, torch::kLong);
+    std::copy(sub.edge_type.begin(), sub.edge_type.end(), out->edge_type.data_ptr<int64_t>());
+  }
+  if (options.features && options.gpu_cache) {
+    FANOUT_RETURN_IF_ERROR(
+        GatherFeaturesOnDevice(*fetcher, *session, id_view, options.gpu_cache->device(), &out->x));
+  } else if (options.features) {
+    // x is ordinary memory of this process: rows of co-located partitions are
+    // gathered into it here, the others received into it (never written by
+    // a server).
+    out->x = torch::empty({n, source.feature_dim()}, torch::kFloat);
+    FANOUT_RETURN_IF_ERROR(session->Features(id_view, out->x.data_ptr<float>()));
+  }
+  if (options.labels) {
+    out->y = torch::empty({n}, torch::kLong);
+    FANOUT_RETURN_IF_ERROR(session->Labels(id_view, out->y.data_ptr<int64_t>()));
+  }
+  if (options.original_ids) {
+    out->original_id = torch::empty({n}, torch::kLong);
+    FANOUT_RETURN_IF_ERROR(session->OriginalIds(id_view, out->original_id.data_ptr<int64_t>()));
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Status GatherFeaturesOnDevice(DeviceFeatureFetcher& fetcher, Session& session,
@@ -88,10 +257,6 @@ NodeLoader::NodeLoader(std::shared_ptr<Source> source, std::vector<int64_t> seed
     std::iota(seeds_.begin(), seeds_.end(), int64_t{0});
   }
   if (options_.batch_size < 1) throw std::invalid_argument("NodeLoader: batch_size must be >= 1");
-  for (int64_t f : options_.fanouts)
-    if (f < -1)
-      throw std::invalid_argument("NodeLoader: fanout " + std::to_string(f) +
-                                  " is invalid (use -1 or >= 0)");
   if (options_.num_workers < 1) throw std::invalid_argument("NodeLoader: num_workers must be >= 1");
   if (options_.prefetch < 1) throw std::invalid_argument("NodeLoader: prefetch must be >= 1");
   world_ = options_.world_size >= 0 ? options_.world_size : EnvInt("WORLD_SIZE", 1);
@@ -102,28 +267,7 @@ NodeLoader::NodeLoader(std::shared_ptr<Source> source, std::vector<int64_t> seed
   if (options_.gpu_cache && !torch::cuda::is_available())
     throw std::invalid_argument(
         "NodeLoader: gpu_cache needs a CUDA-enabled LibTorch; this one has no CUDA");
-  if (!options_.input_time.empty()) {
-    const size_t want = links_ ? links_->src.size() : seeds_.size();
-    if (options_.input_time.size() != want)
-      throw std::invalid_argument(std::string(links_ ? "LinkLoader" : "NodeLoader") + ": " +
-                                  std::to_string(options_.input_time.size()) + " input times for " +
-                                  std::to_string(want) + (links_ ? " seed edges" : " seeds"));
-    Status t = sampler::CheckTemporalOptions(MultiHopOptionsOf(options_));
-    if (!t.ok()) throw std::invalid_argument("NodeLoader: " + t.message());
-  }
-  if (!options_.edge_type_fanouts.empty()) {
-    const sampler::HeteroSchema* h = source_->hetero();
-    if (h == nullptr)
-      throw std::invalid_argument(
-          "NodeLoader: per-edge-type fanouts need a heterogeneous dataset; " +
-          source_->description() + " has no edge types");
-    std::vector<int64_t> per_hop;
-    Status st = sampler::HeteroHopFanouts(*h, options_.edge_type_fanouts, &per_hop);
-    if (!st.ok()) throw std::invalid_argument("NodeLoader: " + st.message());
-    if (!options_.input_time.empty() || options_.subgraph)
-      throw std::invalid_argument(
-          "NodeLoader: heterogeneous sampling with input times or subgraph mode is not supported");
-  }
+  CheckSampling(*source_, options_, links_ ? links_->src.size() : seeds_.size(), links_ != nullptr);
   if (!links_) {
     IdRangeCheck seed;
     seed.what = "seed";
@@ -268,150 +412,20 @@ Status NodeLoader::Produce(Session* session, DeviceFeatureFetcher* fetcher, int6
   const bool temporal = !options_.input_time.empty();
   std::vector<int64_t> nodes, times;
   if (links_) {
-    FANOUT_RETURN_IF_ERROR(LinkSeedNodes(session, positions, request_seed, &nodes, &times, out));
+    FANOUT_RETURN_IF_ERROR(LinkSeedNodes(*source_, options_, *links_, session, positions,
+                                         request_seed, &nodes, &times, out));
   } else {
     nodes.resize(positions.size());
     for (size_t i = 0; i < positions.size(); ++i) nodes[i] = seeds_[positions[i]];
+    // Each seed's position in the loader's seeds (a seed given twice keeps both).
+    out->input_id = torch::empty({static_cast<int64_t>(positions.size())}, torch::kLong);
+    std::copy(positions.begin(), positions.end(), out->input_id.data_ptr<int64_t>());
     if (temporal) {
       times.resize(positions.size());
       for (size_t i = 0; i < positions.size(); ++i) times[i] = options_.input_time[positions[i]];
     }
   }
-  return SampleAndFetch(session, fetcher, nodes, times, request_seed, out);
-}
-
-Status NodeLoader::LinkSeedNodes(Session* session, ArrayView<const int64_t> positions,
-                                 uint64_t request_seed, std::vector<int64_t>* nodes,
-                                 std::vector<int64_t>* times, MiniBatch* out) {
-  const LinkSeeds& links = *links_;
-  const sampler::NegativeOptions& neg = options_.negative;
-  const bool temporal = !options_.input_time.empty();
-  const int64_t p = static_cast<int64_t>(positions.size());
-  std::vector<int64_t> src(p), dst(p), neg_src, neg_dst;
-  for (int64_t i = 0; i < p; ++i)
-    src[i] = links.src[positions[i]], dst[i] = links.dst[positions[i]];
-  // Heterogeneous: the seed edge type's end types (LinkLoader checked it).
-  const sampler::HeteroSchema* h = options_.link_edge_type >= 0 ? source_->hetero() : nullptr;
-  const int edge_type = h ? options_.link_edge_type : -1;
-  const sampler::NodeRanges src_nodes = h ? h->NodesOfType(h->edge_types[edge_type].src)
-                                          : sampler::NodeRanges::All(source_->num_nodes());
-  const sampler::NodeRanges dst_nodes =
-      h ? h->NodesOfType(h->edge_types[edge_type].dst) : src_nodes;
-  FANOUT_RETURN_IF_ERROR(sampler::SampleNegatives(
-      neg, src, src_nodes, dst_nodes, request_seed,
-      [session, edge_type](ArrayView<const int64_t> s, ArrayView<const int64_t> d,
-                           uint8_t* exists) { return session->HasEdges(s, d, exists, edge_type); },
-      &neg_src, &neg_dst));
-  const int64_t m = static_cast<int64_t>(neg_dst.size());
-  const bool triplet = neg.mode == sampler::NegativeMode::kTriplet;
-  const int64_t per = triplet ? static_cast<int64_t>(neg.amount) : 1;
-  // Every endpoint in PyG's order: triplet [src, dst, dst_neg], else
-  // [src, src_neg, dst, dst_neg] (row 0 of edge_label_index, then row 1).
-  std::vector<int64_t> all;
-  all.reserve(static_cast<size_t>(2 * p + (triplet ? m : 2 * m)));
-  all.insert(all.end(), src.begin(), src.end());
-  if (!triplet) all.insert(all.end(), neg_src.begin(), neg_src.end());
-  all.insert(all.end(), dst.begin(), dst.end());
-  all.insert(all.end(), neg_dst.begin(), neg_dst.end());
-  at::Tensor inverse = torch::empty({static_cast<int64_t>(all.size())}, torch::kLong);
-  int64_t* inv = inverse.data_ptr<int64_t>();
-  if (temporal) {
-    // Disjoint (PyG's temporal link sampling): every endpoint is its own
-    // seed, at its edge's time; a binary negative j takes positive j % P's
-    // time, a triplet negative its positive's.
-    *nodes = all;
-    times->resize(all.size());
-    auto time_of = [&](int64_t i) { return options_.input_time[positions[i]]; };
-    size_t at = 0;
-    for (int64_t i = 0; i < p; ++i) (*times)[at++] = time_of(i);
-    if (!triplet)
-      for (int64_t j = 0; j < m; ++j) (*times)[at++] = time_of(j % p);
-    for (int64_t i = 0; i < p; ++i) (*times)[at++] = time_of(i);
-    for (int64_t j = 0; j < m; ++j) (*times)[at++] = time_of(triplet ? j / per : j % p);
-    std::iota(inv, inv + all.size(), int64_t{0});
-  } else {
-    *nodes = all;
-    std::sort(nodes->begin(), nodes->end());
-    nodes->erase(std::unique(nodes->begin(), nodes->end()), nodes->end());
-    for (size_t i = 0; i < all.size(); ++i)
-      inv[i] = std::lower_bound(nodes->begin(), nodes->end(), all[i]) - nodes->begin();
-  }
-  out->input_id = torch::empty({p}, torch::kLong);
-  std::copy(positions.begin(), positions.end(), out->input_id.data_ptr<int64_t>());
-  if (triplet) {
-    out->src_index = inverse.narrow(0, 0, p);
-    out->dst_pos_index = inverse.narrow(0, p, p);
-    out->dst_neg_index =
-        per == 1 ? inverse.narrow(0, 2 * p, m) : inverse.narrow(0, 2 * p, m).view({p, per});
-    return Status::OK();
-  }
-  out->edge_label_index = inverse.view({2, p + m});
-  if (!links.label.empty()) {
-    out->edge_label = torch::zeros({p + m}, torch::kLong);
-    int64_t* l = out->edge_label.data_ptr<int64_t>();
-    for (int64_t i = 0; i < p; ++i) l[i] = links.label[positions[i]];
-  } else if (neg.mode == sampler::NegativeMode::kBinary) {
-    out->edge_label = torch::zeros({p + m}, torch::kFloat);
-    out->edge_label.narrow(0, 0, p).fill_(1.0f);
-  }
-  return Status::OK();
-}
-
-Status NodeLoader::SampleAndFetch(Session* session, DeviceFeatureFetcher* fetcher,
-                                  ArrayView<const int64_t> seeds, ArrayView<const int64_t> times,
-                                  uint64_t request_seed, MiniBatch* out) {
-  const sampler::MultiHopOptions mo = MultiHopOptionsOf(options_);
-  sampler::SampledSubgraph sub;
-  if (options_.input_time.empty()) {
-    FANOUT_RETURN_IF_ERROR(session->Sample(seeds, request_seed, mo, &sub));
-  } else {
-    FANOUT_RETURN_IF_ERROR(session->SampleTemporal(seeds, times, request_seed, mo, &sub));
-    out->seed_time = torch::empty({static_cast<int64_t>(times.size())}, torch::kLong);
-    std::copy(times.begin(), times.end(), out->seed_time.data_ptr<int64_t>());
-    out->batch = Wrap(std::move(sub.batch));
-  }
-  const int64_t n = static_cast<int64_t>(sub.n_id.size());
-  out->batch_size = sub.batch_size;
-  out->num_sampled_nodes = sub.num_sampled_nodes;
-  out->num_sampled_edges = sub.num_sampled_edges;
-  out->n_id = Wrap(std::move(sub.n_id));
-  const int64_t* ids = out->n_id.data_ptr<int64_t>();
-  ArrayView<const int64_t> id_view(ids, static_cast<size_t>(n));
-  out->edge_index = torch::stack({Wrap(std::move(sub.row)), Wrap(std::move(sub.col))});
-  int64_t at = 0;
-  for (int64_t e : out->num_sampled_edges) {
-    out->hop_edge_index.push_back(out->edge_index.narrow(1, at, e));
-    at += e;
-  }
-  if (options_.edge_ids) out->edge_id = Wrap(std::move(sub.edge_id));
-  if (!options_.edge_type_fanouts.empty()) {
-    const sampler::HeteroSchema& h = *source_->hetero();
-    out->node_type = torch::empty({n}, torch::kLong);
-    int64_t* nt = out->node_type.data_ptr<int64_t>();
-    for (int64_t i = 0; i < n; ++i) nt[i] = h.NodeTypeOf(ids[i]);
-    const int64_t e = static_cast<int64_t>(sub.edge_type.size());
-    out->edge_type = torch::empty({e}, torch::kLong);
-    std::copy(sub.edge_type.begin(), sub.edge_type.end(), out->edge_type.data_ptr<int64_t>());
-  }
-  if (options_.features && options_.gpu_cache) {
-    FANOUT_RETURN_IF_ERROR(
-        GatherFeaturesOnDevice(*fetcher, *session, id_view, options_.gpu_cache->device(), &out->x));
-  } else if (options_.features) {
-    // x is ordinary memory of this process: rows of co-located partitions are
-    // gathered into it here, the others received into it (never written by
-    // a server).
-    out->x = torch::empty({n, source_->feature_dim()}, torch::kFloat);
-    FANOUT_RETURN_IF_ERROR(session->Features(id_view, out->x.data_ptr<float>()));
-  }
-  if (options_.labels) {
-    out->y = torch::empty({n}, torch::kLong);
-    FANOUT_RETURN_IF_ERROR(session->Labels(id_view, out->y.data_ptr<int64_t>()));
-  }
-  if (options_.original_ids) {
-    out->original_id = torch::empty({n}, torch::kLong);
-    FANOUT_RETURN_IF_ERROR(session->OriginalIds(id_view, out->original_id.data_ptr<int64_t>()));
-  }
-  return Status::OK();
+  return SampleAndFetch(*source_, options_, session, fetcher, nodes, times, request_seed, out);
 }
 
 bool NodeLoader::Next(MiniBatch* out) {
@@ -517,6 +531,45 @@ std::shared_ptr<const LinkSeeds> CheckLinks(const Source* source, LinkSeeds seed
 
 LinkLoader::LinkLoader(std::shared_ptr<Source> source, LinkSeeds seeds, LoaderOptions options)
     : NodeLoader(source, {}, options, CheckLinks(source.get(), std::move(seeds), options)) {}
+
+Status SampleBatch(const Source& source, Session* session, const BatchSeeds& seeds,
+                   uint64_t request_seed, LoaderOptions options, MiniBatch* out) {
+  if (session == nullptr) return Status::InvalidArgument("SampleBatch: no session");
+  if (options.gpu_cache)
+    return Status::NotSupported("SampleBatch: batches for a caller's seeds are built on the CPU");
+  const bool link = seeds.links != nullptr;
+  const size_t count = link ? seeds.links->src.size() : seeds.nodes.size();
+  if (count == 0) return Status::InvalidArgument("SampleBatch: the batch has no seeds");
+  options.input_time = seeds.times;
+  std::shared_ptr<const LinkSeeds> links;
+  try {
+    CheckSampling(source, options, count, link);
+    if (link) {
+      links = CheckLinks(&source, *seeds.links, options);
+    } else {
+      IdRangeCheck check;
+      check.what = "seed";
+      FANOUT_RETURN_IF_ERROR(CheckIdsInRange(seeds.nodes, 0, source.num_nodes(), check));
+    }
+  } catch (const std::invalid_argument& e) {
+    return Status::InvalidArgument(e.what());
+  }
+  std::vector<int64_t> positions(count);
+  std::iota(positions.begin(), positions.end(), int64_t{0});
+  std::vector<int64_t> nodes, times;
+  try {
+    if (link) {
+      FANOUT_RETURN_IF_ERROR(LinkSeedNodes(source, options, *links, session, positions,
+                                           request_seed, &nodes, &times, out));
+      return SampleAndFetch(source, options, session, nullptr, nodes, times, request_seed, out);
+    }
+    out->input_id = torch::arange(static_cast<int64_t>(count), torch::kLong);
+    return SampleAndFetch(source, options, session, nullptr, seeds.nodes, seeds.times, request_seed,
+                          out);
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("building batch tensors: ") + e.what());
+  }
+}
 
 HeteroBatch SplitByType(const MiniBatch& b, const sampler::HeteroSchema& schema) {
   if (!b.node_type.defined() || !b.edge_type.defined())

@@ -122,8 +122,10 @@ struct MiniBatch {
   // the type of each node (int64 [N], an index into the schema's node types)
   // and of each edge (int64 [E]). HeteroBatch splits a batch by them.
   at::Tensor node_type, edge_type;
+  // int64: positions of the batch's seeds in the loader's seeds (a NodeLoader), or of its
+  // seed edges in LinkSeeds (a LinkLoader).
+  at::Tensor input_id;
   // LinkLoader batches (undefined otherwise), as PyG's LinkNeighborLoader:
-  at::Tensor input_id;          // int64 [P]: positions of the batch's seed edges in LinkSeeds
   at::Tensor edge_label_index;  // int64 [2, P + M] local indices: positives, then binary negatives
   at::Tensor edge_label;        // [P + M]: see LinkLoader
   at::Tensor src_index, dst_pos_index;  // triplet: int64 [P] local indices
@@ -190,15 +192,6 @@ class NodeLoader {
   void StopWorkers();
   void Worker(int w);
   Status Produce(Session* session, DeviceFeatureFetcher* fetcher, int64_t b, MiniBatch* out);
-  // Link batches: negatives, then the seed nodes (distinct endpoints,
-  // ascending) and the label tensors; seeds go to *nodes.
-  Status LinkSeedNodes(Session* session, ArrayView<const int64_t> positions, uint64_t request_seed,
-                       std::vector<int64_t>* nodes, std::vector<int64_t>* times, MiniBatch* out);
-  // The sampled subgraph of `seeds` (temporal: with one time each), then
-  // features, labels and ids.
-  Status SampleAndFetch(Session* session, DeviceFeatureFetcher* fetcher,
-                        ArrayView<const int64_t> seeds, ArrayView<const int64_t> times,
-                        uint64_t request_seed, MiniBatch* out);
   // This rank's seed positions of an epoch, in batch order.
   std::vector<int64_t> EpochPositions(int64_t epoch) const;
 
@@ -270,6 +263,25 @@ class LinkLoader : public NodeLoader {
   // negative labels, labels with triplet) or options.
   LinkLoader(std::shared_ptr<Source> source, LinkSeeds seeds, LoaderOptions options);
 };
+
+// The seeds of one batch a caller chose (fanout.pyg's sampler: PyG's loaders
+// pick the batches): node seeds, or the batch's seed edges; with one time
+// each for temporal sampling (else empty).
+struct BatchSeeds {
+  std::vector<int64_t> nodes;              // a NodeLoader batch's seeds
+  std::shared_ptr<const LinkSeeds> links;  // or a LinkLoader batch's seed edges
+  std::vector<int64_t> times;              // per seed / seed edge; empty = not temporal
+};
+
+// The batch a NodeLoader (LinkLoader, with links) with `options` builds for
+// these seeds with request seed `request_seed`, the same tensors (a link
+// batch's input_id is 0..P-1): the same seeds and request seed give the same
+// batch through any source. options.input_time is replaced by seeds.times;
+// the loop options (batch_size, shuffle, workers, rank) are not used.
+// InvalidArgument for what the loaders' constructors refuse; NotSupported
+// with a GPU cache (CPU batches only). Uses `session` from this thread only.
+Status SampleBatch(const Source& source, Session* session, const BatchSeeds& seeds,
+                   uint64_t request_seed, LoaderOptions options, MiniBatch* out);
 
 }  // namespace fanout::client
 

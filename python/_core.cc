@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <numeric>
@@ -23,6 +25,7 @@
 #include "client/cluster.h"
 #include "client/loader.h"
 #include "common/id_range.h"
+#include "common/random.h"
 #include "sampler/hetero.h"
 #include "sampler/temporal.h"
 
@@ -31,37 +34,75 @@ namespace py = pybind11;
 namespace fanout::python {
 namespace {
 
-// Raises the fanout.errors exception for a failed Status (the classes are
-// named after Status::CodeName).
+// A failed Status on its way to Python: the one exception translator
+// (registered in the module) raises the fanout.errors class named after its
+// code, so every binding - constructors and iteration included - raises the
+// same classes.
+class StatusError : public std::exception {
+ public:
+  explicit StatusError(Status st) : st_(std::move(st)) {}
+  const char* what() const noexcept override { return st_.message().c_str(); }
+  const Status& status() const { return st_; }
+
+ private:
+  Status st_;
+};
+
 [[noreturn]] void Raise(const Status& st) {
-  py::object cls =
-      py::module_::import("fanout.errors").attr(st.ok() ? "Internal" : Status::CodeName(st.code()));
-  PyErr_SetString(cls.ptr(), st.message().c_str());
-  throw py::error_already_set();
+  throw StatusError(st.ok() ? Status::Internal("an error without a message") : st);
 }
 
 void Check(const Status& st) {
   if (!st.ok()) Raise(st);
 }
 
+// Sets the Python error for `st` (GIL held: called by the translator).
+void SetPythonError(const Status& st) {
+  py::object cls = py::module_::import("fanout.errors").attr(Status::CodeName(st.code()));
+  PyErr_SetString(cls.ptr(), st.message().c_str());
+}
+
+void TranslateErrors(std::exception_ptr p) {
+  try {
+    if (p) std::rethrow_exception(p);
+  } catch (const StatusError& e) {
+    SetPythonError(e.status());
+  } catch (const client::LoaderError& e) {
+    SetPythonError(e.status());
+  } catch (const std::invalid_argument& e) {
+    SetPythonError(Status::InvalidArgument(e.what()));
+  }
+}
+
 // Tensors handed to Python and not yet freed (tests check that a batch's
 // memory goes when the batch does).
 std::atomic<int64_t> g_live{0};
-void (*g_aten_deleter)(DLManagedTensor*) = nullptr;
-void CountedDeleter(DLManagedTensor* m) {
+
+// What a capsule hands over: ATen's DLPack tensor, wrapped so that its
+// consumer's delete is counted (each capsule keeps its own inner deleter:
+// nothing global is written per tensor).
+struct CountedTensor {
+  DLManagedTensor outer;
+  DLManagedTensor* inner;
+};
+void DeleteCounted(DLManagedTensor* m) {
+  auto* c = static_cast<CountedTensor*>(m->manager_ctx);
   --g_live;
-  g_aten_deleter(m);
+  if (c->inner->deleter != nullptr) c->inner->deleter(c->inner);
+  delete c;
 }
 
 // An ATen tensor as a "dltensor" capsule; the tensor lives until the
 // consumer's deleter runs (or the capsule dies unconsumed).
 py::object ToCapsule(const at::Tensor& t) {
   if (!t.defined()) return py::none();
-  DLManagedTensor* m = at::toDLPack(t);
-  g_aten_deleter = m->deleter;  // ATen's one deleter
-  m->deleter = CountedDeleter;
+  auto* c = new CountedTensor;
+  c->inner = at::toDLPack(t);
+  c->outer.dl_tensor = c->inner->dl_tensor;
+  c->outer.manager_ctx = c;
+  c->outer.deleter = DeleteCounted;
   ++g_live;
-  return py::capsule(m, "dltensor", [](PyObject* cap) {
+  return py::capsule(&c->outer, "dltensor", [](PyObject* cap) {
     if (PyCapsule_IsValid(cap, "dltensor")) {  // never consumed
       auto* mt = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(cap, "dltensor"));
       if (mt != nullptr && mt->deleter != nullptr) mt->deleter(mt);
@@ -77,14 +118,33 @@ py::object Int64Capsule(std::vector<int64_t> v) {
   return ToCapsule(t);
 }
 
-std::vector<int64_t> Int64List(const py::handle& seq, const char* what) {
-  std::vector<int64_t> out;
-  try {
-    out = seq.cast<std::vector<int64_t>>();
-  } catch (const py::cast_error&) {
-    throw py::type_error(std::string(what) + " must be a sequence of integers");
+// Integer ids from Python: a 1-D int64 buffer (a numpy array, or a CPU
+// tensor's .numpy(): one memcpy, no Python int per id) or a sequence of ints.
+std::vector<int64_t> Int64List(const py::handle& obj, const char* what) {
+  if (PyObject_CheckBuffer(obj.ptr()) && !py::isinstance<py::str>(obj) &&
+      !py::isinstance<py::bytes>(obj)) {
+    py::buffer_info info = py::reinterpret_borrow<py::buffer>(obj).request();
+    if (info.ndim != 1)
+      Raise(Status::InvalidArgument(std::string(what) + " must be one-dimensional, not " +
+                                    std::to_string(info.ndim) + "-dimensional"));
+    if (info.itemsize != 8 || (info.format != "l" && info.format != "q"))
+      Raise(Status::InvalidArgument(std::string(what) + " must hold int64 ids (buffer format '" +
+                                    info.format + "')"));
+    std::vector<int64_t> out(static_cast<size_t>(info.shape[0]));
+    const char* base = static_cast<const char*>(info.ptr);
+    if (info.strides[0] == 8) {
+      if (!out.empty()) std::memcpy(out.data(), base, out.size() * 8);
+    } else {
+      for (size_t i = 0; i < out.size(); ++i)
+        std::memcpy(&out[i], base + static_cast<ptrdiff_t>(i) * info.strides[0], 8);
+    }
+    return out;
   }
-  return out;
+  try {
+    return obj.cast<std::vector<int64_t>>();
+  } catch (const py::cast_error&) {
+    Raise(Status::InvalidArgument(std::string(what) + " must be a sequence of integers"));
+  }
 }
 
 // Per-replica health and counters as a list of dicts.
@@ -328,7 +388,6 @@ class PyCluster {
     new std::unique_ptr<client::Session>(std::move(session_));
   }
 
- private:
   // Runs fn on this cluster's one call session (made on first use), without
   // the GIL; calls from several threads take turns.
   template <typename Fn>
@@ -339,6 +398,7 @@ class PyCluster {
     return fn(session_.get());
   }
 
+ private:
   client::ClusterSpec spec_;
   rpc::RpcOptions options_;
   std::shared_ptr<client::Cluster> cluster_;
@@ -375,86 +435,205 @@ Status MakeGpuCache(const PyCluster& cluster, int device, double fraction,
   return Status::OK();
 }
 
+// A batch as a dict of capsules and lists (fanout/__init__.py's Batch).
+py::dict BatchDict(const client::MiniBatch& b) {
+  py::dict d;
+  d["n_id"] = ToCapsule(b.n_id);
+  d["x"] = ToCapsule(b.x);
+  d["y"] = ToCapsule(b.y);
+  d["edge_index"] = ToCapsule(b.edge_index);
+  d["e_id"] = ToCapsule(b.edge_id);
+  d["original_id"] = ToCapsule(b.original_id);
+  d["input_id"] = ToCapsule(b.input_id);
+  d["batch"] = ToCapsule(b.batch);
+  d["seed_time"] = ToCapsule(b.seed_time);
+  d["node_type"] = ToCapsule(b.node_type);
+  d["edge_type"] = ToCapsule(b.edge_type);
+  d["edge_label_index"] = ToCapsule(b.edge_label_index);
+  d["edge_label"] = ToCapsule(b.edge_label);
+  d["src_index"] = ToCapsule(b.src_index);
+  d["dst_pos_index"] = ToCapsule(b.dst_pos_index);
+  d["dst_neg_index"] = ToCapsule(b.dst_neg_index);
+  d["num_sampled_nodes"] = b.num_sampled_nodes;
+  d["num_sampled_edges"] = b.num_sampled_edges;
+  d["batch_size"] = b.batch_size;
+  d["epoch"] = b.epoch;
+  d["index"] = b.index;
+  return d;
+}
+
+// "cpu" -> -1, "cuda" -> 0, "cuda:N" -> N.
+int ParseDevice(const std::string& device) {
+  if (device == "cpu") return -1;
+  if (device.rfind("cuda", 0) == 0) {
+    if (device.size() == 4) return 0;
+    if (device[4] == ':' && device.size() > 5 &&
+        device.find_first_not_of("0123456789", 5) == std::string::npos)
+      return std::stoi(device.substr(5));
+  }
+  Raise(Status::InvalidArgument("device '" + device + "' is not 'cpu', 'cuda' or 'cuda:N'"));
+}
+
+// client::LoaderOptions from keyword arguments, each checked by name and
+// type (fanout/__init__.py passes them by name: no positional order to get
+// wrong). Unknown names are refused.
+client::LoaderOptions ParseLoaderOptions(const PyCluster& cluster, const py::dict& kw) {
+  client::LoaderOptions o;
+  std::string device = "cpu";
+  double gpu_cache_fraction = 0.1;
+  for (const auto& [key_obj, v] : kw) {
+    const std::string key = py::str(key_obj);
+    auto as_bool = [&]() {
+      if (!py::isinstance<py::bool_>(v))
+        Raise(Status::InvalidArgument("loader option " + key + " must be True or False"));
+      return v.cast<bool>();
+    };
+    auto as_int = [&]() -> int64_t {
+      if (py::isinstance<py::bool_>(v) || !py::isinstance<py::int_>(v))
+        Raise(Status::InvalidArgument("loader option " + key + " must be an integer"));
+      return v.cast<int64_t>();
+    };
+    if (key == "num_neighbors") {
+      o.fanouts = Int64List(v, "num_neighbors");
+    } else if (key == "batch_size") {
+      o.batch_size = as_int();
+    } else if (key == "shuffle") {
+      o.shuffle = as_bool();
+    } else if (key == "replace") {
+      o.replace = as_bool();
+    } else if (key == "weighted") {
+      o.weighted = as_bool();
+    } else if (key == "num_workers") {
+      o.num_workers = static_cast<int>(as_int());
+    } else if (key == "prefetch") {
+      o.prefetch = static_cast<int>(as_int());
+    } else if (key == "seed") {
+      o.seed = static_cast<uint64_t>(as_int());
+    } else if (key == "features") {
+      o.features = as_bool();
+    } else if (key == "labels") {
+      o.labels = as_bool();
+    } else if (key == "edge_ids") {
+      o.edge_ids = as_bool();
+    } else if (key == "original_ids") {
+      o.original_ids = as_bool();
+    } else if (key == "drop_last") {
+      o.drop_last = as_bool();
+    } else if (key == "rank") {
+      o.rank = v.is_none() ? -1 : static_cast<int>(as_int());
+    } else if (key == "world_size") {
+      o.world_size = v.is_none() ? -1 : static_cast<int>(as_int());
+    } else if (key == "device") {
+      device = py::str(v);
+    } else if (key == "gpu_cache_fraction") {
+      gpu_cache_fraction = v.cast<double>();
+    } else if (key == "subgraph") {
+      o.subgraph = as_bool();
+    } else if (key == "input_time") {
+      if (!v.is_none()) o.input_time = Int64List(v, "input_time");
+    } else if (key == "temporal_strategy") {
+      Check(sampler::ParseTemporalStrategy(py::str(v), &o.temporal_strategy));
+    } else if (key == "type_fanouts") {
+      if (!v.is_none())
+        for (const py::handle& f : v) o.edge_type_fanouts.push_back(Int64List(f, "num_neighbors"));
+    } else if (key == "link_edge_type") {
+      o.link_edge_type = v.is_none() ? -1 : static_cast<int>(as_int());
+    } else if (key == "neg_mode") {
+      Check(sampler::ParseNegativeMode(py::str(v), &o.negative.mode));
+    } else if (key == "neg_amount") {
+      o.negative.amount = v.cast<double>();
+    } else if (key == "neg_strict") {
+      o.negative.strict = as_bool();
+    } else {
+      Raise(Status::InvalidArgument("unknown loader option '" + key + "'"));
+    }
+  }
+  if (o.fanouts.empty()) Raise(Status::InvalidArgument("num_neighbors must name at least one hop"));
+  const int cuda_device = ParseDevice(device);
+  if (cuda_device >= 0) {
+    if (!o.features)
+      Raise(Status::InvalidArgument("device='" + device + "' needs features=True (it places x)"));
+    if (!at::hasCUDA())
+      Raise(Status::NotSupported("device='" + device +
+                                 "' needs a CUDA-enabled PyTorch/LibTorch; the one this "
+                                 "package was built with has no CUDA (Debian's is CPU-only)"));
+    if (!(gpu_cache_fraction > 0 && gpu_cache_fraction <= 1))
+      Raise(Status::InvalidArgument("gpu_cache_fraction must be in (0, 1], got " +
+                                    std::to_string(gpu_cache_fraction)));
+    Check(MakeGpuCache(cluster, cuda_device, gpu_cache_fraction, &o.gpu_cache));
+  }
+  return o;
+}
+
+// A LinkLoader's seed edges: {"src", "dst", "label" (or None)}.
+client::LinkSeeds ParseLinkSeeds(const py::dict& d) {
+  client::LinkSeeds seeds;
+  seeds.src = Int64List(d["src"], "edge_label_index[0]");
+  seeds.dst = Int64List(d["dst"], "edge_label_index[1]");
+  if (d.contains("label") && !d["label"].is_none())
+    seeds.label = Int64List(d["label"], "edge_label");
+  return seeds;
+}
+
+// One batch for seeds the caller chose (client::SampleBatch through the
+// cluster's call session): fanout.pyg's sampler. `link`: None, or the seed
+// edges as ParseLinkSeeds takes them.
+py::dict SampleBatchOf(PyCluster& cluster, const py::dict& options, const py::object& nodes,
+                       const py::object& link, const py::object& times, uint64_t request_seed) {
+  client::LoaderOptions o = ParseLoaderOptions(cluster, options);
+  client::BatchSeeds seeds;
+  if (link.is_none()) {
+    seeds.nodes = Int64List(nodes, "seeds");
+  } else {
+    seeds.links = std::make_shared<const client::LinkSeeds>(ParseLinkSeeds(link.cast<py::dict>()));
+  }
+  if (!times.is_none()) seeds.times = Int64List(times, "seed times");
+  client::MiniBatch b;
+  const client::Source& source = *cluster.get();
+  Check(cluster.WithSession([&](client::Session* s) {
+    return client::SampleBatch(source, s, seeds, request_seed, o, &b);
+  }));
+  return BatchDict(b);
+}
+
 class PyLoader {
  public:
-  PyLoader(const PyCluster& cluster, const py::object& input_nodes, const py::object& num_neighbors,
-           int64_t batch_size, bool shuffle, bool replace, bool weighted, int num_workers,
-           int prefetch, uint64_t seed, bool features, bool labels, bool edge_ids,
-           bool original_ids, bool drop_last, int rank, int world_size, const std::string& device,
-           double gpu_cache_fraction, bool subgraph, const py::object& link,
-           const py::object& input_time, const std::string& temporal_strategy,
-           const py::object& type_fanouts, int link_edge_type) {
-    client::LoaderOptions o;
-    o.subgraph = subgraph;
-    o.link_edge_type = link_edge_type;
-    if (!type_fanouts.is_none())
-      for (const py::handle& f : type_fanouts)
-        o.edge_type_fanouts.push_back(Int64List(f, "num_neighbors"));
-    if (!input_time.is_none()) o.input_time = Int64List(input_time, "input_time");
-    Check(sampler::ParseTemporalStrategy(temporal_strategy, &o.temporal_strategy));
-    int cuda_device = -1;
-    if (device.rfind("cuda", 0) == 0) {
-      cuda_device = 0;
-      if (device.size() > 4) {
-        if (device[4] != ':' || device.size() == 5 ||
-            device.find_first_not_of("0123456789", 5) != std::string::npos)
-          Raise(
-              Status::InvalidArgument("device '" + device + "' is not 'cpu', 'cuda' or 'cuda:N'"));
-        cuda_device = std::stoi(device.substr(5));
-      }
-    } else if (device != "cpu") {
-      Raise(Status::InvalidArgument("device '" + device + "' is not 'cpu', 'cuda' or 'cuda:N'"));
+  // options: ParseLoaderOptions' names; link: None (a NodeLoader over
+  // input_nodes) or ParseLinkSeeds' dict (a LinkLoader).
+  PyLoader(const PyCluster& cluster, const py::object& input_nodes, const py::dict& options,
+           const py::object& link) {
+    client::LoaderOptions o = ParseLoaderOptions(cluster, options);
+    if (link.is_none()) {
+      std::vector<int64_t> seeds = Int64List(input_nodes, "input_nodes");
+      loader_ = std::make_unique<client::NodeLoader>(cluster.get(), std::move(seeds), std::move(o));
+    } else {
+      loader_ = std::make_unique<client::LinkLoader>(
+          cluster.get(), ParseLinkSeeds(link.cast<py::dict>()), std::move(o));
     }
-    if (cuda_device >= 0) {
-      if (!features)
-        Raise(Status::InvalidArgument("device='" + device + "' needs features=True (it places x)"));
-      if (!at::hasCUDA())
-        Raise(Status::NotSupported("device='" + device +
-                                   "' needs a CUDA-enabled PyTorch/LibTorch; the one this "
-                                   "package was built with has no CUDA (Debian's is CPU-only)"));
-      if (!(gpu_cache_fraction > 0 && gpu_cache_fraction <= 1))
-        Raise(Status::InvalidArgument("gpu_cache_fraction must be in (0, 1], got " +
-                                      std::to_string(gpu_cache_fraction)));
-      Check(MakeGpuCache(cluster, cuda_device, gpu_cache_fraction, &o.gpu_cache));
+  }
+
+  ~PyLoader() { Close(); }
+
+  // Stops the workers (they may be waiting on servers, up to the call
+  // deadline) without holding the GIL, so other Python threads run.
+  void Close() {
+    if (!loader_) return;
+    std::unique_ptr<client::NodeLoader> l = std::move(loader_);
+    if (PyGILState_Check()) {
+      py::gil_scoped_release release;
+      l.reset();
+    } else {
+      l.reset();
     }
-    o.fanouts = Int64List(num_neighbors, "num_neighbors");
-    o.batch_size = batch_size;
-    o.shuffle = shuffle;
-    o.replace = replace;
-    o.weighted = weighted;
-    o.num_workers = num_workers;
-    o.prefetch = prefetch;
-    o.seed = seed;
-    o.features = features;
-    o.labels = labels;
-    o.edge_ids = edge_ids;
-    o.original_ids = original_ids;
-    o.drop_last = drop_last;
-    o.rank = rank;
-    o.world_size = world_size;
-    if (o.fanouts.empty())
-      Raise(Status::InvalidArgument("num_neighbors must name at least one hop"));
-    try {
-      if (link.is_none()) {
-        std::vector<int64_t> seeds = Int64List(input_nodes, "input_nodes");
-        loader_ =
-            std::make_unique<client::NodeLoader>(cluster.get(), std::move(seeds), std::move(o));
-      } else {
-        // A LinkLoader: link = {"src", "dst", "label" (or None), "mode", "amount", "strict"}.
-        py::dict d = link.cast<py::dict>();
-        client::LinkSeeds seeds;
-        seeds.src = Int64List(d["src"], "edge_label_index[0]");
-        seeds.dst = Int64List(d["dst"], "edge_label_index[1]");
-        if (!d["label"].is_none()) seeds.label = Int64List(d["label"], "edge_label");
-        Check(sampler::ParseNegativeMode(d["mode"].cast<std::string>(), &o.negative.mode));
-        o.negative.amount = d["amount"].cast<double>();
-        o.negative.strict = d["strict"].cast<bool>();
-        loader_ =
-            std::make_unique<client::LinkLoader>(cluster.get(), std::move(seeds), std::move(o));
-      }
-    } catch (const std::invalid_argument& e) {
-      Raise(Status::InvalidArgument(e.what()));
-    }
+  }
+
+  client::NodeLoader& loader() {
+    if (!loader_) Raise(Status::InvalidArgument("the loader is closed"));
+    return *loader_;
+  }
+  const client::NodeLoader& loader() const {
+    if (!loader_) Raise(Status::InvalidArgument("the loader is closed"));
+    return *loader_;
   }
 
   // The next batch as a dict of capsules and lists, or None at the end of
@@ -462,71 +641,43 @@ class PyLoader {
   py::object Next() {
     client::MiniBatch b;
     bool more = false;
+    client::NodeLoader& l = loader();
     try {
       py::gil_scoped_release release;
-      more = loader_->Next(&b);
+      more = l.Next(&b);
     } catch (const client::LoaderError& e) {
       Raise(e.status());
     } catch (const std::exception& e) {
       Raise(Status::Internal(e.what()));
     }
     if (!more) return py::none();
-    py::dict d;
-    d["x_data_ptr"] = b.x.defined() ? reinterpret_cast<intptr_t>(b.x.data_ptr()) : 0;
-    d["n_id"] = ToCapsule(b.n_id);
-    d["x"] = ToCapsule(b.x);
-    d["y"] = ToCapsule(b.y);
-    d["edge_index"] = ToCapsule(b.edge_index);
-    d["e_id"] = ToCapsule(b.edge_id);
-    d["original_id"] = ToCapsule(b.original_id);
-    d["input_id"] = ToCapsule(b.input_id);
-    d["batch"] = ToCapsule(b.batch);
-    d["seed_time"] = ToCapsule(b.seed_time);
-    d["node_type"] = ToCapsule(b.node_type);
-    d["edge_type"] = ToCapsule(b.edge_type);
-    d["edge_label_index"] = ToCapsule(b.edge_label_index);
-    d["edge_label"] = ToCapsule(b.edge_label);
-    d["src_index"] = ToCapsule(b.src_index);
-    d["dst_pos_index"] = ToCapsule(b.dst_pos_index);
-    d["dst_neg_index"] = ToCapsule(b.dst_neg_index);
-    d["num_sampled_nodes"] = b.num_sampled_nodes;
-    d["num_sampled_edges"] = b.num_sampled_edges;
-    d["batch_size"] = b.batch_size;
-    d["epoch"] = b.epoch;
-    d["index"] = b.index;
-    return std::move(d);
+    return BatchDict(b);
   }
 
   void SetEpoch(int64_t e) {
     if (e < 0) Raise(Status::InvalidArgument("epoch must be >= 0, got " + std::to_string(e)));
-    try {
-      py::gil_scoped_release release;
-      loader_->SetEpoch(e);
-    } catch (const client::LoaderError& e) {
-      Raise(e.status());
-    }
+    client::NodeLoader& l = loader();
+    py::gil_scoped_release release;
+    l.SetEpoch(e);  // a LoaderError reaches Python through the translator
   }
 
-  py::object EpochSeeds(int64_t e) { return Int64Capsule(loader_->EpochSeeds(e)); }
+  py::object EpochSeeds(int64_t e) { return Int64Capsule(loader().EpochSeeds(e)); }
 
   // Benchmarks: takes batches in C++ (no Python per batch) for `seconds`,
   // epoch after epoch; returns how many.
   int64_t RunFor(double seconds) {
     int64_t n = 0;
-    try {
-      py::gil_scoped_release release;
-      client::MiniBatch b;
-      auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-      while (std::chrono::steady_clock::now() < end)
-        if (loader_->Next(&b)) ++n;
-    } catch (const client::LoaderError& e) {
-      Raise(e.status());
-    }
+    client::NodeLoader& l = loader();
+    py::gil_scoped_release release;
+    client::MiniBatch b;
+    auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (std::chrono::steady_clock::now() < end)
+      if (l.Next(&b)) ++n;
     return n;
   }
 
   py::dict Stats() const {
-    client::LoaderStats s = loader_->stats();
+    client::LoaderStats s = loader().stats();
     py::dict d;
     d["batches"] = s.batches;
     d["sampled_edges"] = s.sampled_edges;
@@ -550,9 +701,9 @@ class PyLoader {
     return d;
   }
 
-  int64_t Len() const { return loader_->num_batches(); }
-  int Rank() const { return loader_->rank(); }
-  int WorldSize() const { return loader_->world_size(); }
+  int64_t Len() const { return loader().num_batches(); }
+  int Rank() const { return loader().rank(); }
+  int WorldSize() const { return loader().world_size(); }
 
  private:
   std::unique_ptr<client::NodeLoader> loader_;
@@ -564,8 +715,27 @@ class PyLoader {
 PYBIND11_MODULE(_core, m) {
   using namespace fanout::python;  // NOLINT
   m.doc() = "Fanout's C++ client (Cluster, NodeLoader); use the fanout package, not this module.";
+  py::register_exception_translator(&TranslateErrors);
   m.def(
       "live_tensors", [] { return g_live.load(); }, "Tensors handed to Python and not yet freed");
+  m.def(
+      "capsule_data_ptr",
+      [](const py::capsule& cap) {
+        if (!PyCapsule_IsValid(cap.ptr(), "dltensor"))
+          Raise(fanout::Status::InvalidArgument("not an unconsumed dltensor capsule"));
+        auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(cap.ptr(), "dltensor"));
+        return reinterpret_cast<intptr_t>(static_cast<char*>(m->dl_tensor.data) +
+                                          m->dl_tensor.byte_offset);
+      },
+      "The address of an unconsumed capsule's tensor data (tests of zero-copy)");
+  m.def(
+      "batch_request_seed",
+      [](uint64_t seed, uint64_t epoch, uint64_t batch) {
+        return fanout::NodeKey(seed, epoch, batch);
+      },
+      py::arg("seed"), py::arg("epoch"), py::arg("batch"),
+      "The request seed NodeLoader/LinkLoader use for batch `batch` of epoch `epoch` (world size "
+      "1)");
   py::class_<PyCluster>(m, "Cluster")
       .def_static("from_partitions", &PyCluster::FromPartitions, py::arg("partitions"),
                   py::arg("data_plane"), py::arg("connect_timeout_ms"), py::arg("call_timeout_ms"),
@@ -609,20 +779,14 @@ PYBIND11_MODULE(_core, m) {
       .def("features", &PyCluster::Features, py::arg("ids"))
       .def("labels", &PyCluster::Labels, py::arg("ids"))
       .def("sample", &PyCluster::Sample, py::arg("seeds"), py::arg("fanouts"), py::arg("seed"),
-           py::arg("replace") = false, py::arg("edge_ids") = true);
+           py::arg("replace") = false, py::arg("edge_ids") = true)
+      .def("sample_batch", &SampleBatchOf, py::arg("options"), py::arg("nodes"), py::arg("link"),
+           py::arg("times"), py::arg("request_seed"));
   py::class_<PyLoader>(m, "NodeLoader")
-      .def(py::init<const PyCluster&, const py::object&, const py::object&, int64_t, bool, bool,
-                    bool, int, int, uint64_t, bool, bool, bool, bool, bool, int, int,
-                    const std::string&, double, bool, const py::object&, const py::object&,
-                    const std::string&, const py::object&, int>(),
-           py::arg("cluster"), py::arg("input_nodes"), py::arg("num_neighbors"),
-           py::arg("batch_size"), py::arg("shuffle"), py::arg("replace"), py::arg("weighted"),
-           py::arg("num_workers"), py::arg("prefetch"), py::arg("seed"), py::arg("features"),
-           py::arg("labels"), py::arg("edge_ids"), py::arg("original_ids"), py::arg("drop_last"),
-           py::arg("rank"), py::arg("world_size"), py::arg("device"), py::arg("gpu_cache_fraction"),
-           py::arg("subgraph") = false, py::arg("link") = py::none(),
-           py::arg("input_time") = py::none(), py::arg("temporal_strategy") = "uniform",
-           py::arg("type_fanouts") = py::none(), py::arg("link_edge_type") = -1)
+      .def(py::init<const PyCluster&, const py::object&, const py::dict&, const py::object&>(),
+           py::arg("cluster"), py::arg("input_nodes"), py::arg("options"),
+           py::arg("link") = py::none())
+      .def("close", &PyLoader::Close)
       .def("next", &PyLoader::Next)
       .def("set_epoch", &PyLoader::SetEpoch)
       .def("epoch_seeds", &PyLoader::EpochSeeds)

@@ -43,6 +43,12 @@ def _tensor(capsule):
     return None if capsule is None else _from_dlpack(capsule)
 
 
+def _ids_buffer(t):
+    """An int64 tensor as a numpy array over the same memory (C++ reads it through the buffer protocol:
+    one copy, no Python int per id)."""
+    return t.detach().to(torch.long).contiguous().cpu().numpy()
+
+
 def _check_data_plane(data_plane):
     if data_plane not in _DATA_PLANES:
         raise InvalidArgument("data_plane must be one of %s, not %r" % (", ".join(_DATA_PLANES), data_plane))
@@ -197,12 +203,12 @@ class Cluster:
 
     def node_type_of(self, ids):
         """The node type (an index into node_types) of each global id, as an int64 tensor."""
-        return _tensor(self._c.node_type_of(_ids(ids, self).tolist()))
+        return _tensor(self._c.node_type_of(_ids_buffer(_ids(ids, self))))
 
     def original_ids(self, ids):
         """The dataset's own ids of global ids (per type in heterogeneous datasets: MovieLens'
         userId / movieId, an OGB type's row), as an int64 tensor."""
-        return _tensor(self._c.original_ids(_ids(ids, self).tolist()))
+        return _tensor(self._c.original_ids(_ids_buffer(_ids(ids, self))))
 
     def edge_type_index(self, edge_type):
         """The index of an edge type given as (src, rel, dst), "src,rel,dst" or an unambiguous
@@ -244,9 +250,9 @@ class Batch:
     _LINK = ("edge_label_index", "edge_label", "src_index", "dst_pos_index", "dst_neg_index", "batch", "seed_time",
              "node_type", "edge_type")
     __slots__ = ("x", "y", "edge_index", "n_id", "e_id", "original_id", "batch_size", "num_sampled_nodes",
-                 "num_sampled_edges", "_input_id", "_loader", "epoch", "index") + _LINK
+                 "num_sampled_edges", "input_id", "epoch", "index") + _LINK
 
-    def __init__(self, d, loader=None):
+    def __init__(self, d):
         self.x = _tensor(d["x"])
         self.y = _tensor(d["y"])
         self.edge_index = _tensor(d["edge_index"])
@@ -256,19 +262,11 @@ class Batch:
         self.batch_size = d["batch_size"]
         self.num_sampled_nodes = list(d["num_sampled_nodes"])
         self.num_sampled_edges = list(d["num_sampled_edges"])
-        self._input_id = _tensor(d.get("input_id"))
+        self.input_id = _tensor(d.get("input_id"))
         for k in Batch._LINK:
             setattr(self, k, _tensor(d.get(k)))
-        self._loader = loader
         self.epoch = d["epoch"]
         self.index = d["index"]
-
-    @property
-    def input_id(self):
-        """Positions of this batch's seeds in the loader's input_nodes (computed on first use)."""
-        if self._input_id is None and self._loader is not None:
-            self._input_id = self._loader._input_id(self.n_id, self.batch_size)
-        return self._input_id
 
     def to_pyg(self):
         """This batch as a torch_geometric.data.Data (needs PyG installed)."""
@@ -472,9 +470,9 @@ def _times(t):
     if isinstance(t, torch.Tensor):
         if t.is_floating_point() or t.dtype == torch.bool:
             raise InvalidArgument("input times must be integers (e.g. Unix seconds), not %s" % t.dtype)
-        return t.flatten().to(torch.long).tolist()
+        return _ids_buffer(t.flatten())
     try:
-        return torch.as_tensor(list(t), dtype=torch.long).tolist()
+        return _ids_buffer(torch.as_tensor(list(t), dtype=torch.long))
     except (TypeError, ValueError, RuntimeError) as e:
         raise InvalidArgument("input times must be a tensor or sequence of integers: %s" % e)
 
@@ -564,17 +562,24 @@ class NodeLoader:
             self.input_nodes = _typed_ids(input_nodes, cluster)
         else:
             self.input_nodes = None if _link is not None else _ids(input_nodes, cluster)
-        ids = [] if _link is not None else self.input_nodes.tolist()
-        self._loader = _core.NodeLoader(
-            cluster._c, ids, list(num_neighbors), batch_size, bool(shuffle), bool(replace), bool(weighted),
-            num_workers, prefetch, int(seed), bool(features), bool(labels), bool(edge_ids), bool(original_ids),
-            bool(drop_last), -1 if rank is None else int(rank), -1 if world_size is None else int(world_size),
-            str(device), float(gpu_cache_fraction), bool(_subgraph), _link, _times(input_time),
-            str(temporal_strategy), type_fanouts,
-            -1 if self._link_edge_type is None else self._link_edge_type)
+        empty = torch.empty(0, dtype=torch.long)
+        ids = _ids_buffer(empty if _link is not None else self.input_nodes)
+        options = dict(num_neighbors=list(num_neighbors), batch_size=batch_size, shuffle=bool(shuffle),
+                       replace=bool(replace), weighted=bool(weighted), num_workers=num_workers, prefetch=prefetch,
+                       seed=int(seed), features=bool(features), labels=bool(labels), edge_ids=bool(edge_ids),
+                       original_ids=bool(original_ids), drop_last=bool(drop_last),
+                       rank=None if rank is None else int(rank),
+                       world_size=None if world_size is None else int(world_size), device=str(device),
+                       gpu_cache_fraction=float(gpu_cache_fraction), subgraph=bool(_subgraph),
+                       input_time=_times(input_time), temporal_strategy=str(temporal_strategy),
+                       type_fanouts=type_fanouts, link_edge_type=self._link_edge_type)
+        link = None
+        if _link is not None:
+            link = {k: _link[k] for k in ("src", "dst", "label")}
+            options.update(neg_mode=_link["mode"], neg_amount=float(_link["amount"]), neg_strict=bool(_link["strict"]))
+        self._loader = _core.NodeLoader(cluster._c, ids, options, link)
         self.batch_size = batch_size
         self._next_epoch = 0
-        self._sorted = None  # (values, order) of input_nodes, for input_id
 
     def __len__(self):
         return len(self._loader)
@@ -596,13 +601,6 @@ class NodeLoader:
         seed edges)."""
         return _tensor(self._loader.epoch_seeds(_check_epoch(epoch)))
 
-    def _input_id(self, n_id, batch_size):
-        if self._sorted is None:
-            self._sorted = torch.sort(self.input_nodes)
-        values, order = self._sorted
-        pos = torch.searchsorted(values, n_id[:batch_size])
-        return order[pos]
-
     def __iter__(self):
         self._loader.set_epoch(self._next_epoch)
         self._next_epoch += 1
@@ -610,13 +608,24 @@ class NodeLoader:
             d = self._loader.next()
             if d is None:
                 return
-            b = Batch(d, self)
+            b = Batch(d)
             yield HeteroBatch(b, self.cluster, self._link_edge_type) if self.hetero else b
 
     def stats(self):
         """Counters since the loader was made: batches, sampled edges, bytes by path, waits,
         retries and failovers, and per server replica ("servers": as Cluster.health())."""
         return self._loader.stats()
+
+    def close(self):
+        """Stops the background workers now (they may wait on a server up to the call deadline; other
+        Python threads run meanwhile). The loader is unusable afterwards; closing twice is harmless."""
+        self._loader.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 class SubgraphLoader(NodeLoader):
@@ -729,20 +738,17 @@ class LinkLoader(NodeLoader):
             edge_label = torch.as_tensor(edge_label)
             if edge_label.is_floating_point():
                 raise InvalidArgument("edge_label must hold integer classes, not %s" % edge_label.dtype)
-            label = edge_label.flatten().to(torch.long).tolist()
+            label = _ids_buffer(edge_label.flatten())
         neg = NegativeSampling.cast(neg_sampling)
         if cluster.is_hetero() and edge_type is None and isinstance(num_neighbors, dict):
             raise InvalidArgument("on a heterogeneous dataset, edge_label_index must be (edge_type, [2, P] ids)")
-        link = {"src": edge_label_index[0].tolist(), "dst": edge_label_index[1].tolist(), "label": label,
+        link = {"src": _ids_buffer(edge_label_index[0]), "dst": _ids_buffer(edge_label_index[1]), "label": label,
                 "mode": "none" if neg is None else neg.mode, "amount": 1.0 if neg is None else float(neg.amount),
                 "strict": True if neg is None else neg.strict, "edge_type": edge_type}
         self.edge_label_index = edge_label_index
         self.edge_label = edge_label
         self.neg_sampling = neg
         super().__init__(cluster, None, num_neighbors, batch_size, _link=link, input_time=edge_label_time, **options)
-
-    def _input_id(self, n_id, batch_size):
-        return None  # link batches carry theirs
 
 
 def stats(address, timeout_s=10.0):

@@ -11,12 +11,16 @@ loaders run on Fanout::
                                                input_nodes=cluster.split_nodes("train"), batch_size=128,
                                                num_workers=2)
 
-Each DataLoader worker process connects on its own (UCX state does not survive a fork): the objects
-keep the cluster's recipe and reconnect the first time they are used in a new process.
+``LinkLoader(data=(fs, gs), link_sampler=sampler, edge_label_index=..., neg_sampling=...)`` samples links
+(negatives strict by default: never an existing edge); heterogeneous datasets take PyG's per-edge-type
+``num_neighbors`` dict and typed inputs, with node ids local to their type as PyG's; ``input_time`` /
+``edge_label_time`` make sampling temporal (disjoint trees, as PyG's).
 
-Supported now: homogeneous datasets, node sampling (``sample_from_nodes``), features ``x`` and labels
-``y``. Link sampling (``sample_from_edges``), heterogeneous and temporal sampling through this sampler
-are refused by name (Fanout's own ``LinkLoader`` and heterogeneous / temporal ``NodeLoader`` have them).
+A batch's sample is a pure function of its seeds, the sampler's ``seed``, its epoch
+(``sampler.set_epoch(e)``) and the position of its first input: the same batch gives the same subgraph in
+any DataLoader worker, on any number of servers. Each worker process connects on its own (UCX state does
+not survive a fork): the objects keep the cluster's recipe and reconnect the first time they are used in a
+new process.
 """
 import os
 import warnings
@@ -26,30 +30,41 @@ try:
     from torch_geometric.data import EdgeAttr, TensorAttr
     from torch_geometric.data import FeatureStore as _PygFeatureStore
     from torch_geometric.data import GraphStore as _PygGraphStore
-    from torch_geometric.sampler import BaseSampler, SamplerOutput
+    from torch_geometric.sampler import BaseSampler, HeteroSamplerOutput, SamplerOutput
 except ImportError as e:  # pragma: no cover - exercised where PyG is absent
     raise ImportError("fanout.pyg needs PyTorch Geometric (the torch-geometric package: "
                       "pip install torch-geometric), which does not import here: %s" % e) from e
 
 import torch
 
-from . import Cluster, InvalidArgument, NotSupported, _tensor
+from . import Cluster, InvalidArgument, NotSupported, _core, _ids_buffer, _tensor
+
+
+class IndexOutOfRange(InvalidArgument, IndexError):
+    """A feature-store index outside the node store (an IndexError, as an in-memory tensor raises)."""
 
 
 class _PerProcess:
-    """A fanout.Cluster usable in this process: the one given where it was made, a reconnected one in
-    a process forked from there (DataLoader workers)."""
+    """A fanout.Cluster usable in this process (the one given where it was made, a reconnected one in a
+    process forked from there: DataLoader workers), with the dataset's shape cached."""
 
     def __init__(self, cluster):
         if not isinstance(cluster, Cluster):
             raise InvalidArgument("fanout.pyg needs a fanout.Cluster (got %s)" % type(cluster).__name__)
-        if cluster.is_hetero():
-            raise NotSupported("fanout.pyg supports homogeneous datasets for now; this one has node types "
-                               "%s (use fanout.NodeLoader with per-type num_neighbors)" % cluster.node_types)
         self._cluster = cluster
         self._pid = os.getpid()
-        self.num_nodes = cluster.num_nodes
-        self.feature_dim = cluster.feature_dim
+        self._shape(cluster)
+
+    def _shape(self, c):
+        self.num_nodes, self.feature_dim, self.num_classes = c.num_nodes, c.feature_dim, c.num_classes
+        self.node_types, self.edge_types = c.node_types, c.edge_types
+        self.feature_dims = c.node_type_feature_dims
+        # Global ids of each node type, ascending: a type-local id (PyG's) is a position here.
+        self.of_type = {t: c.nodes_of_type(t) for t in self.node_types}
+
+    @property
+    def hetero(self):
+        return bool(self.node_types)
 
     def get(self):
         if os.getpid() != self._pid:
@@ -58,17 +73,38 @@ class _PerProcess:
             self._pid = os.getpid()
         return self._cluster
 
+    def to_global(self, node_type, local, what="index"):
+        """Type-local ids (PyG's, for a heterogeneous dataset) as global ids, range-checked."""
+        n = self.of_type[node_type].numel() if self.hetero else self.num_nodes
+        local = local.to(torch.long)
+        if local.numel() and (int(local.min()) < 0 or int(local.max()) >= n):
+            bad = local[(local < 0) | (local >= n)][0]
+            raise IndexOutOfRange("%s %d is out of range for %s (%d nodes)" % (
+                what, int(bad), "node type %r" % node_type if self.hetero else "the graph", n))
+        return self.of_type[node_type][local] if self.hetero else local
+
+    def to_local(self, node_type, global_ids):
+        return torch.searchsorted(self.of_type[node_type], global_ids) if self.hetero else global_ids
+
+    def check_group(self, group_name):
+        if self.hetero:
+            if group_name not in self.of_type:
+                raise KeyError("fanout.pyg: node type %r is not one of %s" % (group_name, self.node_types))
+        elif group_name is not None:
+            raise KeyError("fanout.pyg: the dataset is homogeneous (group None); group %r does not exist"
+                           % (group_name,))
+
     def __getstate__(self):  # spawned workers: the recipe travels, the connections do not
-        return {"recipe": self._cluster._recipe, "num_nodes": self.num_nodes, "feature_dim": self.feature_dim}
+        return {"recipe": self._cluster._recipe}
 
     def __setstate__(self, state):
         self._cluster = Cluster._from_recipe(state["recipe"])
         self._pid = os.getpid()
-        self.num_nodes, self.feature_dim = state["num_nodes"], state["feature_dim"]
+        self._shape(self._cluster)
 
 
 def _index(index, n):
-    """A TensorAttr index as an int64 tensor of global ids (None: every node)."""
+    """A TensorAttr index as an int64 tensor of ids into a store of n nodes (None: every node)."""
     if index is None:
         return torch.arange(n, dtype=torch.long)
     if isinstance(index, slice):
@@ -77,44 +113,83 @@ def _index(index, n):
         return torch.tensor([index], dtype=torch.long)
     t = torch.as_tensor(index)
     if t.dtype == torch.bool:
+        if t.numel() != n:
+            raise IndexOutOfRange("a boolean index has %d entries, the store %d nodes" % (t.numel(), n))
         return t.nonzero().flatten()
+    if t.is_floating_point():
+        raise InvalidArgument("a feature-store index must hold integer ids, not %s" % t.dtype)
     return t.to(torch.long).flatten()
 
 
 class FeatureStore(_PygFeatureStore):
     """The cluster's node features (``x``, float32) and labels (``y``, int64; -1 unknown) as a read-only
-    PyG FeatureStore; rows are fetched from the servers (or read from co-located exports) for any index."""
-
-    _ATTRS = ("x", "y")
+    PyG FeatureStore. Homogeneous datasets: group ``None``, ids are global. Heterogeneous ones: one group
+    per node type (``x`` where the type has feature columns, ``y`` where the dataset has classes), ids
+    local to the type as PyG's. Rows are fetched from the servers (or read from co-located exports) for
+    any index; ``multi_get_tensor`` asks once per attribute for all groups of the call (one request per
+    server for every ``x``, one for every ``y``)."""
 
     def __init__(self, cluster):
         super().__init__()
         self._remote = _PerProcess(cluster)
 
+    def _attrs_of(self, group):
+        r = self._remote
+        dim = r.feature_dims[r.node_types.index(group)] if r.hetero else r.feature_dim
+        return (("x",) if dim > 0 else ()) + (("y",) if r.num_classes > 0 else ())
+
+    def _size_of(self, group):
+        r = self._remote
+        return r.of_type[group].numel() if r.hetero else r.num_nodes
+
+    def _global(self, attr):
+        r = self._remote
+        r.check_group(attr.group_name)
+        if attr.attr_name not in self._attrs_of(attr.group_name):
+            raise KeyError("fanout.pyg.FeatureStore: no attribute %r for %s (it has %s)" % (
+                attr.attr_name, "node type %r" % attr.group_name if r.hetero else "the graph",
+                list(self._attrs_of(attr.group_name))))
+        local = _index(attr.index, self._size_of(attr.group_name))
+        return r.to_global(attr.group_name, local)
+
     def _get_tensor(self, attr):
-        if attr.attr_name not in self._ATTRS:
-            return None
-        if attr.group_name is not None:
-            raise NotSupported("fanout.pyg.FeatureStore: the dataset is homogeneous; group %r does not exist"
-                               % (attr.group_name,))
-        ids = _index(attr.index, self._remote.num_nodes)
-        c = self._remote.get()
-        return _tensor(c._c.features(ids.tolist()) if attr.attr_name == "x" else c._c.labels(ids.tolist()))
+        return self._multi_get_tensor([attr])[0]
 
     def _multi_get_tensor(self, attrs):
-        # One request per attribute and server for all of the call's ids: PyG asks for x and y of
-        # the same sampled nodes.
-        return [self._get_tensor(a) for a in attrs]
+        ids = [self._global(a) for a in attrs]
+        c = self._remote.get()
+        out = [None] * len(attrs)
+        for name in ("x", "y"):
+            which = [i for i, a in enumerate(attrs) if a.attr_name == name]
+            if not which:
+                continue
+            all_ids = torch.cat([ids[i] for i in which]) if len(which) > 1 else ids[which[0]]
+            buf = _ids_buffer(all_ids)
+            got = _tensor(c._c.features(buf) if name == "x" else c._c.labels(buf))
+            at = 0
+            for i in which:
+                n = ids[i].numel()
+                part = got[at:at + n]
+                at += n
+                if name == "x" and self._remote.hetero:  # the type's own columns
+                    part = part[:, :self._remote.feature_dims[self._remote.node_types.index(attrs[i].group_name)]]
+                out[i] = part
+        return out
 
     def _get_tensor_size(self, attr):
-        if attr.attr_name == "x":
-            return (self._remote.num_nodes, self._remote.feature_dim)
+        r = self._remote
+        r.check_group(attr.group_name)
+        if attr.attr_name not in self._attrs_of(attr.group_name):
+            return None
+        n = self._size_of(attr.group_name)
         if attr.attr_name == "y":
-            return (self._remote.num_nodes,)
-        return None
+            return (n,)
+        dim = r.feature_dims[r.node_types.index(attr.group_name)] if r.hetero else r.feature_dim
+        return (n, dim)
 
     def get_all_tensor_attrs(self):
-        return [TensorAttr(group_name=None, attr_name=a) for a in self._ATTRS]
+        groups = self._remote.node_types if self._remote.hetero else [None]
+        return [TensorAttr(group_name=g, attr_name=a) for g in groups for a in self._attrs_of(g)]
 
     def _put_tensor(self, tensor, attr):
         raise NotSupported("fanout.pyg.FeatureStore is read-only: the servers' partitions are the data "
@@ -125,9 +200,10 @@ class FeatureStore(_PygFeatureStore):
 
 
 class GraphStore(_PygGraphStore):
-    """The cluster's topology as a read-only PyG GraphStore: one edge type (``None``) of
-    ``num_nodes x num_nodes`` in COO layout. Asking for the whole ``edge_index`` works but copies the
-    topology into this process (warned once); sample with ``fanout.pyg.NeighborSampler`` instead."""
+    """The cluster's topology as a read-only PyG GraphStore: one edge type (``None``, ``num_nodes x
+    num_nodes``) for a homogeneous dataset, else one per (src, rel, dst) type with type-local ids, in COO
+    layout. Asking for a whole ``edge_index`` works but copies that topology into this process (warned
+    once); sample with ``fanout.pyg.NeighborSampler`` instead."""
 
     def __init__(self, cluster):
         super().__init__()
@@ -135,25 +211,40 @@ class GraphStore(_PygGraphStore):
         self._warned = False
 
     def get_all_edge_attrs(self):
-        n = self._remote.num_nodes
-        return [EdgeAttr(edge_type=None, layout="coo", is_sorted=False, size=(n, n))]
+        r = self._remote
+        if not r.hetero:
+            return [EdgeAttr(edge_type=None, layout="coo", is_sorted=False, size=(r.num_nodes, r.num_nodes))]
+        return [EdgeAttr(edge_type=et, layout="coo", is_sorted=False,
+                         size=(r.of_type[et[0]].numel(), r.of_type[et[2]].numel())) for et in r.edge_types]
 
     def _get_edge_index(self, edge_attr):
+        r = self._remote
+        et = edge_attr.edge_type
+        if r.hetero and et not in r.edge_types:
+            raise KeyError("fanout.pyg.GraphStore: edge type %r is not one of %s" % (et, r.edge_types))
         if not self._warned:
             warnings.warn("fanout.pyg.GraphStore: the whole edge_index is being copied into this process "
                           "(every edge of every partition); fanout.pyg.NeighborSampler samples on the "
                           "servers without that copy", stacklevel=3)
             self._warned = True
         c = self._remote.get()
+        # Every stored edge, as one-hop full-neighbor sampling of the nodes that store them (the target
+        # type's), 64 Ki seeds a call.
+        options = dict(num_neighbors=[-1], features=False, labels=False, edge_ids=False)
+        targets = r.of_type[et[2]] if r.hetero else torch.arange(r.num_nodes, dtype=torch.long)
+        if r.hetero:
+            e = r.edge_types.index(et)
+            options["type_fanouts"] = [[-1] if i == e else [0] for i in range(len(r.edge_types))]
         rows, cols = [], []
-        n = self._remote.num_nodes
-        for begin in range(0, n, 65536):
-            seeds = torch.arange(begin, min(n, begin + 65536), dtype=torch.long)
-            n_id, row, col, _, _, _ = c._c.sample(seeds.tolist(), [-1], 0, False, False)
-            n_id = _tensor(n_id)
-            rows.append(n_id[_tensor(row)])  # the neighbor (source) ...
-            cols.append(n_id[_tensor(col)])  # ... of the node it is stored with (target)
-        return torch.cat(rows), torch.cat(cols)
+        for begin in range(0, targets.numel(), 65536):
+            d = c._c.sample_batch(options, _ids_buffer(targets[begin:begin + 65536]), None, None, 0)
+            n_id, ei = _tensor(d["n_id"]), _tensor(d["edge_index"])
+            rows.append(n_id[ei[0]])  # the neighbor (source) ...
+            cols.append(n_id[ei[1]])  # ... of the node it is stored with (target)
+        row, col = torch.cat(rows), torch.cat(cols)
+        if r.hetero:
+            row, col = r.to_local(et[0], row), r.to_local(et[2], col)
+        return row, col
 
     def _put_edge_index(self, edge_index, edge_attr):
         raise NotSupported("fanout.pyg.GraphStore is read-only: the servers' partitions are the graph")
@@ -162,41 +253,206 @@ class GraphStore(_PygGraphStore):
         raise NotSupported("fanout.pyg.GraphStore is read-only: the servers' partitions are the graph")
 
 
-class NeighborSampler(BaseSampler):
-    """PyG's BaseSampler over Fanout's servers: ``num_neighbors[h]`` neighbors per node at hop h (-1:
-    all), without replacement unless ``replace``. A batch's sample is a pure function of its seed ids,
-    ``seed`` and the position of its first input (``input_id[0]``): the same batch gives the same
-    subgraph in any worker, on any number of servers."""
+def _tensors(d):
+    """A batch dict from C++ with its capsules as tensors (each capsule can be consumed once)."""
+    return {k: (_tensor(v) if type(v).__name__ == "PyCapsule" else v) for k, v in d.items()}
 
-    def __init__(self, cluster, num_neighbors, *, replace=False, seed=0):
-        self._remote = _PerProcess(cluster)
-        fanouts = [int(k) for k in num_neighbors]
-        if not fanouts or any(k == 0 or k < -1 for k in fanouts):
-            raise InvalidArgument("num_neighbors must be a list of hop fanouts > 0 (or -1: every neighbor), "
-                                  "got %r" % (list(num_neighbors),))
-        self.num_neighbors = fanouts
+
+def _per_hop_counts(types, sizes, num_types):
+    """Per type, the count of each hop's entries (types in hop order; sizes: entries per hop)."""
+    out = [[] for _ in range(num_types)]
+    at = 0
+    for n in sizes:
+        counts = torch.bincount(types[at:at + n], minlength=num_types).tolist() if n else [0] * num_types
+        for t in range(num_types):
+            out[t].append(int(counts[t]))
+        at += n
+    return out
+
+
+class NeighborSampler(BaseSampler):
+    """PyG's BaseSampler over Fanout's servers.
+
+    ``num_neighbors``: a list of hop fanouts (-1: all), or for a heterogeneous dataset PyG's dict
+    {edge type: [fanout per hop]} (a list applies to every edge type). ``replace``: with replacement.
+    ``temporal_strategy``: "uniform" or "last" for temporal inputs (``input_time`` /
+    ``edge_label_time``; the dataset needs edge timestamps). ``strict_negatives`` (default True): negatives
+    of PyG's ``NegativeSampling`` are never existing edges (checked on the servers); False keeps PyG's
+    unchecked draws.
+
+    Randomness: batch b of epoch e is sampled with the request seed fanout.NodeLoader / LinkLoader use for
+    batch b of epoch e (``seed``), where b is the batch's first input position divided by ``batch_size``
+    (default 1: the position itself). Give the PyG loader's batch size (and shuffle=False) and PyG's
+    loader yields exactly ``fanout.NodeLoader``'s batches. Call ``set_epoch(e)`` before each epoch for fresh
+    samples (DataLoader workers started afterwards see it)."""
+
+    def __init__(self, cluster, num_neighbors, *, replace=False, seed=0, temporal_strategy="uniform",
+                 strict_negatives=True, batch_size=1):
+        self._remote = r = _PerProcess(cluster)
+        self._type_fanouts = None
+        if isinstance(num_neighbors, dict):
+            from . import _type_fanouts
+            self._type_fanouts, _ = _type_fanouts(cluster, num_neighbors)
+            fanouts = [max(f) if min(f) >= 0 else -1 for f in zip(*self._type_fanouts)]
+        else:
+            fanouts = [int(k) for k in num_neighbors]
+            if not fanouts or any(k == 0 or k < -1 for k in fanouts):
+                raise InvalidArgument("num_neighbors must be a list of hop fanouts > 0 (or -1: every neighbor), "
+                                      "got %r" % (list(num_neighbors),))
+            if r.hetero:
+                self._type_fanouts = [list(fanouts)] * len(r.edge_types)
+        if temporal_strategy not in ("uniform", "last"):
+            raise InvalidArgument("temporal_strategy must be 'uniform' or 'last', not %r" % (temporal_strategy,))
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise InvalidArgument("batch_size must be an integer >= 1, not %r" % (batch_size,))
+        self.num_neighbors = num_neighbors if isinstance(num_neighbors, dict) else fanouts
+        self._fanouts = fanouts
         self.replace = bool(replace)
         self.seed = int(seed)
+        self.temporal_strategy = temporal_strategy
+        self.strict_negatives = bool(strict_negatives)
+        self.batch_size = batch_size
+        self.epoch = 0
 
-    def sample_from_nodes(self, index, **kwargs):
-        if index.time is not None:
-            raise NotSupported("fanout.pyg.NeighborSampler: temporal sampling (seed times) is not supported "
-                               "through PyG's loaders yet; use fanout.NodeLoader(..., seed_time=...)")
-        if index.input_type is not None:
-            raise NotSupported("fanout.pyg.NeighborSampler: heterogeneous input types are not supported yet")
-        seeds = index.node.to(torch.long)
-        first = int(index.input_id[0]) if index.input_id is not None and index.input_id.numel() else 0
-        request_seed = (self.seed * 1000003 + first) & ((1 << 63) - 1)
-        n_id, row, col, e_id, nsn, nse = self._remote.get()._c.sample(seeds.tolist(), self.num_neighbors,
-                                                                       request_seed, self.replace, True)
-        return SamplerOutput(node=_tensor(n_id), row=_tensor(row), col=_tensor(col), edge=_tensor(e_id),
-                             batch=None, num_sampled_nodes=list(nsn), num_sampled_edges=list(nse),
-                             metadata=(index.input_id, index.time))
-
-    def sample_from_edges(self, index, neg_sampling=None):
-        raise NotSupported("fanout.pyg.NeighborSampler: link sampling through PyG's LinkLoader is not "
-                           "supported yet; fanout.LinkLoader samples links (strict negatives) on the servers")
+    def set_epoch(self, epoch):
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+            raise InvalidArgument("epoch must be a non-negative integer, not %r" % (epoch,))
+        self.epoch = epoch
 
     @property
     def edge_permutation(self):
         return None
+
+    def _request_seed(self, input_id):
+        first = int(input_id[0]) if input_id is not None and input_id.numel() else 0
+        return _core.batch_request_seed(self.seed, self.epoch, first // self.batch_size)
+
+    def _options(self):
+        o = dict(num_neighbors=self._fanouts, replace=self.replace, edge_ids=True, features=False, labels=False,
+                 temporal_strategy=self.temporal_strategy)
+        if self._type_fanouts is not None:
+            o["type_fanouts"] = self._type_fanouts
+        return o
+
+    @staticmethod
+    def _times(time):
+        if time is None:
+            return None
+        if time.is_floating_point():
+            raise InvalidArgument("seed times must be integers (e.g. Unix seconds), not %s" % time.dtype)
+        return _ids_buffer(time)
+
+    # Nodes ###################################################################################
+
+    def sample_from_nodes(self, index, **kwargs):
+        r = self._remote
+        if r.hetero:
+            if index.input_type is None:
+                raise InvalidArgument("fanout.pyg: a heterogeneous dataset needs typed input nodes "
+                                      "(input_nodes=(node_type, ids))")
+            r.check_group(index.input_type)
+        elif index.input_type is not None:
+            raise InvalidArgument("fanout.pyg: the dataset is homogeneous; input type %r does not exist"
+                                  % (index.input_type,))
+        seeds = r.to_global(index.input_type, index.node, "input node")
+        d = _tensors(r.get()._c.sample_batch(self._options(), _ids_buffer(seeds), None,
+                                             self._times(index.time), self._request_seed(index.input_id)))
+        out, _ = self._output(d)
+        out.metadata = (index.input_id, index.time)
+        return out
+
+    # Links ###################################################################################
+
+    def sample_from_edges(self, index, neg_sampling=None):
+        r = self._remote
+        options = self._options()
+        et = index.input_type
+        if r.hetero:
+            if et is None:
+                raise InvalidArgument("fanout.pyg: a heterogeneous dataset needs typed seed edges "
+                                      "(edge_label_index=(edge_type, [2, P]))")
+            et = tuple(et)
+            if et not in r.edge_types:
+                raise InvalidArgument("fanout.pyg: edge type %r is not one of %s" % (et, r.edge_types))
+            options["link_edge_type"] = r.edge_types.index(et)
+            src, dst = r.to_global(et[0], index.row, "seed edge source"), r.to_global(et[2], index.col,
+                                                                                     "seed edge destination")
+        else:
+            src, dst = (r.to_global(None, index.row, "seed edge source"),
+                        r.to_global(None, index.col, "seed edge destination"))
+        mode = "none"
+        if neg_sampling is not None:
+            if any(getattr(neg_sampling, w, None) is not None for w in ("src_weight", "dst_weight", "weight")):
+                raise NotSupported("fanout.pyg: weighted negative sampling (NegativeSampling src_weight / "
+                                   "dst_weight) is not supported; negatives are drawn uniformly among the end "
+                                   "types' nodes")
+            mode = neg_sampling.mode.value if hasattr(neg_sampling.mode, "value") else str(neg_sampling.mode)
+            options.update(neg_mode=mode, neg_amount=float(neg_sampling.amount), neg_strict=self.strict_negatives)
+        label = None
+        if index.label is not None:
+            lab = index.label
+            if lab.is_floating_point():
+                if not bool(torch.all(lab == lab.round())):
+                    raise NotSupported("fanout.pyg: edge labels must be integer classes (got fractional %s "
+                                       "values)" % lab.dtype)
+                lab = lab.to(torch.long)
+            label = _ids_buffer(lab)
+        link = {"src": _ids_buffer(src), "dst": _ids_buffer(dst), "label": label}
+        d = _tensors(r.get()._c.sample_batch(options, None, link, self._times(index.time),
+                                             self._request_seed(index.input_id)))
+        out, type_index = self._output(d, link_size=src.numel(), mode=mode)
+        p = src.numel()
+        seed_time = d["seed_time"]
+        if mode == "triplet":
+            meta = [d["src_index"], d["dst_pos_index"], d["dst_neg_index"]]
+            if type_index is not None:
+                meta = [type_index[m] for m in meta]
+            out.metadata = (index.input_id, *meta, None if seed_time is None else seed_time[:p])
+        else:
+            eli, el = d["edge_label_index"], d["edge_label"]
+            if type_index is not None:
+                eli = type_index[eli]
+            out.metadata = (index.input_id, eli, el, None if seed_time is None else seed_time[:eli.size(1)])
+        return out
+
+    # Output ##################################################################################
+
+    def _output(self, d, link_size=None, mode=None):
+        """A batch dict as PyG's SamplerOutput (homogeneous) or HeteroSamplerOutput; also the type-local
+        index of each node of the batch (None when homogeneous)."""
+        n_id, ei, e_id = d["n_id"], d["edge_index"], d["e_id"]
+        nsn, nse = list(d["num_sampled_nodes"]), list(d["num_sampled_edges"])
+        batch = d["batch"]
+        if batch is not None and link_size is not None:
+            # PyG numbers a temporal link batch's trees by seed edge: endpoint k -> its edge.
+            p = link_size
+            if mode == "triplet":  # endpoints [src (P), dst (P), dst_neg (P x per)]
+                neg = d["dst_neg_index"]
+                per = 1 if neg.dim() == 1 else neg.size(1)
+                batch = torch.where(batch < 2 * p, batch % p, (batch - 2 * p) // per)
+            else:
+                half = d["edge_label_index"].size(1)
+                batch = (batch % half) % p
+        r = self._remote
+        if not r.hetero:
+            return SamplerOutput(node=n_id, row=ei[0], col=ei[1], edge=e_id, batch=batch,
+                                 num_sampled_nodes=nsn, num_sampled_edges=nse), None
+        nt, et = d["node_type"], d["edge_type"]
+        T, R = len(r.node_types), len(r.edge_types)
+        type_index = torch.empty_like(nt)
+        node, row, col, edge = {}, {}, {}, {}
+        for ti, name in enumerate(r.node_types):
+            idx = (nt == ti).nonzero().flatten()
+            type_index[idx] = torch.arange(idx.numel(), dtype=torch.long)
+            node[name] = r.to_local(name, n_id[idx])
+        for e, key in enumerate(r.edge_types):
+            sel = (et == e).nonzero().flatten()
+            row[key], col[key] = type_index[ei[0, sel]], type_index[ei[1, sel]]
+            edge[key] = e_id[sel] if e_id is not None else None
+        node_hops = _per_hop_counts(nt, nsn, T)
+        edge_hops = _per_hop_counts(et, nse, R)
+        return HeteroSamplerOutput(
+            node=node, row=row, col=col, edge=edge, batch=None,
+            num_sampled_nodes={name: node_hops[i] for i, name in enumerate(r.node_types)},
+            num_sampled_edges={key: edge_hops[i] for i, key in enumerate(r.edge_types)}), type_index
+

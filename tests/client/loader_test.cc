@@ -494,6 +494,109 @@ const std::string& RandomlyPartitioned(const std::string& name, int k,
 }
 
 // CollegeMsg (SNAP temporal) with its timestamps, in k random parts.
+// A batch built for seeds the caller chose (SampleBatch: fanout.pyg's
+// sampler, whose batches PyG's loaders pick) is the loader's batch for those
+// seeds and request seed, node and link batches alike, through the servers
+// and in process; what the loaders refuse it refuses by name.
+TEST_F(LoaderTest, SampleBatchForChosenSeedsEqualsTheLoadersBatch) {
+  StartServers(2);
+  auto cluster = ConnectCluster();
+  auto local = Local();
+  std::unique_ptr<Session> remote_session, local_session;
+  ASSERT_TRUE(cluster->NewSession(&remote_session).ok());
+  ASSERT_TRUE(local->NewSession(&local_session).ok());
+  const std::pair<Source*, Session*> sources[] = {{cluster.get(), remote_session.get()},
+                                                  {local.get(), local_session.get()}};
+  LoaderOptions o;
+  o.batch_size = 50;
+  o.fanouts = {5, 3};
+  o.shuffle = false;
+  o.seed = 9;
+  o.edge_ids = true;
+  o.num_workers = 1;
+  std::vector<int64_t> seeds(170);
+  std::iota(seeds.begin(), seeds.end(), int64_t{300});
+  seeds[7] = seeds[3];  // a repeated seed
+  NodeLoader nodes(cluster, seeds, o);
+  MiniBatch a;
+  for (int64_t b = 0; nodes.Next(&a); ++b) {
+    BatchSeeds chosen;
+    const int64_t end = std::min<int64_t>(170, (b + 1) * 50);
+    chosen.nodes.assign(seeds.begin() + b * 50, seeds.begin() + end);
+    for (auto [source, session] : sources) {
+      MiniBatch c;
+      Status st = SampleBatch(*source, session, chosen, NodeKey(o.seed, 0, b), o, &c);
+      ASSERT_TRUE(st.ok()) << st.ToString();
+      for (auto [x, y, name] : {std::tuple{&a.n_id, &c.n_id, "n_id"},
+                                {&a.x, &c.x, "x"},
+                                {&a.y, &c.y, "y"},
+                                {&a.edge_index, &c.edge_index, "edge_index"},
+                                {&a.edge_id, &c.edge_id, "edge_id"}})
+        ExpectSameTensor(*x, *y, "node batch " + std::to_string(b) + " " + name);
+      EXPECT_EQ(a.num_sampled_nodes, c.num_sampled_nodes);
+      EXPECT_TRUE(torch::equal(c.input_id, torch::arange(end - b * 50, torch::kLong)));
+    }
+    // The loader's input_id: each seed's position, a repeated seed keeping its own.
+    EXPECT_TRUE(torch::equal(a.input_id, torch::arange(b * 50, end, torch::kLong)));
+  }
+  LinkSeeds all = CoraEdges(whole_.csr, 37, false);
+  all.src.resize(128);
+  all.dst.resize(128);
+  for (auto mode : {sampler::NegativeMode::kBinary, sampler::NegativeMode::kTriplet}) {
+    o.negative.mode = mode;
+    o.negative.amount = 2;
+    LinkLoader links(cluster, all, o);
+    for (int64_t b = 0; links.Next(&a); ++b) {
+      auto batch = std::make_shared<LinkSeeds>();
+      const int64_t end = std::min<int64_t>(128, (b + 1) * 50);
+      batch->src.assign(all.src.begin() + b * 50, all.src.begin() + end);
+      batch->dst.assign(all.dst.begin() + b * 50, all.dst.begin() + end);
+      BatchSeeds chosen;
+      chosen.links = batch;
+      for (auto [source, session] : sources) {
+        MiniBatch c;
+        Status st = SampleBatch(*source, session, chosen, NodeKey(o.seed, 0, b), o, &c);
+        ASSERT_TRUE(st.ok()) << st.ToString();
+        const std::string what =
+            std::string(sampler::NegativeModeName(mode)) + " batch " + std::to_string(b) + " ";
+        for (auto [x, y, name] : {std::tuple{&a.n_id, &c.n_id, "n_id"},
+                                  {&a.edge_index, &c.edge_index, "edge_index"},
+                                  {&a.edge_label_index, &c.edge_label_index, "edge_label_index"},
+                                  {&a.edge_label, &c.edge_label, "edge_label"},
+                                  {&a.src_index, &c.src_index, "src_index"},
+                                  {&a.dst_neg_index, &c.dst_neg_index, "dst_neg_index"}})
+          ExpectSameTensor(*x, *y, what + name);
+      }
+    }
+  }
+  // Refusals, by name.
+  MiniBatch c;
+  BatchSeeds none;
+  Status st = SampleBatch(*cluster, remote_session.get(), none, 1, o, &c);
+  EXPECT_TRUE(st.IsInvalidArgument() && st.message().find("no seeds") != std::string::npos)
+      << st.ToString();
+  BatchSeeds outside;
+  outside.nodes = {0, cluster->num_nodes()};
+  st = SampleBatch(*cluster, remote_session.get(), outside, 1, o, &c);
+  EXPECT_TRUE(st.IsInvalidArgument() && st.message().find("seed") != std::string::npos)
+      << st.ToString();
+  outside.nodes = {0, 1};
+  outside.times = {5};
+  st = SampleBatch(*cluster, remote_session.get(), outside, 1, o, &c);
+  EXPECT_TRUE(st.IsInvalidArgument() &&
+              st.message().find("1 input times for 2 seeds") != std::string::npos)
+      << st.ToString();
+  auto bad = std::make_shared<LinkSeeds>();
+  bad->src = {0, 1};
+  bad->dst = {2};
+  BatchSeeds uneven;
+  uneven.links = bad;
+  st = SampleBatch(*cluster, remote_session.get(), uneven, 1, o, &c);
+  EXPECT_TRUE(st.IsInvalidArgument() &&
+              st.message().find("2 sources but 1 destinations") != std::string::npos)
+      << st.ToString();
+}
+
 const std::string& CollegeMsgDir(int k, datasets::RawDataset* raw = nullptr) {
   return RandomlyPartitioned(
       "collegemsg", k,

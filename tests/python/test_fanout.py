@@ -187,13 +187,14 @@ def test_tensors_come_without_a_copy_and_are_freed_with_the_batch(cluster, fanou
                                prefetch=1)
     loader._loader.set_epoch(0)
     d = loader._loader.next()
+    ptr = fanout._core.capsule_data_ptr(d["x"])
     x = from_dlpack(d["x"])
-    assert x.data_ptr() == d["x_data_ptr"]  # the C++ tensor's memory itself
+    assert x.data_ptr() == ptr  # the C++ tensor's memory itself
     del x, d
     gc.collect()
     base = fanout._core.live_tensors()
     b = next(iter(loader))
-    assert fanout._core.live_tensors() == base + 5  # x, y, edge_index, n_id, e_id
+    assert fanout._core.live_tensors() == base + 6  # x, y, edge_index, n_id, e_id, input_id
     del b
     gc.collect()
     assert fanout._core.live_tensors() == base

@@ -87,47 +87,242 @@ def test_a_hetero_batch_is_valid_pyg_heterodata(fanout, tmp_path):
         assert out["movie"].shape == (sub["movie"].num_nodes, 8)
 
 
-def _pyg_loader(cluster, fanout, num_workers, seeds, batch_size=64):
-    from torch_geometric.loader import NodeLoader
+def _pyg_loader(cluster, fanout, num_workers, seeds, batch_size=64, neighbor_loader=False):
+    from torch_geometric.loader import NeighborLoader, NodeLoader
     fs, gs = fanout.pyg.FeatureStore(cluster), fanout.pyg.GraphStore(cluster)
-    sampler = fanout.pyg.NeighborSampler(cluster, num_neighbors=[5, 3], seed=11)
+    sampler = fanout.pyg.NeighborSampler(cluster, num_neighbors=[5, 3], seed=11, batch_size=batch_size)
+    if neighbor_loader:  # PyG's NeighborLoader, handed Fanout's sampler
+        return NeighborLoader((fs, gs), num_neighbors=[5, 3], input_nodes=seeds, batch_size=batch_size,
+                              neighbor_sampler=sampler, num_workers=num_workers)
     return NodeLoader(data=(fs, gs), node_sampler=sampler, input_nodes=seeds, batch_size=batch_size,
                       shuffle=False, num_workers=num_workers)
 
 
-def test_pygs_own_node_loader_samples_through_fanout_with_and_without_workers(cluster, fanout):
+def _same(a, b, fields):
+    for f in fields:
+        x, y = getattr(a, f), getattr(b, f)
+        assert torch.equal(x, y), f
+
+
+def test_pygs_node_and_neighbor_loaders_give_fanouts_batches_with_and_without_workers(cluster, fanout):
     import fanout.pyg  # noqa: F401
     seeds = cluster.split_nodes("train")
-    batches = list(_pyg_loader(cluster, fanout, 0, seeds))
-    assert len(batches) == (seeds.numel() + 63) // 64
-    for i, d in enumerate(batches):
-        assert d.validate(raise_on_error=True)
-        assert torch.equal(d.n_id[:d.batch_size], seeds[i * 64:(i + 1) * 64])
-        assert torch.equal(d.input_id, torch.arange(i * 64, i * 64 + d.batch_size))
-        # The sampler's sets are Fanout's: the same call through the cluster gives them.
-        n_id, row, col, e_id, _, _ = cluster._c.sample(d.n_id[:d.batch_size].tolist(), [5, 3],
-                                                        11 * 1000003 + i * 64, False, True)
-        assert torch.equal(d.n_id, fanout._tensor(n_id))
-        assert torch.equal(d.edge_index, torch.stack([fanout._tensor(row), fanout._tensor(col)]))
-        assert torch.equal(d.e_id, fanout._tensor(e_id))
-    # Features and labels are the cluster's rows of the sampled nodes.
-    d = batches[0]
-    assert torch.equal(d.x, fanout._tensor(cluster._c.features(d.n_id.tolist())))
-    assert torch.equal(d.y, fanout._tensor(cluster._c.labels(d.n_id.tolist())))
+    ours = list(fanout.NodeLoader(cluster, seeds, num_neighbors=[5, 3], batch_size=64, shuffle=False, seed=11,
+                                  edge_ids=True, num_workers=1))
+    for neighbor_loader in (False, True):
+        batches = list(_pyg_loader(cluster, fanout, 0, seeds, neighbor_loader=neighbor_loader))
+        assert len(batches) == len(ours) == (seeds.numel() + 63) // 64
+        for i, (d, b) in enumerate(zip(batches, ours)):
+            assert d.validate(raise_on_error=True)
+            assert torch.equal(d.n_id[:d.batch_size], seeds[i * 64:(i + 1) * 64])
+            assert torch.equal(d.input_id, torch.arange(i * 64, i * 64 + d.batch_size))
+            # The same sampled sets, ids, features and labels as fanout.NodeLoader's batch.
+            _same(d, b, ("n_id", "edge_index", "e_id", "x", "y", "input_id"))
+            assert list(d.num_sampled_nodes) == b.num_sampled_nodes
     # DataLoader worker processes connect on their own and give the same batches.
     with_workers = list(_pyg_loader(cluster, fanout, 2, seeds))
-    assert len(with_workers) == len(batches)
-    for a, b in zip(batches, with_workers):
-        assert torch.equal(a.n_id, b.n_id) and torch.equal(a.edge_index, b.edge_index)
-        assert torch.equal(a.x, b.x) and torch.equal(a.y, b.y)
+    assert len(with_workers) == len(ours)
+    for a, b in zip(with_workers, ours):
+        _same(a, b, ("n_id", "edge_index", "x", "y"))
 
 
-def test_the_stores_are_read_only_and_the_topology_copy_warns(local, cluster, fanout):
+def test_set_epoch_gives_fresh_samples_and_returning_to_an_epoch_repeats_it(cluster, fanout):
+    import fanout.pyg  # noqa: F401
+    from torch_geometric.loader import NodeLoader
+    fs, gs = fanout.pyg.FeatureStore(cluster), fanout.pyg.GraphStore(cluster)
+    sampler = fanout.pyg.NeighborSampler(cluster, [5, 3], seed=2, batch_size=64)
+    loader = NodeLoader((fs, gs), node_sampler=sampler, input_nodes=cluster.split_nodes("train"), batch_size=64)
+    first = [d.n_id for d in loader]
+    sampler.set_epoch(1)
+    second = [d.n_id for d in loader]
+    sampler.set_epoch(0)
+    again = [d.n_id for d in loader]
+    assert any(not torch.equal(a, b) for a, b in zip(first, second))
+    assert all(torch.equal(a, b) for a, b in zip(first, again))
+    with pytest.raises(fanout.InvalidArgument, match="epoch"):
+        sampler.set_epoch(-1)
+
+
+def _stored_edges(cluster, fanout):
+    first = next(iter(fanout.NodeLoader(cluster, torch.arange(cluster.num_nodes), num_neighbors=[-1],
+                                        batch_size=cluster.num_nodes, shuffle=False, features=False,
+                                        labels=False)))
+    return first.n_id[first.edge_index]
+
+
+@pytest.mark.parametrize("mode", ["binary", "triplet"])
+def test_pygs_link_loader_gives_fanouts_link_batches_and_negatives_are_never_edges(cluster, fanout, mode):
+    import fanout.pyg  # noqa: F401
+    from torch_geometric.loader import LinkLoader
+    from torch_geometric.sampler import NegativeSampling
+    stored = _stored_edges(cluster, fanout)
+    edges = set(zip(stored[0].tolist(), stored[1].tolist()))
+    eli = stored[:, :600]
+    fs, gs = fanout.pyg.FeatureStore(cluster), fanout.pyg.GraphStore(cluster)
+    sampler = fanout.pyg.NeighborSampler(cluster, [4, 2], seed=3, batch_size=64)
+    pyg_loader = LinkLoader((fs, gs), link_sampler=sampler, edge_label_index=(None, eli), batch_size=64,
+                            neg_sampling=NegativeSampling(mode, 2))
+    ours = fanout.LinkLoader(cluster, eli, num_neighbors=[4, 2], batch_size=64, shuffle=False, seed=3,
+                             neg_sampling=fanout.NegativeSampling(mode, 2), num_workers=1)
+    n = 0
+    for d, b in zip(pyg_loader, ours):
+        assert d.validate(raise_on_error=True)
+        _same(d, b, ("n_id", "edge_index", "e_id", "x", "y", "input_id"))
+        if mode == "binary":
+            _same(d, b, ("edge_label_index", "edge_label"))
+            src, dst = d.n_id[d.edge_label_index]
+            for s, t, label in zip(src.tolist(), dst.tolist(), d.edge_label.tolist()):
+                assert ((s, t) in edges) == (label == 1), (s, t, label)
+        else:
+            _same(d, b, ("src_index", "dst_pos_index", "dst_neg_index"))
+            assert list(d.dst_neg_index.shape) == [d.input_id.numel(), 2]
+            src = d.n_id[d.src_index]
+            for i, s in enumerate(src.tolist()):
+                for t in d.n_id[d.dst_neg_index[i]].tolist():
+                    assert (s, t) not in edges
+        n += 1
+    assert n == len(ours) == 10
+
+
+def test_heterogeneous_batches_through_pygs_loaders_and_to_hetero(fanout, tmp_path):
+    import fanout.pyg  # noqa: F401
+    from torch_geometric.loader import LinkLoader, NodeLoader
+    from torch_geometric.nn import SAGEConv, to_hetero
+    from torch_geometric.sampler import NegativeSampling
+    path = os.path.join(os.environ.get("FANOUT_SOURCE_DIR", "."), "datasets", "data", "movielens",
+                        "ml-latest-small")
+    data = fanout.partition(path, tmp_path / "ml2", format="movielens", parts=2, undirected=True)
+    with fanout.LocalCluster(data) as lc:
+        cluster = lc.cluster()
+        fs, gs = fanout.pyg.FeatureStore(cluster), fanout.pyg.GraphStore(cluster)
+        movies = cluster.nodes_of_type("movie")
+        # The stores speak PyG's type-local ids: one group per node type, one edge attr per edge type.
+        assert [a.group_name for a in fs.get_all_tensor_attrs()] == ["movie"]  # the only type with x
+        assert fs.get_tensor_size(group_name="movie", attr_name="x") == (movies.numel(), 20)
+        x = fs.get_tensor(group_name="movie", attr_name="x", index=torch.tensor([0, 5]))
+        assert torch.equal(x, fanout._tensor(cluster._c.features(movies[[0, 5]].numpy()))[:, :20])
+        sizes = {a.edge_type: a.size for a in gs.get_all_edge_attrs()}
+        assert sizes[("user", "rates", "movie")] == (cluster.nodes_of_type("user").numel(), movies.numel())
+        fanouts = {("user", "rates", "movie"): [4, 2], "rev_rates": [0, 3], "rev_has_genre": [1, 0],
+                   "has_genre": [0, 2]}
+        sampler = fanout.pyg.NeighborSampler(cluster, fanouts, seed=1, batch_size=64)
+        pyg_loader = NodeLoader((fs, gs), node_sampler=sampler, input_nodes=("movie", torch.arange(192)),
+                                batch_size=64)
+        ours = fanout.NodeLoader(cluster, ("movie", movies[:192]), num_neighbors=fanouts, batch_size=64,
+                                 shuffle=False, seed=1, labels=False, num_workers=1)
+        for h, b in zip(pyg_loader, ours):
+            assert h.validate(raise_on_error=True)
+            assert h["movie"].batch_size == 64
+            for nt in cluster.node_types:  # type-local ids here, global ids in fanout's HeteroBatch
+                assert torch.equal(cluster.nodes_of_type(nt)[h[nt].n_id], b[nt].n_id), nt
+            for et in cluster.edge_types:
+                assert torch.equal(h[et].edge_index, b[et].edge_index), et
+            assert torch.equal(h["movie"].x, b["movie"].x)
+            assert sum(h["movie"].num_sampled_nodes) == h["movie"].num_nodes
+        # A homogeneous model made heterogeneous by PyG trains on the batch.
+        for nt in h.node_types:
+            if "x" not in h[nt]:
+                h[nt].x = torch.ones(h[nt].num_nodes, 20)
+        sub = h.edge_type_subgraph([et for et in h.edge_types if h[et].edge_index.size(1) > 0])
+
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = SAGEConv((-1, -1), 8)
+
+            def forward(self, x, edge_index):
+                return self.conv(x, edge_index)
+
+        model = to_hetero(Net(), sub.metadata(), aggr="sum")
+        out = model(sub.x_dict, sub.edge_index_dict)
+        out["movie"].sum().backward()
+        # Typed seed edges with strict negatives: a negative is never a rating.
+        et = ("user", "rates", "movie")
+        with pytest.warns(UserWarning, match="copied"):
+            row, col = gs.get_edge_index(edge_type=et, layout="coo")
+        rated = set(zip(row.tolist(), col.tolist()))
+        links = LinkLoader((fs, gs), link_sampler=fanout.pyg.NeighborSampler(cluster, fanouts, seed=2),
+                           edge_label_index=(et, torch.stack([row[:512], col[:512]])), batch_size=128,
+                           neg_sampling=NegativeSampling("binary", 1))
+        for h in links:
+            assert h.validate(raise_on_error=True)
+            eli, label = h[et].edge_label_index, h[et].edge_label
+            users, items = h["user"].n_id[eli[0]], h["movie"].n_id[eli[1]]
+            for u, m, l in zip(users.tolist(), items.tolist(), label.tolist()):
+                assert ((u, m) in rated) == (l == 1)
+        from torch_geometric.sampler import NodeSamplerInput
+        with pytest.raises(fanout.InvalidArgument, match="typed input nodes"):
+            sampler.sample_from_nodes(NodeSamplerInput(input_id=None, node=torch.tensor([0])))
+        with pytest.raises(fanout.InvalidArgument, match="heterogeneous sampling with input times"):
+            sampler.sample_from_nodes(NodeSamplerInput(input_id=None, node=torch.tensor([0]), time=torch.tensor([5]),
+                                                       input_type="movie"))
+        with pytest.raises(IndexError, match="out of range for node type 'movie'"):
+            sampler.sample_from_nodes(NodeSamplerInput(input_id=None, node=torch.tensor([movies.numel()]),
+                                                       input_type="movie"))
+
+
+def test_temporal_inputs_through_pygs_loaders_never_look_ahead(fanout, tmp_path):
+    import gzip
+    import fanout.pyg  # noqa: F401
+    from torch_geometric.loader import LinkLoader, NodeLoader
+    from torch_geometric.sampler import NegativeSampling
+    path = os.path.join(os.environ.get("FANOUT_SOURCE_DIR", "."), "datasets", "data", "snap-temporal",
+                        "CollegeMsg.txt.gz")
+    with gzip.open(path, "rt") as f:
+        times = torch.tensor([int(line.split()[2]) for line in f])
+    data = fanout.partition(path, tmp_path / "cm2", format="snap", parts=2, method="random", edge_times=True)
+    with fanout.LocalCluster(data) as lc:
+        cluster = lc.cluster()
+        n = cluster.num_nodes
+        fs, gs = fanout.pyg.FeatureStore(cluster), fanout.pyg.GraphStore(cluster)
+        assert fs.get_all_tensor_attrs() == []  # no features, no classes: nothing to offer
+        seed_times = times.min() + torch.randint(0, int(times.max() - times.min()), (n,),
+                                                 generator=torch.Generator().manual_seed(0))
+        sampler = fanout.pyg.NeighborSampler(cluster, [5, 3], seed=4, batch_size=256, temporal_strategy="last")
+        pyg_loader = NodeLoader((fs, gs), node_sampler=sampler, input_nodes=torch.arange(n), input_time=seed_times,
+                                batch_size=256)
+        ours = fanout.NodeLoader(cluster, torch.arange(n), num_neighbors=[5, 3], batch_size=256, shuffle=False,
+                                 seed=4, input_time=seed_times, temporal_strategy="last", num_workers=1,
+                                 labels=False, features=False)
+        for d, b in zip(pyg_loader, ours):
+            _same(d, b, ("n_id", "edge_index", "e_id", "batch", "seed_time"))
+            tree = d.batch[d.edge_index[1]]
+            assert bool((times[d.e_id] <= d.seed_time[tree]).all())
+        first = next(iter(fanout.NodeLoader(cluster, torch.arange(200), num_neighbors=[-1], batch_size=200,
+                                            shuffle=False, labels=False, features=False)))
+        eli, edge_time = first.n_id[first.edge_index], times[first.e_id]
+        for mode in ("binary", "triplet"):
+            loader = LinkLoader((fs, gs), link_sampler=fanout.pyg.NeighborSampler(cluster, [4, 2], seed=5),
+                                edge_label_index=(None, eli), edge_label_time=edge_time, batch_size=64,
+                                neg_sampling=NegativeSampling(mode, 1))
+            for d in loader:
+                assert d.validate(raise_on_error=True)
+                p = d.input_id.numel()
+                assert int(d.batch.max()) < p  # PyG's numbering: a tree per seed edge
+                tree = d.batch[d.edge_index[1]]
+                assert bool((times[d.e_id] <= edge_time[d.input_id][tree]).all())
+                if mode == "binary":
+                    assert torch.equal(d.edge_label_time, edge_time[d.input_id].repeat(2))
+
+
+def test_the_stores_are_read_only_and_errors_are_what_pyg_users_expect(local, cluster, fanout):
     import fanout.pyg  # noqa: F401
     fs, gs = fanout.pyg.FeatureStore(cluster), fanout.pyg.GraphStore(cluster)
     assert fs.get_tensor_size(group_name=None, attr_name="x") == (2708, 1433)
     x = fs.get_tensor(group_name=None, attr_name="x", index=torch.tensor([5, 1400]))
     assert x.shape == (2, 1433)
+    both = fs.multi_get_tensor([fanout.pyg.TensorAttr(None, "x", torch.tensor([5])),
+                                fanout.pyg.TensorAttr(None, "y", torch.tensor([5, 6])),
+                                fanout.pyg.TensorAttr(None, "x", torch.tensor([1400]))])
+    assert torch.equal(both[0][0], x[0]) and torch.equal(both[2][0], x[1]) and both[1].shape == (2,)
+    with pytest.raises(KeyError, match="no attribute 'edge_attr'"):
+        fs.get_tensor(group_name=None, attr_name="edge_attr", index=None)
+    with pytest.raises(KeyError, match="homogeneous"):
+        fs.get_tensor(group_name="paper", attr_name="x", index=None)
+    with pytest.raises(IndexError, match="2708 is out of range"):
+        fs.get_tensor(group_name=None, attr_name="x", index=torch.tensor([0, 2708]))
+    with pytest.raises(IndexError, match="out of range"):
+        fs.get_tensor(group_name=None, attr_name="y", index=torch.tensor([-1]))
     with pytest.raises(fanout.NotSupported, match="read-only"):
         fs.put_tensor(torch.zeros(2, 1433), group_name=None, attr_name="x", index=torch.tensor([0, 1]))
     with pytest.raises(fanout.NotSupported, match="read-only"):
@@ -138,10 +333,21 @@ def test_the_stores_are_read_only_and_the_topology_copy_warns(local, cluster, fa
     stored = sum(fanout.stats(a)["partition"]["num_edges"] for a in local.admin_addresses)
     assert row.numel() == col.numel() == stored
     assert int(row.max()) < 2708 and int(col.max()) < 2708
-    with pytest.raises(fanout.NotSupported, match="LinkLoader"):
-        fanout.pyg.NeighborSampler(cluster, [5]).sample_from_edges(None)
     with pytest.raises(fanout.InvalidArgument, match="num_neighbors"):
         fanout.pyg.NeighborSampler(cluster, [0])
+    with pytest.raises(fanout.InvalidArgument, match="temporal_strategy"):
+        fanout.pyg.NeighborSampler(cluster, [3], temporal_strategy="soon")
+    from torch_geometric.sampler import NegativeSampling
+    from torch_geometric.loader import LinkLoader
+    sampler = fanout.pyg.NeighborSampler(cluster, [3])
+    weighted = NegativeSampling("binary", 1, dst_weight=torch.ones(2708))
+    loader = LinkLoader((fs, gs), link_sampler=sampler, edge_label_index=(None, torch.tensor([[0], [1]])),
+                        batch_size=1, neg_sampling=weighted)
+    with pytest.raises(fanout.NotSupported, match="weighted negative sampling"):
+        next(iter(loader))
+    with pytest.raises(IndexError, match="seed edge source 5000"):
+        next(iter(LinkLoader((fs, gs), link_sampler=sampler, edge_label_index=(None, torch.tensor([[5000], [1]])),
+                             batch_size=1)))
 
 
 def test_the_pyg_graphsage_example_learns_cora(cluster, fanout):
