@@ -229,6 +229,47 @@ def test_bad_input_raises_clear_exceptions(cluster, fanout, tmp_path):
     assert issubclass(fanout.Unavailable, ConnectionError) and issubclass(fanout.InvalidArgument, ValueError)
 
 
+def test_errors_from_the_core_arrive_as_their_fanout_class_constructors_and_iteration_included(cluster, fanout):
+    # Options are checked by name in C++: an unknown one or a wrong type is named, never a silent swap.
+    with pytest.raises(fanout.InvalidArgument, match="unknown loader option 'shufle'"):
+        fanout._core.NodeLoader(cluster._c, [0, 1], {"num_neighbors": [2], "shufle": True}, None)
+    with pytest.raises(fanout.InvalidArgument, match="loader option replace must be True or False"):
+        fanout._core.NodeLoader(cluster._c, [0, 1], {"num_neighbors": [2], "replace": 1}, None)
+    # A C++ constructor's std::invalid_argument (the loader's own checks) is InvalidArgument.
+    with pytest.raises(fanout.InvalidArgument, match="rank 3 is outside"):
+        fanout.NodeLoader(cluster, "train", rank=3, world_size=2)
+    # Ids as numpy buffers: int64 only, one-dimensional.
+    import numpy as np
+    with pytest.raises(fanout.InvalidArgument, match="must hold int64 ids"):
+        cluster._c.labels(np.array([1, 2], dtype=np.int32))
+    with pytest.raises(fanout.InvalidArgument, match="one-dimensional"):
+        cluster._c.labels(np.zeros((2, 2), dtype=np.int64))
+    assert cluster._c.labels(np.array([0, 1], dtype=np.int64)) is not None
+    # Sampling errors of a single batch (fanout.pyg's path) are classes too.
+    with pytest.raises(fanout.InvalidArgument, match="no seeds"):
+        cluster._c.sample_batch({"num_neighbors": [2]}, np.array([], dtype=np.int64), None, None, 1)
+    # A closed loader says so.
+    loader = fanout.NodeLoader(cluster, "train", num_neighbors=[2], batch_size=8)
+    loader.close()
+    loader.close()
+    with pytest.raises(fanout.InvalidArgument, match="closed"):
+        next(iter(loader))
+
+
+def test_a_seed_given_twice_keeps_both_positions_in_input_id(cluster, fanout):
+    seeds = torch.tensor([5, 9, 5, 100, 9, 5])
+    for shuffle in (False, True):
+        loader = fanout.NodeLoader(cluster, seeds, num_neighbors=[2], batch_size=4, shuffle=shuffle, seed=3)
+        positions = []
+        for b in loader:
+            assert torch.equal(seeds[b.input_id], b.n_id[:b.batch_size])
+            positions += b.input_id.tolist()
+        assert sorted(positions) == list(range(6))  # every position once, duplicates included
+    eli = torch.tensor([[0, 0, 633], [633, 633, 0]])
+    link = fanout.LinkLoader(cluster, eli, num_neighbors=[2], batch_size=3, shuffle=False)
+    assert next(iter(link)).input_id.tolist() == [0, 1, 2]
+
+
 def test_cluster_file_and_stats(local, fanout, tmp_path):
     f = tmp_path / "cluster.json"
     f.write_text(json.dumps({"partitions": [{"partition": i, "replicas": [a]} for i, a in enumerate(local.addresses)],
