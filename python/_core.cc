@@ -19,6 +19,7 @@
 #include <mutex>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cache/gpu_feature_cache.h"
@@ -335,46 +336,25 @@ class PyCluster {
     std::vector<int64_t> ids = Int64List(ids_obj, "ids");
     Check(CheckIdsInRange(ids, 0, cluster_->num_nodes()));
     const int64_t d = cluster_->feature_dim();
-    auto* owned = new std::vector<float>(ids.size() * static_cast<size_t>(d));
-    Status st = WithSession([&](client::Session* s) { return s->Features(ids, owned->data()); });
-    if (!st.ok()) {
-      delete owned;
-      Raise(st);
-    }
-    at::Tensor t = at::from_blob(
-        owned->data(), {static_cast<int64_t>(ids.size()), d}, [owned](void*) { delete owned; },
-        at::TensorOptions().dtype(at::kFloat));
-    return ToCapsule(t);
+    at::Tensor out = at::empty({static_cast<int64_t>(ids.size()), d}, at::kFloat);
+    float* rows = out.data_ptr<float>();
+    Check(WithSessionsSplit(ids.size(), [&](client::Session* s, size_t b, size_t e) {
+      return s->Features(ArrayView<const int64_t>(ids.data() + b, e - b),
+                         rows + b * static_cast<size_t>(d));
+    }));
+    return ToCapsule(out);
   }
   // Labels (int64, -1 = unknown) of `ids`.
   py::object Labels(const py::object& ids_obj) {
-    std::vector<int64_t> ids = Int64List(ids_obj, "ids"), out(ids.size());
+    std::vector<int64_t> ids = Int64List(ids_obj, "ids");
     Check(CheckIdsInRange(ids, 0, cluster_->num_nodes()));
-    Check(WithSession([&](client::Session* s) { return s->Labels(ids, out.data()); }));
-    return Int64Capsule(std::move(out));
+    at::Tensor out = at::empty({static_cast<int64_t>(ids.size())}, at::kLong);
+    int64_t* labels = out.data_ptr<int64_t>();
+    Check(WithSessionsSplit(ids.size(), [&](client::Session* s, size_t b, size_t e) {
+      return s->Labels(ArrayView<const int64_t>(ids.data() + b, e - b), labels + b);
+    }));
+    return ToCapsule(out);
   }
-  // Multi-hop neighbor sampling of `seeds` (Session::Sample, request seed
-  // `seed`): (n_id, row, col, e_id or None, num_sampled_nodes,
-  // num_sampled_edges), rows/cols local into n_id (row = the sampled
-  // neighbor, col = the node it was drawn for), seeds first.
-  py::tuple Sample(const py::object& seeds_obj, const std::vector<int64_t>& fanouts, uint64_t seed,
-                   bool replace, bool edge_ids) {
-    std::vector<int64_t> seeds = Int64List(seeds_obj, "seeds");
-    Check(CheckIdsInRange(seeds, 0, cluster_->num_nodes()));
-    if (fanouts.empty()) Raise(Status::InvalidArgument("num_neighbors must name at least one hop"));
-    sampler::MultiHopOptions mo;
-    mo.fanouts = fanouts;
-    mo.sampling.replace = replace;
-    mo.sampling.with_edge_ids = edge_ids;
-    sampler::SampledSubgraph sg;
-    Check(WithSession([&](client::Session* s) { return s->Sample(seeds, seed, mo, &sg); }));
-    auto vec = [](const PodVector<int64_t>& v) { return std::vector<int64_t>(v.begin(), v.end()); };
-    return py::make_tuple(Int64Capsule(vec(sg.n_id)), Int64Capsule(vec(sg.row)),
-                          Int64Capsule(vec(sg.col)),
-                          edge_ids ? Int64Capsule(vec(sg.edge_id)) : py::none(),
-                          sg.num_sampled_nodes, sg.num_sampled_edges);
-  }
-
   const std::shared_ptr<client::Cluster>& get() const { return cluster_; }
 
   // In a process forked from the one that connected: the cluster's threads
@@ -385,25 +365,60 @@ class PyCluster {
   // again in the child).
   void ForgetAfterFork() {
     new std::shared_ptr<client::Cluster>(std::move(cluster_));
-    new std::unique_ptr<client::Session>(std::move(session_));
+    new std::vector<std::unique_ptr<client::Session>>(std::move(sessions_));
   }
 
-  // Runs fn on this cluster's one call session (made on first use), without
-  // the GIL; calls from several threads take turns.
+  // Runs fn on this cluster's first call session (made on first use),
+  // without the GIL; calls from several threads take turns.
   template <typename Fn>
   Status WithSession(Fn&& fn) {
     py::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(session_mu_);
-    if (!session_) FANOUT_RETURN_IF_ERROR(cluster_->NewSession(&session_));
-    return fn(session_.get());
+    FANOUT_RETURN_IF_ERROR(EnsureSessions(1));
+    return fn(sessions_[0].get());
+  }
+
+  // Runs fn(session, begin, end) over [0, n): a large n in contiguous
+  // chunks, one per core (at most kMaxSplit), on as many call sessions at
+  // once, as the loaders' worker threads use every core; the first error
+  // wins. Without the GIL; calls from several threads take turns.
+  template <typename Fn>
+  Status WithSessionsSplit(size_t n, Fn&& fn) {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(session_mu_);
+    const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+    const size_t k = n >= kSplitMin ? std::min(kMaxSplit, cores) : 1;
+    FANOUT_RETURN_IF_ERROR(EnsureSessions(k));
+    std::vector<Status> status(k);
+    std::vector<std::thread> threads;
+    for (size_t i = 1; i < k; ++i)
+      threads.emplace_back(
+          [&, i] { status[i] = fn(sessions_[i].get(), n * i / k, n * (i + 1) / k); });
+    status[0] = fn(sessions_[0].get(), 0, n / k);
+    for (std::thread& t : threads) t.join();
+    for (Status& st : status)
+      if (!st.ok()) return st;
+    return Status::OK();
   }
 
  private:
+  static constexpr size_t kSplitMin = 8192;  // ids below this: one session
+  static constexpr size_t kMaxSplit = 4;
+
+  Status EnsureSessions(size_t k) {  // REQUIRES: session_mu_ held
+    while (sessions_.size() < k) {
+      std::unique_ptr<client::Session> s;
+      FANOUT_RETURN_IF_ERROR(cluster_->NewSession(&s));
+      sessions_.push_back(std::move(s));
+    }
+    return Status::OK();
+  }
+
   client::ClusterSpec spec_;
   rpc::RpcOptions options_;
   std::shared_ptr<client::Cluster> cluster_;
   std::mutex session_mu_;
-  std::unique_ptr<client::Session> session_;  // GUARDED_BY(session_mu_)
+  std::vector<std::unique_ptr<client::Session>> sessions_;  // GUARDED_BY(session_mu_)
 };
 
 // A GPU feature cache holding the highest-degree nodes' rows (a fraction of
@@ -778,8 +793,6 @@ PYBIND11_MODULE(_core, m) {
       .def("forget_after_fork", &PyCluster::ForgetAfterFork)
       .def("features", &PyCluster::Features, py::arg("ids"))
       .def("labels", &PyCluster::Labels, py::arg("ids"))
-      .def("sample", &PyCluster::Sample, py::arg("seeds"), py::arg("fanouts"), py::arg("seed"),
-           py::arg("replace") = false, py::arg("edge_ids") = true)
       .def("sample_batch", &SampleBatchOf, py::arg("options"), py::arg("nodes"), py::arg("link"),
            py::arg("times"), py::arg("request_seed"));
   py::class_<PyLoader>(m, "NodeLoader")
