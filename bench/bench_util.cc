@@ -14,6 +14,7 @@
 namespace fs = std::filesystem;
 
 #include "common/random.h"
+#include "server/ready_record.h"
 
 namespace fanout::bench {
 
@@ -28,10 +29,12 @@ std::string WorkDir(const std::string& requested, const char* name, bool* own) {
 
 void EnsureRmatDataset(const std::string& dir, int scale, int parts, int feature_dim) {
   if (fs::exists(dir + "/meta.json")) return;
-  std::printf("partitioning R-MAT scale %d (%d-dim features, %d part(s) by range, out-neighbors) ...\n", scale,
-              feature_dim, parts);
-  std::string cmd = BinDir() + "/fanout-partition --quiet --format rmat --rmat-scale " + std::to_string(scale) +
-                    " --feature-dim " + std::to_string(feature_dim) + " --parts " + std::to_string(parts) +
+  std::printf(
+      "partitioning R-MAT scale %d (%d-dim features, %d part(s) by range, out-neighbors) ...\n",
+      scale, feature_dim, parts);
+  std::string cmd = BinDir() + "/fanout-partition --quiet --format rmat --rmat-scale " +
+                    std::to_string(scale) + " --feature-dim " + std::to_string(feature_dim) +
+                    " --parts " + std::to_string(parts) +
                     " --method range --direction out --output " + dir + " > /dev/null";
   if (std::system(cmd.c_str()) != 0) {
     std::fprintf(stderr, "fanout-partition failed: %s\n", cmd.c_str());
@@ -44,8 +47,8 @@ ServerProcess StartServerProcess(const std::string& dataset_dir, int partition, 
   int out[2];
   if (pipe(out) != 0) std::exit(1);
   std::string server = BinDir() + "/fanout-server", p = std::to_string(partition);
-  std::vector<std::string> args = {server,  "--dataset",    dataset_dir, "--partition", p,
-                                   "--port", "0", "--admin-port", admin ? "0" : "-1"};
+  std::vector<std::string> args = {server,   "--dataset", dataset_dir,    "--partition",     p,
+                                   "--port", "0",         "--admin-port", admin ? "0" : "-1"};
   args.insert(args.end(), extra.begin(), extra.end());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -53,7 +56,8 @@ ServerProcess StartServerProcess(const std::string& dataset_dir, int partition, 
   ServerProcess s;
   s.pid = fork();
   if (s.pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the bench/test that started it (e.g. under timeout)
+    prctl(PR_SET_PDEATHSIG,
+          SIGKILL);  // never outlive the bench/test that started it (e.g. under timeout)
     dup2(out[1], 1);
     close(out[0]);
     execv(server.c_str(), argv.data());
@@ -61,20 +65,19 @@ ServerProcess StartServerProcess(const std::string& dataset_dir, int partition, 
   }
   close(out[1]);
   FILE* f = fdopen(out[0], "r");
-  char line[1024];
-  for (;;) {  // UCX may print warnings before the ready line
+  char line[4096];
+  server::ReadyRecord ready;
+  for (;;) {  // UCX may print warnings before the ready record
     if (!fgets(line, sizeof line, f)) {
       std::fprintf(stderr, "fanout-server for partition %d did not start\n", partition);
       std::exit(1);
     }
-    if (std::string(line).rfind("fanout-server ready", 0) == 0) break;
+    if (server::DecodeReadyRecord(line, &ready)) break;
+    if (std::string(line).rfind("fanout-server ready:", 0) == 0) s.ready_line = line;  // for people
   }
   fclose(f);  // the server's later output goes to a closed pipe: it only prints on shutdown
-  s.ready_line = line;
-  size_t at = s.ready_line.find("rpc ") + 4;
-  s.rpc = s.ready_line.substr(at, s.ready_line.find(' ', at) - at);
-  size_t ad = s.ready_line.find("admin 127.0.0.1:");
-  if (ad != std::string::npos) s.admin_port = std::stoi(s.ready_line.substr(ad + 16));
+  s.rpc = ready.rpc();
+  s.admin_port = ready.admin_port;
   return s;
 }
 
@@ -102,7 +105,9 @@ std::vector<int64_t> RandomIds(int64_t n, int64_t lo, int64_t hi, uint64_t seed)
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  return v.empty()      ? 0
+         : v.size() % 2 ? v[v.size() / 2]
+                        : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
 }  // namespace fanout::bench

@@ -31,7 +31,7 @@ Status Cluster::Connect(const ClusterSpec& spec, const rpc::RpcOptions& given,
   rpc::RpcOptions options = given;  // the file's TLS and token win
   if (spec.tls.enabled()) options.tls = spec.tls;
   if (!spec.auth_token_file.empty())
-    FANOUT_RETURN_IF_ERROR(ReadAuthToken(spec.auth_token_file, &options.auth_token));
+    FANOUT_RETURN_IF_ERROR(fanout::ReadAuthTokenFile(spec.auth_token_file, 1, &options.auth_token));
   c->options_ = options;
   c->replicas_ = spec.replicas;
   const int k = static_cast<int>(spec.replicas.size());

@@ -36,6 +36,7 @@
 
 #include "client/local_partition.h"
 #include "client/source.h"
+#include "common/auth_token.h"
 #include "rpc/data_plane.h"
 #include "rpc/rpc_client.h"
 
@@ -54,8 +55,6 @@ struct ClusterSpec {
 
 Status ParseClusterJson(const std::string& text, const std::string& origin, ClusterSpec* out);
 Status ReadClusterFile(const std::string& path, ClusterSpec* out);
-// The first line of `path`, trailing spaces removed (an auth token file).
-Status ReadAuthToken(const std::string& path, std::string* token);
 
 class Cluster : public Source, public std::enable_shared_from_this<Cluster> {
  public:

@@ -118,15 +118,4 @@ Status ReadClusterFile(const std::string& path, ClusterSpec* out) {
   return Status::OK();
 }
 
-Status ReadAuthToken(const std::string& path, std::string* token) {
-  std::ifstream f(path);
-  if (!f) return Status::NotFound(path + ": cannot open the auth token file");
-  std::getline(f, *token);
-  while (!token->empty() && std::isspace(static_cast<unsigned char>(token->back())))
-    token->pop_back();
-  if (token->empty())
-    return Status::InvalidArgument(path + ": the auth token file's first line is empty");
-  return Status::OK();
-}
-
 }  // namespace fanout::client

@@ -27,22 +27,27 @@ echo "== partitioning Cora (Planetoid split) into 2 parts with METIS"
   --parts 2 --method metis --output "$WORK/cora" --force --quiet
 
 echo "== starting 2 sampling servers"
+# A field of a server's ready record (--ready-file: one JSON object, written whole).
+ready_field() { sed -n "s/.*\"$2\":\"\{0,1\}\([^,\"}]*\).*/\1/p" "$1"; }
 RPC=()
 ADMIN=()
 for p in 0 1; do
-  log="$WORK/server-$p.log"
+  log="$WORK/server-$p.log" ready="$WORK/server-$p.ready"
   : > "$log"
-  "$BIN/fanout-server" --dataset "$WORK/cora" --partition "$p" --port 0 --admin-port 0 > "$log" 2>&1 &
+  rm -f "$ready"
+  "$BIN/fanout-server" --dataset "$WORK/cora" --partition "$p" --port 0 --admin-port 0 \
+    --ready-file "$ready" > "$log" 2>&1 &
   PIDS+=($!)
   for _ in $(seq 1 100); do
-    grep -q "fanout-server ready" "$log" && break
+    [ -s "$ready" ] && break
     if ! kill -0 "${PIDS[-1]}" 2>/dev/null; then cat "$log" >&2; echo "fanout-server $p failed to start" >&2; exit 1; fi
     sleep 0.1
   done
-  grep -q "fanout-server ready" "$log" || { cat "$log" >&2; echo "fanout-server $p did not become ready" >&2; exit 1; }
-  cat "$log"
-  RPC+=("$(grep -o 'rpc 127.0.0.1:[0-9]*' "$log" | cut -d' ' -f2)")
-  ADMIN+=("$(grep -o 'admin 127.0.0.1:[0-9]*' "$log" | cut -d' ' -f2)")
+  [ -s "$ready" ] || { cat "$log" >&2; echo "fanout-server $p did not become ready" >&2; exit 1; }
+  grep -v '^{' "$log"  # the human-readable lines
+  host="$(ready_field "$ready" host)"
+  RPC+=("$host:$(ready_field "$ready" rpc_port)")
+  ADMIN+=("$host:$(ready_field "$ready" admin_port)")
 done
 cat > "$WORK/cluster.json" <<JSON
 {"partitions": [

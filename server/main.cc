@@ -1,16 +1,20 @@
 // fanout-server: serves one partition of a Fanout dataset.
 #include <malloc.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cctype>
 #include <cstdio>
 #include <fstream>
 
+#include "common/auth_token.h"
 #include "common/cpu.h"
 #include "rpc/data_plane.h"
 #include "server/partition_server.h"
+#include "server/ready_record.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -112,7 +116,8 @@ int main(int argc, char** argv) {
                  "connection threads")
       ->default_val(0)
       ->check(CLI::Range(0, 1024));
-  std::string auth_token_file;
+  std::string auth_token_file, ready_file;
+  long long parent_pid = 0;
   app.add_option("--tls-cert", o.tls_cert,
                  "Serve RPC over TLS with this certificate (PEM; with --tls-key)")
       ->check(CLI::ExistingFile);
@@ -142,26 +147,34 @@ int main(int argc, char** argv) {
                  "where the server has one")
       ->delimiter(',')
       ->check(CLI::NonNegativeNumber);
+  app.add_option(
+      "--ready-file", ready_file,
+      "Once serving, write the ready record (JSON: pid, dataset, partition, host, ports, "
+      "local socket) to this file, whole (written aside, then renamed); the same record is "
+      "printed as one JSON line after the ready line");
+  app.add_option("--parent-pid", parent_pid,
+                 "Exit (SIGTERM) when this process, the server's parent, exits: for launchers that "
+                 "must not leave servers behind (fanout.LocalCluster)")
+      ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
+  if (parent_pid > 0) {
+    // Ask for SIGTERM at the parent's death, then check it has not died
+    // already (before the request was in place).
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != static_cast<pid_t>(parent_pid)) {
+      std::fprintf(stderr,
+                   "fanout-server: error: --parent-pid %lld is not running (parent is %d)\n",
+                   parent_pid, static_cast<int>(getppid()));
+      return 2;
+    }
+  }
   for (long long u : local_uids) o.local_uids.push_back(static_cast<uid_t>(u));
   o.max_frame_bytes <<= 20;
   o.max_reply_bytes = max_reply_mib << 20;
   if (!auth_token_file.empty()) {
-    std::ifstream f(auth_token_file);
-    std::getline(f, o.auth_token);
-    while (!o.auth_token.empty() && std::isspace(static_cast<unsigned char>(o.auth_token.back())))
-      o.auth_token.pop_back();
-    if (!f && !f.eof()) {
-      std::fprintf(stderr, "fanout-server: error: cannot read --auth-token-file %s\n",
-                   auth_token_file.c_str());
-      return 2;
-    }
-    if (o.auth_token.size() < 16) {
-      std::fprintf(stderr,
-                   "fanout-server: error: --auth-token-file %s: the token (its first line) has %zu "
-                   "characters; "
-                   "use at least 16 (e.g. openssl rand -hex 32)\n",
-                   auth_token_file.c_str(), o.auth_token.size());
+    fanout::Status st = fanout::ReadAuthTokenFile(auth_token_file, 16, &o.auth_token);
+    if (!st.ok()) {
+      std::fprintf(stderr, "fanout-server: error: --auth-token-file %s\n", st.message().c_str());
       return 2;
     }
   }
@@ -222,6 +235,25 @@ int main(int argc, char** argv) {
                              : "off",
       server.local_socket().empty() ? "off" : server.local_socket().c_str(),
       o.limits.max_connections);
+  fanout::server::ReadyRecord ready;
+  ready.pid = getpid();
+  ready.dataset = meta.name;
+  ready.partition = d.part;
+  ready.num_parts = meta.num_parts;
+  ready.host = o.bind;
+  ready.rpc_port = server.port();
+  ready.admin_port = server.admin_port() > 0 ? server.admin_port() : 0;
+  ready.data_port = server.data_port() > 0 ? server.data_port() : 0;
+  ready.local_socket = server.local_socket();
+  std::printf("%s\n", fanout::server::EncodeReadyRecord(ready).c_str());
+  if (!ready_file.empty()) {
+    fanout::Status w = fanout::server::WriteReadyFile(ready_file, ready);
+    if (!w.ok()) {
+      std::fprintf(stderr, "fanout-server: error: %s\n", w.ToString().c_str());
+      server.Stop();
+      return 1;
+    }
+  }
   int sig = 0;
   sigwait(&signals, &sig);
   std::printf("fanout-server: %s received, draining\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");

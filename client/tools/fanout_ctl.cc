@@ -207,7 +207,7 @@ int Health(const std::string& path, int timeout_ms) {
   ro.connect_timeout_ms = ro.call_timeout_ms = timeout_ms;
   ro.tls = spec.tls;
   if (!spec.auth_token_file.empty()) {
-    st = fanout::client::ReadAuthToken(spec.auth_token_file, &ro.auth_token);
+    st = fanout::ReadAuthTokenFile(spec.auth_token_file, 1, &ro.auth_token);
     if (!st.ok()) {
       std::fprintf(stderr, "fanout-ctl: %s\n", st.message().c_str());
       return 2;
@@ -472,7 +472,7 @@ int main(int argc, char** argv) {
 
   std::string token;
   if (!token_file.empty()) {
-    Status st = fanout::client::ReadAuthToken(token_file, &token);
+    Status st = fanout::ReadAuthTokenFile(token_file, 1, &token);
     if (!st.ok()) {
       std::fprintf(stderr, "fanout-ctl: %s\n", st.message().c_str());
       return 1;

@@ -342,6 +342,28 @@ def test_local_cluster_stops_its_servers_on_exit_and_on_errors(cora2, fanout):
         fanout.LocalCluster(os.path.dirname(cora2))
 
 
+def test_a_server_flooding_its_output_does_not_block_under_local_cluster(cora2, fanout, tmp_path, monkeypatch):
+    """LocalCluster sends each server's output to a log file it names, never to a pipe nobody reads: a
+    server that writes far more than a pipe holds (64 KiB) still starts and serves."""
+    real = fanout._bins.find_binary("fanout-server")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    wrapper = bindir / "fanout-server"
+    wrapper.write_text("#!/bin/sh\nhead -c 4000000 /dev/zero | tr '\\000' x >&2\nexec %s \"$@\"\n" % real)
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("FANOUT_BIN_DIR", str(bindir))
+    with fanout.LocalCluster(cora2, startup_timeout_s=60, log_dir=str(tmp_path / "logs")) as lc:
+        assert lc.cluster().num_nodes == 2708
+        assert all(os.path.getsize(p) >= 4000000 for p in lc.log_paths)
+        record = fanout.local_cluster.read_ready_record(str(tmp_path / "logs" / "server-p1.ready"))
+        assert record["partition"] == 1 and record["num_parts"] == 2
+        assert "%s:%d" % (record["host"], record["rpc_port"]) == lc.addresses[1]
+    # A server that cannot start names its log and its last words.
+    monkeypatch.setenv("FANOUT_BIN_DIR", os.path.dirname(real))
+    with pytest.raises(fanout.Unavailable, match="(?s)exited with status .*unknown-flag.*log: "):
+        fanout.LocalCluster(cora2, server_args=["--unknown-flag"]).start()
+
+
 def test_partition_reports_fanout_partition_errors(fanout, tmp_path):
     with pytest.raises(fanout.InvalidArgument, match="fanout-partition failed"):
         fanout.partition(tmp_path / "missing", tmp_path / "out", format="planetoid", parts=2)

@@ -19,9 +19,11 @@
 #include <thread>
 #include <vector>
 
+#include "server/ready_record.h"
+
 namespace fanout::server::testing {
 
-// A fanout-server child process, its ports read from the ready line.
+// A fanout-server child process, its ports read from its ready record.
 struct Child {
   pid_t pid = -1;
   int port = 0, data_port = 0, admin_port = 0;  // admin: only with --admin-port 0 (else off)
@@ -66,19 +68,16 @@ inline Child StartChild(const std::string& dir, int partition,
   }
   close(out[1]);
   FILE* f = fdopen(out[0], "r");
-  char line[1024] = {0};
-  std::string ready;
-  while (fgets(line, sizeof line, f) != nullptr) {  // UCX may print warnings first
-    ready = line;
-    if (ready.rfind("fanout-server ready", 0) == 0) break;
-  }
+  char line[4096] = {0};
+  ReadyRecord ready;
+  bool is_ready = false;
+  while (!is_ready && fgets(line, sizeof line, f) != nullptr)  // UCX may print warnings first
+    is_ready = DecodeReadyRecord(line, &ready);
   fclose(f);
-  if (ready.rfind("fanout-server ready", 0) != 0) return c;
-  c.port = std::stoi(ready.substr(ready.find("rpc 127.0.0.1:") + 14));
-  size_t d = ready.find("data ucx 127.0.0.1:");
-  if (d != std::string::npos) c.data_port = std::stoi(ready.substr(d + 19));
-  size_t a = ready.find("admin 127.0.0.1:");
-  if (a != std::string::npos) c.admin_port = std::stoi(ready.substr(a + 16));
+  if (!is_ready) return c;
+  c.port = ready.rpc_port;
+  c.data_port = ready.data_port;
+  c.admin_port = ready.admin_port;
   return c;
 }
 

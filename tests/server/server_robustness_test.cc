@@ -24,6 +24,7 @@
 #include "rpc/codec.h"
 #include "rpc/framed_transport.h"
 #include "server/handler.h"
+#include "server/ready_record.h"
 #include "tests/server/server_fixture.h"
 
 namespace fanout::server {
@@ -276,7 +277,17 @@ TEST(ServerProcessTest, SubprocessServesAndExitsCleanlyOnSigterm) {
   ASSERT_THAT(ready, HasSubstr("fanout-server ready: dataset cora partition 1/2"));
   EXPECT_THAT(ready, HasSubstr("loaded in"));
   EXPECT_THAT(ready, HasSubstr("RSS"));
-  int port = std::stoi(ready.substr(ready.find("rpc 127.0.0.1:") + 14));
+  // Then the machine-readable record, the one thing launchers parse.
+  ASSERT_NE(fgets(line, sizeof line, f), nullptr);
+  ReadyRecord record;
+  ASSERT_TRUE(DecodeReadyRecord(line, &record)) << line;
+  EXPECT_EQ(record.partition, 1);
+  EXPECT_EQ(record.num_parts, 2);
+  EXPECT_EQ(record.dataset, "cora");
+  EXPECT_EQ(record.host, "127.0.0.1");
+  EXPECT_GT(record.admin_port, 0);
+  EXPECT_EQ(record.pid, pid);
+  int port = record.rpc_port;
   std::unique_ptr<rpc::RpcClient> client;
   ASSERT_TRUE(rpc::RpcClient::Connect("127.0.0.1", port, {}, &client).ok());
   rpc::RemotePartitionInfo info;
@@ -296,4 +307,34 @@ TEST(ServerProcessTest, SubprocessServesAndExitsCleanlyOnSigterm) {
 }
 
 }  // namespace
+
+TEST(ReadyRecordTest, RoundTripsAndRefusesEveryOtherLine) {
+  ReadyRecord r;
+  r.pid = 4242;
+  r.dataset = "cora \"quoted\"";
+  r.partition = 3;
+  r.num_parts = 4;
+  r.host = "::1";
+  r.rpc_port = 9000;
+  r.admin_port = 0;
+  r.data_port = 9001;
+  r.local_socket = "/run/fanout/x.sock";
+  const std::string line = EncodeReadyRecord(r);
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  ReadyRecord back;
+  ASSERT_TRUE(DecodeReadyRecord(line + "\n", &back));
+  EXPECT_EQ(back.pid, r.pid);
+  EXPECT_EQ(back.dataset, r.dataset);
+  EXPECT_EQ(back.partition, 3);
+  EXPECT_EQ(back.num_parts, 4);
+  EXPECT_EQ(back.rpc(), "::1:9000");
+  EXPECT_EQ(back.admin_port, 0);
+  EXPECT_EQ(back.data_port, 9001);
+  EXPECT_EQ(back.local_socket, r.local_socket);
+  for (const char* other :
+       {"", "fanout-server ready: dataset cora partition 1/2", "[1700000000.1] UCX WARN ...", "{",
+        "{\"fanout_server_ready\": 3}", "{\"fanout_server_ready\": {\"pid\": 1}}",
+        "{\"something\": {}}", "[1, 2]"})
+    EXPECT_FALSE(DecodeReadyRecord(other, &back)) << other;
+}
 }  // namespace fanout::server
