@@ -25,7 +25,7 @@ void RpcHandler::authenticate(const std::string& token) {
   const ServerState& s = svc_.state();
   if (s.options.auth_token.empty()) return;  // nothing required: any token is fine
   if (!SameSecret(token, s.options.auth_token)) {
-    ++const_cast<ServerState&>(s).auth_refused;
+    ++s.counters.auth_refused;
     Throw(Status::Unauthenticated("wrong auth token (the server's --auth-token-file)"));
   }
   authenticated_ = true;
@@ -34,7 +34,7 @@ void RpcHandler::authenticate(const std::string& token) {
 template <typename Fn>
 void RpcHandler::Serve(int method, const size_t* reply_bytes, Fn&& fn) {
   if (!authenticated_) {
-    ++const_cast<ServerState&>(svc_.state()).auth_refused;
+    ++svc_.state().counters.auth_refused;
     Throw(
         Status::Unauthenticated("this server requires an auth token (it runs with "
                                 "--auth-token-file): give the client the same token "
@@ -303,12 +303,12 @@ void RpcHandler::ping(std::string& out, const std::string& text) {
 
 void RpcHandler::note_failover(const gen::FailoverNote& note) {
   Serve(kNoteFailover, nullptr, [&] {
-    ServerState& s = const_cast<ServerState&>(svc_.state());
+    const ServerState& s = svc_.state();
     if (note.partition != s.view.part)
       return Status::InvalidArgument(
           "a failover note for partition " + std::to_string(note.partition) +
           " sent to a server of partition " + std::to_string(s.view.part));
-    s.failovers.Note(note.from_address, note.reason, note.same_replica);
+    s.counters.failovers.Note(note.from_address, note.reason, note.same_replica);
     return Status::OK();
   });
 }

@@ -65,7 +65,7 @@ PartitionServer::PartitionServer(ServerOptions options,
 
 PartitionServer::~PartitionServer() { Stop(); }
 
-const ServerMetrics& PartitionServer::metrics() const { return state_->metrics; }
+const ServerMetrics& PartitionServer::metrics() const { return state_->counters.metrics; }
 const datasets::PartitionView& PartitionServer::view() const { return state_->view; }
 const std::string& PartitionServer::local_socket() const { return state_->local_socket; }
 
@@ -405,7 +405,7 @@ std::string PartitionServer::StatsJson() const {
   // Until Start() has loaded the partition (phase 1), data_ and state_ are
   // being written by the starting thread: report the state only.
   const bool loaded = loaded_.load(std::memory_order_acquire);
-  nlohmann::json j = nlohmann::json::parse(loaded ? state_->metrics.WindowsJson() : "{}");
+  nlohmann::json j = nlohmann::json::parse(loaded ? state_->counters.metrics.WindowsJson() : "{}");
   j["state"] = state();
   j["uptime_s"] =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started_at_).count();
@@ -427,7 +427,7 @@ std::string PartitionServer::StatsJson() const {
     j["memory"]["array_bytes"] = d.RawBytes();
     j["memory"]["rss_over_arrays"] = d.RawBytes() > 0 ? double(rss) / d.RawBytes() : 0.0;
     j["load_seconds"] = load_seconds_;
-    const ServerMetrics& m = state_->metrics;
+    const ServerMetrics& m = state_->counters.metrics;
     int64_t requests = 0;
     for (int me = 0; me < kNumMethods; ++me)
       for (int o = 0; o < kNumOutcomes; ++o) requests += m.Requests(me, o);
@@ -446,18 +446,18 @@ std::string PartitionServer::StatsJson() const {
   } else {
     j["memory"] = MemoryJson(rss, *guard_->budget());
   }
-  j["rpc_port"] = port_;
+  j["rpc_port"] = loaded ? port_ : 0;  // written by Start() before `loaded`
   j["connections"] = ConnectionsJson(connection_stats(), options_.limits);
   j["security"] = {{"tls", !options_.tls_cert.empty()},
                    {"mutual_tls", !options_.tls_ca.empty()},
                    {"auth_token", !options_.auth_token.empty()},
                    {"tls_failures", connection_stats().tls_failures},
                    {"last_tls_failure", guard_->LastTlsFailure()},
-                   {"auth_refused", state_ ? state_->auth_refused.load() : 0},
-                   {"admin_refused", state_ ? state_->admin_refused.load() : 0}};
+                   {"auth_refused", state_ ? state_->counters.auth_refused.load() : 0},
+                   {"admin_refused", state_ ? state_->counters.admin_refused.load() : 0}};
   if (state_) {
     // What clients reported when they moved to this server (note_failover).
-    const FailoverLog::Snapshot f = state_->failovers.Get();
+    const FailoverLog::Snapshot f = state_->counters.failovers.Get();
     j["failovers"] = {{"retries_in", f.retries},
                       {"failovers_in", f.failovers},
                       {"from", f.from},
@@ -565,7 +565,7 @@ Status PartitionServer::StartAdmin() {
         static_cast<long long>(c.memory_refused), static_cast<long long>(c.inflight_bytes));
     extra += line;
     if (loaded) {
-      const FailoverLog::Snapshot f = state_->failovers.Get();
+      const FailoverLog::Snapshot f = state_->counters.failovers.Get();
       std::snprintf(
           line, sizeof line,
           "# HELP fanout_client_failovers_in_total Sessions clients moved to this server after "
@@ -612,7 +612,7 @@ Status PartitionServer::StartAdmin() {
                                            ls.timed_out + ls.overloaded));
       extra += line;
     }
-    std::string body = loaded ? state_->metrics.Prometheus(extra) : extra;
+    std::string body = loaded ? state_->counters.metrics.Prometheus(extra) : extra;
     res.set_content(body, "text/plain; version=0.0.4");
   });
   // With an auth token, /stats and / need it; /metrics and /healthz stay open.
@@ -622,7 +622,7 @@ Status PartitionServer::StartAdmin() {
     const std::string auth = req.get_header_value("Authorization");
     if (auth.rfind("Bearer ", 0) == 0) given = auth.substr(7);
     if (SameSecret(given, options_.auth_token)) return true;
-    ++state_->admin_refused;
+    ++state_->counters.admin_refused;
     res.status = 401;
     res.set_header("WWW-Authenticate", "Bearer");
     res.set_content(
@@ -648,7 +648,7 @@ Status PartitionServer::StartAdmin() {
         return;
       }
     }
-    res.set_content(state_->metrics.HistoryJson(seconds),
+    res.set_content(state_->counters.metrics.HistoryJson(seconds),
                     "application/json");  // state_: made before the admin starts
   });
   http.Get("/", [allowed](const httplib::Request& req, httplib::Response& res) {
@@ -675,12 +675,12 @@ Status PartitionServer::StartAdmin() {
     int quiet = 0;      // seconds since the count last moved
     while (!admin_->stop) {
       if (state_) {
-        state_->metrics.Tick(ResidentSetBytes());
+        state_->counters.metrics.Tick(ResidentSetBytes());
         // After a burst, once no request has been served for 2 s, the
         // allocator gives its free pages back (glibc keeps what its threads'
         // arenas freed: a flood of large requests would stay resident).
         int64_t served = 0;
-        for (int p = 0; p < kNumPaths; ++p) served += state_->metrics.PathRequests(p);
+        for (int p = 0; p < kNumPaths; ++p) served += state_->counters.metrics.PathRequests(p);
         if (served != seen) {
           seen = served;
           quiet = 0;

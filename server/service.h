@@ -46,6 +46,19 @@ class FailoverLog {
   Snapshot s_;  // GUARDED_BY(mu_)
 };
 
+// What a server counts while it serves. Every member is safe to update from
+// any thread (sharded metrics, atomics, a mutex-guarded log), which is why a
+// ServerState that is otherwise read-only after load holds it `mutable`.
+struct ServerCounters {
+  ServerMetrics metrics;
+  std::atomic<int64_t> auth_refused{0};   // RPC calls refused for a missing or wrong token
+  std::atomic<int64_t> admin_refused{0};  // admin requests refused for a missing or wrong token
+  FailoverLog failovers;                  // clients' failovers to this server
+};
+
+// The partition a server serves and how: written by PartitionServer::Start()
+// before any request is served, read-only afterwards; only `counters`
+// changes while serving.
 struct ServerState {
   ServerOptions options;
   // The dataset's meta.json and original names; its arrays may be empty:
@@ -58,7 +71,6 @@ struct ServerState {
   uint64_t local_export_id = 0;  // ... and its id
   sampler::CsrGraph graph;
   std::unique_ptr<ThreadPool> pool;
-  ServerMetrics metrics;
   std::atomic<int> data_port{0};  // the UCX listener's port once it listens (0 = none)
   int64_t max_degree =
       -1;  // of the partition's nodes (-1 = not known: sampling bounds replies exactly)
@@ -70,9 +82,7 @@ struct ServerState {
   // endpoints must present (random, given to authenticated clients in
   // PartitionInfo). Empty = the data plane serves every peer.
   std::string data_ticket;
-  std::atomic<int64_t> auth_refused{0};   // RPC calls refused for a missing or wrong token
-  std::atomic<int64_t> admin_refused{0};  // admin requests refused for a missing or wrong token
-  FailoverLog failovers;                  // clients' failovers to this server
+  mutable ServerCounters counters;
 };
 
 struct SampleParams {
@@ -92,7 +102,7 @@ struct SampleParams {
 class PartitionService {
  public:
   explicit PartitionService(const ServerState* state)
-      : s_(state), metrics_(const_cast<ServerMetrics*>(&state->metrics)) {}
+      : s_(state), metrics_(&state->counters.metrics) {}
 
   // Runs fn (returning Status) as one request of `method` over `path`: in-flight
   // and latency metrics, exceptions turned into Status. `reply_bytes` is read
