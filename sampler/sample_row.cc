@@ -1,9 +1,10 @@
+#include "sampler/detail/sample_row.h"
+
 #include <algorithm>
 #include <cassert>
 #include <cmath>
 
 #include "common/random.h"
-#include "sampler/detail/sample_row.h"
 
 namespace fanout::sampler::detail {
 namespace {
@@ -22,8 +23,8 @@ void PositiveWeights(const float* w, int64_t degree, int64_t* count, double* tot
   *total = t;
 }
 
-// Uniform k-subset of [0, degree) by Floyd's algorithm: k draws, each draw j
-// a pure function of (key, j). Positions come out in insertion order.
+}  // namespace
+
 void FloydSample(int64_t degree, int64_t k, uint64_t key, int64_t* pos, RowScratch* scratch) {
   int64_t n = 0;
   if (k <= 32) {
@@ -56,8 +57,6 @@ void FloydSample(int64_t degree, int64_t k, uint64_t key, int64_t* pos, RowScrat
   }
   for (int64_t q = 0; q < n; ++q) bits[pos[q] >> 6] &= ~(1ULL << (pos[q] & 63));
 }
-
-}  // namespace
 
 int64_t RowSampleCount(const CsrGraph& graph, int64_t start, int64_t degree, int64_t fanout,
                        const SamplingOptions& options) {

@@ -5,6 +5,7 @@
 
 #include "common/id_range.h"
 #include "common/random.h"
+#include "sampler/detail/sample_row.h"
 
 namespace fanout::sampler {
 
@@ -15,18 +16,26 @@ constexpr int64_t kMaxTrees = int64_t{1} << 22;
 }  // namespace
 
 Status ParseTemporalStrategy(const std::string& text, TemporalStrategy* out) {
-  if (text == "uniform") *out = TemporalStrategy::kUniform;
-  else if (text == "last") *out = TemporalStrategy::kLast;
-  else return Status::InvalidArgument("temporal strategy '" + text + "' is not uniform or last");
+  if (text == "uniform")
+    *out = TemporalStrategy::kUniform;
+  else if (text == "last")
+    *out = TemporalStrategy::kLast;
+  else
+    return Status::InvalidArgument("temporal strategy '" + text + "' is not uniform or last");
   return Status::OK();
 }
 
-const char* TemporalStrategyName(TemporalStrategy s) { return s == TemporalStrategy::kLast ? "last" : "uniform"; }
+const char* TemporalStrategyName(TemporalStrategy s) {
+  return s == TemporalStrategy::kLast ? "last" : "uniform";
+}
 
 Status CheckTemporalOptions(const MultiHopOptions& o) {
-  for (size_t h = 0; h < o.fanouts.size(); ++h) FANOUT_RETURN_IF_ERROR(CheckFanout(o.fanouts[h], static_cast<int64_t>(h)));
-  if (o.sampling.replace) return Status::InvalidArgument("temporal sampling draws without replacement (replace=false)");
-  if (o.sampling.weighted) return Status::InvalidArgument("temporal sampling is not weighted (weighted=false)");
+  for (size_t h = 0; h < o.fanouts.size(); ++h)
+    FANOUT_RETURN_IF_ERROR(CheckFanout(o.fanouts[h], static_cast<int64_t>(h)));
+  if (o.sampling.replace)
+    return Status::InvalidArgument("temporal sampling draws without replacement (replace=false)");
+  if (o.sampling.weighted)
+    return Status::InvalidArgument("temporal sampling is not weighted (weighted=false)");
   if (o.induced) return Status::InvalidArgument("temporal sampling has no subgraph (induced) mode");
   return Status::OK();
 }
@@ -38,7 +47,8 @@ void BuildTimeOrder(const CsrGraph& g, const int64_t* edge_times, std::vector<in
     int64_t* o = order->data() + begin;
     for (int64_t k = 0; k < end - begin; ++k) o[k] = k;
     const int64_t* t = edge_times + begin;
-    std::sort(o, o + (end - begin), [t](int64_t a, int64_t b) { return t[a] != t[b] ? t[a] < t[b] : a < b; });
+    std::sort(o, o + (end - begin),
+              [t](int64_t a, int64_t b) { return t[a] != t[b] ? t[a] < t[b] : a < b; });
   }
 }
 
@@ -49,7 +59,8 @@ bool RowsSortedByTime(const CsrGraph& g, const int64_t* edge_times) {
   return true;
 }
 
-const int64_t* PrepareTimeOrder(const CsrGraph& g, const int64_t* edge_times, std::vector<int64_t>* storage) {
+const int64_t* PrepareTimeOrder(const CsrGraph& g, const int64_t* edge_times,
+                                std::vector<int64_t>* storage) {
   if (RowsSortedByTime(g, edge_times)) return nullptr;
   BuildTimeOrder(g, edge_times, storage);
   return storage->data();
@@ -59,15 +70,17 @@ namespace {
 
 // One hop, with `rank(k)` the row offset of the k-th edge in time order.
 template <typename Rank>
-void TemporalHop(const CsrGraph& g, const int64_t* edge_times, const int64_t* time_order, int64_t node_offset,
-                 ArrayView<const int64_t> nodes, ArrayView<const int64_t> times, int64_t fanout, int64_t hop,
-                 uint64_t request_seed, TemporalStrategy strategy, bool with_edge_ids, OneHopResult* out) {
+void TemporalHop(const CsrGraph& g, const int64_t* edge_times, const int64_t* time_order,
+                 int64_t node_offset, ArrayView<const int64_t> nodes,
+                 ArrayView<const int64_t> times, int64_t fanout, int64_t hop, uint64_t request_seed,
+                 TemporalStrategy strategy, bool with_edge_ids, OneHopResult* out) {
   const size_t n = nodes.size();
   out->offsets.resize(n + 1);
   out->offsets[0] = 0;
   out->neighbors.clear();
   out->edge_ids.clear();
   std::vector<int64_t> chosen;
+  detail::RowScratch scratch;
   for (size_t i = 0; i < n; ++i) {
     const int64_t row = nodes[i] - node_offset, t = times[i];
     const int64_t begin = g.indptr()[row], deg = g.indptr()[row + 1] - begin;
@@ -77,25 +90,25 @@ void TemporalHop(const CsrGraph& g, const int64_t* edge_times, const int64_t* ti
     int64_t lo = 0, hi = deg;
     while (lo < hi) {
       const int64_t mid = lo + (hi - lo) / 2;
-      if (et[rank(mid)] <= t) lo = mid + 1;
-      else hi = mid;
+      if (et[rank(mid)] <= t)
+        lo = mid + 1;
+      else
+        hi = mid;
     }
     const int64_t m = lo;
     chosen.clear();
     if (fanout < 0 || fanout >= m) {
       for (int64_t k = 0; k < m; ++k) chosen.push_back(rank(k));
     } else if (strategy == TemporalStrategy::kLast) {
-      for (int64_t k = m - fanout; k < m; ++k) chosen.push_back(rank(k));  // the latest (time, then offset)
+      for (int64_t k = m - fanout; k < m; ++k)
+        chosen.push_back(rank(k));  // the latest (time, then offset)
     } else {
       // Floyd's algorithm: `fanout` distinct ranks in [0, m), uniform.
-      const uint64_t key = Mix64(NodeKey(request_seed, static_cast<uint64_t>(hop), static_cast<uint64_t>(nodes[i])) ^
-                                 static_cast<uint64_t>(t));
-      for (int64_t j = m - fanout; j < m; ++j) {
-        int64_t r = static_cast<int64_t>(DrawBelow(Draw(key, static_cast<uint64_t>(j)), static_cast<uint64_t>(j + 1)));
-        bool taken = false;
-        for (int64_t c : chosen) taken |= c == r;
-        chosen.push_back(taken ? j : r);
-      }
+      const uint64_t key =
+          Mix64(NodeKey(request_seed, static_cast<uint64_t>(hop), static_cast<uint64_t>(nodes[i])) ^
+                static_cast<uint64_t>(t));
+      chosen.resize(static_cast<size_t>(fanout));
+      detail::FloydSample(m, fanout, key, chosen.data(), &scratch);
       for (int64_t& c : chosen) c = rank(c);
     }
     std::sort(chosen.begin(), chosen.end());  // stored order
@@ -123,30 +136,34 @@ struct IndexRank {
 
 }  // namespace
 
-void SampleTemporalHop(const CsrGraph& g, const int64_t* edge_times, const int64_t* time_order, int64_t node_offset,
-                       ArrayView<const int64_t> nodes, ArrayView<const int64_t> times, int64_t fanout, int64_t hop,
-                       uint64_t request_seed, TemporalStrategy strategy, bool with_edge_ids, OneHopResult* out) {
+void SampleTemporalHop(const CsrGraph& g, const int64_t* edge_times, const int64_t* time_order,
+                       int64_t node_offset, ArrayView<const int64_t> nodes,
+                       ArrayView<const int64_t> times, int64_t fanout, int64_t hop,
+                       uint64_t request_seed, TemporalStrategy strategy, bool with_edge_ids,
+                       OneHopResult* out) {
   assert(times.size() == nodes.size());  // REQUIRES
 #ifndef NDEBUG
-  for (int64_t v : nodes) assert(v >= node_offset && v < node_offset + g.num_nodes());  // REQUIRES: in the graph's rows
+  for (int64_t v : nodes)
+    assert(v >= node_offset && v < node_offset + g.num_nodes());  // REQUIRES: in the graph's rows
 #endif
   if (time_order == nullptr)
-    TemporalHop<StoredRank>(g, edge_times, nullptr, node_offset, nodes, times, fanout, hop, request_seed, strategy,
-                            with_edge_ids, out);
+    TemporalHop<StoredRank>(g, edge_times, nullptr, node_offset, nodes, times, fanout, hop,
+                            request_seed, strategy, with_edge_ids, out);
   else
-    TemporalHop<IndexRank>(g, edge_times, time_order, node_offset, nodes, times, fanout, hop, request_seed, strategy,
-                           with_edge_ids, out);
+    TemporalHop<IndexRank>(g, edge_times, time_order, node_offset, nodes, times, fanout, hop,
+                           request_seed, strategy, with_edge_ids, out);
 }
 
 Status TemporalBuilder::Begin(ArrayView<const int64_t> seeds, ArrayView<const int64_t> seed_times,
                               int64_t num_nodes_total, SampledSubgraph* out) {
   const int64_t b = static_cast<int64_t>(seeds.size());
   if (seed_times.size() != seeds.size())
-    return Status::InvalidArgument("temporal sampling needs one time per seed: " + std::to_string(seeds.size()) +
-                                   " seeds, " + std::to_string(seed_times.size()) + " times");
+    return Status::InvalidArgument(
+        "temporal sampling needs one time per seed: " + std::to_string(seeds.size()) + " seeds, " +
+        std::to_string(seed_times.size()) + " times");
   if (b > kMaxTrees)
-    return Status::InvalidArgument("temporal batches hold at most " + std::to_string(kMaxTrees) + " seeds, got " +
-                                   std::to_string(b));
+    return Status::InvalidArgument("temporal batches hold at most " + std::to_string(kMaxTrees) +
+                                   " seeds, got " + std::to_string(b));
   if (num_nodes_total > (int64_t{1} << kTreeShift))
     return Status::NotSupported("temporal sampling supports graphs of up to 2^40 nodes");
   out->Clear();
@@ -215,9 +232,10 @@ Status TemporalSampler::Sample(ArrayView<const int64_t> seeds, ArrayView<const i
   FANOUT_RETURN_IF_ERROR(CheckIdsInRange(seeds, lo, lo + graph_.num_nodes(), how));
   FANOUT_RETURN_IF_ERROR(builder_.Begin(seeds, seed_times, lo + graph_.num_nodes(), out));
   for (size_t h = 0; h < options_.fanouts.size(); ++h) {
-    SampleTemporalHop(graph_, edge_times_, time_order_, lo, builder_.Frontier(*out), builder_.FrontierTimes(), options_.fanouts[h],
-                      static_cast<int64_t>(h), request_seed, options_.temporal_strategy,
-                      options_.sampling.with_edge_ids, &hop_);
+    SampleTemporalHop(graph_, edge_times_, time_order_, lo, builder_.Frontier(*out),
+                      builder_.FrontierTimes(), options_.fanouts[h], static_cast<int64_t>(h),
+                      request_seed, options_.temporal_strategy, options_.sampling.with_edge_ids,
+                      &hop_);
     builder_.AddHop(hop_, options_.sampling.with_edge_ids, out);
   }
   return Status::OK();

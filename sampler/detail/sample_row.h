@@ -18,6 +18,14 @@ struct RowScratch {
   std::vector<double> cdf;                       // weighted with replacement
 };
 
+// Uniform k-subset of [0, degree) by Floyd's algorithm (REQUIRES: 0 <= k <=
+// degree): draw j in [degree - k, degree) takes DrawBelow(Draw(key, j), j + 1),
+// or j itself where that was taken, so the subset is a pure function of
+// (key, degree, k). Membership is a bitmap (a 64-bit mask up to k = 32):
+// O(k) for any k. Positions come out in draw order. The one Floyd sampler of
+// sampler/ (neighbor and temporal hops).
+void FloydSample(int64_t degree, int64_t k, uint64_t key, int64_t* pos, RowScratch* scratch);
+
 // Exact number of edges SampleRowPositions() writes for a row.
 int64_t RowSampleCount(const CsrGraph& graph, int64_t start, int64_t degree, int64_t fanout,
                        const SamplingOptions& options);
@@ -26,8 +34,8 @@ int64_t RowSampleCount(const CsrGraph& graph, int64_t start, int64_t degree, int
 // positions (relative to start) into pos[0 .. count). REQUIRES: count ==
 // RowSampleCount(...).
 void SampleRowPositions(const CsrGraph& graph, int64_t start, int64_t degree, int64_t fanout,
-                        int64_t count, uint64_t key, const SamplingOptions& options,
-                        int64_t* pos, RowScratch* scratch);
+                        int64_t count, uint64_t key, const SamplingOptions& options, int64_t* pos,
+                        RowScratch* scratch);
 
 }  // namespace fanout::sampler::detail
 

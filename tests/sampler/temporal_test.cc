@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/random.h"
+#include "sampler/detail/sample_row.h"
 #include "tests/sampler/test_graphs.h"
 
 namespace fanout::sampler {
@@ -48,7 +49,8 @@ TEST(TemporalTest, NoSampledEdgeIsLaterThanItsSeedAndTreesStayDisjoint) {
       ASSERT_EQ(out.batch.size(), out.n_id.size());
       std::set<std::pair<int64_t, int64_t>> seen;
       for (size_t k = 0; k < out.n_id.size(); ++k) {
-        EXPECT_TRUE(seen.insert({out.batch[k], out.n_id[k]}).second || k < 40) << "a node twice in one tree";
+        EXPECT_TRUE(seen.insert({out.batch[k], out.n_id[k]}).second || k < 40)
+            << "a node twice in one tree";
         if (k < 40) {
           EXPECT_EQ(out.batch[k], static_cast<int64_t>(k));
         }
@@ -76,23 +78,30 @@ TEST(TemporalTest, StrategiesPickTheRightEdges) {
   for (int64_t v = 0; v < 200; ++v) nodes.push_back(v), times.push_back(v % 60);
   BuildTimeOrder(g.View(), et.data(), &order);
   OneHopResult all, last, uni;
-  SampleTemporalHop(g.View(), et.data(), order.data(), 0, nodes, times, -1, 0, 1, TemporalStrategy::kUniform, true, &all);
-  SampleTemporalHop(g.View(), et.data(), order.data(), 0, nodes, times, 4, 0, 1, TemporalStrategy::kLast, true, &last);
-  SampleTemporalHop(g.View(), et.data(), order.data(), 0, nodes, times, 4, 0, 1, TemporalStrategy::kUniform, true, &uni);
+  SampleTemporalHop(g.View(), et.data(), order.data(), 0, nodes, times, -1, 0, 1,
+                    TemporalStrategy::kUniform, true, &all);
+  SampleTemporalHop(g.View(), et.data(), order.data(), 0, nodes, times, 4, 0, 1,
+                    TemporalStrategy::kLast, true, &last);
+  SampleTemporalHop(g.View(), et.data(), order.data(), 0, nodes, times, 4, 0, 1,
+                    TemporalStrategy::kUniform, true, &uni);
   for (int64_t v = 0; v < 200; ++v) {
     std::vector<int64_t> eligible;
     for (int64_t e = g.indptr[v]; e < g.indptr[v + 1]; ++e)
       if (et[e] <= times[v]) eligible.push_back(e);
-    std::vector<int64_t> got(all.edge_ids.begin() + all.offsets[v], all.edge_ids.begin() + all.offsets[v + 1]);
+    std::vector<int64_t> got(all.edge_ids.begin() + all.offsets[v],
+                             all.edge_ids.begin() + all.offsets[v + 1]);
     EXPECT_EQ(got, eligible) << "fanout -1: every eligible edge, stored order";
     // last: the 4 latest (later position first among equal times), in stored order.
     std::vector<int64_t> want = eligible;
-    std::sort(want.begin(), want.end(), [&](int64_t a, int64_t b) { return et[a] != et[b] ? et[a] > et[b] : a > b; });
+    std::sort(want.begin(), want.end(),
+              [&](int64_t a, int64_t b) { return et[a] != et[b] ? et[a] > et[b] : a > b; });
     if (want.size() > 4) want.resize(4);
     std::sort(want.begin(), want.end());
-    std::vector<int64_t> l(last.edge_ids.begin() + last.offsets[v], last.edge_ids.begin() + last.offsets[v + 1]);
+    std::vector<int64_t> l(last.edge_ids.begin() + last.offsets[v],
+                           last.edge_ids.begin() + last.offsets[v + 1]);
     EXPECT_EQ(l, want) << "node " << v;
-    std::vector<int64_t> u(uni.edge_ids.begin() + uni.offsets[v], uni.edge_ids.begin() + uni.offsets[v + 1]);
+    std::vector<int64_t> u(uni.edge_ids.begin() + uni.offsets[v],
+                           uni.edge_ids.begin() + uni.offsets[v + 1]);
     EXPECT_EQ(u.size(), std::min<size_t>(4, eligible.size()));
     EXPECT_TRUE(std::is_sorted(u.begin(), u.end()));
     for (int64_t e : u) EXPECT_TRUE(std::binary_search(eligible.begin(), eligible.end(), e));
@@ -114,8 +123,9 @@ TEST(TemporalTest, UniformDrawsAreUniformOverTheEligibleEdges) {
     const int trials = 8000;
     for (int s = 0; s < trials; ++s) {
       OneHopResult r;
-      SampleTemporalHop(g.View(), et.data(), order.data(), 0, std::vector<int64_t>{0}, std::vector<int64_t>{7}, 2, 0,
-                        static_cast<uint64_t>(s), TemporalStrategy::kUniform, true, &r);
+      SampleTemporalHop(g.View(), et.data(), order.data(), 0, std::vector<int64_t>{0},
+                        std::vector<int64_t>{7}, 2, 0, static_cast<uint64_t>(s),
+                        TemporalStrategy::kUniform, true, &r);
       ASSERT_EQ(r.offsets[1], 2);
       ASSERT_LT(r.edge_ids[0], r.edge_ids[1]);  // distinct, stored order
       for (int64_t e : r.edge_ids) ++counts[e];
@@ -136,11 +146,13 @@ TEST(TemporalTest, RowsInTimeOrderNeedNoIndexAndDrawTheSame) {
   CsrArrays g = RandomGraph(300, 30, 12);
   std::vector<int64_t> et = RandomTimes(g.num_edges(), 40, 13);  // ties
   EXPECT_FALSE(RowsSortedByTime(g.View(), et.data()));
-  for (int64_t v = 0; v < g.num_nodes(); ++v) {  // sort each row by time (stable), moving the neighbors along
+  for (int64_t v = 0; v < g.num_nodes();
+       ++v) {  // sort each row by time (stable), moving the neighbors along
     std::vector<std::pair<int64_t, int64_t>> row;
     for (int64_t e = g.indptr[v]; e < g.indptr[v + 1]; ++e) row.emplace_back(et[e], g.indices[e]);
     std::stable_sort(row.begin(), row.end(), [](auto a, auto b) { return a.first < b.first; });
-    for (int64_t e = g.indptr[v]; e < g.indptr[v + 1]; ++e) et[e] = row[e - g.indptr[v]].first, g.indices[e] = row[e - g.indptr[v]].second;
+    for (int64_t e = g.indptr[v]; e < g.indptr[v + 1]; ++e)
+      et[e] = row[e - g.indptr[v]].first, g.indices[e] = row[e - g.indptr[v]].second;
   }
   ASSERT_TRUE(RowsSortedByTime(g.View(), et.data()));
   std::vector<int64_t> order, nodes, times;
@@ -149,9 +161,12 @@ TEST(TemporalTest, RowsInTimeOrderNeedNoIndexAndDrawTheSame) {
   for (auto strategy : {TemporalStrategy::kUniform, TemporalStrategy::kLast}) {
     OneHopResult a, b;
     SampleTemporalHop(g.View(), et.data(), nullptr, 0, nodes, times, 5, 1, 77, strategy, true, &a);
-    SampleTemporalHop(g.View(), et.data(), order.data(), 0, nodes, times, 5, 1, 77, strategy, true, &b);
-    EXPECT_EQ(std::vector<int64_t>(a.offsets.begin(), a.offsets.end()), std::vector<int64_t>(b.offsets.begin(), b.offsets.end()));
-    EXPECT_EQ(std::vector<int64_t>(a.edge_ids.begin(), a.edge_ids.end()), std::vector<int64_t>(b.edge_ids.begin(), b.edge_ids.end()));
+    SampleTemporalHop(g.View(), et.data(), order.data(), 0, nodes, times, 5, 1, 77, strategy, true,
+                      &b);
+    EXPECT_EQ(std::vector<int64_t>(a.offsets.begin(), a.offsets.end()),
+              std::vector<int64_t>(b.offsets.begin(), b.offsets.end()));
+    EXPECT_EQ(std::vector<int64_t>(a.edge_ids.begin(), a.edge_ids.end()),
+              std::vector<int64_t>(b.edge_ids.begin(), b.edge_ids.end()));
   }
 }
 
@@ -164,14 +179,16 @@ TEST(TemporalTest, BadInputGivesClearErrors) {
   SampledSubgraph out;
   EXPECT_THAT(s.Sample(std::vector<int64_t>{1, 2}, std::vector<int64_t>{5}, 0, &out).message(),
               HasSubstr("one time per seed"));
-  EXPECT_THAT(s.Sample(std::vector<int64_t>{50}, std::vector<int64_t>{5}, 0, &out).message(), HasSubstr("50"));
+  EXPECT_THAT(s.Sample(std::vector<int64_t>{50}, std::vector<int64_t>{5}, 0, &out).message(),
+              HasSubstr("50"));
   o.sampling.replace = true;
   EXPECT_THAT(CheckTemporalOptions(o).message(), HasSubstr("without replacement"));
   o.sampling.replace = false;
   o.induced = true;
   EXPECT_THAT(CheckTemporalOptions(o).message(), HasSubstr("induced"));
   TemporalStrategy t;
-  EXPECT_THAT(ParseTemporalStrategy("first", &t).message(), HasSubstr("'first' is not uniform or last"));
+  EXPECT_THAT(ParseTemporalStrategy("first", &t).message(),
+              HasSubstr("'first' is not uniform or last"));
   TemporalSampler none(g.View(), nullptr, MultiHopOptions{});
   EXPECT_THAT(none.Sample(std::vector<int64_t>{1}, std::vector<int64_t>{5}, 0, &out).message(),
               HasSubstr("needs edge timestamps"));
@@ -179,3 +196,41 @@ TEST(TemporalTest, BadInputGivesClearErrors) {
 
 }  // namespace
 }  // namespace fanout::sampler
+
+namespace fanout::sampler::detail {
+namespace {
+
+// The textbook Floyd (an O(k^2) membership scan), as the temporal hop had it:
+// the one shared FloydSample gives the same positions in the same order.
+std::vector<int64_t> TextbookFloyd(int64_t degree, int64_t k, uint64_t key) {
+  std::vector<int64_t> out;
+  for (int64_t j = degree - k; j < degree; ++j) {
+    int64_t r = static_cast<int64_t>(
+        DrawBelow(Draw(key, static_cast<uint64_t>(j)), static_cast<uint64_t>(j + 1)));
+    bool taken = false;
+    for (int64_t c : out) taken |= c == r;
+    out.push_back(taken ? j : r);
+  }
+  return out;
+}
+
+TEST(FloydSampleTest, EqualsTheTextbookAlgorithmDrawForDrawForSmallAndLargeK) {
+  RowScratch scratch;
+  for (int64_t degree : {1, 2, 7, 40, 64, 65, 200, 5000})
+    for (int64_t k :
+         {int64_t{0}, int64_t{1}, int64_t{5}, int64_t{32}, int64_t{33}, degree / 2, degree}) {
+      if (k > degree) continue;
+      for (uint64_t key = 1; key < 40; ++key) {
+        std::vector<int64_t> got(static_cast<size_t>(k));
+        FloydSample(degree, k, Mix64(key * 977 + static_cast<uint64_t>(degree)), got.data(),
+                    &scratch);
+        ASSERT_EQ(got, TextbookFloyd(degree, k, Mix64(key * 977 + static_cast<uint64_t>(degree))))
+            << "degree " << degree << " k " << k << " key " << key;
+      }
+    }
+  // The scratch bitmap is left clear for the next row.
+  for (uint64_t w : scratch.bits) ASSERT_EQ(w, 0u);
+}
+
+}  // namespace
+}  // namespace fanout::sampler::detail
