@@ -19,6 +19,7 @@
 #include "client/cluster.h"
 #include "common/id_range.h"
 #include "datasets/partition_store.h"
+#include "rpc/codec.h"
 #include "sampler/negative.h"
 #include "sampler/temporal.h"
 
@@ -458,23 +459,13 @@ class ClusterSession : public Session {
 
   Status ViewDataPlaneSample(int p, bool eids, HopView* v) {
     const PodVector<char>& b = dp_replies_[p];
-    const size_t n = by_part_[p].size(), cb = rpc::SampleCountsBytes(n);
     stats_.ucx_bytes += static_cast<int64_t>(b.size());
-    if (b.size() < cb)
-      return Status::Corruption("server " + Address(p) + ": malformed sample reply");
-    const int32_t* counts = reinterpret_cast<const int32_t*>(b.data());
-    int64_t total = 0;
-    for (size_t j = 0; j < n; ++j) {
-      if (counts[j] < 0)
-        return Status::Corruption("server " + Address(p) + ": negative count in sample reply");
-      total += counts[j];
-    }
-    if (b.size() != cb + static_cast<size_t>(total) * (eids ? 16 : 8))
-      return Status::Corruption("server " + Address(p) +
-                                ": sample reply counts do not match its neighbors");
-    v->counts = counts;
-    v->neighbors = reinterpret_cast<const int64_t*>(b.data() + cb);
-    v->edge_ids = eids ? v->neighbors + total : nullptr;
+    rpc::SampleReplyView r;
+    Status st = rpc::DecodeSampleReply(b.data(), b.size(), by_part_[p].size(), eids, &r);
+    if (!st.ok()) return Status::Corruption("server " + Address(p) + ": " + st.message());
+    v->counts = r.counts;
+    v->neighbors = r.neighbors;
+    v->edge_ids = r.edge_ids;
     return Status::OK();
   }
 
@@ -661,9 +652,9 @@ class ClusterSession : public Session {
     const int64_t d = c_->feature_dim();
     if (d == 0) return Status::OK();  // a dataset without feature values: nothing to fetch
     const int k = c_->num_parts();
-    std::vector<datasets::FeatureDType> types(k);
+    std::vector<FeatureDType> types(k);
     for (int p = 0; p < k; ++p)
-      FANOUT_RETURN_IF_ERROR(datasets::ParseFeatureDType(links_[p].info.feature_dtype, &types[p]));
+      FANOUT_RETURN_IF_ERROR(ParseFeatureDType(links_[p].info.feature_dtype, &types[p]));
     // Co-located partitions: each row gathered from the mapped export
     // straight to its place in `out` (one copy, done here).
     for (int p = 0; p < k; ++p) {
@@ -677,9 +668,9 @@ class ClusterSession : public Session {
       const double scale = links_[p].info.feature_scale;
       for (size_t j = 0; j < part_ids.size(); ++j) {
         if (j + 8 < part_ids.size()) __builtin_prefetch(src + (part_ids[j + 8] - base) * row);
-        datasets::DecodeFeatureRow(types[p], scale,
-                                   reinterpret_cast<const char*>(src + (part_ids[j] - base) * row),
-                                   d, out + pos[j] * d);
+        DecodeFeatureRow(types[p], scale,
+                         reinterpret_cast<const char*>(src + (part_ids[j] - base) * row), d,
+                         out + pos[j] * d);
       }
       const int64_t bytes = static_cast<int64_t>(part_ids.size() * row);
       stats_.feature_bytes += bytes;
@@ -692,7 +683,7 @@ class ClusterSession : public Session {
     FANOUT_RETURN_IF_ERROR(Exchange(
         &req,
         [&](int p) {
-          if (types[p] != datasets::FeatureDType::kFloat32) return GrowSink(p);
+          if (types[p] != FeatureDType::kFloat32) return GrowSink(p);
           // float32 rows go straight to their rows of the output: one segment
           // per run of consecutive positions.
           direct[p] = 1;
@@ -723,8 +714,8 @@ class ClusterSession : public Session {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (int p = 0; p < k; ++p) {
       if (by_part_[p].empty() || served_[p]) continue;
-      const datasets::FeatureDType t = types[p];
-      const size_t row = static_cast<size_t>(d) * datasets::FeatureDTypeSize(t);
+      const FeatureDType t = types[p];
+      const size_t row = static_cast<size_t>(d) * FeatureDTypeSize(t);
       if (direct[p] && via_dp_[p]) {  // rows landed in `out` already
         stats_.feature_bytes += static_cast<int64_t>(by_part_[p].size() * row);
         stats_.ucx_bytes += static_cast<int64_t>(by_part_[p].size() * row);
@@ -743,7 +734,7 @@ class ClusterSession : public Session {
             std::to_string(by_part_[p].size()) + " rows of " + std::to_string(row));
       // Each row goes straight to its place in the output.
       for (size_t j = 0; j < pos_[p].size(); ++j)
-        datasets::DecodeFeatureRow(t, info.feature_scale, rows + j * row, d, out + pos_[p][j] * d);
+        DecodeFeatureRow(t, info.feature_scale, rows + j * row, d, out + pos_[p][j] * d);
     }
     return Status::OK();
   }
@@ -764,9 +755,9 @@ class ClusterSession : public Session {
       if (by_part_[p].empty()) continue;
       if (links_[p].peer < 0)
         return Status::NotSupported("server " + Address(p) + " is not on the data plane");
-      datasets::FeatureDType t;
-      FANOUT_RETURN_IF_ERROR(datasets::ParseFeatureDType(links_[p].info.feature_dtype, &t));
-      if (t != datasets::FeatureDType::kFloat32)
+      FeatureDType t;
+      FANOUT_RETURN_IF_ERROR(ParseFeatureDType(links_[p].info.feature_dtype, &t));
+      if (t != FeatureDType::kFloat32)
         return Status::NotSupported("server " + Address(p) + " stores " +
                                     links_[p].info.feature_dtype + " rows (converted on the host)");
       rpc::ReplySink& s = sinks[p];

@@ -1,8 +1,9 @@
-# The client library's core sources (no LibTorch): client/CMakeLists.txt
-# builds fanout_client_core from them, and the fuzzing build (which has no
-# client/ folder build) does the same for the cluster file fuzzer.
+# The client library's core sources (no LibTorch, no dataset library):
+# client/CMakeLists.txt builds fanout_client_core from them, and the fuzzing
+# build (which has no client/ folder build) does the same for the cluster
+# file fuzzer. LocalSource (a whole dataset read from its store) is
+# fanout_local_source, the one client piece that links the dataset library.
 set(FANOUT_CLIENT_CORE_SOURCES
-  ${CMAKE_CURRENT_LIST_DIR}/local_source.cc
   ${CMAKE_CURRENT_LIST_DIR}/cluster.cc
   ${CMAKE_CURRENT_LIST_DIR}/cluster_file.cc
   ${CMAKE_CURRENT_LIST_DIR}/replica_health.cc

@@ -43,10 +43,9 @@ Status LocalPartition::Open(const rpc::RemotePartitionInfo& info, int num_edge_t
       if (t < 0 || t >= num_edge_types)
         return bad("has an edge type outside [0, " + std::to_string(num_edge_types) + ")");
   }
-  datasets::FeatureDType t;
-  FANOUT_RETURN_IF_ERROR(datasets::ParseFeatureDType(info.feature_dtype, &t));
-  p->row_bytes_ =
-      static_cast<size_t>(info.feature_dim) * static_cast<size_t>(datasets::FeatureDTypeSize(t));
+  FeatureDType t;
+  FANOUT_RETURN_IF_ERROR(ParseFeatureDType(info.feature_dtype, &t));
+  p->row_bytes_ = static_cast<size_t>(info.feature_dim) * static_cast<size_t>(FeatureDTypeSize(t));
   if (v.features.size() != n * p->row_bytes_)
     return bad("has " + std::to_string(v.features.size()) + " feature bytes, not " +
                std::to_string(n) + " rows of " + std::to_string(p->row_bytes_));

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "common/array_view.h"
+#include "common/feature_dtype.h"
 #include "common/status.h"
 #include "datasets/dataset.h"
 #include "datasets/partitioner.h"
@@ -44,36 +45,15 @@ namespace fanout::datasets {
 
 inline constexpr int kStoreFormatVersion = 1;
 
-enum class FeatureDType { kFloat32, kFloat16, kInt8 };
-Status ParseFeatureDType(const std::string& name, FeatureDType* out);
-const char* FeatureDTypeName(FeatureDType t);
-int FeatureDTypeSize(FeatureDType t);
-
-// IEEE half conversions (round to nearest even).
-uint16_t FloatToHalf(float f);
-float HalfToFloat(uint16_t h);
-
-// The one feature decoder: element j of a stored row (FeatureDTypeSize(t)
-// bytes per element; int8 values are q * scale), and a whole row of d
-// elements into float32. Used by the store reader and the client.
-inline float DecodeFeature(FeatureDType t, double scale, const char* row, int64_t j) {
-  switch (t) {
-    case FeatureDType::kFloat32: {
-      float f;
-      std::memcpy(&f, row + j * 4, 4);
-      return f;
-    }
-    case FeatureDType::kFloat16: {
-      uint16_t h;
-      std::memcpy(&h, row + j * 2, 2);
-      return HalfToFloat(h);
-    }
-    case FeatureDType::kInt8:
-      return static_cast<float>(static_cast<int8_t>(row[j]) * scale);
-  }
-  return 0;
-}
-void DecodeFeatureRow(FeatureDType t, double scale, const char* row, int64_t d, float* out);
+// Feature element types and their codec (common/feature_dtype.h).
+using ::fanout::DecodeFeature;
+using ::fanout::DecodeFeatureRow;
+using ::fanout::FeatureDType;
+using ::fanout::FeatureDTypeName;
+using ::fanout::FeatureDTypeSize;
+using ::fanout::FloatToHalf;
+using ::fanout::HalfToFloat;
+using ::fanout::ParseFeatureDType;
 
 // The contents of meta.json.
 struct DatasetMeta {

@@ -1,11 +1,13 @@
 // libFuzzer target: the data plane's request decoder (the active message's
 // header and its data length, with and without a required ticket), as a
-// rogue peer could send it.
+// rogue peer could send it; and the client's sample-reply decoder
+// (rpc/codec.h) on the same bytes, as a rogue server could answer.
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "rpc/codec.h"
 #include "rpc/ucx/wire.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -21,5 +23,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                           int64_t{256} << 20, ticket, &hdr, &malformed);
   // Nothing accepted asks the server to write anywhere but its own reply.
   if (st.ok() && (hdr.flags & wire::kRetiredPlace)) __builtin_trap();
+  // The reply decoder: any node count, edge ids or not; what it accepts lies
+  // inside the buffer and adds up.
+  // (Copied into 8-byte-aligned memory, as the client's receive buffers are.)
+  std::vector<uint64_t> aligned((size - 9 + 7) / 8);
+  if (size > 9) std::memcpy(aligned.data(), data + 9, size - 9);
+  SampleReplyView v;
+  const size_t nodes = data_length % 4096;
+  if (DecodeSampleReply(reinterpret_cast<const char*>(aligned.data()), size - 9, nodes, need_ticket,
+                        &v)
+          .ok()) {
+    int64_t sum = 0;
+    for (size_t i = 0; i < nodes; ++i) sum += v.counts[i];
+    if (sum != v.total || SampleReplyBytes(nodes, v.total, need_ticket) != size - 9)
+      __builtin_trap();
+  }
   return 0;
 }

@@ -3,4 +3,43 @@
 // Templates only; this file keeps the library non-empty and the header compiled.
 namespace fanout::rpc {
 template std::string Pack<int64_t>(ArrayView<const int64_t>);
+void EncodeSampleReply(const int64_t* offsets, size_t n, const int64_t* neighbors,
+                       const int64_t* edge_ids, char* dst) {
+  const int64_t total = offsets[n];
+  int32_t* counts = reinterpret_cast<int32_t*>(dst);
+  for (size_t i = 0; i < n; ++i) counts[i] = static_cast<int32_t>(offsets[i + 1] - offsets[i]);
+  const size_t cb = SampleCountsBytes(n);
+  std::memset(dst + n * 4, 0, cb - n * 4);  // the padding
+  char* at = dst + cb;
+  if (total > 0) std::memcpy(at, neighbors, static_cast<size_t>(total) * 8);
+  if (edge_ids != nullptr && total > 0)
+    std::memcpy(at + total * 8, edge_ids, static_cast<size_t>(total) * 8);
+}
+
+Status DecodeSampleReply(const char* data, size_t size, size_t nodes, bool with_edge_ids,
+                         SampleReplyView* out) {
+  if (nodes > size / 4 || size < SampleCountsBytes(nodes))
+    return Status::Corruption("malformed sample reply: " + std::to_string(size) +
+                              " bytes cannot hold the counts of " + std::to_string(nodes) +
+                              " nodes");
+  const int32_t* counts = reinterpret_cast<const int32_t*>(data);
+  int64_t total = 0;
+  for (size_t j = 0; j < nodes; ++j) {
+    if (counts[j] < 0)
+      return Status::Corruption("negative count in sample reply (node " + std::to_string(j) + ": " +
+                                std::to_string(counts[j]) + ")");
+    total += counts[j];
+  }
+  const size_t per = with_edge_ids ? 16 : 8;
+  if (static_cast<uint64_t>(total) > (size - SampleCountsBytes(nodes)) / per ||
+      size != SampleReplyBytes(nodes, total, with_edge_ids))
+    return Status::Corruption("sample reply counts (" + std::to_string(total) +
+                              " neighbors) do not match its " + std::to_string(size) + " bytes");
+  out->counts = counts;
+  out->neighbors = reinterpret_cast<const int64_t*>(data + SampleCountsBytes(nodes));
+  out->edge_ids = with_edge_ids ? out->neighbors + total : nullptr;
+  out->total = total;
+  return Status::OK();
+}
+
 }  // namespace fanout::rpc

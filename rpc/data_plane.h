@@ -37,10 +37,7 @@ bool DataPlaneBuilt();
 
 enum class DataMethod : uint8_t { kPing = 0, kFeatures = 1, kLabels = 2, kSample = 3 };
 
-// A kSample reply is one payload: counts (int32 per node, padded to a
-// multiple of 8 bytes), then neighbors (int64), then edge ids (int64, when
-// requested).
-inline size_t SampleCountsBytes(size_t nodes) { return (nodes * 4 + 7) & ~size_t{7}; }
+// A kSample reply is one payload: rpc/codec.h's EncodeSampleReply layout.
 
 // One request as the server's handler sees it. `ids` points into the
 // request's receive buffer and is valid during Handle() only.

@@ -1,5 +1,7 @@
 #include "server/data_plane_service.h"
 
+#include "rpc/codec.h"
+
 namespace fanout::server {
 
 Status DataPlaneService::Handle(const rpc::DataRequest& r, rpc::ReplyWriter* reply) {
@@ -34,9 +36,10 @@ Status DataPlaneService::Handle(const rpc::DataRequest& r, rpc::ReplyWriter* rep
         p.hop = r.call.hop;
         const sampler::OneHopResult* hop = nullptr;
         FANOUT_RETURN_IF_ERROR(svc_.Sample(r.ids, p, &hop));
-        char* out = reply->Reserve(PartitionService::PackedSampleBytes(
-            r.ids.size(), hop->offsets[r.ids.size()], p.with_edge_ids));
-        PartitionService::PackSample(*hop, r.ids.size(), p.with_edge_ids, out);
+        const size_t n = r.ids.size();
+        char* out = reply->Reserve(rpc::SampleReplyBytes(n, hop->offsets[n], p.with_edge_ids));
+        rpc::EncodeSampleReply(hop->offsets.data(), n, hop->neighbors.data(),
+                               p.with_edge_ids ? hop->edge_ids.data() : nullptr, out);
         bytes = reply->size();
         return Status::OK();
       });

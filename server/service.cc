@@ -180,16 +180,4 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
   return Status::OK();
 }
 
-void PartitionService::PackSample(const sampler::OneHopResult& hop, size_t n, bool with_edge_ids,
-                                  char* dst) {
-  const int64_t total = hop.offsets[n];
-  int32_t* counts = reinterpret_cast<int32_t*>(dst);
-  for (size_t i = 0; i < n; ++i)
-    counts[i] = static_cast<int32_t>(hop.offsets[i + 1] - hop.offsets[i]);
-  for (size_t i = n * 4; i < ((n * 4 + 7) & ~size_t{7}); ++i) dst[i] = 0;
-  char* at = dst + ((n * 4 + 7) & ~size_t{7});
-  if (total > 0) std::memcpy(at, hop.neighbors.data(), total * 8);
-  if (with_edge_ids && total > 0) std::memcpy(at + total * 8, hop.edge_ids.data(), total * 8);
-}
-
 }  // namespace fanout::server

@@ -142,15 +142,6 @@ class PartitionService {
   // One-hop sampling of checked ids; the result stays valid until the next call.
   Status Sample(ArrayView<const int64_t> ids, const SampleParams& p,
                 const sampler::OneHopResult** out);
-  // The sample reply as one packed buffer (the data plane's layout,
-  // rpc::SampleCountsBytes): counts (int32 per node, padded to 8 bytes), then
-  // neighbors (int64), then edge ids (int64, when requested).
-  static size_t PackedSampleBytes(size_t nodes, int64_t edges, bool with_edge_ids) {
-    return ((nodes * 4 + 7) & ~size_t{7}) + static_cast<size_t>(edges) * (with_edge_ids ? 16 : 8);
-  }
-  static void PackSample(const sampler::OneHopResult& hop, size_t nodes, bool with_edge_ids,
-                         char* dst);
-
   const ServerState& state() const { return *s_; }
   ServerMetrics* metrics() { return metrics_; }
 

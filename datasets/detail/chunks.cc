@@ -17,12 +17,13 @@ void EncodeAdjChunk(ArrayView<const int64_t> degrees, ArrayView<const int64_t> n
   AppendRaw(out, edge_ids.data(), edge_ids.size() * 8);
 }
 
-std::string DecodeAdjChunk(const char* p, size_t size, int64_t nodes, int64_t first, int64_t num_nodes,
-                           int64_t* edge_pos, PartitionData* d) {
+std::string DecodeAdjChunk(const char* p, size_t size, int64_t nodes, int64_t first,
+                           int64_t num_nodes, int64_t* edge_pos, PartitionData* d) {
   int64_t hdr[2];
   if (size < 16) return "too short";
   std::memcpy(hdr, p, 16);
-  if (hdr[0] != nodes) return "holds " + std::to_string(hdr[0]) + " nodes, expected " + std::to_string(nodes);
+  if (hdr[0] != nodes)
+    return "holds " + std::to_string(hdr[0]) + " nodes, expected " + std::to_string(nodes);
   const int64_t ce = hdr[1];
   // The edge count is checked against the bytes there before any arithmetic
   // with it (a damaged count near 2^63 overflowed the size check: fuzzing).
@@ -30,14 +31,16 @@ std::string DecodeAdjChunk(const char* p, size_t size, int64_t nodes, int64_t fi
       size - 16 != static_cast<size_t>(nodes) * 8 + static_cast<size_t>(ce) * 16)
     return "has the wrong size";
   const int64_t e0 = *edge_pos;
-  if (e0 + ce > static_cast<int64_t>(d->indices.size())) return "holds more edges than the partition";
+  if (e0 + ce > static_cast<int64_t>(d->indices.size()))
+    return "holds more edges than the partition";
   // Values sit where RocksDB put them (often not 8-byte aligned): copy, never cast.
   int64_t acc = e0;
   for (int64_t i = 0; i < nodes; ++i) {
     int64_t deg;
     std::memcpy(&deg, p + 16 + i * 8, 8);
     if (deg < 0) return "has a negative degree";
-    if (deg > e0 + ce - acc) return "degrees do not sum to its edge count";  // checked before adding (fuzzing)
+    if (deg > e0 + ce - acc)
+      return "degrees do not sum to its edge count";  // checked before adding (fuzzing)
     acc += deg;
     d->indptr[first + i + 1] = acc;
   }
@@ -51,36 +54,18 @@ std::string DecodeAdjChunk(const char* p, size_t size, int64_t nodes, int64_t fi
   if (bad) {
     for (int64_t e = 0; e < ce; ++e)
       if (ind[e] < 0 || ind[e] >= num_nodes)
-        return "has edge " + std::to_string(e0 + e) + " pointing at node " + std::to_string(ind[e]) + ", outside [0, " +
-               std::to_string(num_nodes) + ")";
+        return "has edge " + std::to_string(e0 + e) + " pointing at node " +
+               std::to_string(ind[e]) + ", outside [0, " + std::to_string(num_nodes) + ")";
   }
   std::memcpy(d->edge_ids.data() + e0, p + 16 + nodes * 8 + ce * 8, ce * 8);
   *edge_pos = e0 + ce;
   return "";
 }
 
-void EncodeFeatureRow(FeatureDType t, double scale, const float* row, int64_t d, char* out) {
-  switch (t) {
-    case FeatureDType::kFloat32:
-      std::memcpy(out, row, static_cast<size_t>(d) * 4);
-      break;
-    case FeatureDType::kFloat16:
-      for (int64_t j = 0; j < d; ++j) {
-        uint16_t h = FloatToHalf(row[j]);
-        std::memcpy(out + 2 * j, &h, 2);
-      }
-      break;
-    case FeatureDType::kInt8:
-      for (int64_t j = 0; j < d; ++j) {
-        double q = std::nearbyint(row[j] / scale);
-        out[j] = static_cast<char>(static_cast<int8_t>(std::clamp(q, -127.0, 127.0)));
-      }
-      break;
-  }
-}
-
-std::string DecodeFeatureChunk(const char* p, size_t size, int64_t nodes, int64_t first, PartitionData* d) {
-  const size_t row = static_cast<size_t>(d->meta.feature_dim) * FeatureDTypeSize(d->meta.feature_dtype);
+std::string DecodeFeatureChunk(const char* p, size_t size, int64_t nodes, int64_t first,
+                               PartitionData* d) {
+  const size_t row =
+      static_cast<size_t>(d->meta.feature_dim) * FeatureDTypeSize(d->meta.feature_dtype);
   if (size != static_cast<size_t>(nodes) * row) return "has the wrong size";
   std::memcpy(d->features.data() + static_cast<size_t>(first) * row, p, size);
   return "";
@@ -90,27 +75,32 @@ void EncodeInt64Chunk(ArrayView<const int64_t> values, std::string* out) {
   AppendRaw(out, values.data(), values.size() * 8);
 }
 
-std::string DecodeInt64Chunk(const char* p, size_t size, int64_t nodes, int64_t first, int64_t* dst) {
+std::string DecodeInt64Chunk(const char* p, size_t size, int64_t nodes, int64_t first,
+                             int64_t* dst) {
   if (size != static_cast<size_t>(nodes * 8)) return "has the wrong size";
   std::memcpy(dst + first, p, size);
   return "";
 }
 
-std::string DecodeEdgeTimeChunk(const char* p, size_t size, int64_t capacity, int64_t* pos, int64_t* dst) {
-  if (size % 8 != 0 || *pos + static_cast<int64_t>(size / 8) > capacity) return "has the wrong size";
+std::string DecodeEdgeTimeChunk(const char* p, size_t size, int64_t capacity, int64_t* pos,
+                                int64_t* dst) {
+  if (size % 8 != 0 || *pos + static_cast<int64_t>(size / 8) > capacity)
+    return "has the wrong size";
   std::memcpy(dst + *pos, p, size);
   *pos += static_cast<int64_t>(size / 8);
   return "";
 }
 
-std::string DecodeEdgeTypeChunk(const char* p, size_t size, int64_t capacity, int64_t num_types, int64_t* pos,
-                                int32_t* dst) {
-  if (size % 8 != 0 || *pos + static_cast<int64_t>(size / 8) > capacity) return "has the wrong size";
+std::string DecodeEdgeTypeChunk(const char* p, size_t size, int64_t capacity, int64_t num_types,
+                                int64_t* pos, int32_t* dst) {
+  if (size % 8 != 0 || *pos + static_cast<int64_t>(size / 8) > capacity)
+    return "has the wrong size";
   for (size_t i = 0; i < size / 8; ++i) {
     int64_t t;
     std::memcpy(&t, p + 8 * i, 8);
     if (t < 0 || t >= num_types)
-      return "holds edge type " + std::to_string(t) + ", outside [0, " + std::to_string(num_types) + ")";
+      return "holds edge type " + std::to_string(t) + ", outside [0, " + std::to_string(num_types) +
+             ")";
     dst[(*pos)++] = static_cast<int32_t>(t);
   }
   return "";
@@ -120,7 +110,8 @@ void EncodeSplitChunk(ArrayView<const uint8_t> values, std::string* out) {
   AppendRaw(out, values.data(), values.size());
 }
 
-std::string DecodeSplitChunk(const char* p, size_t size, int64_t nodes, int64_t first, uint8_t* dst) {
+std::string DecodeSplitChunk(const char* p, size_t size, int64_t nodes, int64_t first,
+                             uint8_t* dst) {
   if (size != static_cast<size_t>(nodes)) return "has the wrong size";
   std::memcpy(dst + first, p, size);
   for (size_t i = 0; i < size; ++i)
@@ -136,7 +127,8 @@ void EncodeNameChunk(const std::vector<const std::string*>& names, std::string* 
   }
 }
 
-std::string DecodeNameChunk(const char* p, size_t size, int64_t nodes, std::vector<std::string>* names) {
+std::string DecodeNameChunk(const char* p, size_t size, int64_t nodes,
+                            std::vector<std::string>* names) {
   size_t at = 0;
   for (int64_t i = 0; i < nodes; ++i) {
     uint32_t len;

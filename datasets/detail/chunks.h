@@ -31,32 +31,37 @@ namespace fanout::datasets::detail {
 // writes indptr[first + 1 .. first + nodes]; neighbors must be in [0, num_nodes).
 void EncodeAdjChunk(ArrayView<const int64_t> degrees, ArrayView<const int64_t> neighbors,
                     ArrayView<const int64_t> edge_ids, std::string* out);
-std::string DecodeAdjChunk(const char* p, size_t size, int64_t nodes, int64_t first, int64_t num_nodes,
-                           int64_t* edge_pos, PartitionData* d);
+std::string DecodeAdjChunk(const char* p, size_t size, int64_t nodes, int64_t first,
+                           int64_t num_nodes, int64_t* edge_pos, PartitionData* d);
 
 // feat: one row (feature_dim floats) encoded in the store's dtype, and back
 // (DecodeFeatureRow in partition_store.h).
-void EncodeFeatureRow(FeatureDType t, double scale, const float* row, int64_t d, char* out);
-std::string DecodeFeatureChunk(const char* p, size_t size, int64_t nodes, int64_t first, PartitionData* d);
+using ::fanout::EncodeFeatureRow;  // common/feature_dtype.h
+std::string DecodeFeatureChunk(const char* p, size_t size, int64_t nodes, int64_t first,
+                               PartitionData* d);
 
 // label and orig: one int64 per node.
 void EncodeInt64Chunk(ArrayView<const int64_t> values, std::string* out);
-std::string DecodeInt64Chunk(const char* p, size_t size, int64_t nodes, int64_t first, int64_t* dst);
+std::string DecodeInt64Chunk(const char* p, size_t size, int64_t nodes, int64_t first,
+                             int64_t* dst);
 
 // split: one byte per node, at most 3.
 void EncodeSplitChunk(ArrayView<const uint8_t> values, std::string* out);
-std::string DecodeSplitChunk(const char* p, size_t size, int64_t nodes, int64_t first, uint8_t* dst);
+std::string DecodeSplitChunk(const char* p, size_t size, int64_t nodes, int64_t first,
+                             uint8_t* dst);
 
 // etime and etype: one int64 per stored edge of the chunk (adjacency order),
 // encoded as EncodeInt64Chunk does. Decoding appends at *pos (updated), at
 // most `capacity` values in all; etype values must be in [0, num_types).
-std::string DecodeEdgeTimeChunk(const char* p, size_t size, int64_t capacity, int64_t* pos, int64_t* dst);
-std::string DecodeEdgeTypeChunk(const char* p, size_t size, int64_t capacity, int64_t num_types, int64_t* pos,
-                                int32_t* dst);
+std::string DecodeEdgeTimeChunk(const char* p, size_t size, int64_t capacity, int64_t* pos,
+                                int64_t* dst);
+std::string DecodeEdgeTypeChunk(const char* p, size_t size, int64_t capacity, int64_t num_types,
+                                int64_t* pos, int32_t* dst);
 
 // name: length-prefixed strings, appended to *names in node order.
 void EncodeNameChunk(const std::vector<const std::string*>& names, std::string* out);
-std::string DecodeNameChunk(const char* p, size_t size, int64_t nodes, std::vector<std::string>* names);
+std::string DecodeNameChunk(const char* p, size_t size, int64_t nodes,
+                            std::vector<std::string>* names);
 
 }  // namespace fanout::datasets::detail
 

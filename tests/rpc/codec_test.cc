@@ -1,0 +1,74 @@
+// The sample-reply codec (rpc/codec.h): what the server encodes the client
+// decodes, and a reply a rogue or broken server could send is refused by
+// name, never read past its end.
+#include "rpc/codec.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+namespace fanout::rpc {
+namespace {
+
+std::vector<char> Encode(const std::vector<int64_t>& offsets, const std::vector<int64_t>& nb,
+                         const std::vector<int64_t>* eids) {
+  const size_t n = offsets.size() - 1;
+  std::vector<char> buf(SampleReplyBytes(n, offsets[n], eids != nullptr), '\x5a');
+  EncodeSampleReply(offsets.data(), n, nb.data(), eids ? eids->data() : nullptr, buf.data());
+  return buf;
+}
+
+TEST(SampleReplyCodecTest, WhatIsEncodedDecodesToTheSameNodesNeighborsAndEdgeIds) {
+  const std::vector<int64_t> offsets = {0, 2, 2, 5};  // 3 nodes (odd: the counts are padded)
+  const std::vector<int64_t> nb = {10, 11, 7, 8, 9}, eids = {100, 101, 102, 103, 104};
+  for (bool with_eids : {false, true}) {
+    std::vector<char> buf = Encode(offsets, nb, with_eids ? &eids : nullptr);
+    EXPECT_EQ(buf.size(), 16u + 5 * (with_eids ? 16 : 8));
+    EXPECT_EQ(buf[12], 0);  // padding is written, not left as it was
+    SampleReplyView v;
+    ASSERT_TRUE(DecodeSampleReply(buf.data(), buf.size(), 3, with_eids, &v).ok());
+    EXPECT_EQ(v.total, 5);
+    EXPECT_EQ(std::vector<int32_t>(v.counts, v.counts + 3), (std::vector<int32_t>{2, 0, 3}));
+    EXPECT_EQ(std::vector<int64_t>(v.neighbors, v.neighbors + 5), nb);
+    if (with_eids)
+      EXPECT_EQ(std::vector<int64_t>(v.edge_ids, v.edge_ids + 5), eids);
+    else
+      EXPECT_EQ(v.edge_ids, nullptr);
+  }
+  // No nodes, no edges: an empty reply.
+  SampleReplyView v;
+  EXPECT_TRUE(DecodeSampleReply(nullptr, 0, 0, true, &v).ok());
+  EXPECT_EQ(v.total, 0);
+}
+
+TEST(SampleReplyCodecTest, MalformedRepliesAreCorruptionNamingWhatIsWrong) {
+  const std::vector<int64_t> offsets = {0, 2, 3}, nb = {1, 2, 3};
+  std::vector<char> buf = Encode(offsets, nb, nullptr);
+  SampleReplyView v;
+  Status st = DecodeSampleReply(buf.data(), 4, 2, false, &v);  // shorter than the counts
+  EXPECT_TRUE(st.IsCorruption() && st.message().find("cannot hold the counts") != std::string::npos)
+      << st.ToString();
+  st = DecodeSampleReply(buf.data(), buf.size() - 8, 2, false, &v);  // a neighbor short
+  EXPECT_TRUE(st.IsCorruption() && st.message().find("do not match") != std::string::npos)
+      << st.ToString();
+  st = DecodeSampleReply(buf.data(), buf.size(), 2, true, &v);  // edge ids missing
+  EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+  std::vector<char> neg = buf;
+  const int32_t minus = -1;
+  std::memcpy(neg.data() + 4, &minus, 4);
+  st = DecodeSampleReply(neg.data(), neg.size(), 2, false, &v);
+  EXPECT_TRUE(st.IsCorruption() && st.message().find("negative count") != std::string::npos)
+      << st.ToString();
+  // Counts whose sum overflows what the buffer could hold are refused before any arithmetic wraps.
+  std::vector<char> huge = buf;
+  const int32_t big = 0x7fffffff;
+  std::memcpy(huge.data(), &big, 4);
+  std::memcpy(huge.data() + 4, &big, 4);
+  EXPECT_TRUE(DecodeSampleReply(huge.data(), huge.size(), 2, true, &v).IsCorruption());
+  // A node count larger than the buffer could describe.
+  EXPECT_TRUE(DecodeSampleReply(buf.data(), buf.size(), size_t{1} << 62, false, &v).IsCorruption());
+}
+
+}  // namespace
+}  // namespace fanout::rpc
