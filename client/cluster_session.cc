@@ -877,6 +877,8 @@ class ClusterSession : public Session {
     return Status::OK();
   }
 
+  void UseThreadPool(ThreadPool* pool) override { pool_ = pool; }
+
   Status HasEdges(ArrayView<const int64_t> src, ArrayView<const int64_t> dst, uint8_t* exists,
                   int edge_type) override {
     if (src.size() != dst.size())
@@ -1019,7 +1021,7 @@ class ClusterSession : public Session {
                                                       type_fanouts, hop, request_seed, so, &r));
     } else {
       FANOUT_RETURN_IF_ERROR(
-          local_sampler_.Sample(lp.graph(), ids, fanout, hop, request_seed, so, nullptr, &r));
+          local_sampler_.Sample(lp.graph(), ids, fanout, hop, request_seed, so, pool_, &r));
     }
     std::vector<int32_t>& counts = local_counts_[p];
     counts.resize(ids.size());
@@ -1050,6 +1052,7 @@ class ClusterSession : public Session {
   std::vector<sampler::OneHopResult> local_hops_;   // per partition: its hop sampled here
   std::vector<std::vector<int32_t>> local_counts_;  // ... and its per-node counts
   sampler::HopSampler local_sampler_;
+  ThreadPool* pool_ = nullptr;        // UseThreadPool's (large local hops split over it)
   std::vector<rpc::LocalWork> work_;  // per partition: done here since the last report
   std::chrono::steady_clock::time_point last_report_;
   std::unique_ptr<rpc::DataPlaneChannel> channel_;

@@ -12,6 +12,7 @@
 
 #include "common/array_view.h"
 #include "common/status.h"
+#include "common/thread_pool.h"
 #include "sampler/hetero.h"
 #include "sampler/multihop.h"
 
@@ -86,6 +87,12 @@ class Session {
   // (heterogeneous datasets): only edges of that type count.
   virtual Status HasEdges(ArrayView<const int64_t> src, ArrayView<const int64_t> dst,
                           uint8_t* exists, int edge_type = -1) = 0;
+  // Splits large hops sampled in this process (co-located partitions) over
+  // `pool` (null: none), as servers split large requests over theirs. For a
+  // session that works alone (the Python binding's call session), not for
+  // loader workers, which already keep every core busy. The pool must
+  // outlive the session's calls.
+  virtual void UseThreadPool(ThreadPool* pool) { (void)pool; }
   const SessionStats& stats() const { return stats_; }
 
  protected:

@@ -27,6 +27,7 @@
 #include "client/loader.h"
 #include "common/id_range.h"
 #include "common/random.h"
+#include "common/thread_pool.h"
 #include "sampler/hetero.h"
 #include "sampler/temporal.h"
 
@@ -344,6 +345,28 @@ class PyCluster {
     }));
     return ToCapsule(out);
   }
+  // Feature rows of `ids` written into `out`, a writable C-contiguous float32
+  // buffer of [len(ids), feature_dim] (e.g. a shared-memory tensor's
+  // .numpy(): fanout.pyg's feature store in a DataLoader worker, so the rows
+  // reach the trainer without a copy).
+  void FeaturesInto(const py::object& ids_obj, const py::object& out_obj) {
+    std::vector<int64_t> ids = Int64List(ids_obj, "ids");
+    Check(CheckIdsInRange(ids, 0, cluster_->num_nodes()));
+    const int64_t d = cluster_->feature_dim();
+    py::buffer_info out = py::reinterpret_borrow<py::buffer>(out_obj).request(/*writable=*/true);
+    const bool shape_ok =
+        out.ndim == 2 && out.shape[0] == static_cast<py::ssize_t>(ids.size()) && out.shape[1] == d;
+    if (out.format != "f" || out.itemsize != 4 || !shape_ok ||
+        (ids.size() > 0 && d > 0 && (out.strides[1] != 4 || out.strides[0] != 4 * d)))
+      Raise(Status::InvalidArgument("features_into: out must be a C-contiguous float32 [" +
+                                    std::to_string(ids.size()) + ", " + std::to_string(d) +
+                                    "] buffer"));
+    float* rows = static_cast<float*>(out.ptr);
+    Check(WithSessionsSplit(ids.size(), [&](client::Session* s, size_t b, size_t e) {
+      return s->Features(ArrayView<const int64_t>(ids.data() + b, e - b),
+                         rows + b * static_cast<size_t>(d));
+    }));
+  }
   // Labels (int64, -1 = unknown) of `ids`.
   py::object Labels(const py::object& ids_obj) {
     std::vector<int64_t> ids = Int64List(ids_obj, "ids");
@@ -366,6 +389,7 @@ class PyCluster {
   void ForgetAfterFork() {
     new std::shared_ptr<client::Cluster>(std::move(cluster_));
     new std::vector<std::unique_ptr<client::Session>>(std::move(sessions_));
+    new std::unique_ptr<ThreadPool>(std::move(pool_));  // its threads are the parent's
   }
 
   // Runs fn on this cluster's first call session (made on first use),
@@ -409,6 +433,13 @@ class PyCluster {
     while (sessions_.size() < k) {
       std::unique_ptr<client::Session> s;
       FANOUT_RETURN_IF_ERROR(cluster_->NewSession(&s));
+      if (sessions_.empty()) {
+        // The first session samples alone (sample_batch, one call at a time):
+        // its large local hops use every core, as a server's do.
+        const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        if (cores > 1 && !pool_) pool_ = std::make_unique<ThreadPool>(std::min(cores, 8) - 1);
+        s->UseThreadPool(pool_.get());
+      }
       sessions_.push_back(std::move(s));
     }
     return Status::OK();
@@ -418,6 +449,8 @@ class PyCluster {
   rpc::RpcOptions options_;
   std::shared_ptr<client::Cluster> cluster_;
   std::mutex session_mu_;
+  std::unique_ptr<ThreadPool>
+      pool_;  // GUARDED_BY(session_mu_); outlives sessions_ (declared first)
   std::vector<std::unique_ptr<client::Session>> sessions_;  // GUARDED_BY(session_mu_)
 };
 
@@ -792,6 +825,7 @@ PYBIND11_MODULE(_core, m) {
       .def("edge_type_index", &PyCluster::EdgeTypeIndex)
       .def("forget_after_fork", &PyCluster::ForgetAfterFork)
       .def("features", &PyCluster::Features, py::arg("ids"))
+      .def("features_into", &PyCluster::FeaturesInto, py::arg("ids"), py::arg("out"))
       .def("labels", &PyCluster::Labels, py::arg("ids"))
       .def("sample_batch", &SampleBatchOf, py::arg("options"), py::arg("nodes"), py::arg("link"),
            py::arg("times"), py::arg("request_seed"));

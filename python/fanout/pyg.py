@@ -103,6 +103,10 @@ class _PerProcess:
         self._shape(self._cluster)
 
 
+def _in_worker():
+    return torch.utils.data.get_worker_info() is not None
+
+
 def _index(index, n):
     """A TensorAttr index as an int64 tensor of ids into a store of n nodes (None: every node)."""
     if index is None:
@@ -165,7 +169,14 @@ class FeatureStore(_PygFeatureStore):
                 continue
             all_ids = torch.cat([ids[i] for i in which]) if len(which) > 1 else ids[which[0]]
             buf = _ids_buffer(all_ids)
-            got = _tensor(c._c.features(buf) if name == "x" else c._c.labels(buf))
+            if name == "x" and _in_worker():
+                # In a DataLoader worker the batch goes to the trainer through shared memory: the
+                # rows are written there at once instead of being copied there when pickled.
+                got = torch.empty((all_ids.numel(), self._remote.feature_dim), dtype=torch.float32)
+                got.share_memory_()
+                c._c.features_into(buf, got.numpy())
+            else:
+                got = _tensor(c._c.features(buf) if name == "x" else c._c.labels(buf))
             at = 0
             for i in which:
                 n = ids[i].numel()
