@@ -3,8 +3,8 @@
 #include <sys/mman.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -21,10 +21,11 @@ double RandomReadRate(int threads, int64_t bytes, double seconds) {
   // 2 MiB-aligned and advised for transparent huge pages, so the figure is
   // the memory's random-access limit rather than the page walker's.
   size_t alloc = pow2 * sizeof(uint64_t);
-  void* raw = std::aligned_alloc(size_t{2} << 20, (alloc + (size_t{2} << 20) - 1) & ~((size_t{2} << 20) - 1));
+  void* raw = std::aligned_alloc(size_t{2} << 20,
+                                 (alloc + (size_t{2} << 20) - 1) & ~((size_t{2} << 20) - 1));
   if (raw == nullptr) return 0;
   std::unique_ptr<uint64_t[], void (*)(uint64_t*)> data(static_cast<uint64_t*>(raw),
-                                                       [](uint64_t* p) { std::free(p); });
+                                                        [](uint64_t* p) { std::free(p); });
   madvise(raw, alloc, MADV_HUGEPAGE);
   // Touch every page in parallel so the timed loop reads real memory.
   {
@@ -47,7 +48,8 @@ double RandomReadRate(int threads, int64_t bytes, double seconds) {
       // Four independent LCG streams give addresses at about one per cycle,
       // so the loop is bound by the loads, not by computing where they go.
       uint64_t s = 0, reads = 0;
-      uint64_t x0 = Mix64(4 * t + 1), x1 = Mix64(4 * t + 2), x2 = Mix64(4 * t + 3), x3 = Mix64(4 * t + 4);
+      uint64_t x0 = Mix64(4 * t + 1), x1 = Mix64(4 * t + 2), x2 = Mix64(4 * t + 3),
+               x3 = Mix64(4 * t + 4);
       const uint64_t kMul = 6364136223846793005ULL, kAdd = 1442695040888963407ULL;
       const int shift = 64 - __builtin_ctzll(pow2);
       auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
@@ -88,7 +90,8 @@ double CoreClockHz(double seconds) {
     }
     ++blocks;
   } while (std::chrono::steady_clock::now() < deadline);
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return x == blocks * kAddsPerBlock ? static_cast<double>(x) / elapsed : 0;
 #else
   (void)seconds;

@@ -31,7 +31,8 @@ struct Result {
 // b * 131 + t. Exits on a sampling error.
 void SampleBatch(const sp::CsrGraph& graph, sp::MultiHopSampler* sampler, fanout::SplitMix64* rng,
                  std::vector<int64_t>* seeds, int64_t b, int t, sp::SampledSubgraph* sub) {
-  for (auto& s : *seeds) s = static_cast<int64_t>(fanout::DrawBelow(rng->Next(), graph.num_nodes()));
+  for (auto& s : *seeds)
+    s = static_cast<int64_t>(fanout::DrawBelow(rng->Next(), graph.num_nodes()));
   const fanout::Status st = sampler->Sample(*seeds, static_cast<uint64_t>(b) * 131 + t, sub);
   if (!st.ok()) {
     std::fprintf(stderr, "sampling failed: %s\n", st.ToString().c_str());
@@ -77,24 +78,37 @@ Result RunCase(const sp::CsrGraph& graph, const std::vector<int64_t>& fanouts, i
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"fanout-bench-sampler: multi-hop sampling throughput on the R-MAT benchmark graph,\n"
-               "beside the machine's random-read rate measured in the same run."};
+  CLI::App app{
+      "fanout-bench-sampler: multi-hop sampling throughput on the R-MAT benchmark graph,\n"
+      "beside the machine's random-read rate measured in the same run."};
   int scale = 20;
   double seconds = 3.0;
   int64_t batch_size = 1024;
   int max_threads = 2, rounds = 3;
   std::string json_path;
-  app.add_option("--scale", scale, "R-MAT scale (check values are printed for 20)")->default_val(20)->check(CLI::Range(1, 30));
-  app.add_option("--seconds", seconds, "Seconds per measured case")->default_val(3.0)->check(CLI::Range(0.1, 600.0));
-  app.add_option("--batch-size", batch_size, "Seeds per batch")->default_val(1024)->check(CLI::Range(1, 1 << 20));
-  app.add_option("--threads", max_threads, "Measure 1..N threads (1 and 2 by default)")->default_val(2)->check(CLI::Range(1, 64));
-  app.add_option("--rounds", rounds, "Limit/workload alternations per thread count (median of the per-pair ratios)")
-      ->default_val(3)->check(CLI::Range(1, 20));
+  app.add_option("--scale", scale, "R-MAT scale (check values are printed for 20)")
+      ->default_val(20)
+      ->check(CLI::Range(1, 30));
+  app.add_option("--seconds", seconds, "Seconds per measured case")
+      ->default_val(3.0)
+      ->check(CLI::Range(0.1, 600.0));
+  app.add_option("--batch-size", batch_size, "Seeds per batch")
+      ->default_val(1024)
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--threads", max_threads, "Measure 1..N threads (1 and 2 by default)")
+      ->default_val(2)
+      ->check(CLI::Range(1, 64));
+  app.add_option("--rounds", rounds,
+                 "Limit/workload alternations per thread count (median of the per-pair ratios)")
+      ->default_val(3)
+      ->check(CLI::Range(1, 20));
   app.add_option("--json", json_path, "Write the cases as a JSON array to this file");
   int64_t profile_batches = 0;
   app.add_option("--profile-batches", profile_batches,
-                 "Profiling mode: sample exactly N batches per fanout set on one thread, print the sampled edges, and "
-                 "skip the timing and the probe (for valgrind --tool=callgrind --toggle-collect='*MultiHopSampler::Sample*')")
+                 "Profiling mode: sample exactly N batches per fanout set on one thread, print the "
+                 "sampled edges, and "
+                 "skip the timing and the probe (for valgrind --tool=callgrind "
+                 "--toggle-collect='*MultiHopSampler::Sample*')")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   CLI11_PARSE(app, argc, argv);
 
@@ -117,10 +131,12 @@ int main(int argc, char** argv) {
   }
   std::printf("R-MAT scale %d: %lld nodes, %lld edges (generated in %.1f s)\n", scale,
               static_cast<long long>(n), static_cast<long long>(csr.num_edges()), gen_s);
-  std::printf("check values: out-degree-0 nodes %lld, max out-degree %lld, indptr[N/2] %lld, checksum %016llx\n",
-              static_cast<long long>(zero_deg), static_cast<long long>(max_deg),
-              static_cast<long long>(csr.indptr[n / 2]),
-              static_cast<unsigned long long>(fanout::datasets::CsrChecksum(csr)));
+  std::printf(
+      "check values: out-degree-0 nodes %lld, max out-degree %lld, indptr[N/2] %lld, checksum "
+      "%016llx\n",
+      static_cast<long long>(zero_deg), static_cast<long long>(max_deg),
+      static_cast<long long>(csr.indptr[n / 2]),
+      static_cast<unsigned long long>(fanout::datasets::CsrChecksum(csr)));
   if (scale == 20) {
     bool ok = zero_deg == 501584 && max_deg == 69516 && csr.indptr[n / 2] == 12754809 &&
               fanout::datasets::CsrChecksum(csr) == 0x9dfb4e99095000caULL;
@@ -152,8 +168,9 @@ int main(int argc, char** argv) {
         edges += static_cast<int64_t>(sub.row.size());
         nodes += static_cast<int64_t>(sub.n_id.size());
       }
-      std::printf("profile: fanout %-10s %lld batches, %lld sampled edges, %lld nodes\n", fanout_text(fo).c_str(),
-                  static_cast<long long>(profile_batches), static_cast<long long>(edges), static_cast<long long>(nodes));
+      std::printf("profile: fanout %-10s %lld batches, %lld sampled edges, %lld nodes\n",
+                  fanout_text(fo).c_str(), static_cast<long long>(profile_batches),
+                  static_cast<long long>(edges), static_cast<long long>(nodes));
     }
     return 0;
   }
@@ -180,14 +197,17 @@ int main(int argc, char** argv) {
     std::vector<double> probes;
     for (int r = 0; r < rounds; ++r) {
       for (size_t c = 0; c < fanout_sets.size(); ++c) {
-        double reads = fanout::bench::RandomReadRate(threads, int64_t{1} << 30, std::min(seconds, 2.0));
+        double reads =
+            fanout::bench::RandomReadRate(threads, int64_t{1} << 30, std::min(seconds, 2.0));
         Result res = RunCase(graph, fanout_sets[c], threads, batch_size, seconds);
         probes.push_back(reads);
         results[c].push_back(res);
         ratios[c].push_back(res.edges_per_s / reads);
-        std::printf("  round %d: random 8-byte reads on 1 GiB %7.1f M/s, fanout %-10s %8.2f M edges/s, ratio %.3f\n",
-                    r + 1, reads / 1e6, fanout_text(fanout_sets[c]).c_str(), res.edges_per_s / 1e6,
-                    res.edges_per_s / reads);
+        std::printf(
+            "  round %d: random 8-byte reads on 1 GiB %7.1f M/s, fanout %-10s %8.2f M edges/s, "
+            "ratio %.3f\n",
+            r + 1, reads / 1e6, fanout_text(fanout_sets[c]).c_str(), res.edges_per_s / 1e6,
+            res.edges_per_s / reads);
       }
     }
     const double reads = fanout::bench::Median(probes);
@@ -202,28 +222,34 @@ int main(int argc, char** argv) {
       const double lo = *std::min_element(ratios[c].begin(), ratios[c].end());
       const double hi = *std::max_element(ratios[c].begin(), ratios[c].end());
       const std::string fs = fanout_text(fanout_sets[c]);
-      const double cycles_per_edge = clock_hz * threads / fanout::bench::Median(e);  // 0 without a clock estimate
+      const double cycles_per_edge =
+          clock_hz * threads / fanout::bench::Median(e);  // 0 without a clock estimate
       const std::string cycles_text =
-          clock_hz > 0 ? "  " + std::to_string(static_cast<int64_t>(cycles_per_edge + 0.5)) + " cycles/edge/thread" : "";
-      std::printf("  fanout %-10s %8.2f M edges/s  %8.1f batches/s  %8.2f M nodes/s  ratio to random reads %.3f "
-                  "(median of %d; %.3f..%.3f)%s\n",
-                  fs.c_str(), fanout::bench::Median(e) / 1e6, fanout::bench::Median(b), fanout::bench::Median(nd) / 1e6,
-                  ratio, rounds, lo, hi, cycles_text.c_str());
-      cases.push_back({{"case", "multihop"},
-                       {"fanout", fanout_sets[c]},
-                       {"threads", threads},
-                       {"batch_size", batch_size},
-                       {"scale", scale},
-                       {"rounds", rounds},
-                       {"edges_per_s", fanout::bench::Median(e)},
-                       {"batches_per_s", fanout::bench::Median(b)},
-                       {"nodes_per_s", fanout::bench::Median(nd)},
-                       {"random_reads_per_s", reads},
-                       {"ratio", ratio},
-                       {"ratio_min", lo},
-                       {"ratio_max", hi},
-                       {"core_clock_hz", clock_hz > 0 ? nlohmann::json(clock_hz) : nlohmann::json()},
-                       {"cycles_per_edge", clock_hz > 0 ? nlohmann::json(cycles_per_edge) : nlohmann::json()}});
+          clock_hz > 0 ? "  " + std::to_string(static_cast<int64_t>(cycles_per_edge + 0.5)) +
+                             " cycles/edge/thread"
+                       : "";
+      std::printf(
+          "  fanout %-10s %8.2f M edges/s  %8.1f batches/s  %8.2f M nodes/s  ratio to random reads "
+          "%.3f "
+          "(median of %d; %.3f..%.3f)%s\n",
+          fs.c_str(), fanout::bench::Median(e) / 1e6, fanout::bench::Median(b),
+          fanout::bench::Median(nd) / 1e6, ratio, rounds, lo, hi, cycles_text.c_str());
+      cases.push_back(
+          {{"case", "multihop"},
+           {"fanout", fanout_sets[c]},
+           {"threads", threads},
+           {"batch_size", batch_size},
+           {"scale", scale},
+           {"rounds", rounds},
+           {"edges_per_s", fanout::bench::Median(e)},
+           {"batches_per_s", fanout::bench::Median(b)},
+           {"nodes_per_s", fanout::bench::Median(nd)},
+           {"random_reads_per_s", reads},
+           {"ratio", ratio},
+           {"ratio_min", lo},
+           {"ratio_max", hi},
+           {"core_clock_hz", clock_hz > 0 ? nlohmann::json(clock_hz) : nlohmann::json()},
+           {"cycles_per_edge", clock_hz > 0 ? nlohmann::json(cycles_per_edge) : nlohmann::json()}});
     }
   }
   if (!json_path.empty()) {

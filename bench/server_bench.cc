@@ -46,12 +46,11 @@ using fanout::bench::PlainServer;
 using fanout::bench::ReadAll;
 using fanout::bench::WriteAll;
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"fanout-bench-server: a fanout-server over loopback beside the same work without RPC."};
+  CLI::App app{
+      "fanout-bench-server: a fanout-server over loopback beside the same work without RPC."};
   int scale = 20, max_threads = 2;
   double seconds = 3;
   std::string work, json_path;
@@ -62,7 +61,9 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_path, "Write the cases as a JSON array to this file");
   double churn_seconds = 20;
   int churn_rounds = 3;
-  app.add_option("--churn-seconds", churn_seconds, "Seconds per round of the churn case (0 = skip it)")->default_val(20.0);
+  app.add_option("--churn-seconds", churn_seconds,
+                 "Seconds per round of the churn case (0 = skip it)")
+      ->default_val(20.0);
   app.add_option("--churn-rounds", churn_rounds, "Rounds of the churn case")->default_val(3);
   CLI11_PARSE(app, argc, argv);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
@@ -110,15 +111,22 @@ int main(int argc, char** argv) {
       thread_local fanout::sampler::OneHopResult hop;
       auto ids = fanout::bench::RandomIds(kSampleBatch, d.node_begin, d.node_end, 1000 * t + i);
       fanout::sampler::SamplingOptions so;
-      if (!sampler.Sample(g, ids, kFanout, 0, static_cast<uint64_t>(i), so, nullptr, &hop).ok()) std::abort();
+      if (!sampler.Sample(g, ids, kFanout, 0, static_cast<uint64_t>(i), so, nullptr, &hop).ok())
+        std::abort();
       return static_cast<int64_t>(hop.neighbors.size());
     });
-    std::printf("%d client thread(s): one-hop sampling (batch %lld, fanout %lld): RPC %.2f M edges/s, in-process %.2f M "
-                "edges/s, ratio %.3f\n",
-                threads, static_cast<long long>(kSampleBatch), static_cast<long long>(kFanout), rpc_edges / 1e6,
-                local_edges / 1e6, rpc_edges / local_edges);
-    cases.push_back({{"case", "rpc_sample"}, {"threads", threads}, {"batch", kSampleBatch}, {"fanout", kFanout},
-                     {"edges_per_s", rpc_edges}, {"inprocess_edges_per_s", local_edges},
+    std::printf(
+        "%d client thread(s): one-hop sampling (batch %lld, fanout %lld): RPC %.2f M edges/s, "
+        "in-process %.2f M "
+        "edges/s, ratio %.3f\n",
+        threads, static_cast<long long>(kSampleBatch), static_cast<long long>(kFanout),
+        rpc_edges / 1e6, local_edges / 1e6, rpc_edges / local_edges);
+    cases.push_back({{"case", "rpc_sample"},
+                     {"threads", threads},
+                     {"batch", kSampleBatch},
+                     {"fanout", kFanout},
+                     {"edges_per_s", rpc_edges},
+                     {"inprocess_edges_per_s", local_edges},
                      {"ratio", rpc_edges / local_edges}});
 
     // Feature lookup: RPC vs plain sockets.
@@ -148,19 +156,26 @@ int main(int argc, char** argv) {
         auto ids = fanout::bench::RandomIds(kRows, d.node_begin, d.node_end, 7000 * t + i);
         uint32_t n = static_cast<uint32_t>(ids.size());
         buf.resize(n * row_bytes);
-        if (!WriteAll(fds[t], &n, 4) || !WriteAll(fds[t], ids.data(), n * 8) || !ReadAll(fds[t], buf.data(), buf.size()))
+        if (!WriteAll(fds[t], &n, 4) || !WriteAll(fds[t], ids.data(), n * 8) ||
+            !ReadAll(fds[t], buf.data(), buf.size()))
           std::abort();
         return static_cast<int64_t>(buf.size());
       });
       for (int fd : fds) close(fd);
     }
-    std::printf("%d client thread(s): feature lookup (%lld rows x %lld float32 = %zu KiB replies): RPC %.2f GB/s, plain "
-                "sockets %.2f GB/s, ratio %.3f\n",
-                threads, static_cast<long long>(kRows), static_cast<long long>(d.meta.feature_dim),
-                kRows * row_bytes / 1024, rpc_bytes / 1e9, plain_bytes / 1e9, rpc_bytes / plain_bytes);
-    cases.push_back({{"case", "rpc_features"}, {"threads", threads}, {"rows", kRows},
-                     {"feature_dim", d.meta.feature_dim}, {"bytes_per_s", rpc_bytes},
-                     {"plain_socket_bytes_per_s", plain_bytes}, {"ratio", rpc_bytes / plain_bytes}});
+    std::printf(
+        "%d client thread(s): feature lookup (%lld rows x %lld float32 = %zu KiB replies): RPC "
+        "%.2f GB/s, plain "
+        "sockets %.2f GB/s, ratio %.3f\n",
+        threads, static_cast<long long>(kRows), static_cast<long long>(d.meta.feature_dim),
+        kRows * row_bytes / 1024, rpc_bytes / 1e9, plain_bytes / 1e9, rpc_bytes / plain_bytes);
+    cases.push_back({{"case", "rpc_features"},
+                     {"threads", threads},
+                     {"rows", kRows},
+                     {"feature_dim", d.meta.feature_dim},
+                     {"bytes_per_s", rpc_bytes},
+                     {"plain_socket_bytes_per_s", plain_bytes},
+                     {"ratio", rpc_bytes / plain_bytes}});
   }
 
   // TLS: the same feature lookups from a server serving RPC over TLS (its
@@ -201,11 +216,18 @@ int main(int argc, char** argv) {
         plain += lookups(plain_client.get()) / 2;
         tls += lookups(tls_client.get()) / 2;
       }
-      std::printf("1 client thread: feature lookup (%lld rows, %zu KiB replies): TLS %.2f GB/s, plain TCP %.2f GB/s, "
-                  "ratio %.3f\n",
-                  static_cast<long long>(kRows), kRows * row_bytes / 1024, tls / 1e9, plain / 1e9, tls / plain);
-      cases.push_back({{"case", "tls_features"}, {"threads", 1}, {"rows", kRows}, {"bytes_per_s", tls},
-                       {"plain_tcp_bytes_per_s", plain}, {"ratio", tls / plain}});
+      std::printf(
+          "1 client thread: feature lookup (%lld rows, %zu KiB replies): TLS %.2f GB/s, plain TCP "
+          "%.2f GB/s, "
+          "ratio %.3f\n",
+          static_cast<long long>(kRows), kRows * row_bytes / 1024, tls / 1e9, plain / 1e9,
+          tls / plain);
+      cases.push_back({{"case", "tls_features"},
+                       {"threads", 1},
+                       {"rows", kRows},
+                       {"bytes_per_s", tls},
+                       {"plain_tcp_bytes_per_s", plain},
+                       {"ratio", tls / plain}});
       tls_client.reset();
       plain_client.reset();
       fanout::bench::StopServerProcess(&tls_server);
@@ -222,8 +244,11 @@ int main(int argc, char** argv) {
   if (churn_seconds > 0) {
     nlohmann::json rounds = nlohmann::json::array();
     const double rss0 = server_rss();
-    std::printf("churn: 16 clients, valid and invalid requests, a new connection every 8 requests; server RSS before: "
-                "%.1f MiB\n", rss0 / 1048576);
+    std::printf(
+        "churn: 16 clients, valid and invalid requests, a new connection every 8 requests; server "
+        "RSS before: "
+        "%.1f MiB\n",
+        rss0 / 1048576);
     std::atomic<int64_t> ok{0}, refused{0};
     for (int round = 0; round < churn_rounds; ++round) {
       fanout::bench::Measure(16, churn_seconds, [&](int t, int64_t i) -> int64_t {
@@ -234,20 +259,27 @@ int main(int argc, char** argv) {
         }
         thread_local std::string rows;
         auto ids = fanout::bench::RandomIds(kRows, d.node_begin, d.node_end, 5000 * t + i);
-        if (i % 3 == 1) ids[ids.size() / 2] = d.node_end + 5;  // out of range: refused, naming the id
-        if (i % 10 == 9) ids.assign((size_t{1} << 22) + 1, 1);  // one over --max-ids (32 MiB of ids): refused
+        if (i % 3 == 1)
+          ids[ids.size() / 2] = d.node_end + 5;  // out of range: refused, naming the id
+        if (i % 10 == 9)
+          ids.assign((size_t{1} << 22) + 1, 1);  // one over --max-ids (32 MiB of ids): refused
         Status s = c->Features(ids, &rows);
         ++(s.ok() ? ok : refused);
         if (!s.ok() && s.code() != fanout::Status::Code::kInvalidArgument) c.reset();
         return 1;
       });
       const double rss = server_rss();
-      std::printf("churn round %d: server RSS %.1f MiB (%lld answered, %lld refused so far)\n", round + 1, rss / 1048576,
-                  static_cast<long long>(ok.load()), static_cast<long long>(refused.load()));
+      std::printf("churn round %d: server RSS %.1f MiB (%lld answered, %lld refused so far)\n",
+                  round + 1, rss / 1048576, static_cast<long long>(ok.load()),
+                  static_cast<long long>(refused.load()));
       rounds.push_back(rss);
     }
-    cases.push_back({{"case", "churn"}, {"clients", 16}, {"seconds_per_round", churn_seconds},
-                     {"rss_before_bytes", rss0}, {"rss_after_round_bytes", rounds}, {"answered", ok.load()},
+    cases.push_back({{"case", "churn"},
+                     {"clients", 16},
+                     {"seconds_per_round", churn_seconds},
+                     {"rss_before_bytes", rss0},
+                     {"rss_after_round_bytes", rounds},
+                     {"answered", ok.load()},
                      {"refused", refused.load()}});
   }
 
@@ -256,15 +288,18 @@ int main(int argc, char** argv) {
   auto res = http.Get("/stats");
   if (res) {
     auto j = nlohmann::json::parse(res->body);
-    double rss = j["memory"]["rss_bytes"].get<double>(), arrays = j["memory"]["array_bytes"].get<double>();
-    std::printf("server memory: RSS %.1f MiB, arrays %.1f MiB, ratio %.3f (bar <= 1.3)\n", rss / 1048576,
-                arrays / 1048576, rss / arrays);
+    double rss = j["memory"]["rss_bytes"].get<double>(),
+           arrays = j["memory"]["array_bytes"].get<double>();
+    std::printf("server memory: RSS %.1f MiB, arrays %.1f MiB, ratio %.3f (bar <= 1.3)\n",
+                rss / 1048576, arrays / 1048576, rss / arrays);
     std::printf("server /stats throughput (60 s): %s\n", j["throughput"]["60s"].dump().c_str());
-    cases.push_back({{"case", "memory"}, {"rss_bytes", rss}, {"array_bytes", arrays}, {"ratio", rss / arrays}});
+    cases.push_back(
+        {{"case", "memory"}, {"rss_bytes", rss}, {"array_bytes", arrays}, {"ratio", rss / arrays}});
   }
   int exit_code = fanout::bench::StopServerProcess(&server);
   if (own) fs::remove_all(work);
   fanout::bench::WriteJson(json_path, cases);
-  if (exit_code != 0) std::fprintf(stderr, "fanout-server exited with %d after SIGTERM\n", exit_code);
+  if (exit_code != 0)
+    std::fprintf(stderr, "fanout-server exited with %d after SIGTERM\n", exit_code);
   return exit_code == 0 ? 0 : 1;
 }

@@ -91,8 +91,8 @@ struct GpuWorkspace {
   int device = 0;
   PinnedBuffer h_hits, h_misses;  // (slot, position) and (row, position) pairs
   DeviceBuffer d_hits, d_misses;
-  PinnedBuffer h_rows;            // staged miss rows
-  DeviceBuffer d_rows;            // miss rows on the device
+  PinnedBuffer h_rows;  // staged miss rows
+  DeviceBuffer d_rows;  // miss rows on the device
   static Status Grow(PinnedBuffer* b, size_t bytes);
   static Status Grow(DeviceBuffer* b, size_t bytes, int device);
 };
@@ -100,7 +100,8 @@ struct GpuWorkspace {
 class GpuFeatureCache {
  public:
   // options.policy must be kStatic: the device cache holds a fixed hot set.
-  static Status Create(const CacheOptions& options, int device, std::unique_ptr<GpuFeatureCache>* out);
+  static Status Create(const CacheOptions& options, int device,
+                       std::unique_ptr<GpuFeatureCache>* out);
   ~GpuFeatureCache();
 
   // Uploads rows (rows[i] is ids[i]'s row) until the cache is full.
@@ -110,19 +111,19 @@ class GpuFeatureCache {
   // ids.size() * feature_dim floats, row i at d_out + i * feature_dim) and
   // appends the positions of the misses to *misses. Returns once the copies
   // and the kernel have been queued on `stream` (ws must outlive them).
-  Status Gather(ArrayView<const int64_t> ids, float* d_out, std::vector<int64_t>* misses, GpuWorkspace* ws,
-                StreamHandle stream);
+  Status Gather(ArrayView<const int64_t> ids, float* d_out, std::vector<int64_t>* misses,
+                GpuWorkspace* ws, StreamHandle stream);
 
   // Copies host rows (row j for positions[j]) into d_out at those positions:
   // one cudaMemcpyAsync into ws->d_rows, then the scatter kernel. host_rows
   // should be pinned (ws->h_rows) for the copy to be asynchronous DMA.
-  Status ScatterMisses(ArrayView<const int64_t> positions, const float* host_rows, float* d_out, GpuWorkspace* ws,
-                       StreamHandle stream);
+  Status ScatterMisses(ArrayView<const int64_t> positions, const float* host_rows, float* d_out,
+                       GpuWorkspace* ws, StreamHandle stream);
 
   // The same for rows already in device memory (d_rows, row j for positions[j]),
   // e.g. received there by the data plane: no host copy at all.
-  Status ScatterRows(ArrayView<const int64_t> positions, const float* d_rows, float* d_out, GpuWorkspace* ws,
-                     StreamHandle stream);
+  Status ScatterRows(ArrayView<const int64_t> positions, const float* d_rows, float* d_out,
+                     GpuWorkspace* ws, StreamHandle stream);
 
   // Waits for the stream.
   Status Synchronize(StreamHandle stream);
@@ -139,7 +140,8 @@ class GpuFeatureCache {
   CacheOptions options_;
   int device_ = -1;
   int64_t used_ = 0;
-  std::vector<int32_t> slot_of_;  // host mirror of the id index: hits are known without a round trip
+  std::vector<int32_t>
+      slot_of_;  // host mirror of the id index: hits are known without a round trip
   std::unique_ptr<Impl> impl_;
   std::atomic<int64_t> lookups_{0}, hits_{0};
 };

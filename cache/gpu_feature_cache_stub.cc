@@ -5,14 +5,16 @@ namespace fanout::cache {
 
 namespace {
 Status NoCuda() {
-  return Status::NotSupported("Fanout was built without CUDA (FANOUT_WITH_CUDA=OFF or no nvcc): no GPU feature cache");
+  return Status::NotSupported(
+      "Fanout was built without CUDA (FANOUT_WITH_CUDA=OFF or no nvcc): no GPU feature cache");
 }
 }  // namespace
 
 int CudaDeviceCount() { return 0; }
 
 DeviceBuffer::~DeviceBuffer() = default;
-DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept : d_ptr_(o.d_ptr_), size_(o.size_), device_(o.device_) {
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
+    : d_ptr_(o.d_ptr_), size_(o.size_), device_(o.device_) {
   o.d_ptr_ = nullptr;
   o.size_ = 0;
 }
@@ -44,20 +46,29 @@ Status GpuWorkspace::Grow(DeviceBuffer*, size_t, int) { return NoCuda(); }
 
 struct GpuFeatureCache::Impl {};
 GpuFeatureCache::~GpuFeatureCache() = default;
-Status GpuFeatureCache::Create(const CacheOptions&, int, std::unique_ptr<GpuFeatureCache>*) { return NoCuda(); }
-Status GpuFeatureCache::Insert(ArrayView<const int64_t>, const float*, StreamHandle) { return NoCuda(); }
-Status GpuFeatureCache::Gather(ArrayView<const int64_t>, float*, std::vector<int64_t>*, GpuWorkspace*, StreamHandle) {
+Status GpuFeatureCache::Create(const CacheOptions&, int, std::unique_ptr<GpuFeatureCache>*) {
   return NoCuda();
 }
-Status GpuFeatureCache::ScatterMisses(ArrayView<const int64_t>, const float*, float*, GpuWorkspace*, StreamHandle) {
+Status GpuFeatureCache::Insert(ArrayView<const int64_t>, const float*, StreamHandle) {
   return NoCuda();
 }
-Status GpuFeatureCache::ScatterRows(ArrayView<const int64_t>, const float*, float*, GpuWorkspace*, StreamHandle) {
+Status GpuFeatureCache::Gather(ArrayView<const int64_t>, float*, std::vector<int64_t>*,
+                               GpuWorkspace*, StreamHandle) {
+  return NoCuda();
+}
+Status GpuFeatureCache::ScatterMisses(ArrayView<const int64_t>, const float*, float*, GpuWorkspace*,
+                                      StreamHandle) {
+  return NoCuda();
+}
+Status GpuFeatureCache::ScatterRows(ArrayView<const int64_t>, const float*, float*, GpuWorkspace*,
+                                    StreamHandle) {
   return NoCuda();
 }
 Status GpuFeatureCache::Synchronize(StreamHandle) { return NoCuda(); }
 int64_t GpuFeatureCache::device_memory_bytes() const { return 0; }
 CacheStats GpuFeatureCache::stats() const { return {}; }
-Status MeasureGatherBandwidth(int64_t, int64_t, int64_t, int, int, double*, double*) { return NoCuda(); }
+Status MeasureGatherBandwidth(int64_t, int64_t, int64_t, int, int, double*, double*) {
+  return NoCuda();
+}
 
 }  // namespace fanout::cache

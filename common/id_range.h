@@ -14,19 +14,21 @@
 namespace fanout {
 
 struct IdRangeCheck {
-  const char* what = "node";   // what an id is: "node", "seed"
-  bool position = true;        // name the id's position in the list
-  const char* range = "";      // words before the range, e.g. "this partition's range "
+  const char* what = "node";  // what an id is: "node", "seed"
+  bool position = true;       // name the id's position in the list
+  const char* range = "";     // words before the range, e.g. "this partition's range "
 };
 
 // Lookups (caches, sources) name the id and the range only.
 inline constexpr IdRangeCheck kNoPosition{"node", false, ""};
 
 // InvalidArgument naming ids[position] = id and [lo, hi).
-Status IdOutOfRange(int64_t id, size_t position, int64_t lo, int64_t hi, const IdRangeCheck& how = {});
+Status IdOutOfRange(int64_t id, size_t position, int64_t lo, int64_t hi,
+                    const IdRangeCheck& how = {});
 
 // OK when every id is in [lo, hi); else the error for the first one that is not.
-inline Status CheckIdsInRange(ArrayView<const int64_t> ids, int64_t lo, int64_t hi, const IdRangeCheck& how = {}) {
+inline Status CheckIdsInRange(ArrayView<const int64_t> ids, int64_t lo, int64_t hi,
+                              const IdRangeCheck& how = {}) {
   for (size_t i = 0; i < ids.size(); ++i)
     if (ids[i] < lo || ids[i] >= hi) return IdOutOfRange(ids[i], i, lo, hi, how);
   return Status::OK();

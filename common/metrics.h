@@ -22,25 +22,30 @@ class ShardedCounters {
   static constexpr int kShards = 32;
 
   explicit ShardedCounters(int num_counters)
-      : n_(num_counters), stride_((num_counters + 7) / 8 * 8),
+      : n_(num_counters),
+        stride_((num_counters + 7) / 8 * 8),
         cells_(new Cell[static_cast<size_t>(kShards) * stride_]) {}
 
   int size() const { return n_; }
 
   void Add(int counter, int64_t delta) {
-    cells_[static_cast<size_t>(ShardOfThisThread()) * stride_ + counter].v.fetch_add(delta, std::memory_order_relaxed);
+    cells_[static_cast<size_t>(ShardOfThisThread()) * stride_ + counter].v.fetch_add(
+        delta, std::memory_order_relaxed);
   }
 
   int64_t Get(int counter) const {
     int64_t s = 0;
-    for (int sh = 0; sh < kShards; ++sh) s += cells_[static_cast<size_t>(sh) * stride_ + counter].v.load(std::memory_order_relaxed);
+    for (int sh = 0; sh < kShards; ++sh)
+      s += cells_[static_cast<size_t>(sh) * stride_ + counter].v.load(std::memory_order_relaxed);
     return s;
   }
 
   void Snapshot(std::vector<int64_t>* out) const {
     out->assign(n_, 0);
     for (int sh = 0; sh < kShards; ++sh)
-      for (int c = 0; c < n_; ++c) (*out)[c] += cells_[static_cast<size_t>(sh) * stride_ + c].v.load(std::memory_order_relaxed);
+      for (int c = 0; c < n_; ++c)
+        (*out)[c] +=
+            cells_[static_cast<size_t>(sh) * stride_ + c].v.load(std::memory_order_relaxed);
   }
 
  private:
@@ -48,7 +53,8 @@ class ShardedCounters {
     std::atomic<int64_t> v{0};
   };
   static int ShardOfThisThread() {
-    thread_local const int shard = static_cast<int>(std::hash<std::thread::id>()(std::this_thread::get_id()) % kShards);
+    thread_local const int shard =
+        static_cast<int>(std::hash<std::thread::id>()(std::this_thread::get_id()) % kShards);
     return shard;
   }
   int n_;

@@ -36,13 +36,17 @@ class SplitMix64 {
 inline constexpr uint64_t HopKey(uint64_t request_seed, uint64_t hop) {
   return Mix64(Mix64(request_seed + kGolden64) ^ (hop * 0xd1b54a32d192ed03ULL));
 }
-inline constexpr uint64_t NodeKeyIn(uint64_t hop_key, uint64_t node) { return Mix64(hop_key ^ (node + 0x8cb92ba72f3d8dd7ULL)); }
+inline constexpr uint64_t NodeKeyIn(uint64_t hop_key, uint64_t node) {
+  return Mix64(hop_key ^ (node + 0x8cb92ba72f3d8dd7ULL));
+}
 inline constexpr uint64_t NodeKey(uint64_t request_seed, uint64_t hop, uint64_t node) {
   return NodeKeyIn(HopKey(request_seed, hop), node);
 }
 
 // The j-th 64-bit draw under `key`.
-inline constexpr uint64_t Draw(uint64_t key, uint64_t j) { return Mix64(key + (j + 1) * kGolden64); }
+inline constexpr uint64_t Draw(uint64_t key, uint64_t j) {
+  return Mix64(key + (j + 1) * kGolden64);
+}
 
 // Maps a 64-bit draw to [0, n) (Lemire's multiply-shift; bias below n / 2^64).
 inline uint64_t DrawBelow(uint64_t draw, uint64_t n) {

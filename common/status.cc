@@ -9,18 +9,30 @@ const std::string& Status::message() const {
 
 const char* Status::CodeName(Code code) {
   switch (code) {
-    case Code::kOk: return "OK";
-    case Code::kInvalidArgument: return "InvalidArgument";
-    case Code::kNotFound: return "NotFound";
-    case Code::kCorruption: return "Corruption";
-    case Code::kIOError: return "IOError";
-    case Code::kNotSupported: return "NotSupported";
-    case Code::kUnavailable: return "Unavailable";
-    case Code::kDeadlineExceeded: return "DeadlineExceeded";
-    case Code::kInternal: return "Internal";
-    case Code::kResourceExhausted: return "ResourceExhausted";
-    case Code::kAborted: return "Aborted";
-    case Code::kUnauthenticated: return "Unauthenticated";
+    case Code::kOk:
+      return "OK";
+    case Code::kInvalidArgument:
+      return "InvalidArgument";
+    case Code::kNotFound:
+      return "NotFound";
+    case Code::kCorruption:
+      return "Corruption";
+    case Code::kIOError:
+      return "IOError";
+    case Code::kNotSupported:
+      return "NotSupported";
+    case Code::kUnavailable:
+      return "Unavailable";
+    case Code::kDeadlineExceeded:
+      return "DeadlineExceeded";
+    case Code::kInternal:
+      return "Internal";
+    case Code::kResourceExhausted:
+      return "ResourceExhausted";
+    case Code::kAborted:
+      return "Aborted";
+    case Code::kUnauthenticated:
+      return "Unauthenticated";
   }
   return "Unknown";
 }

@@ -42,17 +42,27 @@ class [[nodiscard]] Status {
   Status& operator=(Status&&) noexcept = default;
 
   static Status OK() { return Status(); }
-  static Status InvalidArgument(std::string msg) { return Status(Code::kInvalidArgument, std::move(msg)); }
+  static Status InvalidArgument(std::string msg) {
+    return Status(Code::kInvalidArgument, std::move(msg));
+  }
   static Status NotFound(std::string msg) { return Status(Code::kNotFound, std::move(msg)); }
   static Status Corruption(std::string msg) { return Status(Code::kCorruption, std::move(msg)); }
   static Status IOError(std::string msg) { return Status(Code::kIOError, std::move(msg)); }
-  static Status NotSupported(std::string msg) { return Status(Code::kNotSupported, std::move(msg)); }
+  static Status NotSupported(std::string msg) {
+    return Status(Code::kNotSupported, std::move(msg));
+  }
   static Status Unavailable(std::string msg) { return Status(Code::kUnavailable, std::move(msg)); }
-  static Status DeadlineExceeded(std::string msg) { return Status(Code::kDeadlineExceeded, std::move(msg)); }
+  static Status DeadlineExceeded(std::string msg) {
+    return Status(Code::kDeadlineExceeded, std::move(msg));
+  }
   static Status Internal(std::string msg) { return Status(Code::kInternal, std::move(msg)); }
-  static Status ResourceExhausted(std::string msg) { return Status(Code::kResourceExhausted, std::move(msg)); }
+  static Status ResourceExhausted(std::string msg) {
+    return Status(Code::kResourceExhausted, std::move(msg));
+  }
   static Status Aborted(std::string msg) { return Status(Code::kAborted, std::move(msg)); }
-  static Status Unauthenticated(std::string msg) { return Status(Code::kUnauthenticated, std::move(msg)); }
+  static Status Unauthenticated(std::string msg) {
+    return Status(Code::kUnauthenticated, std::move(msg));
+  }
   // Builds a status from a wire code (e.g. an RPC exception); unknown codes map to kInternal.
   static Status FromCode(int code, std::string msg);
 
@@ -88,8 +98,9 @@ class [[nodiscard]] StatusOr {
   // An OK status carries no value: it becomes an Internal error (as in
   // abseil), so that FANOUT_ASSIGN_OR_RETURN never "succeeds" unassigned.
   StatusOr(Status status)  // NOLINT: implicit by design
-      : v_(status.ok() ? Status::Internal("StatusOr built from an OK status without a value") : std::move(status)) {}
-  StatusOr(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
+      : v_(status.ok() ? Status::Internal("StatusOr built from an OK status without a value")
+                       : std::move(status)) {}
+  StatusOr(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
 
   bool ok() const { return std::holds_alternative<T>(v_); }
   Status status() const { return ok() ? Status::OK() : std::get<Status>(v_); }
@@ -121,17 +132,17 @@ class [[nodiscard]] StatusOr {
 #define FANOUT_CONCAT_(a, b) FANOUT_CONCAT_INNER_(a, b)
 
 // Returns from the enclosing function when `expr` (a Status) is not OK.
-#define FANOUT_RETURN_IF_ERROR(expr)               \
-  do {                                             \
-    ::fanout::Status _fanout_st = (expr);          \
-    if (!_fanout_st.ok()) return _fanout_st;       \
+#define FANOUT_RETURN_IF_ERROR(expr)         \
+  do {                                       \
+    ::fanout::Status _fanout_st = (expr);    \
+    if (!_fanout_st.ok()) return _fanout_st; \
   } while (0)
 
 // `FANOUT_ASSIGN_OR_RETURN(auto x, Fn());`
-#define FANOUT_ASSIGN_OR_RETURN(lhs, expr)                                     \
-  auto FANOUT_CONCAT_(_fanout_so_, __LINE__) = (expr);                         \
-  if (!FANOUT_CONCAT_(_fanout_so_, __LINE__).ok())                             \
-    return FANOUT_CONCAT_(_fanout_so_, __LINE__).status();                     \
+#define FANOUT_ASSIGN_OR_RETURN(lhs, expr)                 \
+  auto FANOUT_CONCAT_(_fanout_so_, __LINE__) = (expr);     \
+  if (!FANOUT_CONCAT_(_fanout_so_, __LINE__).ok())         \
+    return FANOUT_CONCAT_(_fanout_so_, __LINE__).status(); \
   lhs = std::move(FANOUT_CONCAT_(_fanout_so_, __LINE__)).value()
 
 #endif  // FANOUT_COMMON_STATUS_H_

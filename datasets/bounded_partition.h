@@ -65,16 +65,18 @@ struct StreamedGraph {
 // Labels (options.labels_path) and a random split (options.split_fractions)
 // as LoadSnap gives them. `edge_options` are applied while playing
 // (drop_duplicates needs the whole edge list: InvalidArgument).
-Status StreamSnap(const std::string& input, const LoadOptions& options, const EdgeOptions& edge_options,
-                  StreamedGraph* out, std::vector<std::string>* notes);
+Status StreamSnap(const std::string& input, const LoadOptions& options,
+                  const EdgeOptions& edge_options, StreamedGraph* out,
+                  std::vector<std::string>* notes);
 // The R-MAT benchmark graph with the synthetic data LoadRmat gives it,
 // generated again on every play.
 Status StreamRmat(const LoadOptions& options, const EdgeOptions& edge_options, StreamedGraph* out);
 // An OGB node-property folder (as LoadOgb reads it): labels and split kept
 // (9 bytes per node), features converted once into the float32 file
 // `scratch_path` (created, removed with the stream), edges re-read per play.
-Status StreamOgb(const std::string& input, const LoadOptions& options, const EdgeOptions& edge_options,
-                 const std::string& scratch_path, StreamedGraph* out, std::vector<std::string>* notes);
+Status StreamOgb(const std::string& input, const LoadOptions& options,
+                 const EdgeOptions& edge_options, const std::string& scratch_path,
+                 StreamedGraph* out, std::vector<std::string>* notes);
 // A loaded dataset as a stream (formats that are read whole).
 StreamedGraph StreamOf(std::shared_ptr<const RawDataset> ds);
 
@@ -101,9 +103,9 @@ struct BoundedReport {
 // dataset folder `dir` atomically, keeping the process under the memory
 // limit. Errors (limit too small, input errors, a full disk) leave neither
 // `dir` nor a temporary or spill folder behind.
-Status WritePartitionedStream(const StreamedGraph& g, const PartitionOptions& options, const WriteOptions& write,
-                              const BoundedOptions& bounded, const std::string& dir, DatasetMeta* meta_out,
-                              BoundedReport* report);
+Status WritePartitionedStream(const StreamedGraph& g, const PartitionOptions& options,
+                              const WriteOptions& write, const BoundedOptions& bounded,
+                              const std::string& dir, DatasetMeta* meta_out, BoundedReport* report);
 
 // Spill files in a --spill-dir are named "fanout-spill-<pid>-..."; this
 // removes those whose process is gone (a run that was killed).

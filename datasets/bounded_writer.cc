@@ -23,7 +23,8 @@ namespace fs = std::filesystem;
 namespace fanout::datasets {
 
 Status ParseByteSize(const std::string& text, int64_t* bytes) {
-  const std::string bad = "memory size '" + text + "' is not a size (expected e.g. 4G, 512M, 1.5GiB or bytes)";
+  const std::string bad =
+      "memory size '" + text + "' is not a size (expected e.g. 4G, 512M, 1.5GiB or bytes)";
   size_t used = 0;
   double v;
   try {
@@ -33,15 +34,22 @@ Status ParseByteSize(const std::string& text, int64_t* bytes) {
   }
   std::string unit = text.substr(used);
   for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (unit == "IB" || (unit.size() == 3 && unit.substr(1) == "IB")) unit = unit.substr(0, unit.size() - 2);
+  if (unit == "IB" || (unit.size() == 3 && unit.substr(1) == "IB"))
+    unit = unit.substr(0, unit.size() - 2);
   if (unit.size() == 2 && unit[1] == 'B') unit.pop_back();
   double scale;
-  if (unit.empty() || unit == "B") scale = 1;
-  else if (unit == "K") scale = 1024.0;
-  else if (unit == "M") scale = 1024.0 * 1024;
-  else if (unit == "G") scale = 1024.0 * 1024 * 1024;
-  else if (unit == "T") scale = 1024.0 * 1024 * 1024 * 1024;
-  else return Status::InvalidArgument(bad);
+  if (unit.empty() || unit == "B")
+    scale = 1;
+  else if (unit == "K")
+    scale = 1024.0;
+  else if (unit == "M")
+    scale = 1024.0 * 1024;
+  else if (unit == "G")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "T")
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  else
+    return Status::InvalidArgument(bad);
   if (!(v > 0) || !std::isfinite(v) || v * scale >= 9.0e18)
     return Status::InvalidArgument("memory size '" + text + "' must be positive and below 8 EiB");
   *bytes = static_cast<int64_t>(v * scale);
@@ -50,10 +58,14 @@ Status ParseByteSize(const std::string& text, int64_t* bytes) {
 
 std::string FormatBytes(double b) {
   char buf[32];
-  if (b >= 1024.0 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1024.0 * 1024 * 1024));
-  else if (b >= 1024.0 * 1024) std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1024.0 * 1024));
-  else if (b >= 1024.0) std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
-  else std::snprintf(buf, sizeof buf, "%.0f bytes", b);
+  if (b >= 1024.0 * 1024 * 1024)
+    std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1024.0 * 1024 * 1024));
+  else if (b >= 1024.0 * 1024)
+    std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1024.0 * 1024));
+  else if (b >= 1024.0)
+    std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f bytes", b);
   return buf;
 }
 
@@ -62,7 +74,8 @@ int64_t UsableMemoryBytes(std::string* source) {
   int64_t physical = pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : int64_t{4} << 30;
   if (source) *source = "this machine's memory";
   // cgroup v2, then v1: a container's limit, where lower.
-  for (const char* path : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+  for (const char* path :
+       {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
     std::ifstream f(path);
     std::string text;
     if (!(f >> text) || text == "max") continue;
@@ -103,13 +116,16 @@ constexpr int64_t kRecordBytes = sizeof(Record);
 // An append-only spill file with its own buffer.
 class SpillWriter {
  public:
-  SpillWriter(std::string path, size_t buffer_records) : path_(std::move(path)) { buf_.reserve(buffer_records); }
+  SpillWriter(std::string path, size_t buffer_records) : path_(std::move(path)) {
+    buf_.reserve(buffer_records);
+  }
   ~SpillWriter() {
     if (fd_ >= 0) ::close(fd_);
   }
   Status Open() {
     fd_ = ::open(path_.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
-    if (fd_ < 0) return Status::IOError("cannot create spill file " + path_ + ": " + std::strerror(errno));
+    if (fd_ < 0)
+      return Status::IOError("cannot create spill file " + path_ + ": " + std::strerror(errno));
     return Status::OK();
   }
   // False once a write failed (status() says why).
@@ -126,7 +142,8 @@ class SpillWriter {
       ssize_t n = ::write(fd_, p, left);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
-        status_ = Status::IOError("writing spill file " + path_ + " (" + FormatBytes(static_cast<double>(bytes_)) +
+        status_ = Status::IOError("writing spill file " + path_ + " (" +
+                                  FormatBytes(static_cast<double>(bytes_)) +
                                   " written): " + std::strerror(n < 0 ? errno : ENOSPC));
         return status_;
       }
@@ -163,7 +180,8 @@ class SpillWriter {
 template <typename Fn>
 Status ReadSpill(const std::string& path, std::vector<Record>* buf, int64_t* bytes_read, Fn&& fn) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::IOError("cannot open spill file " + path + ": " + std::strerror(errno));
+  if (fd < 0)
+    return Status::IOError("cannot open spill file " + path + ": " + std::strerror(errno));
   posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   char* base = reinterpret_cast<char*>(buf->data());
   const size_t cap = buf->size() * sizeof(Record);
@@ -244,7 +262,9 @@ StreamedGraph StreamOf(std::shared_ptr<const RawDataset> ds) {
       if (!fn(d->src[i], d->dst[i])) break;
     return Status::OK();
   };
-  g.feature_row = [d](int64_t v, float* out) { std::copy_n(d->features.data() + v * d->feature_dim, d->feature_dim, out); };
+  g.feature_row = [d](int64_t v, float* out) {
+    std::copy_n(d->features.data() + v * d->feature_dim, d->feature_dim, out);
+  };
   g.label = [d](int64_t v) { return d->labels[v]; };
   g.split = [d](int64_t v) { return d->split[v]; };
   g.original_id = [d](int64_t v) { return d->original_ids[v]; };
@@ -253,14 +273,19 @@ StreamedGraph StreamOf(std::shared_ptr<const RawDataset> ds) {
   return g;
 }
 
-Status WritePartitionedStream(const StreamedGraph& g, const PartitionOptions& po, const WriteOptions& o,
-                              const BoundedOptions& b, const std::string& dir_in, DatasetMeta* meta_out,
+Status WritePartitionedStream(const StreamedGraph& g, const PartitionOptions& po,
+                              const WriteOptions& o, const BoundedOptions& b,
+                              const std::string& dir_in, DatasetMeta* meta_out,
                               BoundedReport* report_out) {
   if (po.method == PartitionMethod::kMetis && po.num_parts > 1)
     return Status::InvalidArgument(
-        "METIS needs the whole graph in memory; bounded-memory partitioning takes --method random, range or hash");
-  if (o.chunk_nodes < 1) return Status::InvalidArgument("chunk size " + std::to_string(o.chunk_nodes) + " must be positive");
-  if (b.memory_limit_bytes <= 0) return Status::InvalidArgument("the memory limit must be positive");
+        "METIS needs the whole graph in memory; bounded-memory partitioning takes --method random, "
+        "range or hash");
+  if (o.chunk_nodes < 1)
+    return Status::InvalidArgument("chunk size " + std::to_string(o.chunk_nodes) +
+                                   " must be positive");
+  if (b.memory_limit_bytes <= 0)
+    return Status::InvalidArgument("the memory limit must be positive");
   const int64_t n = g.num_nodes, limit = b.memory_limit_bytes;
   const int k = po.num_parts;
   if (n <= 0) return Status::InvalidArgument(g.name + ": the graph has no nodes");
@@ -277,11 +302,13 @@ Status WritePartitionedStream(const StreamedGraph& g, const PartitionOptions& po
   const int64_t spill_buffer = std::clamp<int64_t>(limit / 32 / groups, 64 << 10, kMiB);
   const int64_t read_buffer = 4 * kMiB;
   const int64_t chunk_rows = std::min(o.chunk_nodes, n);
-  const int64_t node_chunk = 2 * chunk_rows * g.feature_dim * (FeatureDTypeSize(o.feature_dtype) + 4) +
-                             chunk_rows * 24 + g.feature_dim * 4;
+  const int64_t node_chunk =
+      2 * chunk_rows * g.feature_dim * (FeatureDTypeSize(o.feature_dtype) + 4) + chunk_rows * 24 +
+      g.feature_dim * 4;
   const int64_t baseline = ResidentSetBytes();
   const int64_t margin = std::max<int64_t>(24 * kMiB, limit / 32);
-  const int64_t fixed = baseline + 2 * write_buffer + 8 * kMiB + groups * spill_buffer + read_buffer + node_chunk + margin;
+  const int64_t fixed = baseline + 2 * write_buffer + 8 * kMiB + groups * spill_buffer +
+                        read_buffer + node_chunk + margin;
   // Per node: the part (4 bytes), the renumbering (8, inverted in place
   // later), the row starts (8); random partitioning shuffles with 8 more
   // before the renumbering exists.
@@ -291,8 +318,9 @@ Status WritePartitionedStream(const StreamedGraph& g, const PartitionOptions& po
   const int64_t min_slice = 16 * kMiB;
   if (edge_budget < min_slice)
     return Status::ResourceExhausted(
-        "--memory-limit " + FormatBytes(static_cast<double>(limit)) + " is too small for " + std::to_string(n) +
-        " nodes: their arrays need " + FormatBytes(static_cast<double>(node_bytes)) + ", buffers " +
+        "--memory-limit " + FormatBytes(static_cast<double>(limit)) + " is too small for " +
+        std::to_string(n) + " nodes: their arrays need " +
+        FormatBytes(static_cast<double>(node_bytes)) + ", buffers " +
         FormatBytes(static_cast<double>(fixed - baseline)) + ", and this process already holds " +
         FormatBytes(static_cast<double>(baseline)) + "; give at least " +
         FormatBytes(static_cast<double>(fixed + node_bytes + min_slice)) +
@@ -302,10 +330,10 @@ Status WritePartitionedStream(const StreamedGraph& g, const PartitionOptions& po
   // Partition, renumber (part by part, input order inside a part).
   std::vector<int32_t> part;
   FANOUT_RETURN_IF_ERROR(ComputeNodePartition(n, g.original_id, po, &part));
-  DatasetMeta meta = detail::BaseMeta(
-      detail::MetaInputs{g.name, g.format, n, 0, g.feature_dim, g.num_classes, g.class_names, g.has_labels,
-                         g.has_split, g.has_names},
-      k, o);
+  DatasetMeta meta =
+      detail::BaseMeta(detail::MetaInputs{g.name, g.format, n, 0, g.feature_dim, g.num_classes,
+                                          g.class_names, g.has_labels, g.has_split, g.has_names},
+                       k, o);
   std::vector<int64_t> perm;  // new id of each input id; later the reverse
   detail::RenumberByPart(part, k, &meta.offsets, &perm);
   PartitionStats& stats = meta.stats;
@@ -316,13 +344,15 @@ Status WritePartitionedStream(const StreamedGraph& g, const PartitionOptions& po
   std::string tmp;
   detail::TempDirGuard guard;
   FANOUT_RETURN_IF_ERROR(detail::CreateTemporary(dir, meta.dataset_id, &tmp, &guard));
-  std::string spill =
-      b.spill_dir.empty() ? tmp + "/spill" : b.spill_dir + "/" + SpillFilePrefix() + meta.dataset_id.substr(0, 8);
+  std::string spill = b.spill_dir.empty()
+                          ? tmp + "/spill"
+                          : b.spill_dir + "/" + SpillFilePrefix() + meta.dataset_id.substr(0, 8);
   detail::TempDirGuard spill_guard;
   {
     std::error_code ec;
     if (!b.spill_dir.empty() && !fs::is_directory(b.spill_dir, ec))
-      return Status::IOError("spill folder " + b.spill_dir + " is not a folder (or does not exist)");
+      return Status::IOError("spill folder " + b.spill_dir +
+                             " is not a folder (or does not exist)");
     if (!b.spill_dir.empty()) RemoveStaleSpillFiles(b.spill_dir);
     if (!fs::create_directory(spill, ec) || ec)
       return Status::IOError("cannot create spill folder " + spill + ": " +
@@ -334,8 +364,8 @@ Status WritePartitionedStream(const StreamedGraph& g, const PartitionOptions& po
   std::vector<int64_t> indptr(n + 1, 0);
   std::vector<std::unique_ptr<SpillWriter>> spills;
   for (int gi = 0; gi < groups; ++gi) {
-    spills.push_back(std::make_unique<SpillWriter>(spill + "/group-" + std::to_string(gi),
-                                                   static_cast<size_t>(spill_buffer / kRecordBytes)));
+    spills.push_back(std::make_unique<SpillWriter>(
+        spill + "/group-" + std::to_string(gi), static_cast<size_t>(spill_buffer / kRecordBytes)));
     FANOUT_RETURN_IF_ERROR(spills.back()->Open());
   }
   auto group_of = [&](int p) { return static_cast<int>(static_cast<int64_t>(p) * groups / k); };
@@ -346,8 +376,9 @@ Status WritePartitionedStream(const StreamedGraph& g, const PartitionOptions& po
     const bool in = o.incoming;
     FANOUT_RETURN_IF_ERROR(g.for_each_edge([&](int64_t s, int64_t d) {
       if (s < 0 || s >= n || d < 0 || d >= n) {
-        edge_error = Status::InvalidArgument("edge " + std::to_string(eid) + " (" + std::to_string(s) + " -> " +
-                                             std::to_string(d) + ") is outside [0, " + std::to_string(n) + ")");
+        edge_error = Status::InvalidArgument("edge " + std::to_string(eid) + " (" +
+                                             std::to_string(s) + " -> " + std::to_string(d) +
+                                             ") is outside [0, " + std::to_string(n) + ")");
         return false;
       }
       const int32_t ps = part[s], pd = part[d];
@@ -369,7 +400,8 @@ Status WritePartitionedStream(const StreamedGraph& g, const PartitionOptions& po
   }
   if (g.num_edges >= 0 && eid != g.num_edges)
     return Status::InvalidArgument(g.name + ": " + std::to_string(eid) + " edges read, " +
-                                   std::to_string(g.num_edges) + " the first time (did the input change?)");
+                                   std::to_string(g.num_edges) +
+                                   " the first time (did the input change?)");
   meta.num_edges = eid;
   FinishPartitionStats(n, eid, &stats);
   std::vector<int32_t>().swap(part);
@@ -407,21 +439,24 @@ Status WritePartitionedStream(const StreamedGraph& g, const PartitionOptions& po
     *z = std::min(meta.offsets[p + 1], *a + o.chunk_nodes);
   };
   for (int p = 0; p < k; ++p) {
-    const int64_t num_chunks = (meta.offsets[p + 1] - meta.offsets[p] + o.chunk_nodes - 1) / o.chunk_nodes;
+    const int64_t num_chunks =
+        (meta.offsets[p + 1] - meta.offsets[p] + o.chunk_nodes - 1) / o.chunk_nodes;
     for (int64_t c0 = 0; c0 < num_chunks;) {
       int64_t c1 = c0, slice_edges = 0, slice_rows = 0, largest = 0;
       while (c1 < num_chunks) {
         int64_t a, z;
         rows_of(p, c1, &a, &z);
         const int64_t ce = indptr[z] - indptr[a], cr = z - a;
-        const int64_t cost = 16 * (slice_edges + ce) + 8 * (slice_rows + cr) + std::max(largest, 3 * (16 * ce + 8 * cr));
+        const int64_t cost = 16 * (slice_edges + ce) + 8 * (slice_rows + cr) +
+                             std::max(largest, 3 * (16 * ce + 8 * cr));
         const bool too_many = b.max_slice_edges > 0 && slice_edges + ce > b.max_slice_edges;
         if (c1 > c0 && (cost > edge_budget || too_many)) break;
         if (cost > edge_budget)
           return Status::ResourceExhausted(
-              "--memory-limit " + FormatBytes(static_cast<double>(limit)) + " is too small: chunk " +
-              std::to_string(c1) + " of partition " + std::to_string(p) + " holds " + std::to_string(ce) +
-              " edges, which need " + FormatBytes(static_cast<double>(cost)) + " with " +
+              "--memory-limit " + FormatBytes(static_cast<double>(limit)) +
+              " is too small: chunk " + std::to_string(c1) + " of partition " + std::to_string(p) +
+              " holds " + std::to_string(ce) + " edges, which need " +
+              FormatBytes(static_cast<double>(cost)) + " with " +
               FormatBytes(static_cast<double>(limit - edge_budget)) +
               " for the rest; raise the limit or write fewer nodes per chunk (--chunk-nodes)");
         slice_edges += ce;
@@ -436,8 +471,8 @@ Status WritePartitionedStream(const StreamedGraph& g, const PartitionOptions& po
     }
   }
 
-  Progress progress("writing " + std::to_string(k) + " partition(s)", " bytes", detail::StorePayloadBytes(meta, name_bytes),
-                    o.quiet);
+  Progress progress("writing " + std::to_string(k) + " partition(s)", " bytes",
+                    detail::StorePayloadBytes(meta, name_bytes), o.quiet);
   std::vector<Record> read_buf(static_cast<size_t>(read_buffer / kRecordBytes));
   std::vector<int64_t> indices(max_edges), edge_ids(max_edges), fill(max_rows), degrees;
   int64_t spill_read = 0;
@@ -445,7 +480,8 @@ Status WritePartitionedStream(const StreamedGraph& g, const PartitionOptions& po
   for (int p = 0; p < k; ++p) {
     const int64_t begin = meta.offsets[p], end = meta.offsets[p + 1];
     std::unique_ptr<detail::PartStoreWriter> w;
-    FANOUT_RETURN_IF_ERROR(detail::PartStoreWriter::Open(tmp + "/part-" + std::to_string(p), write_buffer, &w));
+    FANOUT_RETURN_IF_ERROR(
+        detail::PartStoreWriter::Open(tmp + "/part-" + std::to_string(p), write_buffer, &w));
     FANOUT_RETURN_IF_ERROR(w->PutInfo(meta, p, indptr[end] - indptr[begin]));
     for (; next < plan.size() && plan[next].p == p; ++next) {
       const Slice& sl = plan[next];
@@ -454,20 +490,22 @@ Status WritePartitionedStream(const StreamedGraph& g, const PartitionOptions& po
       rows_of(p, sl.c1 - 1, &unused, &rz);
       const int64_t e0 = indptr[ra];
       for (int64_t r = ra; r < rz; ++r) fill[r - ra] = indptr[r] - e0;
-      FANOUT_RETURN_IF_ERROR(ReadSpill(spills[group_of(p)]->path(), &read_buf, &spill_read, [&](const Record& rec) {
-        if (rec.row < ra || rec.row >= rz) return;
-        const int64_t pos = fill[rec.row - ra]++;
-        indices[pos] = rec.nbr;
-        edge_ids[pos] = rec.eid;
-      }));
+      FANOUT_RETURN_IF_ERROR(
+          ReadSpill(spills[group_of(p)]->path(), &read_buf, &spill_read, [&](const Record& rec) {
+            if (rec.row < ra || rec.row >= rz) return;
+            const int64_t pos = fill[rec.row - ra]++;
+            indices[pos] = rec.nbr;
+            edge_ids[pos] = rec.eid;
+          }));
       for (int64_t c = sl.c0; c < sl.c1; ++c) {
         int64_t a, z;
         rows_of(p, c, &a, &z);
         degrees.resize(z - a);
         for (int64_t x = a; x < z; ++x) degrees[x - a] = indptr[x + 1] - indptr[x];
         const int64_t ea = indptr[a] - e0, ez = indptr[z] - e0;
-        FANOUT_RETURN_IF_ERROR(w->PutAdjChunk(c, degrees, ArrayView<const int64_t>(indices.data() + ea, ez - ea),
-                                              ArrayView<const int64_t>(edge_ids.data() + ea, ez - ea)));
+        FANOUT_RETURN_IF_ERROR(
+            w->PutAdjChunk(c, degrees, ArrayView<const int64_t>(indices.data() + ea, ez - ea),
+                           ArrayView<const int64_t>(edge_ids.data() + ea, ez - ea)));
         FANOUT_RETURN_IF_ERROR(w->PutNodeChunks(meta, c, old_of_new.data() + a, z - a, nodes));
         progress.Update(report.store_bytes + w->bytes_written());
       }
@@ -478,8 +516,8 @@ Status WritePartitionedStream(const StreamedGraph& g, const PartitionOptions& po
   }
   if (g.node_status) FANOUT_RETURN_IF_ERROR(g.node_status());
   progress.Update(report.store_bytes);
-  progress.Done(std::to_string(report.slices) + " slice(s), " + FormatBytes(static_cast<double>(spill_read)) +
-                " of spill read back");
+  progress.Done(std::to_string(report.slices) + " slice(s), " +
+                FormatBytes(static_cast<double>(spill_read)) + " of spill read back");
   report.spill_read_bytes = spill_read;
   spills.clear();
   {

@@ -15,47 +15,53 @@ Status RawDataset::Validate() const {
                                    std::to_string(edge_times.size()) + " timestamps");
   for (size_t i = 0; i < src.size(); ++i) {
     if (src[i] < 0 || src[i] >= num_nodes || dst[i] < 0 || dst[i] >= num_nodes)
-      return Status::InvalidArgument("edge " + std::to_string(i) + " (" + std::to_string(src[i]) + " -> " +
-                                     std::to_string(dst[i]) + ") is outside [0, " + std::to_string(num_nodes) + ")");
+      return Status::InvalidArgument("edge " + std::to_string(i) + " (" + std::to_string(src[i]) +
+                                     " -> " + std::to_string(dst[i]) + ") is outside [0, " +
+                                     std::to_string(num_nodes) + ")");
   }
   if (!features.empty() && static_cast<int64_t>(features.size()) != num_nodes * feature_dim)
-    return Status::InvalidArgument("features hold " + std::to_string(features.size()) + " values, expected " +
-                                   std::to_string(num_nodes) + " x " + std::to_string(feature_dim));
+    return Status::InvalidArgument("features hold " + std::to_string(features.size()) +
+                                   " values, expected " + std::to_string(num_nodes) + " x " +
+                                   std::to_string(feature_dim));
   if (!labels.empty()) {
     if (static_cast<int64_t>(labels.size()) != num_nodes)
-      return Status::InvalidArgument("labels hold " + std::to_string(labels.size()) + " values, expected " +
-                                     std::to_string(num_nodes));
+      return Status::InvalidArgument("labels hold " + std::to_string(labels.size()) +
+                                     " values, expected " + std::to_string(num_nodes));
     for (int64_t v = 0; v < num_nodes; ++v)
       if (labels[v] < -1 || labels[v] >= num_classes)
-        return Status::InvalidArgument("node " + std::to_string(v) + " has label " + std::to_string(labels[v]) +
-                                       ", outside [0, " + std::to_string(num_classes) + ")");
+        return Status::InvalidArgument("node " + std::to_string(v) + " has label " +
+                                       std::to_string(labels[v]) + ", outside [0, " +
+                                       std::to_string(num_classes) + ")");
   }
   if (!split.empty() && static_cast<int64_t>(split.size()) != num_nodes)
-    return Status::InvalidArgument("split has " + std::to_string(split.size()) + " entries, expected " +
-                                   std::to_string(num_nodes));
+    return Status::InvalidArgument("split has " + std::to_string(split.size()) +
+                                   " entries, expected " + std::to_string(num_nodes));
   if (hetero()) {
     if (static_cast<int64_t>(node_type.size()) != num_nodes)
-      return Status::InvalidArgument("node types hold " + std::to_string(node_type.size()) + " entries, expected " +
-                                     std::to_string(num_nodes));
+      return Status::InvalidArgument("node types hold " + std::to_string(node_type.size()) +
+                                     " entries, expected " + std::to_string(num_nodes));
     if (edge_type.size() != src.size())
-      return Status::InvalidArgument("edge types hold " + std::to_string(edge_type.size()) + " entries for " +
-                                     std::to_string(src.size()) + " edges");
-    const int32_t T = static_cast<int32_t>(node_types.size()), R = static_cast<int32_t>(edge_types.size());
+      return Status::InvalidArgument("edge types hold " + std::to_string(edge_type.size()) +
+                                     " entries for " + std::to_string(src.size()) + " edges");
+    const int32_t T = static_cast<int32_t>(node_types.size()),
+                  R = static_cast<int32_t>(edge_types.size());
     for (int64_t v = 0; v < num_nodes; ++v)
       if (node_type[v] < 0 || node_type[v] >= T)
-        return Status::InvalidArgument("node " + std::to_string(v) + " has node type " + std::to_string(node_type[v]) +
-                                       ", outside [0, " + std::to_string(T) + ")");
+        return Status::InvalidArgument("node " + std::to_string(v) + " has node type " +
+                                       std::to_string(node_type[v]) + ", outside [0, " +
+                                       std::to_string(T) + ")");
     for (size_t i = 0; i < src.size(); ++i) {
       const int32_t e = edge_type[i];
       if (e < 0 || e >= R)
-        return Status::InvalidArgument("edge " + std::to_string(i) + " has edge type " + std::to_string(e) +
-                                       ", outside [0, " + std::to_string(R) + ")");
+        return Status::InvalidArgument("edge " + std::to_string(i) + " has edge type " +
+                                       std::to_string(e) + ", outside [0, " + std::to_string(R) +
+                                       ")");
       if (node_type[src[i]] != edge_types[e].src || node_type[dst[i]] != edge_types[e].dst)
-        return Status::InvalidArgument("edge " + std::to_string(i) + " (" + std::to_string(src[i]) + " -> " +
-                                       std::to_string(dst[i]) + ") of type " + edge_types[e].rel +
-                                       " joins node types " + node_types[node_type[src[i]]] + " -> " +
-                                       node_types[node_type[dst[i]]] + ", not " + node_types[edge_types[e].src] +
-                                       " -> " + node_types[edge_types[e].dst]);
+        return Status::InvalidArgument(
+            "edge " + std::to_string(i) + " (" + std::to_string(src[i]) + " -> " +
+            std::to_string(dst[i]) + ") of type " + edge_types[e].rel + " joins node types " +
+            node_types[node_type[src[i]]] + " -> " + node_types[node_type[dst[i]]] + ", not " +
+            node_types[edge_types[e].src] + " -> " + node_types[edge_types[e].dst]);
     }
     sampler::HeteroSchema schema;  // names and feature dims (bounds are the writer's)
     schema.node_types = node_types;
@@ -63,7 +69,8 @@ Status RawDataset::Validate() const {
     schema.type_bounds.assign(node_types.size() + 1, num_nodes);
     schema.type_bounds[0] = 0;
     schema.feature_dims = type_feature_dims;
-    FANOUT_RETURN_IF_ERROR(schema.Check(1, num_nodes, features.empty() ? 0 : feature_dim).WithContext("dataset types"));
+    FANOUT_RETURN_IF_ERROR(schema.Check(1, num_nodes, features.empty() ? 0 : feature_dim)
+                               .WithContext("dataset types"));
     if (!edge_times.empty())
       return Status::InvalidArgument("edge timestamps on a heterogeneous graph are not supported");
   } else if (!node_type.empty() || !edge_type.empty()) {
@@ -137,8 +144,8 @@ std::string ApplyEdgeOptions(const EdgeOptions& options, RawDataset* ds) {
     });
     std::vector<uint8_t> keep(n, 1);
     for (size_t i = 1; i < n; ++i)
-      if (ds->src[order[i]] == ds->src[order[i - 1]] && ds->dst[order[i]] == ds->dst[order[i - 1]] &&
-          type_of(order[i]) == type_of(order[i - 1]))
+      if (ds->src[order[i]] == ds->src[order[i - 1]] &&
+          ds->dst[order[i]] == ds->dst[order[i - 1]] && type_of(order[i]) == type_of(order[i - 1]))
         keep[order[i]] = 0;  // stable sort: order[i-1] came first in input order
     size_t w = 0;
     for (size_t i = 0; i < n; ++i) {
@@ -160,7 +167,8 @@ std::string ApplyEdgeOptions(const EdgeOptions& options, RawDataset* ds) {
 
 Status CheckStreamable(const EdgeOptions& options) {
   if (options.drop_duplicates)
-    return Status::InvalidArgument("--drop-duplicates needs the whole edge list in memory; it cannot be streamed");
+    return Status::InvalidArgument(
+        "--drop-duplicates needs the whole edge list in memory; it cannot be streamed");
   return Status::OK();
 }
 

@@ -25,22 +25,22 @@ struct RawDataset {
   // Optional: a timestamp per edge (same positions), for temporal sampling.
   std::vector<int64_t> edge_times;
   int64_t feature_dim = 0;
-  std::vector<float> features;             // num_nodes * feature_dim, row-major; may be empty
-  std::vector<int64_t> labels;             // num_nodes; -1 = unknown; empty when unlabeled
+  std::vector<float> features;  // num_nodes * feature_dim, row-major; may be empty
+  std::vector<int64_t> labels;  // num_nodes; -1 = unknown; empty when unlabeled
   int64_t num_classes = 0;
-  std::vector<std::string> class_names;    // optional, index = class
-  std::vector<uint8_t> split;              // num_nodes Split values; empty when no split
-  std::vector<int64_t> original_ids;       // num_nodes; the id in the source files
-  std::vector<std::string> original_names; // optional: source ids that are not integers
+  std::vector<std::string> class_names;     // optional, index = class
+  std::vector<uint8_t> split;               // num_nodes Split values; empty when no split
+  std::vector<int64_t> original_ids;        // num_nodes; the id in the source files
+  std::vector<std::string> original_names;  // optional: source ids that are not integers
   // Heterogeneous graphs (sampler/hetero.h); all empty for a homogeneous one.
   // Node ids are dense over all types; node_type[v] / edge_type[i] index
   // node_types / edge_types. Features are num_nodes x feature_dim (the widest
   // type's width, zero-padded); type t's own columns are type_feature_dims[t].
   std::vector<std::string> node_types;
   std::vector<sampler::EdgeType> edge_types;
-  std::vector<int32_t> node_type;           // num_nodes
-  std::vector<int32_t> edge_type;           // one per edge
-  std::vector<int64_t> type_feature_dims;   // one per node type
+  std::vector<int32_t> node_type;          // num_nodes
+  std::vector<int32_t> edge_type;          // one per edge
+  std::vector<int64_t> type_feature_dims;  // one per node type
 
   bool hetero() const { return !node_types.empty(); }
   // Index of a node type name, or -1.
@@ -57,10 +57,11 @@ struct RawDataset {
 
 // Edge-list clean-ups, applied in this order by ApplyEdgeOptions().
 struct EdgeOptions {
-  bool drop_self_loops = false;   // remove u -> u edges (default keep)
-  bool make_undirected = false;   // add v -> u for every u -> v (default off); heterogeneous
-                                  // graphs get a reverse edge type (d, rev_r, s) per (s, r, d), as PyG's ToUndirected
-  bool drop_duplicates = false;   // keep the first of equal (u, v) edges (default keep)
+  bool drop_self_loops = false;  // remove u -> u edges (default keep)
+  bool make_undirected =
+      false;  // add v -> u for every u -> v (default off); heterogeneous
+              // graphs get a reverse edge type (d, rev_r, s) per (s, r, d), as PyG's ToUndirected
+  bool drop_duplicates = false;  // keep the first of equal (u, v) edges (default keep)
 };
 
 // Returns a one-line summary of what was changed ("dropped 124 self-loops, ...").

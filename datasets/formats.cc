@@ -14,8 +14,8 @@
 namespace fanout::datasets {
 
 const std::vector<std::string>& FormatNames() {
-  static const std::vector<std::string> kNames = {"linqs", "planetoid", "ogb", "ogb-hetero", "movielens",
-                                                     "snap", "rmat"};
+  static const std::vector<std::string> kNames = {"linqs",     "planetoid", "ogb", "ogb-hetero",
+                                                  "movielens", "snap",      "rmat"};
   return kNames;
 }
 
@@ -29,20 +29,27 @@ std::string WithOptionalGz(const std::string& base) {
 Status CheckSplitFractions(const std::vector<double>& f) {
   if (f.empty()) return Status::OK();
   if (f.size() != 3)
-    return Status::InvalidArgument("split fractions need 3 values (train,val,test), got " + std::to_string(f.size()));
+    return Status::InvalidArgument("split fractions need 3 values (train,val,test), got " +
+                                   std::to_string(f.size()));
   double sum = 0;
   for (double x : f) {
-    if (!(x >= 0) || x > 1) return Status::InvalidArgument("split fraction " + std::to_string(x) + " is outside [0, 1]");
+    if (!(x >= 0) || x > 1)
+      return Status::InvalidArgument("split fraction " + std::to_string(x) + " is outside [0, 1]");
     sum += x;
   }
-  if (sum > 1 + 1e-9) return Status::InvalidArgument("split fractions sum to " + std::to_string(sum) + " > 1");
+  if (sum > 1 + 1e-9)
+    return Status::InvalidArgument("split fractions sum to " + std::to_string(sum) + " > 1");
   return Status::OK();
 }
 
 uint8_t RandomSplitOf(const std::vector<double>& f, uint64_t seed, int64_t v) {
   const double sum = f[0] + f[1] + f[2];
-  double u = static_cast<double>(Mix64(Mix64(seed + kGolden64) ^ static_cast<uint64_t>(v)) >> 11) * 0x1.0p-53;
-  Split s = u < f[0] ? Split::kTrain : u < f[0] + f[1] ? Split::kVal : u < sum ? Split::kTest : Split::kNone;
+  double u = static_cast<double>(Mix64(Mix64(seed + kGolden64) ^ static_cast<uint64_t>(v)) >> 11) *
+             0x1.0p-53;
+  Split s = u < f[0]          ? Split::kTrain
+            : u < f[0] + f[1] ? Split::kVal
+            : u < sum         ? Split::kTest
+                              : Split::kNone;
   return static_cast<uint8_t>(s);
 }
 
@@ -58,14 +65,24 @@ Status LoadDataset(const std::string& format, const std::string& input, const Lo
                    RawDataset* out, std::vector<std::string>* notes) {
   *out = RawDataset();
   Status st;
-  if (format == "linqs") st = LoadLinqs(input, options, out, notes);
-  else if (format == "planetoid") st = LoadPlanetoid(input, options, out, notes);
-  else if (format == "ogb") st = LoadOgb(input, options, out, notes);
-  else if (format == "ogb-hetero") st = LoadOgbHetero(input, options, out, notes);
-  else if (format == "movielens") st = LoadMovieLens(input, options, out, notes);
-  else if (format == "snap") st = LoadSnap(input, options, out, notes);
-  else if (format == "rmat") st = LoadRmat(options, out, notes);
-  else return Status::InvalidArgument("unknown format '" + format + "' (known: linqs, planetoid, ogb, ogb-hetero, movielens, snap, rmat)");
+  if (format == "linqs")
+    st = LoadLinqs(input, options, out, notes);
+  else if (format == "planetoid")
+    st = LoadPlanetoid(input, options, out, notes);
+  else if (format == "ogb")
+    st = LoadOgb(input, options, out, notes);
+  else if (format == "ogb-hetero")
+    st = LoadOgbHetero(input, options, out, notes);
+  else if (format == "movielens")
+    st = LoadMovieLens(input, options, out, notes);
+  else if (format == "snap")
+    st = LoadSnap(input, options, out, notes);
+  else if (format == "rmat")
+    st = LoadRmat(options, out, notes);
+  else
+    return Status::InvalidArgument(
+        "unknown format '" + format +
+        "' (known: linqs, planetoid, ogb, ogb-hetero, movielens, snap, rmat)");
   if (!st.ok()) return st;
   if (out->format.empty()) out->format = format;
   return out->Validate();
@@ -74,16 +91,23 @@ Status LoadDataset(const std::string& format, const std::string& input, const Lo
 namespace {
 
 Status CheckRmatData(const LoadOptions& options) {
-  if (options.feature_dim < 0) return Status::InvalidArgument("feature dim " + std::to_string(options.feature_dim) + " is negative");
-  if (options.num_classes < 0) return Status::InvalidArgument("num classes " + std::to_string(options.num_classes) + " is negative");
+  if (options.feature_dim < 0)
+    return Status::InvalidArgument("feature dim " + std::to_string(options.feature_dim) +
+                                   " is negative");
+  if (options.num_classes < 0)
+    return Status::InvalidArgument("num classes " + std::to_string(options.num_classes) +
+                                   " is negative");
   if (options.rmat_node_types < 0 || options.rmat_node_types > 64)
-    return Status::InvalidArgument("R-MAT node types " + std::to_string(options.rmat_node_types) + " is outside [0, 64]");
+    return Status::InvalidArgument("R-MAT node types " + std::to_string(options.rmat_node_types) +
+                                   " is outside [0, 64]");
   return CheckSplitFractions(options.split_fractions);
 }
 
 // Node v's synthetic features: uniform [-1, 1) values, a pure function of
 // (seed, node, column).
-uint64_t RmatFeatureKey(uint64_t seed, int64_t v) { return Mix64(Mix64(seed ^ 0x5eedfea7ULL) ^ static_cast<uint64_t>(v)); }
+uint64_t RmatFeatureKey(uint64_t seed, int64_t v) {
+  return Mix64(Mix64(seed ^ 0x5eedfea7ULL) ^ static_cast<uint64_t>(v));
+}
 float RmatFeature(uint64_t key, int64_t j) {
   return static_cast<float>(static_cast<double>(Draw(key, j) >> 40) * 0x1.0p-23 - 1.0);
 }
@@ -123,7 +147,8 @@ Status LoadRmat(const LoadOptions& options, RawDataset* out, std::vector<std::st
   const int64_t e_total = r.edge_factor * out->num_nodes;
   out->src.reserve(e_total);
   out->dst.reserve(e_total);
-  Progress progress("generating R-MAT scale " + std::to_string(r.scale), " edges", e_total, options.quiet);
+  Progress progress("generating R-MAT scale " + std::to_string(r.scale), " edges", e_total,
+                    options.quiet);
   int64_t done = 0;
   FANOUT_RETURN_IF_ERROR(ForEachRmatEdge(r, [&](int64_t s, int64_t d) {
     out->src.push_back(s);
@@ -135,7 +160,8 @@ Status LoadRmat(const LoadOptions& options, RawDataset* out, std::vector<std::st
   if (options.edge_times) {  // synthetic: uniform in [0, 2^30), a seeded hash of the edge's index
     out->edge_times.resize(out->src.size());
     for (size_t i = 0; i < out->src.size(); ++i)
-      out->edge_times[i] = static_cast<int64_t>(Mix64(options.seed * kGolden64 ^ (i + 0x7e3a)) >> 34);
+      out->edge_times[i] =
+          static_cast<int64_t>(Mix64(options.seed * kGolden64 ^ (i + 0x7e3a)) >> 34);
   }
   out->original_ids.resize(out->num_nodes);
   for (int64_t v = 0; v < out->num_nodes; ++v) out->original_ids[v] = v;
@@ -156,13 +182,15 @@ Status LoadRmat(const LoadOptions& options, RawDataset* out, std::vector<std::st
   if (d > 0) {
     out->feature_dim = d;
     out->features.resize(static_cast<size_t>(out->num_nodes * d));
-    for (int64_t v = 0; v < out->num_nodes; ++v) RmatFeatureRow(options.seed, v, d, out->features.data() + v * d);
+    for (int64_t v = 0; v < out->num_nodes; ++v)
+      RmatFeatureRow(options.seed, v, d, out->features.data() + v * d);
   }
   if (c > 0) {
     out->num_classes = c;
     out->labels.resize(out->num_nodes);
     for (int64_t v = 0; v < out->num_nodes; ++v)
-      out->labels[v] = RmatLabel(options.seed, v, d > 0 ? out->features.data() + v * d : nullptr, d, c);
+      out->labels[v] =
+          RmatLabel(options.seed, v, d > 0 ? out->features.data() + v * d : nullptr, d, c);
   }
   return AssignRandomSplit(options.split_fractions, options.seed, out);
 }
@@ -170,11 +198,14 @@ Status LoadRmat(const LoadOptions& options, RawDataset* out, std::vector<std::st
 Status StreamRmat(const LoadOptions& options, const EdgeOptions& edge_options, StreamedGraph* out) {
   FANOUT_RETURN_IF_ERROR(CheckStreamable(edge_options));
   if (options.edge_times)
-    return Status::InvalidArgument("edge timestamps are generated whole (the in-memory writer), not streamed");
+    return Status::InvalidArgument(
+        "edge timestamps are generated whole (the in-memory writer), not streamed");
   if (options.rmat_node_types > 0)
-    return Status::InvalidArgument("node and edge types are generated whole (the in-memory writer), not streamed");
+    return Status::InvalidArgument(
+        "node and edge types are generated whole (the in-memory writer), not streamed");
   FANOUT_RETURN_IF_ERROR(CheckRmatData(options));
-  FANOUT_RETURN_IF_ERROR(ForEachRmatEdgeWhile(options.rmat, [](int64_t, int64_t) { return false; }));  // checks the options
+  FANOUT_RETURN_IF_ERROR(ForEachRmatEdgeWhile(
+      options.rmat, [](int64_t, int64_t) { return false; }));  // checks the options
   const RmatOptions r = options.rmat;
   const uint64_t seed = options.seed;
   const int64_t d = options.feature_dim, c = options.num_classes;
@@ -183,7 +214,8 @@ Status StreamRmat(const LoadOptions& options, const EdgeOptions& edge_options, S
   out->name = "rmat-" + std::to_string(r.scale);
   out->format = "rmat";
   out->num_nodes = int64_t{1} << r.scale;
-  if (!edge_options.drop_self_loops && !edge_options.make_undirected) out->num_edges = r.edge_factor * out->num_nodes;
+  if (!edge_options.drop_self_loops && !edge_options.make_undirected)
+    out->num_edges = r.edge_factor * out->num_nodes;
   out->feature_dim = d;
   out->num_classes = c;
   out->has_labels = c > 0;
@@ -199,14 +231,18 @@ Status StreamRmat(const LoadOptions& options, const EdgeOptions& edge_options, S
   return Status::OK();
 }
 
-Status CheckFitsInMemory(const std::string& what, double count, double bytes_each, int64_t limit_bytes) {
+Status CheckFitsInMemory(const std::string& what, double count, double bytes_each,
+                         int64_t limit_bytes) {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  const double physical = pages > 0 && page > 0 ? static_cast<double>(pages) * page : 64.0 * (1 << 30);
-  const double memory = limit_bytes > 0 ? std::min(physical, static_cast<double>(limit_bytes)) : physical;
+  const double physical =
+      pages > 0 && page > 0 ? static_cast<double>(pages) * page : 64.0 * (1 << 30);
+  const double memory =
+      limit_bytes > 0 ? std::min(physical, static_cast<double>(limit_bytes)) : physical;
   const double bytes = count * bytes_each;
   if (count < 0 || bytes > memory) {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "%.0f values of %.0f bytes (%.1f GiB), more than the %.1f GiB of memory allowed",
+    std::snprintf(buf, sizeof buf,
+                  "%.0f values of %.0f bytes (%.1f GiB), more than the %.1f GiB of memory allowed",
                   count, bytes_each, bytes / (1 << 30), memory / (1 << 30));
     return Status::ResourceExhausted(what + buf);
   }

@@ -63,7 +63,8 @@ Status LoadLinqs(const std::string& input, const LoadOptions& options, RawDatase
 // Planetoid plain split folder: edges.txt, labels.txt, [features.txt], split_{train,val,test}.txt.
 Status LoadPlanetoid(const std::string& input, const LoadOptions& options, RawDataset* out,
                      std::vector<std::string>* notes);
-// OGB node-property folder: raw/{edge,node-feat,node-label,num-node-list}.csv[.gz], split/<name>/{train,valid,test}.csv[.gz].
+// OGB node-property folder: raw/{edge,node-feat,node-label,num-node-list}.csv[.gz],
+// split/<name>/{train,valid,test}.csv[.gz].
 Status LoadOgb(const std::string& input, const LoadOptions& options, RawDataset* out,
                std::vector<std::string>* notes);
 // OGB heterogeneous node-property folder (ogbn-mag's layout):
@@ -94,14 +95,16 @@ Status LoadRmat(const LoadOptions& options, RawDataset* out, std::vector<std::st
 std::string WithOptionalGz(const std::string& base);
 // Reads one node id per line into (*split)[id] = value; a node already in
 // another split is an error naming file and line.
-Status ReadSplitFile(const std::string& path, int64_t num_nodes, Split value, std::vector<uint8_t>* split);
+Status ReadSplitFile(const std::string& path, int64_t num_nodes, Split value,
+                     std::vector<uint8_t>* split);
 
 // OK when `count` values of `bytes_each` bytes fit in `limit_bytes` (0 = this
 // machine's physical memory); else ResourceExhausted naming `what` (a file
 // and line, or a value) and the sizes. Readers call it before sizing an array
 // from a count the input declares (a damaged header must not become a huge
 // allocation).
-Status CheckFitsInMemory(const std::string& what, double count, double bytes_each, int64_t limit_bytes = 0);
+Status CheckFitsInMemory(const std::string& what, double count, double bytes_each,
+                         int64_t limit_bytes = 0);
 // Checks train,val,test fractions (3 values in [0, 1], summing to at most 1;
 // empty = no split).
 Status CheckSplitFractions(const std::vector<double>& fractions);

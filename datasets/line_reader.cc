@@ -20,7 +20,8 @@ Status LineReader::Open(const std::string& path, std::unique_ptr<LineReader>* ou
     if (errno == ENOENT) return Status::NotFound(path + ": no such file");
     return Status::IOError(path + ": " + std::strerror(errno));
   }
-  if (S_ISDIR(st.st_mode)) return Status::InvalidArgument(path + ": is a directory, expected a file");
+  if (S_ISDIR(st.st_mode))
+    return Status::InvalidArgument(path + ": is a directory, expected a file");
   FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) return Status::IOError(path + ": " + std::strerror(errno));
   unsigned char magic[2] = {0, 0};
@@ -39,7 +40,8 @@ Status LineReader::Open(const std::string& path, std::unique_ptr<LineReader>* ou
     r->file_ = f;
   }
   // A small plain file needs no 4 MiB block (a long line grows it anyway).
-  r->buf_.resize(r->gz_ ? kBlock : std::clamp<size_t>(static_cast<size_t>(st.st_size) + 1, 4096, kBlock));
+  r->buf_.resize(r->gz_ ? kBlock
+                        : std::clamp<size_t>(static_cast<size_t>(st.st_size) + 1, 4096, kBlock));
   *out = std::move(r);
   return Status::OK();
 }
@@ -70,8 +72,8 @@ bool LineReader::Refill() {
     if (r < 0) {
       int err = 0;
       const char* msg = gzerror(static_cast<gzFile>(gz_), &err);
-      status_ = Status::Corruption(path_ + ": gzip error after line " + std::to_string(line_number_) +
-                                   ": " + (msg ? msg : "unknown"));
+      status_ = Status::Corruption(path_ + ": gzip error after line " +
+                                   std::to_string(line_number_) + ": " + (msg ? msg : "unknown"));
       return false;
     }
     n = r;

@@ -19,11 +19,13 @@ bool IsDir(const std::string& p) {
 }
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // Finds <prefix>.content[.gz] and <prefix>.cites from a folder or a prefix.
-Status FindLinqsFiles(const std::string& input, std::string* content, std::string* cites, std::string* name) {
+Status FindLinqsFiles(const std::string& input, std::string* content, std::string* cites,
+                      std::string* name) {
   std::string prefix;
   if (IsDir(input)) {
     DIR* d = opendir(input.c_str());
@@ -35,13 +37,15 @@ Status FindLinqsFiles(const std::string& input, std::string* content, std::strin
     }
     closedir(d);
     std::sort(found.begin(), found.end());
-    if (found.empty()) return Status::NotFound(input + ": no *.content or *.content.gz file in this folder");
+    if (found.empty())
+      return Status::NotFound(input + ": no *.content or *.content.gz file in this folder");
     std::string f = found[0];
     std::string stem = f.substr(0, f.find(".content"));
     for (const auto& other : found)
       if (other.substr(0, other.find(".content")) != stem)
-        return Status::InvalidArgument(input + ": several LINQS datasets here (" + f + ", " + other +
-                                       "); pass the path prefix, e.g. " + input + "/" + stem);
+        return Status::InvalidArgument(input + ": several LINQS datasets here (" + f + ", " +
+                                       other + "); pass the path prefix, e.g. " + input + "/" +
+                                       stem);
     prefix = input + "/" + stem;
   } else {
     prefix = input;
@@ -81,7 +85,8 @@ Status LoadLinqs(const std::string& input, const LoadOptions& options, RawDatase
     if (dim < 0) dim = width;
     if (width != dim)
       return Status::InvalidArgument(r->Where() + "feature row has " + std::to_string(width) +
-                                     " values, expected " + std::to_string(dim) + " (as on line 1)");
+                                     " values, expected " + std::to_string(dim) +
+                                     " (as on line 1)");
     std::string id(fields[0]);
     if (!index.emplace(id, static_cast<int64_t>(ids.size())).second)
       return Status::InvalidArgument(r->Where() + "paper id '" + id + "' appears twice");
@@ -118,7 +123,8 @@ Status LoadLinqs(const std::string& input, const LoadOptions& options, RawDatase
   // integer id is the line index.
   bool numeric = true;
   out->original_ids.resize(out->num_nodes);
-  for (int64_t v = 0; v < out->num_nodes && numeric; ++v) numeric = ParseInt64(ids[v], &out->original_ids[v]);
+  for (int64_t v = 0; v < out->num_nodes && numeric; ++v)
+    numeric = ParseInt64(ids[v], &out->original_ids[v]);
   if (!numeric) {
     for (int64_t v = 0; v < out->num_nodes; ++v) out->original_ids[v] = v;
     out->original_names = ids;
@@ -137,8 +143,9 @@ Status LoadLinqs(const std::string& input, const LoadOptions& options, RawDatase
     auto citing = index.find(std::string(fields[1]));
     if (cited == index.end() || citing == index.end()) {
       if (++unknown <= 3)
-        examples += (examples.empty() ? "" : ", ") + std::string("line ") + std::to_string(r->line_number()) +
-                    " ('" + std::string(cited == index.end() ? fields[0] : fields[1]) + "')";
+        examples += (examples.empty() ? "" : ", ") + std::string("line ") +
+                    std::to_string(r->line_number()) + " ('" +
+                    std::string(cited == index.end() ? fields[0] : fields[1]) + "')";
       continue;
     }
     out->src.push_back(citing->second);  // citing -> cited
@@ -147,7 +154,8 @@ Status LoadLinqs(const std::string& input, const LoadOptions& options, RawDatase
   FANOUT_RETURN_IF_ERROR(r->status());
   if (unknown > 0)
     notes->push_back(cites_path + ": skipped " + std::to_string(unknown) +
-                     " edge(s) to ids not in " + content_path + ": " + examples + (unknown > 3 ? ", ..." : ""));
+                     " edge(s) to ids not in " + content_path + ": " + examples +
+                     (unknown > 3 ? ", ..." : ""));
   return Status::OK();
 }
 

@@ -65,7 +65,8 @@ bool FileExists(const std::string& p) {
 // Calls fn(fields, where) for every data line of a CSV whose header starts
 // with `header` (the first columns' names).
 template <typename Fn>
-Status ReadCsv(const std::string& path, const std::vector<std::string>& header, bool quiet, Fn&& fn) {
+Status ReadCsv(const std::string& path, const std::vector<std::string>& header, bool quiet,
+               Fn&& fn) {
   std::unique_ptr<LineReader> r;
   FANOUT_RETURN_IF_ERROR(LineReader::Open(path, &r));
   Progress progress("reading " + path, " bytes", r->file_size(), quiet);
@@ -74,7 +75,8 @@ Status ReadCsv(const std::string& path, const std::vector<std::string>& header, 
   bool first = true;
   int64_t rows = 0;
   while (r->Next(&line)) {
-    if (first && line.size() >= 3 && line.substr(0, 3) == "\xEF\xBB\xBF") line.remove_prefix(3);  // UTF-8 BOM
+    if (first && line.size() >= 3 && line.substr(0, 3) == "\xEF\xBB\xBF")
+      line.remove_prefix(3);  // UTF-8 BOM
     if (line.empty()) continue;
     Status st = SplitCsvLine(line, &f);
     if (!st.ok()) return Status::InvalidArgument(r->Where() + st.message());
@@ -82,14 +84,14 @@ Status ReadCsv(const std::string& path, const std::vector<std::string>& header, 
       first = false;
       for (size_t i = 0; i < header.size(); ++i)
         if (i >= f.size() || f[i] != header[i])
-          return Status::InvalidArgument(r->Where() + "expected a header starting '" + header[0] + "," +
-                                         (header.size() > 1 ? header[1] : "") + ",...', found '" +
-                                         std::string(line.substr(0, 80)) + "'");
+          return Status::InvalidArgument(r->Where() + "expected a header starting '" + header[0] +
+                                         "," + (header.size() > 1 ? header[1] : "") +
+                                         ",...', found '" + std::string(line.substr(0, 80)) + "'");
       continue;
     }
     if (f.size() < header.size())
-      return Status::InvalidArgument(r->Where() + "expected " + std::to_string(header.size()) + " fields, found " +
-                                     std::to_string(f.size()));
+      return Status::InvalidArgument(r->Where() + "expected " + std::to_string(header.size()) +
+                                     " fields, found " + std::to_string(f.size()));
     FANOUT_RETURN_IF_ERROR(fn(f, r->Where()));
     if ((++rows & 0x3fff) == 0) progress.Update(r->bytes_read());
   }
@@ -100,9 +102,11 @@ Status ReadCsv(const std::string& path, const std::vector<std::string>& header, 
   return Status::OK();
 }
 
-Status ParseId(const std::string& text, const std::string& what, const std::string& where, int64_t* out) {
+Status ParseId(const std::string& text, const std::string& what, const std::string& where,
+               int64_t* out) {
   if (!ParseInt64(text, out) || *out < 0)
-    return Status::InvalidArgument(where + what + " '" + text.substr(0, 40) + "' is not a non-negative integer");
+    return Status::InvalidArgument(where + what + " '" + text.substr(0, 40) +
+                                   "' is not a non-negative integer");
   return Status::OK();
 }
 
@@ -116,8 +120,10 @@ Status LoadMovieLens(const std::string& input, const LoadOptions& options, RawDa
   out->name = slash == std::string::npos ? dir : dir.substr(slash + 1);
   out->format = "movielens";
   if (options.edge_times)
-    return Status::InvalidArgument("--edge-times is not supported for heterogeneous datasets (" + input + ")");
-  const std::string movies_csv = dir + "/movies.csv", ratings_csv = dir + "/ratings.csv", tags_csv = dir + "/tags.csv";
+    return Status::InvalidArgument("--edge-times is not supported for heterogeneous datasets (" +
+                                   input + ")");
+  const std::string movies_csv = dir + "/movies.csv", ratings_csv = dir + "/ratings.csv",
+                    tags_csv = dir + "/tags.csv";
   if (!FileExists(movies_csv) || !FileExists(ratings_csv))
     return Status::NotFound(dir + ": expected a MovieLens folder with movies.csv and ratings.csv");
 
@@ -125,21 +131,22 @@ Status LoadMovieLens(const std::string& input, const LoadOptions& options, RawDa
   std::vector<int64_t> movie_ids;
   std::vector<std::vector<std::string>> movie_genres;
   std::unordered_map<int64_t, int64_t> movie_index;
-  FANOUT_RETURN_IF_ERROR(ReadCsv(movies_csv, {"movieId", "title", "genres"}, options.quiet,
-                                 [&](const std::vector<std::string>& f, const std::string& where) -> Status {
-                                   int64_t id;
-                                   FANOUT_RETURN_IF_ERROR(ParseId(f[0], "movieId", where, &id));
-                                   if (!movie_index.emplace(id, static_cast<int64_t>(movie_ids.size())).second)
-                                     return Status::InvalidArgument(where + "movieId " + f[0] + " is listed twice");
-                                   movie_ids.push_back(id);
-                                   std::vector<std::string> genres;
-                                   std::vector<std::string_view> parts;
-                                   SplitFields(f[2], "|", false, &parts);
-                                   for (std::string_view g : parts)
-                                     if (!g.empty()) genres.emplace_back(g);
-                                   movie_genres.push_back(std::move(genres));
-                                   return Status::OK();
-                                 }));
+  FANOUT_RETURN_IF_ERROR(
+      ReadCsv(movies_csv, {"movieId", "title", "genres"}, options.quiet,
+              [&](const std::vector<std::string>& f, const std::string& where) -> Status {
+                int64_t id;
+                FANOUT_RETURN_IF_ERROR(ParseId(f[0], "movieId", where, &id));
+                if (!movie_index.emplace(id, static_cast<int64_t>(movie_ids.size())).second)
+                  return Status::InvalidArgument(where + "movieId " + f[0] + " is listed twice");
+                movie_ids.push_back(id);
+                std::vector<std::string> genres;
+                std::vector<std::string_view> parts;
+                SplitFields(f[2], "|", false, &parts);
+                for (std::string_view g : parts)
+                  if (!g.empty()) genres.emplace_back(g);
+                movie_genres.push_back(std::move(genres));
+                return Status::OK();
+              }));
   std::map<std::string, int64_t> genre_index;
   for (const auto& gs : movie_genres)
     for (const std::string& g : gs) genre_index.emplace(g, 0);
@@ -148,31 +155,38 @@ Status LoadMovieLens(const std::string& input, const LoadOptions& options, RawDa
 
   // Ratings and tags: (user, movie) pairs; users are numbered after reading.
   std::vector<int64_t> rate_user, rate_movie, tag_user, tag_movie;
-  auto read_pairs = [&](const std::string& path, const std::vector<std::string>& header, std::vector<int64_t>* users,
-                        std::vector<int64_t>* movies) {
-    return ReadCsv(path, header, options.quiet, [&](const std::vector<std::string>& f, const std::string& where) -> Status {
-      int64_t u, m;
-      FANOUT_RETURN_IF_ERROR(ParseId(f[0], "userId", where, &u));
-      FANOUT_RETURN_IF_ERROR(ParseId(f[1], "movieId", where, &m));
-      auto it = movie_index.find(m);
-      if (it == movie_index.end())
-        return Status::InvalidArgument(where + "movieId " + f[1] + " is not in " + movies_csv);
-      users->push_back(u);
-      movies->push_back(it->second);
-      return Status::OK();
-    });
+  auto read_pairs = [&](const std::string& path, const std::vector<std::string>& header,
+                        std::vector<int64_t>* users, std::vector<int64_t>* movies) {
+    return ReadCsv(
+        path, header, options.quiet,
+        [&](const std::vector<std::string>& f, const std::string& where) -> Status {
+          int64_t u, m;
+          FANOUT_RETURN_IF_ERROR(ParseId(f[0], "userId", where, &u));
+          FANOUT_RETURN_IF_ERROR(ParseId(f[1], "movieId", where, &m));
+          auto it = movie_index.find(m);
+          if (it == movie_index.end())
+            return Status::InvalidArgument(where + "movieId " + f[1] + " is not in " + movies_csv);
+          users->push_back(u);
+          movies->push_back(it->second);
+          return Status::OK();
+        });
   };
-  FANOUT_RETURN_IF_ERROR(read_pairs(ratings_csv, {"userId", "movieId", "rating"}, &rate_user, &rate_movie));
+  FANOUT_RETURN_IF_ERROR(
+      read_pairs(ratings_csv, {"userId", "movieId", "rating"}, &rate_user, &rate_movie));
   const bool tags = FileExists(tags_csv);
-  if (tags) FANOUT_RETURN_IF_ERROR(read_pairs(tags_csv, {"userId", "movieId", "tag"}, &tag_user, &tag_movie));
-  else notes->push_back(dir + ": no tags.csv; no (user, tags, movie) edges");
+  if (tags)
+    FANOUT_RETURN_IF_ERROR(
+        read_pairs(tags_csv, {"userId", "movieId", "tag"}, &tag_user, &tag_movie));
+  else
+    notes->push_back(dir + ": no tags.csv; no (user, tags, movie) edges");
   std::vector<int64_t> user_ids(rate_user);
   user_ids.insert(user_ids.end(), tag_user.begin(), tag_user.end());
   std::sort(user_ids.begin(), user_ids.end());
   user_ids.erase(std::unique(user_ids.begin(), user_ids.end()), user_ids.end());
 
   // Global ids: users, then movies, then genres.
-  const int64_t U = static_cast<int64_t>(user_ids.size()), M = static_cast<int64_t>(movie_ids.size()),
+  const int64_t U = static_cast<int64_t>(user_ids.size()),
+                M = static_cast<int64_t>(movie_ids.size()),
                 G = static_cast<int64_t>(genre_index.size());
   const int64_t movie_base = U, genre_base = U + M;
   out->num_nodes = U + M + G;
@@ -180,10 +194,13 @@ Status LoadMovieLens(const std::string& input, const LoadOptions& options, RawDa
   out->node_type.resize(out->num_nodes);
   out->original_ids.resize(out->num_nodes);
   for (int64_t i = 0; i < U; ++i) out->node_type[i] = 0, out->original_ids[i] = user_ids[i];
-  for (int64_t i = 0; i < M; ++i) out->node_type[movie_base + i] = 1, out->original_ids[movie_base + i] = movie_ids[i];
-  for (int64_t i = 0; i < G; ++i) out->node_type[genre_base + i] = 2, out->original_ids[genre_base + i] = i;
+  for (int64_t i = 0; i < M; ++i)
+    out->node_type[movie_base + i] = 1, out->original_ids[movie_base + i] = movie_ids[i];
+  for (int64_t i = 0; i < G; ++i)
+    out->node_type[genre_base + i] = 2, out->original_ids[genre_base + i] = i;
   auto user_of = [&](int64_t id) {
-    return static_cast<int64_t>(std::lower_bound(user_ids.begin(), user_ids.end(), id) - user_ids.begin());
+    return static_cast<int64_t>(std::lower_bound(user_ids.begin(), user_ids.end(), id) -
+                                user_ids.begin());
   };
   out->edge_types.push_back({0, "rates", 1});
   for (size_t i = 0; i < rate_user.size(); ++i) {

@@ -12,20 +12,30 @@
 namespace fanout::datasets {
 
 Status ParsePartitionMethod(const std::string& name, PartitionMethod* out) {
-  if (name == "metis") *out = PartitionMethod::kMetis;
-  else if (name == "random") *out = PartitionMethod::kRandom;
-  else if (name == "range") *out = PartitionMethod::kRange;
-  else if (name == "hash") *out = PartitionMethod::kHash;
-  else return Status::InvalidArgument("unknown partition method '" + name + "' (known: metis, random, range, hash)");
+  if (name == "metis")
+    *out = PartitionMethod::kMetis;
+  else if (name == "random")
+    *out = PartitionMethod::kRandom;
+  else if (name == "range")
+    *out = PartitionMethod::kRange;
+  else if (name == "hash")
+    *out = PartitionMethod::kHash;
+  else
+    return Status::InvalidArgument("unknown partition method '" + name +
+                                   "' (known: metis, random, range, hash)");
   return Status::OK();
 }
 
 const char* PartitionMethodName(PartitionMethod m) {
   switch (m) {
-    case PartitionMethod::kMetis: return "metis";
-    case PartitionMethod::kRandom: return "random";
-    case PartitionMethod::kRange: return "range";
-    case PartitionMethod::kHash: return "hash";
+    case PartitionMethod::kMetis:
+      return "metis";
+    case PartitionMethod::kRandom:
+      return "random";
+    case PartitionMethod::kRange:
+      return "range";
+    case PartitionMethod::kHash:
+      return "hash";
   }
   return "?";
 }
@@ -36,7 +46,8 @@ Status MetisPartition(const RawDataset& ds, const PartitionOptions& o, std::vect
                       std::vector<std::string>* notes) {
   const int64_t n = ds.num_nodes;
   if (n >= std::numeric_limits<idx_t>::max())
-    return Status::NotSupported("METIS (32-bit idx_t build) cannot take " + std::to_string(n) + " nodes");
+    return Status::NotSupported("METIS (32-bit idx_t build) cannot take " + std::to_string(n) +
+                                " nodes");
   Progress progress("METIS: building the undirected view", " edges", ds.num_edges(), o.quiet);
   // Undirected simple view: (min, max) pairs, deduplicated, no self-loops.
   std::vector<uint64_t> pairs;
@@ -50,8 +61,8 @@ Status MetisPartition(const RawDataset& ds, const PartitionOptions& o, std::vect
   std::sort(pairs.begin(), pairs.end());
   pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
   if (static_cast<int64_t>(pairs.size()) * 2 >= std::numeric_limits<idx_t>::max())
-    return Status::NotSupported("METIS (32-bit idx_t build) cannot take " + std::to_string(pairs.size()) +
-                                " undirected edges");
+    return Status::NotSupported("METIS (32-bit idx_t build) cannot take " +
+                                std::to_string(pairs.size()) + " undirected edges");
   std::vector<idx_t> xadj(n + 1, 0), adjncy(pairs.size() * 2);
   for (uint64_t p : pairs) {
     xadj[(p >> 32) + 1]++;
@@ -82,14 +93,16 @@ Status MetisPartition(const RawDataset& ds, const PartitionOptions& o, std::vect
     ncon = 2;
     vwgt.assign(static_cast<size_t>(2 * n), 0);
     for (int64_t v = 0; v < n; ++v) vwgt[2 * v] = 1;
-    for (size_t i = 0; i < ds.src.size(); ++i) vwgt[2 * (o.store_by_target ? ds.dst[i] : ds.src[i]) + 1]++;
+    for (size_t i = 0; i < ds.src.size(); ++i)
+      vwgt[2 * (o.store_by_target ? ds.dst[i] : ds.src[i]) + 1]++;
   }
-  Progress metis_progress("METIS: k-way partitioning into " + std::to_string(o.num_parts), " nodes", n, o.quiet);
+  Progress metis_progress("METIS: k-way partitioning into " + std::to_string(o.num_parts), " nodes",
+                          n, o.quiet);
   int rc;
   if (ncon == 2) {
     real_t ubvec[2] = {static_cast<real_t>(o.metis_imbalance), static_cast<real_t>(1.10)};
-    rc = METIS_PartGraphKway(&nvtxs, &ncon, xadj.data(), adjncy.data(), vwgt.data(), nullptr, nullptr, &nparts,
-                             nullptr, ubvec, options, &objval, where.data());
+    rc = METIS_PartGraphKway(&nvtxs, &ncon, xadj.data(), adjncy.data(), vwgt.data(), nullptr,
+                             nullptr, &nparts, nullptr, ubvec, options, &objval, where.data());
     if (rc != METIS_OK) {
       notes->push_back("METIS rejected the node+edge balanced problem (code " + std::to_string(rc) +
                        "); partitioned balancing nodes only");
@@ -98,8 +111,8 @@ Status MetisPartition(const RawDataset& ds, const PartitionOptions& o, std::vect
   }
   if (ncon == 1) {
     real_t ubvec[1] = {static_cast<real_t>(o.metis_imbalance)};
-    rc = METIS_PartGraphKway(&nvtxs, &ncon, xadj.data(), adjncy.data(), nullptr, nullptr, nullptr, &nparts,
-                             nullptr, ubvec, options, &objval, where.data());
+    rc = METIS_PartGraphKway(&nvtxs, &ncon, xadj.data(), adjncy.data(), nullptr, nullptr, nullptr,
+                             &nparts, nullptr, ubvec, options, &objval, where.data());
     if (rc != METIS_OK)
       return Status::Internal("METIS_PartGraphKway failed with code " + std::to_string(rc) +
                               (rc == METIS_ERROR_MEMORY ? " (out of memory)" : ""));
@@ -115,10 +128,12 @@ Status MetisPartition(const RawDataset& ds, const PartitionOptions& o, std::vect
 
 Status ComputeNodePartition(int64_t n, const std::function<int64_t(int64_t)>& original_id,
                             const PartitionOptions& o, std::vector<int32_t>* part) {
-  if (o.num_parts < 1) return Status::InvalidArgument("--parts " + std::to_string(o.num_parts) + " must be at least 1");
+  if (o.num_parts < 1)
+    return Status::InvalidArgument("--parts " + std::to_string(o.num_parts) +
+                                   " must be at least 1");
   if (o.num_parts > n)
-    return Status::InvalidArgument("--parts " + std::to_string(o.num_parts) + " exceeds the " + std::to_string(n) +
-                                   " nodes of the graph");
+    return Status::InvalidArgument("--parts " + std::to_string(o.num_parts) + " exceeds the " +
+                                   std::to_string(n) + " nodes of the graph");
   part->assign(n, 0);
   if (o.num_parts == 1) return Status::OK();
   switch (o.method) {
@@ -132,7 +147,8 @@ Status ComputeNodePartition(int64_t n, const std::function<int64_t(int64_t)>& or
       std::iota(order.begin(), order.end(), 0);
       SplitMix64 rng(o.seed);
       for (int64_t i = n - 1; i > 0; --i)
-        std::swap(order[i], order[static_cast<int64_t>(DrawBelow(rng.Next(), static_cast<uint64_t>(i + 1)))]);
+        std::swap(order[i],
+                  order[static_cast<int64_t>(DrawBelow(rng.Next(), static_cast<uint64_t>(i + 1)))]);
       for (int64_t i = 0; i < n; ++i)
         (*part)[order[i]] = static_cast<int32_t>((static_cast<__int128>(i) * o.num_parts) / n);
       return Status::OK();
@@ -142,8 +158,9 @@ Status ComputeNodePartition(int64_t n, const std::function<int64_t(int64_t)>& or
       // node's part does not depend on the rest of the graph.
       const uint64_t key = Mix64(o.seed ^ 0x6861736870617274ULL);
       for (int64_t v = 0; v < n; ++v)
-        (*part)[v] = static_cast<int32_t>(
-            DrawBelow(Mix64(key ^ static_cast<uint64_t>(original_id(v))), static_cast<uint64_t>(o.num_parts)));
+        (*part)[v] =
+            static_cast<int32_t>(DrawBelow(Mix64(key ^ static_cast<uint64_t>(original_id(v))),
+                                           static_cast<uint64_t>(o.num_parts)));
       return Status::OK();
     }
     case PartitionMethod::kMetis:
@@ -155,11 +172,12 @@ Status ComputeNodePartition(int64_t n, const std::function<int64_t(int64_t)>& or
 Status ComputePartition(const RawDataset& ds, const PartitionOptions& o, std::vector<int32_t>* part,
                         std::vector<std::string>* notes) {
   if (o.method != PartitionMethod::kMetis || o.num_parts <= 1)
-    return ComputeNodePartition(ds.num_nodes, [&](int64_t v) { return ds.original_ids[v]; }, o, part);
+    return ComputeNodePartition(
+        ds.num_nodes, [&](int64_t v) { return ds.original_ids[v]; }, o, part);
   const int64_t n = ds.num_nodes;
   if (o.num_parts > n)
-    return Status::InvalidArgument("--parts " + std::to_string(o.num_parts) + " exceeds the " + std::to_string(n) +
-                                   " nodes of the graph");
+    return Status::InvalidArgument("--parts " + std::to_string(o.num_parts) + " exceeds the " +
+                                   std::to_string(n) + " nodes of the graph");
   return MetisPartition(ds, o, part, notes);
 }
 

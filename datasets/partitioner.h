@@ -21,9 +21,9 @@ Status ParsePartitionMethod(const std::string& name, PartitionMethod* out);
 const char* PartitionMethodName(PartitionMethod m);
 
 struct PartitionOptions {
-  int num_parts = 1;                            // K >= 1
+  int num_parts = 1;  // K >= 1
   PartitionMethod method = PartitionMethod::kMetis;
-  uint64_t seed = 1;                            // random and METIS seed
+  uint64_t seed = 1;  // random and METIS seed
   // METIS: also balance the edges each part stores (a second constraint)
   // besides its node count. Default on; falls back to nodes only if METIS
   // rejects the two-constraint problem.
@@ -36,8 +36,8 @@ struct PartitionOptions {
   bool quiet = false;
 };
 
-Status ComputePartition(const RawDataset& ds, const PartitionOptions& options, std::vector<int32_t>* part,
-                        std::vector<std::string>* notes);
+Status ComputePartition(const RawDataset& ds, const PartitionOptions& options,
+                        std::vector<int32_t>* part, std::vector<std::string>* notes);
 
 // The methods that need no edges (random, range, hash), for `n` nodes whose
 // original ids original_id(v) gives (hash uses them: a node keeps its part
@@ -54,8 +54,8 @@ struct PartitionStats {
   double node_balance = 0;       // max nodes / mean nodes
   double edge_balance = 0;       // max stored edges / mean stored edges
 };
-PartitionStats ComputePartitionStats(const RawDataset& ds, const std::vector<int32_t>& part, int num_parts,
-                                     bool store_by_target);
+PartitionStats ComputePartitionStats(const RawDataset& ds, const std::vector<int32_t>& part,
+                                     int num_parts, bool store_by_target);
 // Fills the fraction and balances from nodes, edges and cut_edges.
 void FinishPartitionStats(int64_t num_nodes, int64_t num_edges, PartitionStats* s);
 

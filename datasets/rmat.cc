@@ -11,13 +11,15 @@ namespace {
 
 Status CheckOptions(const RmatOptions& o) {
   if (o.scale < 1 || o.scale > 40)
-    return Status::InvalidArgument("R-MAT scale " + std::to_string(o.scale) + " is outside [1, 40]");
+    return Status::InvalidArgument("R-MAT scale " + std::to_string(o.scale) +
+                                   " is outside [1, 40]");
   if (o.edge_factor < 0)
-    return Status::InvalidArgument("R-MAT edge factor " + std::to_string(o.edge_factor) + " is negative");
+    return Status::InvalidArgument("R-MAT edge factor " + std::to_string(o.edge_factor) +
+                                   " is negative");
   double d = 1.0 - o.a - o.b - o.c;
   if (o.a < 0 || o.b < 0 || o.c < 0 || d < -1e-12)
-    return Status::InvalidArgument("R-MAT probabilities a=" + std::to_string(o.a) + " b=" +
-                                   std::to_string(o.b) + " c=" + std::to_string(o.c) +
+    return Status::InvalidArgument("R-MAT probabilities a=" + std::to_string(o.a) +
+                                   " b=" + std::to_string(o.b) + " c=" + std::to_string(o.c) +
                                    " must be >= 0 and sum to at most 1");
   return Status::OK();
 }
@@ -52,19 +54,22 @@ void Generate(const RmatOptions& o, Fn&& fn) {
 
 }  // namespace
 
-Status ForEachRmatEdge(const RmatOptions& options, const std::function<void(int64_t, int64_t)>& fn) {
+Status ForEachRmatEdge(const RmatOptions& options,
+                       const std::function<void(int64_t, int64_t)>& fn) {
   FANOUT_RETURN_IF_ERROR(CheckOptions(options));
   Generate(options, [&](int64_t, int64_t s, int64_t d) { fn(s, d); });
   return Status::OK();
 }
 
-Status ForEachRmatEdgeWhile(const RmatOptions& options, const std::function<bool(int64_t, int64_t)>& fn) {
+Status ForEachRmatEdgeWhile(const RmatOptions& options,
+                            const std::function<bool(int64_t, int64_t)>& fn) {
   FANOUT_RETURN_IF_ERROR(CheckOptions(options));
   Generate(options, [&](int64_t, int64_t s, int64_t d) { return fn(s, d); });
   return Status::OK();
 }
 
-Status GenerateRmat(const RmatOptions& options, sampler::CsrArrays* out, const ProgressFn& progress) {
+Status GenerateRmat(const RmatOptions& options, sampler::CsrArrays* out,
+                    const ProgressFn& progress) {
   FANOUT_RETURN_IF_ERROR(CheckOptions(options));
   const int64_t n = int64_t{1} << options.scale;
   const int64_t e_total = options.edge_factor * n;

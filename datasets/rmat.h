@@ -23,10 +23,10 @@
 namespace fanout::datasets {
 
 struct RmatOptions {
-  int scale = 20;             // N = 2^scale nodes (1..40), default 20
-  int64_t edge_factor = 16;   // E = edge_factor * N, default 16
+  int scale = 20;                       // N = 2^scale nodes (1..40), default 20
+  int64_t edge_factor = 16;             // E = edge_factor * N, default 16
   double a = 0.57, b = 0.19, c = 0.19;  // quadrant probabilities; d = 1 - a - b - c
-  uint64_t seed = 42;         // initial splitmix64 state, default 42
+  uint64_t seed = 42;                   // initial splitmix64 state, default 42
 };
 
 // Called with (edges done, edges total) now and then; may be empty.
@@ -39,7 +39,8 @@ Status GenerateRmat(const RmatOptions& options, sampler::CsrArrays* out,
 // Calls fn(src, dst) for every edge in generation order.
 Status ForEachRmatEdge(const RmatOptions& options, const std::function<void(int64_t, int64_t)>& fn);
 // The same, stopping after the first edge for which fn returns false.
-Status ForEachRmatEdgeWhile(const RmatOptions& options, const std::function<bool(int64_t, int64_t)>& fn);
+Status ForEachRmatEdgeWhile(const RmatOptions& options,
+                            const std::function<bool(int64_t, int64_t)>& fn);
 
 // c = c * 1000003 + indices[e] over all edges (uint64, wrapping).
 uint64_t CsrChecksum(const sampler::CsrArrays& csr);

@@ -27,8 +27,8 @@ std::string SnapName(const std::string& input) {
 // DST UNIXTS; else t = 0). With a label, progress on stderr ends with "N
 // edges" and `extra`.
 template <typename Fn>
-Status ReadSnapEdges(const std::string& input, const std::string& label, bool quiet, bool with_time, Fn&& fn,
-                     const std::function<std::string()>& extra = nullptr) {
+Status ReadSnapEdges(const std::string& input, const std::string& label, bool quiet, bool with_time,
+                     Fn&& fn, const std::function<std::string()>& extra = nullptr) {
   std::unique_ptr<LineReader> r;
   FANOUT_RETURN_IF_ERROR(LineReader::Open(input, &r));
   std::unique_ptr<Progress> progress;
@@ -42,13 +42,18 @@ Status ReadSnapEdges(const std::string& input, const std::string& label, bool qu
     if (f.empty()) continue;
     int64_t u, v;
     if (f.size() < 2 || !ParseInt64(f[0], &u) || !ParseInt64(f[1], &v))
-      return Status::InvalidArgument(r->Where() + "expected '<src> <dst>', found '" + std::string(line.substr(0, 80)) + "'");
+      return Status::InvalidArgument(r->Where() + "expected '<src> <dst>', found '" +
+                                     std::string(line.substr(0, 80)) + "'");
     if (u < 0 || v < 0)
-      return Status::InvalidArgument(r->Where() + "negative node id in '" + std::string(line) + "'");
+      return Status::InvalidArgument(r->Where() + "negative node id in '" + std::string(line) +
+                                     "'");
     int64_t t = 0;
     if (with_time && (f.size() < 3 || !ParseInt64(f[2], &t)))
-      return Status::InvalidArgument(r->Where() + "expected '<src> <dst> <time>' (--edge-times: an integer timestamp "
-                                     "in the third column), found '" + std::string(line.substr(0, 80)) + "'");
+      return Status::InvalidArgument(
+          r->Where() +
+          "expected '<src> <dst> <time>' (--edge-times: an integer timestamp "
+          "in the third column), found '" +
+          std::string(line.substr(0, 80)) + "'");
     fn(u, v, t);
     if ((++edges & 0xffff) == 0 && progress != nullptr) progress->Update(r->bytes_read());
   }
@@ -61,8 +66,9 @@ Status ReadSnapEdges(const std::string& input, const std::string& label, bool qu
 }
 
 // Labels from a '<node> <label>' file, for the nodes in `ids` (sorted).
-Status ReadSnapLabels(const std::string& path, const std::vector<int64_t>& ids, std::vector<int64_t>* labels,
-                      int64_t* num_classes, std::vector<std::string>* notes) {
+Status ReadSnapLabels(const std::string& path, const std::vector<int64_t>& ids,
+                      std::vector<int64_t>* labels, int64_t* num_classes,
+                      std::vector<std::string>* notes) {
   std::unique_ptr<LineReader> r;
   FANOUT_RETURN_IF_ERROR(LineReader::Open(path, &r));
   labels->assign(ids.size(), -1);
@@ -84,7 +90,9 @@ Status ReadSnapLabels(const std::string& path, const std::vector<int64_t>& ids, 
     *num_classes = std::max(*num_classes, label + 1);
   }
   FANOUT_RETURN_IF_ERROR(r->status());
-  if (unknown) notes->push_back(path + ": skipped " + std::to_string(unknown) + " label(s) of nodes without edges");
+  if (unknown)
+    notes->push_back(path + ": skipped " + std::to_string(unknown) +
+                     " label(s) of nodes without edges");
   return Status::OK();
 }
 
@@ -111,13 +119,16 @@ Status LoadSnap(const std::string& input, const LoadOptions& options, RawDataset
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   ids.shrink_to_fit();
   out->num_nodes = static_cast<int64_t>(ids.size());
-  auto dense = [&](int64_t orig) { return std::lower_bound(ids.begin(), ids.end(), orig) - ids.begin(); };
+  auto dense = [&](int64_t orig) {
+    return std::lower_bound(ids.begin(), ids.end(), orig) - ids.begin();
+  };
   for (size_t i = 0; i < out->src.size(); ++i) {
     out->src[i] = dense(out->src[i]);
     out->dst[i] = dense(out->dst[i]);
   }
   if (!options.labels_path.empty())
-    FANOUT_RETURN_IF_ERROR(ReadSnapLabels(options.labels_path, ids, &out->labels, &out->num_classes, notes));
+    FANOUT_RETURN_IF_ERROR(
+        ReadSnapLabels(options.labels_path, ids, &out->labels, &out->num_classes, notes));
   return AssignRandomSplit(options.split_fractions, options.seed, out);
 }
 
@@ -133,12 +144,14 @@ struct SnapStream {
 
 }  // namespace
 
-Status StreamSnap(const std::string& input, const LoadOptions& options, const EdgeOptions& edge_options,
-                  StreamedGraph* out, std::vector<std::string>* notes) {
+Status StreamSnap(const std::string& input, const LoadOptions& options,
+                  const EdgeOptions& edge_options, StreamedGraph* out,
+                  std::vector<std::string>* notes) {
   FANOUT_RETURN_IF_ERROR(CheckStreamable(edge_options));
   FANOUT_RETURN_IF_ERROR(CheckSplitFractions(options.split_fractions));
   if (options.edge_times)
-    return Status::InvalidArgument("edge timestamps are read whole (the in-memory writer), not streamed");
+    return Status::InvalidArgument(
+        "edge timestamps are read whole (the in-memory writer), not streamed");
   auto s = std::make_shared<SnapStream>();
   s->input = input;
   s->fractions = options.split_fractions;
@@ -155,16 +168,19 @@ Status StreamSnap(const std::string& input, const LoadOptions& options, const Ed
   auto merge = [&]() {
     std::sort(batch.begin(), batch.end());
     batch.erase(std::unique(batch.begin(), batch.end()), batch.end());
-    const int64_t need = ResidentSetBytes() + static_cast<int64_t>(s->ids.size() + batch.size()) * 8;
+    const int64_t need =
+        ResidentSetBytes() + static_cast<int64_t>(s->ids.size() + batch.size()) * 8;
     if (limit > 0 && need > limit && merge_error.ok())
-      merge_error = Status::ResourceExhausted(input + ": the " + std::to_string(s->ids.size() + batch.size()) +
-                                              " distinct node ids found after " + std::to_string(edges) +
-                                              " edges need " + FormatBytes(static_cast<double>(need)) +
-                                              " with the rest of this process, more than the memory limit " +
-                                              FormatBytes(static_cast<double>(limit)));
+      merge_error = Status::ResourceExhausted(
+          input + ": the " + std::to_string(s->ids.size() + batch.size()) +
+          " distinct node ids found after " + std::to_string(edges) + " edges need " +
+          FormatBytes(static_cast<double>(need)) +
+          " with the rest of this process, more than the memory limit " +
+          FormatBytes(static_cast<double>(limit)));
     merged.resize(s->ids.size() + batch.size());
-    merged.resize(std::set_union(s->ids.begin(), s->ids.end(), batch.begin(), batch.end(), merged.begin()) -
-                  merged.begin());
+    merged.resize(
+        std::set_union(s->ids.begin(), s->ids.end(), batch.begin(), batch.end(), merged.begin()) -
+        merged.begin());
     s->ids.swap(merged);
     std::vector<int64_t>().swap(merged);
     batch.clear();
@@ -194,7 +210,8 @@ Status StreamSnap(const std::string& input, const LoadOptions& options, const Ed
   out->num_edges = (edge_options.drop_self_loops ? edges - loops : edges) +
                    (edge_options.make_undirected ? edges - loops : 0);
   if (!options.labels_path.empty()) {
-    FANOUT_RETURN_IF_ERROR(ReadSnapLabels(options.labels_path, s->ids, &s->labels, &out->num_classes, notes));
+    FANOUT_RETURN_IF_ERROR(
+        ReadSnapLabels(options.labels_path, s->ids, &s->labels, &out->num_classes, notes));
     out->has_labels = true;
   }
   out->has_split = !options.split_fractions.empty();
@@ -210,11 +227,12 @@ Status StreamSnap(const std::string& input, const LoadOptions& options, const Ed
       return static_cast<int64_t>(it - st->ids.begin());
     };
     bool go = true;
-    FANOUT_RETURN_IF_ERROR(ReadSnapEdges(st->input, "", true, false, [&](int64_t u, int64_t v, int64_t) {
-      if (!go) return;
-      const int64_t a = dense(u), b = dense(v);
-      go = changed.ok() && fn(a, b);
-    }));
+    FANOUT_RETURN_IF_ERROR(
+        ReadSnapEdges(st->input, "", true, false, [&](int64_t u, int64_t v, int64_t) {
+          if (!go) return;
+          const int64_t a = dense(u), b = dense(v);
+          go = changed.ok() && fn(a, b);
+        }));
     return changed;
   };
   out->for_each_edge = [edges_as_read, eo = edge_options](const EdgeFn& fn) {

@@ -1,13 +1,13 @@
+#include <fcntl.h>
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
 #include <rocksdb/table.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -35,7 +35,8 @@ Status RocksStatus(const rocksdb::Status& s, const std::string& what) {
 // fsync(2) of one file or folder.
 Status SyncPath(const std::string& path, bool directory) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (directory ? O_DIRECTORY : 0));
-  if (fd < 0) return Status::IOError("cannot open " + path + " to sync it: " + std::strerror(errno));
+  if (fd < 0)
+    return Status::IOError("cannot open " + path + " to sync it: " + std::strerror(errno));
   int rc = ::fsync(fd);
   int err = errno;
   ::close(fd);
@@ -65,7 +66,8 @@ void RemoveStaleTemporaries(const std::string& dir) {
   const fs::path target = fs::absolute(fs::path(dir)).lexically_normal();
   const std::string stem = target.filename().string();
   std::error_code ec;
-  for (fs::directory_iterator it(target.parent_path(), ec), end; !ec && it != end; it.increment(ec)) {
+  for (fs::directory_iterator it(target.parent_path(), ec), end; !ec && it != end;
+       it.increment(ec)) {
     const std::string name = it->path().filename().string();
     const std::string prefix = stem + ".tmp-";
     if (name.compare(0, prefix.size(), prefix) != 0) continue;
@@ -82,9 +84,11 @@ void RemoveStaleTemporaries(const std::string& dir) {
 std::string RandomId() {
   std::random_device rd;
   uint64_t a = (static_cast<uint64_t>(rd()) << 32) ^ rd();
-  uint64_t b = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^ (static_cast<uint64_t>(getpid()) << 40);
+  uint64_t b = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+               (static_cast<uint64_t>(getpid()) << 40);
   char buf[40];
-  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(a), static_cast<unsigned long long>(b));
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(a),
+                static_cast<unsigned long long>(b));
   return buf;
 }
 
@@ -100,7 +104,8 @@ Status PrepareOutput(const std::string& dir_in, bool overwrite, std::string* dir
   while (dir->size() > 1 && dir->back() == '/') dir->pop_back();
   std::error_code ec;
   if (fs::exists(*dir, ec) && !overwrite)
-    return Status::InvalidArgument(*dir + " already exists (choose another --output or pass --force)");
+    return Status::InvalidArgument(*dir +
+                                   " already exists (choose another --output or pass --force)");
   fs::path parent = fs::path(*dir).parent_path();
   if (!parent.empty()) {
     fs::create_directories(parent, ec);
@@ -109,7 +114,8 @@ Status PrepareOutput(const std::string& dir_in, bool overwrite, std::string* dir
   return Status::OK();
 }
 
-Status CreateTemporary(const std::string& dir, const std::string& dataset_id, std::string* tmp, TempDirGuard* guard) {
+Status CreateTemporary(const std::string& dir, const std::string& dataset_id, std::string* tmp,
+                       TempDirGuard* guard) {
   RemoveStaleTemporaries(dir);
   *tmp = dir + ".tmp-" + std::to_string(getpid()) + "-" + dataset_id.substr(0, 8);
   std::error_code ec;
@@ -119,7 +125,8 @@ Status CreateTemporary(const std::string& dir, const std::string& dataset_id, st
   return Status::OK();
 }
 
-Status CommitTemporary(const std::string& tmp, const std::string& dir, const DatasetMeta& meta, TempDirGuard* guard) {
+Status CommitTemporary(const std::string& tmp, const std::string& dir, const DatasetMeta& meta,
+                       TempDirGuard* guard) {
   {
     std::ofstream f(tmp + "/meta.json");
     f << meta.ToJson();
@@ -132,7 +139,8 @@ Status CommitTemporary(const std::string& tmp, const std::string& dir, const Dat
       ::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, dir.c_str(), RENAME_EXCHANGE) == 0) {
     // Overwrite: the two folders swapped in one step; the old one is now at tmp.
     fs::remove_all(tmp, ec);
-  } else if (fs::exists(dir, ec)) {  // no atomic exchange here: move aside, swap in, remove the old folder
+  } else if (fs::exists(
+                 dir, ec)) {  // no atomic exchange here: move aside, swap in, remove the old folder
     std::string old = dir + ".old-" + std::to_string(getpid());
     fs::rename(dir, old, ec);
     if (ec) return Status::IOError("cannot move the existing " + dir + " aside: " + ec.message());
@@ -192,10 +200,12 @@ MetaInputs MetaInputsOf(const RawDataset& ds) {
 }
 
 void RenumberByPart(const std::vector<int32_t>& part, int k, std::vector<int64_t>* offsets,
-                    std::vector<int64_t>* new_of_old, const std::vector<int32_t>& node_type, int num_types,
-                    std::vector<int64_t>* type_bounds) {
+                    std::vector<int64_t>* new_of_old, const std::vector<int32_t>& node_type,
+                    int num_types, std::vector<int64_t>* type_bounds) {
   const int T = node_type.empty() ? 1 : num_types;
-  auto bucket = [&](size_t v) { return static_cast<size_t>(part[v]) * T + (node_type.empty() ? 0 : node_type[v]); };
+  auto bucket = [&](size_t v) {
+    return static_cast<size_t>(part[v]) * T + (node_type.empty() ? 0 : node_type[v]);
+  };
   std::vector<int64_t> bounds(static_cast<size_t>(k) * T + 1, 0);
   for (size_t v = 0; v < part.size(); ++v) bounds[bucket(v) + 1]++;
   for (size_t b = 0; b + 1 < bounds.size(); ++b) bounds[b + 1] += bounds[b];
@@ -208,7 +218,9 @@ void RenumberByPart(const std::vector<int32_t>& part, int k, std::vector<int64_t
 }
 
 int64_t StorePayloadBytes(const DatasetMeta& meta, int64_t name_bytes) {
-  int64_t total = meta.num_edges * 16 + meta.num_nodes * (8 + 8 + meta.feature_dim * FeatureDTypeSize(meta.feature_dtype));
+  int64_t total =
+      meta.num_edges * 16 +
+      meta.num_nodes * (8 + 8 + meta.feature_dim * FeatureDTypeSize(meta.feature_dtype));
   if (meta.has_labels) total += meta.num_nodes * 8;
   if (meta.has_split) total += meta.num_nodes;
   if (meta.has_names) total += meta.num_nodes * 4 + name_bytes;
@@ -217,7 +229,8 @@ int64_t StorePayloadBytes(const DatasetMeta& meta, int64_t name_bytes) {
   return total;
 }
 
-Status PartStoreWriter::Open(const std::string& path, int64_t write_buffer_bytes, std::unique_ptr<PartStoreWriter>* out) {
+Status PartStoreWriter::Open(const std::string& path, int64_t write_buffer_bytes,
+                             std::unique_ptr<PartStoreWriter>* out) {
   rocksdb::Options opts;
   opts.create_if_missing = true;
   opts.error_if_exists = true;
@@ -262,7 +275,8 @@ Status PartStoreWriter::PutInfo(const DatasetMeta& meta, int p, int64_t num_edge
   return Put("info", -1);
 }
 
-Status PartStoreWriter::PutAdjChunk(int64_t c, ArrayView<const int64_t> degrees, ArrayView<const int64_t> neighbors,
+Status PartStoreWriter::PutAdjChunk(int64_t c, ArrayView<const int64_t> degrees,
+                                    ArrayView<const int64_t> neighbors,
                                     ArrayView<const int64_t> edge_ids) {
   // Chunk kinds and their layouts: datasets/detail/chunks.h.
   value_.clear();
@@ -283,8 +297,8 @@ Status PartStoreWriter::PutEdgeTypeChunk(int64_t c, ArrayView<const int64_t> typ
   return Put("etype", c);
 }
 
-Status PartStoreWriter::PutNodeChunks(const DatasetMeta& meta, int64_t c, const int64_t* old_ids, int64_t n,
-                                      const NodeSource& src) {
+Status PartStoreWriter::PutNodeChunks(const DatasetMeta& meta, int64_t c, const int64_t* old_ids,
+                                      int64_t n, const NodeSource& src) {
   const int64_t d = meta.feature_dim;
   const int dsize = FeatureDTypeSize(meta.feature_dtype);
   // label and orig: one int64 per node.
@@ -300,11 +314,13 @@ Status PartStoreWriter::PutNodeChunks(const DatasetMeta& meta, int64_t c, const 
     row_.resize(d);
     for (int64_t x = 0; x < n; ++x) {
       src.FeatureRow(old_ids[x], row_.data());
-      EncodeFeatureRow(meta.feature_dtype, meta.feature_scale, row_.data(), d, value_.data() + x * d * dsize);
+      EncodeFeatureRow(meta.feature_dtype, meta.feature_scale, row_.data(), d,
+                       value_.data() + x * d * dsize);
     }
     FANOUT_RETURN_IF_ERROR(Put("feat", c));
   }
-  if (meta.has_labels) FANOUT_RETURN_IF_ERROR(put_int64("label", [&](int64_t v) { return src.Label(v); }));
+  if (meta.has_labels)
+    FANOUT_RETURN_IF_ERROR(put_int64("label", [&](int64_t v) { return src.Label(v); }));
   if (meta.has_split) {
     split_.resize(n);
     for (int64_t x = 0; x < n; ++x) split_[x] = src.SplitOf(old_ids[x]);
@@ -345,11 +361,12 @@ struct Layout {
   std::vector<int64_t> type_bounds;  // heterogeneous: HeteroSchema::type_bounds
 };
 
-void BuildLayout(const RawDataset& ds, const std::vector<int32_t>& part, int k, bool incoming, Layout* L) {
+void BuildLayout(const RawDataset& ds, const std::vector<int32_t>& part, int k, bool incoming,
+                 Layout* L) {
   const int64_t n = ds.num_nodes;
   std::vector<int64_t> new_of_old;
-  detail::RenumberByPart(part, k, &L->offsets, &new_of_old, ds.node_type, static_cast<int>(ds.node_types.size()),
-                         &L->type_bounds);
+  detail::RenumberByPart(part, k, &L->offsets, &new_of_old, ds.node_type,
+                         static_cast<int>(ds.node_types.size()), &L->type_bounds);
   L->old_of_new.resize(n);
   for (int64_t v = 0; v < n; ++v) L->old_of_new[new_of_old[v]] = v;
   const int64_t e = ds.num_edges();
@@ -398,8 +415,10 @@ void SortRowsBy(const std::vector<Key>& key, Layout* L) {
     const int64_t b = L->indptr[v], e = L->indptr[v + 1];
     row.clear();
     for (int64_t i = b; i < e; ++i) row.emplace_back(L->edge_ids[i], L->indices[i]);
-    std::stable_sort(row.begin(), row.end(), [&](const auto& x, const auto& y) { return key[x.first] < key[y.first]; });
-    for (int64_t i = b; i < e; ++i) L->edge_ids[i] = row[i - b].first, L->indices[i] = row[i - b].second;
+    std::stable_sort(row.begin(), row.end(),
+                     [&](const auto& x, const auto& y) { return key[x.first] < key[y.first]; });
+    for (int64_t i = b; i < e; ++i)
+      L->edge_ids[i] = row[i - b].first, L->indices[i] = row[i - b].second;
   }
 }
 
@@ -418,8 +437,9 @@ Status WritePart(const Layout& L, const DatasetMeta& meta, int p, const detail::
     const int64_t e0 = L.indptr[a], e1 = L.indptr[b];
     degrees.resize(b - a);
     for (int64_t x = a; x < b; ++x) degrees[x - a] = L.indptr[x + 1] - L.indptr[x];
-    FANOUT_RETURN_IF_ERROR(w->PutAdjChunk(c, degrees, ArrayView<const int64_t>(L.indices.data() + e0, e1 - e0),
-                                          ArrayView<const int64_t>(L.edge_ids.data() + e0, e1 - e0)));
+    FANOUT_RETURN_IF_ERROR(
+        w->PutAdjChunk(c, degrees, ArrayView<const int64_t>(L.indices.data() + e0, e1 - e0),
+                       ArrayView<const int64_t>(L.edge_ids.data() + e0, e1 - e0)));
     // Per-edge columns in the chunk's adjacency order (edge ids are input edge indices).
     auto column = [&](const auto& values) {
       per_edge.resize(e1 - e0);
@@ -439,16 +459,20 @@ Status WritePart(const Layout& L, const DatasetMeta& meta, int p, const detail::
 }  // namespace
 
 Status WritePartitionedDataset(const RawDataset& ds, const std::vector<int32_t>& part, int k,
-                               const WriteOptions& o, const std::string& dir_in, DatasetMeta* meta_out) {
+                               const WriteOptions& o, const std::string& dir_in,
+                               DatasetMeta* meta_out) {
   FANOUT_RETURN_IF_ERROR(ds.Validate());
   if (static_cast<int64_t>(part.size()) != ds.num_nodes)
-    return Status::InvalidArgument("partition assignment has " + std::to_string(part.size()) + " entries for " +
-                                   std::to_string(ds.num_nodes) + " nodes");
+    return Status::InvalidArgument("partition assignment has " + std::to_string(part.size()) +
+                                   " entries for " + std::to_string(ds.num_nodes) + " nodes");
   for (int64_t v = 0; v < ds.num_nodes; ++v)
     if (part[v] < 0 || part[v] >= k)
-      return Status::InvalidArgument("node " + std::to_string(v) + " is assigned to part " + std::to_string(part[v]) +
-                                     ", outside [0, " + std::to_string(k) + ")");
-  if (o.chunk_nodes < 1) return Status::InvalidArgument("chunk size " + std::to_string(o.chunk_nodes) + " must be positive");
+      return Status::InvalidArgument("node " + std::to_string(v) + " is assigned to part " +
+                                     std::to_string(part[v]) + ", outside [0, " +
+                                     std::to_string(k) + ")");
+  if (o.chunk_nodes < 1)
+    return Status::InvalidArgument("chunk size " + std::to_string(o.chunk_nodes) +
+                                   " must be positive");
   std::string dir;
   FANOUT_RETURN_IF_ERROR(detail::PrepareOutput(dir_in, o.overwrite, &dir));
 
@@ -483,7 +507,8 @@ Status WritePartitionedDataset(const RawDataset& ds, const std::vector<int32_t>&
   int64_t bytes_done = 0;
   RawNodeSource nodes(ds);
   for (int p = 0; p < k; ++p)
-    FANOUT_RETURN_IF_ERROR(WritePart(layout, meta, p, nodes, ds.edge_times, ds.edge_type, tmp + "/part-" + std::to_string(p), &progress, &bytes_done));
+    FANOUT_RETURN_IF_ERROR(WritePart(layout, meta, p, nodes, ds.edge_times, ds.edge_type,
+                                     tmp + "/part-" + std::to_string(p), &progress, &bytes_done));
   progress.Update(bytes_done);
   progress.Done();
   FANOUT_RETURN_IF_ERROR(detail::CommitTemporary(tmp, dir, meta, &guard));

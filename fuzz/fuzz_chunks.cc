@@ -40,7 +40,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 1:
     case 2:
     case 3: {
-      d.meta.feature_dtype = kind == 1 ? FeatureDType::kFloat32 : kind == 2 ? FeatureDType::kFloat16 : FeatureDType::kInt8;
+      d.meta.feature_dtype = kind == 1   ? FeatureDType::kFloat32
+                             : kind == 2 ? FeatureDType::kFloat16
+                                         : FeatureDType::kInt8;
       d.features.assign(16 * 3 * FeatureDTypeSize(d.meta.feature_dtype), 0);
       err = detail::DecodeFeatureChunk(p, n, nodes, first, &d);
       break;

@@ -7,6 +7,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fanout::client::ClusterSpec spec;
-  (void)fanout::client::ParseClusterJson(std::string(reinterpret_cast<const char*>(data), size), "fuzz.json", &spec);
+  (void)fanout::client::ParseClusterJson(std::string(reinterpret_cast<const char*>(data), size),
+                                         "fuzz.json", &spec);
   return 0;
 }

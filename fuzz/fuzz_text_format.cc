@@ -2,8 +2,9 @@
 // linqs, planetoid, ogb, snap, movielens, ogb-hetero), on files cut from the
 // input at NUL bytes:
 //   linqs     x.content \0 x.cites
-//   planetoid labels.txt \0 edges.txt \0 features.txt \0 split_train.txt \0 split_val.txt \0 split_test.txt
-//   ogb       raw/num-node-list.csv \0 raw/edge.csv \0 raw/node-feat.csv \0 raw/node-label.csv \0
+//   planetoid labels.txt \0 edges.txt \0 features.txt \0 split_train.txt \0 split_val.txt \0
+//   split_test.txt ogb       raw/num-node-list.csv \0 raw/edge.csv \0 raw/node-feat.csv \0
+//   raw/node-label.csv \0
 //             split/s/train.csv \0 split/s/valid.csv \0 split/s/test.csv
 //   snap      the edge list
 //   movielens movies.csv \0 ratings.csv \0 tags.csv
@@ -27,7 +28,8 @@ std::string g_dir;
 }
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  const std::filesystem::path base = std::filesystem::exists("/dev/shm") ? "/dev/shm" : std::filesystem::temp_directory_path();
+  const std::filesystem::path base =
+      std::filesystem::exists("/dev/shm") ? "/dev/shm" : std::filesystem::temp_directory_path();
   g_dir = (base / ("fanout-fuzz-" FANOUT_FUZZ_FORMAT "-" + std::to_string(getpid()))).string();
   std::filesystem::create_directories(g_dir);
   std::atexit([] { std::filesystem::remove_all(g_dir); });
@@ -39,30 +41,40 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string format = FANOUT_FUZZ_FORMAT;
   std::vector<std::string> files;
   if (format == "linqs") files = {"x.content", "x.cites"};
-  if (format == "planetoid") files = {"labels.txt", "edges.txt", "features.txt", "split_train.txt", "split_val.txt", "split_test.txt"};
+  if (format == "planetoid")
+    files = {"labels.txt",      "edges.txt",     "features.txt",
+             "split_train.txt", "split_val.txt", "split_test.txt"};
   if (format == "ogb")
-    files = {"raw/num-node-list.csv", "raw/edge.csv", "raw/node-feat.csv", "raw/node-label.csv",
-             "split/s/train.csv", "split/s/valid.csv", "split/s/test.csv"};
+    files = {"raw/num-node-list.csv", "raw/edge.csv",      "raw/node-feat.csv",
+             "raw/node-label.csv",    "split/s/train.csv", "split/s/valid.csv",
+             "split/s/test.csv"};
   if (format == "snap") files = {"graph.txt"};
   if (format == "movielens") files = {"movies.csv", "ratings.csv", "tags.csv"};
   if (format == "ogb-hetero")
-    files = {"raw/num-node-dict.csv", "raw/relations/a___r___b/edge.csv", "raw/relations/b___s___b/edge.csv",
-             "raw/node-feat/b/node-feat.csv", "raw/node-label/b/node-label.csv", "split/s/b/train.csv",
-             "split/s/b/valid.csv", "split/s/b/test.csv"};
+    files = {"raw/num-node-dict.csv",
+             "raw/relations/a___r___b/edge.csv",
+             "raw/relations/b___s___b/edge.csv",
+             "raw/node-feat/b/node-feat.csv",
+             "raw/node-label/b/node-label.csv",
+             "split/s/b/train.csv",
+             "split/s/b/valid.csv",
+             "split/s/b/test.csv"};
   std::error_code ec;
   fs::remove_all(g_dir, ec);
   fs::create_directories(g_dir + "/raw");
   fs::create_directories(g_dir + "/split/s");
   if (format == "ogb-hetero") {
-    for (const char* d : {"/raw/relations/a___r___b", "/raw/relations/b___s___b", "/raw/node-feat/b", "/raw/node-label/b",
-                          "/split/s/b"})
+    for (const char* d : {"/raw/relations/a___r___b", "/raw/relations/b___s___b",
+                          "/raw/node-feat/b", "/raw/node-label/b", "/split/s/b"})
       fs::create_directories(g_dir + d);
   }
   size_t at = 0;
   for (size_t f = 0; f < files.size(); ++f) {
     size_t end = f + 1 == files.size() ? size : at;
     while (end < size && data[end] != 0) ++end;
-    if (at <= size) std::ofstream(g_dir + "/" + files[f], std::ios::binary).write(reinterpret_cast<const char*>(data + at), end - at);
+    if (at <= size)
+      std::ofstream(g_dir + "/" + files[f], std::ios::binary)
+          .write(reinterpret_cast<const char*>(data + at), end - at);
     at = end + 1;
   }
   fanout::datasets::RawDataset ds;

@@ -510,6 +510,29 @@ py::dict BatchDict(const client::MiniBatch& b) {
   return d;
 }
 
+// A heterogeneous batch split by type (client::SplitByType, the one split):
+// per node type lists n_id, x, y, index, original_id, batch_size; per edge
+// type edge_index, e_id; and type_index (fanout/__init__.py's HeteroBatch).
+py::dict SplitDict(const client::MiniBatch& b, const sampler::HeteroSchema& schema) {
+  client::HeteroBatch h = client::SplitByType(b, schema);
+  auto caps = [](const std::vector<at::Tensor>& v) {
+    py::list out;
+    for (const at::Tensor& t : v) out.append(ToCapsule(t));
+    return out;
+  };
+  py::dict d;
+  d["n_id"] = caps(h.n_id);
+  d["x"] = caps(h.x);
+  d["y"] = caps(h.y);
+  d["index"] = caps(h.index);
+  d["original_id"] = caps(h.original_id);
+  d["batch_size"] = h.batch_size;
+  d["edge_index"] = caps(h.edge_index);
+  d["e_id"] = caps(h.edge_id);
+  d["type_index"] = ToCapsule(h.type_index);
+  return d;
+}
+
 // "cpu" -> -1, "cuda" -> 0, "cuda:N" -> N.
 int ParseDevice(const std::string& device) {
   if (device == "cpu") return -1;
@@ -596,7 +619,8 @@ client::LoaderOptions ParseLoaderOptions(const PyCluster& cluster, const py::dic
       Raise(Status::InvalidArgument("unknown loader option '" + key + "'"));
     }
   }
-  if (o.fanouts.empty()) Raise(Status::InvalidArgument("num_neighbors must name at least one hop"));
+  if (o.fanouts.empty() && o.edge_type_fanouts.empty())  // typed: hops from the per-type lists
+    Raise(Status::InvalidArgument("num_neighbors must name at least one hop"));
   const int cuda_device = ParseDevice(device);
   if (cuda_device >= 0) {
     if (!o.features)
@@ -651,6 +675,7 @@ class PyLoader {
   PyLoader(const PyCluster& cluster, const py::object& input_nodes, const py::dict& options,
            const py::object& link) {
     client::LoaderOptions o = ParseLoaderOptions(cluster, options);
+    schema_ = cluster.get()->hetero();  // the cluster lives as long as the loader (its source)
     if (link.is_none()) {
       std::vector<int64_t> seeds = Int64List(input_nodes, "input_nodes");
       loader_ = std::make_unique<client::NodeLoader>(cluster.get(), std::move(seeds), std::move(o));
@@ -699,7 +724,9 @@ class PyLoader {
       Raise(Status::Internal(e.what()));
     }
     if (!more) return py::none();
-    return BatchDict(b);
+    py::dict d = BatchDict(b);
+    if (b.node_type.defined() && schema_ != nullptr) d["hetero"] = SplitDict(b, *schema_);
+    return std::move(d);
   }
 
   void SetEpoch(int64_t e) {
@@ -755,6 +782,7 @@ class PyLoader {
 
  private:
   std::unique_ptr<client::NodeLoader> loader_;
+  const sampler::HeteroSchema* schema_ = nullptr;  // heterogeneous datasets: split batches by it
 };
 
 }  // namespace

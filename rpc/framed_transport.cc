@@ -26,9 +26,10 @@ std::shared_ptr<apache::thrift::TConfiguration> MakeThriftConfig(int64_t max_fra
   return std::make_shared<apache::thrift::TConfiguration>(limit, limit);
 }
 
-ResettingFramedTransport::ResettingFramedTransport(std::shared_ptr<apache::thrift::transport::TTransport> inner,
-                                                   std::shared_ptr<apache::thrift::TConfiguration> config,
-                                                   std::unique_ptr<ConnectionGuard::Connection> conn)
+ResettingFramedTransport::ResettingFramedTransport(
+    std::shared_ptr<apache::thrift::transport::TTransport> inner,
+    std::shared_ptr<apache::thrift::TConfiguration> config,
+    std::unique_ptr<ConnectionGuard::Connection> conn)
     : TFramedTransport(inner, std::move(config)), conn_(std::move(conn)) {
   // An empty read buffer that is not null: Thrift's inline read path adds
   // lengths to its pointers, which is undefined on null (UBSan, fuzzing).
@@ -89,7 +90,8 @@ void ResettingFramedTransport::flush() {
     header_ = wBuf_.get();
     return;
   }
-  if (fd_ == -2) fd_ = static_cast<apache::thrift::transport::TSocket*>(transport_.get())->getSocketFD();
+  if (fd_ == -2)
+    fd_ = static_cast<apache::thrift::transport::TSocket*>(transport_.get())->getSocketFD();
   Seal();
   size_t total = 0;
   for (const Piece& p : pieces_) total += p.len;
@@ -97,7 +99,8 @@ void ResettingFramedTransport::flush() {
   uint32_t be = htonl(body);
   std::memcpy(header_, &be, sizeof be);
   std::vector<iovec> iov(pieces_.size());
-  for (size_t i = 0; i < pieces_.size(); ++i) iov[i] = {const_cast<uint8_t*>(pieces_[i].data), pieces_[i].len};
+  for (size_t i = 0; i < pieces_.size(); ++i)
+    iov[i] = {const_cast<uint8_t*>(pieces_[i].data), pieces_[i].len};
   size_t first = 0;
   while (first < iov.size()) {
     msghdr msg{};
@@ -109,10 +112,11 @@ void ResettingFramedTransport::flush() {
       int err = errno;
       ResetWrite();
       if (err == EAGAIN || err == EWOULDBLOCK)
-        throw apache::thrift::transport::TTransportException(apache::thrift::transport::TTransportException::TIMED_OUT,
-                                                             "send timed out");
-      throw apache::thrift::transport::TTransportException(apache::thrift::transport::TTransportException::NOT_OPEN,
-                                                           std::string("send failed: ") + std::strerror(err));
+        throw apache::thrift::transport::TTransportException(
+            apache::thrift::transport::TTransportException::TIMED_OUT, "send timed out");
+      throw apache::thrift::transport::TTransportException(
+          apache::thrift::transport::TTransportException::NOT_OPEN,
+          std::string("send failed: ") + std::strerror(err));
     }
     size_t left = static_cast<size_t>(n);
     while (first < iov.size() && left >= iov[first].iov_len) left -= iov[first++].iov_len;
@@ -141,7 +145,8 @@ uint32_t ResettingFramedTransport::ReadSome(uint8_t* buf, uint32_t len, bool in_
       if (conn_) conn_->NoteTlsFailure(e.what());
       throw;
     } catch (const TTransportException& e) {
-      if (!conn_ || e.getType() != TTransportException::TIMED_OUT || !conn_->KeepWaiting(in_frame)) throw;
+      if (!conn_ || e.getType() != TTransportException::TIMED_OUT || !conn_->KeepWaiting(in_frame))
+        throw;
     }
   }
 }
@@ -151,8 +156,9 @@ void ResettingFramedTransport::ReadAll(uint8_t* buf, uint32_t len) {
   while (got < len) {
     uint32_t n = ReadSome(buf + got, len - got, true);
     if (n == 0)
-      throw apache::thrift::transport::TTransportException(apache::thrift::transport::TTransportException::END_OF_FILE,
-                                                           "No more data to read inside a frame.");
+      throw apache::thrift::transport::TTransportException(
+          apache::thrift::transport::TTransportException::END_OF_FILE,
+          "No more data to read inside a frame.");
     got += n;
   }
 }
@@ -167,7 +173,8 @@ void ResettingFramedTransport::Refuse(uint32_t frame_bytes) {
     ReadAll(head.data(), static_cast<uint32_t>(head.size()));
     auto in = std::make_shared<TMemoryBuffer>(head.data(), static_cast<uint32_t>(head.size()));
     // Strings no longer than what was read, strict (versioned) messages only.
-    apache::thrift::protocol::TBinaryProtocol iprot(in, static_cast<int32_t>(head.size()), 0, true, true);
+    apache::thrift::protocol::TBinaryProtocol iprot(in, static_cast<int32_t>(head.size()), 0, true,
+                                                    true);
     std::string name;
     apache::thrift::protocol::TMessageType type;
     int32_t seqid = 0;
@@ -189,7 +196,8 @@ void ResettingFramedTransport::Refuse(uint32_t frame_bytes) {
   } catch (...) {
     // A client that sends nothing usable is closed without an answer.
   }
-  throw TTransportException(TTransportException::END_OF_FILE, "connection refused at the connection limit");
+  throw TTransportException(TTransportException::END_OF_FILE,
+                            "connection refused at the connection limit");
 }
 
 void ResettingFramedTransport::FillBuffer() {
@@ -213,7 +221,8 @@ bool ResettingFramedTransport::readFrame() {
     uint32_t n = ReadSome(size_buf + got, sizeof size_buf - got, got > 0);
     if (n == 0) {
       if (got == 0) return false;  // clean end of stream between frames
-      throw TTransportException(TTransportException::END_OF_FILE, "No more data to read after partial frame header.");
+      throw TTransportException(TTransportException::END_OF_FILE,
+                                "No more data to read after partial frame header.");
     }
     if (got == 0 && conn_) conn_->Begin(0);  // a frame began: its deadline runs
     got += n;
@@ -229,7 +238,8 @@ bool ResettingFramedTransport::readFrame() {
   if (conn_) {
     if (conn_->refused()) Refuse(static_cast<uint32_t>(sz));
     if (!conn_->Begin(sz))
-      throw TTransportException(TTransportException::TIMED_OUT, "request memory budget full (--max-inflight-mib)");
+      throw TTransportException(TTransportException::TIMED_OUT,
+                                "request memory budget full (--max-inflight-mib)");
   }
   frame_left_ = static_cast<uint32_t>(sz);
   FillBuffer();
@@ -252,8 +262,9 @@ uint32_t ResettingFramedTransport::readSlow(uint8_t* buf, uint32_t len) {
   if (len >= kZeroCopyBytes / 2) {  // large: straight from the socket into the caller's memory
     uint32_t n = ReadSome(buf, std::min(len, frame_left_), true);
     if (n == 0)
-      throw apache::thrift::transport::TTransportException(apache::thrift::transport::TTransportException::END_OF_FILE,
-                                                           "No more data to read inside a frame.");
+      throw apache::thrift::transport::TTransportException(
+          apache::thrift::transport::TTransportException::END_OF_FILE,
+          "No more data to read inside a frame.");
     frame_left_ -= n;
     return n;
   }
@@ -276,18 +287,22 @@ uint32_t ResettingFramedTransport::readEnd() {
 }
 
 namespace {
-class FrameBoundedProtocol : public apache::thrift::protocol::TBinaryProtocolT<apache::thrift::transport::TTransport> {
+class FrameBoundedProtocol
+    : public apache::thrift::protocol::TBinaryProtocolT<apache::thrift::transport::TTransport> {
  public:
   // Strict reads: every message starts with the version (Thrift's clients
   // send it; the unversioned form begins with a name length).
-  FrameBoundedProtocol(std::shared_ptr<apache::thrift::transport::TTransport> trans, const ResettingFramedTransport* framed)
-      : TBinaryProtocolT(std::move(trans), 0, 0, /*strict_read=*/true, /*strict_write=*/true), framed_(framed) {}
+  FrameBoundedProtocol(std::shared_ptr<apache::thrift::transport::TTransport> trans,
+                       const ResettingFramedTransport* framed)
+      : TBinaryProtocolT(std::move(trans), 0, 0, /*strict_read=*/true, /*strict_write=*/true),
+        framed_(framed) {}
   uint32_t readString_virt(std::string& str) override { return ReadBounded(str); }
   uint32_t readBinary_virt(std::string& str) override { return ReadBounded(str); }
   // Unknown fields are skipped through this protocol's own (bounded) reads;
   // TBinaryProtocolT's skip calls its unbounded ones directly.
   uint32_t skip_virt(apache::thrift::protocol::TType type) override {
-    return apache::thrift::protocol::skip(*static_cast<apache::thrift::protocol::TProtocol*>(this), type);
+    return apache::thrift::protocol::skip(*static_cast<apache::thrift::protocol::TProtocol*>(this),
+                                          type);
   }
   // Containers: as TBinaryProtocolT's, but their size is checked against the
   // frame in 64 bits (Thrift's own check multiplies in int and overflows).
@@ -297,8 +312,8 @@ class FrameBoundedProtocol : public apache::thrift::protocol::TBinaryProtocolT<a
   uint32_t readSetBegin_virt(apache::thrift::protocol::TType& elem, uint32_t& size) override {
     return ReadContainer(&elem, nullptr, &size);
   }
-  uint32_t readMapBegin_virt(apache::thrift::protocol::TType& key, apache::thrift::protocol::TType& value,
-                             uint32_t& size) override {
+  uint32_t readMapBegin_virt(apache::thrift::protocol::TType& key,
+                             apache::thrift::protocol::TType& value, uint32_t& size) override {
     return ReadContainer(&key, &value, &size);
   }
   // As TBinaryProtocolT's (strict), with the method name's length bounded too.
@@ -308,7 +323,8 @@ class FrameBoundedProtocol : public apache::thrift::protocol::TBinaryProtocolT<a
     int32_t version = 0;
     uint32_t n = readI32(version);
     if (version >= 0 || (version & VERSION_MASK) != VERSION_1)
-      throw TProtocolException(TProtocolException::BAD_VERSION, "not a versioned binary-protocol message");
+      throw TProtocolException(TProtocolException::BAD_VERSION,
+                               "not a versioned binary-protocol message");
     type = static_cast<apache::thrift::protocol::TMessageType>(version & 0xff);
     n += ReadBounded(name);
     return n + readI32(seqid);
@@ -325,8 +341,8 @@ class FrameBoundedProtocol : public apache::thrift::protocol::TBinaryProtocolT<a
               std::to_string(framed_->FrameRemaining()));
     return n + readStringBody(str, size);
   }
-  uint32_t ReadContainer(apache::thrift::protocol::TType* first, apache::thrift::protocol::TType* second,
-                         uint32_t* size) {
+  uint32_t ReadContainer(apache::thrift::protocol::TType* first,
+                         apache::thrift::protocol::TType* second, uint32_t* size) {
     using apache::thrift::protocol::TProtocolException;
     int8_t a = 0, b = 0;
     int32_t n = 0;
@@ -336,10 +352,12 @@ class FrameBoundedProtocol : public apache::thrift::protocol::TBinaryProtocolT<a
     if (n < 0) throw TProtocolException(TProtocolException::NEGATIVE_SIZE);
     *first = static_cast<apache::thrift::protocol::TType>(a);
     if (second != nullptr) *second = static_cast<apache::thrift::protocol::TType>(b);
-    const int64_t each = getMinSerializedSize(*first) + (second != nullptr ? getMinSerializedSize(*second) : 0);
+    const int64_t each =
+        getMinSerializedSize(*first) + (second != nullptr ? getMinSerializedSize(*second) : 0);
     if (static_cast<int64_t>(n) * each > static_cast<int64_t>(framed_->FrameRemaining()))
-      throw TProtocolException(TProtocolException::SIZE_LIMIT, "a container declares " + std::to_string(n) +
-                                                                   " elements, more than its frame holds");
+      throw TProtocolException(
+          TProtocolException::SIZE_LIMIT,
+          "a container declares " + std::to_string(n) + " elements, more than its frame holds");
     *size = static_cast<uint32_t>(n);
     return got;
   }
@@ -360,7 +378,8 @@ void FilteredThriftLog(const char* message) {
   if (std::strstr(message, "THRIFT_EAGAIN (timed out)") != nullptr ||
       std::strstr(message, "THRIFT_POLL (timed out)") != nullptr ||
       // After a failed TLS handshake Thrift also logs each close of it.
-      std::strstr(message, "SSL_shutdown:") != nullptr || std::strstr(message, "close failed: SSL_") != nullptr ||
+      std::strstr(message, "SSL_shutdown:") != nullptr ||
+      std::strstr(message, "close failed: SSL_") != nullptr ||
       std::strstr(message, "TSocket::open() error") != nullptr)
     return;
   apache::thrift::TOutput::errorTimeWrapper(message);
@@ -384,7 +403,8 @@ std::shared_ptr<apache::thrift::transport::TTransport> GuardedFramedTransportFac
   if (auto* sock = dynamic_cast<apache::thrift::transport::TSocket*>(trans.get())) {
     sock->setRecvTimeout(guard_->tick_ms());
     if (guard_->limits().frame_timeout_ms > 0)
-      sock->setSendTimeout(static_cast<int>(std::min<int64_t>(guard_->limits().frame_timeout_ms, INT_MAX)));
+      sock->setSendTimeout(
+          static_cast<int>(std::min<int64_t>(guard_->limits().frame_timeout_ms, INT_MAX)));
     conn = guard_->Admit(sock->getSocketFD());
   }
   return std::make_shared<ResettingFramedTransport>(std::move(trans), config_, std::move(conn));

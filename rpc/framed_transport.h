@@ -69,12 +69,13 @@ class ResettingFramedTransport : public apache::thrift::transport::TFramedTransp
   void Seal();
   void ResetWrite();
 
-  int fd_ = -1;                    // the socket, when the inner transport is a TSocket
-  std::vector<Piece> pieces_;      // the frame so far, in order (first piece starts with the size slot)
-  std::vector<std::shared_ptr<boost::scoped_array<uint8_t>>> retired_;  // earlier buffers pieces_ point into
-  uint8_t* header_ = nullptr;      // where the frame size goes
-  size_t sealed_ = 0;              // bytes of wBuf_ already in pieces_
-  uint32_t frame_left_ = 0;        // bytes of the current frame not yet taken from the socket
+  int fd_ = -1;                // the socket, when the inner transport is a TSocket
+  std::vector<Piece> pieces_;  // the frame so far, in order (first piece starts with the size slot)
+  std::vector<std::shared_ptr<boost::scoped_array<uint8_t>>>
+      retired_;                // earlier buffers pieces_ point into
+  uint8_t* header_ = nullptr;  // where the frame size goes
+  size_t sealed_ = 0;          // bytes of wBuf_ already in pieces_
+  uint32_t frame_left_ = 0;    // bytes of the current frame not yet taken from the socket
   std::unique_ptr<ConnectionGuard::Connection> conn_;
   // Reads up to min(frame_left_, kZeroCopyBytes) more bytes of the frame into rBuf_.
   void FillBuffer();

@@ -17,29 +17,57 @@ namespace {
 
 const char* PortStateName(ibv_port_state s) {
   switch (s) {
-    case IBV_PORT_DOWN: return "down";
-    case IBV_PORT_INIT: return "init";
-    case IBV_PORT_ARMED: return "armed";
-    case IBV_PORT_ACTIVE: return "active";
-    case IBV_PORT_ACTIVE_DEFER: return "active_defer";
-    default: return "nop";
+    case IBV_PORT_DOWN:
+      return "down";
+    case IBV_PORT_INIT:
+      return "init";
+    case IBV_PORT_ARMED:
+      return "armed";
+    case IBV_PORT_ACTIVE:
+      return "active";
+    case IBV_PORT_ACTIVE_DEFER:
+      return "active_defer";
+    default:
+      return "nop";
   }
 }
 
 // Lanes x per-lane Gb/s, from the IB width and speed codes.
 double RateGbps(uint8_t width, uint8_t speed) {
-  double lanes = width == 1 ? 1 : width == 2 ? 4 : width == 4 ? 8 : width == 8 ? 12 : width == 16 ? 2 : 0;
+  double lanes = width == 1    ? 1
+                 : width == 2  ? 4
+                 : width == 4  ? 8
+                 : width == 8  ? 12
+                 : width == 16 ? 2
+                               : 0;
   double per = 0;
   switch (speed) {
-    case 1: per = 2.5; break;
-    case 2: per = 5; break;
-    case 4: per = 10; break;
-    case 8: per = 10.3125; break;
-    case 16: per = 14.0625; break;
-    case 32: per = 25.78125; break;
-    case 64: per = 53.125; break;
-    case 128: per = 106.25; break;
-    default: per = 0;
+    case 1:
+      per = 2.5;
+      break;
+    case 2:
+      per = 5;
+      break;
+    case 4:
+      per = 10;
+      break;
+    case 8:
+      per = 10.3125;
+      break;
+    case 16:
+      per = 14.0625;
+      break;
+    case 32:
+      per = 25.78125;
+      break;
+    case 64:
+      per = 53.125;
+      break;
+    case 128:
+      per = 106.25;
+      break;
+    default:
+      per = 0;
   }
   return lanes * per;
 }

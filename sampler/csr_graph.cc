@@ -8,7 +8,8 @@ namespace fanout::sampler {
 Status CsrGraph::Create(ArrayView<const int64_t> indptr, ArrayView<const int64_t> indices,
                         ArrayView<const int64_t> edge_ids, ArrayView<const float> weights,
                         CsrGraph* out) {
-  if (indptr.empty()) return Status::InvalidArgument("indptr is empty: it needs num_nodes + 1 entries");
+  if (indptr.empty())
+    return Status::InvalidArgument("indptr is empty: it needs num_nodes + 1 entries");
   if (indptr[0] != 0)
     return Status::InvalidArgument("indptr[0] is " + std::to_string(indptr[0]) + ", expected 0");
   int64_t num_edges = static_cast<int64_t>(indices.size());
@@ -37,7 +38,8 @@ Status CsrGraph::Validate(int64_t num_nodes_total) const {
   for (int64_t v = 0; v < num_nodes_; ++v) {
     if (indptr_[v + 1] < indptr_[v])
       return Status::InvalidArgument("indptr decreases at node " + std::to_string(v) + ": " +
-                                     std::to_string(indptr_[v]) + " > " + std::to_string(indptr_[v + 1]));
+                                     std::to_string(indptr_[v]) + " > " +
+                                     std::to_string(indptr_[v + 1]));
   }
   for (int64_t e = 0; e < num_edges_; ++e) {
     if (indices_[e] < 0 || indices_[e] >= num_nodes_total)
@@ -49,7 +51,8 @@ Status CsrGraph::Validate(int64_t num_nodes_total) const {
     for (int64_t e = 0; e < num_edges_; ++e) {
       if (!(weights_[e] >= 0.0f) || !std::isfinite(weights_[e]))
         return Status::InvalidArgument("edge " + std::to_string(e) + " has weight " +
-                                       std::to_string(weights_[e]) + "; weights must be finite and >= 0");
+                                       std::to_string(weights_[e]) +
+                                       "; weights must be finite and >= 0");
     }
   }
   return Status::OK();

@@ -23,14 +23,16 @@ NodeRanges::NodeRanges(const std::vector<std::pair<int64_t, int64_t>>& ranges) {
 
 int64_t NodeRanges::Id(int64_t i) const {
   assert(i >= 0 && i < count());  // REQUIRES
-  const size_t k = static_cast<size_t>(std::upper_bound(cum_.begin(), cum_.end(), i) - cum_.begin());
+  const size_t k =
+      static_cast<size_t>(std::upper_bound(cum_.begin(), cum_.end(), i) - cum_.begin());
   const int64_t before = k == 0 ? 0 : cum_[k - 1];
   return ranges_[k].first + (i - before);
 }
 
 int64_t NodeRanges::IndexOf(int64_t v) const {
-  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), v,
-                             [](int64_t x, const std::pair<int64_t, int64_t>& r) { return x < r.first; });
+  auto it =
+      std::upper_bound(ranges_.begin(), ranges_.end(), v,
+                       [](int64_t x, const std::pair<int64_t, int64_t>& r) { return x < r.first; });
   if (it == ranges_.begin()) return -1;
   --it;
   if (v >= it->second) return -1;
@@ -42,7 +44,8 @@ int32_t HeteroSchema::NodeTypeOf(int64_t v) const {
   assert(!type_bounds.empty() && v >= type_bounds.front() && v < type_bounds.back());  // REQUIRES
   // The last bound <= v; empty ranges share their bound with the next one,
   // so upper_bound skips them.
-  const int64_t i = std::upper_bound(type_bounds.begin(), type_bounds.end(), v) - type_bounds.begin() - 1;
+  const int64_t i =
+      std::upper_bound(type_bounds.begin(), type_bounds.end(), v) - type_bounds.begin() - 1;
   return static_cast<int32_t>(i % static_cast<int64_t>(node_types.size()));
 }
 
@@ -56,7 +59,8 @@ NodeRanges HeteroSchema::NodesOfType(int32_t t) const {
 
 std::string HeteroSchema::EdgeTypeName(int e) const {
   const EdgeType& t = edge_types[static_cast<size_t>(e)];
-  return node_types[static_cast<size_t>(t.src)] + "," + t.rel + "," + node_types[static_cast<size_t>(t.dst)];
+  return node_types[static_cast<size_t>(t.src)] + "," + t.rel + "," +
+         node_types[static_cast<size_t>(t.dst)];
 }
 
 Status HeteroSchema::AddEdgeTypeNamed(const std::string& name) {
@@ -94,60 +98,72 @@ Status HeteroSchema::FindEdgeType(const std::string& text, int* out) const {
     *out = found;
     return Status::OK();
   }
-  return Status::InvalidArgument("edge type '" + text + "' " +
-                                 (matches > 1 ? "names several of the dataset's edge types (give src,rel,dst)"
-                                              : "is not one of the dataset's edge types") +
-                                 " (" + (known.empty() ? "none" : known) + ")");
+  return Status::InvalidArgument(
+      "edge type '" + text + "' " +
+      (matches > 1 ? "names several of the dataset's edge types (give src,rel,dst)"
+                   : "is not one of the dataset's edge types") +
+      " (" + (known.empty() ? "none" : known) + ")");
 }
 
 Status HeteroSchema::Check(int num_parts, int64_t num_nodes, int64_t feature_dim) const {
-  if (node_types.empty()) return Status::InvalidArgument("a heterogeneous dataset needs at least one node type");
+  if (node_types.empty())
+    return Status::InvalidArgument("a heterogeneous dataset needs at least one node type");
   std::set<std::string> seen;
   for (const std::string& n : node_types) {
     if (n.empty() || n.find(',') != std::string::npos)
-      return Status::InvalidArgument("node type name '" + n + "' must be non-empty and hold no ','");
-    if (!seen.insert(n).second) return Status::InvalidArgument("node type '" + n + "' is named twice");
+      return Status::InvalidArgument("node type name '" + n +
+                                     "' must be non-empty and hold no ','");
+    if (!seen.insert(n).second)
+      return Status::InvalidArgument("node type '" + n + "' is named twice");
   }
   const int T = num_node_types();
   std::set<std::string> edge_names;
   for (int e = 0; e < num_edge_types(); ++e) {
     const EdgeType& t = edge_types[static_cast<size_t>(e)];
     if (t.src < 0 || t.src >= T || t.dst < 0 || t.dst >= T)
-      return Status::InvalidArgument("edge type " + std::to_string(e) + " (" + t.rel + ") names node type " +
-                                     std::to_string(t.src < 0 || t.src >= T ? t.src : t.dst) + ", outside [0, " +
-                                     std::to_string(T) + ")");
+      return Status::InvalidArgument("edge type " + std::to_string(e) + " (" + t.rel +
+                                     ") names node type " +
+                                     std::to_string(t.src < 0 || t.src >= T ? t.src : t.dst) +
+                                     ", outside [0, " + std::to_string(T) + ")");
     if (t.rel.empty() || t.rel.find(',') != std::string::npos)
-      return Status::InvalidArgument("relation name '" + t.rel + "' must be non-empty and hold no ','");
+      return Status::InvalidArgument("relation name '" + t.rel +
+                                     "' must be non-empty and hold no ','");
     if (!edge_names.insert(EdgeTypeName(e)).second)
       return Status::InvalidArgument("edge type " + EdgeTypeName(e) + " is named twice");
   }
   const size_t want = static_cast<size_t>(num_parts) * static_cast<size_t>(T) + 1;
   if (type_bounds.size() != want)
-    return Status::InvalidArgument("node type bounds hold " + std::to_string(type_bounds.size()) + " entries, expected " +
-                                   std::to_string(want) + " (" + std::to_string(num_parts) + " partitions x " +
+    return Status::InvalidArgument("node type bounds hold " + std::to_string(type_bounds.size()) +
+                                   " entries, expected " + std::to_string(want) + " (" +
+                                   std::to_string(num_parts) + " partitions x " +
                                    std::to_string(T) + " node types + 1)");
   if (type_bounds.front() != 0 || type_bounds.back() != num_nodes)
-    return Status::InvalidArgument("node type bounds run from " + std::to_string(type_bounds.front()) + " to " +
-                                   std::to_string(type_bounds.back()) + ", expected 0 to " + std::to_string(num_nodes));
+    return Status::InvalidArgument(
+        "node type bounds run from " + std::to_string(type_bounds.front()) + " to " +
+        std::to_string(type_bounds.back()) + ", expected 0 to " + std::to_string(num_nodes));
   for (size_t i = 1; i < type_bounds.size(); ++i)
     if (type_bounds[i] < type_bounds[i - 1])
       return Status::InvalidArgument("node type bounds decrease at entry " + std::to_string(i));
   if (feature_dims.size() != static_cast<size_t>(T))
-    return Status::InvalidArgument("feature dims name " + std::to_string(feature_dims.size()) + " node types, expected " +
-                                   std::to_string(T));
+    return Status::InvalidArgument("feature dims name " + std::to_string(feature_dims.size()) +
+                                   " node types, expected " + std::to_string(T));
   for (int t = 0; t < T; ++t)
-    if (feature_dims[static_cast<size_t>(t)] < 0 || feature_dims[static_cast<size_t>(t)] > feature_dim)
-      return Status::InvalidArgument("node type '" + node_types[static_cast<size_t>(t)] + "' has feature dim " +
-                                     std::to_string(feature_dims[static_cast<size_t>(t)]) + ", outside [0, " +
-                                     std::to_string(feature_dim) + "]");
+    if (feature_dims[static_cast<size_t>(t)] < 0 ||
+        feature_dims[static_cast<size_t>(t)] > feature_dim)
+      return Status::InvalidArgument("node type '" + node_types[static_cast<size_t>(t)] +
+                                     "' has feature dim " +
+                                     std::to_string(feature_dims[static_cast<size_t>(t)]) +
+                                     ", outside [0, " + std::to_string(feature_dim) + "]");
   return Status::OK();
 }
 
-Status HeteroHopFanouts(const HeteroSchema& schema, const std::vector<std::vector<int64_t>>& fanouts,
+Status HeteroHopFanouts(const HeteroSchema& schema,
+                        const std::vector<std::vector<int64_t>>& fanouts,
                         std::vector<int64_t>* per_hop) {
   if (fanouts.size() != static_cast<size_t>(schema.num_edge_types()))
     return Status::InvalidArgument("per-edge-type fanouts name " + std::to_string(fanouts.size()) +
-                                   " edge types; the dataset has " + std::to_string(schema.num_edge_types()));
+                                   " edge types; the dataset has " +
+                                   std::to_string(schema.num_edge_types()));
   per_hop->clear();
   size_t hops = 0;
   for (size_t e = 0; e < fanouts.size(); ++e) hops = std::max(hops, fanouts[e].size());
@@ -155,15 +171,17 @@ Status HeteroHopFanouts(const HeteroSchema& schema, const std::vector<std::vecto
   per_hop->assign(hops, 0);
   for (size_t e = 0; e < fanouts.size(); ++e) {
     if (fanouts[e].size() != hops)
-      return Status::InvalidArgument("edge type " + schema.EdgeTypeName(static_cast<int>(e)) + " has " +
-                                     std::to_string(fanouts[e].size()) + " fanouts; every edge type needs " +
-                                     std::to_string(hops) + " (one per hop; 0 = not sampled)");
+      return Status::InvalidArgument("edge type " + schema.EdgeTypeName(static_cast<int>(e)) +
+                                     " has " + std::to_string(fanouts[e].size()) +
+                                     " fanouts; every edge type needs " + std::to_string(hops) +
+                                     " (one per hop; 0 = not sampled)");
     for (size_t h = 0; h < hops; ++h) {
       const int64_t f = fanouts[e][h];
       if (f < -1)
-        return Status::InvalidArgument("fanout " + std::to_string(f) + " of edge type " +
-                                       schema.EdgeTypeName(static_cast<int>(e)) + " in hop " + std::to_string(h) +
-                                       " is invalid: use -1 for all neighbors, 0 for none or a value >= 1");
+        return Status::InvalidArgument(
+            "fanout " + std::to_string(f) + " of edge type " +
+            schema.EdgeTypeName(static_cast<int>(e)) + " in hop " + std::to_string(h) +
+            " is invalid: use -1 for all neighbors, 0 for none or a value >= 1");
       int64_t& m = (*per_hop)[h];
       if (m != -1) m = f == -1 ? -1 : std::max(m, f);
     }
@@ -190,9 +208,10 @@ int64_t RunEnd(const int32_t* types, int64_t b, int64_t end) {
 
 }  // namespace
 
-Status SampleHeteroHop(const CsrGraph& graph, const int32_t* edge_types, ArrayView<const int64_t> nodes,
-                       ArrayView<const int64_t> fanouts, int64_t hop, uint64_t request_seed,
-                       const SamplingOptions& options, OneHopResult* out) {
+Status SampleHeteroHop(const CsrGraph& graph, const int32_t* edge_types,
+                       ArrayView<const int64_t> nodes, ArrayView<const int64_t> fanouts,
+                       int64_t hop, uint64_t request_seed, const SamplingOptions& options,
+                       OneHopResult* out) {
   if (options.weighted && !graph.has_weights())
     return Status::InvalidArgument("weighted sampling requested but the graph has no edge weights");
   const int64_t lo = options.node_offset, hi = options.node_offset + graph.num_nodes();
@@ -247,8 +266,9 @@ Status SampleHeteroHop(const CsrGraph& graph, const int32_t* edge_types, ArrayVi
   auto draw = [&](int64_t r) {
     const Run& run = runs[r];
     int64_t* pos = nbr + run.at;
-    detail::SampleRowPositions(graph, run.start, run.degree, fanouts[static_cast<size_t>(run.type)], run.count,
-                               EdgeTypeKey(request_seed, hop, run.node, run.type), options, pos, &scratch);
+    detail::SampleRowPositions(graph, run.start, run.degree, fanouts[static_cast<size_t>(run.type)],
+                               run.count, EdgeTypeKey(request_seed, hop, run.node, run.type),
+                               options, pos, &scratch);
     for (int64_t j = 0; j < run.count; ++j) {
       __builtin_prefetch(indices + run.start + pos[j]);
       if (eids) __builtin_prefetch(eids + run.start + pos[j]);

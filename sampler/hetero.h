@@ -59,8 +59,8 @@ class NodeRanges {
 };
 
 struct EdgeType {
-  int32_t src = 0;   // node type index
-  std::string rel;   // relation name
+  int32_t src = 0;  // node type index
+  std::string rel;  // relation name
   int32_t dst = 0;
 };
 
@@ -105,7 +105,8 @@ struct HeteroSchema {
 // plain per-hop list MultiHopOptions::fanouts holds for it: the largest of
 // hop h (-1 where any is -1). Checks that every list has the same length and
 // valid values; InvalidArgument names the edge type and hop.
-Status HeteroHopFanouts(const HeteroSchema& schema, const std::vector<std::vector<int64_t>>& fanouts,
+Status HeteroHopFanouts(const HeteroSchema& schema,
+                        const std::vector<std::vector<int64_t>>& fanouts,
                         std::vector<int64_t>* per_hop);
 
 // Node v's key for edge type e in one hop of one request.
@@ -117,10 +118,10 @@ uint64_t EdgeTypeKey(uint64_t request_seed, int64_t hop, int64_t node, int edge_
 // type). Out: node i's edges at offsets[i]..offsets[i+1], type ascending,
 // with out->edge_types filled. Nodes must be in [node_offset, node_offset +
 // num_nodes) (InvalidArgument otherwise); fanouts has one entry per edge type.
-Status SampleHeteroHop(const CsrGraph& graph, const int32_t* edge_types, ArrayView<const int64_t> nodes,
-                       ArrayView<const int64_t> fanouts, int64_t hop, uint64_t request_seed,
-                       const SamplingOptions& options, OneHopResult* out);
-
+Status SampleHeteroHop(const CsrGraph& graph, const int32_t* edge_types,
+                       ArrayView<const int64_t> nodes, ArrayView<const int64_t> fanouts,
+                       int64_t hop, uint64_t request_seed, const SamplingOptions& options,
+                       OneHopResult* out);
 
 }  // namespace fanout::sampler
 

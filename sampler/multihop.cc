@@ -28,13 +28,15 @@ Status CheckMultiHopOptions(const MultiHopOptions& options, bool graph_has_weigh
   const auto& typed = options.edge_type_fanouts;
   for (size_t e = 0; e < typed.size(); ++e) {
     if (typed[e].size() != typed.front().size())
-      return Status::InvalidArgument("edge type " + std::to_string(e) + " has " + std::to_string(typed[e].size()) +
-                                     " fanouts, edge type 0 has " + std::to_string(typed.front().size()) +
-                                     ": every edge type needs one per hop");
+      return Status::InvalidArgument(
+          "edge type " + std::to_string(e) + " has " + std::to_string(typed[e].size()) +
+          " fanouts, edge type 0 has " + std::to_string(typed.front().size()) +
+          ": every edge type needs one per hop");
     for (size_t h = 0; h < typed[e].size(); ++h)
       if (typed[e][h] < -1)
-        return Status::InvalidArgument("fanout " + std::to_string(typed[e][h]) + " of edge type " + std::to_string(e) +
-                                       " in hop " + std::to_string(h) + " is invalid: use -1, 0 or a value >= 1");
+        return Status::InvalidArgument("fanout " + std::to_string(typed[e][h]) + " of edge type " +
+                                       std::to_string(e) + " in hop " + std::to_string(h) +
+                                       " is invalid: use -1, 0 or a value >= 1");
   }
   return Status::OK();
 }
@@ -65,7 +67,9 @@ void SubgraphBuilder::AddHop(const OneHopResult& hop, bool with_edge_ids, Sample
     out->edge_id.resize(e0 + total);
     std::copy(hop.edge_ids.begin(), hop.edge_ids.begin() + total, out->edge_id.begin() + e0);
   }
-  if (!hop.edge_types.empty()) out->edge_type.insert(out->edge_type.end(), hop.edge_types.begin(), hop.edge_types.begin() + total);
+  if (!hop.edge_types.empty())
+    out->edge_type.insert(out->edge_type.end(), hop.edge_types.begin(),
+                          hop.edge_types.begin() + total);
   int64_t n0 = static_cast<int64_t>(out->n_id.size());
   map_.Reserve(map_.size() + total);
   // n_id grows by at most `total`; size it once and trim at the end.
@@ -89,7 +93,8 @@ void SubgraphBuilder::AddHop(const OneHopResult& hop, bool with_edge_ids, Sample
   frontier_end_ = next;
 }
 
-void SubgraphBuilder::SetInducedEdges(const OneHopResult& all, bool with_edge_ids, SampledSubgraph* out) {
+void SubgraphBuilder::SetInducedEdges(const OneHopResult& all, bool with_edge_ids,
+                                      SampledSubgraph* out) {
   constexpr int64_t kPrefetch = 16;
   const int64_t n = static_cast<int64_t>(out->n_id.size());
   const int64_t total = all.offsets[n];
@@ -130,14 +135,19 @@ Status MultiHopSampler::Sample(ArrayView<const int64_t> seeds, uint64_t request_
   builder_.Begin(seeds, out);
   if (!options_.edge_type_fanouts.empty()) {
     if (edge_types_ == nullptr)
-      return Status::InvalidArgument("per-edge-type fanouts need a heterogeneous dataset (this one has no edge types)");
-    if (options_.induced) return Status::InvalidArgument("subgraph (induced) sampling of heterogeneous graphs is not supported");
+      return Status::InvalidArgument(
+          "per-edge-type fanouts need a heterogeneous dataset (this one has no edge types)");
+    if (options_.induced)
+      return Status::InvalidArgument(
+          "subgraph (induced) sampling of heterogeneous graphs is not supported");
     const size_t hops = options_.edge_type_fanouts.front().size();
     std::vector<int64_t> type_fanouts(options_.edge_type_fanouts.size());
     for (size_t h = 0; h < hops; ++h) {
-      for (size_t e = 0; e < type_fanouts.size(); ++e) type_fanouts[e] = options_.edge_type_fanouts[e][h];
-      FANOUT_RETURN_IF_ERROR(SampleHeteroHop(graph_, edge_types_, builder_.Frontier(*out), type_fanouts,
-                                             static_cast<int64_t>(h), request_seed, options_.sampling, &hop_));
+      for (size_t e = 0; e < type_fanouts.size(); ++e)
+        type_fanouts[e] = options_.edge_type_fanouts[e][h];
+      FANOUT_RETURN_IF_ERROR(SampleHeteroHop(graph_, edge_types_, builder_.Frontier(*out),
+                                             type_fanouts, static_cast<int64_t>(h), request_seed,
+                                             options_.sampling, &hop_));
       builder_.AddHop(hop_, options_.sampling.with_edge_ids, out);
     }
     return Status::OK();
@@ -152,8 +162,8 @@ Status MultiHopSampler::Sample(ArrayView<const int64_t> seeds, uint64_t request_
     SamplingOptions every = options_.sampling;  // every stored edge, zero weights included
     every.weighted = every.replace = false;
     FANOUT_RETURN_IF_ERROR(hop_sampler_.Sample(graph_, builder_.Nodes(*out), -1,
-                                               static_cast<int64_t>(options_.fanouts.size()), request_seed, every,
-                                               pool_, &hop_));
+                                               static_cast<int64_t>(options_.fanouts.size()),
+                                               request_seed, every, pool_, &hop_));
     builder_.SetInducedEdges(hop_, options_.sampling.with_edge_ids, out);
   }
   return Status::OK();

@@ -41,8 +41,10 @@ struct SampledSubgraph {
   PodVector<int64_t> row;      // local index of the sampled neighbor (source)
   PodVector<int64_t> col;      // local index of the frontier node (target)
   PodVector<int64_t> edge_id;  // global edge ids; empty unless requested
-  PodVector<int64_t> batch;    // temporal (disjoint) sampling: the seed position of each n_id entry; else empty
-  PodVector<int32_t> edge_type;  // heterogeneous sampling (sampler/hetero.h): each edge's type; else empty
+  PodVector<int64_t>
+      batch;  // temporal (disjoint) sampling: the seed position of each n_id entry; else empty
+  PodVector<int32_t>
+      edge_type;  // heterogeneous sampling (sampler/hetero.h): each edge's type; else empty
   std::vector<int64_t> num_sampled_nodes;  // hops + 1 entries
   std::vector<int64_t> num_sampled_edges;  // hops entries
   int64_t batch_size = 0;

@@ -55,31 +55,32 @@ Status CheckNegativeOptions(const NegativeOptions& options);
 int64_t NumNegatives(const NegativeOptions& options, int64_t num_positive);
 
 // exists[i] = 1 when src[i] -> dst[i] is an edge of the graph, else 0.
-using EdgeOracle =
-    std::function<Status(ArrayView<const int64_t> src, ArrayView<const int64_t> dst, uint8_t* exists)>;
+using EdgeOracle = std::function<Status(ArrayView<const int64_t> src, ArrayView<const int64_t> dst,
+                                        uint8_t* exists)>;
 
 // Draws the negatives of one batch over nodes [0, num_nodes). `pos_src` are
 // the batch's positive sources (triplet uses them). Out: binary: neg_src and
 // neg_dst, NumNegatives() each; triplet: neg_dst only, amount per positive
 // (positive i's at [i * amount, (i + 1) * amount)), neg_src empty. The oracle
 // is asked only when strict. REQUIRES: CheckNegativeOptions(options).ok().
-Status SampleNegatives(const NegativeOptions& options, ArrayView<const int64_t> pos_src, int64_t num_nodes,
-                       uint64_t request_seed, const EdgeOracle& oracle, std::vector<int64_t>* neg_src,
-                       std::vector<int64_t>* neg_dst);
+Status SampleNegatives(const NegativeOptions& options, ArrayView<const int64_t> pos_src,
+                       int64_t num_nodes, uint64_t request_seed, const EdgeOracle& oracle,
+                       std::vector<int64_t>* neg_src, std::vector<int64_t>* neg_dst);
 // The same with sources drawn uniformly from `src_nodes` and destinations
 // from `dst_nodes` (a heterogeneous edge type's end types): a draw picks an
 // index below count() and takes that id, so over NodeRanges::All(n) this is
 // the call above.
-Status SampleNegatives(const NegativeOptions& options, ArrayView<const int64_t> pos_src, const NodeRanges& src_nodes,
-                       const NodeRanges& dst_nodes, uint64_t request_seed, const EdgeOracle& oracle,
+Status SampleNegatives(const NegativeOptions& options, ArrayView<const int64_t> pos_src,
+                       const NodeRanges& src_nodes, const NodeRanges& dst_nodes,
+                       uint64_t request_seed, const EdgeOracle& oracle,
                        std::vector<int64_t>* neg_src, std::vector<int64_t>* neg_dst);
 
 // Whether row `row` (an index into the graph's rows) holds `neighbor`: a
 // scan of the row. With `edge_types` (per CSR position) and edge_type >= 0,
 // only the row's run of that type is scanned (a heterogeneous store; REQUIRES
 // rows ordered by type, as sampler/hetero.h).
-bool RowHasNeighbor(const CsrGraph& g, int64_t row, int64_t neighbor, const int32_t* edge_types = nullptr,
-                    int edge_type = -1);
+bool RowHasNeighbor(const CsrGraph& g, int64_t row, int64_t neighbor,
+                    const int32_t* edge_types = nullptr, int edge_type = -1);
 
 }  // namespace fanout::sampler
 

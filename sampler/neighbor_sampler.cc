@@ -100,8 +100,9 @@ Status HopSampler::Sample(const CsrGraph& graph, ArrayView<const int64_t> nodes,
       if (k == 0) return;
       int64_t s = start_[i];
       int64_t* pos = nbr + o;
-      detail::SampleRowPositions(graph, s, degree_[i], fanout, k, NodeKeyIn(hop_key, static_cast<uint64_t>(nodes[i])),
-                                 options, pos, &scratch);
+      detail::SampleRowPositions(graph, s, degree_[i], fanout, k,
+                                 NodeKeyIn(hop_key, static_cast<uint64_t>(nodes[i])), options, pos,
+                                 &scratch);
       // The prefetches stay written out here (and in hetero.cc's draw): moved
       // into a shared helper, GCC judged it free of side effects and dropped
       // its calls (no prefetch left in the binary, half the throughput).

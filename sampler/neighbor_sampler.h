@@ -47,7 +47,8 @@ struct OneHopResult {
   PodVector<int64_t> offsets;    // nodes + 1 entries
   PodVector<int64_t> neighbors;  // global node ids
   PodVector<int64_t> edge_ids;   // empty unless with_edge_ids
-  PodVector<int32_t> edge_types; // heterogeneous hops (sampler/hetero.h): same positions; else empty
+  PodVector<int32_t>
+      edge_types;  // heterogeneous hops (sampler/hetero.h): same positions; else empty
 };
 
 // Reusable state for sampling one hop. Not thread-safe: one per thread.

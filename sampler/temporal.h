@@ -42,24 +42,26 @@ Status CheckTemporalOptions(const MultiHopOptions& options);
 // of its edges within the row, ordered by (time, offset). With it a hop finds
 // a node's edges not later than t by binary search and draws among them in
 // O(fanout) (8 bytes per edge; built in O(E log degree)).
-void BuildTimeOrder(const CsrGraph& graph, const int64_t* edge_times, std::vector<int64_t>* time_order);
+void BuildTimeOrder(const CsrGraph& graph, const int64_t* edge_times,
+                    std::vector<int64_t>* time_order);
 // Whether every row's edges are already in time order (as fanout-partition
 // writes stores with timestamps): then no index is needed (time_order null).
 bool RowsSortedByTime(const CsrGraph& graph, const int64_t* edge_times);
 // The time index to sample with: null where the rows are already in time
 // order, else BuildTimeOrder's, kept in *storage.
-const int64_t* PrepareTimeOrder(const CsrGraph& graph, const int64_t* edge_times, std::vector<int64_t>* storage);
+const int64_t* PrepareTimeOrder(const CsrGraph& graph, const int64_t* edge_times,
+                                std::vector<int64_t>* storage);
 
 // One temporal hop: node nodes[i] (a global id; row nodes[i] - node_offset)
 // draws among its edges with edge_times[e] <= times[i] (time_order from
-// BuildTimeOrder, or null where RowsSortedByTime). Uniform draws pick ranks in the row's time order (Floyd's
-// algorithm under the node's key); the chosen edges come in stored order.
-// Edge ids as for SampleOneHop. REQUIRES: nodes in the graph's rows,
-// times.size() == nodes.size().
+// BuildTimeOrder, or null where RowsSortedByTime). Uniform draws pick ranks in the row's time order
+// (Floyd's algorithm under the node's key); the chosen edges come in stored order. Edge ids as for
+// SampleOneHop. REQUIRES: nodes in the graph's rows, times.size() == nodes.size().
 void SampleTemporalHop(const CsrGraph& graph, const int64_t* edge_times, const int64_t* time_order,
-                       int64_t node_offset, ArrayView<const int64_t> nodes, ArrayView<const int64_t> times,
-                       int64_t fanout, int64_t hop, uint64_t request_seed, TemporalStrategy strategy,
-                       bool with_edge_ids, OneHopResult* out);
+                       int64_t node_offset, ArrayView<const int64_t> nodes,
+                       ArrayView<const int64_t> times, int64_t fanout, int64_t hop,
+                       uint64_t request_seed, TemporalStrategy strategy, bool with_edge_ids,
+                       OneHopResult* out);
 
 // Assembles a disjoint temporal subgraph hop by hop (local and distributed
 // sampling share it). Not thread-safe: one per thread.
@@ -67,8 +69,8 @@ class TemporalBuilder {
  public:
   // Starts a batch: n_id = seeds, batch = 0 .. seeds.size() - 1. Ids must be
   // below num_nodes_total (checked by the caller).
-  Status Begin(ArrayView<const int64_t> seeds, ArrayView<const int64_t> seed_times, int64_t num_nodes_total,
-               SampledSubgraph* out);
+  Status Begin(ArrayView<const int64_t> seeds, ArrayView<const int64_t> seed_times,
+               int64_t num_nodes_total, SampledSubgraph* out);
   // The nodes the next hop samples, and the seed time of each one's tree.
   ArrayView<const int64_t> Frontier(const SampledSubgraph& out) const {
     return {out.n_id.data() + begin_, static_cast<size_t>(end_ - begin_)};
@@ -80,7 +82,7 @@ class TemporalBuilder {
   void AddHop(const OneHopResult& hop, bool with_edge_ids, SampledSubgraph* out);
 
  private:
-  detail::IdMap map_;  // key (tree << kTreeShift) | node
+  detail::IdMap map_;           // key (tree << kTreeShift) | node
   std::vector<int64_t> times_;  // per n_id entry: its tree's seed time
   std::vector<int64_t> seed_times_;
   int64_t begin_ = 0, end_ = 0;
@@ -94,11 +96,15 @@ class TemporalSampler {
   TemporalSampler(CsrGraph graph, const int64_t* edge_times, MultiHopOptions options);
   // With a time index the caller prepared (PrepareTimeOrder; null = rows in
   // time order), shared by several samplers; it must outlive this one.
-  TemporalSampler(CsrGraph graph, const int64_t* edge_times, MultiHopOptions options, const int64_t* time_order)
-      : graph_(graph), edge_times_(edge_times), time_order_(time_order), options_(std::move(options)) {}
+  TemporalSampler(CsrGraph graph, const int64_t* edge_times, MultiHopOptions options,
+                  const int64_t* time_order)
+      : graph_(graph),
+        edge_times_(edge_times),
+        time_order_(time_order),
+        options_(std::move(options)) {}
   // Seeds in [node_offset, node_offset + num_nodes); one time per seed.
-  Status Sample(ArrayView<const int64_t> seeds, ArrayView<const int64_t> seed_times, uint64_t request_seed,
-                SampledSubgraph* out);
+  Status Sample(ArrayView<const int64_t> seeds, ArrayView<const int64_t> seed_times,
+                uint64_t request_seed, SampledSubgraph* out);
   const MultiHopOptions& options() const { return options_; }
 
  private:

@@ -21,8 +21,10 @@
 #include "rpc/framed_transport.h"
 #include "rpc/local_export.h"
 #include "rpc/partition_export.h"
+#include "server/admin_page.h"  // generated from server/admin_page.html
 #include "server/data_plane_service.h"
 #include "server/handler.h"
+#include "server/prometheus_text.h"
 
 namespace fanout::server {
 
@@ -467,57 +469,6 @@ std::string PartitionServer::StatsJson() const {
   return j.dump(2);
 }
 
-namespace {
-const char kIndexHtml[] = R"HTML(<!doctype html>
-<html><head><meta charset="utf-8"><title>Fanout server</title>
-<style>body{font:14px system-ui,sans-serif;margin:2em;color:#222}td,th{padding:.2em 1em;text-align:right}th{text-align:left}
-.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(460px,1fr));gap:1em}.chart h3{margin:.2em 0;font-size:14px}
-.chart canvas{width:100%;height:160px;border:1px solid #ddd}.legend span{margin-right:1.2em}.sw{display:inline-block;width:.8em;height:.8em;margin-right:.3em}</style>
-</head><body><h1>Fanout sampling server</h1><div id="head">loading...</div>
-<h2>Last <span id="span">10</span> minutes</h2>
-<div class="charts">
-<div class="chart"><h3>Sampled edges / s</h3><canvas id="c-edges" width="920" height="320"></canvas><div class="legend" id="l-edges"></div></div>
-<div class="chart"><h3>Feature bytes / s</h3><canvas id="c-bytes" width="920" height="320"></canvas><div class="legend" id="l-bytes"></div></div>
-<div class="chart"><h3>Request latency (ms, all methods)</h3><canvas id="c-lat" width="920" height="320"></canvas><div class="legend" id="l-lat"></div></div>
-<div class="chart"><h3>Resident memory (bytes)</h3><canvas id="c-rss" width="920" height="320"></canvas><div class="legend" id="l-rss"></div></div>
-</div>
-<h2>Now</h2><table id="tp"></table><h2>By path</h2><table id="paths"></table><h2>Latency (last 60 s)</h2><table id="lat"></table>
-<p><a href="/metrics">/metrics</a> &middot; <a href="/stats">/stats</a> &middot; <a href="/history">/history</a> &middot; <a href="/healthz">/healthz</a></p>
-<script>
-// No external assets: this page must work offline. Charts are drawn on
-// canvases from /history (one point a second, kept by the server).
-function f(x){return x==null?'-':x>=1e9?(x/1e9).toFixed(2)+' G':x>=1e6?(x/1e6).toFixed(2)+' M':x>=1e3?(x/1e3).toFixed(1)+' k':x>=1||x==0?x.toFixed(1):x.toPrecision(2)}
-const COLORS=['#1f77b4','#d62728','#2ca02c'];
-function chart(id,pts,series){const c=document.getElementById('c-'+id),g=c.getContext('2d'),W=c.width,H=c.height,L=90,B=30,T=10,R=10;
-g.clearRect(0,0,W,H);g.font='20px system-ui,sans-serif';g.fillStyle='#555';g.strokeStyle='#eee';g.lineWidth=1;
-let max=0;for(const s of series)for(const p of pts){const v=p[s.key];if(v!=null&&v>max)max=v}if(max<=0)max=1;
-const t1=pts.length?pts[pts.length-1].t:Date.now()/1e3,t0=Math.min(pts.length?pts[0].t:t1,t1-60),span=Math.max(t1-t0,1);
-const x=t=>L+(W-L-R)*(t-t0)/span,y=v=>H-B-(H-B-T)*v/max;
-for(let k=0;k<=4;k++){const v=max*k/4;g.beginPath();g.moveTo(L,y(v));g.lineTo(W-R,y(v));g.stroke();g.fillText(f(v),4,y(v)+7)}
-for(let k=0;k<=4;k++){const t=t0+span*k/4;g.fillText('-'+Math.round(t1-t)+' s',x(t)-(k==4?50:20),H-4)}
-const legend=[];series.forEach((s,i)=>{g.strokeStyle=COLORS[i];g.lineWidth=3;g.beginPath();let on=false,n=0,last=null;
-for(const p of pts){const v=p[s.key];if(v==null){on=false;continue}if(on)g.lineTo(x(p.t),y(v));else g.moveTo(x(p.t),y(v));on=true;n++;last=v}
-g.stroke();legend.push(`<span><i class="sw" style="background:${COLORS[i]}"></i>${s.name} <b id="now-${id}-${i}" data-value="${last==null?'':last}">${f(last)}</b></span>`);
-c.dataset['points'+i]=n});c.dataset.points=pts.length;document.getElementById('l-'+id).innerHTML=legend.join('')}
-async function history(){try{const h=await (await fetch('/history?seconds=600'+location.search.replace('?','&'))).json();const p=h.points||[];
-chart('edges',p,[{key:'sampled_edges_per_s',name:'edges/s'}]);chart('bytes',p,[{key:'feature_bytes_per_s',name:'B/s'}]);
-chart('lat',p,[{key:'p50_ms',name:'p50'},{key:'p99_ms',name:'p99'}]);chart('rss',p,[{key:'rss_bytes',name:'RSS'}]);
-document.body.dataset.historyPoints=p.length}catch(e){document.body.dataset.historyError=String(e)}}
-async function tick(){try{const s=await (await fetch('/stats'+location.search)).json();const p=s.partition||{};
-document.getElementById('head').textContent=`${p.dataset||''} partition ${p.partition}/${p.num_parts} [${p.node_begin}, ${p.node_end}) - ${s.state} - up ${s.uptime_s.toFixed(0)} s - RSS ${f(s.memory.rss_bytes)}B`;
-let h='<tr><th>window</th><th>edges/s</th><th>nodes/s</th><th>feature B/s</th><th>requests/s</th></tr>';
-for(const w of ['1s','10s','60s']){const t=(s.throughput||{})[w]||{};h+=`<tr><th>${w}</th><td>${f(t.sampled_edges_per_s)}</td><td>${f(t.sampled_nodes_per_s)}</td><td>${f(t.feature_bytes_per_s)}</td><td>${f(t.requests_per_s)}</td></tr>`}
-document.getElementById('tp').innerHTML=h;let l='<tr><th>method</th><th>count</th><th>p50 ms</th><th>p99 ms</th></tr>';
-for(const [m,v] of Object.entries(s.latency||{}))l+=`<tr><th>${m}</th><td>${v.count}</td><td>${v.p50_ms.toFixed(3)}</td><td>${v.p99_ms.toFixed(3)}</td></tr>`;
-document.getElementById('lat').innerHTML=l;const b=(s.totals||{}).by_path||{},d=s.data_plane||{};
-let q='<tr><th>path</th><th>requests</th><th>reply bytes</th></tr>';for(const [k,v] of Object.entries(b))q+=`<tr><th>${k}</th><td>${f(v.requests)}</td><td>${f(v.reply_bytes)}B</td></tr>`;
-q+=`<tr><th colspan=3>UCX data plane: ${d.enabled?('port '+d.port+', UCX '+d.ucx_version+', memory '+(d.memory_types||[]).join('/')+', '+d.endpoints_open+' endpoint(s): '+[...new Set((d.endpoints||[]).map(e=>e.transports))].join('; ')):'off'}</th></tr>`;
-const o=s.local||{};q+=`<tr><th colspan=3>same-host export: ${o.enabled?(o.socket+', '+f(o.bytes)+'B, handed '+o.handed+', refused '+(o.refused_uid+o.refused_token+o.malformed+o.timed_out+o.overloaded)):'off'}</th></tr>`;
-document.getElementById('paths').innerHTML=q}catch(e){}}
-tick();history();setInterval(tick,1000);setInterval(history,2000);
-</script></body></html>)HTML";
-}  // namespace
-
 Status PartitionServer::StartAdmin() {
   admin_ = std::make_unique<Admin>();
   httplib::Server& http = admin_->http;
@@ -528,90 +479,57 @@ Status PartitionServer::StartAdmin() {
   });
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     const bool loaded = loaded_.load(std::memory_order_acquire);
-    std::string extra;
-    char line[2048];
-    std::snprintf(line, sizeof line,
-                  "# HELP fanout_process_resident_memory_bytes Resident set size.\n"
-                  "# TYPE fanout_process_resident_memory_bytes "
-                  "gauge\nfanout_process_resident_memory_bytes %lld\n"
-                  "# HELP fanout_partition_array_bytes Bytes of the loaded partition's arrays.\n"
-                  "# TYPE fanout_partition_array_bytes gauge\nfanout_partition_array_bytes %lld\n"
-                  "# HELP fanout_serving 1 while serving, 0 while loading or draining.\n"
-                  "# TYPE fanout_serving gauge\nfanout_serving %d\n",
-                  static_cast<long long>(ResidentSetBytes()),
-                  static_cast<long long>(loaded ? state_->view.RawBytes() : 0),
-                  phase_.load() == 1 ? 1 : 0);
-    extra = line;
+    PrometheusText out;
+    out.Gauge("fanout_process_resident_memory_bytes", "Resident set size.", ResidentSetBytes());
+    out.Gauge("fanout_partition_array_bytes", "Bytes of the loaded partition's arrays.",
+              loaded ? state_->view.RawBytes() : 0);
+    out.Gauge("fanout_serving", "1 while serving, 0 while loading or draining.",
+              phase_.load() == 1 ? 1 : 0);
     const rpc::ConnectionStats c = guard_->Stats();
-    std::snprintf(
-        line, sizeof line,
-        "# HELP fanout_rpc_connections Open RPC connections.\n"
-        "# TYPE fanout_rpc_connections gauge\nfanout_rpc_connections %lld\n"
-        "# HELP fanout_rpc_connections_max The connection limit (--max-connections).\n"
-        "# TYPE fanout_rpc_connections_max gauge\nfanout_rpc_connections_max %d\n"
-        "# HELP fanout_rpc_connections_closed_total RPC connections the server closed or refused, "
-        "by reason.\n"
-        "# TYPE fanout_rpc_connections_closed_total counter\n"
-        "fanout_rpc_connections_closed_total{reason=\"refused\"} %lld\n"
-        "fanout_rpc_connections_closed_total{reason=\"evicted_idle\"} %lld\n"
-        "fanout_rpc_connections_closed_total{reason=\"idle_timeout\"} %lld\n"
-        "fanout_rpc_connections_closed_total{reason=\"frame_timeout\"} %lld\n"
-        "fanout_rpc_connections_closed_total{reason=\"memory\"} %lld\n"
-        "# HELP fanout_rpc_inflight_request_bytes Request bytes held by all connections.\n"
-        "# TYPE fanout_rpc_inflight_request_bytes gauge\nfanout_rpc_inflight_request_bytes %lld\n",
-        static_cast<long long>(c.open), options_.limits.max_connections,
-        static_cast<long long>(c.refused), static_cast<long long>(c.evicted_idle),
-        static_cast<long long>(c.idle_timeouts), static_cast<long long>(c.frame_timeouts),
-        static_cast<long long>(c.memory_refused), static_cast<long long>(c.inflight_bytes));
-    extra += line;
+    out.Gauge("fanout_rpc_connections", "Open RPC connections.", c.open);
+    out.Gauge("fanout_rpc_connections_max", "The connection limit (--max-connections).",
+              options_.limits.max_connections);
+    out.Family("fanout_rpc_connections_closed_total", "counter",
+               "RPC connections the server closed or refused, by reason.");
+    for (const auto& [reason, n] : {std::pair<const char*, int64_t>{"refused", c.refused},
+                                    {"evicted_idle", c.evicted_idle},
+                                    {"idle_timeout", c.idle_timeouts},
+                                    {"frame_timeout", c.frame_timeouts},
+                                    {"memory", c.memory_refused}})
+      out.Sample("fanout_rpc_connections_closed_total", std::string("reason=\"") + reason + "\"",
+                 n);
+    out.Gauge("fanout_rpc_inflight_request_bytes", "Request bytes held by all connections.",
+              c.inflight_bytes);
     if (loaded) {
       const FailoverLog::Snapshot f = state_->counters.failovers.Get();
-      std::snprintf(
-          line, sizeof line,
-          "# HELP fanout_client_failovers_in_total Sessions clients moved to this server after "
-          "another "
-          "replica failed (as the clients reported).\n"
-          "# TYPE fanout_client_failovers_in_total counter\nfanout_client_failovers_in_total %lld\n"
-          "# HELP fanout_client_retries_in_total Requests clients asked this server again, on a "
-          "new "
-          "connection, after it failed them once.\n"
-          "# TYPE fanout_client_retries_in_total counter\nfanout_client_retries_in_total %lld\n",
-          static_cast<long long>(f.failovers), static_cast<long long>(f.retries));
-      extra += line;
+      out.Counter("fanout_client_failovers_in_total",
+                  "Sessions clients moved to this server after another replica failed (as the "
+                  "clients reported).",
+                  f.failovers);
+      out.Counter("fanout_client_retries_in_total",
+                  "Requests clients asked this server again, on a new connection, after it "
+                  "failed them once.",
+                  f.retries);
     }
     if (loaded && data_plane_) {
       rpc::DataPlaneServerStats dp = data_plane_->Stats();
-      std::snprintf(
-          line, sizeof line,
-          "# HELP fanout_data_plane_endpoints Open UCX data-plane endpoints.\n"
-          "# TYPE fanout_data_plane_endpoints gauge\nfanout_data_plane_endpoints %lld\n"
-          "# HELP fanout_data_plane_held_bytes Reply buffers and queued requests the data plane "
-          "holds.\n"
-          "# TYPE fanout_data_plane_held_bytes gauge\nfanout_data_plane_held_bytes %lld\n"
-          "# HELP fanout_data_plane_malformed_total Data-plane requests that could not be parsed.\n"
-          "# TYPE fanout_data_plane_malformed_total counter\nfanout_data_plane_malformed_total "
-          "%lld\n"
-          "# HELP fanout_data_plane_rejected_total Data-plane connections rejected (limit or "
-          "stopping).\n"
-          "# TYPE fanout_data_plane_rejected_total counter\nfanout_data_plane_rejected_total "
-          "%lld\n",
-          static_cast<long long>(dp.endpoints_open), static_cast<long long>(dp.held_bytes),
-          static_cast<long long>(dp.malformed), static_cast<long long>(dp.endpoints_rejected));
-      extra += line;
+      out.Gauge("fanout_data_plane_endpoints", "Open UCX data-plane endpoints.", dp.endpoints_open);
+      out.Gauge("fanout_data_plane_held_bytes",
+                "Reply buffers and queued requests the data plane holds.", dp.held_bytes);
+      out.Counter("fanout_data_plane_malformed_total",
+                  "Data-plane requests that could not be parsed.", dp.malformed);
+      out.Counter("fanout_data_plane_rejected_total",
+                  "Data-plane connections rejected (limit or stopping).", dp.endpoints_rejected);
     }
     if (loaded && export_) {
       const rpc::LocalExportStats ls = export_->Stats();
-      std::snprintf(line, sizeof line,
-                    "# HELP fanout_local_handed_total Same-host clients handed the sealed export.\n"
-                    "# TYPE fanout_local_handed_total counter\nfanout_local_handed_total %lld\n"
-                    "# HELP fanout_local_refused_total Same-host clients refused the export (uid, "
-                    "token, malformed, timed out, busy).\n"
-                    "# TYPE fanout_local_refused_total counter\nfanout_local_refused_total %lld\n",
-                    static_cast<long long>(ls.handed),
-                    static_cast<long long>(ls.refused_uid + ls.refused_token + ls.malformed +
-                                           ls.timed_out + ls.overloaded));
-      extra += line;
+      out.Counter("fanout_local_handed_total", "Same-host clients handed the sealed export.",
+                  ls.handed);
+      out.Counter("fanout_local_refused_total",
+                  "Same-host clients refused the export (uid, token, malformed, timed out, busy).",
+                  ls.refused_uid + ls.refused_token + ls.malformed + ls.timed_out + ls.overloaded);
     }
+    const std::string& extra = out.str();
     std::string body = loaded ? state_->counters.metrics.Prometheus(extra) : extra;
     res.set_content(body, "text/plain; version=0.0.4");
   });
@@ -652,7 +570,7 @@ Status PartitionServer::StartAdmin() {
                     "application/json");  // state_: made before the admin starts
   });
   http.Get("/", [allowed](const httplib::Request& req, httplib::Response& res) {
-    if (allowed(req, res)) res.set_content(kIndexHtml, "text/html");
+    if (allowed(req, res)) res.set_content(kAdminPageHtml, "text/html");
   });
   int port =
       options_.admin_port == 0

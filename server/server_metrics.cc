@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "server/prometheus_text.h"
+
 namespace fanout::server {
 
 const char* MethodName(int m) {
@@ -115,74 +117,47 @@ std::string ServerMetrics::HistoryJson(double seconds) const {
 std::string ServerMetrics::Prometheus(const std::string& extra) const {
   std::vector<int64_t> v;
   counters_.Snapshot(&v);
-  std::string out;
-  char line[256];
-  out +=
-      "# HELP fanout_requests_total RPC requests by method and outcome.\n# TYPE "
-      "fanout_requests_total counter\n";
-  for (int m = 0; m < kNumMethods; ++m)
-    for (int o = 0; o < kNumOutcomes; ++o) {
-      std::snprintf(line, sizeof line, "fanout_requests_total{method=\"%s\",outcome=\"%s\"} %lld\n",
-                    MethodName(m), OutcomeName(o), static_cast<long long>(v[RequestIndex(m, o)]));
-      out += line;
-    }
-  auto counter = [&](const char* name, const char* help, int idx) {
-    std::snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s counter\n%s %lld\n", name, help, name,
-                  name, static_cast<long long>(v[idx]));
-    out += line;
+  PrometheusText out;
+  auto label = [](const char* key, const char* value) {
+    return std::string(key) + "=\"" + value + "\"";
   };
-  out +=
-      "# HELP fanout_path_requests_total Requests answered, by path (thrift, ucx).\n"
-      "# TYPE fanout_path_requests_total counter\n";
-  for (int p = 0; p < kNumPaths; ++p) {
-    std::snprintf(line, sizeof line, "fanout_path_requests_total{path=\"%s\"} %lld\n", PathName(p),
-                  static_cast<long long>(v[PathRequestIndex(p)]));
-    out += line;
-  }
-  out +=
-      "# HELP fanout_path_reply_bytes_total Reply payload bytes sent, by path (thrift, ucx).\n"
-      "# TYPE fanout_path_reply_bytes_total counter\n";
-  for (int p = 0; p < kNumPaths; ++p) {
-    std::snprintf(line, sizeof line, "fanout_path_reply_bytes_total{path=\"%s\"} %lld\n",
-                  PathName(p), static_cast<long long>(v[PathBytesIndex(p)]));
-    out += line;
-  }
-  counter("fanout_sampled_nodes_total", "Nodes whose neighbors were sampled.", kSampledNodes);
-  counter("fanout_sampled_edges_total", "Sampled edges returned.", kSampledEdges);
-  counter("fanout_feature_rows_total", "Feature rows served.", kFeatureRows);
-  counter("fanout_feature_bytes_total", "Feature bytes served.", kFeatureBytes);
-  std::snprintf(line, sizeof line,
-                "# HELP fanout_in_flight_requests Requests being processed.\n"
-                "# TYPE fanout_in_flight_requests gauge\nfanout_in_flight_requests %lld\n",
-                static_cast<long long>(v[kInFlight]));
-  out += line;
-  out +=
-      "# HELP fanout_request_duration_seconds RPC latency by method.\n# TYPE "
-      "fanout_request_duration_seconds histogram\n";
+  out.Family("fanout_requests_total", "counter", "RPC requests by method and outcome.");
+  for (int m = 0; m < kNumMethods; ++m)
+    for (int o = 0; o < kNumOutcomes; ++o)
+      out.Sample("fanout_requests_total",
+                 label("method", MethodName(m)) + "," + label("outcome", OutcomeName(o)),
+                 v[RequestIndex(m, o)]);
+  out.Family("fanout_path_requests_total", "counter", "Requests answered, by path (thrift, ucx).");
+  for (int p = 0; p < kNumPaths; ++p)
+    out.Sample("fanout_path_requests_total", label("path", PathName(p)), v[PathRequestIndex(p)]);
+  out.Family("fanout_path_reply_bytes_total", "counter",
+             "Reply payload bytes sent, by path (thrift, ucx).");
+  for (int p = 0; p < kNumPaths; ++p)
+    out.Sample("fanout_path_reply_bytes_total", label("path", PathName(p)), v[PathBytesIndex(p)]);
+  out.Counter("fanout_sampled_nodes_total", "Nodes whose neighbors were sampled.",
+              v[kSampledNodes]);
+  out.Counter("fanout_sampled_edges_total", "Sampled edges returned.", v[kSampledEdges]);
+  out.Counter("fanout_feature_rows_total", "Feature rows served.", v[kFeatureRows]);
+  out.Counter("fanout_feature_bytes_total", "Feature bytes served.", v[kFeatureBytes]);
+  out.Gauge("fanout_in_flight_requests", "Requests being processed.", v[kInFlight]);
+  out.Family("fanout_request_duration_seconds", "histogram", "RPC latency by method.");
   for (int m = 0; m < kNumMethods; ++m) {
+    const std::string method = label("method", MethodName(m));
     int64_t cum = 0;
     for (int k = 0; k < kBuckets; ++k) {
       cum += v[BucketIndex(m, k)];
-      if (k == kBuckets - 1) {
-        std::snprintf(line, sizeof line,
-                      "fanout_request_duration_seconds_bucket{method=\"%s\",le=\"+Inf\"} %lld\n",
-                      MethodName(m), static_cast<long long>(cum));
-      } else {
-        std::snprintf(line, sizeof line,
-                      "fanout_request_duration_seconds_bucket{method=\"%s\",le=\"%.6g\"} %lld\n",
-                      MethodName(m), BucketUpperSeconds(k), static_cast<long long>(cum));
-      }
-      out += line;
+      char le[32];
+      if (k == kBuckets - 1)
+        std::snprintf(le, sizeof le, "+Inf");
+      else
+        std::snprintf(le, sizeof le, "%.6g", BucketUpperSeconds(k));
+      out.Sample("fanout_request_duration_seconds_bucket", method + "," + label("le", le), cum);
     }
-    std::snprintf(line, sizeof line,
-                  "fanout_request_duration_seconds_sum{method=\"%s\"} %.6f\n"
-                  "fanout_request_duration_seconds_count{method=\"%s\"} %lld\n",
-                  MethodName(m), v[LatencySumIndex(m)] * 1e-6, MethodName(m),
-                  static_cast<long long>(cum));
-    out += line;
+    out.Sample("fanout_request_duration_seconds_sum", method, v[LatencySumIndex(m)] * 1e-6);
+    out.Sample("fanout_request_duration_seconds_count", method, cum);
   }
-  out += extra;
-  return out;
+  out.Append(extra);
+  return out.str();
 }
 
 std::string ServerMetrics::WindowsJson() const {

@@ -13,7 +13,8 @@ namespace fanout::cache {
 namespace {
 
 Status CudaError(cudaError_t e, const char* what) {
-  return Status::Internal(std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+  return Status::Internal(std::string(what) + ": " + cudaGetErrorName(e) + " (" +
+                          cudaGetErrorString(e) + ")");
 }
 
 #define FANOUT_CUDA_RETURN(expr, what)                 \
@@ -39,8 +40,10 @@ class DeviceGuard {
 
 // One warp per output row: lanes copy the row's floats, coalesced.
 // out[dst_pos[i]] = table[src_slot[i]] for i in [0, n).
-__global__ void CopyRowsKernel(const float* __restrict__ table, const int64_t* __restrict__ src_slot,
-                               const int64_t* __restrict__ dst_pos, int64_t n, int64_t dim, float* __restrict__ out) {
+__global__ void CopyRowsKernel(const float* __restrict__ table,
+                               const int64_t* __restrict__ src_slot,
+                               const int64_t* __restrict__ dst_pos, int64_t n, int64_t dim,
+                               float* __restrict__ out) {
   const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * blockDim.x / 32;
@@ -51,12 +54,13 @@ __global__ void CopyRowsKernel(const float* __restrict__ table, const int64_t* _
   }
 }
 
-Status LaunchCopyRows(const float* table, const int64_t* d_src, const int64_t* d_dst, int64_t n, int64_t dim,
-                      float* out, cudaStream_t stream) {
+Status LaunchCopyRows(const float* table, const int64_t* d_src, const int64_t* d_dst, int64_t n,
+                      int64_t dim, float* out, cudaStream_t stream) {
   if (n == 0) return Status::OK();
   const int threads = 256;
   const int64_t blocks = std::min<int64_t>((n * 32 + threads - 1) / threads, 65535);
-  CopyRowsKernel<<<static_cast<unsigned>(blocks), threads, 0, stream>>>(table, d_src, d_dst, n, dim, out);
+  CopyRowsKernel<<<static_cast<unsigned>(blocks), threads, 0, stream>>>(table, d_src, d_dst, n, dim,
+                                                                        out);
   FANOUT_CUDA_RETURN(cudaGetLastError(), "launching the row copy kernel");
   return Status::OK();
 }
@@ -74,7 +78,8 @@ int CudaDeviceCount() {
 
 DeviceBuffer::~DeviceBuffer() { Reset(); }
 
-DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept : d_ptr_(o.d_ptr_), size_(o.size_), device_(o.device_) {
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
+    : d_ptr_(o.d_ptr_), size_(o.size_), device_(o.device_) {
   o.d_ptr_ = nullptr;
   o.size_ = 0;
   o.device_ = -1;
@@ -103,10 +108,13 @@ void DeviceBuffer::Reset() {
 }
 
 Status DeviceBuffer::Allocate(size_t bytes, int device, DeviceBuffer* out) {
-  if (CudaDeviceCount() == 0) return Status::Unavailable("no CUDA device (or no driver) is present");
+  if (CudaDeviceCount() == 0)
+    return Status::Unavailable("no CUDA device (or no driver) is present");
   DeviceGuard g(device);
   void* p = nullptr;
-  if (bytes > 0) FANOUT_CUDA_RETURN(cudaMalloc(&p, bytes), ("allocating " + std::to_string(bytes) + " bytes").c_str());
+  if (bytes > 0)
+    FANOUT_CUDA_RETURN(cudaMalloc(&p, bytes),
+                       ("allocating " + std::to_string(bytes) + " bytes").c_str());
   DeviceBuffer b;
   b.d_ptr_ = p;
   b.size_ = bytes;
@@ -116,17 +124,23 @@ Status DeviceBuffer::Allocate(size_t bytes, int device, DeviceBuffer* out) {
 }
 
 Status DeviceBuffer::CopyFromHost(const void* src, size_t bytes, StreamHandle stream) {
-  if (bytes > size_) return Status::InvalidArgument("copy of " + std::to_string(bytes) + " bytes into a buffer of " + std::to_string(size_));
+  if (bytes > size_)
+    return Status::InvalidArgument("copy of " + std::to_string(bytes) + " bytes into a buffer of " +
+                                   std::to_string(size_));
   if (bytes == 0) return Status::OK();
-  FANOUT_CUDA_RETURN(cudaMemcpyAsync(d_ptr_, src, bytes, cudaMemcpyHostToDevice, S(stream)), "copying to the device");
+  FANOUT_CUDA_RETURN(cudaMemcpyAsync(d_ptr_, src, bytes, cudaMemcpyHostToDevice, S(stream)),
+                     "copying to the device");
   FANOUT_CUDA_RETURN(cudaStreamSynchronize(S(stream)), "waiting for a copy to the device");
   return Status::OK();
 }
 
 Status DeviceBuffer::CopyToHost(void* dst, size_t bytes, StreamHandle stream) const {
-  if (bytes > size_) return Status::InvalidArgument("copy of " + std::to_string(bytes) + " bytes out of a buffer of " + std::to_string(size_));
+  if (bytes > size_)
+    return Status::InvalidArgument("copy of " + std::to_string(bytes) +
+                                   " bytes out of a buffer of " + std::to_string(size_));
   if (bytes == 0) return Status::OK();
-  FANOUT_CUDA_RETURN(cudaMemcpyAsync(dst, d_ptr_, bytes, cudaMemcpyDeviceToHost, S(stream)), "copying to the host");
+  FANOUT_CUDA_RETURN(cudaMemcpyAsync(dst, d_ptr_, bytes, cudaMemcpyDeviceToHost, S(stream)),
+                     "copying to the host");
   FANOUT_CUDA_RETURN(cudaStreamSynchronize(S(stream)), "waiting for a copy to the host");
   return Status::OK();
 }
@@ -156,11 +170,13 @@ void PinnedBuffer::Reset() {
 }
 
 Status PinnedBuffer::Allocate(size_t bytes, PinnedBuffer* out) {
-  if (CudaDeviceCount() == 0) return Status::Unavailable("no CUDA device (or no driver) is present");
+  if (CudaDeviceCount() == 0)
+    return Status::Unavailable("no CUDA device (or no driver) is present");
   void* p = nullptr;
   if (bytes > 0)
-    FANOUT_CUDA_RETURN(cudaHostAlloc(&p, bytes, cudaHostAllocPortable),
-                       ("allocating " + std::to_string(bytes) + " bytes of pinned host memory").c_str());
+    FANOUT_CUDA_RETURN(
+        cudaHostAlloc(&p, bytes, cudaHostAllocPortable),
+        ("allocating " + std::to_string(bytes) + " bytes of pinned host memory").c_str());
   PinnedBuffer b;
   b.h_ptr_ = p;
   b.size_ = bytes;
@@ -184,21 +200,26 @@ struct GpuFeatureCache::Impl {
 
 GpuFeatureCache::~GpuFeatureCache() = default;
 
-Status GpuFeatureCache::Create(const CacheOptions& o, int device, std::unique_ptr<GpuFeatureCache>* out) {
-  if (o.policy != Policy::kStatic) return Status::InvalidArgument("the GPU cache holds a static hot set (policy 'static')");
+Status GpuFeatureCache::Create(const CacheOptions& o, int device,
+                               std::unique_ptr<GpuFeatureCache>* out) {
+  if (o.policy != Policy::kStatic)
+    return Status::InvalidArgument("the GPU cache holds a static hot set (policy 'static')");
   if (o.feature_dim < 1 || o.capacity_rows < 0 || o.capacity_rows > o.num_nodes)
-    return Status::InvalidArgument("GPU cache: capacity " + std::to_string(o.capacity_rows) + " rows of " +
-                                   std::to_string(o.feature_dim) + " floats for " + std::to_string(o.num_nodes) + " nodes");
+    return Status::InvalidArgument("GPU cache: capacity " + std::to_string(o.capacity_rows) +
+                                   " rows of " + std::to_string(o.feature_dim) + " floats for " +
+                                   std::to_string(o.num_nodes) + " nodes");
   int n = CudaDeviceCount();
   if (n == 0) return Status::Unavailable("no CUDA device (or no driver) is present");
   if (device < 0 || device >= n)
-    return Status::InvalidArgument("CUDA device " + std::to_string(device) + " is outside [0, " + std::to_string(n) + ")");
+    return Status::InvalidArgument("CUDA device " + std::to_string(device) + " is outside [0, " +
+                                   std::to_string(n) + ")");
   std::unique_ptr<GpuFeatureCache> c(new GpuFeatureCache());
   c->options_ = o;
   c->device_ = device;
   c->impl_ = std::make_unique<Impl>();
   c->slot_of_.assign(static_cast<size_t>(o.num_nodes), -1);
-  FANOUT_RETURN_IF_ERROR(DeviceBuffer::Allocate(static_cast<size_t>(o.capacity_rows * o.feature_dim) * 4, device, &c->impl_->table));
+  FANOUT_RETURN_IF_ERROR(DeviceBuffer::Allocate(
+      static_cast<size_t>(o.capacity_rows * o.feature_dim) * 4, device, &c->impl_->table));
   *out = std::move(c);
   return Status::OK();
 }
@@ -215,23 +236,26 @@ CacheStats GpuFeatureCache::stats() const {
   return s;
 }
 
-Status GpuFeatureCache::Insert(ArrayView<const int64_t> ids, const float* rows, StreamHandle stream) {
+Status GpuFeatureCache::Insert(ArrayView<const int64_t> ids, const float* rows,
+                               StreamHandle stream) {
   DeviceGuard g(device_);
   const int64_t d = options_.feature_dim;
   float* table = static_cast<float*>(impl_->table.data());
   for (size_t i = 0; i < ids.size() && used_ < options_.capacity_rows; ++i) {
     int64_t id = ids[i];
     if (id < 0 || id >= options_.num_nodes || slot_of_[id] >= 0) continue;
-    FANOUT_CUDA_RETURN(cudaMemcpyAsync(table + used_ * d, rows + i * d, d * 4, cudaMemcpyHostToDevice, S(stream)),
-                       "uploading a hot row");
+    FANOUT_CUDA_RETURN(
+        cudaMemcpyAsync(table + used_ * d, rows + i * d, d * 4, cudaMemcpyHostToDevice, S(stream)),
+        "uploading a hot row");
     slot_of_[id] = static_cast<int32_t>(used_++);
   }
   FANOUT_CUDA_RETURN(cudaStreamSynchronize(S(stream)), "waiting for the hot rows");
   return Status::OK();
 }
 
-Status GpuFeatureCache::Gather(ArrayView<const int64_t> ids, float* d_out, std::vector<int64_t>* misses,
-                               GpuWorkspace* ws, StreamHandle stream) {
+Status GpuFeatureCache::Gather(ArrayView<const int64_t> ids, float* d_out,
+                               std::vector<int64_t>* misses, GpuWorkspace* ws,
+                               StreamHandle stream) {
   DeviceGuard g(device_);
   const size_t n = ids.size();
   // Pairs (slot, position) in pinned memory: [slots of hits][positions of hits].
@@ -242,7 +266,8 @@ Status GpuFeatureCache::Gather(ArrayView<const int64_t> ids, float* d_out, std::
   int64_t hits = 0;
   for (size_t i = 0; i < n; ++i) {
     int64_t id = ids[i];
-    if (id < 0 || id >= options_.num_nodes) return IdOutOfRange(id, i, 0, options_.num_nodes, kNoPosition);
+    if (id < 0 || id >= options_.num_nodes)
+      return IdOutOfRange(id, i, 0, options_.num_nodes, kNoPosition);
     int32_t s = slot_of_[id];
     if (s < 0) {
       m.push_back(static_cast<int64_t>(i));
@@ -265,15 +290,16 @@ Status GpuFeatureCache::Gather(ArrayView<const int64_t> ids, float* d_out, std::
   }
   const size_t bytes = static_cast<size_t>(2 * hits) * 8;
   FANOUT_RETURN_IF_ERROR(GpuWorkspace::Grow(&ws->d_hits, bytes, device_));
-  FANOUT_CUDA_RETURN(cudaMemcpyAsync(ws->d_hits.data(), slots, bytes, cudaMemcpyHostToDevice, S(stream)),
-                     "copying hit indices to the device");
+  FANOUT_CUDA_RETURN(
+      cudaMemcpyAsync(ws->d_hits.data(), slots, bytes, cudaMemcpyHostToDevice, S(stream)),
+      "copying hit indices to the device");
   const int64_t* d_pairs = static_cast<const int64_t*>(ws->d_hits.data());
-  return LaunchCopyRows(static_cast<const float*>(impl_->table.data()), d_pairs, d_pairs + hits, hits,
-                        options_.feature_dim, d_out, S(stream));
+  return LaunchCopyRows(static_cast<const float*>(impl_->table.data()), d_pairs, d_pairs + hits,
+                        hits, options_.feature_dim, d_out, S(stream));
 }
 
-Status GpuFeatureCache::ScatterRows(ArrayView<const int64_t> positions, const float* d_rows, float* d_out,
-                                    GpuWorkspace* ws, StreamHandle stream) {
+Status GpuFeatureCache::ScatterRows(ArrayView<const int64_t> positions, const float* d_rows,
+                                    float* d_out, GpuWorkspace* ws, StreamHandle stream) {
   DeviceGuard g(device_);
   const int64_t n = static_cast<int64_t>(positions.size()), d = options_.feature_dim;
   if (n == 0) return Status::OK();
@@ -286,21 +312,23 @@ Status GpuFeatureCache::ScatterRows(ArrayView<const int64_t> positions, const fl
     index[n + j] = positions[j];
   }
   FANOUT_RETURN_IF_ERROR(GpuWorkspace::Grow(&ws->d_misses, bytes, device_));
-  FANOUT_CUDA_RETURN(cudaMemcpyAsync(ws->d_misses.data(), index, bytes, cudaMemcpyHostToDevice, S(stream)),
-                     "copying miss positions to the device");
+  FANOUT_CUDA_RETURN(
+      cudaMemcpyAsync(ws->d_misses.data(), index, bytes, cudaMemcpyHostToDevice, S(stream)),
+      "copying miss positions to the device");
   const int64_t* d_index = static_cast<const int64_t*>(ws->d_misses.data());
   return LaunchCopyRows(d_rows, d_index, d_index + n, n, d, d_out, S(stream));
 }
 
-Status GpuFeatureCache::ScatterMisses(ArrayView<const int64_t> positions, const float* host_rows, float* d_out,
-                                      GpuWorkspace* ws, StreamHandle stream) {
+Status GpuFeatureCache::ScatterMisses(ArrayView<const int64_t> positions, const float* host_rows,
+                                      float* d_out, GpuWorkspace* ws, StreamHandle stream) {
   DeviceGuard g(device_);
   const int64_t n = static_cast<int64_t>(positions.size()), d = options_.feature_dim;
   if (n == 0) return Status::OK();
   const size_t row_bytes = static_cast<size_t>(n * d) * 4;
   FANOUT_RETURN_IF_ERROR(GpuWorkspace::Grow(&ws->d_rows, row_bytes, device_));
-  FANOUT_CUDA_RETURN(cudaMemcpyAsync(ws->d_rows.data(), host_rows, row_bytes, cudaMemcpyHostToDevice, S(stream)),
-                     "copying miss rows to the device");
+  FANOUT_CUDA_RETURN(
+      cudaMemcpyAsync(ws->d_rows.data(), host_rows, row_bytes, cudaMemcpyHostToDevice, S(stream)),
+      "copying miss rows to the device");
   return ScatterRows(positions, static_cast<const float*>(ws->d_rows.data()), d_out, ws, stream);
 }
 
@@ -312,11 +340,14 @@ Status GpuFeatureCache::Synchronize(StreamHandle stream) {
 
 Status MeasureGatherBandwidth(int64_t rows, int64_t dim, int64_t batch, int iterations, int device,
                               double* gather_bytes_per_s, double* d2d_bytes_per_s) {
-  if (CudaDeviceCount() == 0) return Status::Unavailable("no CUDA device (or no driver) is present");
+  if (CudaDeviceCount() == 0)
+    return Status::Unavailable("no CUDA device (or no driver) is present");
   DeviceGuard g(device);
   DeviceBuffer table, out, idx, copy_dst;
-  const size_t row_bytes = static_cast<size_t>(dim) * 4, out_bytes = static_cast<size_t>(batch) * row_bytes;
-  FANOUT_RETURN_IF_ERROR(DeviceBuffer::Allocate(static_cast<size_t>(rows) * row_bytes, device, &table));
+  const size_t row_bytes = static_cast<size_t>(dim) * 4,
+               out_bytes = static_cast<size_t>(batch) * row_bytes;
+  FANOUT_RETURN_IF_ERROR(
+      DeviceBuffer::Allocate(static_cast<size_t>(rows) * row_bytes, device, &table));
   FANOUT_RETURN_IF_ERROR(DeviceBuffer::Allocate(out_bytes, device, &out));
   FANOUT_RETURN_IF_ERROR(DeviceBuffer::Allocate(out_bytes, device, &copy_dst));
   std::vector<int64_t> pairs(2 * batch);
@@ -346,17 +377,20 @@ Status MeasureGatherBandwidth(int64_t rows, int64_t dim, int64_t batch, int iter
   };
   Status st = time_it(
       [&]() {
-        return LaunchCopyRows(static_cast<const float*>(table.data()), d_pairs, d_pairs + batch, batch, dim,
-                              static_cast<float*>(out.data()), nullptr);
+        return LaunchCopyRows(static_cast<const float*>(table.data()), d_pairs, d_pairs + batch,
+                              batch, dim, static_cast<float*>(out.data()), nullptr);
       },
       gather_bytes_per_s);
-  Status copy_st = !st.ok() ? Status::OK() : time_it(
-        [&]() -> Status {
-          FANOUT_CUDA_RETURN(cudaMemcpyAsync(copy_dst.data(), out.data(), out_bytes, cudaMemcpyDeviceToDevice, nullptr),
-                             "device-to-device copy");
-          return Status::OK();
-        },
-        d2d_bytes_per_s);
+  Status copy_st =
+      !st.ok() ? Status::OK()
+               : time_it(
+                     [&]() -> Status {
+                       FANOUT_CUDA_RETURN(cudaMemcpyAsync(copy_dst.data(), out.data(), out_bytes,
+                                                          cudaMemcpyDeviceToDevice, nullptr),
+                                          "device-to-device copy");
+                       return Status::OK();
+                     },
+                     d2d_bytes_per_s);
   cudaEventDestroy(a);
   cudaEventDestroy(b);
   return st.ok() ? copy_st : st;

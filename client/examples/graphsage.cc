@@ -12,12 +12,14 @@ namespace {
 struct SAGEConvImpl : torch::nn::Module {
   SAGEConvImpl(int64_t in, int64_t out)
       : lin_l(register_module("lin_l", torch::nn::Linear(in, out))),
-        lin_r(register_module("lin_r", torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)))) {}
+        lin_r(register_module("lin_r",
+                              torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)))) {}
 
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& edge_index) {
     torch::Tensor src = edge_index[0], dst = edge_index[1];
     torch::Tensor agg = torch::zeros_like(x).index_add_(0, dst, x.index_select(0, src));
-    torch::Tensor deg = torch::zeros({x.size(0)}, x.options()).index_add_(0, dst, torch::ones({dst.size(0)}, x.options()));
+    torch::Tensor deg = torch::zeros({x.size(0)}, x.options())
+                            .index_add_(0, dst, torch::ones({dst.size(0)}, x.options()));
     agg = agg / deg.clamp_min(1).unsqueeze(1);
     return lin_l(agg) + lin_r(x);
   }
@@ -28,7 +30,8 @@ TORCH_MODULE(SAGEConv);
 struct GraphSageImpl : torch::nn::Module {
   GraphSageImpl(int64_t in, int64_t hidden, int64_t classes, double dropout)
       : conv1(register_module("conv1", SAGEConv(in, hidden))),
-        conv2(register_module("conv2", SAGEConv(hidden, classes))), p(dropout) {}
+        conv2(register_module("conv2", SAGEConv(hidden, classes))),
+        p(dropout) {}
   torch::Tensor forward(torch::Tensor x, const torch::Tensor& edge_index) {
     x = torch::relu(conv1(x, edge_index));
     x = torch::dropout(x, p, is_training());
@@ -54,8 +57,8 @@ std::vector<int64_t> Split(client::Source& source, int split) {
   return out;
 }
 
-double Accuracy(GraphSage& model, std::shared_ptr<client::Source> source, const std::vector<int64_t>& nodes,
-                const TrainOptions& o) {
+double Accuracy(GraphSage& model, std::shared_ptr<client::Source> source,
+                const std::vector<int64_t>& nodes, const TrainOptions& o) {
   if (nodes.empty()) return -1;
   client::LoaderOptions lo;
   lo.batch_size = 1024;
@@ -70,7 +73,8 @@ double Accuracy(GraphSage& model, std::shared_ptr<client::Source> source, const 
   int64_t correct = 0, total = 0;
   client::MiniBatch b;
   while (loader.Next(&b)) {
-    torch::Tensor out = model->forward(Prepare(b, o.normalize_features), b.edge_index).narrow(0, 0, b.batch_size);
+    torch::Tensor out =
+        model->forward(Prepare(b, o.normalize_features), b.edge_index).narrow(0, 0, b.batch_size);
     torch::Tensor y = b.y.narrow(0, 0, b.batch_size);
     torch::Tensor known = y.ge(0);
     correct += out.argmax(1).eq(y).logical_and(known).sum().item<int64_t>();
@@ -88,7 +92,8 @@ TrainResult TrainGraphSage(std::shared_ptr<client::Source> source, const TrainOp
   if (source->num_classes() < 2) throw std::runtime_error("the dataset has no class labels");
   torch::manual_seed(o.seed);
   GraphSage model(source->feature_dim(), o.hidden, source->num_classes(), o.dropout);
-  torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay));
+  torch::optim::Adam opt(model->parameters(),
+                         torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay));
   client::LoaderOptions lo;
   lo.batch_size = o.batch_size;
   lo.fanouts = o.fanouts;
@@ -107,7 +112,8 @@ TrainResult TrainGraphSage(std::shared_ptr<client::Source> source, const TrainOp
     while (loader.Next(&b)) {
       if (o.on_batch) o.on_batch(epoch, b);
       opt.zero_grad();
-      torch::Tensor out = model->forward(Prepare(b, o.normalize_features), b.edge_index).narrow(0, 0, b.batch_size);
+      torch::Tensor out =
+          model->forward(Prepare(b, o.normalize_features), b.edge_index).narrow(0, 0, b.batch_size);
       torch::Tensor loss = torch::nll_loss(out, b.y.narrow(0, 0, b.batch_size));
       loss.backward();
       opt.step();

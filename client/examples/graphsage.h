@@ -20,8 +20,8 @@ struct TrainOptions {
   double dropout = 0.5;
   std::vector<int64_t> fanouts{10, 10};  // training; evaluation takes all neighbors
   int64_t batch_size = 64;
-  uint64_t seed = 0;              // model init, dropout, shuffling and sampling
-  bool normalize_features = true; // divide each row by its sum (bag-of-words features)
+  uint64_t seed = 0;               // model init, dropout, shuffling and sampling
+  bool normalize_features = true;  // divide each row by its sum (bag-of-words features)
   bool evaluate_every_epoch = true;
   int num_workers = 2;
   // Called with every training batch (epoch from 1), before the step.
@@ -37,7 +37,7 @@ struct EpochReport {
 struct TrainResult {
   std::vector<double> losses;  // every step, in order
   std::vector<EpochReport> epochs;
-  double test_acc = 0;         // of the final model
+  double test_acc = 0;  // of the final model
 };
 
 // Trains on the source's train split, reports validation/test accuracy.

@@ -88,8 +88,8 @@ class NodeSource {
   virtual ~NodeSource() = default;
   // feature_dim floats; only called when the dataset has features.
   virtual void FeatureRow(int64_t v, float* out) const = 0;
-  virtual int64_t Label(int64_t v) const = 0;       // when has_labels
-  virtual uint8_t SplitOf(int64_t v) const = 0;     // when has_split
+  virtual int64_t Label(int64_t v) const = 0;    // when has_labels
+  virtual uint8_t SplitOf(int64_t v) const = 0;  // when has_split
   virtual int64_t OriginalId(int64_t v) const = 0;
   virtual const std::string* Name(int64_t v) const = 0;  // when has_names
 };
@@ -98,19 +98,21 @@ class NodeSource {
 class PartStoreWriter {
  public:
   // write_buffer_bytes: RocksDB's memtable size (two may exist at once).
-  static Status Open(const std::string& path, int64_t write_buffer_bytes, std::unique_ptr<PartStoreWriter>* out);
+  static Status Open(const std::string& path, int64_t write_buffer_bytes,
+                     std::unique_ptr<PartStoreWriter>* out);
   ~PartStoreWriter();
 
   Status PutInfo(const DatasetMeta& meta, int part, int64_t num_edges);
   // Chunk c's adjacency: degrees of its nodes, their neighbors and edge ids.
-  Status PutAdjChunk(int64_t c, ArrayView<const int64_t> degrees, ArrayView<const int64_t> neighbors,
-                     ArrayView<const int64_t> edge_ids);
+  Status PutAdjChunk(int64_t c, ArrayView<const int64_t> degrees,
+                     ArrayView<const int64_t> neighbors, ArrayView<const int64_t> edge_ids);
   // Chunk c's edge timestamps (etime) or edge types (etype), adj order.
   Status PutEdgeTimeChunk(int64_t c, ArrayView<const int64_t> times);
   Status PutEdgeTypeChunk(int64_t c, ArrayView<const int64_t> types);
   // Chunk c's feat, label, split, orig and name values of the nodes whose
   // input ids are old_ids[0 .. n), in stored order.
-  Status PutNodeChunks(const DatasetMeta& meta, int64_t c, const int64_t* old_ids, int64_t n, const NodeSource& src);
+  Status PutNodeChunks(const DatasetMeta& meta, int64_t c, const int64_t* old_ids, int64_t n,
+                       const NodeSource& src);
   // Flushes and closes; the store is complete only after this.
   Status Close();
   int64_t bytes_written() const { return bytes_; }

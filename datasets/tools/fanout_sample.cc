@@ -51,7 +51,8 @@ std::string Join(const std::vector<int64_t>& v) {
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "fanout-sample: generate the R-MAT benchmark graph and sample mini-batches from it in process,\n"
+      "fanout-sample: generate the R-MAT benchmark graph and sample mini-batches from it in "
+      "process,\n"
       "printing the shapes of the first batch and the sampling throughput."};
   int scale = 16;
   int64_t edge_factor = 16;
@@ -61,15 +62,24 @@ int main(int argc, char** argv) {
   int threads = 1;
   uint64_t seed = 1;
   app.add_option("--scale", scale, "R-MAT scale: 2^scale nodes (the benchmark uses 20)")
-      ->default_val(16)->check(CLI::Range(1, 30));
-  app.add_option("--edge-factor", edge_factor, "Edges per node")->default_val(16)->check(CLI::Range(0, 1024));
+      ->default_val(16)
+      ->check(CLI::Range(1, 30));
+  app.add_option("--edge-factor", edge_factor, "Edges per node")
+      ->default_val(16)
+      ->check(CLI::Range(0, 1024));
   app.add_option("--fanout", fanout_text, "Comma-separated fanouts per hop; -1 = all neighbors")
       ->default_val("15,10,5");
-  app.add_option("--batch-size", batch_size, "Seeds per mini-batch")->default_val(1024)->check(CLI::Range(1, 1 << 24));
-  app.add_option("--batches", batches, "Number of mini-batches to sample")->default_val(50)->check(CLI::Range(1, 1000000));
+  app.add_option("--batch-size", batch_size, "Seeds per mini-batch")
+      ->default_val(1024)
+      ->check(CLI::Range(1, 1 << 24));
+  app.add_option("--batches", batches, "Number of mini-batches to sample")
+      ->default_val(50)
+      ->check(CLI::Range(1, 1000000));
   app.add_option("--threads", threads, "Threads sampling each batch (1 = the calling thread only)")
-      ->default_val(1)->check(CLI::Range(1, 256));
-  app.add_option("--seed", seed, "Request seed of the first batch (batch i uses seed + i)")->default_val(1);
+      ->default_val(1)
+      ->check(CLI::Range(1, 256));
+  app.add_option("--seed", seed, "Request seed of the first batch (batch i uses seed + i)")
+      ->default_val(1);
   CLI11_PARSE(app, argc, argv);
 
   std::string error;
@@ -91,7 +101,8 @@ int main(int argc, char** argv) {
     double secs = std::chrono::duration<double>(Clock::now() - t0).count();
     double rate = done / std::max(secs, 1e-9);
     std::fprintf(stderr, "\rgenerating R-MAT: %5.1f%%  %.1f M edges/s  ETA %.0f s   ",
-                 100.0 * done / std::max<int64_t>(total, 1), rate / 1e6, (total - done) / std::max(rate, 1.0));
+                 100.0 * done / std::max<int64_t>(total, 1), rate / 1e6,
+                 (total - done) / std::max(rate, 1.0));
   });
   if (tty) std::fprintf(stderr, "\n");
   if (!st.ok()) {
@@ -100,7 +111,8 @@ int main(int argc, char** argv) {
   }
   double gen_s = std::chrono::duration<double>(Clock::now() - t0).count();
   std::printf("R-MAT scale %d: %lld nodes, %lld edges, generated in %.2f s\n", scale,
-              static_cast<long long>(csr.num_nodes()), static_cast<long long>(csr.num_edges()), gen_s);
+              static_cast<long long>(csr.num_nodes()), static_cast<long long>(csr.num_edges()),
+              gen_s);
 
   fanout::ThreadPool pool(threads - 1);
   fanout::sampler::CsrGraph graph = csr.View();
@@ -116,7 +128,8 @@ int main(int argc, char** argv) {
     st = sampler.Sample(seeds, seed + b, &sub);
     secs += std::chrono::duration<double>(Clock::now() - t).count();
     if (!st.ok()) {
-      std::fprintf(stderr, "fanout-sample: batch %lld: %s\n", static_cast<long long>(b), st.ToString().c_str());
+      std::fprintf(stderr, "fanout-sample: batch %lld: %s\n", static_cast<long long>(b),
+                   st.ToString().c_str());
       return 1;
     }
     edges += static_cast<int64_t>(sub.row.size());
@@ -131,8 +144,10 @@ int main(int argc, char** argv) {
       std::printf("  num_sampled_edges  %s\n", Join(sub.num_sampled_edges).c_str());
     }
   }
-  std::printf("sampled %lld batches with %d thread(s): %.1f batches/s, %.2f M sampled edges/s, "
-              "%.2f M nodes/s\n",
-              static_cast<long long>(batches), threads, batches / secs, edges / secs / 1e6, nodes / secs / 1e6);
+  std::printf(
+      "sampled %lld batches with %d thread(s): %.1f batches/s, %.2f M sampled edges/s, "
+      "%.2f M nodes/s\n",
+      static_cast<long long>(batches), threads, batches / secs, edges / secs / 1e6,
+      nodes / secs / 1e6);
   return 0;
 }

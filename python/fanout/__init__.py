@@ -331,27 +331,21 @@ class HeteroBatch:
     the Batch it was split from.
     """
 
-    def __init__(self, batch, cluster, link_edge_type=None):
+    def __init__(self, batch, cluster, link_edge_type=None, split=None):
+        """``split``: the C++ split of the batch by type (client::SplitByType, as the loader hands it)."""
         self.homogeneous = batch
         self.node_types = cluster.node_types
         self.edge_types = cluster.edge_types
-        dims = cluster.node_type_feature_dims
-        nt, et = batch.node_type, batch.edge_type
-        type_index = torch.empty_like(nt)
-        self._nodes, self._edges = {}, {}
-        for t, name in enumerate(self.node_types):
-            idx = (nt == t).nonzero().flatten()
-            type_index[idx] = torch.arange(idx.numel(), dtype=torch.long)
-            self._nodes[name] = TypeStore(
-                n_id=batch.n_id[idx], index=idx,
-                x=batch.x[idx, :dims[t]] if batch.x is not None and dims[t] > 0 else None,
-                y=batch.y[idx] if batch.y is not None else None,
-                original_id=batch.original_id[idx] if batch.original_id is not None else None,
-                batch_size=int((nt[:batch.batch_size] == t).sum()))
-        for e, key in enumerate(self.edge_types):
-            sel = (et == e).nonzero().flatten()
-            self._edges[key] = TypeStore(edge_index=type_index[batch.edge_index[:, sel]],
-                                         e_id=batch.e_id[sel] if batch.e_id is not None else None)
+        if split is None:
+            raise InvalidArgument("HeteroBatch needs the loader's split of the batch by type")
+        t = _tensor
+        n_id, x, y, index, orig = (split[k] for k in ("n_id", "x", "y", "index", "original_id"))
+        self._nodes = {name: TypeStore(n_id=t(n_id[i]), index=t(index[i]), x=t(x[i]), y=t(y[i]),
+                                       original_id=t(orig[i]), batch_size=int(split["batch_size"][i]))
+                       for i, name in enumerate(self.node_types)}
+        self._edges = {key: TypeStore(edge_index=t(split["edge_index"][e]), e_id=t(split["e_id"][e]))
+                       for e, key in enumerate(self.edge_types)}
+        type_index = t(split["type_index"])
         self.type_index = type_index
         self.batch_size = batch.batch_size
         self.epoch, self.index = batch.epoch, batch.index
@@ -546,7 +540,7 @@ class NodeLoader:
         type_fanouts = None
         if isinstance(num_neighbors, dict):  # heterogeneous: PyG's {edge_type: [fanout per hop]}
             type_fanouts, hops = _type_fanouts(cluster, num_neighbors)
-            num_neighbors = [max(f) if min(f) >= 0 else -1 for f in zip(*type_fanouts)]
+            num_neighbors = []  # the hops come from the per-type lists (C++'s HeteroHopFanouts)
         elif isinstance(num_neighbors, int):
             raise InvalidArgument("num_neighbors must be a list of fanouts per hop, e.g. [15, 10, 5], not %r"
                                   % (num_neighbors,))
@@ -609,7 +603,7 @@ class NodeLoader:
             if d is None:
                 return
             b = Batch(d)
-            yield HeteroBatch(b, self.cluster, self._link_edge_type) if self.hetero else b
+            yield HeteroBatch(b, self.cluster, self._link_edge_type, d.get("hetero")) if self.hetero else b
 
     def stats(self):
         """Counters since the loader was made: batches, sampled edges, bytes by path, waits,

@@ -304,7 +304,7 @@ class NeighborSampler(BaseSampler):
         if isinstance(num_neighbors, dict):
             from . import _type_fanouts
             self._type_fanouts, _ = _type_fanouts(cluster, num_neighbors)
-            fanouts = [max(f) if min(f) >= 0 else -1 for f in zip(*self._type_fanouts)]
+            fanouts = []  # the hops come from the per-type lists (C++'s HeteroHopFanouts)
         else:
             fanouts = [int(k) for k in num_neighbors]
             if not fanouts or any(k == 0 or k < -1 for k in fanouts):

@@ -27,7 +27,8 @@ template <int kValueBits>
 class BasicIdMap {
  public:
   static constexpr int kDenseEpochBits = 32 - kValueBits;
-  static_assert(kValueBits >= 1 && kDenseEpochBits >= 2, "a dense slot holds an epoch and an index in 32 bits");
+  static_assert(kValueBits >= 1 && kDenseEpochBits >= 2,
+                "a dense slot holds an epoch and an index in 32 bits");
 
   BasicIdMap() { Rehash(1 << 10); }
 
@@ -73,8 +74,10 @@ class BasicIdMap {
   }
 
   void Prefetch(int64_t key) const {
-    if (static_cast<uint64_t>(key) < dense_end_) __builtin_prefetch(&dense_[key], 1, 1);
-    else __builtin_prefetch(&slots_[SlotOf(key)], 1, 1);
+    if (static_cast<uint64_t>(key) < dense_end_)
+      __builtin_prefetch(&dense_[key], 1, 1);
+    else
+      __builtin_prefetch(&slots_[SlotOf(key)], 1, 1);
   }
 
   // Returns the index stored for `key`; when absent, stores `value_if_new`
@@ -104,7 +107,8 @@ class BasicIdMap {
   // FindOrInsert (Reserve() made room for every key).
   int64_t Relabel(const int64_t* keys, int64_t n, int64_t next, int64_t* local, int64_t* new_keys) {
     if (dense_end_ == 0 || dense_overflow_ || next + n > int64_t{kValueMask} + 1) {
-      for (int64_t e = 0; e < n; ++e) {  // the general path: the table, or indexes past a dense slot's
+      for (int64_t e = 0; e < n;
+           ++e) {  // the general path: the table, or indexes past a dense slot's
         const int64_t l = FindOrInsert(keys[e], next);
         if (l == next) new_keys[next++] = keys[e];
         local[e] = l;
@@ -113,7 +117,8 @@ class BasicIdMap {
     }
     const int64_t next0 = next, hash0 = hash_size_;
     int64_t e = 0;
-    while ((e = DenseRun(keys, e, n, dense_.data(), dense_end_, dense_live_, &next, local, new_keys)) < n) {
+    while ((e = DenseRun(keys, e, n, dense_.data(), dense_end_, dense_live_, &next, local,
+                         new_keys)) < n) {
       const int64_t l = FindOrInsertInTable(keys[e], next);  // a key beyond the dense range
       if (l == next) new_keys[next++] = keys[e];
       local[e++] = l;
@@ -151,9 +156,10 @@ class BasicIdMap {
   // inside, so its state stays in registers (inlined into Relabel, whose
   // table path calls out, the compiler spilled it to the stack). Each key's
   // slot is prefetched kPrefetch keys ahead.
-  __attribute__((noinline)) static int64_t DenseRun(const int64_t* keys, int64_t e, int64_t n, uint32_t* dense,
-                                                    uint64_t dense_end, uint32_t live, int64_t* next_io,
-                                                    int64_t* local, int64_t* new_keys) {
+  __attribute__((noinline)) static int64_t DenseRun(const int64_t* keys, int64_t e, int64_t n,
+                                                    uint32_t* dense, uint64_t dense_end,
+                                                    uint32_t live, int64_t* next_io, int64_t* local,
+                                                    int64_t* new_keys) {
     constexpr int64_t kPrefetch = 16;
     int64_t next = *next_io;
     for (; e < n; ++e) {
@@ -177,7 +183,8 @@ class BasicIdMap {
   }
 
   int64_t FindOrInsertInTable(int64_t key, int64_t value_if_new) {
-    if (dense_end_ > 0 && static_cast<uint64_t>(hash_size_ + 1) * 2 > slots_.size()) Rehash(slots_.size() * 2);
+    if (dense_end_ > 0 && static_cast<uint64_t>(hash_size_ + 1) * 2 > slots_.size())
+      Rehash(slots_.size() * 2);
     assert(static_cast<uint64_t>(hash_size_ + 1) * 2 <= slots_.size());  // REQUIRES: Reserve()
     uint64_t i = SlotOf(key);
     for (;;) {
@@ -223,7 +230,7 @@ class BasicIdMap {
   std::vector<uint32_t> dense_;  // (epoch << kValueBits) | local index
   uint64_t dense_end_ = 0;
   uint32_t dense_epoch_ = 0;
-  uint32_t dense_live_ = 0;  // dense_epoch_ << kValueBits
+  uint32_t dense_live_ = 0;      // dense_epoch_ << kValueBits
   bool dense_overflow_ = false;  // some dense-range ids of this batch are in the table
   uint64_t mask_ = 0;
   int shift_ = 64;

@@ -1,5 +1,4 @@
 #include "cache/feature_cache.h"
-#include "cache/gpu_feature_cache.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "cache/gpu_feature_cache.h"
 #include "common/random.h"
 
 namespace fanout::cache {
@@ -79,7 +79,8 @@ TEST(SieveTest, CapacityIsNeverExceededAndRowsStayCorrect) {
   std::vector<float> out(kDim * 32);
   for (int step = 0; step < 3000; ++step) {
     std::vector<int64_t> ids(32);
-    for (auto& v : ids) v = static_cast<int64_t>(DrawBelow(rng.Next(), 1000) * DrawBelow(rng.Next(), 1000) / 1000);
+    for (auto& v : ids)
+      v = static_cast<int64_t>(DrawBelow(rng.Next(), 1000) * DrawBelow(rng.Next(), 1000) / 1000);
     std::vector<int64_t> misses;
     ASSERT_TRUE(c->Lookup(ids, out.data(), &misses).ok());
     size_t m = 0;
@@ -88,7 +89,8 @@ TEST(SieveTest, CapacityIsNeverExceededAndRowsStayCorrect) {
         ++m;
         continue;
       }
-      for (int j = 0; j < kDim; ++j) ASSERT_EQ(out[i * kDim + j], static_cast<float>(ids[i]) + 0.25f * j);
+      for (int j = 0; j < kDim; ++j)
+        ASSERT_EQ(out[i * kDim + j], static_cast<float>(ids[i]) + 0.25f * j);
     }
     std::vector<int64_t> missed;
     for (int64_t p : misses) missed.push_back(ids[p]);

@@ -1,7 +1,6 @@
 // The GPU feature cache on a real device: skipped where there is none.
-#include <gtest/gtest.h>
-
 #include <cuda_runtime.h>
+#include <gtest/gtest.h>
 
 #include <cstring>
 #include <thread>
@@ -14,7 +13,9 @@ namespace {
 
 constexpr int64_t kNodes = 5000, kDim = 37;  // a row width that is not a multiple of the warp size
 
-float Value(int64_t node, int64_t j) { return static_cast<float>(node) * 0.001f + static_cast<float>(j) * 1.5f; }
+float Value(int64_t node, int64_t j) {
+  return static_cast<float>(node) * 0.001f + static_cast<float>(j) * 1.5f;
+}
 
 std::vector<float> HostRows(const std::vector<int64_t>& ids) {
   std::vector<float> r;
@@ -32,7 +33,8 @@ TEST(GpuFeatureCacheCudaTest, GatherPlusScatteredMissesEqualTheHostRowsBitForBit
   std::unique_ptr<GpuFeatureCache> c;
   ASSERT_TRUE(GpuFeatureCache::Create(o, 0, &c).ok());
   std::vector<int64_t> hot;
-  for (int64_t v = 0; v < kNodes; v += 3) hot.push_back(v);  // more than fit: the first 1000 are kept
+  for (int64_t v = 0; v < kNodes; v += 3)
+    hot.push_back(v);  // more than fit: the first 1000 are kept
   std::vector<float> hot_rows = HostRows(hot);
   ASSERT_TRUE(c->Insert(hot, hot_rows.data(), nullptr).ok());
   EXPECT_EQ(c->size(), 1000);
@@ -53,7 +55,9 @@ TEST(GpuFeatureCacheCudaTest, GatherPlusScatteredMissesEqualTheHostRowsBitForBit
   std::vector<int64_t> miss_ids;
   for (int64_t p : misses) miss_ids.push_back(ids[p]);
   std::vector<float> miss_rows = HostRows(miss_ids);
-  ASSERT_TRUE(c->ScatterMisses(misses, miss_rows.data(), static_cast<float*>(out.data()), &ws, nullptr).ok());
+  ASSERT_TRUE(
+      c->ScatterMisses(misses, miss_rows.data(), static_cast<float*>(out.data()), &ws, nullptr)
+          .ok());
   ASSERT_TRUE(c->Synchronize(nullptr).ok());
   std::vector<float> got(ids.size() * kDim);
   ASSERT_TRUE(out.CopyToHost(got.data(), got.size() * 4, nullptr).ok());
@@ -86,7 +90,8 @@ TEST(GpuFeatureCacheCudaTest, DeviceBuffersMoveAndArgumentsAreChecked) {
   std::vector<int64_t> misses;
   GpuWorkspace ws;
   EXPECT_TRUE(
-      c->Gather(std::vector<int64_t>{10}, static_cast<float*>(b.data()), &misses, &ws, nullptr).IsInvalidArgument());
+      c->Gather(std::vector<int64_t>{10}, static_cast<float*>(b.data()), &misses, &ws, nullptr)
+          .IsInvalidArgument());
   PinnedBuffer h;
   ASSERT_TRUE(PinnedBuffer::Allocate(4096, &h).ok());
   void* hp = h.data();
@@ -131,7 +136,9 @@ TEST(GpuFeatureCacheCudaTest, ConcurrentGathersWithOwnWorkspacesAreExact) {
         Status st = c->Gather(ids, static_cast<float*>(out.data()), &misses, &ws, stream);
         for (int64_t p : misses) miss_ids.push_back(ids[p]);
         std::vector<float> miss_rows = HostRows(miss_ids);
-        if (st.ok()) st = c->ScatterMisses(misses, miss_rows.data(), static_cast<float*>(out.data()), &ws, stream);
+        if (st.ok())
+          st = c->ScatterMisses(misses, miss_rows.data(), static_cast<float*>(out.data()), &ws,
+                                stream);
         if (st.ok()) st = c->Synchronize(stream);
         std::vector<float> got(ids.size() * kDim);
         if (st.ok()) st = out.CopyToHost(got.data(), got.size() * 4, stream);

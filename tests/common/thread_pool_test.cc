@@ -20,9 +20,7 @@ TEST(ThreadPoolTest, ParallelForRunsEveryIndexExactlyOnce) {
 TEST(ThreadPoolTest, NestedParallelForDoesNotDeadlock) {
   ThreadPool pool(2);
   std::atomic<int64_t> sum{0};
-  pool.ParallelFor(8, [&](int64_t i) {
-    pool.ParallelFor(100, [&](int64_t j) { sum += j; });
-  });
+  pool.ParallelFor(8, [&](int64_t i) { pool.ParallelFor(100, [&](int64_t j) { sum += j; }); });
   EXPECT_EQ(sum.load(), 8 * 4950);
 }
 

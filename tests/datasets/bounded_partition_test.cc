@@ -3,6 +3,8 @@
 // id differs), on Cora, CiteSeer, CA-GrQc and R-MAT, through many slices and
 // shared spill files; the process stays under its limit; a limit too small,
 // a full disk or an unwritable spill folder fail clearly and leave nothing.
+#include "datasets/bounded_partition.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <rocksdb/db.h>
@@ -15,14 +17,13 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "datasets/bounded_partition.h"
 #include "datasets/formats.h"
 #include "datasets/partition_store.h"
 #include "datasets/partitioner.h"
@@ -31,13 +32,13 @@
 namespace fanout::datasets {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::DataDir;
+using ::testing::HasSubstr;
 using testing::TempDir;
 namespace fs = std::filesystem;
 
-std::shared_ptr<RawDataset> Load(const std::string& format, const std::string& input, LoadOptions lo = {},
-                                 EdgeOptions eo = {}) {
+std::shared_ptr<RawDataset> Load(const std::string& format, const std::string& input,
+                                 LoadOptions lo = {}, EdgeOptions eo = {}) {
   lo.quiet = true;
   auto ds = std::make_shared<RawDataset>();
   std::vector<std::string> notes;
@@ -76,7 +77,8 @@ void ExpectSameStore(const std::string& a, const std::string& b) {
   mb.dataset_id = ma.dataset_id;
   EXPECT_EQ(ma.ToJson(), mb.ToJson());
   for (int p = 0; p < ma.num_parts; ++p) {
-    auto sa = ReadStore(a + "/part-" + std::to_string(p)), sb = ReadStore(b + "/part-" + std::to_string(p));
+    auto sa = ReadStore(a + "/part-" + std::to_string(p)),
+         sb = ReadStore(b + "/part-" + std::to_string(p));
     ASSERT_EQ(sa.size(), sb.size()) << "part " << p;
     for (const auto& [key, value] : sa) {
       auto it = sb.find(key);
@@ -86,7 +88,8 @@ void ExpectSameStore(const std::string& a, const std::string& b) {
   }
 }
 
-void WriteInMemory(const RawDataset& ds, const PartitionOptions& po, const WriteOptions& wo, const std::string& dir) {
+void WriteInMemory(const RawDataset& ds, const PartitionOptions& po, const WriteOptions& wo,
+                   const std::string& dir) {
   std::vector<int32_t> part;
   std::vector<std::string> notes;
   ASSERT_TRUE(ComputePartition(ds, po, &part, &notes).ok());
@@ -94,8 +97,9 @@ void WriteInMemory(const RawDataset& ds, const PartitionOptions& po, const Write
   ASSERT_TRUE(st.ok()) << st.ToString();
 }
 
-BoundedReport WriteBounded(const StreamedGraph& g, const PartitionOptions& po, const WriteOptions& wo,
-                           const std::string& dir, int64_t max_slice_edges) {
+BoundedReport WriteBounded(const StreamedGraph& g, const PartitionOptions& po,
+                           const WriteOptions& wo, const std::string& dir,
+                           int64_t max_slice_edges) {
   BoundedOptions bo;
   bo.memory_limit_bytes = int64_t{4} << 30;
   bo.max_slice_edges = max_slice_edges;
@@ -115,7 +119,8 @@ PartitionOptions Options(int k, PartitionMethod m, bool incoming) {
   return po;
 }
 
-WriteOptions Write(bool incoming, FeatureDType dtype, int64_t chunk_nodes, const std::string& method) {
+WriteOptions Write(bool incoming, FeatureDType dtype, int64_t chunk_nodes,
+                   const std::string& method) {
   WriteOptions wo;
   wo.incoming = incoming;
   wo.feature_dtype = dtype;
@@ -131,25 +136,29 @@ TEST(BoundedPartitionTest, CoraAndCiteSeerEqualTheInMemoryStoreThroughManySlices
   for (const char* name : {"cora", "citeseer"}) {
     auto ds = Load("linqs", DataDir() + "/" + name);
     ASSERT_GT(ds->num_nodes, 0);
-    for (PartitionMethod m : {PartitionMethod::kRandom, PartitionMethod::kRange, PartitionMethod::kHash})
+    for (PartitionMethod m :
+         {PartitionMethod::kRandom, PartitionMethod::kRange, PartitionMethod::kHash})
       for (int k : {1, 3})
         for (bool incoming : {true, false}) {
           const FeatureDType dtype = k == 3 ? FeatureDType::kInt8 : FeatureDType::kFloat32;
-          SCOPED_TRACE(std::string(name) + " " + PartitionMethodName(m) + " k=" + std::to_string(k) +
-                       (incoming ? " in" : " out"));
+          SCOPED_TRACE(std::string(name) + " " + PartitionMethodName(m) +
+                       " k=" + std::to_string(k) + (incoming ? " in" : " out"));
           PartitionOptions po = Options(k, m, incoming);
           WriteOptions wo = Write(incoming, dtype, 97, PartitionMethodName(m));
-          std::string a = tmp.Sub("mem" + std::to_string(run)), b = tmp.Sub("bounded" + std::to_string(run));
+          std::string a = tmp.Sub("mem" + std::to_string(run)),
+                      b = tmp.Sub("bounded" + std::to_string(run));
           ++run;
           WriteInMemory(*ds, po, wo, a);
           BoundedReport r = WriteBounded(StreamOf(ds), po, wo, b, 400);
           EXPECT_GT(r.slices, 2 * k);  // many slices, each a read of the spill
-          EXPECT_GE(r.spill_read_bytes, r.spill_bytes);  // every spilled edge read back at least once
+          EXPECT_GE(r.spill_read_bytes,
+                    r.spill_bytes);  // every spilled edge read back at least once
           ExpectSameStore(a, b);
         }
   }
   // Nothing left but the stores: no spill or temporary folder.
-  for (const std::string& e : tmp.List()) EXPECT_TRUE(e.rfind("mem", 0) == 0 || e.rfind("bounded", 0) == 0) << e;
+  for (const std::string& e : tmp.List())
+    EXPECT_TRUE(e.rfind("mem", 0) == 0 || e.rfind("bounded", 0) == 0) << e;
 }
 
 TEST(BoundedPartitionTest, StreamedRmatEqualsTheLoadedOneWithEdgeOptionsAndSharedSpillFiles) {
@@ -172,8 +181,9 @@ TEST(BoundedPartitionTest, StreamedRmatEqualsTheLoadedOneWithEdgeOptionsAndShare
   both.make_undirected = true;
   int run = 0;
   // k = 70 > 64 spill files: partitions share files, each slice skips the others' edges.
-  for (const Case& c : {Case{plain, 4, PartitionMethod::kHash}, Case{both, 4, PartitionMethod::kRandom},
-                        Case{plain, 70, PartitionMethod::kRange}, Case{both, 1, PartitionMethod::kRange}}) {
+  for (const Case& c :
+       {Case{plain, 4, PartitionMethod::kHash}, Case{both, 4, PartitionMethod::kRandom},
+        Case{plain, 70, PartitionMethod::kRange}, Case{both, 1, PartitionMethod::kRange}}) {
     SCOPED_TRACE("case " + std::to_string(run));
     auto ds = Load("rmat", "", lo, c.eo);
     StreamedGraph g;
@@ -182,7 +192,8 @@ TEST(BoundedPartitionTest, StreamedRmatEqualsTheLoadedOneWithEdgeOptionsAndShare
     EXPECT_EQ(g.num_nodes, ds->num_nodes);
     PartitionOptions po = Options(c.k, c.m, true);
     WriteOptions wo = Write(true, FeatureDType::kFloat16, 50, PartitionMethodName(c.m));
-    std::string a = tmp.Sub("mem" + std::to_string(run)), b = tmp.Sub("bounded" + std::to_string(run));
+    std::string a = tmp.Sub("mem" + std::to_string(run)),
+                b = tmp.Sub("bounded" + std::to_string(run));
     ++run;
     WriteInMemory(*ds, po, wo, a);
     BoundedReport r = WriteBounded(g, po, wo, b, 1000);
@@ -235,7 +246,8 @@ std::string WriteOgbFolder(const TempDir& tmp, const RawDataset& cora) {
   edges += "5,5\n";  // a self-loop, for --drop-self-loops
   for (int64_t v = 0; v < cora.num_nodes; ++v) {
     for (int64_t j = 0; j < cora.feature_dim; ++j)
-      feats += (j ? "," : "") + std::to_string(cora.features[v * cora.feature_dim + j] * (1 + v % 3));
+      feats +=
+          (j ? "," : "") + std::to_string(cora.features[v * cora.feature_dim + j] * (1 + v % 3));
     feats += "\n";
     labels += v % 10 == 0 ? std::string("nan\n") : std::to_string(cora.labels[v]) + "\n";
     (v % 5 < 3 ? train : v % 5 == 3 ? valid : test) += std::to_string(v) + "\n";
@@ -269,8 +281,10 @@ TEST(BoundedPartitionTest, StreamedOgbEqualsTheLoadedOneAndRemovesItsFeatureFile
     EXPECT_TRUE(fs::exists(scratch));
     EXPECT_EQ(g.feature_dim, 1433);
     PartitionOptions po = Options(3, PartitionMethod::kHash, true);
-    WriteOptions wo = Write(true, edge_options ? FeatureDType::kInt8 : FeatureDType::kFloat16, 300, "hash");
-    std::string a = tmp.Sub("mem" + std::to_string(run)), b = tmp.Sub("bounded" + std::to_string(run));
+    WriteOptions wo =
+        Write(true, edge_options ? FeatureDType::kInt8 : FeatureDType::kFloat16, 300, "hash");
+    std::string a = tmp.Sub("mem" + std::to_string(run)),
+                b = tmp.Sub("bounded" + std::to_string(run));
     ++run;
     WriteInMemory(*ds, po, wo, a);
     BoundedReport r = WriteBounded(g, po, wo, b, 700);
@@ -288,8 +302,9 @@ TEST(BoundedPartitionTest, StreamedOgbEqualsTheLoadedOneAndRemovesItsFeatureFile
   ASSERT_TRUE(StreamOgb(input, lo, {}, tmp.Sub("f2.f32"), &g, &notes).ok());
   BoundedOptions bo;
   bo.memory_limit_bytes = int64_t{1} << 30;
-  Status st = WritePartitionedStream(g, Options(2, PartitionMethod::kRandom, true), Write(true, FeatureDType::kFloat32, 100, "random"),
-                                     bo, tmp.Sub("bad"), nullptr, nullptr);
+  Status st = WritePartitionedStream(g, Options(2, PartitionMethod::kRandom, true),
+                                     Write(true, FeatureDType::kFloat32, 100, "random"), bo,
+                                     tmp.Sub("bad"), nullptr, nullptr);
   EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
   EXPECT_THAT(st.message(), HasSubstr("edge.csv:2: edge 1,99999 has an id outside [0, 2708)"));
   EXPECT_FALSE(fs::exists(tmp.Sub("bad")));
@@ -298,9 +313,13 @@ TEST(BoundedPartitionTest, StreamedOgbEqualsTheLoadedOneAndRemovesItsFeatureFile
 TEST(BoundedPartitionTest, HashPartsFollowTheOriginalIdAlone) {
   PartitionOptions po = Options(5, PartitionMethod::kHash, true);
   std::vector<int32_t> a, b;
-  ASSERT_TRUE(ComputeNodePartition(100000, [](int64_t v) { return v * 3; }, po, &a).ok());
+  ASSERT_TRUE(ComputeNodePartition(
+                  100000, [](int64_t v) { return v * 3; }, po, &a)
+                  .ok());
   // The same original ids in another order and with more nodes around them.
-  ASSERT_TRUE(ComputeNodePartition(200000, [](int64_t v) { return (199999 - v) * 3; }, po, &b).ok());
+  ASSERT_TRUE(ComputeNodePartition(
+                  200000, [](int64_t v) { return (199999 - v) * 3; }, po, &b)
+                  .ok());
   std::vector<int64_t> count(5, 0);
   for (int64_t v = 0; v < 100000; ++v) {
     EXPECT_EQ(a[v], b[199999 - v]);
@@ -334,8 +353,8 @@ TEST(BoundedPartitionTest, TooSmallALimitIsRefusedBeforeAnyWork) {
   BoundedOptions bo;
   bo.memory_limit_bytes = int64_t{32} << 20;
   Status st = WritePartitionedStream(StreamOf(ds), Options(2, PartitionMethod::kRandom, true),
-                                     Write(true, FeatureDType::kFloat32, 1000, "random"), bo, tmp.Sub("out"), nullptr,
-                                     nullptr);
+                                     Write(true, FeatureDType::kFloat32, 1000, "random"), bo,
+                                     tmp.Sub("out"), nullptr, nullptr);
   EXPECT_EQ(st.code(), Status::Code::kResourceExhausted);
   EXPECT_THAT(st.message(), HasSubstr("is too small for 2708 nodes"));
   EXPECT_THAT(st.message(), HasSubstr("give at least"));
@@ -355,8 +374,8 @@ struct ToolRun {
 ToolRun RunTool(const std::string& args, const std::string& shell_prefix = "") {
   TempDir out;
   std::string log = out.Sub("log");
-  std::string cmd = shell_prefix + "exec " + std::string(FANOUT_BIN_DIR) + "/fanout-partition --quiet " + args +
-                    " >" + log + " 2>&1";
+  std::string cmd = shell_prefix + "exec " + std::string(FANOUT_BIN_DIR) +
+                    "/fanout-partition --quiet " + args + " >" + log + " 2>&1";
   ToolRun r;
   pid_t pid = fork();
   if (pid == 0) {
@@ -390,8 +409,9 @@ TEST(BoundedPartitionToolTest, StaysUnderItsMemoryLimitAndWritesALoadableStore) 
   TempDir tmp;
   // 4 M edges = 64 MiB of adjacency, more than the limit leaves for edges.
   const int64_t limit = int64_t{128} << 20;
-  ToolRun r = RunTool(std::string("--format rmat --rmat-scale 18 --parts 2 --method hash --chunk-nodes 8192 ") +
-                      (kSanitized ? "--memory-limit 1G" : "--memory-limit 128M") + " --output " + tmp.Sub("out"));
+  ToolRun r = RunTool(
+      std::string("--format rmat --rmat-scale 18 --parts 2 --method hash --chunk-nodes 8192 ") +
+      (kSanitized ? "--memory-limit 1G" : "--memory-limit 128M") + " --output " + tmp.Sub("out"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("partitioning in bounded memory"));
   if (!kSanitized) {
@@ -417,8 +437,10 @@ TEST(BoundedPartitionToolTest, StaysUnderItsMemoryLimitAndWritesALoadableStore) 
 
 TEST(BoundedPartitionToolTest, AChunkLargerThanTheLimitNamesItself) {
   TempDir tmp;
-  ToolRun r = RunTool("--format rmat --rmat-scale 17 --parts 1 --method range --memory-limit 150M "
-                      "--chunk-nodes 1000000000 --output " + tmp.Sub("out"));
+  ToolRun r = RunTool(
+      "--format rmat --rmat-scale 17 --parts 1 --method range --memory-limit 150M "
+      "--chunk-nodes 1000000000 --output " +
+      tmp.Sub("out"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("chunk 0 of partition 0 holds 2097152 edges"));
   EXPECT_THAT(r.output, HasSubstr("--chunk-nodes"));
@@ -427,14 +449,15 @@ TEST(BoundedPartitionToolTest, AChunkLargerThanTheLimitNamesItself) {
 
 TEST(BoundedPartitionToolTest, MetisRefusesALimitItCannotWorkInAndSaysWhatToUse) {
   TempDir tmp;
-  ToolRun r = RunTool("--format rmat --rmat-scale 22 --parts 2 --method metis --memory-limit 2G --output " +
-                      tmp.Sub("out"));
+  ToolRun r =
+      RunTool("--format rmat --rmat-scale 22 --parts 2 --method metis --memory-limit 2G --output " +
+              tmp.Sub("out"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("METIS needs the whole graph in memory"));
   EXPECT_THAT(r.output, HasSubstr("--method hash, random or range"));
   EXPECT_TRUE(tmp.List().empty());
-  r = RunTool("--format linqs --input " + DataDir() + "/cora --parts 2 --method metis --memory-limit 4Q --output " +
-              tmp.Sub("out"));
+  r = RunTool("--format linqs --input " + DataDir() +
+              "/cora --parts 2 --method metis --memory-limit 4Q --output " + tmp.Sub("out"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("--memory-limit: memory size '4Q' is not a size"));
 }
@@ -442,9 +465,10 @@ TEST(BoundedPartitionToolTest, MetisRefusesALimitItCannotWorkInAndSaysWhatToUse)
 TEST(BoundedPartitionToolTest, AFileSizeLimitMidRunFailsCleanly) {
   TempDir tmp;
   // ulimit -f counts 1 KiB blocks: each spill file stops at 4 MiB of its 12 MiB.
-  ToolRun r = RunTool("--format rmat --rmat-scale 16 --parts 2 --method random --memory-limit 1G --output " +
-                          tmp.Sub("out"),
-                      "ulimit -f 4096; ");
+  ToolRun r = RunTool(
+      "--format rmat --rmat-scale 16 --parts 2 --method random --memory-limit 1G --output " +
+          tmp.Sub("out"),
+      "ulimit -f 4096; ");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_THAT(r.output, HasSubstr("writing spill file"));
   EXPECT_THAT(r.output, HasSubstr("File too large"));
@@ -454,8 +478,8 @@ TEST(BoundedPartitionToolTest, AFileSizeLimitMidRunFailsCleanly) {
 TEST(BoundedPartitionToolTest, AnUnusableSpillFolderFailsCleanly) {
   TempDir tmp;
   tmp.Write("file", "not a folder");
-  ToolRun r = RunTool("--format rmat --rmat-scale 12 --parts 2 --method random --spill-dir " + tmp.Sub("file") +
-                      " --output " + tmp.Sub("out"));
+  ToolRun r = RunTool("--format rmat --rmat-scale 12 --parts 2 --method random --spill-dir " +
+                      tmp.Sub("file") + " --output " + tmp.Sub("out"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("spill folder " + tmp.Sub("file") + " is not a folder"));
   EXPECT_EQ(tmp.List(), std::vector<std::string>{"file"});
@@ -468,11 +492,12 @@ TEST(BoundedPartitionToolTest, AnUnusableSpillFolderFailsCleanly) {
     chmod(tmp.Sub("ro").c_str(), 0500);
   }
   if (geteuid() == 0 && !mounted) GTEST_SKIP() << "root, but cannot mount a read-only tmpfs here";
-  r = RunTool("--format rmat --rmat-scale 12 --parts 2 --method random --spill-dir " + tmp.Sub("ro") + " --output " +
-              tmp.Sub("out"));
+  r = RunTool("--format rmat --rmat-scale 12 --parts 2 --method random --spill-dir " +
+              tmp.Sub("ro") + " --output " + tmp.Sub("out"));
   if (mounted) umount(tmp.Sub("ro").c_str());
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.output, HasSubstr("cannot create spill folder " + tmp.Sub("ro") + "/fanout-spill-"));
+  EXPECT_THAT(r.output,
+              HasSubstr("cannot create spill folder " + tmp.Sub("ro") + "/fanout-spill-"));
   std::vector<std::string> left = tmp.List();
   std::sort(left.begin(), left.end());
   EXPECT_EQ(left, (std::vector<std::string>{"file", "ro"}));
@@ -489,14 +514,15 @@ TEST(BoundedPartitionToolTest, AFullDiskFailsCleanlyWhereverItFills) {
     ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
   } unmount{tmp.Sub("small")};
   // The spill (12 MiB) fills the disk.
-  ToolRun r = RunTool("--format rmat --rmat-scale 15 --parts 2 --method hash --output " + tmp.Sub("small/out"));
+  ToolRun r = RunTool("--format rmat --rmat-scale 15 --parts 2 --method hash --output " +
+                      tmp.Sub("small/out"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_THAT(r.output, HasSubstr("No space left on device"));
   EXPECT_TRUE(fs::is_empty(tmp.Sub("small")));
   // The spill elsewhere; the stores (8 MiB) fill the disk.
   fs::create_directory(tmp.Sub("spill"));
-  r = RunTool("--format rmat --rmat-scale 15 --parts 2 --method hash --spill-dir " + tmp.Sub("spill") +
-              " --output " + tmp.Sub("small/out"));
+  r = RunTool("--format rmat --rmat-scale 15 --parts 2 --method hash --spill-dir " +
+              tmp.Sub("spill") + " --output " + tmp.Sub("small/out"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_THAT(r.output, HasSubstr("No space left on device"));
   EXPECT_TRUE(fs::is_empty(tmp.Sub("small")));
@@ -506,8 +532,8 @@ TEST(BoundedPartitionToolTest, AFullDiskFailsCleanlyWhereverItFills) {
 TEST(BoundedPartitionToolTest, BadSnapInputNamesTheLineAndLeavesNothing) {
   TempDir tmp;
   tmp.Write("g.txt", "# comment\n1 2\n2 3\n3 x\n");
-  ToolRun r = RunTool("--format snap --input " + tmp.Sub("g.txt") + " --parts 2 --method hash --output " +
-                      tmp.Sub("out"));
+  ToolRun r = RunTool("--format snap --input " + tmp.Sub("g.txt") +
+                      " --parts 2 --method hash --output " + tmp.Sub("out"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("g.txt:4: expected '<src> <dst>', found '3 x'"));
   EXPECT_EQ(tmp.List(), std::vector<std::string>{"g.txt"});

@@ -1,22 +1,22 @@
 // Raw format loaders: fixtures for each format's features and quirks, and
 // every bad-input case naming file and line.
+#include "datasets/formats.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <zlib.h>
 
 #include <filesystem>
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
-#include "datasets/formats.h"
-#include "datasets/partition_store.h"
 #include "datasets/line_reader.h"
+#include "datasets/partition_store.h"
 #include "tests/datasets/test_util.h"
 
 namespace fanout::datasets {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::DataDir;
+using ::testing::HasSubstr;
 using testing::TempDir;
 
 Status LoadQuiet(const std::string& format, const std::string& input, RawDataset* ds,
@@ -74,7 +74,8 @@ TEST(FormatsTest, CoraLinqsMatchesItsPublishedCounts) {
   double ones = 0;
   for (float f : ds.features) ones += f;
   EXPECT_EQ(ones, 49216);
-  EXPECT_EQ(std::count(ds.labels.begin(), ds.labels.end(), 2), 818);  // Neural_Networks (3rd by name)
+  EXPECT_EQ(std::count(ds.labels.begin(), ds.labels.end(), 2),
+            818);  // Neural_Networks (3rd by name)
   EXPECT_EQ(ds.class_names[2], "Neural_Networks");
 }
 
@@ -144,9 +145,11 @@ TEST(FormatsTest, SnapEdgeTimesFollowTheEdgesIntoTheStore) {
     Status st = OpenPartition(tmp.Sub("store"), k, {}, &d);
     ASSERT_TRUE(st.ok()) << st.ToString();
     ASSERT_EQ(d.edge_times.size(), d.indices.size());
-    for (size_t e = 0; e < d.indices.size(); ++e, ++seen) EXPECT_EQ(d.edge_times[e], ds.edge_times[d.edge_ids[e]]);
+    for (size_t e = 0; e < d.indices.size(); ++e, ++seen)
+      EXPECT_EQ(d.edge_times[e], ds.edge_times[d.edge_ids[e]]);
     for (int64_t r = 0; r < d.num_nodes(); ++r)  // rows in time order
-      EXPECT_TRUE(std::is_sorted(d.edge_times.begin() + d.indptr[r], d.edge_times.begin() + d.indptr[r + 1]));
+      EXPECT_TRUE(std::is_sorted(d.edge_times.begin() + d.indptr[r],
+                                 d.edge_times.begin() + d.indptr[r + 1]));
   }
   EXPECT_EQ(seen, 6);
   // Without --edge-times the third column is ignored and nothing is stored.
@@ -180,12 +183,15 @@ TEST(FormatsTest, OgbEdgeTimeColumn) {
   tmp.Write("e/raw/num-node-list.csv", "3\n");
   tmp.Write("e/raw/edge.csv", "0,1\n1,2\n");
   tmp.Write("e/raw/edge_year.csv", "2004\n");  // ogbl-collab's name; one short
-  EXPECT_THAT(LoadDataset("ogb", tmp.Sub("e"), lo, &ds, &notes).message(), HasSubstr("1 edge times for 2 edges"));
+  EXPECT_THAT(LoadDataset("ogb", tmp.Sub("e"), lo, &ds, &notes).message(),
+              HasSubstr("1 edge times for 2 edges"));
   tmp.Write("e/raw/edge_year.csv", "2004\nlater\n");
-  EXPECT_THAT(LoadDataset("ogb", tmp.Sub("e"), lo, &ds, &notes).message(), HasSubstr("edge_year.csv:2"));
+  EXPECT_THAT(LoadDataset("ogb", tmp.Sub("e"), lo, &ds, &notes).message(),
+              HasSubstr("edge_year.csv:2"));
   tmp.Write("f/raw/num-node-list.csv", "3\n");
   tmp.Write("f/raw/edge.csv", "0,1\n");
-  EXPECT_THAT(LoadDataset("ogb", tmp.Sub("f"), lo, &ds, &notes).message(), HasSubstr("edge_time.csv"));
+  EXPECT_THAT(LoadDataset("ogb", tmp.Sub("f"), lo, &ds, &notes).message(),
+              HasSubstr("edge_time.csv"));
 }
 
 TEST(FormatsTest, OgbFolderWithGzipAndPlainFiles) {
@@ -248,8 +254,12 @@ TEST(FormatsTest, MovieLensMatchesItsPublishedCountsAsAHeterogeneousGraph) {
 
 TEST(FormatsTest, CsvLinesFollowRfc4180Quotes) {
   std::vector<std::string> f;
-  ASSERT_TRUE(SplitCsvLine("1,\"City of Lost Children, The (Cité des enfants perdus, La) (1995)\",Drama", &f).ok());
-  EXPECT_EQ(f, (std::vector<std::string>{"1", "City of Lost Children, The (Cité des enfants perdus, La) (1995)", "Drama"}));
+  ASSERT_TRUE(SplitCsvLine(
+                  "1,\"City of Lost Children, The (Cité des enfants perdus, La) (1995)\",Drama", &f)
+                  .ok());
+  EXPECT_EQ(f,
+            (std::vector<std::string>{
+                "1", "City of Lost Children, The (Cité des enfants perdus, La) (1995)", "Drama"}));
   ASSERT_TRUE(SplitCsvLine("2,\"say \"\"hi\"\"\",,x", &f).ok());
   EXPECT_EQ(f, (std::vector<std::string>{"2", "say \"hi\"", "", "x"}));
   EXPECT_FALSE(SplitCsvLine("3,\"open", &f).ok());
@@ -299,7 +309,8 @@ TEST(FormatsTest, RmatDatasetHasTheBenchmarkEdgesAndSyntheticData) {
   EXPECT_EQ(ds.num_nodes, 256);
   EXPECT_EQ(ds.num_edges(), 256 * 16);
   std::vector<std::pair<int64_t, int64_t>> edges;
-  ASSERT_TRUE(ForEachRmatEdge(lo.rmat, [&](int64_t s, int64_t d) { edges.emplace_back(s, d); }).ok());
+  ASSERT_TRUE(
+      ForEachRmatEdge(lo.rmat, [&](int64_t s, int64_t d) { edges.emplace_back(s, d); }).ok());
   for (size_t i = 0; i < edges.size(); ++i) ASSERT_EQ(std::pair(ds.src[i], ds.dst[i]), edges[i]);
   for (int64_t v = 0; v < ds.num_nodes; ++v) {
     const float* row = ds.features.data() + v * 16;
@@ -334,64 +345,133 @@ TEST_P(BadInputTest, FailsWithAMessageNamingTheProblem) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, BadInputTest,
     ::testing::Values(
-        BadCase{"LinqsFeatureRowOfWrongWidth", "linqs", {{"t.content", "a 1 0 X\nb 0 1 1 Y\n"}, {"t.cites", ""}}, "t",
+        BadCase{"LinqsFeatureRowOfWrongWidth",
+                "linqs",
+                {{"t.content", "a 1 0 X\nb 0 1 1 Y\n"}, {"t.cites", ""}},
+                "t",
                 {"t.content:2:", "feature row has 3 values, expected 2"}},
-        BadCase{"LinqsMalformedFeature", "linqs", {{"t.content", "a 1 0 X\nb 0 q Y\n"}, {"t.cites", ""}}, "t",
+        BadCase{"LinqsMalformedFeature",
+                "linqs",
+                {{"t.content", "a 1 0 X\nb 0 q Y\n"}, {"t.cites", ""}},
+                "t",
                 {"t.content:2:", "feature 1 'q' is not a number"}},
-        BadCase{"LinqsDuplicateId", "linqs", {{"t.content", "a 1 X\na 0 Y\n"}, {"t.cites", ""}}, "t",
+        BadCase{"LinqsDuplicateId",
+                "linqs",
+                {{"t.content", "a 1 X\na 0 Y\n"}, {"t.cites", ""}},
+                "t",
                 {"t.content:2:", "'a' appears twice"}},
-        BadCase{"LinqsMissingCites", "linqs", {{"t.content", "a 1 X\n"}}, "t", {"t.cites", "no such file"}},
-        BadCase{"LinqsMalformedCitesLine", "linqs", {{"t.content", "a 1 X\nb 1 X\n"}, {"t.cites", "a b\na\n"}}, "t",
+        BadCase{"LinqsMissingCites",
+                "linqs",
+                {{"t.content", "a 1 X\n"}},
+                "t",
+                {"t.cites", "no such file"}},
+        BadCase{"LinqsMalformedCitesLine",
+                "linqs",
+                {{"t.content", "a 1 X\nb 1 X\n"}, {"t.cites", "a b\na\n"}},
+                "t",
                 {"t.cites:2:", "found 1 field"}},
         BadCase{"LinqsNoContentInFolder", "linqs", {{"g/readme", "x"}}, "g", {"no *.content"}},
-        BadCase{"PlanetoidMissingLabels", "planetoid", {{"p/edges.txt", "0 1\n"}}, "p", {"labels.txt", "no such file"}},
-        BadCase{"PlanetoidEdgeIdOutOfRange", "planetoid",
-                {{"p/labels.txt", "0 0\n1 1\n"}, {"p/edges.txt", "0 1\n1 7\n"}}, "p",
+        BadCase{"PlanetoidMissingLabels",
+                "planetoid",
+                {{"p/edges.txt", "0 1\n"}},
+                "p",
+                {"labels.txt", "no such file"}},
+        BadCase{"PlanetoidEdgeIdOutOfRange",
+                "planetoid",
+                {{"p/labels.txt", "0 0\n1 1\n"}, {"p/edges.txt", "0 1\n1 7\n"}},
+                "p",
                 {"edges.txt:2:", "edge 1 7 has an id outside [0, 2)"}},
-        BadCase{"PlanetoidSplitIdOutOfRange", "planetoid",
-                {{"p/labels.txt", "0 0\n1 1\n"}, {"p/edges.txt", "0 1\n"}, {"p/split_train.txt", "0\n5\n"},
-                 {"p/split_val.txt", ""}, {"p/split_test.txt", ""}},
-                "p", {"split_train.txt:2:", "node 5 is outside [0, 2)"}},
-        BadCase{"PlanetoidNodeInTwoSplits", "planetoid",
-                {{"p/labels.txt", "0 0\n1 1\n"}, {"p/edges.txt", "0 1\n"}, {"p/split_train.txt", "0\n"},
-                 {"p/split_val.txt", "1\n0\n"}, {"p/split_test.txt", ""}},
-                "p", {"split_val.txt:2:", "node 0 is already in another split"}},
-        BadCase{"OgbEdgeIdOutOfRange", "ogb", {{"o/raw/num-node-list.csv", "3\n"}, {"o/raw/edge.csv", "0,1\n2,3\n"}}, "o",
+        BadCase{"PlanetoidSplitIdOutOfRange",
+                "planetoid",
+                {{"p/labels.txt", "0 0\n1 1\n"},
+                 {"p/edges.txt", "0 1\n"},
+                 {"p/split_train.txt", "0\n5\n"},
+                 {"p/split_val.txt", ""},
+                 {"p/split_test.txt", ""}},
+                "p",
+                {"split_train.txt:2:", "node 5 is outside [0, 2)"}},
+        BadCase{"PlanetoidNodeInTwoSplits",
+                "planetoid",
+                {{"p/labels.txt", "0 0\n1 1\n"},
+                 {"p/edges.txt", "0 1\n"},
+                 {"p/split_train.txt", "0\n"},
+                 {"p/split_val.txt", "1\n0\n"},
+                 {"p/split_test.txt", ""}},
+                "p",
+                {"split_val.txt:2:", "node 0 is already in another split"}},
+        BadCase{"OgbEdgeIdOutOfRange",
+                "ogb",
+                {{"o/raw/num-node-list.csv", "3\n"}, {"o/raw/edge.csv", "0,1\n2,3\n"}},
+                "o",
                 {"edge.csv:2:", "edge 2,3 has an id outside [0, 3)"}},
-        BadCase{"OgbFeatureRowOfWrongWidth", "ogb",
-                {{"o/raw/num-node-list.csv", "2\n"}, {"o/raw/edge.csv", "0,1\n"}, {"o/raw/node-feat.csv", "1,2\n3\n"}},
-                "o", {"node-feat.csv:2:", "feature row has 1 values, expected 2"}},
-        BadCase{"OgbTooFewLabels", "ogb",
-                {{"o/raw/num-node-list.csv", "3\n"}, {"o/raw/edge.csv", "0,1\n"}, {"o/raw/node-label.csv", "1\n0\n"}},
-                "o", {"node-label.csv", "2 labels for 3 nodes"}},
+        BadCase{"OgbFeatureRowOfWrongWidth",
+                "ogb",
+                {{"o/raw/num-node-list.csv", "2\n"},
+                 {"o/raw/edge.csv", "0,1\n"},
+                 {"o/raw/node-feat.csv", "1,2\n3\n"}},
+                "o",
+                {"node-feat.csv:2:", "feature row has 1 values, expected 2"}},
+        BadCase{"OgbTooFewLabels",
+                "ogb",
+                {{"o/raw/num-node-list.csv", "3\n"},
+                 {"o/raw/edge.csv", "0,1\n"},
+                 {"o/raw/node-label.csv", "1\n0\n"}},
+                "o",
+                {"node-label.csv", "2 labels for 3 nodes"}},
         BadCase{"OgbMissingRaw", "ogb", {{"o/readme", ""}}, "o", {"no raw/ folder"}},
-        BadCase{"SnapMalformedLine", "snap", {{"s.txt", "# x\n1 2\n3\n"}}, "s.txt", {"s.txt:3:", "expected '<src> <dst>'"}},
+        BadCase{"SnapMalformedLine",
+                "snap",
+                {{"s.txt", "# x\n1 2\n3\n"}},
+                "s.txt",
+                {"s.txt:3:", "expected '<src> <dst>'"}},
         BadCase{"SnapNotANumber", "snap", {{"s.txt", "1 2\n3 x4\n"}}, "s.txt", {"s.txt:2:"}},
         BadCase{"SnapMissingFile", "snap", {}, "nope.txt", {"nope.txt", "no such file"}},
-        BadCase{"OgbHeteroEdgeOutOfTypeRange", "ogb-hetero",
-                {{"h/raw/num-node-dict.csv", "a,b\n2,3\n"}, {"h/raw/relations/a___r___b/edge.csv", "0,2\n1,3\n"}},
-                "h", {"edge.csv:2:", "edge 1,3 is outside the a ids [0, 2) or b ids [0, 3)"}},
-        BadCase{"OgbHeteroUnknownTypeInRelation", "ogb-hetero",
-                {{"h/raw/num-node-dict.csv", "a,b\n2,3\n"}, {"h/raw/relations/a___r___c/edge.csv", "0,1\n"}},
-                "h", {"relations/a___r___c", "node types from num-node-dict.csv"}},
-        BadCase{"OgbHeteroCountsMismatch", "ogb-hetero", {{"h/raw/num-node-dict.csv", "a,b\n2\n"}}, "h",
+        BadCase{"OgbHeteroEdgeOutOfTypeRange",
+                "ogb-hetero",
+                {{"h/raw/num-node-dict.csv", "a,b\n2,3\n"},
+                 {"h/raw/relations/a___r___b/edge.csv", "0,2\n1,3\n"}},
+                "h",
+                {"edge.csv:2:", "edge 1,3 is outside the a ids [0, 2) or b ids [0, 3)"}},
+        BadCase{"OgbHeteroUnknownTypeInRelation",
+                "ogb-hetero",
+                {{"h/raw/num-node-dict.csv", "a,b\n2,3\n"},
+                 {"h/raw/relations/a___r___c/edge.csv", "0,1\n"}},
+                "h",
+                {"relations/a___r___c", "node types from num-node-dict.csv"}},
+        BadCase{"OgbHeteroCountsMismatch",
+                "ogb-hetero",
+                {{"h/raw/num-node-dict.csv", "a,b\n2\n"}},
+                "h",
                 {"num-node-dict.csv:2:", "1 counts for 2 node types"}},
-        BadCase{"OgbHeteroFeatureRowsOfAType", "ogb-hetero",
-                {{"h/raw/num-node-dict.csv", "a,b\n2,3\n"}, {"h/raw/relations/a___r___b/edge.csv", "0,1\n"},
+        BadCase{"OgbHeteroFeatureRowsOfAType",
+                "ogb-hetero",
+                {{"h/raw/num-node-dict.csv", "a,b\n2,3\n"},
+                 {"h/raw/relations/a___r___b/edge.csv", "0,1\n"},
                  {"h/raw/node-feat/b/node-feat.csv", "1,2\n3,4\n"}},
-                "h", {"node-feat.csv", "2 feature rows for 3 nodes"}},
-        BadCase{"MovieLensUnknownMovie", "movielens",
+                "h",
+                {"node-feat.csv", "2 feature rows for 3 nodes"}},
+        BadCase{"MovieLensUnknownMovie",
+                "movielens",
                 {{"m/movies.csv", "movieId,title,genres\n1,\"A, the (1990)\",Drama|Comedy\n"},
                  {"m/ratings.csv", "userId,movieId,rating,timestamp\n1,1,4.0,5\n1,9,3.0,6\n"}},
-                "m", {"ratings.csv:3:", "movieId 9 is not in"}},
-        BadCase{"MovieLensBadHeader", "movielens",
-                {{"m/movies.csv", "id,title,genres\n"}, {"m/ratings.csv", "userId,movieId,rating,timestamp\n"}}, "m",
+                "m",
+                {"ratings.csv:3:", "movieId 9 is not in"}},
+        BadCase{"MovieLensBadHeader",
+                "movielens",
+                {{"m/movies.csv", "id,title,genres\n"},
+                 {"m/ratings.csv", "userId,movieId,rating,timestamp\n"}},
+                "m",
                 {"movies.csv:1:", "expected a header starting 'movieId,title"}},
-        BadCase{"MovieLensUnclosedQuote", "movielens",
+        BadCase{"MovieLensUnclosedQuote",
+                "movielens",
                 {{"m/movies.csv", "movieId,title,genres\n1,\"A (1990),Drama\n"},
                  {"m/ratings.csv", "userId,movieId,rating,timestamp\n"}},
-                "m", {"movies.csv:2:", "quoted field is not closed"}},
-        BadCase{"MovieLensMissingRatings", "movielens", {{"m/movies.csv", "movieId,title,genres\n"}}, "m",
+                "m",
+                {"movies.csv:2:", "quoted field is not closed"}},
+        BadCase{"MovieLensMissingRatings",
+                "movielens",
+                {{"m/movies.csv", "movieId,title,genres\n"}},
+                "m",
                 {"movies.csv and ratings.csv"}}),
     [](const auto& info) { return std::string(info.param.name); });
 
@@ -409,7 +489,8 @@ TEST(FormatsTest, DeclaredSizesLargerThanMemoryAreErrorsNamingTheFile) {
   tmp.Write("p/labels.txt", "0 1\n1 0\n");
   tmp.Write("p/edges.txt", "0 1\n");
   tmp.Write("p/features.txt", "# 2 nodes, 99999999999999 binary features\n0 1\n");
-  for (const char* s : {"p/split_train.txt", "p/split_val.txt", "p/split_test.txt"}) tmp.Write(s, "0\n");
+  for (const char* s : {"p/split_train.txt", "p/split_val.txt", "p/split_test.txt"})
+    tmp.Write(s, "0\n");
   RawDataset ds;
   LoadOptions lo;
   lo.quiet = true;

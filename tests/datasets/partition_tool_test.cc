@@ -1,8 +1,8 @@
 // fanout-partition as users run it: exit status, messages, and no output
 // folder (not even a temporary one) after a failure.
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,8 +19,8 @@
 namespace fanout::datasets {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::DataDir;
+using ::testing::HasSubstr;
 using testing::TempDir;
 
 struct ToolRun {
@@ -42,7 +42,8 @@ ToolRun RunTool(const std::string& args) {
 
 TEST(PartitionToolTest, PartitionsCoraAndPrintsItsStatistics) {
   TempDir tmp;
-  ToolRun r = RunTool("--format linqs --input " + DataDir() + "/cora --parts 2 --method metis --output " + tmp.Sub("cora"));
+  ToolRun r = RunTool("--format linqs --input " + DataDir() +
+                      "/cora --parts 2 --method metis --output " + tmp.Sub("cora"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("2708 nodes, 5429 edges, 1433 features, 7 classes"));
   EXPECT_THAT(r.output, HasSubstr("method metis: edge cut"));
@@ -56,9 +57,10 @@ TEST(PartitionToolTest, PartitionsCoraAndPrintsItsStatistics) {
 TEST(PartitionToolTest, HelpDocumentsEveryOption) {
   ToolRun r = RunTool("--help");
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* opt : {"--input", "--format", "--parts", "--method", "--output", "--direction", "--undirected",
-                          "--drop-duplicates", "--drop-self-loops", "--feature-dtype", "--rmat-scale", "--feature-dim",
-                          "--memory-limit", "--spill-dir", "hash"})
+  for (const char* opt :
+       {"--input", "--format", "--parts", "--method", "--output", "--direction", "--undirected",
+        "--drop-duplicates", "--drop-self-loops", "--feature-dtype", "--rmat-scale",
+        "--feature-dim", "--memory-limit", "--spill-dir", "hash"})
     EXPECT_THAT(r.output, HasSubstr(opt));
 }
 
@@ -66,17 +68,20 @@ TEST(PartitionToolTest, BadInputFailsAndLeavesNoFolder) {
   TempDir tmp;
   tmp.Write("bad/t.content", "a 1 0 X\nb 0 1 1 Y\n");
   tmp.Write("bad/t.cites", "a b\n");
-  ToolRun r = RunTool("--format linqs --input " + tmp.Sub("bad") + " --parts 1 --output " + tmp.Sub("out"));
+  ToolRun r =
+      RunTool("--format linqs --input " + tmp.Sub("bad") + " --parts 1 --output " + tmp.Sub("out"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("t.content:2: feature row has 3 values, expected 2"));
   EXPECT_EQ(tmp.List(), std::vector<std::string>{"bad"});
 
-  r = RunTool("--format snap --input " + tmp.Sub("missing.txt") + " --parts 2 --output " + tmp.Sub("out"));
+  r = RunTool("--format snap --input " + tmp.Sub("missing.txt") + " --parts 2 --output " +
+              tmp.Sub("out"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("missing.txt: no such file"));
   EXPECT_EQ(tmp.List(), std::vector<std::string>{"bad"});
 
-  r = RunTool("--format linqs --input " + DataDir() + "/cora --parts 5000 --output " + tmp.Sub("out"));
+  r = RunTool("--format linqs --input " + DataDir() + "/cora --parts 5000 --output " +
+              tmp.Sub("out"));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_EQ(tmp.List(), std::vector<std::string>{"bad"});
 
@@ -87,7 +92,8 @@ TEST(PartitionToolTest, BadInputFailsAndLeavesNoFolder) {
 
 TEST(PartitionToolTest, ExistingOutputNeedsForce) {
   TempDir tmp;
-  std::string args = "--format planetoid --input " + DataDir() + "/planetoid/cora --parts 2 --output " + tmp.Sub("o");
+  std::string args = "--format planetoid --input " + DataDir() +
+                     "/planetoid/cora --parts 2 --output " + tmp.Sub("o");
   ASSERT_EQ(RunTool(args).exit_code, 0);
   ToolRun r = RunTool(args);
   EXPECT_EQ(r.exit_code, 1);
@@ -119,8 +125,9 @@ TEST(PartitionToolTest, KilledMidWriteLeavesNoFolderThatLooksComplete) {
       int null = open("/dev/null", O_WRONLY);
       dup2(null, 1);
       dup2(null, 2);
-      execl(bin.c_str(), bin.c_str(), "--quiet", "--format", "rmat", "--rmat-scale", "15", "--feature-dim", "16",
-            "--parts", "3", "--method", "random", "--output", out.c_str(), force ? "--force" : "--quiet", nullptr);
+      execl(bin.c_str(), bin.c_str(), "--quiet", "--format", "rmat", "--rmat-scale", "15",
+            "--feature-dim", "16", "--parts", "3", "--method", "random", "--output", out.c_str(),
+            force ? "--force" : "--quiet", nullptr);
       _exit(127);
     }
     return pid;
@@ -143,7 +150,8 @@ TEST(PartitionToolTest, KilledMidWriteLeavesNoFolderThatLooksComplete) {
   };
   int killed_before_done = 0;
   for (int i = 0; i < 12; ++i) {
-    const bool force = i % 2 == 1;  // odd runs replace the folder the previous run may have finished
+    const bool force =
+        i % 2 == 1;  // odd runs replace the folder the previous run may have finished
     pid_t pid = spawn(force);
     std::this_thread::sleep_for(std::chrono::duration<double>(run_s * (i / 2 + 0.5) / 6.0));
     kill(pid, SIGKILL);
@@ -151,7 +159,8 @@ TEST(PartitionToolTest, KilledMidWriteLeavesNoFolderThatLooksComplete) {
     if (WIFSIGNALED(status)) ++killed_before_done;
     if (std::filesystem::exists(out)) {
       Status st = complete(out);
-      EXPECT_TRUE(st.ok()) << "after a kill at " << (i / 2 + 0.5) / 6.0 << " of a run: " << st.ToString();
+      EXPECT_TRUE(st.ok()) << "after a kill at " << (i / 2 + 0.5) / 6.0
+                           << " of a run: " << st.ToString();
     }
   }
   EXPECT_GE(killed_before_done, 6);

@@ -35,7 +35,9 @@ TEST(RmatTest, CsrKeepsEdgesOfEachRowInGenerationOrder) {
   std::vector<std::vector<int64_t>> rows(256);
   ASSERT_TRUE(ForEachRmatEdge(o, [&](int64_t s, int64_t d) { rows[s].push_back(d); }).ok());
   for (int64_t v = 0; v < 256; ++v)
-    EXPECT_EQ(std::vector<int64_t>(g.indices.begin() + g.indptr[v], g.indices.begin() + g.indptr[v + 1]), rows[v]);
+    EXPECT_EQ(
+        std::vector<int64_t>(g.indices.begin() + g.indptr[v], g.indices.begin() + g.indptr[v + 1]),
+        rows[v]);
   EXPECT_TRUE(g.View().Validate().ok());
 }
 

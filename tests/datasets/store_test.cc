@@ -17,8 +17,8 @@
 namespace fanout::datasets {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::DataDir;
+using ::testing::HasSubstr;
 using testing::TempDir;
 namespace fs = std::filesystem;
 
@@ -31,8 +31,8 @@ RawDataset Load(const std::string& format, const std::string& input, LoadOptions
   return ds;
 }
 
-std::string Partition(const RawDataset& ds, int k, PartitionMethod m, const std::string& dir, WriteOptions wo = {},
-                      DatasetMeta* meta = nullptr) {
+std::string Partition(const RawDataset& ds, int k, PartitionMethod m, const std::string& dir,
+                      WriteOptions wo = {}, DatasetMeta* meta = nullptr) {
   PartitionOptions po;
   po.num_parts = k;
   po.method = m;
@@ -76,14 +76,16 @@ void ExpectRoundTrip(const RawDataset& ds, const std::string& dir, int k, bool i
   // original_ids are distinct in every format; per node type in
   // heterogeneous ones, whose stored type comes from the meta's bounds).
   std::map<std::pair<int32_t, int64_t>, int64_t> old_of_orig;
-  for (int64_t v = 0; v < ds.num_nodes; ++v) old_of_orig[{ds.hetero() ? ds.node_type[v] : 0, ds.original_ids[v]}] = v;
+  for (int64_t v = 0; v < ds.num_nodes; ++v)
+    old_of_orig[{ds.hetero() ? ds.node_type[v] : 0, ds.original_ids[v]}] = v;
   std::vector<int64_t> old_of_new(ds.num_nodes, -1);
   std::vector<int> seen(ds.num_nodes, 0);
   for (int p = 0; p < k; ++p) {
     const PartitionData& d = parts[p];
     EXPECT_EQ(d.node_begin, meta.offsets[p]);
     for (int64_t i = 0; i < d.num_nodes(); ++i) {
-      auto it = old_of_orig.find({ds.hetero() ? meta.hetero.NodeTypeOf(d.node_begin + i) : 0, d.original_ids[i]});
+      auto it = old_of_orig.find(
+          {ds.hetero() ? meta.hetero.NodeTypeOf(d.node_begin + i) : 0, d.original_ids[i]});
       ASSERT_NE(it, old_of_orig.end()) << "unknown original id " << d.original_ids[i];
       old_of_new[d.node_begin + i] = it->second;
       ASSERT_EQ(seen[it->second]++, 0) << "node stored twice";
@@ -114,7 +116,8 @@ void ExpectRoundTrip(const RawDataset& ds, const std::string& dir, int k, bool i
           if (dtype == FeatureDType::kFloat32) {
             ASSERT_EQ(d.Feature(i, j), want) << "feature (" << old << ", " << j << ")";
           } else {
-            ASSERT_NEAR(d.Feature(i, j), want, std::max(1e-3f * std::fabs(want), float(meta.feature_scale)))
+            ASSERT_NEAR(d.Feature(i, j), want,
+                        std::max(1e-3f * std::fabs(want), float(meta.feature_scale)))
                 << "feature (" << old << ", " << j << ")";
           }
         }
@@ -127,7 +130,8 @@ void ExpectRoundTrip(const RawDataset& ds, const std::string& dir, int k, bool i
       }
     }
   }
-  for (int64_t e = 0; e < ds.num_edges(); ++e) ASSERT_EQ(edge_seen[e], 1) << "edge " << e << " missing";
+  for (int64_t e = 0; e < ds.num_edges(); ++e)
+    ASSERT_EQ(edge_seen[e], 1) << "edge " << e << " missing";
   for (int64_t v = 0; v < ds.num_nodes; ++v) ASSERT_EQ(seen[v], 1) << "node " << v << " missing";
 }
 
@@ -136,7 +140,9 @@ TEST(PartitionStoreTest, CoraRoundTripsWithEveryMethod) {
   ASSERT_EQ(ds.num_nodes, 2708);
   ASSERT_EQ(ds.num_edges(), 5429);
   TempDir tmp;
-  for (auto [k, m] : {std::pair{1, PartitionMethod::kMetis}, {2, PartitionMethod::kMetis}, {3, PartitionMethod::kRandom},
+  for (auto [k, m] : {std::pair{1, PartitionMethod::kMetis},
+                      {2, PartitionMethod::kMetis},
+                      {3, PartitionMethod::kRandom},
                       {3, PartitionMethod::kRange}}) {
     std::string dir = tmp.Sub("cora-" + std::to_string(k) + PartitionMethodName(m));
     Partition(ds, k, m, dir);
@@ -156,7 +162,7 @@ TEST(PartitionStoreTest, PlanetoidCiteSeerAndSnapRoundTrip) {
 
   RawDataset cs = Load("linqs", DataDir() + "/citeseer");
   EXPECT_EQ(cs.num_nodes, 3312);
-  EXPECT_EQ(cs.num_edges(), 4732 - 17);  // 17 edges to unknown ids are skipped
+  EXPECT_EQ(cs.num_edges(), 4732 - 17);        // 17 edges to unknown ids are skipped
   EXPECT_EQ(cs.original_names.size(), 3312u);  // alphanumeric ids are kept as names
   Partition(cs, 3, PartitionMethod::kMetis, tmp.Sub("cs"));
   ExpectRoundTrip(cs, tmp.Sub("cs"), 3);
@@ -180,7 +186,8 @@ TEST(PartitionStoreTest, HeterogeneousMovieLensRoundTripsWithTypes) {
   eo.make_undirected = true;
   ApplyEdgeOptions(eo, &ds);
   TempDir tmp;
-  for (auto [k, m, incoming] : {std::tuple{2, PartitionMethod::kMetis, true}, {3, PartitionMethod::kRandom, false}}) {
+  for (auto [k, m, incoming] :
+       {std::tuple{2, PartitionMethod::kMetis, true}, {3, PartitionMethod::kRandom, false}}) {
     const std::string dir = tmp.Sub("ml" + std::to_string(k));
     WriteOptions wo;
     wo.incoming = incoming;
@@ -207,8 +214,9 @@ TEST(PartitionStoreTest, HeterogeneousMovieLensRoundTripsWithTypes) {
           ASSERT_EQ(d.edge_types[e], ds.edge_type[id]) << "edge " << id;
           if (e > d.indptr[r]) ASSERT_LE(d.edge_types[e - 1], d.edge_types[e]);
           ASSERT_EQ(meta.hetero.RowType(d.edge_types[e]), t);
-          ASSERT_EQ(meta.hetero.NodeTypeOf(d.indices[e]),
-                    incoming ? ds.edge_types[ds.edge_type[id]].src : ds.edge_types[ds.edge_type[id]].dst);
+          ASSERT_EQ(
+              meta.hetero.NodeTypeOf(d.indices[e]),
+              incoming ? ds.edge_types[ds.edge_type[id]].src : ds.edge_types[ds.edge_type[id]].dst);
         }
       }
     }
@@ -250,8 +258,8 @@ TEST(PartitionStoreTest, ReducedFeatureTypesRoundTripWithinTheirPrecision) {
 }
 
 TEST(PartitionStoreTest, MetisCutsFewerEdgesThanRandom) {
-  for (auto [format, input, undirected] :
-       {std::tuple{"linqs", DataDir() + "/cora", false}, {"snap", DataDir() + "/snap/CA-GrQc.txt.gz", true}}) {
+  for (auto [format, input, undirected] : {std::tuple{"linqs", DataDir() + "/cora", false},
+                                           {"snap", DataDir() + "/snap/CA-GrQc.txt.gz", true}}) {
     RawDataset ds = Load(format, input);
     if (undirected) {
       EdgeOptions eo;
@@ -270,12 +278,16 @@ TEST(PartitionStoreTest, MetisCutsFewerEdgesThanRandom) {
       ASSERT_TRUE(ComputePartition(ds, po, &random, &notes).ok());
       PartitionStats sm = ComputePartitionStats(ds, metis, k, true);
       PartitionStats sr = ComputePartitionStats(ds, random, k, true);
-      std::printf("%s k=%d: edge cut metis %.4f (%lld edges, node balance %.3f) vs random %.4f (%lld edges)\n",
-                  ds.name.c_str(), k, sm.edge_cut_fraction, static_cast<long long>(sm.cut_edges), sm.node_balance,
-                  sr.edge_cut_fraction, static_cast<long long>(sr.cut_edges));
+      std::printf(
+          "%s k=%d: edge cut metis %.4f (%lld edges, node balance %.3f) vs random %.4f (%lld "
+          "edges)\n",
+          ds.name.c_str(), k, sm.edge_cut_fraction, static_cast<long long>(sm.cut_edges),
+          sm.node_balance, sr.edge_cut_fraction, static_cast<long long>(sr.cut_edges));
       EXPECT_LT(sm.cut_edges, sr.cut_edges / 2);
       EXPECT_LE(sm.node_balance, 1.05);
-      EXPECT_EQ(sr.node_balance, static_cast<double>(*std::max_element(sr.nodes.begin(), sr.nodes.end())) / (double(ds.num_nodes) / k));
+      EXPECT_EQ(sr.node_balance,
+                static_cast<double>(*std::max_element(sr.nodes.begin(), sr.nodes.end())) /
+                    (double(ds.num_nodes) / k));
     }
   }
 }
@@ -409,7 +421,6 @@ TEST(PartitionStoreWriteTest, RefusesAnExistingOutputAndLeavesNothingOnFailure) 
   EXPECT_EQ(tmp.List().size(), 2u);  // "out" and "file"
 }
 
-
 // Each chunk kind's encoder and decoder agree, and the decoders name what is
 // wrong with a chunk instead of reading past it.
 TEST(ChunkCodecTest, EveryKindRoundTripsAndRejectsDamage) {
@@ -431,8 +442,10 @@ TEST(ChunkCodecTest, EveryKindRoundTripsAndRejectsDamage) {
   EXPECT_EQ(d.indices, (std::vector<int64_t>{5, 6, 7, 8, 99}));
   EXPECT_EQ(d.edge_ids, (std::vector<int64_t>{10, 11, 12, 13, 14}));
   edge_pos = 0;
-  EXPECT_EQ(detail::DecodeAdjChunk(v.data(), v.size() - 1, 3, 0, 100, &edge_pos, &d), "has the wrong size");
-  EXPECT_EQ(detail::DecodeAdjChunk(v.data(), v.size(), 4, 0, 100, &edge_pos, &d), "holds 3 nodes, expected 4");
+  EXPECT_EQ(detail::DecodeAdjChunk(v.data(), v.size() - 1, 3, 0, 100, &edge_pos, &d),
+            "has the wrong size");
+  EXPECT_EQ(detail::DecodeAdjChunk(v.data(), v.size(), 4, 0, 100, &edge_pos, &d),
+            "holds 3 nodes, expected 4");
   EXPECT_THAT(detail::DecodeAdjChunk(v.data(), v.size(), 3, 0, 50, &edge_pos, &d),
               ::testing::HasSubstr("pointing at node 99, outside [0, 50)"));
 
@@ -441,7 +454,8 @@ TEST(ChunkCodecTest, EveryKindRoundTripsAndRejectsDamage) {
     detail::EncodeFeatureRow(FeatureDType::kFloat16, 1.0, rows.data() + 3 * r, 3,
                              reinterpret_cast<char*>(d.features.data()) + 6 * r);
   std::vector<float> back(3);
-  DecodeFeatureRow(FeatureDType::kFloat16, 1.0, reinterpret_cast<const char*>(d.features.data()), 3, back.data());
+  DecodeFeatureRow(FeatureDType::kFloat16, 1.0, reinterpret_cast<const char*>(d.features.data()), 3,
+                   back.data());
   EXPECT_EQ(back, (std::vector<float>{1.5f, -2.0f, 0.25f}));
   std::string feat(reinterpret_cast<const char*>(d.features.data()), d.features.size());
   EXPECT_EQ(detail::DecodeFeatureChunk(feat.data(), feat.size(), 3, 0, &d), "");
@@ -456,7 +470,8 @@ TEST(ChunkCodecTest, EveryKindRoundTripsAndRejectsDamage) {
   std::vector<int64_t> labels(4, 9);
   EXPECT_EQ(detail::DecodeInt64Chunk(v.data(), v.size(), 2, 2, labels.data()), "");
   EXPECT_EQ(labels, (std::vector<int64_t>{9, 9, -1, 7}));
-  EXPECT_EQ(detail::DecodeInt64Chunk(v.data(), v.size(), 3, 0, labels.data()), "has the wrong size");
+  EXPECT_EQ(detail::DecodeInt64Chunk(v.data(), v.size(), 3, 0, labels.data()),
+            "has the wrong size");
 
   // etime / etype: per-edge columns appended across chunks.
   v.clear();
@@ -466,15 +481,18 @@ TEST(ChunkCodecTest, EveryKindRoundTripsAndRejectsDamage) {
   EXPECT_EQ(detail::DecodeEdgeTimeChunk(v.data(), v.size(), 5, &pos, times.data()), "");
   EXPECT_EQ(pos, 4);
   EXPECT_EQ(times, (std::vector<int64_t>{-1, 2, 0, 1, -1}));
-  EXPECT_EQ(detail::DecodeEdgeTimeChunk(v.data(), v.size(), 5, &pos, times.data()), "has the wrong size");
+  EXPECT_EQ(detail::DecodeEdgeTimeChunk(v.data(), v.size(), 5, &pos, times.data()),
+            "has the wrong size");
   std::vector<int32_t> types(3);
   pos = 0;
   EXPECT_EQ(detail::DecodeEdgeTypeChunk(v.data(), v.size(), 3, 3, &pos, types.data()), "");
   EXPECT_EQ(types, (std::vector<int32_t>{2, 0, 1}));
   pos = 0;
-  EXPECT_EQ(detail::DecodeEdgeTypeChunk(v.data(), v.size(), 3, 2, &pos, types.data()), "holds edge type 2, outside [0, 2)");
+  EXPECT_EQ(detail::DecodeEdgeTypeChunk(v.data(), v.size(), 3, 2, &pos, types.data()),
+            "holds edge type 2, outside [0, 2)");
   pos = 0;
-  EXPECT_EQ(detail::DecodeEdgeTypeChunk(v.data(), v.size() - 1, 3, 3, &pos, types.data()), "has the wrong size");
+  EXPECT_EQ(detail::DecodeEdgeTypeChunk(v.data(), v.size() - 1, 3, 3, &pos, types.data()),
+            "has the wrong size");
 
   v.clear();
   detail::EncodeSplitChunk(std::vector<uint8_t>{1, 2, 3}, &v);
@@ -482,7 +500,8 @@ TEST(ChunkCodecTest, EveryKindRoundTripsAndRejectsDamage) {
   EXPECT_EQ(detail::DecodeSplitChunk(v.data(), v.size(), 3, 0, split.data()), "");
   EXPECT_EQ(split, (std::vector<uint8_t>{1, 2, 3}));
   v[1] = 9;
-  EXPECT_EQ(detail::DecodeSplitChunk(v.data(), v.size(), 3, 0, split.data()), "holds an invalid split value");
+  EXPECT_EQ(detail::DecodeSplitChunk(v.data(), v.size(), 3, 0, split.data()),
+            "holds an invalid split value");
 
   v.clear();
   std::string a = "alpha", b = "";

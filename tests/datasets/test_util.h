@@ -4,9 +4,9 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <cstdlib>
 #include <string>
 
 namespace fanout::datasets::testing {
@@ -42,7 +42,8 @@ class TempDir {
   // Entries of the folder (names), to check nothing was left behind.
   std::vector<std::string> List() const {
     std::vector<std::string> out;
-    for (const auto& e : std::filesystem::directory_iterator(path_)) out.push_back(e.path().filename().string());
+    for (const auto& e : std::filesystem::directory_iterator(path_))
+      out.push_back(e.path().filename().string());
     return out;
   }
 

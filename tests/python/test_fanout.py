@@ -330,6 +330,43 @@ def test_a_dead_server_is_an_exception_naming_it_and_the_gil_is_free_meanwhile(c
         assert lc.addresses[1] in str(errors[0])
 
 
+def test_closing_a_loader_whose_workers_wait_on_a_stopped_server_frees_the_gil(cora2, fanout):
+    """close() stops workers that sit in calls to a SIGSTOPped server: it returns once their call
+    deadline has passed, and another Python thread keeps running meanwhile (the GIL is released)."""
+    with fanout.LocalCluster(cora2, server_args=["--local-socket", "off"]) as lc:
+        c = lc.cluster(call_timeout_ms=1500, connect_timeout_ms=1500, health_check_ms=0)
+        loader = fanout.NodeLoader(c, torch.arange(2708), num_neighbors=[5], batch_size=16, num_workers=2,
+                                   prefetch=4)
+        next(iter(loader))
+        victim = lc._procs[1]
+        victim.send_signal(signal.SIGSTOP)
+        try:
+            loader._loader.set_epoch(1)  # the workers start on epoch 1 and block on the stopped server
+            time.sleep(0.3)
+            ticks = []
+            done = threading.Event()
+
+            def tick():
+                while not done.is_set():
+                    ticks.append(time.monotonic())
+                    time.sleep(0.005)
+
+            t = threading.Thread(target=tick)
+            t.start()
+            start = time.monotonic()
+            loader.close()
+            took = time.monotonic() - start
+            done.set()
+            t.join()
+            # Bounded by the call deadline (1.5 s) and not a hang; the other thread ran throughout.
+            assert took < 15, took
+            assert len([x for x in ticks if start <= x <= start + took]) >= min(20, took / 0.05), (took, len(ticks))
+            with pytest.raises(fanout.InvalidArgument, match="closed"):
+                loader.stats()
+        finally:
+            victim.send_signal(signal.SIGCONT)
+
+
 def test_local_cluster_stops_its_servers_on_exit_and_on_errors(cora2, fanout):
     procs = []
     with pytest.raises(KeyError):

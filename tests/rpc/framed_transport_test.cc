@@ -1,9 +1,10 @@
 // The framed transport's by-reference writes and streamed reads, at and
 // around their thresholds, through a real server and socket.
+#include "rpc/framed_transport.h"
+
 #include <gtest/gtest.h>
 
 #include "common/random.h"
-#include "rpc/framed_transport.h"
 #include "tests/server/server_fixture.h"
 
 namespace fanout::rpc {
@@ -22,7 +23,8 @@ TEST_F(ServerTest, PayloadsOfEverySizeRoundTripOnOneConnection) {
   StartServers(1);
   auto client = Connect(0);
   const size_t k = ResettingFramedTransport::kZeroCopyBytes;
-  std::vector<size_t> sizes = {0, 1, 100, k / 2 - 1, k / 2, k - 40, k - 1, k, k + 1, 2 * k + 3, 1 << 20, 5 << 20};
+  std::vector<size_t> sizes = {0,     1, 100,   k / 2 - 1, k / 2,   k - 40,
+                               k - 1, k, k + 1, 2 * k + 3, 1 << 20, 5 << 20};
   for (int round = 0; round < 2; ++round) {
     for (size_t n : sizes) {
       std::string text = Text(n, n * 31 + round), reply;

@@ -1,6 +1,8 @@
 // Heterogeneous sampling (sampler/hetero.h): node ranges, the schema's type
 // lookups, per-edge-type hops (counts, types, uniformity, the pure-function
 // rule), typed negatives and edge checks.
+#include "sampler/hetero.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -8,7 +10,6 @@
 #include <map>
 
 #include "common/random.h"
-#include "sampler/hetero.h"
 #include "sampler/multihop.h"
 #include "sampler/negative.h"
 
@@ -74,7 +75,8 @@ TEST(HeteroSchemaTest, TypesOfNodesEdgesAndNames) {
   std::vector<int64_t> per_hop;
   EXPECT_TRUE(HeteroHopFanouts(h, {{5, 2}, {0, -1}, {3, 1}}, &per_hop).ok());
   EXPECT_EQ(per_hop, (std::vector<int64_t>{5, -1}));
-  EXPECT_THAT(HeteroHopFanouts(h, {{5, 2}, {0}, {3, 1}}, &per_hop).ToString(), HasSubstr("b,y,b has 1 fanouts"));
+  EXPECT_THAT(HeteroHopFanouts(h, {{5, 2}, {0}, {3, 1}}, &per_hop).ToString(),
+              HasSubstr("b,y,b has 1 fanouts"));
   EXPECT_THAT(HeteroHopFanouts(h, {{5}}, &per_hop).ToString(), HasSubstr("name 1 edge types"));
 }
 
@@ -121,7 +123,8 @@ TEST(HeteroHopTest, EachTypeDrawsMinOfFanoutAndItsEdgesAndKeysAreNodeLocal) {
       ASSERT_EQ(t.types[pos], all.edge_types[e]);
       ASSERT_EQ(t.g.indices[pos], all.neighbors[e]);
     }
-    for (int32_t e = 0; e < 3; ++e) ASSERT_EQ(got[e], std::min(fanouts[e], deg[e])) << "node " << v << " type " << e;
+    for (int32_t e = 0; e < 3; ++e)
+      ASSERT_EQ(got[e], std::min(fanouts[e], deg[e])) << "node " << v << " type " << e;
   }
   // Pure function of (seed, hop, node, type): any order and subset agree.
   std::vector<int64_t> some{250, 3, 77, 3};
@@ -136,10 +139,12 @@ TEST(HeteroHopTest, EachTypeDrawsMinOfFanoutAndItsEdgesAndKeysAreNodeLocal) {
   // Another hop or seed draws differently somewhere.
   OneHopResult other;
   ASSERT_TRUE(SampleHeteroHop(g, t.types.data(), nodes, fanouts, 2, 99, so, &other).ok());
-  EXPECT_FALSE(std::equal(all.edge_ids.begin(), all.edge_ids.end(), other.edge_ids.begin(), other.edge_ids.end()));
+  EXPECT_FALSE(std::equal(all.edge_ids.begin(), all.edge_ids.end(), other.edge_ids.begin(),
+                          other.edge_ids.end()));
   // Out-of-range nodes are named.
   std::vector<int64_t> bad{5, 300};
-  EXPECT_THAT(SampleHeteroHop(g, t.types.data(), bad, fanouts, 0, 1, so, &other).ToString(), HasSubstr("300"));
+  EXPECT_THAT(SampleHeteroHop(g, t.types.data(), bad, fanouts, 0, 1, so, &other).ToString(),
+              HasSubstr("300"));
 }
 
 TEST(HeteroHopTest, DrawsWithinATypeAreUniform) {
@@ -157,7 +162,9 @@ TEST(HeteroHopTest, DrawsWithinATypeAreUniform) {
   OneHopResult r;
   for (int64_t s = 0; s < trials; ++s) {
     std::vector<int64_t> node{0};
-    ASSERT_TRUE(SampleHeteroHop(g.View(), types.data(), node, std::vector<int64_t>{0, 4}, 0, s, so, &r).ok());
+    ASSERT_TRUE(
+        SampleHeteroHop(g.View(), types.data(), node, std::vector<int64_t>{0, 4}, 0, s, so, &r)
+            .ok());
     ASSERT_EQ(r.neighbors.size(), 4u);
     for (int64_t x : r.neighbors) counts[x]++;
   }
@@ -202,13 +209,14 @@ TEST(HeteroNegativeTest, TypedNegativesDrawFromTheirTypesAndCheckTheirEdgeType) 
   std::vector<int64_t> pos_src{0, 4};
   std::vector<int64_t> neg_src, neg_dst;
   int asked = 0;
-  ASSERT_TRUE(SampleNegatives(o, pos_src, h.NodesOfType(0), h.NodesOfType(1), 7,
-                              [&](ArrayView<const int64_t> s, ArrayView<const int64_t>, uint8_t* exists) {
-                                ++asked;
-                                std::fill(exists, exists + s.size(), 0);
-                                return Status::OK();
-                              },
-                              &neg_src, &neg_dst)
+  ASSERT_TRUE(SampleNegatives(
+                  o, pos_src, h.NodesOfType(0), h.NodesOfType(1), 7,
+                  [&](ArrayView<const int64_t> s, ArrayView<const int64_t>, uint8_t* exists) {
+                    ++asked;
+                    std::fill(exists, exists + s.size(), 0);
+                    return Status::OK();
+                  },
+                  &neg_src, &neg_dst)
                   .ok());
   ASSERT_EQ(neg_src.size(), 100u);
   std::map<int64_t, int> seen_src, seen_dst;
@@ -227,7 +235,9 @@ TEST(HeteroNegativeTest, TypedNegativesDrawFromTheirTypesAndCheckTheirEdgeType) 
     return Status::OK();
   };
   ASSERT_TRUE(SampleNegatives(o, pos_src, 10, 3, none, &a_src, &a_dst).ok());
-  ASSERT_TRUE(SampleNegatives(o, pos_src, NodeRanges::All(10), NodeRanges::All(10), 3, none, &b_src, &b_dst).ok());
+  ASSERT_TRUE(
+      SampleNegatives(o, pos_src, NodeRanges::All(10), NodeRanges::All(10), 3, none, &b_src, &b_dst)
+          .ok());
   EXPECT_EQ(a_src, b_src);
   EXPECT_EQ(a_dst, b_dst);
 }

@@ -16,7 +16,9 @@ namespace {
 using ::testing::HasSubstr;
 using testing::RandomGraph;
 
-std::vector<int64_t> Std(const PodVector<int64_t>& v) { return std::vector<int64_t>(v.begin(), v.end()); }
+std::vector<int64_t> Std(const PodVector<int64_t>& v) {
+  return std::vector<int64_t>(v.begin(), v.end());
+}
 
 // Brute-force reference: per frontier node, a single-node one-hop request
 // (the pure-function rule says it must equal the batched sample), then
@@ -168,7 +170,8 @@ TEST(MultiHopSamplerTest, SeedsSplitAcrossBatchesKeepTheirFirstHop) {
   for (int part = 0; part < 2; ++part) {
     std::vector<int64_t> sub(seeds.begin() + part * 100, seeds.begin() + part * 100 + 100);
     ASSERT_TRUE(sampler.Sample(sub, 99, &half).ok());
-    for (int64_t i = 0; i < 100; ++i) EXPECT_EQ(first_hop(half, i), first_hop(whole, part * 100 + i));
+    for (int64_t i = 0; i < 100; ++i)
+      EXPECT_EQ(first_hop(half, i), first_hop(whole, part * 100 + i));
   }
 }
 
@@ -226,7 +229,8 @@ TEST(MultiHopSamplerTest, InducedModeHoldsEveryEdgeAmongTheSampledNodes) {
     EXPECT_EQ(Std(induced.n_id), Std(plain.n_id));
     EXPECT_EQ(induced.num_sampled_nodes, plain.num_sampled_nodes);
     std::map<int64_t, int64_t> first;
-    for (size_t i = 0; i < plain.n_id.size(); ++i) first.emplace(plain.n_id[i], static_cast<int64_t>(i));
+    for (size_t i = 0; i < plain.n_id.size(); ++i)
+      first.emplace(plain.n_id[i], static_cast<int64_t>(i));
     std::vector<int64_t> row, col, eid;
     for (size_t i = 0; i < plain.n_id.size(); ++i) {
       const int64_t v = plain.n_id[i];
@@ -259,9 +263,9 @@ TEST(IdMapTest, DenseRangeGivesTheSameMappingAsTheHashTable) {
     int64_t next = 0;
     for (int i = 0; i < 3000; ++i) {
       const uint64_t r = rng.Next();
-      const int64_t key = r % 3 == 0 ? static_cast<int64_t>(r % 1000)
-                                     : r % 3 == 1 ? 1000 + static_cast<int64_t>(r % 5000)
-                                                  : static_cast<int64_t>(r >> 8);
+      const int64_t key = r % 3 == 0   ? static_cast<int64_t>(r % 1000)
+                          : r % 3 == 1 ? 1000 + static_cast<int64_t>(r % 5000)
+                                       : static_cast<int64_t>(r >> 8);
       hash.Reserve(hash.size() + 1);
       const int64_t a = dense.FindOrInsert(key, next), b = hash.FindOrInsert(key, next);
       ASSERT_EQ(a, b) << "batch " << batch << " key " << key;
@@ -270,7 +274,8 @@ TEST(IdMapTest, DenseRangeGivesTheSameMappingAsTheHashTable) {
       ASSERT_EQ(dense.Find(key), a);
     }
     EXPECT_EQ(dense.Find(999999999999), -1);
-    EXPECT_EQ(dense.Find(999), hash.Find(999));  // absent inside the range: -1, not a wrapped slot value
+    EXPECT_EQ(dense.Find(999),
+              hash.Find(999));  // absent inside the range: -1, not a wrapped slot value
   }
 }
 
@@ -280,7 +285,8 @@ TEST(IdMapTest, DenseRangeGivesTheSameMappingAsTheHashTable) {
 // Both paths (one key at a time, and Relabel over a hop's keys) agree with
 // the hash table alone.
 template <class Map>
-void ExpectSameMappingAsTheTable(int batches, int64_t dense_end, int64_t key_space, int big_batch, int small_batch) {
+void ExpectSameMappingAsTheTable(int batches, int64_t dense_end, int64_t key_space, int big_batch,
+                                 int small_batch) {
   Map narrow;
   detail::IdMap hash;  // no dense range
   narrow.SetDenseRange(dense_end);
@@ -290,7 +296,8 @@ void ExpectSameMappingAsTheTable(int batches, int64_t dense_end, int64_t key_spa
     hash.Reset(8);
     const int keys = batch % 3 == 0 ? big_batch : small_batch;
     std::vector<int64_t> k(keys);
-    for (auto& x : k) x = static_cast<int64_t>(rng.Next() % key_space);  // inside and beyond the range
+    for (auto& x : k)
+      x = static_cast<int64_t>(rng.Next() % key_space);  // inside and beyond the range
     std::vector<int64_t> local(keys), ref_local(keys), new_keys(keys + 1), ref_new(keys + 1);
     int64_t next = 0, ref_next = 0;
     if (batch % 2 == 0) {
@@ -321,7 +328,8 @@ TEST(IdMapTest, NarrowDenseSlotsOverflowToTheTable) {
 }
 
 TEST(IdMapTest, DenseEpochsWrapWithoutStaleMatches) {
-  ExpectSameMappingAsTheTable<detail::BasicIdMap<29>>(300, 200, 250, 60, 10);  // 3 epoch bits: a wrap every 7 batches
+  ExpectSameMappingAsTheTable<detail::BasicIdMap<29>>(300, 200, 250, 60,
+                                                      10);  // 3 epoch bits: a wrap every 7 batches
 }
 
 TEST(IdMapTest, RelabelPrefetchesAndMapsLongRuns) {
@@ -347,7 +355,8 @@ TEST(MultiHopSamplerTest, NeighborsBeyondTheDenseRangeRelabelAsWithTheHashTable)
   SampledSubgraph ref;
   builder.Begin(seeds, &ref);
   OneHopResult r;
-  ASSERT_TRUE(SampleOneHop(part.View(), builder.Frontier(ref), 6, 0, 42, opts.sampling, nullptr, &r).ok());
+  ASSERT_TRUE(
+      SampleOneHop(part.View(), builder.Frontier(ref), 6, 0, 42, opts.sampling, nullptr, &r).ok());
   builder.AddHop(r, opts.sampling.with_edge_ids, &ref);
   int64_t beyond = 0;
   for (int64_t v : ref.n_id) beyond += v >= 300;

@@ -36,7 +36,8 @@ std::set<std::pair<int64_t, int64_t>> EdgesOf(const CsrArrays& g) {
 }
 
 // Pearson's chi-square statistic of `counts` against a uniform expectation.
-double ChiSquare(const std::map<std::pair<int64_t, int64_t>, int64_t>& counts, int64_t cells, int64_t total) {
+double ChiSquare(const std::map<std::pair<int64_t, int64_t>, int64_t>& counts, int64_t cells,
+                 int64_t total) {
   const double expected = static_cast<double>(total) / cells;
   double chi = 0;
   int64_t seen = 0;
@@ -91,13 +92,15 @@ TEST(NegativeTest, StrictNegativesAreNeverEdgesAndNonStrictOnesAreTheFirstDraws)
       std::vector<int64_t> ss, sd, ls, ld;
       int64_t loose_calls = 0;
       ASSERT_TRUE(SampleNegatives(strict, pos_src, 40, seed, OracleOf(g), &ss, &sd).ok());
-      ASSERT_TRUE(SampleNegatives(loose, pos_src, 40, seed, OracleOf(g, &loose_calls), &ls, &ld).ok());
+      ASSERT_TRUE(
+          SampleNegatives(loose, pos_src, 40, seed, OracleOf(g, &loose_calls), &ls, &ld).ok());
       EXPECT_EQ(loose_calls, 0);  // non-strict never asks
       ASSERT_EQ(sd.size(), ld.size());
       for (size_t j = 0; j < sd.size(); ++j) {
         const int64_t s = mode == NegativeMode::kBinary ? ss[j] : pos_src[j / 3];
         const int64_t l = mode == NegativeMode::kBinary ? ls[j] : pos_src[j / 3];
-        EXPECT_EQ(edges.count({s, sd[j]}), 0u) << "strict negative " << s << " -> " << sd[j] << " is an edge";
+        EXPECT_EQ(edges.count({s, sd[j]}), 0u)
+            << "strict negative " << s << " -> " << sd[j] << " is an edge";
         const bool loose_edge = edges.count({l, ld[j]}) > 0;
         hits_loose += loose_edge;
         // Where the first draw was no edge, strict kept it.
@@ -141,7 +144,9 @@ TEST(NegativeTest, StrictNegativesAreUniformOverTheNonEdges) {
   total = 0;
   for (uint64_t seed = 0; seed < 2000; ++seed) {
     std::vector<int64_t> ns, nd;
-    ASSERT_TRUE(SampleNegatives(o, std::vector<int64_t>{0, 1, 2, 3, 4}, 12, seed, OracleOf(g), &ns, &nd).ok());
+    ASSERT_TRUE(
+        SampleNegatives(o, std::vector<int64_t>{0, 1, 2, 3, 4}, 12, seed, OracleOf(g), &ns, &nd)
+            .ok());
     for (size_t j = 0; j < nd.size(); ++j) ++counts[{ns[j], nd[j]}], ++total;
   }
   cells = 144 - static_cast<int64_t>(edges.size());
@@ -188,7 +193,8 @@ TEST(NegativeTest, BadOptionsAndImpossibleStrictnessGiveClearErrors) {
   o.max_draws = 0;
   EXPECT_THAT(CheckNegativeOptions(o).message(), HasSubstr("max_draws"));
   NegativeMode m;
-  EXPECT_THAT(ParseNegativeMode("pairs", &m).message(), HasSubstr("'pairs' is not none, binary or triplet"));
+  EXPECT_THAT(ParseNegativeMode("pairs", &m).message(),
+              HasSubstr("'pairs' is not none, binary or triplet"));
   ASSERT_TRUE(ParseNegativeMode("triplet", &m).ok());
   EXPECT_EQ(m, NegativeMode::kTriplet);
 
@@ -207,7 +213,8 @@ TEST(NegativeTest, BadOptionsAndImpossibleStrictnessGiveClearErrors) {
   EdgeOracle failing = [](ArrayView<const int64_t>, ArrayView<const int64_t>, uint8_t*) {
     return Status::Unavailable("server 10.0.0.1:9000 is down");
   };
-  EXPECT_THAT(SampleNegatives(o, std::vector<int64_t>{2}, 6, 1, failing, &ns, &nd).message(), HasSubstr("is down"));
+  EXPECT_THAT(SampleNegatives(o, std::vector<int64_t>{2}, 6, 1, failing, &ns, &nd).message(),
+              HasSubstr("is down"));
   EXPECT_FALSE(SampleNegatives(o, std::vector<int64_t>{2}, 0, 1, OracleOf(full), &ns, &nd).ok());
 }
 

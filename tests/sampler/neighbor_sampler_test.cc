@@ -31,7 +31,9 @@ void ExpectValidSample(const CsrArrays& g, const std::vector<int64_t>& nodes, co
     int64_t v = nodes[i] - o.node_offset;
     int64_t s = g.indptr[v], d = g.indptr[v + 1] - s;
     int64_t positive = d;
-    if (o.weighted) positive = std::count_if(g.weights.begin() + s, g.weights.begin() + s + d, [](float w) { return w > 0; });
+    if (o.weighted)
+      positive = std::count_if(g.weights.begin() + s, g.weights.begin() + s + d,
+                               [](float w) { return w > 0; });
     int64_t k = r.offsets[i + 1] - r.offsets[i];
     if (fanout < 0) {
       EXPECT_EQ(k, positive);
@@ -89,8 +91,10 @@ TEST(NeighborSamplerTest, TakesTheWholeRowWhenDegreeIsAtMostFanout) {
   CsrArrays g = CsrArrays::FromEdges(3, {0, 0, 0, 1}, {1, 2, 2, 0});
   OneHopResult r;
   ASSERT_TRUE(SampleOneHop(g.View(), std::vector<int64_t>{0, 1, 2}, 3, 0, 1, {}, nullptr, &r).ok());
-  EXPECT_EQ(std::vector<int64_t>(r.neighbors.begin(), r.neighbors.end()), (std::vector<int64_t>{1, 2, 2, 0}));
-  EXPECT_EQ(std::vector<int64_t>(r.offsets.begin(), r.offsets.end()), (std::vector<int64_t>{0, 3, 4, 4}));
+  EXPECT_EQ(std::vector<int64_t>(r.neighbors.begin(), r.neighbors.end()),
+            (std::vector<int64_t>{1, 2, 2, 0}));
+  EXPECT_EQ(std::vector<int64_t>(r.offsets.begin(), r.offsets.end()),
+            (std::vector<int64_t>{0, 3, 4, 4}));
 }
 
 TEST(NeighborSamplerTest, IsAPureFunctionOfNodeHopAndSeed) {
@@ -114,12 +118,16 @@ TEST(NeighborSamplerTest, IsAPureFunctionOfNodeHopAndSeed) {
   int64_t n = g.num_nodes();
   for (int64_t i = 0; i < n; i += 37) {
     int64_t j = n - 1 - i;  // position of node i in rev
-    std::vector<int64_t> a(one.neighbors.begin() + one.offsets[i], one.neighbors.begin() + one.offsets[i + 1]);
-    std::vector<int64_t> b(r.neighbors.begin() + r.offsets[j], r.neighbors.begin() + r.offsets[j + 1]);
+    std::vector<int64_t> a(one.neighbors.begin() + one.offsets[i],
+                           one.neighbors.begin() + one.offsets[i + 1]);
+    std::vector<int64_t> b(r.neighbors.begin() + r.offsets[j],
+                           r.neighbors.begin() + r.offsets[j + 1]);
     EXPECT_EQ(a, b) << "node " << i;
     OneHopResult single;
-    ASSERT_TRUE(SampleOneHop(g.View(), std::vector<int64_t>{i}, 10, 2, 42, o, nullptr, &single).ok());
-    EXPECT_EQ(a, std::vector<int64_t>(single.neighbors.begin(), single.neighbors.end())) << "node " << i;
+    ASSERT_TRUE(
+        SampleOneHop(g.View(), std::vector<int64_t>{i}, 10, 2, 42, o, nullptr, &single).ok());
+    EXPECT_EQ(a, std::vector<int64_t>(single.neighbors.begin(), single.neighbors.end()))
+        << "node " << i;
   }
 
   // Another seed or hop changes samples.
@@ -136,7 +144,8 @@ TEST(NeighborSamplerTest, PartitionViewWithNodeOffsetEqualsWholeGraph) {
   CsrArrays part;
   part.indptr.assign(1, 0);
   for (int64_t v = 100; v < 200; ++v) {
-    part.indices.insert(part.indices.end(), g.indices.begin() + g.indptr[v], g.indices.begin() + g.indptr[v + 1]);
+    part.indices.insert(part.indices.end(), g.indices.begin() + g.indptr[v],
+                        g.indices.begin() + g.indptr[v + 1]);
     part.indptr.push_back(static_cast<int64_t>(part.indices.size()));
   }
   std::vector<int64_t> nodes;
@@ -150,7 +159,8 @@ TEST(NeighborSamplerTest, PartitionViewWithNodeOffsetEqualsWholeGraph) {
   EXPECT_EQ(a.neighbors, b.neighbors);
   EXPECT_EQ(a.offsets, b.offsets);
   OneHopResult c;
-  Status st = SampleOneHop(part.View(), std::vector<int64_t>{100, 250}, 4, 0, 5, local, nullptr, &c);
+  Status st =
+      SampleOneHop(part.View(), std::vector<int64_t>{100, 250}, 4, 0, 5, local, nullptr, &c);
   EXPECT_TRUE(st.IsInvalidArgument());
   EXPECT_THAT(st.message(), HasSubstr("node 250 (position 1) is outside [100, 200)"));
 }
@@ -179,8 +189,10 @@ TEST(NeighborSamplerTest, RejectsInvalidInputNamingTheValue) {
   EXPECT_THAT(st.message(), HasSubstr("indptr ends at 3 but indices has 2 entries"));
   std::vector<int64_t> ok_indices{1, 0, 1}, short_ids{0};
   std::vector<float> long_weights{1, 1, 1, 1};
-  EXPECT_THAT(CsrGraph::Create(indptr, ok_indices, short_ids, {}, &view).message(), HasSubstr("edge_ids has 1"));
-  EXPECT_THAT(CsrGraph::Create(indptr, ok_indices, {}, long_weights, &view).message(), HasSubstr("weights has 4"));
+  EXPECT_THAT(CsrGraph::Create(indptr, ok_indices, short_ids, {}, &view).message(),
+              HasSubstr("edge_ids has 1"));
+  EXPECT_THAT(CsrGraph::Create(indptr, ok_indices, {}, long_weights, &view).message(),
+              HasSubstr("weights has 4"));
   std::vector<int64_t> bad_neighbor{1, 0, 7};
   ASSERT_TRUE(CsrGraph::Create(indptr, bad_neighbor, {}, {}, &view).ok());
   EXPECT_THAT(view.Validate().message(), HasSubstr("edge 2 points at node 7, outside [0, 2)"));

@@ -52,7 +52,9 @@ void Trials(const CsrArrays& g, int64_t fanout, SamplingOptions o, int trials,
   o.with_edge_ids = true;
   OneHopResult r;
   for (int t = 0; t < trials; ++t) {
-    ASSERT_TRUE(SampleOneHop(g.View(), std::vector<int64_t>{0}, fanout, 0, 1000003ULL * t + 17, o, nullptr, &r).ok());
+    ASSERT_TRUE(SampleOneHop(g.View(), std::vector<int64_t>{0}, fanout, 0, 1000003ULL * t + 17, o,
+                             nullptr, &r)
+                    .ok());
     fn(std::vector<int64_t>(r.edge_ids.begin(), r.edge_ids.end()));
   }
 }
@@ -71,7 +73,8 @@ double CheckMarginals(const CsrArrays& g, int64_t fanout, SamplingOptions o, int
     df += expected[i] > 0;
   }
   double x = ChiSquare(counts, expected);
-  EXPECT_LT(x, ChiSquareCritical(df)) << "chi-square " << x << " with " << df << " degrees of freedom";
+  EXPECT_LT(x, ChiSquareCritical(df))
+      << "chi-square " << x << " with " << df << " degrees of freedom";
   return x;
 }
 
@@ -79,9 +82,10 @@ TEST(SamplerStatsTest, UniformWithoutReplacementHasUniformMarginals) {
   for (auto [d, k] : {std::pair<int64_t, int64_t>{50, 5}, {200, 40}, {12, 11}}) {
     std::vector<double> p(d, static_cast<double>(k) / d);
     double x = CheckMarginals(Star(d), k, {}, 20000, p);
-    std::printf("uniform without replacement d=%lld k=%lld: chi-square %.1f (df %lld, critical %.1f)\n",
-                static_cast<long long>(d), static_cast<long long>(k), x, static_cast<long long>(d - 1),
-                ChiSquareCritical(static_cast<int>(d - 1)));
+    std::printf(
+        "uniform without replacement d=%lld k=%lld: chi-square %.1f (df %lld, critical %.1f)\n",
+        static_cast<long long>(d), static_cast<long long>(k), x, static_cast<long long>(d - 1),
+        ChiSquareCritical(static_cast<int>(d - 1)));
   }
 }
 

@@ -26,7 +26,8 @@ inline CsrArrays RandomGraph(int64_t n, int64_t max_degree, uint64_t seed, bool 
       g.indices.push_back(static_cast<int64_t>(DrawBelow(rng.Next(), n)));
       if (weighted) {
         uint64_t r = DrawBelow(rng.Next(), 4);
-        g.weights.push_back(r == 0 ? 0.0f : static_cast<float>(DrawBelow(rng.Next(), 100) + 1) / 10.0f);
+        g.weights.push_back(r == 0 ? 0.0f
+                                   : static_cast<float>(DrawBelow(rng.Next(), 100) + 1) / 10.0f);
       }
     }
     g.indptr.push_back(static_cast<int64_t>(g.indices.size()));

@@ -111,7 +111,8 @@ TEST_F(ConnectionLimitsTest, FiveThousandIdleConnectionsKeepThreadsBoundedAndANo
   files.rlim_cur = files.rlim_max;
   setrlimit(RLIMIT_NOFILE, &files);
   getrlimit(RLIMIT_NOFILE, &files);
-  const int n = static_cast<int>(std::min<rlim_t>(5000, files.rlim_cur > 200 ? files.rlim_cur - 200 : 0));
+  const int n =
+      static_cast<int>(std::min<rlim_t>(5000, files.rlim_cur > 200 ? files.rlim_cur - 200 : 0));
   ASSERT_GE(n, 500) << "the open-file limit allows too few sockets for this test";
   ServerOptions o;
   o.limits.max_connections = 32;
@@ -277,7 +278,8 @@ namespace {
 // by fuzzing, fuzz/corpus/fuzz_rpc_request/regress-huge-declared-string).
 TEST_F(ConnectionLimitsTest, AFieldLongerThanItsFrameIsRefusedWithoutAllocatingIt) {
   StartServers(1);
-  const int64_t peak_before = PeakResidentSetBytes();  // the allocation would be freed at once: watch the peak
+  const int64_t peak_before =
+      PeakResidentSetBytes();  // the allocation would be freed at once: watch the peak
   auto be32 = [](uint32_t v) {
     v = htonl(v);
     return std::string(reinterpret_cast<const char*>(&v), 4);
@@ -287,8 +289,8 @@ TEST_F(ConnectionLimitsTest, AFieldLongerThanItsFrameIsRefusedWithoutAllocatingI
   // An unversioned message (its first word a name length): refused outright.
   const std::string old_form = be32(0x7ffffff0) + "lookup_features";
   // A well-formed call whose binary argument claims 1.5 GiB.
-  const std::string arg_bomb = be32(0x80010001) + be32(15) + "lookup_features" + be32(1) + std::string("\x0b\x00\x01", 3) +
-                               be32(0x60000000) + "12345678";
+  const std::string arg_bomb = be32(0x80010001) + be32(15) + "lookup_features" + be32(1) +
+                               std::string("\x0b\x00\x01", 3) + be32(0x60000000) + "12345678";
   for (const std::string& body : {name_bomb, old_form, arg_bomb}) {
     int fd = Dial(server().port());
     ASSERT_GE(fd, 0);

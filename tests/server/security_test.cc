@@ -113,10 +113,12 @@ TEST_F(SecurityTest, MutualTlsRequiresAClientCertificateFromTheCa) {
   StartServers(1, o);
   Status st = PingWith({certs_.ca, "", ""});  // no client certificate
   EXPECT_FALSE(st.ok());
-  EXPECT_THAT(st.code(), AnyOf(Status::Code::kUnauthenticated, Status::Code::kUnavailable)) << st.ToString();
+  EXPECT_THAT(st.code(), AnyOf(Status::Code::kUnauthenticated, Status::Code::kUnavailable))
+      << st.ToString();
   st = PingWith({certs_.ca, certs_.other_client, certs_.other_client_key});  // from another CA
   EXPECT_FALSE(st.ok());
-  EXPECT_THAT(st.code(), AnyOf(Status::Code::kUnauthenticated, Status::Code::kUnavailable)) << st.ToString();
+  EXPECT_THAT(st.code(), AnyOf(Status::Code::kUnauthenticated, Status::Code::kUnavailable))
+      << st.ToString();
   st = PingWith({certs_.ca, certs_.client, certs_.client_key});
   EXPECT_TRUE(st.ok()) << st.ToString();
   const nlohmann::json s = SecurityOnceTlsFailuresReach(2);

@@ -64,14 +64,18 @@ TEST_F(ServerTest, SamplingEqualsTheLocalSamplerOnTheWholeGraph) {
         sampler::SamplingOptions so;
         so.replace = replace;
         sampler::OneHopResult local;
-        ASSERT_TRUE(sampler::SampleOneHop(g, nodes, fanout, 1, call.seed, so, nullptr, &local).ok());
+        ASSERT_TRUE(
+            sampler::SampleOneHop(g, nodes, fanout, 1, call.seed, so, nullptr, &local).ok());
         auto counts = reply.Counts();
         ASSERT_EQ(counts.size(), nodes.size());
-        for (size_t i = 0; i < nodes.size(); ++i) ASSERT_EQ(counts[i], local.offsets[i + 1] - local.offsets[i]);
+        for (size_t i = 0; i < nodes.size(); ++i)
+          ASSERT_EQ(counts[i], local.offsets[i + 1] - local.offsets[i]);
         auto nbr = reply.Neighbors();
         auto eid = reply.EdgeIds();
-        ASSERT_EQ(std::vector<int64_t>(nbr.begin(), nbr.end()), std::vector<int64_t>(local.neighbors.begin(), local.neighbors.end()));
-        ASSERT_EQ(std::vector<int64_t>(eid.begin(), eid.end()), std::vector<int64_t>(local.edge_ids.begin(), local.edge_ids.end()));
+        ASSERT_EQ(std::vector<int64_t>(nbr.begin(), nbr.end()),
+                  std::vector<int64_t>(local.neighbors.begin(), local.neighbors.end()));
+        ASSERT_EQ(std::vector<int64_t>(eid.begin(), eid.end()),
+                  std::vector<int64_t>(local.edge_ids.begin(), local.edge_ids.end()));
       }
     }
   }
@@ -115,8 +119,9 @@ TEST_F(ServerTest, BadRequestsGetClearErrorsAndTheServerKeepsServing) {
   call.fanout = 5;
   Status st = client->Sample(std::vector<int64_t>{d.node_begin, 3}, call, &reply);
   EXPECT_TRUE(st.IsInvalidArgument());
-  EXPECT_THAT(st.message(), HasSubstr("node 3 (position 1) is outside this partition's range [" +
-                                      std::to_string(d.node_begin) + ", " + std::to_string(d.node_end) + ")"));
+  EXPECT_THAT(st.message(),
+              HasSubstr("node 3 (position 1) is outside this partition's range [" +
+                        std::to_string(d.node_begin) + ", " + std::to_string(d.node_end) + ")"));
   EXPECT_THAT(st.message(), HasSubstr("127.0.0.1:"));  // names the server
   std::string rows;
   st = client->Features(std::vector<int64_t>{99999}, &rows);
@@ -153,7 +158,8 @@ TEST_F(ServerTest, ConcurrentClientsGetCorrectAnswersAndMetricsAddUp) {
       auto client = Connect(0);
       for (int r = 0; r < kRequests; ++r) {
         std::vector<int64_t> nodes;
-        for (int i = 0; i < 64; ++i) nodes.push_back(d.node_begin + (t * 131 + r * 17 + i * 7) % d.num_nodes());
+        for (int i = 0; i < 64; ++i)
+          nodes.push_back(d.node_begin + (t * 131 + r * 17 + i * 7) % d.num_nodes());
         rpc::SampleCall call;
         call.fanout = 5;
         call.seed = t * 1000 + r;
@@ -165,7 +171,8 @@ TEST_F(ServerTest, ConcurrentClientsGetCorrectAnswersAndMetricsAddUp) {
         sampler::OneHopResult local;
         (void)sampler::SampleOneHop(g, nodes, 5, 0, call.seed, {}, nullptr, &local);
         auto nbr = reply.Neighbors();
-        if (std::vector<int64_t>(nbr.begin(), nbr.end()) != std::vector<int64_t>(local.neighbors.begin(), local.neighbors.end()))
+        if (std::vector<int64_t>(nbr.begin(), nbr.end()) !=
+            std::vector<int64_t>(local.neighbors.begin(), local.neighbors.end()))
           ++wrong;
         edges += static_cast<int64_t>(nbr.size());
       }
@@ -205,10 +212,13 @@ TEST_F(ServerTest, AdminEndpointReportsHealthMetricsAndStats) {
   EXPECT_EQ(health->status, 200);
   auto metrics = http.Get("/metrics");
   ASSERT_TRUE(metrics);
-  EXPECT_THAT(metrics->body, HasSubstr("fanout_requests_total{method=\"lookup_features\",outcome=\"ok\"} 1"));
+  EXPECT_THAT(metrics->body,
+              HasSubstr("fanout_requests_total{method=\"lookup_features\",outcome=\"ok\"} 1"));
   EXPECT_THAT(metrics->body, HasSubstr("fanout_feature_rows_total 3"));
-  EXPECT_THAT(metrics->body, HasSubstr("fanout_feature_bytes_total " + std::to_string(3 * 1433 * 4)));
-  EXPECT_THAT(metrics->body, HasSubstr("fanout_request_duration_seconds_count{method=\"lookup_features\"} 1"));
+  EXPECT_THAT(metrics->body,
+              HasSubstr("fanout_feature_bytes_total " + std::to_string(3 * 1433 * 4)));
+  EXPECT_THAT(metrics->body,
+              HasSubstr("fanout_request_duration_seconds_count{method=\"lookup_features\"} 1"));
   EXPECT_THAT(metrics->body, HasSubstr("fanout_process_resident_memory_bytes"));
   auto stats = http.Get("/stats");
   ASSERT_TRUE(stats);
@@ -271,7 +281,8 @@ TEST(ServerMetricsHistoryTest, EachTickAddsThePointSinceThePreviousOne) {
   // 500 edges in a bit over 50 ms: a rate between 500/s and 10000/s.
   EXPECT_GT(p["sampled_edges_per_s"].get<double>(), 500);
   EXPECT_LT(p["sampled_edges_per_s"].get<double>(), 10000);
-  EXPECT_NEAR(p["feature_bytes_per_s"].get<double>() / p["sampled_edges_per_s"].get<double>(), 6.0, 1e-9);
+  EXPECT_NEAR(p["feature_bytes_per_s"].get<double>() / p["sampled_edges_per_s"].get<double>(), 6.0,
+              1e-9);
   EXPECT_GE(p["p50_ms"].get<double>(), 2.0);  // bucket upper bounds: at least the time recorded
   EXPECT_EQ(p["rss_bytes"].get<int64_t>(), 200);
   const nlohmann::json& q = h["points"][1];
