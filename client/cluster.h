@@ -63,6 +63,15 @@ class Cluster : public Source, public std::enable_shared_from_this<Cluster> {
                         std::shared_ptr<Cluster>* out);
 
   Status NewSession(std::unique_ptr<Session>* out) override;
+  // A session that reaches the servers another way than the cluster's own
+  // choice, on this same cluster (its health checks, replicas, mappings):
+  // kTcp = Thrift only (no data plane, no export read here); kUcx = the UCX
+  // data plane, required (NotSupported where this cluster has none; no
+  // export read here); kAuto = the cluster's own.
+  Status NewSession(rpc::DataPlaneMode mode, std::unique_ptr<Session>* out);
+  // This cluster as a Source whose sessions use `mode` (for a loader that
+  // asks for another data plane without connecting a second cluster).
+  std::shared_ptr<Source> WithSessionMode(rpc::DataPlaneMode mode);
   int64_t num_nodes() const override { return offsets_.back(); }
   int64_t feature_dim() const override { return info_[0].feature_dim; }
   int64_t num_classes() const override { return info_[0].num_classes; }
@@ -93,7 +102,6 @@ class Cluster : public Source, public std::enable_shared_from_this<Cluster> {
 
  private:
   friend class ClusterSession;
-  // Logs once per server that its data plane is not used, and why.
   // Logs once per server address that its data plane is not used, and why.
   void NoteFallback(const std::string& address, const std::string& why) const;
   rpc::RpcOptions options_;

@@ -33,7 +33,14 @@ class ClusterSession : public Session {
   static constexpr size_t kMaxDirectSegments = 16;
 
   // A session keeps its cluster (health checks, replicas, mappings) alive.
-  explicit ClusterSession(std::shared_ptr<const Cluster> c) : c_(std::move(c)) {}
+  // `mode`: kAuto = the cluster's own choice; kTcp = Thrift only (no data
+  // plane, no export read here); kUcx = the UCX data plane, required (no
+  // export read here).
+  ClusterSession(std::shared_ptr<const Cluster> c, rpc::DataPlaneMode mode)
+      : c_(std::move(c)),
+        use_local_(mode == rpc::DataPlaneMode::kAuto),
+        ctx_(mode == rpc::DataPlaneMode::kTcp ? nullptr : c_->data_ctx_),
+        must_ucx_(mode == rpc::DataPlaneMode::kUcx || c_->mode_ == rpc::DataPlaneMode::kUcx) {}
   ~ClusterSession() override { MaybeReport(true); }
 
   Status Open() {
@@ -55,7 +62,7 @@ class ClusterSession : public Session {
       if (st.ok() && links_[p].replica != found)
         st = CheckReplica(p, client.get(), &links_[p].info);
       links_[p].client = std::move(client);
-      if (!st.ok() && c_->local(p) != nullptr && c_->local_sampling()) {
+      if (!st.ok() && Local(p) != nullptr && LocalSampling()) {
         // Read and sampled here from its mapped export, which outlives the
         // server: nothing needs the server (its reports are skipped).
         links_[p].client.reset();
@@ -78,17 +85,16 @@ class ClusterSession : public Session {
     replies_.resize(k);
     dp_replies_.resize(k);
     views_.resize(k);
-    if (c_->data_ctx_) {
-      const bool must = c_->mode_ == rpc::DataPlaneMode::kUcx;
-      Status st = rpc::DataPlaneChannel::Create(c_->data_ctx_, c_->options_, &channel_);
+    if (ctx_) {
+      const bool must = must_ucx_;
+      Status st = rpc::DataPlaneChannel::Create(ctx_, c_->options_, &channel_);
       if (!st.ok()) {
         if (must) return st;
         for (int p = 0; p < k; ++p) c_->NoteFallback(Address(p), st.message());
         return Status::OK();
       }
       for (int p = 0; p < k; ++p) {
-        if (c_->local(p) != nullptr && c_->local_sampling())
-          continue;  // everything of it is read here
+        if (Local(p) != nullptr && LocalSampling()) continue;  // everything of it is read here
         if (links_[p].info.data_port <= 0) {
           c_->NoteFallback(Address(p), "the server offers no data plane");
           continue;
@@ -577,7 +583,7 @@ class ClusterSession : public Session {
     // Co-located partitions are sampled here, on their mapped CSR (the
     // keep filter is the builder's: SetInducedEdges keeps only edges among
     // the nodes, whichever path the hop came by).
-    if (c_->local_sampling())
+    if (LocalSampling())
       for (int p = 0; p < c_->num_parts(); ++p)
         if (Here(p))
           FANOUT_RETURN_IF_ERROR(
@@ -659,7 +665,7 @@ class ClusterSession : public Session {
     // straight to its place in `out` (one copy, done here).
     for (int p = 0; p < k; ++p) {
       if (!Here(p)) continue;
-      const LocalPartition& lp = *c_->local(p);
+      const LocalPartition& lp = *Local(p);
       const uint8_t* src = lp.view().features.data();
       const size_t row = lp.row_bytes();
       const int64_t base = lp.view().node_begin;
@@ -741,11 +747,10 @@ class ClusterSession : public Session {
 
   Status FeaturesToDevice(ArrayView<const int64_t> ids, float* d_out, int device) override {
     (void)device;  // UCX finds the device from the pointer (ucp_mem_query / memory type)
-    if (!channel_ || !c_->data_ctx_ || !c_->data_ctx_->info().cuda)
+    if (!channel_ || !ctx_ || !ctx_->info().cuda)
       return Status::NotSupported(
           "the data plane cannot receive into CUDA memory here (" +
-          std::string(!c_->data_ctx_ ? "no UCX data plane" : "this UCX was built without CUDA") +
-          ")");
+          std::string(!ctx_ ? "no UCX data plane" : "this UCX was built without CUDA") + ")");
     FANOUT_RETURN_IF_ERROR(Route(ids));
     const int k = c_->num_parts();
     const int64_t d = c_->feature_dim();
@@ -820,7 +825,7 @@ class ClusterSession : public Session {
     }
     for (int p = 0; p < c_->num_parts(); ++p)
       if (Here(p)) {
-        const ArrayView<const int64_t> labels = c_->local(p)->view().labels;
+        const ArrayView<const int64_t> labels = Local(p)->view().labels;
         LookupHere(p, out, [&](int64_t r) { return labels[r]; });
       }
     rpc::DataRequest req;
@@ -848,7 +853,7 @@ class ClusterSession : public Session {
     for (int p = 0; p < c_->num_parts(); ++p) {
       if (by_part_[p].empty()) continue;
       if (Here(p)) {
-        const ArrayView<const int64_t> orig = c_->local(p)->view().original_ids;
+        const ArrayView<const int64_t> orig = Local(p)->view().original_ids;
         LookupHere(p, out, [&](int64_t r) { return orig[r]; });
         continue;
       }
@@ -866,7 +871,7 @@ class ClusterSession : public Session {
     for (int p = 0; p < c_->num_parts(); ++p) {
       if (by_part_[p].empty()) continue;
       if (Here(p)) {
-        const sampler::CsrGraph& g = c_->local(p)->graph();
+        const sampler::CsrGraph& g = Local(p)->graph();
         LookupHere(p, out, [&](int64_t r) { return g.degree(r); });
         continue;
       }
@@ -903,7 +908,7 @@ class ClusterSession : public Session {
                                      std::to_string(c_->hetero_.num_edge_types()) + ")");
     for (int p = 0; p < k; ++p)
       if (Here(p)) {
-        const LocalPartition& lp = *c_->local(p);
+        const LocalPartition& lp = *Local(p);
         const int32_t* types = lp.view().edge_types.empty() ? nullptr : lp.view().edge_types.data();
         LookupHere(p, exists, [&, j = size_t{0}](int64_t r) mutable {
           return static_cast<uint8_t>(
@@ -936,7 +941,7 @@ class ClusterSession : public Session {
     std::vector<int64_t> ids;
     std::string splits;
     for (int p = 0; p < c_->num_parts(); ++p) {
-      if (const LocalPartition* lp = c_->local(p)) {
+      if (const LocalPartition* lp = Local(p)) {
         const auto& v = lp->view();
         for (size_t r = 0; r < v.split.size(); ++r)
           if (v.split[r] == split) out->push_back(v.node_begin + static_cast<int64_t>(r));
@@ -958,7 +963,11 @@ class ClusterSession : public Session {
 
  private:
   // Partition p's part of this call is read from its mapped export here.
-  bool Here(int p) const { return !by_part_[p].empty() && c_->local(p) != nullptr; }
+  // Partition p's mapped export where this session reads exports, else null.
+  const LocalPartition* Local(int p) const { return use_local_ ? c_->local(p) : nullptr; }
+  bool LocalSampling() const { return use_local_ && c_->local_sampling(); }
+
+  bool Here(int p) const { return !by_part_[p].empty() && Local(p) != nullptr; }
 
   // Counts what was done here for partition p (SessionStats and the next
   // report to its server).
@@ -994,7 +1003,7 @@ class ClusterSession : public Session {
   // Lookup `value_of_row(local row)` of partition p's ids from its export.
   template <typename T, typename Fn>
   void LookupHere(int p, T* out, Fn&& value_of_row) {
-    const int64_t base = c_->local(p)->view().node_begin;
+    const int64_t base = Local(p)->view().node_begin;
     const auto& ids = by_part_[p];
     for (size_t j = 0; j < ids.size(); ++j) out[pos_[p][j]] = value_of_row(ids[j] - base);
     NoteLocal(p, static_cast<int64_t>(ids.size() * sizeof(T)), 0, 0, 0, 0);
@@ -1005,7 +1014,7 @@ class ClusterSession : public Session {
   Status SampleHere(int p, int64_t fanout, int32_t hop, uint64_t request_seed,
                     const sampler::SamplingOptions& sampling, ArrayView<const int64_t> times,
                     const char* strategy, ArrayView<const int64_t> type_fanouts) {
-    const LocalPartition& lp = *c_->local(p);
+    const LocalPartition& lp = *Local(p);
     sampler::SamplingOptions so = sampling;
     so.node_offset = lp.view().node_begin;
     sampler::OneHopResult& r = local_hops_[p];
@@ -1035,6 +1044,9 @@ class ClusterSession : public Session {
   }
 
   const std::shared_ptr<const Cluster> c_;
+  const bool use_local_;                              // read co-located exports here
+  const std::shared_ptr<rpc::DataPlaneContext> ctx_;  // the data plane used (null: Thrift only)
+  const bool must_ucx_;                               // the data plane is required
   // Partition p's link: the one owner of everything about reaching it (the
   // replica in use, its connections, its info, failover and fallback state);
   // every message names links_[p]'s replica (Address(p)).
@@ -1069,10 +1081,46 @@ class ClusterSession : public Session {
 };
 
 Status Cluster::NewSession(std::unique_ptr<Session>* out) {
-  auto s = std::make_unique<ClusterSession>(shared_from_this());
+  return NewSession(rpc::DataPlaneMode::kAuto, out);
+}
+
+Status Cluster::NewSession(rpc::DataPlaneMode mode, std::unique_ptr<Session>* out) {
+  if (mode == rpc::DataPlaneMode::kUcx && !data_ctx_)
+    return Status::NotSupported(
+        "a UCX data-plane session on a cluster without a UCX data plane (connected with "
+        "data_plane \"" +
+        std::string(rpc::DataPlaneModeName(mode_)) + "\" or UCX could not start here)");
+  auto s = std::make_unique<ClusterSession>(shared_from_this(), mode);
   FANOUT_RETURN_IF_ERROR(s->Open());
   *out = std::move(s);
   return Status::OK();
+}
+
+namespace {
+// A cluster whose sessions reach the servers another way (Cluster::WithSessionMode).
+class SessionModeSource : public Source {
+ public:
+  SessionModeSource(std::shared_ptr<Cluster> c, rpc::DataPlaneMode mode)
+      : c_(std::move(c)), mode_(mode) {}
+  Status NewSession(std::unique_ptr<Session>* out) override { return c_->NewSession(mode_, out); }
+  int64_t num_nodes() const override { return c_->num_nodes(); }
+  int64_t feature_dim() const override { return c_->feature_dim(); }
+  int64_t num_classes() const override { return c_->num_classes(); }
+  std::string description() const override {
+    return c_->description() + " (sessions: " + rpc::DataPlaneModeName(mode_) + ")";
+  }
+  const sampler::HeteroSchema* hetero() const override { return c_->hetero(); }
+  std::vector<ReplicaHealth> Health() const override { return c_->Health(); }
+
+ private:
+  const std::shared_ptr<Cluster> c_;
+  const rpc::DataPlaneMode mode_;
+};
+}  // namespace
+
+std::shared_ptr<Source> Cluster::WithSessionMode(rpc::DataPlaneMode mode) {
+  if (mode == rpc::DataPlaneMode::kAuto) return shared_from_this();
+  return std::make_shared<SessionModeSource>(shared_from_this(), mode);
 }
 
 }  // namespace fanout::client

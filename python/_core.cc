@@ -672,16 +672,25 @@ class PyLoader {
  public:
   // options: ParseLoaderOptions' names; link: None (a NodeLoader over
   // input_nodes) or ParseLinkSeeds' dict (a LinkLoader).
+  // options may also name "data_plane": the loader's sessions reach the
+  // servers that way, on this same cluster (Cluster::WithSessionMode).
   PyLoader(const PyCluster& cluster, const py::object& input_nodes, const py::dict& options,
            const py::object& link) {
-    client::LoaderOptions o = ParseLoaderOptions(cluster, options);
+    py::dict rest = options.attr("copy")();
+    rpc::DataPlaneMode mode = rpc::DataPlaneMode::kAuto;
+    if (rest.contains("data_plane")) {
+      Check(rpc::ParseDataPlaneMode(py::str(rest["data_plane"]), &mode));
+      PyDict_DelItemString(rest.ptr(), "data_plane");
+    }
+    client::LoaderOptions o = ParseLoaderOptions(cluster, rest);
     schema_ = cluster.get()->hetero();  // the cluster lives as long as the loader (its source)
+    std::shared_ptr<client::Source> source = cluster.get()->WithSessionMode(mode);
     if (link.is_none()) {
       std::vector<int64_t> seeds = Int64List(input_nodes, "input_nodes");
-      loader_ = std::make_unique<client::NodeLoader>(cluster.get(), std::move(seeds), std::move(o));
+      loader_ = std::make_unique<client::NodeLoader>(source, std::move(seeds), std::move(o));
     } else {
-      loader_ = std::make_unique<client::LinkLoader>(
-          cluster.get(), ParseLinkSeeds(link.cast<py::dict>()), std::move(o));
+      loader_ = std::make_unique<client::LinkLoader>(source, ParseLinkSeeds(link.cast<py::dict>()),
+                                                     std::move(o));
     }
   }
 

@@ -530,8 +530,12 @@ class NodeLoader:
         if not isinstance(cluster, Cluster):
             raise InvalidArgument("%s needs a fanout.Cluster, not %s" % (type(self).__name__, type(cluster).__name__))
         _check_data_plane(data_plane)
-        if data_plane != "auto" and data_plane != cluster.data_plane:
-            cluster = cluster.with_data_plane(data_plane)
+        session_mode = None  # the loader's sessions reach the servers this way, on the same cluster
+        if data_plane != "auto" and data_plane != cluster._requested:
+            if data_plane == "ucx" and cluster.data_plane == "tcp":
+                cluster = cluster.with_data_plane("ucx")  # this cluster has no UCX: connect one that does
+            else:
+                session_mode = data_plane
         for name, v in (("batch_size", batch_size), ("num_workers", num_workers), ("prefetch", prefetch)):
             if isinstance(v, bool) or not isinstance(v, int):
                 raise InvalidArgument("%s must be an integer, not %r" % (name, v))
@@ -567,6 +571,8 @@ class NodeLoader:
                        gpu_cache_fraction=float(gpu_cache_fraction), subgraph=bool(_subgraph),
                        input_time=_times(input_time), temporal_strategy=str(temporal_strategy),
                        type_fanouts=type_fanouts, link_edge_type=self._link_edge_type)
+        if session_mode is not None:
+            options["data_plane"] = session_mode
         link = None
         if _link is not None:
             link = {k: _link[k] for k in ("src", "dst", "label")}

@@ -153,11 +153,19 @@ def test_link_loader_batches_follow_pyg_and_negatives_are_never_edges(cluster, f
 
 def test_every_data_path_gives_the_same_batches(cluster, fanout):
     kw = dict(num_neighbors=[4, 4], batch_size=50, shuffle=False)
-    tcp = list(fanout.NodeLoader(cluster, "val", data_plane="tcp", **kw))
-    auto = list(fanout.NodeLoader(cluster, "val", **kw))
+    tcp_loader = fanout.NodeLoader(cluster, "val", data_plane="tcp", **kw)
+    tcp = list(tcp_loader)
+    auto_loader = fanout.NodeLoader(cluster, "val", **kw)
+    auto = list(auto_loader)
     assert len(tcp) == len(auto) == 10
     for p, q in zip(tcp, auto):
         assert torch.equal(p.x, q.x) and torch.equal(p.y, q.y) and torch.equal(p.edge_index, q.edge_index)
+    # data_plane= on a loader reuses the cluster (no second one with its own connections and health
+    # thread): its sessions go over Thrift only, while the cluster's own read the co-located exports.
+    assert tcp_loader.cluster is cluster
+    t, a = tcp_loader.stats(), auto_loader.stats()
+    assert t["thrift_bytes"] > 0 and t["local_bytes"] == 0 and t["ucx_bytes"] == 0, t
+    assert a["local_bytes"] > 0 and a["thrift_bytes"] == 0, a
 
 
 def test_co_located_servers_are_read_here_with_the_same_batches(local, cluster, fanout):
