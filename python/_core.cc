@@ -303,8 +303,7 @@ class PyCluster {
   py::object NodeTypeOf(const py::object& ids_obj) const {
     const sampler::HeteroSchema* h = cluster_->hetero();
     if (h == nullptr) Raise(Status::InvalidArgument("the dataset has no node types"));
-    std::vector<int64_t> ids = Int64List(ids_obj, "ids");
-    Check(CheckIdsInRange(ids, 0, cluster_->num_nodes()));
+    std::vector<int64_t> ids = NodeIds(ids_obj);
     for (int64_t& v : ids) v = h->NodeTypeOf(v);
     return Int64Capsule(std::move(ids));
   }
@@ -334,15 +333,10 @@ class PyCluster {
   // Feature rows (float32 [n, feature_dim]) of `ids`, through this cluster's
   // call session (fanout.pyg's FeatureStore).
   py::object Features(const py::object& ids_obj) {
-    std::vector<int64_t> ids = Int64List(ids_obj, "ids");
-    Check(CheckIdsInRange(ids, 0, cluster_->num_nodes()));
-    const int64_t d = cluster_->feature_dim();
-    at::Tensor out = at::empty({static_cast<int64_t>(ids.size()), d}, at::kFloat);
-    float* rows = out.data_ptr<float>();
-    Check(WithSessionsSplit(ids.size(), [&](client::Session* s, size_t b, size_t e) {
-      return s->Features(ArrayView<const int64_t>(ids.data() + b, e - b),
-                         rows + b * static_cast<size_t>(d));
-    }));
+    std::vector<int64_t> ids = NodeIds(ids_obj);
+    at::Tensor out =
+        at::empty({static_cast<int64_t>(ids.size()), cluster_->feature_dim()}, at::kFloat);
+    Check(GatherFeatures(ids, out.data_ptr<float>()));
     return ToCapsule(out);
   }
   // Feature rows of `ids` written into `out`, a writable C-contiguous float32
@@ -350,8 +344,7 @@ class PyCluster {
   // .numpy(): fanout.pyg's feature store in a DataLoader worker, so the rows
   // reach the trainer without a copy).
   void FeaturesInto(const py::object& ids_obj, const py::object& out_obj) {
-    std::vector<int64_t> ids = Int64List(ids_obj, "ids");
-    Check(CheckIdsInRange(ids, 0, cluster_->num_nodes()));
+    std::vector<int64_t> ids = NodeIds(ids_obj);
     const int64_t d = cluster_->feature_dim();
     py::buffer_info out = py::reinterpret_borrow<py::buffer>(out_obj).request(/*writable=*/true);
     const bool shape_ok =
@@ -361,16 +354,11 @@ class PyCluster {
       Raise(Status::InvalidArgument("features_into: out must be a C-contiguous float32 [" +
                                     std::to_string(ids.size()) + ", " + std::to_string(d) +
                                     "] buffer"));
-    float* rows = static_cast<float*>(out.ptr);
-    Check(WithSessionsSplit(ids.size(), [&](client::Session* s, size_t b, size_t e) {
-      return s->Features(ArrayView<const int64_t>(ids.data() + b, e - b),
-                         rows + b * static_cast<size_t>(d));
-    }));
+    Check(GatherFeatures(ids, static_cast<float*>(out.ptr)));
   }
   // Labels (int64, -1 = unknown) of `ids`.
   py::object Labels(const py::object& ids_obj) {
-    std::vector<int64_t> ids = Int64List(ids_obj, "ids");
-    Check(CheckIdsInRange(ids, 0, cluster_->num_nodes()));
+    std::vector<int64_t> ids = NodeIds(ids_obj);
     at::Tensor out = at::empty({static_cast<int64_t>(ids.size())}, at::kLong);
     int64_t* labels = out.data_ptr<int64_t>();
     Check(WithSessionsSplit(ids.size(), [&](client::Session* s, size_t b, size_t e) {
@@ -390,6 +378,21 @@ class PyCluster {
     new std::shared_ptr<client::Cluster>(std::move(cluster_));
     new std::vector<std::unique_ptr<client::Session>>(std::move(sessions_));
     new std::unique_ptr<ThreadPool>(std::move(pool_));  // its threads are the parent's
+  }
+
+  // Node ids from Python, checked against the graph.
+  std::vector<int64_t> NodeIds(const py::object& ids_obj) const {
+    std::vector<int64_t> ids = Int64List(ids_obj, "ids");
+    Check(CheckIdsInRange(ids, 0, cluster_->num_nodes()));
+    return ids;
+  }
+  // The feature rows of checked ids into rows[len(ids) * feature_dim], large
+  // gathers split over the call sessions (WithSessionsSplit).
+  Status GatherFeatures(const std::vector<int64_t>& ids, float* rows) {
+    const size_t d = static_cast<size_t>(cluster_->feature_dim());
+    return WithSessionsSplit(ids.size(), [&](client::Session* s, size_t b, size_t e) {
+      return s->Features(ArrayView<const int64_t>(ids.data() + b, e - b), rows + b * d);
+    });
   }
 
   // Runs fn on this cluster's first call session (made on first use),
@@ -552,6 +555,12 @@ client::LoaderOptions ParseLoaderOptions(const PyCluster& cluster, const py::dic
   client::LoaderOptions o;
   std::string device = "cpu";
   double gpu_cache_fraction = 0.1;
+  // The options that are True or False.
+  const std::pair<const char*, bool*> flags[] = {
+      {"shuffle", &o.shuffle},           {"replace", &o.replace},     {"weighted", &o.weighted},
+      {"features", &o.features},         {"labels", &o.labels},       {"edge_ids", &o.edge_ids},
+      {"original_ids", &o.original_ids}, {"drop_last", &o.drop_last}, {"subgraph", &o.subgraph},
+      {"neg_strict", &o.negative.strict}};
   for (const auto& [key_obj, v] : kw) {
     const std::string key = py::str(key_obj);
     auto as_bool = [&]() {
@@ -564,32 +573,20 @@ client::LoaderOptions ParseLoaderOptions(const PyCluster& cluster, const py::dic
         Raise(Status::InvalidArgument("loader option " + key + " must be an integer"));
       return v.cast<int64_t>();
     };
-    if (key == "num_neighbors") {
+    auto flag = std::find_if(std::begin(flags), std::end(flags),
+                             [&](const auto& f) { return key == f.first; });
+    if (flag != std::end(flags)) {
+      *flag->second = as_bool();
+    } else if (key == "num_neighbors") {
       o.fanouts = Int64List(v, "num_neighbors");
     } else if (key == "batch_size") {
       o.batch_size = as_int();
-    } else if (key == "shuffle") {
-      o.shuffle = as_bool();
-    } else if (key == "replace") {
-      o.replace = as_bool();
-    } else if (key == "weighted") {
-      o.weighted = as_bool();
     } else if (key == "num_workers") {
       o.num_workers = static_cast<int>(as_int());
     } else if (key == "prefetch") {
       o.prefetch = static_cast<int>(as_int());
     } else if (key == "seed") {
       o.seed = static_cast<uint64_t>(as_int());
-    } else if (key == "features") {
-      o.features = as_bool();
-    } else if (key == "labels") {
-      o.labels = as_bool();
-    } else if (key == "edge_ids") {
-      o.edge_ids = as_bool();
-    } else if (key == "original_ids") {
-      o.original_ids = as_bool();
-    } else if (key == "drop_last") {
-      o.drop_last = as_bool();
     } else if (key == "rank") {
       o.rank = v.is_none() ? -1 : static_cast<int>(as_int());
     } else if (key == "world_size") {
@@ -598,8 +595,6 @@ client::LoaderOptions ParseLoaderOptions(const PyCluster& cluster, const py::dic
       device = py::str(v);
     } else if (key == "gpu_cache_fraction") {
       gpu_cache_fraction = v.cast<double>();
-    } else if (key == "subgraph") {
-      o.subgraph = as_bool();
     } else if (key == "input_time") {
       if (!v.is_none()) o.input_time = Int64List(v, "input_time");
     } else if (key == "temporal_strategy") {
@@ -613,8 +608,6 @@ client::LoaderOptions ParseLoaderOptions(const PyCluster& cluster, const py::dic
       Check(sampler::ParseNegativeMode(py::str(v), &o.negative.mode));
     } else if (key == "neg_amount") {
       o.negative.amount = v.cast<double>();
-    } else if (key == "neg_strict") {
-      o.negative.strict = as_bool();
     } else {
       Raise(Status::InvalidArgument("unknown loader option '" + key + "'"));
     }
