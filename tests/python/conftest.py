@@ -29,3 +29,24 @@ def local(cora2, fanout):
 @pytest.fixture(scope="session")
 def cluster(local):
     return local.cluster()
+
+
+@pytest.fixture(scope="session")
+def movielens2(tmp_path_factory, fanout):
+    """MovieLens ml-latest-small (users, movies, genres; reverse relations) partitioned in 2."""
+    out = tmp_path_factory.mktemp("data") / "ml2"
+    return fanout.partition(os.path.join(ROOT, "datasets", "data", "movielens", "ml-latest-small"), out,
+                            format="movielens", parts=2, undirected=True)
+
+
+@pytest.fixture(scope="session")
+def college_msg(tmp_path_factory, fanout):
+    """CollegeMsg with its timestamps partitioned in 2 (random): (dataset folder, each edge's time in file
+    order, which is edge id order)."""
+    import gzip
+    import torch
+    path = os.path.join(ROOT, "datasets", "data", "snap-temporal", "CollegeMsg.txt.gz")
+    with gzip.open(path, "rt") as f:
+        times = torch.tensor([int(line.split()[2]) for line in f])
+    out = tmp_path_factory.mktemp("data") / "cm2"
+    return fanout.partition(path, out, format="snap", parts=2, method="random", edge_times=True), times

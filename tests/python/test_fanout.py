@@ -478,15 +478,10 @@ def test_replica_health_and_the_auth_token(cora2, fanout, tmp_path):
         assert s["retries"] == 0 and s["failovers"] == 0 and len(s["servers"]) == 2
 
 
-def test_temporal_loaders_never_look_ahead(fanout, tmp_path):
+def test_temporal_loaders_never_look_ahead(fanout, college_msg):
     """CollegeMsg with its timestamps: NodeLoader and LinkLoader batches hold
     no edge later than the seed whose tree holds it; trees are disjoint."""
-    import gzip
-    path = os.path.join(os.environ.get("FANOUT_SOURCE_DIR", "."), "datasets", "data", "snap-temporal",
-                        "CollegeMsg.txt.gz")
-    with gzip.open(path, "rt") as f:
-        times = torch.tensor([int(line.split()[2]) for line in f])
-    data = fanout.partition(path, tmp_path / "cm2", format="snap", parts=2, method="random", edge_times=True)
+    data, times = college_msg
     with fanout.LocalCluster(data) as lc:
         cluster = lc.cluster()
         n = cluster.num_nodes
@@ -522,16 +517,13 @@ def test_temporal_loaders_never_look_ahead(fanout, tmp_path):
             fanout.NodeLoader(cluster, torch.arange(3), input_time=[1, 2, 3], temporal_strategy="soon")
 
 
-def test_hetero_loaders_follow_heterodata_and_per_type_fanouts(fanout, tmp_path):
+def test_hetero_loaders_follow_heterodata_and_per_type_fanouts(fanout, movielens2):
     """MovieLens (user, movie, genre) with reverse relations: NodeLoader with a
     num_neighbors dict gives HeteroBatch (per-type n_id / x, per-edge-type
     edge_index in per-type indices), per-type fanouts are respected, the seeds
     are the input type's; LinkLoader on (user, rates, movie) puts typed
     negatives on that edge type; bad keys are named."""
-    path = os.path.join(os.environ.get("FANOUT_SOURCE_DIR", "."), "datasets", "data", "movielens",
-                        "ml-latest-small")
-    data = fanout.partition(path, tmp_path / "ml2", format="movielens", parts=2, undirected=True)
-    with fanout.LocalCluster(data) as lc:
+    with fanout.LocalCluster(movielens2) as lc:
         cluster = lc.cluster()
         assert cluster.node_types == ["user", "movie", "genre"]
         assert ("user", "rates", "movie") in cluster.edge_types

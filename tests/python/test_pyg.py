@@ -46,13 +46,22 @@ def test_pyg_layers_and_transforms_consume_a_batch(cluster, fanout):
     assert und.edge_index.size(1) >= data.edge_index.size(1)
 
 
-def test_a_hetero_batch_is_valid_pyg_heterodata(fanout, tmp_path):
-    from torch_geometric.nn import SAGEConv, to_hetero
+class _Sage(torch.nn.Module):
+    """One SAGEConv with lazy input sizes: the homogeneous model to_hetero makes heterogeneous."""
 
-    path = os.path.join(os.environ.get("FANOUT_SOURCE_DIR", "."), "datasets", "data", "movielens",
-                        "ml-latest-small")
-    data = fanout.partition(path, tmp_path / "ml2", format="movielens", parts=2, undirected=True)
-    with fanout.LocalCluster(data) as lc:
+    def __init__(self):
+        from torch_geometric.nn import SAGEConv
+        super().__init__()
+        self.conv = SAGEConv((-1, -1), 8)
+
+    def forward(self, x, edge_index):
+        return self.conv(x, edge_index)
+
+
+def test_a_hetero_batch_is_valid_pyg_heterodata(fanout, movielens2):
+    from torch_geometric.nn import to_hetero
+
+    with fanout.LocalCluster(movielens2) as lc:
         cluster = lc.cluster()
         movies = cluster.nodes_of_type("movie")
         fanouts = {("user", "rates", "movie"): [4, 2], "rev_rates": [0, 3], "rev_has_genre": [1, 0],
@@ -72,17 +81,9 @@ def test_a_hetero_batch_is_valid_pyg_heterodata(fanout, tmp_path):
             if "x" not in h[nt]:
                 h[nt].x = torch.ones(h[nt].num_nodes, 20)
 
-        class Net(torch.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.conv = SAGEConv((-1, -1), 8)
-
-            def forward(self, x, edge_index):
-                return self.conv(x, edge_index)
-
         edge_types = [et for et in h.edge_types if h[et].edge_index.size(1) > 0]
         sub = h.edge_type_subgraph(edge_types)
-        model = to_hetero(Net(), sub.metadata(), aggr="sum")
+        model = to_hetero(_Sage(), sub.metadata(), aggr="sum")
         out = model(sub.x_dict, sub.edge_index_dict)
         assert out["movie"].shape == (sub["movie"].num_nodes, 8)
 
@@ -184,15 +185,12 @@ def test_pygs_link_loader_gives_fanouts_link_batches_and_negatives_are_never_edg
     assert n == len(ours) == 10
 
 
-def test_heterogeneous_batches_through_pygs_loaders_and_to_hetero(fanout, tmp_path):
+def test_heterogeneous_batches_through_pygs_loaders_and_to_hetero(fanout, movielens2):
     import fanout.pyg  # noqa: F401
     from torch_geometric.loader import LinkLoader, NodeLoader
-    from torch_geometric.nn import SAGEConv, to_hetero
+    from torch_geometric.nn import to_hetero
     from torch_geometric.sampler import NegativeSampling
-    path = os.path.join(os.environ.get("FANOUT_SOURCE_DIR", "."), "datasets", "data", "movielens",
-                        "ml-latest-small")
-    data = fanout.partition(path, tmp_path / "ml2", format="movielens", parts=2, undirected=True)
-    with fanout.LocalCluster(data) as lc:
+    with fanout.LocalCluster(movielens2) as lc:
         cluster = lc.cluster()
         fs, gs = fanout.pyg.FeatureStore(cluster), fanout.pyg.GraphStore(cluster)
         movies = cluster.nodes_of_type("movie")
@@ -225,15 +223,7 @@ def test_heterogeneous_batches_through_pygs_loaders_and_to_hetero(fanout, tmp_pa
                 h[nt].x = torch.ones(h[nt].num_nodes, 20)
         sub = h.edge_type_subgraph([et for et in h.edge_types if h[et].edge_index.size(1) > 0])
 
-        class Net(torch.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.conv = SAGEConv((-1, -1), 8)
-
-            def forward(self, x, edge_index):
-                return self.conv(x, edge_index)
-
-        model = to_hetero(Net(), sub.metadata(), aggr="sum")
+        model = to_hetero(_Sage(), sub.metadata(), aggr="sum")
         out = model(sub.x_dict, sub.edge_index_dict)
         out["movie"].sum().backward()
         # Typed seed edges with strict negatives: a negative is never a rating.
@@ -261,16 +251,11 @@ def test_heterogeneous_batches_through_pygs_loaders_and_to_hetero(fanout, tmp_pa
                                                        input_type="movie"))
 
 
-def test_temporal_inputs_through_pygs_loaders_never_look_ahead(fanout, tmp_path):
-    import gzip
+def test_temporal_inputs_through_pygs_loaders_never_look_ahead(fanout, college_msg):
     import fanout.pyg  # noqa: F401
     from torch_geometric.loader import LinkLoader, NodeLoader
     from torch_geometric.sampler import NegativeSampling
-    path = os.path.join(os.environ.get("FANOUT_SOURCE_DIR", "."), "datasets", "data", "snap-temporal",
-                        "CollegeMsg.txt.gz")
-    with gzip.open(path, "rt") as f:
-        times = torch.tensor([int(line.split()[2]) for line in f])
-    data = fanout.partition(path, tmp_path / "cm2", format="snap", parts=2, method="random", edge_times=True)
+    data, times = college_msg
     with fanout.LocalCluster(data) as lc:
         cluster = lc.cluster()
         n = cluster.num_nodes
