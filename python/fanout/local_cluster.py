@@ -18,14 +18,19 @@ def read_ready_record(path):
     dataset, partition, num_parts, host, rpc_port, admin_port (0 = none), data_port (0 = off) and
     local_socket ("" = off); None while the file does not exist."""
     try:
-        with open(path) as f:
-            text = f.read()
+        with open(path, "rb") as f:
+            data = f.read(65536)
     except FileNotFoundError:
         return None
     try:
-        return json.loads(text)["fanout_server_ready"]
-    except (ValueError, KeyError, TypeError) as e:
-        raise Unavailable("%s is not a fanout-server ready record: %s" % (path, e))
+        record = json.loads(data.decode("utf-8"))["fanout_server_ready"]
+        for key in ("host", "rpc_port", "admin_port", "partition", "num_parts"):
+            record[key]  # noqa: B018 - present, or KeyError names it
+        if not isinstance(record["rpc_port"], int) or not isinstance(record["admin_port"], int):
+            raise TypeError("ports must be integers")
+        return record
+    except (ValueError, KeyError, TypeError) as e:  # UnicodeDecodeError is a ValueError
+        raise Unavailable("%s is not a fanout-server ready record: %s: %s" % (path, type(e).__name__, e))
 
 
 def _tail(path, limit=2000):

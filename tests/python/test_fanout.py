@@ -409,6 +409,39 @@ def test_a_server_flooding_its_output_does_not_block_under_local_cluster(cora2, 
         fanout.LocalCluster(cora2, server_args=["--unknown-flag"]).start()
 
 
+def test_a_ready_record_that_is_junk_cut_short_or_incomplete_is_refused_by_name(fanout, tmp_path):
+    read = fanout.local_cluster.read_ready_record
+    assert read(str(tmp_path / "absent")) is None  # not written yet
+    good = {"pid": 1, "dataset": "d", "partition": 0, "num_parts": 1, "host": "127.0.0.1", "rpc_port": 9,
+            "admin_port": 0, "data_port": 0, "local_socket": ""}
+    text = json.dumps({"fanout_server_ready": good})
+    f = tmp_path / "ready"
+    f.write_text(text)
+    assert read(str(f)) == good
+    incomplete = dict(good)
+    del incomplete["rpc_port"]
+    for junk in (b"", text[: len(text) // 2].encode(), b"\xff\xfe\x00junk", b"[1, 2]", b'{"other": {}}',
+                 json.dumps({"fanout_server_ready": incomplete}).encode(),
+                 json.dumps({"fanout_server_ready": dict(good, rpc_port="9")}).encode(), b"{" * 100000):
+        f.write_bytes(junk)
+        with pytest.raises(fanout.Unavailable, match="is not a fanout-server ready record"):
+            read(str(f))
+
+
+def test_features_into_refuses_buffers_of_the_wrong_type_or_shape(cluster, fanout):
+    import numpy as np
+    ids = np.array([0, 5], dtype=np.int64)
+    out = np.zeros((2, cluster.feature_dim), dtype=np.float32)
+    cluster._c.features_into(ids, out)
+    assert np.array_equal(out, fanout._tensor(cluster._c.features(ids)).numpy())
+    for bad in (np.zeros((2, cluster.feature_dim), dtype=np.float64), np.zeros((3, cluster.feature_dim), np.float32),
+                np.zeros((2, cluster.feature_dim + 1), np.float32), np.zeros((cluster.feature_dim, 2), np.float32).T):
+        with pytest.raises(fanout.InvalidArgument, match="C-contiguous float32"):
+            cluster._c.features_into(ids, bad)
+    with pytest.raises(fanout.InvalidArgument, match="2708"):
+        cluster._c.features_into(np.array([2708], dtype=np.int64), np.zeros((1, cluster.feature_dim), np.float32))
+
+
 def test_partition_reports_fanout_partition_errors(fanout, tmp_path):
     with pytest.raises(fanout.InvalidArgument, match="fanout-partition failed"):
         fanout.partition(tmp_path / "missing", tmp_path / "out", format="planetoid", parts=2)
