@@ -64,6 +64,13 @@ class CachedSession : public Session {
   Status SplitNodes(int split, std::vector<int64_t>* out) override {
     return Wrap(inner_->SplitNodes(split, out));
   }
+  Status WalkStep(ArrayView<const int64_t> nodes, ArrayView<const uint64_t> keys, bool weighted,
+                  int64_t* next) override {
+    Status st = inner_->WalkStep(nodes, keys, weighted, next);
+    Sync();
+    return st;
+  }
+  bool StoresIncoming() const override { return inner_->StoresIncoming(); }
 
  private:
   // Carries the inner session's network counters into ours.

@@ -22,6 +22,7 @@
 #include "rpc/codec.h"
 #include "sampler/negative.h"
 #include "sampler/temporal.h"
+#include "sampler/walk.h"
 
 namespace fanout::client {
 
@@ -81,6 +82,7 @@ class ClusterSession : public Session {
     work_.resize(k);
     last_report_ = std::chrono::steady_clock::now();
     times_by_part_.resize(k);
+    walk_keys_by_part_.resize(k);
     pos_.resize(k);
     replies_.resize(k);
     dp_replies_.resize(k);
@@ -129,8 +131,7 @@ class ClusterSession : public Session {
     for (int p = 0; p < k && st.ok(); ++p) {
       if (by_part_[p].empty() || served_[p]) continue;
       if (links_[p].peer >= 0 && base != nullptr) {
-        rpc::DataRequest r = *base;
-        r.ids = by_part_[p];
+        rpc::DataRequest r = PartRequest(*base, p);
         st = channel_->Post(links_[p].peer, r, sink(p));
         if (st.ok()) {
           owed[p] = 2;
@@ -158,8 +159,7 @@ class ClusterSession : public Session {
           // Lost to a reset for another server's timeout, not a failure of
           // this one: the same request again on its data plane (the endpoint
           // reopens), once.
-          rpc::DataRequest again = *base;
-          again.ids = by_part_[p];
+          rpc::DataRequest again = PartRequest(*base, p);
           st = channel_->Post(links_[p].peer, again, sink(p));
           if (st.ok()) st = channel_->Wait(links_[p].peer, down_now);
         }
@@ -449,6 +449,14 @@ class ClusterSession : public Session {
     return Status::OK();
   }
 
+  // `base` for partition p: its ids (and a walk step's keys).
+  rpc::DataRequest PartRequest(const rpc::DataRequest& base, int p) const {
+    rpc::DataRequest r = base;
+    r.ids = by_part_[p];
+    if (!base.call.walk_keys.empty()) r.call.walk_keys = walk_keys_by_part_[p];
+    return r;
+  }
+
   // A sink that grows partition p's data-plane buffer to the reply's size.
   rpc::ReplySink GrowSink(int p) {
     rpc::ReplySink s;
@@ -461,17 +469,19 @@ class ClusterSession : public Session {
     const int32_t* counts = nullptr;
     const int64_t* neighbors = nullptr;
     const int64_t* edge_ids = nullptr;
+    const float* edge_weights = nullptr;  // LABOR hops
   };
 
-  Status ViewDataPlaneSample(int p, bool eids, HopView* v) {
+  Status ViewDataPlaneSample(int p, bool eids, bool weights, HopView* v) {
     const PodVector<char>& b = dp_replies_[p];
     stats_.ucx_bytes += static_cast<int64_t>(b.size());
     rpc::SampleReplyView r;
-    Status st = rpc::DecodeSampleReply(b.data(), b.size(), by_part_[p].size(), eids, &r);
+    Status st = rpc::DecodeSampleReply(b.data(), b.size(), by_part_[p].size(), eids, &r, weights);
     if (!st.ok()) return Status::Corruption("server " + Address(p) + ": " + st.message());
     v->counts = r.counts;
     v->neighbors = r.neighbors;
     v->edge_ids = r.edge_ids;
+    v->edge_weights = r.edge_weights;
     return Status::OK();
   }
 
@@ -513,7 +523,7 @@ class ClusterSession : public Session {
     }
     if (options.induced) {  // every stored edge of every node among the nodes
       sampler::SamplingOptions every = options.sampling;
-      every.weighted = every.replace = false;
+      every.weighted = every.replace = every.labor = false;
       // The servers keep only neighbors among the nodes (older ones send
       // every neighbor: SetInducedEdges filters either way).
       keep_.assign(out->n_id.begin(), out->n_id.end());
@@ -557,10 +567,20 @@ class ClusterSession : public Session {
   Status FetchHop(ArrayView<const int64_t> frontier, int64_t fanout, int32_t hop,
                   uint64_t request_seed, const sampler::SamplingOptions& sampling,
                   ArrayView<const int64_t> keep = {}, ArrayView<const int64_t> times = {},
-                  const char* strategy = "uniform", ArrayView<const int64_t> type_fanouts = {}) {
+                  const char* strategy = "uniform", ArrayView<const int64_t> type_fanouts = {},
+                  ArrayView<const uint64_t> walk_keys = {}) {
     const bool eids = sampling.with_edge_ids;
     const bool typed = !type_fanouts.empty();
+    const bool walk = !walk_keys.empty();
+    const bool weights = sampling.labor && !walk;
     FANOUT_RETURN_IF_ERROR(Route(frontier));
+    if (walk) {  // each partition's walks' keys, in its order
+      for (int p = 0; p < c_->num_parts(); ++p) {
+        walk_keys_by_part_[p].resize(pos_[p].size());
+        for (size_t j = 0; j < pos_[p].size(); ++j)
+          walk_keys_by_part_[p][j] = walk_keys[pos_[p][j]];
+      }
+    }
     if (!times.empty()) {  // each partition's nodes' times, in its order
       for (int p = 0; p < c_->num_parts(); ++p) {
         times_by_part_[p].resize(pos_[p].size());
@@ -580,6 +600,8 @@ class ClusterSession : public Session {
     call.temporal_strategy = strategy;
     call.times = times;
     call.type_fanouts = type_fanouts;
+    call.labor = weights;
+    call.walk_keys = walk_keys;
     // Co-located partitions are sampled here, on their mapped CSR (the
     // keep filter is the builder's: SetInducedEdges keeps only edges among
     // the nodes, whichever path the hop came by).
@@ -589,31 +611,34 @@ class ClusterSession : public Session {
           FANOUT_RETURN_IF_ERROR(
               SampleHere(p, fanout, hop, request_seed, sampling,
                          times.empty() ? ArrayView<const int64_t>() : times_by_part_[p], strategy,
-                         type_fanouts));
+                         type_fanouts,
+                         walk ? ArrayView<const uint64_t>(walk_keys_by_part_[p])
+                              : ArrayView<const uint64_t>()));
     // One request per other partition, all in flight at once.
     auto t0 = std::chrono::steady_clock::now();
-    auto send = [&](int p) {
-      if (times.empty()) return links_[p].client->SendSample(by_part_[p], call);
+    auto part_call = [&](int p) {
       rpc::SampleCall mine = call;
-      mine.times = times_by_part_[p];
-      return links_[p].client->SendSample(by_part_[p], mine);
+      if (!times.empty()) mine.times = times_by_part_[p];
+      if (walk) mine.walk_keys = walk_keys_by_part_[p];
+      return mine;
     };
+    auto send = [&](int p) { return links_[p].client->SendSample(by_part_[p], part_call(p)); };
     // A data-plane request carries no keep list, times or type fanouts: those go by Thrift.
     FANOUT_RETURN_IF_ERROR(Exchange(
         keep.empty() && times.empty() && !typed ? &req : nullptr,
         [&](int p) { return GrowSink(p); }, send,
         [&](int p) {
-          return links_[p].client->ReceiveSample(by_part_[p].size(), eids, &replies_[p]);
+          return links_[p].client->ReceiveSample(by_part_[p].size(), part_call(p), &replies_[p]);
         }));
     stats_.network_wait_s +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (int p = 0; p < c_->num_parts(); ++p) {
       if (by_part_[p].empty() || served_[p]) continue;  // served: views_[p] set by SampleHere
       if (via_dp_[p]) {
-        FANOUT_RETURN_IF_ERROR(ViewDataPlaneSample(p, eids, &views_[p]));
+        FANOUT_RETURN_IF_ERROR(ViewDataPlaneSample(p, eids, weights, &views_[p]));
       } else {
         views_[p] = {replies_[p].Counts().data(), replies_[p].Neighbors().data(),
-                     replies_[p].EdgeIds().data()};
+                     replies_[p].EdgeIds().data(), replies_[p].EdgeWeights().data()};
       }
     }
     // Merge into frontier order: counts first, then each partition's runs.
@@ -628,10 +653,12 @@ class ClusterSession : public Session {
     hop_.neighbors.resize(hop_.offsets[m]);
     hop_.edge_ids.resize(eids ? hop_.offsets[m] : 0);
     hop_.edge_types.resize(typed ? hop_.offsets[m] : 0);
+    hop_.edge_weights.resize(weights ? hop_.offsets[m] : 0);
     for (int p = 0; p < c_->num_parts(); ++p) {
       const int32_t* counts = views_[p].counts;
       const int64_t* nbr = views_[p].neighbors;
       const int64_t* eid = views_[p].edge_ids;
+      const float* ew = views_[p].edge_weights;
       const int32_t* et = !typed       ? nullptr
                           : served_[p] ? local_hops_[p].edge_types.data()
                                        : replies_[p].EdgeTypes().data();
@@ -647,6 +674,7 @@ class ClusterSession : public Session {
         std::memcpy(hop_.neighbors.data() + dst, nbr + at, k * 8);
         if (eids) std::memcpy(hop_.edge_ids.data() + dst, eid + at, k * 8);
         if (typed) std::memcpy(hop_.edge_types.data() + dst, et + at, k * 4);
+        if (weights) std::memcpy(hop_.edge_weights.data() + dst, ew + at, k * 4);
         at += k;
       }
     }
@@ -884,6 +912,27 @@ class ClusterSession : public Session {
 
   void UseThreadPool(ThreadPool* pool) override { pool_ = pool; }
 
+  Status WalkStep(ArrayView<const int64_t> nodes, ArrayView<const uint64_t> keys, bool weighted,
+                  int64_t* next) override {
+    if (keys.size() != nodes.size())
+      return Status::InvalidArgument("walk step: " + std::to_string(nodes.size()) + " nodes but " +
+                                     std::to_string(keys.size()) + " walk keys");
+    if (nodes.empty()) return Status::OK();
+    sampler::SamplingOptions so;
+    so.weighted = weighted;
+    so.with_edge_ids = false;
+    FANOUT_RETURN_IF_ERROR(FetchHop(nodes, 1, 0, 0, so, {}, {}, "uniform", {}, keys));
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const int64_t k = hop_.offsets[i + 1] - hop_.offsets[i];
+      if (k > 1)
+        return Status::Corruption("a walk step came back with " + std::to_string(k) +
+                                  " neighbors for one walk (a server before random walks?)");
+      next[i] = k == 1 ? hop_.neighbors[hop_.offsets[i]] : -1;
+    }
+    return Status::OK();
+  }
+  bool StoresIncoming() const override { return c_->info_[0].direction != "out"; }
+
   Status HasEdges(ArrayView<const int64_t> src, ArrayView<const int64_t> dst, uint8_t* exists,
                   int edge_type) override {
     if (src.size() != dst.size())
@@ -1013,13 +1062,18 @@ class ClusterSession : public Session {
   // (server/service.cc runs the same kernels on the same memory).
   Status SampleHere(int p, int64_t fanout, int32_t hop, uint64_t request_seed,
                     const sampler::SamplingOptions& sampling, ArrayView<const int64_t> times,
-                    const char* strategy, ArrayView<const int64_t> type_fanouts) {
+                    const char* strategy, ArrayView<const int64_t> type_fanouts,
+                    ArrayView<const uint64_t> walk_keys) {
     const LocalPartition& lp = *Local(p);
     sampler::SamplingOptions so = sampling;
     so.node_offset = lp.view().node_begin;
     sampler::OneHopResult& r = local_hops_[p];
     const auto& ids = by_part_[p];
-    if (!times.empty()) {
+    if (!walk_keys.empty()) {
+      sampler::SamplingOptions step = so;
+      step.labor = false;
+      FANOUT_RETURN_IF_ERROR(sampler::SampleWalkStep(lp.graph(), ids, walk_keys, step, &r));
+    } else if (!times.empty()) {
       sampler::TemporalStrategy how;
       FANOUT_RETURN_IF_ERROR(sampler::ParseTemporalStrategy(strategy, &how));
       sampler::SampleTemporalHop(lp.graph(), lp.view().edge_times.data(), lp.time_index(),
@@ -1037,9 +1091,13 @@ class ClusterSession : public Session {
     for (size_t j = 0; j < ids.size(); ++j)
       counts[j] = static_cast<int32_t>(r.offsets[j + 1] - r.offsets[j]);
     const int64_t edges = r.offsets[ids.size()];
-    NoteLocal(p, edges * (so.with_edge_ids ? 16 : 8) + static_cast<int64_t>(ids.size()) * 4, 0, 0,
-              static_cast<int64_t>(ids.size()), edges);
-    views_[p] = {counts.data(), r.neighbors.data(), so.with_edge_ids ? r.edge_ids.data() : nullptr};
+    const bool weights = !r.edge_weights.empty();
+    NoteLocal(p,
+              edges * ((so.with_edge_ids ? 16 : 8) + (weights ? 4 : 0)) +
+                  static_cast<int64_t>(ids.size()) * 4,
+              0, 0, static_cast<int64_t>(ids.size()), edges);
+    views_[p] = {counts.data(), r.neighbors.data(), so.with_edge_ids ? r.edge_ids.data() : nullptr,
+                 weights ? r.edge_weights.data() : nullptr};
     return Status::OK();
   }
 
@@ -1077,6 +1135,7 @@ class ClusterSession : public Session {
   sampler::SubgraphBuilder builder_;
   std::vector<int64_t> keep_;                        // the induced pass's node set, ascending
   std::vector<std::vector<int64_t>> times_by_part_;  // a temporal hop's times, routed as by_part_
+  std::vector<std::vector<uint64_t>> walk_keys_by_part_;  // a walk step's keys, routed as by_part_
   sampler::TemporalBuilder temporal_;
 };
 

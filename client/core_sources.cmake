@@ -10,4 +10,5 @@ set(FANOUT_CLIENT_CORE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/cluster_session.cc
   ${CMAKE_CURRENT_LIST_DIR}/local_partition.cc
   ${CMAKE_CURRENT_LIST_DIR}/cached_source.cc
-  ${CMAKE_CURRENT_LIST_DIR}/device_features.cc)
+  ${CMAKE_CURRENT_LIST_DIR}/device_features.cc
+  ${CMAKE_CURRENT_LIST_DIR}/walks.cc)

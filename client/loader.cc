@@ -38,6 +38,7 @@ sampler::MultiHopOptions MultiHopOptionsOf(const LoaderOptions& o) {
   mo.sampling.replace = o.replace;
   mo.sampling.weighted = o.weighted;
   mo.sampling.with_edge_ids = o.edge_ids;
+  mo.sampling.labor = o.labor;
   mo.induced = o.subgraph;
   mo.temporal_strategy = o.temporal_strategy;
   mo.edge_type_fanouts = o.edge_type_fanouts;
@@ -67,6 +68,16 @@ void CheckSampling(const Source& source, const LoaderOptions& options, size_t co
                                   std::to_string(count) + (link ? " seed edges" : " seeds"));
     Status t = sampler::CheckTemporalOptions(MultiHopOptionsOf(options));
     if (!t.ok()) throw std::invalid_argument("NodeLoader: " + t.message());
+  }
+  if (options.labor) {
+    if (options.replace)
+      throw std::invalid_argument(
+          "NodeLoader: LABOR sampling draws without replacement (replace=False)");
+    if (!options.edge_type_fanouts.empty())
+      throw std::invalid_argument(
+          "NodeLoader: LABOR sampling of heterogeneous (per-edge-type) hops is not supported");
+    if (!options.input_time.empty())
+      throw std::invalid_argument("NodeLoader: LABOR sampling of temporal graphs is not supported");
   }
   if (!options.edge_type_fanouts.empty()) {
     const sampler::HeteroSchema* h = source.hetero();
@@ -191,6 +202,11 @@ Status SampleAndFetch(const Source& source, const LoaderOptions& options, Sessio
     at += e;
   }
   if (options.edge_ids) out->edge_id = Wrap(std::move(sub.edge_id));
+  if (options.labor && !options.subgraph) {
+    const int64_t e = static_cast<int64_t>(sub.edge_weight.size());
+    out->edge_weight = torch::empty({e}, torch::kFloat);
+    std::copy(sub.edge_weight.begin(), sub.edge_weight.end(), out->edge_weight.data_ptr<float>());
+  }
   if (!options.edge_type_fanouts.empty()) {
     const sampler::HeteroSchema& h = *source.hetero();
     out->node_type = torch::empty({n}, torch::kLong);

@@ -38,6 +38,10 @@ struct LoaderOptions {
   bool replace = false;                     // sample with replacement
   bool weighted = false;                    // sample by edge weight
   bool edge_ids = false;                    // fill MiniBatch::edge_id
+  // LABOR-0 (sampler/labor.h) instead of neighbor sampling: the same
+  // expected fanout per seed, fewer distinct nodes per hop; batches carry
+  // MiniBatch::edge_weight. Homogeneous, not temporal, no replace.
+  bool labor = false;
   // Subgraph mode (GraphLearn-for-PyTorch's SubGraphLoader): edge_index holds
   // every edge among the sampled nodes, not the sampled edges
   // (sampler::MultiHopOptions::induced); hop_edge_index then has one entry.
@@ -112,7 +116,8 @@ struct MiniBatch {
   at::Tensor edge_index;  // int64 [2, E], all hops: row 0 = source (neighbor), row 1 = target
   std::vector<at::Tensor> hop_edge_index;  // per hop, views into edge_index
   at::Tensor edge_id;                      // int64 [E] global edge ids (undefined unless edge_ids)
-  at::Tensor original_id;                  // int64 [N] dataset ids (undefined unless original_ids)
+  at::Tensor edge_weight;  // float32 [E] LABOR importance weights (undefined unless labor)
+  at::Tensor original_id;  // int64 [N] dataset ids (undefined unless original_ids)
   std::vector<int64_t> num_sampled_nodes, num_sampled_edges;
   int64_t batch_size = 0;
   int64_t epoch = 0, index = 0;  // which batch of which epoch

@@ -6,6 +6,7 @@
 #include "sampler/hetero.h"
 #include "sampler/negative.h"
 #include "sampler/temporal.h"
+#include "sampler/walk.h"
 
 namespace fanout::client {
 
@@ -76,6 +77,18 @@ class LocalSession : public Session {
     return Status::OK();
   }
 
+  Status WalkStep(ArrayView<const int64_t> nodes, ArrayView<const uint64_t> keys, bool weighted,
+                  int64_t* next) override {
+    sampler::SamplingOptions so;
+    so.weighted = weighted;
+    so.with_edge_ids = false;
+    FANOUT_RETURN_IF_ERROR(sampler::SampleWalkStep(src_->csr_.View(), nodes, keys, so, &step_));
+    for (size_t i = 0; i < nodes.size(); ++i)
+      next[i] = step_.offsets[i + 1] > step_.offsets[i] ? step_.neighbors[step_.offsets[i]] : -1;
+    return Status::OK();
+  }
+  bool StoresIncoming() const override { return src_->incoming_; }
+
   Status HasEdges(ArrayView<const int64_t> src, ArrayView<const int64_t> dst, uint8_t* exists,
                   int edge_type) override {
     if (src.size() != dst.size())
@@ -103,6 +116,7 @@ class LocalSession : public Session {
   const LocalSource* src_;
   std::unique_ptr<sampler::MultiHopSampler> sampler_;
   std::unique_ptr<sampler::TemporalSampler> temporal_;
+  sampler::OneHopResult step_;  // WalkStep scratch
 };
 
 Status LocalSource::Open(const std::string& dir, std::shared_ptr<LocalSource>* out) {

@@ -87,6 +87,22 @@ class Session {
   // (heterogeneous datasets): only edges of that type count.
   virtual Status HasEdges(ArrayView<const int64_t> src, ArrayView<const int64_t> dst,
                           uint8_t* exists, int edge_type = -1) = 0;
+  // One step of many random walks (sampler/walk.h): walk i, at nodes[i],
+  // moves to the stored neighbor keys[i] picks (uniformly, or by edge weight
+  // with `weighted`); next[i] is that node, or -1 at a dead end. Asked of the
+  // servers owning the nodes (client/walks.h drives whole walks).
+  virtual Status WalkStep(ArrayView<const int64_t> nodes, ArrayView<const uint64_t> keys,
+                          bool weighted, int64_t* next) = 0;
+  // exists[i] = 1 where candidates[i] is a stored neighbor of rows[i] (in
+  // rows[i]'s row, whichever the storage direction), else 0: node2vec's
+  // "is x a neighbor of the previous node" (HasEdges in storage terms).
+  Status InRows(ArrayView<const int64_t> rows, ArrayView<const int64_t> candidates,
+                uint8_t* exists) {
+    return StoresIncoming() ? HasEdges(candidates, rows, exists)
+                            : HasEdges(rows, candidates, exists);
+  }
+  // Whether rows hold in-neighbors (direction "in", the default) or out-neighbors.
+  virtual bool StoresIncoming() const = 0;
   // Splits large hops sampled in this process (co-located partitions) over
   // `pool` (null: none), as servers split large requests over theirs. For a
   // session that works alone (the Python binding's call session), not for

@@ -30,12 +30,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > 9) std::memcpy(aligned.data(), data + 9, size - 9);
   SampleReplyView v;
   const size_t nodes = data_length % 4096;
+  const bool weights = (data_length >> 12) & 1;  // a LABOR reply (edge weights last)
   if (DecodeSampleReply(reinterpret_cast<const char*>(aligned.data()), size - 9, nodes, need_ticket,
-                        &v)
+                        &v, weights)
           .ok()) {
     int64_t sum = 0;
     for (size_t i = 0; i < nodes; ++i) sum += v.counts[i];
-    if (sum != v.total || SampleReplyBytes(nodes, v.total, need_ticket) != size - 9)
+    if (sum != v.total || SampleReplyBytes(nodes, v.total, need_ticket, weights) != size - 9)
+      __builtin_trap();
+    if (weights && v.total > 0 &&
+        reinterpret_cast<const char*>(v.edge_weights + v.total) !=
+            reinterpret_cast<const char*>(aligned.data()) + (size - 9))
       __builtin_trap();
   }
   return 0;

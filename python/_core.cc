@@ -25,6 +25,7 @@
 #include "cache/gpu_feature_cache.h"
 #include "client/cluster.h"
 #include "client/loader.h"
+#include "client/walks.h"
 #include "common/id_range.h"
 #include "common/random.h"
 #include "common/thread_pool.h"
@@ -494,6 +495,7 @@ py::dict BatchDict(const client::MiniBatch& b) {
   d["y"] = ToCapsule(b.y);
   d["edge_index"] = ToCapsule(b.edge_index);
   d["e_id"] = ToCapsule(b.edge_id);
+  d["edge_weight"] = ToCapsule(b.edge_weight);
   d["original_id"] = ToCapsule(b.original_id);
   d["input_id"] = ToCapsule(b.input_id);
   d["batch"] = ToCapsule(b.batch);
@@ -561,6 +563,7 @@ client::LoaderOptions ParseLoaderOptions(const PyCluster& cluster, const py::dic
       {"features", &o.features},         {"labels", &o.labels},       {"edge_ids", &o.edge_ids},
       {"original_ids", &o.original_ids}, {"drop_last", &o.drop_last}, {"subgraph", &o.subgraph},
       {"neg_strict", &o.negative.strict}};
+  // sampler="neighbor" (default) or "labor".
   for (const auto& [key_obj, v] : kw) {
     const std::string key = py::str(key_obj);
     auto as_bool = [&]() {
@@ -597,6 +600,13 @@ client::LoaderOptions ParseLoaderOptions(const PyCluster& cluster, const py::dic
       gpu_cache_fraction = v.cast<double>();
     } else if (key == "input_time") {
       if (!v.is_none()) o.input_time = Int64List(v, "input_time");
+    } else if (key == "sampler") {
+      const std::string name = py::str(v);
+      if (name != "neighbor" && name != "labor")
+        Raise(Status::InvalidArgument("sampler '" + name +
+                                      "' is not 'neighbor' or 'labor' (random walks: "
+                                      "fanout.RandomWalkLoader)"));
+      o.labor = name == "labor";
     } else if (key == "temporal_strategy") {
       Check(sampler::ParseTemporalStrategy(py::str(v), &o.temporal_strategy));
     } else if (key == "type_fanouts") {
@@ -659,6 +669,68 @@ py::dict SampleBatchOf(PyCluster& cluster, const py::dict& options, const py::ob
     return client::SampleBatch(source, s, seeds, request_seed, o, &b);
   }));
   return BatchDict(b);
+}
+
+// Random walks from `seeds` (client::RandomWalks through the cluster's call
+// session). options: walk_length, num_walks, p, q, restart_prob, weighted,
+// top_k, max_trials, each checked by name. Returns {"walks": int64
+// [n * num_walks, walk_length + 1], "steps": int, and with top_k > 0
+// "top_offsets", "top_nodes", "top_counts"}.
+py::dict RandomWalksOf(PyCluster& cluster, const py::object& seeds_obj, const py::dict& options,
+                       uint64_t request_seed) {
+  client::WalkOptions o;
+  for (const auto& [key_obj, v] : options) {
+    const std::string key = py::str(key_obj);
+    auto as_int = [&]() -> int64_t {
+      if (py::isinstance<py::bool_>(v) || !py::isinstance<py::int_>(v))
+        Raise(Status::InvalidArgument("walk option " + key + " must be an integer"));
+      return v.cast<int64_t>();
+    };
+    auto as_float = [&]() -> double {
+      if (py::isinstance<py::bool_>(v) ||
+          !(py::isinstance<py::int_>(v) || py::isinstance<py::float_>(v)))
+        Raise(Status::InvalidArgument("walk option " + key + " must be a number"));
+      return v.cast<double>();
+    };
+    if (key == "walk_length") {
+      o.walk_length = as_int();
+    } else if (key == "num_walks") {
+      o.num_walks = as_int();
+    } else if (key == "top_k") {
+      o.top_k = as_int();
+    } else if (key == "max_trials") {
+      o.max_trials = static_cast<int>(std::clamp<int64_t>(as_int(), -1, 1 << 20));
+    } else if (key == "p") {
+      o.p = as_float();
+    } else if (key == "q") {
+      o.q = as_float();
+    } else if (key == "restart_prob") {
+      o.restart_prob = as_float();
+    } else if (key == "weighted") {
+      if (!py::isinstance<py::bool_>(v))
+        Raise(Status::InvalidArgument("walk option weighted must be True or False"));
+      o.weighted = v.cast<bool>();
+    } else {
+      Raise(Status::InvalidArgument("unknown walk option '" + key + "'"));
+    }
+  }
+  Check(client::CheckWalkOptions(o));
+  std::vector<int64_t> seeds = Int64List(seeds_obj, "seeds");
+  client::WalkResult r;
+  Check(cluster.WithSession(
+      [&](client::Session* s) { return client::RandomWalks(*s, seeds, request_seed, o, &r); }));
+  const int64_t rows = static_cast<int64_t>(seeds.size()) * o.num_walks;
+  at::Tensor walks = at::empty({rows, o.walk_length + 1}, at::kLong);
+  std::copy(r.walks.begin(), r.walks.end(), walks.data_ptr<int64_t>());
+  py::dict d;
+  d["walks"] = ToCapsule(walks);
+  d["steps"] = r.steps;
+  if (o.top_k > 0) {
+    d["top_offsets"] = Int64Capsule(std::move(r.offsets));
+    d["top_nodes"] = Int64Capsule(std::move(r.nodes));
+    d["top_counts"] = Int64Capsule(std::move(r.counts));
+  }
+  return d;
 }
 
 class PyLoader {
@@ -858,7 +930,9 @@ PYBIND11_MODULE(_core, m) {
       .def("features_into", &PyCluster::FeaturesInto, py::arg("ids"), py::arg("out"))
       .def("labels", &PyCluster::Labels, py::arg("ids"))
       .def("sample_batch", &SampleBatchOf, py::arg("options"), py::arg("nodes"), py::arg("link"),
-           py::arg("times"), py::arg("request_seed"));
+           py::arg("times"), py::arg("request_seed"))
+      .def("random_walks", &RandomWalksOf, py::arg("seeds"), py::arg("options"),
+           py::arg("request_seed"));
   py::class_<PyLoader>(m, "NodeLoader")
       .def(py::init<const PyCluster&, const py::object&, const py::dict&, const py::object&>(),
            py::arg("cluster"), py::arg("input_nodes"), py::arg("options"),

@@ -4,7 +4,7 @@
 namespace fanout::rpc {
 template std::string Pack<int64_t>(ArrayView<const int64_t>);
 void EncodeSampleReply(const int64_t* offsets, size_t n, const int64_t* neighbors,
-                       const int64_t* edge_ids, char* dst) {
+                       const int64_t* edge_ids, char* dst, const float* edge_weights) {
   const int64_t total = offsets[n];
   int32_t* counts = reinterpret_cast<int32_t*>(dst);
   for (size_t i = 0; i < n; ++i) counts[i] = static_cast<int32_t>(offsets[i + 1] - offsets[i]);
@@ -14,10 +14,13 @@ void EncodeSampleReply(const int64_t* offsets, size_t n, const int64_t* neighbor
   if (total > 0) std::memcpy(at, neighbors, static_cast<size_t>(total) * 8);
   if (edge_ids != nullptr && total > 0)
     std::memcpy(at + total * 8, edge_ids, static_cast<size_t>(total) * 8);
+  if (edge_weights != nullptr && total > 0)
+    std::memcpy(at + total * (edge_ids != nullptr ? 16 : 8), edge_weights,
+                static_cast<size_t>(total) * 4);
 }
 
 Status DecodeSampleReply(const char* data, size_t size, size_t nodes, bool with_edge_ids,
-                         SampleReplyView* out) {
+                         SampleReplyView* out, bool with_edge_weights) {
   if (nodes > size / 4 || size < SampleCountsBytes(nodes))
     return Status::Corruption("malformed sample reply: " + std::to_string(size) +
                               " bytes cannot hold the counts of " + std::to_string(nodes) +
@@ -30,14 +33,18 @@ Status DecodeSampleReply(const char* data, size_t size, size_t nodes, bool with_
                                 std::to_string(counts[j]) + ")");
     total += counts[j];
   }
-  const size_t per = with_edge_ids ? 16 : 8;
+  const size_t per = 8 + (with_edge_ids ? 8 : 0) + (with_edge_weights ? 4 : 0);
   if (static_cast<uint64_t>(total) > (size - SampleCountsBytes(nodes)) / per ||
-      size != SampleReplyBytes(nodes, total, with_edge_ids))
+      size != SampleReplyBytes(nodes, total, with_edge_ids, with_edge_weights))
     return Status::Corruption("sample reply counts (" + std::to_string(total) +
                               " neighbors) do not match its " + std::to_string(size) + " bytes");
   out->counts = counts;
   out->neighbors = reinterpret_cast<const int64_t*>(data + SampleCountsBytes(nodes));
   out->edge_ids = with_edge_ids ? out->neighbors + total : nullptr;
+  out->edge_weights =
+      with_edge_weights
+          ? reinterpret_cast<const float*>(out->neighbors + total * (with_edge_ids ? 2 : 1))
+          : nullptr;
   out->total = total;
   return Status::OK();
 }

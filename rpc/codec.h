@@ -43,29 +43,34 @@ Status View(const std::string& payload, const char* what, ArrayView<const T>* ou
 
 // The one-hop sample reply as one packed buffer (the data plane's kSample
 // payload): counts (int32 per node, padded to a multiple of 8 bytes), then
-// the neighbors (int64), then the edge ids (int64, when asked for). The
-// server encodes it, the client decodes it; nothing else knows the layout.
+// the neighbors (int64), then the edge ids (int64, when asked for), then the
+// edge weights (float32, LABOR hops only). The server encodes it, the client
+// decodes it; nothing else knows the layout.
 inline size_t SampleCountsBytes(size_t nodes) { return (nodes * 4 + 7) & ~size_t{7}; }
-inline size_t SampleReplyBytes(size_t nodes, int64_t edges, bool with_edge_ids) {
-  return SampleCountsBytes(nodes) + static_cast<size_t>(edges) * (with_edge_ids ? 16 : 8);
+inline size_t SampleReplyBytes(size_t nodes, int64_t edges, bool with_edge_ids,
+                               bool with_edge_weights = false) {
+  return SampleCountsBytes(nodes) +
+         static_cast<size_t>(edges) * (8 + (with_edge_ids ? 8 : 0) + (with_edge_weights ? 4 : 0));
 }
 // Encodes n nodes' samples given as CSR: node i's neighbors are
-// neighbors[offsets[i] .. offsets[i + 1]) (edge ids likewise, or null
-// without). dst holds SampleReplyBytes(n, offsets[n], edge_ids != null).
+// neighbors[offsets[i] .. offsets[i + 1]) (edge ids and weights likewise, or
+// null without). dst holds SampleReplyBytes(n, offsets[n], edge_ids != null,
+// edge_weights != null).
 void EncodeSampleReply(const int64_t* offsets, size_t n, const int64_t* neighbors,
-                       const int64_t* edge_ids, char* dst);
+                       const int64_t* edge_ids, char* dst, const float* edge_weights = nullptr);
 // A decoded reply: views into the buffer, which must outlive them.
 struct SampleReplyView {
-  const int32_t* counts = nullptr;     // one per node
-  const int64_t* neighbors = nullptr;  // total of them, node by node
-  const int64_t* edge_ids = nullptr;   // total of them, or null without
+  const int32_t* counts = nullptr;      // one per node
+  const int64_t* neighbors = nullptr;   // total of them, node by node
+  const int64_t* edge_ids = nullptr;    // total of them, or null without
+  const float* edge_weights = nullptr;  // total of them, or null without
   int64_t total = 0;
 };
 // Decodes a reply for `nodes` nodes. Corruption, saying what is wrong, when
 // the buffer is shorter than the counts, a count is negative or the sizes do
 // not add up (a reply from a rogue or broken server); never reads past size.
 Status DecodeSampleReply(const char* data, size_t size, size_t nodes, bool with_edge_ids,
-                         SampleReplyView* out);
+                         SampleReplyView* out, bool with_edge_weights = false);
 
 }  // namespace fanout::rpc
 

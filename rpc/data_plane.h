@@ -37,7 +37,9 @@ bool DataPlaneBuilt();
 
 enum class DataMethod : uint8_t { kPing = 0, kFeatures = 1, kLabels = 2, kSample = 3 };
 
-// A kSample reply is one payload: rpc/codec.h's EncodeSampleReply layout.
+// A kSample reply is one payload: rpc/codec.h's EncodeSampleReply layout
+// (with edge weights for a LABOR hop, call.labor). A walk step (call.walk_keys
+// non-empty) sends the node ids followed by the keys.
 
 // One request as the server's handler sees it. `ids` points into the
 // request's receive buffer and is valid during Handle() only.

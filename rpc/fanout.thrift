@@ -89,6 +89,13 @@ struct SampleRequest {
   // per edge type (0 = not sampled); `fanout` is then their largest. The
   // reply lists each node's edges by type, with `edge_types`.
   11: optional binary type_fanouts,
+  // LABOR-0 (sampler/labor.h) instead of independent per-node draws; the
+  // reply then carries `edge_weights`. Not with keep, times or type_fanouts.
+  12: optional bool labor,
+  // A random-walk step (sampler/walk.h): packed u64, one key per node; each
+  // node moves to the one neighbor its key picks (count 0 at a dead end);
+  // `fanout` is ignored. The reply sets `walk_step`. Not with the above.
+  13: optional binary walk_keys,
 }
 
 struct SampleResponse {
@@ -96,6 +103,8 @@ struct SampleResponse {
   2: binary neighbors,        // packed i64 global ids, concatenated in node order
   3: binary edge_ids,         // packed i64, same positions; empty unless requested
   4: optional binary edge_types,  // packed i32, same positions; heterogeneous requests only
+  5: optional binary edge_weights,  // packed f32, same positions; LABOR requests only
+  6: optional bool walk_step,       // set when the request was a walk step (walk_keys)
 }
 
 // Sent by a client to the replica it just moved a session to, after the one

@@ -297,7 +297,7 @@ Status RpcClient::Info(RemotePartitionInfo* out) {
 
 Status RpcClient::Sample(ArrayView<const int64_t> nodes, const SampleCall& call, SampleReply* out) {
   FANOUT_RETURN_IF_ERROR(SendSample(nodes, call));
-  return ReceiveSample(nodes.size(), call.with_edge_ids, out);
+  return ReceiveSample(nodes.size(), call, out);
 }
 
 Status RpcClient::SendSample(ArrayView<const int64_t> nodes, const SampleCall& call) {
@@ -317,10 +317,13 @@ Status RpcClient::SendSample(ArrayView<const int64_t> nodes, const SampleCall& c
   }
   if (!call.type_fanouts.empty())
     Pack(call.type_fanouts, &req.type_fanouts), req.__isset.type_fanouts = true;
+  if (call.labor) req.__set_labor(true);
+  if (!call.walk_keys.empty()) Pack(call.walk_keys, &req.walk_keys), req.__isset.walk_keys = true;
   return Call("sample_neighbors", [&](gen::FanoutClient& c) { c.send_sample_neighbors(req); });
 }
 
-Status RpcClient::ReceiveSample(size_t num_nodes, bool with_edge_ids, SampleReply* out) {
+Status RpcClient::ReceiveSample(size_t num_nodes, const SampleCall& call, SampleReply* out) {
+  const bool with_edge_ids = call.with_edge_ids;
   gen::SampleResponse r;
   FANOUT_RETURN_IF_ERROR(
       Call("sample_neighbors", [&](gen::FanoutClient& c) { c.recv_sample_neighbors(r); }));
@@ -328,6 +331,13 @@ Status RpcClient::ReceiveSample(size_t num_nodes, bool with_edge_ids, SampleRepl
   out->neighbors = std::move(r.neighbors);
   out->edge_ids = std::move(r.edge_ids);
   out->edge_types = r.__isset.edge_types ? std::move(r.edge_types) : std::string();
+  out->edge_weights = r.__isset.edge_weights ? std::move(r.edge_weights) : std::string();
+  if (call.labor && out->edge_weights.size() * 2 != out->neighbors.size())
+    return Status::Corruption("server " + address_ +
+                              " sent no edge weights for a LABOR sample (a server before LABOR?)");
+  if (!call.walk_keys.empty() && !(r.__isset.walk_step && r.walk_step))
+    return Status::Corruption("server " + address_ +
+                              " did not answer a walk step as one (a server before random walks?)");
   if (out->counts.size() != num_nodes * 4 || out->neighbors.size() % 8 != 0 ||
       (with_edge_ids && out->edge_ids.size() != out->neighbors.size()) ||
       (r.__isset.edge_types && out->edge_types.size() * 2 != out->neighbors.size()))

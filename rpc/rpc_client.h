@@ -113,14 +113,19 @@ struct SampleCall {
   std::string temporal_strategy = "uniform";
   // Non-empty: heterogeneous sampling, this hop's fanout per edge type (Thrift only, as keep).
   ArrayView<const int64_t> type_fanouts;
+  // LABOR-0 (sampler/labor.h): the reply carries edge weights.
+  bool labor = false;
+  // Non-empty: a random-walk step (sampler/walk.h), one key per node; fanout unused.
+  ArrayView<const uint64_t> walk_keys;
 };
 
 // One-hop reply, as received: packed arrays (no copy after Thrift's).
 struct SampleReply {
-  std::string counts;      // int32 per node
-  std::string neighbors;   // int64
-  std::string edge_ids;    // int64, empty unless requested
-  std::string edge_types;  // int32, heterogeneous requests only
+  std::string counts;        // int32 per node
+  std::string neighbors;     // int64
+  std::string edge_ids;      // int64, empty unless requested
+  std::string edge_types;    // int32, heterogeneous requests only
+  std::string edge_weights;  // float32, LABOR requests only
   ArrayView<const int32_t> Counts() const {
     return {reinterpret_cast<const int32_t*>(counts.data()), counts.size() / 4};
   }
@@ -132,6 +137,9 @@ struct SampleReply {
   }
   ArrayView<const int32_t> EdgeTypes() const {
     return {reinterpret_cast<const int32_t*>(edge_types.data()), edge_types.size() / 4};
+  }
+  ArrayView<const float> EdgeWeights() const {
+    return {reinterpret_cast<const float*>(edge_weights.data()), edge_weights.size() / 4};
   }
 };
 
@@ -173,7 +181,10 @@ class RpcClient {
   // servers at once: Send*() writes the request, Receive*() waits for the
   // reply. REQUIRES: each Send is followed by its Receive before the next Send.
   Status SendSample(ArrayView<const int64_t> nodes, const SampleCall& call);
-  Status ReceiveSample(size_t num_nodes, bool with_edge_ids, SampleReply* out);
+  // `call` as sent: a LABOR reply must carry its edge weights, a walk step's
+  // must say it was one (Corruption naming the server otherwise: a server
+  // before them).
+  Status ReceiveSample(size_t num_nodes, const SampleCall& call, SampleReply* out);
   Status SendFeatures(ArrayView<const int64_t> nodes);
   Status ReceiveFeatures(std::string* rows);
   Status SendLabels(ArrayView<const int64_t> nodes);

@@ -212,6 +212,9 @@ Status SampleHeteroHop(const CsrGraph& graph, const int32_t* edge_types,
                        ArrayView<const int64_t> nodes, ArrayView<const int64_t> fanouts,
                        int64_t hop, uint64_t request_seed, const SamplingOptions& options,
                        OneHopResult* out) {
+  if (options.labor)
+    return Status::InvalidArgument(
+        "LABOR sampling of heterogeneous (per-edge-type) hops is not supported");
   if (options.weighted && !graph.has_weights())
     return Status::InvalidArgument("weighted sampling requested but the graph has no edge weights");
   const int64_t lo = options.node_offset, hi = options.node_offset + graph.num_nodes();
@@ -232,6 +235,7 @@ Status SampleHeteroHop(const CsrGraph& graph, const int32_t* edge_types,
   thread_local std::vector<Run> runs;
   runs.clear();
   out->offsets.resize(m + 1);
+  out->edge_weights.clear();
   out->offsets[0] = 0;
   int64_t total = 0;
   constexpr int64_t kIndptrAhead = 16, kRowAhead = 8;

@@ -15,6 +15,7 @@ void SampledSubgraph::Clear() {
   edge_id.clear();
   batch.clear();
   edge_type.clear();
+  edge_weight.clear();
   num_sampled_nodes.clear();
   num_sampled_edges.clear();
   batch_size = 0;
@@ -26,6 +27,12 @@ Status CheckMultiHopOptions(const MultiHopOptions& options, bool graph_has_weigh
   if (options.sampling.weighted && !graph_has_weights)
     return Status::InvalidArgument("weighted sampling requested but the graph has no edge weights");
   const auto& typed = options.edge_type_fanouts;
+  if (options.sampling.labor && options.sampling.replace)
+    return Status::InvalidArgument(
+        "LABOR sampling draws without replacement: replace=true is not supported with it");
+  if (options.sampling.labor && !typed.empty())
+    return Status::InvalidArgument(
+        "LABOR sampling of heterogeneous (per-edge-type) hops is not supported");
   for (size_t e = 0; e < typed.size(); ++e) {
     if (typed[e].size() != typed.front().size())
       return Status::InvalidArgument(
@@ -67,6 +74,9 @@ void SubgraphBuilder::AddHop(const OneHopResult& hop, bool with_edge_ids, Sample
     out->edge_id.resize(e0 + total);
     std::copy(hop.edge_ids.begin(), hop.edge_ids.begin() + total, out->edge_id.begin() + e0);
   }
+  if (!hop.edge_weights.empty())
+    out->edge_weight.insert(out->edge_weight.end(), hop.edge_weights.begin(),
+                            hop.edge_weights.begin() + total);
   if (!hop.edge_types.empty())
     out->edge_type.insert(out->edge_type.end(), hop.edge_types.begin(),
                           hop.edge_types.begin() + total);
@@ -103,6 +113,7 @@ void SubgraphBuilder::SetInducedEdges(const OneHopResult& all, bool with_edge_id
   out->row.resize(total);
   out->col.resize(total);
   out->edge_id.resize(with_edge_ids ? total : 0);
+  out->edge_weight.clear();  // the induced edges are all of them: no estimator weights
   int64_t kept = 0;
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t e = off[i]; e < off[i + 1]; ++e) {
@@ -160,7 +171,7 @@ Status MultiHopSampler::Sample(ArrayView<const int64_t> seeds, uint64_t request_
   }
   if (options_.induced) {
     SamplingOptions every = options_.sampling;  // every stored edge, zero weights included
-    every.weighted = every.replace = false;
+    every.weighted = every.replace = every.labor = false;
     FANOUT_RETURN_IF_ERROR(hop_sampler_.Sample(graph_, builder_.Nodes(*out), -1,
                                                static_cast<int64_t>(options_.fanouts.size()),
                                                request_seed, every, pool_, &hop_));

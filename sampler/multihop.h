@@ -45,6 +45,8 @@ struct SampledSubgraph {
       batch;  // temporal (disjoint) sampling: the seed position of each n_id entry; else empty
   PodVector<int32_t>
       edge_type;  // heterogeneous sampling (sampler/hetero.h): each edge's type; else empty
+  PodVector<float> edge_weight;  // LABOR (sampler/labor.h): each sampled edge's importance
+                                 // weight; else empty
   std::vector<int64_t> num_sampled_nodes;  // hops + 1 entries
   std::vector<int64_t> num_sampled_edges;  // hops entries
   int64_t batch_size = 0;

@@ -6,6 +6,7 @@
 #include "common/id_range.h"
 #include "common/random.h"
 #include "sampler/detail/sample_row.h"
+#include "sampler/labor.h"
 
 namespace fanout::sampler {
 
@@ -26,6 +27,8 @@ constexpr int64_t kInt64PerLine = 64 / sizeof(int64_t);
 Status HopSampler::Sample(const CsrGraph& graph, ArrayView<const int64_t> nodes, int64_t fanout,
                           int64_t hop, uint64_t request_seed, const SamplingOptions& options,
                           ThreadPool* pool, OneHopResult* out) {
+  if (options.labor)
+    return SampleLaborHop(graph, nodes, fanout, hop, request_seed, options, pool, out);
   FANOUT_RETURN_IF_ERROR(CheckFanout(fanout, hop));
   if (options.weighted && !graph.has_weights())
     return Status::InvalidArgument("weighted sampling requested but the graph has no edge weights");
@@ -80,6 +83,7 @@ Status HopSampler::Sample(const CsrGraph& graph, ArrayView<const int64_t> nodes,
   out->neighbors.resize(total);
   out->edge_ids.resize(options.with_edge_ids ? total : 0);
   out->edge_types.clear();
+  out->edge_weights.clear();
 
   // Phase 2, software-pipelined: draw node i + kDrawAhead's positions and
   // prefetch the CSR lines they land on, then resolve node i's positions to

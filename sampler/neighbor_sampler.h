@@ -31,11 +31,15 @@ struct SamplingOptions {
   // partition's CSR holds rows [node_offset, node_offset + num_nodes) of the
   // global graph (default 0: the whole graph).
   int64_t node_offset = 0;
+  // LABOR-0 instead of independent per-node draws (sampler/labor.h): the
+  // seeds of a hop share one variate per neighbor; each sampled edge gets an
+  // importance weight (OneHopResult::edge_weights). Not with replace.
+  bool labor = false;
 };
 
 inline bool operator==(const SamplingOptions& a, const SamplingOptions& b) {
   return a.replace == b.replace && a.weighted == b.weighted && a.with_edge_ids == b.with_edge_ids &&
-         a.node_offset == b.node_offset;
+         a.node_offset == b.node_offset && a.labor == b.labor;
 }
 
 // Checks one fanout value: -1 (all neighbors) or >= 0.
@@ -49,6 +53,7 @@ struct OneHopResult {
   PodVector<int64_t> edge_ids;   // empty unless with_edge_ids
   PodVector<int32_t>
       edge_types;  // heterogeneous hops (sampler/hetero.h): same positions; else empty
+  PodVector<float> edge_weights;  // LABOR hops (sampler/labor.h): same positions; else empty
 };
 
 // Reusable state for sampling one hop. Not thread-safe: one per thread.
@@ -57,7 +62,8 @@ class HopSampler {
   // Samples up to `fanout` neighbors of every node in `nodes` (global ids in
   // [node_offset, node_offset + graph.num_nodes())) for hop `hop` of the
   // request with seed `request_seed`. Uses `pool` (may be null) to split large
-  // batches. On error `out` is unspecified.
+  // batches. options.labor: a LABOR-0 hop (SampleLaborHop). On error `out`
+  // is unspecified.
   Status Sample(const CsrGraph& graph, ArrayView<const int64_t> nodes, int64_t fanout, int64_t hop,
                 uint64_t request_seed, const SamplingOptions& options, ThreadPool* pool,
                 OneHopResult* out);

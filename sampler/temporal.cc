@@ -37,6 +37,9 @@ Status CheckTemporalOptions(const MultiHopOptions& o) {
   if (o.sampling.weighted)
     return Status::InvalidArgument("temporal sampling is not weighted (weighted=false)");
   if (o.induced) return Status::InvalidArgument("temporal sampling has no subgraph (induced) mode");
+  if (o.sampling.labor)
+    return Status::InvalidArgument(
+        "LABOR sampling of temporal graphs is not supported (sampler='neighbor' there)");
   return Status::OK();
 }
 
@@ -76,6 +79,7 @@ void TemporalHop(const CsrGraph& g, const int64_t* edge_times, const int64_t* ti
                  TemporalStrategy strategy, bool with_edge_ids, OneHopResult* out) {
   const size_t n = nodes.size();
   out->offsets.resize(n + 1);
+  out->edge_weights.clear();
   out->offsets[0] = 0;
   out->neighbors.clear();
   out->edge_ids.clear();

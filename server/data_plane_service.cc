@@ -34,12 +34,17 @@ Status DataPlaneService::Handle(const rpc::DataRequest& r, rpc::ReplyWriter* rep
         p.with_edge_ids = r.call.with_edge_ids;
         p.seed = r.call.seed;
         p.hop = r.call.hop;
+        p.labor = r.call.labor;
+        p.walk = !r.call.walk_keys.empty();
+        p.walk_keys = r.call.walk_keys;
         const sampler::OneHopResult* hop = nullptr;
         FANOUT_RETURN_IF_ERROR(svc_.Sample(r.ids, p, &hop));
         const size_t n = r.ids.size();
-        char* out = reply->Reserve(rpc::SampleReplyBytes(n, hop->offsets[n], p.with_edge_ids));
+        char* out =
+            reply->Reserve(rpc::SampleReplyBytes(n, hop->offsets[n], p.with_edge_ids, p.labor));
         rpc::EncodeSampleReply(hop->offsets.data(), n, hop->neighbors.data(),
-                               p.with_edge_ids ? hop->edge_ids.data() : nullptr, out);
+                               p.with_edge_ids ? hop->edge_ids.data() : nullptr, out,
+                               p.labor ? hop->edge_weights.data() : nullptr);
         bytes = reply->size();
         return Status::OK();
       });

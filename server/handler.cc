@@ -124,6 +124,13 @@ void RpcHandler::sample_neighbors(gen::SampleResponse& out, const gen::SampleReq
         return Status::InvalidArgument(
             "subgraph (keep) sampling of heterogeneous datasets is not supported");
     }
+    p.labor = req.__isset.labor && req.labor;
+    if (req.__isset.walk_keys) {
+      FANOUT_RETURN_IF_ERROR(rpc::View(req.walk_keys, "walk keys", &p.walk_keys));
+      p.walk = true;
+    }
+    if ((p.labor || p.walk) && req.__isset.keep)
+      return Status::InvalidArgument("keep lists are for subgraph passes, not LABOR or walk steps");
     const sampler::OneHopResult* hop = nullptr;
     FANOUT_RETURN_IF_ERROR(svc_.Sample(ids, p, &hop));
     const size_t n = ids.size();
@@ -132,6 +139,12 @@ void RpcHandler::sample_neighbors(gen::SampleResponse& out, const gen::SampleReq
       out.__set_edge_types(
           std::string(reinterpret_cast<const char*>(hop->edge_types.data()), total * 4));
     }
+    if (p.labor) {
+      const int64_t total = hop->offsets[n];
+      out.__set_edge_weights(
+          std::string(reinterpret_cast<const char*>(hop->edge_weights.data()), total * 4));
+    }
+    if (p.walk) out.__set_walk_step(true);
     if (req.__isset.keep) {
       PackKept(*hop, n, keep, req.with_edge_ids, &out);
       bytes = out.counts.size() + out.neighbors.size() + out.edge_ids.size();
@@ -147,7 +160,8 @@ void RpcHandler::sample_neighbors(gen::SampleResponse& out, const gen::SampleReq
       out.edge_ids.assign(reinterpret_cast<const char*>(hop->edge_ids.data()), total * 8);
     else
       out.edge_ids.clear();
-    bytes = out.counts.size() + out.neighbors.size() + out.edge_ids.size() + out.edge_types.size();
+    bytes = out.counts.size() + out.neighbors.size() + out.edge_ids.size() + out.edge_types.size() +
+            out.edge_weights.size();
     return Status::OK();
   });
 }

@@ -5,6 +5,7 @@
 
 #include "common/id_range.h"
 #include "sampler/hetero.h"
+#include "sampler/walk.h"
 
 namespace fanout::server {
 
@@ -87,6 +88,27 @@ Status PartitionService::Labels(ArrayView<const int64_t> ids, int64_t* dst) cons
 
 Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams& p,
                                 const sampler::OneHopResult** out) {
+  if (p.walk) {
+    if (p.labor || p.temporal || p.hetero)
+      return Status::InvalidArgument(
+          "a walk step takes no LABOR, temporal or per-edge-type options");
+    if (p.walk_keys.size() != ids.size())
+      return Status::InvalidArgument("walk step: " + std::to_string(ids.size()) + " nodes but " +
+                                     std::to_string(p.walk_keys.size()) + " walk keys");
+    sampler::SamplingOptions so;
+    so.weighted = p.weighted;
+    so.with_edge_ids = p.with_edge_ids;
+    so.node_offset = s_->view.node_begin;
+    FANOUT_RETURN_IF_ERROR(sampler::SampleWalkStep(s_->graph, ids, p.walk_keys, so, &hop_));
+    metrics_->RecordSample(static_cast<int64_t>(ids.size()), hop_.offsets[ids.size()]);
+    *out = &hop_;
+    return Status::OK();
+  }
+  if (p.labor && (p.temporal || p.hetero))
+    return Status::InvalidArgument(p.temporal
+                                       ? "LABOR sampling of temporal graphs is not supported"
+                                       : "LABOR sampling of heterogeneous (per-edge-type) hops is "
+                                         "not supported");
   if (p.fanout < -1 || p.fanout > s_->options.max_fanout)
     return Status::InvalidArgument("fanout " + std::to_string(p.fanout) + " is outside [-1, " +
                                    std::to_string(s_->options.max_fanout) + "]");
@@ -120,11 +142,12 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
   // The reply's largest possible size, before any work: repeated hub ids with
   // a large fanout could otherwise ask for terabytes. A bound from the
   // fanout and the largest degree first; the exact one only where that is over.
-  const double per_edge = p.with_edge_ids ? 16 : 8;
+  const double per_edge = (p.with_edge_ids ? 16 : 8) + (p.labor ? 4 : 0);
   const double limit = static_cast<double>(s_->options.max_reply_bytes);
   // The most edges one node of this degree can draw.
   auto most_drawn = [&](int64_t deg) -> double {
     return deg == 0           ? 0
+           : p.labor          ? deg  // LABOR may take any neighbor (each with probability k/d)
            : bound_fanout < 0 ? deg
            : p.replace        ? bound_fanout
                               : std::min(bound_fanout, deg);
@@ -146,6 +169,7 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
   so.replace = p.replace;
   so.weighted = p.weighted;
   so.with_edge_ids = p.with_edge_ids;
+  so.labor = p.labor;
   so.node_offset = s_->view.node_begin;
   if (p.temporal) {
     if (!s_->data->meta.has_edge_times)

@@ -97,6 +97,11 @@ struct SampleParams {
   // Heterogeneous sampling (sampler/hetero.h): this hop's fanout per edge type.
   bool hetero = false;
   ArrayView<const int64_t> type_fanouts;
+  // LABOR-0 (sampler/labor.h): the hop's result carries edge weights.
+  bool labor = false;
+  // A random-walk step (sampler/walk.h): one key per node; fanout unused.
+  bool walk = false;
+  ArrayView<const uint64_t> walk_keys;
 };
 
 class PartitionService {

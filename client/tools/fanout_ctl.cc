@@ -24,6 +24,7 @@
 #include "client/cluster.h"
 #include "datasets/partition_store.h"
 #include "rpc/rpc_client.h"
+#include "sampler/walk.h"
 
 using fanout::Status;
 
@@ -412,6 +413,14 @@ int main(int argc, char** argv) {
   sample->add_option("--hop", hop, "Hop index")->default_val(0);
   sample->add_flag("--replace", replace, "Sample with replacement");
   sample->add_flag("--weighted", weighted, "Sample by edge weight");
+  std::string sampler_kind = "neighbor";
+  sample
+      ->add_option("--sampler", sampler_kind,
+                   "neighbor (each seed draws --fanout independently), labor (LABOR-0: seeds "
+                   "share one variate per neighbor; prints each edge's importance weight), or "
+                   "walk (one random-walk step per seed: seed i is walk i, at step --hop + 1)")
+      ->default_val("neighbor")
+      ->check(CLI::IsMember({"neighbor", "labor", "walk"}));
   std::vector<int64_t> times, keep;
   std::string strategy = "uniform";
   sample
@@ -610,6 +619,14 @@ int main(int argc, char** argv) {
   call.hop = hop;
   call.replace = replace;
   call.weighted = weighted;
+  call.labor = sampler_kind == "labor";
+  std::vector<uint64_t> walk_keys;
+  if (sampler_kind == "walk") {
+    for (size_t i = 0; i < seeds.size(); ++i)
+      walk_keys.push_back(fanout::sampler::WalkStepKey(static_cast<uint64_t>(seed), i,
+                                                       static_cast<uint64_t>(hop) + 1));
+    call.walk_keys = walk_keys;
+  }
   fanout::rpc::SampleReply reply;
   st = client->Sample(seeds, call, &reply);
   if (!st.ok()) {
@@ -620,6 +637,7 @@ int main(int argc, char** argv) {
   auto nbr = reply.Neighbors();
   auto eids = reply.EdgeIds();
   auto types = reply.EdgeTypes();
+  auto weights = reply.EdgeWeights();
   size_t at = 0;
   for (size_t i = 0; i < seeds.size(); ++i) {
     std::printf("%lld (%d):", static_cast<long long>(seeds[i]), counts[i]);
@@ -627,6 +645,7 @@ int main(int argc, char** argv) {
       std::printf(" %lld[e%lld", static_cast<long long>(nbr[at]), static_cast<long long>(eids[at]));
       if (at < types.size() && types[at] >= 0 && types[at] < schema.num_edge_types())
         std::printf(" %s", schema.EdgeTypeName(types[at]).c_str());
+      if (at < weights.size()) std::printf(" w=%.6g", weights[at]);
       std::printf("]");
     }
     std::printf("\n");

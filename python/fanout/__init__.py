@@ -31,7 +31,8 @@ from ._bins import find_binary
 from .local_cluster import LocalCluster
 
 __all__ = [
-    "Cluster", "NodeLoader", "SubgraphLoader", "LinkLoader", "NegativeSampling", "Batch", "LocalCluster", "partition", "stats", "Error", "InvalidArgument",
+    "Cluster", "NodeLoader", "SubgraphLoader", "LinkLoader", "RandomWalkLoader", "WalkBatch", "NegativeSampling",
+    "Batch", "LocalCluster", "partition", "stats", "Error", "InvalidArgument",
     "NotFound", "Corruption", "IOError", "NotSupported", "Unavailable", "DeadlineExceeded",
     "ResourceExhausted", "Aborted", "Unauthenticated", "Internal",
 ]
@@ -217,6 +218,21 @@ class Cluster:
             edge_type = ",".join(edge_type)
         return self._c.edge_type_index(str(edge_type))
 
+    def random_walks(self, seeds, walk_length=5, *, num_walks=1, p=1.0, q=1.0, restart_prob=0.0, weighted=False,
+                     top_k=0, seed=0, max_trials=100):
+        """Random walks from ``seeds`` through the servers (client/walks.h; docs/SAMPLERS.md), as a
+        WalkBatch: ``walks`` int64 [len(seeds) * num_walks, walk_length + 1] (walk j of seed i is
+        row i * num_walks + j; column 0 the seed; -1 past a dead end). ``p``/``q``: node2vec's return
+        and in-out parameters; ``restart_prob``: jump back to the start before a step;
+        ``weighted``: steps by edge weight; ``top_k`` > 0: each seed's most visited nodes
+        (PinSAGE neighborhoods) in ``top_nodes``/``top_counts``. Every step is a pure function of
+        (walk, step, ``seed``): the same walks in process and through any number of servers."""
+        ids = _ids(seeds, self)
+        options = dict(walk_length=walk_length, num_walks=num_walks, p=float(p), q=float(q),
+                       restart_prob=float(restart_prob), weighted=weighted, top_k=top_k, max_trials=max_trials)
+        d = self._c.random_walks(_ids_buffer(ids), options, int(seed))
+        return WalkBatch(d, ids, num_walks)
+
     def __repr__(self):
         return "fanout.Cluster(%s)" % self._c.description
 
@@ -245,10 +261,14 @@ class Batch:
     Heterogeneous loaders add ``node_type`` [N] and ``edge_type`` [E]
     (indices into the cluster's node_types / edge_types) and yield a
     HeteroBatch built from this.
+
+    LABOR loaders (``sampler="labor"``) add ``edge_weight`` float32 [E]: each
+    sampled edge's importance weight (per target, an unbiased estimate of the
+    mean over its neighbors: docs/SAMPLERS.md).
     """
 
     _LINK = ("edge_label_index", "edge_label", "src_index", "dst_pos_index", "dst_neg_index", "batch", "seed_time",
-             "node_type", "edge_type")
+             "node_type", "edge_type", "edge_weight")
     __slots__ = ("x", "y", "edge_index", "n_id", "e_id", "original_id", "batch_size", "num_sampled_nodes",
                  "num_sampled_edges", "input_id", "epoch", "index") + _LINK
 
@@ -515,6 +535,12 @@ class NodeLoader:
     not later than it (``temporal_strategy`` "uniform" among them, or "last":
     the most recent), one disjoint tree per seed (``batch.batch``).
 
+    ``sampler``: "neighbor" (default: each node draws its fanout
+    independently) or "labor" (LABOR-0: the same expected fanout per node,
+    but the nodes of a hop share their draws, so fewer distinct nodes and
+    feature rows per batch; batches carry ``edge_weight``; homogeneous,
+    not temporal, no ``replace``). docs/SAMPLERS.md has the definitions.
+
     Heterogeneous datasets (``cluster.node_types`` not empty), as PyG:
     ``num_neighbors`` a dict {(src, rel, dst) or rel: [fanout per hop]}
     (edge types left out are not sampled; a list applies to every edge
@@ -526,7 +552,7 @@ class NodeLoader:
                  replace=False, weighted=False, num_workers=2, prefetch=4, seed=0, data_plane="auto",
                  features=True, labels=True, edge_ids=True, original_ids=False, drop_last=False, rank=None,
                  world_size=None, device="cpu", gpu_cache_fraction=0.1, input_time=None, temporal_strategy="uniform",
-                 _subgraph=False, _link=None):
+                 sampler="neighbor", _subgraph=False, _link=None):
         if not isinstance(cluster, Cluster):
             raise InvalidArgument("%s needs a fanout.Cluster, not %s" % (type(self).__name__, type(cluster).__name__))
         _check_data_plane(data_plane)
@@ -570,7 +596,7 @@ class NodeLoader:
                        world_size=None if world_size is None else int(world_size), device=str(device),
                        gpu_cache_fraction=float(gpu_cache_fraction), subgraph=bool(_subgraph),
                        input_time=_times(input_time), temporal_strategy=str(temporal_strategy),
-                       type_fanouts=type_fanouts, link_edge_type=self._link_edge_type)
+                       type_fanouts=type_fanouts, link_edge_type=self._link_edge_type, sampler=str(sampler))
         if session_mode is not None:
             options["data_plane"] = session_mode
         link = None
@@ -749,6 +775,89 @@ class LinkLoader(NodeLoader):
         self.edge_label = edge_label
         self.neg_sampling = neg
         super().__init__(cluster, None, num_neighbors, batch_size, _link=link, input_time=edge_label_time, **options)
+
+
+class WalkBatch:
+    """Random walks of a batch of seeds (Cluster.random_walks, RandomWalkLoader).
+
+    ``seeds`` int64 [n]; ``walks`` int64 [n * num_walks, walk_length + 1]
+    (row i * num_walks + j is walk j of seed i; -1 past a dead end);
+    ``steps`` the steps taken. With ``top_k``: ``top_ptr`` int64 [n + 1] and
+    ``top_nodes`` / ``top_counts``: seed i's most visited nodes are
+    ``top_nodes[top_ptr[i]:top_ptr[i + 1]]`` (PinSAGE neighborhoods); None
+    otherwise. ``epoch`` and ``index`` of the batch (a loader's), else 0.
+    """
+
+    __slots__ = ("seeds", "walks", "steps", "top_ptr", "top_nodes", "top_counts", "epoch", "index")
+
+    def __init__(self, d, seeds, num_walks, epoch=0, index=0):
+        self.seeds = seeds
+        self.walks = _tensor(d["walks"])
+        self.steps = d["steps"]
+        self.top_ptr = _tensor(d.get("top_offsets"))
+        self.top_nodes = _tensor(d.get("top_nodes"))
+        self.top_counts = _tensor(d.get("top_counts"))
+        self.epoch = epoch
+        self.index = index
+
+    def neighborhood_index(self):
+        """The PinSAGE neighborhoods as PyG-style (edge_index [2, K] global ids: row 0 the visited
+        node, row 1 its seed, edge_weight [K] float visit counts)."""
+        if self.top_ptr is None:
+            raise InvalidArgument("no neighborhoods: ask for top_k > 0")
+        counts = self.top_ptr[1:] - self.top_ptr[:-1]
+        dst = torch.repeat_interleave(self.seeds, counts)
+        return torch.stack([self.top_nodes, dst]), self.top_counts.to(torch.float32)
+
+    def __repr__(self):
+        return "fanout.WalkBatch(seeds=%d, walks=%s, steps=%d)" % (len(self.seeds), list(self.walks.shape), self.steps)
+
+
+class RandomWalkLoader:
+    """Random walks from ``input_nodes`` in batches of ``batch_size`` seeds, for node2vec /
+    DeepWalk training and PinSAGE neighborhoods: ``for batch in loader`` walks one epoch
+    (reshuffled each epoch when ``shuffle``), yielding WalkBatch. Options as Cluster.random_walks.
+    Batch b of epoch e uses request seed batch_request_seed(seed, e, b), as NodeLoader's: a run
+    is reproducible, and the same through servers as in process."""
+
+    def __init__(self, cluster, input_nodes, walk_length=5, batch_size=1024, *, num_walks=1, p=1.0, q=1.0,
+                 restart_prob=0.0, weighted=False, top_k=0, shuffle=True, seed=0, drop_last=False, max_trials=100):
+        if not isinstance(cluster, Cluster):
+            raise InvalidArgument("RandomWalkLoader needs a fanout.Cluster, not %s" % type(cluster).__name__)
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise InvalidArgument("batch_size must be an integer >= 1, not %r" % (batch_size,))
+        self.cluster = cluster
+        self.input_nodes = _ids(input_nodes, cluster)
+        self.batch_size = batch_size
+        self.shuffle = bool(shuffle)
+        self.seed = int(seed)
+        self.drop_last = bool(drop_last)
+        self._options = dict(walk_length=walk_length, num_walks=num_walks, p=p, q=q, restart_prob=restart_prob,
+                             weighted=weighted, top_k=top_k, max_trials=max_trials)
+        # The options checked once, here, by the same code the walks use (no walk taken).
+        cluster.random_walks(self.input_nodes[:0], **self._options)
+        self._next_epoch = 0
+
+    def __len__(self):
+        n = len(self.input_nodes)
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+    def set_epoch(self, epoch):
+        """The epoch the next iteration walks (default: 0, then the next one each time)."""
+        self._next_epoch = _check_epoch(epoch)
+
+    def __iter__(self):
+        epoch = self._next_epoch
+        self._next_epoch += 1
+        ids = self.input_nodes
+        if self.shuffle:
+            g = torch.Generator().manual_seed(_core.batch_request_seed(self.seed, epoch, 1 << 62) & ((1 << 63) - 1))
+            ids = ids[torch.randperm(len(ids), generator=g)]
+        for b in range(len(self)):
+            chunk = ids[b * self.batch_size:(b + 1) * self.batch_size]
+            request_seed = _core.batch_request_seed(self.seed, epoch, b)
+            d = self.cluster._c.random_walks(_ids_buffer(chunk), self._options, request_seed)
+            yield WalkBatch(d, chunk, self._options["num_walks"], epoch, b)
 
 
 def stats(address, timeout_s=10.0):

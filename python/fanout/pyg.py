@@ -31,6 +31,7 @@ try:
     from torch_geometric.data import FeatureStore as _PygFeatureStore
     from torch_geometric.data import GraphStore as _PygGraphStore
     from torch_geometric.sampler import BaseSampler, HeteroSamplerOutput, SamplerOutput
+    from torch_geometric.loader import NodeLoader as _PygNodeLoader
 except ImportError as e:  # pragma: no cover - exercised where PyG is absent
     raise ImportError("fanout.pyg needs PyTorch Geometric (the torch-geometric package: "
                       "pip install torch-geometric), which does not import here: %s" % e) from e
@@ -289,7 +290,10 @@ class NeighborSampler(BaseSampler):
     ``temporal_strategy``: "uniform" or "last" for temporal inputs (``input_time`` /
     ``edge_label_time``; the dataset needs edge timestamps). ``strict_negatives`` (default True): negatives
     of PyG's ``NegativeSampling`` are never existing edges (checked on the servers); False keeps PyG's
-    unchecked draws.
+    unchecked draws. ``sampler``: "neighbor" (default) or "labor" (LABOR-0, homogeneous node sampling:
+    fewer distinct nodes per batch at the same expected fanout; each batch's importance weights travel
+    in ``SamplerOutput.metadata[2]``, and ``fanout.pyg.NodeLoader`` puts them on the batch as
+    ``edge_weight``).
 
     Randomness: batch b of epoch e is sampled with the request seed fanout.NodeLoader / LinkLoader use for
     batch b of epoch e (``seed``), where b is the batch's first input position divided by ``batch_size``
@@ -298,7 +302,7 @@ class NeighborSampler(BaseSampler):
     samples (DataLoader workers started afterwards see it)."""
 
     def __init__(self, cluster, num_neighbors, *, replace=False, seed=0, temporal_strategy="uniform",
-                 strict_negatives=True, batch_size=1):
+                 strict_negatives=True, batch_size=1, sampler="neighbor"):
         self._remote = r = _PerProcess(cluster)
         self._type_fanouts = None
         if isinstance(num_neighbors, dict):
@@ -316,6 +320,11 @@ class NeighborSampler(BaseSampler):
             raise InvalidArgument("temporal_strategy must be 'uniform' or 'last', not %r" % (temporal_strategy,))
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise InvalidArgument("batch_size must be an integer >= 1, not %r" % (batch_size,))
+        if sampler not in ("neighbor", "labor"):
+            raise InvalidArgument("sampler must be 'neighbor' or 'labor', not %r" % (sampler,))
+        if sampler == "labor" and self._type_fanouts is not None:
+            raise NotSupported("fanout.pyg: LABOR sampling of heterogeneous (per-edge-type) hops is not supported")
+        self.sampler = sampler
         self.num_neighbors = num_neighbors if isinstance(num_neighbors, dict) else fanouts
         self._fanouts = fanouts
         self.replace = bool(replace)
@@ -340,7 +349,7 @@ class NeighborSampler(BaseSampler):
 
     def _options(self):
         o = dict(num_neighbors=self._fanouts, replace=self.replace, edge_ids=True, features=False, labels=False,
-                 temporal_strategy=self.temporal_strategy)
+                 temporal_strategy=self.temporal_strategy, sampler=self.sampler)
         if self._type_fanouts is not None:
             o["type_fanouts"] = self._type_fanouts
         return o
@@ -370,6 +379,8 @@ class NeighborSampler(BaseSampler):
                                              self._times(index.time), self._request_seed(index.input_id)))
         out, _ = self._output(d)
         out.metadata = (index.input_id, index.time)
+        if d.get("edge_weight") is not None:  # LABOR: NodeLoader reads [0] and [1]; fanout.pyg.NodeLoader [2]
+            out.metadata = (index.input_id, index.time, d["edge_weight"])
         return out
 
     # Links ###################################################################################
@@ -467,3 +478,16 @@ class NeighborSampler(BaseSampler):
             num_sampled_nodes={name: node_hops[i] for i, name in enumerate(r.node_types)},
             num_sampled_edges={key: edge_hops[i] for i, key in enumerate(r.edge_types)}), type_index
 
+
+
+class NodeLoader(_PygNodeLoader):
+    """``torch_geometric.loader.NodeLoader`` that also puts a LABOR sampler's importance weights on
+    each batch as ``edge_weight`` (float32 [E], one per edge of ``edge_index``; docs/SAMPLERS.md).
+    Arguments as PyG's; with any other sampler it is PyG's NodeLoader."""
+
+    def filter_fn(self, out):
+        data = super().filter_fn(out)
+        meta = getattr(out, "metadata", None)
+        if isinstance(meta, tuple) and len(meta) > 2 and meta[2] is not None:
+            data.edge_weight = meta[2]
+        return data

@@ -77,7 +77,8 @@ struct Peer {
   bool busy = false;
   uint64_t request_id = 0;
   wire::RequestHeader hdr;
-  std::vector<char> header;  // hdr, then the ticket where there is one
+  std::vector<char> header;        // hdr, then the ticket where there is one
+  std::vector<int64_t> walk_data;  // a walk step's data: the node ids, then the walk keys
   ReplySink sink;
   std::vector<ucp_dt_iov_t> iov;
   void* send_req = nullptr;
@@ -569,6 +570,10 @@ Status DataPlaneChannel::Post(int peer, const DataRequest& request, const ReplyS
       for (const auto& g : sink.segments) FANOUT_RETURN_IF_ERROR(check(g.data, g.bytes));
     }
   }
+  if (!request.call.walk_keys.empty() && request.call.walk_keys.size() != request.ids.size())
+    return Status::InvalidArgument("walk step: " + std::to_string(request.ids.size()) +
+                                   " nodes but " + std::to_string(request.call.walk_keys.size()) +
+                                   " walk keys");
   if (p->ep == nullptr || p->failed) {
     if (p->ep != nullptr) i.Close(p);
     FANOUT_RETURN_IF_ERROR(i.Open(p));
@@ -585,10 +590,11 @@ Status DataPlaneChannel::Post(int peer, const DataRequest& request, const ReplyS
   p->hdr.fanout = request.call.fanout;
   p->hdr.seed = request.call.seed;
   p->hdr.hop = request.call.hop;
-  p->hdr.flags = (request.call.replace ? wire::kReplace : 0) |
-                 (request.call.weighted ? wire::kWeighted : 0) |
-                 (request.call.with_edge_ids ? wire::kEdgeIds : 0) |
-                 (sink.kind == MemoryKind::kCuda ? wire::kForceRndv : 0);
+  p->hdr.flags =
+      (request.call.replace ? wire::kReplace : 0) | (request.call.weighted ? wire::kWeighted : 0) |
+      (request.call.with_edge_ids ? wire::kEdgeIds : 0) | (request.call.labor ? wire::kLabor : 0) |
+      (request.call.walk_keys.empty() ? 0 : wire::kWalk) |
+      (sink.kind == MemoryKind::kCuda ? wire::kForceRndv : 0);
   ucp_request_param_t prm{};
   prm.op_attr_mask =
       UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
@@ -602,7 +608,13 @@ Status DataPlaneChannel::Post(int peer, const DataRequest& request, const ReplyS
   }
   std::memcpy(p->header.data(), &p->hdr, sizeof p->hdr);
   const void* data = request.ids.data();
-  const size_t data_bytes = request.ids.size() * 8;
+  size_t data_bytes = request.ids.size() * 8;
+  if (!request.call.walk_keys.empty()) {  // the ids, then the keys: one message
+    p->walk_data.assign(request.ids.begin(), request.ids.end());
+    for (uint64_t k : request.call.walk_keys) p->walk_data.push_back(static_cast<int64_t>(k));
+    data = p->walk_data.data();
+    data_bytes = p->walk_data.size() * 8;
+  }
   // Large id lists go by rendezvous: the server fetches them when its memory
   // budget has room for them (an eager one it would have to take, or refuse,
   // as it arrives).

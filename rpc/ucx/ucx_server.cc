@@ -321,6 +321,14 @@ void Thread::Answer(Endpoint* ep, std::unique_ptr<Pending> p) {
     req.call.replace = p->hdr.flags & wire::kReplace;
     req.call.weighted = p->hdr.flags & wire::kWeighted;
     req.call.with_edge_ids = p->hdr.flags & wire::kEdgeIds;
+    req.call.labor = p->hdr.flags & wire::kLabor;
+    if (method == DataMethod::kSample && (p->hdr.flags & wire::kWalk)) {
+      // The data is the node ids, then one walk key per node.
+      const size_t n = p->ids.size() / 2;
+      req.ids = ArrayView<const int64_t>(p->ids.data(), n);
+      req.call.walk_keys = ArrayView<const uint64_t>(
+          reinterpret_cast<const uint64_t*>(p->ids.data() + n), p->ids.size() - n);
+    }
     try {
       st = handler->Handle(req, &writer);
     } catch (const std::bad_alloc&) {

@@ -26,6 +26,10 @@ constexpr uint8_t kReplace = 1, kWeighted = 2, kEdgeIds = 4;
 constexpr uint8_t kRetiredPlace = 8;
 constexpr uint8_t kTicket =
     0x10;  // the header ends with the server's data-plane ticket (kTicketBytes)
+// kSample variants: a LABOR-0 hop (the reply carries edge weights:
+// rpc/codec.h), or a random-walk step, whose data is the node ids followed by
+// as many walk keys (u64), so twice as many values as nodes.
+constexpr uint8_t kLabor = 0x20, kWalk = 0x40;
 constexpr uint8_t kForceRndv = 0x80;  // reply by rendezvous whatever its size (CUDA sinks)
 // Requests whose ids are at least this many bytes are sent by rendezvous, so
 // that the server fetches them when its memory budget has room; smaller ones

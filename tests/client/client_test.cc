@@ -512,6 +512,37 @@ TEST_F(ClusterTest, FanoutCtlHasEdgesAndKeepShowWhatTheServerAnswers) {
   EXPECT_THAT(out, HasSubstr("--edge-times"));  // Cora has no timestamps
 }
 
+// fanout-ctl sample --sampler labor|walk: LABOR's edges with their weights
+// (the in-process kernel's), one walk step per seed; bad names refused.
+TEST_F(ClusterTest, FanoutCtlSamplesWithLaborAndWalkSteps) {
+  StartServers(1);
+  const std::string ctl = std::string(FANOUT_BIN_DIR) + "/fanout-ctl";
+  const std::string addr = "127.0.0.1:" + std::to_string(servers_[0]->port());
+  std::string out;
+  ASSERT_EQ(RunCommand(ctl + " sample " + addr + " --seeds 5,6 --fanout 2 --seed 3 --sampler labor",
+                       &out),
+            0)
+      << out;
+  sampler::SamplingOptions so;
+  so.labor = true;
+  sampler::OneHopResult r;
+  std::vector<int64_t> nodes{5, 6};
+  ASSERT_TRUE(sampler::SampleOneHop(whole_.csr.View(), nodes, 2, 0, 3, so, nullptr, &r).ok());
+  EXPECT_THAT(out, HasSubstr("5 (" + std::to_string(r.offsets[1]) + "):"));
+  EXPECT_THAT(out, HasSubstr("6 (" + std::to_string(r.offsets[2] - r.offsets[1]) + "):"));
+  if (r.offsets[2] > 0) {
+    EXPECT_THAT(out, HasSubstr(" w="));
+  }
+  out.clear();
+  ASSERT_EQ(RunCommand(ctl + " sample " + addr + " --seeds 5,5,5 --seed 9 --sampler walk", &out), 0)
+      << out;
+  EXPECT_THAT(out, HasSubstr("5 (1): "));
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("(2)")));
+  out.clear();
+  EXPECT_NE(RunCommand(ctl + " sample " + addr + " --seeds 5 --sampler pagerank", &out), 0);
+  EXPECT_THAT(out, HasSubstr("pagerank"));
+}
+
 // fanout-ctl on a heterogeneous dataset: info names the types, sample
 // --type-fanout draws per edge type and names each edge's type, has-edges
 // --edge-type looks at that type only; unknown types are named.

@@ -16,9 +16,11 @@
 
 #include "client/cluster.h"
 #include "client/examples/graphsage.h"
+#include "client/walks.h"
 #include "common/random.h"
 #include "datasets/formats.h"
 #include "datasets/partitioner.h"
+#include "rpc/data_plane.h"
 #include "sampler/temporal.h"
 #include "tests/datasets/test_util.h"
 #include "tests/server/child_server.h"
@@ -271,6 +273,98 @@ TEST_F(LoaderTest, CoLocatedServersAreReadAndSampledHereAndEqualEveryOtherPath) 
       EXPECT_TRUE(j["local"]["enabled"].get<bool>());
       EXPECT_GE(j["local"]["handed"].get<int64_t>(), 4);  // one per cluster connected
     }
+  }
+}
+
+// LABOR batches and random walks through every path (UCX data plane,
+// Thrift, co-located exports sampled here, co-located with sampling over
+// RPC), 2 and 3 servers, equal those of the whole dataset in process: the
+// same nodes, edges, importance weights, walks and PinSAGE neighborhoods.
+TEST_F(LoaderTest, LaborBatchesAndWalksThroughEveryPathEqualLocalOnes) {
+  auto local = [&] { return Local(); };
+  struct Path {
+    int k;
+    ClientPath path;
+    bool thrift_only;
+  };
+  for (Path pp : {Path{2, ClientPath::kRpc, false}, Path{3, ClientPath::kRpc, false},
+                  Path{2, ClientPath::kRpc, true}, Path{3, ClientPath::kLocal, false},
+                  Path{2, ClientPath::kLocalRpcSampling, false}}) {
+    servers_.clear();
+    StartServers(pp.k, {}, /*export_local=*/pp.path != ClientPath::kRpc);
+    std::shared_ptr<Cluster> cluster;
+    if (pp.thrift_only) {
+      ClusterSpec spec;
+      for (const auto& srv : servers_)
+        spec.replicas.push_back({"127.0.0.1:" + std::to_string(srv->port())});
+      spec.has_data_plane = true;
+      spec.data_plane = rpc::DataPlaneMode::kTcp;
+      ASSERT_TRUE(Cluster::Connect(spec, {}, &cluster).ok());
+    } else {
+      cluster = ConnectCluster(pp.path);
+    }
+    auto whole = local();
+    const std::string what =
+        "k=" + std::to_string(pp.k) + " " + PathName(pp.path) + (pp.thrift_only ? " thrift" : "");
+    LoaderOptions o;
+    o.batch_size = 64;
+    o.fanouts = {4, 3};
+    o.seed = 21;
+    o.edge_ids = true;
+    o.labor = true;
+    std::vector<int64_t> seeds = whole->SplitNodes(1);
+    NodeLoader a_loader(cluster, seeds, o), b_loader(whole, seeds, o);
+    MiniBatch a, b;
+    int64_t batches = 0;
+    while (a_loader.Next(&a)) {
+      ASSERT_TRUE(b_loader.Next(&b)) << what;
+      ++batches;
+      ExpectSameTensor(a.n_id, b.n_id, what + " n_id");
+      ExpectSameTensor(a.edge_index, b.edge_index, what + " edge_index");
+      ExpectSameTensor(a.edge_id, b.edge_id, what + " edge_id");
+      ExpectSameTensor(a.edge_weight, b.edge_weight, what + " edge_weight");
+      ExpectSameTensor(a.x, b.x, what + " x");
+      ASSERT_TRUE(a.edge_weight.defined());
+      EXPECT_EQ(a.edge_weight.size(0), a.edge_index.size(1)) << what;
+      EXPECT_GT(a.edge_weight.min().item<float>(), 0.0f) << what;
+    }
+    EXPECT_GT(batches, 1) << what;
+    const LoaderStats st = a_loader.stats();
+    if (pp.path == ClientPath::kLocal) {
+      EXPECT_EQ(st.local_edges, st.sampled_edges) << what;
+    } else if (pp.thrift_only) {
+      EXPECT_EQ(st.ucx_bytes, 0) << what;
+      EXPECT_GT(st.thrift_bytes, 0) << what;
+    } else if (pp.path == ClientPath::kRpc && rpc::DataPlaneBuilt() &&
+               cluster->data_plane() == rpc::DataPlaneMode::kUcx) {
+      EXPECT_GT(st.ucx_bytes, 0) << what;  // the LABOR replies came by the data plane
+    }
+    // Walks: first order, weighted-free node2vec with restarts and PinSAGE top-k.
+    for (int variant = 0; variant < 2; ++variant) {
+      WalkOptions wo;
+      wo.walk_length = 6;
+      wo.num_walks = 3;
+      if (variant == 1) {
+        wo.p = 0.5;
+        wo.q = 2.0;
+        wo.restart_prob = 0.2;
+        wo.top_k = 4;
+      }
+      std::unique_ptr<WalkSampler> dw, lw;
+      ASSERT_TRUE(WalkSampler::Create(cluster, wo, &dw).ok());
+      ASSERT_TRUE(WalkSampler::Create(whole, wo, &lw).ok());
+      std::vector<int64_t> walk_seeds(seeds.begin(), seeds.begin() + 50);
+      WalkResult dr, lr;
+      Status s = dw->Sample(walk_seeds, 77, &dr);
+      ASSERT_TRUE(s.ok()) << what << ": " << s.ToString();
+      ASSERT_TRUE(lw->Sample(walk_seeds, 77, &lr).ok());
+      EXPECT_EQ(dr.walks, lr.walks) << what << " variant " << variant;
+      EXPECT_EQ(dr.nodes, lr.nodes) << what;
+      EXPECT_EQ(dr.counts, lr.counts) << what;
+      EXPECT_EQ(dr.steps, lr.steps) << what;
+      EXPECT_GT(dr.steps, 50 * 3 * 3) << what;
+    }
+    for (auto& srv : servers_) srv->Stop();
   }
 }
 

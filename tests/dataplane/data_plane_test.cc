@@ -29,6 +29,7 @@
 #include "client/cluster.h"
 #include "client/device_features.h"
 #include "common/random.h"
+#include "rpc/codec.h"
 #include "rpc/ucx/ucx_common.h"
 #include "rpc/ucx/wire.h"
 #include "tests/server/child_server.h"
@@ -843,6 +844,82 @@ TEST_P(DataPlaneTest, ARogueClientSendingJunkGetsClearErrorsAndOthersAreServed) 
   ExpectOthersServed();
   auto j = nlohmann::json::parse(servers_[1]->StatsJson());
   EXPECT_GE(j["data_plane"]["malformed_requests"].get<int64_t>(), 4);
+}
+
+// LABOR hops and walk steps over the data plane equal Thrift's and the
+// whole graph's; junk walk requests (odd data, keys that do not pair up with
+// nodes, walk + LABOR) get clear errors, and the server goes on serving.
+TEST_P(DataPlaneTest, LaborHopsAndWalkStepsEqualThriftAndJunkOnesAreRefused) {
+  StartServers(2);
+  auto ucx = ConnectCluster("ucx");
+  auto tcp = ConnectCluster("tcp");
+  ASSERT_TRUE(ucx && tcp);
+  std::unique_ptr<Session> a, b;
+  ASSERT_TRUE(ucx->NewSession(&a).ok());
+  ASSERT_TRUE(tcp->NewSession(&b).ok());
+  SplitMix64 rng(8);
+  std::vector<int64_t> ids(300);
+  for (auto& v : ids) v = static_cast<int64_t>(DrawBelow(rng.Next(), 2708));
+  sampler::MultiHopOptions mo;
+  mo.fanouts = {3, 3};
+  mo.sampling.labor = true;
+  sampler::SampledSubgraph da, db, local;
+  Status st = a->Sample(ids, 5, mo, &da);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_TRUE(b->Sample(ids, 5, mo, &db).ok());
+  sampler::MultiHopSampler sampler(whole_.csr.View(), mo);
+  ASSERT_TRUE(sampler.Sample(ids, 5, &local).ok());
+  EXPECT_EQ(Std(da.n_id), Std(local.n_id));
+  EXPECT_EQ(Std(db.n_id), Std(local.n_id));
+  EXPECT_EQ(Std(da.row), Std(local.row));
+  EXPECT_EQ(std::vector<float>(da.edge_weight.begin(), da.edge_weight.end()),
+            std::vector<float>(local.edge_weight.begin(), local.edge_weight.end()));
+  EXPECT_EQ(std::vector<float>(db.edge_weight.begin(), db.edge_weight.end()),
+            std::vector<float>(local.edge_weight.begin(), local.edge_weight.end()));
+  std::vector<uint64_t> keys(ids.size());
+  for (size_t i = 0; i < keys.size(); ++i) keys[i] = rng.Next();
+  std::vector<int64_t> na(ids.size()), nb(ids.size());
+  ASSERT_TRUE(a->WalkStep(ids, keys, false, na.data()).ok());
+  ASSERT_TRUE(b->WalkStep(ids, keys, false, nb.data()).ok());
+  EXPECT_EQ(na, nb);
+  EXPECT_GT(a->stats().ucx_bytes, 0);
+  EXPECT_EQ(a->stats().thrift_bytes, 0);
+
+  RawPeer rogue;
+  rogue.CollectReplies();
+  rogue.Connect(servers_[1]->data_port());
+  rpc::wire::RequestHeader h;
+  h.method = static_cast<uint8_t>(rpc::DataMethod::kSample);
+  h.flags = rpc::wire::kWalk;
+  int64_t three[3] = {1400, 1500, 7};  // odd: 2 nodes' worth of ids, 1 key
+  h.request_id = 1;
+  rogue.Send(rpc::wire::kAmRequest, &h, sizeof h, three, 24);
+  h.request_id = 2;
+  h.flags = rpc::wire::kWalk | rpc::wire::kLabor;
+  int64_t pair[2] = {1400, 99};
+  rogue.Send(rpc::wire::kAmRequest, &h, sizeof h, pair, 16);
+  h.request_id = 3;
+  h.flags = rpc::wire::kWalk;
+  int64_t outside[2] = {5, 99};  // a node of another partition
+  rogue.Send(rpc::wire::kAmRequest, &h, sizeof h, outside, 16);
+  h.request_id = 4;
+  h.flags = rpc::wire::kLabor;
+  h.fanout = 1 << 30;  // over the server's fanout limit
+  rogue.Send(rpc::wire::kAmRequest, &h, sizeof h, pair, 8);
+  h.request_id = 5;
+  h.flags = rpc::wire::kWalk;
+  rogue.Send(rpc::wire::kAmRequest, &h, sizeof h, pair, 16);  // a good one: one step
+  for (int i = 0; i < 100 && rogue.replies.size() < 5; ++i) rogue.Progress(20);
+  ASSERT_EQ(rogue.replies.size(), 5u);
+  std::map<uint64_t, std::pair<int, std::string>> by_id;
+  for (auto& [rh, data] : rogue.replies) by_id[rh.request_id] = {rh.code, data};
+  EXPECT_THAT(by_id[1].second, HasSubstr("walk keys"));
+  EXPECT_THAT(by_id[2].second, HasSubstr("LABOR"));
+  EXPECT_THAT(by_id[3].second, HasSubstr("outside this partition's range"));
+  EXPECT_THAT(by_id[4].second, HasSubstr("fanout"));
+  EXPECT_EQ(by_id[5].first, 0);
+  EXPECT_EQ(by_id[5].second.size(), rpc::SampleReplyBytes(1, 1, false));
+  ExpectOthersServed();
 }
 
 TEST_P(DataPlaneTest, ARogueServerCannotWriteIntoTheClientWithStrayOrMisSizedReplies) {

@@ -42,6 +42,29 @@ TEST(SampleReplyCodecTest, WhatIsEncodedDecodesToTheSameNodesNeighborsAndEdgeIds
   EXPECT_EQ(v.total, 0);
 }
 
+TEST(SampleReplyCodecTest, LaborRepliesCarryTheirEdgeWeightsLast) {
+  const std::vector<int64_t> offsets = {0, 2, 3};
+  const std::vector<int64_t> nb = {4, 5, 6}, eids = {40, 50, 60};
+  const std::vector<float> w = {0.5f, 0.25f, 1.0f};
+  for (bool with_eids : {false, true}) {
+    std::vector<char> buf(SampleReplyBytes(2, 3, with_eids, true));
+    EXPECT_EQ(buf.size(), 8u + 3 * ((with_eids ? 16 : 8) + 4));
+    EncodeSampleReply(offsets.data(), 2, nb.data(), with_eids ? eids.data() : nullptr, buf.data(),
+                      w.data());
+    SampleReplyView v;
+    ASSERT_TRUE(DecodeSampleReply(buf.data(), buf.size(), 2, with_eids, &v, true).ok());
+    EXPECT_EQ(std::vector<int64_t>(v.neighbors, v.neighbors + 3), nb);
+    ASSERT_NE(v.edge_weights, nullptr);
+    EXPECT_EQ(std::vector<float>(v.edge_weights, v.edge_weights + 3), w);
+    if (with_eids) EXPECT_EQ(std::vector<int64_t>(v.edge_ids, v.edge_ids + 3), eids);
+    // A reply without its weights (a server before LABOR) is refused.
+    EXPECT_TRUE(
+        DecodeSampleReply(buf.data(), buf.size() - 12, 2, with_eids, &v, true).IsCorruption());
+    // ... and so is one with weights where none were asked for.
+    EXPECT_TRUE(DecodeSampleReply(buf.data(), buf.size(), 2, with_eids, &v).IsCorruption());
+  }
+}
+
 TEST(SampleReplyCodecTest, MalformedRepliesAreCorruptionNamingWhatIsWrong) {
   const std::vector<int64_t> offsets = {0, 2, 3}, nb = {1, 2, 3};
   std::vector<char> buf = Encode(offsets, nb, nullptr);

@@ -1,0 +1,178 @@
+#include "client/walks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "common/id_range.h"
+#include "common/random.h"
+#include "sampler/walk.h"
+
+namespace fanout::client {
+namespace {
+
+double Unit(uint64_t draw) { return static_cast<double>(draw >> 11) * 0x1.0p-53; }
+
+}  // namespace
+
+Status CheckWalkOptions(const WalkOptions& o) {
+  if (o.walk_length < 1)
+    return Status::InvalidArgument("walk_length " + std::to_string(o.walk_length) +
+                                   " is invalid: a walk takes at least 1 step");
+  if (o.num_walks < 1)
+    return Status::InvalidArgument("num_walks " + std::to_string(o.num_walks) +
+                                   " is invalid: use 1 or more walks per seed");
+  if (!(o.restart_prob >= 0 && o.restart_prob < 1))
+    return Status::InvalidArgument("restart_prob " + std::to_string(o.restart_prob) +
+                                   " is outside [0, 1)");
+  if (!(o.p > 0) || !std::isfinite(o.p))
+    return Status::InvalidArgument("node2vec p " + std::to_string(o.p) + " must be > 0");
+  if (!(o.q > 0) || !std::isfinite(o.q))
+    return Status::InvalidArgument("node2vec q " + std::to_string(o.q) + " must be > 0");
+  if (o.max_trials < 1)
+    return Status::InvalidArgument("max_trials " + std::to_string(o.max_trials) + " must be >= 1");
+  if (o.top_k < 0)
+    return Status::InvalidArgument("top_k " + std::to_string(o.top_k) + " must be >= 0");
+  if (o.top_k > o.num_walks * o.walk_length)
+    return Status::InvalidArgument(
+        "top_k " + std::to_string(o.top_k) + " is more than the " +
+        std::to_string(o.num_walks * o.walk_length) +
+        " visits a seed's walks make (num_walks x walk_length): no seed could fill it");
+  return Status::OK();
+}
+
+void TopVisited(const std::vector<int64_t>& walks, int64_t num_seeds, int64_t num_walks,
+                int64_t walk_length, int64_t top_k, WalkResult* out) {
+  out->offsets.assign(1, 0);
+  out->nodes.clear();
+  out->counts.clear();
+  const int64_t cols = walk_length + 1;
+  std::unordered_map<int64_t, int64_t> seen;
+  std::vector<std::pair<int64_t, int64_t>> ranked;  // (-count, node)
+  for (int64_t i = 0; i < num_seeds; ++i) {
+    seen.clear();
+    const int64_t* w = walks.data() + i * num_walks * cols;
+    const int64_t seed = w[0];
+    for (int64_t j = 0; j < num_walks; ++j)
+      for (int64_t t = 1; t < cols; ++t) {
+        const int64_t v = w[j * cols + t];
+        if (v >= 0 && v != seed) ++seen[v];
+      }
+    ranked.clear();
+    for (const auto& [v, c] : seen) ranked.emplace_back(-c, v);
+    const size_t k = std::min<size_t>(ranked.size(), static_cast<size_t>(top_k));
+    std::partial_sort(ranked.begin(), ranked.begin() + k, ranked.end());
+    for (size_t r = 0; r < k; ++r) {
+      out->nodes.push_back(ranked[r].second);
+      out->counts.push_back(-ranked[r].first);
+    }
+    out->offsets.push_back(static_cast<int64_t>(out->nodes.size()));
+  }
+}
+
+Status RandomWalks(Session& session, ArrayView<const int64_t> seeds, uint64_t request_seed,
+                   const WalkOptions& o, WalkResult* out) {
+  FANOUT_RETURN_IF_ERROR(CheckWalkOptions(o));
+  const int64_t n = static_cast<int64_t>(seeds.size());
+  const int64_t walks = n * o.num_walks, cols = o.walk_length + 1;
+  out->walks.assign(static_cast<size_t>(walks * cols), -1);
+  out->steps = 0;
+  std::vector<int64_t> cur(walks), prev(walks, -1), start(walks);
+  for (int64_t w = 0; w < walks; ++w) {
+    cur[w] = start[w] = seeds[w / o.num_walks];
+    out->walks[w * cols] = cur[w];
+  }
+  const bool node2vec = o.p != 1.0 || o.q != 1.0;
+  const double amax = std::max({1.0 / o.p, 1.0, 1.0 / o.q});
+  std::vector<int64_t> ids, next, x_of, pending, again, rows, cands;
+  std::vector<uint64_t> keys;
+  std::vector<uint8_t> adjacent;
+  for (int64_t t = 1; t <= o.walk_length; ++t) {
+    // Which walks move this step (the rest are at a dead end or restart).
+    pending.clear();
+    for (int64_t w = 0; w < walks; ++w) {
+      if (cur[w] < 0) continue;
+      const uint64_t key =
+          sampler::WalkStepKey(request_seed, static_cast<uint64_t>(w), static_cast<uint64_t>(t));
+      if (o.restart_prob > 0 && t >= 2 && Unit(Draw(key, 1)) < o.restart_prob) {
+        prev[w] = -1;
+        cur[w] = start[w];
+        out->walks[w * cols + t] = cur[w];
+        ++out->steps;
+        continue;
+      }
+      pending.push_back(w);
+    }
+    x_of.assign(static_cast<size_t>(walks), -1);
+    for (int attempt = 0; attempt < o.max_trials && !pending.empty(); ++attempt) {
+      ids.resize(pending.size());
+      keys.resize(pending.size());
+      for (size_t i = 0; i < pending.size(); ++i) {
+        const int64_t w = pending[i];
+        const uint64_t key =
+            sampler::WalkStepKey(request_seed, static_cast<uint64_t>(w), static_cast<uint64_t>(t));
+        ids[i] = cur[w];
+        keys[i] = attempt == 0 ? key : Mix64(key ^ (static_cast<uint64_t>(attempt) * kGolden64));
+      }
+      next.resize(pending.size());
+      FANOUT_RETURN_IF_ERROR(session.WalkStep(ids, keys, o.weighted, next.data()));
+      // First-order steps (and dead ends) are final; node2vec candidates
+      // with a previous node are checked against it.
+      rows.clear();
+      cands.clear();
+      for (size_t i = 0; i < pending.size(); ++i) {
+        const int64_t w = pending[i];
+        x_of[w] = next[i];
+        if (!node2vec || prev[w] < 0 || next[i] < 0 || attempt + 1 == o.max_trials) continue;
+        if (next[i] == prev[w]) continue;  // alpha = 1/p, decided below without asking
+        rows.push_back(prev[w]);
+        cands.push_back(next[i]);
+      }
+      adjacent.assign(rows.size(), 0);
+      if (!rows.empty()) FANOUT_RETURN_IF_ERROR(session.InRows(rows, cands, adjacent.data()));
+      again.clear();
+      size_t c = 0;
+      for (size_t i = 0; i < pending.size(); ++i) {
+        const int64_t w = pending[i];
+        if (node2vec && prev[w] >= 0 && next[i] >= 0 && attempt + 1 < o.max_trials) {
+          double alpha;
+          if (next[i] == prev[w]) {
+            alpha = 1.0 / o.p;
+          } else {
+            alpha = adjacent[c++] ? 1.0 : 1.0 / o.q;
+          }
+          if (Unit(Draw(keys[i], 2)) * amax >= alpha) {
+            again.push_back(w);  // rejected: another candidate
+          }
+        }
+      }
+      pending.swap(again);
+    }
+    for (int64_t w = 0; w < walks; ++w) {
+      if (cur[w] < 0 || out->walks[w * cols + t] >= 0) continue;  // dead, or restarted
+      const int64_t x = x_of[w];
+      prev[w] = x < 0 ? -1 : cur[w];
+      cur[w] = x;
+      out->walks[w * cols + t] = x;
+      if (x >= 0) ++out->steps;
+    }
+  }
+  if (o.top_k > 0) TopVisited(out->walks, n, o.num_walks, o.walk_length, o.top_k, out);
+  return Status::OK();
+}
+
+Status WalkSampler::Create(std::shared_ptr<Source> source, WalkOptions options,
+                           std::unique_ptr<WalkSampler>* out) {
+  if (!source) return Status::InvalidArgument("WalkSampler: no source");
+  FANOUT_RETURN_IF_ERROR(CheckWalkOptions(options));
+  std::unique_ptr<WalkSampler> s(new WalkSampler());
+  FANOUT_RETURN_IF_ERROR(source->NewSession(&s->session_));
+  s->source_ = std::move(source);
+  s->options_ = options;
+  *out = std::move(s);
+  return Status::OK();
+}
+
+}  // namespace fanout::client

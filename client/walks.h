@@ -1,0 +1,91 @@
+// Random walks through a Source (servers or a local dataset): uniform or
+// weighted first-order walks, walks with restart, node2vec's second-order
+// walks, and PinSAGE-style importance neighborhoods from their visit counts.
+//
+// Walk j of seed i has id w = i * num_walks + j. Step t (1 .. walk_length) of
+// walk w uses the key WalkStepKey(request_seed, w, t) (sampler/walk.h) and
+// nothing else, so walks are the same through any number of servers, any
+// transport, and in process.
+// - Step: the walk moves to a stored neighbor of its node (Session::WalkStep:
+//   uniform, or by edge weight with `weighted`); a node without one is a dead
+//   end and the rest of the walk is -1.
+// - Restart (restart_prob > 0), before each step t >= 2: with probability
+//   restart_prob (Draw(key, 1)) the walk jumps back to its start node instead
+//   of moving (random walk with restart / personalized PageRank, PinSAGE).
+// - node2vec (p != 1 or q != 1), steps t >= 2, with v the current node and u
+//   the one before: a candidate x drawn as a first-order step is accepted
+//   with probability alpha(u, x) / max(1/p, 1, 1/q), alpha = 1/p when x = u,
+//   1 when x is a stored neighbor of u (Session::InRows: the servers'
+//   has_edges), 1/q otherwise (Grover and Leskovec, KDD 2016, by rejection as
+//   in PyG's torch-cluster). Attempt a > 0 draws with its own key
+//   (Mix64(key ^ a * golden)); after max_trials rejections the last candidate
+//   is taken (probability (1 - min/max alpha)^max_trials).
+// - PinSAGE (top_k > 0; Ying et al., KDD 2018): seed i's neighborhood is the
+//   top_k nodes visited most often by its walks (steps 1 .. walk_length; the
+//   seed itself and dead ends not counted), by count descending, then id.
+#ifndef FANOUT_CLIENT_WALKS_H_
+#define FANOUT_CLIENT_WALKS_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "client/source.h"
+#include "common/array_view.h"
+#include "common/status.h"
+
+namespace fanout::client {
+
+struct WalkOptions {
+  int64_t walk_length = 5;  // steps per walk (>= 1); walks have walk_length + 1 nodes
+  int64_t num_walks = 1;    // walks per seed (>= 1)
+  double restart_prob = 0;  // in [0, 1)
+  double p = 1, q = 1;      // node2vec return and in-out parameters (> 0)
+  bool weighted = false;    // steps by edge weight (needs a weighted dataset)
+  int64_t top_k = 0;        // PinSAGE neighborhoods: > 0 fills WalkResult's top-k arrays
+  int max_trials = 100;     // node2vec rejection attempts per step (>= 1)
+};
+
+// InvalidArgument naming the option that is out of range.
+Status CheckWalkOptions(const WalkOptions& options);
+
+struct WalkResult {
+  // [num_seeds * num_walks, walk_length + 1], row-major: column 0 is the
+  // seed; -1 past a dead end.
+  std::vector<int64_t> walks;
+  // top_k > 0: seed i's neighborhood is nodes[offsets[i] .. offsets[i + 1])
+  // with their visit counts (at most top_k each).
+  std::vector<int64_t> offsets, nodes, counts;
+  int64_t steps = 0;  // walk steps taken (restarts included; dead ends not)
+};
+
+// Walks from `seeds` (ids in [0, source num_nodes)) in `session`.
+Status RandomWalks(Session& session, ArrayView<const int64_t> seeds, uint64_t request_seed,
+                   const WalkOptions& options, WalkResult* out);
+
+// The top-k visited nodes of each seed's walks (WalkResult's PinSAGE part)
+// from the walks alone.
+void TopVisited(const std::vector<int64_t>& walks, int64_t num_seeds, int64_t num_walks,
+                int64_t walk_length, int64_t top_k, WalkResult* out);
+
+// One thread's walker over a source (its own session). Not thread-safe.
+class WalkSampler {
+ public:
+  static Status Create(std::shared_ptr<Source> source, WalkOptions options,
+                       std::unique_ptr<WalkSampler>* out);
+  Status Sample(ArrayView<const int64_t> seeds, uint64_t request_seed, WalkResult* out) {
+    return RandomWalks(*session_, seeds, request_seed, options_, out);
+  }
+  const WalkOptions& options() const { return options_; }
+  Session& session() { return *session_; }
+
+ private:
+  WalkSampler() = default;
+  std::shared_ptr<Source> source_;
+  std::unique_ptr<Session> session_;
+  WalkOptions options_;
+};
+
+}  // namespace fanout::client
+
+#endif  // FANOUT_CLIENT_WALKS_H_

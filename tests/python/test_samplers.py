@@ -1,0 +1,127 @@
+"""LABOR and random walks through the Python package: every path gives the same batches and walks,
+batches carry their importance weights (also through PyG), RandomWalkLoader's epochs, refusals."""
+import pytest
+import torch
+
+
+def _paths(local):
+    """The same servers reached three ways: UCX data plane, Thrift only, and (co-located) sampled here."""
+    return {"ucx": local.cluster(data_plane="ucx", local_sampling="off"),
+            "thrift": local.cluster(data_plane="tcp", local_sampling="off"),
+            "here": local.cluster()}
+
+
+def test_labor_batches_are_the_same_on_every_path_and_carry_edge_weights(local, fanout):
+    runs = {}
+    for name, c in _paths(local).items():
+        loader = fanout.NodeLoader(c, "train", [4, 3], batch_size=32, shuffle=False, seed=5, sampler="labor",
+                                   num_workers=1)
+        runs[name] = list(loader)
+        s = loader.stats()
+        assert s["batches"] == len(runs[name])
+    first = runs["ucx"]
+    for name, batches in runs.items():
+        assert len(batches) == len(first) > 1
+        for a, b in zip(batches, first):
+            for f in ("n_id", "edge_index", "e_id", "edge_weight", "x", "y"):
+                assert torch.equal(getattr(a, f), getattr(b, f)), (name, f)
+    for b in first:
+        w = b.edge_weight
+        assert w.dtype == torch.float32 and w.shape == (b.edge_index.size(1),)
+        assert bool((w > 0).all()) and bool((w <= 1).all())
+        assert b.to_pyg().edge_weight is w
+    # Neighbor sampling's batches have no weights.
+    nb = next(iter(fanout.NodeLoader(local.cluster(), "train", [4, 3], batch_size=32)))
+    assert nb.edge_weight is None
+
+
+def test_labor_refusals_name_what_is_wrong(cluster, fanout, movielens2):
+    with pytest.raises(fanout.InvalidArgument, match="replace"):
+        fanout.NodeLoader(cluster, "train", [4], sampler="labor", replace=True)
+    with pytest.raises(fanout.InvalidArgument, match="'pagerank'"):
+        fanout.NodeLoader(cluster, "train", [4], sampler="pagerank")
+    with fanout.LocalCluster(movielens2) as lc:
+        with pytest.raises(fanout.InvalidArgument, match="heterogeneous"):
+            fanout.NodeLoader(lc.cluster(), ("user", None), {("user", "rates", "movie"): [3]}, sampler="labor")
+
+
+def test_walks_are_the_same_on_every_path_and_pure_functions_of_the_seed(local, fanout):
+    seeds = torch.tensor([0, 5, 5, 2707, 100])
+    for kw in (dict(), dict(p=0.25, q=4.0, restart_prob=0.3, top_k=3, num_walks=4)):
+        got = {name: c.random_walks(seeds, 6, seed=9, **kw) for name, c in _paths(local).items()}
+        w = got["ucx"]
+        assert w.walks.shape == (seeds.numel() * kw.get("num_walks", 1), 7)
+        assert torch.equal(w.walks[::kw.get("num_walks", 1), 0], seeds)
+        for name, other in got.items():
+            assert torch.equal(other.walks, w.walks), name
+            assert other.steps == w.steps
+            if "top_k" in kw:
+                assert torch.equal(other.top_nodes, w.top_nodes) and torch.equal(other.top_counts, w.top_counts)
+        # Steps follow stored edges: each next node is in the row of the one before (Cora is undirected).
+        if not kw:
+            c = local.cluster()
+            for row in w.walks.tolist():
+                for u, v in zip(row, row[1:]):
+                    if v < 0:
+                        break
+                    both = c._c.sample_batch(dict(num_neighbors=[-1], features=False, labels=False),
+                                             fanout._ids_buffer(torch.tensor([u])), None, None, 0)
+                    assert v in fanout._tensor(both["n_id"]).tolist()
+    a = local.cluster().random_walks(seeds, 6, seed=9)
+    b = local.cluster().random_walks(seeds, 6, seed=10)
+    assert not torch.equal(a.walks, b.walks)
+    # PinSAGE neighborhoods as an edge list.
+    w = local.cluster().random_walks(seeds, 4, num_walks=8, restart_prob=0.5, top_k=5, seed=1)
+    ei, ew = w.neighborhood_index()
+    assert ei.shape[0] == 2 and ei.shape[1] == ew.numel() == w.top_nodes.numel()
+    assert bool((ew >= 1).all())
+    counts = w.top_ptr[1:] - w.top_ptr[:-1]
+    assert bool((counts <= 5).all())
+    assert torch.equal(ei[1], torch.repeat_interleave(seeds, counts))
+
+
+def test_random_walk_loader_walks_every_seed_once_per_epoch(cluster, fanout):
+    seeds = cluster.split_nodes("train")
+    loader = fanout.RandomWalkLoader(cluster, seeds, walk_length=4, batch_size=32, num_walks=2, seed=3)
+    assert len(loader) == (seeds.numel() + 31) // 32
+    e0 = list(loader)
+    e1 = list(loader)
+    starts = torch.cat([b.walks[::2, 0] for b in e0])
+    assert sorted(starts.tolist()) == sorted(seeds.tolist())
+    assert any(not torch.equal(a.seeds, b.seeds) for a, b in zip(e0, e1))  # reshuffled
+    loader.set_epoch(0)
+    again = list(loader)
+    for a, b in zip(e0, again):
+        assert torch.equal(a.walks, b.walks) and (a.epoch, a.index) == (b.epoch, b.index)
+
+
+@pytest.mark.parametrize("kw,match", [(dict(walk_length=0), "walk_length"), (dict(p=0), "node2vec p"),
+                                      (dict(q=-1.0), "node2vec q"), (dict(restart_prob=1.0), "restart_prob"),
+                                      (dict(num_walks=2, walk_length=2, top_k=5), "top_k 5"),
+                                      (dict(num_walks=0), "num_walks")])
+def test_walk_refusals_name_the_option(cluster, fanout, kw, match):
+    args = dict(walk_length=3)
+    args.update(kw)
+    with pytest.raises(fanout.InvalidArgument, match=match):
+        cluster.random_walks(torch.tensor([1, 2]), **args)
+    with pytest.raises(fanout.InvalidArgument, match=match):
+        fanout.RandomWalkLoader(cluster, "train", **args)
+    with pytest.raises(fanout.InvalidArgument, match="2708"):
+        cluster.random_walks(torch.tensor([2708]), 3)
+
+
+def test_pyg_node_loader_gets_labor_batches_with_their_edge_weights(cluster, fanout):
+    pytest.importorskip("torch_geometric", reason="PyTorch Geometric is not installed here")
+    import fanout.pyg
+    seeds = cluster.split_nodes("train")
+    ours = list(fanout.NodeLoader(cluster, seeds, [5, 3], batch_size=64, shuffle=False, seed=11, sampler="labor"))
+    fs, gs = fanout.pyg.FeatureStore(cluster), fanout.pyg.GraphStore(cluster)
+    sampler = fanout.pyg.NeighborSampler(cluster, [5, 3], seed=11, batch_size=64, sampler="labor")
+    theirs = list(fanout.pyg.NodeLoader(data=(fs, gs), node_sampler=sampler, input_nodes=seeds, batch_size=64))
+    assert len(theirs) == len(ours)
+    for d, b in zip(theirs, ours):
+        for f in ("n_id", "edge_index", "edge_weight", "x", "y"):
+            assert torch.equal(getattr(d, f), getattr(b, f)), f
+        assert d.validate(raise_on_error=True)
+    with pytest.raises(fanout.InvalidArgument, match="sampler"):
+        fanout.pyg.NeighborSampler(cluster, [5], sampler="walk")
