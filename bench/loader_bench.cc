@@ -14,7 +14,13 @@
 // graph partitioned with synthetic edge timestamps, uniform strategy, batch
 // 1024, against a LocalSource) and `hetero` (NodeLoader with per-edge-type
 // fanouts [5, 3] over the same R-MAT graph with 2 node types, v % 2, and an
-// edge type per pair of them, batch 1024, against a LocalSource).
+// edge type per pair of them, batch 1024, against a LocalSource), `labor`
+// (NodeLoader with 128-dim features, LABOR-0, [15, 10, 5], batch 1024,
+// against the same loader on a LocalSource; with the feature bytes per batch
+// beside neighbor sampling's at the same fanouts through the same servers)
+// and `walk` (uniform random walks of 8 steps from batches of 4096 seeds,
+// one WalkSampler per core, through the servers and on a LocalSource).
+// --only names a subset of the suite's cases (e.g. --only labor,walk).
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -34,6 +40,7 @@
 #include "bench/two_servers.h"
 #include "client/cluster.h"
 #include "client/loader.h"
+#include "client/walks.h"
 #include "common/cpu.h"
 #include "common/random.h"
 #include "datasets/rmat.h"
@@ -221,6 +228,62 @@ double InProcess(const fanout::sampler::CsrGraph& g, int64_t n, const std::vecto
   return edges / std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// LABOR (or neighbor) NodeLoader batches with features for `seconds`,
+// fanouts [15, 10, 5], batch 1024; *bytes_per_batch: feature bytes per batch
+// (rows x 128 x 4, what the loader moves for it).
+Measured RunLabor(std::shared_ptr<fanout::client::Source> source, const std::vector<int64_t>& seeds,
+                  bool labor, double seconds, double* bytes_per_batch) {
+  fanout::client::LoaderOptions o = CaseOptions(1024, {15, 10, 5}, true);
+  o.labor = labor;
+  fanout::client::NodeLoader loader(source, seeds, o);
+  int64_t bytes = 0, batches = 0;
+  Measured m = Measure(loader, seconds, [&](const fanout::client::MiniBatch& b) {
+    bytes += b.x.numel() * 4;
+    ++batches;
+  });
+  *bytes_per_batch = batches ? static_cast<double>(bytes) / batches : 0;
+  return m;
+}
+
+// Walk steps per second: uniform walks of 8 steps from batches of 4096
+// seeds, one WalkSampler per core (2), for `seconds`.
+double RunWalks(std::shared_ptr<fanout::client::Source> source, int64_t n, double seconds) {
+  std::atomic<int64_t> steps{0};
+  std::atomic<bool> failed{false};
+  std::vector<std::thread> ts;
+  auto start = Clock::now();
+  for (int t = 0; t < 2; ++t) {
+    ts.emplace_back([&, t] {
+      fanout::client::WalkOptions wo;
+      wo.walk_length = 8;
+      std::unique_ptr<fanout::client::WalkSampler> w;
+      if (!fanout::client::WalkSampler::Create(source, wo, &w).ok()) {
+        failed = true;
+        return;
+      }
+      std::vector<int64_t> batch(4096);
+      fanout::SplitMix64 r(91 + t);
+      fanout::client::WalkResult res;
+      int64_t mine = 0;
+      for (uint64_t i = 0; Clock::now() - start < std::chrono::duration<double>(seconds); ++i) {
+        for (auto& v : batch)
+          v = static_cast<int64_t>(fanout::DrawBelow(r.Next(), static_cast<uint64_t>(n)));
+        fanout::Status st = w->Sample(batch, i * 2 + static_cast<uint64_t>(t), &res);
+        if (!st.ok()) {
+          std::fprintf(stderr, "walks: %s\n", st.ToString().c_str());
+          failed = true;
+          return;
+        }
+        mine += res.steps;
+      }
+      steps += mine;
+    });
+  }
+  for (auto& th : ts) th.join();
+  if (failed) return 0;
+  return steps / std::chrono::duration<double>(Clock::now() - start).count();
+}
+
 // Temporal NodeLoader batches for `seconds` (uniform strategy, fanouts
 // [10, 5], batch 1024, seeds at times uniform over the timestamps' range).
 Measured RunTemporal(std::shared_ptr<fanout::client::Source> source,
@@ -312,7 +375,17 @@ int main(int argc, char** argv) {
                  "(subgraph, link, temporal, hetero)")
       ->default_val("node")
       ->check(CLI::IsMember({"node", "loaders"}));
+  std::vector<std::string> only;
+  app.add_option("--only", only,
+                 "--suite loaders: run only these cases (subgraph, link, temporal, hetero, "
+                 "failover_stall, labor, walk)")
+      ->delimiter(',')
+      ->check(CLI::IsMember(
+          {"subgraph", "link", "temporal", "hetero", "failover_stall", "labor", "walk"}));
   CLI11_PARSE(app, argc, argv);
+  auto want = [&](const char* name) {
+    return only.empty() || std::find(only.begin(), only.end(), name) != only.end();
+  };
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   signal(SIGPIPE, SIG_IGN);
   bool own = false;
@@ -352,17 +425,28 @@ int main(int argc, char** argv) {
       links.dst.push_back(csr.indices[e]);
     }
     int64_t neg_dist = 0, neg_local = 0;
-    Measured subgraph = RunLoader(cluster, seeds, false, seconds, sub_fanouts, sub_batch, true);
-    Measured link = RunLink(cluster, links, link_batch, seconds, &neg_dist);
+    Measured subgraph, link, labor, neighbor, labor_local, link_local;
+    double labor_bytes = 0, neighbor_bytes = 0, local_bytes = 0, walk_steps = 0, walk_local = 0;
+    if (want("subgraph"))
+      subgraph = RunLoader(cluster, seeds, false, seconds, sub_fanouts, sub_batch, true);
+    if (want("link")) link = RunLink(cluster, links, link_batch, seconds, &neg_dist);
+    if (want("labor")) {
+      labor = RunLabor(cluster, seeds, true, seconds, &labor_bytes);
+      neighbor = RunLabor(cluster, seeds, false, seconds, &neighbor_bytes);
+    }
+    if (want("walk")) walk_steps = RunWalks(cluster, n, seconds);
     servers.Stop();
-    const double local_sub = InProcess(csr.View(), n, sub_fanouts, sub_batch, true, seconds);
+    const double local_sub =
+        want("subgraph") ? InProcess(csr.View(), n, sub_fanouts, sub_batch, true, seconds) : 0;
     std::shared_ptr<fanout::client::LocalSource> local;
     st = fanout::client::LocalSource::Open(dir, &local);
     if (!st.ok()) {
       std::fprintf(stderr, "%s\n", st.ToString().c_str());
       return 1;
     }
-    Measured link_local = RunLink(local, links, link_batch, seconds, &neg_local);
+    if (want("link")) link_local = RunLink(local, links, link_batch, seconds, &neg_local);
+    if (want("labor")) labor_local = RunLabor(local, seeds, true, seconds, &local_bytes);
+    if (want("walk")) walk_local = RunWalks(local, n, seconds);
     local.reset();
     // temporal and hetero: the same R-MAT graph with synthetic timestamps, or
     // with 2 node types and 4 edge types, each with its own 2 servers.
@@ -372,112 +456,166 @@ int main(int argc, char** argv) {
       ttimes[i] = static_cast<int64_t>(fanout::DrawBelow(rng.Next(), uint64_t{1} << 30));
     }
     Measured temporal, temporal_local, hetero, hetero_local;
-    if (!ThroughServersAndInProcess(
+    if (want("temporal") &&
+        !ThroughServersAndInProcess(
             work + "/rmat" + std::to_string(scale) + "-2-temporal", scale, "--edge-times",
             "synthetic edge timestamps",
             [&](auto source) { return RunTemporal(source, tseeds, ttimes, seconds); }, &temporal,
-            &temporal_local) ||
+            &temporal_local))
+      return 1;
+    if (want("hetero") &&
         !ThroughServersAndInProcess(
             work + "/rmat" + std::to_string(scale) + "-2-hetero", scale, "--rmat-node-types 2",
             "2 node types", [&](auto source) { return RunHetero(source, tseeds, seconds); },
             &hetero, &hetero_local))
       return 1;
     Stall stall;
-    if (!FailoverStall(dir, 3, &stall)) return 1;
+    if (want("failover_stall") && !FailoverStall(dir, 3, &stall)) return 1;
     std::printf(
         "loaders through 2 servers beside the same work in process, R-MAT scale %d, fanouts "
         "[10,5]:\n",
         scale);
-    std::printf(
-        "  subgraph (batch 256): %7.2f M induced edges/s vs %7.2f M in process: ratio %.3f (bar >= "
-        "0.35)\n",
-        subgraph.edges_per_s / 1e6, local_sub / 1e6, subgraph.edges_per_s / local_sub);
-    std::printf(
-        "  link (batch %lld seed edges, binary strict negatives, amount 1): %7.2f M sampled "
-        "edges/s (%.1f batches/s, %.2f s waiting "
-        "on the network) vs %7.2f M with a LocalSource: ratio %.3f (bar >= 0.35)\n",
-        static_cast<long long>(link_batch), link.edges_per_s / 1e6, link.batches_per_s,
-        link.network_wait_s, link_local.edges_per_s / 1e6,
-        link.edges_per_s / link_local.edges_per_s);
-    std::printf(
-        "  temporal (NodeLoader, uniform, batch 1024): %7.2f M sampled edges/s (%.2f s waiting on "
-        "the network) "
-        "vs %7.2f M with a LocalSource: ratio %.3f (bar >= 0.35)\n",
-        temporal.edges_per_s / 1e6, temporal.network_wait_s, temporal_local.edges_per_s / 1e6,
-        temporal.edges_per_s / temporal_local.edges_per_s);
-    std::printf(
-        "  hetero (NodeLoader, 4 edge types, [5,3] each, batch 1024): %7.2f M sampled edges/s "
-        "(%.2f s waiting on "
-        "the network) vs %7.2f M with a LocalSource: ratio %.3f (bar >= 0.35)\n",
-        hetero.edges_per_s / 1e6, hetero.network_wait_s, hetero_local.edges_per_s / 1e6,
-        hetero.edges_per_s / hetero_local.edges_per_s);
-    std::printf(
-        "  failover_stall (NodeLoader, %lld batches of 1024, features, 2 workers, UCX; "
-        "replica 1 of 2 of partition 0 SIGSTOPped after 10%%): "
-        "epoch %.2f s undisturbed, %.2f s stopped (medians of 3): "
-        "stall %.2f s vs health interval %d ms + one batch %.3f s (target <= 3 s); "
-        "%lld requests given up on the health verdict, %lld failovers\n",
-        static_cast<long long>(stall.batches), stall.calm_s, stall.stopped_s, stall.stall_s,
-        stall.health_check_ms, stall.batch_s, static_cast<long long>(stall.health_abandons),
-        static_cast<long long>(stall.failovers));
+    if (want("subgraph"))
+      std::printf(
+          "  subgraph (batch 256): %7.2f M induced edges/s vs %7.2f M in process: ratio %.3f (bar "
+          ">= "
+          "0.35)\n",
+          subgraph.edges_per_s / 1e6, local_sub / 1e6, subgraph.edges_per_s / local_sub);
+    if (want("link"))
+      std::printf(
+          "  link (batch %lld seed edges, binary strict negatives, amount 1): %7.2f M sampled "
+          "edges/s (%.1f batches/s, %.2f s waiting "
+          "on the network) vs %7.2f M with a LocalSource: ratio %.3f (bar >= 0.35)\n",
+          static_cast<long long>(link_batch), link.edges_per_s / 1e6, link.batches_per_s,
+          link.network_wait_s, link_local.edges_per_s / 1e6,
+          link.edges_per_s / link_local.edges_per_s);
+    if (want("temporal"))
+      std::printf(
+          "  temporal (NodeLoader, uniform, batch 1024): %7.2f M sampled edges/s (%.2f s waiting "
+          "on "
+          "the network) "
+          "vs %7.2f M with a LocalSource: ratio %.3f (bar >= 0.35)\n",
+          temporal.edges_per_s / 1e6, temporal.network_wait_s, temporal_local.edges_per_s / 1e6,
+          temporal.edges_per_s / temporal_local.edges_per_s);
+    if (want("hetero"))
+      std::printf(
+          "  hetero (NodeLoader, 4 edge types, [5,3] each, batch 1024): %7.2f M sampled edges/s "
+          "(%.2f s waiting on "
+          "the network) vs %7.2f M with a LocalSource: ratio %.3f (bar >= 0.35)\n",
+          hetero.edges_per_s / 1e6, hetero.network_wait_s, hetero_local.edges_per_s / 1e6,
+          hetero.edges_per_s / hetero_local.edges_per_s);
+    if (want("failover_stall"))
+      std::printf(
+          "  failover_stall (NodeLoader, %lld batches of 1024, features, 2 workers, UCX; "
+          "replica 1 of 2 of partition 0 SIGSTOPped after 10%%): "
+          "epoch %.2f s undisturbed, %.2f s stopped (medians of 3): "
+          "stall %.2f s vs health interval %d ms + one batch %.3f s (target <= 3 s); "
+          "%lld requests given up on the health verdict, %lld failovers\n",
+          static_cast<long long>(stall.batches), stall.calm_s, stall.stopped_s, stall.stall_s,
+          stall.health_check_ms, stall.batch_s, static_cast<long long>(stall.health_abandons),
+          static_cast<long long>(stall.failovers));
+    if (want("labor"))
+      std::printf(
+          "  labor (NodeLoader, LABOR-0, [15,10,5], batch 1024, 128-dim features): %7.2f M sampled "
+          "edges/s (%.1f batches/s) vs %7.2f M with a LocalSource: ratio %.3f (bar >= 0.5); "
+          "%.2f MB of features per batch vs %.2f MB for neighbor sampling at the same fanouts "
+          "through the same servers (%.1f batches/s): %.3f of it (bar <= 0.6)\n",
+          labor.edges_per_s / 1e6, labor.batches_per_s, labor_local.edges_per_s / 1e6,
+          labor.edges_per_s / labor_local.edges_per_s, labor_bytes / 1e6, neighbor_bytes / 1e6,
+          neighbor.batches_per_s, labor_bytes / neighbor_bytes);
+    if (want("walk"))
+      std::printf(
+          "  walk (uniform walks of 8 steps, batches of 4096 seeds, 2 samplers): %7.2f M steps/s "
+          "vs %7.2f M with a LocalSource: ratio %.3f (bar >= 0.35)\n",
+          walk_steps / 1e6, walk_local / 1e6, walk_steps / walk_local);
     nlohmann::json cases = nlohmann::json::array();
-    cases.push_back({{"case", "subgraph"},
-                     {"fanout", sub_fanouts},
-                     {"batch_size", sub_batch},
-                     {"scale", scale},
-                     {"batches_per_s", subgraph.batches_per_s},
-                     {"edges_per_s", subgraph.edges_per_s},
-                     {"inprocess_edges_per_s", local_sub},
-                     {"ratio", subgraph.edges_per_s / local_sub},
-                     {"inprocess", "multi-hop sampler, 2 threads"}});
-    cases.push_back({{"case", "failover_stall"},
-                     {"fanout", {10, 5}},
-                     {"batch_size", 1024},
-                     {"scale", scale},
-                     {"batches", stall.batches},
-                     {"path", "ucx"},
-                     {"epoch_undisturbed_s", stall.calm_s},
-                     {"epoch_stopped_s", stall.stopped_s},
-                     {"stall_s", stall.stall_s},
-                     {"health_check_ms", stall.health_check_ms},
-                     {"batch_s", stall.batch_s},
-                     {"limit_s", stall.health_check_ms / 1000.0 + stall.batch_s},
-                     {"target_s", 3.0},
-                     {"health_abandons", stall.health_abandons},
-                     {"failovers", stall.failovers}});
-    cases.push_back({{"case", "link"},
-                     {"fanout", sub_fanouts},
-                     {"batch_size", link_batch},
-                     {"scale", scale},
-                     {"negative", "binary strict, amount 1"},
-                     {"seed_edges", links.src.size()},
-                     {"batches_per_s", link.batches_per_s},
-                     {"edges_per_s", link.edges_per_s},
-                     {"inprocess_edges_per_s", link_local.edges_per_s},
-                     {"ratio", link.edges_per_s / link_local.edges_per_s},
-                     {"inprocess", "LinkLoader on a LocalSource"},
-                     {"negatives", neg_dist}});
-    cases.push_back({{"case", "temporal"},
-                     {"fanout", {10, 5}},
-                     {"batch_size", 1024},
-                     {"scale", scale},
-                     {"strategy", "uniform"},
-                     {"batches_per_s", temporal.batches_per_s},
-                     {"edges_per_s", temporal.edges_per_s},
-                     {"inprocess_edges_per_s", temporal_local.edges_per_s},
-                     {"ratio", temporal.edges_per_s / temporal_local.edges_per_s},
-                     {"inprocess", "temporal NodeLoader on a LocalSource"}});
-    cases.push_back({{"case", "hetero"},
-                     {"fanout", {5, 3}},
-                     {"edge_types", 4},
-                     {"node_types", 2},
-                     {"batch_size", 1024},
-                     {"scale", scale},
-                     {"batches_per_s", hetero.batches_per_s},
-                     {"edges_per_s", hetero.edges_per_s},
-                     {"inprocess_edges_per_s", hetero_local.edges_per_s},
-                     {"ratio", hetero.edges_per_s / hetero_local.edges_per_s},
-                     {"inprocess", "heterogeneous NodeLoader on a LocalSource"}});
+    if (want("labor"))
+      cases.push_back({{"case", "labor"},
+                       {"fanout", {15, 10, 5}},
+                       {"batch_size", 1024},
+                       {"scale", scale},
+                       {"feature_dim", 128},
+                       {"batches_per_s", labor.batches_per_s},
+                       {"edges_per_s", labor.edges_per_s},
+                       {"inprocess_edges_per_s", labor_local.edges_per_s},
+                       {"ratio", labor.edges_per_s / labor_local.edges_per_s},
+                       {"inprocess", "LABOR NodeLoader with features on a LocalSource"},
+                       {"feature_bytes_per_batch", labor_bytes},
+                       {"neighbor_feature_bytes_per_batch", neighbor_bytes},
+                       {"feature_bytes_ratio", labor_bytes / neighbor_bytes},
+                       {"neighbor_batches_per_s", neighbor.batches_per_s},
+                       {"neighbor_edges_per_s", neighbor.edges_per_s}});
+    if (want("walk"))
+      cases.push_back({{"case", "walk"},
+                       {"walk_length", 8},
+                       {"batch_size", 4096},
+                       {"scale", scale},
+                       {"steps_per_s", walk_steps},
+                       {"inprocess_steps_per_s", walk_local},
+                       {"ratio", walk_steps / walk_local},
+                       {"inprocess", "WalkSampler on a LocalSource, 2 threads"}});
+    if (want("subgraph"))
+      cases.push_back({{"case", "subgraph"},
+                       {"fanout", sub_fanouts},
+                       {"batch_size", sub_batch},
+                       {"scale", scale},
+                       {"batches_per_s", subgraph.batches_per_s},
+                       {"edges_per_s", subgraph.edges_per_s},
+                       {"inprocess_edges_per_s", local_sub},
+                       {"ratio", subgraph.edges_per_s / local_sub},
+                       {"inprocess", "multi-hop sampler, 2 threads"}});
+    if (want("failover_stall"))
+      cases.push_back({{"case", "failover_stall"},
+                       {"fanout", {10, 5}},
+                       {"batch_size", 1024},
+                       {"scale", scale},
+                       {"batches", stall.batches},
+                       {"path", "ucx"},
+                       {"epoch_undisturbed_s", stall.calm_s},
+                       {"epoch_stopped_s", stall.stopped_s},
+                       {"stall_s", stall.stall_s},
+                       {"health_check_ms", stall.health_check_ms},
+                       {"batch_s", stall.batch_s},
+                       {"limit_s", stall.health_check_ms / 1000.0 + stall.batch_s},
+                       {"target_s", 3.0},
+                       {"health_abandons", stall.health_abandons},
+                       {"failovers", stall.failovers}});
+    if (want("link"))
+      cases.push_back({{"case", "link"},
+                       {"fanout", sub_fanouts},
+                       {"batch_size", link_batch},
+                       {"scale", scale},
+                       {"negative", "binary strict, amount 1"},
+                       {"seed_edges", links.src.size()},
+                       {"batches_per_s", link.batches_per_s},
+                       {"edges_per_s", link.edges_per_s},
+                       {"inprocess_edges_per_s", link_local.edges_per_s},
+                       {"ratio", link.edges_per_s / link_local.edges_per_s},
+                       {"inprocess", "LinkLoader on a LocalSource"},
+                       {"negatives", neg_dist}});
+    if (want("temporal"))
+      cases.push_back({{"case", "temporal"},
+                       {"fanout", {10, 5}},
+                       {"batch_size", 1024},
+                       {"scale", scale},
+                       {"strategy", "uniform"},
+                       {"batches_per_s", temporal.batches_per_s},
+                       {"edges_per_s", temporal.edges_per_s},
+                       {"inprocess_edges_per_s", temporal_local.edges_per_s},
+                       {"ratio", temporal.edges_per_s / temporal_local.edges_per_s},
+                       {"inprocess", "temporal NodeLoader on a LocalSource"}});
+    if (want("hetero"))
+      cases.push_back({{"case", "hetero"},
+                       {"fanout", {5, 3}},
+                       {"edge_types", 4},
+                       {"node_types", 2},
+                       {"batch_size", 1024},
+                       {"scale", scale},
+                       {"batches_per_s", hetero.batches_per_s},
+                       {"edges_per_s", hetero.edges_per_s},
+                       {"inprocess_edges_per_s", hetero_local.edges_per_s},
+                       {"ratio", hetero.edges_per_s / hetero_local.edges_per_s},
+                       {"inprocess", "heterogeneous NodeLoader on a LocalSource"}});
     if (own) fs::remove_all(work);
     fanout::bench::WriteJson(json_path, cases);
     return 0;

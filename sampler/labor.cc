@@ -88,9 +88,13 @@ Status SampleLaborHop(const CsrGraph& graph, ArrayView<const int64_t> nodes, int
     return LaborVariate(key, indices[p]) <= std::min(1.0, rule.scale * a);
   };
 
-  // Phase 1: each row's rule and its exact count.
+  // Phase 1: each row's rule, and the CSR positions it takes (one pass over
+  // the row: each neighbor's variate is computed once), per chunk.
+  std::vector<std::vector<int64_t>> picks(static_cast<size_t>(num_chunks));
   run([&](int64_t c) {
     const int64_t b = c * chunk, e = std::min(m, b + chunk);
+    std::vector<int64_t>& mine = picks[c];
+    mine.clear();
     for (int64_t i = b; i < e; ++i) {
       const int64_t v = nodes[i];
       if (v < lo || v >= hi) {
@@ -111,9 +115,14 @@ Status SampleLaborHop(const CsrGraph& graph, ArrayView<const int64_t> nodes, int
         rule.scale =
             (fanout < 0 || positive <= fanout) ? inf : LaborWeightScale(weights + s, d, fanout);
       }
-      int64_t k = 0;
-      for (int64_t p = s; p < s + d; ++p) k += taken(rule, p);
-      count[i] = k;
+      const size_t before = mine.size();
+      if (rule.scale == inf && weights == nullptr) {
+        for (int64_t p = s; p < s + d; ++p) mine.push_back(p);
+      } else {
+        for (int64_t p = s; p < s + d; ++p)
+          if (taken(rule, p)) mine.push_back(p);
+      }
+      count[i] = static_cast<int64_t>(mine.size() - before);
     }
   });
   for (int64_t c = 0; c < num_chunks; ++c)
@@ -128,22 +137,21 @@ Status SampleLaborHop(const CsrGraph& graph, ArrayView<const int64_t> nodes, int
   out->edge_weights.resize(total);
   const int64_t* eids = graph.edge_ids();
 
-  // Phase 2: the taken edges in CSR order, with their importance weights.
+  // Phase 2: the taken edges (CSR order within a row) with their importance
+  // weights, each chunk's at its rows' offsets.
   run([&](int64_t c) {
     const int64_t b = c * chunk, e = std::min(m, b + chunk);
+    const std::vector<int64_t>& mine = picks[c];
+    size_t at = 0;
     for (int64_t i = b; i < e; ++i) {
-      const int64_t v = nodes[i];
-      const int64_t s = indptr[v - lo], d = indptr[v - lo + 1] - s;
       const RowRule& rule = rules[i];
-      int64_t o = offsets[i];
-      for (int64_t p = s; p < s + d; ++p) {
-        if (!taken(rule, p)) continue;
+      for (int64_t o = offsets[i]; o < offsets[i + 1]; ++o, ++at) {
+        const int64_t p = mine[at];
         const double a = weights ? static_cast<double>(weights[p]) : 1.0;
         const double pi = rule.scale == inf ? 1.0 : std::min(1.0, rule.scale * a);
         out->neighbors[o] = indices[p];
         if (options.with_edge_ids) out->edge_ids[o] = eids ? eids[p] : p;
         out->edge_weights[o] = static_cast<float>(a / (pi * rule.norm));
-        ++o;
       }
     }
   });
