@@ -35,16 +35,21 @@ Status CheckWalkOptions(const WalkOptions& o) {
     return Status::InvalidArgument("max_trials " + std::to_string(o.max_trials) + " must be >= 1");
   if (o.top_k < 0)
     return Status::InvalidArgument("top_k " + std::to_string(o.top_k) + " must be >= 0");
-  if (o.top_k > o.num_walks * o.walk_length)
+  if (o.visit_stride < 1 || o.visit_stride > o.walk_length)
+    return Status::InvalidArgument("visit_stride " + std::to_string(o.visit_stride) +
+                                   " is outside [1, walk_length=" + std::to_string(o.walk_length) +
+                                   "]");
+  const int64_t visits = o.num_walks * (o.walk_length / o.visit_stride);
+  if (o.top_k > visits)
     return Status::InvalidArgument(
-        "top_k " + std::to_string(o.top_k) + " is more than the " +
-        std::to_string(o.num_walks * o.walk_length) +
-        " visits a seed's walks make (num_walks x walk_length): no seed could fill it");
+        "top_k " + std::to_string(o.top_k) + " is more than the " + std::to_string(visits) +
+        " visits a seed's walks make (num_walks x walk_length / visit_stride): no seed could "
+        "fill it");
   return Status::OK();
 }
 
 void TopVisited(const std::vector<int64_t>& walks, int64_t num_seeds, int64_t num_walks,
-                int64_t walk_length, int64_t top_k, WalkResult* out) {
+                int64_t walk_length, int64_t top_k, WalkResult* out, int64_t visit_stride) {
   out->offsets.assign(1, 0);
   out->nodes.clear();
   out->counts.clear();
@@ -56,7 +61,7 @@ void TopVisited(const std::vector<int64_t>& walks, int64_t num_seeds, int64_t nu
     const int64_t* w = walks.data() + i * num_walks * cols;
     const int64_t seed = w[0];
     for (int64_t j = 0; j < num_walks; ++j)
-      for (int64_t t = 1; t < cols; ++t) {
+      for (int64_t t = visit_stride; t < cols; t += visit_stride) {
         const int64_t v = w[j * cols + t];
         if (v >= 0 && v != seed) ++seen[v];
       }
@@ -96,7 +101,8 @@ Status RandomWalks(Session& session, ArrayView<const int64_t> seeds, uint64_t re
       if (cur[w] < 0) continue;
       const uint64_t key =
           sampler::WalkStepKey(request_seed, static_cast<uint64_t>(w), static_cast<uint64_t>(t));
-      if (o.restart_prob > 0 && t >= 2 && Unit(Draw(key, 1)) < o.restart_prob) {
+      if (o.restart_prob > 0 && t >= 2 && (t - 1) % o.visit_stride == 0 &&
+          Unit(Draw(key, 1)) < o.restart_prob) {
         prev[w] = -1;
         cur[w] = start[w];
         out->walks[w * cols + t] = cur[w];
@@ -159,7 +165,8 @@ Status RandomWalks(Session& session, ArrayView<const int64_t> seeds, uint64_t re
       if (x >= 0) ++out->steps;
     }
   }
-  if (o.top_k > 0) TopVisited(out->walks, n, o.num_walks, o.walk_length, o.top_k, out);
+  if (o.top_k > 0)
+    TopVisited(out->walks, n, o.num_walks, o.walk_length, o.top_k, out, o.visit_stride);
   return Status::OK();
 }
 

@@ -21,8 +21,12 @@
 //   (Mix64(key ^ a * golden)); after max_trials rejections the last candidate
 //   is taken (probability (1 - min/max alpha)^max_trials).
 // - PinSAGE (top_k > 0; Ying et al., KDD 2018): seed i's neighborhood is the
-//   top_k nodes visited most often by its walks (steps 1 .. walk_length; the
-//   seed itself and dead ends not counted), by count descending, then id.
+//   top_k nodes visited most often by its walks (steps visit_stride,
+//   2 visit_stride, ... <= walk_length; the seed itself and dead ends not
+//   counted), by count descending, then id. visit_stride 2 on a bipartite
+//   user-item graph counts items only (PinSAGE's item-user-item walks); with
+//   it, restarts happen only before steps 1 + a multiple of visit_stride, so
+//   counted steps stay on the seed's side.
 #ifndef FANOUT_CLIENT_WALKS_H_
 #define FANOUT_CLIENT_WALKS_H_
 
@@ -37,13 +41,14 @@
 namespace fanout::client {
 
 struct WalkOptions {
-  int64_t walk_length = 5;  // steps per walk (>= 1); walks have walk_length + 1 nodes
-  int64_t num_walks = 1;    // walks per seed (>= 1)
-  double restart_prob = 0;  // in [0, 1)
-  double p = 1, q = 1;      // node2vec return and in-out parameters (> 0)
-  bool weighted = false;    // steps by edge weight (needs a weighted dataset)
-  int64_t top_k = 0;        // PinSAGE neighborhoods: > 0 fills WalkResult's top-k arrays
-  int max_trials = 100;     // node2vec rejection attempts per step (>= 1)
+  int64_t walk_length = 5;   // steps per walk (>= 1); walks have walk_length + 1 nodes
+  int64_t num_walks = 1;     // walks per seed (>= 1)
+  double restart_prob = 0;   // in [0, 1)
+  double p = 1, q = 1;       // node2vec return and in-out parameters (> 0)
+  bool weighted = false;     // steps by edge weight (needs a weighted dataset)
+  int64_t top_k = 0;         // PinSAGE neighborhoods: > 0 fills WalkResult's top-k arrays
+  int64_t visit_stride = 1;  // count (and restart) every this many steps (>= 1)
+  int max_trials = 100;      // node2vec rejection attempts per step (>= 1)
 };
 
 // InvalidArgument naming the option that is out of range.
@@ -66,7 +71,7 @@ Status RandomWalks(Session& session, ArrayView<const int64_t> seeds, uint64_t re
 // The top-k visited nodes of each seed's walks (WalkResult's PinSAGE part)
 // from the walks alone.
 void TopVisited(const std::vector<int64_t>& walks, int64_t num_seeds, int64_t num_walks,
-                int64_t walk_length, int64_t top_k, WalkResult* out);
+                int64_t walk_length, int64_t top_k, WalkResult* out, int64_t visit_stride = 1);
 
 // One thread's walker over a source (its own session). Not thread-safe.
 class WalkSampler {

@@ -698,6 +698,8 @@ py::dict RandomWalksOf(PyCluster& cluster, const py::object& seeds_obj, const py
       o.num_walks = as_int();
     } else if (key == "top_k") {
       o.top_k = as_int();
+    } else if (key == "visit_stride") {
+      o.visit_stride = as_int();
     } else if (key == "max_trials") {
       o.max_trials = static_cast<int>(std::clamp<int64_t>(as_int(), -1, 1 << 20));
     } else if (key == "p") {

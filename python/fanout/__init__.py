@@ -219,17 +219,20 @@ class Cluster:
         return self._c.edge_type_index(str(edge_type))
 
     def random_walks(self, seeds, walk_length=5, *, num_walks=1, p=1.0, q=1.0, restart_prob=0.0, weighted=False,
-                     top_k=0, seed=0, max_trials=100):
+                     top_k=0, visit_stride=1, seed=0, max_trials=100):
         """Random walks from ``seeds`` through the servers (client/walks.h; docs/SAMPLERS.md), as a
         WalkBatch: ``walks`` int64 [len(seeds) * num_walks, walk_length + 1] (walk j of seed i is
         row i * num_walks + j; column 0 the seed; -1 past a dead end). ``p``/``q``: node2vec's return
         and in-out parameters; ``restart_prob``: jump back to the start before a step;
         ``weighted``: steps by edge weight; ``top_k`` > 0: each seed's most visited nodes
-        (PinSAGE neighborhoods) in ``top_nodes``/``top_counts``. Every step is a pure function of
+        (PinSAGE neighborhoods) in ``top_nodes``/``top_counts``, counting the nodes at every
+        ``visit_stride``-th step (2 on a user-item graph: items only; restarts then happen only
+        before odd steps). Every step is a pure function of
         (walk, step, ``seed``): the same walks in process and through any number of servers."""
         ids = _ids(seeds, self)
         options = dict(walk_length=walk_length, num_walks=num_walks, p=float(p), q=float(q),
-                       restart_prob=float(restart_prob), weighted=weighted, top_k=top_k, max_trials=max_trials)
+                       restart_prob=float(restart_prob), weighted=weighted, top_k=top_k,
+                       visit_stride=visit_stride, max_trials=max_trials)
         d = self._c.random_walks(_ids_buffer(ids), options, int(seed))
         return WalkBatch(d, ids, num_walks)
 
@@ -821,7 +824,8 @@ class RandomWalkLoader:
     is reproducible, and the same through servers as in process."""
 
     def __init__(self, cluster, input_nodes, walk_length=5, batch_size=1024, *, num_walks=1, p=1.0, q=1.0,
-                 restart_prob=0.0, weighted=False, top_k=0, shuffle=True, seed=0, drop_last=False, max_trials=100):
+                 restart_prob=0.0, weighted=False, top_k=0, visit_stride=1, shuffle=True, seed=0, drop_last=False,
+                 max_trials=100):
         if not isinstance(cluster, Cluster):
             raise InvalidArgument("RandomWalkLoader needs a fanout.Cluster, not %s" % type(cluster).__name__)
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -833,7 +837,7 @@ class RandomWalkLoader:
         self.seed = int(seed)
         self.drop_last = bool(drop_last)
         self._options = dict(walk_length=walk_length, num_walks=num_walks, p=p, q=q, restart_prob=restart_prob,
-                             weighted=weighted, top_k=top_k, max_trials=max_trials)
+                             weighted=weighted, top_k=top_k, visit_stride=visit_stride, max_trials=max_trials)
         # The options checked once, here, by the same code the walks use (no walk taken).
         cluster.random_walks(self.input_nodes[:0], **self._options)
         self._next_epoch = 0

@@ -149,6 +149,10 @@ TEST(WalksTest, TopVisitedRanksByCountThenIdAndWalksArePureFunctions) {
   EXPECT_EQ(r.offsets, (std::vector<int64_t>{0, 2, 4}));
   EXPECT_EQ(r.nodes, (std::vector<int64_t>{1, 2, 5, 9}));  // seed 7 not counted; ties by id
   EXPECT_EQ(r.counts, (std::vector<int64_t>{2, 2, 2, 2}));
+  // Every second step only (items of a user-item walk): steps 2 of each walk.
+  TopVisited(walks, 2, 2, 3, 2, &r, 2);
+  EXPECT_EQ(r.nodes, (std::vector<int64_t>{2, 9}));  // 7's: 2 (and 7 itself); 8's: -1, 9
+  EXPECT_EQ(r.counts, (std::vector<int64_t>{1, 1}));
   GraphSession s(Diamond());
   WalkOptions o;
   o.walk_length = 4;
@@ -193,6 +197,9 @@ TEST(WalksTest, BadOptionsAreRefusedByName) {
   o.walk_length = 3;
   o.top_k = 7;
   EXPECT_THAT(refused(o), HasSubstr("top_k 7"));
+  o = WalkOptions();
+  o.visit_stride = 0;
+  EXPECT_THAT(refused(o), HasSubstr("visit_stride"));
   o = WalkOptions();
   o.num_walks = 0;
   EXPECT_THAT(refused(o), HasSubstr("num_walks"));

@@ -130,3 +130,44 @@ def test_movielens_rating_regression_beats_the_movie_mean_baseline(fanout, tmp_p
         r = ml.run(cluster, train, val, test, epochs=3, seed=1, log=lambda m: None)
     assert r["test_rmse"] < r["test_movie_mean_rmse"] - 0.05, r
     assert r["test_rmse"] < 0.95, r
+
+
+def test_labor_graphsage_is_within_a_point_and_a_half_of_neighbor_sampling_over_five_seeds(cluster):
+    """examples/python/labor_graphsage.py: LABOR's mean test accuracy over 5 seeds within 0.015 of neighbor
+    sampling's at the same fanouts (issue 28's bar), with no more feature rows per batch."""
+    import labor_graphsage
+    lines = []
+    r = labor_graphsage.compare(cluster, [0, 1, 2, 3, 4], epochs=30, out=lines.append)
+    assert abs(r["accuracy_difference"]) <= 0.015, lines
+    assert r["labor"]["mean_test_acc"] >= 0.77, lines
+    assert r["feature_bytes_ratio"] <= 1.0, lines
+
+
+def test_node2vec_beats_the_degree_product_baseline(fanout, tmp_path):
+    """examples/python/node2vec.py: walks through the servers (no test edge served), skip-gram embeddings
+    whose link-prediction AUC beats the degree product computed in the same run."""
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "python", "node2vec.py"), "--epochs", "2",
+                        "--json", str(tmp_path / "n2v.json")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    m = json.loads((tmp_path / "n2v.json").read_text())
+    assert m["test_auc"] > m["degree_product_auc"] + 0.05, m
+    assert m["walk_steps"] > 0
+
+
+def test_pinsage_recommendations_beat_the_most_popular_baseline(fanout, tmp_path):
+    """examples/python/pinsage_movielens.py: held-out ratings are not served; hit rate at 10 from walk
+    neighborhoods beats recommending the most rated movies, computed in the same run."""
+    import pinsage_movielens as pm
+    from movielens_rating import MOVIELENS, read_ratings
+    ratings = read_ratings(os.path.join(MOVIELENS, "ratings.csv"))
+    train, test = pm.leave_one_out(ratings, 3)
+    assert len(test) == 610  # every user has at least 20 ratings
+    assert not {(u, test[u]) for u in test} & set(train)
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "python", "pinsage_movielens.py"),
+                        "--json", str(tmp_path / "pin.json")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    m = json.loads((tmp_path / "pin.json").read_text())
+    assert m["hit_rate_at_10"] > m["most_popular_hit_rate_at_10"], m
+    assert m["users"] > 500
