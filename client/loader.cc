@@ -69,6 +69,23 @@ void CheckSampling(const Source& source, const LoaderOptions& options, size_t co
     Status t = sampler::CheckTemporalOptions(MultiHopOptionsOf(options));
     if (!t.ok()) throw std::invalid_argument("NodeLoader: " + t.message());
   }
+  if (options.pinsage) {
+    if (options.labor || options.replace || options.subgraph || !options.input_time.empty() ||
+        !options.edge_type_fanouts.empty())
+      throw std::invalid_argument(
+          "NodeLoader: PinSAGE hops take no LABOR, replace, subgraph, temporal or per-edge-type "
+          "options");
+    for (size_t h = 0; h < options.fanouts.size(); ++h) {
+      WalkOptions o = options.walk;
+      o.top_k = options.fanouts[h];
+      Status st = o.top_k < 1 ? Status::InvalidArgument("num_neighbors " + std::to_string(o.top_k) +
+                                                        " of hop " + std::to_string(h) +
+                                                        " is not >= 1 (PinSAGE keeps the top "
+                                                        "num_neighbors visited nodes)")
+                              : CheckWalkOptions(o);
+      if (!st.ok()) throw std::invalid_argument("NodeLoader: PinSAGE hops: " + st.message());
+    }
+  }
   if (options.labor) {
     if (options.replace)
       throw std::invalid_argument(
@@ -180,7 +197,10 @@ Status SampleAndFetch(const Source& source, const LoaderOptions& options, Sessio
                       ArrayView<const int64_t> times, uint64_t request_seed, MiniBatch* out) {
   const sampler::MultiHopOptions mo = MultiHopOptionsOf(options);
   sampler::SampledSubgraph sub;
-  if (options.input_time.empty()) {
+  if (options.pinsage) {
+    FANOUT_RETURN_IF_ERROR(SamplePinSage(*session, seeds, request_seed, options.fanouts,
+                                         options.walk, options.edge_ids, &sub));
+  } else if (options.input_time.empty()) {
     FANOUT_RETURN_IF_ERROR(session->Sample(seeds, request_seed, mo, &sub));
   } else {
     FANOUT_RETURN_IF_ERROR(session->SampleTemporal(seeds, times, request_seed, mo, &sub));
@@ -202,7 +222,7 @@ Status SampleAndFetch(const Source& source, const LoaderOptions& options, Sessio
     at += e;
   }
   if (options.edge_ids) out->edge_id = Wrap(std::move(sub.edge_id));
-  if (options.labor && !options.subgraph) {
+  if ((options.labor || options.pinsage) && !options.subgraph) {
     const int64_t e = static_cast<int64_t>(sub.edge_weight.size());
     out->edge_weight = torch::empty({e}, torch::kFloat);
     std::copy(sub.edge_weight.begin(), sub.edge_weight.end(), out->edge_weight.data_ptr<float>());

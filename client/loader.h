@@ -28,6 +28,7 @@
 #include "cache/gpu_feature_cache.h"
 #include "client/device_features.h"
 #include "client/source.h"
+#include "client/walks.h"
 #include "sampler/negative.h"
 
 namespace fanout::client {
@@ -42,6 +43,13 @@ struct LoaderOptions {
   // expected fanout per seed, fewer distinct nodes per hop; batches carry
   // MiniBatch::edge_weight. Homogeneous, not temporal, no replace.
   bool labor = false;
+  // PinSAGE hops (client/walks.h SamplePinSage): hop h's neighbors of a node
+  // are the fanouts[h] nodes its random walks (`walk`: num_walks,
+  // walk_length, restart_prob, visit_stride, p, q) visit most; edge_weight
+  // holds their normalised visit counts, edge_id -1. Not with labor,
+  // temporal, heterogeneous or subgraph options.
+  bool pinsage = false;
+  WalkOptions walk;
   // Subgraph mode (GraphLearn-for-PyTorch's SubGraphLoader): edge_index holds
   // every edge among the sampled nodes, not the sampled edges
   // (sampler::MultiHopOptions::induced); hop_edge_index then has one entry.
@@ -116,7 +124,7 @@ struct MiniBatch {
   at::Tensor edge_index;  // int64 [2, E], all hops: row 0 = source (neighbor), row 1 = target
   std::vector<at::Tensor> hop_edge_index;  // per hop, views into edge_index
   at::Tensor edge_id;                      // int64 [E] global edge ids (undefined unless edge_ids)
-  at::Tensor edge_weight;  // float32 [E] LABOR importance weights (undefined unless labor)
+  at::Tensor edge_weight;  // float32 [E] LABOR / PinSAGE importance weights (else undefined)
   at::Tensor original_id;  // int64 [N] dataset ids (undefined unless original_ids)
   std::vector<int64_t> num_sampled_nodes, num_sampled_edges;
   int64_t batch_size = 0;

@@ -170,6 +170,45 @@ Status RandomWalks(Session& session, ArrayView<const int64_t> seeds, uint64_t re
   return Status::OK();
 }
 
+Status SamplePinSage(Session& session, ArrayView<const int64_t> seeds, uint64_t request_seed,
+                     const std::vector<int64_t>& fanouts, const WalkOptions& walk,
+                     bool with_edge_ids, sampler::SampledSubgraph* out) {
+  for (size_t h = 0; h < fanouts.size(); ++h) {
+    WalkOptions o = walk;
+    o.top_k = fanouts[h];
+    if (o.top_k < 1)
+      return Status::InvalidArgument(
+          "PinSAGE hops keep each node's top num_neighbors[h] visited nodes: " +
+          std::to_string(fanouts[h]) + " in hop " + std::to_string(h) + " is not >= 1");
+    FANOUT_RETURN_IF_ERROR(CheckWalkOptions(o));
+  }
+  sampler::SubgraphBuilder builder;
+  builder.Begin(seeds, out);
+  sampler::OneHopResult hop;
+  WalkResult r;
+  for (size_t h = 0; h < fanouts.size(); ++h) {
+    WalkOptions o = walk;
+    o.top_k = fanouts[h];
+    ArrayView<const int64_t> frontier = builder.Frontier(*out);
+    const std::vector<int64_t> f(frontier.begin(), frontier.end());  // out->n_id grows below
+    FANOUT_RETURN_IF_ERROR(RandomWalks(session, f, HopKey(request_seed, h), o, &r));
+    const size_t m = f.size(), total = r.nodes.size();
+    hop.offsets.assign(r.offsets.begin(), r.offsets.end());
+    hop.neighbors.assign(r.nodes.begin(), r.nodes.end());
+    hop.edge_ids.assign(with_edge_ids ? total : 0, -1);
+    hop.edge_types.clear();
+    hop.edge_weights.resize(total);
+    for (size_t i = 0; i < m; ++i) {
+      int64_t sum = 0;
+      for (int64_t e = r.offsets[i]; e < r.offsets[i + 1]; ++e) sum += r.counts[e];
+      for (int64_t e = r.offsets[i]; e < r.offsets[i + 1]; ++e)
+        hop.edge_weights[e] = static_cast<float>(static_cast<double>(r.counts[e]) / sum);
+    }
+    builder.AddHop(hop, with_edge_ids, out);
+  }
+  return Status::OK();
+}
+
 Status WalkSampler::Create(std::shared_ptr<Source> source, WalkOptions options,
                            std::unique_ptr<WalkSampler>* out) {
   if (!source) return Status::InvalidArgument("WalkSampler: no source");

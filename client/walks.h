@@ -73,6 +73,19 @@ Status RandomWalks(Session& session, ArrayView<const int64_t> seeds, uint64_t re
 void TopVisited(const std::vector<int64_t>& walks, int64_t num_seeds, int64_t num_walks,
                 int64_t walk_length, int64_t top_k, WalkResult* out, int64_t visit_stride = 1);
 
+// PinSAGE hops (a NodeLoader's sampler="pinsage"): multi-hop sampling with
+// the semantics of sampler::MultiHopSampler (n_id seeds first, then new
+// nodes in order of discovery; row = neighbor, col = frontier node), where
+// hop h's neighbors of a frontier node are the fanouts[h] nodes its walks
+// visit most (RandomWalks from the frontier with `walk` and top_k =
+// fanouts[h], request seed HopKey(request_seed, h)), each edge's weight its
+// visit count over the node's top-k total (PinSAGE's importance pooling
+// weights, out->edge_weight). Edge ids (with_edge_ids) are -1: a walk
+// neighborhood is not a stored edge. fanouts must be >= 1.
+Status SamplePinSage(Session& session, ArrayView<const int64_t> seeds, uint64_t request_seed,
+                     const std::vector<int64_t>& fanouts, const WalkOptions& walk,
+                     bool with_edge_ids, sampler::SampledSubgraph* out);
+
 // One thread's walker over a source (its own session). Not thread-safe.
 class WalkSampler {
  public:

@@ -602,11 +602,20 @@ client::LoaderOptions ParseLoaderOptions(const PyCluster& cluster, const py::dic
       if (!v.is_none()) o.input_time = Int64List(v, "input_time");
     } else if (key == "sampler") {
       const std::string name = py::str(v);
-      if (name != "neighbor" && name != "labor")
+      if (name != "neighbor" && name != "labor" && name != "pinsage")
         Raise(Status::InvalidArgument("sampler '" + name +
-                                      "' is not 'neighbor' or 'labor' (random walks: "
+                                      "' is not 'neighbor', 'labor' or 'pinsage' (random walks: "
                                       "fanout.RandomWalkLoader)"));
       o.labor = name == "labor";
+      o.pinsage = name == "pinsage";
+    } else if (key == "num_walks") {
+      o.walk.num_walks = as_int();
+    } else if (key == "walk_length") {
+      o.walk.walk_length = as_int();
+    } else if (key == "visit_stride") {
+      o.walk.visit_stride = as_int();
+    } else if (key == "restart_prob") {
+      o.walk.restart_prob = v.cast<double>();
     } else if (key == "temporal_strategy") {
       Check(sampler::ParseTemporalStrategy(py::str(v), &o.temporal_strategy));
     } else if (key == "type_fanouts") {

@@ -542,7 +542,12 @@ class NodeLoader:
     independently) or "labor" (LABOR-0: the same expected fanout per node,
     but the nodes of a hop share their draws, so fewer distinct nodes and
     feature rows per batch; batches carry ``edge_weight``; homogeneous,
-    not temporal, no ``replace``). docs/SAMPLERS.md has the definitions.
+    not temporal, no ``replace``), or "pinsage" (PinSAGE hops: a node's
+    neighbors in hop h are the ``num_neighbors[h]`` nodes its random walks
+    visit most, ``num_walks`` walks of ``walk_length`` steps restarting with
+    ``restart_prob``, counting every ``visit_stride``-th step; ``edge_weight``
+    their normalised visit counts, ``e_id`` -1). docs/SAMPLERS.md has the
+    definitions.
 
     Heterogeneous datasets (``cluster.node_types`` not empty), as PyG:
     ``num_neighbors`` a dict {(src, rel, dst) or rel: [fanout per hop]}
@@ -555,7 +560,8 @@ class NodeLoader:
                  replace=False, weighted=False, num_workers=2, prefetch=4, seed=0, data_plane="auto",
                  features=True, labels=True, edge_ids=True, original_ids=False, drop_last=False, rank=None,
                  world_size=None, device="cpu", gpu_cache_fraction=0.1, input_time=None, temporal_strategy="uniform",
-                 sampler="neighbor", _subgraph=False, _link=None):
+                 sampler="neighbor", num_walks=10, walk_length=4, restart_prob=0.5, visit_stride=1,
+                 _subgraph=False, _link=None):
         if not isinstance(cluster, Cluster):
             raise InvalidArgument("%s needs a fanout.Cluster, not %s" % (type(self).__name__, type(cluster).__name__))
         _check_data_plane(data_plane)
@@ -600,6 +606,9 @@ class NodeLoader:
                        gpu_cache_fraction=float(gpu_cache_fraction), subgraph=bool(_subgraph),
                        input_time=_times(input_time), temporal_strategy=str(temporal_strategy),
                        type_fanouts=type_fanouts, link_edge_type=self._link_edge_type, sampler=str(sampler))
+        if sampler == "pinsage":
+            options.update(num_walks=num_walks, walk_length=walk_length, restart_prob=float(restart_prob),
+                           visit_stride=visit_stride)
         if session_mode is not None:
             options["data_plane"] = session_mode
         link = None

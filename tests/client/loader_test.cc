@@ -339,6 +339,37 @@ TEST_F(LoaderTest, LaborBatchesAndWalksThroughEveryPathEqualLocalOnes) {
                cluster->data_plane() == rpc::DataPlaneMode::kUcx) {
       EXPECT_GT(st.ucx_bytes, 0) << what;  // the LABOR replies came by the data plane
     }
+    // PinSAGE hops: the same batches; per target at most fanout neighbors, weights summing to 1.
+    {
+      LoaderOptions po;
+      po.batch_size = 64;
+      po.fanouts = {5, 3};
+      po.seed = 4;
+      po.pinsage = true;
+      po.walk.num_walks = 6;
+      po.walk.walk_length = 4;
+      po.walk.restart_prob = 0.3;
+      NodeLoader pa(cluster, seeds, po), pb(whole, seeds, po);
+      MiniBatch x, y;
+      int64_t n = 0;
+      while (pa.Next(&x)) {
+        ASSERT_TRUE(pb.Next(&y)) << what;
+        ++n;
+        ExpectSameTensor(x.n_id, y.n_id, what + " pinsage n_id");
+        ExpectSameTensor(x.edge_index, y.edge_index, what + " pinsage edge_index");
+        ExpectSameTensor(x.edge_weight, y.edge_weight, what + " pinsage edge_weight");
+        at::Tensor col = x.edge_index[1];
+        at::Tensor per =
+            torch::zeros({x.n_id.size(0)}, torch::kLong).index_add_(0, col, torch::ones_like(col));
+        EXPECT_LE(per.max().item<int64_t>(), 5) << what;
+        at::Tensor sums = torch::zeros({x.n_id.size(0)}).index_add_(0, col, x.edge_weight);
+        at::Tensor has = per > 0;
+        EXPECT_TRUE(torch::allclose(sums.index({has}), torch::ones({has.sum().item<int64_t>()}),
+                                    1e-5, 1e-5))
+            << what;
+      }
+      EXPECT_GT(n, 1) << what;
+    }
     // Walks: first order, weighted-free node2vec with restarts and PinSAGE top-k.
     for (int variant = 0; variant < 2; ++variant) {
       WalkOptions wo;
@@ -1478,6 +1509,42 @@ TEST(HeteroLoaderTest, HeteroLinkBatchesThroughServersEqualLocalOnesWithTypedStr
     }
     for (auto& s : servers) s->Stop();
   }
+}
+
+TEST_F(LoaderTest, LaborAndPinSageOptionsAreRefusedByName) {
+  StartServers(2);
+  auto cluster = ConnectCluster();
+  std::vector<int64_t> seeds = Local()->SplitNodes(1);
+  auto refused = [&](LoaderOptions o) {
+    try {
+      NodeLoader l(cluster, seeds, o);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  LoaderOptions o;
+  o.labor = true;
+  o.replace = true;
+  EXPECT_THAT(refused(o), HasSubstr("replace"));
+  o = LoaderOptions();
+  o.labor = true;
+  o.input_time.assign(seeds.size(), 1);
+  EXPECT_THAT(refused(o), HasSubstr("temporal"));
+  o = LoaderOptions();
+  o.pinsage = true;
+  o.labor = true;
+  EXPECT_THAT(refused(o), HasSubstr("PinSAGE"));
+  o = LoaderOptions();
+  o.pinsage = true;
+  o.fanouts = {5, -1};
+  EXPECT_THAT(refused(o), HasSubstr("hop 1"));
+  o = LoaderOptions();
+  o.pinsage = true;
+  o.fanouts = {50};
+  o.walk.num_walks = 2;
+  o.walk.walk_length = 3;
+  EXPECT_THAT(refused(o), HasSubstr("top_k 50"));
 }
 
 TEST_F(LoaderTest, HeteroOptionsAreRefusedByName) {

@@ -125,3 +125,22 @@ def test_pyg_node_loader_gets_labor_batches_with_their_edge_weights(cluster, fan
         assert d.validate(raise_on_error=True)
     with pytest.raises(fanout.InvalidArgument, match="sampler"):
         fanout.pyg.NeighborSampler(cluster, [5], sampler="walk")
+
+
+def test_pinsage_hops_are_the_same_on_every_path_with_normalised_visit_weights(local, fanout):
+    runs = {name: list(fanout.NodeLoader(c, "train", [5, 3], batch_size=64, shuffle=False, seed=2, sampler="pinsage",
+                                         num_walks=8, walk_length=4, restart_prob=0.3, num_workers=1))
+            for name, c in _paths(local).items()}
+    first = runs["ucx"]
+    for name, batches in runs.items():
+        for a, b in zip(batches, first):
+            for f in ("n_id", "edge_index", "edge_weight", "x"):
+                assert torch.equal(getattr(a, f), getattr(b, f)), (name, f)
+    for b in first:
+        col = b.edge_index[1]
+        sums = torch.zeros(b.n_id.numel()).index_add_(0, col, b.edge_weight)
+        assert torch.allclose(sums[torch.unique(col)], torch.ones(torch.unique(col).numel()))
+        assert bool((torch.bincount(col) <= 5).all())
+        assert bool((b.e_id == -1).all())  # walk neighborhoods are not stored edges
+    with pytest.raises(fanout.InvalidArgument, match="top_k 50"):
+        fanout.NodeLoader(local.cluster(), "train", [50], sampler="pinsage", num_walks=2, walk_length=3)
