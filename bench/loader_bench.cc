@@ -430,11 +430,32 @@ int main(int argc, char** argv) {
     if (want("subgraph"))
       subgraph = RunLoader(cluster, seeds, false, seconds, sub_fanouts, sub_batch, true);
     if (want("link")) link = RunLink(cluster, links, link_batch, seconds, &neg_dist);
+    // The co-located servers' exports are sampled in this process by default
+    // (Cluster's local sampling); rpc_cluster asks the servers instead (UCX).
+    std::shared_ptr<fanout::client::Cluster> rpc_cluster;
+    if (want("labor") || want("walk")) {
+      fanout::client::ClusterSpec spec;
+      spec.replicas = {{servers.s0.rpc}, {servers.s1.rpc}};
+      spec.has_local_sampling = true;
+      spec.local_sampling = false;
+      st = fanout::client::Cluster::Connect(spec, {}, &rpc_cluster);
+      if (!st.ok()) {
+        std::fprintf(stderr, "%s\n", st.ToString().c_str());
+        return 1;
+      }
+    }
+    Measured labor_rpc;
+    double rpc_bytes = 0, walk_rpc = 0;
     if (want("labor")) {
       labor = RunLabor(cluster, seeds, true, seconds, &labor_bytes);
       neighbor = RunLabor(cluster, seeds, false, seconds, &neighbor_bytes);
+      labor_rpc = RunLabor(rpc_cluster, seeds, true, seconds, &rpc_bytes);
     }
-    if (want("walk")) walk_steps = RunWalks(cluster, n, seconds);
+    if (want("walk")) {
+      walk_steps = RunWalks(cluster, n, seconds);
+      walk_rpc = RunWalks(rpc_cluster, n, seconds);
+    }
+    rpc_cluster.reset();
     servers.Stop();
     const double local_sub =
         want("subgraph") ? InProcess(csr.View(), n, sub_fanouts, sub_batch, true, seconds) : 0;
@@ -519,15 +540,19 @@ int main(int argc, char** argv) {
           "  labor (NodeLoader, LABOR-0, [15,10,5], batch 1024, 128-dim features): %7.2f M sampled "
           "edges/s (%.1f batches/s) vs %7.2f M with a LocalSource: ratio %.3f (bar >= 0.5); "
           "%.2f MB of features per batch vs %.2f MB for neighbor sampling at the same fanouts "
-          "through the same servers (%.1f batches/s): %.3f of it (bar <= 0.6)\n",
+          "through the same servers (%.1f batches/s): %.3f of it (bar <= 0.6); sampled by the "
+          "servers over UCX instead of from their exports here: %7.2f M edges/s, ratio %.3f\n",
           labor.edges_per_s / 1e6, labor.batches_per_s, labor_local.edges_per_s / 1e6,
           labor.edges_per_s / labor_local.edges_per_s, labor_bytes / 1e6, neighbor_bytes / 1e6,
-          neighbor.batches_per_s, labor_bytes / neighbor_bytes);
+          neighbor.batches_per_s, labor_bytes / neighbor_bytes, labor_rpc.edges_per_s / 1e6,
+          labor_rpc.edges_per_s / labor_local.edges_per_s);
     if (want("walk"))
       std::printf(
           "  walk (uniform walks of 8 steps, batches of 4096 seeds, 2 samplers): %7.2f M steps/s "
-          "vs %7.2f M with a LocalSource: ratio %.3f (bar >= 0.35)\n",
-          walk_steps / 1e6, walk_local / 1e6, walk_steps / walk_local);
+          "vs %7.2f M with a LocalSource: ratio %.3f (bar >= 0.35); stepped by the servers over "
+          "UCX: %7.2f M steps/s, ratio %.3f\n",
+          walk_steps / 1e6, walk_local / 1e6, walk_steps / walk_local, walk_rpc / 1e6,
+          walk_rpc / walk_local);
     nlohmann::json cases = nlohmann::json::array();
     if (want("labor"))
       cases.push_back({{"case", "labor"},
@@ -544,6 +569,9 @@ int main(int argc, char** argv) {
                        {"neighbor_feature_bytes_per_batch", neighbor_bytes},
                        {"feature_bytes_ratio", labor_bytes / neighbor_bytes},
                        {"neighbor_batches_per_s", neighbor.batches_per_s},
+                       {"path", "co-located exports sampled in the client (Cluster default)"},
+                       {"rpc_edges_per_s", labor_rpc.edges_per_s},
+                       {"rpc_ratio", labor_rpc.edges_per_s / labor_local.edges_per_s},
                        {"neighbor_edges_per_s", neighbor.edges_per_s}});
     if (want("walk"))
       cases.push_back({{"case", "walk"},
@@ -553,7 +581,10 @@ int main(int argc, char** argv) {
                        {"steps_per_s", walk_steps},
                        {"inprocess_steps_per_s", walk_local},
                        {"ratio", walk_steps / walk_local},
-                       {"inprocess", "WalkSampler on a LocalSource, 2 threads"}});
+                       {"inprocess", "WalkSampler on a LocalSource, 2 threads"},
+                       {"path", "co-located exports stepped in the client (Cluster default)"},
+                       {"rpc_steps_per_s", walk_rpc},
+                       {"rpc_ratio", walk_rpc / walk_local}});
     if (want("subgraph"))
       cases.push_back({{"case", "subgraph"},
                        {"fanout", sub_fanouts},

@@ -339,6 +339,35 @@ TEST_F(LoaderTest, LaborBatchesAndWalksThroughEveryPathEqualLocalOnes) {
                cluster->data_plane() == rpc::DataPlaneMode::kUcx) {
       EXPECT_GT(st.ucx_bytes, 0) << what;  // the LABOR replies came by the data plane
     }
+    // LABOR in the other loaders: link batches (strict binary negatives) and
+    // subgraph batches (LABOR's nodes, every edge among them) equal local ones.
+    {
+      LinkSeeds links;
+      const sampler::CsrArrays& g = whole_.csr;
+      for (int64_t v = 0; v < 400; v += 3)
+        if (g.indptr[v + 1] > g.indptr[v])
+          links.src.push_back(g.indices[g.indptr[v]]), links.dst.push_back(v);
+      LoaderOptions lo = o;
+      lo.negative.mode = sampler::NegativeMode::kBinary;
+      LinkLoader la(cluster, links, lo), lb(whole, links, lo);
+      LoaderOptions so = o;
+      so.subgraph = true;
+      NodeLoader sa(cluster, seeds, so), sb(whole, seeds, so);
+      MiniBatch x, y;
+      while (la.Next(&x)) {
+        ASSERT_TRUE(lb.Next(&y)) << what;
+        ExpectSameTensor(x.n_id, y.n_id, what + " labor link n_id");
+        ExpectSameTensor(x.edge_index, y.edge_index, what + " labor link edge_index");
+        ExpectSameTensor(x.edge_weight, y.edge_weight, what + " labor link edge_weight");
+        ExpectSameTensor(x.edge_label_index, y.edge_label_index, what + " labor edge_label_index");
+      }
+      while (sa.Next(&x)) {
+        ASSERT_TRUE(sb.Next(&y)) << what;
+        ExpectSameTensor(x.n_id, y.n_id, what + " labor subgraph n_id");
+        ExpectSameTensor(x.edge_index, y.edge_index, what + " labor subgraph edge_index");
+        EXPECT_FALSE(x.edge_weight.defined()) << what;  // induced edges: no estimator weights
+      }
+    }
     // PinSAGE hops: the same batches; per target at most fanout neighbors, weights summing to 1.
     {
       LoaderOptions po;
