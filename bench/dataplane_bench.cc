@@ -190,9 +190,7 @@ int main(int argc, char** argv) {
           fanout::rpc::DataRequest req;
           req.method = fanout::rpc::DataMethod::kFeatures;
           req.ids = ids;
-          fanout::rpc::ReplySink sink;
-          sink.data = dst[t].data();
-          sink.bytes = reply;
+          const fanout::rpc::ReplySink sink = fanout::rpc::ReplySink::Fixed(dst[t].data(), reply);
           Check(c.chs[t]->Call(0, req, sink), "data-plane lookup");
           return static_cast<int64_t>(reply);
         });

@@ -37,7 +37,7 @@
 #include "client/local_partition.h"
 #include "client/source.h"
 #include "common/auth_token.h"
-#include "rpc/data_plane.h"
+#include "rpc/data_plane_channel.h"
 #include "rpc/rpc_client.h"
 
 namespace fanout::client {

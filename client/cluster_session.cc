@@ -458,11 +458,7 @@ class ClusterSession : public Session {
   }
 
   // A sink that grows partition p's data-plane buffer to the reply's size.
-  rpc::ReplySink GrowSink(int p) {
-    rpc::ReplySink s;
-    s.grow = &dp_replies_[p];
-    return s;
-  }
+  rpc::ReplySink GrowSink(int p) { return rpc::ReplySink::Grow(&dp_replies_[p]); }
 
   // Views of partition p's one-hop reply, whichever path it came by.
   struct HopView {
@@ -721,26 +717,22 @@ class ClusterSession : public Session {
           // float32 rows go straight to their rows of the output: one segment
           // per run of consecutive positions.
           direct[p] = 1;
-          rpc::ReplySink s;
+          std::vector<rpc::ReplySink::Segment> segments;
           const size_t row = static_cast<size_t>(d) * 4;
           const auto& pos = pos_[p];
           for (size_t j = 0; j < pos.size();) {
             size_t e = j + 1;
             while (e < pos.size() && pos[e] == pos[e - 1] + 1) ++e;
-            s.segments.push_back({out + pos[j] * d, (e - j) * row});
+            segments.push_back({out + pos[j] * d, (e - j) * row});
             j = e;
           }
-          if (s.segments.size() == 1) {
-            s.data = s.segments[0].data;
-            s.bytes = s.segments[0].bytes;
-            s.segments.clear();
-          } else if (s.segments.size() > kMaxDirectSegments) {
+          if (segments.size() > kMaxDirectSegments) {
             // UCX 1.13 receives long scatter lists slowly (measured in
             // docs/BENCHMARKS.md): take the rows into a buffer and copy.
             direct[p] = 0;
             return GrowSink(p);
           }
-          return s;
+          return rpc::ReplySink::Scatter(std::move(segments));
         },
         [&](int p) { return links_[p].client->SendFeatures(by_part_[p]); },
         [&](int p) { return links_[p].client->ReceiveFeatures(&replies_[p].neighbors); }));
@@ -793,23 +785,18 @@ class ClusterSession : public Session {
       if (t != FeatureDType::kFloat32)
         return Status::NotSupported("server " + Address(p) + " stores " +
                                     links_[p].info.feature_dtype + " rows (converted on the host)");
-      rpc::ReplySink& s = sinks[p];
-      s.kind = rpc::MemoryKind::kCuda;
+      std::vector<rpc::ReplySink::Segment> segments;
       const auto& pos = pos_[p];
       for (size_t j = 0; j < pos.size();) {
         size_t e = j + 1;
         while (e < pos.size() && pos[e] == pos[e - 1] + 1) ++e;
-        s.segments.push_back({reinterpret_cast<char*>(d_out + pos[j] * d), (e - j) * row});
+        segments.push_back({reinterpret_cast<char*>(d_out + pos[j] * d), (e - j) * row});
         j = e;
       }
-      if (s.segments.size() > kMaxDirectSegments)
+      if (segments.size() > kMaxDirectSegments)
         return Status::NotSupported("ids of server " + Address(p) + " form " +
-                                    std::to_string(s.segments.size()) + " runs (sort them)");
-      if (s.segments.size() == 1) {
-        s.data = s.segments[0].data;
-        s.bytes = s.segments[0].bytes;
-        s.segments.clear();
-      }
+                                    std::to_string(segments.size()) + " runs (sort them)");
+      sinks[p] = rpc::ReplySink::Scatter(std::move(segments), rpc::MemoryKind::kCuda);
     }
     rpc::DataRequest req;
     req.method = rpc::DataMethod::kFeatures;

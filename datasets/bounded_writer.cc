@@ -273,263 +273,331 @@ StreamedGraph StreamOf(std::shared_ptr<const RawDataset> ds) {
   return g;
 }
 
-Status WritePartitionedStream(const StreamedGraph& g, const PartitionOptions& po,
-                              const WriteOptions& o, const BoundedOptions& b,
-                              const std::string& dir_in, DatasetMeta* meta_out,
-                              BoundedReport* report_out) {
-  if (po.method == PartitionMethod::kMetis && po.num_parts > 1)
-    return Status::InvalidArgument(
-        "METIS needs the whole graph in memory; bounded-memory partitioning takes --method random, "
-        "range or hash");
-  if (o.chunk_nodes < 1)
-    return Status::InvalidArgument("chunk size " + std::to_string(o.chunk_nodes) +
-                                   " must be positive");
-  if (b.memory_limit_bytes <= 0)
-    return Status::InvalidArgument("the memory limit must be positive");
-  const int64_t n = g.num_nodes, limit = b.memory_limit_bytes;
-  const int k = po.num_parts;
-  if (n <= 0) return Status::InvalidArgument(g.name + ": the graph has no nodes");
-  std::string dir;
-  FANOUT_RETURN_IF_ERROR(detail::PrepareOutput(dir_in, o.overwrite, &dir));
-  BoundedReport report;
+namespace {
+
+// WritePartitionedStream's phases, in order: PlanMemory, PartitionNodes,
+// SpillEdges, PlanSlices, WriteParts, Commit. Each returns the first error;
+// the guards remove the temporary and spill folders on any exit before Commit.
+class BoundedWrite {
+ public:
+  BoundedWrite(const StreamedGraph& g, const PartitionOptions& po, const WriteOptions& o,
+               const BoundedOptions& b)
+      : g_(g), po_(po), o_(o), b_(b), n_(g.num_nodes), k_(po.num_parts) {}
+
+  Status Run(const std::string& dir_in, DatasetMeta* meta_out, BoundedReport* report_out) {
+    FANOUT_RETURN_IF_ERROR(Check());
+    FANOUT_RETURN_IF_ERROR(detail::PrepareOutput(dir_in, o_.overwrite, &dir_));
+    FANOUT_RETURN_IF_ERROR(PlanMemory());
+    FANOUT_RETURN_IF_ERROR(PartitionNodes());
+    FANOUT_RETURN_IF_ERROR(SpillEdges());
+    FANOUT_RETURN_IF_ERROR(PlanSlices());
+    FANOUT_RETURN_IF_ERROR(WriteParts());
+    FANOUT_RETURN_IF_ERROR(Commit());
+    if (meta_out) *meta_out = meta_;
+    if (report_out) *report_out = report_;
+    return Status::OK();
+  }
+
+ private:
+  static constexpr int64_t kMiB = int64_t{1} << 20;
+
+  Status Check() const {
+    if (po_.method == PartitionMethod::kMetis && po_.num_parts > 1)
+      return Status::InvalidArgument(
+          "METIS needs the whole graph in memory; bounded-memory partitioning takes --method "
+          "random, range or hash");
+    if (o_.chunk_nodes < 1)
+      return Status::InvalidArgument("chunk size " + std::to_string(o_.chunk_nodes) +
+                                     " must be positive");
+    if (b_.memory_limit_bytes <= 0)
+      return Status::InvalidArgument("the memory limit must be positive");
+    if (n_ <= 0) return Status::InvalidArgument(g_.name + ": the graph has no nodes");
+    return Status::OK();
+  }
 
   // The memory plan. Fixed: what this process holds now, RocksDB's two
   // memtables, the spill buffers, one chunk of node values (a feature chunk
   // and its memtable copy), and a margin for the allocator and libraries.
-  const int64_t kMiB = int64_t{1} << 20;
-  const int64_t write_buffer = std::clamp<int64_t>(limit / 16, 4 * kMiB, 256 * kMiB);
-  const int groups = std::min(k, 64);
-  const int64_t spill_buffer = std::clamp<int64_t>(limit / 32 / groups, 64 << 10, kMiB);
-  const int64_t read_buffer = 4 * kMiB;
-  const int64_t chunk_rows = std::min(o.chunk_nodes, n);
-  const int64_t node_chunk =
-      2 * chunk_rows * g.feature_dim * (FeatureDTypeSize(o.feature_dtype) + 4) + chunk_rows * 24 +
-      g.feature_dim * 4;
-  const int64_t baseline = ResidentSetBytes();
-  const int64_t margin = std::max<int64_t>(24 * kMiB, limit / 32);
-  const int64_t fixed = baseline + 2 * write_buffer + 8 * kMiB + groups * spill_buffer +
-                        read_buffer + node_chunk + margin;
-  // Per node: the part (4 bytes), the renumbering (8, inverted in place
-  // later), the row starts (8); random partitioning shuffles with 8 more
-  // before the renumbering exists.
-  const int64_t node_bytes = n * (4 + 8 + 8) + 8;
-  const int64_t edge_budget = limit - fixed - node_bytes;
-  // Below this a slice would re-read the spill for too few edges.
-  const int64_t min_slice = 16 * kMiB;
-  if (edge_budget < min_slice)
-    return Status::ResourceExhausted(
-        "--memory-limit " + FormatBytes(static_cast<double>(limit)) + " is too small for " +
-        std::to_string(n) + " nodes: their arrays need " +
-        FormatBytes(static_cast<double>(node_bytes)) + ", buffers " +
-        FormatBytes(static_cast<double>(fixed - baseline)) + ", and this process already holds " +
-        FormatBytes(static_cast<double>(baseline)) + "; give at least " +
-        FormatBytes(static_cast<double>(fixed + node_bytes + min_slice)) +
-        " (more memory means fewer, larger slices per partition)");
-  report.slice_edge_budget = edge_budget / 16;
+  Status PlanMemory() {
+    const int64_t limit = b_.memory_limit_bytes;
+    write_buffer_ = std::clamp<int64_t>(limit / 16, 4 * kMiB, 256 * kMiB);
+    groups_ = std::min(k_, 64);
+    spill_buffer_ = std::clamp<int64_t>(limit / 32 / groups_, 64 << 10, kMiB);
+    const int64_t chunk_rows = std::min(o_.chunk_nodes, n_);
+    const int64_t node_chunk =
+        2 * chunk_rows * g_.feature_dim * (FeatureDTypeSize(o_.feature_dtype) + 4) +
+        chunk_rows * 24 + g_.feature_dim * 4;
+    const int64_t baseline = ResidentSetBytes();
+    const int64_t margin = std::max<int64_t>(24 * kMiB, limit / 32);
+    const int64_t fixed = baseline + 2 * write_buffer_ + 8 * kMiB + groups_ * spill_buffer_ +
+                          kReadBuffer + node_chunk + margin;
+    // Per node: the part (4 bytes), the renumbering (8, inverted in place
+    // later), the row starts (8); random partitioning shuffles with 8 more
+    // before the renumbering exists.
+    const int64_t node_bytes = n_ * (4 + 8 + 8) + 8;
+    edge_budget_ = limit - fixed - node_bytes;
+    // Below this a slice would re-read the spill for too few edges.
+    const int64_t min_slice = 16 * kMiB;
+    if (edge_budget_ < min_slice)
+      return Status::ResourceExhausted(
+          "--memory-limit " + FormatBytes(static_cast<double>(limit)) + " is too small for " +
+          std::to_string(n_) + " nodes: their arrays need " +
+          FormatBytes(static_cast<double>(node_bytes)) + ", buffers " +
+          FormatBytes(static_cast<double>(fixed - baseline)) + ", and this process already holds " +
+          FormatBytes(static_cast<double>(baseline)) + "; give at least " +
+          FormatBytes(static_cast<double>(fixed + node_bytes + min_slice)) +
+          " (more memory means fewer, larger slices per partition)");
+    report_.slice_edge_budget = edge_budget_ / 16;
+    return Status::OK();
+  }
 
-  // Partition, renumber (part by part, input order inside a part).
-  std::vector<int32_t> part;
-  FANOUT_RETURN_IF_ERROR(ComputeNodePartition(n, g.original_id, po, &part));
-  DatasetMeta meta =
-      detail::BaseMeta(detail::MetaInputs{g.name, g.format, n, 0, g.feature_dim, g.num_classes,
-                                          g.class_names, g.has_labels, g.has_split, g.has_names},
-                       k, o);
-  std::vector<int64_t> perm;  // new id of each input id; later the reverse
-  detail::RenumberByPart(part, k, &meta.offsets, &perm);
-  PartitionStats& stats = meta.stats;
-  stats.nodes.assign(k, 0);
-  stats.edges.assign(k, 0);
-  for (int p = 0; p < k; ++p) stats.nodes[p] = meta.offsets[p + 1] - meta.offsets[p];
+  // Partition, renumber (part by part, input order inside a part), and make
+  // the temporary output and spill folders.
+  Status PartitionNodes() {
+    FANOUT_RETURN_IF_ERROR(ComputeNodePartition(n_, g_.original_id, po_, &part_));
+    meta_ = detail::BaseMeta(
+        detail::MetaInputs{g_.name, g_.format, n_, 0, g_.feature_dim, g_.num_classes,
+                           g_.class_names, g_.has_labels, g_.has_split, g_.has_names},
+        k_, o_);
+    detail::RenumberByPart(part_, k_, &meta_.offsets, &perm_);
+    PartitionStats& stats = meta_.stats;
+    stats.nodes.assign(k_, 0);
+    stats.edges.assign(k_, 0);
+    for (int p = 0; p < k_; ++p) stats.nodes[p] = meta_.offsets[p + 1] - meta_.offsets[p];
 
-  std::string tmp;
-  detail::TempDirGuard guard;
-  FANOUT_RETURN_IF_ERROR(detail::CreateTemporary(dir, meta.dataset_id, &tmp, &guard));
-  std::string spill = b.spill_dir.empty()
-                          ? tmp + "/spill"
-                          : b.spill_dir + "/" + SpillFilePrefix() + meta.dataset_id.substr(0, 8);
-  detail::TempDirGuard spill_guard;
-  {
+    FANOUT_RETURN_IF_ERROR(detail::CreateTemporary(dir_, meta_.dataset_id, &tmp_, &guard_));
+    spill_ = b_.spill_dir.empty()
+                 ? tmp_ + "/spill"
+                 : b_.spill_dir + "/" + SpillFilePrefix() + meta_.dataset_id.substr(0, 8);
     std::error_code ec;
-    if (!b.spill_dir.empty() && !fs::is_directory(b.spill_dir, ec))
-      return Status::IOError("spill folder " + b.spill_dir +
+    if (!b_.spill_dir.empty() && !fs::is_directory(b_.spill_dir, ec))
+      return Status::IOError("spill folder " + b_.spill_dir +
                              " is not a folder (or does not exist)");
-    if (!b.spill_dir.empty()) RemoveStaleSpillFiles(b.spill_dir);
-    if (!fs::create_directory(spill, ec) || ec)
-      return Status::IOError("cannot create spill folder " + spill + ": " +
+    if (!b_.spill_dir.empty()) RemoveStaleSpillFiles(b_.spill_dir);
+    if (!fs::create_directory(spill_, ec) || ec)
+      return Status::IOError("cannot create spill folder " + spill_ + ": " +
                              (ec ? ec.message() : std::string("it already exists")));
-    spill_guard.Reset(spill);
+    spill_guard_.Reset(spill_);
+    return Status::OK();
   }
 
-  // Pass over the edges: degrees, stats and the spill files.
-  std::vector<int64_t> indptr(n + 1, 0);
-  std::vector<std::unique_ptr<SpillWriter>> spills;
-  for (int gi = 0; gi < groups; ++gi) {
-    spills.push_back(std::make_unique<SpillWriter>(
-        spill + "/group-" + std::to_string(gi), static_cast<size_t>(spill_buffer / kRecordBytes)));
-    FANOUT_RETURN_IF_ERROR(spills.back()->Open());
-  }
-  auto group_of = [&](int p) { return static_cast<int>(static_cast<int64_t>(p) * groups / k); };
-  int64_t eid = 0;
-  Status edge_error;
-  {
-    Progress progress("spilling the edges of " + g.name, " edges", g.num_edges, o.quiet);
-    const bool in = o.incoming;
-    FANOUT_RETURN_IF_ERROR(g.for_each_edge([&](int64_t s, int64_t d) {
-      if (s < 0 || s >= n || d < 0 || d >= n) {
-        edge_error = Status::InvalidArgument("edge " + std::to_string(eid) + " (" +
-                                             std::to_string(s) + " -> " + std::to_string(d) +
-                                             ") is outside [0, " + std::to_string(n) + ")");
-        return false;
+  int GroupOf(int p) const { return static_cast<int>(static_cast<int64_t>(p) * groups_ / k_); }
+
+  // One pass over the edges: degrees, stats and the spill files (one per
+  // group of partitions); then the row starts, and the renumbering inverted.
+  Status SpillEdges() {
+    indptr_.assign(n_ + 1, 0);
+    for (int gi = 0; gi < groups_; ++gi) {
+      spills_.push_back(
+          std::make_unique<SpillWriter>(spill_ + "/group-" + std::to_string(gi),
+                                        static_cast<size_t>(spill_buffer_ / kRecordBytes)));
+      FANOUT_RETURN_IF_ERROR(spills_.back()->Open());
+    }
+    PartitionStats& stats = meta_.stats;
+    int64_t eid = 0;
+    Status edge_error;
+    {
+      Progress progress("spilling the edges of " + g_.name, " edges", g_.num_edges, o_.quiet);
+      const bool in = o_.incoming;
+      FANOUT_RETURN_IF_ERROR(g_.for_each_edge([&](int64_t s, int64_t d) {
+        if (s < 0 || s >= n_ || d < 0 || d >= n_) {
+          edge_error = Status::InvalidArgument("edge " + std::to_string(eid) + " (" +
+                                               std::to_string(s) + " -> " + std::to_string(d) +
+                                               ") is outside [0, " + std::to_string(n_) + ")");
+          return false;
+        }
+        const int32_t ps = part_[s], pd = part_[d];
+        const int64_t row = perm_[in ? d : s];
+        indptr_[row + 1]++;
+        stats.edges[in ? pd : ps]++;
+        stats.cut_edges += ps != pd;
+        if (!spills_[GroupOf(in ? pd : ps)]->Append(Record{row, perm_[in ? s : d], eid}))
+          return false;
+        if ((++eid & 0xfffff) == 0) progress.Update(eid);
+        return true;
+      }));
+      FANOUT_RETURN_IF_ERROR(edge_error);
+      for (auto& s : spills_) {
+        FANOUT_RETURN_IF_ERROR(s->Close());
+        report_.spill_bytes += s->bytes();
       }
-      const int32_t ps = part[s], pd = part[d];
-      const int64_t row = perm[in ? d : s];
-      indptr[row + 1]++;
-      stats.edges[in ? pd : ps]++;
-      stats.cut_edges += ps != pd;
-      if (!spills[group_of(in ? pd : ps)]->Append(Record{row, perm[in ? s : d], eid})) return false;
-      if ((++eid & 0xfffff) == 0) progress.Update(eid);
-      return true;
-    }));
-    FANOUT_RETURN_IF_ERROR(edge_error);
-    for (auto& s : spills) {
-      FANOUT_RETURN_IF_ERROR(s->Close());
-      report.spill_bytes += s->bytes();
+      progress.Update(eid);
+      progress.Done("spilled " + FormatBytes(static_cast<double>(report_.spill_bytes)));
     }
-    progress.Update(eid);
-    progress.Done("spilled " + FormatBytes(static_cast<double>(report.spill_bytes)));
+    if (g_.num_edges >= 0 && eid != g_.num_edges)
+      return Status::InvalidArgument(g_.name + ": " + std::to_string(eid) + " edges read, " +
+                                     std::to_string(g_.num_edges) +
+                                     " the first time (did the input change?)");
+    meta_.num_edges = eid;
+    FinishPartitionStats(n_, eid, &stats);
+    std::vector<int32_t>().swap(part_);
+    for (int64_t v = 0; v < n_; ++v) indptr_[v + 1] += indptr_[v];
+    InvertPermutation(&perm_);  // now the input id of each new id
+    return Status::OK();
   }
-  if (g.num_edges >= 0 && eid != g.num_edges)
-    return Status::InvalidArgument(g.name + ": " + std::to_string(eid) + " edges read, " +
-                                   std::to_string(g.num_edges) +
-                                   " the first time (did the input change?)");
-  meta.num_edges = eid;
-  FinishPartitionStats(n, eid, &stats);
-  std::vector<int32_t>().swap(part);
-  for (int64_t v = 0; v < n; ++v) indptr[v + 1] += indptr[v];
-  InvertPermutation(&perm);  // now the input id of each new id
-  const std::vector<int64_t>& old_of_new = perm;
 
-  StreamNodeSource nodes(g);
-  if (o.feature_dtype == FeatureDType::kInt8 && g.feature_dim > 0) {
-    std::vector<float> row(g.feature_dim);
-    float mx = 0;
-    for (int64_t v = 0; v < n; ++v) {
-      g.feature_row(v, row.data());
-      for (float f : row) mx = std::max(mx, std::fabs(f));
-    }
-    meta.feature_scale = detail::Int8Scale(mx);
+  void RowsOf(int p, int64_t c, int64_t* a, int64_t* z) const {
+    *a = meta_.offsets[p] + c * o_.chunk_nodes;
+    *z = std::min(meta_.offsets[p + 1], *a + o_.chunk_nodes);
   }
-  int64_t name_bytes = 0;
-  if (g.has_names)
-    for (int64_t v = 0; v < n; ++v) name_bytes += static_cast<int64_t>(g.name_of(v)->size());
 
   // Each partition in slices of whole chunks that fit the edge budget. A
   // slice holds its edges (16 bytes each), a fill cursor per row, and the
   // largest chunk's encoded value three times (the value, the memtable's
   // copy, the memtable being flushed). The plan comes first, so that one
   // allocation serves every slice (no allocator fragmentation to count).
+  Status PlanSlices() {
+    for (int p = 0; p < k_; ++p) {
+      const int64_t num_chunks =
+          (meta_.offsets[p + 1] - meta_.offsets[p] + o_.chunk_nodes - 1) / o_.chunk_nodes;
+      for (int64_t c0 = 0; c0 < num_chunks;) {
+        int64_t c1 = c0, slice_edges = 0, slice_rows = 0, largest = 0;
+        while (c1 < num_chunks) {
+          int64_t a, z;
+          RowsOf(p, c1, &a, &z);
+          const int64_t ce = indptr_[z] - indptr_[a], cr = z - a;
+          const int64_t cost = 16 * (slice_edges + ce) + 8 * (slice_rows + cr) +
+                               std::max(largest, 3 * (16 * ce + 8 * cr));
+          const bool too_many = b_.max_slice_edges > 0 && slice_edges + ce > b_.max_slice_edges;
+          if (c1 > c0 && (cost > edge_budget_ || too_many)) break;
+          if (cost > edge_budget_)
+            return Status::ResourceExhausted(
+                "--memory-limit " + FormatBytes(static_cast<double>(b_.memory_limit_bytes)) +
+                " is too small: chunk " + std::to_string(c1) + " of partition " +
+                std::to_string(p) + " holds " + std::to_string(ce) + " edges, which need " +
+                FormatBytes(static_cast<double>(cost)) + " with " +
+                FormatBytes(static_cast<double>(b_.memory_limit_bytes - edge_budget_)) +
+                " for the rest; raise the limit or write fewer nodes per chunk (--chunk-nodes)");
+          slice_edges += ce;
+          slice_rows += cr;
+          largest = std::max(largest, 3 * (16 * ce + 8 * cr));
+          ++c1;
+        }
+        plan_.push_back(Slice{p, c0, c1, slice_edges, slice_rows});
+        max_edges_ = std::max(max_edges_, slice_edges);
+        max_rows_ = std::max(max_rows_, slice_rows);
+        c0 = c1;
+      }
+    }
+    return Status::OK();
+  }
+
+  // Every partition's store, slice by slice: the slice's edges read back
+  // from its group's spill file into rows, then each chunk's adjacency and
+  // node values written.
+  Status WriteParts() {
+    int64_t name_bytes = 0;
+    if (g_.has_names)
+      for (int64_t v = 0; v < n_; ++v) name_bytes += static_cast<int64_t>(g_.name_of(v)->size());
+    StreamNodeSource nodes(g_);
+    if (o_.feature_dtype == FeatureDType::kInt8 && g_.feature_dim > 0) {
+      std::vector<float> row(g_.feature_dim);
+      float mx = 0;
+      for (int64_t v = 0; v < n_; ++v) {
+        g_.feature_row(v, row.data());
+        for (float f : row) mx = std::max(mx, std::fabs(f));
+      }
+      meta_.feature_scale = detail::Int8Scale(mx);
+    }
+    const std::vector<int64_t>& old_of_new = perm_;
+    Progress progress("writing " + std::to_string(k_) + " partition(s)", " bytes",
+                      detail::StorePayloadBytes(meta_, name_bytes), o_.quiet);
+    std::vector<Record> read_buf(static_cast<size_t>(kReadBuffer / kRecordBytes));
+    std::vector<int64_t> indices(max_edges_), edge_ids(max_edges_), fill(max_rows_), degrees;
+    int64_t spill_read = 0;
+    size_t next = 0;
+    for (int p = 0; p < k_; ++p) {
+      const int64_t begin = meta_.offsets[p], end = meta_.offsets[p + 1];
+      std::unique_ptr<detail::PartStoreWriter> w;
+      FANOUT_RETURN_IF_ERROR(
+          detail::PartStoreWriter::Open(tmp_ + "/part-" + std::to_string(p), write_buffer_, &w));
+      FANOUT_RETURN_IF_ERROR(w->PutInfo(meta_, p, indptr_[end] - indptr_[begin]));
+      for (; next < plan_.size() && plan_[next].p == p; ++next) {
+        const Slice& sl = plan_[next];
+        int64_t ra, rz, unused;
+        RowsOf(p, sl.c0, &ra, &unused);
+        RowsOf(p, sl.c1 - 1, &unused, &rz);
+        const int64_t e0 = indptr_[ra];
+        for (int64_t r = ra; r < rz; ++r) fill[r - ra] = indptr_[r] - e0;
+        FANOUT_RETURN_IF_ERROR(
+            ReadSpill(spills_[GroupOf(p)]->path(), &read_buf, &spill_read, [&](const Record& rec) {
+              if (rec.row < ra || rec.row >= rz) return;
+              const int64_t pos = fill[rec.row - ra]++;
+              indices[pos] = rec.nbr;
+              edge_ids[pos] = rec.eid;
+            }));
+        for (int64_t c = sl.c0; c < sl.c1; ++c) {
+          int64_t a, z;
+          RowsOf(p, c, &a, &z);
+          degrees.resize(z - a);
+          for (int64_t x = a; x < z; ++x) degrees[x - a] = indptr_[x + 1] - indptr_[x];
+          const int64_t ea = indptr_[a] - e0, ez = indptr_[z] - e0;
+          FANOUT_RETURN_IF_ERROR(
+              w->PutAdjChunk(c, degrees, ArrayView<const int64_t>(indices.data() + ea, ez - ea),
+                             ArrayView<const int64_t>(edge_ids.data() + ea, ez - ea)));
+          FANOUT_RETURN_IF_ERROR(w->PutNodeChunks(meta_, c, old_of_new.data() + a, z - a, nodes));
+          progress.Update(report_.store_bytes + w->bytes_written());
+        }
+        ++report_.slices;
+      }
+      FANOUT_RETURN_IF_ERROR(w->Close());
+      report_.store_bytes += w->bytes_written();
+    }
+    if (g_.node_status) FANOUT_RETURN_IF_ERROR(g_.node_status());
+    progress.Update(report_.store_bytes);
+    progress.Done(std::to_string(report_.slices) + " slice(s), " +
+                  FormatBytes(static_cast<double>(spill_read)) + " of spill read back");
+    report_.spill_read_bytes = spill_read;
+    return Status::OK();
+  }
+
+  // The spill removed, the temporary folder renamed into place.
+  Status Commit() {
+    spills_.clear();
+    std::error_code ec;
+    fs::remove_all(spill_, ec);
+    if (ec) return Status::IOError("cannot remove spill folder " + spill_ + ": " + ec.message());
+    spill_guard_.Release();
+    return detail::CommitTemporary(tmp_, dir_, meta_, &guard_);
+  }
+
   struct Slice {
     int p;
     int64_t c0, c1, edges, rows;
   };
-  std::vector<Slice> plan;
-  int64_t max_edges = 0, max_rows = 0;
-  auto rows_of = [&](int p, int64_t c, int64_t* a, int64_t* z) {
-    *a = meta.offsets[p] + c * o.chunk_nodes;
-    *z = std::min(meta.offsets[p + 1], *a + o.chunk_nodes);
-  };
-  for (int p = 0; p < k; ++p) {
-    const int64_t num_chunks =
-        (meta.offsets[p + 1] - meta.offsets[p] + o.chunk_nodes - 1) / o.chunk_nodes;
-    for (int64_t c0 = 0; c0 < num_chunks;) {
-      int64_t c1 = c0, slice_edges = 0, slice_rows = 0, largest = 0;
-      while (c1 < num_chunks) {
-        int64_t a, z;
-        rows_of(p, c1, &a, &z);
-        const int64_t ce = indptr[z] - indptr[a], cr = z - a;
-        const int64_t cost = 16 * (slice_edges + ce) + 8 * (slice_rows + cr) +
-                             std::max(largest, 3 * (16 * ce + 8 * cr));
-        const bool too_many = b.max_slice_edges > 0 && slice_edges + ce > b.max_slice_edges;
-        if (c1 > c0 && (cost > edge_budget || too_many)) break;
-        if (cost > edge_budget)
-          return Status::ResourceExhausted(
-              "--memory-limit " + FormatBytes(static_cast<double>(limit)) +
-              " is too small: chunk " + std::to_string(c1) + " of partition " + std::to_string(p) +
-              " holds " + std::to_string(ce) + " edges, which need " +
-              FormatBytes(static_cast<double>(cost)) + " with " +
-              FormatBytes(static_cast<double>(limit - edge_budget)) +
-              " for the rest; raise the limit or write fewer nodes per chunk (--chunk-nodes)");
-        slice_edges += ce;
-        slice_rows += cr;
-        largest = std::max(largest, 3 * (16 * ce + 8 * cr));
-        ++c1;
-      }
-      plan.push_back(Slice{p, c0, c1, slice_edges, slice_rows});
-      max_edges = std::max(max_edges, slice_edges);
-      max_rows = std::max(max_rows, slice_rows);
-      c0 = c1;
-    }
-  }
+  static constexpr int64_t kReadBuffer = 4 * kMiB;
 
-  Progress progress("writing " + std::to_string(k) + " partition(s)", " bytes",
-                    detail::StorePayloadBytes(meta, name_bytes), o.quiet);
-  std::vector<Record> read_buf(static_cast<size_t>(read_buffer / kRecordBytes));
-  std::vector<int64_t> indices(max_edges), edge_ids(max_edges), fill(max_rows), degrees;
-  int64_t spill_read = 0;
-  size_t next = 0;
-  for (int p = 0; p < k; ++p) {
-    const int64_t begin = meta.offsets[p], end = meta.offsets[p + 1];
-    std::unique_ptr<detail::PartStoreWriter> w;
-    FANOUT_RETURN_IF_ERROR(
-        detail::PartStoreWriter::Open(tmp + "/part-" + std::to_string(p), write_buffer, &w));
-    FANOUT_RETURN_IF_ERROR(w->PutInfo(meta, p, indptr[end] - indptr[begin]));
-    for (; next < plan.size() && plan[next].p == p; ++next) {
-      const Slice& sl = plan[next];
-      int64_t ra, rz, unused;
-      rows_of(p, sl.c0, &ra, &unused);
-      rows_of(p, sl.c1 - 1, &unused, &rz);
-      const int64_t e0 = indptr[ra];
-      for (int64_t r = ra; r < rz; ++r) fill[r - ra] = indptr[r] - e0;
-      FANOUT_RETURN_IF_ERROR(
-          ReadSpill(spills[group_of(p)]->path(), &read_buf, &spill_read, [&](const Record& rec) {
-            if (rec.row < ra || rec.row >= rz) return;
-            const int64_t pos = fill[rec.row - ra]++;
-            indices[pos] = rec.nbr;
-            edge_ids[pos] = rec.eid;
-          }));
-      for (int64_t c = sl.c0; c < sl.c1; ++c) {
-        int64_t a, z;
-        rows_of(p, c, &a, &z);
-        degrees.resize(z - a);
-        for (int64_t x = a; x < z; ++x) degrees[x - a] = indptr[x + 1] - indptr[x];
-        const int64_t ea = indptr[a] - e0, ez = indptr[z] - e0;
-        FANOUT_RETURN_IF_ERROR(
-            w->PutAdjChunk(c, degrees, ArrayView<const int64_t>(indices.data() + ea, ez - ea),
-                           ArrayView<const int64_t>(edge_ids.data() + ea, ez - ea)));
-        FANOUT_RETURN_IF_ERROR(w->PutNodeChunks(meta, c, old_of_new.data() + a, z - a, nodes));
-        progress.Update(report.store_bytes + w->bytes_written());
-      }
-      ++report.slices;
-    }
-    FANOUT_RETURN_IF_ERROR(w->Close());
-    report.store_bytes += w->bytes_written();
-  }
-  if (g.node_status) FANOUT_RETURN_IF_ERROR(g.node_status());
-  progress.Update(report.store_bytes);
-  progress.Done(std::to_string(report.slices) + " slice(s), " +
-                FormatBytes(static_cast<double>(spill_read)) + " of spill read back");
-  report.spill_read_bytes = spill_read;
-  spills.clear();
-  {
-    std::error_code ec;
-    fs::remove_all(spill, ec);
-    if (ec) return Status::IOError("cannot remove spill folder " + spill + ": " + ec.message());
-    spill_guard.Release();
-  }
-  FANOUT_RETURN_IF_ERROR(detail::CommitTemporary(tmp, dir, meta, &guard));
-  if (meta_out) *meta_out = meta;
-  if (report_out) *report_out = report;
-  return Status::OK();
+  const StreamedGraph& g_;
+  const PartitionOptions& po_;
+  const WriteOptions& o_;
+  const BoundedOptions& b_;
+  const int64_t n_;
+  const int k_;
+  std::string dir_, tmp_, spill_;
+  // Remove the temporary and spill folders on an early return; declared
+  // before the spill writers, so destroyed after them (files closed first).
+  detail::TempDirGuard guard_, spill_guard_;
+  BoundedReport report_;
+  DatasetMeta meta_;
+  // The memory plan.
+  int64_t write_buffer_ = 0, spill_buffer_ = 0, edge_budget_ = 0;
+  int groups_ = 1;
+  // Nodes: each input id's part; the new id of each input id (after
+  // SpillEdges, the input id of each new id); row starts by new id.
+  std::vector<int32_t> part_;
+  std::vector<int64_t> perm_, indptr_;
+  std::vector<std::unique_ptr<SpillWriter>> spills_;
+  std::vector<Slice> plan_;
+  int64_t max_edges_ = 0, max_rows_ = 0;
+};
+
+}  // namespace
+
+Status WritePartitionedStream(const StreamedGraph& g, const PartitionOptions& po,
+                              const WriteOptions& o, const BoundedOptions& b,
+                              const std::string& dir_in, DatasetMeta* meta_out,
+                              BoundedReport* report_out) {
+  return BoundedWrite(g, po, o, b).Run(dir_in, meta_out, report_out);
 }
 
 }  // namespace fanout::datasets

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "rpc/data_plane.h"
+#include "rpc/rdma_devices.h"
 
 #ifdef FANOUT_HAVE_IBVERBS
 #include <infiniband/verbs.h>

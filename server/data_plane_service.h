@@ -4,7 +4,7 @@
 #ifndef FANOUT_SERVER_DATA_PLANE_SERVICE_H_
 #define FANOUT_SERVER_DATA_PLANE_SERVICE_H_
 
-#include "rpc/data_plane.h"
+#include "rpc/data_plane_server.h"
 #include "server/service.h"
 
 namespace fanout::server {

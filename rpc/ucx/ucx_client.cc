@@ -160,19 +160,6 @@ struct DataPlaneChannel::Impl {
   }
 };
 
-namespace {
-
-size_t SinkBytes(const ReplySink& s) {
-  if (!s.segments.empty()) {
-    size_t n = 0;
-    for (const auto& g : s.segments) n += g.bytes;
-    return n;
-  }
-  return s.bytes;
-}
-
-}  // namespace
-
 ucs_status_t DataPlaneChannel::Impl::OnReply(void* arg, const void* header, size_t header_length,
                                              void* data, size_t length,
                                              const ucp_am_recv_param_t* param) {
@@ -206,7 +193,7 @@ ucs_status_t DataPlaneChannel::Impl::OnReply(void* arg, const void* header, size
                                    std::to_string(length));
     return UCS_OK;
   }
-  if (s.grow != nullptr) {
+  if (s.mode() == ReplySink::Mode::kGrow) {
     if (static_cast<int64_t>(length) > c->options.max_frame_bytes) {
       p->done = true;
       p->status = Status::ResourceExhausted(
@@ -214,35 +201,40 @@ ucs_status_t DataPlaneChannel::Impl::OnReply(void* arg, const void* header, size
           " bytes is over the limit of " + std::to_string(c->options.max_frame_bytes));
       return UCS_OK;
     }
-    s.grow->resize(length);
-  } else if (length != SinkBytes(s)) {
+    s.grow()->resize(length);
+  } else if (length != s.bytes()) {
     p->done = true;
     p->status = Status::Corruption("server " + p->name + ": reply of " + std::to_string(length) +
-                                   " bytes, expected " + std::to_string(SinkBytes(s)));
+                                   " bytes, expected " + std::to_string(s.bytes()));
     return UCS_OK;
   }
   c->stats->reply_bytes += static_cast<int64_t>(length);
-  if (rndv || (s.kind == MemoryKind::kCuda && (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA))) {
+  if (rndv ||
+      (s.memory() == MemoryKind::kCuda && (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA))) {
     p->rndv_desc = data;  // received from the progress loop
     p->rndv_len = length;
     return UCS_INPROGRESS;
   }
-  if (s.kind == MemoryKind::kCuda) {
+  if (s.memory() == MemoryKind::kCuda) {
     p->done = true;
     p->status = Status::Internal("server " + p->name +
                                  ": a small reply for CUDA memory arrived without rendezvous");
     return UCS_OK;
   }
   const char* src = static_cast<const char*>(data);
-  if (s.grow != nullptr) {
-    if (length) std::memcpy(s.grow->data(), src, length);
-  } else if (!s.segments.empty()) {
-    for (const auto& g : s.segments) {
-      std::memcpy(g.data, src, g.bytes);
-      src += g.bytes;
-    }
-  } else if (length) {
-    std::memcpy(s.data, src, length);
+  switch (s.mode()) {
+    case ReplySink::Mode::kGrow:
+      if (length) std::memcpy(s.grow()->data(), src, length);
+      break;
+    case ReplySink::Mode::kScatter:
+      for (const auto& g : s.segments()) {
+        std::memcpy(g.data, src, g.bytes);
+        src += g.bytes;
+      }
+      break;
+    case ReplySink::Mode::kFixed:
+      if (length) std::memcpy(s.data(), src, length);
+      break;
   }
   p->done = true;
   return UCS_OK;
@@ -255,27 +247,32 @@ void DataPlaneChannel::Impl::StartReceive(Peer* p) {
   prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   prm.cb.recv_am = OnReceiveDone;
   prm.user_data = p;
-  if (p->sink.kind == MemoryKind::kCuda) {
+  if (p->sink.memory() == MemoryKind::kCuda) {
     prm.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
     prm.memory_type = UCS_MEMORY_TYPE_CUDA;
   }
   void* buffer;
   size_t count;
   const ReplySink& s = p->sink;
-  if (s.grow != nullptr) {
-    buffer = s.grow->data();
-    count = p->rndv_len;
-  } else if (!s.segments.empty()) {
-    p->iov.resize(s.segments.size());
-    for (size_t i = 0; i < s.segments.size(); ++i)
-      p->iov[i] = {s.segments[i].data, s.segments[i].bytes};
-    prm.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
-    prm.datatype = ucp_dt_make_iov();
-    buffer = p->iov.data();
-    count = p->iov.size();
-  } else {
-    buffer = s.data;
-    count = p->rndv_len;
+  switch (s.mode()) {
+    case ReplySink::Mode::kGrow:
+      buffer = s.grow()->data();
+      count = p->rndv_len;
+      break;
+    case ReplySink::Mode::kScatter:
+      p->iov.resize(s.segments().size());
+      for (size_t i = 0; i < s.segments().size(); ++i)
+        p->iov[i] = {s.segments()[i].data, s.segments()[i].bytes};
+      prm.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+      prm.datatype = ucp_dt_make_iov();
+      buffer = p->iov.data();
+      count = p->iov.size();
+      break;
+    case ReplySink::Mode::kFixed:
+    default:
+      buffer = s.data();
+      count = p->rndv_len;
+      break;
   }
   ucs_status_ptr_t r = ucp_am_recv_data_nbx(worker.get(), desc, buffer, count, &prm);
   if (r == nullptr) {
@@ -554,20 +551,22 @@ Status DataPlaneChannel::Post(int peer, const DataRequest& request, const ReplyS
   Peer* p = i.peers[peer].get();
   assert(!p->busy);
   p->aborted = false;  // an abandoned request's news is stale now
-  if (sink.kind == MemoryKind::kCuda && !i.context->info().cuda)
+  if (sink.memory() == MemoryKind::kCuda && !i.context->info().cuda)
     return Status::NotSupported("this UCX (" + i.context->info().ucx_version +
                                 ") does not handle CUDA memory: receive into host memory and copy");
-  if (sink.kind == MemoryKind::kCuda) {
+  if (sink.memory() == MemoryKind::kCuda) {
     // Trust a CUDA destination only once UCX itself recognises it as CUDA
     // memory (as NIXL's UCX backend does): a host pointer sent down the CUDA
     // path would fault inside UCX.
     auto check = [&](void* addr, size_t bytes) {
       return ucx::CheckMemoryType(i.context->impl()->ctx.get(), addr, bytes, UCS_MEMORY_TYPE_CUDA);
     };
-    if (sink.segments.empty()) {
-      FANOUT_RETURN_IF_ERROR(check(sink.data, sink.bytes));
+    if (sink.mode() == ReplySink::Mode::kGrow)
+      return Status::InvalidArgument("a growing reply buffer is host memory, not CUDA memory");
+    if (sink.mode() == ReplySink::Mode::kFixed) {
+      FANOUT_RETURN_IF_ERROR(check(sink.data(), sink.bytes()));
     } else {
-      for (const auto& g : sink.segments) FANOUT_RETURN_IF_ERROR(check(g.data, g.bytes));
+      for (const auto& g : sink.segments()) FANOUT_RETURN_IF_ERROR(check(g.data, g.bytes));
     }
   }
   if (!request.call.walk_keys.empty() && request.call.walk_keys.size() != request.ids.size())
@@ -594,7 +593,7 @@ Status DataPlaneChannel::Post(int peer, const DataRequest& request, const ReplyS
       (request.call.replace ? wire::kReplace : 0) | (request.call.weighted ? wire::kWeighted : 0) |
       (request.call.with_edge_ids ? wire::kEdgeIds : 0) | (request.call.labor ? wire::kLabor : 0) |
       (request.call.walk_keys.empty() ? 0 : wire::kWalk) |
-      (sink.kind == MemoryKind::kCuda ? wire::kForceRndv : 0);
+      (sink.memory() == MemoryKind::kCuda ? wire::kForceRndv : 0);
   ucp_request_param_t prm{};
   prm.op_attr_mask =
       UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;

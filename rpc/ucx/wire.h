@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "rpc/data_plane.h"
+#include "rpc/data_request.h"
 
 namespace fanout::rpc::wire {
 

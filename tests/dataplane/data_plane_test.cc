@@ -957,9 +957,7 @@ TEST_P(DataPlaneTest, ARogueServerCannotWriteIntoTheClientWithStrayOrMisSizedRep
   rpc::DataRequest req;
   req.method = rpc::DataMethod::kLabels;
   req.ids = ids;
-  rpc::ReplySink sink;
-  sink.data = dst.data();
-  sink.bytes = 16;
+  rpc::ReplySink sink = rpc::ReplySink::Fixed(dst.data(), 16);
   st = ch->Call(peer, req, sink);
   EXPECT_EQ(st.code(), Status::Code::kDeadlineExceeded) << st.ToString();
   EXPECT_GE(ch->stats().stray_replies, 1);
@@ -971,7 +969,7 @@ TEST_P(DataPlaneTest, ARogueServerCannotWriteIntoTheClientWithStrayOrMisSizedRep
   EXPECT_EQ(dst, (std::vector<int64_t>{42, 42}));
   // CUDA destinations need a UCX that moves CUDA memory; this one says so.
   if (!ctx->info().cuda) {
-    sink.kind = rpc::MemoryKind::kCuda;
+    sink = rpc::ReplySink::Fixed(dst.data(), 16, rpc::MemoryKind::kCuda);
     st = ch->Post(peer, req, sink);
     EXPECT_EQ(st.code(), Status::Code::kNotSupported) << st.ToString();
   }
@@ -1086,9 +1084,8 @@ TEST_P(DataPlaneTest, AThousandConnectCloseCyclesWithRequestsInFlight) {
     // Each cycle's sink is its own heap block, freed at the end of the cycle:
     // a write into it afterwards is a use after free.
     auto sink_mem = std::make_unique<std::vector<float>>(ids.size() * 1433);
-    rpc::ReplySink sink;
-    sink.data = sink_mem->data();
-    sink.bytes = sink_mem->size() * sizeof(float);
+    const rpc::ReplySink sink =
+        rpc::ReplySink::Fixed(sink_mem->data(), sink_mem->size() * sizeof(float));
     ASSERT_TRUE(ch->Post(peer, req, sink).ok());
     switch (cycle % 3) {
       case 0:  // the channel goes with the reply in flight
@@ -1148,9 +1145,7 @@ TEST_P(DataPlaneTest, ChannelsMadeAndDroppedInALoopFromManyThreadsReuseWorkers) 
         rpc::DataRequest req;
         req.method = rpc::DataMethod::kLabels;
         req.ids = ArrayView<const int64_t>(ids, 2);
-        rpc::ReplySink sink;
-        sink.data = labels;
-        sink.bytes = sizeof labels;
+        const rpc::ReplySink sink = rpc::ReplySink::Fixed(labels, sizeof labels);
         if (st.ok()) st = ch->Call(peer, req, sink);
         if (!st.ok() || labels[0] < 0) {
           ++failed;
