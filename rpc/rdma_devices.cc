@@ -1,10 +1,10 @@
 // ListRdmaDevices: the host's RDMA devices as libibverbs sees them, for the
 // admin endpoint and fanout-ctl. Built with libibverbs where it is found.
+#include "rpc/rdma_devices.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-
-#include "rpc/rdma_devices.h"
 
 #ifdef FANOUT_HAVE_IBVERBS
 #include <infiniband/verbs.h>
