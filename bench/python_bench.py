@@ -7,7 +7,8 @@ loader driven by a C++ loop in the same process (the limit). The two
 alternate (ABAB); ratio = median of the per-pair ratios.
 
 Case pyg_loader: batches/s of PyG's own torch_geometric.loader.NodeLoader
-over fanout.pyg (FeatureStore, GraphStore, NeighborSampler: the same graph,
+over fanout.pyg (FeatureStore, GraphStore, NeighborSampler with the loader's
+input_nodes, so that it reads ahead; --no-read-ahead without: the same graph,
 [15,10,5], batch 1024, features) beside fanout.NodeLoader iterated from
 Python on the same seeds with the same outputs (features, labels, edge
 ids), alternated; ratio = median of the per-pair ratios. PyG's loader runs
@@ -54,7 +55,10 @@ def pyg_loader_case(cluster, seeds, a):
         return []
     labels = cluster.num_classes > 0
     fs, gs = fanout.pyg.FeatureStore(cluster), fanout.pyg.GraphStore(cluster)
-    sampler = fanout.pyg.NeighborSampler(cluster, [15, 10, 5], batch_size=1024)
+    # input_nodes: the sampler reads ahead (in-order batches sampled and fetched on fanout's worker
+    # threads while PyG filters the current one), as a user gets by passing the loader's seeds to it.
+    sampler = fanout.pyg.NeighborSampler(cluster, [15, 10, 5], batch_size=1024,
+                                         input_nodes=None if a.no_read_ahead else seeds)
     pyg = NodeLoader((fs, gs), node_sampler=sampler, input_nodes=seeds, batch_size=1024, shuffle=False,
                      num_workers=a.pyg_workers, persistent_workers=a.pyg_workers > 0,
                      filter_per_worker=a.pyg_workers > 0)
@@ -77,7 +81,8 @@ def pyg_loader_case(cluster, seeds, a):
              a.pyg_workers), flush=True)
     return [{"case": "pyg_loader", "pyg_workers": a.pyg_workers, "pyg_batches_per_s": statistics.median(pyg_rates),
              "fanout_batches_per_s": statistics.median(our_rates), "ratio": ratio, "ratio_min": min(ratios),
-             "ratio_max": max(ratios), "data_plane": cluster.data_plane}]
+             "ratio_max": max(ratios), "data_plane": cluster.data_plane,
+             "read_ahead": not a.no_read_ahead}]
 
 
 def main():
@@ -89,6 +94,8 @@ def main():
     ap.add_argument("--work-dir", help="keep the dataset here (default: a temporary folder)")
     ap.add_argument("--cases", default="python_loader,pyg_loader",
                     help="comma-separated cases (default python_loader,pyg_loader)")
+    ap.add_argument("--no-read-ahead", action="store_true",
+                    help="pyg_loader: the sampler without input_nodes (every batch sampled on demand)")
     ap.add_argument("--pyg-workers", type=int, default=0,
                     help="pyg_loader: PyG DataLoader worker processes (default 0: in the main process)")
     a = ap.parse_args()

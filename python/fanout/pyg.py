@@ -22,6 +22,7 @@ any DataLoader worker, on any number of servers. Each worker process connects on
 not survive a fork): the objects keep the cluster's recipe and reconnect the first time they are used in a
 new process.
 """
+import collections
 import os
 import warnings
 
@@ -38,7 +39,13 @@ except ImportError as e:  # pragma: no cover - exercised where PyG is absent
 
 import torch
 
-from . import Cluster, InvalidArgument, NotSupported, _core, _ids_buffer, _tensor
+from . import Cluster, InvalidArgument, NotSupported, _core, _ids, _ids_buffer, _tensor
+
+# Rows a read-ahead batch brought with it (NeighborSampler(input_nodes=...)), keyed by the batch's n_id
+# tensor object: PyG's filter step asks the FeatureStore for exactly that index next, and gets these
+# instead of a second request. A few entries at most; each is taken once.
+_STASH = collections.OrderedDict()
+_STASH_MAX = 4
 
 
 class IndexOutOfRange(InvalidArgument, IndexError):
@@ -161,6 +168,13 @@ class FeatureStore(_PygFeatureStore):
         return self._multi_get_tensor([attr])[0]
 
     def _multi_get_tensor(self, attrs):
+        if attrs and not self._remote.hetero:
+            hit = _STASH.get(id(attrs[0].index))
+            if hit is not None and all(a.index is hit[0] and a.attr_name in ("x", "y") for a in attrs):
+                del _STASH[id(attrs[0].index)]  # a read-ahead batch's own rows: no second request
+                got = {"x": hit[1], "y": hit[2]}
+                if all(got[a.attr_name] is not None for a in attrs):
+                    return [got[a.attr_name] for a in attrs]
         ids = [self._global(a) for a in attrs]
         c = self._remote.get()
         out = [None] * len(attrs)
@@ -293,7 +307,11 @@ class NeighborSampler(BaseSampler):
     unchecked draws. ``sampler``: "neighbor" (default) or "labor" (LABOR-0, homogeneous node sampling:
     fewer distinct nodes per batch at the same expected fanout; each batch's importance weights travel
     in ``SamplerOutput.metadata[2]``, and ``fanout.pyg.NodeLoader`` puts them on the batch as
-    ``edge_weight``).
+    ``edge_weight``). ``input_nodes`` (optional: the same seeds as the PyG loader's ``input_nodes``): read
+    ahead. Batches asked for in order (PyG's NodeLoader with ``shuffle=False``) then come from a
+    ``fanout.NodeLoader`` over those seeds that samples and fetches the next batches (and their ``x``,
+    ``y``) on its worker threads while PyG works on this one; anything else is sampled on demand as
+    without it. Homogeneous, not temporal, main process only.
 
     Randomness: batch b of epoch e is sampled with the request seed fanout.NodeLoader / LinkLoader use for
     batch b of epoch e (``seed``), where b is the batch's first input position divided by ``batch_size``
@@ -302,8 +320,13 @@ class NeighborSampler(BaseSampler):
     samples (DataLoader workers started afterwards see it)."""
 
     def __init__(self, cluster, num_neighbors, *, replace=False, seed=0, temporal_strategy="uniform",
-                 strict_negatives=True, batch_size=1, sampler="neighbor"):
+                 strict_negatives=True, batch_size=1, sampler="neighbor", input_nodes=None):
         self._remote = r = _PerProcess(cluster)
+        # Read-ahead (homogeneous node batches in the main process): with the loader's input nodes known,
+        # batches asked for in order (PyG's NodeLoader, shuffle=False) come from a fanout.NodeLoader over
+        # the same seeds that samples and fetches the next ones on its worker threads meanwhile.
+        self._input_nodes = None if input_nodes is None else _ids(input_nodes, cluster)
+        self._ahead = None
         self._type_fanouts = None
         if isinstance(num_neighbors, dict):
             from . import _type_fanouts
@@ -375,13 +398,57 @@ class NeighborSampler(BaseSampler):
             raise InvalidArgument("fanout.pyg: the dataset is homogeneous; input type %r does not exist"
                                   % (index.input_type,))
         seeds = r.to_global(index.input_type, index.node, "input node")
-        d = _tensors(r.get()._c.sample_batch(self._options(), _ids_buffer(seeds), None,
-                                             self._times(index.time), self._request_seed(index.input_id)))
+        d = self._read_ahead(index, seeds)
+        if d is None:
+            d = _tensors(r.get()._c.sample_batch(self._options(), _ids_buffer(seeds), None,
+                                                 self._times(index.time), self._request_seed(index.input_id)))
         out, _ = self._output(d)
         out.metadata = (index.input_id, index.time)
         if d.get("edge_weight") is not None:  # LABOR: NodeLoader reads [0] and [1]; fanout.pyg.NodeLoader [2]
             out.metadata = (index.input_id, index.time, d["edge_weight"])
         return out
+
+    def _read_ahead(self, index, seeds):
+        """The batch of `index` from the read-ahead loader (x and y stashed for the FeatureStore), or None
+        where it cannot serve it: no input nodes given, heterogeneous or temporal, a DataLoader worker, or
+        a batch other than the loader's next one (shuffled or out of order: sampled here instead)."""
+        if (self._input_nodes is None or self._remote.hetero or index.time is not None or _in_worker()
+                or index.input_id is None or not index.input_id.numel()):
+            return None
+        first, n = int(index.input_id[0]), index.input_id.numel()
+        if first % self.batch_size or n > self.batch_size or int(index.input_id[-1]) != first + n - 1:
+            return None
+        b = first // self.batch_size
+        a = self._ahead
+        if a is None or a["epoch"] != self.epoch or a["next"] != b:
+            if b != 0:
+                self._ahead = None
+                return None
+            if a is None or a["loader"] is None:
+                from . import NodeLoader
+                a = {"loader": NodeLoader(self._remote.get(), self._input_nodes, list(self._fanouts),
+                                          batch_size=self.batch_size, shuffle=False, seed=self.seed,
+                                          replace=self.replace, sampler=self.sampler, edge_ids=True,
+                                          features=True, labels=self._remote.num_classes > 0, rank=0,
+                                          world_size=1)}
+            a["loader"].set_epoch(self.epoch)
+            a.update(epoch=self.epoch, next=0, it=iter(a["loader"]))
+            self._ahead = a
+        try:
+            batch = next(a["it"])
+        except StopIteration:
+            a["next"] = -1
+            return None
+        a["next"] = b + 1
+        if batch.index != b or not torch.equal(batch.n_id[:n], seeds):  # not the batch asked for
+            a["next"] = -1
+            return None
+        _STASH[id(batch.n_id)] = (batch.n_id, batch.x, batch.y)
+        while len(_STASH) > _STASH_MAX:
+            _STASH.popitem(last=False)
+        return {"n_id": batch.n_id, "edge_index": batch.edge_index, "e_id": batch.e_id, "batch": None,
+                "num_sampled_nodes": batch.num_sampled_nodes, "num_sampled_edges": batch.num_sampled_edges,
+                "edge_weight": batch.edge_weight}
 
     # Links ###################################################################################
 

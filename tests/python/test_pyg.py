@@ -390,3 +390,31 @@ def test_auc_of_the_pyg_movielens_example_is_the_definition():
     labels = torch.tensor([0.0, 0.0, 1.0, 1.0, 1.0])
     # Pairs (pos, neg): (0.35 > 0.1), (0.35 < 0.4), (0.8 > both), (0.4 > 0.1), (0.4 = 0.4): 4.5 of 6.
     assert abs(ex.auc(scores, labels) - 4.5 / 6) < 1e-6
+
+
+def test_read_ahead_gives_the_same_batches_in_order_and_falls_back_when_shuffled(cluster, fanout):
+    """NeighborSampler(input_nodes=...): in-order batches come from the read-ahead loader (x and y with
+    them, no second request) and equal the on-demand ones; shuffled input falls back to on-demand."""
+    import fanout.pyg
+    from torch_geometric.loader import NodeLoader
+    seeds = cluster.split_nodes("train")
+    fs, gs = fanout.pyg.FeatureStore(cluster), fanout.pyg.GraphStore(cluster)
+    plain = fanout.pyg.NeighborSampler(cluster, [5, 3], seed=11, batch_size=32)
+    ahead = fanout.pyg.NeighborSampler(cluster, [5, 3], seed=11, batch_size=32, input_nodes=seeds)
+    want = list(NodeLoader((fs, gs), node_sampler=plain, input_nodes=seeds, batch_size=32))
+    for epoch in range(2):  # a second pass restarts the read-ahead
+        got = list(NodeLoader((fs, gs), node_sampler=ahead, input_nodes=seeds, batch_size=32))
+        assert len(got) == len(want) == (seeds.numel() + 31) // 32
+        for a, b in zip(got, want):
+            _same(a, b, ("n_id", "edge_index", "e_id", "x", "y", "input_id"))
+        assert ahead._ahead is not None and ahead._ahead["epoch"] == 0
+    assert not fanout.pyg._STASH  # every read-ahead batch's rows were taken by the feature store
+    ahead.set_epoch(3)
+    plain.set_epoch(3)
+    torch.manual_seed(0)
+    shuffled = list(NodeLoader((fs, gs), node_sampler=ahead, input_nodes=seeds, batch_size=32, shuffle=True))
+    torch.manual_seed(0)
+    shuffled_plain = list(NodeLoader((fs, gs), node_sampler=plain, input_nodes=seeds, batch_size=32, shuffle=True))
+    for a, b in zip(shuffled, shuffled_plain):
+        _same(a, b, ("n_id", "edge_index", "x", "y", "input_id"))
+
