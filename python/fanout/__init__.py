@@ -545,9 +545,9 @@ class NodeLoader:
     not temporal, no ``replace``), or "pinsage" (PinSAGE hops: a node's
     neighbors in hop h are the ``num_neighbors[h]`` nodes its random walks
     visit most, ``num_walks`` walks of ``walk_length`` steps restarting with
-    ``restart_prob``, counting every ``visit_stride``-th step; ``edge_weight``
-    their normalised visit counts, ``e_id`` -1). docs/SAMPLERS.md has the
-    definitions.
+    ``restart_prob``, counting every ``visit_stride``-th step; ``top_k``, when
+    given, is every hop's count instead; ``edge_weight`` their normalised
+    visit counts, ``e_id`` -1). docs/SAMPLERS.md has the definitions.
 
     Heterogeneous datasets (``cluster.node_types`` not empty), as PyG:
     ``num_neighbors`` a dict {(src, rel, dst) or rel: [fanout per hop]}
@@ -560,7 +560,7 @@ class NodeLoader:
                  replace=False, weighted=False, num_workers=2, prefetch=4, seed=0, data_plane="auto",
                  features=True, labels=True, edge_ids=True, original_ids=False, drop_last=False, rank=None,
                  world_size=None, device="cpu", gpu_cache_fraction=0.1, input_time=None, temporal_strategy="uniform",
-                 sampler="neighbor", num_walks=10, walk_length=4, restart_prob=0.5, visit_stride=1,
+                 sampler="neighbor", num_walks=10, walk_length=4, restart_prob=0.5, visit_stride=1, top_k=None,
                  _subgraph=False, _link=None):
         if not isinstance(cluster, Cluster):
             raise InvalidArgument("%s needs a fanout.Cluster, not %s" % (type(self).__name__, type(cluster).__name__))
@@ -606,6 +606,13 @@ class NodeLoader:
                        gpu_cache_fraction=float(gpu_cache_fraction), subgraph=bool(_subgraph),
                        input_time=_times(input_time), temporal_strategy=str(temporal_strategy),
                        type_fanouts=type_fanouts, link_edge_type=self._link_edge_type, sampler=str(sampler))
+        if top_k is not None:
+            if sampler != "pinsage":
+                raise InvalidArgument("top_k is for sampler='pinsage' (each hop's most visited nodes), not %r"
+                                      % (sampler,))
+            if isinstance(top_k, bool) or not isinstance(top_k, int):
+                raise InvalidArgument("top_k must be an integer, not %r" % (top_k,))
+            options["num_neighbors"] = [top_k] * len(options["num_neighbors"])
         if sampler == "pinsage":
             options.update(num_walks=num_walks, walk_length=walk_length, restart_prob=float(restart_prob),
                            visit_stride=visit_stride)

@@ -144,3 +144,11 @@ def test_pinsage_hops_are_the_same_on_every_path_with_normalised_visit_weights(l
         assert bool((b.e_id == -1).all())  # walk neighborhoods are not stored edges
     with pytest.raises(fanout.InvalidArgument, match="top_k 50"):
         fanout.NodeLoader(local.cluster(), "train", [50], sampler="pinsage", num_walks=2, walk_length=3)
+    # top_k names every hop's count.
+    a = next(iter(fanout.NodeLoader(local.cluster(), "train", [5, 5], batch_size=64, shuffle=False, sampler="pinsage",
+                                    num_walks=8, walk_length=4, top_k=3)))
+    b = next(iter(fanout.NodeLoader(local.cluster(), "train", [3, 3], batch_size=64, shuffle=False, sampler="pinsage",
+                                    num_walks=8, walk_length=4)))
+    assert torch.equal(a.edge_index, b.edge_index) and torch.equal(a.n_id, b.n_id)
+    with pytest.raises(fanout.InvalidArgument, match="top_k is for sampler='pinsage'"):
+        fanout.NodeLoader(local.cluster(), "train", [5], top_k=3)
