@@ -24,6 +24,11 @@ Status CheckWalkOptions(const WalkOptions& o) {
   if (o.num_walks < 1)
     return Status::InvalidArgument("num_walks " + std::to_string(o.num_walks) +
                                    " is invalid: use 1 or more walks per seed");
+  if (o.walk_length > kMaxWalkLength || o.num_walks > kMaxWalksPerSeed)
+    return Status::InvalidArgument(
+        "walk_length " + std::to_string(o.walk_length) + " / num_walks " +
+        std::to_string(o.num_walks) + " is over the limit of " + std::to_string(kMaxWalkLength) +
+        " steps / " + std::to_string(kMaxWalksPerSeed) + " walks per seed");
   if (!(o.restart_prob >= 0 && o.restart_prob < 1))
     return Status::InvalidArgument("restart_prob " + std::to_string(o.restart_prob) +
                                    " is outside [0, 1)");
@@ -81,7 +86,13 @@ Status RandomWalks(Session& session, ArrayView<const int64_t> seeds, uint64_t re
                    const WalkOptions& o, WalkResult* out) {
   FANOUT_RETURN_IF_ERROR(CheckWalkOptions(o));
   const int64_t n = static_cast<int64_t>(seeds.size());
-  const int64_t walks = n * o.num_walks, cols = o.walk_length + 1;
+  const int64_t cols = o.walk_length + 1;
+  if (n > kMaxWalkEntries / o.num_walks / cols)
+    return Status::InvalidArgument(
+        std::to_string(n) + " seeds x " + std::to_string(o.num_walks) + " walks x " +
+        std::to_string(cols) + " nodes is over the " + std::to_string(kMaxWalkEntries) +
+        " entries one call returns: walk fewer seeds at a time (RandomWalkLoader's batch_size)");
+  const int64_t walks = n * o.num_walks;
   out->walks.assign(static_cast<size_t>(walks * cols), -1);
   out->steps = 0;
   std::vector<int64_t> cur(walks), prev(walks, -1), start(walks);

@@ -40,6 +40,12 @@
 
 namespace fanout::client {
 
+// Limits that keep one call's output bounded (hostile or mistaken inputs get
+// InvalidArgument, not an allocation of terabytes).
+inline constexpr int64_t kMaxWalkLength = int64_t{1} << 16;
+inline constexpr int64_t kMaxWalksPerSeed = int64_t{1} << 16;
+inline constexpr int64_t kMaxWalkEntries = int64_t{1} << 30;  // walks x (walk_length + 1)
+
 struct WalkOptions {
   int64_t walk_length = 5;   // steps per walk (>= 1); walks have walk_length + 1 nodes
   int64_t num_walks = 1;     // walks per seed (>= 1)

@@ -201,6 +201,13 @@ TEST(WalksTest, BadOptionsAreRefusedByName) {
   o.visit_stride = 0;
   EXPECT_THAT(refused(o), HasSubstr("visit_stride"));
   o = WalkOptions();
+  o.walk_length = int64_t{1} << 40;
+  EXPECT_THAT(refused(o), HasSubstr("over the limit"));
+  o = WalkOptions();
+  o.num_walks = 60000;
+  o.walk_length = 60000;
+  EXPECT_THAT(refused(o), HasSubstr("walk fewer seeds"));
+  o = WalkOptions();
   o.num_walks = 0;
   EXPECT_THAT(refused(o), HasSubstr("num_walks"));
   EXPECT_EQ(s.steps_calls, 0);
