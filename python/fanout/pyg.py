@@ -357,6 +357,11 @@ class NeighborSampler(BaseSampler):
         self.batch_size = batch_size
         self.epoch = 0
 
+    def __getstate__(self):  # spawned DataLoader workers: no read-ahead loader travels (workers sample on demand)
+        state = dict(self.__dict__)
+        state["_ahead"] = None
+        return state
+
     def set_epoch(self, epoch):
         if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
             raise InvalidArgument("epoch must be a non-negative integer, not %r" % (epoch,))

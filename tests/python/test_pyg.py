@@ -417,4 +417,7 @@ def test_read_ahead_gives_the_same_batches_in_order_and_falls_back_when_shuffled
     shuffled_plain = list(NodeLoader((fs, gs), node_sampler=plain, input_nodes=seeds, batch_size=32, shuffle=True))
     for a, b in zip(shuffled, shuffled_plain):
         _same(a, b, ("n_id", "edge_index", "x", "y", "input_id"))
-
+    # A sampler that has read ahead still pickles (spawned DataLoader workers): without its loader.
+    import pickle
+    again = pickle.loads(pickle.dumps(ahead))
+    assert again._ahead is None and torch.equal(again._input_nodes, seeds)
