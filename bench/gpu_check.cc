@@ -133,6 +133,7 @@ int main(int argc, char** argv) {
     Check(session->Features(hot, rows.data()), "hot rows");
     Check(gpu->Insert(hot, rows.data(), nullptr), "filling the GPU cache");
     fanout::client::DeviceFeatureFetcher fetcher(gpu.get());
+    Check(fetcher.EnsureStream(), "the fetcher's stream");
     fanout::cache::DeviceBuffer out;
     fanout::sampler::MultiHopOptions mo;
     mo.fanouts = {15, 10, 5};
@@ -150,15 +151,18 @@ int main(int argc, char** argv) {
       auto t1 = Clock::now();
       const size_t m = sub.n_id.size();
       fanout::ArrayView<const int64_t> ids(sub.n_id.data(), m);
-      Check(fanout::cache::GpuWorkspace::Grow(&out, m * d * 4, device), "output buffer");
-      Check(fetcher.Fetch(*session, ids, static_cast<float*>(out.data()), nullptr),
+      // As the loader does: each batch's buffer from the stream-ordered pool,
+      // filled on the fetcher's own stream (the last one goes back to the pool).
+      Check(fanout::cache::DeviceBuffer::AllocateAsync(m * d * 4, device, fetcher.stream(), &out),
+            "output buffer");
+      Check(fetcher.Fetch(*session, ids, static_cast<float*>(out.data()), fetcher.stream()),
             "x on the device");
       auto t2 = Clock::now();
       sample_s += std::chrono::duration<double>(t1 - t0).count();
       fetch_s += std::chrono::duration<double>(t2 - t1).count();
       if (batches < 3) {  // the device rows equal the host rows, bit for bit
         std::vector<float> got(m * d), want(m * d);
-        Check(out.CopyToHost(got.data(), got.size() * 4, nullptr), "copy back");
+        Check(out.CopyToHost(got.data(), got.size() * 4, fetcher.stream()), "copy back");
         Check(check->Features(ids, want.data()), "host rows");
         if (std::memcmp(got.data(), want.data(), got.size() * 4) != 0) {
           std::fprintf(stderr, "MISMATCH: batch %ld's device rows differ from the host rows\n",

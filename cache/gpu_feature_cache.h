@@ -35,6 +35,28 @@ using StreamHandle = void*;  // a cudaStream_t; nullptr = the default stream
 // Number of usable CUDA devices (0 without a CUDA build, a driver or a device).
 int CudaDeviceCount();
 
+// A move-only owner of a CUDA stream (created non-blocking, on one device):
+// a loader worker's own stream, so that workers' copies and kernels do not
+// serialise on the default stream.
+class Stream {
+ public:
+  Stream() = default;
+  ~Stream();
+  Stream(Stream&& other) noexcept;
+  Stream& operator=(Stream&& other) noexcept;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  static Status Create(int device, Stream* out);
+  StreamHandle get() const { return s_; }
+  bool valid() const { return s_ != nullptr; }
+
+ private:
+  void Reset();
+  StreamHandle s_ = nullptr;
+  int device_ = -1;
+};
+
 // A move-only owner of device memory.
 class DeviceBuffer {
  public:
@@ -46,6 +68,15 @@ class DeviceBuffer {
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
   static Status Allocate(size_t bytes, int device, DeviceBuffer* out);
+  // Stream-ordered (RMM's device_buffer(size, stream, mr) is the model): from
+  // the device's memory pool (cudaMallocAsync), usable on `stream` in order,
+  // kept pooled when freed (no cudaMalloc / cudaFree per batch, no device-wide
+  // synchronisation). Freed with cudaFreeAsync on the legacy default stream,
+  // so after the work of every blocking stream (PyTorch's default one
+  // included) queued before the free; a consumer on a non-blocking stream of
+  // its own must synchronise it before dropping the buffer, as with
+  // PyTorch's own allocator (record_stream).
+  static Status AllocateAsync(size_t bytes, int device, StreamHandle stream, DeviceBuffer* out);
   void* data() const { return d_ptr_; }
   size_t size() const { return size_; }
   int device() const { return device_; }
@@ -58,6 +89,7 @@ class DeviceBuffer {
   void* d_ptr_ = nullptr;
   size_t size_ = 0;
   int device_ = -1;
+  bool pooled_ = false;  // from AllocateAsync: freed with cudaFreeAsync
 };
 
 // A move-only owner of page-locked host memory (cudaHostAlloc): copies from

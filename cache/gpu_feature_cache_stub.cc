@@ -12,6 +12,16 @@ Status NoCuda() {
 
 int CudaDeviceCount() { return 0; }
 
+Stream::~Stream() = default;
+Stream::Stream(Stream&& o) noexcept : s_(o.s_), device_(o.device_) { o.s_ = nullptr; }
+Stream& Stream::operator=(Stream&& o) noexcept {
+  std::swap(s_, o.s_);
+  std::swap(device_, o.device_);
+  return *this;
+}
+void Stream::Reset() {}
+Status Stream::Create(int, Stream*) { return NoCuda(); }
+
 DeviceBuffer::~DeviceBuffer() = default;
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
     : d_ptr_(o.d_ptr_), size_(o.size_), device_(o.device_) {
@@ -26,6 +36,7 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
 }
 void DeviceBuffer::Reset() {}
 Status DeviceBuffer::Allocate(size_t, int, DeviceBuffer*) { return NoCuda(); }
+Status DeviceBuffer::AllocateAsync(size_t, int, StreamHandle, DeviceBuffer*) { return NoCuda(); }
 Status DeviceBuffer::CopyFromHost(const void*, size_t, StreamHandle) { return NoCuda(); }
 Status DeviceBuffer::CopyToHost(void*, size_t, StreamHandle) const { return NoCuda(); }
 

@@ -9,6 +9,11 @@ DeviceFeatureFetcher::DeviceFeatureFetcher(cache::GpuFeatureCache* cache) : cach
   ws_.device = cache_->device();
 }
 
+Status DeviceFeatureFetcher::EnsureStream() {
+  if (stream_.valid()) return Status::OK();
+  return cache::Stream::Create(cache_->device(), &stream_);
+}
+
 Status DeviceFeatureFetcher::Fetch(Session& session, ArrayView<const int64_t> ids, float* d_out,
                                    cache::StreamHandle stream) {
   const int64_t d = cache_->options().feature_dim;

@@ -45,10 +45,15 @@ class DeviceFeatureFetcher {
   int device() const { return cache_->device(); }
   // Why the direct route was last refused ("" if never).
   const std::string& last_refusal() const { return refusal_; }
+  // This fetcher's own stream on the cache's device (made on first use): a
+  // loader worker's batches are allocated, filled and synchronised on it.
+  Status EnsureStream();
+  cache::StreamHandle stream() const { return stream_.get(); }
 
  private:
   cache::GpuFeatureCache* cache_;
   cache::GpuWorkspace ws_;
+  cache::Stream stream_;
   std::vector<int64_t> misses_, order_, miss_ids_, positions_;
   bool try_direct_ = true;  // off after the session refused for good (NotSupported)
   DeviceFetchStats stats_;

@@ -265,10 +265,14 @@ Status GatherFeaturesOnDevice(DeviceFeatureFetcher& fetcher, Session& session,
     return Status::NotSupported(
         "the GPU feature cache needs a CUDA-enabled LibTorch; this one has no CUDA");
   const int64_t n = static_cast<int64_t>(ids.size()), d = fetcher.feature_dim();
+  // The batch's buffer from the device's stream-ordered pool, filled on this
+  // worker's own stream (DeviceBuffer::AllocateAsync says when it is freed).
+  FANOUT_RETURN_IF_ERROR(fetcher.EnsureStream());
   auto buffer = std::make_unique<cache::DeviceBuffer>();
+  FANOUT_RETURN_IF_ERROR(cache::DeviceBuffer::AllocateAsync(static_cast<size_t>(n * d) * 4, device,
+                                                            fetcher.stream(), buffer.get()));
   FANOUT_RETURN_IF_ERROR(
-      cache::DeviceBuffer::Allocate(static_cast<size_t>(n * d) * 4, device, buffer.get()));
-  FANOUT_RETURN_IF_ERROR(fetcher.Fetch(session, ids, static_cast<float*>(buffer->data()), nullptr));
+      fetcher.Fetch(session, ids, static_cast<float*>(buffer->data()), fetcher.stream()));
   void* ptr = buffer->data();
   cache::DeviceBuffer* raw = buffer.release();  // the tensor's deleter owns the buffer now
   *out = torch::from_blob(

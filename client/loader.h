@@ -98,9 +98,11 @@ struct LinkSeeds {
 
 // The rows of `ids` as a float32 CUDA tensor [ids.size(), feature_dim] on the
 // fetcher's cache's device (a device buffer the tensor owns: from_blob +
-// deleter): hits from the device cache, misses straight into device memory
-// where the data plane can, else staged through pinned host memory. Errors
-// (no CUDA LibTorch, no device, a source error) come back as Status.
+// deleter; from the device's stream-ordered pool, filled on the fetcher's own
+// stream, so loader workers neither cudaMalloc per batch nor share a stream):
+// hits from the device cache, misses straight into device memory where the
+// data plane can, else staged through pinned host memory. Errors (no CUDA
+// LibTorch, no device, a source error) come back as Status.
 Status GatherFeaturesOnDevice(DeviceFeatureFetcher& fetcher, Session& session,
                               ArrayView<const int64_t> ids, int device, at::Tensor* out);
 

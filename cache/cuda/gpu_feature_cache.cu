@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "cache/gpu_feature_cache.h"
 #include "common/id_range.h"
@@ -76,13 +78,49 @@ int CudaDeviceCount() {
   return n;
 }
 
+Stream::~Stream() { Reset(); }
+Stream::Stream(Stream&& o) noexcept : s_(o.s_), device_(o.device_) {
+  o.s_ = nullptr;
+  o.device_ = -1;
+}
+Stream& Stream::operator=(Stream&& o) noexcept {
+  if (this != &o) {
+    Reset();
+    s_ = o.s_;
+    device_ = o.device_;
+    o.s_ = nullptr;
+    o.device_ = -1;
+  }
+  return *this;
+}
+void Stream::Reset() {
+  if (s_ != nullptr) {
+    DeviceGuard g(device_);
+    cudaStreamDestroy(static_cast<cudaStream_t>(s_));  // destructors never throw
+  }
+  s_ = nullptr;
+}
+Status Stream::Create(int device, Stream* out) {
+  if (CudaDeviceCount() == 0)
+    return Status::Unavailable("no CUDA device (or no driver) is present");
+  DeviceGuard g(device);
+  cudaStream_t s = nullptr;
+  FANOUT_CUDA_RETURN(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "creating a stream");
+  Stream made;
+  made.s_ = s;
+  made.device_ = device;
+  *out = std::move(made);
+  return Status::OK();
+}
+
 DeviceBuffer::~DeviceBuffer() { Reset(); }
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
-    : d_ptr_(o.d_ptr_), size_(o.size_), device_(o.device_) {
+    : d_ptr_(o.d_ptr_), size_(o.size_), device_(o.device_), pooled_(o.pooled_) {
   o.d_ptr_ = nullptr;
   o.size_ = 0;
   o.device_ = -1;
+  o.pooled_ = false;
 }
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
@@ -91,9 +129,11 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
     d_ptr_ = o.d_ptr_;
     size_ = o.size_;
     device_ = o.device_;
+    pooled_ = o.pooled_;
     o.d_ptr_ = nullptr;
     o.size_ = 0;
     o.device_ = -1;
+    o.pooled_ = false;
   }
   return *this;
 }
@@ -101,10 +141,54 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
 void DeviceBuffer::Reset() {
   if (d_ptr_ != nullptr) {
     DeviceGuard g(device_);
-    cudaFree(d_ptr_);  // destructors never throw; an error here has no one to report to
+    // Destructors never throw; an error here has no one to report to.
+    if (pooled_) {
+      cudaFreeAsync(d_ptr_, cudaStreamLegacy);
+    } else {
+      cudaFree(d_ptr_);
+    }
   }
   d_ptr_ = nullptr;
   size_ = 0;
+  pooled_ = false;
+}
+
+namespace {
+// Keeps freed pool memory for reuse (the default threshold, 0, would hand it
+// back to the driver at every synchronisation), once per device.
+Status KeepPoolMemory(int device) {
+  static std::mutex mu;
+  static std::vector<bool> done;
+  std::lock_guard<std::mutex> lock(mu);
+  if (device < static_cast<int>(done.size()) && done[device]) return Status::OK();
+  cudaMemPool_t pool;
+  FANOUT_CUDA_RETURN(cudaDeviceGetDefaultMemPool(&pool, device), "finding the memory pool");
+  uint64_t keep = UINT64_MAX;
+  FANOUT_CUDA_RETURN(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep),
+                     "setting the memory pool's release threshold");
+  if (device >= static_cast<int>(done.size())) done.resize(device + 1, false);
+  done[device] = true;
+  return Status::OK();
+}
+}  // namespace
+
+Status DeviceBuffer::AllocateAsync(size_t bytes, int device, StreamHandle stream,
+                                   DeviceBuffer* out) {
+  if (CudaDeviceCount() == 0)
+    return Status::Unavailable("no CUDA device (or no driver) is present");
+  DeviceGuard g(device);
+  FANOUT_RETURN_IF_ERROR(KeepPoolMemory(device));
+  void* p = nullptr;
+  if (bytes > 0)
+    FANOUT_CUDA_RETURN(cudaMallocAsync(&p, bytes, static_cast<cudaStream_t>(stream)),
+                       ("allocating " + std::to_string(bytes) + " bytes from the pool").c_str());
+  DeviceBuffer b;
+  b.d_ptr_ = p;
+  b.size_ = bytes;
+  b.device_ = device;
+  b.pooled_ = true;
+  *out = std::move(b);
+  return Status::OK();
 }
 
 Status DeviceBuffer::Allocate(size_t bytes, int device, DeviceBuffer* out) {

@@ -102,6 +102,38 @@ TEST(GpuFeatureCacheCudaTest, DeviceBuffersMoveAndArgumentsAreChecked) {
 
 // Several threads share one cache, each with its own workspace, stream and
 // output (the loader's workers do): every output is exact.
+// Stream-ordered batch buffers (the loader's GPU batches): filled and read
+// back on a worker's own stream, moved, freed into the pool and taken again;
+// without a device every factory says so (this part runs everywhere).
+TEST(GpuFeatureCacheCudaTest, PooledBuffersOnAWorkersStreamRoundTripAndMove) {
+  if (CudaDeviceCount() == 0) {
+    Stream s;
+    EXPECT_TRUE(Stream::Create(0, &s).code() == Status::Code::kUnavailable);
+    DeviceBuffer b;
+    EXPECT_TRUE(DeviceBuffer::AllocateAsync(64, 0, nullptr, &b).code() ==
+                Status::Code::kUnavailable);
+    EXPECT_FALSE(s.valid());
+    GTEST_SKIP() << "no CUDA device";
+  }
+  Stream s;
+  ASSERT_TRUE(Stream::Create(0, &s).ok());
+  ASSERT_TRUE(s.valid());
+  std::vector<float> host(1 << 18), back(1 << 18, -1.0f);
+  for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i) * 0.5f;
+  for (int round = 0; round < 3; ++round) {  // later rounds take the pool's freed memory
+    DeviceBuffer a;
+    ASSERT_TRUE(DeviceBuffer::AllocateAsync(host.size() * 4, 0, s.get(), &a).ok());
+    ASSERT_TRUE(a.CopyFromHost(host.data(), host.size() * 4, s.get()).ok());
+    DeviceBuffer b(std::move(a));
+    EXPECT_EQ(a.data(), nullptr);
+    ASSERT_TRUE(b.CopyToHost(back.data(), back.size() * 4, s.get()).ok());
+    EXPECT_EQ(back, host) << "round " << round;
+  }
+  Stream moved(std::move(s));
+  EXPECT_TRUE(moved.valid());
+  EXPECT_FALSE(s.valid());
+}
+
 TEST(GpuFeatureCacheCudaTest, ConcurrentGathersWithOwnWorkspacesAreExact) {
   if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   CacheOptions o;
