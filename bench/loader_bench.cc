@@ -434,11 +434,7 @@ int main(int argc, char** argv) {
     // (Cluster's local sampling); rpc_cluster asks the servers instead (UCX).
     std::shared_ptr<fanout::client::Cluster> rpc_cluster;
     if (want("labor") || want("walk")) {
-      fanout::client::ClusterSpec spec;
-      spec.replicas = {{servers.s0.rpc}, {servers.s1.rpc}};
-      spec.has_local_sampling = true;
-      spec.local_sampling = false;
-      st = fanout::client::Cluster::Connect(spec, {}, &rpc_cluster);
+      st = fanout::bench::ConnectTwoServers(servers, /*local_sampling=*/false, &rpc_cluster);
       if (!st.ok()) {
         std::fprintf(stderr, "%s\n", st.ToString().c_str());
         return 1;

@@ -21,6 +21,19 @@ struct TwoServers {
   }
 };
 
+// Connects *cluster to the two servers. local_sampling false: every hop is
+// asked of the servers, even where their exports could be sampled here.
+inline Status ConnectTwoServers(const TwoServers& servers, bool local_sampling,
+                                std::shared_ptr<client::Cluster>* cluster) {
+  client::ClusterSpec spec;
+  spec.replicas = {{servers.s0.rpc}, {servers.s1.rpc}};
+  if (!local_sampling) {
+    spec.has_local_sampling = true;
+    spec.local_sampling = false;
+  }
+  return client::Cluster::Connect(spec, {}, cluster);
+}
+
 // Starts the two servers of `dir` (exits if one does not start) and connects
 // *cluster to them; the servers are left running whether or not the connect
 // succeeds (the caller stops them).
@@ -28,9 +41,7 @@ inline Status StartTwoServers(const std::string& dir, TwoServers* servers,
                               std::shared_ptr<client::Cluster>* cluster) {
   servers->s0 = StartServerProcess(dir, 0, false);
   servers->s1 = StartServerProcess(dir, 1, false);
-  client::ClusterSpec spec;
-  spec.replicas = {{servers->s0.rpc}, {servers->s1.rpc}};
-  return client::Cluster::Connect(spec, {}, cluster);
+  return ConnectTwoServers(*servers, true, cluster);
 }
 
 }  // namespace fanout::bench

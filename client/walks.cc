@@ -103,14 +103,14 @@ Status RandomWalks(Session& session, ArrayView<const int64_t> seeds, uint64_t re
   const bool node2vec = o.p != 1.0 || o.q != 1.0;
   const double amax = std::max({1.0 / o.p, 1.0, 1.0 / o.q});
   std::vector<int64_t> ids, next, x_of, pending, again, rows, cands;
-  std::vector<uint64_t> keys;
+  std::vector<uint64_t> keys, step_key(static_cast<size_t>(walks));  // step_key: walk w's this step
   std::vector<uint8_t> adjacent;
   for (int64_t t = 1; t <= o.walk_length; ++t) {
     // Which walks move this step (the rest are at a dead end or restart).
     pending.clear();
     for (int64_t w = 0; w < walks; ++w) {
       if (cur[w] < 0) continue;
-      const uint64_t key =
+      const uint64_t key = step_key[w] =
           sampler::WalkStepKey(request_seed, static_cast<uint64_t>(w), static_cast<uint64_t>(t));
       if (o.restart_prob > 0 && t >= 2 && (t - 1) % o.visit_stride == 0 &&
           Unit(Draw(key, 1)) < o.restart_prob) {
@@ -128,8 +128,7 @@ Status RandomWalks(Session& session, ArrayView<const int64_t> seeds, uint64_t re
       keys.resize(pending.size());
       for (size_t i = 0; i < pending.size(); ++i) {
         const int64_t w = pending[i];
-        const uint64_t key =
-            sampler::WalkStepKey(request_seed, static_cast<uint64_t>(w), static_cast<uint64_t>(t));
+        const uint64_t key = step_key[w];
         ids[i] = cur[w];
         keys[i] = attempt == 0 ? key : Mix64(key ^ (static_cast<uint64_t>(attempt) * kGolden64));
       }

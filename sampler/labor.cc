@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/id_range.h"
+#include "sampler/detail/chunks.h"
 
 namespace fanout::sampler {
 
@@ -68,17 +69,8 @@ Status SampleLaborHop(const CsrGraph& graph, ArrayView<const int64_t> nodes, int
   std::vector<RowRule> rules(static_cast<size_t>(m));
   int64_t* count = out->offsets.data() + 1;
 
-  const int threads = pool ? pool->num_threads() + 1 : 1;
-  const int64_t chunk = std::max<int64_t>(kMinChunk, (m + threads * 4 - 1) / (threads * 4));
-  const int64_t num_chunks = (m + chunk - 1) / chunk;
-  std::vector<int64_t> bad(static_cast<size_t>(num_chunks), -1);
-  auto run = [&](auto&& fn) {
-    if (num_chunks <= 1 || pool == nullptr) {
-      for (int64_t c = 0; c < num_chunks; ++c) fn(c);
-    } else {
-      pool->ParallelFor(num_chunks, fn);
-    }
-  };
+  const detail::Chunks chunks(m, kMinChunk, pool);
+  std::vector<int64_t> bad(static_cast<size_t>(chunks.count()), -1);
 
   // Whether edge p (CSR position) of a row under `rule` is taken.
   auto taken = [&](const RowRule& rule, int64_t p) {
@@ -90,9 +82,9 @@ Status SampleLaborHop(const CsrGraph& graph, ArrayView<const int64_t> nodes, int
 
   // Phase 1: each row's rule, and the CSR positions it takes (one pass over
   // the row: each neighbor's variate is computed once), per chunk.
-  std::vector<std::vector<int64_t>> picks(static_cast<size_t>(num_chunks));
-  run([&](int64_t c) {
-    const int64_t b = c * chunk, e = std::min(m, b + chunk);
+  std::vector<std::vector<int64_t>> picks(static_cast<size_t>(chunks.count()));
+  chunks.Run([&](int64_t c) {
+    const int64_t b = chunks.begin(c), e = chunks.end(c);
     std::vector<int64_t>& mine = picks[c];
     mine.clear();
     for (int64_t i = b; i < e; ++i) {
@@ -125,7 +117,7 @@ Status SampleLaborHop(const CsrGraph& graph, ArrayView<const int64_t> nodes, int
       count[i] = static_cast<int64_t>(mine.size() - before);
     }
   });
-  for (int64_t c = 0; c < num_chunks; ++c)
+  for (int64_t c = 0; c < chunks.count(); ++c)
     if (bad[c] >= 0) return IdOutOfRange(nodes[bad[c]], static_cast<size_t>(bad[c]), lo, hi);
 
   int64_t* offsets = out->offsets.data();
@@ -139,8 +131,8 @@ Status SampleLaborHop(const CsrGraph& graph, ArrayView<const int64_t> nodes, int
 
   // Phase 2: the taken edges (CSR order within a row) with their importance
   // weights, each chunk's at its rows' offsets.
-  run([&](int64_t c) {
-    const int64_t b = c * chunk, e = std::min(m, b + chunk);
+  chunks.Run([&](int64_t c) {
+    const int64_t b = chunks.begin(c), e = chunks.end(c);
     const std::vector<int64_t>& mine = picks[c];
     size_t at = 0;
     for (int64_t i = b; i < e; ++i) {

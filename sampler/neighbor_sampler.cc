@@ -5,6 +5,7 @@
 
 #include "common/id_range.h"
 #include "common/random.h"
+#include "sampler/detail/chunks.h"
 #include "sampler/detail/sample_row.h"
 #include "sampler/labor.h"
 
@@ -42,14 +43,13 @@ Status HopSampler::Sample(const CsrGraph& graph, ArrayView<const int64_t> nodes,
   out->offsets.resize(m + 1);
   int64_t* count = out->offsets.data() + 1;  // counts first, prefix sums later
 
-  int threads = pool ? pool->num_threads() + 1 : 1;
-  int64_t chunk = std::max<int64_t>(kMinChunk, (m + threads * 4 - 1) / (threads * 4));
-  int64_t num_chunks = (m + chunk - 1) / chunk;
-  std::vector<int64_t> bad(static_cast<size_t>(num_chunks), -1);  // first bad position per chunk
+  const detail::Chunks chunks(m, kMinChunk, pool);
+  std::vector<int64_t> bad(static_cast<size_t>(chunks.count()),
+                           -1);  // first bad position per chunk
 
   // Phase 1: row bounds and exact sample counts (prefetching indptr ahead).
   auto count_chunk = [&](int64_t c) {
-    int64_t b = c * chunk, e = std::min(m, b + chunk);
+    const int64_t b = chunks.begin(c), e = chunks.end(c);
     for (int64_t i = b; i < e; ++i) {
       if (i + kPrefetchNodes < e) {
         int64_t ahead = nodes[i + kPrefetchNodes] - lo;
@@ -67,12 +67,8 @@ Status HopSampler::Sample(const CsrGraph& graph, ArrayView<const int64_t> nodes,
       count[i] = detail::RowSampleCount(graph, s, d, fanout, options);
     }
   };
-  if (num_chunks <= 1 || pool == nullptr) {
-    for (int64_t c = 0; c < num_chunks; ++c) count_chunk(c);
-  } else {
-    pool->ParallelFor(num_chunks, count_chunk);
-  }
-  for (int64_t c = 0; c < num_chunks; ++c) {
+  chunks.Run(count_chunk);
+  for (int64_t c = 0; c < chunks.count(); ++c) {
     if (bad[c] >= 0) return IdOutOfRange(nodes[bad[c]], static_cast<size_t>(bad[c]), lo, hi);
   }
 
@@ -97,7 +93,7 @@ Status HopSampler::Sample(const CsrGraph& graph, ArrayView<const int64_t> nodes,
   auto sample_chunk = [&](int64_t c) {
     constexpr int64_t kDrawAhead = 6;
     detail::RowScratch scratch;
-    int64_t b = c * chunk, e = std::min(m, b + chunk);
+    const int64_t b = chunks.begin(c), e = chunks.end(c);
     auto draw = [&](int64_t i) {
       int64_t o = offsets[i];
       int64_t k = offsets[i + 1] - o;
@@ -151,11 +147,7 @@ Status HopSampler::Sample(const CsrGraph& graph, ArrayView<const int64_t> nodes,
       }
     }
   };
-  if (num_chunks <= 1 || pool == nullptr) {
-    for (int64_t c = 0; c < num_chunks; ++c) sample_chunk(c);
-  } else {
-    pool->ParallelFor(num_chunks, sample_chunk);
-  }
+  chunks.Run(sample_chunk);
   return Status::OK();
 }
 

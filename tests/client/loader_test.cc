@@ -73,6 +73,19 @@ class LoaderTest : public ServerTest {
           << PathName(path);
     return c;
   }
+  // A cluster over the fixture's servers through Thrift only (data plane
+  // "tcp": no UCX, no co-located exports read here).
+  std::shared_ptr<Cluster> ConnectThriftOnly() {
+    ClusterSpec spec;
+    for (const auto& srv : servers_)
+      spec.replicas.push_back({"127.0.0.1:" + std::to_string(srv->port())});
+    spec.has_data_plane = true;
+    spec.data_plane = rpc::DataPlaneMode::kTcp;
+    std::shared_ptr<Cluster> c;
+    Status st = Cluster::Connect(spec, {}, &c);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return c;
+  }
   // A second replica of each partition the fixture serves, and the cluster
   // spec listing both replicas of each (the fixture's first).
   void StartBackups(std::vector<std::unique_ptr<server::PartitionServer>>* backups,
@@ -203,13 +216,8 @@ TEST_F(LoaderTest, CoLocatedServersAreReadAndSampledHereAndEqualEveryOtherPath) 
   for (int k : {2, 3}) {
     servers_.clear();
     StartServers(k, {}, /*export_local=*/true);
-    ClusterSpec tcp_spec;
-    for (const auto& srv : servers_)
-      tcp_spec.replicas.push_back({"127.0.0.1:" + std::to_string(srv->port())});
-    tcp_spec.has_data_plane = true;
-    tcp_spec.data_plane = rpc::DataPlaneMode::kTcp;
-    std::shared_ptr<Cluster> thrift;
-    ASSERT_TRUE(Cluster::Connect(tcp_spec, {}, &thrift).ok());
+    std::shared_ptr<Cluster> thrift = ConnectThriftOnly();
+    ASSERT_TRUE(thrift);
     for (int p = 0; p < k; ++p) ASSERT_EQ(thrift->local(p), nullptr);  // "tcp" means Thrift only
     auto local = Local();
     for (ClientPath path : {ClientPath::kLocal, ClientPath::kLocalRpcSampling}) {
@@ -292,17 +300,9 @@ TEST_F(LoaderTest, LaborBatchesAndWalksThroughEveryPathEqualLocalOnes) {
                   Path{2, ClientPath::kLocalRpcSampling, false}}) {
     servers_.clear();
     StartServers(pp.k, {}, /*export_local=*/pp.path != ClientPath::kRpc);
-    std::shared_ptr<Cluster> cluster;
-    if (pp.thrift_only) {
-      ClusterSpec spec;
-      for (const auto& srv : servers_)
-        spec.replicas.push_back({"127.0.0.1:" + std::to_string(srv->port())});
-      spec.has_data_plane = true;
-      spec.data_plane = rpc::DataPlaneMode::kTcp;
-      ASSERT_TRUE(Cluster::Connect(spec, {}, &cluster).ok());
-    } else {
-      cluster = ConnectCluster(pp.path);
-    }
+    std::shared_ptr<Cluster> cluster =
+        pp.thrift_only ? ConnectThriftOnly() : ConnectCluster(pp.path);
+    ASSERT_TRUE(cluster);
     auto whole = local();
     const std::string what =
         "k=" + std::to_string(pp.k) + " " + PathName(pp.path) + (pp.thrift_only ? " thrift" : "");
