@@ -47,6 +47,11 @@ put("fuzz_rpc_request", "partition_info", call("partition_info", b""))
 put("fuzz_rpc_request", "sample", call("sample_neighbors", field(STRUCT, 1, sample)))
 for m in ("lookup_features", "lookup_labels", "lookup_degrees", "lookup_splits", "lookup_original_ids"):
     put("fuzz_rpc_request", m, call(m, field(STRING, 1, tstring(ids(1, 2, 3, 2000)))))
+# LABOR (field 12) and a walk step (field 13: one u64 key per node) on the same request.
+labor = sample[:-1] + field(BOOL, 12, b"\x01") + STOP
+walk = sample[:-1] + field(STRING, 13, tstring(struct.pack("<3Q", 1, 2, 3))) + STOP
+put("fuzz_rpc_request", "sample_labor", call("sample_neighbors", field(STRUCT, 1, labor)))
+put("fuzz_rpc_request", "sample_walk", call("sample_neighbors", field(STRUCT, 1, walk)))
 put("fuzz_rpc_request", "authenticate", call("authenticate", field(STRING, 1, tstring("token"))))
 put("fuzz_rpc_request", "two_calls", call("ping", field(STRING, 1, tstring("a"))) +
     call("lookup_labels", field(STRING, 1, tstring(ids(9))), 2))
@@ -79,6 +84,8 @@ def req_header(method=1, flags=0, rid=7):
 place = struct.pack("<QQQIHHQ", 1, 4096, 512, 4, 0, 0, 0) + b"rkey"
 put("fuzz_data_plane_request", "features", struct.pack("<Q", 16) + b"\x00" + req_header())
 put("fuzz_data_plane_request", "placed", struct.pack("<Q", 16) + b"\x00" + req_header(1, 8) + place)
+put("fuzz_data_plane_request", "sample_labor", struct.pack("<Q", 16) + b"\x00" + req_header(3, 0x20))
+put("fuzz_data_plane_request", "walk_step", struct.pack("<Q", 32) + b"\x00" + req_header(3, 0x40))
 put("fuzz_data_plane_request", "ticket", struct.pack("<Q", 8) + b"\x01" + req_header(3, 0x10) + b"t" * 32)
 
 # --- text formats (files separated by NUL bytes, see fuzz_text_format.cc) ---
