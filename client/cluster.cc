@@ -4,26 +4,18 @@
 // sessions (routing and merging, one link per partition): cluster_session.cc.
 #include "client/cluster.h"
 
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
 #include <thread>
 
-#include "common/id_range.h"
-#include "datasets/partition_store.h"
-#include "sampler/negative.h"
-#include "sampler/temporal.h"
-
 namespace fanout::client {
+
+namespace {
+constexpr int kExportAttempts = 3;  // at Connect: then RPC for the cluster's life
+}  // namespace
 
 Status Cluster::Connect(const ClusterSpec& spec, const rpc::RpcOptions& given,
                         std::shared_ptr<Cluster>* out) {
@@ -41,7 +33,15 @@ Status Cluster::Connect(const ClusterSpec& spec, const rpc::RpcOptions& given,
     for (const std::string& addr : spec.replicas[p]) {
       std::unique_ptr<rpc::RpcClient> client;
       rpc::RemotePartitionInfo info;
-      last = rpc::RpcClient::Connect(addr, options, &client);
+      // Where other replicas could answer, a stopped one costs a probe's
+      // deadline, not the call deadline.
+      rpc::RpcOptions ro = options;
+      if (spec.replicas[p].size() > 1) {
+        const int probe = std::max(1000, options.health_check_ms / 2);
+        ro.connect_timeout_ms = std::min(ro.connect_timeout_ms, probe);
+        ro.call_timeout_ms = std::min(ro.call_timeout_ms, probe);
+      }
+      last = rpc::RpcClient::Connect(addr, ro, &client);
       if (last.ok()) last = client->Info(&info);
       if (!last.ok()) continue;
       if (info.partition != p)
@@ -108,20 +108,37 @@ Status Cluster::Connect(const ClusterSpec& spec, const rpc::RpcOptions& given,
   c->local_.resize(k);
   c->local_sampling_ = spec.has_local_sampling ? spec.local_sampling : options.local_sampling;
   int remote = k;
+  c->exporter_.assign(k, -1);
   if (mode == rpc::DataPlaneMode::kAuto) {
     for (int p = 0; p < k; ++p) {
       const rpc::RemotePartitionInfo& i = c->info_[p];
       if (i.local_socket.empty()) continue;
-      Status st = LocalPartition::Open(i, c->hetero_.num_edge_types(), options.auth_token,
-                                       options.connect_timeout_ms, &c->local_[p]);
+      // A busy or restarting export is tried again with backoff before the
+      // partition settles on the RPC paths; a refusal that will not change
+      // (identity, uid, a bad layout) is not.
+      Status st;
+      int backoff = 50;
+      for (int attempt = 0;; ++attempt) {
+        st = LocalPartition::Open(i, c->hetero_.num_edge_types(), options.auth_token,
+                                  options.connect_timeout_ms, &c->local_[p]);
+        const bool again = st.code() == Status::Code::kUnavailable ||
+                           st.code() == Status::Code::kResourceExhausted ||
+                           st.code() == Status::Code::kDeadlineExceeded;
+        if (!again || attempt + 1 >= kExportAttempts) break;
+        ++c->local_retries_;
+        std::this_thread::sleep_for(std::chrono::milliseconds(backoff));
+        backoff *= 4;
+      }
       if (st.ok()) {
         --remote;
+        const auto& reps = c->replicas_[p];
+        c->exporter_[p] =
+            static_cast<int>(std::find(reps.begin(), reps.end(), c->addresses_[p]) - reps.begin());
       } else if (st.code() != Status::Code::kNotFound) {  // NotFound: the server is on another host
         ++c->local_refused_;
         std::fprintf(stderr,
                      "fanout: partition %d: the same-host export of server %s is not used (%s); "
-                     "its requests "
-                     "go over the RPC paths\n",
+                     "its requests go over the RPC paths\n",
                      p, c->addresses_[p].c_str(), st.message().c_str());
       }
     }
@@ -146,19 +163,31 @@ Status Cluster::Connect(const ClusterSpec& spec, const rpc::RpcOptions& given,
       c->state_[p].push_back(std::make_unique<Replica>());
   for (int p = 0; p < k; ++p)
     c->health_checks_ |= options.health_check_ms > 0 && c->replicas_[p].size() > 1;
-  if (c->health_checks_) c->health_thread_ = std::thread([raw = c.get()] { raw->HealthLoop(); });
+  if (c->health_checks_)
+    for (int p = 0; p < k; ++p)
+      if (c->replicas_[p].size() > 1)
+        for (size_t r = 0; r < c->replicas_[p].size(); ++r)
+          c->health_threads_.emplace_back(
+              [raw = c.get(), p, r] { raw->ProbeLoop(p, static_cast<int>(r)); });
+  c->pending_.resize(k);
+  c->report_clients_.resize(k);
+  c->report_to_.assign(k, -1);
+  if (remote < k) c->report_thread_ = std::thread([raw = c.get()] { raw->ReportLoop(); });
   *out = std::move(c);
   return Status::OK();
 }
 
 Cluster::~Cluster() {
-  if (!health_thread_.joinable()) return;
   {
     std::lock_guard<std::mutex> lock(health_mu_);
     health_stop_ = true;
   }
   health_cv_.notify_all();
-  health_thread_.join();
+  for (std::thread& t : health_threads_) t.join();
+  if (report_thread_.joinable()) {
+    report_thread_.join();
+    SendReports();  // what the sessions handed over last (they are all gone): not lost
+  }
 }
 
 void Cluster::NoteFallback(const std::string& address, const std::string& why) const {

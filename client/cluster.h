@@ -26,6 +26,7 @@
 #define FANOUT_CLIENT_CLUSTER_H_
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -100,6 +101,18 @@ class Cluster : public Source, public std::enable_shared_from_this<Cluster> {
   // Every replica of every partition: health checks, failures, failovers.
   std::vector<ReplicaHealth> Health() const override;
 
+  // Reports of the work done here on co-located exports (sessions hand
+  // theirs over; one background thread sends them, never a batch).
+  struct LocalReportStats {
+    int64_t sent = 0;     // reports a server took
+    int64_t failed = 0;   // reports that did not arrive (kept, merged into the next)
+    int64_t skipped = 0;  // rounds a partition's work waited: no replica passes its health checks
+    int64_t pending_requests = 0;  // local requests not yet reported
+  };
+  LocalReportStats local_report_stats() const;
+  // Export attempts at Connect that failed and were tried again (backoff).
+  int local_export_retries() const { return local_retries_; }
+
  private:
   friend class ClusterSession;
   // Logs once per server address that its data plane is not used, and why.
@@ -125,6 +138,7 @@ class Cluster : public Source, public std::enable_shared_from_this<Cluster> {
   // several replicas.
   struct Replica {
     std::atomic<bool> healthy{true};
+    int failed_in_row = 0;  // consecutive failed probes (its probe thread only)
     std::atomic<int64_t> checks{0}, checks_failed{0}, failures{0}, failovers_to{0};
     std::mutex mu;
     std::string last_error;  // GUARDED_BY(mu)
@@ -147,13 +161,50 @@ class Cluster : public Source, public std::enable_shared_from_this<Cluster> {
   // cluster's dataset with its node range; else InvalidArgument saying what
   // it serves instead.
   Status SameReplica(int p, const rpc::RemotePartitionInfo& info) const;
-  void HealthLoop();
+  // Connects to replica r of partition p and checks that it serves p of this
+  // dataset (its PartitionInfo into *info). Where p has other replicas the
+  // connect and the check have a probe's deadline (ProbeTimeoutMs: a
+  // stopped replica costs that, not the call deadline); the client keeps
+  // the call deadline for what follows.
+  Status ConnectReplica(int p, int r, std::unique_ptr<rpc::RpcClient>* client,
+                        rpc::RemotePartitionInfo* info) const;
+  int ProbeTimeoutMs() const;
+  // One replica's health probes (a thread each: a hung replica delays no
+  // other's verdict). Down after kDownAfterFailures failed probes in a row
+  // (the second right after the first) or a request that timed out on it;
+  // up again after one probe that passes.
+  static constexpr int kDownAfterFailures = 2;
+  void ProbeLoop(int p, int r);
+  // Marks replica (p, r) down (logged once) and ends the Thrift calls waiting on it.
+  void MarkDown(int p, int r, const std::string& why) const;
+  bool WaitHealth(std::chrono::milliseconds ms);  // false once the cluster closes
+
+  // Local work reports (local_reports.cc).
+  void AddLocalWork(int p, const rpc::LocalWork& work) const;
+  void ReportLoop();
+  // One round: each partition's pending work to the replica it goes to
+  // (ReportReplica), with a short deadline; what does not arrive is kept.
+  void SendReports();
+  // The replica partition p's reports go to: the one whose export is read
+  // here while it passes its health checks, else the first that does; -1
+  // when none does.
+  int ReportReplica(int p) const;
   std::vector<std::vector<std::unique_ptr<Replica>>> state_;
   bool health_checks_ = false;
-  std::thread health_thread_;
+  std::vector<std::thread> health_threads_;  // one per replica of a partition with several
   std::mutex health_mu_;
   std::condition_variable health_cv_;
   bool health_stop_ = false;  // GUARDED_BY(health_mu_)
+  int local_retries_ = 0;
+
+  mutable std::mutex report_mu_;
+  mutable std::vector<rpc::LocalWork> pending_;  // per partition (GUARDED_BY(report_mu_))
+  mutable LocalReportStats report_stats_;        // GUARDED_BY(report_mu_), but pending_requests
+  // The reporter thread's connections: per partition, to replica report_to_[p].
+  std::vector<std::unique_ptr<rpc::RpcClient>> report_clients_;
+  std::vector<int> report_to_;
+  std::vector<int> exporter_;  // per partition: the replica whose export is mapped here (-1: none)
+  std::thread report_thread_;
 };
 
 }  // namespace fanout::client

@@ -42,7 +42,7 @@ class ClusterSession : public Session {
         use_local_(mode == rpc::DataPlaneMode::kAuto),
         ctx_(mode == rpc::DataPlaneMode::kTcp ? nullptr : c_->data_ctx_),
         must_ucx_(mode == rpc::DataPlaneMode::kUcx || c_->mode_ == rpc::DataPlaneMode::kUcx) {}
-  ~ClusterSession() override { MaybeReport(true); }
+  ~ClusterSession() override { HandOffLocalWork(true); }
 
   Status Open() {
     const int k = c_->num_parts();
@@ -58,17 +58,11 @@ class ClusterSession : public Session {
       // Its own replica in turn, or the next healthy one after it.
       links_[p].home = static_cast<int>((found + seq) % reps.size());
       links_[p].replica = c_->ReplicaOrder(p, links_[p].home).front();
-      std::unique_ptr<rpc::RpcClient> client;
-      Status st = rpc::RpcClient::Connect(reps[links_[p].replica], c_->options_, &client);
-      if (st.ok() && links_[p].replica != found)
-        st = CheckReplica(p, client.get(), &links_[p].info);
-      links_[p].client = std::move(client);
-      if (!st.ok() && Local(p) != nullptr && LocalSampling()) {
-        // Read and sampled here from its mapped export, which outlives the
-        // server: nothing needs the server (its reports are skipped).
-        links_[p].client.reset();
-        continue;
-      }
+      // Read and sampled here from its mapped export, which outlives the
+      // server: nothing needs the server, so nothing waits on it (connected
+      // on first need only, EnsureClient).
+      if (Local(p) != nullptr && LocalSampling()) continue;
+      Status st = c_->ConnectReplica(p, links_[p].replica, &links_[p].client, &links_[p].info);
       if (!st.ok()) {
         // Gone (or not what it should be): another one, where there is one.
         std::vector<std::string> tried;
@@ -80,7 +74,7 @@ class ClusterSession : public Session {
     local_hops_.resize(k);
     local_counts_.resize(k);
     work_.resize(k);
-    last_report_ = std::chrono::steady_clock::now();
+    last_handoff_ = std::chrono::steady_clock::now();
     times_by_part_.resize(k);
     walk_keys_by_part_.resize(k);
     pos_.resize(k);
@@ -126,6 +120,19 @@ class ClusterSession : public Session {
     if (c_->health_checks_) GoHome();
     if (channel_) Reprobe();
     std::vector<char> owed(k, 0);  // 1 thrift, 2 data plane
+    // Whatever ends this call (an error, or an exception from a sink or an
+    // allocation), replies still owed are given up: no later call can read
+    // a stale reply, and no peer stays busy.
+    struct Abandoner {
+      ClusterSession* s;
+      std::vector<char>* owed;
+      ~Abandoner() {
+        for (size_t p = 0; p < owed->size(); ++p) {
+          if ((*owed)[p] == 1) s->links_[p].client->Abandon();
+          if ((*owed)[p] == 2) s->channel_->Abandon(s->links_[p].peer);
+        }
+      }
+    } abandoner{this, &owed};
     via_dp_.assign(k, 0);
     Status st;
     for (int p = 0; p < k && st.ok(); ++p) {
@@ -141,6 +148,8 @@ class ClusterSession : public Session {
         Fallback(p, st);
         st = Status::OK();
       }
+      st = EnsureClient(p);
+      if (!st.ok()) break;
       st = WithFailover(p, send(p), [&] { return send(p); });
       owed[p] = 1;
     }
@@ -197,11 +206,6 @@ class ClusterSession : public Session {
         if (st.ok()) stats_.thrift_bytes += ThriftBytes(p);
       }
     }
-    if (!st.ok())
-      for (int p = 0; p < k; ++p) {
-        if (owed[p] == 1) links_[p].client->Abandon();
-        if (owed[p] == 2) channel_->Abandon(links_[p].peer);
-      }
     for (int p = 0; p < k; ++p)
       stats_.requests += !by_part_[p].empty() && !served_[p];  // sent, not served here
     return st;
@@ -253,15 +257,13 @@ class ClusterSession : public Session {
   void GoHome() {
     const auto now = std::chrono::steady_clock::now();
     for (int p = 0; p < c_->num_parts(); ++p) {
-      if (links_[p].replica == links_[p].home || !c_->Healthy(p, links_[p].home) ||
-          now < links_[p].next_home_try)
+      if (!links_[p].client || links_[p].replica == links_[p].home ||
+          !c_->Healthy(p, links_[p].home) || now < links_[p].next_home_try)
         continue;
       links_[p].next_home_try = now + std::chrono::milliseconds(c_->options_.health_check_ms);
       std::unique_ptr<rpc::RpcClient> client;
       rpc::RemotePartitionInfo info;
-      Status st = rpc::RpcClient::Connect(c_->replicas_[p][links_[p].home], c_->options_, &client);
-      if (st.ok()) st = CheckReplica(p, client.get(), &info);
-      if (!st.ok()) continue;
+      if (!c_->ConnectReplica(p, links_[p].home, &client, &info).ok()) continue;
       if (channel_ && links_[p].peer >= 0) channel_->Abandon(links_[p].peer);
       links_[p].peer = -1;
       links_[p].replica = links_[p].home;
@@ -272,6 +274,24 @@ class ClusterSession : public Session {
         if (!dp.ok()) c_->NoteFallback(Address(p), dp.message());
       }
     }
+  }
+
+  // Partition p's Thrift client, connected now where it was not (a
+  // co-located partition's link connects only when a call needs its server).
+  Status EnsureClient(int p) {
+    if (links_[p].client) return Status::OK();
+    Status last;
+    for (int r : c_->ReplicaOrder(p, links_[p].home)) {
+      rpc::RemotePartitionInfo info;
+      last = c_->ConnectReplica(p, r, &links_[p].client, &info);
+      if (!last.ok()) continue;
+      links_[p].replica = r;
+      links_[p].info = info;
+      return Status::OK();
+    }
+    return Status::FromCode(
+        static_cast<int>(last.code()),
+        "partition " + std::to_string(p) + ": no replica answers: " + last.message());
   }
 
   // The address of partition p's replica in use.
@@ -289,13 +309,6 @@ class ClusterSession : public Session {
         channel_->Connect(host, links_[p].info.data_port, addr, &peer, links_[p].info.data_ticket));
     links_[p].peer = peer;
     return Status::OK();
-  }
-
-  // OK when the replica behind `client` serves partition p of this dataset
-  // (its info into *info).
-  Status CheckReplica(int p, rpc::RpcClient* client, rpc::RemotePartitionInfo* info) {
-    FANOUT_RETURN_IF_ERROR(client->Info(info));
-    return c_->SameReplica(p, *info);
   }
 
   static bool Retryable(const Status& st) {
@@ -323,6 +336,10 @@ class ClusterSession : public Session {
     if (n < 2 && !same_first) return why;  // nowhere else to go
     tried->push_back(reps[links_[p].replica] + ": " + why.message());
     c_->NoteFailure(p, links_[p].replica, why.message());
+    // A request that timed out calls its replica down for every session
+    // (the health probes call it up again once it answers).
+    if (n >= 2 && why.code() == Status::Code::kDeadlineExceeded)
+      c_->MarkDown(p, links_[p].replica, "a request timed out: " + why.message());
     if (channel_ && links_[p].peer >= 0) channel_->Abandon(links_[p].peer);
     links_[p].peer = -1;
     // The others from the next one on, those that pass their health checks
@@ -344,8 +361,7 @@ class ClusterSession : public Session {
       }
       std::unique_ptr<rpc::RpcClient> client;
       rpc::RemotePartitionInfo info;
-      Status st = rpc::RpcClient::Connect(reps[next], c_->options_, &client);
-      if (st.ok()) st = CheckReplica(p, client.get(), &info);
+      Status st = c_->ConnectReplica(p, next, &client, &info);
       if (!st.ok()) {
         tried->push_back(reps[next] + ": " + st.message());
         continue;
@@ -429,7 +445,7 @@ class ClusterSession : public Session {
 
   // Groups ids by owning partition (positions kept) and range-checks them.
   Status Route(ArrayView<const int64_t> ids) {
-    MaybeReport(false);
+    HandOffLocalWork(false);
     const auto& off = c_->offsets_;
     for (int p = 0; p < c_->num_parts(); ++p) {
       by_part_[p].clear();
@@ -569,6 +585,13 @@ class ClusterSession : public Session {
     const bool typed = !type_fanouts.empty();
     const bool walk = !walk_keys.empty();
     const bool weights = sampling.labor && !walk;
+    // The most neighbors a node's reply may hold (-1: no bound: every
+    // neighbor, or LABOR, whose picks are not capped by the fanout).
+    int64_t cap = weights || fanout < 0 ? -1 : fanout;
+    if (typed) {
+      cap = 0;
+      for (int64_t f : type_fanouts) cap = (f < 0 || cap < 0) ? -1 : cap + f;
+    }
     FANOUT_RETURN_IF_ERROR(Route(frontier));
     if (walk) {  // each partition's walks' keys, in its order
       for (int p = 0; p < c_->num_parts(); ++p) {
@@ -636,6 +659,13 @@ class ClusterSession : public Session {
         views_[p] = {replies_[p].Counts().data(), replies_[p].Neighbors().data(),
                      replies_[p].EdgeIds().data(), replies_[p].EdgeWeights().data()};
       }
+      // What a server sent, whichever path: no count past the request, no
+      // neighbor outside the dataset (a rogue or broken server's reply is
+      // refused here, before the merge writes anything).
+      int64_t total = 0;
+      Status st = rpc::CheckSampleCounts(views_[p].counts, by_part_[p].size(), cap, &total);
+      if (st.ok()) st = rpc::CheckNeighborIds(views_[p].neighbors, total, c_->num_nodes());
+      if (!st.ok()) return Status::Corruption("server " + Address(p) + ": " + st.message());
     }
     // Merge into frontier order: counts first, then each partition's runs.
     const size_t m = frontier.size();
@@ -1022,17 +1052,18 @@ class ClusterSession : public Session {
     stats_.local_rows += feature_rows;
   }
 
-  // Tells each server what this session did on its export, at most once a
-  // second (and when the session closes). Best effort: a server that cannot
-  // take it now hears of it in the next report.
-  void MaybeReport(bool now) {
+  // Hands what this session did on the exports to the cluster's reporter
+  // (cluster.h: a background thread tells the servers), at most four times a
+  // second and when the session closes. No call: a stopped server costs a
+  // batch nothing.
+  void HandOffLocalWork(bool now) {
     const auto t = std::chrono::steady_clock::now();
-    if (!now && t - last_report_ < std::chrono::seconds(1)) return;
-    last_report_ = t;
+    if (!now && t - last_handoff_ < std::chrono::milliseconds(250)) return;
+    last_handoff_ = t;
     for (size_t p = 0; p < work_.size(); ++p) {
-      if (work_[p].empty() || !links_[p].client) continue;
-      if (links_[p].client->ReportLocal(static_cast<int>(p), work_[p]).ok())
-        work_[p] = rpc::LocalWork();
+      if (work_[p].empty()) continue;
+      c_->AddLocalWork(static_cast<int>(p), work_[p]);
+      work_[p] = rpc::LocalWork();
     }
   }
 
@@ -1110,9 +1141,8 @@ class ClusterSession : public Session {
   std::vector<std::vector<int32_t>> local_counts_;  // ... and its per-node counts
   sampler::HopSampler local_sampler_;
   ThreadPool* pool_ = nullptr;        // UseThreadPool's (large local hops split over it)
-  std::vector<rpc::LocalWork> work_;  // per partition: done here since the last report
-  std::chrono::steady_clock::time_point last_report_;
-  std::unique_ptr<rpc::DataPlaneChannel> channel_;
+  std::vector<rpc::LocalWork> work_;  // per partition: done here since the last hand-off
+  std::chrono::steady_clock::time_point last_handoff_;
   std::vector<char> via_dp_;  // per partition: the last Exchange's reply came over the data plane
   std::vector<std::vector<int64_t>> by_part_, pos_;
   std::vector<rpc::SampleReply> replies_;
@@ -1124,6 +1154,9 @@ class ClusterSession : public Session {
   std::vector<std::vector<int64_t>> times_by_part_;  // a temporal hop's times, routed as by_part_
   std::vector<std::vector<uint64_t>> walk_keys_by_part_;  // a walk step's keys, routed as by_part_
   sampler::TemporalBuilder temporal_;
+  // Last, so that it goes first: UCX may still read the send ids (by_part_)
+  // and write into the sinks (dp_replies_, views_) until the channel is gone.
+  std::unique_ptr<rpc::DataPlaneChannel> channel_;
 };
 
 Status Cluster::NewSession(std::unique_ptr<Session>* out) {

@@ -1,27 +1,49 @@
 #include "client/local_partition.h"
 
+#include <algorithm>
+
 #include "rpc/partition_export.h"
 #include "sampler/temporal.h"
 
 namespace fanout::client {
+
+rpc::ExpectedExport ExpectedExportOf(const rpc::RemotePartitionInfo& info) {
+  rpc::ExpectedExport e;
+  e.dataset_id = info.dataset_id;
+  e.partition = info.partition;
+  e.node_begin = info.node_begin;
+  e.node_end = info.node_end;
+  e.export_id = static_cast<uint64_t>(info.local_export_id);
+  e.bytes = info.local_export_bytes > 0 ? static_cast<uint64_t>(info.local_export_bytes) : 0;
+  if (info.server_uid >= 0) {
+    e.server_uid = static_cast<uid_t>(info.server_uid);
+    e.has_server_uid = true;
+  }
+  // A server that does not say its export's size: at most what this
+  // partition's arrays can fill, each page aligned (a wider feature dtype
+  // than the one named, every optional array present).
+  const uint64_t nodes =
+      static_cast<uint64_t>(std::max<int64_t>(0, info.node_end - info.node_begin));
+  const uint64_t edges = static_cast<uint64_t>(std::max<int64_t>(0, info.num_edges));
+  const uint64_t row = static_cast<uint64_t>(std::max<int64_t>(0, info.feature_dim)) * 8;
+  std::vector<rpc::ExportedArray> most = {
+      {rpc::ExportArray::kIndptr, 0, nodes + 1}, {rpc::ExportArray::kIndices, 0, edges},
+      {rpc::ExportArray::kEdgeIds, 0, edges},    {rpc::ExportArray::kEdgeTimes, 0, edges},
+      {rpc::ExportArray::kEdgeTypes, 0, edges},  {rpc::ExportArray::kFeatures, 0, nodes * row},
+      {rpc::ExportArray::kLabels, 0, nodes},     {rpc::ExportArray::kSplit, 0, nodes},
+      {rpc::ExportArray::kOriginalIds, 0, nodes}};
+  e.max_bytes = rpc::ExportBytesFor(most);
+  return e;
+}
 
 Status LocalPartition::Open(const rpc::RemotePartitionInfo& info, int num_edge_types,
                             const std::string& token, int timeout_ms,
                             std::shared_ptr<const LocalPartition>* out) {
   if (info.local_socket.empty()) return Status::NotFound("the server exports nothing to its host");
   std::shared_ptr<rpc::LocalMapping> m;
-  FANOUT_RETURN_IF_ERROR(rpc::FetchLocalExport(info.local_socket, token, timeout_ms, &m));
+  FANOUT_RETURN_IF_ERROR(
+      rpc::FetchLocalExport(info.local_socket, token, timeout_ms, ExpectedExportOf(info), &m));
   const std::string where = "the export at " + info.local_socket + " ";
-  const rpc::ExportLayout& l = m->layout();
-  if (l.dataset_id != info.dataset_id || l.partition != info.partition ||
-      l.node_begin != info.node_begin || l.node_end != info.node_end ||
-      l.export_id != static_cast<uint64_t>(info.local_export_id))
-    return Status::InvalidArgument(
-        where + "is partition " + std::to_string(l.partition) + " of dataset " + l.dataset_id +
-        " (export " + std::to_string(l.export_id) +
-        "), not the one this server serves (partition " + std::to_string(info.partition) + " of " +
-        info.dataset_id + ", export " + std::to_string(info.local_export_id) +
-        "): another server on the socket path?");
   std::unique_ptr<LocalPartition> p(new LocalPartition());
   p->view_ = rpc::ViewOfExport(*m);
   const datasets::PartitionView& v = p->view_;
@@ -55,6 +77,7 @@ Status LocalPartition::Open(const rpc::RemotePartitionInfo& info, int num_edge_t
   if (info.has_edge_times)
     p->time_index_ = sampler::PrepareTimeOrder(p->graph_, v.edge_times.data(), &p->time_order_);
   p->socket_ = info.local_socket;
+  m->Populate();  // checked: now read in ahead of the first batches
   p->mapping_ = std::move(m);
   *out = std::move(p);
   return Status::OK();

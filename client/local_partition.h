@@ -21,11 +21,16 @@
 
 namespace fanout::client {
 
+// What a client expects of partition `info`'s export before it maps it:
+// identity, size (or the most its arrays can fill) and the server's uid.
+rpc::ExpectedExport ExpectedExportOf(const rpc::RemotePartitionInfo& info);
+
 class LocalPartition {
  public:
-  // Maps the export `info` advertises (info.local_socket) and checks it is
-  // that server's (dataset id, partition, node range, export id) and that its
-  // arrays are what `info` describes: CSR well formed, neighbor ids in the
+  // Maps the export `info` advertises (info.local_socket) once its socket is
+  // held by the server's uid and its record is that server's (dataset id,
+  // partition, node range, export id, size: rpc::FetchLocalExport), then
+  // checks that its arrays are what `info` describes: CSR well formed, neighbor ids in the
   // dataset, one feature row of the partition's dtype per node, edge types
   // below `num_edge_types`. NotFound where there is no such socket on this
   // host (the server is elsewhere).

@@ -6,71 +6,99 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
 
 #include "client/cluster.h"
 
 namespace fanout::client {
 
-void Cluster::HealthLoop() {
-  rpc::RpcOptions ro = options_;
-  ro.connect_timeout_ms = ro.call_timeout_ms = std::max(500, options_.health_check_ms);
-  const int k = num_parts();
-  std::vector<std::vector<std::unique_ptr<rpc::RpcClient>>> clients(k);
-  for (int p = 0; p < k; ++p) clients[p].resize(replicas_[p].size());
+int Cluster::ProbeTimeoutMs() const {
+  // A ping is answered outside the request budget, so a healthy server
+  // answers it at once however busy: half the interval is ample.
+  return std::max(250, options_.health_check_ms / 2);
+}
+
+bool Cluster::WaitHealth(std::chrono::milliseconds ms) {
   std::unique_lock<std::mutex> lock(health_mu_);
-  while (!health_stop_) {
-    lock.unlock();
-    for (int p = 0; p < k; ++p) {
-      if (replicas_[p].size() < 2) continue;
-      for (size_t r = 0; r < replicas_[p].size(); ++r) {
-        Replica& st = *state_[p][r];
-        std::string pong;
-        Status ok = clients[p][r] ? clients[p][r]->Ping("health", &pong)
-                                  : Status::Unavailable("not connected");
-        if (!ok.ok() && ok.code() != Status::Code::kDeadlineExceeded) {
-          // The connection may predate a restart, or have been closed as
-          // idle: a new one decides, and what answers there must serve this
-          // partition of this dataset (a replica of another dataset is not
-          // healthy, whatever it answers).
-          clients[p][r].reset();
-          ok = rpc::RpcClient::Connect(replicas_[p][r], ro, &clients[p][r]);
-          if (ok.ok()) ok = clients[p][r]->Ping("health", &pong);
-          rpc::RemotePartitionInfo info;
-          if (ok.ok()) ok = clients[p][r]->Info(&info);
-          if (ok.ok()) ok = SameReplica(p, info);
-          if (!ok.ok()) clients[p][r].reset();
-        }
-        ++st.checks;
-        if (ok.ok()) {
-          if (!st.healthy.exchange(true))
-            std::fprintf(stderr,
-                         "fanout: partition %d: replica %s answers its health check again\n", p,
-                         replicas_[p][r].c_str());
-          continue;
-        }
-        clients[p][r].reset();
-        // The reason and the count first: whoever sees the replica marked
-        // down (Health() reads `healthy` first) also sees why.
-        {
-          std::lock_guard<std::mutex> l(st.mu);
-          st.last_error = ok.message();
-        }
-        ++st.checks_failed;
-        if (st.healthy.exchange(false))
-          std::fprintf(stderr, "fanout: partition %d: replica %s fails its health check: %s\n", p,
-                       replicas_[p][r].c_str(), ok.message().c_str());
-        {
-          // Thrift calls waiting on it end now (their sessions move them to
-          // another replica) instead of at their deadline.
-          std::lock_guard<std::mutex> l(st.mu);
-          for (int fd : st.waiting) ::shutdown(fd, SHUT_RDWR);
-        }
-      }
-    }
-    lock.lock();
-    health_cv_.wait_for(lock, std::chrono::milliseconds(options_.health_check_ms),
-                        [this] { return health_stop_; });
+  return !health_cv_.wait_for(lock, ms, [this] { return health_stop_; });
+}
+
+Status Cluster::ConnectReplica(int p, int r, std::unique_ptr<rpc::RpcClient>* client,
+                               rpc::RemotePartitionInfo* info) const {
+  rpc::RpcOptions ro = options_;
+  const bool elsewhere = replicas_[p].size() > 1;
+  if (elsewhere) {
+    const int probe = std::max(1000, ProbeTimeoutMs());
+    ro.connect_timeout_ms = std::min(ro.connect_timeout_ms, probe);
+    ro.call_timeout_ms = std::min(ro.call_timeout_ms, probe);
   }
+  std::unique_ptr<rpc::RpcClient> c;
+  FANOUT_RETURN_IF_ERROR(rpc::RpcClient::Connect(replicas_[p][r], ro, &c));
+  FANOUT_RETURN_IF_ERROR(c->Info(info));
+  FANOUT_RETURN_IF_ERROR(SameReplica(p, *info));
+  if (elsewhere) c->SetCallTimeoutMs(options_.call_timeout_ms);
+  *client = std::move(c);
+  return Status::OK();
+}
+
+void Cluster::MarkDown(int p, int r, const std::string& why) const {
+  Replica& st = *state_[p][r];
+  // The reason first: whoever sees the replica marked down (Health() reads
+  // `healthy` first) also sees why.
+  {
+    std::lock_guard<std::mutex> l(st.mu);
+    st.last_error = why;
+  }
+  if (st.healthy.exchange(false))
+    std::fprintf(stderr, "fanout: partition %d: replica %s is down: %s\n", p,
+                 replicas_[p][r].c_str(), why.c_str());
+  // Thrift calls waiting on it end now (their sessions move them to another
+  // replica) instead of at their deadline.
+  std::lock_guard<std::mutex> l(st.mu);
+  for (int fd : st.waiting) ::shutdown(fd, SHUT_RDWR);
+}
+
+void Cluster::ProbeLoop(int p, int r) {
+  rpc::RpcOptions ro = options_;
+  ro.connect_timeout_ms = ro.call_timeout_ms = ProbeTimeoutMs();
+  std::unique_ptr<rpc::RpcClient> client;
+  Replica& st = *state_[p][r];
+  do {
+    std::string pong;
+    Status ok = client ? client->Ping("health", &pong) : Status::Unavailable("not connected");
+    if (!ok.ok() && ok.code() != Status::Code::kDeadlineExceeded) {
+      // The connection may predate a restart, or have been closed as idle: a
+      // new one decides, and what answers there must serve this partition of
+      // this dataset (a replica of another dataset is not healthy, whatever
+      // it answers).
+      client.reset();
+      ok = rpc::RpcClient::Connect(replicas_[p][r], ro, &client);
+      if (ok.ok()) ok = client->Ping("health", &pong);
+      rpc::RemotePartitionInfo info;
+      if (ok.ok()) ok = client->Info(&info);
+      if (ok.ok()) ok = SameReplica(p, info);
+    }
+    ++st.checks;
+    if (ok.ok()) {
+      st.failed_in_row = 0;
+      if (!st.healthy.exchange(true))
+        std::fprintf(stderr, "fanout: partition %d: replica %s answers its health check again\n", p,
+                     replicas_[p][r].c_str());
+      continue;
+    }
+    client.reset();
+    ++st.checks_failed;
+    if (++st.failed_in_row >= kDownAfterFailures) {
+      MarkDown(
+          p, r,
+          std::to_string(st.failed_in_row) + " health checks in a row failed: " + ok.message());
+    } else {
+      std::lock_guard<std::mutex> l(st.mu);
+      st.last_error = ok.message();
+      continue;  // once more at once: one late answer does not call it down
+    }
+  } while (
+      WaitHealth(std::chrono::milliseconds(st.failed_in_row == 1 ? 0 : options_.health_check_ms)));
 }
 
 Status Cluster::SameReplica(int p, const rpc::RemotePartitionInfo& info) const {
@@ -116,8 +144,10 @@ void Cluster::UnwatchCall(int p, int r, int fd) const {
 void Cluster::NoteFailure(int p, int r, const std::string& why) const {
   Replica& st = *state_[p][r];
   ++st.failures;
-  std::lock_guard<std::mutex> lock(st.mu);
-  st.last_error = why;
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    st.last_error = why;
+  }
 }
 
 std::vector<ReplicaHealth> Cluster::Health() const {

@@ -19,6 +19,31 @@ void EncodeSampleReply(const int64_t* offsets, size_t n, const int64_t* neighbor
                 static_cast<size_t>(total) * 4);
 }
 
+Status CheckSampleCounts(const int32_t* counts, size_t nodes, int64_t max_per_node,
+                         int64_t* total) {
+  int64_t sum = 0;
+  for (size_t j = 0; j < nodes; ++j) {
+    const int32_t c = counts[j];
+    if (c < 0 || (max_per_node >= 0 && c > max_per_node))
+      return Status::Corruption(std::string(c < 0 ? "negative count"
+                                                  : "count above the request's fanout (" +
+                                                        std::to_string(max_per_node) + ")") +
+                                " in sample reply (node " + std::to_string(j) + ": " +
+                                std::to_string(c) + ")");
+    sum += c;
+  }
+  *total = sum;
+  return Status::OK();
+}
+
+Status CheckNeighborIds(const int64_t* ids, int64_t n, int64_t num_nodes) {
+  for (int64_t i = 0; i < n; ++i)
+    if (static_cast<uint64_t>(ids[i]) >= static_cast<uint64_t>(num_nodes))
+      return Status::Corruption("sample reply names node " + std::to_string(ids[i]) +
+                                ", outside the dataset's [0, " + std::to_string(num_nodes) + ")");
+  return Status::OK();
+}
+
 Status DecodeSampleReply(const char* data, size_t size, size_t nodes, bool with_edge_ids,
                          SampleReplyView* out, bool with_edge_weights) {
   if (nodes > size / 4 || size < SampleCountsBytes(nodes))
@@ -27,12 +52,8 @@ Status DecodeSampleReply(const char* data, size_t size, size_t nodes, bool with_
                               " nodes");
   const int32_t* counts = reinterpret_cast<const int32_t*>(data);
   int64_t total = 0;
-  for (size_t j = 0; j < nodes; ++j) {
-    if (counts[j] < 0)
-      return Status::Corruption("negative count in sample reply (node " + std::to_string(j) + ": " +
-                                std::to_string(counts[j]) + ")");
-    total += counts[j];
-  }
+  Status st = CheckSampleCounts(counts, nodes, -1, &total);
+  if (!st.ok()) return st;
   const size_t per = 8 + (with_edge_ids ? 8 : 0) + (with_edge_weights ? 4 : 0);
   if (static_cast<uint64_t>(total) > (size - SampleCountsBytes(nodes)) / per ||
       size != SampleReplyBytes(nodes, total, with_edge_ids, with_edge_weights))

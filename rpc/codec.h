@@ -66,6 +66,12 @@ struct SampleReplyView {
   const float* edge_weights = nullptr;  // total of them, or null without
   int64_t total = 0;
 };
+// Checks one hop's per-node counts, whichever path they came by: none
+// negative, none above `max_per_node` (where that is >= 0: the request's
+// fanout), their sum into *total. Corruption naming the node and count.
+Status CheckSampleCounts(const int32_t* counts, size_t nodes, int64_t max_per_node, int64_t* total);
+// Every id in [0, num_nodes): Corruption naming the first one that is not.
+Status CheckNeighborIds(const int64_t* ids, int64_t n, int64_t num_nodes);
 // Decodes a reply for `nodes` nodes. Corruption, saying what is wrong, when
 // the buffer is shorter than the counts, a count is negative or the sizes do
 // not add up (a reply from a rogue or broken server); never reads past size.

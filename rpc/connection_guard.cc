@@ -86,6 +86,18 @@ std::unique_ptr<ConnectionGuard::Connection> ConnectionGuard::Admit(int fd) {
   return c;
 }
 
+void ConnectionGuard::ShutdownAll() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    // Frames waiting for the budget give up (requests being served finish:
+    // the server drains them).
+    for (Connection* c : open_)
+      if (c->waiting_) c->shut_ = true;
+  }
+  budget_->Wake();  // waiters see their abandon flag now, not at their deadline
+}
+
 void ConnectionGuard::Release(Connection* c, const std::lock_guard<std::mutex>&) {
   stats_.inflight_bytes -= c->reserved_;
   budget_->Give(c->reserved_);
@@ -122,7 +134,9 @@ bool ConnectionGuard::Connection::Begin(int64_t bytes) {
       idle_ = false;
       since_ = Clock::now();
     }
-    if (g.budget_->limit() <= 0 || refused_) return true;
+    // Control frames (pings, info, health, reports) are never held up by
+    // the budget: a busy server still answers its health checks.
+    if (g.budget_->limit() <= 0 || refused_ || bytes <= kMaxControlFrameBytes) return true;
   }
   // The budget is taken without the guard's lock (its waits block), and kept
   // under it (Release gives back what is recorded here).
@@ -131,9 +145,17 @@ bool ConnectionGuard::Connection::Begin(int64_t bytes) {
     {
       std::lock_guard<std::mutex> lock(g.mu_);
       ++g.stats_.memory_waits;
+      if (g.stopping_) return false;  // a stopping server takes no new waits
+      waiting_ = true;
     }
-    if (!g.budget_->Take(bytes, g.limits_.frame_timeout_ms, &shut_, &taken)) {
-      std::lock_guard<std::mutex> lock(g.mu_);
+    // At most budget_wait_ms (and the frame's deadline): never without end,
+    // and under the client's own call deadline.
+    int64_t wait_ms = g.limits_.budget_wait_ms > 0 ? g.limits_.budget_wait_ms : 20000;
+    if (g.limits_.frame_timeout_ms > 0) wait_ms = std::min(wait_ms, g.limits_.frame_timeout_ms);
+    const bool got = g.budget_->Take(bytes, wait_ms, &shut_, &taken);
+    std::lock_guard<std::mutex> lock(g.mu_);
+    waiting_ = false;
+    if (!got) {
       if (!shut_) ++g.stats_.memory_refused;
       return false;
     }

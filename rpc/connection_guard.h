@@ -16,8 +16,12 @@
 //    slow or stalled client loses its connection, not a thread forever).
 //  - max_inflight_bytes: request frames held by all connections together,
 //    taken from the server's MemoryBudget (memory_budget.h), which its data
-//    plane shares. A frame that does not fit waits (at most frame_timeout_ms)
-//    for others to finish; then its connection is closed and counted.
+//    plane shares, and each reply while it is sent (recorded, never waited
+//    for). A frame that does not fit waits (at most frame_timeout_ms) for
+//    others to finish; then its connection is closed and counted. Frames of
+//    at most kMaxControlFrameBytes (pings, info, health checks, reports, a
+//    lookup of a few ids) take no budget: at most max_connections of them
+//    are held at once, and a busy server still answers its health checks.
 //
 // Used by GuardedFramedTransportFactory (framed_transport.h), which admits
 // each accepted socket here. Thread safety: every method is safe from any
@@ -37,11 +41,18 @@
 
 namespace fanout::rpc {
 
+// Request frames this small bypass the in-flight budget (see above).
+inline constexpr int64_t kMaxControlFrameBytes = 512;
+
 struct ConnectionLimits {
   int max_connections = 0;         // 0 = unlimited
   int64_t idle_timeout_ms = 0;     // 0 = never
   int64_t frame_timeout_ms = 0;    // 0 = never
   int64_t max_inflight_bytes = 0;  // 0 = unlimited
+  // How long a frame waits for the budget at most (and never past its frame
+  // deadline): under the client's default 30 s call deadline, so that the
+  // server gives up first. <= 0: 20 s.
+  int64_t budget_wait_ms = 20000;
   // The machine's defaults: 64 connections per CPU (at least 256, at most
   // half the open-file limit), 10 min idle, 60 s per frame, a quarter of
   // physical memory for request frames.
@@ -80,8 +91,10 @@ class ConnectionGuard {
     // Waiting for the next request frame (its budget released).
     void Idle();
     // A frame began (its first byte; again with its size once known):
-    // reserves `bytes` from the in-flight budget, waiting while it is full. false (and counted)
-    // when the budget stayed full for frame_timeout_ms.
+    // reserves `bytes` from the in-flight budget, waiting while it is full
+    // (not for a control frame: kMaxControlFrameBytes). false (and counted)
+    // when the budget stayed full for frame_timeout_ms, or the connection was
+    // shut down while it waited.
     bool Begin(int64_t bytes);
     // A receive or send wait timed out after the guard's tick: true to keep
     // waiting, false (counted) when the connection's idle or frame deadline
@@ -100,6 +113,7 @@ class ConnectionGuard {
     bool refused_ = false;
     bool listed_ = false;            // in guard_->open_ (GUARDED_BY guard_->mu_)
     bool idle_ = true;               // GUARDED_BY guard_->mu_
+    bool waiting_ = false;           // waiting for the budget (GUARDED_BY guard_->mu_)
     std::atomic<bool> shut_{false};  // shut down by the guard (written under guard_->mu_)
     int64_t reserved_ = 0;           // GUARDED_BY guard_->mu_
     std::chrono::steady_clock::time_point
@@ -111,6 +125,11 @@ class ConnectionGuard {
   // the limit) or returns a refused Connection (every connection busy). The
   // guard must outlive every Connection.
   std::unique_ptr<Connection> Admit(int fd);
+
+  // The server stops: frames waiting for the budget give up now (their
+  // connections close), and no frame starts a new wait; requests being
+  // served finish.
+  void ShutdownAll();
 
   // How long a socket wait may block before the guard is asked again (its
   // receive timeout): small enough to see each deadline in time.
@@ -134,6 +153,7 @@ class ConnectionGuard {
   std::list<Connection*> open_;   // GUARDED_BY(mu_)
   ConnectionStats stats_;         // GUARDED_BY(mu_)
   std::string last_tls_failure_;  // GUARDED_BY(mu_)
+  bool stopping_ = false;         // GUARDED_BY(mu_)
 };
 
 }  // namespace fanout::rpc

@@ -65,16 +65,24 @@ struct DataPlaneServerOptions {
   // The server's request-memory budget, shared with its Thrift connections
   // (null: none). A rendezvous request's ids are fetched only once its bytes
   // are taken from it (the rest wait, in order, at most budget_wait_ms, then
-  // are answered ResourceExhausted); an eager one that does not fit is
-  // answered ResourceExhausted at once. Reply buffers in flight are recorded
-  // in it too; a thread starts a new reply while the budget is full only
-  // when none of its own is in flight (the margin: one reply per thread).
+  // are answered ResourceExhausted). An eager one that does not fit is taken
+  // over the limit when it is small (wire::kEagerRequestMaxBytes, Fanout's
+  // own requests) and within the caps on such bytes (kMaxForcedBytesPerEndpoint
+  // for one endpoint, kMaxForcedBytesTotal for all), else answered
+  // ResourceExhausted at once. Reply buffers in flight are recorded in it
+  // too; a thread starts a new reply while the budget is full only when none
+  // of its own is in flight (the margin: one reply per thread, plus the
+  // forced-request cap).
   std::shared_ptr<MemoryBudget> budget;
   int64_t budget_wait_ms = 60000;
   // A thread idle this long gives its pooled reply buffers back (and the
   // allocator its free pages), so memory taken for a burst is returned.
   int64_t idle_release_ms = 1000;
 };
+
+// Caps on small eager request bytes taken while the budget is full.
+inline constexpr int64_t kMaxForcedBytesPerEndpoint = int64_t{1} << 20;
+inline constexpr int64_t kMaxForcedBytesTotal = int64_t{32} << 20;
 
 struct DataPlaneEndpointInfo {
   std::string peer;        // the client's socket address

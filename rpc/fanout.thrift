@@ -53,6 +53,11 @@ struct PartitionInfo {
   // maps it and checks the ids match). Unset where the server exports nothing.
   27: optional string local_socket,
   28: optional i64 local_export_id,
+  // ... its size in bytes (a client compares it before it maps anything),
+  29: optional i64 local_export_bytes,
+  // ... and the uid the server runs as: a client on this host sends its
+  // token only to a socket that uid listens on (SO_PEERCRED).
+  30: optional i64 server_uid,
 }
 
 // What a same-host client did itself on a server's exported partition since

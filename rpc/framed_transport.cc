@@ -85,6 +85,19 @@ void ResettingFramedTransport::ResetWrite() {
 }
 
 void ResettingFramedTransport::flush() {
+  // A server's reply is counted in the request-memory budget while it goes
+  // out (recorded, not waited for: it exists already), so that new request
+  // frames wait while replies to slow clients hold memory.
+  BudgetHold reply;
+  if (conn_ && !conn_->refused()) {
+    size_t bytes = static_cast<size_t>(wBase_ - wBuf_.get()) - sealed_;
+    for (const Piece& p : pieces_) bytes += p.len;
+    if (bytes > static_cast<size_t>(kMaxControlFrameBytes)) {
+      MemoryBudget* budget = conn_->guard()->budget().get();
+      budget->Force(static_cast<int64_t>(bytes));
+      reply = BudgetHold(budget, static_cast<int64_t>(bytes));
+    }
+  }
   if (pieces_.empty()) {  // nothing went by reference: the ordinary path
     TFramedTransport::flush();
     header_ = wBuf_.get();

@@ -6,18 +6,24 @@
 //           (MFD_ALLOW_SEALING), maps it read-only, seals it (F_SEAL_WRITE,
 //           F_SEAL_GROW, F_SEAL_SHRINK, F_SEAL_SEAL) and serves from that
 //           mapping itself (no second copy). LocalExport::Listen(path)
-//           answers a Unix-domain socket: a client's hello is checked
-//           (SO_PEERCRED uid, the token where one is required) and answered
-//           with the layout record and the descriptor (SCM_RIGHTS).
-//   client: FetchLocalExport(path) connects, says hello, receives the record
-//           and the descriptor, checks the seals and that every array lies in
-//           the memory, and maps it PROT_READ (LocalMapping).
+//           answers a Unix-domain socket in a folder only its uid can
+//           write: a peer whose uid is not allowed is refused at accept
+//           (SO_PEERCRED, no handshake slot held); an allowed peer's hello is
+//           checked (the token where one is required) and answered with the
+//           layout record and the descriptor (SCM_RIGHTS).
+//   client: FetchLocalExport(path, expect) connects, checks that the
+//           listening side is the server's uid (SO_PEERCRED) before it sends
+//           anything (the hello carries the token), receives the record and
+//           the descriptor, compares the record with what the server's
+//           PartitionInfo said (identity, size) before it maps anything,
+//           checks the seals and that the arrays lie inside the memory
+//           without overlapping, and maps it PROT_READ without populating it
+//           (LocalMapping::Populate() after the caller validated contents).
 //
-// What a local peer can do: connect (uid allowed, token where required), read
-// the partition a server serves, nothing else. A mapping cannot be written
-// or made writable (the seals; mprotect gives EACCES), stays valid after the
-// server exits (memfd memory lives while a mapping or descriptor does) and
-// leaves nothing behind (no /dev/shm file, no SysV segment).
+// Trust (docs/RELIABILITY.md): the server trusts the kernel's SO_PEERCRED and
+// the token; the client trusts the uid the server's RPC connection advertises
+// (or its own uid or root), the seals, and nothing the socket peer says: its
+// text is escaped and capped, its codes never read as "no export here".
 //
 // Wire (SOCK_SEQPACKET, one message each way, little-endian):
 //   hello  = "FNLH" u32 version u32 token_bytes, token
@@ -26,8 +32,12 @@
 //            and the message carries the descriptor)
 //   layout = EncodeLayout below ("FNLX", version, ids, node range, arrays).
 //
+// Files: local_export_wire.cc (the three records), local_export_server.cc,
+// local_export_client.cc, local_socket_path.cc (where sockets live).
+//
 // Thread safety: a LocalExport's views and Stats() from any thread; Listen
-// and Stop from one controlling thread. LocalMapping is immutable.
+// and Stop from one controlling thread. LocalMapping is immutable but for
+// Populate(), which is safe to call from any thread.
 #ifndef FANOUT_RPC_LOCAL_EXPORT_H_
 #define FANOUT_RPC_LOCAL_EXPORT_H_
 
@@ -78,15 +88,27 @@ struct ExportLayout {
 };
 std::string EncodeLayout(const ExportLayout& layout);
 // Corruption naming what is wrong (truncated, bad magic or version, arrays
-// overlapping or outside `bytes`, unknown kinds, duplicates).
+// overlapping or outside `bytes`, `bytes` past the page after the last
+// array, unknown kinds, duplicates).
 Status DecodeLayout(const std::string& text, ExportLayout* out);
+// What the creator of an export of these arrays makes its size: each array
+// page aligned, at least one page.
+uint64_t ExportBytesFor(const std::vector<ExportedArray>& arrays);
+
+// A peer's text made safe to print: control and non-ASCII bytes as \xNN,
+// at most `cap` bytes kept (then "...").
+std::string PrintableText(const std::string& text, size_t cap = 256);
 
 // Hello and answer messages (the socket's two messages).
 constexpr size_t kMaxLocalTokenBytes = 4096;
 std::string EncodeHello(const std::string& token);
 Status DecodeHello(const char* data, size_t bytes, std::string* token);
 std::string EncodeAnswer(int code, const std::string& text);
-// OK with *text the layout record, or the server's refusal as a Status.
+// OK with *text the layout record, or the peer's refusal as a Status: its
+// text made printable (PrintableText), its code one of the refusals a server
+// gives (InvalidArgument, Unauthenticated, ResourceExhausted,
+// DeadlineExceeded), anything else Unavailable; never NotFound (which means
+// "no export on this host" to the caller).
 Status DecodeAnswer(const char* data, size_t bytes, std::string* text);
 
 struct LocalExportOptions {
@@ -99,7 +121,7 @@ struct LocalExportOptions {
 struct LocalExportStats {
   int64_t bytes = 0;          // of the exported memory
   int64_t handed = 0;         // descriptors handed to clients
-  int64_t refused_uid = 0;    // peers whose uid is not allowed
+  int64_t refused_uid = 0;    // peers whose uid is not allowed (refused at accept)
   int64_t refused_token = 0;  // hellos without the right token
   int64_t malformed = 0;      // junk, truncated or oversized hellos
   int64_t timed_out = 0;      // peers that said nothing in time, or never read the answer
@@ -144,11 +166,13 @@ class LocalExport : public ExportedMemory {
 
   // Binds `path` (an existing socket file there is replaced when no server
   // answers on it; one that answers is an error) and serves hellos on a
-  // thread of its own until Stop(). The socket file is made 0600, or 0666
-  // where options allow other uids (their uid is checked on every connect).
+  // thread of its own until Stop(). The folder must pass CheckSocketFolder.
+  // The socket file is made 0600, or 0666 where options allow other uids
+  // (their uid is checked on every connect), without following links.
   Status Listen(const std::string& path, const LocalExportOptions& options);
-  // Idempotent: closes the socket and removes its file. Mappings clients
-  // hold stay valid.
+  // Idempotent: closes the socket and removes its file (only the file this
+  // export bound: another server's socket at the path stays). Mappings
+  // clients hold stay valid.
   void Stop();
   const std::string& path() const { return path_; }
   LocalExportStats Stats() const;
@@ -159,7 +183,22 @@ class LocalExport : public ExportedMemory {
   LocalExport() = default;
   int fd_ = -1;
   std::string path_;
+  ino_t inode_ = 0;  // of the socket file Listen bound
+  dev_t device_ = 0;
   std::unique_ptr<Impl> impl_;
+};
+
+// What a client knows of an export before it maps it: what the server's
+// PartitionInfo says (over its RPC connection, which the client trusts).
+struct ExpectedExport {
+  std::string dataset_id;
+  int32_t partition = 0;
+  int64_t node_begin = 0, node_end = 0;
+  uint64_t export_id = 0;
+  uint64_t bytes = 0;           // the export's exact size; 0 = not said (a server before it)
+  uint64_t max_bytes = 0;       // where `bytes` is 0: the most it may be (0 = no bound)
+  uid_t server_uid = 0;         // the uid that must hold the socket
+  bool has_server_uid = false;  // false: this process's euid or root
 };
 
 // A partition's exported memory mapped read-only in this process. Stays
@@ -169,25 +208,44 @@ class LocalMapping : public ExportedMemory {
   ~LocalMapping();
   LocalMapping(const LocalMapping&) = delete;
   LocalMapping& operator=(const LocalMapping&) = delete;
+  // Reads the whole mapping in ahead of use (no first-touch fault per page in
+  // the first batches). Called once its contents were checked: a peer's
+  // claimed size costs nothing before that.
+  void Populate() const;
 
  private:
-  friend Status FetchLocalExport(const std::string&, const std::string&, int,
+  friend Status FetchLocalExport(const std::string&, const std::string&, int, const ExpectedExport&,
                                  std::shared_ptr<LocalMapping>*);
   LocalMapping() = default;
   size_t bytes_ = 0;
 };
 
-// Connects to a server's local socket, proves itself (`token`, empty where
-// none is needed) and maps what it hands over. Errors name the path and the
-// reason: no such socket (NotFound / Unavailable), refused (the server's
-// message), the descriptor limit, a layout or seals that do not hold.
+// Connects to a server's local socket, checks that the listening side runs as
+// `expect`'s uid (before anything is sent: the hello carries `token`, empty
+// where none is needed), and maps what it hands over once the layout record
+// is `expect`'s (identity and size) and the memory is sealed and as large as
+// the record says. Errors name the path and the reason: no such socket
+// (NotFound: the server is on another host), a socket of another uid
+// (Unauthenticated naming both uids), refused (the server's message,
+// printable), the descriptor limit, a layout, identity or seals that do not
+// hold (Corruption / InvalidArgument).
 Status FetchLocalExport(const std::string& path, const std::string& token, int timeout_ms,
-                        std::shared_ptr<LocalMapping>* out);
+                        const ExpectedExport& expect, std::shared_ptr<LocalMapping>* out);
 
-// The default socket path for a server: $XDG_RUNTIME_DIR/fanout (else
-// /run/fanout as root, /tmp/fanout-<uid> otherwise), file
-// <dataset id>-p<partition>-<rpc port>.sock. The folder is made 0755 when
-// missing.
+// The folder of default socket paths: $XDG_RUNTIME_DIR/fanout (else
+// /run/fanout as root, /tmp/fanout-<euid> otherwise).
+std::string DefaultLocalSocketDir();
+// Makes `dir` when missing (0700; 0711 where `others_may_connect`: other uids
+// may reach a socket by name but list or place nothing), then checks it with
+// lstat: a folder, not a symlink, owned by this euid, no group or other bits
+// but search where `others_may_connect`. The error says what is wrong (for
+// example another uid made the folder first) and what to do.
+Status PrepareLocalSocketDir(const std::string& dir, bool others_may_connect);
+// The folder of an explicit socket path: a folder, not a symlink, owned by
+// this euid or root, writable by no other uid unless sticky (as /tmp is).
+Status CheckSocketFolder(const std::string& socket_path);
+// The default socket path for a server: DefaultLocalSocketDir()/<dataset
+// id>-p<partition>-<rpc port>.sock (PrepareLocalSocketDir makes the folder).
 std::string DefaultLocalSocketPath(const std::string& dataset_id, int partition, int rpc_port);
 
 }  // namespace fanout::rpc

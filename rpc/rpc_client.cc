@@ -282,6 +282,8 @@ Status RpcClient::Info(RemotePartitionInfo* out) {
   if (r.__isset.data_plane_ticket) out->data_ticket = r.data_plane_ticket;
   if (r.__isset.local_socket) out->local_socket = r.local_socket;
   if (r.__isset.local_export_id) out->local_export_id = r.local_export_id;
+  if (r.__isset.local_export_bytes) out->local_export_bytes = r.local_export_bytes;
+  if (r.__isset.server_uid) out->server_uid = r.server_uid;
   out->has_edge_times = r.__isset.has_edge_times && r.has_edge_times;
   if (r.__isset.node_types) {
     out->node_types = r.node_types;
@@ -342,8 +344,11 @@ Status RpcClient::ReceiveSample(size_t num_nodes, const SampleCall& call, Sample
       (with_edge_ids && out->edge_ids.size() != out->neighbors.size()) ||
       (r.__isset.edge_types && out->edge_types.size() * 2 != out->neighbors.size()))
     return Status::Corruption("server " + address_ + ": malformed sample reply");
+  // The same count checks as the data plane's codec: a negative count would
+  // otherwise pass a sum that matches and overrun the merge.
   int64_t total = 0;
-  for (int32_t c : out->Counts()) total += c;
+  Status st = CheckSampleCounts(out->Counts().data(), num_nodes, -1, &total);
+  if (!st.ok()) return Status::Corruption("server " + address_ + ": " + st.message());
   if (total * 8 != static_cast<int64_t>(out->neighbors.size()))
     return Status::Corruption("server " + address_ +
                               ": sample reply counts do not match its neighbors");
@@ -434,6 +439,14 @@ Status RpcClient::ReceiveHasEdges(size_t num_pairs, std::string* exists) {
   if (exists->size() != num_pairs)
     return Status::Corruption("server " + address_ + ": malformed has_edges reply");
   return Status::OK();
+}
+
+void RpcClient::SetCallTimeoutMs(int ms) {
+  impl_->options.call_timeout_ms = ms;
+  if (impl_->socket) {
+    impl_->socket->setRecvTimeout(ms);
+    impl_->socket->setSendTimeout(ms);
+  }
 }
 
 Status RpcClient::Ping(const std::string& text, std::string* reply) {

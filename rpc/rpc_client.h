@@ -87,8 +87,10 @@ struct RemotePartitionInfo {
   // Heterogeneous datasets (sampler/hetero.h); empty for homogeneous ones.
   std::vector<std::string> node_types, edge_types;  // edge types as "src,rel,dst"
   std::vector<int64_t> node_type_bounds, node_type_feature_dims;
-  std::string local_socket;     // the same-host export's socket ("" = none offered)
-  int64_t local_export_id = 0;  // ... and its id
+  std::string local_socket;        // the same-host export's socket ("" = none offered)
+  int64_t local_export_id = 0;     // ... and its id
+  int64_t local_export_bytes = 0;  // ... and its size (0 = not said: a server before it)
+  int64_t server_uid = -1;         // the server's uid (-1 = not said)
 };
 
 // A same-host client's local work since its last report (report_local).
@@ -96,6 +98,14 @@ struct LocalWork {
   int64_t requests = 0, sampled_nodes = 0, sampled_edges = 0, feature_rows = 0, feature_bytes = 0,
           bytes = 0;
   bool empty() const { return requests == 0; }
+  void Add(const LocalWork& o) {
+    requests += o.requests;
+    sampled_nodes += o.sampled_nodes;
+    sampled_edges += o.sampled_edges;
+    feature_rows += o.feature_rows;
+    feature_bytes += o.feature_bytes;
+    bytes += o.bytes;
+  }
 };
 
 struct SampleCall {
@@ -194,6 +204,9 @@ class RpcClient {
   Status ReceiveHasEdges(size_t num_pairs, std::string* exists);
 
   const std::string& address() const { return address_; }
+  // The send/receive deadline of the calls from now on (a short one for a
+  // probe, the normal one after), on this connection and the next.
+  void SetCallTimeoutMs(int ms);
 
   // Drops the connection (a reply may still be in flight after a failed
   // split call); the next call reconnects.

@@ -1,5 +1,7 @@
 #include "server/handler.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -80,6 +82,8 @@ void RpcHandler::partition_info(gen::PartitionInfo& out) {
     if (!s.local_socket.empty()) {
       out.__set_local_socket(s.local_socket);
       out.__set_local_export_id(static_cast<int64_t>(s.local_export_id));
+      out.__set_local_export_bytes(static_cast<int64_t>(s.local_export_bytes));
+      out.__set_server_uid(static_cast<int64_t>(geteuid()));
     }
     if (!m.hetero.empty()) {
       out.__set_node_types(m.hetero.node_types);

@@ -161,6 +161,14 @@ Status PartitionServer::StartLocalSocket() {
   o.allowed_uids = options_.local_uids;
   o.token = options_.auth_token;
   const bool asked = !options_.local_socket.empty();
+  if (!asked) {
+    // The default folder is this uid's alone (made 0700, checked): a server
+    // whose folder another uid holds refuses to start rather than hand its
+    // clients to whoever owns the folder.
+    Status dir = rpc::PrepareLocalSocketDir(rpc::DefaultLocalSocketDir(), !o.allowed_uids.empty());
+    if (!dir.ok())
+      return Status::FromCode(static_cast<int>(dir.code()), "same-host export: " + dir.message());
+  }
   const std::string path =
       asked ? options_.local_socket
             : rpc::DefaultLocalSocketPath(data_->meta.dataset_id, state_->view.part, port_);
@@ -175,6 +183,7 @@ Status PartitionServer::StartLocalSocket() {
   }
   state_->local_socket = path;
   state_->local_export_id = export_->layout().export_id;
+  state_->local_export_bytes = export_->layout().bytes;
   return Status::OK();
 }
 
@@ -268,8 +277,11 @@ Status PartitionServer::StartDataPlane() {
   o.max_request_bytes = options_.max_frame_bytes;
   o.ticket = state_->data_ticket;
   o.budget = guard_->budget();  // one request-memory budget for both paths
-  o.budget_wait_ms =
-      options_.limits.frame_timeout_ms > 0 ? options_.limits.frame_timeout_ms : 60000;
+  // As long as a Thrift frame waits (ConnectionLimits::budget_wait_ms); a
+  // request's own deadline (wire::RequestHeader::deadline_ms) shortens it.
+  o.budget_wait_ms = options_.limits.budget_wait_ms > 0 ? options_.limits.budget_wait_ms : 20000;
+  if (options_.limits.frame_timeout_ms > 0)
+    o.budget_wait_ms = std::min(o.budget_wait_ms, options_.limits.frame_timeout_ms);
   const ServerState* state = state_.get();
   Status st = rpc::DataPlaneServer::Start(
       o, [state] { return std::make_unique<DataPlaneService>(state); }, &data_plane_);
@@ -292,7 +304,8 @@ void PartitionServer::Stop() {
   if (data_plane_) data_plane_->Stop();  // kept for /stats until the admin endpoint is gone
   if (export_) export_->Stop();          // no more hand-outs; mappings clients hold stay valid
   if (rpc_) {
-    rpc_->server->stop();  // closes the listener, interrupts idle connections
+    guard_->ShutdownAll();  // connections waiting for the budget end now
+    rpc_->server->stop();   // closes the listener, interrupts idle connections
     if (rpc_->thread.joinable())
       rpc_->thread.join();  // serve() returns once every connection ended
     rpc_.reset();

@@ -107,7 +107,11 @@ struct DataPlaneChannel::Impl {
   // purges requests still in flight through callbacks that reach their Peer.
   ucx::Worker worker;
   uint64_t next_seq = 1;
-  ChannelStats* stats = nullptr;
+  // The owning channel's counters; while pooled or being torn down (no
+  // channel), this Impl's own, so a callback run by a late progress never
+  // writes through a null or dangling pointer.
+  ChannelStats* stats = &detached_stats;
+  ChannelStats detached_stats;
 
   Status Open(Peer* p);
   Status WaitFor(Peer* p, int timeout_ms, const std::function<bool()>& give_up = {});
@@ -398,7 +402,7 @@ DataPlaneChannel::~DataPlaneChannel() {
       p->aborted = false;
     }
   std::shared_ptr<DataPlaneContext> ctx = std::move(i.context);
-  i.stats = nullptr;
+  i.stats = &i.detached_stats;
   if (clean && ctx) {
     ctx->impl()->Give(std::move(impl_));
   } else {
@@ -549,7 +553,11 @@ Status DataPlaneChannel::Post(int peer, const DataRequest& request, const ReplyS
   if (peer < 0 || peer >= static_cast<int>(i.peers.size()))
     return Status::InvalidArgument("data-plane peer " + std::to_string(peer) + " does not exist");
   Peer* p = i.peers[peer].get();
-  assert(!p->busy);
+  // A second request on a peer still owed a reply would overwrite the
+  // first's sink while UCX may write into it: refused, in every build.
+  if (p->busy)
+    return Status::Internal("data-plane peer " + p->name +
+                            ": a request is still in flight on it (abandon it first)");
   p->aborted = false;  // an abandoned request's news is stale now
   if (sink.memory() == MemoryKind::kCuda && !i.context->info().cuda)
     return Status::NotSupported("this UCX (" + i.context->info().ucx_version +
@@ -589,6 +597,7 @@ Status DataPlaneChannel::Post(int peer, const DataRequest& request, const ReplyS
   p->hdr.fanout = request.call.fanout;
   p->hdr.seed = request.call.seed;
   p->hdr.hop = request.call.hop;
+  p->hdr.deadline_ms = static_cast<uint32_t>(std::max(0, i.options.call_timeout_ms));
   p->hdr.flags =
       (request.call.replace ? wire::kReplace : 0) | (request.call.weighted ? wire::kWeighted : 0) |
       (request.call.with_edge_ids ? wire::kEdgeIds : 0) | (request.call.labor ? wire::kLabor : 0) |

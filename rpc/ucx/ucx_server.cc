@@ -42,12 +42,24 @@ struct Pending {
   Endpoint* ep = nullptr;
   Clock::time_point arrived = Clock::now();
   BudgetHold hold;  // the ids' bytes in the server's budget, given back with this
+  // Of them, bytes taken over the budget's limit (a small eager request that
+  // arrived while it was full), counted against the endpoint's and the
+  // server's caps until this goes.
+  int64_t forced = 0;
+  int64_t* ep_forced = nullptr;
+  std::atomic<int64_t>* server_forced = nullptr;
+  ~Pending() {
+    if (forced == 0) return;
+    *ep_forced -= forced;
+    *server_forced -= forced;
+  }
 };
 
 struct Endpoint {
   Thread* t = nullptr;
   ucp_ep_h ep = nullptr;
   std::string peer;
+  int64_t forced_bytes = 0;  // its requests' bytes over the budget (its thread only); before queue
   std::deque<std::unique_ptr<Pending>> queue;
   int in_flight = 0;    // replies being sent
   bool failed = false;  // the error callback fired, or the server stops
@@ -79,6 +91,7 @@ struct DataPlaneServer::Impl {
   std::atomic<uint32_t> next_thread{0};
   std::atomic<int64_t> requests{0}, reply_bytes{0}, errors{0}, malformed{0}, refused{0},
       unauthenticated{0}, budget_waits{0}, budget_refused{0}, memory_releases{0};
+  std::atomic<int64_t> forced_bytes{0};  // eager requests' bytes over the budget, all endpoints
   std::atomic<int64_t> endpoints_open{0}, endpoints_total{0}, endpoints_rejected{0};
   std::vector<std::string> memory_types;
   bool stopped = false;
@@ -183,12 +196,25 @@ ucs_status_t Thread::OnRequest(void* arg, const void* header, size_t header_leng
     } else if (length > 0) {
       int64_t taken = 0;
       MemoryBudget* budget = t->budget();
-      if (budget != nullptr && length <= wire::kEagerRequestMaxBytes) {
-        budget->Force(static_cast<int64_t>(length));  // already here; small
-        taken = static_cast<int64_t>(length);
+      const int64_t n = static_cast<int64_t>(length);
+      bool fits = budget == nullptr || budget->TryTake(n, &taken);
+      if (!fits && length <= wire::kEagerRequestMaxBytes &&
+          ep->forced_bytes + n <= kMaxForcedBytesPerEndpoint) {
+        // Already here and small: taken over the limit, within the caps (one
+        // endpoint's queue of small requests, and all endpoints' together).
+        if (s->forced_bytes.fetch_add(n) + n <= kMaxForcedBytesTotal) {
+          budget->Force(n);
+          taken = n;
+          ep->forced_bytes += n;
+          p->forced = n;
+          p->ep_forced = &ep->forced_bytes;
+          p->server_forced = &s->forced_bytes;
+          fits = true;
+        } else {
+          s->forced_bytes -= n;
+        }
       }
-      if (budget != nullptr && taken == 0 &&
-          !budget->TryTake(static_cast<int64_t>(length), &taken)) {
+      if (!fits) {
         ++s->budget_refused;
         p->bad = Status::ResourceExhausted(
             "server request memory budget full (--max-inflight-mib): request not taken");
@@ -398,7 +424,12 @@ bool Thread::StartReceives() {
         // In order per endpoint: its later requests wait behind this one.
         if (!p->waited) ++server->budget_waits;
         p->waited = true;
-        if (now - p->arrived < std::chrono::milliseconds(server->options.budget_wait_ms)) {
+        // The wait ends well before the client's own deadline, so that the
+        // refusal reaches a client still waiting for it.
+        int64_t wait_ms = server->options.budget_wait_ms;
+        if (p->hdr.deadline_ms > 0)
+          wait_ms = std::min<int64_t>(wait_ms, static_cast<int64_t>(p->hdr.deadline_ms) * 3 / 4);
+        if (now - p->arrived < std::chrono::milliseconds(wait_ms)) {
           budget_waiting = true;
           break;
         }
@@ -407,7 +438,7 @@ bool Thread::StartReceives() {
         ++server->budget_refused;
         p->bad = Status::ResourceExhausted(
             "server request memory budget full (--max-inflight-mib) for " +
-            std::to_string(server->options.budget_wait_ms) + " ms: request not taken");
+            std::to_string(wait_ms) + " ms: request not taken");
         any = true;
         continue;
       }

@@ -48,7 +48,10 @@ struct RequestHeader {
   int64_t fanout = -1;  // kSample
   uint64_t seed = 0;    // kSample
   int32_t hop = 0;      // kSample
-  uint32_t reserved = 0;
+  // How long the client waits for the reply (its call deadline, ms; 0 = not
+  // said): a server that cannot take the request in time answers
+  // ResourceExhausted well before then, instead of a reply nobody reads.
+  uint32_t deadline_ms = 0;
 };
 static_assert(sizeof(RequestHeader) == 40, "request header layout");
 

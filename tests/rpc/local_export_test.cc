@@ -46,6 +46,32 @@ std::unique_ptr<LocalExport> MakeExport(const Arrays& a) {
   return e;
 }
 
+// What a client expects of `l` (as a server's PartitionInfo would say).
+ExpectedExport Expect(const ExportLayout& l) {
+  ExpectedExport x;
+  x.dataset_id = l.dataset_id;
+  x.partition = l.partition;
+  x.node_begin = l.node_begin;
+  x.node_end = l.node_end;
+  x.export_id = l.export_id;
+  x.bytes = l.bytes;
+  x.server_uid = geteuid();
+  x.has_server_uid = true;
+  return x;
+}
+ExpectedExport Expect(const LocalExport& e) { return Expect(e.layout()); }
+
+// What a client expects of an export a child made of Arrays (dataset `ds`,
+// partition 0, nodes [0, 3)) with id `id` (the child writes it to a pipe).
+ExpectedExport ExpectChild(const std::string& ds, uint64_t id) {
+  Arrays a;
+  std::unique_ptr<LocalExport> same;
+  EXPECT_TRUE(LocalExport::Create(ds, 0, 0, 3, a.Sources(), &same).ok());
+  ExpectedExport x = Expect(*same);
+  x.export_id = id;
+  return x;
+}
+
 // Sends raw bytes as one message and returns the answer's Status.
 Status RawHello(const std::string& path, const std::string& bytes) {
   int s = socket(AF_UNIX, SOCK_SEQPACKET, 0);
@@ -83,7 +109,7 @@ TEST(LocalExportTest, ClientMapsWhatTheServerExports) {
   const std::string path = TestPath("maps");
   ASSERT_TRUE(e->Listen(path, {}).ok());
   std::shared_ptr<LocalMapping> m;
-  Status st = FetchLocalExport(path, "", 2000, &m);
+  Status st = FetchLocalExport(path, "", 2000, Expect(*e), &m);
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ(m->layout().dataset_id, "ds-1");
   EXPECT_EQ(m->layout().partition, 1);
@@ -110,7 +136,7 @@ TEST(LocalExportTest, TheSealsHold) {
   const std::string path = TestPath("seals");
   ASSERT_TRUE(e->Listen(path, {}).ok());
   std::shared_ptr<LocalMapping> m;
-  ASSERT_TRUE(FetchLocalExport(path, "", 2000, &m).ok());
+  ASSERT_TRUE(FetchLocalExport(path, "", 2000, Expect(*e), &m).ok());
   // The mapping cannot be made writable.
   void* page = const_cast<char*>(m->base());
   errno = 0;
@@ -160,7 +186,7 @@ TEST(LocalExportTest, MappingOutlivesTheServer) {
   {
     auto e = MakeExport(a);
     ASSERT_TRUE(e->Listen(path, {}).ok());
-    ASSERT_TRUE(FetchLocalExport(path, "", 2000, &m).ok());
+    ASSERT_TRUE(FetchLocalExport(path, "", 2000, Expect(*e), &m).ok());
     first_id = e->layout().export_id;
   }  // the server's export is gone, its socket file too
   EXPECT_NE(access(path.c_str(), F_OK), 0);
@@ -168,11 +194,12 @@ TEST(LocalExportTest, MappingOutlivesTheServer) {
   const auto* l = static_cast<const int64_t*>(m->Data(ExportArray::kLabels, &n));
   EXPECT_EQ(l[2], 2);
   std::shared_ptr<LocalMapping> again;
-  EXPECT_EQ(FetchLocalExport(path, "", 500, &again).code(), Status::Code::kNotFound);
+  EXPECT_EQ(FetchLocalExport(path, "", 500, Expect(m->layout()), &again).code(),
+            Status::Code::kNotFound);
   // A restarted server on the same path is a new export.
   auto e2 = MakeExport(a);
   ASSERT_TRUE(e2->Listen(path, {}).ok());
-  ASSERT_TRUE(FetchLocalExport(path, "", 2000, &again).ok());
+  ASSERT_TRUE(FetchLocalExport(path, "", 2000, Expect(*e2), &again).ok());
   EXPECT_NE(again->layout().export_id, first_id);
 }
 
@@ -211,7 +238,7 @@ TEST(LocalExportTest, UidsNotAllowedAndWrongTokensAreRefusedAndCounted) {
   o.token = "secret-token";
   ASSERT_TRUE(e->Listen(path, o).ok());
   std::shared_ptr<LocalMapping> m;
-  Status st = FetchLocalExport(path, "secret-token", 2000, &m);
+  Status st = FetchLocalExport(path, "secret-token", 2000, Expect(*e), &m);
   EXPECT_EQ(st.code(), Status::Code::kUnauthenticated);
   EXPECT_NE(st.message().find("--local-uids"), std::string::npos) << st.message();
   EXPECT_EQ(e->Stats().refused_uid, 1);
@@ -219,13 +246,13 @@ TEST(LocalExportTest, UidsNotAllowedAndWrongTokensAreRefusedAndCounted) {
   auto e2 = MakeExport(a);
   o.allowed_uids = {};
   ASSERT_TRUE(e2->Listen(path, o).ok());
-  st = FetchLocalExport(path, "", 2000, &m);
+  st = FetchLocalExport(path, "", 2000, Expect(*e2), &m);
   EXPECT_EQ(st.code(), Status::Code::kUnauthenticated);
   EXPECT_NE(st.message().find("requires its auth token"), std::string::npos) << st.message();
-  st = FetchLocalExport(path, "wrong-token!", 2000, &m);
+  st = FetchLocalExport(path, "wrong-token!", 2000, Expect(*e2), &m);
   EXPECT_NE(st.message().find("wrong auth token"), std::string::npos) << st.message();
   EXPECT_EQ(e2->Stats().refused_token, 2);
-  EXPECT_TRUE(FetchLocalExport(path, "secret-token", 2000, &m).ok());
+  EXPECT_TRUE(FetchLocalExport(path, "secret-token", 2000, Expect(*e2), &m).ok());
 }
 
 // Another uid listed in allowed_uids maps the export (the socket is open to
@@ -240,12 +267,14 @@ TEST(LocalExportTest, AnotherUidMapsOnlyWhereAllowed) {
     LocalExportOptions o;
     if (allow) o.allowed_uids = {geteuid(), nobody};
     ASSERT_TRUE(e->Listen(path, o).ok());
+    const ExpectedExport want = Expect(*e);  // the server's uid: this one's, before setuid
     pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
       if (setgid(nobody) != 0 || setuid(nobody) != 0) _exit(3);
       std::shared_ptr<LocalMapping> m;
-      Status st = FetchLocalExport(path, "", 2000, &m);
+      Status st = FetchLocalExport(path, "", 2000, want, &m);
+      if (!st.ok()) std::fprintf(stderr, "child: %s\n", st.message().c_str());
       _exit(st.ok() ? 0 : 1);
     }
     int status = 0;
@@ -272,7 +301,7 @@ TEST(LocalExportTest, JunkTruncatedAndOversizedHellosAreRefusedNotCrashed) {
   EXPECT_EQ(stats.malformed, static_cast<int64_t>(good.size() - 1 + 3));
   EXPECT_EQ(stats.handed, 0);
   std::shared_ptr<LocalMapping> m;
-  EXPECT_TRUE(FetchLocalExport(path, "", 2000, &m).ok());  // still serving
+  EXPECT_TRUE(FetchLocalExport(path, "", 2000, Expect(*e), &m).ok());  // still serving
 }
 
 TEST(LocalExportTest, SilentAndFloodingPeersDoNotStopOthers) {
@@ -302,7 +331,7 @@ TEST(LocalExportTest, SilentAndFloodingPeersDoNotStopOthers) {
   std::shared_ptr<LocalMapping> m;
   Status st;
   for (int i = 0; i < 50; ++i) {
-    st = FetchLocalExport(path, "", 2000, &m);
+    st = FetchLocalExport(path, "", 2000, Expect(*e), &m);
     if (st.ok()) break;
     EXPECT_TRUE(st.code() == Status::Code::kResourceExhausted ||
                 st.code() == Status::Code::kUnavailable)
@@ -314,7 +343,7 @@ TEST(LocalExportTest, SilentAndFloodingPeersDoNotStopOthers) {
   EXPECT_GT(stats.timed_out + stats.overloaded, 0);
   for (int s : silent) close(s);
   // Asked again and again: each ask is one answer, nothing held.
-  for (int i = 0; i < 200; ++i) ASSERT_TRUE(FetchLocalExport(path, "", 2000, &m).ok());
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(FetchLocalExport(path, "", 2000, Expect(*e), &m).ok());
 }
 
 TEST(LocalExportTest, DescriptorExhaustionIsANamedError) {
@@ -336,7 +365,7 @@ TEST(LocalExportTest, DescriptorExhaustionIsANamedError) {
     }
     close(fds.back());  // room for the socket, none for the descriptor
     std::shared_ptr<LocalMapping> m;
-    Status st = FetchLocalExport(path, "", 2000, &m);
+    Status st = FetchLocalExport(path, "", 2000, Expect(*e), &m);
     const bool named = st.code() == Status::Code::kResourceExhausted &&
                        st.message().find("RLIMIT_NOFILE") != std::string::npos;
     if (!named) std::fprintf(stderr, "child: %s\n", st.message().c_str());
@@ -346,7 +375,7 @@ TEST(LocalExportTest, DescriptorExhaustionIsANamedError) {
   waitpid(pid, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   std::shared_ptr<LocalMapping> m;
-  EXPECT_TRUE(FetchLocalExport(path, "", 2000, &m).ok());
+  EXPECT_TRUE(FetchLocalExport(path, "", 2000, Expect(*e), &m).ok());
 }
 
 TEST(LocalExportTest, AServerAtItsDescriptorLimitCountsItAndRecovers) {
@@ -365,6 +394,8 @@ TEST(LocalExportTest, AServerAtItsDescriptorLimitCountsItAndRecovers) {
     std::unique_ptr<LocalExport> e;
     if (!LocalExport::Create("ds-fds", 0, 0, 3, a.Sources(), &e).ok() || !e->Listen(path, {}).ok())
       _exit(1);
+    const uint64_t id = e->layout().export_id;
+    (void)!write(report[1], &id, sizeof id);
     rlimit r{};
     getrlimit(RLIMIT_NOFILE, &r);
     std::vector<int> fill;
@@ -386,8 +417,11 @@ TEST(LocalExportTest, AServerAtItsDescriptorLimitCountsItAndRecovers) {
   }
   char c;
   ASSERT_EQ(read(ready[0], &c, 1), 1);
+  uint64_t id = 0;
+  ASSERT_EQ(read(report[0], &id, sizeof id), static_cast<ssize_t>(sizeof id));
+  const ExpectedExport want = ExpectChild("ds-fds", id);
   std::shared_ptr<LocalMapping> m;
-  Status st = FetchLocalExport(path, "", 500, &m);
+  Status st = FetchLocalExport(path, "", 500, want, &m);
   EXPECT_FALSE(st.ok());  // the server could not take the connection
   ASSERT_EQ(write(go[1], "g", 1), 1);
   int64_t errors = 0;
@@ -398,7 +432,7 @@ TEST(LocalExportTest, AServerAtItsDescriptorLimitCountsItAndRecovers) {
   EXPECT_LT(errors, 100);  // paused between tries, not a busy loop
   EXPECT_TRUE(named);
   // Descriptors free again: served.
-  for (int i = 0; i < 20 && !(st = FetchLocalExport(path, "", 2000, &m)).ok(); ++i)
+  for (int i = 0; i < 20 && !(st = FetchLocalExport(path, "", 2000, want, &m)).ok(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_TRUE(st.ok()) << st.message();
   ASSERT_EQ(write(go[1], "g", 1), 1);
@@ -446,13 +480,14 @@ TEST(LocalExportTest, NothingIsLeftBehindAfterKill9) {
     std::unique_ptr<LocalExport> e;
     if (!LocalExport::Create("ds-kill", 0, 0, 3, a.Sources(), &e).ok() || !e->Listen(path, {}).ok())
       _exit(1);
-    (void)!write(ready[1], "r", 1);
+    const uint64_t id = e->layout().export_id;
+    (void)!write(ready[1], &id, sizeof id);
     for (;;) pause();
   }
-  char c;
-  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  uint64_t id = 0;
+  ASSERT_EQ(read(ready[0], &id, sizeof id), static_cast<ssize_t>(sizeof id));
   std::shared_ptr<LocalMapping> m;
-  ASSERT_TRUE(FetchLocalExport(path, "", 2000, &m).ok());
+  ASSERT_TRUE(FetchLocalExport(path, "", 2000, ExpectChild("ds-kill", id), &m).ok());
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
   uint64_t n = 0;
@@ -477,15 +512,16 @@ TEST(LocalExportTest, NothingIsLeftBehindAfterKill9) {
   ASSERT_GE(client, 0);
   if (client == 0) {
     std::shared_ptr<LocalMapping> mine;
-    if (!FetchLocalExport(path, "", 2000, &mine).ok()) _exit(1);
+    if (!FetchLocalExport(path, "", 2000, Expect(*e), &mine).ok()) _exit(1);
     (void)!write(ready[1], "m", 1);
     for (;;) pause();
   }
+  char c;
   ASSERT_EQ(read(ready[0], &c, 1), 1);
   kill(client, SIGKILL);
   waitpid(client, nullptr, 0);
   EXPECT_EQ(SysvSegments(), segments_before);
-  ASSERT_TRUE(FetchLocalExport(path, "", 2000, &m).ok());
+  ASSERT_TRUE(FetchLocalExport(path, "", 2000, Expect(*e), &m).ok());
   EXPECT_EQ(e->Stats().handed, 2);
   close(ready[0]);
   close(ready[1]);
