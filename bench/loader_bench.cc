@@ -108,29 +108,51 @@ Measured RunLoader(std::shared_ptr<fanout::client::Source> source,
   return Measure(loader, seconds);
 }
 
-// Case failover_stall: partition 0 has two replicas, partition 1 two more
-// (4 server processes); a NodeLoader epoch (features, fanouts [10, 5], batch
-// 1024, 2 workers: one session on each replica of partition 0) with default
-// RpcOptions except the path: the UCX data plane (data_plane "ucx"; "auto"
-// would read co-located partitions from memory and never ask a server).
-// Undisturbed epochs alternate with epochs during which replica 1 of
-// partition 0 is SIGSTOPped after the first 10% of batches (and SIGCONTed
-// after); stall_s = median(stopped) - median(undisturbed). The machine's own
-// limit beside it: the health-check interval, plus one batch's time.
+// Case failover_stall, once per path: partition 0 has two replicas,
+// partition 1 two more (4 server processes on this host); a NodeLoader epoch
+// (features, fanouts [10, 5], batch 1024, 2 workers: one session on each
+// replica of partition 0) with default RpcOptions except the path: `local`
+// (data_plane "auto": every partition read from its server's export and
+// sampled here), `ucx` (the UCX data plane) or `thrift` (data_plane "tcp").
+// Undisturbed epochs alternate with epochs during which replica 0 of
+// partition 0 (the one whose export `local` reads) is SIGSTOPped after the
+// first 10% of batches (and SIGCONTed after); stall_s = median(stopped) -
+// median(undisturbed); identical: every batch (n_id, edges, features) of
+// every stopped epoch equals the undisturbed epoch's. The machine's own limit
+// beside it: the health-check interval, plus one batch's time.
 struct Stall {
+  std::string path;
   double calm_s = 0, stopped_s = 0, stall_s = 0, batch_s = 0;
   int health_check_ms = 0;
   int64_t batches = 0, health_abandons = 0, failovers = 0;
+  bool identical = true;
 };
 
-bool FailoverStall(const std::string& dir, int rounds, Stall* out) {
+uint64_t BatchDigest(const fanout::client::MiniBatch& b) {
+  auto mix = [](uint64_t h, const at::Tensor& t) {
+    if (!t.defined()) return h;
+    at::Tensor c = t.contiguous();
+    const auto* p = static_cast<const unsigned char*>(c.data_ptr());
+    const size_t n = static_cast<size_t>(c.numel()) * c.element_size();
+    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ULL;
+    return h;
+  };
+  uint64_t h = 0xcbf29ce484222325ULL;
+  h = mix(h, b.n_id);
+  h = mix(h, b.edge_index);
+  return mix(h, b.x);
+}
+
+bool FailoverStall(const std::string& dir, int rounds, const std::string& path,
+                   fanout::rpc::DataPlaneMode mode, Stall* out) {
   using fanout::bench::ServerProcess;
   std::vector<ServerProcess> s;
   for (int i = 0; i < 4; ++i) s.push_back(fanout::bench::StartServerProcess(dir, i / 2, false));
   fanout::client::ClusterSpec spec;
   spec.replicas = {{s[0].rpc, s[1].rpc}, {s[2].rpc, s[3].rpc}};
   fanout::rpc::RpcOptions ro;
-  ro.data_plane = fanout::rpc::DataPlaneMode::kUcx;
+  ro.data_plane = mode;
+  out->path = path;
   out->health_check_ms = ro.health_check_ms;
   fanout::SplitMix64 rng(99);
   std::shared_ptr<fanout::client::Cluster> probe;
@@ -140,44 +162,57 @@ bool FailoverStall(const std::string& dir, int rounds, Stall* out) {
   std::vector<int64_t> seeds(120 * 1024);
   for (auto& v : seeds)
     v = static_cast<int64_t>(fanout::DrawBelow(rng.Next(), static_cast<uint64_t>(n)));
-  auto epoch = [&](bool stop, fanout::client::LoaderStats* stats) {
+  const size_t num_batches = seeds.size() / 1024;
+  auto epoch = [&](bool stop, fanout::client::LoaderStats* stats, std::vector<uint64_t>* digests) {
     std::shared_ptr<fanout::client::Cluster> c;
     fanout::Status st = fanout::client::Cluster::Connect(spec, ro, &c);
     if (!st.ok()) {
-      std::fprintf(stderr, "failover_stall: %s\n", st.ToString().c_str());
+      std::fprintf(stderr, "failover_stall (%s): %s\n", path.c_str(), st.ToString().c_str());
+      return -1.0;
+    }
+    if (mode == fanout::rpc::DataPlaneMode::kAuto &&
+        (c->local(0) == nullptr || c->local(1) == nullptr)) {
+      std::fprintf(stderr, "failover_stall (local): the servers' exports are not mapped here\n");
       return -1.0;
     }
     fanout::client::LoaderOptions o = CaseOptions(1024, {10, 5}, true);
     o.num_workers = 2;
     fanout::client::NodeLoader loader(c, seeds, o);
     fanout::client::MiniBatch b;
+    digests->assign(num_batches, 0);
     const auto start = Clock::now();
     int64_t got = 0;
     bool stopped = false;
     try {
       while (loader.Next(&b)) {
-        if (stop && !stopped && ++got == static_cast<int64_t>(seeds.size() / 1024 / 10)) {
-          kill(s[1].pid, SIGSTOP);
+        if (b.index >= 0 && static_cast<size_t>(b.index) < num_batches)
+          (*digests)[static_cast<size_t>(b.index)] = BatchDigest(b);
+        if (stop && !stopped && ++got == static_cast<int64_t>(num_batches / 10)) {
+          kill(s[0].pid, SIGSTOP);
           stopped = true;
         } else if (!stop) {
           ++got;
         }
       }
     } catch (const fanout::client::LoaderError& e) {
-      if (stopped) kill(s[1].pid, SIGCONT);
-      std::fprintf(stderr, "failover_stall: %s\n", e.what());
+      if (stopped) kill(s[0].pid, SIGCONT);
+      std::fprintf(stderr, "failover_stall (%s): %s\n", path.c_str(), e.what());
       return -1.0;
     }
     const double secs = std::chrono::duration<double>(Clock::now() - start).count();
-    if (stopped) kill(s[1].pid, SIGCONT);
     *stats = loader.stats();
+    c.reset();  // closed while the replica is still stopped: the close must not wait on it
+    if (stopped) kill(s[0].pid, SIGCONT);
     return secs;
   };
   std::vector<double> calm, stopped;
   fanout::client::LoaderStats st;
+  std::vector<uint64_t> want, got;
   for (int r = 0; r < rounds; ++r) {
-    const double a = epoch(false, &st), b = epoch(true, &st);
+    const double a = epoch(false, &st, &want);
+    const double b = epoch(true, &st, &got);
     if (a < 0 || b < 0) return false;
+    out->identical &= want == got;
     calm.push_back(a);
     stopped.push_back(b);
     out->health_abandons += st.health_abandons;
@@ -188,7 +223,7 @@ bool FailoverStall(const std::string& dir, int rounds, Stall* out) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
   };
-  out->batches = static_cast<int64_t>(seeds.size() / 1024);
+  out->batches = static_cast<int64_t>(num_batches);
   out->calm_s = median(calm);
   out->stopped_s = median(stopped);
   out->stall_s = out->stopped_s - out->calm_s;
@@ -486,8 +521,16 @@ int main(int argc, char** argv) {
             "2 node types", [&](auto source) { return RunHetero(source, tseeds, seconds); },
             &hetero, &hetero_local))
       return 1;
-    Stall stall;
-    if (want("failover_stall") && !FailoverStall(dir, 3, &stall)) return 1;
+    std::vector<Stall> stalls;
+    if (want("failover_stall"))
+      for (const auto& [name, mode] :
+           std::vector<std::pair<std::string, fanout::rpc::DataPlaneMode>>{
+               {"local", fanout::rpc::DataPlaneMode::kAuto},
+               {"ucx", fanout::rpc::DataPlaneMode::kUcx},
+               {"thrift", fanout::rpc::DataPlaneMode::kTcp}}) {
+        stalls.emplace_back();
+        if (!FailoverStall(dir, 3, name, mode, &stalls.back())) return 1;
+      }
     std::printf(
         "loaders through 2 servers beside the same work in process, R-MAT scale %d, fanouts "
         "[10,5]:\n",
@@ -521,16 +564,17 @@ int main(int argc, char** argv) {
           "the network) vs %7.2f M with a LocalSource: ratio %.3f (bar >= 0.35)\n",
           hetero.edges_per_s / 1e6, hetero.network_wait_s, hetero_local.edges_per_s / 1e6,
           hetero.edges_per_s / hetero_local.edges_per_s);
-    if (want("failover_stall"))
+    for (const Stall& stall : stalls)
       std::printf(
-          "  failover_stall (NodeLoader, %lld batches of 1024, features, 2 workers, UCX; "
-          "replica 1 of 2 of partition 0 SIGSTOPped after 10%%): "
+          "  failover_stall %s (NodeLoader, %lld batches of 1024, features, 2 workers; "
+          "replica 0 of 2 of partition 0 SIGSTOPped after 10%%): "
           "epoch %.2f s undisturbed, %.2f s stopped (medians of 3): "
           "stall %.2f s vs health interval %d ms + one batch %.3f s (target <= 3 s); "
-          "%lld requests given up on the health verdict, %lld failovers\n",
-          static_cast<long long>(stall.batches), stall.calm_s, stall.stopped_s, stall.stall_s,
-          stall.health_check_ms, stall.batch_s, static_cast<long long>(stall.health_abandons),
-          static_cast<long long>(stall.failovers));
+          "batches identical: %s; %lld requests given up on the health verdict, %lld "
+          "failovers\n",
+          stall.path.c_str(), static_cast<long long>(stall.batches), stall.calm_s, stall.stopped_s,
+          stall.stall_s, stall.health_check_ms, stall.batch_s, stall.identical ? "yes" : "NO",
+          static_cast<long long>(stall.health_abandons), static_cast<long long>(stall.failovers));
     if (want("labor"))
       std::printf(
           "  labor (NodeLoader, LABOR-0, [15,10,5], batch 1024, 128-dim features): %7.2f M sampled "
@@ -591,16 +635,17 @@ int main(int argc, char** argv) {
                        {"inprocess_edges_per_s", local_sub},
                        {"ratio", subgraph.edges_per_s / local_sub},
                        {"inprocess", "multi-hop sampler, 2 threads"}});
-    if (want("failover_stall"))
+    for (const Stall& stall : stalls)
       cases.push_back({{"case", "failover_stall"},
                        {"fanout", {10, 5}},
                        {"batch_size", 1024},
                        {"scale", scale},
                        {"batches", stall.batches},
-                       {"path", "ucx"},
+                       {"path", stall.path},
                        {"epoch_undisturbed_s", stall.calm_s},
                        {"epoch_stopped_s", stall.stopped_s},
                        {"stall_s", stall.stall_s},
+                       {"identical", stall.identical},
                        {"health_check_ms", stall.health_check_ms},
                        {"batch_s", stall.batch_s},
                        {"limit_s", stall.health_check_ms / 1000.0 + stall.batch_s},

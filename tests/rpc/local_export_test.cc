@@ -8,12 +8,14 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <numeric>
 #include <thread>
 #include <vector>
@@ -525,6 +527,361 @@ TEST(LocalExportTest, NothingIsLeftBehindAfterKill9) {
   EXPECT_EQ(e->Stats().handed, 2);
   close(ready[0]);
   close(ready[1]);
+}
+
+}  // namespace
+}  // namespace fanout::rpc
+
+namespace fanout::rpc {
+namespace {
+
+// A rogue export server: binds `path` and answers each connection with
+// `answer` (its bytes, and the descriptors in `fds`), after reading whatever
+// the client sends into `heard`. Silent: reads and never answers.
+class RogueExport {
+ public:
+  RogueExport(const std::string& path, std::string answer, std::vector<int> fds, bool silent)
+      : path_(path), answer_(std::move(answer)), fds_(std::move(fds)), silent_(silent) {
+    unlink(path.c_str());
+    listen_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strcpy(addr.sun_path, path.c_str());
+    EXPECT_EQ(bind(listen_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    EXPECT_EQ(listen(listen_, 8), 0);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~RogueExport() {
+    shutdown(listen_, SHUT_RDWR);
+    thread_.join();
+    close(listen_);
+    for (int fd : fds_) close(fd);
+    unlink(path_.c_str());
+  }
+  std::string heard() {
+    std::lock_guard<std::mutex> l(mu_);
+    return heard_;
+  }
+
+ private:
+  void Serve() {
+    for (;;) {
+      int c = accept(listen_, nullptr, nullptr);
+      if (c < 0) return;
+      char buf[8192];
+      ssize_t n = recv(c, buf, sizeof(buf), 0);
+      if (n > 0) {
+        std::lock_guard<std::mutex> l(mu_);
+        heard_.append(buf, static_cast<size_t>(n));
+      }
+      if (silent_) {
+        // Holds the connection, says nothing, until the client gives up.
+        char more;
+        (void)!recv(c, &more, 1, 0);
+        close(c);
+        continue;
+      }
+      iovec iov{answer_.data(), answer_.size()};
+      std::vector<char> control(CMSG_SPACE(sizeof(int) * std::max<size_t>(fds_.size(), 1)));
+      msghdr m{};
+      m.msg_iov = &iov;
+      m.msg_iovlen = 1;
+      if (!fds_.empty()) {
+        m.msg_control = control.data();
+        m.msg_controllen = CMSG_SPACE(sizeof(int) * fds_.size());
+        cmsghdr* h = CMSG_FIRSTHDR(&m);
+        h->cmsg_level = SOL_SOCKET;
+        h->cmsg_type = SCM_RIGHTS;
+        h->cmsg_len = CMSG_LEN(sizeof(int) * fds_.size());
+        std::memcpy(CMSG_DATA(h), fds_.data(), sizeof(int) * fds_.size());
+      }
+      (void)!sendmsg(c, &m, MSG_NOSIGNAL);
+      (void)!recv(c, buf, sizeof(buf), 0);  // until the client closes
+      close(c);
+    }
+  }
+  std::string path_, answer_;
+  std::vector<int> fds_;
+  bool silent_;
+  int listen_ = -1;
+  std::thread thread_;
+  std::mutex mu_;
+  std::string heard_;
+};
+
+// A memfd of `bytes` (sparse), sealed read-only unless `seal` is false.
+int Memfd(uint64_t bytes, bool seal = true) {
+  int fd = memfd_create("rogue", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  EXPECT_GE(fd, 0);
+  EXPECT_EQ(ftruncate(fd, static_cast<off_t>(bytes)), 0);
+  if (seal)
+    EXPECT_EQ(fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL), 0);
+  return fd;
+}
+
+ExportLayout RogueLayout(uint64_t bytes) {
+  ExportLayout l;
+  l.dataset_id = "ds-rogue";
+  l.partition = 0;
+  l.node_begin = 0;
+  l.node_end = 3;
+  l.export_id = 77;
+  l.bytes = bytes;
+  l.arrays = {{ExportArray::kIndptr, 0, 4}};
+  return l;
+}
+
+ExpectedExport RogueExpect(uint64_t bytes) {
+  ExpectedExport x = Expect(RogueLayout(bytes));
+  return x;
+}
+
+int64_t PeakRssKb() {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  char line[256];
+  int64_t kb = -1;
+  while (f != nullptr && std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "VmHWM: %ld kB", &kb) == 1) break;
+  if (f) std::fclose(f);
+  return kb;
+}
+
+struct RogueCase {
+  const char* what;
+  std::string answer;
+  std::vector<int> fds;
+  bool silent = false;
+  Status::Code code;
+  const char* says;
+};
+
+TEST(RogueExportTest, EveryHostileAnswerIsAClearErrorInBoundedTime) {
+  const uint64_t page = 4096;
+  std::vector<RogueCase> cases;
+  cases.push_back({"unsealed memory",
+                   EncodeAnswer(0, EncodeLayout(RogueLayout(page))),
+                   {Memfd(page, false)},
+                   false,
+                   Status::Code::kCorruption,
+                   "not sealed"});
+  cases.push_back({"memory of another size than the layout's",
+                   EncodeAnswer(0, EncodeLayout(RogueLayout(page))),
+                   {Memfd(2 * page)},
+                   false,
+                   Status::Code::kCorruption,
+                   "size is not the layout's"});
+  // A sealed sparse memfd of 1 GiB claimed as the export: refused by size
+  // before any mapping (PartitionInfo said one page).
+  ExportLayout huge = RogueLayout(uint64_t{1} << 30);
+  huge.arrays = {{ExportArray::kIndptr, 0, 4},
+                 {ExportArray::kFeatures, (uint64_t{1} << 30) - page, page}};
+  cases.push_back({"a huge sparse memory",
+                   EncodeAnswer(0, EncodeLayout(huge)),
+                   {Memfd(uint64_t{1} << 30)},
+                   false,
+                   Status::Code::kInvalidArgument,
+                   "bytes, the server's export has"});
+  ExportLayout past = RogueLayout(page);
+  past.arrays = {{ExportArray::kIndptr, page, 4}};
+  cases.push_back({"an array past the end",
+                   EncodeAnswer(0, EncodeLayout(past)),
+                   {Memfd(page)},
+                   false,
+                   Status::Code::kCorruption,
+                   "outside the memory"});
+  ExportLayout overlap = RogueLayout(page);
+  overlap.arrays = {{ExportArray::kIndptr, 0, 4}, {ExportArray::kIndices, 16, 4}};
+  cases.push_back({"overlapping arrays",
+                   EncodeAnswer(0, EncodeLayout(overlap)),
+                   {Memfd(page)},
+                   false,
+                   Status::Code::kCorruption,
+                   "overlap"});
+  ExportLayout other = RogueLayout(page);
+  other.export_id = 78;
+  cases.push_back({"another export",
+                   EncodeAnswer(0, EncodeLayout(other)),
+                   {Memfd(page)},
+                   false,
+                   Status::Code::kInvalidArgument,
+                   "not the one this server serves"});
+  cases.push_back({"garbage",
+                   std::string(300, '\x5a'),
+                   {},
+                   false,
+                   Status::Code::kCorruption,
+                   "malformed answer"});
+  cases.push_back({"silence", "", {}, true, Status::Code::kDeadlineExceeded, "no answer within"});
+  cases.push_back({"a refusal with terminal escapes and a forged log line",
+                   EncodeAnswer(static_cast<int>(Status::Code::kUnauthenticated),
+                                "\x1b[2J\nfanout: all is well" + std::string(5000, 'x')),
+                   {},
+                   false,
+                   Status::Code::kUnauthenticated,
+                   "\\x1b[2J\\x0afanout"});
+  cases.push_back({"a refusal saying NotFound",
+                   EncodeAnswer(static_cast<int>(Status::Code::kNotFound), "nothing here"),
+                   {},
+                   false,
+                   Status::Code::kUnavailable,
+                   "nothing here"});
+  std::vector<int> eight;
+  for (int i = 0; i < 8; ++i) eight.push_back(Memfd(page));
+  cases.push_back({"eight descriptors", EncodeAnswer(0, EncodeLayout(RogueLayout(page))), eight,
+                   false, Status::Code::kCorruption, "8 descriptors, not one"});
+  cases.push_back({"no descriptor",
+                   EncodeAnswer(0, EncodeLayout(RogueLayout(page))),
+                   {},
+                   false,
+                   Status::Code::kCorruption,
+                   "no descriptor"});
+  const int64_t rss_before = PeakRssKb();
+  for (RogueCase& c : cases) {
+    const std::string path = TestPath("rogue");
+    RogueExport rogue(path, c.answer, c.fds, c.silent);
+    std::shared_ptr<LocalMapping> m;
+    const auto start = std::chrono::steady_clock::now();
+    Status st = FetchLocalExport(path, "tok", 300, RogueExpect(page), &m);
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(st.code(), c.code) << c.what << ": " << st.ToString();
+    EXPECT_NE(st.message().find(c.says), std::string::npos) << c.what << ": " << st.message();
+    EXPECT_EQ(m, nullptr) << c.what;
+    EXPECT_LT(secs, 5.0) << c.what;
+    // Printable, capped: no control byte of the peer's reaches a log line.
+    for (char ch : st.message()) EXPECT_TRUE(ch >= 0x20 && ch < 0x7f) << c.what;
+    EXPECT_LT(st.message().size(), 1024u) << c.what;
+    c.fds.clear();  // closed by the rogue
+  }
+  // Nothing was populated for any of them (the 1 GiB claim included).
+  EXPECT_LT(PeakRssKb() - rss_before, 64 * 1024);
+}
+
+// A listener of another uid on the socket path (a local user who took the
+// folder) gets nothing: the uid is checked before the hello (and its token).
+TEST(RogueExportTest, AListenerOfAnotherUidGetsNoToken) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run a listener as another uid";
+  const uid_t nobody = 65534;
+  const std::string path = TestPath("other-uid");  // in /tmp: sticky, anyone may bind there
+  unlink(path.c_str());
+  int ready[2], heard[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(heard), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (setgid(nobody) != 0 || setuid(nobody) != 0) _exit(3);
+    int l = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strcpy(addr.sun_path, path.c_str());
+    if (bind(l, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(l, 4) != 0)
+      _exit(4);
+    chmod(path.c_str(), 0777);
+    (void)!write(ready[1], "r", 1);
+    int c = accept(l, nullptr, nullptr);
+    char buf[8192];
+    timeval tv{2, 0};
+    setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    const ssize_t n = recv(c, buf, sizeof(buf), 0);
+    const int64_t got = n > 0 ? n : 0;
+    (void)!write(heard[1], &got, sizeof got);
+    _exit(0);
+  }
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  ExpectedExport want = RogueExpect(4096);
+  want.server_uid = geteuid();  // the real server's uid, as its PartitionInfo says
+  std::shared_ptr<LocalMapping> m;
+  Status st = FetchLocalExport(path, "the-secret-token", 2000, want, &m);
+  EXPECT_EQ(st.code(), Status::Code::kUnauthenticated) << st.ToString();
+  EXPECT_NE(st.message().find("held by uid 65534"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("not the server's uid 0"), std::string::npos) << st.message();
+  int64_t got = -1;
+  ASSERT_EQ(read(heard[0], &got, sizeof got), static_cast<ssize_t>(sizeof got));
+  EXPECT_EQ(got, 0) << "the listener of another uid read bytes from the client";
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  unlink(path.c_str());
+  for (int fd : {ready[0], ready[1], heard[0], heard[1]}) close(fd);
+}
+
+TEST(LocalSocketDirTest, ADefaultFolderIsThisUidsAloneAndOthersAreRefused) {
+  const std::string base = "/tmp/fanout-dir-test-" + std::to_string(getpid());
+  // Made fresh: 0700, ours.
+  const std::string fresh = base + "-fresh";
+  rmdir(fresh.c_str());
+  ASSERT_TRUE(PrepareLocalSocketDir(fresh, false).ok());
+  struct stat st {};
+  ASSERT_EQ(lstat(fresh.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_EQ(st.st_uid, geteuid());
+  // With other uids allowed: search only (0711).
+  const std::string searchable = base + "-open";
+  rmdir(searchable.c_str());
+  ASSERT_TRUE(PrepareLocalSocketDir(searchable, true).ok());
+  ASSERT_EQ(lstat(searchable.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0711u);
+  // Ours but too open (an older server's 0755): narrowed.
+  const std::string wide = base + "-wide";
+  rmdir(wide.c_str());
+  ASSERT_EQ(mkdir(wide.c_str(), 0700), 0);
+  ASSERT_EQ(chmod(wide.c_str(), 0777), 0);
+  ASSERT_TRUE(PrepareLocalSocketDir(wide, false).ok());
+  ASSERT_EQ(lstat(wide.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  // A symbolic link in its place: refused.
+  const std::string link = base + "-link";
+  unlink(link.c_str());
+  ASSERT_EQ(symlink(fresh.c_str(), link.c_str()), 0);
+  Status s = PrepareLocalSocketDir(link, false);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("symbolic link"), std::string::npos) << s.message();
+  unlink(link.c_str());
+  // A socket path in a folder another uid may write: refused.
+  s = CheckSocketFolder(wide + "-not-a-folder/x.sock");
+  EXPECT_FALSE(s.ok());
+  if (geteuid() == 0) {
+    const uid_t nobody = 65534;
+    // Another uid made the folder first, open to all (0777): refused, saying whose it is.
+    const std::string taken = base + "-taken";
+    rmdir(taken.c_str());
+    ASSERT_EQ(mkdir(taken.c_str(), 0777), 0);
+    ASSERT_EQ(chmod(taken.c_str(), 0777), 0);
+    ASSERT_EQ(chown(taken.c_str(), nobody, nobody), 0);
+    s = PrepareLocalSocketDir(taken, false);
+    EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+    EXPECT_NE(s.message().find("belongs to uid 65534"), std::string::npos) << s.message();
+    s = CheckSocketFolder(taken + "/x.sock");
+    EXPECT_NE(s.message().find("belongs to uid 65534"), std::string::npos) << s.message();
+    // And a server's Listen there is refused too.
+    Arrays a;
+    auto e = MakeExport(a);
+    s = e->Listen(taken + "/x.sock", {});
+    EXPECT_FALSE(s.ok());
+    rmdir(taken.c_str());
+    // In the folder the server made, no other uid can place anything.
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      if (setgid(nobody) != 0 || setuid(nobody) != 0) _exit(3);
+      const std::string f = fresh + "/planted.sock";
+      int l = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+      sockaddr_un addr{};
+      addr.sun_family = AF_UNIX;
+      std::strcpy(addr.sun_path, f.c_str());
+      const bool bound = bind(l, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+      const bool made = open(f.c_str(), O_CREAT | O_WRONLY, 0600) >= 0;
+      _exit(bound || made ? 1 : 0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "another uid placed a file";
+  }
+  rmdir(fresh.c_str());
+  rmdir(searchable.c_str());
+  rmdir(wide.c_str());
 }
 
 }  // namespace
