@@ -334,24 +334,30 @@ Status RpcClient::ReceiveSample(size_t num_nodes, const SampleCall& call, Sample
   out->edge_ids = std::move(r.edge_ids);
   out->edge_types = r.__isset.edge_types ? std::move(r.edge_types) : std::string();
   out->edge_weights = r.__isset.edge_weights ? std::move(r.edge_weights) : std::string();
-  if (call.labor && out->edge_weights.size() * 2 != out->neighbors.size())
-    return Status::Corruption("server " + address_ +
+  return CheckSampleReply(address_, num_nodes, call, r.__isset.walk_step && r.walk_step,
+                          r.__isset.edge_types, *out);
+}
+
+Status CheckSampleReply(const std::string& server, size_t num_nodes, const SampleCall& call,
+                        bool answered_walk_step, bool has_edge_types, const SampleReply& r) {
+  const std::string who = "server " + server;
+  if (call.labor && r.edge_weights.size() * 2 != r.neighbors.size())
+    return Status::Corruption(who +
                               " sent no edge weights for a LABOR sample (a server before LABOR?)");
-  if (!call.walk_keys.empty() && !(r.__isset.walk_step && r.walk_step))
-    return Status::Corruption("server " + address_ +
+  if (!call.walk_keys.empty() && !answered_walk_step)
+    return Status::Corruption(who +
                               " did not answer a walk step as one (a server before random walks?)");
-  if (out->counts.size() != num_nodes * 4 || out->neighbors.size() % 8 != 0 ||
-      (with_edge_ids && out->edge_ids.size() != out->neighbors.size()) ||
-      (r.__isset.edge_types && out->edge_types.size() * 2 != out->neighbors.size()))
-    return Status::Corruption("server " + address_ + ": malformed sample reply");
+  if (r.counts.size() != num_nodes * 4 || r.neighbors.size() % 8 != 0 ||
+      (call.with_edge_ids && r.edge_ids.size() != r.neighbors.size()) ||
+      (has_edge_types && r.edge_types.size() * 2 != r.neighbors.size()))
+    return Status::Corruption(who + ": malformed sample reply");
   // The same count checks as the data plane's codec: a negative count would
   // otherwise pass a sum that matches and overrun the merge.
   int64_t total = 0;
-  Status st = CheckSampleCounts(out->Counts().data(), num_nodes, -1, &total);
-  if (!st.ok()) return Status::Corruption("server " + address_ + ": " + st.message());
-  if (total * 8 != static_cast<int64_t>(out->neighbors.size()))
-    return Status::Corruption("server " + address_ +
-                              ": sample reply counts do not match its neighbors");
+  Status st = CheckSampleCounts(r.Counts().data(), num_nodes, -1, &total);
+  if (!st.ok()) return Status::Corruption(who + ": " + st.message());
+  if (total * 8 != static_cast<int64_t>(r.neighbors.size()))
+    return Status::Corruption(who + ": sample reply counts do not match its neighbors");
   return Status::OK();
 }
 

@@ -229,6 +229,13 @@ class RpcClient {
   std::string address_;
 };
 
+// The checks a Thrift sample reply passes before a client uses it (its
+// sizes against the request, counts none negative and summing to its
+// neighbors, LABOR's weights, a walk step's flag); Corruption naming
+// `server`. RpcClient::ReceiveSample runs it; fuzzed (fuzz_client_reply).
+Status CheckSampleReply(const std::string& server, size_t num_nodes, const SampleCall& call,
+                        bool answered_walk_step, bool has_edge_types, const SampleReply& r);
+
 // Splits "host:port"; InvalidArgument names the text when malformed.
 Status ParseAddress(const std::string& address, std::string* host, int* port);
 

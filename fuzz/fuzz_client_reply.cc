@@ -1,0 +1,154 @@
+// libFuzzer target: every reply a client decodes from a server, as a rogue
+// server could send it. The first byte picks the kind:
+//   0: a Thrift sample reply (SampleResponse in the binary protocol), then
+//      the checks RpcClient::ReceiveSample and a session's merge run
+//      (CheckSampleReply, CheckSampleCounts with the request's fanout,
+//      CheckNeighborIds); what passes must be safe to merge.
+//   1: a Thrift lookup reply (features, labels, degrees: a binary result),
+//      checked for its size against the request as the clients do.
+//   2: a data-plane sample reply (DecodeSampleReply), then the same merge checks.
+//   3: a same-host export answer (DecodeAnswer, DecodeLayout, PrintableText).
+// Bytes 1-2 are the node count and flags; the rest is the reply.
+#include <thrift/protocol/TBinaryProtocol.h>
+#include <thrift/transport/TBufferTransports.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gen-cpp/Fanout.h"
+#include "rpc/codec.h"
+#include "rpc/local_export.h"
+#include "rpc/rpc_client.h"
+
+namespace {
+
+using namespace fanout::rpc;  // NOLINT: fuzzer-local
+
+constexpr int64_t kNodes = 1000;
+
+// A reply that passed the checks, merged as ClusterSession::FetchHop does:
+// every count within the fanout, every run inside the neighbors.
+void Merge(const int32_t* counts, size_t nodes, const int64_t* nbr, int64_t fanout) {
+  int64_t total = 0;
+  if (!CheckSampleCounts(counts, nodes, fanout, &total).ok()) return;
+  if (!CheckNeighborIds(nbr, total, kNodes).ok()) return;
+  std::vector<int64_t> out(static_cast<size_t>(total));
+  int64_t at = 0;
+  for (size_t j = 0; j < nodes; ++j) {
+    if (counts[j] < 0 || (fanout >= 0 && counts[j] > fanout)) __builtin_trap();
+    if (counts[j] > 0) std::memcpy(out.data() + at, nbr + at, static_cast<size_t>(counts[j]) * 8);
+    at += counts[j];
+  }
+  for (int64_t v : out)
+    if (v < 0 || v >= kNodes) __builtin_trap();
+}
+
+template <typename T>
+bool ReadThrift(const uint8_t* data, size_t size, T* out) {
+  auto buf = std::make_shared<apache::thrift::transport::TMemoryBuffer>(
+      const_cast<uint8_t*>(data), static_cast<uint32_t>(size));
+  apache::thrift::protocol::TBinaryProtocol proto(buf);
+  try {
+    out->read(&proto);
+  } catch (const std::exception&) {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 3) return 0;
+  const int kind = data[0] % 4;
+  const size_t nodes = data[1];
+  const uint8_t flags = data[2];
+  data += 3;
+  size -= 3;
+  SampleCall call;
+  call.fanout = (flags & 1) ? -1 : flags >> 4;
+  call.with_edge_ids = flags & 2;
+  call.labor = flags & 4;
+  switch (kind) {
+    case 0: {
+      gen::SampleResponse r;
+      if (!ReadThrift(data, size, &r)) return 0;
+      SampleReply reply;
+      reply.counts = r.counts;
+      reply.neighbors = r.neighbors;
+      reply.edge_ids = r.edge_ids;
+      reply.edge_types = r.__isset.edge_types ? r.edge_types : std::string();
+      reply.edge_weights = r.__isset.edge_weights ? r.edge_weights : std::string();
+      if (!CheckSampleReply("fuzz", nodes, call, r.__isset.walk_step && r.walk_step,
+                            r.__isset.edge_types, reply)
+               .ok())
+        return 0;
+      if (reply.counts.size() != nodes * 4) __builtin_trap();
+      // Thrift's strings are not aligned for int64: the merge reads copies.
+      std::vector<int32_t> counts(nodes);
+      std::memcpy(counts.data(), reply.counts.data(), nodes * 4);
+      std::vector<int64_t> nbr(reply.neighbors.size() / 8);
+      std::memcpy(nbr.data(), reply.neighbors.data(), nbr.size() * 8);
+      Merge(counts.data(), nodes, nbr.data(), call.labor ? -1 : call.fanout);
+      return 0;
+    }
+    case 1: {
+      gen::Fanout_lookup_features_presult r;
+      std::string rows;
+      r.success = &rows;
+      try {
+        auto buf = std::make_shared<apache::thrift::transport::TMemoryBuffer>(
+            const_cast<uint8_t*>(data), static_cast<uint32_t>(size));
+        apache::thrift::protocol::TBinaryProtocol proto(buf);
+        r.read(&proto);
+      } catch (const std::exception&) {
+        return 0;
+      }
+      // The clients accept a lookup reply only of exactly nodes x row bytes.
+      const size_t row = 8;
+      if (rows.size() == nodes * row) {
+        std::vector<int64_t> out(nodes);
+        if (nodes > 0) std::memcpy(out.data(), rows.data(), nodes * row);
+      }
+      return 0;
+    }
+    case 2: {
+      std::vector<uint64_t> aligned((size + 7) / 8);
+      if (size > 0) std::memcpy(aligned.data(), data, size);
+      SampleReplyView v;
+      if (!DecodeSampleReply(reinterpret_cast<const char*>(aligned.data()), size, nodes,
+                             call.with_edge_ids, &v, call.labor)
+               .ok())
+        return 0;
+      Merge(v.counts, nodes, v.neighbors, call.labor ? -1 : call.fanout);
+      return 0;
+    }
+    default: {
+      std::string text;
+      const fanout::Status st = DecodeAnswer(reinterpret_cast<const char*>(data), size, &text);
+      if (!st.ok()) {
+        if (st.code() == fanout::Status::Code::kNotFound) __builtin_trap();  // never "not here"
+        for (char c : st.message())
+          if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f)
+            __builtin_trap();  // a peer's text is printable when it reaches a log
+        return 0;
+      }
+      ExportLayout l;
+      if (DecodeLayout(text, &l).ok()) {
+        // Every array inside the memory, none overlapping, the memory no
+        // larger than the page after the last array.
+        uint64_t end = 0;
+        for (const ExportedArray& a : l.arrays) {
+          const uint64_t e = a.offset + a.count * ExportArrayElementBytes(a.kind);
+          if (e > l.bytes || e < a.offset) __builtin_trap();
+          end = std::max(end, e);
+        }
+        if (l.bytes > std::max<uint64_t>((end + 4095) / 4096 * 4096, 4096)) __builtin_trap();
+      }
+      return 0;
+    }
+  }
+}
