@@ -1,6 +1,7 @@
 // libFuzzer target: every reply a client decodes from a server, as a rogue
 // server could send it. The first byte picks the kind:
-//   0: a Thrift sample reply (SampleResponse in the binary protocol), then
+//   0: a Thrift sample reply (the sample_neighbors result, read through the
+//      client's own transport and protocol), then
 //      the checks RpcClient::ReceiveSample and a session's merge run
 //      (CheckSampleReply, CheckSampleCounts with the request's fanout,
 //      CheckNeighborIds); what passes must be safe to merge.
@@ -9,6 +10,7 @@
 //   2: a data-plane sample reply (DecodeSampleReply), then the same merge checks.
 //   3: a same-host export answer (DecodeAnswer, DecodeLayout, PrintableText).
 // Bytes 1-2 are the node count and flags; the rest is the reply.
+#include <arpa/inet.h>
 #include <thrift/protocol/TBinaryProtocol.h>
 #include <thrift/transport/TBufferTransports.h>
 
@@ -20,6 +22,7 @@
 
 #include "gen-cpp/Fanout.h"
 #include "rpc/codec.h"
+#include "rpc/framed_transport.h"
 #include "rpc/local_export.h"
 #include "rpc/rpc_client.h"
 
@@ -46,13 +49,21 @@ void Merge(const int32_t* counts, size_t nodes, const int64_t* nbr, int64_t fano
     if (v < 0 || v >= kNodes) __builtin_trap();
 }
 
+// Reads the bytes as the body of one reply frame through the client's own
+// stack (ResettingFramedTransport, FrameBoundedProtocolFactory): a field
+// declaring more bytes than the frame holds is refused before any allocation.
 template <typename T>
 bool ReadThrift(const uint8_t* data, size_t size, T* out) {
-  auto buf = std::make_shared<apache::thrift::transport::TMemoryBuffer>(
-      const_cast<uint8_t*>(data), static_cast<uint32_t>(size));
-  apache::thrift::protocol::TBinaryProtocol proto(buf);
+  std::string frame(4, '\0');
+  const uint32_t be = htonl(static_cast<uint32_t>(size));
+  std::memcpy(frame.data(), &be, 4);
+  frame.append(reinterpret_cast<const char*>(data), size);
+  auto mem = std::make_shared<apache::thrift::transport::TMemoryBuffer>(
+      reinterpret_cast<uint8_t*>(frame.data()), static_cast<uint32_t>(frame.size()));
+  auto framed = std::make_shared<ResettingFramedTransport>(mem, MakeThriftConfig(int64_t{1} << 30));
+  auto proto = FrameBoundedProtocolFactory().getProtocol(framed);
   try {
-    out->read(&proto);
+    out->read(proto.get());
   } catch (const std::exception&) {
     return false;
   }
@@ -75,7 +86,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   switch (kind) {
     case 0: {
       gen::SampleResponse r;
-      if (!ReadThrift(data, size, &r)) return 0;
+      gen::Fanout_sample_neighbors_presult result;
+      result.success = &r;
+      if (!ReadThrift(data, size, &result)) return 0;
       SampleReply reply;
       reply.counts = r.counts;
       reply.neighbors = r.neighbors;
@@ -89,9 +102,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (reply.counts.size() != nodes * 4) __builtin_trap();
       // Thrift's strings are not aligned for int64: the merge reads copies.
       std::vector<int32_t> counts(nodes);
-      std::memcpy(counts.data(), reply.counts.data(), nodes * 4);
+      if (nodes > 0) std::memcpy(counts.data(), reply.counts.data(), nodes * 4);
       std::vector<int64_t> nbr(reply.neighbors.size() / 8);
-      std::memcpy(nbr.data(), reply.neighbors.data(), nbr.size() * 8);
+      if (!nbr.empty()) std::memcpy(nbr.data(), reply.neighbors.data(), nbr.size() * 8);
       Merge(counts.data(), nodes, nbr.data(), call.labor ? -1 : call.fanout);
       return 0;
     }
@@ -99,14 +112,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       gen::Fanout_lookup_features_presult r;
       std::string rows;
       r.success = &rows;
-      try {
-        auto buf = std::make_shared<apache::thrift::transport::TMemoryBuffer>(
-            const_cast<uint8_t*>(data), static_cast<uint32_t>(size));
-        apache::thrift::protocol::TBinaryProtocol proto(buf);
-        r.read(&proto);
-      } catch (const std::exception&) {
-        return 0;
-      }
+      if (!ReadThrift(data, size, &r)) return 0;
       // The clients accept a lookup reply only of exactly nodes x row bytes.
       const size_t row = 8;
       if (rows.size() == nodes * row) {

@@ -106,7 +106,7 @@ class ResettingFramedTransportFactory : public apache::thrift::transport::TTrans
 // second). Drops those lines, prints the rest as Thrift does. Idempotent.
 void FilterThriftLog();
 
-// The server's protocol: Thrift's binary protocol, except that a string or
+// The servers' and the clients' protocol: Thrift's binary protocol, except that a string or
 // binary field may not declare more bytes than its frame still holds. Stock
 // TBinaryProtocol allocates and zeroes the declared size (up to 2 GiB) before
 // reading a byte of it, so a 30-byte frame could cost the server gigabytes

@@ -94,7 +94,10 @@ struct RpcClient::Impl {
     socket->setSendTimeout(options.call_timeout_ms);
     socket->setNoDelay(true);
     transport = std::make_shared<ResettingFramedTransport>(socket, config);
-    auto protocol = std::make_shared<TBinaryProtocol>(transport);
+    // A reply's fields may not declare more bytes than their frame holds (a
+    // rogue server's 30-byte reply declaring a 2 GiB string would otherwise
+    // cost this client the allocation: found by fuzz_client_reply).
+    auto protocol = FrameBoundedProtocolFactory().getProtocol(transport);
     client = std::make_unique<gen::FanoutClient>(protocol);
     try {
       transport->open();
