@@ -9,6 +9,8 @@ set(FANOUT_CLIENT_CORE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/replica_health.cc
   ${CMAKE_CURRENT_LIST_DIR}/local_reports.cc
   ${CMAKE_CURRENT_LIST_DIR}/cluster_session.cc
+  ${CMAKE_CURRENT_LIST_DIR}/cluster_session_link.cc
+  ${CMAKE_CURRENT_LIST_DIR}/cluster_session_local.cc
   ${CMAKE_CURRENT_LIST_DIR}/local_partition.cc
   ${CMAKE_CURRENT_LIST_DIR}/cached_source.cc
   ${CMAKE_CURRENT_LIST_DIR}/device_features.cc

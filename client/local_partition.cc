@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/feature_dtype.h"
 #include "rpc/partition_export.h"
 #include "sampler/temporal.h"
 
@@ -46,7 +47,7 @@ Status LocalPartition::Open(const rpc::RemotePartitionInfo& info, int num_edge_t
   const std::string where = "the export at " + info.local_socket + " ";
   std::unique_ptr<LocalPartition> p(new LocalPartition());
   p->view_ = rpc::ViewOfExport(*m);
-  const datasets::PartitionView& v = p->view_;
+  const sampler::PartitionView& v = p->view_;
   const size_t n = static_cast<size_t>(v.num_nodes());
   auto bad = [&](const std::string& what) { return Status::Corruption(where + what); };
   Status st = sampler::CsrGraph::Create(v.indptr, v.indices, v.edge_ids, {}, &p->graph_);

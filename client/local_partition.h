@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "common/status.h"
-#include "datasets/partition_store.h"
 #include "rpc/local_export.h"
 #include "rpc/rpc_client.h"
 #include "sampler/csr_graph.h"
 #include "sampler/neighbor_sampler.h"
+#include "sampler/partition_view.h"
 
 namespace fanout::client {
 
@@ -38,7 +38,7 @@ class LocalPartition {
                      const std::string& token, int timeout_ms,
                      std::shared_ptr<const LocalPartition>* out);
 
-  const datasets::PartitionView& view() const { return view_; }
+  const sampler::PartitionView& view() const { return view_; }
   const sampler::CsrGraph& graph() const { return graph_; }
   // sampler::PrepareTimeOrder's index for temporal hops (null: rows in time order).
   const int64_t* time_index() const { return time_index_; }
@@ -49,7 +49,7 @@ class LocalPartition {
  private:
   LocalPartition() = default;
   std::shared_ptr<rpc::LocalMapping> mapping_;
-  datasets::PartitionView view_;
+  sampler::PartitionView view_;
   sampler::CsrGraph graph_;
   const int64_t* time_index_ = nullptr;
   std::vector<int64_t> time_order_;

@@ -40,6 +40,7 @@
 #include "datasets/dataset.h"
 #include "datasets/partitioner.h"
 #include "sampler/csr_graph.h"
+#include "sampler/partition_view.h"
 
 namespace fanout::datasets {
 
@@ -103,33 +104,9 @@ Status WritePartitionedDataset(const RawDataset& ds, const std::vector<int32_t>&
                                int num_parts, const WriteOptions& options, const std::string& dir,
                                DatasetMeta* meta_out);
 
-// A partition's arrays as read-only views: what servers serve from (their
-// sealed export, or a PartitionData) and what same-host clients map
-// (rpc/local_export.h). The viewed memory must outlive the view.
-struct PartitionView {
-  int part = 0;
-  int64_t node_begin = 0, node_end = 0;  // global ids [node_begin, node_end)
-  ArrayView<const int64_t> indptr, indices, edge_ids, edge_times, labels, original_ids;
-  ArrayView<const int32_t> edge_types;
-  ArrayView<const uint8_t> features, split;
-
-  int64_t num_nodes() const { return node_end - node_begin; }
-  // A view for the sampler. REQUIRES: consistent arrays (OpenPartition and
-  // the client's mapping check them).
-  sampler::CsrGraph Graph() const {
-    sampler::CsrGraph g;
-    Status st = sampler::CsrGraph::Create(indptr, indices, edge_ids, {}, &g);
-    (void)st;
-    return g;
-  }
-  // Bytes of the arrays.
-  int64_t RawBytes() const {
-    return static_cast<int64_t>((indptr.size() + indices.size() + edge_ids.size() +
-                                 edge_times.size() + labels.size() + original_ids.size()) *
-                                    8 +
-                                edge_types.size() * 4 + features.size() + split.size());
-  }
-};
+// A partition's arrays as read-only views: sampler/partition_view.h (kept
+// apart so that rpc/ and client/ need not include the store).
+using PartitionView = sampler::PartitionView;
 
 // One partition loaded into flat arrays, ready for the sampler.
 struct PartitionData {

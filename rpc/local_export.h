@@ -54,7 +54,7 @@
 namespace fanout::rpc {
 
 // What an exported array holds (the partition's arrays; see
-// datasets::PartitionView).
+// sampler::PartitionView).
 enum class ExportArray : uint16_t {
   kIndptr = 1,       // int64, nodes + 1 (local rows)
   kIndices = 2,      // int64 global neighbor ids, one per stored edge

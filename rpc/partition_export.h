@@ -7,8 +7,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "datasets/partition_store.h"
 #include "rpc/local_export.h"
+#include "sampler/partition_view.h"
 
 namespace fanout::rpc {
 
@@ -27,7 +27,7 @@ void ForEachExportedArray(View& v, Fn&& fn) {
 }
 
 // What LocalExport::Create copies from a view.
-inline std::vector<LocalExport::Source> ExportSources(const datasets::PartitionView& v) {
+inline std::vector<LocalExport::Source> ExportSources(const sampler::PartitionView& v) {
   std::vector<LocalExport::Source> out;
   ForEachExportedArray(v, [&](ExportArray kind, const auto& a) {
     out.push_back({kind, a.data(), a.size()});
@@ -38,8 +38,8 @@ inline std::vector<LocalExport::Source> ExportSources(const datasets::PartitionV
 // The view of exported memory (the server's own mapping or a client's).
 // REQUIRES: each array's element size is its kind's (DecodeLayout checks
 // bounds; the client checks the contents).
-inline datasets::PartitionView ViewOfExport(const ExportedMemory& m) {
-  datasets::PartitionView v;
+inline sampler::PartitionView ViewOfExport(const ExportedMemory& m) {
+  sampler::PartitionView v;
   v.part = m.layout().partition;
   v.node_begin = m.layout().node_begin;
   v.node_end = m.layout().node_end;

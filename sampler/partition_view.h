@@ -1,0 +1,44 @@
+// A partition's arrays as read-only views: what servers serve from (their
+// sealed export, or a datasets::PartitionData) and what same-host clients map
+// (rpc/local_export.h). Apart from the store (datasets/partition_store.h), so
+// that rpc/ and client/ see the view without the store's headers. The viewed
+// memory must outlive the view.
+#ifndef FANOUT_SAMPLER_PARTITION_VIEW_H_
+#define FANOUT_SAMPLER_PARTITION_VIEW_H_
+
+#include <cstdint>
+
+#include "common/array_view.h"
+#include "common/status.h"
+#include "sampler/csr_graph.h"
+
+namespace fanout::sampler {
+
+struct PartitionView {
+  int part = 0;
+  int64_t node_begin = 0, node_end = 0;  // global ids [node_begin, node_end)
+  ArrayView<const int64_t> indptr, indices, edge_ids, edge_times, labels, original_ids;
+  ArrayView<const int32_t> edge_types;
+  ArrayView<const uint8_t> features, split;
+
+  int64_t num_nodes() const { return node_end - node_begin; }
+  // A view for the sampler. REQUIRES: consistent arrays (OpenPartition and
+  // the client's mapping check them).
+  sampler::CsrGraph Graph() const {
+    sampler::CsrGraph g;
+    Status st = sampler::CsrGraph::Create(indptr, indices, edge_ids, {}, &g);
+    (void)st;
+    return g;
+  }
+  // Bytes of the arrays.
+  int64_t RawBytes() const {
+    return static_cast<int64_t>((indptr.size() + indices.size() + edge_ids.size() +
+                                 edge_times.size() + labels.size() + original_ids.size()) *
+                                    8 +
+                                edge_types.size() * 4 + features.size() + split.size());
+  }
+};
+
+}  // namespace fanout::sampler
+
+#endif  // FANOUT_SAMPLER_PARTITION_VIEW_H_
