@@ -35,12 +35,7 @@ Status Cluster::Connect(const ClusterSpec& spec, const rpc::RpcOptions& given,
       rpc::RemotePartitionInfo info;
       // Where other replicas could answer, a stopped one costs a probe's
       // deadline, not the call deadline.
-      rpc::RpcOptions ro = options;
-      if (spec.replicas[p].size() > 1) {
-        const int probe = std::max(1000, options.health_check_ms / 2);
-        ro.connect_timeout_ms = std::min(ro.connect_timeout_ms, probe);
-        ro.call_timeout_ms = std::min(ro.call_timeout_ms, probe);
-      }
+      const rpc::RpcOptions ro = spec.replicas[p].size() > 1 ? ProbeOptions(options) : options;
       last = rpc::RpcClient::Connect(addr, ro, &client);
       if (last.ok()) last = client->Info(&info);
       if (!last.ok()) continue;

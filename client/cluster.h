@@ -169,6 +169,10 @@ class Cluster : public Source, public std::enable_shared_from_this<Cluster> {
   Status ConnectReplica(int p, int r, std::unique_ptr<rpc::RpcClient>* client,
                         rpc::RemotePartitionInfo* info) const;
   int ProbeTimeoutMs() const;
+  // `o` with a probe's connect and call deadlines (at most 1 s, or half the
+  // health interval where that is longer): for connecting to a replica where
+  // another one could answer instead.
+  static rpc::RpcOptions ProbeOptions(const rpc::RpcOptions& o);
   // One replica's health probes (a thread each: a hung replica delays no
   // other's verdict). Down after kDownAfterFailures failed probes in a row
   // (the second right after the first) or a request that timed out on it;

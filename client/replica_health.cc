@@ -18,6 +18,14 @@ int Cluster::ProbeTimeoutMs() const {
   return std::max(250, options_.health_check_ms / 2);
 }
 
+rpc::RpcOptions Cluster::ProbeOptions(const rpc::RpcOptions& o) {
+  rpc::RpcOptions ro = o;
+  const int probe = std::max(1000, o.health_check_ms / 2);
+  ro.connect_timeout_ms = std::min(ro.connect_timeout_ms, probe);
+  ro.call_timeout_ms = std::min(ro.call_timeout_ms, probe);
+  return ro;
+}
+
 bool Cluster::WaitHealth(std::chrono::milliseconds ms) {
   std::unique_lock<std::mutex> lock(health_mu_);
   return !health_cv_.wait_for(lock, ms, [this] { return health_stop_; });
@@ -25,13 +33,8 @@ bool Cluster::WaitHealth(std::chrono::milliseconds ms) {
 
 Status Cluster::ConnectReplica(int p, int r, std::unique_ptr<rpc::RpcClient>* client,
                                rpc::RemotePartitionInfo* info) const {
-  rpc::RpcOptions ro = options_;
   const bool elsewhere = replicas_[p].size() > 1;
-  if (elsewhere) {
-    const int probe = std::max(1000, ProbeTimeoutMs());
-    ro.connect_timeout_ms = std::min(ro.connect_timeout_ms, probe);
-    ro.call_timeout_ms = std::min(ro.call_timeout_ms, probe);
-  }
+  const rpc::RpcOptions ro = elsewhere ? ProbeOptions(options_) : options_;
   std::unique_ptr<rpc::RpcClient> c;
   FANOUT_RETURN_IF_ERROR(rpc::RpcClient::Connect(replicas_[p][r], ro, &c));
   FANOUT_RETURN_IF_ERROR(c->Info(info));
