@@ -4,7 +4,6 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <thrift/TApplicationException.h>
-#include <thrift/protocol/TBinaryProtocol.h>
 #include <thrift/transport/TSSLSocket.h>
 #include <thrift/transport/TSocket.h>
 #include <thrift/transport/TTransportException.h>
@@ -18,7 +17,6 @@
 
 namespace fanout::rpc {
 
-using apache::thrift::protocol::TBinaryProtocol;
 using apache::thrift::transport::TSocket;
 using apache::thrift::transport::TTransportException;
 
