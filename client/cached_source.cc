@@ -71,6 +71,7 @@ class CachedSession : public Session {
     return st;
   }
   bool StoresIncoming() const override { return inner_->StoresIncoming(); }
+  std::vector<PartitionPath> Paths() const override { return inner_->Paths(); }
 
  private:
   // Carries the inner session's network counters into ours.

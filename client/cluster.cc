@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <thread>
 
+#include "common/version.h"
+
 namespace fanout::client {
 
 namespace {
@@ -47,6 +49,7 @@ Status Cluster::Connect(const ClusterSpec& spec, const rpc::RpcOptions& given,
         return Status::InvalidArgument(
             "server " + addr + " belongs to a dataset of " + std::to_string(info.num_parts) +
             " partitions but the cluster file lists " + std::to_string(k));
+      c->NoteVersion(addr, info);
       c->addresses_.push_back(addr);
       c->info_.push_back(info);
       found = true;
@@ -92,6 +95,7 @@ Status Cluster::Connect(const ClusterSpec& spec, const rpc::RpcOptions& given,
     if (!st.ok()) return Status::Corruption("server " + c->addresses_[0] + ": " + st.message());
   }
   const rpc::DataPlaneMode mode = spec.has_data_plane ? spec.data_plane : options.data_plane;
+  c->requested_ = mode;
   if (mode == rpc::DataPlaneMode::kUcx) {
     for (int p = 0; p < k; ++p)
       if (c->info_[p].data_port <= 0)
@@ -190,6 +194,57 @@ void Cluster::NoteFallback(const std::string& address, const std::string& why) c
   if (!logged_.insert(address).second) return;
   std::fprintf(stderr, "fanout: data plane to server %s: %s; its requests go over Thrift\n",
                address.c_str(), why.c_str());
+}
+
+PartitionPath Cluster::PathOf(int p, const std::string& replica, int route, int64_t sessions) {
+  static const char* const kPath[kRoutes] = {"local", "local", "local", "ucx", "thrift"};
+  static const char* const kSampling[kRoutes] = {"local", "ucx", "thrift", "ucx", "thrift"};
+  PartitionPath out;
+  out.partition = p;
+  out.replica = replica;
+  out.path = kPath[route];
+  out.sampling = kSampling[route];
+  out.sessions = sessions;
+  return out;
+}
+
+void Cluster::MovePath(int p, int r0, int route0, int r1, int route1) const {
+  if (r0 == r1 && route0 == route1) return;
+  if (r0 >= 0 && route0 >= 0) state_[p][r0]->sessions_on[route0].fetch_sub(1);
+  if (r1 >= 0 && route1 >= 0) state_[p][r1]->sessions_on[route1].fetch_add(1);
+}
+
+std::vector<PartitionPath> Cluster::Paths() const {
+  std::vector<PartitionPath> out;
+  for (int p = 0; p < num_parts(); ++p) {
+    bool any = false;
+    for (size_t r = 0; r < replicas_[p].size(); ++r)
+      for (int route = 0; route < kRoutes; ++route) {
+        const int64_t n = state_[p][r]->sessions_on[route].load(std::memory_order_relaxed);
+        if (n <= 0) continue;
+        out.push_back(PathOf(p, replicas_[p][r], route, n));
+        any = true;
+      }
+    if (any) continue;
+    // No session open: what the next one takes on the first replica.
+    const bool dp = data_ctx_ != nullptr && info_[p].data_port > 0;
+    int route = dp ? kUcxRoute : kThriftRoute;
+    if (local_[p] != nullptr)
+      route = local_sampling_ ? kLocalRoute : dp ? kLocalReadsUcx : kLocalReadsThrift;
+    out.push_back(PathOf(p, addresses_[p], route, 0));
+  }
+  return out;
+}
+
+void Cluster::NoteVersion(const std::string& address, const rpc::RemotePartitionInfo& info) const {
+  const std::string mine = VersionString();
+  if (info.server_version == mine) return;
+  std::lock_guard<std::mutex> lock(log_mu_);
+  if (!version_logged_.insert(address).second) return;
+  std::fprintf(stderr, "fanout: server %s runs Fanout %s; this client is %s\n", address.c_str(),
+               info.server_version.empty() ? "(an older release that does not say its version)"
+                                           : info.server_version.c_str(),
+               mine.c_str());
 }
 
 std::string Cluster::description() const {

@@ -57,6 +57,18 @@ struct ClusterSpec {
 Status ParseClusterJson(const std::string& text, const std::string& origin, ClusterSpec* out);
 Status ReadClusterFile(const std::string& path, ClusterSpec* out);
 
+// How a session reaches the servers (Cluster::NewSession, WithSessionMode).
+struct SessionMode {
+  // kAuto = the cluster's own choice (exports read here where co-located,
+  // UCX to the others where it came up, else Thrift); kTcp = Thrift only (no
+  // data plane, no export read here); kUcx = the UCX data plane, required
+  // (no export read here).
+  rpc::DataPlaneMode data_plane = rpc::DataPlaneMode::kAuto;
+  // Hops of co-located partitions (kAuto only): -1 = the cluster's choice
+  // (ClusterSpec / RpcOptions local_sampling), 0 = over RPC, 1 = here.
+  int local_sampling = -1;
+};
+
 class Cluster : public Source, public std::enable_shared_from_this<Cluster> {
  public:
   ~Cluster() override;
@@ -69,10 +81,16 @@ class Cluster : public Source, public std::enable_shared_from_this<Cluster> {
   // kTcp = Thrift only (no data plane, no export read here); kUcx = the UCX
   // data plane, required (NotSupported where this cluster has none; no
   // export read here); kAuto = the cluster's own.
-  Status NewSession(rpc::DataPlaneMode mode, std::unique_ptr<Session>* out);
+  Status NewSession(rpc::DataPlaneMode mode, std::unique_ptr<Session>* out) {
+    return NewSession(SessionMode{mode, -1}, out);
+  }
+  Status NewSession(const SessionMode& mode, std::unique_ptr<Session>* out);
   // This cluster as a Source whose sessions use `mode` (for a loader that
-  // asks for another data plane without connecting a second cluster).
-  std::shared_ptr<Source> WithSessionMode(rpc::DataPlaneMode mode);
+  // asks for another path without connecting a second cluster).
+  std::shared_ptr<Source> WithSessionMode(const SessionMode& mode);
+  std::shared_ptr<Source> WithSessionMode(rpc::DataPlaneMode mode) {
+    return WithSessionMode(SessionMode{mode, -1});
+  }
   int64_t num_nodes() const override { return offsets_.back(); }
   int64_t feature_dim() const override { return info_[0].feature_dim; }
   int64_t num_classes() const override { return info_[0].num_classes; }
@@ -87,7 +105,9 @@ class Cluster : public Source, public std::enable_shared_from_this<Cluster> {
   const std::string& address(int p) const { return addresses_[p]; }
   const std::vector<std::string>& replicas(int p) const { return replicas_[p]; }
   // The admin addresses are not known from RPC; the demo passes them itself.
-  // The path bulk replies take (kTcp when no data-plane context came up).
+  // Whether remote partitions' bulk replies may use UCX: kTcp when no
+  // data-plane context came up here (or none was asked for). Per partition
+  // and replica, what is used is Paths().
   rpc::DataPlaneMode data_plane() const { return mode_; }
   // Partition p's export, mapped in this process where its server shares
   // this host and data_plane is "auto" (null otherwise): its features,
@@ -100,6 +120,14 @@ class Cluster : public Source, public std::enable_shared_from_this<Cluster> {
   int local_refused() const { return local_refused_; }
   // Every replica of every partition: health checks, failures, failovers.
   std::vector<ReplicaHealth> Health() const override;
+  // Each partition's path as it is (PartitionPath): per replica and path in
+  // use by this cluster's open sessions (loader workers included), with how
+  // many use it; a partition no session has open shows the path a new
+  // session would take (sessions 0). Ordered by partition.
+  std::vector<PartitionPath> Paths() const;
+  // The data-plane choice asked for (the file's, else RpcOptions'): what
+  // happened is Paths().
+  rpc::DataPlaneMode requested_data_plane() const { return requested_; }
 
   // Reports of the work done here on co-located exports (sessions hand
   // theirs over; one background thread sends them, never a batch).
@@ -115,15 +143,26 @@ class Cluster : public Source, public std::enable_shared_from_this<Cluster> {
 
  private:
   friend class ClusterSession;
+  // A session's way to one partition (PartitionPath's path and sampling).
+  enum Route : int { kLocalRoute, kLocalReadsUcx, kLocalReadsThrift, kUcxRoute, kThriftRoute };
+  static constexpr int kRoutes = 5;
+  static PartitionPath PathOf(int p, const std::string& replica, int route, int64_t sessions);
+  // A session moved partition p from (r0, route0) to (r1, route1); -1 = none.
+  void MovePath(int p, int r0, int route0, int r1, int route1) const;
   // Logs once per server address that its data plane is not used, and why.
   void NoteFallback(const std::string& address, const std::string& why) const;
+  // Logs once per server address whose Fanout version (PartitionInfo) is
+  // not this client's own (or is not said: a server before versions).
+  void NoteVersion(const std::string& address, const rpc::RemotePartitionInfo& info) const;
   rpc::RpcOptions options_;
   rpc::DataPlaneMode mode_ = rpc::DataPlaneMode::kTcp;
+  rpc::DataPlaneMode requested_ = rpc::DataPlaneMode::kAuto;
   std::shared_ptr<rpc::DataPlaneContext> data_ctx_;
   mutable std::mutex log_mu_;
   mutable std::set<std::string>
-      logged_;                          // addresses whose fallback was logged (GUARDED_BY(log_mu_))
-  std::vector<std::string> addresses_;  // chosen replica per partition
+      logged_;  // addresses whose fallback was logged (GUARDED_BY(log_mu_))
+  mutable std::set<std::string> version_logged_;    // ... whose version was (GUARDED_BY(log_mu_))
+  std::vector<std::string> addresses_;              // chosen replica per partition
   std::vector<std::vector<std::string>> replicas_;  // every replica per partition, as listed
   mutable std::atomic<uint64_t> sessions_{0};  // sessions opened: spreads them over the replicas
   std::vector<rpc::RemotePartitionInfo> info_;
@@ -140,6 +179,8 @@ class Cluster : public Source, public std::enable_shared_from_this<Cluster> {
     std::atomic<bool> healthy{true};
     int failed_in_row = 0;  // consecutive failed probes (its probe thread only)
     std::atomic<int64_t> checks{0}, checks_failed{0}, failures{0}, failovers_to{0};
+    // Open sessions on it, by route (Cluster::Route: the path and where hops are sampled).
+    std::atomic<int64_t> sessions_on[5] = {};
     std::mutex mu;
     std::string last_error;  // GUARDED_BY(mu)
     // Sockets of Thrift calls waiting on this replica (dups, see

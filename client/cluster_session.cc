@@ -546,8 +546,8 @@ Status Cluster::NewSession(std::unique_ptr<Session>* out) {
   return NewSession(rpc::DataPlaneMode::kAuto, out);
 }
 
-Status Cluster::NewSession(rpc::DataPlaneMode mode, std::unique_ptr<Session>* out) {
-  if (mode == rpc::DataPlaneMode::kUcx && !data_ctx_)
+Status Cluster::NewSession(const SessionMode& mode, std::unique_ptr<Session>* out) {
+  if (mode.data_plane == rpc::DataPlaneMode::kUcx && !data_ctx_)
     return Status::NotSupported(
         "a UCX data-plane session on a cluster without a UCX data plane (connected with "
         "data_plane \"" +
@@ -562,26 +562,31 @@ namespace {
 // A cluster whose sessions reach the servers another way (Cluster::WithSessionMode).
 class SessionModeSource : public Source {
  public:
-  SessionModeSource(std::shared_ptr<Cluster> c, rpc::DataPlaneMode mode)
+  SessionModeSource(std::shared_ptr<Cluster> c, const SessionMode& mode)
       : c_(std::move(c)), mode_(mode) {}
   Status NewSession(std::unique_ptr<Session>* out) override { return c_->NewSession(mode_, out); }
   int64_t num_nodes() const override { return c_->num_nodes(); }
   int64_t feature_dim() const override { return c_->feature_dim(); }
   int64_t num_classes() const override { return c_->num_classes(); }
   std::string description() const override {
-    return c_->description() + " (sessions: " + rpc::DataPlaneModeName(mode_) + ")";
+    std::string s = c_->description() + " (sessions: " + rpc::DataPlaneModeName(mode_.data_plane);
+    if (mode_.local_sampling >= 0)
+      s += mode_.local_sampling ? ", local sampling" : ", no local sampling";
+    return s + ")";
   }
   const sampler::HeteroSchema* hetero() const override { return c_->hetero(); }
   std::vector<ReplicaHealth> Health() const override { return c_->Health(); }
 
  private:
   const std::shared_ptr<Cluster> c_;
-  const rpc::DataPlaneMode mode_;
+  const SessionMode mode_;
 };
 }  // namespace
 
-std::shared_ptr<Source> Cluster::WithSessionMode(rpc::DataPlaneMode mode) {
-  if (mode == rpc::DataPlaneMode::kAuto) return shared_from_this();
+std::shared_ptr<Source> Cluster::WithSessionMode(const SessionMode& mode) {
+  if (mode.data_plane == rpc::DataPlaneMode::kAuto &&
+      (mode.local_sampling < 0 || (mode.local_sampling > 0) == local_sampling_))
+    return shared_from_this();
   return std::make_shared<SessionModeSource>(shared_from_this(), mode);
 }
 

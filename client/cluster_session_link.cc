@@ -5,9 +5,40 @@
 
 namespace fanout::client {
 
+int ClusterSession::RouteOf(int p) const {
+  const bool ucx = channel_ && links_[p].peer >= 0;
+  if (Local(p) != nullptr) {
+    if (LocalSampling()) return Cluster::kLocalRoute;
+    return ucx ? Cluster::kLocalReadsUcx : Cluster::kLocalReadsThrift;
+  }
+  return ucx ? Cluster::kUcxRoute : Cluster::kThriftRoute;
+}
+
+int ClusterSession::RouteReplica(int p) const {
+  // Read and sampled here: the replica whose export is mapped.
+  if (Local(p) != nullptr && LocalSampling() && c_->exporter_[p] >= 0) return c_->exporter_[p];
+  return links_[p].replica;
+}
+
+void ClusterSession::SyncPath(int p) {
+  const int r = RouteReplica(p), route = RouteOf(p);
+  c_->MovePath(p, path_replica_[p], path_route_[p], r, route);
+  path_replica_[p] = r;
+  path_route_[p] = route;
+}
+
+std::vector<PartitionPath> ClusterSession::Paths() const {
+  std::vector<PartitionPath> out;
+  for (int p = 0; p < static_cast<int>(links_.size()); ++p)
+    out.push_back(Cluster::PathOf(p, c_->replicas_[p][RouteReplica(p)], RouteOf(p), 1));
+  return out;
+}
+
 Status ClusterSession::Open() {
   const int k = c_->num_parts();
   links_.resize(k);
+  path_replica_.assign(k, -1);
+  path_route_.assign(k, -1);
   for (int p = 0; p < k; ++p) links_[p].info = c_->info_[p];
   // Sessions start on different replicas (round robin), so a loader's
   // workers spread over them; each replica is checked like Connect()'s.
@@ -48,6 +79,7 @@ Status ClusterSession::Open() {
     if (!st.ok()) {
       if (must) return st;
       for (int p = 0; p < k; ++p) c_->NoteFallback(Address(p), st.message());
+      for (int p = 0; p < k; ++p) SyncPath(p);
       return Status::OK();
     }
     for (int p = 0; p < k; ++p) {
@@ -64,6 +96,7 @@ Status ClusterSession::Open() {
       }
     }
   }
+  for (int p = 0; p < k; ++p) SyncPath(p);
   return Status::OK();
 }
 
@@ -86,6 +119,7 @@ void ClusterSession::GoHome() {
       Status dp = ConnectDataPlane(p);
       if (!dp.ok()) c_->NoteFallback(Address(p), dp.message());
     }
+    SyncPath(p);
   }
 }
 
@@ -98,6 +132,7 @@ Status ClusterSession::EnsureClient(int p) {
     if (!last.ok()) continue;
     links_[p].replica = r;
     links_[p].info = info;
+    SyncPath(p);
     return Status::OK();
   }
   return Status::FromCode(
@@ -134,6 +169,7 @@ Status ClusterSession::Failover(int p, const Status& why, std::vector<std::strin
     c_->MarkDown(p, links_[p].replica, "a request timed out: " + why.message());
   if (channel_ && links_[p].peer >= 0) channel_->Abandon(links_[p].peer);
   links_[p].peer = -1;
+  SyncPath(p);
   // The others from the next one on, those that pass their health checks
   // first; the same one again after a round (after backoff).
   std::vector<int> order;
@@ -182,6 +218,7 @@ Status ClusterSession::Failover(int p, const Status& why, std::vector<std::strin
       Status dp = ConnectDataPlane(p);
       if (!dp.ok()) c_->NoteFallback(Address(p), dp.message());
     }
+    SyncPath(p);
     return Status::OK();
   }
   if (n < 2) return why;
@@ -195,6 +232,7 @@ void ClusterSession::Fallback(int p, const Status& why) {
   links_[p].peer = -1;
   ++stats_.fallbacks;
   links_[p].reprobe_at = std::chrono::steady_clock::now() + ReprobeInterval();
+  SyncPath(p);
 }
 
 std::chrono::milliseconds ClusterSession::ReprobeInterval() const {
@@ -217,6 +255,7 @@ void ClusterSession::Reprobe() {
     links_[p].reprobe_at =
         st.ok() ? std::chrono::steady_clock::time_point{} : now + ReprobeInterval();
     if (st.ok()) {
+      SyncPath(p);
       ++stats_.reprobes;
       std::fprintf(stderr,
                    "fanout: data plane to server %s answers again; its requests go over it\n",

@@ -364,6 +364,11 @@ void NodeLoader::SetEpoch(int64_t epoch) {
     if (!st.ok()) throw LoaderError(std::move(st));
     sessions_.push_back(std::move(s));
   }
+  {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    worker_paths_.resize(sessions_.size());
+    for (size_t w = 0; w < sessions_.size(); ++w) worker_paths_[w] = sessions_[w]->Paths();
+  }
   epoch_ = epoch;
   running_ = true;
   order_ = EpochPositions(epoch);
@@ -424,6 +429,8 @@ void NodeLoader::Worker(int w) {
       stats_.retries += after.retries - before.retries;
       stats_.failovers += after.failovers - before.failovers;
       stats_.health_abandons += after.health_abandons - before.health_abandons;
+      std::vector<PartitionPath> now = session->Paths();
+      if (now != worker_paths_[w]) worker_paths_[w] = std::move(now);
       if (st.ok()) {
         stats_.sampled_edges += mb.edge_index.size(1);
         stats_.sampled_nodes += mb.n_id.size(0);
@@ -655,6 +662,21 @@ LoaderStats NodeLoader::stats() const {
   {
     std::lock_guard<std::mutex> lock(stats_mu_);
     s = stats_;
+    // The workers' paths, merged: one entry per partition, replica and path.
+    for (const auto& paths : worker_paths_)
+      for (const PartitionPath& pp : paths) {
+        auto same = std::find_if(s.paths.begin(), s.paths.end(), [&](const PartitionPath& q) {
+          return q.partition == pp.partition && q.replica == pp.replica && q.path == pp.path &&
+                 q.sampling == pp.sampling;
+        });
+        if (same == s.paths.end())
+          s.paths.push_back(pp);
+        else
+          same->sessions += pp.sessions;
+      }
+    std::stable_sort(
+        s.paths.begin(), s.paths.end(),
+        [](const PartitionPath& a, const PartitionPath& b) { return a.partition < b.partition; });
   }
   s.servers = source_->Health();
   return s;

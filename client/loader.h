@@ -170,6 +170,9 @@ struct LoaderStats {
   int64_t health_abandons = 0;  // requests given up at once: their replica failed its health check
   std::vector<ReplicaHealth>
       servers;  // per replica: failed requests, failovers to it, health (a cluster)
+  // Each partition's path as this loader's workers use it (PartitionPath,
+  // `sessions` = workers on it that way), as of their last batch.
+  std::vector<PartitionPath> paths;
   double batches_per_s() const { return seconds > 0 ? batches / seconds : 0; }
   double sampled_edges_per_s() const { return seconds > 0 ? sampled_edges / seconds : 0; }
 };
@@ -233,7 +236,8 @@ class NodeLoader {
 
   // Statistics.
   mutable std::mutex stats_mu_;
-  LoaderStats stats_;  // GUARDED_BY(stats_mu_)
+  LoaderStats stats_;                                     // GUARDED_BY(stats_mu_)
+  std::vector<std::vector<PartitionPath>> worker_paths_;  // per worker (GUARDED_BY(stats_mu_))
   std::chrono::steady_clock::time_point last_next_;
   bool timing_ = false;
 };

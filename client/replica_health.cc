@@ -39,6 +39,7 @@ Status Cluster::ConnectReplica(int p, int r, std::unique_ptr<rpc::RpcClient>* cl
   FANOUT_RETURN_IF_ERROR(rpc::RpcClient::Connect(replicas_[p][r], ro, &c));
   FANOUT_RETURN_IF_ERROR(c->Info(info));
   FANOUT_RETURN_IF_ERROR(SameReplica(p, *info));
+  NoteVersion(replicas_[p][r], *info);
   if (elsewhere) c->SetCallTimeoutMs(options_.call_timeout_ms);
   *client = std::move(c);
   return Status::OK();

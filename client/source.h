@@ -18,6 +18,26 @@
 
 namespace fanout::client {
 
+// How a partition's requests travel, for one replica in use
+// (Cluster::Paths, LoaderStats::paths, Session::Paths). Path names:
+//   "local"   the server shares this host: read (or sampled) in this process
+//             from its export, no request;
+//   "ucx"     the UCX data plane (RDMA, or shared memory / tcp where UCX picks them);
+//   "thrift"  the Thrift RPC connection.
+struct PartitionPath {
+  int partition = 0;
+  std::string replica;   // the replica's address (host:port)
+  std::string path;      // where its features, labels and lookups come from
+  std::string sampling;  // where its hops are sampled ("local": here; else the RPC path)
+  // Sessions on it this way; 0 where none is open: what a new session takes
+  // (a data plane that then fails to come up falls back to "thrift").
+  int64_t sessions = 0;
+  bool operator==(const PartitionPath& o) const {
+    return partition == o.partition && replica == o.replica && path == o.path &&
+           sampling == o.sampling && sessions == o.sessions;
+  }
+};
+
 // Per-session counters (a session is used by one thread).
 struct SessionStats {
   double network_wait_s = 0;  // time blocked waiting for replies
@@ -109,6 +129,9 @@ class Session {
   // loader workers, which already keep every core busy. The pool must
   // outlive the session's calls.
   virtual void UseThreadPool(ThreadPool* pool) { (void)pool; }
+  // How this session reaches each partition now (a cluster's; empty for a
+  // source with no servers). `sessions` is 1 in each.
+  virtual std::vector<PartitionPath> Paths() const { return {}; }
   const SessionStats& stats() const { return stats_; }
 
  protected:

@@ -63,6 +63,10 @@ Status LoadLinqs(const std::string& input, const LoadOptions& options, RawDatase
 // Planetoid plain split folder: edges.txt, labels.txt, [features.txt], split_{train,val,test}.txt.
 Status LoadPlanetoid(const std::string& input, const LoadOptions& options, RawDataset* out,
                      std::vector<std::string>* notes);
+// What an OGB folder must and may hold (--help, and the error naming a
+// missing file): for "ogb" and "ogb-hetero".
+const char* OgbFilesHelp();
+const char* OgbHeteroFilesHelp();
 // OGB node-property folder: raw/{edge,node-feat,node-label,num-node-list}.csv[.gz],
 // split/<name>/{train,valid,test}.csv[.gz].
 Status LoadOgb(const std::string& input, const LoadOptions& options, RawDataset* out,

@@ -19,6 +19,23 @@
 #include "datasets/progress.h"
 
 namespace fanout::datasets {
+
+const char* OgbFilesHelp() {
+  return "An OGB node-property folder (as ogb's NodePropPredDataset unpacks it, e.g. ogbn-arxiv/) "
+         "holds: required raw/num-node-list.csv (the node count) and raw/edge.csv (src,dst per "
+         "line); optional raw/node-feat.csv (one row of floats per node), raw/node-label.csv (one "
+         "label per node), split/<name>/{train,valid,test}.csv (node ids; --ogb-split picks "
+         "<name>, else random fractions), raw/edge_time.csv or raw/edge_year.csv (one per edge, "
+         "with --edge-times). Each may also be .csv.gz.";
+}
+
+const char* OgbHeteroFilesHelp() {
+  return "A heterogeneous OGB folder (ogbn-mag's layout) holds: required raw/num-node-dict.csv "
+         "(type names, then counts) and raw/relations/<src>___<rel>___<dst>/edge.csv; optional "
+         "raw/node-feat/<type>/node-feat.csv, raw/node-label/<type>/node-label.csv and "
+         "split/<name>/<type>/{train,valid,test}.csv. Each may also be .csv.gz.";
+}
+
 namespace {
 
 bool Exists(const std::string& p) {
@@ -42,7 +59,15 @@ Status ReadFirstInt(const std::string& path, int64_t* out) {
   return Status::OK();
 }
 
-// The folder's name, its raw/ path and node count.
+// NotFound naming a required file of an OGB folder that is not there, the
+// folder looked in, and what the format needs (`help`).
+Status MissingOgbFile(const std::string& dir, const std::string& file, const char* help) {
+  return Status::NotFound(dir + ": " + file + " (or " + file + ".gz) is missing; looked in " + dir +
+                          "/" + file.substr(0, file.find_last_of('/') + 1) + ". " + help);
+}
+
+// The folder's name, its raw/ path and node count; every required file
+// checked first, so a missing one is named before any work.
 Status OpenOgbFolder(const std::string& input, std::string* dir, std::string* name,
                      std::string* raw, int64_t* n) {
   *dir = input;
@@ -50,8 +75,19 @@ Status OpenOgbFolder(const std::string& input, std::string* dir, std::string* na
   size_t slash = dir->find_last_of('/');
   *name = slash == std::string::npos ? *dir : dir->substr(slash + 1);
   *raw = *dir + "/raw/";
+  if (!Exists(*dir)) return Status::NotFound(*dir + ": no such folder. " + OgbFilesHelp());
   if (!Exists(*raw))
-    return Status::NotFound(*dir + ": no raw/ folder (expected an OGB dataset folder)");
+    return Status::NotFound(*dir + ": no raw/ folder (expected an OGB dataset folder). " +
+                            OgbFilesHelp());
+  for (const char* f : {"raw/num-node-list.csv", "raw/edge.csv"})
+    if (!Exists(WithOptionalGz(*dir + "/" + f))) {
+      if (std::string(f) == "raw/num-node-list.csv" &&
+          Exists(WithOptionalGz(*raw + "num-node-dict.csv")))
+        return Status::NotFound(*dir +
+                                ": raw/num-node-list.csv is missing, but raw/num-node-dict.csv is "
+                                "there: a heterogeneous OGB folder (use --format ogb-hetero)");
+      return MissingOgbFile(*dir, f, OgbFilesHelp());
+    }
   return ReadFirstInt(WithOptionalGz(*raw + "num-node-list.csv"), n);
 }
 
@@ -324,9 +360,13 @@ Status LoadOgbHetero(const std::string& input, const LoadOptions& options, RawDa
   out->name = slash == std::string::npos ? dir : dir.substr(slash + 1);
   out->format = "ogb-hetero";
   const std::string raw = dir + "/raw/";
+  if (!Exists(dir)) return Status::NotFound(dir + ": no such folder. " + OgbHeteroFilesHelp());
   if (!Exists(raw))
     return Status::NotFound(dir +
-                            ": no raw/ folder (expected an OGB heterogeneous dataset folder)");
+                            ": no raw/ folder (expected an OGB heterogeneous dataset folder). " +
+                            OgbHeteroFilesHelp());
+  if (!Exists(WithOptionalGz(raw + "num-node-dict.csv")))
+    return MissingOgbFile(dir, "raw/num-node-dict.csv", OgbHeteroFilesHelp());
   if (options.edge_times)
     return Status::InvalidArgument("--edge-times is not supported for heterogeneous datasets (" +
                                    input + ")");

@@ -29,6 +29,7 @@
 #include "common/id_range.h"
 #include "common/random.h"
 #include "common/thread_pool.h"
+#include "common/version.h"
 #include "sampler/hetero.h"
 #include "sampler/temporal.h"
 
@@ -168,6 +169,21 @@ py::list HealthList(const std::vector<client::ReplicaHealth>& all) {
   return out;
 }
 
+// Per partition and replica in use: its path (client::PartitionPath) as dicts.
+py::list PathList(const std::vector<client::PartitionPath>& all) {
+  py::list out;
+  for (const client::PartitionPath& p : all) {
+    py::dict d;
+    d["partition"] = p.partition;
+    d["replica"] = p.replica;
+    d["path"] = p.path;
+    d["sampling"] = p.sampling;
+    d["sessions"] = p.sessions;
+    out.append(d);
+  }
+  return out;
+}
+
 class PyCluster {
  public:
   PyCluster(client::ClusterSpec spec, rpc::RpcOptions options)
@@ -270,6 +286,7 @@ class PyCluster {
   }
 
   py::list Health() const { return HealthList(cluster_->Health()); }
+  py::list Paths() const { return PathList(cluster_->Paths()); }
 
   // Heterogeneous datasets (empty lists for homogeneous ones).
   std::vector<std::string> NodeTypes() const {
@@ -748,15 +765,24 @@ class PyLoader {
  public:
   // options: ParseLoaderOptions' names; link: None (a NodeLoader over
   // input_nodes) or ParseLinkSeeds' dict (a LinkLoader).
-  // options may also name "data_plane": the loader's sessions reach the
-  // servers that way, on this same cluster (Cluster::WithSessionMode).
+  // options may also name "data_plane" and "local_sampling": the loader's
+  // sessions reach the servers that way, on this same cluster
+  // (Cluster::WithSessionMode).
   PyLoader(const PyCluster& cluster, const py::object& input_nodes, const py::dict& options,
            const py::object& link) {
     py::dict rest = options.attr("copy")();
-    rpc::DataPlaneMode mode = rpc::DataPlaneMode::kAuto;
+    client::SessionMode mode;
     if (rest.contains("data_plane")) {
-      Check(rpc::ParseDataPlaneMode(py::str(rest["data_plane"]), &mode));
+      Check(rpc::ParseDataPlaneMode(py::str(rest["data_plane"]), &mode.data_plane));
       PyDict_DelItemString(rest.ptr(), "data_plane");
+    }
+    if (rest.contains("local_sampling")) {
+      const std::string v = py::str(rest["local_sampling"]);
+      if (v != "auto" && v != "off")
+        Raise(Status::InvalidArgument("local_sampling must be \"auto\" or \"off\", not \"" + v +
+                                      "\""));
+      mode.local_sampling = v == "auto" ? 1 : 0;
+      PyDict_DelItemString(rest.ptr(), "local_sampling");
     }
     client::LoaderOptions o = ParseLoaderOptions(cluster, rest);
     schema_ = cluster.get()->hetero();  // the cluster lives as long as the loader (its source)
@@ -857,6 +883,7 @@ class PyLoader {
     d["retries"] = s.retries;
     d["failovers"] = s.failovers;
     d["servers"] = HealthList(s.servers);
+    d["paths"] = PathList(s.paths);
     d["batches_per_s"] = s.batches_per_s();
     return d;
   }
@@ -897,6 +924,9 @@ PYBIND11_MODULE(_core, m) {
       py::arg("seed"), py::arg("epoch"), py::arg("batch"),
       "The request seed NodeLoader/LinkLoader use for batch `batch` of epoch `epoch` (world size "
       "1)");
+  m.attr("__version__") = fanout::VersionString();
+  m.attr("release") = std::string(fanout::Release());
+  m.attr("build_commit") = std::string(fanout::BuildCommit());
   py::class_<PyCluster>(m, "Cluster")
       .def_static("from_partitions", &PyCluster::FromPartitions, py::arg("partitions"),
                   py::arg("data_plane"), py::arg("connect_timeout_ms"), py::arg("call_timeout_ms"),
@@ -923,8 +953,15 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly(
           "data_plane",
           [](const PyCluster& c) {
-            return std::string(fanout::rpc::DataPlaneModeName(c.get()->data_plane()));
+            return std::string(fanout::rpc::DataPlaneModeName(c.get()->requested_data_plane()));
           })
+      .def_property_readonly("ucx_available",
+                             [](const PyCluster& c) {
+                               return c.get()->data_plane() != fanout::rpc::DataPlaneMode::kTcp;
+                             })
+      .def_property_readonly("local_sampling",
+                             [](const PyCluster& c) { return c.get()->local_sampling(); })
+      .def("paths", &PyCluster::Paths)
       .def_property_readonly("description",
                              [](const PyCluster& c) { return c.get()->description(); })
       .def("split_nodes", &PyCluster::SplitNodes)

@@ -17,6 +17,13 @@ if not glob.glob(os.path.join(here, "fanout", "_core*.so")):
              "pip install build/python (this file's copy in the build tree)")
 
 
+def _release():
+    info = {}
+    with open(os.path.join(here, "fanout", "_build_info.py")) as f:
+        exec(f.read(), info)
+    return info["RELEASE"]
+
+
 class BinaryDistribution(Distribution):
     def has_ext_modules(self):  # a platform wheel: it carries a compiled module
         return True
@@ -24,7 +31,7 @@ class BinaryDistribution(Distribution):
 
 setup(
     name="fanout",
-    version="0.2.0",
+    version=_release(),
     description="Distributed graph sampling for GNN training (Fanout's client for PyTorch)",
     packages=["fanout"],
     package_data={"fanout": ["_core*.so"]},

@@ -58,6 +58,9 @@ struct PartitionInfo {
   // ... and the uid the server runs as: a client on this host sends its
   // token only to a socket that uid listens on (SO_PEERCRED).
   30: optional i64 server_uid,
+  // The server's Fanout version (common/version.h: release+gcommit); a
+  // client logs once where it differs from its own.
+  31: optional string server_version,
 }
 
 // What a same-host client did itself on a server's exported partition since

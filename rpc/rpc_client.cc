@@ -14,6 +14,7 @@
 #include "gen-cpp/Fanout.h"
 #include "rpc/codec.h"
 #include "rpc/framed_transport.h"
+#include "rpc/local_export.h"
 
 namespace fanout::rpc {
 
@@ -285,6 +286,7 @@ Status RpcClient::Info(RemotePartitionInfo* out) {
   if (r.__isset.local_export_id) out->local_export_id = r.local_export_id;
   if (r.__isset.local_export_bytes) out->local_export_bytes = r.local_export_bytes;
   if (r.__isset.server_uid) out->server_uid = r.server_uid;
+  if (r.__isset.server_version) out->server_version = PrintableText(r.server_version, 64);
   out->has_edge_times = r.__isset.has_edge_times && r.has_edge_times;
   if (r.__isset.node_types) {
     out->node_types = r.node_types;
@@ -326,7 +328,6 @@ Status RpcClient::SendSample(ArrayView<const int64_t> nodes, const SampleCall& c
 }
 
 Status RpcClient::ReceiveSample(size_t num_nodes, const SampleCall& call, SampleReply* out) {
-  const bool with_edge_ids = call.with_edge_ids;
   gen::SampleResponse r;
   FANOUT_RETURN_IF_ERROR(
       Call("sample_neighbors", [&](gen::FanoutClient& c) { c.recv_sample_neighbors(r); }));

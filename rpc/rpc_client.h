@@ -91,6 +91,7 @@ struct RemotePartitionInfo {
   int64_t local_export_id = 0;     // ... and its id
   int64_t local_export_bytes = 0;  // ... and its size (0 = not said: a server before it)
   int64_t server_uid = -1;         // the server's uid (-1 = not said)
+  std::string server_version;      // the server's Fanout version ("" = not said: before 0.4)
 };
 
 // A same-host client's local work since its last report (report_local).

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/secret.h"
+#include "common/version.h"
 #include "rpc/codec.h"
 #include "sampler/hetero.h"
 #include "sampler/negative.h"
@@ -75,6 +76,7 @@ void RpcHandler::partition_info(gen::PartitionInfo& out) {
     out.has_labels = m.has_labels;
     out.max_ids_per_request = s.options.max_ids_per_request;
     out.max_fanout = s.options.max_fanout;
+    out.__set_server_version(VersionString());
     const int data_port = s.data_port.load();
     if (data_port > 0) out.__set_data_port(data_port);
     if (!s.data_ticket.empty()) out.__set_data_plane_ticket(s.data_ticket);

@@ -12,6 +12,7 @@
 
 #include "common/auth_token.h"
 #include "common/cpu.h"
+#include "common/version.h"
 #include "rpc/data_plane.h"
 #include "server/partition_server.h"
 #include "server/ready_record.h"
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
       "shared memory on one host, RDMA or tcp between hosts), with an admin HTTP endpoint\n"
       "(/metrics Prometheus text, /stats JSON throughput, /healthz, / live page).\n"
       "SIGTERM or SIGINT: stop accepting, finish requests in flight, exit 0."};
+  app.set_version_flag("--version", fanout::VersionLine("fanout-server"));
   // Connections need descriptors: take the hard open-file limit before the
   // connection limit's default is sized from it.
   rlimit files{};
@@ -149,9 +151,10 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option(
       "--ready-file", ready_file,
-      "Once serving, write the ready record (JSON: pid, dataset, partition, host, ports, "
-      "local socket) to this file, whole (written aside, then renamed); the same record is "
-      "printed as one JSON line after the ready line");
+      "Once serving, write the ready record to this file, whole (written aside, then renamed): "
+      "{\"fanout_server_ready\": {pid, dataset, partition, num_parts, host, rpc_port, admin_port, "
+      "data_port, local_socket, version}} (docs/DEPLOY.md, \"The ready record\"); the same record "
+      "is printed as one JSON line after the ready line");
   app.add_option("--parent-pid", parent_pid,
                  "Exit (SIGTERM) when this process, the server's parent, exits: for launchers that "
                  "must not leave servers behind (fanout.LocalCluster)")
@@ -245,6 +248,7 @@ int main(int argc, char** argv) {
   ready.admin_port = server.admin_port() > 0 ? server.admin_port() : 0;
   ready.data_port = server.data_port() > 0 ? server.data_port() : 0;
   ready.local_socket = server.local_socket();
+  ready.version = fanout::VersionString();
   std::printf("%s\n", fanout::server::EncodeReadyRecord(ready).c_str());
   if (!ready_file.empty()) {
     fanout::Status w = fanout::server::WriteReadyFile(ready_file, ready);

@@ -12,6 +12,7 @@
 
 #include "common/cpu.h"
 #include "common/secret.h"
+#include "common/version.h"
 #include "rpc/data_plane.h"
 #include "rpc/local_export.h"
 #include "server/admin_page.h"  // generated from server/admin_page.html
@@ -136,6 +137,7 @@ std::string PartitionServer::StatsJson() const {
   const bool loaded = loaded_.load(std::memory_order_acquire);
   nlohmann::json j = nlohmann::json::parse(loaded ? state_->counters.metrics.WindowsJson() : "{}");
   j["state"] = state();
+  j["version"] = {{"version", VersionString()}, {"release", Release()}, {"commit", BuildCommit()}};
   j["uptime_s"] =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started_at_).count();
   int64_t rss = ResidentSetBytes();
@@ -207,6 +209,11 @@ Status PartitionServer::StartAdmin() {
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     const bool loaded = loaded_.load(std::memory_order_acquire);
     PrometheusText out;
+    out.Family("fanout_build_info", "gauge", "1, labelled with this server's Fanout version.")
+        .Sample("fanout_build_info",
+                std::string("version=\"") + VersionString() + "\",release=\"" + Release() +
+                    "\",commit=\"" + BuildCommit() + "\"",
+                int64_t{1});
     out.Gauge("fanout_process_resident_memory_bytes", "Resident set size.", ResidentSetBytes());
     out.Gauge("fanout_partition_array_bytes", "Bytes of the loaded partition's arrays.",
               loaded ? state_->view.RawBytes() : 0);

@@ -19,7 +19,8 @@ std::string EncodeReadyRecord(const ReadyRecord& r) {
                       {"rpc_port", r.rpc_port},
                       {"admin_port", r.admin_port},
                       {"data_port", r.data_port},
-                      {"local_socket", r.local_socket}};
+                      {"local_socket", r.local_socket},
+                      {"version", r.version}};
   return nlohmann::json{{kKey, j}}.dump();
 }
 
@@ -40,6 +41,7 @@ bool DecodeReadyRecord(const std::string& line, ReadyRecord* out) {
     rec.admin_port = r.at("admin_port").get<int>();
     rec.data_port = r.at("data_port").get<int>();
     rec.local_socket = r.at("local_socket").get<std::string>();
+    if (r.contains("version")) rec.version = r.at("version").get<std::string>();
     *out = std::move(rec);
     return true;
   } catch (const nlohmann::json::exception&) {

@@ -3,7 +3,9 @@
 // ready: ..." line ({"fanout_server_ready": {...}}), and, with --ready-file,
 // the same object in that file, written whole (a temporary file renamed into
 // place, so a reader never sees half of it). Encoder and decoder live here
-// side by side; Python's LocalCluster reads the same fields.
+// side by side; Python's LocalCluster reads the same fields. The schema is
+// documented once, in docs/DEPLOY.md ("The ready record"); a test parses
+// that example and compares its keys with what a server writes.
 #ifndef FANOUT_SERVER_READY_RECORD_H_
 #define FANOUT_SERVER_READY_RECORD_H_
 
@@ -23,6 +25,7 @@ struct ReadyRecord {
   int admin_port = 0;        // 0 = no admin endpoint
   int data_port = 0;         // UCX data plane; 0 = off
   std::string local_socket;  // same-host export socket; empty = off
+  std::string version;       // the server's Fanout version (common/version.h); "" = before 0.4
   std::string rpc() const { return host + ":" + std::to_string(rpc_port); }
 };
 

@@ -44,14 +44,21 @@ class ClusterSession : public Session {
   // `mode`: kAuto = the cluster's own choice; kTcp = Thrift only (no data
   // plane, no export read here); kUcx = the UCX data plane, required (no
   // export read here).
-  ClusterSession(std::shared_ptr<const Cluster> c, rpc::DataPlaneMode mode)
+  ClusterSession(std::shared_ptr<const Cluster> c, const SessionMode& mode)
       : c_(std::move(c)),
-        use_local_(mode == rpc::DataPlaneMode::kAuto),
-        ctx_(mode == rpc::DataPlaneMode::kTcp ? nullptr : c_->data_ctx_),
-        must_ucx_(mode == rpc::DataPlaneMode::kUcx || c_->mode_ == rpc::DataPlaneMode::kUcx) {}
-  ~ClusterSession() override { HandOffLocalWork(true); }
+        use_local_(mode.data_plane == rpc::DataPlaneMode::kAuto),
+        local_sampling_(mode.local_sampling < 0 ? c_->local_sampling() : mode.local_sampling > 0),
+        ctx_(mode.data_plane == rpc::DataPlaneMode::kTcp ? nullptr : c_->data_ctx_),
+        must_ucx_(mode.data_plane == rpc::DataPlaneMode::kUcx ||
+                  c_->mode_ == rpc::DataPlaneMode::kUcx) {}
+  ~ClusterSession() override {
+    HandOffLocalWork(true);
+    for (size_t p = 0; p < path_replica_.size(); ++p)
+      c_->MovePath(static_cast<int>(p), path_replica_[p], path_route_[p], -1, -1);
+  }
 
   Status Open();
+  std::vector<PartitionPath> Paths() const override;
 
   // Sends one request to every partition with routed ids (over the data plane
   // where it is in use), then receives every reply. A data plane that fails
@@ -305,7 +312,13 @@ class ClusterSession : public Session {
   // Partition p's part of this call is read from its mapped export here.
   // Partition p's mapped export where this session reads exports, else null.
   const LocalPartition* Local(int p) const { return use_local_ ? c_->local(p) : nullptr; }
-  bool LocalSampling() const { return use_local_ && c_->local_sampling(); }
+  // Partition p's way now (Cluster::Route) and the replica it names.
+  int RouteOf(int p) const;
+  int RouteReplica(int p) const;
+  // Tells the cluster where partition p's link is now (Cluster::Paths):
+  // after every change of its replica or data-plane peer.
+  void SyncPath(int p);
+  bool LocalSampling() const { return use_local_ && local_sampling_; }
 
   bool Here(int p) const { return !by_part_[p].empty() && Local(p) != nullptr; }
 
@@ -338,6 +351,7 @@ class ClusterSession : public Session {
 
   const std::shared_ptr<const Cluster> c_;
   const bool use_local_;                              // read co-located exports here
+  const bool local_sampling_;                         // ... and sample their hops here
   const std::shared_ptr<rpc::DataPlaneContext> ctx_;  // the data plane used (null: Thrift only)
   const bool must_ucx_;                               // the data plane is required
   // Partition p's link: the one owner of everything about reaching it (the
@@ -353,6 +367,7 @@ class ClusterSession : public Session {
     rpc::RemotePartitionInfo info;           // of the replica in use
   };
   std::vector<Link> links_;
+  std::vector<int> path_replica_, path_route_;  // per partition: as the cluster counts it (-1: not)
   std::vector<char> served_;  // per partition: this call's part was served here (not sent)
   std::vector<sampler::OneHopResult> local_hops_;   // per partition: its hop sampled here
   std::vector<std::vector<int32_t>> local_counts_;  // ... and its per-node counts

@@ -10,11 +10,13 @@
 
 #include "client/cluster.h"
 #include "client/examples/graphsage.h"
+#include "common/version.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
       "train-graphsage: 2-layer GraphSAGE (mean) trained through Fanout.\n"
       "Give --cluster (servers) or --dataset (a fanout-partition folder loaded in process)."};
+  app.set_version_flag("--version", fanout::VersionLine("train-graphsage"));
   std::string cluster_file, dataset;
   fanout::examples::TrainOptions o;
   int threads = 0;

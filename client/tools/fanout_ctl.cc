@@ -1,7 +1,7 @@
 // fanout-ctl: operator's view of running sampling servers.
 //   fanout-ctl stats HOST:ADMIN_PORT [HOST:ADMIN_PORT ...]
 //   fanout-ctl health CLUSTER_FILE [--timeout-ms MS]
-//   fanout-ctl info HOST:PORT
+//   fanout-ctl info HOST:PORT | --cluster CLUSTER_FILE
 //   fanout-ctl sample HOST:PORT --seeds 1,2,3 --fanout 10 [--seed S] [--hop H] [--replace]
 //   [--weighted]
 //                     [--times T1,T2,T3 [--temporal-strategy uniform|last]] [--keep ID,ID,...]
@@ -22,6 +22,7 @@
 #include <string>
 
 #include "client/cluster.h"
+#include "common/version.h"
 #include "datasets/partition_store.h"
 #include "rpc/rpc_client.h"
 #include "sampler/walk.h"
@@ -367,8 +368,45 @@ int Resources(const std::string& dir, int64_t inflight_mib, int64_t reply_mib, b
 
 }  // namespace
 
+// fanout-ctl info --cluster FILE: connects the cluster as a client on this
+// host would (exports mapped where co-located, UCX where it comes up), opens
+// one session, and prints each partition's path as that session takes it
+// (Cluster::Paths) with its server's version. Exit 0, or 1 where the
+// cluster does not connect.
+int ClusterPaths(const std::string& path, const fanout::rpc::TlsOptions& tls,
+                 const std::string& token) {
+  fanout::client::ClusterSpec spec;
+  Status st = fanout::client::ReadClusterFile(path, &spec);
+  if (!st.ok()) {
+    std::fprintf(stderr, "fanout-ctl: %s\n", st.message().c_str());
+    return 1;
+  }
+  fanout::rpc::RpcOptions ro;
+  ro.tls = tls;
+  ro.auth_token = token;
+  std::shared_ptr<fanout::client::Cluster> cluster;
+  st = fanout::client::Cluster::Connect(spec, ro, &cluster);
+  std::unique_ptr<fanout::client::Session> session;
+  if (st.ok()) st = cluster->NewSession(&session);
+  if (!st.ok()) {
+    std::fprintf(stderr, "fanout-ctl: %s\n", st.ToString().c_str());
+    return 1;
+  }
+  std::printf("%s\n", cluster->description().c_str());
+  std::printf("data_plane asked: %s\n",
+              fanout::rpc::DataPlaneModeName(cluster->requested_data_plane()));
+  std::printf("%-5s %-24s %-8s %-9s %s\n", "part", "replica", "path", "sampling", "version");
+  for (const fanout::client::PartitionPath& p : cluster->Paths()) {
+    const std::string& v = cluster->info(p.partition).server_version;
+    std::printf("%-5d %-24s %-8s %-9s %s\n", p.partition, p.replica.c_str(), p.path.c_str(),
+                p.sampling.c_str(), v.empty() ? "(not said)" : v.c_str());
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   CLI::App app{"fanout-ctl: inspect running Fanout sampling servers."};
+  app.set_version_flag("--version", fanout::VersionLine("fanout-ctl"));
   app.require_subcommand(1);
   // Credentials for servers that require them (health reads its cluster file's).
   std::string token_file;
@@ -397,8 +435,16 @@ int main(int argc, char** argv) {
   health->add_option("--timeout-ms", timeout_ms, "Connect and ping deadline per replica")
       ->default_val(2000)
       ->check(CLI::Range(1, 600000));
-  auto* info = app.add_subcommand("info", "Partition description of a server (over RPC)");
-  info->add_option("server", addr, "HOST:PORT of the server's RPC port")->required();
+  auto* info = app.add_subcommand(
+      "info",
+      "Partition description and Fanout version of a server (over RPC); with --cluster, each "
+      "partition's path from this host as a client connecting the cluster file takes it");
+  auto* info_server = info->add_option("server", addr, "HOST:PORT of the server's RPC port");
+  info->add_option("--cluster", cluster_file,
+                   "Cluster file (JSON): connect it as a client here and print, per partition, the "
+                   "path its requests take (local, ucx or thrift) and where hops are sampled")
+      ->excludes(info_server)
+      ->check(CLI::ExistingFile);
   auto* sample = app.add_subcommand("sample", "One one-hop sampling request, printed per seed");
   std::vector<int64_t> seeds;
   int64_t fanout = 10, seed = 0;
@@ -489,6 +535,11 @@ int main(int argc, char** argv) {
   }
   if (stats->parsed()) return Stats(admin_addrs, token);
   if (health->parsed()) return Health(cluster_file, timeout_ms);
+  if (info->parsed() && !cluster_file.empty()) return ClusterPaths(cluster_file, tls, token);
+  if (info->parsed() && addr.empty()) {
+    std::fprintf(stderr, "fanout-ctl info: give a server (HOST:PORT) or --cluster FILE\n");
+    return 2;
+  }
 
   std::unique_ptr<fanout::rpc::RpcClient> client;
   fanout::rpc::RpcOptions ro;
@@ -515,6 +566,13 @@ int main(int argc, char** argv) {
         static_cast<long long>(pi.num_nodes_total), static_cast<long long>(pi.num_edges),
         static_cast<long long>(pi.num_edges_total), static_cast<long long>(pi.feature_dim),
         pi.feature_dtype.c_str(), static_cast<long long>(pi.num_classes), pi.direction.c_str());
+    std::printf(
+        "server version %s%s\n",
+        pi.server_version.empty() ? "(not said: a server before 0.4)" : pi.server_version.c_str(),
+        pi.server_version == fanout::VersionString() ? "" : " (differs from this fanout-ctl)");
+    std::printf("data plane %s, same-host export %s\n",
+                pi.data_port > 0 ? ("port " + std::to_string(pi.data_port)).c_str() : "off",
+                pi.local_socket.empty() ? "off" : pi.local_socket.c_str());
     if (pi.has_edge_times) std::printf("edge timestamps: yes (temporal sampling)\n");
     if (!pi.node_types.empty()) {
       const size_t T = pi.node_types.size();

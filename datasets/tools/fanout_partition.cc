@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "common/cpu.h"
+#include "common/version.h"
 #include "datasets/bounded_partition.h"
 #include "datasets/formats.h"
 #include "datasets/partition_store.h"
@@ -73,6 +74,7 @@ int main(int argc, char** argv) {
       "fit --memory-limit.\n"
       "METIS needs the whole graph in memory and refuses to start when its estimate exceeds the "
       "limit."};
+  app.set_version_flag("--version", fanout::VersionLine("fanout-partition"));
   std::string input, format, method = "metis", output, direction = "in", dtype = "float32";
   std::string ogb_split, labels_path, fractions_text, memory_limit_text, spill_dir;
   int parts = 1;
@@ -83,7 +85,9 @@ int main(int argc, char** argv) {
   LoadOptions load;
   app.add_option("--input", input,
                  "Raw input: a file or folder, as the format needs (not used by rmat)");
-  app.add_option("--format", format, "Input format")
+  app.add_option("--format", format,
+                 std::string("Input format. ogb: ") + fanout::datasets::OgbFilesHelp() +
+                     " ogb-hetero: " + fanout::datasets::OgbHeteroFilesHelp())
       ->required()
       ->check(CLI::IsMember(FormatNames()));
   app.add_option("--parts", parts, "Number of partitions K")

@@ -13,6 +13,7 @@
 
 #include "common/random.h"
 #include "common/thread_pool.h"
+#include "common/version.h"
 #include "datasets/rmat.h"
 #include "sampler/multihop.h"
 
@@ -54,6 +55,7 @@ int main(int argc, char** argv) {
       "fanout-sample: generate the R-MAT benchmark graph and sample mini-batches from it in "
       "process,\n"
       "printing the shapes of the first batch and the sampling throughput."};
+  app.set_version_flag("--version", fanout::VersionLine("fanout-sample"));
   int scale = 16;
   int64_t edge_factor = 16;
   std::string fanout_text = "15,10,5";

@@ -17,16 +17,43 @@ batch.n_id, batch.e_id, batch.batch_size, batch.num_sampled_nodes, ...
 
 import json
 import subprocess
+import sys
 import urllib.error
 import urllib.request
 
-import torch
-from torch.utils.dlpack import from_dlpack as _from_dlpack
+from . import _build_info
+
+
+def _built_for(e, what):
+    """An ImportError that says which interpreter and torch this package was built for."""
+    here = "%s (Python %d.%d)" % (sys.executable, *sys.version_info[:2])
+    try:
+        import torch as _t
+        here += " with torch %s" % _t.__version__
+    except ImportError:
+        here += " without torch"
+    return ImportError("fanout: cannot import %s (%s). This fanout package was built for %s (Python %s) with torch "
+                       "%s; it is running under %s. Run it with that interpreter, or build Fanout for this one "
+                       "(FANOUT_CMAKE_ARGS=-DFANOUT_PYTHON=%s ./run build)." % (what, e, _build_info.PYTHON, _build_info.PYTHON_VERSION,
+                                                                   _build_info.TORCH_VERSION, here, sys.executable))
+
+
+try:
+    import torch
+    from torch.utils.dlpack import from_dlpack as _from_dlpack
+except ImportError as _e:
+    raise _built_for(_e, "torch") from _e
 
 from . import errors
 from .errors import (Aborted, Corruption, DeadlineExceeded, Error, Internal, InvalidArgument, IOError,
                      NotFound, NotSupported, ResourceExhausted, Unauthenticated, Unavailable)
-from . import _core
+
+try:
+    from . import _core
+except ImportError as _e:
+    raise _built_for(_e, "its compiled core fanout._core") from _e
+
+__version__ = _core.__version__  # release+gCOMMIT, as fanout-server --version says
 from ._bins import find_binary
 from .local_cluster import LocalCluster
 
@@ -48,6 +75,14 @@ def _ids_buffer(t):
     """An int64 tensor as a numpy array over the same memory (C++ reads it through the buffer protocol:
     one copy, no Python int per id)."""
     return t.detach().to(torch.long).contiguous().cpu().numpy()
+
+
+def _check_local_sampling(local_sampling, allow_none=False):
+    if local_sampling is None and allow_none:
+        return
+    if local_sampling not in ("auto", "off"):
+        raise InvalidArgument("local_sampling must be \"auto\" or \"off\"%s, not %r"
+                              % (" (or None: the cluster's)" if allow_none else "", local_sampling))
 
 
 def _check_data_plane(data_plane):
@@ -79,7 +114,6 @@ class Cluster:
                              health_check_ms=health_check_ms))
         if _core_cluster is not None:
             self._c = _core_cluster
-            self._requested = data_plane
             return
         if partitions is None or isinstance(partitions, (str, bytes)):
             raise InvalidArgument("Cluster: partitions must be a list of addresses 'host:port' (got %r)"
@@ -88,7 +122,6 @@ class Cluster:
         self._c = _core.Cluster.from_partitions(list(partitions), data_plane, int(connect_timeout_ms),
                                                 int(call_timeout_ms), local_sampling=local_sampling,
                                                 health_check_ms=int(health_check_ms))
-        self._requested = data_plane
 
     @classmethod
     def from_file(cls, path, *, data_plane="auto", connect_timeout_ms=5000, call_timeout_ms=30000,
@@ -158,9 +191,22 @@ class Cluster:
 
     @property
     def data_plane(self):
-        """The data-plane choice in force: "auto" (UCX where each server offers it), "ucx" or "tcp"
-        ("tcp" also where UCX could not start here)."""
+        """The data-plane choice asked for ("auto", "ucx" or "tcp"; a cluster file's own choice where the
+        argument was left "auto"). What each partition uses is ``paths()``."""
         return self._c.data_plane
+
+    @property
+    def local_sampling(self):
+        """"auto" (co-located partitions are sampled here) or "off" (over RPC), as asked for."""
+        return "auto" if self._c.local_sampling else "off"
+
+    def paths(self):
+        """Each partition's path as it is: a list of dicts, one per partition and replica in use, with
+        partition, replica (its address), path (where its features, labels and lookups come from:
+        "local" = read in this process from a same-host server's export, "ucx", "thrift"), sampling
+        (where its hops are sampled: "local" or the RPC path) and sessions (how many open sessions,
+        loader workers included, go that way; 0 where none is open: what a new one takes)."""
+        return self._c.paths()
 
     def health(self):
         """Every replica of every partition as this client sees it: a list of dicts with
@@ -561,13 +607,14 @@ class NodeLoader:
                  features=True, labels=True, edge_ids=True, original_ids=False, drop_last=False, rank=None,
                  world_size=None, device="cpu", gpu_cache_fraction=0.1, input_time=None, temporal_strategy="uniform",
                  sampler="neighbor", num_walks=10, walk_length=4, restart_prob=0.5, visit_stride=1, top_k=None,
-                 _subgraph=False, _link=None):
+                 local_sampling=None, _subgraph=False, _link=None):
         if not isinstance(cluster, Cluster):
             raise InvalidArgument("%s needs a fanout.Cluster, not %s" % (type(self).__name__, type(cluster).__name__))
         _check_data_plane(data_plane)
+        _check_local_sampling(local_sampling, allow_none=True)
         session_mode = None  # the loader's sessions reach the servers this way, on the same cluster
-        if data_plane != "auto" and data_plane != cluster._requested:
-            if data_plane == "ucx" and cluster.data_plane == "tcp":
+        if data_plane != "auto" and data_plane != cluster.data_plane:
+            if data_plane == "ucx" and not cluster._c.ucx_available:
                 cluster = cluster.with_data_plane("ucx")  # this cluster has no UCX: connect one that does
             else:
                 session_mode = data_plane
@@ -618,6 +665,8 @@ class NodeLoader:
                            visit_stride=visit_stride)
         if session_mode is not None:
             options["data_plane"] = session_mode
+        if local_sampling is not None and local_sampling != cluster.local_sampling:
+            options["local_sampling"] = local_sampling
         link = None
         if _link is not None:
             link = {k: _link[k] for k in ("src", "dst", "label")}
@@ -658,7 +707,9 @@ class NodeLoader:
 
     def stats(self):
         """Counters since the loader was made: batches, sampled edges, bytes by path, waits,
-        retries and failovers, and per server replica ("servers": as Cluster.health())."""
+        retries and failovers, per server replica ("servers": as Cluster.health()), and each
+        partition's path as this loader's workers use it ("paths": as Cluster.paths(), sessions =
+        workers)."""
         return self._loader.stats()
 
     def close(self):

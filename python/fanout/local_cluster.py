@@ -15,8 +15,9 @@ from .errors import InvalidArgument, NotFound, Unavailable
 
 def read_ready_record(path):
     """fanout-server's ready record (--ready-file: one JSON object, written whole) as a dict with pid,
-    dataset, partition, num_parts, host, rpc_port, admin_port (0 = none), data_port (0 = off) and
-    local_socket ("" = off); None while the file does not exist."""
+    dataset, partition, num_parts, host, rpc_port, admin_port (0 = none), data_port (0 = off),
+    local_socket ("" = off) and version (docs/DEPLOY.md, "The ready record"); None while the file does
+    not exist."""
     try:
         with open(path, "rb") as f:
             data = f.read(65536)

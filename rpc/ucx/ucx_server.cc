@@ -277,7 +277,7 @@ void Thread::Finish(SendCtx* ctx, ucs_status_t status) {
 
 void Thread::SendReply(Endpoint* ep, uint64_t request_id, const Status& st,
                        std::unique_ptr<ReplyBuffer> buf, bool force_rndv) {
-  auto* ctx = new SendCtx{ep, {}, std::move(buf), {}, 0};
+  auto* ctx = new SendCtx{ep, {}, std::move(buf), {}, 0, {}};
   ctx->hdr.request_id = request_id;
   ctx->hdr.code = static_cast<int32_t>(st.code());
   const void* data;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "client/cluster.h"
+#include "common/version.h"
 #include "gen-cpp/Fanout.h"
 #include "rpc/codec.h"
 #include "rpc/rpc_client.h"
@@ -36,8 +37,9 @@ enum class Lie { kNegativeCounts, kCountAboveFanout, kNeighborOutOfRange };
 
 class RogueHandler : public gen::FanoutNull {
  public:
-  explicit RogueHandler(std::atomic<int>* lie) : lie_(lie) {}
+  RogueHandler(std::atomic<int>* lie, const std::string* version) : lie_(lie), version_(version) {}
   void partition_info(gen::PartitionInfo& r) override {
+    if (!version_->empty()) r.__set_server_version(*version_);
     r.partition = 0;
     r.num_parts = 1;
     r.node_begin = 0;
@@ -80,6 +82,7 @@ class RogueHandler : public gen::FanoutNull {
 
  private:
   std::atomic<int>* lie_;
+  const std::string* version_;  // "" = says none (a server before 0.4)
 };
 
 class HostileReplyTest : public ::testing::Test {
@@ -95,7 +98,7 @@ class HostileReplyTest : public ::testing::Test {
     getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
     port_ = ntohs(a.sin_port);
     close(s);
-    auto handler = std::make_shared<RogueHandler>(&lie_);
+    auto handler = std::make_shared<RogueHandler>(&lie_, &version_);
     server_ = std::make_unique<server::TThreadedServer>(
         std::make_shared<gen::FanoutProcessor>(handler),
         std::make_shared<transport::TServerSocket>("127.0.0.1", port_),
@@ -119,6 +122,7 @@ class HostileReplyTest : public ::testing::Test {
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
 
   std::atomic<int> lie_{0};
+  std::string version_;  // set before a client connects
   int port_ = 0;
   std::unique_ptr<server::TThreadedServer> server_;
   std::thread thread_;
@@ -165,6 +169,57 @@ TEST_F(HostileReplyTest, ASessionRefusesEveryLieBeforeItMerges) {
     EXPECT_NE(st.message().find(says), std::string::npos) << st.message();
     EXPECT_NE(st.message().find(address()), std::string::npos) << st.message();
   }
+}
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST_F(HostileReplyTest, AServerOfAnotherVersionIsLoggedOnceWithItsVersionMadePrintable) {
+  ClusterSpec spec;
+  spec.replicas = {{address()}};
+  spec.has_data_plane = true;
+  spec.data_plane = rpc::DataPlaneMode::kTcp;
+  // A server before versions says none.
+  testing::internal::CaptureStderr();
+  {
+    std::shared_ptr<Cluster> cluster;
+    ASSERT_TRUE(Cluster::Connect(spec, {}, &cluster).ok());
+    std::unique_ptr<Session> s;
+    ASSERT_TRUE(cluster->NewSession(&s).ok());
+    std::vector<int64_t> ids{0};
+    std::vector<int64_t> labels(1);
+    (void)s->Labels(ids, labels.data());  // a call: the session's link is up
+  }
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(Count(err, "server " + address() + " runs Fanout"), 1u) << err;
+  EXPECT_NE(err.find("does not say its version"), std::string::npos) << err;
+  EXPECT_NE(err.find(VersionString()), std::string::npos) << err;
+  // Another version, with terminal escapes in it: named once per cluster, escaped.
+  version_ = "9.9.9\x1b[2J+gforged\nfanout: fake line";
+  testing::internal::CaptureStderr();
+  {
+    std::shared_ptr<Cluster> cluster;
+    ASSERT_TRUE(Cluster::Connect(spec, {}, &cluster).ok());
+    std::unique_ptr<Session> a, b;
+    ASSERT_TRUE(cluster->NewSession(&a).ok());
+    ASSERT_TRUE(cluster->NewSession(&b).ok());
+  }
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(Count(err, "runs Fanout 9.9.9"), 1u) << err;
+  EXPECT_EQ(err.find('\x1b'), std::string::npos) << err;
+  EXPECT_EQ(err.find("\nfanout: fake line"), std::string::npos) << err;
+  // The client's own version: nothing to say.
+  version_ = VersionString();
+  testing::internal::CaptureStderr();
+  {
+    std::shared_ptr<Cluster> cluster;
+    ASSERT_TRUE(Cluster::Connect(spec, {}, &cluster).ok());
+  }
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.find("runs Fanout"), std::string::npos) << err;
 }
 
 }  // namespace
