@@ -243,7 +243,7 @@ Status ClusterSession::Features(ArrayView<const int64_t> ids, float* out) {
     const int64_t base = lp.view().node_begin;
     const auto& part_ids = by_part_[p];
     const auto& pos = pos_[p];
-    const double scale = links_[p].info.feature_scale;
+    const double* scale = links_[p].info.feature_scales.data();
     for (size_t j = 0; j < part_ids.size(); ++j) {
       if (j + 8 < part_ids.size()) __builtin_prefetch(src + (part_ids[j + 8] - base) * row);
       DecodeFeatureRow(types[p], scale,
@@ -308,7 +308,7 @@ Status ClusterSession::Features(ArrayView<const int64_t> ids, float* out) {
           std::to_string(by_part_[p].size()) + " rows of " + std::to_string(row));
     // Each row goes straight to its place in the output.
     for (size_t j = 0; j < pos_[p].size(); ++j)
-      DecodeFeatureRow(t, info.feature_scale, rows + j * row, d, out + pos_[p][j] * d);
+      DecodeFeatureRow(t, info.feature_scales.data(), rows + j * row, d, out + pos_[p][j] * d);
   }
   return Status::OK();
 }

@@ -28,11 +28,11 @@ rpc::ExpectedExport ExpectedExportOf(const rpc::RemotePartitionInfo& info) {
   const uint64_t edges = static_cast<uint64_t>(std::max<int64_t>(0, info.num_edges));
   const uint64_t row = static_cast<uint64_t>(std::max<int64_t>(0, info.feature_dim)) * 8;
   std::vector<rpc::ExportedArray> most = {
-      {rpc::ExportArray::kIndptr, 0, nodes + 1}, {rpc::ExportArray::kIndices, 0, edges},
-      {rpc::ExportArray::kEdgeIds, 0, edges},    {rpc::ExportArray::kEdgeTimes, 0, edges},
-      {rpc::ExportArray::kEdgeTypes, 0, edges},  {rpc::ExportArray::kFeatures, 0, nodes * row},
-      {rpc::ExportArray::kLabels, 0, nodes},     {rpc::ExportArray::kSplit, 0, nodes},
-      {rpc::ExportArray::kOriginalIds, 0, nodes}};
+      {rpc::ExportArray::kIndptr, 0, nodes + 1},     {rpc::ExportArray::kIndices, 0, edges},
+      {rpc::ExportArray::kIndices32, 0, edges},      {rpc::ExportArray::kEdgeIds, 0, edges},
+      {rpc::ExportArray::kEdgeTimes, 0, edges},      {rpc::ExportArray::kEdgeTypes, 0, edges},
+      {rpc::ExportArray::kFeatures, 0, nodes * row}, {rpc::ExportArray::kLabels, 0, nodes},
+      {rpc::ExportArray::kSplit, 0, nodes},          {rpc::ExportArray::kOriginalIds, 0, nodes}};
   e.max_bytes = rpc::ExportBytesFor(most);
   return e;
 }
@@ -50,12 +50,14 @@ Status LocalPartition::Open(const rpc::RemotePartitionInfo& info, int num_edge_t
   const sampler::PartitionView& v = p->view_;
   const size_t n = static_cast<size_t>(v.num_nodes());
   auto bad = [&](const std::string& what) { return Status::Corruption(where + what); };
-  Status st = sampler::CsrGraph::Create(v.indptr, v.indices, v.edge_ids, {}, &p->graph_);
+  if (!v.indices.empty() && !v.indices32.empty())
+    return bad("holds its neighbor ids twice (int64 and int32)");
+  Status st = v.MakeGraph(&p->graph_);
   if (!st.ok() || v.indptr.size() != n + 1)
     return bad("has no CSR of " + std::to_string(n) + " rows");
   st = p->graph_.Validate(info.num_nodes_total);
   if (!st.ok()) return bad(st.message());
-  const size_t edges = v.indices.size();
+  const size_t edges = static_cast<size_t>(v.num_edges());
   if (!v.edge_ids.empty() && v.edge_ids.size() != edges)
     return bad("has edge ids that are not one per edge");
   if (info.has_edge_times && v.edge_times.size() != edges)

@@ -26,6 +26,9 @@ find_package(RocksDB CONFIG REQUIRED)
 pkg_check_modules(THRIFT REQUIRED IMPORTED_TARGET thrift)
 find_program(THRIFT_COMPILER thrift REQUIRED)
 
+# liburing (the disk tier's reads; Debian liburing-dev): pkg-config.
+pkg_check_modules(URING REQUIRED IMPORTED_TARGET liburing)
+
 # cpp-httplib: the compiled build; the .pc file carries its defines.
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 

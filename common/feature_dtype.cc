@@ -12,9 +12,11 @@ Status ParseFeatureDType(const std::string& name, FeatureDType* out) {
     *out = FeatureDType::kFloat16;
   else if (name == "int8")
     *out = FeatureDType::kInt8;
+  else if (name == "bfloat16")
+    *out = FeatureDType::kBFloat16;
   else
     return Status::InvalidArgument("unknown feature dtype '" + name +
-                                   "' (known: float32, float16, int8)");
+                                   "' (known: float32, float16, bfloat16, int8)");
   return Status::OK();
 }
 
@@ -26,6 +28,8 @@ const char* FeatureDTypeName(FeatureDType t) {
       return "float16";
     case FeatureDType::kInt8:
       return "int8";
+    case FeatureDType::kBFloat16:
+      return "bfloat16";
   }
   return "?";
 }
@@ -35,6 +39,7 @@ int FeatureDTypeSize(FeatureDType t) {
     case FeatureDType::kFloat32:
       return 4;
     case FeatureDType::kFloat16:
+    case FeatureDType::kBFloat16:
       return 2;
     case FeatureDType::kInt8:
       return 1;
@@ -68,13 +73,62 @@ uint16_t FloatToHalf(float f) {
   return static_cast<uint16_t>(half);
 }
 
-void DecodeFeatureRow(FeatureDType t, double scale, const char* row, int64_t d, float* out) {
+uint16_t FloatToBFloat16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu) != 0)
+    return static_cast<uint16_t>((x >> 16) | 0x40u);  // NaN stays a (quiet) NaN
+  const uint32_t lsb = (x >> 16) & 1u;
+  x += 0x7fffu + lsb;  // round to nearest even (may carry into the exponent: correct)
+  return static_cast<uint16_t>(x >> 16);
+}
+
+void DecodeFeatureRow(FeatureDType t, const double* scales, const char* row, int64_t d,
+                      float* out) {
   if (d <= 0) return;  // no feature values (row may be null)
-  if (t == FeatureDType::kFloat32) {
-    std::memcpy(out, row, static_cast<size_t>(d) * 4);
-    return;
+  switch (t) {
+    case FeatureDType::kFloat32:
+      std::memcpy(out, row, static_cast<size_t>(d) * 4);
+      return;
+    case FeatureDType::kBFloat16:
+      for (int64_t j = 0; j < d; ++j) {
+        uint16_t b;
+        std::memcpy(&b, row + 2 * j, 2);
+        out[j] = BFloat16ToFloat(b);
+      }
+      return;
+    case FeatureDType::kFloat16:
+      for (int64_t j = 0; j < d; ++j) {
+        uint16_t h;
+        std::memcpy(&h, row + 2 * j, 2);
+        out[j] = HalfToFloat(h);
+      }
+      return;
+    case FeatureDType::kInt8:
+      for (int64_t j = 0; j < d; ++j)
+        out[j] = static_cast<float>(static_cast<int8_t>(row[j]) * scales[j]);
+      return;
   }
-  for (int64_t j = 0; j < d; ++j) out[j] = DecodeFeature(t, scale, row, j);
+}
+
+void ConvertFloatRow(const float* in, int64_t d, FeatureDType to, char* out) {
+  switch (to) {
+    case FeatureDType::kFloat16:
+      for (int64_t j = 0; j < d; ++j) {
+        const uint16_t h = FloatToHalf(in[j]);
+        std::memcpy(out + 2 * j, &h, 2);
+      }
+      return;
+    case FeatureDType::kBFloat16:
+      for (int64_t j = 0; j < d; ++j) {
+        const uint16_t b = FloatToBFloat16(in[j]);
+        std::memcpy(out + 2 * j, &b, 2);
+      }
+      return;
+    default:
+      std::memcpy(out, in, static_cast<size_t>(d) * 4);
+      return;
+  }
 }
 
 float HalfToFloat(uint16_t h) {
@@ -101,20 +155,19 @@ float HalfToFloat(uint16_t h) {
   return f;
 }
 
-void EncodeFeatureRow(FeatureDType t, double scale, const float* row, int64_t d, char* out) {
+void EncodeFeatureRow(FeatureDType t, const double* scales, const float* row, int64_t d,
+                      char* out) {
   switch (t) {
     case FeatureDType::kFloat32:
       std::memcpy(out, row, static_cast<size_t>(d) * 4);
       break;
     case FeatureDType::kFloat16:
-      for (int64_t j = 0; j < d; ++j) {
-        uint16_t h = FloatToHalf(row[j]);
-        std::memcpy(out + 2 * j, &h, 2);
-      }
+    case FeatureDType::kBFloat16:
+      ConvertFloatRow(row, d, t, out);
       break;
     case FeatureDType::kInt8:
       for (int64_t j = 0; j < d; ++j) {
-        double q = std::nearbyint(row[j] / scale);
+        double q = std::nearbyint(row[j] / scales[j]);
         out[j] = static_cast<char>(static_cast<int8_t>(std::clamp(q, -127.0, 127.0)));
       }
       break;

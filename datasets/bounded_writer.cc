@@ -360,6 +360,7 @@ class BoundedWrite {
                            g_.class_names, g_.has_labels, g_.has_split, g_.has_names},
         k_, o_);
     detail::RenumberByPart(part_, k_, &meta_.offsets, &perm_);
+    detail::SizeFeatureFiles(&meta_);
     PartitionStats& stats = meta_.stats;
     stats.nodes.assign(k_, 0);
     stats.edges.assign(k_, 0);
@@ -491,13 +492,12 @@ class BoundedWrite {
       for (int64_t v = 0; v < n_; ++v) name_bytes += static_cast<int64_t>(g_.name_of(v)->size());
     StreamNodeSource nodes(g_);
     if (o_.feature_dtype == FeatureDType::kInt8 && g_.feature_dim > 0) {
-      std::vector<float> row(g_.feature_dim);
-      float mx = 0;
+      std::vector<float> row(g_.feature_dim), mx(g_.feature_dim, 0.0f);
       for (int64_t v = 0; v < n_; ++v) {
         g_.feature_row(v, row.data());
-        for (float f : row) mx = std::max(mx, std::fabs(f));
+        for (size_t j = 0; j < row.size(); ++j) mx[j] = std::max(mx[j], std::fabs(row[j]));
       }
-      meta_.feature_scale = detail::Int8Scale(mx);
+      detail::SetInt8Scales(mx, &meta_);
     }
     const std::vector<int64_t>& old_of_new = perm_;
     Progress progress("writing " + std::to_string(k_) + " partition(s)", " bytes",

@@ -41,17 +41,21 @@
 #include "datasets/partitioner.h"
 #include "sampler/csr_graph.h"
 #include "sampler/partition_view.h"
+#include "storage/feature_file.h"
 
 namespace fanout::datasets {
 
-inline constexpr int kStoreFormatVersion = 1;
+// Version 2: per-column int8 scales, bfloat16, feature files. Readers take 1 and 2.
+inline constexpr int kStoreFormatVersion = 2;
 
 // Feature element types and their codec (common/feature_dtype.h).
+using ::fanout::BFloat16ToFloat;
 using ::fanout::DecodeFeature;
 using ::fanout::DecodeFeatureRow;
 using ::fanout::FeatureDType;
 using ::fanout::FeatureDTypeName;
 using ::fanout::FeatureDTypeSize;
+using ::fanout::FloatToBFloat16;
 using ::fanout::FloatToHalf;
 using ::fanout::HalfToFloat;
 using ::fanout::ParseFeatureDType;
@@ -66,7 +70,20 @@ struct DatasetMeta {
   std::vector<int64_t> offsets;  // num_parts + 1
   int64_t feature_dim = 0;
   FeatureDType feature_dtype = FeatureDType::kFloat32;
-  double feature_scale = 1.0;  // int8: value = q * scale
+  double feature_scale = 1.0;  // int8, version 1 stores: one scale for every column
+  // int8: value = q * feature_scales[j], one per column (feature_dim of
+  // them; version 1 stores: feature_scale repeated). Empty for other dtypes.
+  std::vector<double> feature_scales;
+  // Feature rows in one flat file per partition beside its store
+  // (storage/feature_file.h: "part-<k>.features", checksummed per block)
+  // instead of feat/<chunk> values: the disk tier serves from it, the
+  // memory tier loads it. Per partition: the file's name and size.
+  struct FeatureFileEntry {
+    std::string file;
+    int64_t bytes = 0;
+  };
+  std::vector<FeatureFileEntry> feature_files;  // empty: features in the store's chunks
+  bool has_feature_files() const { return !feature_files.empty(); }
   int64_t num_classes = 0;
   std::vector<std::string> class_names;
   std::string direction = "in";
@@ -89,6 +106,9 @@ struct DatasetMeta {
 struct WriteOptions {
   bool incoming = true;  // direction "in" (default) or "out"
   FeatureDType feature_dtype = FeatureDType::kFloat32;
+  // Feature rows to one flat file per partition (DatasetMeta::feature_files:
+  // what the servers' disk tier reads) instead of the store's chunks.
+  bool feature_files = false;
   int64_t chunk_nodes = 65536;      // nodes per chunk, default 64K
   bool overwrite = false;           // replace an existing DIR
   std::string method = "metis";     // recorded in meta.json
@@ -114,8 +134,10 @@ struct PartitionData {
   int part = 0;
   int64_t node_begin = 0, node_end = 0;  // global ids [node_begin, node_end)
   std::vector<int64_t> indptr;           // local rows, node_end - node_begin + 1
-  std::vector<int64_t> indices;          // global neighbor ids
-  std::vector<int64_t> edge_ids;         // global edge ids
+  std::vector<int64_t> indices;          // global neighbor ids (empty when indices32 holds them)
+  std::vector<int32_t> indices32;        // ... as int32 (compact topology; OpenOptions::index_bits)
+  std::vector<int64_t> edge_ids;         // global edge ids (empty unless OpenOptions::edge_ids)
+  int64_t num_edges = 0;                 // stored edges (as 'info' says; whichever array)
   std::vector<int64_t> edge_times;       // per stored edge; empty unless meta.has_edge_times
   std::vector<int32_t> edge_types;       // per stored edge; empty unless heterogeneous
   std::vector<uint8_t> features;         // rows x feature_dim values of meta.feature_dtype
@@ -132,6 +154,7 @@ struct PartitionData {
     v.node_end = node_end;
     v.indptr = indptr;
     v.indices = indices;
+    v.indices32 = indices32;
     v.edge_ids = edge_ids;
     v.edge_times = edge_times;
     v.labels = labels;
@@ -152,11 +175,31 @@ struct PartitionData {
 struct OpenOptions {
   int expected_num_parts = -1;  // when >= 0, a dataset with another count is an error
   bool verify_checksums = true;
+  // Width of the neighbor ids held: 64 (default: PartitionData::indices),
+  // 32 (indices32; InvalidArgument where the dataset has 2^31 nodes or
+  // more), or 0: 32 where they fit.
+  int index_bits = 64;
+  // Read the edge ids (default true); false leaves edge_ids empty
+  // (ReadPartitionEdgeIds reads them later, where a request needs them).
+  bool edge_ids = true;
+  // Read the feature rows (default true); false leaves features empty (a
+  // server whose features come from the disk tier).
+  bool features = true;
 };
 
 // Loads partition `part` of the dataset in `dir`.
 Status OpenPartition(const std::string& dir, int part, const OpenOptions& options,
                      PartitionData* out);
+
+// Partition `part`'s edge ids alone, in its CSR order (what OpenPartition
+// with edge_ids reads), checksummed; `expected_edges` as 'info' says.
+Status ReadPartitionEdgeIds(const std::string& dir, int part, int64_t expected_edges,
+                            bool verify_checksums, std::vector<int64_t>* out);
+
+// Partition `part`'s feature file (meta.has_feature_files()), opened and
+// checked against meta.json (identity, size, checksum table).
+Status OpenPartitionFeatureFile(const std::string& dir, const DatasetMeta& meta, int part,
+                                std::shared_ptr<const storage::FeatureFile>* out);
 
 // Reads and checks DIR/meta.json only.
 Status ReadDatasetMeta(const std::string& dir, DatasetMeta* out);

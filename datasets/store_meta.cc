@@ -22,6 +22,13 @@ std::string DatasetMeta::ToJson() const {
   j["feature_dim"] = feature_dim;
   j["feature_dtype"] = FeatureDTypeName(feature_dtype);
   j["feature_scale"] = feature_scale;
+  if (!feature_scales.empty()) j["feature_scales"] = feature_scales;
+  if (!feature_files.empty()) {
+    nlohmann::json ff = nlohmann::json::array();
+    for (const FeatureFileEntry& f : feature_files)
+      ff.push_back({{"file", f.file}, {"bytes", f.bytes}});
+    j["feature_files"] = ff;
+  }
   j["num_classes"] = num_classes;
   j["class_names"] = class_names;
   j["direction"] = direction;
@@ -66,11 +73,11 @@ Status DatasetMeta::FromJson(const std::string& text, const std::string& path, D
                                      j.value("format", "") + "')");
     DatasetMeta m;
     m.format_version = j.at("format_version").get<int>();
-    if (m.format_version != kStoreFormatVersion)
+    if (m.format_version < 1 || m.format_version > kStoreFormatVersion)
       return Status::InvalidArgument(path + ": format version " + std::to_string(m.format_version) +
-                                     ", this build reads version " +
+                                     ", this build reads versions 1 to " +
                                      std::to_string(kStoreFormatVersion) +
-                                     " (re-run fanout-partition)");
+                                     " (re-run fanout-partition, or use a newer Fanout)");
     m.dataset_id = j.at("dataset_id").get<std::string>();
     m.name = j.value("name", "");
     m.source_format = j.value("source_format", "");
@@ -83,6 +90,11 @@ Status DatasetMeta::FromJson(const std::string& text, const std::string& path, D
     FANOUT_RETURN_IF_ERROR(
         ParseFeatureDType(j.at("feature_dtype").get<std::string>(), &m.feature_dtype));
     m.feature_scale = j.value("feature_scale", 1.0);
+    if (j.contains("feature_scales"))
+      m.feature_scales = j.at("feature_scales").get<std::vector<double>>();
+    if (j.contains("feature_files"))
+      for (const auto& f : j.at("feature_files"))
+        m.feature_files.push_back({f.at("file").get<std::string>(), f.at("bytes").get<int64_t>()});
     m.num_classes = j.at("num_classes").get<int64_t>();
     m.class_names = j.value("class_names", std::vector<std::string>{});
     m.direction = j.at("direction").get<std::string>();
@@ -116,6 +128,31 @@ Status DatasetMeta::FromJson(const std::string& text, const std::string& path, D
       return Status::Corruption(path + ": direction '" + m.direction +
                                 "' is neither 'in' nor 'out'");
     if (m.chunk_nodes < 1) return Status::Corruption(path + ": chunk_nodes must be positive");
+    if (m.feature_dim < 0) return Status::Corruption(path + ": feature_dim is negative");
+    if (m.feature_dtype == FeatureDType::kInt8) {
+      if (m.feature_scales.empty())
+        m.feature_scales.assign(static_cast<size_t>(m.feature_dim), m.feature_scale);
+      if (static_cast<int64_t>(m.feature_scales.size()) != m.feature_dim)
+        return Status::Corruption(path + ": feature_scales has " +
+                                  std::to_string(m.feature_scales.size()) + " entries for " +
+                                  std::to_string(m.feature_dim) + " feature columns");
+      for (double s : m.feature_scales)
+        if (!(s > 0) || !std::isfinite(s))
+          return Status::Corruption(path + ": an int8 feature scale is not a positive number");
+    } else {
+      m.feature_scales.clear();
+    }
+    if (!m.feature_files.empty()) {
+      if (static_cast<int>(m.feature_files.size()) != m.num_parts)
+        return Status::Corruption(path + ": feature_files names " +
+                                  std::to_string(m.feature_files.size()) + " files for " +
+                                  std::to_string(m.num_parts) + " partitions");
+      for (const FeatureFileEntry& f : m.feature_files)
+        if (f.file.empty() || f.file.find('/') != std::string::npos || f.file[0] == '.' ||
+            f.bytes < 0)
+          return Status::Corruption(path + ": feature file entry '" + f.file +
+                                    "' is not a file name in the dataset folder");
+    }
     if (j.contains("node_types")) {
       sampler::HeteroSchema& h = m.hetero;
       h.node_types = j.at("node_types").get<std::vector<std::string>>();

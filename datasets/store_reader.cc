@@ -63,7 +63,7 @@ float PartitionData::Feature(int64_t row, int64_t j) const {
   const int64_t d = meta.feature_dim;
   const char* r = reinterpret_cast<const char*>(features.data()) +
                   row * d * FeatureDTypeSize(meta.feature_dtype);
-  return DecodeFeature(meta.feature_dtype, meta.feature_scale, r, j);
+  return DecodeFeature(meta.feature_dtype, meta.feature_scales.data(), r, j);
 }
 
 namespace {
@@ -146,19 +146,29 @@ Status ReadPartitionInfo(rocksdb::DB* db, const rocksdb::ReadOptions& ro, const 
 
 // Sizes d's arrays for its node range and num_edges; huge pages for the
 // arrays the sampler reads at random (advised before first touch).
-void SizePartitionArrays(int64_t num_edges, PartitionData* d) {
+void SizePartitionArrays(int64_t num_edges, const OpenOptions& o, bool narrow, PartitionData* d) {
   const DatasetMeta& meta = d->meta;
   const int64_t n = d->node_end - d->node_begin;
   const size_t feature_bytes =
       static_cast<size_t>(n * meta.feature_dim * FeatureDTypeSize(meta.feature_dtype));
+  d->num_edges = num_edges;
   ReserveHuge(&d->indptr, n + 1);
-  ReserveHuge(&d->indices, num_edges);
-  ReserveHuge(&d->edge_ids, num_edges);
-  ReserveHuge(&d->features, feature_bytes);
   d->indptr.assign(n + 1, 0);
-  d->indices.resize(num_edges);
-  d->edge_ids.resize(num_edges);
-  if (meta.feature_dim > 0) d->features.resize(feature_bytes);
+  if (narrow) {
+    ReserveHuge(&d->indices32, num_edges);
+    d->indices32.resize(num_edges);
+  } else {
+    ReserveHuge(&d->indices, num_edges);
+    d->indices.resize(num_edges);
+  }
+  if (o.edge_ids) {
+    ReserveHuge(&d->edge_ids, num_edges);
+    d->edge_ids.resize(num_edges);
+  }
+  if (meta.feature_dim > 0 && o.features) {
+    ReserveHuge(&d->features, feature_bytes);
+    d->features.resize(feature_bytes);
+  }
   if (meta.has_labels) d->labels.resize(n);
   if (meta.has_split) d->split.resize(n);
   d->original_ids.resize(n);
@@ -168,7 +178,8 @@ void SizePartitionArrays(int64_t num_edges, PartitionData* d) {
 
 // One sink per chunk kind the dataset has (datasets/detail/chunks.h decodes
 // each), writing into d; the adjacency first.
-std::vector<ChunkSink> PartitionSinks(int64_t num_edges, PartitionData* d, EdgeCursors* at) {
+std::vector<ChunkSink> PartitionSinks(int64_t num_edges, bool features, PartitionData* d,
+                                      EdgeCursors* at) {
   const DatasetMeta& meta = d->meta;
   // The lambdas capture these scalars and pointers (copies; not meta).
   const int64_t cnodes = meta.chunk_nodes, num_nodes = meta.num_nodes;
@@ -177,7 +188,7 @@ std::vector<ChunkSink> PartitionSinks(int64_t num_edges, PartitionData* d, EdgeC
   sinks.push_back({"adj", [=](int64_t c, int64_t cn, const char* p, size_t sz) {
                      return detail::DecodeAdjChunk(p, sz, cn, c * cnodes, num_nodes, &at->adj, d);
                    }});
-  if (meta.feature_dim > 0)
+  if (meta.feature_dim > 0 && features && !meta.has_feature_files())
     sinks.push_back({"feat", [=](int64_t c, int64_t cn, const char* p, size_t sz) {
                        return detail::DecodeFeatureChunk(p, sz, cn, c * cnodes, d);
                      }});
@@ -294,19 +305,27 @@ Status OpenPartition(const std::string& dir_in, int part, const OpenOptions& o,
   ro.readahead_size = 16 << 20;
   ro.async_io = false;
 
+  if (o.index_bits != 0 && o.index_bits != 32 && o.index_bits != 64)
+    return Status::InvalidArgument("neighbor ids are held in 32 or 64 bits, not " +
+                                   std::to_string(o.index_bits));
+  const bool fits32 = meta.num_nodes <= int64_t{INT32_MAX};
+  if (o.index_bits == 32 && !fits32)
+    return Status::InvalidArgument(dir + " has " + std::to_string(meta.num_nodes) +
+                                   " nodes: its neighbor ids do not fit 32 bits");
+  const bool narrow = o.index_bits == 32 || (o.index_bits == 0 && fits32);
   PartitionData& d = *out;
   d = PartitionData();
   d.meta = meta;
   d.part = part;
   int64_t num_edges = 0;
   FANOUT_RETURN_IF_ERROR(ReadPartitionInfo(db.get(), ro, path, dir, part, &d, &num_edges));
-  SizePartitionArrays(num_edges, &d);
+  SizePartitionArrays(num_edges, o, narrow, &d);
 
   // Each kind of chunk is read by its own iterator on its own thread: the
   // adjacency and the features are each about half of the bytes, and the
   // checksum + copy work of one core is slower than the disk.
   EdgeCursors at;
-  const std::vector<ChunkSink> sinks = PartitionSinks(num_edges, &d, &at);
+  const std::vector<ChunkSink> sinks = PartitionSinks(num_edges, o.features, &d, &at);
   const int64_t n = d.node_end - d.node_begin;
   std::vector<Status> results(sinks.size());
   {
@@ -321,7 +340,80 @@ Status OpenPartition(const std::string& dir_in, int part, const OpenOptions& o,
     for (auto& t : threads) t.join();
   }
   for (const Status& r : results) FANOUT_RETURN_IF_ERROR(r);
-  return CheckPartitionEdges(path, num_edges, at, d);
+  FANOUT_RETURN_IF_ERROR(CheckPartitionEdges(path, num_edges, at, d));
+  if (o.features && meta.feature_dim > 0 && meta.has_feature_files()) {
+    std::shared_ptr<const storage::FeatureFile> file;
+    FANOUT_RETURN_IF_ERROR(OpenPartitionFeatureFile(dir, meta, part, &file));
+    FANOUT_RETURN_IF_ERROR(file->ReadAll(reinterpret_cast<char*>(d.features.data())));
+  }
+  return Status::OK();
+}
+
+Status OpenPartitionFeatureFile(const std::string& dir, const DatasetMeta& meta, int part,
+                                std::shared_ptr<const storage::FeatureFile>* out) {
+  if (!meta.has_feature_files())
+    return Status::NotFound(dir +
+                            " keeps its features in the store, not in feature files "
+                            "(write them with fanout-partition --feature-file)");
+  if (part < 0 || part >= meta.num_parts)
+    return Status::InvalidArgument("partition " + std::to_string(part) + " is outside [0, " +
+                                   std::to_string(meta.num_parts) + ") of " + dir);
+  const DatasetMeta::FeatureFileEntry& e = meta.feature_files[static_cast<size_t>(part)];
+  storage::FeatureFile::Expect x;
+  x.dataset_id = meta.dataset_id;
+  x.partition = part;
+  x.node_begin = meta.offsets[part];
+  x.rows = meta.offsets[part + 1] - meta.offsets[part];
+  x.feature_dim = meta.feature_dim;
+  x.dtype = meta.feature_dtype;
+  const std::string path = dir + "/" + e.file;
+  std::shared_ptr<const storage::FeatureFile> f;
+  FANOUT_RETURN_IF_ERROR(storage::FeatureFile::Open(path, x, &f));
+  if (f->geometry().FileBytes() != e.bytes)
+    return Status::Corruption(path + ": " + std::to_string(f->geometry().FileBytes()) +
+                              " bytes, meta.json says " + std::to_string(e.bytes));
+  *out = std::move(f);
+  return Status::OK();
+}
+
+Status ReadPartitionEdgeIds(const std::string& dir_in, int part, int64_t expected_edges,
+                            bool verify_checksums, std::vector<int64_t>* out) {
+  std::string dir = dir_in;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  DatasetMeta meta;
+  FANOUT_RETURN_IF_ERROR(ReadDatasetMeta(dir, &meta));
+  if (part < 0 || part >= meta.num_parts)
+    return Status::InvalidArgument("partition " + std::to_string(part) + " is outside [0, " +
+                                   std::to_string(meta.num_parts) + ") of " + dir);
+  const std::string path = dir + "/part-" + std::to_string(part);
+  std::unique_ptr<rocksdb::DB> db;
+  FANOUT_RETURN_IF_ERROR(OpenPartitionDb(path, &db));
+  rocksdb::ReadOptions ro;
+  ro.verify_checksums = verify_checksums;
+  ro.fill_cache = false;
+  ro.readahead_size = 16 << 20;
+  PartitionData info;  // its range, from the 'info' record
+  info.meta = meta;
+  int64_t num_edges = 0;
+  FANOUT_RETURN_IF_ERROR(ReadPartitionInfo(db.get(), ro, path, dir, part, &info, &num_edges));
+  if (num_edges != expected_edges)
+    return Status::Corruption(path + " now holds " + std::to_string(num_edges) +
+                              " edges, not the " + std::to_string(expected_edges) +
+                              " loaded (the store changed under the server?)");
+  std::vector<int64_t> ids;
+  ReserveHuge(&ids, num_edges);
+  ids.resize(num_edges);
+  int64_t at = 0;
+  ChunkSink sink{"adj", [&](int64_t, int64_t cn, const char* p, size_t sz) {
+                   return detail::DecodeAdjEdgeIds(p, sz, cn, num_edges, &at, ids.data());
+                 }};
+  FANOUT_RETURN_IF_ERROR(ReadChunks(db.get(), ro, path, sink, info.node_end - info.node_begin,
+                                    meta.chunk_nodes, verify_checksums));
+  if (at != num_edges)
+    return Status::Corruption(path + ": adjacency holds " + std::to_string(at) +
+                              " edge ids, 'info' says " + std::to_string(num_edges));
+  *out = std::move(ids);
+  return Status::OK();
 }
 
 }  // namespace fanout::datasets

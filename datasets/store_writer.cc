@@ -180,7 +180,40 @@ DatasetMeta BaseMeta(const MetaInputs& in, int k, const WriteOptions& o) {
   meta.chunk_nodes = o.chunk_nodes;
   meta.method = o.method;
   meta.options_json = o.options_json;
+  if (o.feature_files && in.feature_dim > 0) meta.feature_files.resize(static_cast<size_t>(k));
   return meta;
+}
+
+void SizeFeatureFiles(DatasetMeta* meta) {
+  if (meta->feature_files.empty()) return;
+  meta->feature_files.resize(static_cast<size_t>(meta->num_parts));
+  for (int p = 0; p < meta->num_parts; ++p) {
+    const storage::FeatureFileIdentity id = FeatureFileIdentityOf(*meta, p);
+    meta->feature_files[p].file = "part-" + std::to_string(p) + ".features";
+    meta->feature_files[p].bytes =
+        storage::FeatureFileGeometry::For(id.rows, id.row_bytes()).FileBytes();
+  }
+}
+
+storage::FeatureFileIdentity FeatureFileIdentityOf(const DatasetMeta& meta, int part) {
+  storage::FeatureFileIdentity id;
+  id.dataset_id = meta.dataset_id;
+  id.partition = part;
+  id.node_begin = meta.offsets[part];
+  id.rows = meta.offsets[part + 1] - meta.offsets[part];
+  id.feature_dim = meta.feature_dim;
+  id.dtype = meta.feature_dtype;
+  return id;
+}
+
+void SetInt8Scales(const std::vector<float>& max_abs, DatasetMeta* meta) {
+  meta->feature_scales.resize(max_abs.size());
+  float most = 0;
+  for (size_t j = 0; j < max_abs.size(); ++j) {
+    meta->feature_scales[j] = Int8ColumnScale(max_abs[j]);
+    most = std::max(most, max_abs[j]);
+  }
+  meta->feature_scale = Int8ColumnScale(most);
 }
 
 MetaInputs MetaInputsOf(const RawDataset& ds) {
@@ -263,6 +296,9 @@ Status PartStoreWriter::Put(const char* kind, int64_t c) {
 }
 
 Status PartStoreWriter::PutInfo(const DatasetMeta& meta, int p, int64_t num_edges) {
+  if (meta.has_feature_files())
+    FANOUT_RETURN_IF_ERROR(storage::FeatureFileWriter::Create(
+        path_ + ".features", FeatureFileIdentityOf(meta, p), &features_));
   const int64_t begin = meta.offsets[p], end = meta.offsets[p + 1];
   nlohmann::json info = {{"part", p},
                          {"node_begin", begin},
@@ -314,10 +350,15 @@ Status PartStoreWriter::PutNodeChunks(const DatasetMeta& meta, int64_t c, const 
     row_.resize(d);
     for (int64_t x = 0; x < n; ++x) {
       src.FeatureRow(old_ids[x], row_.data());
-      EncodeFeatureRow(meta.feature_dtype, meta.feature_scale, row_.data(), d,
+      EncodeFeatureRow(meta.feature_dtype, meta.feature_scales.data(), row_.data(), d,
                        value_.data() + x * d * dsize);
     }
-    FANOUT_RETURN_IF_ERROR(Put("feat", c));
+    if (features_) {
+      FANOUT_RETURN_IF_ERROR(features_->Append(value_.data(), n));
+      bytes_ += static_cast<int64_t>(value_.size());
+    } else {
+      FANOUT_RETURN_IF_ERROR(Put("feat", c));
+    }
   }
   if (meta.has_labels)
     FANOUT_RETURN_IF_ERROR(put_int64("label", [&](int64_t v) { return src.Label(v); }));
@@ -345,6 +386,7 @@ Status PartStoreWriter::Close() {
   FANOUT_RETURN_IF_ERROR(RocksStatus(db_->Flush(fo), "flushing " + path_));
   FANOUT_RETURN_IF_ERROR(RocksStatus(db_->Close(), "closing " + path_));
   db_.reset();
+  if (features_) FANOUT_RETURN_IF_ERROR(features_->Finish());
   return Status::OK();
 }
 
@@ -477,10 +519,11 @@ Status WritePartitionedDataset(const RawDataset& ds, const std::vector<int32_t>&
   FANOUT_RETURN_IF_ERROR(detail::PrepareOutput(dir_in, o.overwrite, &dir));
 
   DatasetMeta meta = detail::BaseMeta(detail::MetaInputsOf(ds), k, o);
-  if (o.feature_dtype == FeatureDType::kInt8) {
-    float mx = 0;
-    for (float f : ds.features) mx = std::max(mx, std::fabs(f));
-    meta.feature_scale = detail::Int8Scale(mx);
+  if (o.feature_dtype == FeatureDType::kInt8 && ds.feature_dim > 0) {
+    std::vector<float> mx(static_cast<size_t>(ds.feature_dim), 0.0f);
+    for (size_t i = 0; i < ds.features.size(); ++i)
+      mx[i % mx.size()] = std::max(mx[i % mx.size()], std::fabs(ds.features[i]));
+    detail::SetInt8Scales(mx, &meta);
   }
   meta.stats = ComputePartitionStats(ds, part, k, o.incoming);
 
@@ -496,6 +539,7 @@ Status WritePartitionedDataset(const RawDataset& ds, const std::vector<int32_t>&
     meta.hetero.incoming = o.incoming;
   }
   meta.offsets = layout.offsets;
+  detail::SizeFeatureFiles(&meta);
 
   std::string tmp;
   detail::TempDirGuard guard;

@@ -61,6 +61,9 @@ struct PartitionInfo {
   // The server's Fanout version (common/version.h: release+gcommit); a
   // client logs once where it differs from its own.
   31: optional string server_version,
+  // int8 rows: one scale per feature column (packed little-endian float64,
+  // feature_dim of them); a server before them has feature_scale only.
+  32: optional binary feature_scales,
 }
 
 // What a same-host client did itself on a server's exported partition since

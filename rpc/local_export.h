@@ -65,6 +65,7 @@ enum class ExportArray : uint16_t {
   kLabels = 7,       // int64, one per node
   kSplit = 8,        // uint8, one per node
   kOriginalIds = 9,  // int64, one per node
+  kIndices32 = 10,   // int32 global neighbor ids (compact topology), instead of kIndices
 };
 const char* ExportArrayName(ExportArray a);
 // Element size of each kind (1, 4 or 8 bytes).

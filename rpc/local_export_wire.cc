@@ -57,7 +57,7 @@ struct Reader {
   }
 };
 
-bool Known(uint16_t kind) { return kind >= 1 && kind <= 9; }
+bool Known(uint16_t kind) { return kind >= 1 && kind <= 10; }
 
 uint64_t PageRound(uint64_t bytes) { return (bytes + kPage - 1) / kPage * kPage; }
 
@@ -83,6 +83,8 @@ const char* ExportArrayName(ExportArray a) {
       return "split";
     case ExportArray::kOriginalIds:
       return "original_ids";
+    case ExportArray::kIndices32:
+      return "indices32";
   }
   return "unknown";
 }
@@ -90,6 +92,7 @@ const char* ExportArrayName(ExportArray a) {
 size_t ExportArrayElementBytes(ExportArray a) {
   switch (a) {
     case ExportArray::kEdgeTypes:
+    case ExportArray::kIndices32:
       return 4;
     case ExportArray::kFeatures:
     case ExportArray::kSplit:

@@ -17,6 +17,7 @@ template <typename View, typename Fn>
 void ForEachExportedArray(View& v, Fn&& fn) {
   fn(ExportArray::kIndptr, v.indptr);
   fn(ExportArray::kIndices, v.indices);
+  fn(ExportArray::kIndices32, v.indices32);
   fn(ExportArray::kEdgeIds, v.edge_ids);
   fn(ExportArray::kEdgeTimes, v.edge_times);
   fn(ExportArray::kEdgeTypes, v.edge_types);

@@ -269,6 +269,25 @@ Status RpcClient::Info(RemotePartitionInfo* out) {
   out->feature_dim = r.feature_dim;
   out->feature_dtype = r.feature_dtype;
   out->feature_scale = r.feature_scale;
+  out->feature_scales.clear();
+  if (r.feature_dtype == "int8") {
+    if (r.feature_dim < 0 || r.feature_dim > (int64_t{1} << 24))
+      return Status::Corruption("server " + address_ + ": feature_dim " +
+                                std::to_string(r.feature_dim) + " out of range");
+    if (r.__isset.feature_scales) {
+      if (r.feature_scales.size() != static_cast<size_t>(r.feature_dim) * 8)
+        return Status::Corruption(
+            "server " + address_ + ": " + std::to_string(r.feature_scales.size() / 8) +
+            " int8 feature scales for " + std::to_string(r.feature_dim) + " columns");
+      out->feature_scales.resize(static_cast<size_t>(r.feature_dim));
+      std::memcpy(out->feature_scales.data(), r.feature_scales.data(), r.feature_scales.size());
+    } else {
+      out->feature_scales.assign(static_cast<size_t>(r.feature_dim), r.feature_scale);
+    }
+    for (double s : out->feature_scales)
+      if (!(s > 0) || !std::isfinite(s))
+        return Status::Corruption("server " + address_ + ": an int8 feature scale is not positive");
+  }
   out->num_classes = r.num_classes;
   out->format_version = r.format_version;
   out->dataset_id = r.dataset_id;

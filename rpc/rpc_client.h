@@ -75,6 +75,7 @@ struct RemotePartitionInfo {
   int64_t feature_dim = 0;
   std::string feature_dtype;
   double feature_scale = 1.0;
+  std::vector<double> feature_scales;  // int8: one per column (feature_dim of them); else empty
   int64_t num_classes = 0;
   int format_version = 0;
   std::string dataset_id, dataset_name, direction;

@@ -5,26 +5,50 @@
 
 namespace fanout::sampler {
 
-Status CsrGraph::Create(ArrayView<const int64_t> indptr, ArrayView<const int64_t> indices,
-                        ArrayView<const int64_t> edge_ids, ArrayView<const float> weights,
-                        CsrGraph* out) {
+namespace {
+Status CheckShape(ArrayView<const int64_t> indptr, int64_t num_edges, size_t edge_ids,
+                  size_t weights) {
   if (indptr.empty())
     return Status::InvalidArgument("indptr is empty: it needs num_nodes + 1 entries");
   if (indptr[0] != 0)
     return Status::InvalidArgument("indptr[0] is " + std::to_string(indptr[0]) + ", expected 0");
-  int64_t num_edges = static_cast<int64_t>(indices.size());
   if (indptr[indptr.size() - 1] != num_edges)
     return Status::InvalidArgument("indptr ends at " + std::to_string(indptr[indptr.size() - 1]) +
                                    " but indices has " + std::to_string(num_edges) + " entries");
-  if (!edge_ids.empty() && edge_ids.size() != indices.size())
-    return Status::InvalidArgument("edge_ids has " + std::to_string(edge_ids.size()) +
+  if (edge_ids != 0 && static_cast<int64_t>(edge_ids) != num_edges)
+    return Status::InvalidArgument("edge_ids has " + std::to_string(edge_ids) +
                                    " entries but indices has " + std::to_string(num_edges));
-  if (!weights.empty() && weights.size() != indices.size())
-    return Status::InvalidArgument("weights has " + std::to_string(weights.size()) +
+  if (weights != 0 && static_cast<int64_t>(weights) != num_edges)
+    return Status::InvalidArgument("weights has " + std::to_string(weights) +
                                    " entries but indices has " + std::to_string(num_edges));
+  return Status::OK();
+}
+}  // namespace
+
+Status CsrGraph::Create(ArrayView<const int64_t> indptr, ArrayView<const int64_t> indices,
+                        ArrayView<const int64_t> edge_ids, ArrayView<const float> weights,
+                        CsrGraph* out) {
+  const int64_t num_edges = static_cast<int64_t>(indices.size());
+  FANOUT_RETURN_IF_ERROR(CheckShape(indptr, num_edges, edge_ids.size(), weights.size()));
   CsrGraph g;
   g.indptr_ = indptr.data();
   g.indices_ = indices.data();
+  g.edge_ids_ = edge_ids.empty() ? nullptr : edge_ids.data();
+  g.weights_ = weights.empty() ? nullptr : weights.data();
+  g.num_nodes_ = static_cast<int64_t>(indptr.size()) - 1;
+  g.num_edges_ = num_edges;
+  *out = g;
+  return Status::OK();
+}
+
+Status CsrGraph::Create32(ArrayView<const int64_t> indptr, ArrayView<const int32_t> indices,
+                          ArrayView<const int64_t> edge_ids, ArrayView<const float> weights,
+                          CsrGraph* out) {
+  const int64_t num_edges = static_cast<int64_t>(indices.size());
+  FANOUT_RETURN_IF_ERROR(CheckShape(indptr, num_edges, edge_ids.size(), weights.size()));
+  CsrGraph g;
+  g.indptr_ = indptr.data();
+  g.indices32_ = indices.data();
   g.edge_ids_ = edge_ids.empty() ? nullptr : edge_ids.data();
   g.weights_ = weights.empty() ? nullptr : weights.data();
   g.num_nodes_ = static_cast<int64_t>(indptr.size()) - 1;
@@ -42,9 +66,10 @@ Status CsrGraph::Validate(int64_t num_nodes_total) const {
                                      std::to_string(indptr_[v + 1]));
   }
   for (int64_t e = 0; e < num_edges_; ++e) {
-    if (indices_[e] < 0 || indices_[e] >= num_nodes_total)
+    const int64_t u = neighbor(e);
+    if (u < 0 || u >= num_nodes_total)
       return Status::InvalidArgument("edge " + std::to_string(e) + " points at node " +
-                                     std::to_string(indices_[e]) + ", outside [0, " +
+                                     std::to_string(u) + ", outside [0, " +
                                      std::to_string(num_nodes_total) + ")");
   }
   if (weights_ != nullptr) {

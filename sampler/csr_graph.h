@@ -1,6 +1,8 @@
 // CsrGraph: a read-only compressed-sparse-row view over flat arrays that the
-// caller owns (int64 indptr and indices; optional int64 edge ids and float
-// weights). It never copies or frees them; the arrays must outlive the view.
+// caller owns (int64 indptr; int64 indices, or int32 ones where every
+// neighbor id fits 31 bits: the compact topology of big graphs; optional
+// int64 edge ids and float weights). It never copies or frees them; the
+// arrays must outlive the view.
 //
 // Row v holds the neighbors of node v along the graph's stored direction
 // (incoming edges for GNN message passing, or outgoing; the view does not
@@ -29,6 +31,10 @@ class CsrGraph {
   static Status Create(ArrayView<const int64_t> indptr, ArrayView<const int64_t> indices,
                        ArrayView<const int64_t> edge_ids, ArrayView<const float> weights,
                        CsrGraph* out);
+  // The same over 32-bit neighbor ids (values in [0, 2^31)).
+  static Status Create32(ArrayView<const int64_t> indptr, ArrayView<const int32_t> indices,
+                         ArrayView<const int64_t> edge_ids, ArrayView<const float> weights,
+                         CsrGraph* out);
 
   // Full O(N + E) structural check: indptr non-decreasing, every neighbor id
   // in [0, num_nodes_total) (num_nodes_total defaults to num_nodes(); a
@@ -40,7 +46,20 @@ class CsrGraph {
   bool has_weights() const { return weights_ != nullptr; }
 
   const int64_t* indptr() const { return indptr_; }
+  // Exactly one of these is non-null (for a graph with edges): the width the
+  // neighbor ids are held in. Kernels read them through neighbor(e), or
+  // dispatch once on the width for their inner loops.
   const int64_t* indices() const { return indices_; }
+  const int32_t* indices32() const { return indices32_; }
+  int index_bytes() const { return indices32_ != nullptr ? 4 : 8; }
+  int64_t neighbor(int64_t e) const {
+    return indices32_ != nullptr ? int64_t{indices32_[e]} : indices_[e];
+  }
+  // Where neighbor(e) is held (for prefetching).
+  const void* neighbor_address(int64_t e) const {
+    return indices32_ != nullptr ? static_cast<const void*>(indices32_ + e)
+                                 : static_cast<const void*>(indices_ + e);
+  }
   const int64_t* edge_ids() const { return edge_ids_; }  // null when absent
   const float* weights() const { return weights_; }      // null when absent
 
@@ -50,6 +69,7 @@ class CsrGraph {
  private:
   const int64_t* indptr_ = nullptr;
   const int64_t* indices_ = nullptr;
+  const int32_t* indices32_ = nullptr;
   const int64_t* edge_ids_ = nullptr;
   const float* weights_ = nullptr;
   int64_t num_nodes_ = 0;

@@ -221,7 +221,6 @@ Status SampleHeteroHop(const CsrGraph& graph, const int32_t* edge_types,
   FANOUT_RETURN_IF_ERROR(CheckIdsInRange(nodes, lo, hi));
   const int64_t num_types = static_cast<int64_t>(fanouts.size());
   const int64_t* indptr = graph.indptr();
-  const int64_t* indices = graph.indices();
   const int64_t* eids = graph.edge_ids();
   const int64_t m = static_cast<int64_t>(nodes.size());
   // Pass 1: each node's runs of a sampled type and their exact sample
@@ -274,7 +273,7 @@ Status SampleHeteroHop(const CsrGraph& graph, const int32_t* edge_types,
                                run.count, EdgeTypeKey(request_seed, hop, run.node, run.type),
                                options, pos, &scratch);
     for (int64_t j = 0; j < run.count; ++j) {
-      __builtin_prefetch(indices + run.start + pos[j]);
+      __builtin_prefetch(graph.neighbor_address(run.start + pos[j]));
       if (eids) __builtin_prefetch(eids + run.start + pos[j]);
     }
   };
@@ -288,7 +287,7 @@ Status SampleHeteroHop(const CsrGraph& graph, const int32_t* edge_types,
       const int64_t p = run.start + pos[j];
       out->edge_types[run.at + j] = run.type;
       if (options.with_edge_ids) out->edge_ids[run.at + j] = graph.edge_id(p);
-      pos[j] = indices[p];
+      pos[j] = graph.neighbor(p);
     }
   }
   return Status::OK();

@@ -59,7 +59,6 @@ Status SampleLaborHop(const CsrGraph& graph, ArrayView<const int64_t> nodes, int
   const int64_t lo = options.node_offset;
   const int64_t hi = lo + graph.num_nodes();
   const int64_t* indptr = graph.indptr();
-  const int64_t* indices = graph.indices();
   const float* weights = options.weighted ? graph.weights() : nullptr;
   const uint64_t key = LaborKey(request_seed, static_cast<uint64_t>(hop));
   const double inf = std::numeric_limits<double>::infinity();
@@ -77,7 +76,7 @@ Status SampleLaborHop(const CsrGraph& graph, ArrayView<const int64_t> nodes, int
     const double a = weights ? static_cast<double>(weights[p]) : 1.0;
     if (!(a > 0.0)) return false;
     if (rule.scale == inf) return true;
-    return LaborVariate(key, indices[p]) <= std::min(1.0, rule.scale * a);
+    return LaborVariate(key, graph.neighbor(p)) <= std::min(1.0, rule.scale * a);
   };
 
   // Phase 1: each row's rule, and the CSR positions it takes (one pass over
@@ -141,7 +140,7 @@ Status SampleLaborHop(const CsrGraph& graph, ArrayView<const int64_t> nodes, int
         const int64_t p = mine[at];
         const double a = weights ? static_cast<double>(weights[p]) : 1.0;
         const double pi = rule.scale == inf ? 1.0 : std::min(1.0, rule.scale * a);
-        out->neighbors[o] = indices[p];
+        out->neighbors[o] = graph.neighbor(p);
         if (options.with_edge_ids) out->edge_ids[o] = eids ? eids[p] : p;
         out->edge_weights[o] = static_cast<float>(a / (pi * rule.norm));
       }

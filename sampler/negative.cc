@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "common/random.h"
@@ -148,6 +149,13 @@ bool RowHasNeighbor(const CsrGraph& g, int64_t row, int64_t neighbor, const int3
     const int32_t* last = std::upper_bound(first, edge_types + e, edge_type);
     b = first - edge_types;
     e = last - edge_types;
+  }
+  if (const int32_t* p32 = g.indices32()) {
+    if (neighbor < 0 || neighbor > INT32_MAX) return false;
+    const int32_t want = static_cast<int32_t>(neighbor);
+    for (int64_t i = b; i < e; ++i)
+      if (p32[i] == want) return true;
+    return false;
   }
   const int64_t* p = g.indices();
   for (int64_t i = b; i < e; ++i)

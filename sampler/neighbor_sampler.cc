@@ -85,13 +85,15 @@ Status HopSampler::Sample(const CsrGraph& graph, ArrayView<const int64_t> nodes,
   // prefetch the CSR lines they land on, then resolve node i's positions to
   // neighbor ids and edge ids. Picks inside long rows are random accesses;
   // issuing them a few nodes early overlaps their misses.
-  const int64_t* indices = graph.indices();
   const int64_t* eids = graph.edge_ids();
   int64_t* nbr = out->neighbors.data();
   int64_t* eid_out = options.with_edge_ids ? out->edge_ids.data() : nullptr;
   const uint64_t hop_key = HopKey(request_seed, static_cast<uint64_t>(hop));
-  auto sample_chunk = [&](int64_t c) {
+  // `indices` is the graph's neighbor array in the width it is held in
+  // (int64, or int32 for compact topology): one instantiation each.
+  auto sample_chunk_of = [&](const auto* indices, int64_t c) {
     constexpr int64_t kDrawAhead = 6;
+    constexpr int64_t kPerLine = 64 / sizeof(*indices);
     detail::RowScratch scratch;
     const int64_t b = chunks.begin(c), e = chunks.end(c);
     auto draw = [&](int64_t i) {
@@ -110,16 +112,16 @@ Status HopSampler::Sample(const CsrGraph& graph, ArrayView<const int64_t> nodes,
       if (d <= k) {
         // As many picks as the row has edges (most rows of a power-law
         // graph): prefetch the row's lines, not each pick.
-        for (int64_t p = 0; p < d; p += kInt64PerLine) __builtin_prefetch(indices + s + p);
+        for (int64_t p = 0; p < d; p += kPerLine) __builtin_prefetch(indices + s + p);
         __builtin_prefetch(indices + s + d - 1);
-        if (eids) {
+        if (eids && eid_out) {
           for (int64_t p = 0; p < d; p += kInt64PerLine) __builtin_prefetch(eids + s + p);
           __builtin_prefetch(eids + s + d - 1);
         }
         return;
       }
       for (int64_t j = 0; j < k; ++j) __builtin_prefetch(indices + s + pos[j]);
-      if (eids) {
+      if (eids && eid_out) {
         for (int64_t j = 0; j < k; ++j) __builtin_prefetch(eids + s + pos[j]);
       }
     };
@@ -146,6 +148,12 @@ Status HopSampler::Sample(const CsrGraph& graph, ArrayView<const int64_t> nodes,
         }
       }
     }
+  };
+  auto sample_chunk = [&](int64_t c) {
+    if (const int32_t* i32 = graph.indices32())
+      sample_chunk_of(i32, c);
+    else
+      sample_chunk_of(graph.indices(), c);
   };
   chunks.Run(sample_chunk);
   return Status::OK();

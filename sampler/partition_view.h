@@ -18,15 +18,25 @@ struct PartitionView {
   int part = 0;
   int64_t node_begin = 0, node_end = 0;  // global ids [node_begin, node_end)
   ArrayView<const int64_t> indptr, indices, edge_ids, edge_times, labels, original_ids;
+  // Neighbor ids held as int32 instead of `indices` (compact topology:
+  // every id below 2^31); one of the two is empty.
+  ArrayView<const int32_t> indices32;
   ArrayView<const int32_t> edge_types;
   ArrayView<const uint8_t> features, split;
 
   int64_t num_nodes() const { return node_end - node_begin; }
+  int64_t num_edges() const { return static_cast<int64_t>(indices.size() + indices32.size()); }
+  // The CSR over whichever neighbor array is held (and the edge ids, where
+  // they are); Create's checks as a Status.
+  Status MakeGraph(sampler::CsrGraph* g) const {
+    if (!indices32.empty()) return sampler::CsrGraph::Create32(indptr, indices32, edge_ids, {}, g);
+    return sampler::CsrGraph::Create(indptr, indices, edge_ids, {}, g);
+  }
   // A view for the sampler. REQUIRES: consistent arrays (OpenPartition and
   // the client's mapping check them).
   sampler::CsrGraph Graph() const {
     sampler::CsrGraph g;
-    Status st = sampler::CsrGraph::Create(indptr, indices, edge_ids, {}, &g);
+    Status st = MakeGraph(&g);
     (void)st;
     return g;
   }
@@ -35,7 +45,8 @@ struct PartitionView {
     return static_cast<int64_t>((indptr.size() + indices.size() + edge_ids.size() +
                                  edge_times.size() + labels.size() + original_ids.size()) *
                                     8 +
-                                edge_types.size() * 4 + features.size() + split.size());
+                                (indices32.size() + edge_types.size()) * 4 + features.size() +
+                                split.size());
   }
 };
 

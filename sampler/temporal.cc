@@ -120,7 +120,7 @@ void TemporalHop(const CsrGraph& g, const int64_t* edge_times, const int64_t* ti
     out->neighbors.resize(at + chosen.size());
     if (with_edge_ids) out->edge_ids.resize(at + chosen.size());
     for (size_t c = 0; c < chosen.size(); ++c) {
-      out->neighbors[at + c] = g.indices()[begin + chosen[c]];
+      out->neighbors[at + c] = g.neighbor(begin + chosen[c]);
       if (with_edge_ids) out->edge_ids[at + c] = g.edge_id(begin + chosen[c]);
     }
     out->offsets[i + 1] = static_cast<int64_t>(out->neighbors.size());

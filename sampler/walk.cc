@@ -21,7 +21,6 @@ Status SampleWalkStep(const CsrGraph& graph, ArrayView<const int64_t> nodes,
   FANOUT_RETURN_IF_ERROR(CheckIdsInRange(nodes, lo, hi));
   const size_t m = nodes.size();
   const int64_t* indptr = graph.indptr();
-  const int64_t* indices = graph.indices();
   const int64_t* eids = graph.edge_ids();
   const float* w = graph.weights();
   out->offsets.resize(m + 1);
@@ -53,7 +52,7 @@ Status SampleWalkStep(const CsrGraph& graph, ArrayView<const int64_t> nodes,
       }
     }
     if (p >= 0) {
-      out->neighbors[n] = indices[p];
+      out->neighbors[n] = graph.neighbor(p);
       if (options.with_edge_ids) out->edge_ids[n] = eids ? eids[p] : p;
       ++n;
     }

@@ -62,11 +62,14 @@ void RpcHandler::partition_info(gen::PartitionInfo& out) {
     out.node_begin = d.node_begin;
     out.node_end = d.node_end;
     out.num_nodes_total = m.num_nodes;
-    out.num_edges = static_cast<int64_t>(d.indices.size());
+    out.num_edges = d.num_edges();
     out.num_edges_total = m.num_edges;
     out.feature_dim = m.feature_dim;
     out.feature_dtype = datasets::FeatureDTypeName(m.feature_dtype);
     out.feature_scale = m.feature_scale;
+    if (!m.feature_scales.empty())
+      out.__set_feature_scales(std::string(reinterpret_cast<const char*>(m.feature_scales.data()),
+                                           m.feature_scales.size() * 8));
     out.num_classes = m.num_classes;
     out.format_version = m.format_version;
     out.dataset_id = m.dataset_id;

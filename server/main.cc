@@ -229,7 +229,7 @@ int main(int argc, char** argv) {
       "arrays %.1f MiB, RSS %.1f MiB (%.2fx); rpc %s:%d admin %s data %s local %s; at most %d "
       "connections\n",
       meta.name.c_str(), d.part, meta.num_parts, static_cast<long long>(d.node_begin),
-      static_cast<long long>(d.node_end), static_cast<long long>(d.indices.size()),
+      static_cast<long long>(d.node_end), static_cast<long long>(d.num_edges()),
       server.load_seconds(), d.RawBytes() / 1048576.0, rss / 1048576.0,
       d.RawBytes() ? double(rss) / d.RawBytes() : 0.0, o.bind.c_str(), server.port(),
       server.admin_port() > 0 ? (o.bind + ":" + std::to_string(server.admin_port())).c_str()

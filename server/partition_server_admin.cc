@@ -150,7 +150,7 @@ std::string PartitionServer::StatsJson() const {
                       {"num_parts", meta.num_parts},
                       {"node_begin", d.node_begin},
                       {"node_end", d.node_end},
-                      {"num_edges", static_cast<int64_t>(d.indices.size())},
+                      {"num_edges", d.num_edges()},
                       {"feature_dim", meta.feature_dim},
                       {"feature_dtype", datasets::FeatureDTypeName(meta.feature_dtype)},
                       {"num_classes", meta.num_classes}};

@@ -17,22 +17,69 @@ void EncodeAdjChunk(ArrayView<const int64_t> degrees, ArrayView<const int64_t> n
   AppendRaw(out, edge_ids.data(), edge_ids.size() * 8);
 }
 
-std::string DecodeAdjChunk(const char* p, size_t size, int64_t nodes, int64_t first,
-                           int64_t num_nodes, int64_t* edge_pos, PartitionData* d) {
+namespace {
+// The adj chunk's header and sizes: "" or what is wrong; *ce its edge count.
+std::string CheckAdjChunk(const char* p, size_t size, int64_t nodes, int64_t* ce) {
   int64_t hdr[2];
   if (size < 16) return "too short";
   std::memcpy(hdr, p, 16);
   if (hdr[0] != nodes)
     return "holds " + std::to_string(hdr[0]) + " nodes, expected " + std::to_string(nodes);
-  const int64_t ce = hdr[1];
+  *ce = hdr[1];
   // The edge count is checked against the bytes there before any arithmetic
   // with it (a damaged count near 2^63 overflowed the size check: fuzzing).
-  if (ce < 0 || static_cast<uint64_t>(ce) > (size - 16) / 16 ||
-      size - 16 != static_cast<size_t>(nodes) * 8 + static_cast<size_t>(ce) * 16)
+  if (*ce < 0 || static_cast<uint64_t>(*ce) > (size - 16) / 16 ||
+      size - 16 != static_cast<size_t>(nodes) * 8 + static_cast<size_t>(*ce) * 16)
     return "has the wrong size";
+  return "";
+}
+
+// Copies ce neighbor ids (unaligned int64) into dst (int64 or int32) and
+// checks each is in [0, num_nodes); "" or what is wrong.
+template <typename T>
+std::string CopyNeighbors(const char* src, int64_t ce, int64_t e0, int64_t num_nodes, T* dst) {
+  if constexpr (sizeof(T) == 8) {  // straight into place, then checked
+    std::memcpy(dst, src, static_cast<size_t>(ce) * 8);
+    uint64_t bad = 0;
+    for (int64_t e = 0; e < ce; ++e)
+      bad |=
+          static_cast<uint64_t>(static_cast<uint64_t>(dst[e]) >= static_cast<uint64_t>(num_nodes));
+    if (bad)
+      for (int64_t e = 0; e < ce; ++e)
+        if (dst[e] < 0 || dst[e] >= num_nodes)
+          return "has edge " + std::to_string(e0 + e) + " pointing at node " +
+                 std::to_string(dst[e]) + ", outside [0, " + std::to_string(num_nodes) + ")";
+    return "";
+  }
+  constexpr int64_t kBlock = 1024;
+  int64_t buf[kBlock];
+  for (int64_t at = 0; at < ce; at += kBlock) {
+    const int64_t n = std::min(kBlock, ce - at);
+    std::memcpy(buf, src + at * 8, static_cast<size_t>(n) * 8);
+    uint64_t bad = 0;
+    for (int64_t e = 0; e < n; ++e) {
+      bad |=
+          static_cast<uint64_t>(static_cast<uint64_t>(buf[e]) >= static_cast<uint64_t>(num_nodes));
+      dst[at + e] = static_cast<T>(buf[e]);
+    }
+    if (bad) {
+      for (int64_t e = 0; e < n; ++e)
+        if (buf[e] < 0 || buf[e] >= num_nodes)
+          return "has edge " + std::to_string(e0 + at + e) + " pointing at node " +
+                 std::to_string(buf[e]) + ", outside [0, " + std::to_string(num_nodes) + ")";
+    }
+  }
+  return "";
+}
+}  // namespace
+
+std::string DecodeAdjChunk(const char* p, size_t size, int64_t nodes, int64_t first,
+                           int64_t num_nodes, int64_t* edge_pos, PartitionData* d) {
+  int64_t ce = 0;
+  std::string err = CheckAdjChunk(p, size, nodes, &ce);
+  if (!err.empty()) return err;
   const int64_t e0 = *edge_pos;
-  if (e0 + ce > static_cast<int64_t>(d->indices.size()))
-    return "holds more edges than the partition";
+  if (e0 + ce > d->num_edges) return "holds more edges than the partition";
   // Values sit where RocksDB put them (often not 8-byte aligned): copy, never cast.
   int64_t acc = e0;
   for (int64_t i = 0; i < nodes; ++i) {
@@ -45,20 +92,27 @@ std::string DecodeAdjChunk(const char* p, size_t size, int64_t nodes, int64_t fi
     d->indptr[first + i + 1] = acc;
   }
   if (acc != e0 + ce) return "degrees do not sum to its edge count";
-  std::memcpy(d->indices.data() + e0, p + 16 + nodes * 8, ce * 8);
-  // Neighbor ids must be global ids of this dataset (checked while cache-hot).
-  const int64_t* ind = d->indices.data() + e0;
-  int64_t bad = 0;
-  for (int64_t e = 0; e < ce; ++e)
-    bad |= static_cast<int64_t>(static_cast<uint64_t>(ind[e]) >= static_cast<uint64_t>(num_nodes));
-  if (bad) {
-    for (int64_t e = 0; e < ce; ++e)
-      if (ind[e] < 0 || ind[e] >= num_nodes)
-        return "has edge " + std::to_string(e0 + e) + " pointing at node " +
-               std::to_string(ind[e]) + ", outside [0, " + std::to_string(num_nodes) + ")";
-  }
-  std::memcpy(d->edge_ids.data() + e0, p + 16 + nodes * 8 + ce * 8, ce * 8);
+  // Neighbor ids must be global ids of this dataset (checked while cache-hot),
+  // held in the partition's width.
+  const char* nbrs = p + 16 + nodes * 8;
+  err = d->indices32.empty() && !d->indices.empty()
+            ? CopyNeighbors(nbrs, ce, e0, num_nodes, d->indices.data() + e0)
+        : !d->indices32.empty() ? CopyNeighbors(nbrs, ce, e0, num_nodes, d->indices32.data() + e0)
+                                : std::string();
+  if (!err.empty()) return err;
+  if (!d->edge_ids.empty()) std::memcpy(d->edge_ids.data() + e0, nbrs + ce * 8, ce * 8);
   *edge_pos = e0 + ce;
+  return "";
+}
+
+std::string DecodeAdjEdgeIds(const char* p, size_t size, int64_t nodes, int64_t capacity,
+                             int64_t* edge_pos, int64_t* dst) {
+  int64_t ce = 0;
+  std::string err = CheckAdjChunk(p, size, nodes, &ce);
+  if (!err.empty()) return err;
+  if (*edge_pos + ce > capacity) return "holds more edges than the partition";
+  std::memcpy(dst + *edge_pos, p + 16 + nodes * 8 + ce * 8, ce * 8);
+  *edge_pos += ce;
   return "";
 }
 

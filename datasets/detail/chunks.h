@@ -31,8 +31,15 @@ namespace fanout::datasets::detail {
 // writes indptr[first + 1 .. first + nodes]; neighbors must be in [0, num_nodes).
 void EncodeAdjChunk(ArrayView<const int64_t> degrees, ArrayView<const int64_t> neighbors,
                     ArrayView<const int64_t> edge_ids, std::string* out);
+// The neighbor ids go to d->indices32 where it is sized (compact topology),
+// else d->indices; the edge ids only where d->edge_ids is sized; d->num_edges
+// bounds both.
 std::string DecodeAdjChunk(const char* p, size_t size, int64_t nodes, int64_t first,
                            int64_t num_nodes, int64_t* edge_pos, PartitionData* d);
+// The chunk's edge ids alone, appended to dst at *edge_pos (updated), at most
+// `capacity` in all.
+std::string DecodeAdjEdgeIds(const char* p, size_t size, int64_t nodes, int64_t capacity,
+                             int64_t* edge_pos, int64_t* dst);
 
 // feat: one row (feature_dim floats) encoded in the store's dtype, and back
 // (DecodeFeatureRow in partition_store.h).

@@ -15,6 +15,7 @@
 #include "common/array_view.h"
 #include "common/status.h"
 #include "datasets/partition_store.h"
+#include "storage/feature_file.h"
 
 namespace rocksdb {
 class DB;
@@ -63,10 +64,16 @@ struct MetaInputs {
   bool has_labels = false, has_split = false, has_names = false, has_edge_times = false;
 };
 DatasetMeta BaseMeta(const MetaInputs& in, int num_parts, const WriteOptions& o);
+// Names and sizes meta->feature_files from its offsets (where BaseMeta
+// asked for feature files; a dataset without feature values gets none).
+void SizeFeatureFiles(DatasetMeta* meta);
+// What a partition's feature file holds, from meta.json.
+storage::FeatureFileIdentity FeatureFileIdentityOf(const DatasetMeta& meta, int part);
 // A loaded dataset's (feature_dim 0 when it has no feature values).
 MetaInputs MetaInputsOf(const RawDataset& ds);
-// meta.feature_scale of an int8 store whose largest |feature| is max_abs.
-inline double Int8Scale(float max_abs) { return max_abs > 0 ? max_abs / 127.0 : 1.0; }
+// An int8 store's per-column scales (feature_scales) from each column's
+// largest |value|; feature_scale (what version 1 readers used) their largest.
+void SetInt8Scales(const std::vector<float>& max_abs, DatasetMeta* meta);
 
 // The stored ids: partition by partition, input order inside each. Fills
 // offsets (k + 1: partition p owns [offsets[p], offsets[p+1])) and the new id
@@ -102,6 +109,7 @@ class PartStoreWriter {
                      std::unique_ptr<PartStoreWriter>* out);
   ~PartStoreWriter();
 
+  // Also starts the partition's feature file where meta has them.
   Status PutInfo(const DatasetMeta& meta, int part, int64_t num_edges);
   // Chunk c's adjacency: degrees of its nodes, their neighbors and edge ids.
   Status PutAdjChunk(int64_t c, ArrayView<const int64_t> degrees,
@@ -110,10 +118,12 @@ class PartStoreWriter {
   Status PutEdgeTimeChunk(int64_t c, ArrayView<const int64_t> times);
   Status PutEdgeTypeChunk(int64_t c, ArrayView<const int64_t> types);
   // Chunk c's feat, label, split, orig and name values of the nodes whose
-  // input ids are old_ids[0 .. n), in stored order.
+  // input ids are old_ids[0 .. n), in stored order (the feature rows to the
+  // feature file instead, where meta has them: chunks in order).
   Status PutNodeChunks(const DatasetMeta& meta, int64_t c, const int64_t* old_ids, int64_t n,
                        const NodeSource& src);
-  // Flushes and closes; the store is complete only after this.
+  // Flushes and closes (and finishes the feature file); the store is
+  // complete only after this.
   Status Close();
   int64_t bytes_written() const { return bytes_; }
 
@@ -127,6 +137,7 @@ class PartStoreWriter {
   std::vector<int64_t> values_;
   std::vector<uint8_t> split_;
   std::vector<float> row_;
+  std::unique_ptr<storage::FeatureFileWriter> features_;  // where meta has feature files
   int64_t bytes_ = 0;
 };
 

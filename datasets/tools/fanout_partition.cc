@@ -118,9 +118,16 @@ int main(int argc, char** argv) {
   app.add_flag("--drop-duplicates", drop_dups, "Keep only the first of equal (src, dst) edges");
   app.add_flag("--drop-self-loops", drop_loops, "Remove u -> u edges (kept by default)");
   app.add_option("--feature-dtype", dtype,
-                 "Stored feature type: float32, float16 or int8 (symmetric scale)")
+                 "Stored feature type: float32, float16, bfloat16 or int8 (symmetric, one scale "
+                 "per feature column); rows travel in it and clients convert them")
       ->default_val("float32")
-      ->check(CLI::IsMember({"float32", "float16", "int8"}));
+      ->check(CLI::IsMember({"float32", "float16", "bfloat16", "int8"}));
+  bool feature_files = false;
+  app.add_flag("--feature-file", feature_files,
+               "Write each partition's feature rows to one flat file beside its store "
+               "(part-<k>.features, checksummed per 4 KiB block, named and sized in meta.json) "
+               "instead of the store's chunks: what fanout-server's disk tier (--features disk) "
+               "reads; its memory tier loads the file");
   app.add_option("--chunk-nodes", chunk_nodes, "Nodes per stored chunk")
       ->default_val(65536)
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
@@ -213,6 +220,7 @@ int main(int argc, char** argv) {
   WriteOptions wo;
   wo.incoming = direction == "in";
   st = ParseFeatureDType(dtype, &wo.feature_dtype);
+  wo.feature_files = feature_files;
   if (!st.ok()) return Fail(st);
   wo.chunk_nodes = chunk_nodes;
   wo.overwrite = force;

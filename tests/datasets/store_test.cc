@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -116,9 +117,11 @@ void ExpectRoundTrip(const RawDataset& ds, const std::string& dir, int k, bool i
           if (dtype == FeatureDType::kFloat32) {
             ASSERT_EQ(d.Feature(i, j), want) << "feature (" << old << ", " << j << ")";
           } else {
-            ASSERT_NEAR(d.Feature(i, j), want,
-                        std::max(1e-3f * std::fabs(want), float(meta.feature_scale)))
-                << "feature (" << old << ", " << j << ")";
+            const float tolerance =
+                dtype == FeatureDType::kInt8       ? float(meta.feature_scales[j]) / 2 * 1.0001f
+                : dtype == FeatureDType::kBFloat16 ? std::max(4e-3f * std::fabs(want), 1e-30f)
+                                                   : std::max(1e-3f * std::fabs(want), 1e-7f);
+            ASSERT_NEAR(d.Feature(i, j), want, tolerance) << "feature (" << old << ", " << j << ")";
           }
         }
       }
@@ -147,6 +150,46 @@ TEST(PartitionStoreTest, CoraRoundTripsWithEveryMethod) {
     std::string dir = tmp.Sub("cora-" + std::to_string(k) + PartitionMethodName(m));
     Partition(ds, k, m, dir);
     ExpectRoundTrip(ds, dir, k);
+  }
+}
+
+// Compact topology: 32-bit neighbor ids, no edge ids and no features read
+// hold the same graph as the default open; the edge ids read alone later
+// equal the ones read with it.
+TEST(PartitionStoreTest, CompactOpenHoldsTheSameGraphAndEdgeIdsComeLater) {
+  RawDataset ds = Load("linqs", DataDir() + "/cora");
+  TempDir tmp;
+  std::string dir = tmp.Sub("cora2");
+  Partition(ds, 2, PartitionMethod::kMetis, dir);
+  for (int p = 0; p < 2; ++p) {
+    PartitionData wide, narrow;
+    ASSERT_TRUE(OpenPartition(dir, p, {}, &wide).ok());
+    OpenOptions o;
+    o.index_bits = 0;  // 32 where they fit: Cora's do
+    o.edge_ids = false;
+    o.features = false;
+    Status st = OpenPartition(dir, p, o, &narrow);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    EXPECT_TRUE(narrow.indices.empty());
+    ASSERT_EQ(narrow.indices32.size(), wide.indices.size());
+    EXPECT_EQ(narrow.num_edges, static_cast<int64_t>(wide.indices.size()));
+    EXPECT_TRUE(std::equal(wide.indices.begin(), wide.indices.end(), narrow.indices32.begin()));
+    EXPECT_EQ(narrow.indptr, wide.indptr);
+    EXPECT_TRUE(narrow.edge_ids.empty());
+    EXPECT_TRUE(narrow.features.empty());
+    EXPECT_EQ(narrow.labels, wide.labels);
+    EXPECT_EQ(narrow.View().num_edges(), wide.View().num_edges());
+    EXPECT_EQ(narrow.RawBytes() + static_cast<int64_t>(wide.indices.size()) * (4 + 8) +
+                  static_cast<int64_t>(wide.features.size()),
+              wide.RawBytes());
+    std::vector<int64_t> ids;
+    st = ReadPartitionEdgeIds(dir, p, narrow.num_edges, true, &ids);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    EXPECT_EQ(ids, wide.edge_ids);
+    st = ReadPartitionEdgeIds(dir, p, narrow.num_edges + 1, true, &ids);
+    EXPECT_EQ(st.code(), Status::Code::kCorruption) << st.ToString();
+    o.index_bits = 16;
+    EXPECT_EQ(OpenPartition(dir, p, o, &narrow).code(), Status::Code::kInvalidArgument);
   }
 }
 
@@ -243,14 +286,30 @@ TEST(PartitionStoreTest, ReducedFeatureTypesRoundTripWithinTheirPrecision) {
   lo.num_classes = 4;
   lo.split_fractions = {0.6, 0.2, 0.2};
   RawDataset ds = Load("rmat", "", lo);
-  for (FeatureDType t : {FeatureDType::kFloat16, FeatureDType::kInt8}) {
-    WriteOptions wo;
-    wo.feature_dtype = t;
-    wo.chunk_nodes = 100;  // many chunks, a short last one
-    std::string dir = tmp.Sub(FeatureDTypeName(t));
-    Partition(ds, 3, PartitionMethod::kMetis, dir, wo);
-    ExpectRoundTrip(ds, dir, 3, true, t);
+  // Column j's values scaled by 1 + j: per-column int8 scales then differ.
+  for (size_t i = 0; i < ds.features.size(); ++i) ds.features[i] *= 1.0f + float(i % 8);
+  for (FeatureDType t : {FeatureDType::kFloat16, FeatureDType::kBFloat16, FeatureDType::kInt8}) {
+    for (bool files : {false, true}) {
+      WriteOptions wo;
+      wo.feature_dtype = t;
+      wo.feature_files = files;  // the flat feature file instead of the chunks
+      wo.chunk_nodes = 100;      // many chunks, a short last one
+      std::string dir = tmp.Sub(std::string(FeatureDTypeName(t)) + (files ? "-file" : ""));
+      Partition(ds, 3, PartitionMethod::kMetis, dir, wo);
+      ExpectRoundTrip(ds, dir, 3, true, t);
+      DatasetMeta meta;
+      ASSERT_TRUE(ReadDatasetMeta(dir, &meta).ok());
+      EXPECT_EQ(meta.has_feature_files(), files);
+      if (t == FeatureDType::kInt8) {
+        ASSERT_EQ(meta.feature_scales.size(), 8u);
+        EXPECT_GT(meta.feature_scales[7], 6 * meta.feature_scales[0]);  // one scale per column
+      }
+    }
   }
+  EXPECT_EQ(BFloat16ToFloat(FloatToBFloat16(1.0f)), 1.0f);
+  EXPECT_EQ(BFloat16ToFloat(FloatToBFloat16(1.00390625f)), 1.0f);       // halfway: to even
+  EXPECT_EQ(BFloat16ToFloat(FloatToBFloat16(1.01171875f)), 1.015625f);  // halfway: to even (up)
+  EXPECT_TRUE(std::isnan(BFloat16ToFloat(FloatToBFloat16(std::nanf("")))));
   EXPECT_EQ(HalfToFloat(FloatToHalf(0.5f)), 0.5f);
   EXPECT_EQ(HalfToFloat(FloatToHalf(-3.0f)), -3.0f);
   EXPECT_EQ(HalfToFloat(FloatToHalf(65504.0f)), 65504.0f);
@@ -334,8 +393,13 @@ TEST_F(DamagedStoreTest, OtherPartitionCountIsInvalidArgument) {
   EXPECT_THAT(st.message(), HasSubstr("partition 2 is outside [0, 2)"));
 }
 
+TEST_F(DamagedStoreTest, AVersionOneStoreStillOpens) {
+  EditMeta("\"format_version\": 2", "\"format_version\": 1");
+  EXPECT_TRUE(Open(0).ok());
+}
+
 TEST_F(DamagedStoreTest, OtherFormatVersionIsInvalidArgument) {
-  EditMeta("\"format_version\": 1", "\"format_version\": 7");
+  EditMeta("\"format_version\": 2", "\"format_version\": 7");
   Status st = Open(0);
   EXPECT_TRUE(st.IsInvalidArgument());
   EXPECT_THAT(st.message(), HasSubstr("format version 7"));
@@ -423,6 +487,38 @@ TEST(PartitionStoreWriteTest, RefusesAnExistingOutputAndLeavesNothingOnFailure) 
 
 // Each chunk kind's encoder and decoder agree, and the decoders name what is
 // wrong with a chunk instead of reading past it.
+// Compact topology: the same chunk decoded into int32 neighbor ids, without
+// edge ids, and the edge ids read alone afterwards.
+TEST(ChunkCodecTest, AdjacencyDecodesIntoInt32WithoutEdgeIdsAndEdgeIdsAlone) {
+  PartitionData d;
+  d.meta.num_nodes = 100;
+  d.indptr.assign(4, 0);
+  d.indices32.resize(5);
+  d.num_edges = 5;
+  std::string v;
+  detail::EncodeAdjChunk(std::vector<int64_t>{2, 0, 3}, std::vector<int64_t>{5, 6, 7, 8, 99},
+                         std::vector<int64_t>{10, 11, 12, 13, 14}, &v);
+  int64_t edge_pos = 0;
+  EXPECT_EQ(detail::DecodeAdjChunk(v.data(), v.size(), 3, 0, 100, &edge_pos, &d), "");
+  EXPECT_EQ(d.indptr, (std::vector<int64_t>{0, 2, 2, 5}));
+  EXPECT_EQ(d.indices32, (std::vector<int32_t>{5, 6, 7, 8, 99}));
+  EXPECT_TRUE(d.indices.empty());
+  EXPECT_TRUE(d.edge_ids.empty());
+  edge_pos = 0;
+  EXPECT_NE(detail::DecodeAdjChunk(v.data(), v.size(), 3, 0, 99, &edge_pos, &d).find("node 99"),
+            std::string::npos);
+  std::vector<int64_t> ids(5);
+  edge_pos = 0;
+  EXPECT_EQ(detail::DecodeAdjEdgeIds(v.data(), v.size(), 3, 5, &edge_pos, ids.data()), "");
+  EXPECT_EQ(ids, (std::vector<int64_t>{10, 11, 12, 13, 14}));
+  edge_pos = 1;
+  EXPECT_EQ(detail::DecodeAdjEdgeIds(v.data(), v.size(), 3, 5, &edge_pos, ids.data()),
+            "holds more edges than the partition");
+  edge_pos = 0;
+  EXPECT_EQ(detail::DecodeAdjEdgeIds(v.data(), v.size() - 8, 3, 5, &edge_pos, ids.data()),
+            "has the wrong size");
+}
+
 TEST(ChunkCodecTest, EveryKindRoundTripsAndRejectsDamage) {
   PartitionData d;
   d.meta.num_nodes = 100;
@@ -431,6 +527,7 @@ TEST(ChunkCodecTest, EveryKindRoundTripsAndRejectsDamage) {
   d.indptr.assign(4, 0);
   d.indices.resize(5);
   d.edge_ids.resize(5);
+  d.num_edges = 5;
   d.features.resize(3 * 3 * 2);
   std::string v;
   detail::EncodeAdjChunk(std::vector<int64_t>{2, 0, 3}, std::vector<int64_t>{5, 6, 7, 8, 99},
@@ -451,19 +548,23 @@ TEST(ChunkCodecTest, EveryKindRoundTripsAndRejectsDamage) {
 
   std::vector<float> rows = {1.5f, -2.0f, 0.25f, 3, 4, 5, 6, 7, 8};
   for (int r = 0; r < 3; ++r)
-    detail::EncodeFeatureRow(FeatureDType::kFloat16, 1.0, rows.data() + 3 * r, 3,
+    detail::EncodeFeatureRow(FeatureDType::kFloat16, nullptr, rows.data() + 3 * r, 3,
                              reinterpret_cast<char*>(d.features.data()) + 6 * r);
   std::vector<float> back(3);
-  DecodeFeatureRow(FeatureDType::kFloat16, 1.0, reinterpret_cast<const char*>(d.features.data()), 3,
-                   back.data());
+  DecodeFeatureRow(FeatureDType::kFloat16, nullptr,
+                   reinterpret_cast<const char*>(d.features.data()), 3, back.data());
   EXPECT_EQ(back, (std::vector<float>{1.5f, -2.0f, 0.25f}));
   std::string feat(reinterpret_cast<const char*>(d.features.data()), d.features.size());
   EXPECT_EQ(detail::DecodeFeatureChunk(feat.data(), feat.size(), 3, 0, &d), "");
   EXPECT_EQ(detail::DecodeFeatureChunk(feat.data(), feat.size(), 2, 0, &d), "has the wrong size");
   char i8[3];
-  detail::EncodeFeatureRow(FeatureDType::kInt8, 0.5, rows.data(), 3, i8);
-  DecodeFeatureRow(FeatureDType::kInt8, 0.5, i8, 3, back.data());
+  const double half[3] = {0.5, 0.5, 0.5}, per_column[3] = {0.5, 1.0, 0.125};
+  detail::EncodeFeatureRow(FeatureDType::kInt8, half, rows.data(), 3, i8);
+  DecodeFeatureRow(FeatureDType::kInt8, half, i8, 3, back.data());
   EXPECT_EQ(back, (std::vector<float>{1.5f, -2.0f, 0.0f}));  // 0.25 / 0.5 rounds to 0 (even)
+  detail::EncodeFeatureRow(FeatureDType::kInt8, per_column, rows.data(), 3, i8);
+  DecodeFeatureRow(FeatureDType::kInt8, per_column, i8, 3, back.data());
+  EXPECT_EQ(back, (std::vector<float>{1.5f, -2.0f, 0.25f}));  // each column its own scale
 
   v.clear();
   detail::EncodeInt64Chunk(std::vector<int64_t>{-1, 7}, &v);

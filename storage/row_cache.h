@@ -1,0 +1,108 @@
+// The disk tier's host cache of feature rows, in two parts that share a
+// byte budget (storage/disk_features.h):
+//
+//  - StaticRowSet: the hot set, chosen once (by degree, hottest first) and
+//    never changed: a table of (row, slot) pairs (open addressing, linear
+//    probing, a power-of-two number of entries) and the rows themselves.
+//    Immutable, so lookups take no lock; its two arrays may live in the
+//    server's sealed export, where same-host clients read the same memory.
+//  - SieveCache: the rows read since, under SIEVE (Zhang et al., NSDI '24):
+//    a FIFO queue whose hand evicts the oldest row not hit since the hand
+//    last passed it; a hit only sets a bit. Sharded by row (a mutex, table,
+//    queue and slots per shard); a fixed number of slots allocated up front,
+//    so its memory never grows.
+//
+// Thread safety: StaticRowSet is immutable; SieveCache's Lookup and Insert
+// are safe from any thread.
+#ifndef FANOUT_STORAGE_ROW_CACHE_H_
+#define FANOUT_STORAGE_ROW_CACHE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "common/status.h"
+
+namespace fanout::storage {
+
+class StaticRowSet {
+ public:
+  StaticRowSet() = default;
+  // Table entries for n rows: a power of two of at least 2n (at least 2).
+  static int64_t TableEntriesFor(int64_t n);
+  // Bytes of a set of n rows of row_bytes (rows and table).
+  static int64_t BytesFor(int64_t n, int64_t row_bytes);
+  // Fills `table` (TableEntriesFor(n) pairs: 2 int32 each) so that row
+  // rows[i] is found in slot i. REQUIRES: distinct rows in [0, 2^31).
+  static void BuildTable(const int64_t* rows, int64_t n, int32_t* table, int64_t entries);
+  // A set over memory the caller keeps alive (built here, or mapped from an
+  // export: then every entry is checked: a power-of-two table, slots in
+  // [0, held), rows in [0, partition_rows), at least one empty entry).
+  static Status View(const int32_t* table, int64_t entries, const char* rows, int64_t held,
+                     int64_t row_bytes, int64_t partition_rows, StaticRowSet* out);
+
+  // Row `row`'s bytes, or null where the set does not hold it.
+  const char* Find(int64_t row) const {
+    if (entries_ == 0 || row < 0 || row > INT32_MAX) return nullptr;
+    const int32_t key = static_cast<int32_t>(row);
+    uint64_t i = Hash(key) & mask_;
+    for (int64_t probes = 0; probes < entries_; ++probes) {
+      const int32_t k = table_[2 * i];
+      if (k == key) return rows_ + static_cast<int64_t>(table_[2 * i + 1]) * row_bytes_;
+      if (k < 0) return nullptr;
+      i = (i + 1) & mask_;
+    }
+    return nullptr;
+  }
+  int64_t size() const { return held_; }
+  int64_t bytes() const { return held_ * row_bytes_ + entries_ * 8; }
+  int64_t entries() const { return entries_; }
+
+  static uint64_t Hash(int32_t key) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(key)) * 0x9e3779b97f4a7c15ULL) >> 17;
+  }
+
+ private:
+  const int32_t* table_ = nullptr;
+  const char* rows_ = nullptr;
+  int64_t entries_ = 0, held_ = 0, row_bytes_ = 0;
+  uint64_t mask_ = 0;
+};
+
+class SieveCache {
+ public:
+  static constexpr int kShards = 64;
+  // A cache of `slots` rows of row_bytes (0 slots: holds nothing).
+  SieveCache(int64_t slots, int64_t row_bytes);
+  ~SieveCache();
+  SieveCache(const SieveCache&) = delete;
+  SieveCache& operator=(const SieveCache&) = delete;
+  // Bytes a cache of `slots` rows allocates (rows, tables and queues).
+  static int64_t BytesFor(int64_t slots, int64_t row_bytes);
+  // The most slots whose BytesFor fits `bytes`.
+  static int64_t SlotsFor(int64_t bytes, int64_t row_bytes);
+
+  // Copies row `row` into dst and marks it hit; false where not held.
+  bool Lookup(int64_t row, char* dst);
+  // Admits row `row` (row_bytes at src), evicting by SIEVE where full; a row
+  // already held is left as it is.
+  void Insert(int64_t row, const char* src);
+
+  int64_t slots() const { return slots_; }
+  int64_t bytes() const { return bytes_; }
+  int64_t held() const;
+  int64_t evictions() const { return evictions_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Shard;
+  Shard& ShardOf(int64_t row) { return *shards_[static_cast<uint64_t>(row) % kShards]; }
+  std::vector<std::unique_ptr<Shard>> shards_;
+  int64_t slots_ = 0, row_bytes_ = 0, bytes_ = 0;
+  std::atomic<int64_t> evictions_{0};
+};
+
+}  // namespace fanout::storage
+
+#endif  // FANOUT_STORAGE_ROW_CACHE_H_

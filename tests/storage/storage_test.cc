@@ -1,0 +1,383 @@
+// The disk tier's pieces: the feature file (round trip, every damage refused
+// by name), the block reader (io_uring and pread give the same checked
+// bytes), the row caches (SIEVE's order, the hot set's checks) and
+// DiskFeatures (the same rows as the file, inside its budget).
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "storage/block_reader.h"
+#include "storage/disk_features.h"
+#include "storage/feature_file.h"
+#include "storage/row_cache.h"
+
+namespace fanout::storage {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string t = (fs::temp_directory_path() / "fanout-storage-XXXXXX").string();
+    path_ = mkdtemp(t.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string Sub(const std::string& n) const { return path_ + "/" + n; }
+
+ private:
+  std::string path_;
+};
+
+FeatureFileIdentity Identity(int64_t rows, int64_t dim, FeatureDType t = FeatureDType::kFloat32) {
+  FeatureFileIdentity id;
+  id.dataset_id = "0123456789abcdef";
+  id.partition = 1;
+  id.node_begin = 1000;
+  id.rows = rows;
+  id.feature_dim = dim;
+  id.dtype = t;
+  return id;
+}
+
+FeatureFile::Expect ExpectOf(const FeatureFileIdentity& id) {
+  FeatureFile::Expect x;
+  x.dataset_id = id.dataset_id;
+  x.partition = id.partition;
+  x.node_begin = id.node_begin;
+  x.rows = id.rows;
+  x.feature_dim = id.feature_dim;
+  x.dtype = id.dtype;
+  return x;
+}
+
+// Row r's bytes: a pattern that differs per row and column.
+std::vector<char> Rows(int64_t rows, int64_t row_bytes) {
+  std::vector<char> out(static_cast<size_t>(rows * row_bytes));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < row_bytes; ++j)
+      out[r * row_bytes + j] = static_cast<char>((r * 131 + j * 7 + 3) & 0xff);
+  return out;
+}
+
+std::string Write(const std::string& path, const FeatureFileIdentity& id,
+                  const std::vector<char>& rows, int64_t chunk = 37) {
+  std::unique_ptr<FeatureFileWriter> w;
+  EXPECT_TRUE(FeatureFileWriter::Create(path, id, &w).ok());
+  const int64_t rb = id.row_bytes();
+  for (int64_t r = 0; r < id.rows; r += chunk)
+    EXPECT_TRUE(w->Append(rows.data() + r * rb, std::min(chunk, id.rows - r)).ok());
+  EXPECT_TRUE(w->Finish().ok());
+  return path;
+}
+
+TEST(FeatureFileTest, RowsRoundTripAndSitWholeInAlignedBlocks) {
+  TempDir tmp;
+  for (int64_t dim : {int64_t{0}, int64_t{3}, int64_t{64}, int64_t{1250}}) {  // 1250 x 4 > 4096
+    const FeatureFileIdentity id = Identity(1001, dim);
+    const std::vector<char> rows = Rows(id.rows, id.row_bytes());
+    const std::string path = Write(tmp.Sub("f" + std::to_string(dim)), id, rows);
+    std::shared_ptr<const FeatureFile> f;
+    Status st = FeatureFile::Open(path, ExpectOf(id), &f);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    const FeatureFileGeometry& g = f->geometry();
+    EXPECT_EQ(static_cast<int64_t>(fs::file_size(path)), g.FileBytes());
+    EXPECT_EQ(g.block_bytes % 4096, 0);
+    if (dim > 0) EXPECT_LE(g.rows_per_block * g.row_bytes, g.block_bytes);
+    if (dim == 1250) EXPECT_EQ(g.block_bytes, 8192);
+    std::vector<char> back(rows.size());
+    ASSERT_TRUE(f->ReadAll(back.data()).ok());
+    EXPECT_EQ(back, rows);
+  }
+}
+
+TEST(FeatureFileTest, EveryDamageIsRefusedByName) {
+  TempDir tmp;
+  const FeatureFileIdentity id = Identity(500, 16);
+  const std::vector<char> rows = Rows(id.rows, id.row_bytes());
+  const std::string good = Write(tmp.Sub("good"), id, rows);
+  std::shared_ptr<const FeatureFile> f;
+  auto copy = [&](const std::string& name) {
+    fs::copy_file(good, tmp.Sub(name));
+    return tmp.Sub(name);
+  };
+  auto poke = [](const std::string& path, int64_t at) {
+    std::fstream s(path, std::ios::in | std::ios::out | std::ios::binary);
+    s.seekg(at);
+    char c = 0;
+    s.read(&c, 1);
+    c ^= 0x20;
+    s.seekp(at);
+    s.write(&c, 1);
+  };
+  // Missing.
+  Status st = FeatureFile::Open(tmp.Sub("none"), ExpectOf(id), &f);
+  EXPECT_EQ(st.code(), Status::Code::kNotFound);
+  EXPECT_THAT(st.message(), HasSubstr(tmp.Sub("none")));
+  // Truncated by a byte, and by a block.
+  std::string p = copy("short");
+  fs::resize_file(p, fs::file_size(p) - 4096);
+  st = FeatureFile::Open(p, ExpectOf(id), &f);
+  EXPECT_EQ(st.code(), Status::Code::kCorruption);
+  EXPECT_THAT(st.message(), HasSubstr("truncated"));
+  // A flipped header byte; a flipped checksum-table byte.
+  p = copy("header");
+  poke(p, 300);
+  st = FeatureFile::Open(p, ExpectOf(id), &f);
+  EXPECT_EQ(st.code(), Status::Code::kCorruption);
+  EXPECT_THAT(st.message(), HasSubstr("header"));
+  p = copy("table");
+  {
+    std::shared_ptr<const FeatureFile> g;
+    ASSERT_TRUE(FeatureFile::Open(good, ExpectOf(id), &g).ok());
+    poke(p, g->geometry().TableOffset() + 2);
+  }
+  st = FeatureFile::Open(p, ExpectOf(id), &f);
+  EXPECT_EQ(st.code(), Status::Code::kCorruption);
+  EXPECT_THAT(st.message(), HasSubstr("checksum table"));
+  // An unfinished write (its header still zero).
+  p = tmp.Sub("unfinished");
+  {
+    std::unique_ptr<FeatureFileWriter> w;
+    ASSERT_TRUE(FeatureFileWriter::Create(p, id, &w).ok());
+    ASSERT_TRUE(w->Append(rows.data(), 10).ok());
+  }
+  st = FeatureFile::Open(p, ExpectOf(id), &f);
+  EXPECT_FALSE(st.ok());
+  // Another partition's file.
+  FeatureFile::Expect other = ExpectOf(id);
+  other.partition = 2;
+  st = FeatureFile::Open(good, other, &f);
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("not partition 2"));
+  other = ExpectOf(id);
+  other.dtype = FeatureDType::kFloat16;
+  EXPECT_EQ(FeatureFile::Open(good, other, &f).code(), Status::Code::kInvalidArgument);
+  // A flipped byte in a row: the file opens; the block is refused when read.
+  p = copy("row");
+  ASSERT_TRUE(FeatureFile::Open(p, ExpectOf(id), &f).ok());
+  const int64_t bad_block = 1;
+  poke(p, f->geometry().BlockOffset(bad_block) + 100);
+  std::vector<char> back(rows.size());
+  st = f->ReadAll(back.data());
+  EXPECT_EQ(st.code(), Status::Code::kCorruption);
+  EXPECT_THAT(st.message(), HasSubstr(p + ": block 1 "));
+  for (bool uring : {true, false}) {
+    std::unique_ptr<BlockReader> r;
+    ASSERT_TRUE(
+        (uring ? BlockReader::Create(8, 4096, &r) : BlockReader::CreatePread(8, 4096, &r)).ok());
+    std::vector<int64_t> blocks{0, 2, bad_block, 3};
+    int delivered = 0;
+    st = r->Read(*f, blocks.data(), 4, [&](int64_t i, const char*) {
+      EXPECT_NE(blocks[i], bad_block);
+      ++delivered;
+    });
+    EXPECT_EQ(st.code(), Status::Code::kCorruption) << r->mode();
+    EXPECT_THAT(st.message(), HasSubstr("block 1 ")) << r->mode();
+    EXPECT_LE(delivered, 3);
+    std::vector<int64_t> outside{f->geometry().num_blocks};
+    EXPECT_EQ(r->Read(*f, outside.data(), 1, [](int64_t, const char*) {}).code(),
+              Status::Code::kInvalidArgument);
+  }
+}
+
+TEST(FeatureFileTest, AHandedOverDescriptorIsCheckedAsAPathIs) {
+  TempDir tmp;
+  const FeatureFileIdentity id = Identity(100, 8);
+  const std::string path = Write(tmp.Sub("f"), id, Rows(100, 32));
+  std::shared_ptr<const FeatureFile> f;
+  EXPECT_TRUE(
+      FeatureFile::FromDescriptor(::open(path.c_str(), O_RDONLY), "handed", ExpectOf(id), &f).ok());
+  Status st = FeatureFile::FromDescriptor(::open(path.c_str(), O_RDWR), "handed", ExpectOf(id), &f);
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("writable"));
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  st = FeatureFile::FromDescriptor(p[0], "a pipe", ExpectOf(id), &f);
+  EXPECT_THAT(st.message(), HasSubstr("not a regular file"));
+  close(p[1]);
+}
+
+TEST(BlockReaderTest, UringAndPreadReadTheSameCheckedBlocksInAnyOrder) {
+  TempDir tmp;
+  const FeatureFileIdentity id = Identity(20000, 32);  // 128-byte rows, 32 a block
+  const std::vector<char> rows = Rows(id.rows, id.row_bytes());
+  const std::string path = Write(tmp.Sub("f"), id, rows, 999);
+  std::shared_ptr<const FeatureFile> f;
+  ASSERT_TRUE(FeatureFile::Open(path, ExpectOf(id), &f).ok());
+  const FeatureFileGeometry& g = f->geometry();
+  std::vector<int64_t> blocks(g.num_blocks);
+  std::iota(blocks.begin(), blocks.end(), 0);
+  std::shuffle(blocks.begin(), blocks.end(), std::mt19937(5));
+  for (int depth : {1, 7, 64}) {
+    for (bool uring : {true, false}) {
+      std::unique_ptr<BlockReader> r;
+      ASSERT_TRUE(
+          (uring ? BlockReader::Create(depth, 4096, &r) : BlockReader::CreatePread(depth, 4096, &r))
+              .ok());
+      std::vector<int> seen(blocks.size(), 0);
+      Status st = r->Read(*f, blocks.data(), static_cast<int64_t>(blocks.size()),
+                          [&](int64_t i, const char* data) {
+                            ++seen[i];
+                            const int64_t b = blocks[i];
+                            const int64_t first = b * g.rows_per_block;
+                            const int64_t k = std::min(g.rows_per_block, g.rows - first);
+                            EXPECT_EQ(std::memcmp(data, rows.data() + first * g.row_bytes,
+                                                  static_cast<size_t>(k * g.row_bytes)),
+                                      0);
+                          });
+      ASSERT_TRUE(st.ok()) << r->mode() << ": " << st.ToString();
+      EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int s) { return s == 1; }));
+      EXPECT_EQ(r->stats().reads, g.num_blocks);
+      EXPECT_LE(r->stats().max_in_flight, depth);
+      if (uring && std::string(r->mode()) == "io_uring" && depth > 1)
+        EXPECT_GT(r->stats().max_in_flight, 1);
+    }
+  }
+  std::unique_ptr<BlockReader> r;
+  EXPECT_EQ(BlockReader::Create(0, 4096, &r).code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(BlockReader::Create(4, 1000, &r).code(), Status::Code::kInvalidArgument);
+}
+
+TEST(RowCacheTest, SieveEvictsTheOldestRowNotHitSinceTheHandPassed) {
+  // One shard's worth: rows that all land in shard 0 (row % 64 == 0), 3 slots there.
+  SieveCache c(3 * SieveCache::kShards, 4);
+  auto row = [](int i) { return int64_t{i} * SieveCache::kShards; };
+  auto put = [&](int i) {
+    const int32_t v = i;
+    c.Insert(row(i), reinterpret_cast<const char*>(&v));
+  };
+  auto has = [&](int i) {
+    int32_t v = -1;
+    const bool hit = c.Lookup(row(i), reinterpret_cast<char*>(&v));
+    if (hit) EXPECT_EQ(v, i);
+    return hit;
+  };
+  put(1), put(2), put(3);
+  EXPECT_TRUE(has(1));  // 1 hit: the hand passes it
+  put(4);               // evicts 2 (oldest not hit)
+  EXPECT_FALSE(has(2));
+  EXPECT_TRUE(has(3) && has(4));
+  put(5);  // hand after 2's place: 3 was hit, then 4 hit, 1's bit cleared: evicts 1
+  EXPECT_FALSE(has(1));
+  EXPECT_TRUE(has(5));
+  EXPECT_EQ(c.evictions(), 2);
+  // Never more rows than slots, whatever goes in.
+  SieveCache big(1000, 16);
+  std::vector<char> src(16, 'x');
+  for (int64_t r = 0; r < 100000; r += 3) big.Insert(r, src.data());
+  EXPECT_LE(big.held(), 1000);
+  EXPECT_EQ(big.bytes(), SieveCache::BytesFor(1000, 16));
+  EXPECT_LE(SieveCache::BytesFor(SieveCache::SlotsFor(123456, 16), 16), 123456);
+}
+
+TEST(RowCacheTest, AnExportedHotTableIsCheckedBeforeUse) {
+  std::vector<int64_t> rows{5, 9, 100, 3};
+  const int64_t entries = StaticRowSet::TableEntriesFor(4);
+  std::vector<int32_t> table(2 * entries);
+  StaticRowSet::BuildTable(rows.data(), 4, table.data(), entries);
+  std::vector<char> data(4 * 8);
+  for (int i = 0; i < 4; ++i) std::memset(data.data() + 8 * i, 'a' + i, 8);
+  StaticRowSet s;
+  ASSERT_TRUE(StaticRowSet::View(table.data(), entries, data.data(), 4, 8, 200, &s).ok());
+  EXPECT_EQ(s.Find(100)[0], 'c');
+  EXPECT_EQ(s.Find(7), nullptr);
+  EXPECT_EQ(s.Find(-1), nullptr);
+  EXPECT_FALSE(StaticRowSet::View(table.data(), entries - 1, data.data(), 4, 8, 200, &s).ok());
+  EXPECT_FALSE(
+      StaticRowSet::View(table.data(), entries, data.data(), 4, 8, 50, &s).ok());  // row 100
+  std::vector<int32_t> full(2 * 4);
+  for (int i = 0; i < 4; ++i) full[2 * i] = i, full[2 * i + 1] = i;  // no empty entry
+  EXPECT_FALSE(StaticRowSet::View(full.data(), 4, data.data(), 4, 8, 200, &s).ok());
+  std::vector<int32_t> bad = table;
+  for (int64_t i = 0; i < entries; ++i)
+    if (bad[2 * i] >= 0) bad[2 * i + 1] = 77;  // slot outside
+  EXPECT_FALSE(StaticRowSet::View(bad.data(), entries, data.data(), 4, 8, 200, &s).ok());
+}
+
+TEST(DiskFeaturesTest, GatherEqualsTheFileWithinItsBudgetFromManyThreads) {
+  TempDir tmp;
+  const FeatureFileIdentity id = Identity(30000, 16);  // 64-byte rows
+  const std::vector<char> rows = Rows(id.rows, id.row_bytes());
+  const std::string path = Write(tmp.Sub("f"), id, rows, 4096);
+  std::shared_ptr<const FeatureFile> f;
+  ASSERT_TRUE(FeatureFile::Open(path, ExpectOf(id), &f).ok());
+  std::vector<int64_t> hot(id.rows);
+  std::iota(hot.begin(), hot.end(), 0);  // rows 0.. are the hottest
+  DiskCacheOptions o;
+  o.budget_bytes = 300000;
+  o.hot_fraction = 0.5;
+  o.queue_depth = 16;
+  std::unique_ptr<DiskFeatures> d;
+  ASSERT_TRUE(DiskFeatures::Create(f, o, hot, &d).ok());
+  EXPECT_LE(d->cache_bytes(), o.budget_bytes);
+  EXPECT_GT(d->hot().size(), 1000);
+  EXPECT_GT(d->stats().cache_slots, 1000);
+  std::vector<std::thread> threads;
+  std::vector<int> bad(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      std::unique_ptr<BlockReader> r;
+      if (!d->NewReader(&r).ok()) return void(++bad[t]);
+      std::mt19937_64 rng(t);
+      for (int round = 0; round < 50; ++round) {
+        std::vector<int64_t> ask(300);
+        for (int64_t& a : ask)
+          a = static_cast<int64_t>(rng() % 4 == 0 ? rng() % 500 : rng() % id.rows);
+        ask[7] = ask[3];  // a duplicate
+        std::vector<char> out(ask.size() * 64);
+        if (!d->Gather(ask.data(), static_cast<int64_t>(ask.size()), out.data(), r.get()).ok())
+          ++bad[t];
+        for (size_t i = 0; i < ask.size(); ++i)
+          if (std::memcmp(out.data() + i * 64, rows.data() + ask[i] * 64, 64) != 0) ++bad[t];
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(bad, std::vector<int>(4, 0));
+  const DiskFeatureStats s = d->stats();
+  EXPECT_EQ(s.lookups, 4 * 50 * 300);
+  EXPECT_EQ(s.hot_hits + s.cache_hits + s.misses, s.lookups);
+  EXPECT_GT(s.hot_hits, 0);
+  EXPECT_GT(s.cache_hits, 0);
+  EXPECT_GT(s.block_reads, 0);
+  EXPECT_LE(s.cache_bytes, s.budget_bytes);
+  // A damaged block: refused, counted, the rest still served.
+  {
+    std::fstream fs(path, std::ios::in | std::ios::out | std::ios::binary);
+    const int64_t at = f->geometry().BlockOffset(f->geometry().num_blocks - 1);
+    fs.seekp(at);
+    fs.write("zz", 2);
+  }
+  DiskCacheOptions none;
+  none.budget_bytes = 0;  // no cache: every row read
+  std::unique_ptr<DiskFeatures> uncached;
+  ASSERT_TRUE(DiskFeatures::Create(f, none, hot, &uncached).ok());
+  EXPECT_EQ(uncached->cache_bytes(), 0);
+  std::unique_ptr<BlockReader> r;
+  ASSERT_TRUE(uncached->NewReader(&r).ok());
+  std::vector<int64_t> last{id.rows - 1};
+  std::vector<char> out(64);
+  Status st = uncached->Gather(last.data(), 1, out.data(), r.get());
+  EXPECT_EQ(st.code(), Status::Code::kCorruption);
+  EXPECT_THAT(st.message(), HasSubstr(path));
+  EXPECT_EQ(uncached->stats().read_errors, 1);
+  std::vector<int64_t> first{0};
+  EXPECT_TRUE(uncached->Gather(first.data(), 1, out.data(), r.get()).ok());
+  EXPECT_EQ(std::memcmp(out.data(), rows.data(), 64), 0);
+}
+
+}  // namespace
+}  // namespace fanout::storage
