@@ -144,9 +144,11 @@ Status ClusterSession::FetchHop(ArrayView<const int64_t> frontier, int64_t fanou
   // Co-located partitions are sampled here, on their mapped CSR (the
   // keep filter is the builder's: SetInducedEdges keeps only edges among
   // the nodes, whichever path the hop came by).
+  // (An export without edge ids, where the server reads them on demand:
+  // hops that ask for them go to the server.)
   if (LocalSampling())
     for (int p = 0; p < c_->num_parts(); ++p)
-      if (Here(p))
+      if (Here(p) && (!eids || Local(p)->has_edge_ids()))
         FANOUT_RETURN_IF_ERROR(SampleHere(
             p, fanout, hop, request_seed, sampling,
             times.empty() ? ArrayView<const int64_t>() : times_by_part_[p], strategy, type_fanouts,
@@ -244,6 +246,23 @@ Status ClusterSession::Features(ArrayView<const int64_t> ids, float* out) {
     const auto& part_ids = by_part_[p];
     const auto& pos = pos_[p];
     const double* scale = links_[p].info.feature_scales.data();
+    if (storage::DiskFeatures* disk = lp.disk()) {
+      // On disk: this session's own reads of the server's feature file,
+      // through the exported hot set and this process's cache; no request.
+      if (disk_readers_.size() < static_cast<size_t>(k)) disk_readers_.resize(k);
+      if (!disk_readers_[p]) FANOUT_RETURN_IF_ERROR(disk->NewReader(&disk_readers_[p]));
+      disk_rows_.resize(part_ids.size());
+      for (size_t j = 0; j < part_ids.size(); ++j) disk_rows_[j] = part_ids[j] - base;
+      disk_buffer_.resize(part_ids.size() * row);
+      FANOUT_RETURN_IF_ERROR(disk->Gather(disk_rows_.data(), static_cast<int64_t>(part_ids.size()),
+                                          disk_buffer_.data(), disk_readers_[p].get()));
+      for (size_t j = 0; j < part_ids.size(); ++j)
+        DecodeFeatureRow(types[p], scale, disk_buffer_.data() + j * row, d, out + pos[j] * d);
+      const int64_t bytes = static_cast<int64_t>(part_ids.size() * row);
+      stats_.feature_bytes += bytes;
+      NoteLocal(p, bytes, static_cast<int64_t>(part_ids.size()), bytes, 0, 0);
+      continue;
+    }
     for (size_t j = 0; j < part_ids.size(); ++j) {
       if (j + 8 < part_ids.size()) __builtin_prefetch(src + (part_ids[j + 8] - base) * row);
       DecodeFeatureRow(types[p], scale,

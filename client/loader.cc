@@ -57,6 +57,14 @@ at::Tensor Wrap(PodVector<int64_t>&& v) {
 // edges, `link`): fanouts, times, heterogeneous fanouts. Throws
 // std::invalid_argument naming what is wrong.
 void CheckSampling(const Source& source, const LoaderOptions& options, size_t count, bool link) {
+  if (options.x_dtype != FeatureDType::kFloat32 && options.x_dtype != FeatureDType::kFloat16 &&
+      options.x_dtype != FeatureDType::kBFloat16)
+    throw std::invalid_argument(std::string("NodeLoader: x_dtype ") +
+                                FeatureDTypeName(options.x_dtype) +
+                                " (x is float32, float16 or bfloat16)");
+  if (options.x_dtype != FeatureDType::kFloat32 && options.gpu_cache)
+    throw std::invalid_argument(
+        "NodeLoader: a GPU feature cache fills float32 x (x_dtype float32)");
   for (int64_t f : options.fanouts)
     if (f < -1)
       throw std::invalid_argument("NodeLoader: fanout " + std::to_string(f) +
@@ -243,8 +251,19 @@ Status SampleAndFetch(const Source& source, const LoaderOptions& options, Sessio
     // x is ordinary memory of this process: rows of co-located partitions are
     // gathered into it here, the others received into it (never written by
     // a server).
-    out->x = torch::empty({n, source.feature_dim()}, torch::kFloat);
-    FANOUT_RETURN_IF_ERROR(session->Features(id_view, out->x.data_ptr<float>()));
+    const int64_t d = source.feature_dim();
+    if (options.x_dtype == FeatureDType::kFloat32) {
+      out->x = torch::empty({n, d}, torch::kFloat);
+      FANOUT_RETURN_IF_ERROR(session->Features(id_view, out->x.data_ptr<float>()));
+    } else {
+      // Half-width rows: fetched as float32 (exact for rows stored in the
+      // same type), kept in the caller's type.
+      std::vector<float> rows(static_cast<size_t>(n * d));
+      FANOUT_RETURN_IF_ERROR(session->Features(id_view, rows.data()));
+      out->x = torch::empty(
+          {n, d}, options.x_dtype == FeatureDType::kFloat16 ? torch::kHalf : torch::kBFloat16);
+      ConvertFloatRow(rows.data(), n * d, options.x_dtype, static_cast<char*>(out->x.data_ptr()));
+    }
   }
   if (options.labels) {
     out->y = torch::empty({n}, torch::kLong);

@@ -29,6 +29,7 @@
 #include "client/device_features.h"
 #include "client/source.h"
 #include "client/walks.h"
+#include "common/feature_dtype.h"
 #include "sampler/negative.h"
 
 namespace fanout::client {
@@ -61,8 +62,13 @@ struct LoaderOptions {
   int num_workers = 2;             // background sampling threads
   int prefetch = 4;                // batches kept in flight ahead of the consumer
   bool features = true;            // fetch x
-  bool labels = true;              // fetch y
-  bool original_ids = false;       // fill MiniBatch::original_id
+  // x's element type: float32 (default), or float16 / bfloat16 where the
+  // caller keeps features at half the bytes (rows stored in that type come
+  // out as they are stored; others are rounded to nearest even). Not with a
+  // GPU cache (float32 there).
+  FeatureDType x_dtype = FeatureDType::kFloat32;
+  bool labels = true;         // fetch y
+  bool original_ids = false;  // fill MiniBatch::original_id
   // With a GPU feature cache, x is a CUDA tensor on the cache's device: hits
   // are gathered on the device, misses fetched from the source and copied in.
   // Needs a CUDA-enabled LibTorch (CMAKE_PREFIX_PATH); Debian's is CPU-only,

@@ -18,6 +18,7 @@
 #include "sampler/csr_graph.h"
 #include "sampler/neighbor_sampler.h"
 #include "sampler/partition_view.h"
+#include "storage/disk_features.h"
 
 namespace fanout::client {
 
@@ -34,9 +35,15 @@ class LocalPartition {
   // dataset, one feature row of the partition's dtype per node, edge types
   // below `num_edge_types`. NotFound where there is no such socket on this
   // host (the server is elsewhere).
+  // Where the server's features are on disk (info.features_on_disk), its
+  // feature file comes too: checked as the server checks it (identity,
+  // size, checksum table), read here with this process's own io_uring
+  // reads through the server's exported hot set and a SIEVE cache of its
+  // own (the server's size, at most `max_cache_bytes`; -1 = an eighth of
+  // physical memory).
   static Status Open(const rpc::RemotePartitionInfo& info, int num_edge_types,
                      const std::string& token, int timeout_ms,
-                     std::shared_ptr<const LocalPartition>* out);
+                     std::shared_ptr<const LocalPartition>* out, int64_t max_cache_bytes = -1);
 
   const sampler::PartitionView& view() const { return view_; }
   const sampler::CsrGraph& graph() const { return graph_; }
@@ -45,6 +52,10 @@ class LocalPartition {
   size_t row_bytes() const { return row_bytes_; }
   uint64_t export_id() const { return mapping_->layout().export_id; }
   const std::string& socket() const { return socket_; }
+  // The feature rows' disk tier (null: they are in view().features).
+  storage::DiskFeatures* disk() const { return disk_.get(); }
+  // The export holds edge ids (else hops asking for them go to the server).
+  bool has_edge_ids() const { return !view_.edge_ids.empty() || view_.num_edges() == 0; }
 
  private:
   LocalPartition() = default;
@@ -55,6 +66,7 @@ class LocalPartition {
   std::vector<int64_t> time_order_;
   size_t row_bytes_ = 0;
   std::string socket_;
+  std::shared_ptr<storage::DiskFeatures> disk_;
 };
 
 }  // namespace fanout::client

@@ -231,6 +231,13 @@ Status StreamRmat(const LoadOptions& options, const EdgeOptions& edge_options, S
   return Status::OK();
 }
 
+void NormalizeFeatureRow(float* row, int64_t d) {
+  double sum = 0;
+  for (int64_t j = 0; j < d; ++j) sum += std::fabs(row[j]);
+  if (sum > 0)
+    for (int64_t j = 0; j < d; ++j) row[j] = static_cast<float>(row[j] / sum);
+}
+
 Status CheckFitsInMemory(const std::string& what, double count, double bytes_each,
                          int64_t limit_bytes) {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);

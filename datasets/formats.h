@@ -47,6 +47,11 @@ struct LoadOptions {
   bool quiet = false;  // no progress output
 };
 
+// Each row divided by the sum of its absolute values (rows that sum to 0
+// stay as they are): PyG's NormalizeFeatures, as GCN-style models train on
+// bag-of-words features (fanout-partition --normalize-features).
+void NormalizeFeatureRow(float* row, int64_t d);
+
 // Known format names: linqs, planetoid, ogb, ogb-hetero, movielens, snap, rmat.
 const std::vector<std::string>& FormatNames();
 

@@ -613,6 +613,8 @@ client::LoaderOptions ParseLoaderOptions(const PyCluster& cluster, const py::dic
       o.world_size = v.is_none() ? -1 : static_cast<int>(as_int());
     } else if (key == "device") {
       device = py::str(v);
+    } else if (key == "x_dtype") {
+      Check(ParseFeatureDType(py::str(v), &o.x_dtype));
     } else if (key == "gpu_cache_fraction") {
       gpu_cache_fraction = v.cast<double>();
     } else if (key == "input_time") {

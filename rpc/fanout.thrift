@@ -64,6 +64,9 @@ struct PartitionInfo {
   // int8 rows: one scale per feature column (packed little-endian float64,
   // feature_dim of them); a server before them has feature_scale only.
   32: optional binary feature_scales,
+  // Where the server holds its feature rows: "memory", or "disk" (its
+  // same-host export then hands over the feature file beside the memory).
+  33: optional string features_tier,
 }
 
 // What a same-host client did itself on a server's exported partition since

@@ -66,6 +66,8 @@ enum class ExportArray : uint16_t {
   kSplit = 8,        // uint8, one per node
   kOriginalIds = 9,  // int64, one per node
   kIndices32 = 10,   // int32 global neighbor ids (compact topology), instead of kIndices
+  kHotTable = 11,    // int32 (row, slot) pairs: the disk tier's hot set (storage/row_cache.h)
+  kHotRows = 12,     // uint8 bytes: its rows, slot by slot
 };
 const char* ExportArrayName(ExportArray a);
 // Element size of each kind (1, 4 or 8 bytes).
@@ -85,6 +87,12 @@ struct ExportLayout {
   uint64_t export_id = 0;  // random per export: a restarted server is a new export
   uint64_t bytes = 0;      // size of the memory
   std::vector<ExportedArray> arrays;
+  // The disk tier: the feature rows are not in the memory but in the
+  // partition's feature file, handed over read-only as a second descriptor
+  // (storage/feature_file.h); a client keeps a SIEVE cache of its own reads
+  // of feature_cache_bytes (the server's size).
+  bool feature_file = false;
+  int64_t feature_cache_bytes = 0;
   const ExportedArray* Find(ExportArray kind) const;
 };
 std::string EncodeLayout(const ExportLayout& layout);
@@ -165,6 +173,11 @@ class LocalExport : public ExportedMemory {
   LocalExport(const LocalExport&) = delete;
   LocalExport& operator=(const LocalExport&) = delete;
 
+  // The disk tier: hands `fd` (the partition's feature file, opened
+  // read-only; owned from here) to every client beside the memory, and
+  // tells them the size of their own row cache. Before Listen.
+  Status SetFeatureFile(int fd, int64_t cache_bytes);
+
   // Binds `path` (an existing socket file there is replaced when no server
   // answers on it; one that answers is an error) and serves hellos on a
   // thread of its own until Stop(). The folder must pass CheckSocketFolder.
@@ -200,6 +213,7 @@ struct ExpectedExport {
   uint64_t max_bytes = 0;       // where `bytes` is 0: the most it may be (0 = no bound)
   uid_t server_uid = 0;         // the uid that must hold the socket
   bool has_server_uid = false;  // false: this process's euid or root
+  bool feature_file = false;    // the server's features are on disk: a feature file comes too
 };
 
 // A partition's exported memory mapped read-only in this process. Stays
@@ -213,12 +227,20 @@ class LocalMapping : public ExportedMemory {
   // the first batches). Called once its contents were checked: a peer's
   // claimed size costs nothing before that.
   void Populate() const;
+  // The feature file handed over beside the memory (layout().feature_file),
+  // given to the caller once (who then owns it); -1 where none came.
+  int TakeFeatureFile() {
+    const int fd = feature_fd_;
+    feature_fd_ = -1;
+    return fd;
+  }
 
  private:
   friend Status FetchLocalExport(const std::string&, const std::string&, int, const ExpectedExport&,
                                  std::shared_ptr<LocalMapping>*);
   LocalMapping() = default;
   size_t bytes_ = 0;
+  int feature_fd_ = -1;
 };
 
 // Connects to a server's local socket, checks that the listening side runs as

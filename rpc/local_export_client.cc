@@ -26,6 +26,7 @@ using detail::LimitText;
 
 LocalMapping::~LocalMapping() {
   if (base_ != nullptr) munmap(const_cast<char*>(base_), bytes_);
+  if (feature_fd_ >= 0) close(feature_fd_);
 }
 
 void LocalMapping::Populate() const {
@@ -164,19 +165,32 @@ Status FetchLocalExport(const std::string& path, const std::string& token, int t
   std::string text;
   Status st = DecodeAnswer(buf.data(), static_cast<size_t>(n), &text);
   if (!st.ok()) return Status::FromCode(static_cast<int>(st.code()), where + st.message());
-  if (fds.size() > 1 || ((m.msg_flags & MSG_CTRUNC) && !fds.empty()))
+  // One descriptor (the memory), or two where the server's features are on
+  // disk (the memory, then its feature file): PartitionInfo says which.
+  const size_t want = expect.feature_file ? 2 : 1;
+  const char* want_text = expect.feature_file ? "two" : "one";
+  if (fds.size() > want || ((m.msg_flags & MSG_CTRUNC) && fds.size() >= want))
     return Status::Corruption(where + "the answer carries " +
                               ((m.msg_flags & MSG_CTRUNC) ? "more than " : "") +
-                              std::to_string(fds.size()) + " descriptors, not one");
+                              std::to_string(fds.size()) + " descriptors, not " + want_text);
   if (m.msg_flags & MSG_CTRUNC)
     return Status::ResourceExhausted(
-        where + "the server's descriptor did not arrive: " + LimitText() + " is reached");
-  if (fds.size() != 1) return Status::Corruption(where + "the answer carries no descriptor");
+        where + "the server's descriptors did not arrive: " + LimitText() + " is reached");
+  if (fds.empty()) return Status::Corruption(where + "the answer carries no descriptor");
+  if (fds.size() != want)
+    return Status::Corruption(where + "the answer carries " + std::to_string(fds.size()) +
+                              " descriptors, not " + want_text);
   ExportLayout layout;
   st = DecodeLayout(text, &layout);
   if (!st.ok()) return Status::Corruption(where + st.message());
   st = SameAsExpected(layout, expect);
   if (!st.ok()) return Status::InvalidArgument(where + st.message());
+  if (layout.feature_file != expect.feature_file)
+    return Status::InvalidArgument(where + (layout.feature_file
+                                                ? "it hands out a feature file the server's "
+                                                  "PartitionInfo does not name"
+                                                : "it hands out no feature file, the server's "
+                                                  "PartitionInfo says its features are on disk"));
   const int fd = fds[0];
   const int seals = fcntl(fd, F_GET_SEALS);
   if (seals < 0 || (seals & kSeals) != kSeals)
@@ -195,6 +209,10 @@ Status FetchLocalExport(const std::string& path, const std::string& token, int t
   map->layout_ = std::move(layout);
   map->base_ = static_cast<const char*>(p);
   map->bytes_ = map->layout_.bytes;
+  if (want == 2) {
+    map->feature_fd_ = fds[1];
+    fds.pop_back();  // kept: the closer leaves it
+  }
   *out = std::move(map);
   return Status::OK();
 }

@@ -39,6 +39,7 @@ struct LocalExport::Impl {
   std::string last_refusal;  // GUARDED_BY(mu)
   std::string answer;        // the layout record's answer, sent with the descriptor
   int mem_fd = -1;
+  int feature_fd = -1;  // the disk tier's feature file (read-only), handed beside mem_fd
 
   void Refuse(int fd, int code, const std::string& why, std::atomic<int64_t>* counter) {
     // Counted and recorded before the answer leaves (a peer that has it may
@@ -127,6 +128,18 @@ LocalExport::~LocalExport() {
   Stop();
   if (base_ != nullptr) munmap(const_cast<char*>(base_), layout_.bytes);
   if (fd_ >= 0) close(fd_);
+  if (impl_ && impl_->feature_fd >= 0) close(impl_->feature_fd);
+}
+
+Status LocalExport::SetFeatureFile(int fd, int64_t cache_bytes) {
+  if (fd < 0 || cache_bytes < 0)
+    return Status::InvalidArgument("a feature file descriptor and a cache size >= 0");
+  if (impl_->feature_fd >= 0) close(impl_->feature_fd);
+  impl_->feature_fd = fd;
+  layout_.feature_file = true;
+  layout_.feature_cache_bytes = cache_bytes;
+  impl_->answer = EncodeAnswer(0, EncodeLayout(layout_));
+  return Status::OK();
 }
 
 const void* ExportedMemory::Data(ExportArray kind, uint64_t* count) const {
@@ -268,17 +281,19 @@ void LocalExport::Impl::Answer(int fd) {
     return;
   }
   iovec out{const_cast<char*>(answer.data()), answer.size()};
-  char control[CMSG_SPACE(sizeof(int))] = {};
+  const int handed_fds[2] = {mem_fd, feature_fd};
+  const size_t nfds = feature_fd >= 0 ? 2 : 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 2)] = {};
   msghdr r{};
   r.msg_iov = &out;
   r.msg_iovlen = 1;
   r.msg_control = control;
-  r.msg_controllen = sizeof(control);
+  r.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
   cmsghdr* c = CMSG_FIRSTHDR(&r);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &mem_fd, sizeof(int));
+  c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+  std::memcpy(CMSG_DATA(c), handed_fds, sizeof(int) * nfds);
   // Counted before the answer leaves, so that whoever has the descriptor
   // sees it counted (Stats() read right after a fetch).
   ++handed;

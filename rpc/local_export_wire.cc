@@ -57,7 +57,7 @@ struct Reader {
   }
 };
 
-bool Known(uint16_t kind) { return kind >= 1 && kind <= 10; }
+bool Known(uint16_t kind) { return kind >= 1 && kind <= 12; }
 
 uint64_t PageRound(uint64_t bytes) { return (bytes + kPage - 1) / kPage * kPage; }
 
@@ -85,6 +85,10 @@ const char* ExportArrayName(ExportArray a) {
       return "original_ids";
     case ExportArray::kIndices32:
       return "indices32";
+    case ExportArray::kHotTable:
+      return "hot_table";
+    case ExportArray::kHotRows:
+      return "hot_rows";
   }
   return "unknown";
 }
@@ -93,9 +97,11 @@ size_t ExportArrayElementBytes(ExportArray a) {
   switch (a) {
     case ExportArray::kEdgeTypes:
     case ExportArray::kIndices32:
+    case ExportArray::kHotTable:
       return 4;
     case ExportArray::kFeatures:
     case ExportArray::kSplit:
+    case ExportArray::kHotRows:
       return 1;
     default:
       return 8;
@@ -132,6 +138,8 @@ std::string EncodeLayout(const ExportLayout& l) {
     Put(&s, a.offset);
     Put(&s, a.count);
   }
+  Put(&s, static_cast<uint8_t>(l.feature_file ? 1 : 0));
+  Put(&s, l.feature_cache_bytes);
   return s;
 }
 
@@ -172,6 +180,12 @@ Status DecodeLayout(const std::string& text, ExportLayout* out) {
     end = std::max(end, a.offset + a.count * elem);
     l.arrays.push_back(a);
   }
+  uint8_t feature_file = 0;
+  if (!r.Get(&feature_file) || !r.Get(&l.feature_cache_bytes))
+    return bad("truncated feature-file fields");
+  if (feature_file > 1) return bad("feature-file flag " + std::to_string(feature_file));
+  l.feature_file = feature_file == 1;
+  if (l.feature_cache_bytes < 0) return bad("a negative feature cache size");
   if (r.left != 0) return bad(std::to_string(r.left) + " trailing bytes");
   // No two arrays share a byte (empty ones occupy none).
   std::vector<const ExportedArray*> by_offset;

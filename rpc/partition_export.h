@@ -25,6 +25,8 @@ void ForEachExportedArray(View& v, Fn&& fn) {
   fn(ExportArray::kLabels, v.labels);
   fn(ExportArray::kSplit, v.split);
   fn(ExportArray::kOriginalIds, v.original_ids);
+  fn(ExportArray::kHotTable, v.hot_table);
+  fn(ExportArray::kHotRows, v.hot_rows);
 }
 
 // What LocalExport::Create copies from a view.

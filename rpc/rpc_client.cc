@@ -306,6 +306,7 @@ Status RpcClient::Info(RemotePartitionInfo* out) {
   if (r.__isset.local_export_bytes) out->local_export_bytes = r.local_export_bytes;
   if (r.__isset.server_uid) out->server_uid = r.server_uid;
   if (r.__isset.server_version) out->server_version = PrintableText(r.server_version, 64);
+  out->features_on_disk = r.__isset.features_tier && r.features_tier == "disk";
   out->has_edge_times = r.__isset.has_edge_times && r.has_edge_times;
   if (r.__isset.node_types) {
     out->node_types = r.node_types;

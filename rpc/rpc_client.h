@@ -93,6 +93,7 @@ struct RemotePartitionInfo {
   int64_t local_export_bytes = 0;  // ... and its size (0 = not said: a server before it)
   int64_t server_uid = -1;         // the server's uid (-1 = not said)
   std::string server_version;      // the server's Fanout version ("" = not said: before 0.4)
+  bool features_on_disk = false;   // its features are in its disk tier (the export hands the file)
 };
 
 // A same-host client's local work since its last report (report_local).

@@ -23,6 +23,10 @@ struct PartitionView {
   ArrayView<const int32_t> indices32;
   ArrayView<const int32_t> edge_types;
   ArrayView<const uint8_t> features, split;
+  // The disk tier's hot set (storage/row_cache.h StaticRowSet), where the
+  // features are on disk: (row, slot) pairs and the rows themselves.
+  ArrayView<const int32_t> hot_table;
+  ArrayView<const uint8_t> hot_rows;
 
   int64_t num_nodes() const { return node_end - node_begin; }
   int64_t num_edges() const { return static_cast<int64_t>(indices.size() + indices32.size()); }
@@ -45,8 +49,8 @@ struct PartitionView {
     return static_cast<int64_t>((indptr.size() + indices.size() + edge_ids.size() +
                                  edge_times.size() + labels.size() + original_ids.size()) *
                                     8 +
-                                (indices32.size() + edge_types.size()) * 4 + features.size() +
-                                split.size());
+                                (indices32.size() + edge_types.size() + hot_table.size()) * 4 +
+                                features.size() + split.size() + hot_rows.size());
   }
 };
 

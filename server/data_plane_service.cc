@@ -12,7 +12,7 @@ Status DataPlaneService::Handle(const rpc::DataRequest& r, rpc::ReplyWriter* rep
         FANOUT_RETURN_IF_ERROR(svc_.CheckIds(r.ids));
         FANOUT_RETURN_IF_ERROR(svc_.CheckReplyBytes(r.ids.size(), svc_.FeatureRowBytes()));
         char* out = reply->Reserve(r.ids.size() * svc_.FeatureRowBytes());
-        svc_.GatherFeatures(r.ids, out);
+        FANOUT_RETURN_IF_ERROR(svc_.GatherFeatures(r.ids, out));
         bytes = reply->size();
         return Status::OK();
       });

@@ -80,6 +80,7 @@ void RpcHandler::partition_info(gen::PartitionInfo& out) {
     out.max_ids_per_request = s.options.max_ids_per_request;
     out.max_fanout = s.options.max_fanout;
     out.__set_server_version(VersionString());
+    out.__set_features_tier(s.disk ? "disk" : "memory");
     const int data_port = s.data_port.load();
     if (data_port > 0) out.__set_data_port(data_port);
     if (!s.data_ticket.empty()) out.__set_data_plane_ticket(s.data_ticket);
@@ -239,7 +240,7 @@ void RpcHandler::lookup_features(std::string& out, const std::string& nodes) {
     FANOUT_RETURN_IF_ERROR(CheckIds(nodes, &ids));
     FANOUT_RETURN_IF_ERROR(svc_.CheckReplyBytes(ids.size(), svc_.FeatureRowBytes()));
     out.resize(ids.size() * svc_.FeatureRowBytes());
-    svc_.GatherFeatures(ids, out.data());
+    FANOUT_RETURN_IF_ERROR(svc_.GatherFeatures(ids, out.data()));
     bytes = out.size();
     return Status::OK();
   });

@@ -9,10 +9,12 @@
 #include <cctype>
 #include <cstdio>
 #include <fstream>
+#include <tuple>
 
 #include "common/auth_token.h"
 #include "common/cpu.h"
 #include "common/version.h"
+#include "datasets/bounded_partition.h"
 #include "rpc/data_plane.h"
 #include "server/partition_server.h"
 #include "server/ready_record.h"
@@ -142,6 +144,40 @@ int main(int argc, char** argv) {
       "out on this Unix socket (default: under $XDG_RUNTIME_DIR/fanout, /run/fanout as root, else "
       "/tmp/fanout-UID, named by dataset id, partition and RPC port; printed when ready); off = "
       "none");
+  app.add_option("--features", o.features,
+                 "Where feature rows live: memory, disk (the dataset's feature file, written by "
+                 "fanout-partition --feature-file, read with io_uring and O_DIRECT under a cache "
+                 "of --feature-memory bytes) or auto (memory where the partition fits "
+                 "--memory-limit, disk otherwise); the ready line says which")
+      ->default_val("auto")
+      ->check(CLI::IsMember({"memory", "disk", "auto"}));
+  std::string feature_memory_text, memory_limit_text;
+  app.add_option("--feature-memory", feature_memory_text,
+                 "The disk tier's row cache in bytes (4G, 512M, ...): the hot set (highest degree "
+                 "first) and a SIEVE cache of the rows read since, never more (default: a quarter "
+                 "of the partition's feature bytes, within the memory limit)");
+  app.add_option("--feature-hot-fraction", o.feature_hot_fraction,
+                 "The hot set's share of --feature-memory (the rest is the SIEVE cache)")
+      ->default_val(0.8)
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--feature-queue-depth", o.feature_queue_depth,
+                 "Disk reads in flight per serving thread (io_uring queue depth)")
+      ->default_val(32)
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--edge-ids", o.edge_ids,
+                 "Edge ids: memory (held from the start), on-demand (read from the store on the "
+                 "first request that asks for them: link prediction, edge features) or auto "
+                 "(held where they fit the memory limit)")
+      ->default_val("auto")
+      ->check(CLI::IsMember({"memory", "on-demand", "auto"}));
+  app.add_option("--index-bits", o.index_bits,
+                 "Width of the neighbor ids held: 32, 64, or 0 (default: 32 where the dataset has "
+                 "fewer than 2^31 nodes)")
+      ->default_val(0)
+      ->check(CLI::IsMember({0, 32, 64}));
+  app.add_option("--memory-limit", memory_limit_text,
+                 "The memory the tiers are planned against (4G, 24GiB, ...; default: the cgroup's "
+                 "limit, else physical memory)");
   std::vector<long long> local_uids;
   app.add_option("--local-uids", local_uids,
                  "Uids allowed to map the export (default: this server's own uid); the auth token "
@@ -172,6 +208,20 @@ int main(int argc, char** argv) {
     }
   }
   for (long long u : local_uids) o.local_uids.push_back(static_cast<uid_t>(u));
+  for (auto [text, dst, flag] :
+       {std::tuple{&feature_memory_text, &o.feature_memory_bytes, "--feature-memory"},
+        std::tuple{&memory_limit_text, &o.memory_limit_bytes, "--memory-limit"}}) {
+    if (text->empty()) continue;
+    if (*text == "0" && dst == &o.feature_memory_bytes) {  // no cache: every row from the file
+      *dst = 0;
+      continue;
+    }
+    fanout::Status st = fanout::datasets::ParseByteSize(*text, dst);
+    if (!st.ok()) {
+      std::fprintf(stderr, "fanout-server: error: %s: %s\n", flag, st.message().c_str());
+      return 2;
+    }
+  }
   o.max_frame_bytes <<= 20;
   o.max_reply_bytes = max_reply_mib << 20;
   if (!auth_token_file.empty()) {
@@ -227,7 +277,7 @@ int main(int argc, char** argv) {
       "fanout-server ready: dataset %s partition %d/%d nodes [%lld, %lld) %lld edges; loaded in "
       "%.2f s; "
       "arrays %.1f MiB, RSS %.1f MiB (%.2fx); rpc %s:%d admin %s data %s local %s; at most %d "
-      "connections\n",
+      "connections; memory: %s\n",
       meta.name.c_str(), d.part, meta.num_parts, static_cast<long long>(d.node_begin),
       static_cast<long long>(d.node_end), static_cast<long long>(d.num_edges()),
       server.load_seconds(), d.RawBytes() / 1048576.0, rss / 1048576.0,
@@ -237,7 +287,7 @@ int main(int argc, char** argv) {
       server.data_port() > 0 ? ("ucx " + o.bind + ":" + std::to_string(server.data_port())).c_str()
                              : "off",
       server.local_socket().empty() ? "off" : server.local_socket().c_str(),
-      o.limits.max_connections);
+      o.limits.max_connections, server.memory_plan().why.c_str());
   fanout::server::ReadyRecord ready;
   ready.pid = getpid();
   ready.dataset = meta.name;

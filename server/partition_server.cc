@@ -1,5 +1,6 @@
 #include "server/partition_server.h"
 
+#include <fcntl.h>
 #include <httplib.h>
 #include <malloc.h>
 #include <thrift/protocol/TBinaryProtocol.h>
@@ -8,8 +9,10 @@
 #include <thrift/transport/TSSLSocket.h>
 #include <thrift/transport/TServerSocket.h>
 
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <functional>
 #include <future>
 #include <nlohmann/json.hpp>
@@ -72,21 +75,30 @@ Status PartitionServer::Start() {
   state_ = std::make_unique<ServerState>();
   if (options_.admin_port >= 0) FANOUT_RETURN_IF_ERROR(StartAdmin());
   std::shared_ptr<datasets::PartitionData> owned;  // loaded here: its arrays go once exported
+  std::shared_ptr<storage::DiskFeatures> disk;
   if (!data_) {
     auto t0 = std::chrono::steady_clock::now();
-    auto d = std::make_shared<datasets::PartitionData>();
-    datasets::OpenOptions oo;
-    oo.expected_num_parts = options_.expected_num_parts;
-    Status st = datasets::OpenPartition(options_.dataset_dir, options_.partition, oo, d.get());
+    Status st = Load(&owned, &disk);
     if (!st.ok()) {
       Stop();
       return st;
     }
-    owned = d;
-    data_ = std::move(d);
+    data_ = owned;
     load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  } else {
+    // Given ready-made: held as it is.
+    plan_ = MemoryPlan();
+    plan_.index_bits = data_->indices32.empty() ? 64 : 32;
+    plan_.edge_ids_at_start = !data_->edge_ids.empty() || data_->View().num_edges() == 0;
+    plan_.why = "given in memory";
   }
   state_->options = options_;
+  state_->disk = disk;
+  state_->edge_ids_at_start = plan_.edge_ids_at_start;
+  if (disk) {
+    state_->feature_file_path = disk->file().path();
+    state_->disk_io_mode = disk_io_mode_;
+  }
   if (!options_.auth_token.empty() || !options_.tls_cert.empty()) {
     // The data plane's ticket: random, handed out to authenticated clients only.
     std::random_device rd;
@@ -95,6 +107,11 @@ Status PartitionServer::Start() {
   }
   state_->data = data_;
   state_->view = data_->View();
+  if (disk) {
+    state_->view.hot_table = disk->hot_table();
+    state_->view.hot_rows = ArrayView<const uint8_t>(
+        reinterpret_cast<const uint8_t*>(disk->hot_rows().data()), disk->hot_rows().size());
+  }
   Status exported = Export(owned.get());
   if (!exported.ok()) {
     Stop();
@@ -124,6 +141,51 @@ Status PartitionServer::Start() {
   return Status::OK();
 }
 
+Status PartitionServer::Load(std::shared_ptr<datasets::PartitionData>* out,
+                             std::shared_ptr<storage::DiskFeatures>* disk) {
+  datasets::DatasetMeta meta;
+  FANOUT_RETURN_IF_ERROR(datasets::ReadDatasetMeta(options_.dataset_dir, &meta));
+  if (options_.expected_num_parts >= 0 && meta.num_parts != options_.expected_num_parts)
+    return Status::InvalidArgument(options_.dataset_dir + " has " + std::to_string(meta.num_parts) +
+                                   " partitions, expected " +
+                                   std::to_string(options_.expected_num_parts));
+  FANOUT_RETURN_IF_ERROR(PlanMemory(meta, options_.partition, options_, &plan_));
+  auto d = std::make_shared<datasets::PartitionData>();
+  datasets::OpenOptions oo;
+  oo.expected_num_parts = options_.expected_num_parts;
+  oo.index_bits = plan_.index_bits;
+  oo.edge_ids = plan_.edge_ids_at_start;
+  oo.features = !plan_.features_on_disk;
+  FANOUT_RETURN_IF_ERROR(
+      datasets::OpenPartition(options_.dataset_dir, options_.partition, oo, d.get()));
+  if (plan_.features_on_disk) {
+    std::shared_ptr<const storage::FeatureFile> file;
+    FANOUT_RETURN_IF_ERROR(
+        datasets::OpenPartitionFeatureFile(options_.dataset_dir, d->meta, d->part, &file));
+    // The hot set: the rows of the highest degree first (stable by row), the
+    // nodes sampling reaches most often in a graph whose in- and out-degrees
+    // go together.
+    const int64_t n = d->num_nodes();
+    std::vector<int64_t> order(static_cast<size_t>(n));
+    for (int64_t r = 0; r < n; ++r) order[r] = r;
+    const std::vector<int64_t>& ip = d->indptr;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t a, int64_t b) { return ip[a + 1] - ip[a] > ip[b + 1] - ip[b]; });
+    storage::DiskCacheOptions co;
+    co.budget_bytes = plan_.cache_bytes;
+    co.hot_fraction = options_.feature_hot_fraction;
+    co.queue_depth = options_.feature_queue_depth;
+    std::unique_ptr<storage::DiskFeatures> df;
+    FANOUT_RETURN_IF_ERROR(storage::DiskFeatures::Create(file, co, order, &df));
+    std::unique_ptr<storage::BlockReader> probe;
+    FANOUT_RETURN_IF_ERROR(df->NewReader(&probe));
+    disk_io_mode_ = std::string(probe->mode()) + (file->direct() ? ", O_DIRECT" : ", buffered");
+    *disk = std::move(df);
+  }
+  *out = std::move(d);
+  return Status::OK();
+}
+
 Status PartitionServer::Export(datasets::PartitionData* owned) {
   if (options_.local_socket == "off") return Status::OK();
   const datasets::PartitionView& v = state_->view;
@@ -139,10 +201,26 @@ Status PartitionServer::Export(datasets::PartitionData* owned) {
     return Status::OK();
   }
   state_->view = rpc::ViewOfExport(*export_);
+  if (state_->disk) {
+    // The hot set is served from the export too (the same memory clients read).
+    FANOUT_RETURN_IF_ERROR(
+        state_->disk->UseHotMemory(state_->view.hot_table.data(),
+                                   reinterpret_cast<const char*>(state_->view.hot_rows.data())));
+    // Co-located clients read the feature file themselves: a read-only
+    // descriptor of their own (flags they set are theirs), handed beside it.
+    const std::string& path = state_->feature_file_path;
+    int ffd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
+    if (ffd < 0 && errno == EINVAL) ffd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (ffd < 0)
+      return Status::IOError(
+          path + ": opening the feature file for same-host clients: " + std::strerror(errno));
+    FANOUT_RETURN_IF_ERROR(export_->SetFeatureFile(ffd, state_->disk->sieve_bytes()));
+  }
   if (owned !=
       nullptr) {  // served from the export from now on: the loaded copy goes (no second copy)
     std::vector<int64_t>().swap(owned->indptr);
     std::vector<int64_t>().swap(owned->indices);
+    std::vector<int32_t>().swap(owned->indices32);
     std::vector<int64_t>().swap(owned->edge_ids);
     std::vector<int64_t>().swap(owned->edge_times);
     std::vector<int32_t>().swap(owned->edge_types);

@@ -31,6 +31,7 @@
 #include "common/thread_pool.h"
 #include "datasets/partition_store.h"
 #include "rpc/connection_guard.h"
+#include "server/memory_plan.h"
 #include "server/server_metrics.h"
 
 namespace fanout::server {
@@ -75,6 +76,23 @@ struct ServerOptions {
   // PartitionInfo. An explicit path that cannot be served fails Start().
   std::string local_socket;
   std::vector<uid_t> local_uids;  // uids allowed to map it (empty = this process's uid)
+  // Memory tiers (server/memory_plan.h; docs/DESIGN.md "Memory tiers"),
+  // for a partition the server loads itself:
+  // where the feature rows live: "memory", "disk" (the dataset's feature
+  // file, read with io_uring under a cache) or "auto" (default: memory where
+  // the partition fits the memory limit, disk otherwise).
+  std::string features = "auto";
+  // The disk tier's cache budget in bytes (hot set and SIEVE cache); -1 =
+  // default: a quarter of the feature bytes, within the memory limit.
+  int64_t feature_memory_bytes = -1;
+  double feature_hot_fraction = 0.8;  // the hot set's share of that budget
+  int feature_queue_depth = 32;       // reads in flight per serving thread
+  // Edge ids: "memory" (held from the start), "on-demand" (read from the
+  // store on the first request that asks for them) or "auto" (default:
+  // held where they fit the memory limit).
+  std::string edge_ids = "auto";
+  int index_bits = 0;              // neighbor ids: 32, 64, or 0 (default: 32 where they fit)
+  int64_t memory_limit_bytes = 0;  // planned against (0 = the cgroup's limit or physical memory)
 };
 
 struct ServerState;  // internal: what handlers share
@@ -83,6 +101,9 @@ namespace fanout::rpc {
 class DataPlaneServer;
 class LocalExport;
 }  // namespace fanout::rpc
+namespace fanout::storage {
+class DiskFeatures;
+}  // namespace fanout::storage
 namespace fanout::server {
 
 class PartitionServer {
@@ -110,6 +131,9 @@ class PartitionServer {
   const std::string& local_socket() const;
   const ServerMetrics& metrics() const;
   double load_seconds() const { return load_seconds_; }
+  // How the partition is held (features, ids, edge ids); the default plan
+  // for a partition given ready-made.
+  const MemoryPlan& memory_plan() const { return plan_; }
   // "loading", "serving", "draining", "stopped".
   const char* state() const;
   rpc::ConnectionStats connection_stats() const;
@@ -120,10 +144,15 @@ class PartitionServer {
   Status StartAdmin();
   Status StartRpc();
   Status StartDataPlane();
+  // Plans memory (plan_) and loads the partition; the disk tier where
+  // its features stay on disk.
+  Status Load(std::shared_ptr<datasets::PartitionData>* out,
+              std::shared_ptr<storage::DiskFeatures>* disk);
   Status Export(datasets::PartitionData* owned);
   Status StartLocalSocket();
 
   ServerOptions options_;
+  MemoryPlan plan_;
   std::shared_ptr<const datasets::PartitionData> data_;
   std::unique_ptr<ServerState> state_;
   const std::shared_ptr<rpc::ConnectionGuard>
@@ -139,6 +168,7 @@ class PartitionServer {
   std::atomic<int> phase_{0};  // 0 loading, 1 serving, 2 draining, 3 stopped
   int port_ = 0, admin_port_ = -1, data_port_ = 0;
   double load_seconds_ = 0;
+  std::string disk_io_mode_;  // the disk tier's reads: "io_uring, O_DIRECT", ...
   std::chrono::steady_clock::time_point started_at_;
   bool stopped_ = false;
 };

@@ -129,6 +129,49 @@ nlohmann::json RdmaJson() {
   return out;
 }
 
+// Where the partition is held (memory plan) and the disk tier's counters.
+nlohmann::json TiersJson(const MemoryPlan& plan, const ServerState& s) {
+  const datasets::PartitionView& v = s.view;
+  const int64_t edges = v.num_edges();
+  const int64_t topology = static_cast<int64_t>(v.indptr.size() * 8 + v.indices.size() * 8 +
+                                                v.indices32.size() * 4 + v.edge_ids.size() * 8);
+  nlohmann::json j = {
+      {"features", plan.FeaturesTier()},
+      {"index_bits", v.indices32.empty() && !v.indices.empty() ? 64 : plan.index_bits},
+      {"edge_ids", s.edge_ids_at_start       ? "held"
+                   : s.edge_ids.ready.load() ? "read on demand"
+                                             : "not read (on demand)"},
+      {"topology_bytes", topology},
+      {"topology_bytes_per_edge", edges > 0 ? double(topology) / edges : 0.0},
+      {"memory_limit_bytes", plan.limit_bytes},
+      {"memory_limit_source", plan.limit_source},
+      {"plan", plan.why}};
+  if (!s.edge_ids_at_start && s.edge_ids.ready.load())
+    j["edge_ids_load_seconds"] = s.edge_ids.seconds;
+  if (s.disk) {
+    const storage::DiskFeatureStats d = s.disk->stats();
+    j["disk"] = {{"file", s.feature_file_path},
+                 {"io", s.disk_io_mode},
+                 {"lookups", d.lookups},
+                 {"hot_hits", d.hot_hits},
+                 {"cache_hits", d.cache_hits},
+                 {"misses", d.misses},
+                 {"hit_rate", d.hit_rate()},
+                 {"block_reads", d.block_reads},
+                 {"bytes_read", d.bytes_read},
+                 {"read_errors", d.read_errors},
+                 {"evictions", d.evictions},
+                 {"cache_bytes", d.cache_bytes},
+                 {"budget_bytes", d.budget_bytes},
+                 {"hot_rows", d.hot_rows},
+                 {"cache_slots", d.cache_slots},
+                 {"queue_depth", d.queue_depth},
+                 {"max_in_flight", d.max_in_flight},
+                 {"hot_set_seconds", s.disk->hot_seconds()}};
+  }
+  return j;
+}
+
 }  // namespace
 
 std::string PartitionServer::StatsJson() const {
@@ -172,6 +215,14 @@ std::string PartitionServer::StatsJson() const {
     for (int p = 0; p < kNumPaths; ++p)
       paths[PathName(p)] = {{"requests", m.PathRequests(p)}, {"reply_bytes", m.PathBytes(p)}};
     j["totals"]["by_path"] = paths;
+    nlohmann::json methods;
+    for (int me = 0; me < kNumMethods; ++me) {
+      int64_t n = 0;
+      for (int o = 0; o < kNumOutcomes; ++o) n += m.Requests(me, o);
+      methods[MethodName(me)] = n;
+    }
+    j["totals"]["by_method"] = methods;
+    j["tiers"] = TiersJson(plan_, *state_);
     j["data_plane"] = DataPlaneJson(data_plane_.get(), data_port_);
     j["local"] = LocalJson(export_.get(), state_->local_socket);
   } else {
@@ -254,6 +305,31 @@ Status PartitionServer::StartAdmin() {
                   "Data-plane requests that could not be parsed.", dp.malformed);
       out.Counter("fanout_data_plane_rejected_total",
                   "Data-plane connections rejected (limit or stopping).", dp.endpoints_rejected);
+    }
+    if (loaded && state_->disk) {
+      const storage::DiskFeatureStats ds = state_->disk->stats();
+      out.Family("fanout_feature_cache_hits_total", "counter",
+                 "Feature rows served from the disk tier's cache, by part (hot set, SIEVE).")
+          .Sample("fanout_feature_cache_hits_total", "cache=\"hot\"", ds.hot_hits)
+          .Sample("fanout_feature_cache_hits_total", "cache=\"sieve\"", ds.cache_hits);
+      out.Counter("fanout_feature_cache_misses_total",
+                  "Feature rows read from the feature file (not cached).", ds.misses);
+      out.Counter("fanout_feature_disk_reads_total", "Feature-file blocks read.", ds.block_reads);
+      out.Counter("fanout_feature_disk_read_bytes_total", "Feature-file bytes read.",
+                  ds.bytes_read);
+      out.Counter("fanout_feature_disk_read_errors_total",
+                  "Feature-file reads refused (a block failing its checksum, an I/O error).",
+                  ds.read_errors);
+      out.Counter("fanout_feature_cache_evictions_total", "Rows the SIEVE cache evicted.",
+                  ds.evictions);
+      out.Gauge("fanout_feature_cache_bytes", "Bytes the disk tier's cache holds (allocated).",
+                ds.cache_bytes);
+      out.Gauge("fanout_feature_cache_budget_bytes", "The disk tier's cache budget.",
+                ds.budget_bytes);
+      out.Gauge("fanout_feature_disk_queue_depth",
+                "Reads in flight per serving thread (configured).", ds.queue_depth);
+      out.Gauge("fanout_feature_disk_max_in_flight",
+                "Most reads one serving thread had in flight at once.", ds.max_in_flight);
     }
     if (loaded && export_) {
       const rpc::LocalExportStats ls = export_->Stats();

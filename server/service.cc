@@ -1,6 +1,8 @@
 #include "server/service.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include "common/id_range.h"
@@ -53,14 +55,22 @@ size_t PartitionService::FeatureRowBytes() const {
   return static_cast<size_t>(m.feature_dim * datasets::FeatureDTypeSize(m.feature_dtype));
 }
 
-void PartitionService::GatherFeatures(ArrayView<const int64_t> ids, char* dst) {
+Status PartitionService::GatherFeatures(ArrayView<const int64_t> ids, char* dst) {
   const size_t row = FeatureRowBytes();
   const int64_t n = static_cast<int64_t>(ids.size());
   const uint8_t* src = s_->view.features.data();
   const int64_t base = s_->view.node_begin;
   if (row == 0) {  // a dataset without feature values: nothing to copy (and no memory to copy from)
     metrics_->RecordFeatures(n, 0);
-    return;
+    return Status::OK();
+  }
+  if (s_->disk) {
+    if (!reader_) FANOUT_RETURN_IF_ERROR(s_->disk->NewReader(&reader_));
+    rows_.resize(ids.size());
+    for (int64_t i = 0; i < n; ++i) rows_[i] = ids[i] - base;
+    FANOUT_RETURN_IF_ERROR(s_->disk->Gather(rows_.data(), n, dst, reader_.get()));
+    metrics_->RecordFeatures(n, n * static_cast<int64_t>(row));
+    return Status::OK();
   }
   auto gather = [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
@@ -76,6 +86,45 @@ void PartitionService::GatherFeatures(ArrayView<const int64_t> ids, char* dst) {
     gather(0, n);
   }
   metrics_->RecordFeatures(n, n * static_cast<int64_t>(row));
+  return Status::OK();
+}
+
+Status PartitionService::GraphFor(bool with_edge_ids, const sampler::CsrGraph** graph) {
+  if (!with_edge_ids || s_->edge_ids_at_start) {
+    *graph = &s_->graph;
+    return Status::OK();
+  }
+  ServerState::OnDemandEdgeIds& e = s_->edge_ids;
+  if (!e.ready.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(e.mu);
+    if (!e.ready.load(std::memory_order_relaxed)) {
+      if (!e.failed.ok()) return e.failed;
+      const datasets::PartitionView& v = s_->view;
+      if (s_->options.dataset_dir.empty())
+        return Status::NotSupported(
+            "this server holds no edge ids and has no store to read them "
+            "from: ask without edge ids");
+      const auto t0 = std::chrono::steady_clock::now();
+      Status st = datasets::ReadPartitionEdgeIds(s_->options.dataset_dir, v.part, v.num_edges(),
+                                                 true, &e.ids);
+      datasets::PartitionView with = v;
+      with.edge_ids = e.ids;
+      if (st.ok()) st = with.MakeGraph(&e.graph);
+      if (!st.ok()) {
+        e.failed = Status::FromCode(static_cast<int>(st.code()),
+                                    "reading this partition's edge ids on demand: " + st.message());
+        return e.failed;
+      }
+      e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::fprintf(stderr,
+                   "fanout-server: read %lld edge ids on demand in %.2f s (a request asked for "
+                   "them; --edge-ids memory holds them from the start)\n",
+                   static_cast<long long>(e.ids.size()), e.seconds);
+      e.ready.store(true, std::memory_order_release);
+    }
+  }
+  *graph = &e.graph;
+  return Status::OK();
 }
 
 Status PartitionService::Labels(ArrayView<const int64_t> ids, int64_t* dst) const {
@@ -99,7 +148,9 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
     so.weighted = p.weighted;
     so.with_edge_ids = p.with_edge_ids;
     so.node_offset = s_->view.node_begin;
-    FANOUT_RETURN_IF_ERROR(sampler::SampleWalkStep(s_->graph, ids, p.walk_keys, so, &hop_));
+    const sampler::CsrGraph* g = nullptr;
+    FANOUT_RETURN_IF_ERROR(GraphFor(p.with_edge_ids, &g));
+    FANOUT_RETURN_IF_ERROR(sampler::SampleWalkStep(*g, ids, p.walk_keys, so, &hop_));
     metrics_->RecordSample(static_cast<int64_t>(ids.size()), hop_.offsets[ids.size()]);
     *out = &hop_;
     return Status::OK();
@@ -171,6 +222,8 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
   so.with_edge_ids = p.with_edge_ids;
   so.labor = p.labor;
   so.node_offset = s_->view.node_begin;
+  const sampler::CsrGraph* g = nullptr;
+  FANOUT_RETURN_IF_ERROR(GraphFor(p.with_edge_ids, &g));
   if (p.temporal) {
     if (!s_->data->meta.has_edge_times)
       return Status::InvalidArgument("temporal sampling needs edge timestamps; dataset '" +
@@ -183,22 +236,22 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
     if (p.replace || p.weighted)
       return Status::InvalidArgument(
           "temporal sampling draws uniformly without replacement (no replace, no weights)");
-    sampler::SampleTemporalHop(s_->graph, s_->view.edge_times.data(), s_->time_index,
-                               so.node_offset, ids, p.times, p.fanout, p.hop, p.seed, p.strategy,
-                               p.with_edge_ids, &hop_);
+    sampler::SampleTemporalHop(*g, s_->view.edge_times.data(), s_->time_index, so.node_offset, ids,
+                               p.times, p.fanout, p.hop, p.seed, p.strategy, p.with_edge_ids,
+                               &hop_);
     metrics_->RecordSample(static_cast<int64_t>(ids.size()), hop_.offsets[ids.size()]);
     *out = &hop_;
     return Status::OK();
   }
   if (p.hetero) {
-    FANOUT_RETURN_IF_ERROR(sampler::SampleHeteroHop(s_->graph, s_->view.edge_types.data(), ids,
+    FANOUT_RETURN_IF_ERROR(sampler::SampleHeteroHop(*g, s_->view.edge_types.data(), ids,
                                                     p.type_fanouts, p.hop, p.seed, so, &hop_));
     metrics_->RecordSample(static_cast<int64_t>(ids.size()), hop_.offsets[ids.size()]);
     *out = &hop_;
     return Status::OK();
   }
   FANOUT_RETURN_IF_ERROR(
-      sampler_.Sample(s_->graph, ids, p.fanout, p.hop, p.seed, so, s_->pool.get(), &hop_));
+      sampler_.Sample(*g, ids, p.fanout, p.hop, p.seed, so, s_->pool.get(), &hop_));
   metrics_->RecordSample(static_cast<int64_t>(ids.size()), hop_.offsets[ids.size()]);
   *out = &hop_;
   return Status::OK();

@@ -22,6 +22,7 @@
 #include "sampler/temporal.h"
 #include "server/partition_server.h"
 #include "server/server_metrics.h"
+#include "storage/disk_features.h"
 
 namespace fanout::server {
 
@@ -83,6 +84,23 @@ struct ServerState {
   // endpoints must present (random, given to authenticated clients in
   // PartitionInfo). Empty = the data plane serves every peer.
   std::string data_ticket;
+  // The disk tier, where the features are on disk (null: they are in
+  // `view`); its hot set lies in view.hot_table / hot_rows.
+  std::shared_ptr<storage::DiskFeatures> disk;
+  std::string feature_file_path;  // ... its file
+  std::string disk_io_mode;       // "io_uring" or "pread" (what the reads at start used)
+  // Edge ids read on the first request that needs them, where they were not
+  // held from the start (`graph` has none then).
+  struct OnDemandEdgeIds {
+    std::mutex mu;
+    std::atomic<bool> ready{false};
+    std::vector<int64_t> ids;  // GUARDED_BY(mu) until ready
+    sampler::CsrGraph graph;   // `graph` with them, once ready
+    Status failed;             // GUARDED_BY(mu): a load that failed (kept: not retried per request)
+    double seconds = 0;        // the load's duration
+  };
+  bool edge_ids_at_start = true;
+  mutable OnDemandEdgeIds edge_ids;
   mutable ServerCounters counters;
 };
 
@@ -139,8 +157,13 @@ class PartitionService {
   Status CheckIds(ArrayView<const int64_t> ids) const;
   // Bytes of one feature row in the partition's dtype.
   size_t FeatureRowBytes() const;
-  // Gathers the rows of checked ids into dst (ids.size() * FeatureRowBytes()),
-  void GatherFeatures(ArrayView<const int64_t> ids, char* dst);
+  // Gathers the rows of checked ids into dst (ids.size() * FeatureRowBytes()):
+  // from memory, or the disk tier (its cache, then the file; Corruption
+  // naming the file and block where one is damaged).
+  Status GatherFeatures(ArrayView<const int64_t> ids, char* dst);
+  // The CSR to sample from: with edge ids where asked (read from the store
+  // on first need where the server did not hold them).
+  Status GraphFor(bool with_edge_ids, const sampler::CsrGraph** graph);
   // InvalidArgument when rows x row_bytes is over ServerOptions::max_reply_bytes.
   Status CheckReplyBytes(size_t rows, size_t row_bytes) const;
   // Labels of checked ids; NotFound when the dataset has none.
@@ -156,6 +179,8 @@ class PartitionService {
   ServerMetrics* metrics_;
   sampler::HopSampler sampler_;
   sampler::OneHopResult hop_;
+  std::unique_ptr<storage::BlockReader> reader_;  // this service's disk reads (made on first use)
+  std::vector<int64_t> rows_;                     // local rows of a disk gather
 };
 
 }  // namespace fanout::server

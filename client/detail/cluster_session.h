@@ -369,6 +369,10 @@ class ClusterSession : public Session {
   std::vector<Link> links_;
   std::vector<int> path_replica_, path_route_;  // per partition: as the cluster counts it (-1: not)
   std::vector<char> served_;  // per partition: this call's part was served here (not sent)
+  // Co-located partitions whose features are on disk: this session's reads.
+  std::vector<std::unique_ptr<storage::BlockReader>> disk_readers_;  // per partition, on first use
+  std::vector<int64_t> disk_rows_;
+  std::vector<char> disk_buffer_;
   std::vector<sampler::OneHopResult> local_hops_;   // per partition: its hop sampled here
   std::vector<std::vector<int32_t>> local_counts_;  // ... and its per-node counts
   sampler::HopSampler local_sampler_;

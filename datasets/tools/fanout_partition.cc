@@ -122,7 +122,10 @@ int main(int argc, char** argv) {
                  "per feature column); rows travel in it and clients convert them")
       ->default_val("float32")
       ->check(CLI::IsMember({"float32", "float16", "bfloat16", "int8"}));
-  bool feature_files = false;
+  bool feature_files = false, normalize = false;
+  app.add_flag("--normalize-features", normalize,
+               "Divide each node's feature row by the sum of its absolute values (PyG's "
+               "NormalizeFeatures, as GCN-style models use bag-of-words features)");
   app.add_flag("--feature-file", feature_files,
                "Write each partition's feature rows to one flat file beside its store "
                "(part-<k>.features, checksummed per 4 KiB block, named and sized in meta.json) "
@@ -227,13 +230,10 @@ int main(int argc, char** argv) {
   wo.method = method;
   wo.source_path = input;
   wo.quiet = quiet;
-  nlohmann::json opts = {{"undirected", undirected},
-                         {"drop_duplicates", drop_dups},
-                         {"drop_self_loops", drop_loops},
-                         {"seed", seed},
-                         {"metis_balance_edges", !nodes_only},
-                         {"feature_dtype", dtype},
-                         {"direction", direction}};
+  nlohmann::json opts = {{"undirected", undirected},           {"drop_duplicates", drop_dups},
+                         {"drop_self_loops", drop_loops},      {"seed", seed},
+                         {"metis_balance_edges", !nodes_only}, {"feature_dtype", dtype},
+                         {"normalize_features", normalize},    {"direction", direction}};
   if (format == "rmat")
     opts["rmat"] = {{"scale", load.rmat.scale},
                     {"edge_factor", load.rmat.edge_factor},
@@ -297,6 +297,13 @@ int main(int argc, char** argv) {
       st = format == "snap" ? StreamSnap(input, load, eo, &g, &notes) : StreamRmat(load, eo, &g);
     }
     if (!st.ok()) return Fail(st);
+    if (normalize && g.feature_dim > 0) {
+      auto row_of = g.feature_row;
+      g.feature_row = [row_of, d = g.feature_dim](int64_t v, float* row) {
+        row_of(v, row);
+        NormalizeFeatureRow(row, d);
+      };
+    }
     for (const auto& n : notes) std::fprintf(stderr, "note: %s\n", n.c_str());
     std::printf(
         "streaming %s (%s): %lld nodes, %s edges, %lld features, %lld classes; partitioning in "
@@ -316,6 +323,9 @@ int main(int argc, char** argv) {
     for (const auto& n : notes) std::fprintf(stderr, "note: %s\n", n.c_str());
     notes.clear();
     std::string changed = ApplyEdgeOptions(eo, ds.get());
+    if (normalize && ds->feature_dim > 0)
+      for (int64_t v = 0; v < ds->num_nodes; ++v)
+        NormalizeFeatureRow(ds->features.data() + v * ds->feature_dim, ds->feature_dim);
     std::printf("loaded %s (%s): %lld nodes, %lld edges, %lld features, %lld classes%s%s\n",
                 ds->name.c_str(), format.c_str(), static_cast<long long>(ds->num_nodes),
                 static_cast<long long>(ds->num_edges()), static_cast<long long>(ds->feature_dim),

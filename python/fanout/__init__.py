@@ -208,6 +208,16 @@ class Cluster:
         loader workers included, go that way; 0 where none is open: what a new one takes)."""
         return self._c.paths()
 
+    def features(self, ids):
+        """The feature rows of global node ids ``ids`` as a float32 tensor [len(ids), feature_dim], whichever tier
+        holds them (memory, or a server's disk tier) and whichever path reaches it; reduced-precision rows are
+        converted here."""
+        return _tensor(self._c.features(_ids_buffer(torch.as_tensor(ids).flatten())))
+
+    def labels(self, ids):
+        """The labels of global node ids ``ids`` (int64; -1 unknown)."""
+        return _tensor(self._c.labels(_ids_buffer(torch.as_tensor(ids).flatten())))
+
     def health(self):
         """Every replica of every partition as this client sees it: a list of dicts with
         partition, address, healthy (its last health check), checks, checks_failed,
@@ -579,6 +589,13 @@ class NodeLoader:
     straight into device memory where UCX moves CUDA memory, else staged
     through pinned host memory (needs a CUDA-enabled PyTorch).
 
+    ``x_dtype``: ``torch.float32`` (default), or ``torch.float16`` /
+    ``torch.bfloat16`` to keep ``x`` at half the bytes (rows stored in that
+    type, ``fanout-partition --feature-dtype``, come out exactly as stored;
+    others are rounded to nearest even). ``data_plane`` and
+    ``local_sampling`` (default: the cluster's) choose the path as on
+    ``Cluster`` (docs/DATA_PLANE.md, "Choosing a path").
+
     Temporal sampling (a dataset partitioned with ``--edge-times``):
     ``input_time`` gives each seed a time; a seed's subgraph holds only edges
     not later than it (``temporal_strategy`` "uniform" among them, or "last":
@@ -607,7 +624,7 @@ class NodeLoader:
                  features=True, labels=True, edge_ids=True, original_ids=False, drop_last=False, rank=None,
                  world_size=None, device="cpu", gpu_cache_fraction=0.1, input_time=None, temporal_strategy="uniform",
                  sampler="neighbor", num_walks=10, walk_length=4, restart_prob=0.5, visit_stride=1, top_k=None,
-                 local_sampling=None, _subgraph=False, _link=None):
+                 local_sampling=None, x_dtype=torch.float32, _subgraph=False, _link=None):
         if not isinstance(cluster, Cluster):
             raise InvalidArgument("%s needs a fanout.Cluster, not %s" % (type(self).__name__, type(cluster).__name__))
         _check_data_plane(data_plane)
@@ -665,6 +682,13 @@ class NodeLoader:
                            visit_stride=visit_stride)
         if session_mode is not None:
             options["data_plane"] = session_mode
+        x_dtypes = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
+                    "float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}
+        if x_dtype not in x_dtypes:
+            raise InvalidArgument("x_dtype must be torch.float32, torch.float16 or torch.bfloat16, not %r"
+                                  % (x_dtype,))
+        if x_dtypes[x_dtype] != "float32":
+            options["x_dtype"] = x_dtypes[x_dtype]
         if local_sampling is not None and local_sampling != cluster.local_sampling:
             options["local_sampling"] = local_sampling
         link = None

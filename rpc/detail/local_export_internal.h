@@ -11,7 +11,7 @@
 
 namespace fanout::rpc::detail {
 
-constexpr uint32_t kLocalVersion = 1;
+constexpr uint32_t kLocalVersion = 2;  // 2: compact topology, the disk tier's file and hot set
 constexpr uint64_t kPage = 4096;
 constexpr int kSeals = F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL;
 // Largest message either side reads: a layout record is well under this.
