@@ -11,7 +11,7 @@
 //       size, at the same queue depth, over the same file (no checksum, no
 //       copy), alternated, median of --rounds. ratio = the tier's block
 //       reads/s over the raw reads/s.
-//   loader_disk: a NodeLoader ([15,10,5], batch 1024, features, 2 workers,
+//   loader_disk: a NodeLoader ([15,10,5], batch 1024, features, 4 workers,
 //       Thrift) through 2 servers with features on disk and a cache of
 //       --cache-fraction of their rows, against (a) the device's limit at the
 //       same read size with as many reads in flight as the servers can have
@@ -134,6 +134,8 @@ TierCounters Counters(const nlohmann::json& s) {
   return c;
 }
 
+int g_workers = 4;
+
 fanout::client::LoaderOptions LoaderCase() {
   fanout::client::LoaderOptions o;
   o.batch_size = 1024;
@@ -142,8 +144,8 @@ fanout::client::LoaderOptions LoaderCase() {
   o.features = true;
   o.labels = false;
   o.edge_ids = false;
-  o.num_workers = 2;
-  o.prefetch = 4;
+  o.num_workers = g_workers;
+  o.prefetch = 2 * g_workers;
   o.rank = 0;
   o.world_size = 1;
   return o;
@@ -185,7 +187,7 @@ int main(int argc, char** argv) {
       "fanout-bench-disk: the disk feature tier (io_uring, O_DIRECT, hot set + SIEVE cache) "
       "against the device's own random-read limit, the best static cache, the memory tier and "
       "the co-located reader, in one run (docs/BENCHMARKS.md, \"Memory tiers\")."};
-  int scale = 22, feature_dim = 64, rounds = 3, batches = 40, warm = 10;
+  int scale = 22, feature_dim = 64, rounds = 3, batches = 150, warm = 10;
   double seconds = 3, cache_fraction = 0.2;
   std::string data, json;
   int depth = 32;
@@ -195,13 +197,29 @@ int main(int argc, char** argv) {
       ->default_val(3);
   app.add_option("--rounds", rounds, "Alternations of workload and limit (medians)")
       ->default_val(3);
-  app.add_option("--batches", batches, "Timed loader batches per run")->default_val(40);
+  app.add_option("--batches", batches,
+                 "Timed loader batches per run (the oracle's trace: a short one flatters it, as "
+                 "it fits the trace's noise)")
+      ->default_val(150);
   app.add_option("--warm-batches", warm, "Loader batches before timing (the caches warm)")
       ->default_val(10);
   app.add_option("--cache-fraction", cache_fraction, "loader_disk's cache: this share of rows")
       ->default_val(0.2)
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--queue-depth", depth, "Reads in flight per reading thread")->default_val(32);
+  double hot_fraction = 0.9;
+  app.add_option("--hot-fraction", hot_fraction, "The servers' --feature-hot-fraction")
+      ->default_val(0.9);
+  app.add_option("--workers", g_workers,
+                 "Loader workers (sessions, batches in flight; a loader bound by the device wants "
+                 "more than one bound by the CPU)")
+      ->default_val(4);
+  std::string remote_path = "thrift";
+  app.add_option("--remote-path", remote_path, "loader_disk's path to the servers: thrift or ucx")
+      ->default_val("thrift")
+      ->check(CLI::IsMember({"thrift", "ucx"}));
+  bool skip_lookup = false;
+  app.add_flag("--skip-lookup", skip_lookup, "Only the loader cases (not feature_lookup_disk)");
   app.add_option(
       "--data", data,
       "Dataset folder (made once, reused; default build/bench/data/rmat<scale>-f<dim>-files)");
@@ -247,7 +265,7 @@ int main(int argc, char** argv) {
   nlohmann::json cases = nlohmann::json::array();
 
   // ---- feature_lookup_disk ----
-  {
+  if (!skip_lookup) {
     fanout::storage::DiskCacheOptions none;
     none.budget_bytes = 0;
     none.queue_depth = depth;
@@ -321,7 +339,9 @@ int main(int argc, char** argv) {
     fanout::client::ClusterSpec spec;
     spec.replicas = {{s[0].rpc}, {s[1].rpc}};
     spec.has_data_plane = true;
-    spec.data_plane = rpc ? fanout::rpc::DataPlaneMode::kTcp : fanout::rpc::DataPlaneMode::kAuto;
+    spec.data_plane = !rpc                      ? fanout::rpc::DataPlaneMode::kAuto
+                      : remote_path == "thrift" ? fanout::rpc::DataPlaneMode::kTcp
+                                                : fanout::rpc::DataPlaneMode::kUcx;
     std::shared_ptr<fanout::client::Cluster> c;
     fanout::Status cs = fanout::client::Cluster::Connect(spec, {}, &c);
     if (!cs.ok()) {
@@ -336,6 +356,7 @@ int main(int argc, char** argv) {
     const uint64_t seed = 100 + r;
     // Disk tier, over RPC: the servers' reads, hit rate and the trace.
     auto disk = start({"--features", "disk", "--feature-memory", std::to_string(cache_bytes),
+                       "--feature-hot-fraction", std::to_string(hot_fraction),
                        "--feature-queue-depth", std::to_string(depth), "--edge-ids", "on-demand"});
     std::vector<std::unordered_map<int64_t, int64_t>> trace(2);
     TierCounters before[2], after[2];

@@ -334,7 +334,8 @@ class BoundedWrite {
     // Per node: the part (4 bytes), the renumbering (8, inverted in place
     // later), the row starts (8); random partitioning shuffles with 8 more
     // before the renumbering exists.
-    const int64_t node_bytes = n_ * (4 + 8 + 8) + 8;
+    // Feature files add the heat of each node (4 more).
+    const int64_t node_bytes = n_ * (4 + 8 + 8 + (o_.feature_files ? 4 : 0)) + 8;
     edge_budget_ = limit - fixed - node_bytes;
     // Below this a slice would re-read the spill for too few edges.
     const int64_t min_slice = 16 * kMiB;
@@ -388,6 +389,7 @@ class BoundedWrite {
   // group of partitions); then the row starts, and the renumbering inverted.
   Status SpillEdges() {
     indptr_.assign(n_ + 1, 0);
+    if (meta_.has_heat) heat_.assign(static_cast<size_t>(n_), 0);
     for (int gi = 0; gi < groups_; ++gi) {
       spills_.push_back(
           std::make_unique<SpillWriter>(spill_ + "/group-" + std::to_string(gi),
@@ -410,6 +412,7 @@ class BoundedWrite {
         const int32_t ps = part_[s], pd = part_[d];
         const int64_t row = perm_[in ? d : s];
         indptr_[row + 1]++;
+        if (!heat_.empty() && heat_[in ? s : d] != UINT32_MAX) ++heat_[in ? s : d];
         stats.edges[in ? pd : ps]++;
         stats.cut_edges += ps != pd;
         if (!spills_[GroupOf(in ? pd : ps)]->Append(Record{row, perm_[in ? s : d], eid}))
@@ -491,6 +494,7 @@ class BoundedWrite {
     if (g_.has_names)
       for (int64_t v = 0; v < n_; ++v) name_bytes += static_cast<int64_t>(g_.name_of(v)->size());
     StreamNodeSource nodes(g_);
+    if (!heat_.empty()) nodes.SetHeat(heat_.data());
     if (o_.feature_dtype == FeatureDType::kInt8 && g_.feature_dim > 0) {
       std::vector<float> row(g_.feature_dim), mx(g_.feature_dim, 0.0f);
       for (int64_t v = 0; v < n_; ++v) {
@@ -586,6 +590,7 @@ class BoundedWrite {
   // SpillEdges, the input id of each new id); row starts by new id.
   std::vector<int32_t> part_;
   std::vector<int64_t> perm_, indptr_;
+  std::vector<uint32_t> heat_;  // by input id: appearances as a neighbor (with feature files)
   std::vector<std::unique_ptr<SpillWriter>> spills_;
   std::vector<Slice> plan_;
   int64_t max_edges_ = 0, max_rows_ = 0;

@@ -15,6 +15,8 @@
 //                     etime/<chunk>   int64 timestamp per stored edge (adj order), when
 //                                     the source had them (temporal sampling); such
 //                                     stores keep each row in time order (stable)
+//                     heat/<chunk>    int64 per node: stored edges naming it as their
+//                                     neighbor (with feature files: the disk tier's order)
 //                     etype/<chunk>   int64 edge type per stored edge (adj order), in
 //                                     heterogeneous datasets; each row is ordered by
 //                                     type (stable), and each partition's nodes by
@@ -88,6 +90,10 @@ struct DatasetMeta {
   std::vector<std::string> class_names;
   std::string direction = "in";
   bool has_labels = false, has_split = false, has_names = false;
+  // heat/<chunk>: per node, how many stored edges name it as their neighbor
+  // (how often sampling can reach it): the disk tier's hot set order.
+  // Written with feature files.
+  bool has_heat = false;
   bool has_edge_times = false;  // etime/<chunk>: a timestamp per stored edge
   // Heterogeneous datasets: node and edge types, per-partition type ranges
   // and per-type feature dims (sampler/hetero.h; etype/<chunk> holds each
@@ -145,6 +151,7 @@ struct PartitionData {
   std::vector<uint8_t> split;            // empty when the dataset has none
   std::vector<int64_t> original_ids;
   std::vector<std::string> original_names;  // only when meta.has_names
+  std::vector<int64_t> heat;                // only with OpenOptions::heat and meta.has_heat
 
   int64_t num_nodes() const { return node_end - node_begin; }
   PartitionView View() const {
@@ -185,6 +192,8 @@ struct OpenOptions {
   // Read the feature rows (default true); false leaves features empty (a
   // server whose features come from the disk tier).
   bool features = true;
+  // Read heat/<chunk> where the store has it (default false).
+  bool heat = false;
 };
 
 // Loads partition `part` of the dataset in `dir`.

@@ -35,6 +35,7 @@ std::string DatasetMeta::ToJson() const {
   j["has_labels"] = has_labels;
   j["has_split"] = has_split;
   j["has_original_names"] = has_names;
+  if (has_heat) j["has_heat"] = true;
   if (has_edge_times)
     j["has_edge_times"] = true;  // absent in stores without (older readers ignore it)
   if (!hetero.empty()) {         // absent in homogeneous stores (older readers ignore these)
@@ -102,6 +103,7 @@ Status DatasetMeta::FromJson(const std::string& text, const std::string& path, D
     m.has_split = j.at("has_split").get<bool>();
     m.has_names = j.value("has_original_names", false);
     m.has_edge_times = j.value("has_edge_times", false);
+    m.has_heat = j.value("has_heat", false);
     m.chunk_nodes = j.at("chunk_nodes").get<int64_t>();
     m.method = j.value("method", "");
     m.options_json = j.contains("options") ? j["options"].dump() : "{}";

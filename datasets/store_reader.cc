@@ -172,13 +172,14 @@ void SizePartitionArrays(int64_t num_edges, const OpenOptions& o, bool narrow, P
   if (meta.has_labels) d->labels.resize(n);
   if (meta.has_split) d->split.resize(n);
   d->original_ids.resize(n);
+  if (o.heat && meta.has_heat) d->heat.resize(n);
   if (meta.has_edge_times) d->edge_times.resize(num_edges);
   if (!meta.hetero.empty()) d->edge_types.resize(num_edges);
 }
 
 // One sink per chunk kind the dataset has (datasets/detail/chunks.h decodes
 // each), writing into d; the adjacency first.
-std::vector<ChunkSink> PartitionSinks(int64_t num_edges, bool features, PartitionData* d,
+std::vector<ChunkSink> PartitionSinks(int64_t num_edges, bool features, bool heat, PartitionData* d,
                                       EdgeCursors* at) {
   const DatasetMeta& meta = d->meta;
   // The lambdas capture these scalars and pointers (copies; not meta).
@@ -199,6 +200,10 @@ std::vector<ChunkSink> PartitionSinks(int64_t num_edges, bool features, Partitio
   if (meta.has_names)
     sinks.push_back({"name", [=](int64_t, int64_t cn, const char* p, size_t sz) {
                        return detail::DecodeNameChunk(p, sz, cn, &d->original_names);
+                     }});
+  if (heat && meta.has_heat)
+    sinks.push_back({"heat", [=](int64_t c, int64_t cn, const char* p, size_t sz) {
+                       return detail::DecodeInt64Chunk(p, sz, cn, c * cnodes, d->heat.data());
                      }});
   sinks.push_back({"orig", [=](int64_t c, int64_t cn, const char* p, size_t sz) {
                      return detail::DecodeInt64Chunk(p, sz, cn, c * cnodes, d->original_ids.data());
@@ -325,7 +330,7 @@ Status OpenPartition(const std::string& dir_in, int part, const OpenOptions& o,
   // adjacency and the features are each about half of the bytes, and the
   // checksum + copy work of one core is slower than the disk.
   EdgeCursors at;
-  const std::vector<ChunkSink> sinks = PartitionSinks(num_edges, o.features, &d, &at);
+  const std::vector<ChunkSink> sinks = PartitionSinks(num_edges, o.features, o.heat, &d, &at);
   const int64_t n = d.node_end - d.node_begin;
   std::vector<Status> results(sinks.size());
   {

@@ -180,7 +180,10 @@ DatasetMeta BaseMeta(const MetaInputs& in, int k, const WriteOptions& o) {
   meta.chunk_nodes = o.chunk_nodes;
   meta.method = o.method;
   meta.options_json = o.options_json;
-  if (o.feature_files && in.feature_dim > 0) meta.feature_files.resize(static_cast<size_t>(k));
+  if (o.feature_files && in.feature_dim > 0) {
+    meta.feature_files.resize(static_cast<size_t>(k));
+    meta.has_heat = true;
+  }
   return meta;
 }
 
@@ -257,6 +260,7 @@ int64_t StorePayloadBytes(const DatasetMeta& meta, int64_t name_bytes) {
   if (meta.has_labels) total += meta.num_nodes * 8;
   if (meta.has_split) total += meta.num_nodes;
   if (meta.has_names) total += meta.num_nodes * 4 + name_bytes;
+  if (meta.has_heat) total += meta.num_nodes * 8;
   if (meta.has_edge_times) total += meta.num_edges * 8;
   if (!meta.hetero.empty()) total += meta.num_edges * 8;
   return total;
@@ -370,6 +374,8 @@ Status PartStoreWriter::PutNodeChunks(const DatasetMeta& meta, int64_t c, const 
     FANOUT_RETURN_IF_ERROR(Put("split", c));
   }
   FANOUT_RETURN_IF_ERROR(put_int64("orig", [&](int64_t v) { return src.OriginalId(v); }));
+  if (meta.has_heat)
+    FANOUT_RETURN_IF_ERROR(put_int64("heat", [&](int64_t v) { return src.Heat(v); }));
   if (meta.has_names) {
     std::vector<const std::string*> names(n);
     for (int64_t x = 0; x < n; ++x) names[x] = src.Name(old_ids[x]);
@@ -550,6 +556,14 @@ Status WritePartitionedDataset(const RawDataset& ds, const std::vector<int32_t>&
                     detail::StorePayloadBytes(meta, name_bytes), o.quiet);
   int64_t bytes_done = 0;
   RawNodeSource nodes(ds);
+  std::vector<uint32_t> heat;
+  if (meta.has_heat) {  // each node's appearances as a stored edge's neighbor
+    heat.assign(static_cast<size_t>(ds.num_nodes), 0);
+    const std::vector<int64_t>& ends = o.incoming ? ds.src : ds.dst;
+    for (int64_t v : ends)
+      if (heat[v] != UINT32_MAX) ++heat[v];
+    nodes.SetHeat(heat.data());
+  }
   for (int p = 0; p < k; ++p)
     FANOUT_RETURN_IF_ERROR(WritePart(layout, meta, p, nodes, ds.edge_times, ds.edge_type,
                                      tmp + "/part-" + std::to_string(p), &progress, &bytes_done));

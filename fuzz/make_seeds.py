@@ -95,3 +95,50 @@ put("fuzz_planetoid", "small", "\0".join([
 put("fuzz_ogb", "small", "\0".join([
     "3\n", "0,1\n1,2\n", "0.5,1.0\n0.0,2.0\n1.5,0.25\n", "0\n1\n1\n", "0\n", "1\n", "2\n"]))
 put("fuzz_snap", "small", "# Directed graph\n# FromNodeId\tToNodeId\n0\t1\n1\t2\n5\t0\n")
+
+
+# --- fuzz_feature_file: a flag byte (bit 0: fix the table's checksum), then
+# a feature file (storage/feature_file.h) --------------------------------------
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
+def feature_file(rows, dim, dtype=0, elem=4):
+    row_bytes = dim * elem
+    if row_bytes <= 4096:
+        block, per = 4096, 4096 // row_bytes if row_bytes else 1
+    else:
+        block, per = (row_bytes + 4095) // 4096 * 4096, 1
+    nblocks = (rows + per - 1) // per if row_bytes else 0
+    blocks, crcs = b"", []
+    for bi in range(nblocks):
+        data = bytearray(block)
+        for r in range(per):
+            row = bi * per + r
+            if row >= rows:
+                break
+            data[r * row_bytes:(r + 1) * row_bytes] = bytes((row * 7 + j) & 0xFF for j in range(row_bytes))
+        crcs.append(crc32c(bytes(data)))
+        blocks += bytes(data)
+    table = b"".join(struct.pack("<I", c) for c in crcs)
+    table += b"\0" * (max(4096, (len(table) + 4095) // 4096 * 4096) - len(table))
+    ident = b"seed-dataset"
+    h = bytearray(4096)
+    h[0:4] = b"FNFF"
+    struct.pack_into("<II", h, 4, 1, len(ident))
+    h[12:12 + len(ident)] = ident
+    struct.pack_into("<iqqqI", h, 268, 0, 0, rows, dim, dtype)
+    struct.pack_into("<qqqqI", h, 304, row_bytes, block, per, nblocks, crc32c(b"".join(struct.pack("<I", c) for c in crcs)))
+    struct.pack_into("<I", h, 340, crc32c(bytes(h[:340])))
+    return bytes(h) + blocks + table
+
+
+put("fuzz_feature_file", "small", b"\x01" + feature_file(40, 8))
+put("fuzz_feature_file", "wide", b"\x01" + feature_file(3, 1100))
+put("fuzz_feature_file", "half", b"\x00" + feature_file(10, 16, 1, 2))
+put("fuzz_feature_file", "empty", b"\x01" + feature_file(0, 4))

@@ -158,7 +158,7 @@ int main(int argc, char** argv) {
                  "of the partition's feature bytes, within the memory limit)");
   app.add_option("--feature-hot-fraction", o.feature_hot_fraction,
                  "The hot set's share of --feature-memory (the rest is the SIEVE cache)")
-      ->default_val(0.8)
+      ->default_val(0.9)
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--feature-queue-depth", o.feature_queue_depth,
                  "Disk reads in flight per serving thread (io_uring queue depth)")

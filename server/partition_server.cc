@@ -156,21 +156,31 @@ Status PartitionServer::Load(std::shared_ptr<datasets::PartitionData>* out,
   oo.index_bits = plan_.index_bits;
   oo.edge_ids = plan_.edge_ids_at_start;
   oo.features = !plan_.features_on_disk;
+  oo.heat = plan_.features_on_disk;
+  oo.heat = plan_.features_on_disk;
   FANOUT_RETURN_IF_ERROR(
       datasets::OpenPartition(options_.dataset_dir, options_.partition, oo, d.get()));
   if (plan_.features_on_disk) {
     std::shared_ptr<const storage::FeatureFile> file;
     FANOUT_RETURN_IF_ERROR(
         datasets::OpenPartitionFeatureFile(options_.dataset_dir, d->meta, d->part, &file));
-    // The hot set: the rows of the highest degree first (stable by row), the
-    // nodes sampling reaches most often in a graph whose in- and out-degrees
-    // go together.
+    // The hot set: the rows sampling reaches most often first (stable by
+    // row): those the most stored edges name as their neighbor (the store's
+    // heat, counted over the whole graph by fanout-partition), else those of
+    // the highest degree (a store without heat).
     const int64_t n = d->num_nodes();
     std::vector<int64_t> order(static_cast<size_t>(n));
     for (int64_t r = 0; r < n; ++r) order[r] = r;
     const std::vector<int64_t>& ip = d->indptr;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int64_t a, int64_t b) { return ip[a + 1] - ip[a] > ip[b + 1] - ip[b]; });
+    if (d->heat.size() == static_cast<size_t>(n)) {
+      const std::vector<int64_t>& h = d->heat;
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int64_t a, int64_t b) { return h[a] > h[b]; });
+      std::vector<int64_t>().swap(d->heat);
+    } else {
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int64_t a, int64_t b) { return ip[a + 1] - ip[a] > ip[b + 1] - ip[b]; });
+    }
     storage::DiskCacheOptions co;
     co.budget_bytes = plan_.cache_bytes;
     co.hot_fraction = options_.feature_hot_fraction;

@@ -85,7 +85,7 @@ struct ServerOptions {
   // The disk tier's cache budget in bytes (hot set and SIEVE cache); -1 =
   // default: a quarter of the feature bytes, within the memory limit.
   int64_t feature_memory_bytes = -1;
-  double feature_hot_fraction = 0.8;  // the hot set's share of that budget
+  double feature_hot_fraction = 0.9;  // the hot set's share of that budget
   int feature_queue_depth = 32;       // reads in flight per serving thread
   // Edge ids: "memory" (held from the start), "on-demand" (read from the
   // store on the first request that asks for them) or "auto" (default:

@@ -84,6 +84,7 @@ nlohmann::json MemoryJson(int64_t rss, const rpc::MemoryBudget& budget) {
   const ResidentBreakdown r = ResidentSetBreakdown();
   const rpc::MemoryBudgetStats b = budget.Stats();
   return {{"rss_bytes", rss},
+          {"peak_rss_bytes", PeakResidentSetBytes()},
           {"rss_anon_bytes", r.anon},
           {"rss_file_bytes", r.file},
           {"rss_shmem_bytes", r.shmem},

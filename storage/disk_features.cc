@@ -81,7 +81,7 @@ Status DiskFeatures::Create(std::shared_ptr<const FeatureFile> file, const DiskC
                                                 n, rb, g.rows, &d->hot_));
     }
     const int64_t rest = std::max<int64_t>(0, o.budget_bytes - d->hot_.bytes());
-    d->cache_ = std::make_unique<SieveCache>(SieveCache::SlotsFor(rest, rb), rb);
+    d->cache_ = std::make_unique<SieveCache>(SieveCache::SlotsFor(rest, rb, g.rows), rb, g.rows);
   }
   *out = std::move(d);
   return Status::OK();
@@ -97,7 +97,8 @@ Status DiskFeatures::Attach(std::shared_ptr<const FeatureFile> file, const Stati
   const int64_t rb = d->file_->geometry().row_bytes;
   if (rb > 0)
     d->cache_ = std::make_unique<SieveCache>(
-        SieveCache::SlotsFor(std::max<int64_t>(0, cache_bytes), rb), rb);
+        SieveCache::SlotsFor(std::max<int64_t>(0, cache_bytes), rb, d->file_->geometry().rows), rb,
+        d->file_->geometry().rows);
   d->budget_ = d->cache_bytes();
   *out = std::move(d);
   return Status::OK();

@@ -40,7 +40,7 @@ struct DiskCacheOptions {
   // row is read from the file).
   int64_t budget_bytes = int64_t{1} << 30;
   // The share of the budget for the hot set (the rest is the SIEVE cache's).
-  double hot_fraction = 0.8;
+  double hot_fraction = 0.9;
   // Reads in flight at once per reading thread.
   int queue_depth = 32;
 };

@@ -297,7 +297,10 @@ Status FeatureFile::Check(int fd, bool direct, const std::string& path, const Ex
   if (dt > static_cast<uint32_t>(FeatureDType::kBFloat16))
     return Status::Corruption(path + ": unknown feature dtype " + std::to_string(dt));
   id.dtype = static_cast<FeatureDType>(dt);
-  if (id.rows < 0 || id.feature_dim < 0 || id.feature_dim > (int64_t{1} << 24))
+  // Bounded before any arithmetic with them (the file size and table size
+  // derive from them).
+  if (id.rows < 0 || id.rows > (int64_t{1} << 40) || id.feature_dim < 0 ||
+      id.feature_dim > (int64_t{1} << 24))
     return Status::Corruption(path + ": rows or feature dim out of range");
   FeatureFileGeometry& g = f->g_;
   g.row_bytes = Get<int64_t>(h + kOffRowBytes);

@@ -138,13 +138,18 @@ struct SieveCache::Shard {
     if (tail < 0) tail = s;
   }
   // SIEVE: from the hand (or the tail), toward the head, clearing hit bits,
-  // to the first row not hit; the hand stays just before it.
-  int32_t Evict() {
+  // to the first row not hit (the victim); the hand rests on it.
+  int32_t Victim() {
     int32_t o = hand >= 0 ? hand : tail;
     while (visited[o]) {
       visited[o] = 0;
       o = prev[o] >= 0 ? prev[o] : tail;
     }
+    hand = o;
+    return o;
+  }
+  // Evicts the victim; the hand moves on past it.
+  int32_t Evict(int32_t o) {
     hand = prev[o];
     Unlink(o);
     Erase(row_of[o]);
@@ -163,18 +168,19 @@ int64_t ShardBytes(int64_t n, int64_t row_bytes) {
 }
 }  // namespace
 
-int64_t SieveCache::BytesFor(int64_t slots, int64_t row_bytes) {
-  int64_t b = 0;
+int64_t SieveCache::BytesFor(int64_t slots, int64_t row_bytes, int64_t rows) {
+  if (slots <= 0) return 0;
+  int64_t b = rows;  // the access counts
   for (int j = 0; j < kShards; ++j) b += ShardBytes(ShardSlots(slots, j), row_bytes);
   return b;
 }
 
-int64_t SieveCache::SlotsFor(int64_t bytes, int64_t row_bytes) {
-  if (bytes <= 0) return 0;
+int64_t SieveCache::SlotsFor(int64_t bytes, int64_t row_bytes, int64_t rows) {
+  if (bytes <= rows) return 0;
   int64_t lo = 0, hi = bytes / std::max<int64_t>(1, row_bytes + 13) + 1;
   while (lo < hi) {  // the largest slots with BytesFor(slots) <= bytes
     const int64_t mid = lo + (hi - lo + 1) / 2;
-    if (BytesFor(mid, row_bytes) <= bytes)
+    if (BytesFor(mid, row_bytes, rows) <= bytes)
       lo = mid;
     else
       hi = mid - 1;
@@ -182,8 +188,14 @@ int64_t SieveCache::SlotsFor(int64_t bytes, int64_t row_bytes) {
   return lo;
 }
 
-SieveCache::SieveCache(int64_t slots, int64_t row_bytes)
+SieveCache::SieveCache(int64_t slots, int64_t row_bytes, int64_t rows)
     : slots_(std::max<int64_t>(0, slots)), row_bytes_(row_bytes) {
+  if (slots_ > 0) {
+    rows_ = std::max<int64_t>(0, rows);
+    counts_.reset(new std::atomic<uint8_t>[static_cast<size_t>(rows_)]);
+    for (int64_t r = 0; r < rows_; ++r) counts_[r].store(0, std::memory_order_relaxed);
+    bytes_ += rows_;
+  }
   for (int j = 0; j < kShards; ++j) {
     auto s = std::make_unique<Shard>();
     s->n = ShardSlots(slots_, j);
@@ -214,8 +226,24 @@ int64_t SieveCache::held() const {
   return n;
 }
 
+uint8_t SieveCache::Count(int64_t row) {
+  if (row >= rows_) return 0;
+  // Aging: every 8 lookups per row, every count halves (whoever crosses the
+  // mark does it; counts moving meanwhile are counted a little differently).
+  if (accesses_.fetch_add(1, std::memory_order_relaxed) + 1 == 8 * rows_) {
+    accesses_.store(0, std::memory_order_relaxed);
+    for (int64_t r = 0; r < rows_; ++r)
+      counts_[r].store(counts_[r].load(std::memory_order_relaxed) / 2, std::memory_order_relaxed);
+  }
+  std::atomic<uint8_t>& c = counts_[row];
+  uint8_t v = c.load(std::memory_order_relaxed);
+  if (v < 255) c.store(++v, std::memory_order_relaxed);
+  return v;
+}
+
 bool SieveCache::Lookup(int64_t row, char* dst) {
   if (slots_ == 0 || row < 0 || row > INT32_MAX) return false;
+  Count(row);
   Shard& s = ShardOf(row);
   if (s.n == 0) return false;
   std::lock_guard<std::mutex> lock(s.mu);
@@ -232,13 +260,21 @@ void SieveCache::Insert(int64_t row, const char* src) {
   Shard& s = ShardOf(row);
   if (s.n == 0) return;
   const int32_t key = static_cast<int32_t>(row);
+  const uint8_t want = row < rows_ ? counts_[row].load(std::memory_order_relaxed) : 0;
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.Find(key) >= 0) return;
   int32_t slot;
   if (s.used < s.n) {
     slot = static_cast<int32_t>(s.used++);
   } else {
-    slot = s.Evict();
+    // SIEVE's victim stays where it was asked for at least as often.
+    const int32_t victim = s.Victim();
+    const int32_t vrow = s.row_of[victim];
+    if (vrow < rows_ && counts_[vrow].load(std::memory_order_relaxed) >= want) {
+      refused_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    slot = s.Evict(victim);
     evictions_.fetch_add(1, std::memory_order_relaxed);
   }
   std::memcpy(s.rows.data() + static_cast<int64_t>(slot) * row_bytes_, src,

@@ -99,6 +99,13 @@ class NodeSource {
   virtual uint8_t SplitOf(int64_t v) const = 0;  // when has_split
   virtual int64_t OriginalId(int64_t v) const = 0;
   virtual const std::string* Name(int64_t v) const = 0;  // when has_names
+  // Stored edges naming v as their neighbor; when has_heat.
+  virtual int64_t Heat(int64_t v) const { return heat_ ? heat_[v] : 0; }
+  // The heat per input id (owned by the writer), or null.
+  void SetHeat(const uint32_t* heat) { heat_ = heat; }
+
+ private:
+  const uint32_t* heat_ = nullptr;
 };
 
 // One partition's RocksDB store while it is written.

@@ -254,7 +254,7 @@ TEST(BlockReaderTest, UringAndPreadReadTheSameCheckedBlocksInAnyOrder) {
 
 TEST(RowCacheTest, SieveEvictsTheOldestRowNotHitSinceTheHandPassed) {
   // One shard's worth: rows that all land in shard 0 (row % 64 == 0), 3 slots there.
-  SieveCache c(3 * SieveCache::kShards, 4);
+  SieveCache c(3 * SieveCache::kShards, 4, 0);  // no access counts: SIEVE alone
   auto row = [](int i) { return int64_t{i} * SieveCache::kShards; };
   auto put = [&](int i) {
     const int32_t v = i;
@@ -276,12 +276,33 @@ TEST(RowCacheTest, SieveEvictsTheOldestRowNotHitSinceTheHandPassed) {
   EXPECT_TRUE(has(5));
   EXPECT_EQ(c.evictions(), 2);
   // Never more rows than slots, whatever goes in.
-  SieveCache big(1000, 16);
+  SieveCache big(1000, 16, 0);
   std::vector<char> src(16, 'x');
   for (int64_t r = 0; r < 100000; r += 3) big.Insert(r, src.data());
   EXPECT_LE(big.held(), 1000);
-  EXPECT_EQ(big.bytes(), SieveCache::BytesFor(1000, 16));
-  EXPECT_LE(SieveCache::BytesFor(SieveCache::SlotsFor(123456, 16), 16), 123456);
+  EXPECT_EQ(big.bytes(), SieveCache::BytesFor(1000, 16, 0));
+  EXPECT_LE(SieveCache::BytesFor(SieveCache::SlotsFor(123456, 16, 5000), 16, 5000), 123456);
+  EXPECT_EQ(SieveCache::SlotsFor(4000, 16, 5000), 0);  // not even the counts fit
+}
+
+TEST(RowCacheTest, ARowAskedForOnceDoesNotPushOutOneAskedForOften) {
+  // One slot in shard 0 (rows 0, 64, 128, ... land there).
+  SieveCache c(SieveCache::kShards, 4, 1000);
+  const int32_t v = 7;
+  char out[4];
+  for (int i = 0; i < 5; ++i) c.Lookup(0, out);  // row 0 asked for 5 times (misses)
+  c.Insert(0, reinterpret_cast<const char*>(&v));
+  EXPECT_TRUE(c.Lookup(0, out));
+  c.Lookup(64, out);  // row 64 once
+  c.Insert(64, reinterpret_cast<const char*>(&v));
+  EXPECT_EQ(c.refused(), 1);
+  EXPECT_TRUE(c.Lookup(0, out));
+  EXPECT_FALSE(c.Lookup(64, out));
+  for (int i = 0; i < 10; ++i) c.Lookup(128, out);  // row 128 more often than 0
+  c.Insert(128, reinterpret_cast<const char*>(&v));
+  EXPECT_TRUE(c.Lookup(128, out));
+  EXPECT_FALSE(c.Lookup(0, out));
+  EXPECT_EQ(c.evictions(), 1);
 }
 
 TEST(RowCacheTest, AnExportedHotTableIsCheckedBeforeUse) {
