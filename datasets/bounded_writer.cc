@@ -445,36 +445,57 @@ class BoundedWrite {
     *z = std::min(meta_.offsets[p + 1], *a + o_.chunk_nodes);
   }
 
-  // Each partition in slices of whole chunks that fit the edge budget. A
-  // slice holds its edges (16 bytes each), a fill cursor per row, and the
-  // largest chunk's encoded value three times (the value, the memtable's
-  // copy, the memtable being flushed). The plan comes first, so that one
-  // allocation serves every slice (no allocator fragmentation to count).
+  // Each partition in slices of whole chunks that fit the edge budget. The
+  // edge arrays are allocated once, for the largest slice, and stay while
+  // every slice is written; beside them the largest chunk's encoded value is
+  // held three times at most (the value and the memtable's copy while it is
+  // put; the memtable's and the table builder's while a large one is
+  // flushed, which PartStoreWriter does at once, alone: see store_write.h),
+  // whichever slice it is in. So the budget is: that, plus the largest
+  // slice's edges (16 bytes each) and fill cursors (8 per row). The plan
+  // comes first, so that one allocation serves every slice (no allocator
+  // fragmentation to count).
   Status PlanSlices() {
+    auto chunk_cost = [&](int p, int64_t c, int64_t* edges, int64_t* rows) {
+      int64_t a, z;
+      RowsOf(p, c, &a, &z);
+      *edges = indptr_[z] - indptr_[a];
+      *rows = z - a;
+    };
+    auto num_chunks = [&](int p) {
+      return (meta_.offsets[p + 1] - meta_.offsets[p] + o_.chunk_nodes - 1) / o_.chunk_nodes;
+    };
+    int64_t largest = 0;  // three copies of the largest chunk's value
+    for (int p = 0; p < k_; ++p)
+      for (int64_t c = 0; c < num_chunks(p); ++c) {
+        int64_t ce, cr;
+        chunk_cost(p, c, &ce, &cr);
+        largest = std::max(largest, 3 * (16 * ce + 8 * cr));
+      }
+    const int64_t room = edge_budget_ - largest;  // for the largest slice's arrays
+    auto too_small = [&](int p, int64_t c, int64_t ce, int64_t cr) {
+      return Status::ResourceExhausted(
+          "--memory-limit " + FormatBytes(static_cast<double>(b_.memory_limit_bytes)) +
+          " is too small: chunk " + std::to_string(c) + " of partition " + std::to_string(p) +
+          " holds " + std::to_string(ce) + " edges, which need " +
+          FormatBytes(static_cast<double>(16 * ce + 8 * cr)) + " beside " +
+          FormatBytes(static_cast<double>(largest)) + " for the largest chunk's value while it " +
+          "is written and " +
+          FormatBytes(static_cast<double>(b_.memory_limit_bytes - edge_budget_)) +
+          " for the rest; raise the limit or write fewer nodes per chunk (--chunk-nodes)");
+    };
     for (int p = 0; p < k_; ++p) {
-      const int64_t num_chunks =
-          (meta_.offsets[p + 1] - meta_.offsets[p] + o_.chunk_nodes - 1) / o_.chunk_nodes;
-      for (int64_t c0 = 0; c0 < num_chunks;) {
-        int64_t c1 = c0, slice_edges = 0, slice_rows = 0, largest = 0;
-        while (c1 < num_chunks) {
-          int64_t a, z;
-          RowsOf(p, c1, &a, &z);
-          const int64_t ce = indptr_[z] - indptr_[a], cr = z - a;
-          const int64_t cost = 16 * (slice_edges + ce) + 8 * (slice_rows + cr) +
-                               std::max(largest, 3 * (16 * ce + 8 * cr));
+      for (int64_t c0 = 0; c0 < num_chunks(p);) {
+        int64_t c1 = c0, slice_edges = 0, slice_rows = 0;
+        while (c1 < num_chunks(p)) {
+          int64_t ce, cr;
+          chunk_cost(p, c1, &ce, &cr);
+          const int64_t cost = 16 * (slice_edges + ce) + 8 * (slice_rows + cr);
           const bool too_many = b_.max_slice_edges > 0 && slice_edges + ce > b_.max_slice_edges;
-          if (c1 > c0 && (cost > edge_budget_ || too_many)) break;
-          if (cost > edge_budget_)
-            return Status::ResourceExhausted(
-                "--memory-limit " + FormatBytes(static_cast<double>(b_.memory_limit_bytes)) +
-                " is too small: chunk " + std::to_string(c1) + " of partition " +
-                std::to_string(p) + " holds " + std::to_string(ce) + " edges, which need " +
-                FormatBytes(static_cast<double>(cost)) + " with " +
-                FormatBytes(static_cast<double>(b_.memory_limit_bytes - edge_budget_)) +
-                " for the rest; raise the limit or write fewer nodes per chunk (--chunk-nodes)");
+          if (c1 > c0 && (cost > room || too_many)) break;
+          if (cost > room) return too_small(p, c1, ce, cr);
           slice_edges += ce;
           slice_rows += cr;
-          largest = std::max(largest, 3 * (16 * ce + 8 * cr));
           ++c1;
         }
         plan_.push_back(Slice{p, c0, c1, slice_edges, slice_rows});

@@ -98,7 +98,11 @@ Status OpenPartitionDb(const std::string& path, std::unique_ptr<rocksdb::DB>* db
   rocksdb::Options opts;
   opts.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
   opts.paranoid_checks = true;
-  opts.allow_mmap_reads = true;  // values are read in place: no kernel-to-user copy before ours
+  // Values are read into buffers (pread), not mapped: a mapped store's pages
+  // count in the process's RSS while it loads (a whole partition's worth, on
+  // top of the arrays), and a server under --memory-limit must not pass it
+  // to load. The copy costs less than the checksum.
+  opts.allow_mmap_reads = false;
   opts.advise_random_on_open = false;  // one sequential pass: keep kernel readahead on
   rocksdb::BlockBasedTableOptions table;
   table.no_block_cache = true;  // one sequential pass; caching would double the memory

@@ -284,6 +284,7 @@ Status PartStoreWriter::Open(const std::string& path, int64_t write_buffer_bytes
   FANOUT_RETURN_IF_ERROR(RocksStatus(rocksdb::DB::Open(opts, path, &raw), "creating " + path));
   std::unique_ptr<PartStoreWriter> w(new PartStoreWriter());
   w->path_ = path;
+  w->write_buffer_ = write_buffer_bytes;
   w->db_.reset(raw);
   *out = std::move(w);
   return Status::OK();
@@ -296,7 +297,15 @@ Status PartStoreWriter::Put(const char* kind, int64_t c) {
   bytes_ += static_cast<int64_t>(value_.size());
   rocksdb::WriteOptions wo;
   wo.disableWAL = true;  // the temporary folder is the crash protection
-  return RocksStatus(db_->Put(wo, c < 0 ? std::string(kind) : ChunkKey(kind, c), value_), path_);
+  FANOUT_RETURN_IF_ERROR(
+      RocksStatus(db_->Put(wo, c < 0 ? std::string(kind) : ChunkKey(kind, c), value_), path_));
+  if (2 * static_cast<int64_t>(value_.size()) <= write_buffer_) return Status::OK();
+  // A hub chunk: give this copy back and flush the memtable now, so that the
+  // value is not also held by a second memtable or a later value's buffer.
+  std::string().swap(value_);
+  rocksdb::FlushOptions fo;
+  fo.wait = true;
+  return RocksStatus(db_->Flush(fo), "flushing " + path_);
 }
 
 Status PartStoreWriter::PutInfo(const DatasetMeta& meta, int p, int64_t num_edges) {

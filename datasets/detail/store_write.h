@@ -111,7 +111,11 @@ class NodeSource {
 // One partition's RocksDB store while it is written.
 class PartStoreWriter {
  public:
-  // write_buffer_bytes: RocksDB's memtable size (two may exist at once).
+  // write_buffer_bytes: RocksDB's memtable size (two may exist at once). A
+  // value larger than half of it is flushed at once, alone, with this
+  // writer's copy given back first: at most two copies of the largest value
+  // (the memtable's and the table builder's) and the caller's arrays are
+  // ever held, which the bounded writer's memory plan counts on.
   static Status Open(const std::string& path, int64_t write_buffer_bytes,
                      std::unique_ptr<PartStoreWriter>* out);
   ~PartStoreWriter();
@@ -140,6 +144,7 @@ class PartStoreWriter {
 
   std::string path_;
   std::unique_ptr<rocksdb::DB> db_;
+  int64_t write_buffer_ = 0;
   std::string value_;
   std::vector<int64_t> values_;
   std::vector<uint8_t> split_;

@@ -270,6 +270,17 @@ TEST(ServerProcessTest, SubprocessServesAndExitsCleanlyOnSigterm) {
     _exit(127);
   }
   close(out[1]);
+  // A failed ASSERT returns early: never leave the child serving behind the test.
+  struct Reaper {
+    pid_t pid;
+    bool reaped = false;
+    ~Reaper() {
+      if (!reaped) {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+      }
+    }
+  } reaper{pid};
   FILE* f = fdopen(out[0], "r");
   char line[1024] = {0};
   ASSERT_NE(fgets(line, sizeof line, f), nullptr);
@@ -297,6 +308,7 @@ TEST(ServerProcessTest, SubprocessServesAndExitsCleanlyOnSigterm) {
   kill(pid, SIGTERM);
   int status = 0;
   waitpid(pid, &status, 0);
+  reaper.reaped = true;
   EXPECT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
   std::string rest;
