@@ -25,6 +25,7 @@
 #include "cache/gpu_feature_cache.h"
 #include "client/cluster.h"
 #include "client/loader.h"
+#include "client/online.h"
 #include "client/walks.h"
 #include "common/id_range.h"
 #include "common/random.h"
@@ -184,6 +185,8 @@ py::list PathList(const std::vector<client::PartitionPath>& all) {
   return out;
 }
 
+py::dict BatchDict(const client::MiniBatch& b);  // below
+
 class PyCluster {
  public:
   PyCluster(client::ClusterSpec spec, rpc::RpcOptions options)
@@ -200,7 +203,8 @@ class PyCluster {
                                                    const std::string& data_plane,
                                                    int connect_timeout_ms, int call_timeout_ms,
                                                    const std::string& local_sampling,
-                                                   int health_check_ms) {
+                                                   int health_check_ms,
+                                                   const std::string& auth_token) {
     client::ClusterSpec spec;
     for (const py::handle& p : partitions) {
       if (py::isinstance<py::str>(p)) {
@@ -215,9 +219,10 @@ class PyCluster {
       }
     }
     if (spec.replicas.empty()) Raise(Status::InvalidArgument("Cluster: no partitions given"));
-    return std::make_unique<PyCluster>(
-        std::move(spec),
-        Options(data_plane, connect_timeout_ms, call_timeout_ms, local_sampling, health_check_ms));
+    rpc::RpcOptions o =
+        Options(data_plane, connect_timeout_ms, call_timeout_ms, local_sampling, health_check_ms);
+    o.auth_token = auth_token;
+    return std::make_unique<PyCluster>(std::move(spec), o);
   }
 
   static std::unique_ptr<PyCluster> FromFile(const std::string& path, const std::string& data_plane,
@@ -423,6 +428,32 @@ class PyCluster {
     return fn(sessions_[0].get());
   }
 
+  // One online query (client::OnlineSampler, made on first use with
+  // `workers` workers): the batch as BatchDict gives it.
+  py::dict Query(const py::object& seeds, const std::vector<int64_t>& num_neighbors, bool features,
+                 bool labels, bool edge_ids, int deadline_ms, uint64_t request_seed, int workers) {
+    client::QueryOptions o;
+    o.num_neighbors = num_neighbors;
+    o.features = features;
+    o.labels = labels;
+    o.edge_ids = edge_ids;
+    o.deadline_ms = deadline_ms;
+    o.request_seed = request_seed;
+    std::vector<int64_t> ids = Int64List(seeds, "seeds");
+    client::MiniBatch b;
+    Status st;
+    {
+      py::gil_scoped_release release;
+      {
+        std::lock_guard<std::mutex> lock(online_mu_);
+        if (!online_) st = client::OnlineSampler::Create(cluster_, workers, &online_);
+      }
+      if (st.ok()) st = online_->Query(ids, o, &b);
+    }
+    Check(st);
+    return BatchDict(b);
+  }
+
   // Runs fn(session, begin, end) over [0, n): a large n in contiguous
   // chunks, one per core (at most kMaxSplit), on as many call sessions at
   // once, as the loaders' worker threads use every core; the first error
@@ -469,6 +500,8 @@ class PyCluster {
   client::ClusterSpec spec_;
   rpc::RpcOptions options_;
   std::shared_ptr<client::Cluster> cluster_;
+  std::mutex online_mu_;
+  std::unique_ptr<client::OnlineSampler> online_;  // GUARDED_BY(online_mu_) (made once)
   std::mutex session_mu_;
   std::unique_ptr<ThreadPool>
       pool_;  // GUARDED_BY(session_mu_); outlives sessions_ (declared first)
@@ -932,7 +965,8 @@ PYBIND11_MODULE(_core, m) {
   py::class_<PyCluster>(m, "Cluster")
       .def_static("from_partitions", &PyCluster::FromPartitions, py::arg("partitions"),
                   py::arg("data_plane"), py::arg("connect_timeout_ms"), py::arg("call_timeout_ms"),
-                  py::arg("local_sampling") = "auto", py::arg("health_check_ms") = 1000)
+                  py::arg("local_sampling") = "auto", py::arg("health_check_ms") = 1000,
+                  py::arg("auth_token") = "")
       .def_static("from_file", &PyCluster::FromFile, py::arg("path"), py::arg("data_plane"),
                   py::arg("connect_timeout_ms"), py::arg("call_timeout_ms"),
                   py::arg("local_sampling") = "auto", py::arg("health_check_ms") = 1000)
@@ -979,6 +1013,9 @@ PYBIND11_MODULE(_core, m) {
       .def("features", &PyCluster::Features, py::arg("ids"))
       .def("features_into", &PyCluster::FeaturesInto, py::arg("ids"), py::arg("out"))
       .def("labels", &PyCluster::Labels, py::arg("ids"))
+      .def("query", &PyCluster::Query, py::arg("seeds"), py::arg("num_neighbors"),
+           py::arg("features"), py::arg("labels"), py::arg("edge_ids"), py::arg("deadline_ms"),
+           py::arg("request_seed"), py::arg("workers"))
       .def("sample_batch", &SampleBatchOf, py::arg("options"), py::arg("nodes"), py::arg("link"),
            py::arg("times"), py::arg("request_seed"))
       .def("random_walks", &RandomWalksOf, py::arg("seeds"), py::arg("options"),

@@ -52,7 +52,14 @@ struct DataPlaneServerOptions {
   int threads = 1;  // progress threads; each owns a UCX worker and serves its endpoints
   int64_t max_request_bytes = int64_t{256} << 20;  // largest id list accepted, default 256 MiB
   int max_replies_per_endpoint =
-      4;  // replies in flight per endpoint; more requests wait their turn
+      4;  // replies in flight (or computing) per endpoint; more requests wait their turn
+  // Requests computed off the progress threads, by this many executor
+  // threads (each with a handler of its own), picked round robin by tenant
+  // (DataRequest::tenant): for a handler that may wait before it computes (a
+  // tenants scheduler's turn), so that a waiting request holds up no other
+  // endpoint of its progress thread. 0 = computed inline on the progress
+  // thread (no hand-off: the lowest latency).
+  int executors = 0;
   // Requests waiting per endpoint; one more is not queued: the endpoint is
   // closed (a peer that sends without taking its answers), counted in refused.
   int max_queued_per_endpoint = 64;
@@ -62,6 +69,13 @@ struct DataPlaneServerOptions {
   // When set (wire::kTicketBytes), only requests carrying it are served; the
   // others get Unauthenticated. See PartitionInfo.data_plane_ticket.
   std::string ticket;
+  // Tenants (server/tenancy.h): every request must carry a ticket that this
+  // maps to a tenant id (>= 0), handed to the handler as
+  // DataRequest::tenant; -1 = Unauthenticated. With `tickets_optional`, a
+  // request without a ticket is tenant `default_tenant`'s.
+  std::function<int(const std::string& ticket)> ticket_tenant;
+  bool tickets_optional = false;
+  int default_tenant = -1;
   // The server's request-memory budget, shared with its Thrift connections
   // (null: none). A rendezvous request's ids are fetched only once its bytes
   // are taken from it (the rest wait, in order, at most budget_wait_ms, then

@@ -21,6 +21,9 @@ enum class DataMethod : uint8_t { kPing = 0, kFeatures = 1, kLabels = 2, kSample
 // request's receive buffer and is valid during Handle() only.
 struct DataRequest {
   DataMethod method = DataMethod::kPing;
+  // The tenant its ticket names (DataPlaneServerOptions::ticket_tenant);
+  // -1 where the server has no tenants.
+  int tenant = -1;
   ArrayView<const int64_t> ids;
   SampleCall call;  // kSample only
 };

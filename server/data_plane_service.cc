@@ -6,48 +6,61 @@ namespace fanout::server {
 
 Status DataPlaneService::Handle(const rpc::DataRequest& r, rpc::ReplyWriter* reply) {
   size_t bytes = 0;
+  // The tenant its ticket named (the default one on a server without tenants).
+  const Tenancy* tenancy = svc_.state().tenancy.get();
+  svc_.SetTenant(r.tenant >= 0 ? r.tenant : tenancy != nullptr ? tenancy->DefaultId() : -1);
+  const PartitionService::Work work{static_cast<int64_t>(r.ids.size()), r.call.fanout};
   switch (r.method) {
     case rpc::DataMethod::kFeatures:
-      return svc_.Run(kLookupFeatures, kUcx, &bytes, [&]() -> Status {
-        FANOUT_RETURN_IF_ERROR(svc_.CheckIds(r.ids));
-        FANOUT_RETURN_IF_ERROR(svc_.CheckReplyBytes(r.ids.size(), svc_.FeatureRowBytes()));
-        char* out = reply->Reserve(r.ids.size() * svc_.FeatureRowBytes());
-        FANOUT_RETURN_IF_ERROR(svc_.GatherFeatures(r.ids, out));
-        bytes = reply->size();
-        return Status::OK();
-      });
+      return svc_.Run(
+          kLookupFeatures, kUcx, &bytes,
+          [&]() -> Status {
+            FANOUT_RETURN_IF_ERROR(svc_.CheckIds(r.ids));
+            FANOUT_RETURN_IF_ERROR(svc_.CheckReplyBytes(r.ids.size(), svc_.FeatureRowBytes()));
+            char* out = reply->Reserve(r.ids.size() * svc_.FeatureRowBytes());
+            FANOUT_RETURN_IF_ERROR(svc_.GatherFeatures(r.ids, out));
+            bytes = reply->size();
+            return Status::OK();
+          },
+          work);
     case rpc::DataMethod::kLabels:
-      return svc_.Run(kLookupLabels, kUcx, &bytes, [&]() -> Status {
-        FANOUT_RETURN_IF_ERROR(svc_.CheckIds(r.ids));
-        char* out = reply->Reserve(r.ids.size() * 8);
-        FANOUT_RETURN_IF_ERROR(svc_.Labels(r.ids, reinterpret_cast<int64_t*>(out)));
-        bytes = reply->size();
-        return Status::OK();
-      });
+      return svc_.Run(
+          kLookupLabels, kUcx, &bytes,
+          [&]() -> Status {
+            FANOUT_RETURN_IF_ERROR(svc_.CheckIds(r.ids));
+            char* out = reply->Reserve(r.ids.size() * 8);
+            FANOUT_RETURN_IF_ERROR(svc_.Labels(r.ids, reinterpret_cast<int64_t*>(out)));
+            bytes = reply->size();
+            return Status::OK();
+          },
+          work);
     case rpc::DataMethod::kSample:
-      return svc_.Run(kSampleNeighbors, kUcx, &bytes, [&]() -> Status {
-        FANOUT_RETURN_IF_ERROR(svc_.CheckIds(r.ids));
-        SampleParams p;
-        p.fanout = r.call.fanout;
-        p.replace = r.call.replace;
-        p.weighted = r.call.weighted;
-        p.with_edge_ids = r.call.with_edge_ids;
-        p.seed = r.call.seed;
-        p.hop = r.call.hop;
-        p.labor = r.call.labor;
-        p.walk = !r.call.walk_keys.empty();
-        p.walk_keys = r.call.walk_keys;
-        const sampler::OneHopResult* hop = nullptr;
-        FANOUT_RETURN_IF_ERROR(svc_.Sample(r.ids, p, &hop));
-        const size_t n = r.ids.size();
-        char* out =
-            reply->Reserve(rpc::SampleReplyBytes(n, hop->offsets[n], p.with_edge_ids, p.labor));
-        rpc::EncodeSampleReply(hop->offsets.data(), n, hop->neighbors.data(),
-                               p.with_edge_ids ? hop->edge_ids.data() : nullptr, out,
-                               p.labor ? hop->edge_weights.data() : nullptr);
-        bytes = reply->size();
-        return Status::OK();
-      });
+      return svc_.Run(
+          kSampleNeighbors, kUcx, &bytes,
+          [&]() -> Status {
+            FANOUT_RETURN_IF_ERROR(svc_.CheckIds(r.ids));
+            SampleParams p;
+            p.fanout = r.call.fanout;
+            p.replace = r.call.replace;
+            p.weighted = r.call.weighted;
+            p.with_edge_ids = r.call.with_edge_ids;
+            p.seed = r.call.seed;
+            p.hop = r.call.hop;
+            p.labor = r.call.labor;
+            p.walk = !r.call.walk_keys.empty();
+            p.walk_keys = r.call.walk_keys;
+            const sampler::OneHopResult* hop = nullptr;
+            FANOUT_RETURN_IF_ERROR(svc_.Sample(r.ids, p, &hop));
+            const size_t n = r.ids.size();
+            char* out =
+                reply->Reserve(rpc::SampleReplyBytes(n, hop->offsets[n], p.with_edge_ids, p.labor));
+            rpc::EncodeSampleReply(hop->offsets.data(), n, hop->neighbors.data(),
+                                   p.with_edge_ids ? hop->edge_ids.data() : nullptr, out,
+                                   p.labor ? hop->edge_weights.data() : nullptr);
+            bytes = reply->size();
+            return Status::OK();
+          },
+          work);
     case rpc::DataMethod::kPing:
       reply->Reserve(0);
       return Status::OK();

@@ -26,6 +26,18 @@ namespace {
 
 void RpcHandler::authenticate(const std::string& token) {
   const ServerState& s = svc_.state();
+  if (s.tenants_file) {
+    // The token names the tenant this connection's requests are charged to.
+    const int tenant = s.tenancy->ByToken(token);
+    if (tenant < 0) {
+      ++s.counters.auth_refused;
+      Throw(
+          Status::Unauthenticated("unknown token: no tenant of this server's tenants file has it"));
+    }
+    svc_.SetTenant(tenant);
+    authenticated_ = true;
+    return;
+  }
   if (s.options.auth_token.empty()) return;  // nothing required: any token is fine
   if (!SameSecret(token, s.options.auth_token)) {
     ++s.counters.auth_refused;
@@ -34,16 +46,36 @@ void RpcHandler::authenticate(const std::string& token) {
   authenticated_ = true;
 }
 
+bool RpcHandler::SetTlsSubject(const std::string& subject) {
+  const ServerState& s = svc_.state();
+  if (!s.tenants_file) return false;
+  const int tenant = s.tenancy->ByTlsSubject(subject);
+  if (tenant < 0) return false;
+  svc_.SetTenant(tenant);
+  authenticated_ = true;
+  return true;
+}
+
 template <typename Fn>
-void RpcHandler::Serve(int method, const size_t* reply_bytes, Fn&& fn) {
+void RpcHandler::Serve(int method, const size_t* reply_bytes, Fn&& fn,
+                       PartitionService::Work work) {
+  if (tls_ && !tls_checked_) {  // the handshake is done: a request came
+    tls_checked_ = true;
+    (void)SetTlsSubject(tls_->PeerSubject());
+  }
   if (!authenticated_) {
     ++svc_.state().counters.auth_refused;
+    if (svc_.state().tenants_file)
+      Throw(Status::Unauthenticated(
+          "this server serves only its tenants' requests (its tenants file refuses requests "
+          "without credentials): give the client its tenant's token (cluster file "
+          "\"auth_token_file\", or RpcOptions::auth_token)"));
     Throw(
         Status::Unauthenticated("this server requires an auth token (it runs with "
                                 "--auth-token-file): give the client the same token "
                                 "(cluster file \"auth_token_file\", or RpcOptions::auth_token)"));
   }
-  Status st = svc_.Run(method, kThrift, reply_bytes, std::forward<Fn>(fn));
+  Status st = svc_.Run(method, kThrift, reply_bytes, std::forward<Fn>(fn), work);
   if (!st.ok()) Throw(st);
 }
 
@@ -83,7 +115,12 @@ void RpcHandler::partition_info(gen::PartitionInfo& out) {
     out.__set_features_tier(s.disk ? "disk" : "memory");
     const int data_port = s.data_port.load();
     if (data_port > 0) out.__set_data_port(data_port);
-    if (!s.data_ticket.empty()) out.__set_data_plane_ticket(s.data_ticket);
+    if (s.tenants_file) {
+      const std::string ticket = s.tenancy->Ticket(svc_.tenant());
+      if (!ticket.empty()) out.__set_data_plane_ticket(ticket);
+    } else if (!s.data_ticket.empty()) {
+      out.__set_data_plane_ticket(s.data_ticket);
+    }
     if (m.has_edge_times) out.__set_has_edge_times(true);
     if (!s.local_socket.empty()) {
       out.__set_local_socket(s.local_socket);
@@ -109,71 +146,75 @@ void RpcHandler::partition_info(gen::PartitionInfo& out) {
 
 void RpcHandler::sample_neighbors(gen::SampleResponse& out, const gen::SampleRequest& req) {
   size_t bytes = 0;
-  Serve(kSampleNeighbors, &bytes, [&]() -> Status {
-    ArrayView<const int64_t> ids;
-    FANOUT_RETURN_IF_ERROR(CheckIds(req.nodes, &ids));
-    SampleParams p;
-    p.fanout = req.fanout;
-    p.replace = req.replace;
-    p.weighted = req.weighted;
-    p.with_edge_ids = req.with_edge_ids;
-    p.seed = static_cast<uint64_t>(req.seed);
-    p.hop = req.hop;
-    ArrayView<const int64_t> keep;
-    if (req.__isset.keep) FANOUT_RETURN_IF_ERROR(CheckKeep(req.keep, &keep));
-    if (req.__isset.times) {
-      FANOUT_RETURN_IF_ERROR(rpc::View(req.times, "times", &p.times));
-      p.temporal = true;
-      if (req.__isset.temporal_strategy)
-        FANOUT_RETURN_IF_ERROR(sampler::ParseTemporalStrategy(req.temporal_strategy, &p.strategy));
-    }
-    if (req.__isset.type_fanouts) {
-      FANOUT_RETURN_IF_ERROR(rpc::View(req.type_fanouts, "type fanouts", &p.type_fanouts));
-      p.hetero = true;
-      if (req.__isset.keep)
-        return Status::InvalidArgument(
-            "subgraph (keep) sampling of heterogeneous datasets is not supported");
-    }
-    p.labor = req.__isset.labor && req.labor;
-    if (req.__isset.walk_keys) {
-      FANOUT_RETURN_IF_ERROR(rpc::View(req.walk_keys, "walk keys", &p.walk_keys));
-      p.walk = true;
-    }
-    if ((p.labor || p.walk) && req.__isset.keep)
-      return Status::InvalidArgument("keep lists are for subgraph passes, not LABOR or walk steps");
-    const sampler::OneHopResult* hop = nullptr;
-    FANOUT_RETURN_IF_ERROR(svc_.Sample(ids, p, &hop));
-    const size_t n = ids.size();
-    if (p.hetero) {
-      const int64_t total = hop->offsets[n];
-      out.__set_edge_types(
-          std::string(reinterpret_cast<const char*>(hop->edge_types.data()), total * 4));
-    }
-    if (p.labor) {
-      const int64_t total = hop->offsets[n];
-      out.__set_edge_weights(
-          std::string(reinterpret_cast<const char*>(hop->edge_weights.data()), total * 4));
-    }
-    if (p.walk) out.__set_walk_step(true);
-    if (req.__isset.keep) {
-      PackKept(*hop, n, keep, req.with_edge_ids, &out);
-      bytes = out.counts.size() + out.neighbors.size() + out.edge_ids.size();
-      return Status::OK();
-    }
-    const int64_t total = hop->offsets[n];
-    out.counts.resize(n * 4);
-    int32_t* counts = reinterpret_cast<int32_t*>(out.counts.data());
-    for (size_t i = 0; i < n; ++i)
-      counts[i] = static_cast<int32_t>(hop->offsets[i + 1] - hop->offsets[i]);
-    out.neighbors.assign(reinterpret_cast<const char*>(hop->neighbors.data()), total * 8);
-    if (req.with_edge_ids)
-      out.edge_ids.assign(reinterpret_cast<const char*>(hop->edge_ids.data()), total * 8);
-    else
-      out.edge_ids.clear();
-    bytes = out.counts.size() + out.neighbors.size() + out.edge_ids.size() + out.edge_types.size() +
-            out.edge_weights.size();
-    return Status::OK();
-  });
+  Serve(kSampleNeighbors, &bytes,
+        [&]() -> Status {
+          ArrayView<const int64_t> ids;
+          FANOUT_RETURN_IF_ERROR(CheckIds(req.nodes, &ids));
+          SampleParams p;
+          p.fanout = req.fanout;
+          p.replace = req.replace;
+          p.weighted = req.weighted;
+          p.with_edge_ids = req.with_edge_ids;
+          p.seed = static_cast<uint64_t>(req.seed);
+          p.hop = req.hop;
+          ArrayView<const int64_t> keep;
+          if (req.__isset.keep) FANOUT_RETURN_IF_ERROR(CheckKeep(req.keep, &keep));
+          if (req.__isset.times) {
+            FANOUT_RETURN_IF_ERROR(rpc::View(req.times, "times", &p.times));
+            p.temporal = true;
+            if (req.__isset.temporal_strategy)
+              FANOUT_RETURN_IF_ERROR(
+                  sampler::ParseTemporalStrategy(req.temporal_strategy, &p.strategy));
+          }
+          if (req.__isset.type_fanouts) {
+            FANOUT_RETURN_IF_ERROR(rpc::View(req.type_fanouts, "type fanouts", &p.type_fanouts));
+            p.hetero = true;
+            if (req.__isset.keep)
+              return Status::InvalidArgument(
+                  "subgraph (keep) sampling of heterogeneous datasets is not supported");
+          }
+          p.labor = req.__isset.labor && req.labor;
+          if (req.__isset.walk_keys) {
+            FANOUT_RETURN_IF_ERROR(rpc::View(req.walk_keys, "walk keys", &p.walk_keys));
+            p.walk = true;
+          }
+          if ((p.labor || p.walk) && req.__isset.keep)
+            return Status::InvalidArgument(
+                "keep lists are for subgraph passes, not LABOR or walk steps");
+          const sampler::OneHopResult* hop = nullptr;
+          FANOUT_RETURN_IF_ERROR(svc_.Sample(ids, p, &hop));
+          const size_t n = ids.size();
+          if (p.hetero) {
+            const int64_t total = hop->offsets[n];
+            out.__set_edge_types(
+                std::string(reinterpret_cast<const char*>(hop->edge_types.data()), total * 4));
+          }
+          if (p.labor) {
+            const int64_t total = hop->offsets[n];
+            out.__set_edge_weights(
+                std::string(reinterpret_cast<const char*>(hop->edge_weights.data()), total * 4));
+          }
+          if (p.walk) out.__set_walk_step(true);
+          if (req.__isset.keep) {
+            PackKept(*hop, n, keep, req.with_edge_ids, &out);
+            bytes = out.counts.size() + out.neighbors.size() + out.edge_ids.size();
+            return Status::OK();
+          }
+          const int64_t total = hop->offsets[n];
+          out.counts.resize(n * 4);
+          int32_t* counts = reinterpret_cast<int32_t*>(out.counts.data());
+          for (size_t i = 0; i < n; ++i)
+            counts[i] = static_cast<int32_t>(hop->offsets[i + 1] - hop->offsets[i]);
+          out.neighbors.assign(reinterpret_cast<const char*>(hop->neighbors.data()), total * 8);
+          if (req.with_edge_ids)
+            out.edge_ids.assign(reinterpret_cast<const char*>(hop->edge_ids.data()), total * 8);
+          else
+            out.edge_ids.clear();
+          bytes = out.counts.size() + out.neighbors.size() + out.edge_ids.size() +
+                  out.edge_types.size() + out.edge_weights.size();
+          return Status::OK();
+        },
+        {static_cast<int64_t>(req.nodes.size() / 8), req.fanout});
 }
 
 Status RpcHandler::CheckKeep(const std::string& payload, ArrayView<const int64_t>* keep) const {
@@ -235,43 +276,49 @@ void RpcHandler::PackKept(const sampler::OneHopResult& hop, size_t n, ArrayView<
 
 void RpcHandler::lookup_features(std::string& out, const std::string& nodes) {
   size_t bytes = 0;
-  Serve(kLookupFeatures, &bytes, [&]() -> Status {
-    ArrayView<const int64_t> ids;
-    FANOUT_RETURN_IF_ERROR(CheckIds(nodes, &ids));
-    FANOUT_RETURN_IF_ERROR(svc_.CheckReplyBytes(ids.size(), svc_.FeatureRowBytes()));
-    out.resize(ids.size() * svc_.FeatureRowBytes());
-    FANOUT_RETURN_IF_ERROR(svc_.GatherFeatures(ids, out.data()));
-    bytes = out.size();
-    return Status::OK();
-  });
+  Serve(kLookupFeatures, &bytes,
+        [&]() -> Status {
+          ArrayView<const int64_t> ids;
+          FANOUT_RETURN_IF_ERROR(CheckIds(nodes, &ids));
+          FANOUT_RETURN_IF_ERROR(svc_.CheckReplyBytes(ids.size(), svc_.FeatureRowBytes()));
+          out.resize(ids.size() * svc_.FeatureRowBytes());
+          FANOUT_RETURN_IF_ERROR(svc_.GatherFeatures(ids, out.data()));
+          bytes = out.size();
+          return Status::OK();
+        },
+        {static_cast<int64_t>(nodes.size() / 8)});
 }
 
 template <typename T, typename Fn>
 void RpcHandler::ServeLookup(int method, const std::string& nodes, std::string& out,
                              Fn&& value_of_row) {
   size_t bytes = 0;
-  Serve(method, &bytes, [&]() -> Status {
-    ArrayView<const int64_t> ids;
-    FANOUT_RETURN_IF_ERROR(CheckIds(nodes, &ids));
-    out.resize(ids.size() * sizeof(T));
-    T* dst = reinterpret_cast<T*>(out.data());
-    const int64_t base = svc_.state().view.node_begin;
-    for (size_t i = 0; i < ids.size(); ++i) dst[i] = value_of_row(ids[i] - base);
-    bytes = out.size();
-    return Status::OK();
-  });
+  Serve(method, &bytes,
+        [&]() -> Status {
+          ArrayView<const int64_t> ids;
+          FANOUT_RETURN_IF_ERROR(CheckIds(nodes, &ids));
+          out.resize(ids.size() * sizeof(T));
+          T* dst = reinterpret_cast<T*>(out.data());
+          const int64_t base = svc_.state().view.node_begin;
+          for (size_t i = 0; i < ids.size(); ++i) dst[i] = value_of_row(ids[i] - base);
+          bytes = out.size();
+          return Status::OK();
+        },
+        {static_cast<int64_t>(nodes.size() / 8)});
 }
 
 void RpcHandler::lookup_labels(std::string& out, const std::string& nodes) {
   size_t bytes = 0;
-  Serve(kLookupLabels, &bytes, [&]() -> Status {
-    ArrayView<const int64_t> ids;
-    FANOUT_RETURN_IF_ERROR(CheckIds(nodes, &ids));
-    out.resize(ids.size() * 8);
-    FANOUT_RETURN_IF_ERROR(svc_.Labels(ids, reinterpret_cast<int64_t*>(out.data())));
-    bytes = out.size();
-    return Status::OK();
-  });
+  Serve(kLookupLabels, &bytes,
+        [&]() -> Status {
+          ArrayView<const int64_t> ids;
+          FANOUT_RETURN_IF_ERROR(CheckIds(nodes, &ids));
+          out.resize(ids.size() * 8);
+          FANOUT_RETURN_IF_ERROR(svc_.Labels(ids, reinterpret_cast<int64_t*>(out.data())));
+          bytes = out.size();
+          return Status::OK();
+        },
+        {static_cast<int64_t>(nodes.size() / 8)});
 }
 
 void RpcHandler::lookup_degrees(std::string& out, const std::string& nodes) {
@@ -295,27 +342,30 @@ void RpcHandler::lookup_original_ids(std::string& out, const std::string& nodes)
 void RpcHandler::has_edges(std::string& out, const std::string& rows, const std::string& neighbors,
                            const int32_t edge_type) {
   size_t bytes = 0;
-  Serve(kHasEdges, &bytes, [&]() -> Status {
-    ArrayView<const int64_t> ids, nbrs;
-    FANOUT_RETURN_IF_ERROR(CheckIds(rows, &ids));
-    FANOUT_RETURN_IF_ERROR(rpc::View(neighbors, "neighbor ids", &nbrs));
-    if (nbrs.size() != ids.size())
-      return Status::InvalidArgument("has_edges: " + std::to_string(ids.size()) + " rows but " +
-                                     std::to_string(nbrs.size()) + " neighbors");
-    const ServerState& s = svc_.state();
-    const sampler::HeteroSchema& h = s.data->meta.hetero;
-    if (edge_type >= 0 && edge_type >= h.num_edge_types())
-      return Status::InvalidArgument("has_edges: edge type " + std::to_string(edge_type) +
-                                     " is outside [0, " + std::to_string(h.num_edge_types()) +
-                                     ") of dataset '" + s.data->meta.name + "'");
-    const int32_t* types = s.view.edge_types.empty() ? nullptr : s.view.edge_types.data();
-    out.resize(ids.size());
-    for (size_t i = 0; i < ids.size(); ++i)
-      out[i] = static_cast<char>(
-          sampler::RowHasNeighbor(s.graph, ids[i] - s.view.node_begin, nbrs[i], types, edge_type));
-    bytes = out.size();
-    return Status::OK();
-  });
+  Serve(kHasEdges, &bytes,
+        [&]() -> Status {
+          ArrayView<const int64_t> ids, nbrs;
+          FANOUT_RETURN_IF_ERROR(CheckIds(rows, &ids));
+          FANOUT_RETURN_IF_ERROR(rpc::View(neighbors, "neighbor ids", &nbrs));
+          if (nbrs.size() != ids.size())
+            return Status::InvalidArgument("has_edges: " + std::to_string(ids.size()) +
+                                           " rows but " + std::to_string(nbrs.size()) +
+                                           " neighbors");
+          const ServerState& s = svc_.state();
+          const sampler::HeteroSchema& h = s.data->meta.hetero;
+          if (edge_type >= 0 && edge_type >= h.num_edge_types())
+            return Status::InvalidArgument("has_edges: edge type " + std::to_string(edge_type) +
+                                           " is outside [0, " + std::to_string(h.num_edge_types()) +
+                                           ") of dataset '" + s.data->meta.name + "'");
+          const int32_t* types = s.view.edge_types.empty() ? nullptr : s.view.edge_types.data();
+          out.resize(ids.size());
+          for (size_t i = 0; i < ids.size(); ++i)
+            out[i] = static_cast<char>(sampler::RowHasNeighbor(s.graph, ids[i] - s.view.node_begin,
+                                                               nbrs[i], types, edge_type));
+          bytes = out.size();
+          return Status::OK();
+        },
+        {static_cast<int64_t>(rows.size() / 8)});
 }
 
 void RpcHandler::ping(std::string& out, const std::string& text) {
@@ -355,6 +405,8 @@ void RpcHandler::report_local(const gen::LocalReport& r) {
     m->RecordSample(r.sampled_nodes, r.sampled_edges);
     m->RecordFeatures(r.feature_rows, r.feature_bytes);
     m->RecordPath(kLocal, r.bytes, r.requests);
+    if (s.tenancy)
+      s.tenancy->AddLocalWork(svc_.tenant(), r.requests, r.sampled_edges, r.feature_rows, r.bytes);
     return Status::OK();
   });
 }

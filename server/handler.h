@@ -8,13 +8,25 @@
 
 #include "gen-cpp/Fanout.h"
 #include "server/service.h"
+#include "server/tls_subject.h"
 
 namespace fanout::server {
 
 class RpcHandler : public rpc::gen::FanoutIf {
+  friend class HandlerFactory;
+
  public:
   explicit RpcHandler(const ServerState* state)
-      : svc_(state), authenticated_(state->options.auth_token.empty()) {}
+      : svc_(state),
+        authenticated_(state->tenants_file ? !state->tenancy->DefaultRefused()
+                                           : state->options.auth_token.empty()) {
+    // Without credentials a connection's requests are the default tenant's
+    // (authenticate() names another).
+    if (state->tenancy) svc_.SetTenant(state->tenancy->DefaultId());
+  }
+  // Charges this connection to the tenant whose TLS client certificate
+  // subject it presented (tenants file tls_subject); false where none has it.
+  bool SetTlsSubject(const std::string& subject);
 
   void partition_info(rpc::gen::PartitionInfo& out) override;
   void sample_neighbors(rpc::gen::SampleResponse& out, const rpc::gen::SampleRequest& req) override;
@@ -40,21 +52,27 @@ class RpcHandler : public rpc::gen::FanoutIf {
   Status CheckIds(const std::string& payload, ArrayView<const int64_t>* ids) const;
   // Runs fn as one Thrift request; a failed Status becomes the IDL exception.
   template <typename Fn>
-  void Serve(int method, const size_t* reply_bytes, Fn&& fn);
+  void Serve(int method, const size_t* reply_bytes, Fn&& fn, PartitionService::Work work = {});
   // A per-node lookup: checks the ids, then out[i] = value_of_row(local row of ids[i]).
   template <typename T, typename Fn>
   void ServeLookup(int method, const std::string& nodes, std::string& out, Fn&& value_of_row);
 
   PartitionService svc_;
-  bool authenticated_;               // this connection presented the token (or none is required)
+  bool authenticated_;  // this connection presented the token (or none is required)
+  // A TLS connection: its client certificate's subject may name its tenant
+  // (read at its first request, once the handshake is done).
+  std::shared_ptr<SubjectSocket> tls_;
+  bool tls_checked_ = false;
   std::vector<uint64_t> keep_bits_;  // PackKept's bitmap, all zero between requests
 };
 
 class HandlerFactory : public rpc::gen::FanoutIfFactory {
  public:
   explicit HandlerFactory(const ServerState* state) : state_(state) {}
-  rpc::gen::FanoutIf* getHandler(const apache::thrift::TConnectionInfo&) override {
-    return new RpcHandler(state_);
+  rpc::gen::FanoutIf* getHandler(const apache::thrift::TConnectionInfo& info) override {
+    auto* h = new RpcHandler(state_);
+    h->tls_ = std::dynamic_pointer_cast<SubjectSocket>(info.transport);
+    return h;
   }
   void releaseHandler(rpc::gen::FanoutIf* h) override { delete h; }
 

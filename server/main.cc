@@ -178,6 +178,18 @@ int main(int argc, char** argv) {
   app.add_option("--memory-limit", memory_limit_text,
                  "The memory the tiers are planned against (4G, 24GiB, ...; default: the cgroup's "
                  "limit, else physical memory)");
+  app.add_option("--tenants", o.tenants_file,
+                 "Tenants file (one 'tenant NAME token=... weight=W class=batch|online "
+                 "max_...=...' per line; docs/TENANTS.md): requests are charged to the tenant "
+                 "their token or TLS client subject names (none: `default`), served in weighted "
+                 "fair order and kept to its quotas; SIGHUP reloads it (a bad file keeps the old "
+                 "table, naming the line)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--scheduler-slots", o.scheduler_slots,
+                 "With --tenants: requests computed at once, in fair order (0 = the usable CPUs; "
+                 "as many more for online tenants' work only)")
+      ->default_val(0)
+      ->check(CLI::Range(0, 1024));
   std::vector<long long> local_uids;
   app.add_option("--local-uids", local_uids,
                  "Uids allowed to map the export (default: this server's own uid); the auth token "
@@ -261,6 +273,7 @@ int main(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);  // reloads the tenants file
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
@@ -309,7 +322,17 @@ int main(int argc, char** argv) {
     }
   }
   int sig = 0;
-  sigwait(&signals, &sig);
+  for (;;) {
+    sigwait(&signals, &sig);
+    if (sig != SIGHUP) break;
+    const fanout::Status reload = server.ReloadTenants();
+    if (reload.ok())
+      std::printf("fanout-server: SIGHUP: tenants reloaded from %s\n", o.tenants_file.c_str());
+    else
+      std::fprintf(stderr, "fanout-server: SIGHUP: %s; the tenants as they were stay\n",
+                   reload.ToString().c_str());
+    std::fflush(stdout);
+  }
   std::printf("fanout-server: %s received, draining\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
   server.Stop();
   std::printf("fanout-server: stopped\n");

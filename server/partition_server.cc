@@ -27,6 +27,7 @@
 #include "server/data_plane_service.h"
 #include "server/handler.h"
 #include "server/partition_server_admin.h"
+#include "server/tls_subject.h"
 
 namespace fanout::server {
 
@@ -73,6 +74,29 @@ const char* PartitionServer::state() const {
 Status PartitionServer::Start() {
   started_at_ = std::chrono::steady_clock::now();
   state_ = std::make_unique<ServerState>();
+  {
+    // Tenants first: a bad file stops the server before it loads anything.
+    std::shared_ptr<const TenantTable> table;
+    if (!options_.tenants_file.empty()) {
+      if (!options_.auth_token.empty())
+        return Status::InvalidArgument(
+            "--tenants names each tenant's token: give tokens there, not --auth-token-file");
+      FANOUT_RETURN_IF_ERROR(TenantTable::Load(options_.tenants_file, &table));
+    }
+    SchedulerOptions so;
+    so.slots =
+        options_.scheduler_slots > 0 ? options_.scheduler_slots : std::max(1, UsableCpuCount());
+    // As many more for online work alone: a query never waits for batch
+    // requests to finish (they can be long: thousands of disk reads), only
+    // for other queries beyond that.
+    so.online_slots = so.slots;
+    // Under the Thrift frame deadline the clients' calls keep to.
+    if (options_.limits.frame_timeout_ms > 0)
+      so.max_wait = std::chrono::milliseconds(
+          std::min<int64_t>(20000, std::max<int64_t>(1000, options_.limits.frame_timeout_ms / 2)));
+    state_->tenants_file = table != nullptr;
+    state_->tenancy = std::make_unique<Tenancy>(table, table != nullptr, so, table != nullptr);
+  }
   if (options_.admin_port >= 0) FANOUT_RETURN_IF_ERROR(StartAdmin());
   std::shared_ptr<datasets::PartitionData> owned;  // loaded here: its arrays go once exported
   std::shared_ptr<storage::DiskFeatures> disk;
@@ -99,8 +123,9 @@ Status PartitionServer::Start() {
     state_->feature_file_path = disk->file().path();
     state_->disk_io_mode = disk_io_mode_;
   }
-  if (!options_.auth_token.empty() || !options_.tls_cert.empty()) {
-    // The data plane's ticket: random, handed out to authenticated clients only.
+  if (!state_->tenants_file && (!options_.auth_token.empty() || !options_.tls_cert.empty())) {
+    // The data plane's ticket: random, handed out to authenticated clients
+    // only (with tenants: each tenant's own, Tenancy::Ticket).
     std::random_device rd;
     state_->data_ticket.resize(rpc::kDataPlaneTicketBytes);
     for (char& c : state_->data_ticket) c = static_cast<char>(rd());
@@ -284,8 +309,8 @@ Status PartitionServer::StartRpc() {
     return Status::InvalidArgument(
         "--tls-ca (client certificates) needs TLS itself: --tls-cert and --tls-key");
   if (!options_.tls_cert.empty()) {
-    using apache::thrift::transport::TSSLSocketFactory;
-    auto tls = std::make_shared<TSSLSocketFactory>(apache::thrift::transport::SSLTLS);
+    // Sockets that can name their client certificate's subject (tenants).
+    auto tls = std::make_shared<SubjectSocketFactory>(apache::thrift::transport::SSLTLS);
     tls->server(true);
     // Each file, or the error naming it.
     auto load = [](const char* flag, const std::string& file,
@@ -364,6 +389,17 @@ Status PartitionServer::StartDataPlane() {
                                         : std::min(4, std::max(1, UsableCpuCount()));
   o.max_request_bytes = options_.max_frame_bytes;
   o.ticket = state_->data_ticket;
+  if (state_->tenants_file) {
+    // Each tenant's ticket names it (handed out with PartitionInfo).
+    Tenancy* tenancy = state_->tenancy.get();
+    o.ticket_tenant = [tenancy](const std::string& ticket) { return tenancy->ByTicket(ticket); };
+    // Requests wait for their tenant's turn: off the progress threads, so
+    // that one waiting holds up no other endpoint (a thread's endpoints would
+    // otherwise take turns, whatever their tenants' weights). As many
+    // executors as requests a few tenants keep waiting at once; more wait
+    // in the executors' queue, picked round robin by tenant.
+    if (tenancy->scheduling()) o.executors = kDataPlaneExecutors;
+  }
   o.budget = guard_->budget();  // one request-memory budget for both paths
   // As long as a Thrift frame waits (ConnectionLimits::budget_wait_ms); a
   // request's own deadline (wire::RequestHeader::deadline_ms) shortens it.
@@ -385,10 +421,19 @@ Status PartitionServer::StartDataPlane() {
 
 rpc::ConnectionStats PartitionServer::connection_stats() const { return guard_->Stats(); }
 
+Status PartitionServer::ReloadTenants() {
+  if (!state_ || !state_->tenants_file)
+    return Status::InvalidArgument("this server runs without a tenants file (--tenants)");
+  std::shared_ptr<const TenantTable> table;
+  FANOUT_RETURN_IF_ERROR(TenantTable::Load(options_.tenants_file, &table));
+  return state_->tenancy->Reload(std::move(table));
+}
+
 void PartitionServer::Stop() {
   if (stopped_) return;
   stopped_ = true;
-  phase_ = 2;                            // draining: /healthz answers 503
+  phase_ = 2;                                              // draining: /healthz answers 503
+  if (state_ && state_->tenancy) state_->tenancy->Stop();  // waiters for a turn end now
   if (data_plane_) data_plane_->Stop();  // kept for /stats until the admin endpoint is gone
   if (export_) export_->Stop();          // no more hand-outs; mappings clients hold stay valid
   if (rpc_) {

@@ -91,7 +91,14 @@ struct ServerOptions {
   // store on the first request that asks for them) or "auto" (default:
   // held where they fit the memory limit).
   std::string edge_ids = "auto";
-  int index_bits = 0;              // neighbor ids: 32, 64, or 0 (default: 32 where they fit)
+  int index_bits = 0;  // neighbor ids: 32, 64, or 0 (default: 32 where they fit)
+  // Tenants (server/tenants.h): a tenants file (reloaded by ReloadTenants,
+  // fanout-server on SIGHUP): requests are charged to the tenant their
+  // credentials name, wait in weighted fair order (server/scheduler.h) and
+  // keep to its quotas. "" = no tenants file: the default tenant alone,
+  // counted, never queued. Not with auth_token (the file names the tokens).
+  std::string tenants_file;
+  int scheduler_slots = 0;  // requests computed at once with a tenants file (0 = the usable CPUs)
   int64_t memory_limit_bytes = 0;  // planned against (0 = the cgroup's limit or physical memory)
 };
 
@@ -108,6 +115,9 @@ namespace fanout::server {
 
 class PartitionServer {
  public:
+  // With tenants: data-plane requests wait for their turn on this many
+  // executor threads (rpc::DataPlaneServerOptions::executors).
+  static constexpr int kDataPlaneExecutors = 32;
   explicit PartitionServer(ServerOptions options);
   // Serves an already-loaded partition (tests, benchmarks).
   PartitionServer(ServerOptions options, std::shared_ptr<const datasets::PartitionData> data);
@@ -139,6 +149,9 @@ class PartitionServer {
   rpc::ConnectionStats connection_stats() const;
   // The /stats document (JSON text).
   std::string StatsJson() const;
+  // Reads the tenants file again (options().tenants_file) and swaps it in;
+  // on an error (named with its line) the old table stays.
+  Status ReloadTenants();
 
  private:
   Status StartAdmin();

@@ -224,6 +224,7 @@ std::string PartitionServer::StatsJson() const {
     }
     j["totals"]["by_method"] = methods;
     j["tiers"] = TiersJson(plan_, *state_);
+    j["tenants"] = state_->tenancy->StatsJson();
     j["data_plane"] = DataPlaneJson(data_plane_.get(), data_port_);
     j["local"] = LocalJson(export_.get(), state_->local_socket);
   } else {
@@ -307,6 +308,7 @@ Status PartitionServer::StartAdmin() {
       out.Counter("fanout_data_plane_rejected_total",
                   "Data-plane connections rejected (limit or stopping).", dp.endpoints_rejected);
     }
+    if (loaded) state_->tenancy->Prometheus(&out);
     if (loaded && state_->disk) {
       const storage::DiskFeatureStats ds = state_->disk->stats();
       out.Family("fanout_feature_cache_hits_total", "counter",

@@ -29,6 +29,25 @@ FailoverLog::Snapshot FailoverLog::Get() const {
   return s_;
 }
 
+double PartitionService::EstimateCost(int method, const Work& w) const {
+  const double ids = static_cast<double>(std::max<int64_t>(0, w.ids));
+  switch (method) {
+    case kLookupFeatures:
+      return ids * (8 + static_cast<double>(FeatureRowBytes()));
+    case kSampleNeighbors: {
+      // Counts and up to `fanout` neighbors and edge ids per node (all of a
+      // row where -1: the mean degree; the actual cost corrects it).
+      const double per = w.fanout >= 0
+                             ? std::min<double>(static_cast<double>(w.fanout), 64)
+                             : static_cast<double>(s_->view.num_edges()) /
+                                   static_cast<double>(std::max<int64_t>(1, s_->view.num_nodes()));
+      return ids * (8 + 4 + per * 16);
+    }
+    default:
+      return ids * 16;
+  }
+}
+
 Status PartitionService::CheckIds(ArrayView<const int64_t> ids) const {
   if (static_cast<int64_t>(ids.size()) > s_->options.max_ids_per_request)
     return Status::InvalidArgument("request has " + std::to_string(ids.size()) +
@@ -70,6 +89,7 @@ Status PartitionService::GatherFeatures(ArrayView<const int64_t> ids, char* dst)
     for (int64_t i = 0; i < n; ++i) rows_[i] = ids[i] - base;
     FANOUT_RETURN_IF_ERROR(s_->disk->Gather(rows_.data(), n, dst, reader_.get()));
     metrics_->RecordFeatures(n, n * static_cast<int64_t>(row));
+    last_rows_ += n;
     return Status::OK();
   }
   auto gather = [&](int64_t b, int64_t e) {
@@ -86,6 +106,7 @@ Status PartitionService::GatherFeatures(ArrayView<const int64_t> ids, char* dst)
     gather(0, n);
   }
   metrics_->RecordFeatures(n, n * static_cast<int64_t>(row));
+  last_rows_ += n;
   return Status::OK();
 }
 
@@ -152,6 +173,7 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
     FANOUT_RETURN_IF_ERROR(GraphFor(p.with_edge_ids, &g));
     FANOUT_RETURN_IF_ERROR(sampler::SampleWalkStep(*g, ids, p.walk_keys, so, &hop_));
     metrics_->RecordSample(static_cast<int64_t>(ids.size()), hop_.offsets[ids.size()]);
+    last_edges_ += hop_.offsets[ids.size()];
     *out = &hop_;
     return Status::OK();
   }
@@ -240,6 +262,7 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
                                p.times, p.fanout, p.hop, p.seed, p.strategy, p.with_edge_ids,
                                &hop_);
     metrics_->RecordSample(static_cast<int64_t>(ids.size()), hop_.offsets[ids.size()]);
+    last_edges_ += hop_.offsets[ids.size()];
     *out = &hop_;
     return Status::OK();
   }
@@ -247,12 +270,14 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
     FANOUT_RETURN_IF_ERROR(sampler::SampleHeteroHop(*g, s_->view.edge_types.data(), ids,
                                                     p.type_fanouts, p.hop, p.seed, so, &hop_));
     metrics_->RecordSample(static_cast<int64_t>(ids.size()), hop_.offsets[ids.size()]);
+    last_edges_ += hop_.offsets[ids.size()];
     *out = &hop_;
     return Status::OK();
   }
   FANOUT_RETURN_IF_ERROR(
       sampler_.Sample(*g, ids, p.fanout, p.hop, p.seed, so, s_->pool.get(), &hop_));
   metrics_->RecordSample(static_cast<int64_t>(ids.size()), hop_.offsets[ids.size()]);
+  last_edges_ += hop_.offsets[ids.size()];
   *out = &hop_;
   return Status::OK();
 }

@@ -22,6 +22,7 @@
 #include "sampler/temporal.h"
 #include "server/partition_server.h"
 #include "server/server_metrics.h"
+#include "server/tenancy.h"
 #include "storage/disk_features.h"
 
 namespace fanout::server {
@@ -101,6 +102,10 @@ struct ServerState {
   };
   bool edge_ids_at_start = true;
   mutable OnDemandEdgeIds edge_ids;
+  // Tenants: whose work each request is, its quotas and its turn (the
+  // default tenant alone without a tenants file).
+  std::unique_ptr<Tenancy> tenancy;
+  bool tenants_file = false;  // a tenants file was given: tokens name tenants
   mutable ServerCounters counters;
 };
 
@@ -128,20 +133,47 @@ class PartitionService {
   explicit PartitionService(const ServerState* state)
       : s_(state), metrics_(&state->counters.metrics) {}
 
+  // A data request's size, for its tenant's turn and quotas: `ids` it names
+  // (-1: a control call, not queued), and the fanout of a sampling request.
+  struct Work {
+    int64_t ids = -1;
+    int64_t fanout = 0;
+  };
+  // The tenant this service's next requests are charged to.
+  void SetTenant(int tenant) { tenant_ = tenant; }
+  int tenant() const { return tenant_; }
+
   // Runs fn (returning Status) as one request of `method` over `path`: in-flight
   // and latency metrics, exceptions turned into Status. `reply_bytes` is read
-  // after fn to count the path's bytes.
+  // after fn to count the path's bytes. A data request (work.ids >= 0) first
+  // takes its tenant's turn (Tenancy::Admit: quotas, then the fair order).
   template <typename Fn>
-  Status Run(int method, int path, const size_t* reply_bytes, Fn&& fn) {
+  Status Run(int method, int path, const size_t* reply_bytes, Fn&& fn, Work work = {}) {
     auto t0 = std::chrono::steady_clock::now();
     metrics_->BeginRequest();
     Status st;
-    try {
-      st = fn();
-    } catch (const std::bad_alloc&) {
-      st = Status::ResourceExhausted("out of memory serving " + std::string(MethodName(method)));
-    } catch (const std::exception& e) {
-      st = Status::Internal(e.what());
+    Tenancy::Admission admission;
+    const bool data = work.ids >= 0 && s_->tenancy != nullptr && tenant_ >= 0;
+    if (data) {
+      last_edges_ = last_rows_ = 0;
+      const int64_t feature =
+          method == kLookupFeatures ? work.ids * static_cast<int64_t>(FeatureRowBytes()) : 0;
+      st = s_->tenancy->Admit(tenant_, EstimateCost(method, work), feature, &admission);
+    }
+    if (st.ok()) {
+      try {
+        st = fn();
+      } catch (const std::bad_alloc&) {
+        st = Status::ResourceExhausted("out of memory serving " + std::string(MethodName(method)));
+      } catch (const std::exception& e) {
+        st = Status::Internal(e.what());
+      }
+    }
+    if (admission.tenant >= 0) {
+      const int64_t reply =
+          reply_bytes != nullptr && st.ok() ? static_cast<int64_t>(*reply_bytes) : 0;
+      s_->tenancy->Done(&admission, st.ok(), static_cast<double>(work.ids * 8 + reply), last_edges_,
+                        last_rows_, method == kLookupFeatures && st.ok() ? reply : 0);
     }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     metrics_->EndRequest(method,
@@ -173,8 +205,13 @@ class PartitionService {
                 const sampler::OneHopResult** out);
   const ServerState& state() const { return *s_; }
   ServerMetrics* metrics() { return metrics_; }
+  // Bytes a data request moves, estimated before it runs (the ids it sends,
+  // and the rows, labels or sampled neighbors it will get back).
+  double EstimateCost(int method, const Work& w) const;
 
  private:
+  int tenant_ = -1;
+  int64_t last_edges_ = 0, last_rows_ = 0;  // of the request being run
   const ServerState* s_;
   ServerMetrics* metrics_;
   sampler::HopSampler sampler_;

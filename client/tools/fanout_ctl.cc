@@ -1,5 +1,6 @@
 // fanout-ctl: operator's view of running sampling servers.
 //   fanout-ctl stats HOST:ADMIN_PORT [HOST:ADMIN_PORT ...]
+//   fanout-ctl tenants HOST:ADMIN_PORT [HOST:ADMIN_PORT ...]
 //   fanout-ctl health CLUSTER_FILE [--timeout-ms MS]
 //   fanout-ctl info HOST:PORT | --cluster CLUSTER_FILE
 //   fanout-ctl sample HOST:PORT --seeds 1,2,3 --fanout 10 [--seed S] [--hop H] [--replace]
@@ -47,6 +48,73 @@ std::string Human(double v, const char* unit = "") {
 double Num(const nlohmann::json& j, const char* a, const char* b) {
   if (!j.contains(a) || j[a].is_null() || !j[a].contains(b) || !j[a][b].is_number()) return 0;
   return j[a][b].get<double>();
+}
+
+// GET /stats of an admin address into *j; false (printed) where it fails.
+bool GetStats(const std::string& addr, const std::string& token, nlohmann::json* j) {
+  std::string host;
+  int port = 0;
+  Status st = fanout::rpc::ParseAddress(addr, &host, &port);
+  if (!st.ok()) {
+    std::fprintf(stderr, "fanout-ctl: %s\n", st.message().c_str());
+    return false;
+  }
+  httplib::Client cli(host, port);
+  cli.set_connection_timeout(3);
+  cli.set_read_timeout(5);
+  httplib::Headers headers;
+  if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
+  auto res = cli.Get("/stats", headers);
+  if (!res || res->status != 200) {
+    std::fprintf(stderr, "fanout-ctl: %s: %s\n", addr.c_str(),
+                 res ? ("HTTP " + std::to_string(res->status)).c_str()
+                     : httplib::to_string(res.error()).c_str());
+    return false;
+  }
+  try {
+    *j = nlohmann::json::parse(res->body);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fanout-ctl: %s: bad /stats reply: %s\n", addr.c_str(), e.what());
+    return false;
+  }
+  return true;
+}
+
+// fanout-ctl tenants: each server's tenants (its /stats "tenants"): what each
+// used, its share of the work beside its weight's, waits and refusals.
+int Tenants(const std::vector<std::string>& servers, const std::string& token) {
+  int failures = 0;
+  for (const std::string& addr : servers) {
+    nlohmann::json j;
+    if (!GetStats(addr, token, &j)) {
+      ++failures;
+      continue;
+    }
+    const nlohmann::json& t = j.value("tenants", nlohmann::json::object());
+    std::printf("%s: %s, %lld waiting, %lld running\n", addr.c_str(),
+                t.value("scheduling", false) ? "tenants file (fair order)"
+                                             : "no tenants file (the default tenant alone)",
+                static_cast<long long>(t.value("waiting", 0LL)),
+                static_cast<long long>(t.value("running", 0LL)));
+    std::printf("  %-16s %-7s %6s %10s %10s %10s %10s %9s %9s %8s %8s %6s %6s %10s\n", "tenant",
+                "class", "weight", "requests", "bytes", "edges", "featB", "wait p50", "wait p99",
+                "refused", "busy", "share", "w.share", "local B");
+    for (const auto& x : t.value("tenants", nlohmann::json::array())) {
+      std::printf(
+          "  %-16s %-7s %6.2f %10lld %10s %10s %10s %7.2fms %7.2fms %8lld %8lld %6.3f "
+          "%6.3f %10s\n",
+          x.value("tenant", "?").c_str(), x.value("class", "?").c_str(), x.value("weight", 0.0),
+          static_cast<long long>(x.value("requests", 0LL)), Human(x.value("bytes", 0.0)).c_str(),
+          Human(x.value("sampled_edges", 0.0)).c_str(),
+          Human(x.value("feature_bytes", 0.0)).c_str(), x.value("queue_wait_p50_s", 0.0) * 1e3,
+          x.value("queue_wait_p99_s", 0.0) * 1e3,
+          static_cast<long long>(x.value("refused_quota", 0LL)),
+          static_cast<long long>(x.value("refused_busy", 0LL)), x.value("share", 0.0),
+          x.value("weight_share", 0.0),
+          Human(x.contains("local") ? x["local"].value("bytes", 0.0) : 0.0).c_str());
+    }
+  }
+  return failures == 0 ? 0 : 1;
 }
 
 int Stats(const std::vector<std::string>& servers, const std::string& token) {
@@ -423,6 +491,12 @@ int main(int argc, char** argv) {
   auto* stats = app.add_subcommand(
       "stats", "Throughput, latency and memory of servers, from their admin endpoints");
   stats->add_option("servers", admin_addrs, "HOST:ADMIN_PORT of each server")->required();
+  std::vector<std::string> tenant_addrs;
+  auto* tenants = app.add_subcommand(
+      "tenants",
+      "Each tenant's requests, bytes, edges, queue waits, refusals and share of the work "
+      "beside its weight's, from servers' admin endpoints (fanout-server --tenants)");
+  tenants->add_option("servers", tenant_addrs, "HOST:ADMIN_PORT of each server")->required();
   std::string addr;
   std::string cluster_file;
   int timeout_ms = 2000;
@@ -534,6 +608,7 @@ int main(int argc, char** argv) {
     }
   }
   if (stats->parsed()) return Stats(admin_addrs, token);
+  if (tenants->parsed()) return Tenants(tenant_addrs, token);
   if (health->parsed()) return Health(cluster_file, timeout_ms);
   if (info->parsed() && !cluster_file.empty()) return ClusterPaths(cluster_file, tls, token);
   if (info->parsed() && addr.empty()) {

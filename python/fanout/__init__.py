@@ -67,6 +67,14 @@ __all__ = [
 _DATA_PLANES = ("auto", "ucx", "tcp")
 
 
+def _have_pyg():
+    try:
+        import torch_geometric  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
 def _tensor(capsule):
     return None if capsule is None else _from_dlpack(capsule)
 
@@ -100,18 +108,20 @@ class Cluster:
     others over UCX where they offer it, else Thrift), "ucx" or "tcp" (Thrift
     only). ``local_sampling``: "auto" (co-located partitions are also sampled
     here: no request per batch) or "off" (sampled over RPC).
-    ``call_timeout_ms``: a request's deadline; ``health_check_ms``: how often
+    ``auth_token``: the servers' token (a tenant's, where they serve
+    tenants: its requests are charged to it; a cluster file names a token
+    file instead). ``call_timeout_ms``: a request's deadline; ``health_check_ms``: how often
     each replica of a partition with several is checked (0 = never); requests
     waiting on a replica that fails its check go to the next one at once.
     """
 
     def __init__(self, partitions=None, *, data_plane="auto", connect_timeout_ms=5000, call_timeout_ms=30000,
-                 local_sampling="auto", health_check_ms=1000, _core_cluster=None):
+                 local_sampling="auto", health_check_ms=1000, auth_token=None, _core_cluster=None):
         # How to connect again (fanout.pyg reconnects in a DataLoader worker process).
         self._recipe = ("partitions", list(partitions) if partitions is not None else None,
                         dict(data_plane=data_plane, connect_timeout_ms=connect_timeout_ms,
                              call_timeout_ms=call_timeout_ms, local_sampling=local_sampling,
-                             health_check_ms=health_check_ms))
+                             health_check_ms=health_check_ms, auth_token=auth_token))
         if _core_cluster is not None:
             self._c = _core_cluster
             return
@@ -121,7 +131,8 @@ class Cluster:
         _check_data_plane(data_plane)
         self._c = _core.Cluster.from_partitions(list(partitions), data_plane, int(connect_timeout_ms),
                                                 int(call_timeout_ms), local_sampling=local_sampling,
-                                                health_check_ms=int(health_check_ms))
+                                                health_check_ms=int(health_check_ms),
+                                                auth_token=str(auth_token or ""))
 
     @classmethod
     def from_file(cls, path, *, data_plane="auto", connect_timeout_ms=5000, call_timeout_ms=30000,
@@ -273,6 +284,30 @@ class Cluster:
         if isinstance(edge_type, (tuple, list)) and all(isinstance(x, str) for x in edge_type):
             edge_type = ",".join(edge_type)
         return self._c.edge_type_index(str(edge_type))
+
+    def sample_subgraph(self, seeds, num_neighbors=(10, 10), *, seed=0, features=True, labels=False,
+                        edge_ids=False, deadline_ms=None, workers=4, pyg=True):
+        """One online query: the k-hop subgraph of ``seeds`` (a handful: 1 to 4096 global ids) with
+        ``num_neighbors`` per hop and the nodes' features, ready for a model's forward pass: a PyG ``Data``
+        (``x``, ``edge_index``, ``n_id``, ``batch_size``; ``y``, ``e_id`` where asked) when PyG is installed and
+        ``pyg``, else a ``fanout.Batch``. One round trip per hop (each to every partition at once) and one for
+        the features; partitions whose server shares this host cost none. The same seeds and ``seed`` give the
+        batch a NodeLoader with these options builds. ``deadline_ms``: DeadlineExceeded once it has passed
+        (the query goes on in the background, bounded by the cluster's ``call_timeout_ms``: give a serving
+        cluster one near the deadline). ``workers``: queries in flight at once from this cluster (threads
+        calling at the same time; set by the first call). Served ahead of training work where the servers
+        give this client's tenant class ``online`` (docs/TENANTS.md)."""
+        ids = torch.as_tensor(seeds).flatten()
+        if isinstance(num_neighbors, int) or not list(num_neighbors):
+            raise InvalidArgument("num_neighbors must be a list of fanouts per hop, e.g. [10, 10]")
+        if self.is_hetero():
+            raise NotSupported("sample_subgraph of heterogeneous datasets: use fanout.pyg.NeighborSampler")
+        if deadline_ms is not None and deadline_ms <= 0:
+            raise InvalidArgument("deadline_ms must be positive (or None), not %r" % (deadline_ms,))
+        batch = Batch(self._c.query(_ids_buffer(ids), [int(f) for f in num_neighbors], bool(features),
+                                    bool(labels), bool(edge_ids), int(deadline_ms or 0), int(seed),
+                                    int(workers)))
+        return batch.to_pyg() if pyg and _have_pyg() else batch
 
     def random_walks(self, seeds, walk_length=5, *, num_walks=1, p=1.0, q=1.0, restart_prob=0.0, weighted=False,
                      top_k=0, visit_stride=1, seed=0, max_trials=100):

@@ -2,7 +2,11 @@
 // connection to one of N progress threads (round robin); each thread owns a
 // UCX worker, its endpoints, a handler and a pool of reply buffers, and serves
 // its endpoints' requests in order, at most max_replies_per_endpoint in flight
-// each. Nothing is shared between threads on the request path.
+// each. Nothing is shared between threads on the request path, unless
+// requests are computed by executors (DataPlaneServerOptions::executors): the
+// progress thread then hands a request to the executors' queue (per tenant,
+// picked round robin) and sends the reply an executor hands back (its done
+// list, then ucp_worker_signal).
 #include <arpa/inet.h>
 #include <malloc.h>
 #include <netinet/in.h>
@@ -11,9 +15,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -33,6 +39,7 @@ struct Endpoint;
 // A request received (or being received) and not yet answered.
 struct Pending {
   wire::RequestHeader hdr;
+  int tenant = -1;  // the tenant its ticket names (servers with tenants)
   PodVector<int64_t> ids;
   void* rndv_desc = nullptr;  // data still to fetch with ucp_am_recv_data_nbx
   int64_t rndv_bytes = 0;     // its size
@@ -62,11 +69,22 @@ struct Endpoint {
   int64_t forced_bytes = 0;  // its requests' bytes over the budget (its thread only); before queue
   std::deque<std::unique_ptr<Pending>> queue;
   int in_flight = 0;    // replies being sent
+  int offloaded = 0;    // requests with the executors (their results not yet delivered)
   bool failed = false;  // the error callback fired, or the server stops
   void* close_req = nullptr;
   bool closing = false, closed = false;
   std::atomic<int64_t> requests{0}, reply_bytes{0}, held_bytes{0};
   std::string transports;  // GUARDED_BY(t->mu)
+};
+
+// A request handed to the executors, and on its way back: the reply (or the
+// error) for its progress thread to send. The Pending comes back too: it
+// goes on the progress thread (its destructor reaches the endpoint).
+struct Task {
+  Endpoint* ep = nullptr;
+  std::unique_ptr<Pending> p;
+  std::unique_ptr<ReplyBuffer> buf;
+  Status status;
 };
 
 struct SendCtx {
@@ -96,6 +114,16 @@ struct DataPlaneServer::Impl {
   std::vector<std::string> memory_types;
   bool stopped = false;
 
+  // Executors (options.executors > 0): queued tasks per tenant, served
+  // round robin across tenants.
+  std::vector<std::thread> executors;
+  std::mutex exec_mu;
+  std::condition_variable exec_cv;
+  std::map<int, std::deque<Task>> exec_queue;  // GUARDED_BY(exec_mu)
+  int exec_last = -1;                          // GUARDED_BY(exec_mu): tenant served last
+  bool exec_stop = false;                      // GUARDED_BY(exec_mu)
+  void Execute();
+
   static void OnConnection(ucp_conn_request_h request, void* arg);
 };
 
@@ -114,6 +142,7 @@ struct Thread {
   std::vector<std::unique_ptr<Endpoint>>
       eps;  // GUARDED_BY(mu) for readers; only this thread changes it
   std::unordered_map<ucp_ep_h, Endpoint*> by_ep;
+  std::vector<Task> done;  // GUARDED_BY(mu): computed by the executors, to send
   std::vector<std::unique_ptr<ReplyBuffer>> pool;
   std::atomic<int64_t> held_bytes{0};  // pooled buffers (endpoints count their own)
   int sending = 0;                     // replies of all endpoints not yet completed
@@ -123,10 +152,12 @@ struct Thread {
   bool Accept();
   bool StartReceives();
   bool Serve();
+  bool Deliver();
   bool Reap();
   void Shutdown();
   void Teardown();
   void Answer(Endpoint* ep, std::unique_ptr<Pending> p);
+  void Offload(Endpoint* ep, std::unique_ptr<Pending> p);
   void SendReply(Endpoint* ep, uint64_t request_id, const Status& st,
                  std::unique_ptr<ReplyBuffer> buf, bool force_rndv = false);
   void Finish(SendCtx* ctx, ucs_status_t status);
@@ -183,6 +214,20 @@ ucs_status_t Thread::OnRequest(void* arg, const void* header, size_t header_leng
   bool malformed = false;
   Status st = wire::DecodeRequest(header, header_length, length, s->options.max_request_bytes,
                                   s->options.ticket, &p->hdr, &malformed);
+  if (st.ok() && s->options.ticket_tenant) {
+    // Tenants: the ticket names whose request this is.
+    if (p->hdr.flags & wire::kTicket) {
+      const char* h = static_cast<const char*>(header);
+      p->tenant = s->options.ticket_tenant(
+          std::string(h + header_length - wire::kTicketBytes, wire::kTicketBytes));
+    } else if (s->options.tickets_optional) {
+      p->tenant = s->options.default_tenant;
+    }
+    if (p->tenant < 0)
+      st = Status::Unauthenticated(
+          "this data plane serves a tenant's requests with the ticket its authenticated RPC "
+          "connection was handed (PartitionInfo.data_plane_ticket)");
+  }
   if (!st.ok()) {
     ++(malformed ? s->malformed : s->unauthenticated);
     p->bad = std::move(st);
@@ -325,21 +370,19 @@ void Thread::SendReply(Endpoint* ep, uint64_t request_id, const Status& st,
   }
 }
 
-void Thread::Answer(Endpoint* ep, std::unique_ptr<Pending> p) {
-  ep->held_bytes -= static_cast<int64_t>(p->ids.size() * 8);
-  if (!p->bad.ok()) {
-    SendReply(ep, p->hdr.request_id, p->bad, nullptr);
-    return;
-  }
-  std::unique_ptr<ReplyBuffer> buf = TakeBuffer();
+// Computes request p into buf with `handler` (on a progress thread, or an
+// executor with its own handler).
+Status Compute(DataPlaneHandler* handler, const Pending& pending, ReplyBuffer* buf) {
+  const Pending* p = &pending;
   Status st;
   auto method = static_cast<DataMethod>(p->hdr.method);
-  ReplyWriter writer(buf.get());
+  ReplyWriter writer(buf);
   if (method == DataMethod::kPing) {
     buf->clear();
   } else {
     DataRequest req;
     req.method = method;
+    req.tenant = p->tenant;
     req.ids = ArrayView<const int64_t>(p->ids.data(), p->ids.size());
     req.call.fanout = p->hdr.fanout;
     req.call.seed = p->hdr.seed;
@@ -363,6 +406,17 @@ void Thread::Answer(Endpoint* ep, std::unique_ptr<Pending> p) {
       st = Status::Internal(e.what());
     }
   }
+  return st;
+}
+
+void Thread::Answer(Endpoint* ep, std::unique_ptr<Pending> p) {
+  ep->held_bytes -= static_cast<int64_t>(p->ids.size() * 8);
+  if (!p->bad.ok()) {
+    SendReply(ep, p->hdr.request_id, p->bad, nullptr);
+    return;
+  }
+  std::unique_ptr<ReplyBuffer> buf = TakeBuffer();
+  Status st = Compute(handler.get(), *p, buf.get());
   if (!st.ok()) {
     GiveBuffer(std::move(buf));
     buf.reset();
@@ -375,6 +429,51 @@ void Thread::Answer(Endpoint* ep, std::unique_ptr<Pending> p) {
     std::lock_guard<std::mutex> lock(mu);
     ep->transports = tl;
   }
+}
+
+void Thread::Offload(Endpoint* ep, std::unique_ptr<Pending> p) {
+  if (!p->bad.ok()) {
+    Answer(ep, std::move(p));  // an error reply: nothing to compute
+    return;
+  }
+  Task task;
+  task.ep = ep;
+  task.buf = TakeBuffer();
+  const int tenant = p->tenant;
+  task.p = std::move(p);
+  ++ep->offloaded;
+  {
+    std::lock_guard<std::mutex> lock(server->exec_mu);
+    server->exec_queue[tenant].push_back(std::move(task));
+  }
+  server->exec_cv.notify_one();
+}
+
+// The executors' results for this thread's endpoints: sent (or dropped where
+// the endpoint failed meanwhile).
+bool Thread::Deliver() {
+  std::vector<Task> tasks;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (done.empty()) return false;
+    tasks.swap(done);
+  }
+  for (Task& task : tasks) {
+    Endpoint* ep = task.ep;
+    --ep->offloaded;
+    ep->held_bytes -= static_cast<int64_t>(task.p->ids.size() * 8);
+    if (!task.status.ok()) {
+      GiveBuffer(std::move(task.buf));
+      task.buf.reset();
+    }
+    if (ep->failed) {
+      GiveBuffer(std::move(task.buf));
+      continue;
+    }
+    SendReply(ep, task.p->hdr.request_id, task.status, std::move(task.buf),
+              (task.p->hdr.flags & wire::kForceRndv) != 0);
+  }
+  return true;
 }
 
 bool Thread::Accept() {
@@ -470,8 +569,9 @@ bool Thread::StartReceives() {
 bool Thread::Serve() {
   bool any = false;
   const int max_in_flight = std::max(1, server->options.max_replies_per_endpoint);
+  const bool offload = server->options.executors > 0;
   for (auto& e : eps) {
-    while (!e->failed && !e->queue.empty() && e->in_flight < max_in_flight) {
+    while (!e->failed && !e->queue.empty() && e->in_flight + e->offloaded < max_in_flight) {
       Pending* front = e->queue.front().get();
       if (front->receiving || front->rndv_desc != nullptr) break;
       // A full budget: one reply of this thread's at a time (it always makes
@@ -479,7 +579,10 @@ bool Thread::Serve() {
       if (sending > 0 && budget() != nullptr && !budget()->HasRoom()) return any;
       std::unique_ptr<Pending> p = std::move(e->queue.front());
       e->queue.pop_front();
-      Answer(e.get(), std::move(p));
+      if (offload)
+        Offload(e.get(), std::move(p));
+      else
+        Answer(e.get(), std::move(p));
       any = true;
     }
   }
@@ -519,7 +622,7 @@ bool Thread::Reap() {
     }
     bool receiving = false;
     for (auto& p : e->queue) receiving |= p->receiving;
-    if (e->closed && e->in_flight == 0 && !receiving) {
+    if (e->closed && e->in_flight == 0 && e->offloaded == 0 && !receiving) {
       for (auto& p : e->queue)
         if (p->rndv_desc != nullptr) ucp_am_data_release(worker.get(), p->rndv_desc);
       by_ep.erase(e->ep);
@@ -542,6 +645,7 @@ void Thread::Run() {
     for (int i = 0; i < 256 && ucp_worker_progress(worker.get()) != 0; ++i) busy = true;
     busy |= Accept();
     busy |= StartReceives();
+    busy |= Deliver();
     busy |= Serve();
     busy |= Reap();
     auto now = Clock::now();
@@ -598,6 +702,7 @@ void Thread::Shutdown() {
 void Thread::Teardown() {
   worker.Destroy();
   std::lock_guard<std::mutex> lock(mu);
+  done.clear();  // their Pendings reach the endpoints: before those go
   eps.clear();
   by_ep.clear();
   pool.clear();
@@ -620,6 +725,34 @@ void DataPlaneServer::Impl::OnConnection(ucp_conn_request_h request, void* arg) 
     t->inbox.push_back(request);
   }
   ucp_worker_signal(t->worker.get());
+}
+
+// An executor: the next task, round robin across the tenants with tasks
+// queued, computed with this executor's handler; the result goes back to
+// the endpoint's progress thread.
+void DataPlaneServer::Impl::Execute() {
+  std::unique_ptr<DataPlaneHandler> handler = make_handler();
+  for (;;) {
+    Task task;
+    {
+      std::unique_lock<std::mutex> lock(exec_mu);
+      exec_cv.wait(lock, [&] { return exec_stop || !exec_queue.empty(); });
+      if (exec_stop) return;  // what is queued goes with the server (Stop)
+      auto it = exec_queue.upper_bound(exec_last);
+      if (it == exec_queue.end()) it = exec_queue.begin();
+      exec_last = it->first;
+      task = std::move(it->second.front());
+      it->second.pop_front();
+      if (it->second.empty()) exec_queue.erase(it);
+    }
+    task.status = Compute(handler.get(), *task.p, task.buf.get());
+    Thread* t = task.ep->t;
+    {
+      std::lock_guard<std::mutex> lock(t->mu);
+      t->done.push_back(std::move(task));
+    }
+    ucp_worker_signal(t->worker.get());
+  }
 }
 
 bool DataPlaneBuilt() { return true; }
@@ -694,6 +827,9 @@ Status DataPlaneServer::Start(const DataPlaneServerOptions& options, HandlerFact
     Thread* raw = t.get();
     t->thread = std::thread([raw] { raw->Run(); });
   }
+  Impl* raw = impl.get();
+  for (int i = 0; i < options.executors; ++i)
+    impl->executors.emplace_back([raw] { raw->Execute(); });
   out->reset(new DataPlaneServer(std::move(impl)));
   return Status::OK();
 }
@@ -709,6 +845,16 @@ void DataPlaneServer::Stop() {
   for (auto& t : impl_->threads) ucp_worker_signal(t->worker.get());
   for (auto& t : impl_->threads)
     if (t->thread.joinable()) t->thread.join();
+  // The executors finish what they compute (a handler waiting for its turn
+  // ends once the server's scheduler stops) and take nothing more; the
+  // tasks still queued go before the endpoints their Pendings reach.
+  {
+    std::lock_guard<std::mutex> lock(impl_->exec_mu);
+    impl_->exec_stop = true;
+  }
+  impl_->exec_cv.notify_all();
+  for (auto& e : impl_->executors) e.join();
+  impl_->exec_queue.clear();
   // Every progress thread has ended: the listener (on thread 0's worker) and
   // the connection requests it handed out are this thread's alone now, so
   // they are rejected and destroyed here, not from each progress thread.

@@ -328,6 +328,79 @@ std::vector<int64_t> EveryNodeScrambled() {
   return ids;
 }
 
+// With a tenants file, data-plane requests wait for their tenant's turn on
+// executor threads (not the progress threads): many sessions of two tenants
+// at once get Thrift's bytes, each tenant is charged its own, a peer that
+// comes and goes meanwhile harms nobody, and the server stops at once.
+TEST_P(DataPlaneTest, WithTenantsRequestsRunOnExecutorsAndAreChargedToTheirTenant) {
+  server::ServerOptions o;
+  static datasets::testing::TempDir dir;
+  o.tenants_file = dir.Write(
+      "dp-tenants.conf",
+      "tenant heavy token=dp-tenant-heavy-000001 weight=3\n"
+      "tenant light token=dp-tenant-light-000002 weight=1\n");
+  o.scheduler_slots = 1;
+  StartServers(2, o);
+  std::vector<std::shared_ptr<Cluster>> clusters;
+  for (const char* token : {"dp-tenant-heavy-000001", "dp-tenant-light-000002"}) {
+    rpc::RpcOptions ro;
+    ro.auth_token = token;
+    clusters.push_back(ConnectCluster("ucx", ro));
+    ASSERT_NE(clusters.back(), nullptr);
+  }
+  const std::vector<int64_t> ids = EveryNodeScrambled();
+  std::vector<float> want(ids.size() * 1433);
+  {
+    std::unique_ptr<Session> s;
+    ASSERT_TRUE(clusters[0]->NewSession(rpc::DataPlaneMode::kTcp, &s).ok());
+    ASSERT_TRUE(s->Features(ids, want.data()).ok());
+  }
+  std::atomic<int> bad{0};
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 8; ++i)
+    ts.emplace_back([&, i] {
+      std::unique_ptr<Session> s;
+      if (!clusters[i % 2]->NewSession(&s).ok()) {
+        ++bad;
+        return;
+      }
+      std::vector<float> got(ids.size() * 1433);
+      for (int r = 0; r < 5; ++r) {
+        if (!s->Features(ids, got.data()).ok() || got != want) ++bad;
+        if (s->stats().thrift_bytes != 0) ++bad;  // every reply over UCX
+      }
+    });
+  // A raw peer with the light tenant's ticket that connects (a ping) and leaves.
+  std::shared_ptr<rpc::DataPlaneContext> ctx;
+  ASSERT_TRUE(rpc::DataPlaneContext::Create(&ctx).ok());
+  {
+    std::unique_ptr<rpc::DataPlaneChannel> ch;
+    ASSERT_TRUE(rpc::DataPlaneChannel::Create(ctx, {}, &ch).ok());
+    int peer = -1;
+    ASSERT_TRUE(ch->Connect("127.0.0.1", clusters[1]->info(0).data_port, "server 0", &peer,
+                            clusters[1]->info(0).data_ticket)
+                    .ok());
+  }
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(bad.load(), 0);
+  int64_t heavy = 0, light = 0;
+  for (auto& srv : servers_) {
+    const auto j = nlohmann::json::parse(srv->StatsJson());
+    for (const auto& t : j["tenants"]["tenants"]) {
+      if (t["tenant"] == "heavy") heavy += t["feature_rows"].get<int64_t>();
+      if (t["tenant"] == "light") light += t["feature_rows"].get<int64_t>();
+    }
+  }
+  // 4 sessions x 5 rounds x every node, plus the Thrift reference for heavy.
+  EXPECT_EQ(heavy, 21 * 2708);
+  EXPECT_EQ(light, 20 * 2708);
+  const auto t0 = std::chrono::steady_clock::now();
+  clusters.clear();
+  for (auto& srv : servers_) srv->Stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+}
+
+
 TEST_P(DataPlaneTest, AServerKilledMidTransferGivesUnavailableNamingItWithinTheTimeout) {
   const std::string& dir = server::testing::CoraDir(2);
   Child c0 = StartChild(dir, 0), c1 = StartChild(dir, 1);

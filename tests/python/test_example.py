@@ -171,3 +171,24 @@ def test_pinsage_recommendations_beat_the_most_popular_baseline(fanout, tmp_path
     m = json.loads((tmp_path / "pin.json").read_text())
     assert m["hit_rate_at_10"] > m["most_popular_hit_rate_at_10"], m
     assert m["users"] > 500
+
+
+def test_serving_example_answers_queries_beside_a_training_job(cora2, fanout, tmp_path):
+    out = tmp_path / "serve.json"
+    env = dict(os.environ)
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "python", "serve_graphsage.py"),
+                        "--dataset", str(cora2), "--epochs", "5", "--seconds", "2", "--qps", "40",
+                        "--json", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=300, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "beside training" in r.stdout and "p99" in r.stdout
+    res = json.loads(out.read_text())
+    for phase in ("alone", "beside_training"):
+        p = res[phase]
+        assert p["queries"] + p["deadline_missed"] >= 70  # 2 s at 40 queries/s, open loop
+        assert 0 < p["p50_ms"] <= p["p99_ms"] <= p["max_ms"]
+        assert p["accuracy"] > 0.5  # a trained model's answers, not chance (7 classes)
+    names = {t["tenant"]: t for t in res["tenants"]}
+    served = names["serving"]["requests"] + names["serving"]["local"]["requests"]
+    trained = names["training"]["requests"] + names["training"]["local"]["requests"]
+    assert served > 0 and trained > 0 and names["serving"]["class"] == "online"

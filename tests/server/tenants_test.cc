@@ -5,6 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "server/tenancy.h"
+
 namespace fanout::server {
 namespace {
 
@@ -71,6 +75,81 @@ TEST(TenantTableTest, EveryMistakeIsNamedWithItsLine) {
   }
   std::shared_ptr<const TenantTable> t;
   EXPECT_EQ(TenantTable::Load("/nonexistent/tenants.conf", &t).code(), Status::Code::kNotFound);
+}
+
+}  // namespace
+}  // namespace fanout::server
+
+// Tenancy (server/tenancy.h): credentials to ids, quotas refused at once
+// naming the tenant and the quota, in-flight bytes given back when done,
+// ids kept by name across a reload.
+namespace fanout::server {
+namespace {
+
+std::shared_ptr<const TenantTable> Table(const std::string& text) {
+  std::shared_ptr<const TenantTable> t;
+  Status st = TenantTable::Parse(text, "tenants.conf", &t);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return t;
+}
+
+TEST(TenancyTest, QuotasRefuseAtOnceNamingTheTenantAndTheQuota) {
+  Tenancy tenancy(Table("tenant a token=aaaaaaaaaaaaaaaaaaaa max_inflight_bytes=1000\n"
+                        "tenant b token=bbbbbbbbbbbbbbbbbbbb max_feature_bytes_per_s=100\n"
+                        "tenant c token=cccccccccccccccccccc max_requests_per_s=2\n"),
+                  true, SchedulerOptions{}, true);
+  const int a = tenancy.ByToken("aaaaaaaaaaaaaaaaaaaa"),
+            b = tenancy.ByToken("bbbbbbbbbbbbbbbbbbbb"),
+            c = tenancy.ByToken("cccccccccccccccccccc");
+  ASSERT_GE(a, 0);
+  ASSERT_GE(b, 0);
+  ASSERT_GE(c, 0);
+  EXPECT_EQ(tenancy.ByToken("nobody-has-this-token"), -1);
+  EXPECT_EQ(tenancy.Name(a), "a");
+  // In-flight bytes: 600 held, 600 more refused, given back when done.
+  Tenancy::Admission first, second, third;
+  ASSERT_TRUE(tenancy.Admit(a, 600, 0, &first).ok());
+  Status st = tenancy.Admit(a, 600, 0, &second);
+  EXPECT_EQ(st.code(), Status::Code::kResourceExhausted);
+  EXPECT_THAT(st.message(), HasSubstr("tenant 'a'"));
+  EXPECT_THAT(st.message(), HasSubstr("max_inflight_bytes"));
+  tenancy.Done(&first, true, 600, 0, 0, 0);
+  ASSERT_TRUE(tenancy.Admit(a, 600, 0, &third).ok());
+  tenancy.Done(&third, true, 600, 0, 0, 0);
+  // Feature bytes per second: a request larger than the bucket passes when
+  // it is full (debt), the next one is refused.
+  Tenancy::Admission big, next;
+  ASSERT_TRUE(tenancy.Admit(b, 10, 500, &big).ok());
+  tenancy.Done(&big, true, 10, 0, 1, 500);
+  st = tenancy.Admit(b, 10, 50, &next);
+  EXPECT_THAT(st.message(), HasSubstr("max_feature_bytes_per_s"));
+  // Requests per second: two pass, the third in the same second does not.
+  Tenancy::Admission r1, r2, r3;
+  ASSERT_TRUE(tenancy.Admit(c, 1, 0, &r1).ok());
+  ASSERT_TRUE(tenancy.Admit(c, 1, 0, &r2).ok());
+  st = tenancy.Admit(c, 1, 0, &r3);
+  EXPECT_THAT(st.message(), HasSubstr("max_requests_per_s"));
+  tenancy.Done(&r1, true, 1, 0, 0, 0);
+  tenancy.Done(&r2, true, 1, 0, 0, 0);
+  const nlohmann::json j = tenancy.StatsJson();
+  int64_t refused = 0;
+  for (const auto& t : j["tenants"]) refused += t["refused_quota"].get<int64_t>();
+  EXPECT_EQ(refused, 3);
+}
+
+TEST(TenancyTest, AReloadKeepsIdsByNameAndGivesNewNamesTheirOwnTickets) {
+  Tenancy tenancy(Table("tenant a token=aaaaaaaaaaaaaaaaaaaa\n"), true, SchedulerOptions{}, true);
+  const int a = tenancy.ByToken("aaaaaaaaaaaaaaaaaaaa");
+  ASSERT_TRUE(tenancy
+                  .Reload(Table("tenant z token=zzzzzzzzzzzzzzzzzzzz weight=3\n"
+                                "tenant a token=aaaaaaaaaaaaaaaaaaaa\n"))
+                  .ok());
+  EXPECT_EQ(tenancy.ByToken("aaaaaaaaaaaaaaaaaaaa"), a);
+  const int z = tenancy.ByToken("zzzzzzzzzzzzzzzzzzzz");
+  EXPECT_GE(z, 0);
+  EXPECT_NE(z, a);
+  EXPECT_NE(tenancy.Ticket(a), tenancy.Ticket(z));
+  EXPECT_EQ(tenancy.ByTicket(tenancy.Ticket(z)), z);
 }
 
 }  // namespace

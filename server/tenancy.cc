@@ -1,0 +1,371 @@
+#include "server/tenancy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "common/secret.h"
+#include "server/prometheus_text.h"
+
+namespace fanout::server {
+
+// What one tenant id used (atomics: updated by request threads, read by the
+// admin endpoint), and its quota state (under its mutex).
+struct Tenancy::Usage {
+  std::string name;
+  std::string ticket;
+  std::atomic<int64_t> requests{0}, errors{0}, refused_quota{0}, refused_busy{0};
+  std::atomic<int64_t> cost{0}, sampled_edges{0}, feature_rows{0}, feature_bytes{0};
+  std::atomic<int64_t> local_requests{0}, local_edges{0}, local_rows{0}, local_bytes{0};
+  std::atomic<int64_t> waits[kWaitBuckets] = {};
+  std::atomic<int64_t> wait_us_sum{0};
+  std::mutex mu;
+  int64_t held_bytes = 0;                            // GUARDED_BY(mu)
+  double request_tokens = 0, feature_tokens = 0;     // GUARDED_BY(mu)
+  std::chrono::steady_clock::time_point refilled{};  // GUARDED_BY(mu)
+};
+
+// The current table and how its tenants map to ids.
+struct Tenancy::Snapshot {
+  std::shared_ptr<const TenantTable> table;
+  std::vector<int> id_of;                // table index -> id
+  std::vector<const Tenant*> tenant_of;  // id -> its entry (null: dropped)
+  std::unordered_map<std::string, int> by_ticket;
+  int default_id = 0;
+};
+
+namespace {
+
+std::string RandomTicket() {
+  std::random_device rd;
+  std::string t(32, '\0');
+  for (char& c : t) c = static_cast<char>(rd());
+  return t;
+}
+
+double BucketUpperSeconds(int k) { return std::pow(2.0, k / 2.0) * 1e-6; }
+
+// 2, 2.5, 1e+09: a quota as people write it.
+std::string Number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+int BucketOf(double seconds) {
+  const double us = seconds * 1e6;
+  if (us <= 1) return 0;
+  const int k = static_cast<int>(std::ceil(2.0 * std::log2(us)));
+  return std::min(k, Tenancy::kWaitBuckets - 1);
+}
+
+}  // namespace
+
+Tenancy::Tenancy(std::shared_ptr<const TenantTable> table, bool schedule, SchedulerOptions options,
+                 bool tickets_required)
+    : schedule_(schedule), tickets_required_(tickets_required), scheduler_(options) {
+  usage_.resize(kMaxTenants);
+  std::lock_guard<std::mutex> lock(mu_);
+  (void)Apply(table ? std::move(table) : TenantTable::DefaultOnly());
+}
+
+Tenancy::~Tenancy() { Stop(); }
+
+void Tenancy::Stop() { scheduler_.Stop(); }
+
+std::shared_ptr<const Tenancy::Snapshot> Tenancy::Current() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return snap_;
+}
+
+Status Tenancy::Apply(std::shared_ptr<const TenantTable> table) {
+  auto s = std::make_shared<Snapshot>();
+  s->table = table;
+  // Ids by name: the ones known keep theirs.
+  const int known = ids_.load();
+  int next = known;
+  std::vector<int> id_of;
+  for (const Tenant& t : table->tenants()) {
+    int id = -1;
+    for (int i = 0; i < known; ++i)
+      if (usage_[i]->name == t.name) id = i;
+    if (id < 0) {
+      if (next >= kMaxTenants)
+        return Status::InvalidArgument("more than " + std::to_string(kMaxTenants) +
+                                       " tenants over this server's life: restart it");
+      id = next++;
+      id_of.push_back(-id - 1);  // new: made below, once the whole table fits
+      continue;
+    }
+    id_of.push_back(id);
+  }
+  for (size_t i = 0; i < id_of.size(); ++i) {
+    if (id_of[i] >= 0) continue;
+    const int id = -id_of[i] - 1;
+    usage_[id] = std::make_unique<Usage>();
+    usage_[id]->name = table->tenants()[i].name;
+    usage_[id]->ticket = RandomTicket();
+    id_of[i] = id;
+  }
+  ids_.store(next);
+  s->id_of = id_of;
+  s->tenant_of.assign(static_cast<size_t>(next), nullptr);
+  std::vector<FairQueue::TenantClass> classes(static_cast<size_t>(next));
+  for (size_t i = 0; i < id_of.size(); ++i) {
+    const Tenant& t = table->tenants()[i];
+    s->tenant_of[id_of[i]] = &t;
+    classes[id_of[i]] = {t.weight, t.online};
+  }
+  for (int id = 0; id < next; ++id) {
+    s->by_ticket[usage_[id]->ticket] = id;
+    if (s->tenant_of[id] == nullptr) classes[id] = {1, false};  // dropped: plain batch work
+  }
+  s->default_id = id_of[static_cast<size_t>(table->default_index())];
+  scheduler_.SetTenants(classes);
+  snap_ = std::move(s);
+  return Status::OK();
+}
+
+Status Tenancy::Reload(std::shared_ptr<const TenantTable> table) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return Apply(std::move(table));
+}
+
+std::shared_ptr<const TenantTable> Tenancy::table() const { return Current()->table; }
+
+int Tenancy::DefaultId() const { return Current()->default_id; }
+
+bool Tenancy::DefaultRefused() const {
+  auto s = Current();
+  return s->table->tenants()[static_cast<size_t>(s->table->default_index())].refuse;
+}
+
+int Tenancy::ByToken(const std::string& token) const {
+  auto s = Current();
+  const int i = s->table->ByToken(token);
+  return i < 0 ? -1 : s->id_of[static_cast<size_t>(i)];
+}
+
+int Tenancy::ByTlsSubject(const std::string& subject) const {
+  auto s = Current();
+  const int i = s->table->ByTlsSubject(subject);
+  return i < 0 ? -1 : s->id_of[static_cast<size_t>(i)];
+}
+
+int Tenancy::ByTicket(const std::string& ticket) const {
+  auto s = Current();
+  auto it = s->by_ticket.find(ticket);
+  if (it == s->by_ticket.end()) return -1;
+  // The map found it by hash; the bytes compared in constant time as well.
+  return SameSecret(ticket, usage_[it->second]->ticket) ? it->second : -1;
+}
+
+std::string Tenancy::Ticket(int id) const {
+  if (!tickets_required_ || id < 0 || id >= ids_.load()) return "";
+  return usage_[id]->ticket;
+}
+
+std::string Tenancy::Name(int id) const {
+  return id >= 0 && id < ids_.load() ? usage_[id]->name : "?";
+}
+
+Status Tenancy::Admit(int tenant, double est_cost, int64_t est_feature_bytes, Admission* a) {
+  auto s = Current();
+  if (tenant < 0 || tenant >= static_cast<int>(s->tenant_of.size()))
+    return Status::Internal("a request of tenant id " + std::to_string(tenant));
+  Usage& u = *usage_[tenant];
+  const Tenant* t = s->tenant_of[tenant];
+  a->tenant = tenant;
+  a->est_cost = est_cost;
+  if (t != nullptr) {
+    std::lock_guard<std::mutex> lock(u.mu);
+    const auto now = std::chrono::steady_clock::now();
+    const double dt = u.refilled == std::chrono::steady_clock::time_point{}
+                          ? 1.0
+                          : std::chrono::duration<double>(now - u.refilled).count();
+    u.refilled = now;
+    auto refuse = [&](const std::string& quota, const std::string& value) {
+      ++u.refused_quota;
+      return Status::ResourceExhausted("tenant '" + t->name + "' is over its quota " + quota +
+                                       " (" + value +
+                                       "): this request is refused, the others' go on");
+    };
+    if (t->max_requests_per_s > 0) {
+      u.request_tokens =
+          std::min(t->max_requests_per_s, u.request_tokens + dt * t->max_requests_per_s);
+      if (u.request_tokens < 1) return refuse("max_requests_per_s", Number(t->max_requests_per_s));
+    }
+    if (t->max_feature_bytes_per_s > 0 && est_feature_bytes > 0) {
+      u.feature_tokens =
+          std::min(t->max_feature_bytes_per_s, u.feature_tokens + dt * t->max_feature_bytes_per_s);
+      // A request larger than one second's worth passes when the bucket is
+      // full (and leaves it in debt): it would never pass otherwise.
+      if (u.feature_tokens < static_cast<double>(est_feature_bytes) &&
+          u.feature_tokens < t->max_feature_bytes_per_s)
+        return refuse("max_feature_bytes_per_s", Number(t->max_feature_bytes_per_s));
+    }
+    const int64_t held = static_cast<int64_t>(est_cost);
+    if (t->max_inflight_bytes > 0 && u.held_bytes + held > t->max_inflight_bytes)
+      return refuse("max_inflight_bytes", std::to_string(t->max_inflight_bytes) + " bytes; " +
+                                              std::to_string(u.held_bytes) + " held");
+    if (t->max_requests_per_s > 0) u.request_tokens -= 1;
+    if (t->max_feature_bytes_per_s > 0) u.feature_tokens -= static_cast<double>(est_feature_bytes);
+    u.held_bytes += held;
+    a->held_bytes = held;
+  }
+  if (schedule_) {
+    Status st = scheduler_.Acquire(tenant, est_cost, &a->grant);
+    if (!st.ok()) {
+      {
+        std::lock_guard<std::mutex> lock(u.mu);
+        u.held_bytes -= a->held_bytes;
+      }
+      a->held_bytes = 0;
+      if (st.code() == Status::Code::kResourceExhausted) ++u.refused_busy;
+      return st;
+    }
+    a->waited_s = a->grant.waited_s;
+  }
+  ++u.waits[BucketOf(a->waited_s)];
+  u.wait_us_sum += static_cast<int64_t>(a->waited_s * 1e6);
+  return Status::OK();
+}
+
+void Tenancy::Done(Admission* a, bool ok, double actual_cost, int64_t sampled_edges,
+                   int64_t feature_rows, int64_t feature_bytes) {
+  if (a->tenant < 0) return;
+  Usage& u = *usage_[a->tenant];
+  if (a->grant.active) scheduler_.Release(&a->grant, actual_cost);
+  if (a->held_bytes > 0) {
+    std::lock_guard<std::mutex> lock(u.mu);
+    u.held_bytes -= a->held_bytes;
+  }
+  a->held_bytes = 0;
+  ++u.requests;
+  if (!ok) ++u.errors;
+  u.cost += static_cast<int64_t>(actual_cost);
+  u.sampled_edges += sampled_edges;
+  u.feature_rows += feature_rows;
+  u.feature_bytes += feature_bytes;
+  a->tenant = -1;
+}
+
+void Tenancy::AddLocalWork(int tenant, int64_t requests, int64_t edges, int64_t feature_rows,
+                           int64_t bytes) {
+  if (tenant < 0 || tenant >= ids_.load()) return;
+  Usage& u = *usage_[tenant];
+  u.local_requests += requests;
+  u.local_edges += edges;
+  u.local_rows += feature_rows;
+  u.local_bytes += bytes;
+}
+
+namespace {
+double Quantile(const std::atomic<int64_t>* b, double q) {
+  int64_t total = 0;
+  for (int k = 0; k < Tenancy::kWaitBuckets; ++k) total += b[k].load();
+  if (total == 0) return 0;
+  const double want = q * static_cast<double>(total);
+  int64_t seen = 0;
+  for (int k = 0; k < Tenancy::kWaitBuckets; ++k) {
+    seen += b[k].load();
+    if (static_cast<double>(seen) >= want) return BucketUpperSeconds(k);
+  }
+  return BucketUpperSeconds(Tenancy::kWaitBuckets - 1);
+}
+}  // namespace
+
+nlohmann::json Tenancy::StatsJson() const {
+  auto s = Current();
+  const int n = static_cast<int>(s->tenant_of.size());
+  double total_cost = 0, total_weight = 0;
+  for (int id = 0; id < n; ++id) {
+    total_cost += static_cast<double>(usage_[id]->cost.load());
+    if (s->tenant_of[id] != nullptr && usage_[id]->requests.load() > 0)
+      total_weight += s->tenant_of[id]->weight;
+  }
+  nlohmann::json list = nlohmann::json::array();
+  for (int id = 0; id < n; ++id) {
+    const Usage& u = *usage_[id];
+    const Tenant* t = s->tenant_of[id];
+    const double cost = static_cast<double>(u.cost.load());
+    list.push_back(
+        {{"tenant", u.name},
+         {"in_file", t != nullptr},
+         {"weight", t ? t->weight : 1.0},
+         {"class", t && t->online ? "online" : "batch"},
+         {"requests", u.requests.load()},
+         {"errors", u.errors.load()},
+         {"refused_quota", u.refused_quota.load()},
+         {"refused_busy", u.refused_busy.load()},
+         {"bytes", u.cost.load()},
+         {"sampled_edges", u.sampled_edges.load()},
+         {"feature_rows", u.feature_rows.load()},
+         {"feature_bytes", u.feature_bytes.load()},
+         {"queue_wait_p50_s", Quantile(u.waits, 0.5)},
+         {"queue_wait_p99_s", Quantile(u.waits, 0.99)},
+         {"share", total_cost > 0 ? cost / total_cost : 0.0},
+         {"weight_share",
+          t && total_weight > 0 && u.requests.load() > 0 ? t->weight / total_weight : 0.0},
+         {"local",
+          {{"requests", u.local_requests.load()},
+           {"sampled_edges", u.local_edges.load()},
+           {"feature_rows", u.local_rows.load()},
+           {"bytes", u.local_bytes.load()}}}});
+  }
+  return {{"scheduling", schedule_},
+          {"waiting", scheduler_.waiting()},
+          {"running", scheduler_.running()},
+          {"tenants", list}};
+}
+
+void Tenancy::Prometheus(PrometheusText* out) const {
+  auto s = Current();
+  const int n = static_cast<int>(s->tenant_of.size());
+  auto label = [&](int id) { return "tenant=\"" + usage_[id]->name + "\""; };
+  auto family = [&](const char* name, const char* type, const char* help, auto value) {
+    out->Family(name, type, help);
+    for (int id = 0; id < n; ++id) out->Sample(name, label(id), value(*usage_[id]));
+  };
+  family("fanout_tenant_requests_total", "counter", "Data requests served, per tenant.",
+         [](const Usage& u) { return u.requests.load(); });
+  family("fanout_tenant_errors_total", "counter", "Data requests that failed, per tenant.",
+         [](const Usage& u) { return u.errors.load(); });
+  family("fanout_tenant_refused_total", "counter",
+         "Requests refused at once: over one of the tenant's quotas.",
+         [](const Usage& u) { return u.refused_quota.load(); });
+  family("fanout_tenant_refused_busy_total", "counter",
+         "Requests refused after waiting the most for their turn (a saturated server).",
+         [](const Usage& u) { return u.refused_busy.load(); });
+  family("fanout_tenant_bytes_total", "counter",
+         "Request and reply bytes of the tenant's data requests (the scheduler's cost).",
+         [](const Usage& u) { return u.cost.load(); });
+  family("fanout_tenant_sampled_edges_total", "counter", "Edges sampled for the tenant.",
+         [](const Usage& u) { return u.sampled_edges.load(); });
+  family("fanout_tenant_feature_bytes_total", "counter", "Feature bytes served to the tenant.",
+         [](const Usage& u) { return u.feature_bytes.load(); });
+  family("fanout_tenant_local_bytes_total", "counter",
+         "Bytes the tenant's same-host clients read from the export themselves (reported).",
+         [](const Usage& u) { return u.local_bytes.load(); });
+  out->Family("fanout_tenant_queue_wait_seconds", "summary",
+              "Time the tenant's requests waited for their turn (quantiles).");
+  for (int id = 0; id < n; ++id) {
+    const Usage& u = *usage_[id];
+    out->Sample("fanout_tenant_queue_wait_seconds", label(id) + ",quantile=\"0.5\"",
+                Quantile(u.waits, 0.5));
+    out->Sample("fanout_tenant_queue_wait_seconds", label(id) + ",quantile=\"0.99\"",
+                Quantile(u.waits, 0.99));
+    int64_t count = 0;
+    for (int k = 0; k < kWaitBuckets; ++k) count += u.waits[k].load();
+    out->Sample("fanout_tenant_queue_wait_seconds_sum", label(id),
+                static_cast<double>(u.wait_us_sum.load()) * 1e-6);
+    out->Sample("fanout_tenant_queue_wait_seconds_count", label(id), count);
+  }
+  out->Family("fanout_tenant_weight", "gauge", "The tenant's weight (the tenants file).");
+  for (int id = 0; id < n; ++id)
+    out->Sample("fanout_tenant_weight", label(id),
+                s->tenant_of[id] != nullptr ? s->tenant_of[id]->weight : 0.0);
+}
+
+}  // namespace fanout::server

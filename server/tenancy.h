@@ -1,0 +1,107 @@
+// A server's tenants at run time (server/tenants.h is their file): who a
+// request is charged to, its quotas, its turn (server/scheduler.h), and what
+// each tenant used (/stats, /metrics with a `tenant` label, the admin page,
+// fanout-ctl tenants).
+//
+// Tenants keep a stable id by name for the server's life (ids survive a
+// reload; a tenant dropped from the file keeps its counters and its
+// connections keep their id until they reconnect). Each id has a data-plane
+// ticket (random): an authenticated connection is handed its tenant's ticket
+// in PartitionInfo, and a data-plane request's ticket names its tenant.
+//
+// Quotas, checked before a request waits for its turn (over one: the
+// request is refused at once with ResourceExhausted naming the tenant and
+// the quota, and takes nothing from the others): request and reply bytes in
+// flight (max_inflight_bytes), requests per second and feature bytes per
+// second (token buckets holding one second's worth).
+//
+// Thread safety: every method from any thread.
+#ifndef FANOUT_SERVER_TENANCY_H_
+#define FANOUT_SERVER_TENANCY_H_
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.h"
+#include "server/scheduler.h"
+#include "server/tenants.h"
+
+namespace fanout::server {
+
+class PrometheusText;
+
+class Tenancy {
+ public:
+  static constexpr int kMaxTenants = 1024;  // ids, over the server's life
+  static constexpr int kWaitBuckets = 40;   // queue wait bucket k: <= 2^(k/2) microseconds
+
+  // `schedule`: requests wait for their turn (a tenants file was given);
+  // false: the default tenant alone, counted, never queued.
+  Tenancy(std::shared_ptr<const TenantTable> table, bool schedule, SchedulerOptions options,
+          bool tickets_required);
+  ~Tenancy();
+
+  // Replaces the table (a reload): ids by name kept, new names get new ids
+  // and tickets; InvalidArgument where the server would pass 1024 ids.
+  Status Reload(std::shared_ptr<const TenantTable> table);
+  std::shared_ptr<const TenantTable> table() const;
+  bool scheduling() const { return schedule_; }
+
+  // Credentials -> tenant id (-1: none names one).
+  int DefaultId() const;
+  bool DefaultRefused() const;
+  int ByToken(const std::string& token) const;
+  int ByTlsSubject(const std::string& subject) const;
+  // A data-plane ticket -> tenant id (-1: unknown).
+  int ByTicket(const std::string& ticket) const;
+  // The ticket to hand a connection of tenant `id` ("" where none is
+  // required).
+  std::string Ticket(int id) const;
+  bool tickets_required() const { return tickets_required_; }
+  std::string Name(int id) const;
+
+  // One data request's charge: Admit before computing (quotas, then its
+  // turn), Done after.
+  struct Admission {
+    int tenant = -1;
+    int64_t held_bytes = 0;  // counted against max_inflight_bytes
+    double est_cost = 0;
+    double waited_s = 0;
+    FairScheduler::Grant grant;
+  };
+  Status Admit(int tenant, double est_cost, int64_t est_feature_bytes, Admission* a);
+  void Done(Admission* a, bool ok, double actual_cost, int64_t sampled_edges, int64_t feature_rows,
+            int64_t feature_bytes);
+  // Work a co-located client of `tenant` did itself (report_local).
+  void AddLocalWork(int tenant, int64_t requests, int64_t edges, int64_t feature_rows,
+                    int64_t bytes);
+
+  // Per tenant: requests, bytes, edges, queue wait p50/p99, refusals, share
+  // of the work against its weight's share.
+  nlohmann::json StatsJson() const;
+  void Prometheus(PrometheusText* out) const;
+  void Stop();
+
+ private:
+  struct Usage;
+  struct Snapshot;
+  std::shared_ptr<const Snapshot> Current() const;
+  Status Apply(std::shared_ptr<const TenantTable> table);  // REQUIRES: mu_ held
+  const bool schedule_;
+  const bool tickets_required_;
+  FairScheduler scheduler_;
+  mutable std::mutex mu_;
+  std::shared_ptr<const Snapshot> snap_;       // GUARDED_BY(mu_) (read via Current())
+  std::vector<std::unique_ptr<Usage>> usage_;  // by id; grows under mu_, read without
+  std::atomic<int> ids_{0};
+};
+
+}  // namespace fanout::server
+
+#endif  // FANOUT_SERVER_TENANCY_H_
