@@ -300,7 +300,7 @@ std::vector<double> RunOnline(fanout::client::OnlineSampler* online, int64_t n, 
         fanout::client::QueryOptions q;
         q.num_neighbors = {10, 10};
         q.request_seed = static_cast<uint64_t>(i);
-        fanout::client::MiniBatch b;
+        fanout::client::Batch b;
         Status st = online->Query(seeds, q, &b);
         const double ms = std::chrono::duration<double, std::milli>(Clock::now() - due).count();
         if (!st.ok()) {

@@ -34,6 +34,8 @@ using StreamHandle = void*;  // a cudaStream_t; nullptr = the default stream
 
 // Number of usable CUDA devices (0 without a CUDA build, a driver or a device).
 int CudaDeviceCount();
+// Whether this build has CUDA (its cache kernels were compiled with nvcc).
+bool CudaBuilt();
 
 // A move-only owner of a CUDA stream (created non-blocking, on one device):
 // a loader worker's own stream, so that workers' copies and kernels do not

@@ -11,6 +11,7 @@ Status NoCuda() {
 }  // namespace
 
 int CudaDeviceCount() { return 0; }
+bool CudaBuilt() { return false; }
 
 Stream::~Stream() = default;
 Stream::Stream(Stream&& o) noexcept : s_(o.s_), device_(o.device_) { o.s_ = nullptr; }

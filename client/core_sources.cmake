@@ -1,4 +1,5 @@
-# The client library's core sources (no LibTorch, no dataset library):
+# The client library's core sources (no LibTorch, no dataset library; the
+# loaders' batches are client::Arrays):
 # client/CMakeLists.txt builds fanout_client_core from them, and the fuzzing
 # build (which has no client/ folder build) does the same for the cluster
 # file fuzzer. LocalSource (a whole dataset read from its store) is
@@ -14,4 +15,7 @@ set(FANOUT_CLIENT_CORE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/local_partition.cc
   ${CMAKE_CURRENT_LIST_DIR}/cached_source.cc
   ${CMAKE_CURRENT_LIST_DIR}/device_features.cc
-  ${CMAKE_CURRENT_LIST_DIR}/walks.cc)
+  ${CMAKE_CURRENT_LIST_DIR}/walks.cc
+  ${CMAKE_CURRENT_LIST_DIR}/array.cc
+  ${CMAKE_CURRENT_LIST_DIR}/batch_loader.cc
+  ${CMAKE_CURRENT_LIST_DIR}/online.cc)

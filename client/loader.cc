@@ -2,703 +2,151 @@
 
 #include <torch/torch.h>
 
-#include <algorithm>
-#include <cstdlib>
-#include <numeric>
 #include <stdexcept>
-
-#include "common/id_range.h"
-#include "common/random.h"
-#include "sampler/temporal.h"
 
 namespace fanout::client {
 
-struct NodeLoader::Slot {
-  bool ready = false;
-  Status status;
-  MiniBatch batch;
-};
-
 namespace {
 
-int EnvInt(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  try {
-    return std::stoi(v);
-  } catch (const std::exception&) {
-    throw std::invalid_argument(std::string(name) + "='" + v + "' is not an integer");
+at::ScalarType ScalarTypeOf(DType t) {
+  switch (t) {
+    case DType::kInt64:
+      return torch::kLong;
+    case DType::kFloat32:
+      return torch::kFloat;
+    case DType::kFloat16:
+      return torch::kHalf;
+    case DType::kBFloat16:
+      return torch::kBFloat16;
+  }
+  return torch::kByte;
+}
+
+DType DTypeOf(at::ScalarType t) {
+  switch (t) {
+    case torch::kLong:
+      return DType::kInt64;
+    case torch::kFloat:
+      return DType::kFloat32;
+    case torch::kHalf:
+      return DType::kFloat16;
+    case torch::kBFloat16:
+      return DType::kBFloat16;
+    default:
+      throw std::invalid_argument(std::string("FromTensor: dtype ") + c10::toString(t) +
+                                  " (int64, float32, float16 or bfloat16)");
   }
 }
 
-// What the loader's options ask of the sampler.
-sampler::MultiHopOptions MultiHopOptionsOf(const LoaderOptions& o) {
-  sampler::MultiHopOptions mo;
-  mo.fanouts = o.fanouts;
-  mo.sampling.replace = o.replace;
-  mo.sampling.weighted = o.weighted;
-  mo.sampling.with_edge_ids = o.edge_ids;
-  mo.sampling.labor = o.labor;
-  mo.induced = o.subgraph;
-  mo.temporal_strategy = o.temporal_strategy;
-  mo.edge_type_fanouts = o.edge_type_fanouts;
-  return mo;
-}
-
-// A tensor that owns a PodVector's memory, without copying it.
-at::Tensor Wrap(PodVector<int64_t>&& v) {
-  auto* holder = new PodVector<int64_t>(std::move(v));
-  int64_t n = static_cast<int64_t>(holder->size());
-  return torch::from_blob(
-      holder->data(), {n}, [holder](void*) { delete holder; }, torch::kLong);
-}
-
-// What a batch's sampling needs of the options, for `count` seeds (or seed
-// edges, `link`): fanouts, times, heterogeneous fanouts. Throws
-// std::invalid_argument naming what is wrong.
-void CheckSampling(const Source& source, const LoaderOptions& options, size_t count, bool link) {
-  if (options.x_dtype != FeatureDType::kFloat32 && options.x_dtype != FeatureDType::kFloat16 &&
-      options.x_dtype != FeatureDType::kBFloat16)
-    throw std::invalid_argument(std::string("NodeLoader: x_dtype ") +
-                                FeatureDTypeName(options.x_dtype) +
-                                " (x is float32, float16 or bfloat16)");
-  if (options.x_dtype != FeatureDType::kFloat32 && options.gpu_cache)
-    throw std::invalid_argument(
-        "NodeLoader: a GPU feature cache fills float32 x (x_dtype float32)");
-  for (int64_t f : options.fanouts)
-    if (f < -1)
-      throw std::invalid_argument("NodeLoader: fanout " + std::to_string(f) +
-                                  " is invalid (use -1 or >= 0)");
-  if (!options.input_time.empty()) {
-    if (options.input_time.size() != count)
-      throw std::invalid_argument(std::string(link ? "LinkLoader" : "NodeLoader") + ": " +
-                                  std::to_string(options.input_time.size()) + " input times for " +
-                                  std::to_string(count) + (link ? " seed edges" : " seeds"));
-    Status t = sampler::CheckTemporalOptions(MultiHopOptionsOf(options));
-    if (!t.ok()) throw std::invalid_argument("NodeLoader: " + t.message());
-  }
-  if (options.pinsage) {
-    if (options.labor || options.replace || options.subgraph || !options.input_time.empty() ||
-        !options.edge_type_fanouts.empty())
-      throw std::invalid_argument(
-          "NodeLoader: PinSAGE hops take no LABOR, replace, subgraph, temporal or per-edge-type "
-          "options");
-    for (size_t h = 0; h < options.fanouts.size(); ++h) {
-      WalkOptions o = options.walk;
-      o.top_k = options.fanouts[h];
-      Status st = o.top_k < 1 ? Status::InvalidArgument("num_neighbors " + std::to_string(o.top_k) +
-                                                        " of hop " + std::to_string(h) +
-                                                        " is not >= 1 (PinSAGE keeps the top "
-                                                        "num_neighbors visited nodes)")
-                              : CheckWalkOptions(o);
-      if (!st.ok()) throw std::invalid_argument("NodeLoader: PinSAGE hops: " + st.message());
-    }
-  }
-  if (options.labor) {
-    if (options.replace)
-      throw std::invalid_argument(
-          "NodeLoader: LABOR sampling draws without replacement (replace=False)");
-    if (!options.edge_type_fanouts.empty())
-      throw std::invalid_argument(
-          "NodeLoader: LABOR sampling of heterogeneous (per-edge-type) hops is not supported");
-    if (!options.input_time.empty())
-      throw std::invalid_argument("NodeLoader: LABOR sampling of temporal graphs is not supported");
-  }
-  if (!options.edge_type_fanouts.empty()) {
-    const sampler::HeteroSchema* h = source.hetero();
-    if (h == nullptr)
-      throw std::invalid_argument(
-          "NodeLoader: per-edge-type fanouts need a heterogeneous dataset; " +
-          source.description() + " has no edge types");
-    std::vector<int64_t> per_hop;
-    Status st = sampler::HeteroHopFanouts(*h, options.edge_type_fanouts, &per_hop);
-    if (!st.ok()) throw std::invalid_argument("NodeLoader: " + st.message());
-    if (!options.input_time.empty() || options.subgraph)
-      throw std::invalid_argument(
-          "NodeLoader: heterogeneous sampling with input times or subgraph mode is not supported");
-  }
-}
-
-// Link batches: negatives, then the seed nodes (distinct endpoints,
-// ascending; temporal: every endpoint, with its edge's time) and the label
-// tensors. `positions` index `links` and options.input_time.
-Status LinkSeedNodes(const Source& source, const LoaderOptions& options, const LinkSeeds& links,
-                     Session* session, ArrayView<const int64_t> positions, uint64_t request_seed,
-                     std::vector<int64_t>* nodes, std::vector<int64_t>* times, MiniBatch* out) {
-  const sampler::NegativeOptions& neg = options.negative;
-  const bool temporal = !options.input_time.empty();
-  const int64_t p = static_cast<int64_t>(positions.size());
-  std::vector<int64_t> src(p), dst(p), neg_src, neg_dst;
-  for (int64_t i = 0; i < p; ++i)
-    src[i] = links.src[positions[i]], dst[i] = links.dst[positions[i]];
-  // Heterogeneous: the seed edge type's end types (LinkLoader checked it).
-  const sampler::HeteroSchema* h = options.link_edge_type >= 0 ? source.hetero() : nullptr;
-  const int edge_type = h ? options.link_edge_type : -1;
-  const sampler::NodeRanges src_nodes = h ? h->NodesOfType(h->edge_types[edge_type].src)
-                                          : sampler::NodeRanges::All(source.num_nodes());
-  const sampler::NodeRanges dst_nodes =
-      h ? h->NodesOfType(h->edge_types[edge_type].dst) : src_nodes;
-  FANOUT_RETURN_IF_ERROR(sampler::SampleNegatives(
-      neg, src, src_nodes, dst_nodes, request_seed,
-      [session, edge_type](ArrayView<const int64_t> s, ArrayView<const int64_t> d,
-                           uint8_t* exists) { return session->HasEdges(s, d, exists, edge_type); },
-      &neg_src, &neg_dst));
-  const int64_t m = static_cast<int64_t>(neg_dst.size());
-  const bool triplet = neg.mode == sampler::NegativeMode::kTriplet;
-  const int64_t per = triplet ? static_cast<int64_t>(neg.amount) : 1;
-  // Every endpoint in PyG's order: triplet [src, dst, dst_neg], else
-  // [src, src_neg, dst, dst_neg] (row 0 of edge_label_index, then row 1).
-  std::vector<int64_t> all;
-  all.reserve(static_cast<size_t>(2 * p + (triplet ? m : 2 * m)));
-  all.insert(all.end(), src.begin(), src.end());
-  if (!triplet) all.insert(all.end(), neg_src.begin(), neg_src.end());
-  all.insert(all.end(), dst.begin(), dst.end());
-  all.insert(all.end(), neg_dst.begin(), neg_dst.end());
-  at::Tensor inverse = torch::empty({static_cast<int64_t>(all.size())}, torch::kLong);
-  int64_t* inv = inverse.data_ptr<int64_t>();
-  if (temporal) {
-    // Disjoint (PyG's temporal link sampling): every endpoint is its own
-    // seed, at its edge's time; a binary negative j takes positive j % P's
-    // time, a triplet negative its positive's.
-    *nodes = all;
-    times->resize(all.size());
-    auto time_of = [&](int64_t i) { return options.input_time[positions[i]]; };
-    size_t at = 0;
-    for (int64_t i = 0; i < p; ++i) (*times)[at++] = time_of(i);
-    if (!triplet)
-      for (int64_t j = 0; j < m; ++j) (*times)[at++] = time_of(j % p);
-    for (int64_t i = 0; i < p; ++i) (*times)[at++] = time_of(i);
-    for (int64_t j = 0; j < m; ++j) (*times)[at++] = time_of(triplet ? j / per : j % p);
-    std::iota(inv, inv + all.size(), int64_t{0});
-  } else {
-    *nodes = all;
-    std::sort(nodes->begin(), nodes->end());
-    nodes->erase(std::unique(nodes->begin(), nodes->end()), nodes->end());
-    for (size_t i = 0; i < all.size(); ++i)
-      inv[i] = std::lower_bound(nodes->begin(), nodes->end(), all[i]) - nodes->begin();
-  }
-  out->input_id = torch::empty({p}, torch::kLong);
-  std::copy(positions.begin(), positions.end(), out->input_id.data_ptr<int64_t>());
-  if (triplet) {
-    out->src_index = inverse.narrow(0, 0, p);
-    out->dst_pos_index = inverse.narrow(0, p, p);
-    out->dst_neg_index =
-        per == 1 ? inverse.narrow(0, 2 * p, m) : inverse.narrow(0, 2 * p, m).view({p, per});
-    return Status::OK();
-  }
-  out->edge_label_index = inverse.view({2, p + m});
-  if (!links.label.empty()) {
-    out->edge_label = torch::zeros({p + m}, torch::kLong);
-    int64_t* l = out->edge_label.data_ptr<int64_t>();
-    for (int64_t i = 0; i < p; ++i) l[i] = links.label[positions[i]];
-  } else if (neg.mode == sampler::NegativeMode::kBinary) {
-    out->edge_label = torch::zeros({p + m}, torch::kFloat);
-    out->edge_label.narrow(0, 0, p).fill_(1.0f);
-  }
-  return Status::OK();
-}
-
-// The sampled subgraph of `seeds` (temporal: with one time each), then
-// features, labels and ids.
-Status SampleAndFetch(const Source& source, const LoaderOptions& options, Session* session,
-                      DeviceFeatureFetcher* fetcher, ArrayView<const int64_t> seeds,
-                      ArrayView<const int64_t> times, uint64_t request_seed, MiniBatch* out) {
-  const sampler::MultiHopOptions mo = MultiHopOptionsOf(options);
-  sampler::SampledSubgraph sub;
-  if (options.pinsage) {
-    FANOUT_RETURN_IF_ERROR(SamplePinSage(*session, seeds, request_seed, options.fanouts,
-                                         options.walk, options.edge_ids, &sub));
-  } else if (options.input_time.empty()) {
-    FANOUT_RETURN_IF_ERROR(session->Sample(seeds, request_seed, mo, &sub));
-  } else {
-    FANOUT_RETURN_IF_ERROR(session->SampleTemporal(seeds, times, request_seed, mo, &sub));
-    out->seed_time = torch::empty({static_cast<int64_t>(times.size())}, torch::kLong);
-    std::copy(times.begin(), times.end(), out->seed_time.data_ptr<int64_t>());
-    out->batch = Wrap(std::move(sub.batch));
-  }
-  const int64_t n = static_cast<int64_t>(sub.n_id.size());
-  out->batch_size = sub.batch_size;
-  out->num_sampled_nodes = sub.num_sampled_nodes;
-  out->num_sampled_edges = sub.num_sampled_edges;
-  out->n_id = Wrap(std::move(sub.n_id));
-  const int64_t* ids = out->n_id.data_ptr<int64_t>();
-  ArrayView<const int64_t> id_view(ids, static_cast<size_t>(n));
-  out->edge_index = torch::stack({Wrap(std::move(sub.row)), Wrap(std::move(sub.col))});
-  int64_t at = 0;
-  for (int64_t e : out->num_sampled_edges) {
-    out->hop_edge_index.push_back(out->edge_index.narrow(1, at, e));
-    at += e;
-  }
-  if (options.edge_ids) out->edge_id = Wrap(std::move(sub.edge_id));
-  if ((options.labor || options.pinsage) && !options.subgraph) {
-    const int64_t e = static_cast<int64_t>(sub.edge_weight.size());
-    out->edge_weight = torch::empty({e}, torch::kFloat);
-    std::copy(sub.edge_weight.begin(), sub.edge_weight.end(), out->edge_weight.data_ptr<float>());
-  }
-  if (!options.edge_type_fanouts.empty()) {
-    const sampler::HeteroSchema& h = *source.hetero();
-    out->node_type = torch::empty({n}, torch::kLong);
-    int64_t* nt = out->node_type.data_ptr<int64_t>();
-    for (int64_t i = 0; i < n; ++i) nt[i] = h.NodeTypeOf(ids[i]);
-    const int64_t e = static_cast<int64_t>(sub.edge_type.size());
-    out->edge_type = torch::empty({e}, torch::kLong);
-    std::copy(sub.edge_type.begin(), sub.edge_type.end(), out->edge_type.data_ptr<int64_t>());
-  }
-  if (options.features && options.gpu_cache) {
-    FANOUT_RETURN_IF_ERROR(
-        GatherFeaturesOnDevice(*fetcher, *session, id_view, options.gpu_cache->device(), &out->x));
-  } else if (options.features) {
-    // x is ordinary memory of this process: rows of co-located partitions are
-    // gathered into it here, the others received into it (never written by
-    // a server).
-    const int64_t d = source.feature_dim();
-    if (options.x_dtype == FeatureDType::kFloat32) {
-      out->x = torch::empty({n, d}, torch::kFloat);
-      FANOUT_RETURN_IF_ERROR(session->Features(id_view, out->x.data_ptr<float>()));
-    } else {
-      // Half-width rows: fetched as float32 (exact for rows stored in the
-      // same type), kept in the caller's type.
-      std::vector<float> rows(static_cast<size_t>(n * d));
-      FANOUT_RETURN_IF_ERROR(session->Features(id_view, rows.data()));
-      out->x = torch::empty(
-          {n, d}, options.x_dtype == FeatureDType::kFloat16 ? torch::kHalf : torch::kBFloat16);
-      ConvertFloatRow(rows.data(), n * d, options.x_dtype, static_cast<char*>(out->x.data_ptr()));
-    }
-  }
-  if (options.labels) {
-    out->y = torch::empty({n}, torch::kLong);
-    FANOUT_RETURN_IF_ERROR(session->Labels(id_view, out->y.data_ptr<int64_t>()));
-  }
-  if (options.original_ids) {
-    out->original_id = torch::empty({n}, torch::kLong);
-    FANOUT_RETURN_IF_ERROR(session->OriginalIds(id_view, out->original_id.data_ptr<int64_t>()));
-  }
-  return Status::OK();
+std::vector<at::Tensor> ToTensors(const std::vector<Array>& v) {
+  std::vector<at::Tensor> out;
+  out.reserve(v.size());
+  for (const Array& a : v) out.push_back(ToTensor(a));
+  return out;
 }
 
 }  // namespace
 
-Status GatherFeaturesOnDevice(DeviceFeatureFetcher& fetcher, Session& session,
-                              ArrayView<const int64_t> ids, int device, at::Tensor* out) {
-  if (!torch::cuda::is_available())
-    return Status::NotSupported(
-        "the GPU feature cache needs a CUDA-enabled LibTorch; this one has no CUDA");
-  const int64_t n = static_cast<int64_t>(ids.size()), d = fetcher.feature_dim();
-  // The batch's buffer from the device's stream-ordered pool, filled on this
-  // worker's own stream (DeviceBuffer::AllocateAsync says when it is freed).
-  FANOUT_RETURN_IF_ERROR(fetcher.EnsureStream());
-  auto buffer = std::make_unique<cache::DeviceBuffer>();
-  FANOUT_RETURN_IF_ERROR(cache::DeviceBuffer::AllocateAsync(static_cast<size_t>(n * d) * 4, device,
-                                                            fetcher.stream(), buffer.get()));
-  FANOUT_RETURN_IF_ERROR(
-      fetcher.Fetch(session, ids, static_cast<float*>(buffer->data()), fetcher.stream()));
-  void* ptr = buffer->data();
-  cache::DeviceBuffer* raw = buffer.release();  // the tensor's deleter owns the buffer now
-  *out = torch::from_blob(
-      ptr, {n, d}, [raw](void*) { delete raw; },
-      torch::TensorOptions().dtype(torch::kFloat).device(torch::kCUDA, device));
-  return Status::OK();
+at::Tensor ToTensor(const Array& a) {
+  if (!a.defined()) return at::Tensor();
+  auto* keep = new std::shared_ptr<void>(a.owner());
+  auto options = torch::TensorOptions().dtype(ScalarTypeOf(a.dtype()));
+  if (a.device() >= 0) options = options.device(torch::kCUDA, a.device());
+  const std::vector<int64_t> strides = a.contiguous() ? std::vector<int64_t>() : a.strides();
+  if (strides.empty())
+    return torch::from_blob(
+        a.data(), a.shape(), [keep](void*) { delete keep; }, options);
+  return torch::from_blob(
+      a.data(), a.shape(), strides, [keep](void*) { delete keep; }, options);
+}
+
+Array FromTensor(const at::Tensor& t) {
+  if (!t.defined()) return Array();
+  at::Tensor c = t.contiguous();
+  auto owner = std::make_shared<at::Tensor>(c);
+  return Array::Borrow(owner, c.data_ptr(), DTypeOf(c.scalar_type()), c.sizes().vec(),
+                       c.is_cuda() ? static_cast<int>(c.get_device()) : -1);
+}
+
+MiniBatch ToMiniBatch(Batch&& b) {
+  MiniBatch m;
+  m.n_id = ToTensor(b.n_id);
+  m.x = ToTensor(b.x);
+  m.y = ToTensor(b.y);
+  m.edge_index = ToTensor(b.edge_index);
+  m.hop_edge_index = ToTensors(b.hop_edge_index);  // views of edge_index's memory
+  m.edge_id = ToTensor(b.edge_id);
+  m.edge_weight = ToTensor(b.edge_weight);
+  m.original_id = ToTensor(b.original_id);
+  m.num_sampled_nodes = std::move(b.num_sampled_nodes);
+  m.num_sampled_edges = std::move(b.num_sampled_edges);
+  m.batch_size = b.batch_size;
+  m.epoch = b.epoch;
+  m.index = b.index;
+  m.batch = ToTensor(b.batch);
+  m.seed_time = ToTensor(b.seed_time);
+  m.node_type = ToTensor(b.node_type);
+  m.edge_type = ToTensor(b.edge_type);
+  m.input_id = ToTensor(b.input_id);
+  m.edge_label_index = ToTensor(b.edge_label_index);
+  m.edge_label = ToTensor(b.edge_label);
+  m.src_index = ToTensor(b.src_index);
+  m.dst_pos_index = ToTensor(b.dst_pos_index);
+  m.dst_neg_index = ToTensor(b.dst_neg_index);
+  return m;
 }
 
 NodeLoader::NodeLoader(std::shared_ptr<Source> source, std::vector<int64_t> seeds,
                        LoaderOptions options)
-    : NodeLoader(std::move(source), std::move(seeds), std::move(options), nullptr) {}
+    : core_(
+          std::make_unique<BatchLoader>(std::move(source), std::move(seeds), std::move(options))) {}
 
-NodeLoader::NodeLoader(std::shared_ptr<Source> source, std::vector<int64_t> seeds,
-                       LoaderOptions options, std::shared_ptr<const LinkSeeds> links)
-    : source_(std::move(source)),
-      links_(std::move(links)),
-      seeds_(std::move(seeds)),
-      options_(std::move(options)) {
-  if (!source_) throw std::invalid_argument("NodeLoader: no source");
-  if (links_) {  // checked by LinkLoader; the seeds are the edges' positions
-    seeds_.resize(links_->src.size());
-    std::iota(seeds_.begin(), seeds_.end(), int64_t{0});
-  }
-  if (options_.batch_size < 1) throw std::invalid_argument("NodeLoader: batch_size must be >= 1");
-  if (options_.num_workers < 1) throw std::invalid_argument("NodeLoader: num_workers must be >= 1");
-  if (options_.prefetch < 1) throw std::invalid_argument("NodeLoader: prefetch must be >= 1");
-  world_ = options_.world_size >= 0 ? options_.world_size : EnvInt("WORLD_SIZE", 1);
-  rank_ = options_.rank >= 0 ? options_.rank : EnvInt("RANK", 0);
-  if (world_ < 1 || rank_ < 0 || rank_ >= world_)
-    throw std::invalid_argument("NodeLoader: rank " + std::to_string(rank_) +
-                                " is outside [0, world_size=" + std::to_string(world_) + ")");
-  if (options_.gpu_cache && !torch::cuda::is_available())
-    throw std::invalid_argument(
-        "NodeLoader: gpu_cache needs a CUDA-enabled LibTorch; this one has no CUDA");
-  CheckSampling(*source_, options_, links_ ? links_->src.size() : seeds_.size(), links_ != nullptr);
-  if (!links_) {
-    IdRangeCheck seed;
-    seed.what = "seed";
-    Status range = CheckIdsInRange(seeds_, 0, source_->num_nodes(), seed);
-    if (!range.ok()) throw std::invalid_argument("NodeLoader: " + range.message());
-  }
-}
+NodeLoader::NodeLoader(std::unique_ptr<BatchLoader> core) : core_(std::move(core)) {}
 
-NodeLoader::~NodeLoader() { StopWorkers(); }
-
-std::vector<int64_t> NodeLoader::EpochSeeds(int64_t epoch) const {
-  std::vector<int64_t> mine = EpochPositions(epoch);
-  for (int64_t& p : mine) p = seeds_[p];
-  return mine;
-}
-
-std::vector<int64_t> NodeLoader::EpochPositions(int64_t epoch) const {
-  std::vector<int64_t> perm(seeds_.size());
-  std::iota(perm.begin(), perm.end(), int64_t{0});
-  if (options_.shuffle) {
-    SplitMix64 rng(Mix64(options_.seed ^ (static_cast<uint64_t>(epoch) * kGolden64)));
-    for (int64_t i = static_cast<int64_t>(perm.size()) - 1; i > 0; --i)
-      std::swap(perm[i],
-                perm[static_cast<int64_t>(DrawBelow(rng.Next(), static_cast<uint64_t>(i + 1)))]);
-  }
-  std::vector<int64_t> mine;
-  mine.reserve(perm.size() / world_ + 1);
-  for (size_t i = rank_; i < perm.size(); i += world_) mine.push_back(perm[i]);
-  return mine;
-}
-
-int64_t NodeLoader::num_batches() const {
-  int64_t n = static_cast<int64_t>(seeds_.size());
-  int64_t mine = n / world_ + (rank_ < n % world_ ? 1 : 0);
-  return options_.drop_last ? mine / options_.batch_size
-                            : (mine + options_.batch_size - 1) / options_.batch_size;
-}
-
-void NodeLoader::StopWorkers() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  for (auto& t : workers_) t.join();
-  workers_.clear();
-}
-
-void NodeLoader::SetEpoch(int64_t epoch) {
-  StopWorkers();
-  while (static_cast<int>(sessions_.size()) < options_.num_workers) {
-    std::unique_ptr<Session> s;
-    Status st = source_->NewSession(&s);
-    if (!st.ok()) throw LoaderError(std::move(st));
-    sessions_.push_back(std::move(s));
-  }
-  {
-    std::lock_guard<std::mutex> lock(stats_mu_);
-    worker_paths_.resize(sessions_.size());
-    for (size_t w = 0; w < sessions_.size(); ++w) worker_paths_[w] = sessions_[w]->Paths();
-  }
-  epoch_ = epoch;
-  running_ = true;
-  order_ = EpochPositions(epoch);
-  batches_ = num_batches();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    slots_.clear();
-    consumed_ = 0;
-    next_claim_ = 0;
-    stop_ = false;
-  }
-  for (int w = 0; w < options_.num_workers; ++w) workers_.emplace_back([this, w] { Worker(w); });
-}
-
-void NodeLoader::Worker(int w) {
-  Session* session = sessions_[w].get();
-  std::unique_ptr<DeviceFeatureFetcher> fetcher;
-  if (options_.features && options_.gpu_cache)
-    fetcher = std::make_unique<DeviceFeatureFetcher>(options_.gpu_cache.get());
-  for (;;) {
-    int64_t b;
-    Slot* slot;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] {
-        return stop_ || (next_claim_ < batches_ && next_claim_ < consumed_ + options_.prefetch);
-      });
-      if (stop_) return;
-      b = next_claim_++;
-      slots_.push_back(std::make_unique<Slot>());
-      slot = slots_.back().get();
-    }
-    SessionStats before = session->stats();
-    const int64_t staged_before = fetcher ? fetcher->stats().staged_bytes : 0;
-    MiniBatch mb;
-    Status st;
-    try {
-      st = Produce(session, fetcher.get(), b, &mb);
-    } catch (const std::exception& e) {
-      st = Status::Internal(std::string("building batch tensors: ") + e.what());
-    }
-    {
-      std::lock_guard<std::mutex> lock(stats_mu_);
-      const SessionStats& after = session->stats();
-      stats_.network_wait_s += after.network_wait_s - before.network_wait_s;
-      stats_.feature_bytes += after.feature_bytes - before.feature_bytes;
-      stats_.cache_lookups += after.cache_lookups - before.cache_lookups;
-      stats_.cache_hits += after.cache_hits - before.cache_hits;
-      stats_.cache_bytes += after.cache_bytes - before.cache_bytes;
-      stats_.thrift_bytes += after.thrift_bytes - before.thrift_bytes;
-      stats_.ucx_bytes += after.ucx_bytes - before.ucx_bytes;
-      stats_.local_bytes += after.local_bytes - before.local_bytes;
-      stats_.local_edges += after.local_edges - before.local_edges;
-      stats_.local_rows += after.local_rows - before.local_rows;
-      stats_.staged_bytes += after.staged_bytes - before.staged_bytes;
-      if (fetcher) stats_.staged_bytes += fetcher->stats().staged_bytes - staged_before;
-      stats_.fallbacks += after.fallbacks - before.fallbacks;
-      stats_.retries += after.retries - before.retries;
-      stats_.failovers += after.failovers - before.failovers;
-      stats_.health_abandons += after.health_abandons - before.health_abandons;
-      std::vector<PartitionPath> now = session->Paths();
-      if (now != worker_paths_[w]) worker_paths_[w] = std::move(now);
-      if (st.ok()) {
-        stats_.sampled_edges += mb.edge_index.size(1);
-        stats_.sampled_nodes += mb.n_id.size(0);
-      }
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      slot->batch = std::move(mb);
-      slot->status = std::move(st);
-      slot->ready = true;
-    }
-    cv_.notify_all();
-  }
-}
-
-Status NodeLoader::Produce(Session* session, DeviceFeatureFetcher* fetcher, int64_t b,
-                           MiniBatch* out) {
-  const int64_t begin = b * options_.batch_size;
-  const int64_t end =
-      std::min<int64_t>(static_cast<int64_t>(order_.size()), begin + options_.batch_size);
-  ArrayView<const int64_t> positions(order_.data() + begin, static_cast<size_t>(end - begin));
-  uint64_t request_seed = NodeKey(options_.seed, static_cast<uint64_t>(epoch_),
-                                  static_cast<uint64_t>(b) * world_ + static_cast<uint64_t>(rank_));
-  out->epoch = epoch_;
-  out->index = b;
-  const bool temporal = !options_.input_time.empty();
-  std::vector<int64_t> nodes, times;
-  if (links_) {
-    FANOUT_RETURN_IF_ERROR(LinkSeedNodes(*source_, options_, *links_, session, positions,
-                                         request_seed, &nodes, &times, out));
-  } else {
-    nodes.resize(positions.size());
-    for (size_t i = 0; i < positions.size(); ++i) nodes[i] = seeds_[positions[i]];
-    // Each seed's position in the loader's seeds (a seed given twice keeps both).
-    out->input_id = torch::empty({static_cast<int64_t>(positions.size())}, torch::kLong);
-    std::copy(positions.begin(), positions.end(), out->input_id.data_ptr<int64_t>());
-    if (temporal) {
-      times.resize(positions.size());
-      for (size_t i = 0; i < positions.size(); ++i) times[i] = options_.input_time[positions[i]];
-    }
-  }
-  return SampleAndFetch(*source_, options_, session, fetcher, nodes, times, request_seed, out);
-}
+NodeLoader::~NodeLoader() = default;
 
 bool NodeLoader::Next(MiniBatch* out) {
-  auto now = std::chrono::steady_clock::now();
-  if (timing_) {
-    std::lock_guard<std::mutex> lock(stats_mu_);
-    stats_.seconds += std::chrono::duration<double>(now - last_next_).count();
-  }
-  timing_ = true;
-  last_next_ = now;
-  if (!running_) SetEpoch(pending_epoch_);
-  std::unique_ptr<Slot> slot;
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (consumed_ >= batches_) {
-      lock.unlock();
-      StopWorkers();
-      running_ = false;
-      pending_epoch_ = epoch_ + 1;  // the next call starts the following epoch
-      return false;
-    }
-    auto t0 = std::chrono::steady_clock::now();
-    cv_.wait(lock, [&] { return !slots_.empty() && slots_.front()->ready; });
-    {
-      std::lock_guard<std::mutex> slock(stats_mu_);
-      stats_.consumer_wait_s +=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    }
-    slot = std::move(slots_.front());
-    slots_.pop_front();
-    ++consumed_;
-  }
-  cv_.notify_all();
-  if (!slot->status.ok()) throw LoaderError(slot->status);
-  *out = std::move(slot->batch);
-  std::lock_guard<std::mutex> lock(stats_mu_);
-  ++stats_.batches;
+  Batch b;
+  if (!core_->Next(&b)) return false;
+  *out = ToMiniBatch(std::move(b));
   return true;
 }
 
-namespace {
-
-// Checks a LinkLoader's seed edges and options (throws std::invalid_argument
-// naming what is wrong); shifts binary labels that start at 0 up by one.
-std::shared_ptr<const LinkSeeds> CheckLinks(const Source* source, LinkSeeds seeds,
-                                            const LoaderOptions& options) {
-  if (source == nullptr) throw std::invalid_argument("LinkLoader: no source");
-  if (seeds.src.size() != seeds.dst.size())
-    throw std::invalid_argument("LinkLoader: edge_label_index has " +
-                                std::to_string(seeds.src.size()) + " sources but " +
-                                std::to_string(seeds.dst.size()) + " destinations");
-  if (!seeds.label.empty() && seeds.label.size() != seeds.src.size())
-    throw std::invalid_argument("LinkLoader: " + std::to_string(seeds.label.size()) +
-                                " edge labels for " + std::to_string(seeds.src.size()) +
-                                " seed edges");
-  Status st = sampler::CheckNegativeOptions(options.negative);
-  if (!st.ok()) throw std::invalid_argument("LinkLoader: " + st.message());
-  for (auto [ids, what] : {std::pair{&seeds.src, "seed edge source"},
-                           std::pair{&seeds.dst, "seed edge destination"}}) {
-    IdRangeCheck check;
-    check.what = what;
-    st = CheckIdsInRange(*ids, 0, source->num_nodes(), check);
-    if (!st.ok()) throw std::invalid_argument("LinkLoader: " + st.message());
-  }
-  if (const sampler::HeteroSchema* h = source->hetero();
-      h != nullptr && options.negative.mode != sampler::NegativeMode::kNone) {
-    const int e = options.link_edge_type;
-    if (e < 0 || e >= h->num_edge_types())
-      throw std::invalid_argument(
-          "LinkLoader: a heterogeneous dataset needs the seed edges' type (link_edge_type, one "
-          "of " +
-          std::to_string(h->num_edge_types()) + " edge types) for negative sampling");
-    for (size_t i = 0; i < seeds.src.size(); ++i) {
-      const int32_t s = h->NodeTypeOf(seeds.src[i]), d = h->NodeTypeOf(seeds.dst[i]);
-      if (s != h->edge_types[e].src || d != h->edge_types[e].dst)
-        throw std::invalid_argument(
-            "LinkLoader: seed edge " + std::to_string(i) + " (" + std::to_string(seeds.src[i]) +
-            " -> " + std::to_string(seeds.dst[i]) + ") joins " + h->node_types[s] + " -> " +
-            h->node_types[d] + ", not the edge type " + h->EdgeTypeName(e));
-    }
-  } else if (options.link_edge_type >= 0 &&
-             (h == nullptr || options.link_edge_type >= h->num_edge_types())) {
-    throw std::invalid_argument("LinkLoader: link_edge_type " +
-                                std::to_string(options.link_edge_type) +
-                                " names no edge type of the dataset");
-  }
-  if (!seeds.label.empty()) {
-    if (options.negative.mode == sampler::NegativeMode::kTriplet)
-      throw std::invalid_argument(
-          "LinkLoader: edge labels cannot be used with triplet negative sampling");
-    auto min = std::min_element(seeds.label.begin(), seeds.label.end());
-    if (*min < 0)
-      throw std::invalid_argument("LinkLoader: edge label " + std::to_string(*min) +
-                                  " of seed edge " + std::to_string(min - seeds.label.begin()) +
-                                  " is negative (labels are classes >= 0)");
-    if (options.negative.mode == sampler::NegativeMode::kBinary && *min == 0)
-      for (int64_t& l : seeds.label) ++l;  // 0 is the negatives' label
-  }
-  return std::make_shared<const LinkSeeds>(std::move(seeds));
-}
-
-}  // namespace
-
 LinkLoader::LinkLoader(std::shared_ptr<Source> source, LinkSeeds seeds, LoaderOptions options)
-    : NodeLoader(source, {}, options, CheckLinks(source.get(), std::move(seeds), options)) {}
+    : NodeLoader(std::make_unique<LinkBatchLoader>(std::move(source), std::move(seeds),
+                                                   std::move(options))) {}
 
-Status SampleBatch(const Source& source, Session* session, const BatchSeeds& seeds,
-                   uint64_t request_seed, LoaderOptions options, MiniBatch* out) {
-  if (session == nullptr) return Status::InvalidArgument("SampleBatch: no session");
-  if (options.gpu_cache)
-    return Status::NotSupported("SampleBatch: batches for a caller's seeds are built on the CPU");
-  const bool link = seeds.links != nullptr;
-  const size_t count = link ? seeds.links->src.size() : seeds.nodes.size();
-  if (count == 0) return Status::InvalidArgument("SampleBatch: the batch has no seeds");
-  options.input_time = seeds.times;
-  std::shared_ptr<const LinkSeeds> links;
-  try {
-    CheckSampling(source, options, count, link);
-    if (link) {
-      links = CheckLinks(&source, *seeds.links, options);
-    } else {
-      IdRangeCheck check;
-      check.what = "seed";
-      FANOUT_RETURN_IF_ERROR(CheckIdsInRange(seeds.nodes, 0, source.num_nodes(), check));
-    }
-  } catch (const std::invalid_argument& e) {
-    return Status::InvalidArgument(e.what());
-  }
-  std::vector<int64_t> positions(count);
-  std::iota(positions.begin(), positions.end(), int64_t{0});
-  std::vector<int64_t> nodes, times;
-  try {
-    if (link) {
-      FANOUT_RETURN_IF_ERROR(LinkSeedNodes(source, options, *links, session, positions,
-                                           request_seed, &nodes, &times, out));
-      return SampleAndFetch(source, options, session, nullptr, nodes, times, request_seed, out);
-    }
-    out->input_id = torch::arange(static_cast<int64_t>(count), torch::kLong);
-    return SampleAndFetch(source, options, session, nullptr, seeds.nodes, seeds.times, request_seed,
-                          out);
-  } catch (const std::exception& e) {
-    return Status::Internal(std::string("building batch tensors: ") + e.what());
-  }
-}
-
-HeteroBatch SplitByType(const MiniBatch& b, const sampler::HeteroSchema& schema) {
-  if (!b.node_type.defined() || !b.edge_type.defined())
-    throw std::invalid_argument(
-        "SplitByType: the batch is not heterogeneous (no node_type/edge_type)");
-  const int T = schema.num_node_types(), R = schema.num_edge_types();
-  const int64_t n = b.n_id.size(0);
+HeteroBatch SplitByType(const MiniBatch& m, const sampler::HeteroSchema& schema) {
+  Batch b;
+  b.n_id = FromTensor(m.n_id);
+  b.x = FromTensor(m.x.defined() && m.x.is_cuda() ? m.x.cpu() : m.x);
+  b.y = FromTensor(m.y);
+  b.edge_index = FromTensor(m.edge_index);
+  b.edge_id = FromTensor(m.edge_id);
+  b.original_id = FromTensor(m.original_id);
+  b.node_type = FromTensor(m.node_type);
+  b.edge_type = FromTensor(m.edge_type);
+  b.batch_size = m.batch_size;
+  HeteroArrays h = SplitByType(b, schema);
   HeteroBatch out;
-  const int64_t* nt = b.node_type.data_ptr<int64_t>();
-  out.type_index = torch::empty({n}, torch::kLong);
-  int64_t* ti = out.type_index.data_ptr<int64_t>();
-  std::vector<int64_t> count(T, 0);
-  for (int64_t i = 0; i < n; ++i) {
-    if (nt[i] < 0 || nt[i] >= T)
-      throw std::invalid_argument("SplitByType: node type " + std::to_string(nt[i]) +
-                                  " out of range");
-    ti[i] = count[nt[i]]++;
-  }
-  out.batch_size.assign(T, 0);
-  for (int64_t i = 0; i < b.batch_size; ++i) out.batch_size[nt[i]]++;
-  for (int t = 0; t < T; ++t) {
-    at::Tensor index = torch::nonzero(b.node_type == t).view({-1});
-    out.index.push_back(index);
-    out.n_id.push_back(b.n_id.index_select(0, index));
-    const int64_t d = schema.feature_dims[t];
-    out.x.push_back(b.x.defined() && d > 0 ? b.x.index_select(0, index).narrow(1, 0, d)
-                                           : at::Tensor());
-    out.y.push_back(b.y.defined() ? b.y.index_select(0, index) : at::Tensor());
-    out.original_id.push_back(b.original_id.defined() ? b.original_id.index_select(0, index)
-                                                      : at::Tensor());
-  }
-  for (int e = 0; e < R; ++e) {
-    at::Tensor sel = torch::nonzero(b.edge_type == e).view({-1});
-    at::Tensor ei = b.edge_index.index_select(1, sel);
-    out.edge_index.push_back(out.type_index.index_select(0, ei.reshape({-1})).view({2, -1}));
-    out.edge_id.push_back(b.edge_id.defined() ? b.edge_id.index_select(0, sel) : at::Tensor());
-  }
+  out.n_id = ToTensors(h.n_id);
+  out.x = ToTensors(h.x);
+  out.y = ToTensors(h.y);
+  out.index = ToTensors(h.index);
+  out.original_id = ToTensors(h.original_id);
+  out.batch_size = std::move(h.batch_size);
+  out.edge_index = ToTensors(h.edge_index);
+  out.edge_id = ToTensors(h.edge_id);
+  out.type_index = ToTensor(h.type_index);
   return out;
 }
 
-LoaderStats NodeLoader::stats() const {
-  LoaderStats s;
-  {
-    std::lock_guard<std::mutex> lock(stats_mu_);
-    s = stats_;
-    // The workers' paths, merged: one entry per partition, replica and path.
-    for (const auto& paths : worker_paths_)
-      for (const PartitionPath& pp : paths) {
-        auto same = std::find_if(s.paths.begin(), s.paths.end(), [&](const PartitionPath& q) {
-          return q.partition == pp.partition && q.replica == pp.replica && q.path == pp.path &&
-                 q.sampling == pp.sampling;
-        });
-        if (same == s.paths.end())
-          s.paths.push_back(pp);
-        else
-          same->sessions += pp.sessions;
-      }
-    std::stable_sort(
-        s.paths.begin(), s.paths.end(),
-        [](const PartitionPath& a, const PartitionPath& b) { return a.partition < b.partition; });
-  }
-  s.servers = source_->Health();
-  return s;
+Status SampleBatch(const Source& source, Session* session, const BatchSeeds& seeds,
+                   uint64_t request_seed, LoaderOptions options, MiniBatch* out) {
+  Batch b;
+  FANOUT_RETURN_IF_ERROR(SampleBatch(source, session, seeds, request_seed, std::move(options), &b));
+  *out = ToMiniBatch(std::move(b));
+  return Status::OK();
 }
 
 }  // namespace fanout::client

@@ -1,187 +1,44 @@
-// NodeLoader: mini-batches for node-level GNN training, as torch tensors.
+// The LibTorch layer of the client: NodeLoader and LinkLoader yielding
+// MiniBatch (torch tensors), over client/batch_loader.h's BatchLoader, whose
+// Arrays they wrap without copying (a tensor's deleter keeps the Array's
+// memory alive). For C++ programs that train with LibTorch; the Python
+// package uses the core directly (no LibTorch, any PyTorch).
 //
-// Each epoch, the loader orders its seeds (shuffled with a seed derived from
-// the loader seed and the epoch, or as given), keeps this rank's share
-// (position i goes to rank i % world_size, so DDP ranks split an epoch without
-// overlap or gaps; RANK/WORLD_SIZE are read from the environment as torchrun
-// sets them), cuts it into batches, and background workers sample them from
-// the source several batches ahead. Batch b of epoch e uses a request seed
-// that depends only on (loader seed, epoch, b, rank), so a run is reproducible
-// and the same through servers as in process.
-//
-// Thread safety: one consumer thread calls Next(); workers are internal.
+// Thread safety: as BatchLoader (one consumer thread calls Next()).
 #ifndef FANOUT_CLIENT_LOADER_H_
 #define FANOUT_CLIENT_LOADER_H_
 
 #include <ATen/core/Tensor.h>
 
-#include <atomic>
-#include <condition_variable>
-#include <cstdint>
-#include <deque>
 #include <memory>
-#include <mutex>
-#include <stdexcept>
-#include <thread>
 #include <vector>
 
-#include "cache/gpu_feature_cache.h"
-#include "client/device_features.h"
-#include "client/source.h"
-#include "client/walks.h"
-#include "common/feature_dtype.h"
-#include "sampler/negative.h"
+#include "client/batch_loader.h"
 
 namespace fanout::client {
 
-struct LoaderOptions {
-  int64_t batch_size = 1024;                // seeds per batch
-  std::vector<int64_t> fanouts{15, 10, 5};  // per hop; -1 = all neighbors
-  bool replace = false;                     // sample with replacement
-  bool weighted = false;                    // sample by edge weight
-  bool edge_ids = false;                    // fill MiniBatch::edge_id
-  // LABOR-0 (sampler/labor.h) instead of neighbor sampling: the same
-  // expected fanout per seed, fewer distinct nodes per hop; batches carry
-  // MiniBatch::edge_weight. Homogeneous, not temporal, no replace.
-  bool labor = false;
-  // PinSAGE hops (client/walks.h SamplePinSage): hop h's neighbors of a node
-  // are the fanouts[h] nodes its random walks (`walk`: num_walks,
-  // walk_length, restart_prob, visit_stride, p, q) visit most; edge_weight
-  // holds their normalised visit counts, edge_id -1. Not with labor,
-  // temporal, heterogeneous or subgraph options.
-  bool pinsage = false;
-  WalkOptions walk;
-  // Subgraph mode (GraphLearn-for-PyTorch's SubGraphLoader): edge_index holds
-  // every edge among the sampled nodes, not the sampled edges
-  // (sampler::MultiHopOptions::induced); hop_edge_index then has one entry.
-  bool subgraph = false;
-  bool shuffle = true;             // reshuffle seeds every epoch
-  bool drop_last = false;          // drop this rank's last partial batch
-  uint64_t seed = 0;               // shuffling and sampling seed
-  int rank = -1, world_size = -1;  // -1: from RANK / WORLD_SIZE, else 0 / 1
-  int num_workers = 2;             // background sampling threads
-  int prefetch = 4;                // batches kept in flight ahead of the consumer
-  bool features = true;            // fetch x
-  // x's element type: float32 (default), or float16 / bfloat16 where the
-  // caller keeps features at half the bytes (rows stored in that type come
-  // out as they are stored; others are rounded to nearest even). Not with a
-  // GPU cache (float32 there).
-  FeatureDType x_dtype = FeatureDType::kFloat32;
-  bool labels = true;         // fetch y
-  bool original_ids = false;  // fill MiniBatch::original_id
-  // With a GPU feature cache, x is a CUDA tensor on the cache's device: hits
-  // are gathered on the device, misses fetched from the source and copied in.
-  // Needs a CUDA-enabled LibTorch (CMAKE_PREFIX_PATH); Debian's is CPU-only,
-  // and the loader refuses the option there.
-  std::shared_ptr<cache::GpuFeatureCache> gpu_cache;
-  // LinkLoader only: negative sampling (PyG's neg_sampling; strict by default).
-  sampler::NegativeOptions negative;
-  // Temporal sampling (PyG's input_time / edge_label_time with edge
-  // timestamps; sampler/temporal.h): one time per seed node (NodeLoader) or
-  // per seed edge (LinkLoader); empty = not temporal. Batches are then
-  // disjoint: MiniBatch::batch names each node's seed. Needs a dataset
-  // partitioned with edge timestamps; no replace, weights or subgraph mode.
-  std::vector<int64_t> input_time;
-  sampler::TemporalStrategy temporal_strategy = sampler::TemporalStrategy::kUniform;
-  // Heterogeneous datasets (Source::hetero()): PyG's num_neighbors dict, as
-  // one fanout list per edge type of the source's schema (edge_type_fanouts[e][h];
-  // 0 = type e is not sampled in hop h); `fanouts` is then unused. Batches
-  // get node_type and edge_type. Not with input_time or subgraph.
-  std::vector<std::vector<int64_t>> edge_type_fanouts;
-  // LinkLoader on a heterogeneous dataset: the seed edges' type (an index
-  // into the schema's edge types). Negatives then draw sources among its
-  // source type's nodes and destinations among its destination type's, and
-  // strictness checks edges of that type. Required there; -1 otherwise.
-  int link_edge_type = -1;
-};
-
-// The seed edges of a LinkLoader: edge i is src[i] -> dst[i] (global ids,
-// PyG's edge_label_index), with an optional label each (edge_label).
-struct LinkSeeds {
-  std::vector<int64_t> src, dst;
-  std::vector<int64_t> label;  // empty, or one non-negative label per edge
-};
-
-// The rows of `ids` as a float32 CUDA tensor [ids.size(), feature_dim] on the
-// fetcher's cache's device (a device buffer the tensor owns: from_blob +
-// deleter; from the device's stream-ordered pool, filled on the fetcher's own
-// stream, so loader workers neither cudaMalloc per batch nor share a stream):
-// hits from the device cache, misses straight into device memory where the
-// data plane can, else staged through pinned host memory. Errors (no CUDA
-// LibTorch, no device, a source error) come back as Status.
-Status GatherFeaturesOnDevice(DeviceFeatureFetcher& fetcher, Session& session,
-                              ArrayView<const int64_t> ids, int device, at::Tensor* out);
-
-// What NodeLoader throws when the source fails: the message as before
-// (Status::ToString(), server address included) and the Status itself, so
-// bindings can tell Unavailable from InvalidArgument.
-class LoaderError : public std::runtime_error {
- public:
-  explicit LoaderError(Status status)
-      : std::runtime_error(status.ToString()), status_(std::move(status)) {}
-  const Status& status() const { return status_; }
-
- private:
-  Status status_;
-};
-
+// A Batch as tensors (see Batch for each field; undefined Arrays are
+// undefined tensors).
 struct MiniBatch {
-  at::Tensor n_id;        // int64 [N]: seeds first (batch_size of them), then sampled nodes
-  at::Tensor x;           // float32 [N, F] (undefined unless features)
-  at::Tensor y;           // int64 [N] labels, -1 = unknown (undefined unless labels)
-  at::Tensor edge_index;  // int64 [2, E], all hops: row 0 = source (neighbor), row 1 = target
-  std::vector<at::Tensor> hop_edge_index;  // per hop, views into edge_index
-  at::Tensor edge_id;                      // int64 [E] global edge ids (undefined unless edge_ids)
-  at::Tensor edge_weight;  // float32 [E] LABOR / PinSAGE importance weights (else undefined)
-  at::Tensor original_id;  // int64 [N] dataset ids (undefined unless original_ids)
+  at::Tensor n_id, x, y, edge_index;
+  std::vector<at::Tensor> hop_edge_index;
+  at::Tensor edge_id, edge_weight, original_id;
   std::vector<int64_t> num_sampled_nodes, num_sampled_edges;
   int64_t batch_size = 0;
-  int64_t epoch = 0, index = 0;  // which batch of which epoch
-  at::Tensor batch;  // temporal: int64 [N], the seed position (tree) of each node; else undefined
-  at::Tensor seed_time;  // temporal: int64 [batch_size], the seeds' times; else undefined
-  // Heterogeneous batches (LoaderOptions::edge_type_fanouts), else undefined:
-  // the type of each node (int64 [N], an index into the schema's node types)
-  // and of each edge (int64 [E]). HeteroBatch splits a batch by them.
+  int64_t epoch = 0, index = 0;
+  at::Tensor batch, seed_time;
   at::Tensor node_type, edge_type;
-  // int64: positions of the batch's seeds in the loader's seeds (a NodeLoader), or of its
-  // seed edges in LinkSeeds (a LinkLoader).
   at::Tensor input_id;
-  // LinkLoader batches (undefined otherwise), as PyG's LinkNeighborLoader:
-  at::Tensor edge_label_index;  // int64 [2, P + M] local indices: positives, then binary negatives
-  at::Tensor edge_label;        // [P + M]: see LinkLoader
-  at::Tensor src_index, dst_pos_index;  // triplet: int64 [P] local indices
-  at::Tensor dst_neg_index;             // triplet: int64 [P, amount] ([P] when amount is 1)
+  at::Tensor edge_label_index, edge_label;
+  at::Tensor src_index, dst_pos_index, dst_neg_index;
 };
 
-struct LoaderStats {
-  int64_t batches = 0;
-  int64_t sampled_edges = 0;
-  int64_t sampled_nodes = 0;
-  int64_t feature_bytes = 0;   // received from the source (servers)
-  double seconds = 0;          // wall time the consumer spent in Next() plus between calls
-  double network_wait_s = 0;   // summed over workers
-  double consumer_wait_s = 0;  // time Next() waited for a batch
-  int64_t cache_lookups = 0, cache_hits = 0;  // feature rows, with a CachedSource
-  int64_t cache_bytes = 0;                    // feature bytes served from the cache
-  int64_t thrift_bytes = 0;  // reply bytes received over Thrift (features, labels, samples)
-  int64_t ucx_bytes = 0;     // ... over the UCX data plane
-  int64_t local_bytes =
-      0;  // bytes read from same-host servers' exports in this process (no request)
-  int64_t local_edges = 0;      // ... edges sampled there
-  int64_t local_rows = 0;       // ... feature rows gathered there
-  int64_t staged_bytes = 0;     // bytes for CUDA tensors copied in from host memory
-  int64_t fallbacks = 0;        // servers whose data plane failed and that now use Thrift
-  int64_t retries = 0;          // requests sent again after Unavailable or DeadlineExceeded
-  int64_t failovers = 0;        // times a partition moved to another replica
-  int64_t health_abandons = 0;  // requests given up at once: their replica failed its health check
-  std::vector<ReplicaHealth>
-      servers;  // per replica: failed requests, failovers to it, health (a cluster)
-  // Each partition's path as this loader's workers use it (PartitionPath,
-  // `sessions` = workers on it that way), as of their last batch.
-  std::vector<PartitionPath> paths;
-  double batches_per_s() const { return seconds > 0 ? batches / seconds : 0; }
-  double sampled_edges_per_s() const { return seconds > 0 ? sampled_edges / seconds : 0; }
-};
+// An Array as a tensor sharing its memory (host or CUDA); undefined stays
+// undefined.
+at::Tensor ToTensor(const Array& a);
+// A tensor's memory as an Array (the Array keeps the tensor alive).
+Array FromTensor(const at::Tensor& t);
+MiniBatch ToMiniBatch(Batch&& b);
 
 class NodeLoader {
  public:
@@ -191,120 +48,42 @@ class NodeLoader {
   NodeLoader(const NodeLoader&) = delete;
   NodeLoader& operator=(const NodeLoader&) = delete;
 
-  // Starts epoch `epoch` (discarding what is left of the current one).
-  void SetEpoch(int64_t epoch);
-  // The next batch of the current epoch (epoch 0 if none was set); false at
-  // its end, after which the next call starts the following epoch. Throws
-  // std::runtime_error with the source's message (server address included).
+  void SetEpoch(int64_t epoch) { core_->SetEpoch(epoch); }
+  // The next batch of the current epoch, as BatchLoader::Next.
   bool Next(MiniBatch* out);
-
-  int64_t num_batches() const;  // this rank's batches per epoch
-  // This rank's seeds, in batch order (a LinkLoader: positions of seed edges).
-  std::vector<int64_t> EpochSeeds(int64_t epoch) const;
-  int rank() const { return rank_; }
-  int world_size() const { return world_; }
-  LoaderStats stats() const;
-  const LoaderOptions& options() const { return options_; }
+  int64_t num_batches() const { return core_->num_batches(); }
+  std::vector<int64_t> EpochSeeds(int64_t epoch) const { return core_->EpochSeeds(epoch); }
+  int rank() const { return core_->rank(); }
+  int world_size() const { return core_->world_size(); }
+  LoaderStats stats() const { return core_->stats(); }
+  const LoaderOptions& options() const { return core_->options(); }
+  BatchLoader& core() { return *core_; }
 
  protected:
-  // `links`: a LinkLoader's seed edges (seeds are then their positions).
-  NodeLoader(std::shared_ptr<Source> source, std::vector<int64_t> seeds, LoaderOptions options,
-             std::shared_ptr<const LinkSeeds> links);
+  explicit NodeLoader(std::unique_ptr<BatchLoader> core);
 
  private:
-  struct Slot;
-  void StopWorkers();
-  void Worker(int w);
-  Status Produce(Session* session, DeviceFeatureFetcher* fetcher, int64_t b, MiniBatch* out);
-  // This rank's seed positions of an epoch, in batch order.
-  std::vector<int64_t> EpochPositions(int64_t epoch) const;
-
-  std::shared_ptr<Source> source_;
-  std::shared_ptr<const LinkSeeds> links_;  // LinkLoader only
-  std::vector<int64_t> seeds_;
-  LoaderOptions options_;
-  int rank_ = 0, world_ = 1;
-  std::vector<std::unique_ptr<Session>> sessions_;  // one per worker, kept across epochs
-
-  // Current epoch.
-  int64_t epoch_ = -1;
-  int64_t pending_epoch_ = 0;  // started by Next() when no epoch runs
-  bool running_ = false;
-  std::vector<int64_t> order_;  // this rank's seed positions (into seeds_) for the epoch
-  int64_t batches_ = 0;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::unique_ptr<Slot>> slots_;  // GUARDED_BY(mu_): batch consumed_ + i
-  int64_t consumed_ = 0;                     // GUARDED_BY(mu_)
-  int64_t next_claim_ = 0;                   // GUARDED_BY(mu_)
-  bool stop_ = false;                        // GUARDED_BY(mu_)
-  std::vector<std::thread> workers_;
-
-  // Statistics.
-  mutable std::mutex stats_mu_;
-  LoaderStats stats_;                                     // GUARDED_BY(stats_mu_)
-  std::vector<std::vector<PartitionPath>> worker_paths_;  // per worker (GUARDED_BY(stats_mu_))
-  std::chrono::steady_clock::time_point last_next_;
-  bool timing_ = false;
+  std::unique_ptr<BatchLoader> core_;
 };
 
-// A heterogeneous batch by type, the shape of PyG's HeteroData: for node type
-// t, the global ids of its nodes in the batch (n_id[t], in batch order), their
-// features (x[t], its feature_dims[t] columns; undefined when the batch has
-// no features or the type has none), labels (y[t]) and positions in the
-// homogeneous batch (index[t]); for edge type e, edge_index[e] [2, E_e] whose
-// rows index n_id[src type] and n_id[dst type] (row 0 the message source, as
-// in MiniBatch), and edge_id[e]. seed positions: batch_size[t] of the seeds
-// are of type t (they come first in n_id[t], in seed order).
+// LinkLoader: as LinkBatchLoader, yielding tensors.
+class LinkLoader : public NodeLoader {
+ public:
+  LinkLoader(std::shared_ptr<Source> source, LinkSeeds seeds, LoaderOptions options);
+};
+
+// A heterogeneous batch by type, as tensors (see HeteroArrays).
 struct HeteroBatch {
   std::vector<at::Tensor> n_id, x, y, index, original_id;  // per node type
   std::vector<int64_t> batch_size;                         // per node type
   std::vector<at::Tensor> edge_index, edge_id;             // per edge type
-  // Local index of every node of the homogeneous batch within its type.
   at::Tensor type_index;
 };
-// Splits `batch` (with node_type/edge_type) by `schema`'s types. Throws
+// Splits `batch` by `schema`'s types (SplitByType of the core). Throws
 // std::invalid_argument when the batch is not heterogeneous.
 HeteroBatch SplitByType(const MiniBatch& batch, const sampler::HeteroSchema& schema);
 
-// LinkLoader: mini-batches for link prediction, as PyG's LinkNeighborLoader.
-// A batch takes P seed edges (in epoch order, split over ranks as NodeLoader
-// splits seeds) and draws negatives (LoaderOptions::negative; a pure function
-// of the batch's request seed, strict by default: never an existing edge of
-// the stored graph). Its seed nodes are the distinct endpoints of the
-// positive and negative edges, ascending (PyG's unique); n_id, x, y,
-// edge_index, ... are those of NodeLoader for these seeds. Then:
-// - none: edge_label_index [2, P] (local indices); edge_label the given
-//   labels (undefined without).
-// - binary: edge_label_index [2, P + M], positives first; edge_label float
-//   1 / 0 without labels, else int64: negatives 0, positives their label,
-//   shifted up by one where the given labels start at 0 (PyG's rule).
-// - triplet: src_index, dst_pos_index [P], dst_neg_index [P, amount] ([P]
-//   when amount is 1); labels are refused.
-// A repeated seed edge keeps every position, as a repeated node seed does.
-class LinkLoader : public NodeLoader {
- public:
-  // Throws std::invalid_argument on bad seeds (lengths, ids out of range,
-  // negative labels, labels with triplet) or options.
-  LinkLoader(std::shared_ptr<Source> source, LinkSeeds seeds, LoaderOptions options);
-};
-
-// The seeds of one batch a caller chose (fanout.pyg's sampler: PyG's loaders
-// pick the batches): node seeds, or the batch's seed edges; with one time
-// each for temporal sampling (else empty).
-struct BatchSeeds {
-  std::vector<int64_t> nodes;              // a NodeLoader batch's seeds
-  std::shared_ptr<const LinkSeeds> links;  // or a LinkLoader batch's seed edges
-  std::vector<int64_t> times;              // per seed / seed edge; empty = not temporal
-};
-
-// The batch a NodeLoader (LinkLoader, with links) with `options` builds for
-// these seeds with request seed `request_seed`, the same tensors (a link
-// batch's input_id is 0..P-1): the same seeds and request seed give the same
-// batch through any source. options.input_time is replaced by seeds.times;
-// the loop options (batch_size, shuffle, workers, rank) are not used.
-// InvalidArgument for what the loaders' constructors refuse; NotSupported
-// with a GPU cache (CPU batches only). Uses `session` from this thread only.
+// SampleBatch of the core, as tensors.
 Status SampleBatch(const Source& source, Session* session, const BatchSeeds& seeds,
                    uint64_t request_seed, LoaderOptions options, MiniBatch* out);
 

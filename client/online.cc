@@ -17,7 +17,7 @@ struct OnlineSampler::Call {
   std::condition_variable cv;
   bool done = false;  // GUARDED_BY(mu)
   Status status;      // GUARDED_BY(mu)
-  MiniBatch batch;    // GUARDED_BY(mu)
+  Batch batch;        // GUARDED_BY(mu)
 };
 
 Status OnlineSampler::Create(std::shared_ptr<Source> source, int workers,
@@ -54,7 +54,7 @@ void OnlineSampler::Work() {
       queue_.pop_front();
     }
     Status st;
-    MiniBatch batch;
+    Batch batch;
     if (!session) st = source_->NewSession(&session);
     if (st.ok()) {
       LoaderOptions o;
@@ -82,7 +82,7 @@ void OnlineSampler::Work() {
 }
 
 Status OnlineSampler::Query(const std::vector<int64_t>& seeds, const QueryOptions& options,
-                            MiniBatch* out) {
+                            Batch* out) {
   const auto start = std::chrono::steady_clock::now();
   if (seeds.empty() || seeds.size() > static_cast<size_t>(kMaxSeeds))
     return Status::InvalidArgument("a query takes 1 to " + std::to_string(kMaxSeeds) +

@@ -28,7 +28,7 @@
 #include <thread>
 #include <vector>
 
-#include "client/loader.h"
+#include "client/batch_loader.h"
 #include "client/source.h"
 
 namespace fanout::client {
@@ -53,7 +53,7 @@ class OnlineSampler {
   // InvalidArgument for no seeds, more than kMaxSeeds, an id outside the
   // graph or a bad fanout; DeadlineExceeded once options.deadline_ms passed;
   // else what the servers said.
-  Status Query(const std::vector<int64_t>& seeds, const QueryOptions& options, MiniBatch* out);
+  Status Query(const std::vector<int64_t>& seeds, const QueryOptions& options, Batch* out);
 
   struct Stats {
     int64_t queries = 0, failed = 0, deadline_exceeded = 0;

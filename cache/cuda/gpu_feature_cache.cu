@@ -69,6 +69,8 @@ Status LaunchCopyRows(const float* table, const int64_t* d_src, const int64_t* d
 
 }  // namespace
 
+bool CudaBuilt() { return true; }
+
 int CudaDeviceCount() {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) {

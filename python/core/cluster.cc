@@ -1,0 +1,114 @@
+#include "python/core/cluster.h"
+
+#include <numeric>
+
+#include "client/walks.h"
+#include "python/core/loader.h"
+
+namespace fanout::python {
+
+Status MakeGpuCache(const PyCluster& cluster, int device, double fraction,
+                    std::shared_ptr<cache::GpuFeatureCache>* out) {
+  py::gil_scoped_release release;
+  const std::shared_ptr<client::Cluster>& c = cluster.get();
+  std::unique_ptr<client::Session> s;
+  FANOUT_RETURN_IF_ERROR(c->NewSession(&s));
+  const int64_t n = c->num_nodes(), d = c->feature_dim();
+  std::vector<int64_t> all(n), deg(n);
+  std::iota(all.begin(), all.end(), 0);
+  FANOUT_RETURN_IF_ERROR(s->Degrees(all, deg.data()));
+  cache::CacheOptions co;
+  co.num_nodes = n;
+  co.feature_dim = d;
+  co.capacity_rows = std::max<int64_t>(1, static_cast<int64_t>(fraction * static_cast<double>(n)));
+  std::partial_sort(
+      all.begin(), all.begin() + co.capacity_rows, all.end(),
+      [&](int64_t a, int64_t b) { return deg[a] > deg[b] || (deg[a] == deg[b] && a < b); });
+  std::unique_ptr<cache::GpuFeatureCache> gpu;
+  FANOUT_RETURN_IF_ERROR(cache::GpuFeatureCache::Create(co, device, &gpu));
+  std::vector<int64_t> hot(all.begin(), all.begin() + co.capacity_rows);
+  std::vector<float> rows(hot.size() * static_cast<size_t>(d));
+  FANOUT_RETURN_IF_ERROR(s->Features(hot, rows.data()));
+  FANOUT_RETURN_IF_ERROR(gpu->Insert(hot, rows.data(), nullptr));
+  *out = std::move(gpu);
+  return Status::OK();
+}
+
+py::dict SampleBatchOf(PyCluster& cluster, const py::dict& options, const py::object& nodes,
+                       const py::object& link, const py::object& times, uint64_t request_seed) {
+  client::LoaderOptions o = ParseLoaderOptions(cluster, options);
+  client::BatchSeeds seeds;
+  if (link.is_none()) {
+    seeds.nodes = Int64List(nodes, "seeds");
+  } else {
+    seeds.links = std::make_shared<const client::LinkSeeds>(ParseLinkSeeds(link.cast<py::dict>()));
+  }
+  if (!times.is_none()) seeds.times = Int64List(times, "seed times");
+  client::Batch b;
+  const client::Source& source = *cluster.get();
+  Check(cluster.WithSession([&](client::Session* s) {
+    return client::SampleBatch(source, s, seeds, request_seed, o, &b);
+  }));
+  return BatchDict(b);
+}
+
+py::dict RandomWalksOf(PyCluster& cluster, const py::object& seeds_obj, const py::dict& options,
+                       uint64_t request_seed) {
+  client::WalkOptions o;
+  for (const auto& [key_obj, v] : options) {
+    const std::string key = py::str(key_obj);
+    auto as_int = [&]() -> int64_t {
+      if (py::isinstance<py::bool_>(v) || !py::isinstance<py::int_>(v))
+        Raise(Status::InvalidArgument("walk option " + key + " must be an integer"));
+      return v.cast<int64_t>();
+    };
+    auto as_float = [&]() -> double {
+      if (py::isinstance<py::bool_>(v) ||
+          !(py::isinstance<py::int_>(v) || py::isinstance<py::float_>(v)))
+        Raise(Status::InvalidArgument("walk option " + key + " must be a number"));
+      return v.cast<double>();
+    };
+    if (key == "walk_length") {
+      o.walk_length = as_int();
+    } else if (key == "num_walks") {
+      o.num_walks = as_int();
+    } else if (key == "top_k") {
+      o.top_k = as_int();
+    } else if (key == "visit_stride") {
+      o.visit_stride = as_int();
+    } else if (key == "max_trials") {
+      o.max_trials = static_cast<int>(std::clamp<int64_t>(as_int(), -1, 1 << 20));
+    } else if (key == "p") {
+      o.p = as_float();
+    } else if (key == "q") {
+      o.q = as_float();
+    } else if (key == "restart_prob") {
+      o.restart_prob = as_float();
+    } else if (key == "weighted") {
+      if (!py::isinstance<py::bool_>(v))
+        Raise(Status::InvalidArgument("walk option weighted must be True or False"));
+      o.weighted = v.cast<bool>();
+    } else {
+      Raise(Status::InvalidArgument("unknown walk option '" + key + "'"));
+    }
+  }
+  Check(client::CheckWalkOptions(o));
+  std::vector<int64_t> seeds = Int64List(seeds_obj, "seeds");
+  client::WalkResult r;
+  Check(cluster.WithSession(
+      [&](client::Session* s) { return client::RandomWalks(*s, seeds, request_seed, o, &r); }));
+  const int64_t rows = static_cast<int64_t>(seeds.size()) * o.num_walks;
+  client::Array walks = client::Array::Empty(client::DType::kInt64, {rows, o.walk_length + 1});
+  std::copy(r.walks.begin(), r.walks.end(), walks.ptr<int64_t>());
+  py::dict d;
+  d["walks"] = ToCapsule(walks);
+  d["steps"] = r.steps;
+  if (o.top_k > 0) {
+    d["top_offsets"] = Int64Capsule(std::move(r.offsets));
+    d["top_nodes"] = Int64Capsule(std::move(r.nodes));
+    d["top_counts"] = Int64Capsule(std::move(r.counts));
+  }
+  return d;
+}
+
+}  // namespace fanout::python
