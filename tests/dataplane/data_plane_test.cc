@@ -335,10 +335,9 @@ std::vector<int64_t> EveryNodeScrambled() {
 TEST_P(DataPlaneTest, WithTenantsRequestsRunOnExecutorsAndAreChargedToTheirTenant) {
   server::ServerOptions o;
   static datasets::testing::TempDir dir;
-  o.tenants_file = dir.Write(
-      "dp-tenants.conf",
-      "tenant heavy token=dp-tenant-heavy-000001 weight=3\n"
-      "tenant light token=dp-tenant-light-000002 weight=1\n");
+  o.tenants_file = dir.Write("dp-tenants.conf",
+                             "tenant heavy token=dp-tenant-heavy-000001 weight=3\n"
+                             "tenant light token=dp-tenant-light-000002 weight=1\n");
   o.scheduler_slots = 1;
   StartServers(2, o);
   std::vector<std::shared_ptr<Cluster>> clusters;
@@ -399,7 +398,6 @@ TEST_P(DataPlaneTest, WithTenantsRequestsRunOnExecutorsAndAreChargedToTheirTenan
   for (auto& srv : servers_) srv->Stop();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
 }
-
 
 TEST_P(DataPlaneTest, AServerKilledMidTransferGivesUnavailableNamingItWithinTheTimeout) {
   const std::string& dir = server::testing::CoraDir(2);
