@@ -1,14 +1,17 @@
-# Finds the Python interpreter to build the fanout package for: the first of
+# Finds the Python interpreter to build the fanout package for: in a wheel
+# build (scikit-build-core), the one building it; otherwise the first of
 # FANOUT_PYTHON, Debian's /usr/bin/python3 and python3 on PATH that imports
-# torch and pybind11 (a python3 on PATH may be a pyenv shim without Debian's
-# packages). Its torch must be the LibTorch this build links (same
-# major.minor), or the extension would load two different torches.
+# pybind11 (a python3 on PATH may be a pyenv shim without Debian's packages).
+# The extension links no PyTorch: any torch (from 1.13) works at run time.
 # Sets FANOUT_PYTHON_ENABLED and FANOUT_PYTHON_EXECUTABLE.
-set(FANOUT_PYTHON "" CACHE FILEPATH "Python interpreter for the fanout package (default: the first that imports torch)")
+set(FANOUT_PYTHON "" CACHE FILEPATH "Python interpreter for the fanout package (default: the first that imports pybind11)")
 set(FANOUT_PYTHON_ENABLED OFF)
 set(_why "")
 if(FANOUT_SANITIZE)
   set(_why "a sanitizer build (the interpreter is not instrumented)")
+elseif(SKBUILD)
+  set(FANOUT_PYTHON_EXECUTABLE ${Python_EXECUTABLE})
+  set(FANOUT_PYTHON_ENABLED ON)
 else()
   find_program(_path_python python3)
   set(_candidates ${FANOUT_PYTHON} /usr/bin/python3 ${_path_python})
@@ -17,16 +20,10 @@ else()
     if(NOT py OR NOT EXISTS ${py})
       continue()
     endif()
-    execute_process(COMMAND ${py} -c "import torch, pybind11; print(torch.__version__)"
-                    RESULT_VARIABLE _rc OUTPUT_VARIABLE _torch_version ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
+    execute_process(COMMAND ${py} -c "import pybind11"
+                    RESULT_VARIABLE _rc ERROR_QUIET OUTPUT_QUIET)
     if(NOT _rc EQUAL 0)
-      string(APPEND _why "${py} does not import torch and pybind11; ")
-      continue()
-    endif()
-    string(REGEX MATCH "^[0-9]+\\.[0-9]+" _py_mm "${_torch_version}")
-    string(REGEX MATCH "^[0-9]+\\.[0-9]+" _cxx_mm "${Torch_VERSION}")
-    if(_cxx_mm AND NOT _py_mm STREQUAL _cxx_mm)
-      string(APPEND _why "${py} has torch ${_torch_version} but this build links LibTorch ${Torch_VERSION} (configure with CMAKE_PREFIX_PATH=$(${py} -c 'import torch; print(torch.utils.cmake_prefix_path)')); ")
+      string(APPEND _why "${py} does not import pybind11; ")
       continue()
     endif()
     set(FANOUT_PYTHON_EXECUTABLE ${py})
@@ -35,9 +32,14 @@ else()
   endforeach()
 endif()
 if(FANOUT_PYTHON_ENABLED)
-  message(STATUS "Fanout: Python package for ${FANOUT_PYTHON_EXECUTABLE} (torch ${_torch_version})")
+  execute_process(COMMAND ${FANOUT_PYTHON_EXECUTABLE} -c "import torch; print(torch.__version__)"
+                  RESULT_VARIABLE _rc OUTPUT_VARIABLE _torch_version ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT _rc EQUAL 0)
+    set(_torch_version "none yet: install one to use the package")
+  endif()
+  message(STATUS "Fanout: Python package for ${FANOUT_PYTHON_EXECUTABLE} (its torch: ${_torch_version})")
 elseif(FANOUT_BUILD_PYTHON STREQUAL "ON")
-  message(FATAL_ERROR "Fanout: FANOUT_BUILD_PYTHON=ON but no usable interpreter: ${_why}(Debian: apt-get install python3-torch python3-pybind11)")
+  message(FATAL_ERROR "Fanout: FANOUT_BUILD_PYTHON=ON but no usable interpreter: ${_why}(Debian: apt-get install python3-pybind11)")
 else()
   message(STATUS "Fanout: no Python package: ${_why}")
 endif()

@@ -7,7 +7,9 @@
 
 #include <CLI/CLI.hpp>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <tuple>
 
@@ -202,7 +204,9 @@ int main(int argc, char** argv) {
       "Once serving, write the ready record to this file, whole (written aside, then renamed): "
       "{\"fanout_server_ready\": {pid, dataset, partition, num_parts, host, rpc_port, admin_port, "
       "data_port, local_socket, version}} (docs/DEPLOY.md, \"The ready record\"); the same record "
-      "is printed as one JSON line after the ready line");
+      "is printed as one JSON line after the ready line. A file left there by an earlier run is "
+      "removed at start, and the server removes its own on exit, so a launcher that waits for "
+      "the file is never answered by a stale one");
   app.add_option("--parent-pid", parent_pid,
                  "Exit (SIGTERM) when this process, the server's parent, exits: for launchers that "
                  "must not leave servers behind (fanout.LocalCluster)")
@@ -277,6 +281,12 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  // A record left by an earlier run must not answer a launcher waiting for this one.
+  if (!ready_file.empty() && unlink(ready_file.c_str()) != 0 && errno != ENOENT) {
+    std::fprintf(stderr, "fanout-server: error: --ready-file: cannot remove the old %s: %s\n",
+                 ready_file.c_str(), std::strerror(errno));
+    return 2;
+  }
   fanout::server::PartitionServer server(o);
   fanout::Status st = server.Start();
   if (!st.ok()) {
@@ -335,6 +345,7 @@ int main(int argc, char** argv) {
   }
   std::printf("fanout-server: %s received, draining\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
   server.Stop();
+  if (!ready_file.empty()) unlink(ready_file.c_str());  // no longer serving
   std::printf("fanout-server: stopped\n");
   return 0;
 }

@@ -128,17 +128,19 @@ struct SampleParams {
   ArrayView<const uint64_t> walk_keys;
 };
 
+// A data request's size, for its tenant's turn and quotas: `ids` it names
+// (-1: a control call, not queued), and the fanout of a sampling request.
+struct ServiceWork {
+  int64_t ids = -1;
+  int64_t fanout = 0;
+};
+
 class PartitionService {
  public:
   explicit PartitionService(const ServerState* state)
       : s_(state), metrics_(&state->counters.metrics) {}
 
-  // A data request's size, for its tenant's turn and quotas: `ids` it names
-  // (-1: a control call, not queued), and the fanout of a sampling request.
-  struct Work {
-    int64_t ids = -1;
-    int64_t fanout = 0;
-  };
+  using Work = ServiceWork;
   // The tenant this service's next requests are charged to.
   void SetTenant(int tenant) { tenant_ = tenant; }
   int tenant() const { return tenant_; }

@@ -50,3 +50,12 @@ def college_msg(tmp_path_factory, fanout):
         times = torch.tensor([int(line.split()[2]) for line in f])
     out = tmp_path_factory.mktemp("data") / "cm2"
     return fanout.partition(path, out, format="snap", parts=2, method="random", edge_times=True), times
+
+
+def cpp_example(fanout):
+    """(A helper, not a fixture.) The C++ example program: in a build tree only (the wheel carries the package and its three commands;
+    ./run test runs these tests, ./run torch2 runs the wheel where there is none)."""
+    try:
+        return fanout.find_binary("train-graphsage")
+    except fanout.NotFound:
+        pytest.skip("train-graphsage (the C++ LibTorch example) is not installed here: it is in build/bin only")

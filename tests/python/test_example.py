@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from conftest import ROOT
+from conftest import ROOT, cpp_example
 
 sys.path.insert(0, os.path.join(ROOT, "examples", "python"))
 import train_graphsage  # noqa: E402
@@ -26,7 +26,8 @@ def test_batches_and_losses_equal_the_cpp_example(local, cluster, fanout, tmp_pa
     spec.write_text(json.dumps({"partitions": [{"partition": i, "replicas": [a]}
                                                for i, a in enumerate(local.addresses)]}))
     dump = tmp_path / "batches.jsonl"
-    r = subprocess.run([fanout._bins.find_binary("train-graphsage"), "--cluster", str(spec), "--epochs", "3",
+    train = cpp_example(fanout)
+    r = subprocess.run([train, "--cluster", str(spec), "--epochs", "3",
                         "--seed", "5", "--torch-threads", "1", "--dump-batches", str(dump)],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
     assert r.returncode == 0, r.stderr

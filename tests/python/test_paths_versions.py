@@ -4,6 +4,7 @@ the OGB format's missing-file error."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import urllib.request
@@ -171,7 +172,10 @@ def test_an_import_without_torch_says_what_it_needs(tmp_path, fanout):
     made = subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], capture_output=True, text=True)
     if made.returncode != 0:
         pytest.skip("cannot make a venv here: %s" % made.stderr.strip())
-    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(fanout.__file__)))
+    # The package alone on the path (where it is installed, torch may sit beside it: a venv's site-packages).
+    alone = tmp_path / "pkg"
+    shutil.copytree(os.path.dirname(fanout.__file__), alone / "fanout")
+    env = dict(os.environ, PYTHONPATH=str(alone))
     out = subprocess.run([str(venv / "bin" / "python"), "-c", "import fanout"], capture_output=True, text=True,
                          env=env, timeout=60)
     assert out.returncode != 0

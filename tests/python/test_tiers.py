@@ -10,7 +10,7 @@ import urllib.request
 import pytest
 import torch
 
-from conftest import ROOT
+from conftest import ROOT, cpp_example
 
 CORA = os.path.join(ROOT, "datasets", "data", "planetoid", "cora")
 
@@ -195,7 +195,8 @@ def _train(fanout, lc, tmp_path, seed):
     spec = {"partitions": [{"partition": p, "replicas": [a]} for p, a in enumerate(lc.addresses)]}
     path = tmp_path / "cluster.json"
     path.write_text(json.dumps(spec))
-    out = subprocess.run([fanout.find_binary("train-graphsage"), "--cluster", str(path), "--epochs", "30",
+    train = cpp_example(fanout)
+    out = subprocess.run([train, "--cluster", str(path), "--epochs", "30",
                           "--seed", str(seed)], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     return float(out.stdout.strip().splitlines()[-1].split("=")[1])
