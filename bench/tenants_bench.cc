@@ -362,7 +362,7 @@ int main(int argc, char** argv) {
   int scale = 20, workers = 8, batch = 128;
   double qps = 50, window = 10, warm = 5;
   std::string work, json;
-  bool load = false;
+  bool load = false, online_io_first = false;
   std::string tenant, data_plane = "auto", servers_arg;
   double seconds = 10;
   app.add_option("--scale", scale, "R-MAT scale of the dataset")->default_val(20);
@@ -379,6 +379,8 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->check(CLI::IsMember({"fair_share", "greedy_neighbor", "online_beside_batch", "quota"}));
   // One batch job (the driver starts these).
+  app.add_flag("--online-io-first", online_io_first,
+               "Start the servers with --online-io-first (batch reads at I/O class idle)");
   app.add_flag("--load", load, "Run as one tenant's batch job (internal)");
   app.add_option("--tenant", tenant, "--load: the tenant");
   app.add_option("--data-plane", data_plane, "--load: auto, ucx or tcp");
@@ -432,6 +434,7 @@ int main(int argc, char** argv) {
   // the header: a bottleneck the clients on this host do not share).
   std::vector<std::string> extra = {"--tenants",  tenants_file, "--local-socket",   "off",
                                     "--features", "disk",       "--feature-memory", "0"};
+  if (online_io_first) extra.push_back("--online-io-first");
   fanout::bench::ServerProcess s0 = fanout::bench::StartServerProcess(dir, 0, true, extra);
   fanout::bench::ServerProcess s1 = fanout::bench::StartServerProcess(dir, 1, true, extra);
   std::printf("%s%s", s0.ready_line.c_str(), s1.ready_line.c_str());
@@ -570,6 +573,7 @@ int main(int argc, char** argv) {
     if (p99 > 2 * p99_alone || batch_with < 0.85 * batch_without) ++failures;
     cases.push_back({{"case", "online_beside_batch"},
                      {"qps", qps},
+                     {"online_io_first", online_io_first},
                      {"p50_alone_ms", p50_alone},
                      {"p99_alone_ms", p99_alone},
                      {"p50_ms", Quantile(beside, 0.5)},

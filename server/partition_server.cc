@@ -90,6 +90,7 @@ Status PartitionServer::Start() {
     // requests to finish (they can be long: thousands of disk reads), only
     // for other queries beyond that.
     so.online_slots = so.slots;
+    so.online_io_first = options_.online_io_first;
     // Under the Thrift frame deadline the clients' calls keep to.
     if (options_.limits.frame_timeout_ms > 0)
       so.max_wait = std::chrono::milliseconds(

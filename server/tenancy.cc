@@ -1,9 +1,14 @@
 #include "server/tenancy.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <thread>
 
 #include "common/secret.h"
 #include "server/prometheus_text.h"
@@ -33,6 +38,7 @@ struct Tenancy::Snapshot {
   std::vector<const Tenant*> tenant_of;  // id -> its entry (null: dropped)
   std::unordered_map<std::string, int> by_ticket;
   int default_id = 0;
+  bool has_online = false;  // some tenant is of class online
 };
 
 namespace {
@@ -64,7 +70,10 @@ int BucketOf(double seconds) {
 
 Tenancy::Tenancy(std::shared_ptr<const TenantTable> table, bool schedule, SchedulerOptions options,
                  bool tickets_required)
-    : schedule_(schedule), tickets_required_(tickets_required), scheduler_(options) {
+    : schedule_(schedule),
+      online_io_first_(options.online_io_first),
+      tickets_required_(tickets_required),
+      scheduler_(options) {
   usage_.resize(kMaxTenants);
   std::lock_guard<std::mutex> lock(mu_);
   (void)Apply(table ? std::move(table) : TenantTable::DefaultOnly());
@@ -116,6 +125,7 @@ Status Tenancy::Apply(std::shared_ptr<const TenantTable> table) {
     const Tenant& t = table->tenants()[i];
     s->tenant_of[id_of[i]] = &t;
     classes[id_of[i]] = {t.weight, t.online};
+    s->has_online = s->has_online || t.online;
   }
   for (int id = 0; id < next; ++id) {
     s->by_ticket[usage_[id]->ticket] = id;
@@ -170,6 +180,58 @@ std::string Tenancy::Name(int id) const {
   return id >= 0 && id < ids_.load() ? usage_[id]->name : "?";
 }
 
+namespace {
+
+// Batch work runs its thread at kBatchNice, online work at 0, so that on a
+// saturated host (every core busy with batch requests) the kernel runs an
+// online request's thread first: the scheduler orders who starts, this orders
+// who gets the CPU once started. Raising a thread's nice is always allowed;
+// lowering it back needs CAP_SYS_NICE or RLIMIT_NICE, so it is done only where
+// a probe shows it can be undone (else a pooled thread that once ran batch work
+// would run online work niced).
+//
+// With SchedulerOptions::online_io_first, the same for the device: a batch
+// request's thread reads at I/O class idle,
+// an online one's at best effort (the default), so that the block layer's
+// scheduler (mq-deadline and bfq honour the classes; mq-deadline ages a waiting
+// idle request into service within prio_aging_expire, 10 s by default) puts an
+// online query's feature reads before the batch reads queued ahead of them.
+// io_uring takes a read's priority from its submitting thread. No privilege is
+// needed for either class.
+constexpr int kBatchNice = 5;
+constexpr int kIoprioClassShift = 13, kIoprioClassBe = 2, kIoprioClassIdle = 3;
+constexpr int kIoprioWhoProcess = 1;
+
+bool CanUndoNice() {
+  static const bool can = [] {
+    bool ok = false;
+    std::thread probe([&ok] {
+      const pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
+      if (setpriority(PRIO_PROCESS, tid, kBatchNice) != 0) return;
+      ok = setpriority(PRIO_PROCESS, tid, 0) == 0;
+    });
+    probe.join();
+    return ok;
+  }();
+  return can;
+}
+
+void RunAtClassPriority(bool online, bool io_too) {
+  thread_local int class_now = 0;  // 0: as started, 1: online, 2: batch
+  const int want = online ? 1 : 2;
+  if (want == class_now) return;
+  const pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
+  if (io_too) {
+    const int io = online ? (kIoprioClassBe << kIoprioClassShift) | 4
+                          : (kIoprioClassIdle << kIoprioClassShift);
+    (void)syscall(SYS_ioprio_set, kIoprioWhoProcess, tid, io);
+  }
+  if (CanUndoNice()) (void)setpriority(PRIO_PROCESS, tid, online ? 0 : kBatchNice);
+  class_now = want;
+}
+
+}  // namespace
+
 Status Tenancy::Admit(int tenant, double est_cost, int64_t est_feature_bytes, Admission* a) {
   auto s = Current();
   if (tenant < 0 || tenant >= static_cast<int>(s->tenant_of.size()))
@@ -178,6 +240,10 @@ Status Tenancy::Admit(int tenant, double est_cost, int64_t est_feature_bytes, Ad
   const Tenant* t = s->tenant_of[tenant];
   a->tenant = tenant;
   a->est_cost = est_cost;
+  // The thread's class priority before anything else, refusals included (a
+  // tenant hammering past its quota must not outrun the others on the CPU).
+  // Only where both classes are served: otherwise there is nothing to put first.
+  if (s->has_online) RunAtClassPriority(t != nullptr && t->online, online_io_first_);
   if (t != nullptr) {
     std::lock_guard<std::mutex> lock(u.mu);
     const auto now = std::chrono::steady_clock::now();

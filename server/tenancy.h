@@ -94,6 +94,7 @@ class Tenancy {
   std::shared_ptr<const Snapshot> Current() const;
   Status Apply(std::shared_ptr<const TenantTable> table);  // REQUIRES: mu_ held
   const bool schedule_;
+  const bool online_io_first_;
   const bool tickets_required_;
   FairScheduler scheduler_;
   mutable std::mutex mu_;

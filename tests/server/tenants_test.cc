@@ -4,8 +4,12 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "server/tenancy.h"
 
@@ -135,6 +139,45 @@ TEST(TenancyTest, QuotasRefuseAtOnceNamingTheTenantAndTheQuota) {
   int64_t refused = 0;
   for (const auto& t : j["tenants"]) refused += t["refused_quota"].get<int64_t>();
   EXPECT_EQ(refused, 3);
+}
+
+// With online tenants, a thread running batch work runs at nice 5 (and, with
+// online_io_first, reads at I/O class idle); running online work, at nice 0
+// and best effort. Where this process cannot lower a nice value back (no
+// CAP_SYS_NICE, RLIMIT_NICE 0), nice stays as it was: checked by the same probe.
+TEST(TenancyTest, BatchWorkRunsBelowOnlineWorkOnTheCpuAndTheDevice) {
+  SchedulerOptions so;
+  so.online_io_first = true;
+  Tenancy tenancy(Table("tenant bulk token=aaaaaaaaaaaaaaaaaaaa\n"
+                        "tenant query token=bbbbbbbbbbbbbbbbbbbb class=online\n"),
+                  true, so, true);
+  const int bulk = tenancy.ByToken("aaaaaaaaaaaaaaaaaaaa"),
+            query = tenancy.ByToken("bbbbbbbbbbbbbbbbbbbb");
+  auto tid = [] { return static_cast<pid_t>(syscall(SYS_gettid)); };
+  auto io_class = [&] { return static_cast<int>(syscall(SYS_ioprio_get, 1, tid())) >> 13; };
+  std::thread([&] {
+    bool can_undo =
+        setpriority(PRIO_PROCESS, tid(), 10) == 0 && setpriority(PRIO_PROCESS, tid(), 0) == 0;
+    Tenancy::Admission a;
+    ASSERT_TRUE(tenancy.Admit(bulk, 100, 0, &a).ok());
+    EXPECT_EQ(getpriority(PRIO_PROCESS, tid()), can_undo ? 5 : 0);
+    EXPECT_EQ(io_class(), 3);  // IOPRIO_CLASS_IDLE
+    tenancy.Done(&a, true, 100, 0, 0, 0);
+    ASSERT_TRUE(tenancy.Admit(query, 100, 0, &a).ok());
+    EXPECT_EQ(getpriority(PRIO_PROCESS, tid()), 0);
+    EXPECT_EQ(io_class(), 2);  // IOPRIO_CLASS_BE
+    tenancy.Done(&a, true, 100, 0, 0, 0);
+  }).join();
+  // Without online tenants nothing changes: there is nothing to put first.
+  Tenancy plain(Table("tenant bulk token=aaaaaaaaaaaaaaaaaaaa\n"), true, so, true);
+  std::thread([&] {
+    const int before = static_cast<int>(syscall(SYS_ioprio_get, 1, tid()));
+    Tenancy::Admission a;
+    ASSERT_TRUE(plain.Admit(plain.ByToken("aaaaaaaaaaaaaaaaaaaa"), 100, 0, &a).ok());
+    EXPECT_EQ(getpriority(PRIO_PROCESS, tid()), 0);
+    EXPECT_EQ(static_cast<int>(syscall(SYS_ioprio_get, 1, tid())), before);
+    plain.Done(&a, true, 100, 0, 0, 0);
+  }).join();
 }
 
 TEST(TenancyTest, AReloadKeepsIdsByNameAndGivesNewNamesTheirOwnTickets) {
