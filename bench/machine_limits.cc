@@ -75,24 +75,30 @@ double RandomReadRate(int threads, int64_t bytes, double seconds) {
 
 double CoreClockHz(double seconds) {
 #if defined(__x86_64__)
-  constexpr uint64_t kAddsPerBlock = 1 << 20;
-  uint64_t x = 0, blocks = 0;
+  // A dependency chain of 64-bit multiplies: 3 cycles each on every x86-64
+  // core of the last decade (Intel since Sandy Bridge, AMD since Zen). Not a
+  // chain of `add $1`: recent cores (Intel since Golden Cove, AMD Zen 5) fold
+  // immediate adds at rename, several per cycle, and such a chain read 11-16
+  // GHz here.
+  constexpr uint64_t kMulsPerBlock = 1 << 18;
+  constexpr double kCyclesPerMul = 3;
+  uint64_t x = 1, blocks = 0;
+  const uint64_t m = 0x9E3779B97F4A7C15ull;  // odd: the product never becomes 0
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + std::chrono::duration<double>(seconds);
   do {
-    for (uint64_t i = 0; i < kAddsPerBlock; i += 8) {
-      // Eight adds to one register: a dependency chain of one cycle per add;
-      // the loop counter runs beside it.
+    for (uint64_t i = 0; i < kMulsPerBlock; i += 8) {
       asm volatile(
-          "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
-          "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0"
-          : "+r"(x));
+          "imul %1, %0\n\timul %1, %0\n\timul %1, %0\n\timul %1, %0\n\t"
+          "imul %1, %0\n\timul %1, %0\n\timul %1, %0\n\timul %1, %0"
+          : "+r"(x)
+          : "r"(m));
     }
     ++blocks;
   } while (std::chrono::steady_clock::now() < deadline);
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return x == blocks * kAddsPerBlock ? static_cast<double>(x) / elapsed : 0;
+  return x != 0 ? kCyclesPerMul * static_cast<double>(blocks * kMulsPerBlock) / elapsed : 0;
 #else
   (void)seconds;
   return 0;

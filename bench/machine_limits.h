@@ -13,7 +13,7 @@ namespace fanout::bench {
 double RandomReadRate(int threads, int64_t bytes, double seconds);
 
 // The core's clock in Hz, estimated on the calling thread from a chain of
-// dependent integer adds (one cycle each) run for about `seconds`. The chain
+// dependent 64-bit multiplies (three cycles each) run for about `seconds`. The chain
 // is x86-64 assembly: on other architectures this returns 0 and callers
 // print no cycle figures. Used to turn a rate into cycles per item where the
 // VM offers no cycle counters (perf stat).

@@ -104,7 +104,8 @@ void MeasureGraph(const sp::CsrGraph& graph, const char* name, int scale, int in
     });
     t.join();
     clock_hz = fanout::bench::Median(est);
-    if (clock_hz > 0) std::printf("core clock (dependent-add chain): %.2f GHz\n", clock_hz / 1e9);
+    if (clock_hz > 0)
+      std::printf("core clock (dependent-multiply chain): %.2f GHz\n", clock_hz / 1e9);
   }
   const double probe_gib = probe_bytes / double(1 << 30);
   for (int threads = 1; threads <= max_threads; ++threads) {

@@ -393,7 +393,12 @@ void FilteredThriftLog(const char* message) {
       // After a failed TLS handshake Thrift also logs each close of it.
       std::strstr(message, "SSL_shutdown:") != nullptr ||
       std::strstr(message, "close failed: SSL_") != nullptr ||
-      std::strstr(message, "TSocket::open() error") != nullptr)
+      std::strstr(message, "TSocket::open() error") != nullptr ||
+      // A peer that closed while its reply was written (a client that stopped,
+      // or one flooding and leaving): a line per connection, nothing to act on,
+      // and a way to flood the log.
+      std::strstr(message, "Broken pipe") != nullptr ||
+      std::strstr(message, "Connection reset by peer") != nullptr)
     return;
   apache::thrift::TOutput::errorTimeWrapper(message);
 }
