@@ -1,7 +1,9 @@
 #include "bench/bench_util.h"
 
+#include <httplib.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -108,6 +110,43 @@ double Median(std::vector<double> v) {
   return v.empty()      ? 0
          : v.size() % 2 ? v[v.size() / 2]
                         : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+ChildResult RunChild(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    execv(args[0], args.data());
+    std::perror("execv");
+    _exit(127);
+  }
+  ChildResult r;
+  siginfo_t info{};
+  if (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) == 0) {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/io");
+    std::string key;
+    int64_t value = 0;
+    while (f >> key >> value)
+      if (key == "wchar:") r.write_bytes = value;
+  }
+  int status = 0;
+  struct rusage ru {};
+  wait4(pid, &status, 0, &ru);
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.peak_rss = static_cast<int64_t>(ru.ru_maxrss) * 1024;
+  return r;
+}
+
+nlohmann::json AdminStats(int admin_port, int read_timeout_s) {
+  httplib::Client c("127.0.0.1", admin_port);
+  c.set_read_timeout(read_timeout_s, 0);
+  auto r = c.Get("/stats");
+  if (!r || r->status != 200) return nlohmann::json::object();
+  return nlohmann::json::parse(r->body);
 }
 
 }  // namespace fanout::bench

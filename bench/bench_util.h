@@ -44,6 +44,23 @@ ServerProcess StartServerProcess(const std::string& dataset_dir, int partition, 
 // SIGTERM, then waits; returns the exit status (0 when it drained cleanly).
 int StopServerProcess(ServerProcess* server);
 
+// A child process run to its end (RunChild).
+struct ChildResult {
+  int exit_code = -1;
+  double wall_s = 0;
+  int64_t peak_rss = 0;
+  int64_t write_bytes = 0;  // wchar: bytes passed to write(2) and friends
+};
+
+// Runs argv (argv[0] a path) to its end, its output passing through:
+// wall time, peak RSS (wait4) and bytes written (/proc/PID/io wchar, read
+// before the child is reaped).
+ChildResult RunChild(const std::vector<std::string>& argv);
+
+// GET /stats of the admin endpoint on 127.0.0.1:admin_port, parsed; an
+// empty object when it does not answer 200 within read_timeout_s.
+nlohmann::json AdminStats(int admin_port, int read_timeout_s);
+
 // Writes the cases (a JSON array) to `path` if it is not empty.
 void WriteJson(const std::string& path, const nlohmann::json& cases);
 

@@ -24,7 +24,6 @@
 //       servers share this host: data_plane auto) against the RPC loader of
 //       loader_disk, same cache size; rpc_per_batch: requests the servers
 //       saw per batch (0: none).
-#include <httplib.h>
 #include <liburing.h>
 
 #include <CLI/CLI.hpp>
@@ -109,12 +108,8 @@ double RawReads(const std::vector<std::string>& files, int64_t block, int depth,
   return total / seconds;
 }
 
-nlohmann::json Stats(int admin_port) {
-  httplib::Client c("127.0.0.1", admin_port);
-  auto r = c.Get("/stats");
-  if (!r || r->status != 200) return nlohmann::json::object();
-  return nlohmann::json::parse(r->body);
-}
+// httplib's default read timeout.
+nlohmann::json Stats(int admin_port) { return fanout::bench::AdminStats(admin_port, 5); }
 
 struct TierCounters {
   int64_t lookups = 0, hits = 0, reads = 0, requests = 0, held_rows = 0;

@@ -10,8 +10,6 @@
 // stores, from /proc/<pid>/io) per second beside the disk's sequential write
 // rate measured in the same run (8 MiB writes, then fdatasync).
 #include <fcntl.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -32,46 +30,8 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-struct ChildResult {
-  int exit_code = -1;
-  double wall_s = 0;
-  int64_t peak_rss = 0;
-  int64_t write_bytes = 0;  // wchar: bytes passed to write(2) and friends
-};
-
-// wchar of a process that has exited but is not reaped yet.
-int64_t WrittenBytes(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/io");
-  std::string key;
-  int64_t value = 0;
-  while (f >> key >> value)
-    if (key == "wchar:") return value;
-  return 0;
-}
-
-ChildResult RunChild(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  auto t0 = Clock::now();
-  pid_t pid = fork();
-  if (pid == 0) {
-    execv(args[0], args.data());
-    std::perror("execv");
-    _exit(127);
-  }
-  ChildResult r;
-  siginfo_t info{};
-  if (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) == 0)
-    r.write_bytes = WrittenBytes(pid);
-  int status = 0;
-  struct rusage ru {};
-  wait4(pid, &status, 0, &ru);
-  r.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.peak_rss = static_cast<int64_t>(ru.ru_maxrss) * 1024;
-  return r;
-}
+using fanout::bench::ChildResult;
+using fanout::bench::RunChild;
 
 int64_t FolderBytes(const std::string& dir) {
   int64_t total = 0;

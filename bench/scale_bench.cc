@@ -24,10 +24,7 @@
 // Before anything it checks free disk (the store, the feature files and the
 // spill, printed) and memory, and says what it needs; it prints progress;
 // the dataset and spill go unless --keep.
-#include <httplib.h>
-#include <sys/resource.h>
 #include <sys/statvfs.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -55,51 +52,10 @@ double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-struct ChildResult {
-  int exit_code = -1;
-  double wall_s = 0;
-  int64_t peak_rss = 0, write_bytes = 0;
-};
+using fanout::bench::ChildResult;
+using fanout::bench::RunChild;
 
-// Runs argv to its end (its output passes through: progress lines),
-// measuring wall time, peak RSS (wait4) and bytes written (/proc/PID/io
-// wchar, read before it is reaped).
-ChildResult RunChild(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  const auto t0 = Clock::now();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    execv(args[0], args.data());
-    std::perror("execv");
-    _exit(127);
-  }
-  ChildResult r;
-  siginfo_t info{};
-  if (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) == 0) {
-    std::ifstream f("/proc/" + std::to_string(pid) + "/io");
-    std::string key;
-    int64_t value = 0;
-    while (f >> key >> value)
-      if (key == "wchar:") r.write_bytes = value;
-  }
-  int status = 0;
-  struct rusage ru {};
-  wait4(pid, &status, 0, &ru);
-  r.wall_s = Since(t0);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.peak_rss = static_cast<int64_t>(ru.ru_maxrss) * 1024;
-  return r;
-}
-
-nlohmann::json Stats(int admin_port) {
-  httplib::Client c("127.0.0.1", admin_port);
-  c.set_read_timeout(30, 0);
-  auto r = c.Get("/stats");
-  if (!r || r->status != 200) return nlohmann::json::object();
-  return nlohmann::json::parse(r->body);
-}
+nlohmann::json Stats(int admin_port) { return fanout::bench::AdminStats(admin_port, 30); }
 
 int64_t FreeDiskBytes(const std::string& dir) {
   struct statvfs s {};
