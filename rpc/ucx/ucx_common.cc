@@ -8,6 +8,7 @@
 #include <ucs/memory/memory_type.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -33,9 +34,15 @@ LogLimiter& UcxLogLimiter() {
 }
 
 ucs_log_func_rc_t LimitUcxLog(const char* file, unsigned line, const char*, ucs_log_level_t level,
-                              const ucs_log_component_config_t*, const char*, va_list) {
+                              const ucs_log_component_config_t*, const char* format, va_list) {
   if (level > UCS_LOG_LEVEL_WARN) return UCS_LOG_FUNC_RC_CONTINUE;
   const char* base = std::strrchr(file, '/');
+  // A stopping data-plane server shuts its listening socket down before UCX
+  // destroys the listener (DataPlaneServer::Stop): UCX's accept then fails
+  // with EINVAL, which is expected, not an error to show.
+  const int err = errno;
+  if (err == EINVAL && format != nullptr && std::strstr(format, "accept() failed") != nullptr)
+    return UCS_LOG_FUNC_RC_STOP;
   std::string summary;
   const bool print =
       UcxLogLimiter().Admit(std::string(base ? base + 1 : file) + ":" + std::to_string(line),

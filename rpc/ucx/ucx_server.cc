@@ -8,21 +8,25 @@
 // picked round robin) and sends the reply an executor hands back (its done
 // list, then ucp_worker_signal).
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <malloc.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "rpc/data_plane.h"
 #include "rpc/ucx/ucx_common.h"
@@ -104,6 +108,7 @@ struct DataPlaneServer::Impl {
   ucx::Context ctx;
   std::vector<std::unique_ptr<Thread>> threads;
   ucp_listener_h listener = nullptr;
+  std::vector<int> listen_fds;  // its TCP listening sockets (shut down first at Stop)
   int port = 0;
   std::atomic<bool> stop{false};
   std::atomic<uint32_t> next_thread{0};
@@ -708,6 +713,33 @@ void Thread::Teardown() {
   pool.clear();
 }
 
+// The process's listening TCP sockets bound to `port` (the UCX listener's:
+// UCX does not hand out its descriptor), found by their local address.
+std::vector<int> ListeningSocketsOn(int port) {
+  std::vector<int> fds;
+  DIR* d = opendir("/proc/self/fd");
+  if (d == nullptr) return fds;
+  while (dirent* e = readdir(d)) {
+    char* end = nullptr;
+    const long fd = std::strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0' || fd == dirfd(d)) continue;
+    int listening = 0;
+    socklen_t len = sizeof(listening);
+    if (getsockopt(static_cast<int>(fd), SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 ||
+        listening == 0)
+      continue;
+    sockaddr_storage a{};
+    socklen_t alen = sizeof(a);
+    if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&a), &alen) != 0) continue;
+    int p = -1;
+    if (a.ss_family == AF_INET) p = ntohs(reinterpret_cast<sockaddr_in*>(&a)->sin_port);
+    if (a.ss_family == AF_INET6) p = ntohs(reinterpret_cast<sockaddr_in6*>(&a)->sin6_port);
+    if (p == port) fds.push_back(static_cast<int>(fd));
+  }
+  closedir(d);
+  return fds;
+}
+
 }  // namespace
 
 void DataPlaneServer::Impl::OnConnection(ucp_conn_request_h request, void* arg) {
@@ -823,6 +855,7 @@ Status DataPlaneServer::Start(const DataPlaneServerOptions& options, HandlerFact
   impl->port = la.sockaddr.ss_family == AF_INET6
                    ? ntohs(reinterpret_cast<sockaddr_in6*>(&la.sockaddr)->sin6_port)
                    : ntohs(reinterpret_cast<sockaddr_in*>(&la.sockaddr)->sin_port);
+  impl->listen_fds = ListeningSocketsOn(impl->port);
   for (auto& t : impl->threads) {
     Thread* raw = t.get();
     t->thread = std::thread([raw] { raw->Run(); });
@@ -855,6 +888,23 @@ void DataPlaneServer::Stop() {
   impl_->exec_cv.notify_all();
   for (auto& e : impl_->executors) e.join();
   impl_->exec_queue.clear();
+  // UCX 1.13's TCP connection manager frees its listener while connections
+  // it accepted still point at it: one whose request arrives between the
+  // listener's end and the worker's reaches freed memory (the async thread
+  // crashes the process; fixed in UCX 1.14, openucx/ucx #8243). So: no new
+  // connection is accepted (the listening socket shut down: connects are
+  // refused), and those accepted before are given time to arrive and be
+  // refused (progressing the listener's worker) before the listener goes.
+  for (int fd : impl_->listen_fds) (void)shutdown(fd, SHUT_RDWR);
+  if (!impl_->threads.empty()) {
+    ucp_worker_h w0 = impl_->threads[0]->worker.get();
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+    while (std::chrono::steady_clock::now() < until) {
+      for (int i = 0; i < 256 && ucp_worker_progress(w0) != 0; ++i) {
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
   // Every progress thread has ended: the listener (on thread 0's worker) and
   // the connection requests it handed out are this thread's alone now, so
   // they are rejected and destroyed here, not from each progress thread.
