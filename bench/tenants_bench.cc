@@ -362,7 +362,7 @@ int main(int argc, char** argv) {
   int scale = 20, workers = 8, batch = 128;
   double qps = 50, window = 10, warm = 5;
   std::string work, json;
-  bool load = false, online_io_first = false;
+  bool load = false, online_io_first = true;
   std::string tenant, data_plane = "auto", servers_arg;
   double seconds = 10;
   app.add_option("--scale", scale, "R-MAT scale of the dataset")->default_val(20);
@@ -379,8 +379,9 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->check(CLI::IsMember({"fair_share", "greedy_neighbor", "online_beside_batch", "quota"}));
   // One batch job (the driver starts these).
-  app.add_flag("--online-io-first", online_io_first,
-               "Start the servers with --online-io-first (batch reads at I/O class idle)");
+  app.add_flag("--online-io-first,!--no-online-io-first", online_io_first,
+               "Servers with --online-io-first (their default: batch reads keep to a few in flight "
+               "while a query's reads wait) or, with --no-online-io-first, without");
   app.add_flag("--load", load, "Run as one tenant's batch job (internal)");
   app.add_option("--tenant", tenant, "--load: the tenant");
   app.add_option("--data-plane", data_plane, "--load: auto, ucx or tcp");
@@ -434,7 +435,7 @@ int main(int argc, char** argv) {
   // the header: a bottleneck the clients on this host do not share).
   std::vector<std::string> extra = {"--tenants",  tenants_file, "--local-socket",   "off",
                                     "--features", "disk",       "--feature-memory", "0"};
-  if (online_io_first) extra.push_back("--online-io-first");
+  if (!online_io_first) extra.push_back("--no-online-io-first");
   fanout::bench::ServerProcess s0 = fanout::bench::StartServerProcess(dir, 0, true, extra);
   fanout::bench::ServerProcess s1 = fanout::bench::StartServerProcess(dir, 1, true, extra);
   std::printf("%s%s", s0.ready_line.c_str(), s1.ready_line.c_str());

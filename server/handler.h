@@ -23,6 +23,9 @@ class RpcHandler : public rpc::gen::FanoutIf {
     // Without credentials a connection's requests are the default tenant's
     // (authenticate() names another).
     if (state->tenancy) svc_.SetTenant(state->tenancy->DefaultId());
+    // This connection's own thread (TThreadedServer): a refusal's pace
+    // holds no one else's request.
+    svc_.SetPaceRefusals(true);
   }
   // Charges this connection to the tenant whose TLS client certificate
   // subject it presented (tenants file tls_subject); false where none has it.

@@ -99,7 +99,7 @@ struct ServerOptions {
   // counted, never queued. Not with auth_token (the file names the tokens).
   std::string tenants_file;
   int scheduler_slots = 0;  // requests computed at once with a tenants file (0 = the usable CPUs)
-  bool online_io_first = false;    // SchedulerOptions::online_io_first
+  bool online_io_first = true;     // SchedulerOptions::online_io_first
   int64_t memory_limit_bytes = 0;  // planned against (0 = the cgroup's limit or physical memory)
 };
 

@@ -82,9 +82,10 @@ struct SchedulerOptions {
   double online_share = 0.8;   // online's most share of the work while batch work waits
   int64_t max_waiting = 4096;  // requests waiting at once; beyond: ResourceExhausted
   std::chrono::milliseconds max_wait{20000};  // under the client's 30 s call deadline
-  // Batch work's device reads at I/O class idle (online's at best effort),
-  // where online tenants exist: online p99 down, batch throughput with it
-  // (docs/TENANTS.md, "Priorities past the queue"). Off: CPU priority alone.
+  // Where online tenants exist: while an online request's device reads
+  // wait, batch requests keep at most storage::IoGate::kBatchBudget reads in
+  // flight (docs/TENANTS.md, "Priorities past the queue"). Off: CPU priority
+  // alone. (Off here; the server turns it on unless --no-online-io-first.)
   bool online_io_first = false;
 };
 

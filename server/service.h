@@ -8,6 +8,7 @@
 #ifndef FANOUT_SERVER_SERVICE_H_
 #define FANOUT_SERVER_SERVICE_H_
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -15,6 +16,7 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <thread>
 
 #include "common/thread_pool.h"
 #include "datasets/partition_store.h"
@@ -144,6 +146,13 @@ class PartitionService {
   // The tenant this service's next requests are charged to.
   void SetTenant(int tenant) { tenant_ = tenant; }
   int tenant() const { return tenant_; }
+  // Holds a reply refused over a quota until the request could pass (at
+  // most kMaxRefusalPaceS), so that a client retrying in a tight loop costs
+  // the server one call per refill instead of thousands a second. Only for
+  // a path whose thread serves one connection (Thrift): the data plane's
+  // shared executors must not sleep.
+  static constexpr double kMaxRefusalPaceS = 0.1;
+  void SetPaceRefusals(bool on) { pace_refusals_ = on; }
 
   // Runs fn (returning Status) as one request of `method` over `path`: in-flight
   // and latency metrics, exceptions turned into Status. `reply_bytes` is read
@@ -171,6 +180,9 @@ class PartitionService {
         st = Status::Internal(e.what());
       }
     }
+    if (pace_refusals_ && admission.retry_after_s > 0)
+      std::this_thread::sleep_for(
+          std::chrono::duration<double>(std::min(admission.retry_after_s, kMaxRefusalPaceS)));
     if (admission.tenant >= 0) {
       const int64_t reply =
           reply_bytes != nullptr && st.ok() ? static_cast<int64_t>(*reply_bytes) : 0;
@@ -213,6 +225,7 @@ class PartitionService {
 
  private:
   int tenant_ = -1;
+  bool pace_refusals_ = false;
   int64_t last_edges_ = 0, last_rows_ = 0;  // of the request being run
   const ServerState* s_;
   ServerMetrics* metrics_;

@@ -12,6 +12,7 @@
 
 #include "common/secret.h"
 #include "server/prometheus_text.h"
+#include "storage/io_gate.h"
 
 namespace fanout::server {
 
@@ -190,17 +191,14 @@ namespace {
 // a probe shows it can be undone (else a pooled thread that once ran batch work
 // would run online work niced).
 //
-// With SchedulerOptions::online_io_first, the same for the device: a batch
-// request's thread reads at I/O class idle,
-// an online one's at best effort (the default), so that the block layer's
-// scheduler (mq-deadline and bfq honour the classes; mq-deadline ages a waiting
-// idle request into service within prio_aging_expire, 10 s by default) puts an
-// online query's feature reads before the batch reads queued ahead of them.
-// io_uring takes a read's priority from its submitting thread. No privilege is
-// needed for either class.
+// With SchedulerOptions::online_io_first, the same for the device: the
+// thread's reads are of class online or batch (storage/io_gate.h), so that
+// while an online query's feature reads wait, batch reads keep only a few in
+// flight and the query's reads do not queue behind a hundred of theirs.
 constexpr int kBatchNice = 5;
-constexpr int kIoprioClassShift = 13, kIoprioClassBe = 2, kIoprioClassIdle = 3;
-constexpr int kIoprioWhoProcess = 1;
+// A request refused over max_inflight_bytes could pass once one of the
+// tenant's requests is answered: no time is known, a short one is said.
+constexpr double kInflightRetryS = 0.005;
 
 bool CanUndoNice() {
   static const bool can = [] {
@@ -221,11 +219,8 @@ void RunAtClassPriority(bool online, bool io_too) {
   const int want = online ? 1 : 2;
   if (want == class_now) return;
   const pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
-  if (io_too) {
-    const int io = online ? (kIoprioClassBe << kIoprioClassShift) | 4
-                          : (kIoprioClassIdle << kIoprioClassShift);
-    (void)syscall(SYS_ioprio_set, kIoprioWhoProcess, tid, io);
-  }
+  if (io_too)
+    storage::SetThreadReadClass(online ? storage::ReadClass::kOnline : storage::ReadClass::kBatch);
   if (CanUndoNice()) (void)setpriority(PRIO_PROCESS, tid, online ? 0 : kBatchNice);
   class_now = want;
 }
@@ -251,30 +246,38 @@ Status Tenancy::Admit(int tenant, double est_cost, int64_t est_feature_bytes, Ad
                           ? 1.0
                           : std::chrono::duration<double>(now - u.refilled).count();
     u.refilled = now;
-    auto refuse = [&](const std::string& quota, const std::string& value) {
+    auto refuse = [&](const std::string& quota, const std::string& value, double retry_s) {
       ++u.refused_quota;
-      return Status::ResourceExhausted("tenant '" + t->name + "' is over its quota " + quota +
-                                       " (" + value +
-                                       "): this request is refused, the others' go on");
+      a->retry_after_s = retry_s;
+      return Status::ResourceExhausted(
+          "tenant '" + t->name + "' is over its quota " + quota + " (" + value +
+          "): this request is refused, the others' go on; it could pass in " +
+          std::to_string(static_cast<int64_t>(std::ceil(retry_s * 1e3))) + " ms");
     };
     if (t->max_requests_per_s > 0) {
       u.request_tokens =
           std::min(t->max_requests_per_s, u.request_tokens + dt * t->max_requests_per_s);
-      if (u.request_tokens < 1) return refuse("max_requests_per_s", Number(t->max_requests_per_s));
+      if (u.request_tokens < 1)
+        return refuse("max_requests_per_s", Number(t->max_requests_per_s),
+                      (1 - u.request_tokens) / t->max_requests_per_s);
     }
     if (t->max_feature_bytes_per_s > 0 && est_feature_bytes > 0) {
       u.feature_tokens =
           std::min(t->max_feature_bytes_per_s, u.feature_tokens + dt * t->max_feature_bytes_per_s);
       // A request larger than one second's worth passes when the bucket is
       // full (and leaves it in debt): it would never pass otherwise.
-      if (u.feature_tokens < static_cast<double>(est_feature_bytes) &&
-          u.feature_tokens < t->max_feature_bytes_per_s)
-        return refuse("max_feature_bytes_per_s", Number(t->max_feature_bytes_per_s));
+      const double need =
+          std::min(static_cast<double>(est_feature_bytes), t->max_feature_bytes_per_s);
+      if (u.feature_tokens < need)
+        return refuse("max_feature_bytes_per_s", Number(t->max_feature_bytes_per_s),
+                      (need - u.feature_tokens) / t->max_feature_bytes_per_s);
     }
     const int64_t held = static_cast<int64_t>(est_cost);
     if (t->max_inflight_bytes > 0 && u.held_bytes + held > t->max_inflight_bytes)
-      return refuse("max_inflight_bytes", std::to_string(t->max_inflight_bytes) + " bytes; " +
-                                              std::to_string(u.held_bytes) + " held");
+      return refuse("max_inflight_bytes",
+                    std::to_string(t->max_inflight_bytes) + " bytes; " +
+                        std::to_string(u.held_bytes) + " held",
+                    kInflightRetryS);
     if (t->max_requests_per_s > 0) u.request_tokens -= 1;
     if (t->max_feature_bytes_per_s > 0) u.feature_tokens -= static_cast<double>(est_feature_bytes);
     u.held_bytes += held;

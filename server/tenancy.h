@@ -13,7 +13,9 @@
 // request is refused at once with ResourceExhausted naming the tenant and
 // the quota, and takes nothing from the others): request and reply bytes in
 // flight (max_inflight_bytes), requests per second and feature bytes per
-// second (token buckets holding one second's worth).
+// second (token buckets holding one second's worth). A refusal says when the
+// request could pass (Admission::retry_after_s; the Thrift path holds its
+// reply that long, capped: PartitionService::Run).
 //
 // Thread safety: every method from any thread.
 #ifndef FANOUT_SERVER_TENANCY_H_
@@ -73,6 +75,9 @@ class Tenancy {
     int64_t held_bytes = 0;  // counted against max_inflight_bytes
     double est_cost = 0;
     double waited_s = 0;
+    // Refused over a quota: how long until the same request could pass (a
+    // rate's bucket refilling; a fixed short time for in-flight bytes).
+    double retry_after_s = 0;
     FairScheduler::Grant grant;
   };
   Status Admit(int tenant, double est_cost, int64_t est_feature_bytes, Admission* a);

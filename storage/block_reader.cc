@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "storage/io_gate.h"
+
 namespace fanout::storage {
 
 struct BlockReader::Ring {
@@ -33,6 +35,48 @@ Status CheckArgs(int queue_depth, int64_t max_block_bytes) {
 std::string BlockText(const FeatureFile& f, int64_t b) {
   return f.path() + ": block " + std::to_string(b);
 }
+
+// The calling thread's place in the process's IoGate for one Read: an
+// online reader is counted as waiting for its whole call; a batch reader
+// asks for each read it submits (gate() non-null) and gives each back.
+class GateUse {
+ public:
+  GateUse() {
+    const ReadClass c = ThreadReadClass();
+    if (c == ReadClass::kNone) return;
+    gate_ = &IoGate::Process();
+    online_ = c == ReadClass::kOnline;
+    if (online_) gate_->OnlineBegin();
+  }
+  ~GateUse() {
+    if (gate_ != nullptr && online_) gate_->OnlineEnd();
+  }
+  GateUse(const GateUse&) = delete;
+  GateUse& operator=(const GateUse&) = delete;
+  IoGate* batch_gate() const { return online_ ? nullptr : gate_; }
+
+ private:
+  IoGate* gate_ = nullptr;
+  bool online_ = false;
+};
+
+// One pread's turn for a batch reader (pread mode: one read at a time).
+class GateTurn {
+ public:
+  GateTurn() {
+    if (ThreadReadClass() != ReadClass::kBatch) return;
+    gate_ = &IoGate::Process();
+    if (!gate_->BatchTryAcquire()) gate_->BatchWait();
+  }
+  ~GateTurn() {
+    if (gate_ != nullptr) gate_->BatchDone(1);
+  }
+  GateTurn(const GateTurn&) = delete;
+  GateTurn& operator=(const GateTurn&) = delete;
+
+ private:
+  IoGate* gate_ = nullptr;
+};
 }  // namespace
 
 Status BlockReader::CreatePread(int queue_depth, int64_t max_block_bytes,
@@ -87,6 +131,7 @@ Status BlockReader::ReadPread(const FeatureFile& file, const int64_t* blocks, in
     const int64_t b = blocks[i];
     if (b < 0 || b >= g.num_blocks)
       return Status::InvalidArgument(BlockText(file, b) + " is outside the file");
+    GateTurn turn;  // a batch reader's one read counted in the gate while it runs
     int64_t got = 0;
     while (got < g.block_bytes) {
       const ssize_t r = pread(file.fd(), buffers_.data() + got,
@@ -113,7 +158,9 @@ Status BlockReader::Read(const FeatureFile& file, const int64_t* blocks, int64_t
                                    " bytes, this reader's buffers hold " +
                                    std::to_string(block_bytes_));
   if (n <= 0) return Status::OK();
+  GateUse use;
   if (!ring_) return ReadPread(file, blocks, n, done);
+  IoGate* const batch_gate = use.batch_gate();
   io_uring* ring = &ring_->ring;
   // Buffer slot s holds request slot_req[s] (-1 free); each read carries
   // its slot in user_data.
@@ -145,8 +192,17 @@ Status BlockReader::Read(const FeatureFile& file, const int64_t* blocks, int64_t
         first = Status::InvalidArgument(BlockText(file, b) + " is outside the file");
         break;
       }
+      if (batch_gate != nullptr && !batch_gate->BatchTryAcquire()) {
+        // An online read waits: wait for one of ours to complete, or, with
+        // none out, for the gate.
+        if (in_flight > 0) break;
+        batch_gate->BatchWait();
+      }
       io_uring_sqe* sqe = io_uring_get_sqe(ring);
-      if (sqe == nullptr) break;
+      if (sqe == nullptr) {
+        if (batch_gate != nullptr) batch_gate->BatchDone(1);
+        break;
+      }
       const int slot = free_slots.back();
       free_slots.pop_back();
       char* buf = buffers_.data() + static_cast<int64_t>(slot) * block_bytes_;
@@ -169,6 +225,7 @@ Status BlockReader::Read(const FeatureFile& file, const int64_t* blocks, int64_t
       if (rc < 0) {
         // Nothing of this batch went out: its reads are not in flight.
         in_flight -= queued;
+        if (batch_gate != nullptr) batch_gate->BatchDone(queued);
         if (first.ok())
           first = Status::IOError(file.path() + ": io_uring_submit: " + std::strerror(-rc));
       }
@@ -185,12 +242,14 @@ Status BlockReader::Read(const FeatureFile& file, const int64_t* blocks, int64_t
       if (first.ok())
         first = Status::IOError(file.path() + ": io_uring_wait_cqe: " + std::strerror(-rc));
       lost_reads_ = true;  // the ring is unusable with reads out: their buffers stay allocated
+      if (batch_gate != nullptr) batch_gate->BatchDone(in_flight);  // not the gate's to hold
       break;
     }
     const int slot = static_cast<int>(io_uring_cqe_get_data64(cqe));
     const int res = cqe->res;
     io_uring_cqe_seen(ring, cqe);
     --in_flight;
+    if (batch_gate != nullptr) batch_gate->BatchDone(1);
     if (slot < 0 || slot >= depth_ || slot_req[slot] < 0) continue;  // not ours
     const int64_t i = slot_req[slot];
     const int64_t b = blocks[i];

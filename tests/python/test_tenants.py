@@ -127,7 +127,20 @@ def test_over_quota_is_refused_naming_the_tenant_and_the_quota(served, fanout):
         for _ in range(50):
             c.labels(torch.arange(3))
     assert "quota" in str(e.value) and "max_requests_per_s" in str(e.value), str(e.value)
+    assert "could pass in" in str(e.value), str(e.value)
     assert summed(lc, "quota", "refused_quota") >= 1
+    # A client retrying in a tight loop is paced: each refusal's reply is held
+    # until the request could pass (at most 0.1 s), so a second of hammering
+    # costs the server tens of calls, not thousands (a slower machine makes
+    # fewer calls still).
+    refused = 0
+    until = time.monotonic() + 1.0
+    while time.monotonic() < until:
+        try:
+            c.labels(torch.arange(3))
+        except fanout.ResourceExhausted:
+            refused += 1
+    assert 1 <= refused <= 40, refused
     # Others are not held back by it.
     assert run_loader(fanout, lc.cluster(auth_token=TOKEN_A, data_plane="tcp", local_sampling="off")) == 4
 

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "server/tenancy.h"
+#include "storage/io_gate.h"
 
 namespace fanout::server {
 namespace {
@@ -117,6 +118,8 @@ TEST(TenancyTest, QuotasRefuseAtOnceNamingTheTenantAndTheQuota) {
   EXPECT_EQ(st.code(), Status::Code::kResourceExhausted);
   EXPECT_THAT(st.message(), HasSubstr("tenant 'a'"));
   EXPECT_THAT(st.message(), HasSubstr("max_inflight_bytes"));
+  EXPECT_GT(second.retry_after_s, 0);  // when it could pass: said, and held on Thrift
+  EXPECT_THAT(st.message(), HasSubstr("could pass in"));
   tenancy.Done(&first, true, 600, 0, 0, 0);
   ASSERT_TRUE(tenancy.Admit(a, 600, 0, &third).ok());
   tenancy.Done(&third, true, 600, 0, 0, 0);
@@ -127,12 +130,17 @@ TEST(TenancyTest, QuotasRefuseAtOnceNamingTheTenantAndTheQuota) {
   tenancy.Done(&big, true, 10, 0, 1, 500);
   st = tenancy.Admit(b, 10, 50, &next);
   EXPECT_THAT(st.message(), HasSubstr("max_feature_bytes_per_s"));
+  // The bucket is in debt by 400 of 100 bytes/s: 50 more bytes in 4.5 s.
+  EXPECT_GT(next.retry_after_s, 4.0);
+  EXPECT_LE(next.retry_after_s, 4.5);
   // Requests per second: two pass, the third in the same second does not.
   Tenancy::Admission r1, r2, r3;
   ASSERT_TRUE(tenancy.Admit(c, 1, 0, &r1).ok());
   ASSERT_TRUE(tenancy.Admit(c, 1, 0, &r2).ok());
   st = tenancy.Admit(c, 1, 0, &r3);
   EXPECT_THAT(st.message(), HasSubstr("max_requests_per_s"));
+  EXPECT_GT(r3.retry_after_s, 0);  // one request's worth at 2/s: at most 0.5 s
+  EXPECT_LE(r3.retry_after_s, 0.5);
   tenancy.Done(&r1, true, 1, 0, 0, 0);
   tenancy.Done(&r2, true, 1, 0, 0, 0);
   const nlohmann::json j = tenancy.StatsJson();
@@ -142,9 +150,10 @@ TEST(TenancyTest, QuotasRefuseAtOnceNamingTheTenantAndTheQuota) {
 }
 
 // With online tenants, a thread running batch work runs at nice 5 (and, with
-// online_io_first, reads at I/O class idle); running online work, at nice 0
-// and best effort. Where this process cannot lower a nice value back (no
-// CAP_SYS_NICE, RLIMIT_NICE 0), nice stays as it was: checked by the same probe.
+// online_io_first, its reads are of the device gate's batch class,
+// storage/io_gate.h); running online work, at nice 0 (and of class online). Where this process
+// cannot lower a nice value back (no CAP_SYS_NICE, RLIMIT_NICE 0), nice stays as it was: checked by
+// the same probe.
 TEST(TenancyTest, BatchWorkRunsBelowOnlineWorkOnTheCpuAndTheDevice) {
   SchedulerOptions so;
   so.online_io_first = true;
@@ -154,28 +163,26 @@ TEST(TenancyTest, BatchWorkRunsBelowOnlineWorkOnTheCpuAndTheDevice) {
   const int bulk = tenancy.ByToken("aaaaaaaaaaaaaaaaaaaa"),
             query = tenancy.ByToken("bbbbbbbbbbbbbbbbbbbb");
   auto tid = [] { return static_cast<pid_t>(syscall(SYS_gettid)); };
-  auto io_class = [&] { return static_cast<int>(syscall(SYS_ioprio_get, 1, tid())) >> 13; };
   std::thread([&] {
     bool can_undo =
         setpriority(PRIO_PROCESS, tid(), 10) == 0 && setpriority(PRIO_PROCESS, tid(), 0) == 0;
     Tenancy::Admission a;
     ASSERT_TRUE(tenancy.Admit(bulk, 100, 0, &a).ok());
     EXPECT_EQ(getpriority(PRIO_PROCESS, tid()), can_undo ? 5 : 0);
-    EXPECT_EQ(io_class(), 3);  // IOPRIO_CLASS_IDLE
+    EXPECT_EQ(storage::ThreadReadClass(), storage::ReadClass::kBatch);
     tenancy.Done(&a, true, 100, 0, 0, 0);
     ASSERT_TRUE(tenancy.Admit(query, 100, 0, &a).ok());
     EXPECT_EQ(getpriority(PRIO_PROCESS, tid()), 0);
-    EXPECT_EQ(io_class(), 2);  // IOPRIO_CLASS_BE
+    EXPECT_EQ(storage::ThreadReadClass(), storage::ReadClass::kOnline);
     tenancy.Done(&a, true, 100, 0, 0, 0);
   }).join();
   // Without online tenants nothing changes: there is nothing to put first.
   Tenancy plain(Table("tenant bulk token=aaaaaaaaaaaaaaaaaaaa\n"), true, so, true);
   std::thread([&] {
-    const int before = static_cast<int>(syscall(SYS_ioprio_get, 1, tid()));
     Tenancy::Admission a;
     ASSERT_TRUE(plain.Admit(plain.ByToken("aaaaaaaaaaaaaaaaaaaa"), 100, 0, &a).ok());
     EXPECT_EQ(getpriority(PRIO_PROCESS, tid()), 0);
-    EXPECT_EQ(static_cast<int>(syscall(SYS_ioprio_get, 1, tid())), before);
+    EXPECT_EQ(storage::ThreadReadClass(), storage::ReadClass::kNone);
     plain.Done(&a, true, 100, 0, 0, 0);
   }).join();
 }

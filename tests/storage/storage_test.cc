@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +20,7 @@
 #include "storage/block_reader.h"
 #include "storage/disk_features.h"
 #include "storage/feature_file.h"
+#include "storage/io_gate.h"
 #include "storage/row_cache.h"
 
 namespace fanout::storage {
@@ -250,6 +253,76 @@ TEST(BlockReaderTest, UringAndPreadReadTheSameCheckedBlocksInAnyOrder) {
   std::unique_ptr<BlockReader> r;
   EXPECT_EQ(BlockReader::Create(0, 4096, &r).code(), Status::Code::kInvalidArgument);
   EXPECT_EQ(BlockReader::Create(4, 1000, &r).code(), Status::Code::kInvalidArgument);
+}
+
+// IoGate: while an online read waits, batch reads in flight stay within the
+// budget (a batch reader with none out waits for its turn); with none
+// waiting, batch reads take what they like.
+TEST(IoGateTest, BatchReadsKeepToTheBudgetOnlyWhileAnOnlineReadWaits) {
+  IoGate gate(2);
+  EXPECT_TRUE(gate.BatchTryAcquire());
+  EXPECT_TRUE(gate.BatchTryAcquire());
+  EXPECT_TRUE(gate.BatchTryAcquire());  // no online read: past the budget
+  gate.OnlineBegin();
+  EXPECT_TRUE(gate.online_waiting());
+  EXPECT_FALSE(gate.BatchTryAcquire());  // 3 out, budget 2
+  gate.BatchDone(2);
+  EXPECT_TRUE(gate.BatchTryAcquire());  // 2 out
+  EXPECT_FALSE(gate.BatchTryAcquire());
+  EXPECT_EQ(gate.batch_in_flight(), 2);
+  EXPECT_EQ(gate.held(), 2);
+  // A reader with none out waits in BatchWait until the online read ends.
+  std::atomic<bool> got{false};
+  std::thread waiter([&] {
+    gate.BatchWait();
+    got = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(got.load());
+  gate.OnlineEnd();
+  waiter.join();
+  EXPECT_TRUE(got.load());
+  EXPECT_EQ(gate.batch_in_flight(), 3);
+  gate.BatchDone(3);
+}
+
+TEST(IoGateTest, ABatchReaderKeepsToTheProcessBudgetWhileAnOnlineReaderReads) {
+  TempDir tmp;
+  const FeatureFileIdentity id = Identity(20000, 32);
+  const std::vector<char> rows = Rows(id.rows, id.row_bytes());
+  const std::string path = Write(tmp.Sub("f"), id, rows, 999);
+  std::shared_ptr<const FeatureFile> f;
+  ASSERT_TRUE(FeatureFile::Open(path, ExpectOf(id), &f).ok());
+  std::vector<int64_t> blocks(f->geometry().num_blocks);
+  std::iota(blocks.begin(), blocks.end(), 0);
+  for (bool uring : {true, false}) {
+    for (bool online_waits : {false, true}) {
+      std::unique_ptr<BlockReader> r;
+      ASSERT_TRUE(
+          (uring ? BlockReader::Create(64, 4096, &r) : BlockReader::CreatePread(64, 4096, &r))
+              .ok());
+      IoGate& gate = IoGate::Process();
+      const int64_t held_before = gate.held();
+      if (online_waits) gate.OnlineBegin();
+      int64_t most = 0;  // the gate's batch reads in flight, seen at each completion
+      SetThreadReadClass(ReadClass::kBatch);
+      Status st =
+          r->Read(*f, blocks.data(), static_cast<int64_t>(blocks.size()),
+                  [&](int64_t, const char*) { most = std::max(most, gate.batch_in_flight()); });
+      SetThreadReadClass(ReadClass::kNone);
+      if (online_waits) gate.OnlineEnd();
+      ASSERT_TRUE(st.ok()) << st.ToString();
+      EXPECT_EQ(r->stats().reads, static_cast<int64_t>(blocks.size()));
+      EXPECT_EQ(gate.batch_in_flight(), 0);  // every read given back
+      if (online_waits) {
+        EXPECT_LE(r->stats().max_in_flight, IoGate::kBatchBudget) << r->mode();
+        EXPECT_LE(most, IoGate::kBatchBudget) << r->mode();
+        if (std::string(r->mode()) == "io_uring") EXPECT_GT(gate.held(), held_before);
+      } else if (std::string(r->mode()) == "io_uring") {
+        EXPECT_GT(r->stats().max_in_flight, IoGate::kBatchBudget);
+      }
+    }
+  }
 }
 
 TEST(RowCacheTest, SieveEvictsTheOldestRowNotHitSinceTheHandPassed) {
