@@ -10,7 +10,7 @@
 // in PartitionInfo, and a data-plane request's ticket names its tenant.
 //
 // Quotas, checked before a request waits for its turn (over one: the
-// request is refused at once with ResourceExhausted naming the tenant and
+// request is refused without waiting for its turn, with ResourceExhausted naming the tenant and
 // the quota, and takes nothing from the others): request and reply bytes in
 // flight (max_inflight_bytes), requests per second and feature bytes per
 // second (token buckets holding one second's worth). A refusal says when the
