@@ -146,8 +146,8 @@ class PartitionService {
   // The tenant this service's next requests are charged to.
   void SetTenant(int tenant) { tenant_ = tenant; }
   int tenant() const { return tenant_; }
-  // Holds a reply refused over a quota until the request could pass (at
-  // most kMaxRefusalPaceS), so that a client retrying in a tight loop costs
+  // Holds a batch tenant's reply refused over a quota until the request
+  // could pass (at most kMaxRefusalPaceS), so that a client retrying in a tight loop costs
   // the server one call per refill instead of thousands a second. Only for
   // a path whose thread serves one connection (Thrift): the data plane's
   // shared executors must not sleep.
@@ -180,7 +180,7 @@ class PartitionService {
         st = Status::Internal(e.what());
       }
     }
-    if (pace_refusals_ && admission.retry_after_s > 0)
+    if (pace_refusals_ && admission.hold_refusal && admission.retry_after_s > 0)
       std::this_thread::sleep_for(
           std::chrono::duration<double>(std::min(admission.retry_after_s, kMaxRefusalPaceS)));
     if (admission.tenant >= 0) {

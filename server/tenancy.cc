@@ -249,6 +249,7 @@ Status Tenancy::Admit(int tenant, double est_cost, int64_t est_feature_bytes, Ad
     auto refuse = [&](const std::string& quota, const std::string& value, double retry_s) {
       ++u.refused_quota;
       a->retry_after_s = retry_s;
+      a->hold_refusal = !t->online;
       return Status::ResourceExhausted(
           "tenant '" + t->name + "' is over its quota " + quota + " (" + value +
           "): this request is refused, the others' go on; it could pass in " +

@@ -78,6 +78,10 @@ class Tenancy {
     // Refused over a quota: how long until the same request could pass (a
     // rate's bucket refilling; a fixed short time for in-flight bytes).
     double retry_after_s = 0;
+    // ... and whether the Thrift path may hold the refusal that long: a batch
+    // tenant's (an online one's client waits with a deadline of its own, near
+    // its query's: a held refusal would reach it as a timeout, not as a refusal).
+    bool hold_refusal = false;
     FairScheduler::Grant grant;
   };
   Status Admit(int tenant, double est_cost, int64_t est_feature_bytes, Admission* a);

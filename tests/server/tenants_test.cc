@@ -101,7 +101,8 @@ std::shared_ptr<const TenantTable> Table(const std::string& text) {
 TEST(TenancyTest, QuotasRefuseAtOnceNamingTheTenantAndTheQuota) {
   Tenancy tenancy(Table("tenant a token=aaaaaaaaaaaaaaaaaaaa max_inflight_bytes=1000\n"
                         "tenant b token=bbbbbbbbbbbbbbbbbbbb max_feature_bytes_per_s=100\n"
-                        "tenant c token=cccccccccccccccccccc max_requests_per_s=2\n"),
+                        "tenant c token=cccccccccccccccccccc max_requests_per_s=2\n"
+                        "tenant d token=dddddddddddddddddddd class=online max_requests_per_s=1\n"),
                   true, SchedulerOptions{}, true);
   const int a = tenancy.ByToken("aaaaaaaaaaaaaaaaaaaa"),
             b = tenancy.ByToken("bbbbbbbbbbbbbbbbbbbb"),
@@ -119,6 +120,7 @@ TEST(TenancyTest, QuotasRefuseAtOnceNamingTheTenantAndTheQuota) {
   EXPECT_THAT(st.message(), HasSubstr("tenant 'a'"));
   EXPECT_THAT(st.message(), HasSubstr("max_inflight_bytes"));
   EXPECT_GT(second.retry_after_s, 0);  // when it could pass: said, and held on Thrift
+  EXPECT_TRUE(second.hold_refusal);    // a batch tenant's
   EXPECT_THAT(st.message(), HasSubstr("could pass in"));
   tenancy.Done(&first, true, 600, 0, 0, 0);
   ASSERT_TRUE(tenancy.Admit(a, 600, 0, &third).ok());
@@ -143,10 +145,20 @@ TEST(TenancyTest, QuotasRefuseAtOnceNamingTheTenantAndTheQuota) {
   EXPECT_LE(r3.retry_after_s, 0.5);
   tenancy.Done(&r1, true, 1, 0, 0, 0);
   tenancy.Done(&r2, true, 1, 0, 0, 0);
+  // An online tenant's refusal is said at once, never held (its client waits
+  // with a query's deadline).
+  const int d = tenancy.ByToken("dddddddddddddddddddd");
+  Tenancy::Admission q1, q2;
+  ASSERT_TRUE(tenancy.Admit(d, 1, 0, &q1).ok());
+  tenancy.Done(&q1, true, 1, 0, 0, 0);
+  st = tenancy.Admit(d, 1, 0, &q2);
+  EXPECT_EQ(st.code(), Status::Code::kResourceExhausted);
+  EXPECT_GT(q2.retry_after_s, 0);
+  EXPECT_FALSE(q2.hold_refusal);
   const nlohmann::json j = tenancy.StatsJson();
   int64_t refused = 0;
   for (const auto& t : j["tenants"]) refused += t["refused_quota"].get<int64_t>();
-  EXPECT_EQ(refused, 3);
+  EXPECT_EQ(refused, 4);
 }
 
 // With online tenants, a thread running batch work runs at nice 5 (and, with
