@@ -589,9 +589,7 @@ int main(int argc, char** argv) {
 
   // ---- quota ----
   if (want("quota")) {
-    std::printf(
-        "\n== quota: 'quota' (max_feature_bytes_per_s=4M) hammering "
-        "beside t1, t2\n");
+    std::printf("\n== quota: 'quota' (max_feature_bytes_per_s=4M) hammering beside t1, t2\n");
     const std::vector<LoadSpec> others = {{"t1", "tcp", workers / 2}, {"t2", "tcp", workers / 2}};
     const auto without = RunCase(b, others, NoOnline);
     std::vector<LoadSpec> all = others;

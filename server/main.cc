@@ -190,9 +190,8 @@ int main(int argc, char** argv) {
   app.add_flag(
       "--online-io-first,!--no-online-io-first", o.online_io_first,
       "On by default. With --tenants naming online tenants: while an online request's "
-      "feature reads "
-      "wait for the device, batch requests keep at most 8 reads in flight (all of them "
-      "together), so a query's reads do not queue behind a hundred batch reads "
+      "feature reads wait for the device, batch requests keep at most 8 reads in flight (all "
+      "of them together), so a query's reads do not queue behind a hundred batch reads "
       "(measured on the disk tier with no cache: online p99 1.2-1.8x its p99 alone "
       "instead of 2.2-2.8x, batch throughput 0.86-0.93x instead of 0.93-0.97x; "
       "docs/TENANTS.md). With --no-online-io-first only CPU priority separates the classes");

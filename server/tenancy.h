@@ -10,8 +10,8 @@
 // in PartitionInfo, and a data-plane request's ticket names its tenant.
 //
 // Quotas, checked before a request waits for its turn (over one: the
-// request is refused without waiting for its turn, with ResourceExhausted naming the tenant and
-// the quota, and takes nothing from the others): request and reply bytes in
+// request is refused without waiting, with ResourceExhausted naming the
+// tenant and the quota, and takes nothing from the others): request and reply bytes in
 // flight (max_inflight_bytes), requests per second and feature bytes per
 // second (token buckets holding one second's worth). A refusal says when the
 // request could pass (Admission::retry_after_s; the Thrift path holds its

@@ -38,7 +38,7 @@ std::string BlockText(const FeatureFile& f, int64_t b) {
 
 // The calling thread's place in the process's IoGate for one Read: an
 // online reader is counted as waiting for its whole call; a batch reader
-// asks for each read it submits (gate() non-null) and gives each back.
+// asks for each read it submits (batch_gate() non-null) and gives each back.
 class GateUse {
  public:
   GateUse() {
@@ -60,13 +60,12 @@ class GateUse {
   bool online_ = false;
 };
 
-// One pread's turn for a batch reader (pread mode: one read at a time).
+// One pread's turn for a batch reader (pread mode: one read at a time);
+// nothing where `gate` is null.
 class GateTurn {
  public:
-  GateTurn() {
-    if (ThreadReadClass() != ReadClass::kBatch) return;
-    gate_ = &IoGate::Process();
-    if (!gate_->BatchTryAcquire()) gate_->BatchWait();
+  explicit GateTurn(IoGate* gate) : gate_(gate) {
+    if (gate_ != nullptr && !gate_->BatchTryAcquire()) gate_->BatchWait();
   }
   ~GateTurn() {
     if (gate_ != nullptr) gate_->BatchDone(1);
@@ -125,13 +124,14 @@ BlockReader::~BlockReader() {
 }
 
 Status BlockReader::ReadPread(const FeatureFile& file, const int64_t* blocks, int64_t n,
-                              const std::function<void(int64_t, const char*)>& done) {
+                              const std::function<void(int64_t, const char*)>& done,
+                              IoGate* batch_gate) {
   const FeatureFileGeometry& g = file.geometry();
   for (int64_t i = 0; i < n; ++i) {
     const int64_t b = blocks[i];
     if (b < 0 || b >= g.num_blocks)
       return Status::InvalidArgument(BlockText(file, b) + " is outside the file");
-    GateTurn turn;  // a batch reader's one read counted in the gate while it runs
+    GateTurn turn(batch_gate);  // a batch reader's one read counted in the gate while it runs
     int64_t got = 0;
     while (got < g.block_bytes) {
       const ssize_t r = pread(file.fd(), buffers_.data() + got,
@@ -159,8 +159,8 @@ Status BlockReader::Read(const FeatureFile& file, const int64_t* blocks, int64_t
                                    std::to_string(block_bytes_));
   if (n <= 0) return Status::OK();
   GateUse use;
-  if (!ring_) return ReadPread(file, blocks, n, done);
   IoGate* const batch_gate = use.batch_gate();
+  if (!ring_) return ReadPread(file, blocks, n, done, batch_gate);
   io_uring* ring = &ring_->ring;
   // Buffer slot s holds request slot_req[s] (-1 free); each read carries
   // its slot in user_data.

@@ -23,6 +23,8 @@
 
 namespace fanout::storage {
 
+class IoGate;
+
 struct BlockReaderStats {
   int64_t reads = 0;          // blocks read
   int64_t bytes = 0;          // bytes read
@@ -56,8 +58,10 @@ class BlockReader {
 
  private:
   BlockReader() = default;
+  // One read at a time; batch_gate: the process's IoGate where this thread
+  // reads for batch work (each read takes its turn), else null.
   Status ReadPread(const FeatureFile& file, const int64_t* blocks, int64_t n,
-                   const std::function<void(int64_t, const char*)>& done);
+                   const std::function<void(int64_t, const char*)>& done, IoGate* batch_gate);
   int depth_ = 1;
   int64_t block_bytes_ = 0;
   AlignedBuffer buffers_;  // depth_ x block_bytes_ (declared before the ring: freed after it)

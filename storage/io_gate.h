@@ -55,9 +55,8 @@ class IoGate {
 
   bool online_waiting() const { return online_.load(std::memory_order_acquire) > 0; }
   int64_t batch_in_flight() const { return batch_.load(std::memory_order_acquire); }
-  int64_t held() const {
-    return held_.load(std::memory_order_relaxed);
-  }  // times a batch read was made to wait
+  // Times a batch reader was told to wait (each refusal of BatchTryAcquire).
+  int64_t held() const { return held_.load(std::memory_order_relaxed); }
 
  private:
   bool Take();

@@ -163,9 +163,9 @@ TEST(TenancyTest, QuotasRefuseAtOnceNamingTheTenantAndTheQuota) {
 
 // With online tenants, a thread running batch work runs at nice 5 (and, with
 // online_io_first, its reads are of the device gate's batch class,
-// storage/io_gate.h); running online work, at nice 0 (and of class online). Where this process
-// cannot lower a nice value back (no CAP_SYS_NICE, RLIMIT_NICE 0), nice stays as it was: checked by
-// the same probe.
+// storage/io_gate.h); running online work, at nice 0 (and of class online).
+// Where this process cannot lower a nice value back (no CAP_SYS_NICE,
+// RLIMIT_NICE 0), nice stays as it was: checked by the same probe.
 TEST(TenancyTest, BatchWorkRunsBelowOnlineWorkOnTheCpuAndTheDevice) {
   SchedulerOptions so;
   so.online_io_first = true;
