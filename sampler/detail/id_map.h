@@ -155,12 +155,13 @@ class BasicIdMap {
   // position is returned) or to n. A function of its own with no call
   // inside, so its state stays in registers (inlined into Relabel, whose
   // table path calls out, the compiler spilled it to the stack). Each key's
-  // slot is prefetched kPrefetch keys ahead.
+  // slot is prefetched kPrefetch keys ahead (48: at scale 23, where the
+  // slots miss to DRAM, 16 left the loads waiting; 48 cut the pass by 20%).
   __attribute__((noinline)) static int64_t DenseRun(const int64_t* keys, int64_t e, int64_t n,
                                                     uint32_t* dense, uint64_t dense_end,
                                                     uint32_t live, int64_t* next_io, int64_t* local,
                                                     int64_t* new_keys) {
-    constexpr int64_t kPrefetch = 16;
+    constexpr int64_t kPrefetch = 48;
     int64_t next = *next_io;
     for (; e < n; ++e) {
       if (e + kPrefetch < n) {

@@ -8,6 +8,9 @@
 #include <set>
 #include <vector>
 
+#include "common/random.h"
+#include "common/thread_pool.h"
+#include "sampler/detail/sample_row.h"
 #include "tests/sampler/test_graphs.h"
 
 namespace fanout::sampler {
@@ -86,6 +89,68 @@ INSTANTIATE_TEST_SUITE_P(Modes, NeighborSamplerTest,
                            return std::string(std::get<0>(info.param) ? "Replace" : "NoReplace") +
                                   (std::get<1>(info.param) ? "Weighted" : "Uniform");
                          });
+
+// The uniform hop has a path of its own (positions drawn as absolute CSR
+// positions, short rows written without a branch on their length, picks
+// resolved a group of nodes at a time): its output equals the row kernel
+// (detail::SampleRowPositions, the one every other mode uses) node by node,
+// for 64- and 32-bit neighbor ids, with and without edge ids, in one chunk
+// and split over a pool, for fanouts around the short-row and small-k limits.
+TEST(NeighborSamplerTest, UniformHopEqualsTheRowKernelNodeByNode) {
+  CsrArrays g = RandomGraph(3000, 60, 21, /*weighted=*/false, /*edge_ids=*/true);
+  std::vector<int32_t> narrow(g.indices.begin(), g.indices.end());
+  CsrGraph wide, compact;
+  ASSERT_TRUE(CsrGraph::Create(g.indptr, g.indices, g.edge_ids, {}, &wide).ok());
+  ASSERT_TRUE(CsrGraph::Create32(g.indptr, narrow, g.edge_ids, {}, &compact).ok());
+  CsrGraph positions;  // edge id = CSR position
+  ASSERT_TRUE(CsrGraph::Create(g.indptr, g.indices, {}, {}, &positions).ok());
+  std::vector<int64_t> nodes;
+  for (int64_t v = 0; v < g.num_nodes(); ++v) nodes.push_back((v * 7919) % g.num_nodes());
+  nodes.push_back(nodes.front());  // a repeat
+  ThreadPool pool(2);
+  const uint64_t seed = 1234;
+  const int64_t hop = 2;
+  for (const CsrGraph* graph : {&wide, &compact, &positions}) {
+    for (bool replace : {false, true}) {
+      for (int64_t fanout : {-1, 0, 1, 5, 15, 16, 17, 32, 33, 50}) {
+        if (replace && fanout >= 0) continue;  // with replacement: the generic path
+        for (bool with_ids : {true, false}) {
+          for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+            SamplingOptions o;
+            o.replace = replace;
+            o.with_edge_ids = with_ids;
+            OneHopResult r;
+            ASSERT_TRUE(SampleOneHop(*graph, nodes, fanout, hop, seed, o, p, &r).ok());
+            detail::RowScratch scratch;
+            std::vector<int64_t> want_nbr, want_eid, want_off{0};
+            for (int64_t v : nodes) {
+              const int64_t s = g.indptr[v], d = g.indptr[v + 1] - s;
+              const int64_t k = detail::RowSampleCount(*graph, s, d, fanout, o);
+              std::vector<int64_t> pos(static_cast<size_t>(k));
+              detail::SampleRowPositions(*graph, s, d, fanout, k,
+                                         NodeKey(seed, hop, static_cast<uint64_t>(v)), o,
+                                         pos.data(), &scratch);
+              for (int64_t q : pos) {
+                want_nbr.push_back(g.indices[s + q]);
+                want_eid.push_back(graph->edge_ids() ? g.edge_ids[s + q] : s + q);
+              }
+              want_off.push_back(static_cast<int64_t>(want_nbr.size()));
+            }
+            SCOPED_TRACE("index bytes " + std::to_string(graph->index_bytes()) + ", fanout " +
+                         std::to_string(fanout) + (replace ? ", replace" : "") +
+                         (with_ids ? ", edge ids" : "") + (p ? ", pool" : ""));
+            EXPECT_EQ(std::vector<int64_t>(r.offsets.begin(), r.offsets.end()), want_off);
+            EXPECT_EQ(std::vector<int64_t>(r.neighbors.begin(), r.neighbors.end()), want_nbr);
+            if (with_ids)
+              EXPECT_EQ(std::vector<int64_t>(r.edge_ids.begin(), r.edge_ids.end()), want_eid);
+            else
+              EXPECT_TRUE(r.edge_ids.empty());
+          }
+        }
+      }
+    }
+  }
+}
 
 TEST(NeighborSamplerTest, TakesTheWholeRowWhenDegreeIsAtMostFanout) {
   CsrArrays g = CsrArrays::FromEdges(3, {0, 0, 0, 1}, {1, 2, 2, 0});
