@@ -171,7 +171,25 @@ Status HopSampler::Sample(const CsrGraph& graph, ArrayView<const int64_t> nodes,
     const int64_t b = chunks.begin(c), e = chunks.end(c);
     const bool prefetch_eids = eids != nullptr && eid_out != nullptr;
     const int64_t chunk_edges_end = offsets[e];
+    // With AVX-512, the raw Floyd draws of node i + 1 are computed (eight
+    // at a time) while node i is drawn, into the other half of `ring`:
+    // computed a node early, their stores have long left when they are read
+    // (read right after a vector store, they would wait for it).
+    const bool vector_draws = detail::HasFloydDrawsAvx512();
+    alignas(64) int64_t ring[2][32];
+    auto vector_drawable = [&](int64_t i) {  // node i's draws go through `ring`
+      const int64_t k = offsets[i + 1] - offsets[i];
+      return vector_draws && k > 0 && k <= 32 && degree_[i] > k;
+    };
+    auto precompute = [&](int64_t i) {
+      if (i < e && vector_drawable(i)) {
+        const int64_t k = offsets[i + 1] - offsets[i];
+        detail::FloydDrawsAvx512(NodeKeyIn(hop_key, static_cast<uint64_t>(nodes[i])),
+                                 degree_[i] - k, k, ring[i & 1]);
+      }
+    };
     auto draw = [&](int64_t i) __attribute__((always_inline)) {
+      precompute(i + 1);
       const int64_t o = offsets[i];
       const int64_t k = offsets[i + 1] - o;
       const int64_t s = start_[i];
@@ -217,8 +235,10 @@ Status HopSampler::Sample(const CsrGraph& graph, ArrayView<const int64_t> nodes,
         // `seen` has bit (p mod 256) set for every position taken so far.
         uint64_t seen[4] = {0, 0, 0, 0};
         int64_t n = 0;
+        const int64_t* raw = vector_draws ? ring[i & 1] : nullptr;
         for (int64_t j = d - k; j < d; ++j) {
-          int64_t t = static_cast<int64_t>(DrawBelow(Draw(key, j), j + 1));
+          int64_t t =
+              raw != nullptr ? raw[n] : static_cast<int64_t>(DrawBelow(Draw(key, j), j + 1));
           uint64_t& word = seen[(t >> 6) & 3];
           if (word & (uint64_t{1} << (t & 63))) {
             for (int64_t q = 0; q < n; ++q) {
@@ -255,6 +275,7 @@ Status HopSampler::Sample(const CsrGraph& graph, ArrayView<const int64_t> nodes,
         }
       }
     };
+    precompute(b);
     for (int64_t i = b; i < std::min(e, b + kDrawAhead); ++i) draw(i);
     int64_t done = b;  // nodes [b, done) are resolved
     for (int64_t i = b; i < e; ++i) {

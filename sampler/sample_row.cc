@@ -1,10 +1,15 @@
 #include "sampler/detail/sample_row.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cassert>
 #include <cmath>
 
 #include "common/random.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace fanout::sampler::detail {
 namespace {
@@ -23,7 +28,78 @@ void PositiveWeights(const float* w, int64_t degree, int64_t* count, double* tot
   *total = t;
 }
 
+#if defined(__x86_64__)
+// GCC 12's AVX-512 intrinsics start from an "undefined" register value that
+// it then reports as maybe uninitialized (a false positive in its headers).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// High 64 bits of the unsigned 64x64-bit products a * b, per lane, from
+// 32-bit halves (AVX-512 has no 64-bit high multiply).
+__attribute__((target("avx512f,avx512dq"))) inline __m512i MulHi64(__m512i a, __m512i b) {
+  const __m512i lo32 = _mm512_set1_epi64(0xffffffffLL);
+  const __m512i a_hi = _mm512_srli_epi64(a, 32), b_hi = _mm512_srli_epi64(b, 32);
+  const __m512i ll = _mm512_mul_epu32(a, b);        // a_lo * b_lo
+  const __m512i lh = _mm512_mul_epu32(a, b_hi);     // a_lo * b_hi
+  const __m512i hl = _mm512_mul_epu32(a_hi, b);     // a_hi * b_lo
+  const __m512i hh = _mm512_mul_epu32(a_hi, b_hi);  // a_hi * b_hi
+  const __m512i mid =
+      _mm512_add_epi64(_mm512_add_epi64(_mm512_srli_epi64(ll, 32), _mm512_and_si512(lh, lo32)),
+                       _mm512_and_si512(hl, lo32));  // below 3 * 2^32: no carry lost
+  return _mm512_add_epi64(_mm512_add_epi64(hh, _mm512_srli_epi64(mid, 32)),
+                          _mm512_add_epi64(_mm512_srli_epi64(lh, 32), _mm512_srli_epi64(hl, 32)));
+}
+
+__attribute__((target("avx512f,avx512dq"))) void DrawsAvx512(uint64_t key, int64_t j0,
+                                                             int64_t count, int64_t* t) {
+  const __m512i c1 = _mm512_set1_epi64(static_cast<int64_t>(0xbf58476d1ce4e5b9ULL));
+  const __m512i c2 = _mm512_set1_epi64(static_cast<int64_t>(0x94d049bb133111ebULL));
+  const __m512i golden = _mm512_set1_epi64(static_cast<int64_t>(kGolden64));
+  const __m512i eight = _mm512_set1_epi64(8);
+  const __m512i step = _mm512_set1_epi64(static_cast<int64_t>(8 * kGolden64));
+  // Lane l of the first group: position j = j0 + l, n = j + 1, the draw's
+  // input key + n * golden (Draw()).
+  __m512i n = _mm512_add_epi64(_mm512_set1_epi64(j0 + 1), _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0));
+  __m512i z0 =
+      _mm512_add_epi64(_mm512_set1_epi64(static_cast<int64_t>(key)), _mm512_mullo_epi64(n, golden));
+  for (int64_t i = 0; i < count; i += 8) {
+    __m512i z = _mm512_mullo_epi64(_mm512_xor_si512(z0, _mm512_srli_epi64(z0, 30)), c1);
+    z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 27)), c2);
+    z = _mm512_xor_si512(z, _mm512_srli_epi64(z, 31));  // Mix64
+    _mm512_storeu_si512(t + i, MulHi64(z, n));          // DrawBelow(draw, n)
+    n = _mm512_add_epi64(n, eight);
+    z0 = _mm512_add_epi64(z0, step);
+  }
+}
+#pragma GCC diagnostic pop
+#endif
+
 }  // namespace
+
+namespace {
+std::atomic<bool> g_avx512_draws_off{false};
+}  // namespace
+
+void SetFloydDrawsAvx512Off(bool off) { g_avx512_draws_off.store(off); }
+
+bool HasFloydDrawsAvx512() {
+#if defined(__x86_64__)
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+  return has && !g_avx512_draws_off.load(std::memory_order_relaxed);
+#else
+  return false;
+#endif
+}
+
+bool FloydDrawsAvx512(uint64_t key, int64_t j0, int64_t count, int64_t* t) {
+#if defined(__x86_64__)
+  if (HasFloydDrawsAvx512()) {
+    DrawsAvx512(key, j0, count, t);
+    return true;
+  }
+#endif
+  (void)key, (void)j0, (void)count, (void)t;
+  return false;
+}
 
 void FloydSample(int64_t degree, int64_t k, uint64_t key, int64_t* pos, RowScratch* scratch) {
   int64_t n = 0;

@@ -26,6 +26,17 @@ struct RowScratch {
 // sampler/ (neighbor and temporal hops).
 void FloydSample(int64_t degree, int64_t k, uint64_t key, int64_t* pos, RowScratch* scratch);
 
+// Floyd's raw draws: t[i] = DrawBelow(Draw(key, j), j + 1) for j = j0 + i,
+// i in [0, count) (FloydSample's draw for position j before its collision
+// check). With AVX-512 (F and DQ) eight at a time, and t[count .. count
+// rounded up to 8) are written too (REQUIRES room for them); false where the
+// CPU lacks AVX-512, and nothing is written.
+bool FloydDrawsAvx512(uint64_t key, int64_t j0, int64_t count, int64_t* t);
+// Whether FloydDrawsAvx512() runs on this CPU (and is not turned off).
+bool HasFloydDrawsAvx512();
+// Turns the AVX-512 draws off (tests: the scalar path on any CPU).
+void SetFloydDrawsAvx512Off(bool off);
+
 // Exact number of edges SampleRowPositions() writes for a row.
 int64_t RowSampleCount(const CsrGraph& graph, int64_t start, int64_t degree, int64_t fanout,
                        const SamplingOptions& options);

@@ -110,44 +110,71 @@ TEST(NeighborSamplerTest, UniformHopEqualsTheRowKernelNodeByNode) {
   ThreadPool pool(2);
   const uint64_t seed = 1234;
   const int64_t hop = 2;
-  for (const CsrGraph* graph : {&wide, &compact, &positions}) {
-    for (bool replace : {false, true}) {
-      for (int64_t fanout : {-1, 0, 1, 5, 15, 16, 17, 32, 33, 50}) {
-        if (replace && fanout >= 0) continue;  // with replacement: the generic path
-        for (bool with_ids : {true, false}) {
-          for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
-            SamplingOptions o;
-            o.replace = replace;
-            o.with_edge_ids = with_ids;
-            OneHopResult r;
-            ASSERT_TRUE(SampleOneHop(*graph, nodes, fanout, hop, seed, o, p, &r).ok());
-            detail::RowScratch scratch;
-            std::vector<int64_t> want_nbr, want_eid, want_off{0};
-            for (int64_t v : nodes) {
-              const int64_t s = g.indptr[v], d = g.indptr[v + 1] - s;
-              const int64_t k = detail::RowSampleCount(*graph, s, d, fanout, o);
-              std::vector<int64_t> pos(static_cast<size_t>(k));
-              detail::SampleRowPositions(*graph, s, d, fanout, k,
-                                         NodeKey(seed, hop, static_cast<uint64_t>(v)), o,
-                                         pos.data(), &scratch);
-              for (int64_t q : pos) {
-                want_nbr.push_back(g.indices[s + q]);
-                want_eid.push_back(graph->edge_ids() ? g.edge_ids[s + q] : s + q);
+  for (bool scalar_draws : {false, true}) {  // AVX-512 draws where the CPU has them; scalar ones
+    detail::SetFloydDrawsAvx512Off(scalar_draws);
+    for (const CsrGraph* graph : {&wide, &compact, &positions}) {
+      for (bool replace : {false, true}) {
+        for (int64_t fanout : {-1, 0, 1, 5, 15, 16, 17, 32, 33, 50}) {
+          if (replace && fanout >= 0) continue;  // with replacement: the generic path
+          for (bool with_ids : {true, false}) {
+            for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+              SamplingOptions o;
+              o.replace = replace;
+              o.with_edge_ids = with_ids;
+              OneHopResult r;
+              ASSERT_TRUE(SampleOneHop(*graph, nodes, fanout, hop, seed, o, p, &r).ok());
+              detail::RowScratch scratch;
+              std::vector<int64_t> want_nbr, want_eid, want_off{0};
+              for (int64_t v : nodes) {
+                const int64_t s = g.indptr[v], d = g.indptr[v + 1] - s;
+                const int64_t k = detail::RowSampleCount(*graph, s, d, fanout, o);
+                std::vector<int64_t> pos(static_cast<size_t>(k));
+                detail::SampleRowPositions(*graph, s, d, fanout, k,
+                                           NodeKey(seed, hop, static_cast<uint64_t>(v)), o,
+                                           pos.data(), &scratch);
+                for (int64_t q : pos) {
+                  want_nbr.push_back(g.indices[s + q]);
+                  want_eid.push_back(graph->edge_ids() ? g.edge_ids[s + q] : s + q);
+                }
+                want_off.push_back(static_cast<int64_t>(want_nbr.size()));
               }
-              want_off.push_back(static_cast<int64_t>(want_nbr.size()));
+              SCOPED_TRACE(std::string(scalar_draws ? "scalar draws, " : "") + "index bytes " +
+                           std::to_string(graph->index_bytes()) + ", fanout " +
+                           std::to_string(fanout) + (replace ? ", replace" : "") +
+                           (with_ids ? ", edge ids" : "") + (p ? ", pool" : ""));
+              EXPECT_EQ(std::vector<int64_t>(r.offsets.begin(), r.offsets.end()), want_off);
+              EXPECT_EQ(std::vector<int64_t>(r.neighbors.begin(), r.neighbors.end()), want_nbr);
+              if (with_ids)
+                EXPECT_EQ(std::vector<int64_t>(r.edge_ids.begin(), r.edge_ids.end()), want_eid);
+              else
+                EXPECT_TRUE(r.edge_ids.empty());
             }
-            SCOPED_TRACE("index bytes " + std::to_string(graph->index_bytes()) + ", fanout " +
-                         std::to_string(fanout) + (replace ? ", replace" : "") +
-                         (with_ids ? ", edge ids" : "") + (p ? ", pool" : ""));
-            EXPECT_EQ(std::vector<int64_t>(r.offsets.begin(), r.offsets.end()), want_off);
-            EXPECT_EQ(std::vector<int64_t>(r.neighbors.begin(), r.neighbors.end()), want_nbr);
-            if (with_ids)
-              EXPECT_EQ(std::vector<int64_t>(r.edge_ids.begin(), r.edge_ids.end()), want_eid);
-            else
-              EXPECT_TRUE(r.edge_ids.empty());
           }
         }
       }
+    }
+  }
+  detail::SetFloydDrawsAvx512Off(false);
+}
+
+// The AVX-512 draws (eight at a time, a 64-bit high multiply made of 32-bit
+// halves) equal the scalar ones draw for draw, for rows of every size up to
+// 2^62 (where the high multiply's carries matter) and partial last groups.
+TEST(NeighborSamplerTest, VectorFloydDrawsEqualTheScalarDraws) {
+  if (!detail::HasFloydDrawsAvx512()) GTEST_SKIP() << "this CPU has no AVX-512 (F and DQ)";
+  SplitMix64 rng(77);
+  for (int trial = 0; trial < 2000; ++trial) {
+    const uint64_t key = rng.Next();
+    const int64_t count = 1 + static_cast<int64_t>(DrawBelow(rng.Next(), 32));
+    const int bits = 1 + static_cast<int>(DrawBelow(rng.Next(), 62));
+    const int64_t degree = count + static_cast<int64_t>(DrawBelow(rng.Next(), uint64_t{1} << bits));
+    const int64_t j0 = degree - count;
+    alignas(64) int64_t got[32 + 8];
+    ASSERT_TRUE(detail::FloydDrawsAvx512(key, j0, count, got));
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t j = j0 + i;
+      ASSERT_EQ(got[i], static_cast<int64_t>(DrawBelow(Draw(key, static_cast<uint64_t>(j)), j + 1)))
+          << "key " << key << " j " << j;
     }
   }
 }
