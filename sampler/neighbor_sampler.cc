@@ -66,11 +66,7 @@ Status HopSampler::Sample(const CsrGraph& graph, ArrayView<const int64_t> nodes,
       int64_t d = indptr[v - lo + 1] - s;
       start_[i] = s;
       degree_[i] = d;
-      // Unweighted counts inline (no call per node); RowSampleCount's rule.
-      count[i] = options.weighted  ? detail::RowSampleCount(graph, s, d, fanout, options)
-                 : fanout < 0      ? d
-                 : options.replace ? (d > 0 ? fanout : 0)
-                                   : std::min(fanout, d);
+      count[i] = detail::RowSampleCount(graph, s, d, fanout, options);
     }
   };
   chunks.Run(count_chunk);
@@ -223,35 +219,19 @@ Status HopSampler::Sample(const CsrGraph& graph, ArrayView<const int64_t> nodes,
         }
         return;
       }
-      const uint64_t key = NodeKeyIn(hop_key, static_cast<uint64_t>(nodes[i]));
+      auto key = [&] { return NodeKeyIn(hop_key, static_cast<uint64_t>(nodes[i])); };
       if (k > 32) {
-        detail::FloydSample(d, k, key, pos, &scratch);
+        detail::FloydSample(d, k, key(), pos, &scratch);
         for (int64_t j = 0; j < k; ++j) {
           pos[j] += s;
           __builtin_prefetch(indices + pos[j], 0, 2);
         }
       } else {
-        // FloydSample's small-k loop, each pick prefetched as it is drawn.
-        // `seen` has bit (p mod 256) set for every position taken so far.
-        uint64_t seen[4] = {0, 0, 0, 0};
-        int64_t n = 0;
+        // FloydSample's small-k loop, each pick prefetched as it is drawn;
+        // the raw draws precomputed in `ring` (their key computed there).
         const int64_t* raw = vector_draws ? ring[i & 1] : nullptr;
-        for (int64_t j = d - k; j < d; ++j) {
-          int64_t t =
-              raw != nullptr ? raw[n] : static_cast<int64_t>(DrawBelow(Draw(key, j), j + 1));
-          uint64_t& word = seen[(t >> 6) & 3];
-          if (word & (uint64_t{1} << (t & 63))) {
-            for (int64_t q = 0; q < n; ++q) {
-              if (pos[q] == s + t) {
-                t = j;  // j cannot be chosen yet: it is above every earlier draw range
-                break;
-              }
-            }
-          }
-          seen[(t >> 6) & 3] |= uint64_t{1} << (t & 63);
-          pos[n++] = s + t;
-          __builtin_prefetch(indices + s + t, 0, 2);
-        }
+        detail::FloydSmall(d, k, raw != nullptr ? 0 : key(), raw, s, pos,
+                           [&](int64_t p) { __builtin_prefetch(indices + p, 0, 2); });
       }
       if (prefetch_eids) {
         for (int64_t j = 0; j < k; ++j) __builtin_prefetch(eids + pos[j]);

@@ -102,26 +102,11 @@ bool FloydDrawsAvx512(uint64_t key, int64_t j0, int64_t count, int64_t* t) {
 }
 
 void FloydSample(int64_t degree, int64_t k, uint64_t key, int64_t* pos, RowScratch* scratch) {
-  int64_t n = 0;
   if (k <= 32) {
-    // `seen` has bit (p mod 64) set for every position p taken so far: a draw
-    // whose bit is clear is new without scanning pos (most draws of a long row).
-    uint64_t seen = 0;
-    for (int64_t j = degree - k; j < degree; ++j) {
-      int64_t t = static_cast<int64_t>(DrawBelow(Draw(key, j), j + 1));
-      if (seen & (uint64_t{1} << (t & 63))) {
-        for (int64_t q = 0; q < n; ++q) {
-          if (pos[q] == t) {
-            t = j;  // j cannot be chosen yet: it is above every earlier draw range
-            break;
-          }
-        }
-      }
-      seen |= uint64_t{1} << (t & 63);
-      pos[n++] = t;
-    }
+    FloydSmall(degree, k, key, nullptr, 0, pos, [](int64_t) {});
     return;
   }
+  int64_t n = 0;
   std::vector<uint64_t>& bits = scratch->bits;
   size_t words = static_cast<size_t>((degree + 63) / 64);
   if (bits.size() < words) bits.resize(words, 0);
@@ -134,13 +119,8 @@ void FloydSample(int64_t degree, int64_t k, uint64_t key, int64_t* pos, RowScrat
   for (int64_t q = 0; q < n; ++q) bits[pos[q] >> 6] &= ~(1ULL << (pos[q] & 63));
 }
 
-int64_t RowSampleCount(const CsrGraph& graph, int64_t start, int64_t degree, int64_t fanout,
-                       const SamplingOptions& options) {
-  if (!options.weighted) {
-    if (fanout < 0) return degree;
-    if (options.replace) return degree > 0 ? fanout : 0;
-    return std::min(fanout, degree);
-  }
+int64_t WeightedRowSampleCount(const CsrGraph& graph, int64_t start, int64_t degree, int64_t fanout,
+                               const SamplingOptions& options) {
   int64_t positive;
   double total;
   PositiveWeights(graph.weights() + start, degree, &positive, &total);

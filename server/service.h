@@ -149,9 +149,8 @@ class PartitionService {
   // Holds a batch tenant's reply refused over a quota until the request
   // could pass (at most kMaxRefusalPaceS), so that a client retrying in a
   // tight loop costs the server one call per refill instead of thousands a
-  // second. Only for
-  // a path whose thread serves one connection (Thrift): the data plane's
-  // shared executors must not sleep.
+  // second. Only for a path whose thread serves one connection (Thrift): the
+  // data plane's shared executors must not sleep.
   static constexpr double kMaxRefusalPaceS = 0.1;
   void SetPaceRefusals(bool on) { pace_refusals_ = on; }
 

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/random.h"
 #include "sampler/csr_graph.h"
 #include "sampler/neighbor_sampler.h"
 
@@ -21,10 +22,38 @@ struct RowScratch {
 // Uniform k-subset of [0, degree) by Floyd's algorithm (REQUIRES: 0 <= k <=
 // degree): draw j in [degree - k, degree) takes DrawBelow(Draw(key, j), j + 1),
 // or j itself where that was taken, so the subset is a pure function of
-// (key, degree, k). Membership is a bitmap (a 64-bit mask up to k = 32):
-// O(k) for any k. Positions come out in draw order. The one Floyd sampler of
-// sampler/ (neighbor and temporal hops).
+// (key, degree, k). Membership is a bitmap (256 bits up to k = 32, FloydSmall
+// below, which the uniform hop calls directly): O(k) for any k. Positions
+// come out in draw order. The one Floyd sampler of sampler/ (neighbor and
+// temporal hops).
 void FloydSample(int64_t degree, int64_t k, uint64_t key, int64_t* pos, RowScratch* scratch);
+
+// FloydSample's loop for k <= 32 (REQUIRES 0 <= k <= min(degree, 32)):
+// writes start + p for each position p taken, in draw order. `raw`: the
+// draws precomputed by FloydDrawsAvx512() (key unused), or null to draw them
+// here under `key`. on_pick(start + p) runs as each is taken (the uniform
+// hop prefetches its line). `seen` has bit (p mod 256) set for every
+// position taken so far: a draw whose bit is clear is new without scanning.
+template <typename OnPick>
+inline void FloydSmall(int64_t degree, int64_t k, uint64_t key, const int64_t* raw, int64_t start,
+                       int64_t* pos, OnPick&& on_pick) {
+  uint64_t seen[4] = {0, 0, 0, 0};
+  int64_t n = 0;
+  for (int64_t j = degree - k; j < degree; ++j) {
+    int64_t t = raw != nullptr ? raw[n] : static_cast<int64_t>(DrawBelow(Draw(key, j), j + 1));
+    if (seen[(t >> 6) & 3] & (uint64_t{1} << (t & 63))) {
+      for (int64_t q = 0; q < n; ++q) {
+        if (pos[q] == start + t) {
+          t = j;  // j cannot be chosen yet: it is above every earlier draw range
+          break;
+        }
+      }
+    }
+    seen[(t >> 6) & 3] |= uint64_t{1} << (t & 63);
+    pos[n++] = start + t;
+    on_pick(start + t);
+  }
+}
 
 // Floyd's raw draws: t[i] = DrawBelow(Draw(key, j), j + 1) for j = j0 + i,
 // i in [0, count) (FloydSample's draw for position j before its collision
@@ -37,9 +66,18 @@ bool HasFloydDrawsAvx512();
 // Turns the AVX-512 draws off (tests: the scalar path on any CPU).
 void SetFloydDrawsAvx512Off(bool off);
 
-// Exact number of edges SampleRowPositions() writes for a row.
-int64_t RowSampleCount(const CsrGraph& graph, int64_t start, int64_t degree, int64_t fanout,
-                       const SamplingOptions& options);
+// Exact number of edges SampleRowPositions() writes for a row. Inline: the
+// hops call it once per node; a weighted row counts its positive weights
+// (WeightedRowSampleCount).
+int64_t WeightedRowSampleCount(const CsrGraph& graph, int64_t start, int64_t degree, int64_t fanout,
+                               const SamplingOptions& options);
+inline int64_t RowSampleCount(const CsrGraph& graph, int64_t start, int64_t degree, int64_t fanout,
+                              const SamplingOptions& options) {
+  if (options.weighted) return WeightedRowSampleCount(graph, start, degree, fanout, options);
+  if (fanout < 0) return degree;
+  if (options.replace) return degree > 0 ? fanout : 0;
+  return degree < fanout ? degree : fanout;
+}
 
 // Writes the sample of the row [start, start + degree) under `key` as CSR
 // positions (relative to start) into pos[0 .. count). REQUIRES: count ==
