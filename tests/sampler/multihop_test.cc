@@ -282,15 +282,15 @@ TEST(IdMapTest, DenseRangeGivesTheSameMappingAsTheHashTable) {
 // Dense slots hold a batch epoch and a local index in 32 bits: a batch with
 // more nodes than the index holds continues in the hash table, and epochs wrap
 // (every 2^kDenseEpochBits - 1 batches) without a stale slot matching again.
-// Both paths (one key at a time, and Relabel over a hop's keys) agree with
-// the hash table alone.
+// Both paths (one key at a time, and Relabel over a hop's keys: a batch's
+// hops mix them) agree with the hash table alone.
 template <class Map>
 void ExpectSameMappingAsTheTable(int batches, int64_t dense_end, int64_t key_space, int big_batch,
                                  int small_batch) {
   Map narrow;
   detail::IdMap hash;  // no dense range
   narrow.SetDenseRange(dense_end);
-  SplitMix64 rng(9);
+  SplitMix64 rng(9), split(10);
   for (int batch = 0; batch < batches; ++batch) {
     narrow.Reset(8);
     hash.Reset(8);
@@ -300,18 +300,28 @@ void ExpectSameMappingAsTheTable(int batches, int64_t dense_end, int64_t key_spa
       x = static_cast<int64_t>(rng.Next() % key_space);  // inside and beyond the range
     std::vector<int64_t> local(keys), ref_local(keys), new_keys(keys + 1), ref_new(keys + 1);
     int64_t next = 0, ref_next = 0;
-    if (batch % 2 == 0) {
-      next = narrow.Relabel(k.data(), keys, 0, local.data(), new_keys.data());
-    } else {
-      for (int i = 0; i < keys; ++i) {
-        local[i] = narrow.FindOrInsert(k[i], next);
-        if (local[i] == next) new_keys[next++] = k[i];
-      }
-    }
     hash.Reserve(keys);
     for (int i = 0; i < keys; ++i) {
       ref_local[i] = hash.FindOrInsert(k[i], ref_next);
       if (ref_local[i] == ref_next) ref_new[ref_next++] = k[i];
+    }
+    // The keys in hops of random lengths, each by Relabel or one at a time,
+    // with lookups between them.
+    for (int start = 0, hop = 0; start < keys; ++hop) {
+      const int len = std::min(keys - start, 1 + static_cast<int>(split.Next() % (keys / 2 + 1)));
+      if ((batch + hop) % 2 == 0) {
+        next = narrow.Relabel(k.data() + start, len, next, local.data() + start, new_keys.data());
+      } else {
+        for (int i = start; i < start + len; ++i) {
+          local[i] = narrow.FindOrInsert(k[i], next);
+          if (local[i] == next) new_keys[next++] = k[i];
+        }
+      }
+      start += len;
+      if (hop % 3 == 2) {
+        const int j = static_cast<int>(split.Next() % start);
+        ASSERT_EQ(narrow.Find(k[j]), ref_local[j]) << "batch " << batch << " hop " << hop;
+      }
     }
     ASSERT_EQ(local, ref_local) << "batch " << batch;
     ASSERT_EQ(next, ref_next) << "batch " << batch;
@@ -330,6 +340,13 @@ TEST(IdMapTest, NarrowDenseSlotsOverflowToTheTable) {
 TEST(IdMapTest, DenseEpochsWrapWithoutStaleMatches) {
   ExpectSameMappingAsTheTable<detail::BasicIdMap<29>>(300, 200, 250, 60,
                                                       10);  // 3 epoch bits: a wrap every 7 batches
+}
+
+TEST(IdMapTest, SmallBatchesInALargeRangeStartEmpty) {
+  // Few ids per batch in a range far larger (as online inference on a large
+  // graph): nothing of one batch may answer for the next (which a clearing
+  // pass over the batch's ids instead of the epochs could get wrong).
+  ExpectSameMappingAsTheTable<detail::IdMap>(50, 1 << 16, 300, 60, 10);
 }
 
 TEST(IdMapTest, RelabelPrefetchesAndMapsLongRuns) {
