@@ -197,13 +197,18 @@ Status HopSampler::Sample(const CsrGraph& graph, ArrayView<const int64_t> nodes,
         // the next nodes' slots of this chunk, written again when they are
         // drawn) and the row's first and last lines prefetched.
         for (int64_t p = 0; p < kShortRow; ++p) pos[p] = s + p;
-        const int64_t last = s + d - (d > 0);  // the row's last position (s when empty)
-        __builtin_prefetch(indices + s, 0, 2);
-        if (kPerLine < kShortRow) __builtin_prefetch(indices + std::min(s + kPerLine, last), 0, 2);
+        // An empty row (half the nodes of an R-MAT graph) prefetches the
+        // array's first line (in cache) rather than a line of another row
+        // it never reads: chosen without a branch.
+        const int64_t first = d > 0 ? s : 0;
+        const int64_t last = d > 0 ? s + d - 1 : 0;  // the row's last position
+        __builtin_prefetch(indices + first, 0, 2);
+        if (kPerLine < kShortRow)
+          __builtin_prefetch(indices + std::min(first + kPerLine, last), 0, 2);
         __builtin_prefetch(indices + last, 0, 2);
         if (prefetch_eids) {
-          __builtin_prefetch(eids + s);
-          __builtin_prefetch(eids + std::min(s + kInt64PerLine, last));
+          __builtin_prefetch(eids + first);
+          __builtin_prefetch(eids + std::min(first + kInt64PerLine, last));
           __builtin_prefetch(eids + last);
         }
         return;
