@@ -73,10 +73,8 @@ __attribute__((target("avx512f,avx512dq"))) void DrawsAvx512(uint64_t key, int64
 #pragma GCC diagnostic pop
 #endif
 
-}  // namespace
-
-namespace {
 std::atomic<bool> g_avx512_draws_off{false};
+
 }  // namespace
 
 void SetFloydDrawsAvx512Off(bool off) { g_avx512_draws_off.store(off); }
