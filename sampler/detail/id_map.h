@@ -103,8 +103,10 @@ class BasicIdMap {
   // FindOrInsert on keys[0 .. n) in turn, new keys numbered from `next`:
   // writes each key's index to local[e], each new key k to new_keys[index of
   // k], and returns the next free index. The loop the samplers run per edge:
-  // runs of keys in the dense range go through DenseRun(). REQUIRES: as
-  // FindOrInsert (Reserve() made room for every key).
+  // runs of keys in the dense range go through DenseRun(). new_keys needs
+  // room for next + n entries: those from the returned index on are scratch
+  // (DenseRun writes each key there before it knows whether it is new).
+  // REQUIRES: as FindOrInsert (Reserve() made room for every key).
   int64_t Relabel(const int64_t* keys, int64_t n, int64_t next, int64_t* local, int64_t* new_keys) {
     if (dense_end_ == 0 || dense_overflow_ || next + n > int64_t{kValueMask} + 1) {
       for (int64_t e = 0; e < n;
@@ -157,6 +159,14 @@ class BasicIdMap {
   // table path calls out, the compiler spilled it to the stack). Each key's
   // slot is prefetched kPrefetch keys ahead (48: at scale 23, where the
   // slots miss to DRAM, 16 left the loads waiting; 48 cut the pass by 20%).
+  // Without a branch on whether the key is new (a third of a hop's keys are
+  // held already, in no pattern a predictor learns): the slot is written
+  // either way (a held key's with its own value), the key is written at
+  // new_keys[next] either way (a held key's is overwritten by the next new
+  // one), and `next` advances by the comparison. A mispredicted branch here
+  // waited for its slot's line and then threw away the loads issued past it:
+  // without it the pass takes half the time where the slots are in cache and
+  // 20% less at scale 23 (docs/BENCHMARKS.md, "Round three, fourth session").
   __attribute__((noinline)) static int64_t DenseRun(const int64_t* keys, int64_t e, int64_t n,
                                                     uint32_t* dense, uint64_t dense_end,
                                                     uint32_t live, int64_t* next_io, int64_t* local,
@@ -170,14 +180,13 @@ class BasicIdMap {
       }
       const int64_t v = keys[e];
       if (__builtin_expect(static_cast<uint64_t>(v) >= dense_end, 0)) break;
-      uint32_t& d = dense[v];
-      if ((d & ~kValueMask) == live) {
-        local[e] = d & kValueMask;
-      } else {
-        d = live | static_cast<uint32_t>(next);
-        new_keys[next] = v;
-        local[e] = next++;
-      }
+      const uint32_t d = dense[v];
+      const bool held = (d & ~kValueMask) == live;
+      const uint32_t idx = held ? (d & kValueMask) : static_cast<uint32_t>(next);
+      dense[v] = live | idx;
+      new_keys[next] = v;
+      local[e] = idx;
+      next += !held;
     }
     *next_io = next;
     return e;
