@@ -91,6 +91,26 @@ Status HopSampler::Sample(const CsrGraph& graph, ArrayView<const int64_t> nodes,
   int64_t* nbr = out->neighbors.data();
   int64_t* eid_out = options.with_edge_ids ? out->edge_ids.data() : nullptr;
   const uint64_t hop_key = HopKey(request_seed, static_cast<uint64_t>(hop));
+  // Output slots [from, to) hold absolute CSR positions: each becomes its
+  // neighbor id, and its edge id is written (the position itself where the
+  // graph stores none). Both paths below resolve their picks through it.
+  auto resolve = [&](const auto* indices, int64_t from, int64_t to) __attribute__((always_inline)) {
+    if (eid_out == nullptr) {
+      for (int64_t x = from; x < to; ++x) nbr[x] = indices[nbr[x]];
+    } else if (eids == nullptr) {  // edge id = CSR position
+      for (int64_t x = from; x < to; ++x) {
+        const int64_t p = nbr[x];
+        eid_out[x] = p;
+        nbr[x] = indices[p];
+      }
+    } else {
+      for (int64_t x = from; x < to; ++x) {
+        const int64_t p = nbr[x];
+        eid_out[x] = eids[p];
+        nbr[x] = indices[p];
+      }
+    }
+  };
   // `indices` is the graph's neighbor array in the width it is held in
   // (int64, or int32 for compact topology): one instantiation each.
   auto sample_chunk_of = [&](const auto* indices, int64_t c) {
@@ -110,6 +130,8 @@ Status HopSampler::Sample(const CsrGraph& graph, ArrayView<const int64_t> nodes,
       // The prefetches stay written out here (and in hetero.cc's draw): moved
       // into a shared helper, GCC judged it free of side effects and dropped
       // its calls (no prefetch left in the binary, half the throughput).
+      // The positions are made absolute here (resolve() reads them so).
+      for (int64_t j = 0; j < k; ++j) pos[j] += s;
       const int64_t d = degree_[i];
       if (d <= k) {
         // As many picks as the row has edges (most rows of a power-law
@@ -122,33 +144,15 @@ Status HopSampler::Sample(const CsrGraph& graph, ArrayView<const int64_t> nodes,
         }
         return;
       }
-      for (int64_t j = 0; j < k; ++j) __builtin_prefetch(indices + s + pos[j]);
+      for (int64_t j = 0; j < k; ++j) __builtin_prefetch(indices + pos[j]);
       if (eids && eid_out) {
-        for (int64_t j = 0; j < k; ++j) __builtin_prefetch(eids + s + pos[j]);
+        for (int64_t j = 0; j < k; ++j) __builtin_prefetch(eids + pos[j]);
       }
     };
     for (int64_t i = b; i < std::min(e, b + kDrawAhead); ++i) draw(i);
     for (int64_t i = b; i < e; ++i) {
       if (i + kDrawAhead < e) draw(i + kDrawAhead);
-      int64_t o = offsets[i];
-      int64_t k = offsets[i + 1] - o;
-      int64_t s = start_[i];
-      int64_t* pos = nbr + o;
-      if (eid_out == nullptr) {
-        for (int64_t j = 0; j < k; ++j) pos[j] = indices[s + pos[j]];
-      } else if (eids == nullptr) {  // edge id = CSR position
-        for (int64_t j = 0; j < k; ++j) {
-          const int64_t p = s + pos[j];
-          eid_out[o + j] = p;
-          pos[j] = indices[p];
-        }
-      } else {
-        for (int64_t j = 0; j < k; ++j) {
-          const int64_t p = s + pos[j];
-          eid_out[o + j] = eids[p];
-          pos[j] = indices[p];
-        }
-      }
+      resolve(indices, offsets[i], offsets[i + 1]);
     }
   };
   // The default hop (uniform, without replacement, or every neighbor), on
@@ -242,31 +246,13 @@ Status HopSampler::Sample(const CsrGraph& graph, ArrayView<const int64_t> nodes,
         for (int64_t j = 0; j < k; ++j) __builtin_prefetch(eids + pos[j]);
       }
     };
-    auto resolve = [&](int64_t from, int64_t to)
-        __attribute__((always_inline)) {  // edges [from, to)
-      if (eid_out == nullptr) {
-        for (int64_t x = from; x < to; ++x) nbr[x] = indices[nbr[x]];
-      } else if (eids == nullptr) {  // edge id = CSR position
-        for (int64_t x = from; x < to; ++x) {
-          const int64_t p = nbr[x];
-          eid_out[x] = p;
-          nbr[x] = indices[p];
-        }
-      } else {
-        for (int64_t x = from; x < to; ++x) {
-          const int64_t p = nbr[x];
-          eid_out[x] = eids[p];
-          nbr[x] = indices[p];
-        }
-      }
-    };
     precompute(b);
     for (int64_t i = b; i < std::min(e, b + kDrawAhead); ++i) draw(i);
     int64_t done = b;  // nodes [b, done) are resolved
     for (int64_t i = b; i < e; ++i) {
       if (i + kDrawAhead < e) draw(i + kDrawAhead);
       if (i + 1 - done == kGroup || i + 1 == e) {
-        resolve(offsets[done], offsets[i + 1]);
+        resolve(indices, offsets[done], offsets[i + 1]);
         done = i + 1;
       }
     }
