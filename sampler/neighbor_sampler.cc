@@ -127,11 +127,11 @@ Status HopSampler::Sample(const CsrGraph& graph, ArrayView<const int64_t> nodes,
       detail::SampleRowPositions(graph, s, degree_[i], fanout, k,
                                  NodeKeyIn(hop_key, static_cast<uint64_t>(nodes[i])), options, pos,
                                  &scratch);
+      // The positions are made absolute here (resolve() reads them so).
+      for (int64_t j = 0; j < k; ++j) pos[j] += s;
       // The prefetches stay written out here (and in hetero.cc's draw): moved
       // into a shared helper, GCC judged it free of side effects and dropped
       // its calls (no prefetch left in the binary, half the throughput).
-      // The positions are made absolute here (resolve() reads them so).
-      for (int64_t j = 0; j < k; ++j) pos[j] += s;
       const int64_t d = degree_[i];
       if (d <= k) {
         // As many picks as the row has edges (most rows of a power-law
