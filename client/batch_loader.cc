@@ -346,15 +346,26 @@ std::vector<int64_t> BatchLoader::EpochPositions(int64_t epoch) const {
       std::swap(perm[i],
                 perm[static_cast<int64_t>(DrawBelow(rng.Next(), static_cast<uint64_t>(i + 1)))]);
   }
+  // Every rank gets the same count (a DDP job all-reduces once a batch, so a rank with one
+  // batch more waits for ever): as torch's DistributedSampler, the epoch's permutation is
+  // padded by wrapping around to a multiple of world_size (drop_last=false), or cut to one
+  // (drop_last=true), then dealt round-robin.
+  const int64_t total = EpochLength();
   std::vector<int64_t> mine;
-  mine.reserve(perm.size() / world_ + 1);
-  for (size_t i = rank_; i < perm.size(); i += world_) mine.push_back(perm[i]);
+  mine.reserve(static_cast<size_t>(total / world_));
+  const int64_t n = static_cast<int64_t>(perm.size());
+  for (int64_t i = rank_; i < total; i += world_) mine.push_back(perm[i % n]);
   return mine;
 }
 
+int64_t BatchLoader::EpochLength() const {
+  const int64_t n = static_cast<int64_t>(seeds_.size());
+  if (n == 0) return 0;
+  return options_.drop_last ? n / world_ * world_ : (n + world_ - 1) / world_ * world_;
+}
+
 int64_t BatchLoader::num_batches() const {
-  int64_t n = static_cast<int64_t>(seeds_.size());
-  int64_t mine = n / world_ + (rank_ < n % world_ ? 1 : 0);
+  const int64_t mine = EpochLength() / world_;  // the same on every rank
   return options_.drop_last ? mine / options_.batch_size
                             : (mine + options_.batch_size - 1) / options_.batch_size;
 }

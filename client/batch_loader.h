@@ -200,7 +200,11 @@ class BatchLoader {
   // std::runtime_error with the source's message (server address included).
   bool Next(Batch* out);
 
-  int64_t num_batches() const;  // this rank's batches per epoch
+  // This rank's batches per epoch: the same on every rank. Without drop_last an
+  // epoch's permutation is padded by wrapping around (its first seeds again) to a
+  // multiple of world_size; with drop_last it is cut to one, and a rank's last
+  // partial batch is dropped.
+  int64_t num_batches() const;
   // This rank's seeds, in batch order (a LinkLoader: positions of seed edges).
   std::vector<int64_t> EpochSeeds(int64_t epoch) const;
   int rank() const { return rank_; }
@@ -220,6 +224,8 @@ class BatchLoader {
   Status Produce(Session* session, DeviceFeatureFetcher* fetcher, int64_t b, Batch* out);
   // This rank's seed positions of an epoch, in batch order.
   std::vector<int64_t> EpochPositions(int64_t epoch) const;
+  // The padded (or cut) length of an epoch's permutation, over all ranks.
+  int64_t EpochLength() const;
 
   std::shared_ptr<Source> source_;
   std::shared_ptr<const LinkSeeds> links_;  // LinkLoader only

@@ -137,7 +137,85 @@ TEST_F(LoaderTest, RanksSplitEveryEpochWithoutOverlapOrGaps) {
         EXPECT_EQ(batches, loader.num_batches());
       }
       ASSERT_EQ(seen.size(), train.size()) << "world " << world << " epoch " << epoch;
-      for (int64_t s : train) EXPECT_EQ(seen[s], 1) << "seed " << s << " world " << world;
+      // 140 seeds over 3 ranks: padded to 141 by repeating one seed (the epoch's first).
+      int repeats = 0;
+      for (int64_t s : train) {
+        EXPECT_GE(seen[s], 1) << "seed " << s << " world " << world;
+        EXPECT_LE(seen[s], 2) << "seed " << s << " world " << world;
+        repeats += seen[s] - 1;
+      }
+      EXPECT_EQ(repeats, (world - 140 % world) % world) << "world " << world;
+    }
+  }
+}
+
+// A DDP job all-reduces once a batch: every rank must yield the same number of
+// batches, or the rank with one more waits for ever. Over a grid of shuffle
+// seeds, world sizes, batch sizes and seed counts, both drop_last settings.
+TEST_F(LoaderTest, EveryRankYieldsTheSameNumberOfBatches) {
+  StartServers(1);
+  auto local = Local();
+  for (int64_t n : {1, 7, 64, 2049, 2047}) {
+    std::vector<int64_t> seeds(static_cast<size_t>(n));
+    std::iota(seeds.begin(), seeds.end(), int64_t{100});
+    for (uint64_t seed = 0; seed < 4; ++seed) {
+      for (int world = 1; world <= 8; ++world) {
+        for (int64_t batch : {1, 5, 512}) {
+          for (bool drop_last : {false, true}) {
+            std::string what = "n " + std::to_string(n) + " seed " + std::to_string(seed) +
+                               " world " + std::to_string(world) + " batch " +
+                               std::to_string(batch) + (drop_last ? " drop_last" : "");
+            std::map<int64_t, int> seen;
+            int64_t first_count = -1, first_batches = -1;
+            for (int rank = 0; rank < world; ++rank) {
+              LoaderOptions o;
+              o.batch_size = batch;
+              o.world_size = world;
+              o.rank = rank;
+              o.seed = seed;
+              o.drop_last = drop_last;
+              o.fanouts = {2};
+              o.features = false;
+              NodeLoader loader(local, seeds, o);
+              std::vector<int64_t> mine = loader.EpochSeeds(1);
+              for (int64_t s : mine) seen[s]++;
+              int64_t count = static_cast<int64_t>(mine.size());
+              int64_t batches = loader.num_batches();
+              EXPECT_EQ(batches, drop_last ? count / batch : (count + batch - 1) / batch) << what;
+              if (rank == 0) {
+                first_count = count;
+                first_batches = batches;
+              }
+              EXPECT_EQ(count, first_count) << what << " rank " << rank;
+              EXPECT_EQ(batches, first_batches) << what << " rank " << rank;
+              // What is yielded agrees with len(), on a sample of the grid (iterating
+              // all of it would sample 2049 seeds for thousands of loaders).
+              if (seed == 0 && batch != 1 && (world == 1 || world == 3 || world == 8)) {
+                loader.SetEpoch(1);
+                MiniBatch b;
+                int64_t yielded = 0, seeds_yielded = 0;
+                while (loader.Next(&b)) {
+                  ++yielded;
+                  seeds_yielded += b.batch_size;
+                }
+                EXPECT_EQ(yielded, batches) << what << " rank " << rank;
+                EXPECT_EQ(seeds_yielded, drop_last ? batches * batch : count)
+                    << what << " rank " << rank;
+              }
+            }
+            int64_t total = first_count * world;
+            if (drop_last) {
+              EXPECT_EQ(total, n / world * world) << what;
+              for (auto& [s, c] : seen) EXPECT_EQ(c, 1) << what << " seed " << s;  // no repeats
+            } else {
+              EXPECT_EQ(total, (n + world - 1) / world * world) << what;
+              EXPECT_EQ(static_cast<int64_t>(seen.size()), n) << what;  // every seed once at least
+              for (auto& [s, c] : seen)  // padding wraps around: at most ceil(total / n) each
+                EXPECT_LE(c, (total + n - 1) / n) << what << " seed " << s;
+            }
+          }
+        }
+      }
     }
   }
 }

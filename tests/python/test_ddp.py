@@ -54,3 +54,72 @@ def test_two_ranks_shard_every_epoch_and_repeat_exactly(local, cluster, tmp_path
     assert [r["rank"] for r in first] == [0, 1] and all(r["world_size"] == 2 for r in first)
     for a, b in zip(first, second):
         assert a["losses"] == b["losses"] and len(a["losses"]) > 0
+
+
+UNEVEN = r'''
+import datetime, json, sys, torch, fanout
+torch.distributed.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
+cluster = fanout.Cluster.from_file(sys.argv[1], data_plane="tcp")
+drop_last = sys.argv[3] == "1"
+# 129 seeds over 2 ranks, batches of 64: dealt round-robin without padding, rank 0 would
+# get 65 seeds (2 batches) and rank 1 64 (1 batch), and rank 0 would wait at its second
+# all-reduce for ever.
+loader = fanout.NodeLoader(cluster, torch.arange(129), num_neighbors=[3, 2], batch_size=64, num_workers=1,
+                           seed=5, drop_last=drop_last)
+torch.manual_seed(0)
+net = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(cluster.feature_dim, cluster.num_classes))
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+counts, seeds = [], []
+for epoch in range(3):
+    n = 0
+    for b in loader:
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(net(b.x[:b.batch_size]), b.y[:b.batch_size])
+        loss.backward()  # an all-reduce across the two ranks
+        opt.step()
+        n += 1
+    counts.append(n)
+    seeds.append(loader.epoch_seeds(epoch).tolist())
+json.dump({"len": len(loader), "counts": counts, "seeds": seeds}, open(sys.argv[2], "w"))
+'''
+
+
+def test_ddp_with_an_uneven_seed_count_finishes_every_epoch(local, tmp_path):
+    """Three epochs of DDP over 129 seeds on 2 ranks: every rank yields the same
+    number of batches (padding repeats the epoch's first seed; drop_last cuts to
+    64 a rank), so no rank waits at an all-reduce the other never makes."""
+    spec = tmp_path / "cluster.json"
+    spec.write_text(json.dumps({"partitions": [{"partition": i, "replicas": [a]}
+                                               for i, a in enumerate(local.addresses)]}))
+    script = tmp_path / "uneven.py"
+    script.write_text(UNEVEN)
+    for drop_last in (False, True):
+        port = str(free_port())
+        procs = []
+        for rank in range(2):
+            env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=port,
+                       GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1")
+            procs.append(subprocess.Popen([sys.executable, str(script), str(spec),
+                                           str(tmp_path / ("r%d.json" % rank)), "1" if drop_last else "0"],
+                                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        logs = []
+        for p in procs:
+            try:
+                logs.append(p.communicate(timeout=240)[0])
+            except subprocess.TimeoutExpired:
+                for q in procs:
+                    q.kill()
+                raise AssertionError("a DDP rank hung (drop_last=%s)" % drop_last)
+        for p, log in zip(procs, logs):
+            assert p.returncode == 0, log[-3000:]
+        r = [json.load(open(tmp_path / ("r%d.json" % rank))) for rank in range(2)]
+        want = 1 if drop_last else 2
+        for x in r:
+            assert x["len"] == want and x["counts"] == [want] * 3, (drop_last, x["len"], x["counts"])
+        for e in range(3):
+            a, b = r[0]["seeds"][e], r[1]["seeds"][e]
+            assert len(a) == len(b) == (64 if drop_last else 65)
+            if drop_last:
+                assert not set(a) & set(b) and len(set(a) | set(b)) == 128
+            else:
+                assert set(a) | set(b) == set(range(129))  # one seed twice: the padding
