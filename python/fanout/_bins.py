@@ -14,7 +14,6 @@ def find_binary(name):
         candidates.append(os.path.join(env, name))
     here = os.path.dirname(os.path.abspath(__file__))
     candidates.append(os.path.join(here, "..", "..", "bin", name))  # build/python/fanout
-    candidates.append(os.path.join(here, "bin", name))  # an installed package carrying them
     for c in candidates:
         if os.path.isfile(c) and os.access(c, os.X_OK):
             return os.path.normpath(c)

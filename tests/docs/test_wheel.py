@@ -48,12 +48,44 @@ print("torch", torch.__version__, "accuracy", right / total)
 '''
 
 
-def test_the_wheel_installs_into_a_fresh_venv_and_trains(tmp_path):
+@pytest.fixture(scope="module")
+def wheel():
+    """The wheel, built once for this module by ./run wheel."""
     out = subprocess.run(["bash", os.path.join(ROOT, "run"), "wheel"], capture_output=True, text=True,
                          timeout=2400)
     assert out.returncode == 0, out.stderr[-6000:]
-    wheel = out.stdout.strip().split("\n")[-1]
-    assert wheel.endswith(".whl") and os.path.exists(wheel), out.stdout
+    path = out.stdout.strip().split("\n")[-1]
+    assert path.endswith(".whl") and os.path.exists(path), out.stdout
+    return path
+
+
+def test_the_wheel_keeps_the_torch_a_system_site_packages_venv_already_has(wheel, tmp_path):
+    """README's install: a venv with --system-site-packages over Debian's python3-torch (1.13.0a0). Installing
+    the wheel with its dependencies and no index at all succeeds only if the torch already there satisfies
+    them: nothing is downloaded, no second torch lands in the venv, and python -m fanout names Debian's."""
+    probe = subprocess.run(["/usr/bin/python3", "-c", "import torch; print(torch.__version__); print(torch.__file__)"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.fail("the system's python3 has no torch: %s" % probe.stderr)
+    system_version, system_file = probe.stdout.split()
+    venv = tmp_path / "venv"
+    subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", str(venv)], check=True,
+                   timeout=300)
+    pip = subprocess.run([str(venv / "bin" / "pip"), "install", "--no-index", "--disable-pip-version-check", wheel],
+                         capture_output=True, text=True, timeout=600)
+    assert pip.returncode == 0, pip.stdout + pip.stderr  # with --no-index, a torch to fetch fails here
+    purelib = subprocess.run([str(venv / "bin" / "python"), "-c",
+                              "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    assert not [n for n in os.listdir(purelib) if n.lower().startswith("torch")], os.listdir(purelib)
+    env = {k: v for k, v in os.environ.items() if k not in ("FANOUT_BIN_DIR", "PYTHONPATH")}
+    said = subprocess.run([str(venv / "bin" / "python"), "-m", "fanout"], capture_output=True, text=True,
+                          env=env, cwd=str(tmp_path), timeout=120)
+    assert said.returncode == 0, said.stdout + said.stderr
+    assert "torch %s (%s)" % (system_version, os.path.dirname(system_file)) in said.stdout, said.stdout
+
+
+def test_the_wheel_installs_into_a_fresh_venv_and_trains(wheel, tmp_path):
     size_mb = os.path.getsize(wheel) / 2**20
     print("wheel %s: %.1f MiB" % (os.path.basename(wheel), size_mb))
 
