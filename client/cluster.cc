@@ -118,7 +118,11 @@ Status Cluster::Connect(const ClusterSpec& spec, const rpc::RpcOptions& given,
       Status st;
       int backoff = 50;
       for (int attempt = 0;; ++attempt) {
-        st = LocalPartition::Open(i, c->hetero_.num_edge_types(), options.auth_token,
+        // The hello's credential: the data-plane ticket this client's authenticated
+        // connection was handed (a server with tenants maps only a current tenant's),
+        // else the auth token.
+        st = LocalPartition::Open(i, c->hetero_.num_edge_types(),
+                                  i.data_ticket.empty() ? options.auth_token : i.data_ticket,
                                   options.connect_timeout_ms, &c->local_[p]);
         const bool again = st.code() == Status::Code::kUnavailable ||
                            st.code() == Status::Code::kResourceExhausted ||

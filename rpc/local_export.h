@@ -45,6 +45,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -123,6 +124,11 @@ Status DecodeAnswer(const char* data, size_t bytes, std::string* text);
 struct LocalExportOptions {
   std::vector<uid_t> allowed_uids;  // empty: this process's uid only
   std::string token;                // non-empty: a hello must carry it
+  // Set: decides every hello instead of `token` (called on the socket's thread
+  // with the credential the hello carries; a refusal's code and text are sent
+  // back). A server with tenants hands the export only to a current tenant
+  // that may map it (server/tenancy.h, MayMapExport).
+  std::function<Status(const std::string& credential)> authorize;
   int handshake_timeout_ms = 2000;  // a client that says nothing this long is dropped
   int max_pending = 256;            // handshakes at once; more are refused (counted)
 };

@@ -273,7 +273,13 @@ void LocalExport::Impl::Answer(int fd) {
     Refuse(fd, static_cast<int>(st.code()), st.message(), &malformed);
     return;
   }
-  if (!options.token.empty() && !SameSecret(token, options.token)) {
+  if (options.authorize) {
+    Status ok = options.authorize(token);
+    if (!ok.ok()) {
+      Refuse(fd, static_cast<int>(ok.code()), ok.message(), &refused_token);
+      return;
+    }
+  } else if (!options.token.empty() && !SameSecret(token, options.token)) {
     Refuse(fd, static_cast<int>(Status::Code::kUnauthenticated),
            token.empty() ? "this server requires its auth token on the local socket"
                          : "wrong auth token on the local socket",

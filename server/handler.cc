@@ -28,14 +28,20 @@ void RpcHandler::authenticate(const std::string& token) {
   const ServerState& s = svc_.state();
   if (s.tenants_file) {
     // The token names the tenant this connection's requests are charged to.
+    const uint64_t generation = s.tenancy->generation();
     const int tenant = s.tenancy->ByToken(token);
     if (tenant < 0) {
       ++s.counters.auth_refused;
       Throw(
           Status::Unauthenticated("unknown token: no tenant of this server's tenants file has it"));
     }
-    svc_.SetTenant(tenant);
+    has_token_ = true;
+    token_ = token;
+    // A TLS subject a tenant has still decides (Resolve): charged to it.
+    if (subject_.empty() || s.tenancy->ByTlsSubject(subject_) < 0) svc_.SetTenant(tenant);
     authenticated_ = true;
+    refused_why_.clear();
+    resolved_at_ = generation;
     return;
   }
   if (s.options.auth_token.empty()) return;  // nothing required: any token is fine
@@ -49,23 +55,52 @@ void RpcHandler::authenticate(const std::string& token) {
 bool RpcHandler::SetTlsSubject(const std::string& subject) {
   const ServerState& s = svc_.state();
   if (!s.tenants_file) return false;
+  subject_ = subject;
   const int tenant = s.tenancy->ByTlsSubject(subject);
   if (tenant < 0) return false;
   svc_.SetTenant(tenant);
   authenticated_ = true;
+  refused_why_.clear();
   return true;
+}
+
+void RpcHandler::Resolve() {
+  const Tenancy& t = *svc_.state().tenancy;
+  resolved_at_ = t.generation();  // read first: a reload after it is seen next time
+  refused_why_.clear();
+  int tenant = subject_.empty() ? -1 : t.ByTlsSubject(subject_);
+  if (tenant < 0 && has_token_) {
+    tenant = t.ByToken(token_);
+    if (tenant < 0) {
+      authenticated_ = false;
+      refused_why_ =
+          "this connection's token no longer names a tenant (the tenant was removed from the "
+          "tenants file, or its token changed): reconnect with a current token";
+      return;
+    }
+  }
+  if (tenant < 0) {
+    svc_.SetTenant(t.DefaultId());
+    authenticated_ = !t.DefaultRefused();
+    return;
+  }
+  svc_.SetTenant(tenant);
+  authenticated_ = true;
 }
 
 template <typename Fn>
 void RpcHandler::Serve(int method, const size_t* reply_bytes, Fn&& fn,
                        PartitionService::Work work) {
+  const ServerState& s = svc_.state();
   if (tls_ && !tls_checked_) {  // the handshake is done: a request came
     tls_checked_ = true;
     (void)SetTlsSubject(tls_->PeerSubject());
   }
+  if (s.tenants_file && s.tenancy->generation() != resolved_at_) Resolve();
   if (!authenticated_) {
-    ++svc_.state().counters.auth_refused;
-    if (svc_.state().tenants_file)
+    ++s.counters.auth_refused;
+    if (!refused_why_.empty()) Throw(Status::Unauthenticated(refused_why_));
+    if (s.tenants_file)
       Throw(Status::Unauthenticated(
           "this server serves only its tenants' requests (its tenants file refuses requests "
           "without credentials): give the client its tenant's token (cluster file "

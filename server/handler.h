@@ -22,7 +22,10 @@ class RpcHandler : public rpc::gen::FanoutIf {
                                            : state->options.auth_token.empty()) {
     // Without credentials a connection's requests are the default tenant's
     // (authenticate() names another).
-    if (state->tenancy) svc_.SetTenant(state->tenancy->DefaultId());
+    if (state->tenancy) {
+      resolved_at_ = state->tenancy->generation();
+      svc_.SetTenant(state->tenancy->DefaultId());
+    }
     // This connection's own thread (TThreadedServer): a refusal's pace
     // holds no one else's request.
     svc_.SetPaceRefusals(true);
@@ -60,8 +63,20 @@ class RpcHandler : public rpc::gen::FanoutIf {
   template <typename T, typename Fn>
   void ServeLookup(int method, const std::string& nodes, std::string& out, Fn&& value_of_row);
 
+  // With tenants: the connection's tenant from the credentials it presented
+  // (its TLS subject where a tenant has it, else its token, else default), as
+  // the tenants file says now. Serve calls it whenever a reload moved the
+  // tenancy's generation: a removed or rotated tenant, or `default refuse`,
+  // takes effect on open connections at their next request.
+  void Resolve();
+
   PartitionService svc_;
-  bool authenticated_;  // this connection presented the token (or none is required)
+  bool authenticated_;        // this connection presented the token (or none is required)
+  bool has_token_ = false;    // authenticate() named a tenant by token_
+  std::string token_;         // the token it presented (tenants only)
+  std::string subject_;       // its TLS client certificate's subject ("" = none)
+  uint64_t resolved_at_ = 0;  // the tenancy generation Resolve last ran at
+  std::string refused_why_;   // why a re-resolved connection is refused
   // A TLS connection: its client certificate's subject may name its tenant
   // (read at its first request, once the handshake is done).
   std::shared_ptr<SubjectSocket> tls_;

@@ -132,6 +132,14 @@ int main(int argc, char** argv) {
   app.add_option("--tls-ca", o.tls_ca,
                  "Require client certificates signed by this CA (PEM): mutual TLS")
       ->check(CLI::ExistingFile);
+  std::string admin_token_file;
+  app.add_option("--admin-token-file", admin_token_file,
+                 "The admin credential (the file's first line, at least 16 characters): the admin "
+                 "endpoint's /stats, /history and / need it (Authorization: Bearer TOKEN or "
+                 "?token=); /metrics and /healthz stay open. Without it the --auth-token-file "
+                 "token is the admin credential, and a server with --tenants refuses those pages "
+                 "(they show every tenant's name and usage)")
+      ->check(CLI::ExistingFile);
   app.add_option("--auth-token-file", auth_token_file,
                  "Require this file's token (first line) on every RPC connection and on the admin "
                  "endpoint's /stats "
@@ -220,6 +228,15 @@ int main(int argc, char** argv) {
                  "must not leave servers behind (fanout.LocalCluster)")
       ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
+  // Not dumpable: no core file (it would hold feature rows and credentials), and no
+  // process of this uid can ptrace the server or open /proc/<pid>/fd/N (the export's
+  // memfd, the feature file) or /proc/<pid>/mem; /stats reports the flag
+  // (docs/RELIABILITY.md says what a same-uid process can still do).
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+    std::fprintf(stderr, "fanout-server: error: prctl(PR_SET_DUMPABLE, 0): %s\n",
+                 std::strerror(errno));
+    return 1;
+  }
   if (parent_pid > 0) {
     // Ask for SIGTERM at the parent's death, then check it has not died
     // already (before the request was in place).
@@ -252,6 +269,13 @@ int main(int argc, char** argv) {
     fanout::Status st = fanout::ReadAuthTokenFile(auth_token_file, 16, &o.auth_token);
     if (!st.ok()) {
       std::fprintf(stderr, "fanout-server: error: --auth-token-file %s\n", st.message().c_str());
+      return 2;
+    }
+  }
+  if (!admin_token_file.empty()) {
+    fanout::Status st = fanout::ReadAuthTokenFile(admin_token_file, 16, &o.admin_token);
+    if (!st.ok()) {
+      std::fprintf(stderr, "fanout-server: error: --admin-token-file %s\n", st.message().c_str());
       return 2;
     }
   }
@@ -317,7 +341,11 @@ int main(int argc, char** argv) {
                               : "off",
       server.data_port() > 0 ? ("ucx " + o.bind + ":" + std::to_string(server.data_port())).c_str()
                              : "off",
-      server.local_socket().empty() ? "off" : server.local_socket().c_str(),
+      server.local_socket().empty()
+          ? (server.local_off_reason().empty() ? std::string("off")
+                                               : "off (" + server.local_off_reason() + ")")
+                .c_str()
+          : server.local_socket().c_str(),
       o.limits.max_connections, server.memory_plan().why.c_str());
   fanout::server::ReadyRecord ready;
   ready.pid = getpid();

@@ -66,6 +66,23 @@ const ServerMetrics& PartitionServer::metrics() const { return state_->counters.
 const datasets::PartitionView& PartitionServer::view() const { return state_->view; }
 const std::string& PartitionServer::local_socket() const { return state_->local_socket; }
 
+const std::string& PartitionServer::local_off_reason() const { return state_->local_off_reason; }
+
+namespace {
+// A tenant named by its TLS subject can be reached only where clients present
+// certificates (--tls-ca): without it, its line is an error naming it.
+Status CheckTenantsReachable(const TenantTable& table, const ServerOptions& o) {
+  if (!o.tls_ca.empty()) return Status::OK();
+  for (const Tenant& t : table.tenants())
+    if (!t.tls_subject.empty())
+      return Status::InvalidArgument(
+          o.tenants_file + " line " + std::to_string(t.line) + ": tenant '" + t.name +
+          "' is named by tls_subject, but this server asks for no client certificate "
+          "(--tls-ca, with --tls-cert and --tls-key): no connection could be charged to it");
+  return Status::OK();
+}
+}  // namespace
+
 const char* PartitionServer::state() const {
   static const char* kNames[] = {"loading", "serving", "draining", "stopped"};
   return kNames[phase_.load()];
@@ -82,6 +99,7 @@ Status PartitionServer::Start() {
         return Status::InvalidArgument(
             "--tenants names each tenant's token: give tokens there, not --auth-token-file");
       FANOUT_RETURN_IF_ERROR(TenantTable::Load(options_.tenants_file, &table));
+      FANOUT_RETURN_IF_ERROR(CheckTenantsReachable(*table, options_));
     }
     SchedulerOptions so;
     so.slots =
@@ -273,15 +291,36 @@ Status PartitionServer::StartLocalSocket() {
   if (!export_) return Status::OK();
   rpc::LocalExportOptions o;
   o.allowed_uids = options_.local_uids;
-  o.token = options_.auth_token;
+  if (state_->tenants_file) {
+    // A hello carries the data-plane ticket the client's authenticated RPC
+    // connection was handed: only a current tenant with local=yes maps the export
+    // (a removed or rotated tenant's ticket names no one after the reload).
+    const Tenancy* tenancy = state_->tenancy.get();
+    o.authorize = [tenancy](const std::string& ticket) { return tenancy->MayMapExport(ticket); };
+  } else if (!options_.auth_token.empty()) {
+    // The token, or the data-plane ticket handed to connections that gave it.
+    const std::string token = options_.auth_token, ticket = state_->data_ticket;
+    o.authorize = [token, ticket](const std::string& given) {
+      if (SameSecret(given, token) || (!ticket.empty() && SameSecret(given, ticket)))
+        return Status::OK();
+      return Status::Unauthenticated(given.empty()
+                                         ? "this server requires its auth token on the local socket"
+                                         : "wrong auth token on the local socket");
+    };
+  }
   const bool asked = !options_.local_socket.empty();
   if (!asked) {
-    // The default folder is this uid's alone (made 0700, checked): a server
-    // whose folder another uid holds refuses to start rather than hand its
-    // clients to whoever owns the folder.
+    // The default folder is this uid's alone (made 0700, checked). A folder
+    // another uid holds (made first, say, in /tmp) costs the export, not the
+    // server: it serves over Thrift and UCX, and says why (the ready line,
+    // /stats "local").
     Status dir = rpc::PrepareLocalSocketDir(rpc::DefaultLocalSocketDir(), !o.allowed_uids.empty());
-    if (!dir.ok())
-      return Status::FromCode(static_cast<int>(dir.code()), "same-host export: " + dir.message());
+    if (!dir.ok()) {
+      state_->local_off_reason = "same-host export off: " + dir.message();
+      std::fprintf(stderr, "fanout-server: %s; clients here use the RPC paths\n",
+                   state_->local_off_reason.c_str());
+      return Status::OK();
+    }
   }
   const std::string path =
       asked ? options_.local_socket
@@ -290,9 +329,9 @@ Status PartitionServer::StartLocalSocket() {
   if (!st.ok()) {
     if (asked)
       return Status::FromCode(static_cast<int>(st.code()), "--local-socket: " + st.message());
-    std::fprintf(stderr,
-                 "fanout-server: no same-host export socket (%s); clients here use the RPC paths\n",
-                 st.message().c_str());
+    state_->local_off_reason = "no same-host export socket: " + st.message();
+    std::fprintf(stderr, "fanout-server: %s; clients here use the RPC paths\n",
+                 state_->local_off_reason.c_str());
     return Status::OK();
   }
   state_->local_socket = path;
@@ -427,6 +466,7 @@ Status PartitionServer::ReloadTenants() {
     return Status::InvalidArgument("this server runs without a tenants file (--tenants)");
   std::shared_ptr<const TenantTable> table;
   FANOUT_RETURN_IF_ERROR(TenantTable::Load(options_.tenants_file, &table));
+  FANOUT_RETURN_IF_ERROR(CheckTenantsReachable(*table, options_));
   return state_->tenancy->Reload(std::move(table));
 }
 

@@ -57,6 +57,10 @@ struct ServerOptions {
   // / need it (Authorization: Bearer, or ?token=); /metrics and /healthz stay
   // open. Empty = no authentication.
   std::string auth_token;
+  // The admin endpoint's credential for /stats, /history and / (Bearer or
+  // ?token=). Empty: auth_token is; with neither, those pages are open on a
+  // server without tenants and refused (401) on one with a tenants file.
+  std::string admin_token;
   // TLS for the RPC listener (PEM files; empty = plain TCP). With tls_ca,
   // clients must present a certificate signed by it (mutual TLS).
   std::string tls_cert, tls_key, tls_ca;
@@ -140,6 +144,8 @@ class PartitionServer {
   const datasets::PartitionView& view() const;
   // The same-host export's socket ("" = none).
   const std::string& local_socket() const;
+  // Why the same-host export is not served ("" where it is, or was not asked for).
+  const std::string& local_off_reason() const;
   const ServerMetrics& metrics() const;
   double load_seconds() const { return load_seconds_; }
   // How the partition is held (features, ids, edge ids); the default plan

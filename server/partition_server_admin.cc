@@ -6,6 +6,7 @@
 
 #include <httplib.h>
 #include <malloc.h>
+#include <sys/prctl.h>
 
 #include <chrono>
 #include <nlohmann/json.hpp>
@@ -60,10 +61,12 @@ nlohmann::json DataPlaneJson(const rpc::DataPlaneServer* dp, int port) {
 
 // The same-host export: its socket, memory and who was handed or refused it.
 // What clients did with it is in totals.by_path.local.
-nlohmann::json LocalJson(const rpc::LocalExport* e, const std::string& socket) {
-  if (e == nullptr) return {{"enabled", false}};
+nlohmann::json LocalJson(const rpc::LocalExport* e, const std::string& socket,
+                         const std::string& off_reason) {
+  if (e == nullptr) return {{"enabled", false}, {"why_off", off_reason}};
   const rpc::LocalExportStats s = e->Stats();
   return {{"enabled", !socket.empty()},
+          {"why_off", off_reason},
           {"socket", socket},
           {"bytes", s.bytes},
           {"export_id", e->layout().export_id},
@@ -226,7 +229,7 @@ std::string PartitionServer::StatsJson() const {
     j["tiers"] = TiersJson(plan_, *state_);
     j["tenants"] = state_->tenancy->StatsJson();
     j["data_plane"] = DataPlaneJson(data_plane_.get(), data_port_);
-    j["local"] = LocalJson(export_.get(), state_->local_socket);
+    j["local"] = LocalJson(export_.get(), state_->local_socket, state_->local_off_reason);
   } else {
     j["memory"] = MemoryJson(rss, *guard_->budget());
   }
@@ -234,7 +237,11 @@ std::string PartitionServer::StatsJson() const {
   j["connections"] = ConnectionsJson(connection_stats(), options_.limits);
   j["security"] = {{"tls", !options_.tls_cert.empty()},
                    {"mutual_tls", !options_.tls_ca.empty()},
+                   // fanout-server makes itself not dumpable (server/main.cc); read back here.
+                   {"dumpable", prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 1},
                    {"auth_token", !options_.auth_token.empty()},
+                   {"tenant_tokens", !options_.tenants_file.empty()},
+                   {"admin_token", !options_.admin_token.empty() || !options_.auth_token.empty()},
                    {"tls_failures", connection_stats().tls_failures},
                    {"last_tls_failure", guard_->LastTlsFailure()},
                    {"auth_refused", state_ ? state_->counters.auth_refused.load() : 0},
@@ -346,19 +353,28 @@ Status PartitionServer::StartAdmin() {
     std::string body = loaded ? state_->counters.metrics.Prometheus(extra) : extra;
     res.set_content(body, "text/plain; version=0.0.4");
   });
-  // With an auth token, /stats and / need it; /metrics and /healthz stay open.
+  // /stats, /history and / need the admin credential (admin_token, else
+  // auth_token); with neither they are open, but on a server with tenants
+  // (which would show every tenant's name and usage) refused. /metrics and
+  // /healthz stay open.
   auto allowed = [this](const httplib::Request& req, httplib::Response& res) {
-    if (options_.auth_token.empty()) return true;
+    const std::string& want =
+        options_.admin_token.empty() ? options_.auth_token : options_.admin_token;
+    if (want.empty() && options_.tenants_file.empty()) return true;
     std::string given = req.get_param_value("token");
     const std::string auth = req.get_header_value("Authorization");
     if (auth.rfind("Bearer ", 0) == 0) given = auth.substr(7);
-    if (SameSecret(given, options_.auth_token)) return true;
+    if (!want.empty() && SameSecret(given, want)) return true;
     ++state_->counters.admin_refused;
     res.status = 401;
     res.set_header("WWW-Authenticate", "Bearer");
-    res.set_content(
-        "this server requires its auth token: Authorization: Bearer TOKEN, or ?token=TOKEN\n",
-        "text/plain");
+    res.set_content(want.empty()
+                        ? "this server has tenants: /stats, /history and / show every tenant's "
+                          "usage, and need the admin credential; start the server with "
+                          "--admin-token-file\n"
+                        : "this server requires its admin credential (--admin-token-file, else "
+                          "--auth-token-file): Authorization: Bearer TOKEN, or ?token=TOKEN\n",
+                    "text/plain");
     return false;
   };
   http.Get("/stats", [this, allowed](const httplib::Request& req, httplib::Response& res) {

@@ -71,8 +71,9 @@ struct ServerState {
   // The arrays served: the sealed export's memory where the server exports
   // (the same memory same-host clients map), else data's vectors.
   datasets::PartitionView view;
-  std::string local_socket;         // the export's socket path ("" = none)
-  uint64_t local_export_id = 0;     // ... and its id
+  std::string local_socket;      // the export's socket path ("" = none)
+  std::string local_off_reason;  // why there is no export socket ("" = there is one, or none asked)
+  uint64_t local_export_id = 0;  // ... and its id
   uint64_t local_export_bytes = 0;  // ... and its size
   sampler::CsrGraph graph;
   std::unique_ptr<ThreadPool> pool;

@@ -19,8 +19,7 @@ namespace fanout::server {
 // What one tenant id used (atomics: updated by request threads, read by the
 // admin endpoint), and its quota state (under its mutex).
 struct Tenancy::Usage {
-  std::string name;
-  std::string ticket;
+  std::string name;  // set once, when the id is made
   std::atomic<int64_t> requests{0}, errors{0}, refused_quota{0}, refused_busy{0};
   std::atomic<int64_t> cost{0}, sampled_edges{0}, feature_rows{0}, feature_bytes{0};
   std::atomic<int64_t> local_requests{0}, local_edges{0}, local_rows{0}, local_bytes{0};
@@ -37,7 +36,11 @@ struct Tenancy::Snapshot {
   std::shared_ptr<const TenantTable> table;
   std::vector<int> id_of;                // table index -> id
   std::vector<const Tenant*> tenant_of;  // id -> its entry (null: dropped)
-  std::unordered_map<std::string, int> by_ticket;
+  // id -> its data-plane ticket ("" for a dropped tenant: its ticket names no one). A
+  // ticket is bound to the tenant's credentials: kept across a reload only while its
+  // token and TLS subject stay the same, so rotating either revokes the old ticket.
+  std::vector<std::string> ticket_of;
+  std::unordered_map<std::string, int> by_ticket;  // current tenants' tickets only
   int default_id = 0;
   bool has_online = false;  // some tenant is of class online
 };
@@ -115,26 +118,33 @@ Status Tenancy::Apply(std::shared_ptr<const TenantTable> table) {
     const int id = -id_of[i] - 1;
     usage_[id] = std::make_unique<Usage>();
     usage_[id]->name = table->tenants()[i].name;
-    usage_[id]->ticket = RandomTicket();
     id_of[i] = id;
   }
   ids_.store(next);
   s->id_of = id_of;
   s->tenant_of.assign(static_cast<size_t>(next), nullptr);
+  s->ticket_of.assign(static_cast<size_t>(next), std::string());
   std::vector<FairQueue::TenantClass> classes(static_cast<size_t>(next));
   for (size_t i = 0; i < id_of.size(); ++i) {
     const Tenant& t = table->tenants()[i];
-    s->tenant_of[id_of[i]] = &t;
-    classes[id_of[i]] = {t.weight, t.online};
+    const int id = id_of[i];
+    s->tenant_of[id] = &t;
+    classes[id] = {t.weight, t.online};
     s->has_online = s->has_online || t.online;
+    // The ticket survives the reload only where the same credentials still name the
+    // tenant; a tenant removed and added back gets a new one too.
+    const Tenant* was =
+        snap_ && id < static_cast<int>(snap_->tenant_of.size()) ? snap_->tenant_of[id] : nullptr;
+    const bool same = was != nullptr && was->token == t.token && was->tls_subject == t.tls_subject;
+    s->ticket_of[id] = same ? snap_->ticket_of[id] : RandomTicket();
+    s->by_ticket[s->ticket_of[id]] = id;
   }
-  for (int id = 0; id < next; ++id) {
-    s->by_ticket[usage_[id]->ticket] = id;
+  for (int id = 0; id < next; ++id)
     if (s->tenant_of[id] == nullptr) classes[id] = {1, false};  // dropped: plain batch work
-  }
   s->default_id = id_of[static_cast<size_t>(table->default_index())];
   scheduler_.SetTenants(classes);
   snap_ = std::move(s);
+  generation_.fetch_add(1);
   return Status::OK();
 }
 
@@ -167,14 +177,30 @@ int Tenancy::ByTlsSubject(const std::string& subject) const {
 int Tenancy::ByTicket(const std::string& ticket) const {
   auto s = Current();
   auto it = s->by_ticket.find(ticket);
-  if (it == s->by_ticket.end()) return -1;
-  // The map found it by hash; the bytes compared in constant time as well.
-  return SameSecret(ticket, usage_[it->second]->ticket) ? it->second : -1;
+  return it == s->by_ticket.end() ? -1 : it->second;
 }
 
 std::string Tenancy::Ticket(int id) const {
-  if (!tickets_required_ || id < 0 || id >= ids_.load()) return "";
-  return usage_[id]->ticket;
+  if (!tickets_required_) return "";
+  auto s = Current();
+  if (id < 0 || id >= static_cast<int>(s->ticket_of.size())) return "";
+  return s->ticket_of[id];
+}
+
+Status Tenancy::MayMapExport(const std::string& ticket) const {
+  auto s = Current();
+  auto it = s->by_ticket.find(ticket);
+  if (ticket.empty() || it == s->by_ticket.end())
+    return Status::Unauthenticated(
+        "the hello carries no current tenant credential (the data-plane ticket an "
+        "authenticated RPC connection is handed; a tenant removed from the tenants file, or "
+        "whose token or TLS subject changed, has none)");
+  const Tenant* t = s->tenant_of[it->second];
+  if (!t->local)
+    return Status::Unauthenticated("tenant '" + t->name +
+                                   "' may not map this server's export: the tenants file "
+                                   "allows it to a tenant with local=yes");
+  return Status::OK();
 }
 
 std::string Tenancy::Name(int id) const {
@@ -233,13 +259,18 @@ Status Tenancy::Admit(int tenant, double est_cost, int64_t est_feature_bytes, Ad
     return Status::Internal("a request of tenant id " + std::to_string(tenant));
   Usage& u = *usage_[tenant];
   const Tenant* t = s->tenant_of[tenant];
+  // A tenant removed from the file by a reload is refused, never served without quotas
+  // (its connections are re-resolved at their next request; this closes the gap).
+  if (t == nullptr)
+    return Status::Unauthenticated("tenant '" + u.name +
+                                   "' is no longer in this server's tenants file");
   a->tenant = tenant;
   a->est_cost = est_cost;
   // The thread's class priority before anything else, refusals included (a
   // tenant hammering past its quota must not outrun the others on the CPU).
   // Only where both classes are served: otherwise there is nothing to put first.
-  if (s->has_online) RunAtClassPriority(t != nullptr && t->online, online_io_first_);
-  if (t != nullptr) {
+  if (s->has_online) RunAtClassPriority(t->online, online_io_first_);
+  {
     std::lock_guard<std::mutex> lock(u.mu);
     const auto now = std::chrono::steady_clock::now();
     const double dt = u.refilled == std::chrono::steady_clock::time_point{}

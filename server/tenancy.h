@@ -4,10 +4,15 @@
 // fanout-ctl tenants).
 //
 // Tenants keep a stable id by name for the server's life (ids survive a
-// reload; a tenant dropped from the file keeps its counters and its
-// connections keep their id until they reconnect). Each id has a data-plane
-// ticket (random): an authenticated connection is handed its tenant's ticket
-// in PartitionInfo, and a data-plane request's ticket names its tenant.
+// reload; a tenant dropped from the file keeps its counters). A reload
+// revokes on every path: a dropped tenant's requests are refused (Admit), its
+// ticket names no one; open Thrift connections resolve their credentials
+// again at their next request once generation() moved (server/handler.cc).
+// Each current tenant has a data-plane ticket (random), bound to its
+// credentials: a reload that changes its token or TLS subject gives it a new
+// one. An authenticated connection is handed its tenant's ticket in
+// PartitionInfo; a data-plane request's ticket, and the same-host export's
+// hello, name the tenant.
 //
 // Quotas, checked before a request waits for its turn (over one: the
 // request is refused without waiting, with ResourceExhausted naming the
@@ -65,6 +70,11 @@ class Tenancy {
   // The ticket to hand a connection of tenant `id` ("" where none is
   // required).
   std::string Ticket(int id) const;
+  // OK where `ticket` names a current tenant whose line allows the same-host
+  // export (local=yes); Unauthenticated saying why not.
+  Status MayMapExport(const std::string& ticket) const;
+  // Moves on every reload: connections compare it to re-resolve their tenant.
+  uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
   bool tickets_required() const { return tickets_required_; }
   std::string Name(int id) const;
 
@@ -107,9 +117,12 @@ class Tenancy {
   const bool tickets_required_;
   FairScheduler scheduler_;
   mutable std::mutex mu_;
-  std::shared_ptr<const Snapshot> snap_;       // GUARDED_BY(mu_) (read via Current())
-  std::vector<std::unique_ptr<Usage>> usage_;  // by id; grows under mu_, read without
+  std::shared_ptr<const Snapshot> snap_;  // GUARDED_BY(mu_) (read via Current())
+  // By id: sized once (kMaxTenants); an entry is made under mu_ and published
+  // through ids_ (seq_cst) before any reader can name its id.
+  std::vector<std::unique_ptr<Usage>> usage_;
   std::atomic<int> ids_{0};
+  std::atomic<uint64_t> generation_{0};
 };
 
 }  // namespace fanout::server

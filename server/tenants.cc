@@ -121,6 +121,10 @@ Status TenantTable::Parse(const std::string& text, const std::string& origin,
         if (value != "batch" && value != "online")
           return bad("class must be batch or online, not '" + value + "'");
         x.online = value == "online";
+      } else if (key == "local") {
+        if (value != "yes" && value != "no")
+          return bad("local must be yes or no, not '" + value + "'");
+        x.local = value == "yes";
       } else if (key == "max_inflight_bytes" || key == "max_feature_bytes_per_s") {
         if (value != "0") {
           Status st = datasets::ParseByteSize(value, &bytes);
@@ -136,8 +140,8 @@ Status TenantTable::Parse(const std::string& text, const std::string& origin,
         x.max_requests_per_s = d;
       } else {
         return bad("unknown key '" + key +
-                   "' (known: token, token_file, tls_subject, weight, class, max_inflight_bytes, "
-                   "max_requests_per_s, max_feature_bytes_per_s)");
+                   "' (known: token, token_file, tls_subject, weight, class, local, "
+                   "max_inflight_bytes, max_requests_per_s, max_feature_bytes_per_s)");
       }
     }
     if (!x.token.empty()) {

@@ -9,12 +9,14 @@
 //   tenant NAME [token=TEXT | token_file=PATH] [tls_subject=TEXT]
 //               [weight=W] [class=batch|online]
 //               [max_inflight_bytes=BYTES] [max_requests_per_s=R]
-//               [max_feature_bytes_per_s=BYTES]
+//               [max_feature_bytes_per_s=BYTES] [local=yes|no]
 //
 // weight (default 1) sets a tenant's share of a saturated server; class
 // online (inference queries) is served first, within a share that always
 // leaves batch work progress; the max_ keys are quotas (0 or absent: none;
-// BYTES as 64M, 2G, ...). A tenant named `default` sets the limits of
+// BYTES as 64M, 2G, ...); local=yes lets the tenant's same-host clients map
+// the server's export (default no: they read over the RPC paths, where
+// quotas and the fair order apply). A tenant named `default` sets the limits of
 // requests without credentials (without one: weight 1, batch, no quotas);
 // `tenant default refuse` makes such requests Unauthenticated. A token
 // shorter than 16 characters, two tenants with one token or subject, or a
@@ -41,6 +43,7 @@ struct Tenant {
   double weight = 1;
   bool online = false;
   bool refuse = false;                 // `default` only: requests without credentials are refused
+  bool local = false;                  // may map the same-host export (local=yes)
   int64_t max_inflight_bytes = 0;      // 0 = no quota
   double max_requests_per_s = 0;       // 0 = no quota
   double max_feature_bytes_per_s = 0;  // 0 = no quota

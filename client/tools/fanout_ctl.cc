@@ -25,6 +25,7 @@
 #include "client/cluster.h"
 #include "common/version.h"
 #include "datasets/partition_store.h"
+#include "rpc/local_export.h"
 #include "rpc/rpc_client.h"
 #include "sampler/walk.h"
 
@@ -66,9 +67,11 @@ bool GetStats(const std::string& addr, const std::string& token, nlohmann::json*
   if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
   auto res = cli.Get("/stats", headers);
   if (!res || res->status != 200) {
-    std::fprintf(stderr, "fanout-ctl: %s: %s\n", addr.c_str(),
-                 res ? ("HTTP " + std::to_string(res->status)).c_str()
-                     : httplib::to_string(res.error()).c_str());
+    std::string why = res ? "HTTP " + std::to_string(res->status) : httplib::to_string(res.error());
+    if (res && res->status == 401)  // the server says what it needs (a short text line)
+      why += ": " + fanout::rpc::PrintableText(res->body.substr(0, res->body.find('\n')), 300) +
+             " (fanout-ctl --auth-token-file FILE)";
+    std::fprintf(stderr, "fanout-ctl: %s: %s\n", addr.c_str(), why.c_str());
     return false;
   }
   try {
@@ -479,7 +482,9 @@ int main(int argc, char** argv) {
   // Credentials for servers that require them (health reads its cluster file's).
   std::string token_file;
   fanout::rpc::TlsOptions tls;
-  app.add_option("--auth-token-file", token_file, "The servers' auth token (first line of FILE)")
+  app.add_option("--auth-token-file", token_file,
+                 "The servers' auth token (first line of FILE); for stats and tenants, the admin "
+                 "credential (a server's --admin-token-file, else its --auth-token-file)")
       ->check(CLI::ExistingFile);
   app.add_option("--tls-ca", tls.ca, "Connect over TLS, trusting this CA (PEM)")
       ->check(CLI::ExistingFile);

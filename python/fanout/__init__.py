@@ -66,12 +66,20 @@ from .cluster import Cluster  # noqa: E402
 from .loaders import LinkLoader, NegativeSampling, NodeLoader, RandomWalkLoader, SubgraphLoader, WalkBatch  # noqa: E402
 
 
-def stats(address, timeout_s=10.0):
-    """A server's admin ``/stats`` (JSON) as a dict; ``address`` is its admin "host:port"."""
+def stats(address, timeout_s=10.0, token=None):
+    """A server's admin ``/stats`` (JSON) as a dict; ``address`` is its admin "host:port". ``token``: the
+    server's admin credential (``--admin-token-file``, else its ``--auth-token-file`` token), where it has one."""
     url = address if address.startswith("http") else "http://%s/stats" % address
+    req = urllib.request.Request(url)
+    if token:
+        req.add_header("Authorization", "Bearer " + token)
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as r:
+        with urllib.request.urlopen(req, timeout=timeout_s) as r:
             return json.loads(r.read().decode())
+    except urllib.error.HTTPError as e:
+        if e.code == 401:
+            raise Unauthenticated("admin endpoint %s: %s" % (address, e.read().decode(errors="replace").strip()))
+        raise Unavailable("admin endpoint %s: HTTP %d" % (address, e.code))
     except urllib.error.URLError as e:
         raise Unavailable("admin endpoint %s: %s" % (address, e.reason))
     except ValueError as e:

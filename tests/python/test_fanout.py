@@ -4,6 +4,7 @@ import gc
 import json
 import os
 import signal
+import subprocess
 import threading
 import time
 
@@ -286,6 +287,9 @@ def test_cluster_file_and_stats(local, fanout, tmp_path):
     assert c.num_nodes == 2708 and c.data_plane == "tcp"
     s = fanout.stats(local.admin_addresses[0])
     assert "totals" in s and "by_path" in s["totals"]
+    # The server made itself not dumpable (PR_SET_DUMPABLE 0, read back with PR_GET_DUMPABLE): no process
+    # of its uid can open /proc/<pid>/fd/N for the export's memfd or the feature file.
+    assert s["security"]["dumpable"] is False, s["security"]
     with pytest.raises(fanout.Unavailable):
         fanout.stats("127.0.0.1:1", timeout_s=2)
 
@@ -687,3 +691,44 @@ def test_training_on_co_located_replicas_finishes_with_one_stopped(cora2, fanout
         stopped, _ = result[0]
         assert len(calm) == (2708 + 63) // 64
         assert stopped == calm
+
+
+def test_a_socket_folder_another_user_holds_costs_the_export_not_the_server(cora2, fanout, tmp_path):
+    """XDG_RUNTIME_DIR/fanout made first by another uid (as root: chowned to nobody; otherwise a symbolic
+    link, which fails the same check): the server still starts, serves over Thrift, and says why there is no
+    export in its ready line and in /stats."""
+    xdg = tmp_path / "xdg"
+    xdg.mkdir(mode=0o700)
+    squatted = xdg / "fanout"
+    if os.geteuid() == 0:
+        squatted.mkdir(mode=0o700)
+        os.chown(squatted, 65534, 65534)
+    else:
+        (tmp_path / "elsewhere").mkdir()
+        os.symlink(tmp_path / "elsewhere", squatted)
+    server = fanout.find_binary("fanout-server")
+    env = dict(os.environ, XDG_RUNTIME_DIR=str(xdg))
+    procs, records = [], []
+    try:
+        for part in range(2):
+            ready = tmp_path / ("ready%d.json" % part)
+            procs.append(subprocess.Popen([server, "--dataset", str(cora2), "--partition", str(part), "--port", "0",
+                                           "--admin-port", "0", "--ready-file", str(ready)], env=env,
+                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+            deadline = time.monotonic() + 60
+            while not ready.exists() and procs[-1].poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert procs[-1].poll() is None, procs[-1].communicate()[0]
+            records.append(json.loads(ready.read_text())["fanout_server_ready"])
+        for record in records:
+            assert record["local_socket"] == ""
+            s = fanout.stats("127.0.0.1:%d" % record["admin_port"])
+            assert s["local"]["enabled"] is False and str(squatted) in s["local"]["why_off"], s["local"]
+        c = fanout.Cluster(["127.0.0.1:%d" % r["rpc_port"] for r in records])
+        assert c.features(torch.arange(3)).shape[0] == 3
+    finally:
+        outs = []
+        for proc in procs:
+            proc.terminate()
+            outs.append(proc.communicate(timeout=30)[0])
+    assert all("same-host export off" in out and str(squatted) in out for out in outs), outs

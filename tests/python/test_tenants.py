@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -18,11 +19,26 @@ import torch
 TOKEN_A = "token-of-tenant-alpha-0001"
 TOKEN_B = "token-of-tenant-bravo-0002"
 TOKEN_Q = "token-of-the-quota-tenant1"
+ADMIN = "the-admin-credential-0003"
 
 
 def stats(admin):
-    with urllib.request.urlopen("http://%s/stats" % admin, timeout=10) as r:
+    req = urllib.request.Request("http://%s/stats" % admin, headers={"Authorization": "Bearer " + ADMIN})
+    with urllib.request.urlopen(req, timeout=10) as r:
         return json.load(r)
+
+
+_admin_files = {}
+
+
+def admin_args(tmp):
+    """--admin-token-file with ADMIN, written once per folder."""
+    path = os.path.join(str(tmp), "admin.token")
+    if path not in _admin_files:
+        with open(path, "w") as f:
+            f.write(ADMIN + "\n")
+        _admin_files[path] = True
+    return ["--admin-token-file", path]
 
 
 def tenants_of(admin):
@@ -43,7 +59,7 @@ def write_tenants(path, text):
 
 
 TENANTS = """# two training jobs and a quota'd one
-tenant alpha token=%s weight=2
+tenant alpha token=%s weight=2 local=yes
 tenant bravo token=%s weight=1 class=online
 tenant quota token=%s max_requests_per_s=3
 tenant default weight=1
@@ -52,8 +68,9 @@ tenant default weight=1
 
 @pytest.fixture(scope="module")
 def served(cora2, fanout, tmp_path_factory):
-    conf = write_tenants(tmp_path_factory.mktemp("tenants") / "tenants.conf", TENANTS)
-    with fanout.LocalCluster(cora2, server_args=["--tenants", conf]) as lc:
+    d = tmp_path_factory.mktemp("tenants")
+    conf = write_tenants(d / "tenants.conf", TENANTS)
+    with fanout.LocalCluster(cora2, server_args=["--tenants", conf] + admin_args(d)) as lc:
         yield lc, conf
 
 
@@ -165,7 +182,11 @@ def test_fanout_ctl_tenants_prints_the_table(served, fanout):
     lc, _ = served
     run_loader(fanout, lc.cluster(auth_token=TOKEN_A, data_plane="tcp", local_sampling="off"))
     ctl = fanout._bins.find_binary("fanout-ctl")
-    out = subprocess.run([ctl, "tenants", lc.admin_addresses[0]], capture_output=True, text=True, timeout=30)
+    plain = subprocess.run([ctl, "tenants", lc.admin_addresses[0]], capture_output=True, text=True, timeout=30)
+    assert plain.returncode != 0 and "admin credential" in plain.stderr, plain.stdout + plain.stderr
+    admin_file = [a for a in lc.server_args if a.endswith("admin.token")][0]
+    out = subprocess.run([ctl, "--auth-token-file", admin_file, "tenants", lc.admin_addresses[0]],
+                         capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert any(l.split()[:1] == ["alpha"] for l in lines), out.stdout
@@ -190,7 +211,7 @@ def wait_for(predicate, what, timeout=10):
 def test_sighup_reloads_and_a_bad_file_keeps_the_old_table(cora2, fanout, tmp_path):
     conf = tmp_path / "tenants.conf"
     write_tenants(conf, "tenant alpha token=%s weight=2\n" % TOKEN_A)
-    with fanout.LocalCluster(cora2, server_args=["--tenants", str(conf)]) as lc:
+    with fanout.LocalCluster(cora2, server_args=["--tenants", str(conf)] + admin_args(tmp_path)) as lc:
         with pytest.raises(fanout.Unauthenticated):
             lc.cluster(auth_token=TOKEN_B, data_plane="tcp").features(torch.arange(2))
         # A new tenant, added while serving.
@@ -246,7 +267,7 @@ def test_requests_are_charged_by_tls_client_certificate_subject(cora2, fanout, t
     conf = write_tenants(tmp_path / "tenants.conf",
                          'tenant trainers tls_subject="CN=trainer" weight=2\ntenant default weight=1\n')
     args = ["--tenants", conf, "--tls-cert", str(tmp_path / "server.pem"), "--tls-key", str(tmp_path / "server.key"),
-            "--tls-ca", str(tmp_path / "ca.pem")]
+            "--tls-ca", str(tmp_path / "ca.pem")] + admin_args(tmp_path)
     with fanout.LocalCluster(cora2, data_plane="tcp", server_args=args) as lc:
         def cluster_of(who):
             path = tmp_path / ("cluster-%s.json" % who)
@@ -324,3 +345,92 @@ def test_the_online_query_meets_its_deadline_when_a_server_stops(cora2, fanout):
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.2)
+
+
+def sighup_and_wait(lc, count):
+    for proc in lc._procs:
+        proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: server_log(lc).count("tenants reloaded") == count, "the reload")
+
+
+def test_a_reload_revokes_a_removed_and_a_rotated_tenant_on_every_path(cora2, fanout, tmp_path):
+    """Open connections of a tenant removed from the file, and of one whose token changed, are refused after
+    one SIGHUP: on Thrift (re-resolved at their next request) and on the UCX data plane (their tickets name no
+    one); the rotated tenant's new token works at once, with a new ticket."""
+    conf = tmp_path / "tenants.conf"
+    write_tenants(conf, "tenant alpha token=%s local=yes\ntenant bravo token=%s local=yes\n" % (TOKEN_A, TOKEN_B))
+    with fanout.LocalCluster(cora2, server_args=["--tenants", str(conf)] + admin_args(tmp_path)) as lc:
+        open_ = {(name, plane): lc.cluster(auth_token=token, data_plane=plane, local_sampling="off")
+                 for name, token in (("alpha", TOKEN_A), ("bravo", TOKEN_B)) for plane in ("tcp", "ucx")}
+        for c in open_.values():
+            assert c.features(torch.arange(4)).shape[0] == 4
+        rotated = "token-of-tenant-bravo-0099"
+        write_tenants(conf, "tenant bravo token=%s local=yes\n" % rotated)
+        sighup_and_wait(lc, 2)
+        for (name, plane), c in open_.items():
+            with pytest.raises(fanout.Unauthenticated):
+                c.features(torch.arange(4))
+        refused_before = summed(lc, "alpha", "requests")
+        with pytest.raises(fanout.Unauthenticated):
+            lc.cluster(auth_token=TOKEN_A, data_plane="tcp").features(torch.arange(2))
+        assert summed(lc, "alpha", "requests") == refused_before  # nothing served quota-free
+        fresh = lc.cluster(auth_token=rotated, data_plane="ucx", local_sampling="off")
+        assert fresh.features(torch.arange(4)).shape[0] == 4
+
+
+def test_default_refuse_added_by_a_reload_closes_open_default_connections(cora2, fanout, tmp_path):
+    conf = tmp_path / "tenants.conf"
+    write_tenants(conf, "tenant alpha token=%s\ntenant default weight=1\n" % TOKEN_A)
+    with fanout.LocalCluster(cora2, server_args=["--tenants", str(conf)] + admin_args(tmp_path)) as lc:
+        anonymous = lc.cluster(data_plane="tcp", local_sampling="off")
+        assert anonymous.labels(torch.arange(3)).shape[0] == 3
+        write_tenants(conf, "tenant alpha token=%s\ntenant default refuse\n" % TOKEN_A)
+        sighup_and_wait(lc, 2)
+        with pytest.raises(fanout.Unauthenticated):
+            anonymous.labels(torch.arange(3))
+        assert lc.cluster(auth_token=TOKEN_A, data_plane="tcp").labels(torch.arange(3)).shape[0] == 3
+
+
+def test_the_export_is_handed_only_to_a_tenant_the_file_allows(cora2, fanout, tmp_path):
+    """Co-located clients of a local=yes tenant map the export; a tenant without it, and a client with no
+    credential at all past `default refuse`, read over the RPC paths (and are charged there)."""
+    conf = tmp_path / "tenants.conf"
+    write_tenants(conf, "tenant alpha token=%s local=yes\ntenant bravo token=%s\ntenant default refuse\n"
+                  % (TOKEN_A, TOKEN_B))
+    with fanout.LocalCluster(cora2, server_args=["--tenants", str(conf)] + admin_args(tmp_path)) as lc:
+        alpha = lc.cluster(auth_token=TOKEN_A)
+        if not any(p["path"].startswith("local") for p in alpha.paths()):
+            pytest.skip("no export could be read here")
+        bravo = lc.cluster(auth_token=TOKEN_B)
+        assert not any(p["path"].startswith("local") for p in bravo.paths()), bravo.paths()
+        assert bravo.features(torch.arange(4)).shape[0] == 4
+        refused = sum(stats(a)["local"]["refused_token"] for a in lc.admin_addresses)
+        assert refused >= 2, refused  # bravo's hellos, one per partition
+        with pytest.raises(fanout.Unauthenticated):
+            lc.cluster().features(torch.arange(2))
+
+
+def test_the_admin_pages_need_the_admin_credential(served, fanout):
+    lc, _ = served
+    for path in ("/stats", "/history", "/"):
+        for headers in ({}, {"Authorization": "Bearer " + TOKEN_A}, {"Authorization": "Bearer wrong"}):
+            req = urllib.request.Request("http://%s%s" % (lc.admin_addresses[0], path), headers=headers)
+            with pytest.raises(urllib.error.HTTPError) as e:
+                urllib.request.urlopen(req, timeout=10)
+            assert e.value.code == 401, (path, headers)
+        assert stats(lc.admin_addresses[0])["security"]["admin_token"] is True
+    with pytest.raises(fanout.Unauthenticated, match="admin credential"):
+        fanout.stats(lc.admin_addresses[0])
+    assert "tenants" in fanout.stats(lc.admin_addresses[0], token=ADMIN)
+    with urllib.request.urlopen("http://%s/metrics" % lc.admin_addresses[0], timeout=10) as r:
+        assert r.status == 200  # /metrics and /healthz stay open
+
+
+def test_a_tls_subject_tenant_without_tls_ca_is_an_error_naming_its_line(cora2, fanout, tmp_path):
+    conf = write_tenants(tmp_path / "tenants.conf",
+                         'tenant alpha token=%s\ntenant ranker tls_subject="CN=ranker"\n' % TOKEN_A)
+    server = fanout._bins.find_binary("fanout-server")
+    out = subprocess.run([server, "--dataset", str(cora2), "--partition", "0", "--port", "0", "--admin-port", "-1",
+                          "--tenants", conf], capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0
+    assert "line 2" in out.stderr and "ranker" in out.stderr and "--tls-ca" in out.stderr, out.stderr

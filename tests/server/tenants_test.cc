@@ -52,6 +52,20 @@ TEST(TenantTableTest, ParsesEveryFieldAndAddsTheDefault) {
   EXPECT_TRUE(t->tenants()[t->default_index()].refuse);
 }
 
+TEST(TenantTableTest, LocalIsOptInAndParsed) {
+  std::shared_ptr<const TenantTable> t;
+  ASSERT_TRUE(TenantTable::Parse("tenant a token=aaaaaaaaaaaaaaaaaaaa local=yes\n"
+                                 "tenant b token=bbbbbbbbbbbbbbbbbbbb\n",
+                                 "f", &t)
+                  .ok());
+  EXPECT_TRUE(t->tenants()[0].local);
+  EXPECT_FALSE(t->tenants()[1].local);
+  Status st = TenantTable::Parse("tenant a token=aaaaaaaaaaaaaaaaaaaa local=maybe\n", "f", &t);
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("line 1"), std::string::npos) << st.ToString();
+  EXPECT_NE(st.message().find("local"), std::string::npos) << st.ToString();
+}
+
 TEST(TenantTableTest, EveryMistakeIsNamedWithItsLine) {
   const std::pair<const char*, const char*> bad[] = {
       {"tenant a token=short\n", "line 1: tenant 'a': a token of at least 16"},
@@ -212,6 +226,58 @@ TEST(TenancyTest, AReloadKeepsIdsByNameAndGivesNewNamesTheirOwnTickets) {
   EXPECT_NE(z, a);
   EXPECT_NE(tenancy.Ticket(a), tenancy.Ticket(z));
   EXPECT_EQ(tenancy.ByTicket(tenancy.Ticket(z)), z);
+}
+
+TEST(TenancyTest, AReloadRevokesARemovedAndARotatedTenantsTicketsAndRefusesTheirRequests) {
+  Tenancy tenancy(Table("tenant a token=aaaaaaaaaaaaaaaaaaaa local=yes\n"
+                        "tenant b token=bbbbbbbbbbbbbbbbbbbb local=yes\n"
+                        "tenant c token=cccccccccccccccccccc\n"),
+                  true, SchedulerOptions{}, true);
+  const int a = tenancy.ByToken("aaaaaaaaaaaaaaaaaaaa");
+  const int b = tenancy.ByToken("bbbbbbbbbbbbbbbbbbbb");
+  const int c = tenancy.ByToken("cccccccccccccccccccc");
+  const std::string ta = tenancy.Ticket(a), tb = tenancy.Ticket(b), tc = tenancy.Ticket(c);
+  EXPECT_TRUE(tenancy.MayMapExport(ta).ok());
+  Status no_local = tenancy.MayMapExport(tc);  // c's line has no local=yes
+  EXPECT_EQ(no_local.code(), Status::Code::kUnauthenticated);
+  EXPECT_NE(no_local.message().find("'c'"), std::string::npos) << no_local.ToString();
+  EXPECT_NE(no_local.message().find("local=yes"), std::string::npos) << no_local.ToString();
+  const uint64_t g = tenancy.generation();
+  // a removed, b's token rotated, c unchanged.
+  ASSERT_TRUE(tenancy
+                  .Reload(Table("tenant b token=bbbbbbbbbbbbbbbbbbbb-new local=yes\n"
+                                "tenant c token=cccccccccccccccccccc\n"))
+                  .ok());
+  EXPECT_GT(tenancy.generation(), g);
+  EXPECT_EQ(tenancy.ByToken("aaaaaaaaaaaaaaaaaaaa"), -1);
+  EXPECT_EQ(tenancy.ByToken("bbbbbbbbbbbbbbbbbbbb"), -1);
+  EXPECT_EQ(tenancy.ByToken("bbbbbbbbbbbbbbbbbbbb-new"), b);  // same name, same id and counters
+  EXPECT_EQ(tenancy.ByTicket(ta), -1);
+  EXPECT_EQ(tenancy.ByTicket(tb), -1);
+  EXPECT_EQ(tenancy.ByTicket(tc), c);  // unchanged credentials keep their ticket
+  EXPECT_NE(tenancy.Ticket(b), tb);
+  EXPECT_EQ(tenancy.ByTicket(tenancy.Ticket(b)), b);
+  EXPECT_EQ(tenancy.Ticket(a), "");
+  EXPECT_EQ(tenancy.MayMapExport(ta).code(), Status::Code::kUnauthenticated);
+  EXPECT_EQ(tenancy.MayMapExport(tb).code(), Status::Code::kUnauthenticated);
+  EXPECT_TRUE(tenancy.MayMapExport(tenancy.Ticket(b)).ok());
+  EXPECT_EQ(tenancy.MayMapExport("").code(), Status::Code::kUnauthenticated);
+  // A request still naming the removed tenant's id is refused, never served without quotas.
+  Tenancy::Admission adm;
+  Status st = tenancy.Admit(a, 100, 0, &adm);
+  EXPECT_EQ(st.code(), Status::Code::kUnauthenticated);
+  EXPECT_NE(st.message().find("'a'"), std::string::npos) << st.ToString();
+  // Added back under the same token: a new ticket, not the old one.
+  ASSERT_TRUE(tenancy
+                  .Reload(Table("tenant a token=aaaaaaaaaaaaaaaaaaaa\n"
+                                "tenant c token=cccccccccccccccccccc\n"))
+                  .ok());
+  EXPECT_EQ(tenancy.ByToken("aaaaaaaaaaaaaaaaaaaa"), a);
+  EXPECT_EQ(tenancy.ByTicket(ta), -1);
+  EXPECT_NE(tenancy.Ticket(a), ta);
+  Tenancy::Admission ok;
+  ASSERT_TRUE(tenancy.Admit(a, 100, 0, &ok).ok());
+  tenancy.Done(&ok, true, 100, 0, 0, 0);
 }
 
 }  // namespace
