@@ -221,12 +221,16 @@ struct Usage {
   double bytes = 0;
   int64_t requests = 0, refused_quota = 0;
 };
+// The servers' admin credential (--admin-token-file): /stats of a server with
+// tenants needs it.
+const char kAdminToken[] = "fanout-bench-tenants-admin-0001";
+
 std::map<std::string, Usage> Snapshot(const std::vector<int>& admin_ports) {
   std::map<std::string, Usage> out;
   for (int port : admin_ports) {
     httplib::Client c("127.0.0.1", port);
     c.set_read_timeout(10, 0);
-    auto r = c.Get("/stats");
+    auto r = c.Get("/stats", {{"Authorization", std::string("Bearer ") + kAdminToken}});
     if (!r || r->status != 200) {
       std::fprintf(stderr, "admin 127.0.0.1:%d did not answer /stats\n", port);
       std::exit(1);
@@ -432,10 +436,13 @@ int main(int argc, char** argv) {
         << " class=" << t.cls << " " << t.extra << "\n";
     f << "tenant default refuse\n";
   }
+  const std::string admin_file = work + "/admin.token";
+  std::ofstream(admin_file) << kAdminToken << "\n";
   // Features on disk, no cache: every feature row a read of the device (see
   // the header: a bottleneck the clients on this host do not share).
-  std::vector<std::string> extra = {"--tenants",  tenants_file, "--local-socket",   "off",
-                                    "--features", "disk",       "--feature-memory", "0"};
+  std::vector<std::string> extra = {
+      "--tenants",  tenants_file, "--admin-token-file", admin_file, "--local-socket", "off",
+      "--features", "disk",       "--feature-memory",   "0"};
   if (!online_io_first) extra.push_back("--no-online-io-first");
   fanout::bench::ServerProcess s0 = fanout::bench::StartServerProcess(dir, 0, true, extra);
   fanout::bench::ServerProcess s1 = fanout::bench::StartServerProcess(dir, 1, true, extra);

@@ -29,7 +29,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 import torch
 import torch.nn.functional as F
@@ -92,9 +91,9 @@ def serve(cluster, model, nodes, labels, *, seconds, qps, max_seeds, deadline_ms
     return out
 
 
-def tenants_table(admin):
-    with urllib.request.urlopen("http://%s/stats" % admin, timeout=10) as r:
-        return json.load(r)["tenants"]["tenants"]
+def tenants_table(admin, token):
+    """The tenants of a server's /stats (its admin credential: --admin-token-file)."""
+    return fanout.stats(admin, token=token)["tenants"]["tenants"]
 
 
 def main():
@@ -124,9 +123,14 @@ def main():
             serving_token, training_token = secrets.token_hex(16), secrets.token_hex(16)
             tenants = os.path.join(work, "tenants.conf")
             with open(tenants, "w") as f:
-                f.write("tenant serving token=%s class=online weight=1\n" % serving_token)
-                f.write("tenant training token=%s class=batch weight=1\n" % training_token)
-            lc = fanout.LocalCluster(a.dataset, server_args=["--tenants", tenants]).start()
+                f.write("tenant serving token=%s class=online weight=1 local=yes\n" % serving_token)
+                f.write("tenant training token=%s class=batch weight=1 local=yes\n" % training_token)
+            admin_token = secrets.token_hex(16)
+            admin_file = os.path.join(work, "admin.token")
+            with open(admin_file, "w") as f:
+                f.write(admin_token + "\n")
+            lc = fanout.LocalCluster(a.dataset, server_args=["--tenants", tenants,
+                                                             "--admin-token-file", admin_file]).start()
             partitions = [{"partition": p, "replicas": [addr]} for p, addr in enumerate(lc.addresses)]
         else:
             with open(a.cluster) as f:
@@ -174,12 +178,12 @@ def main():
         print("p99 beside training / alone: %.2fx" % (beside["p99_ms"] / alone["p99_ms"]))
         result = {"alone": alone, "beside_training": beside}
         if lc:
-            for t in tenants_table(lc.admin_addresses[0]):
+            for t in tenants_table(lc.admin_addresses[0], admin_token):
                 if t["requests"] or t["local"]["requests"]:
                     print("  partition 0, tenant %-9s %-6s requests %7d  local %7d  queue wait p99 %.2f ms"
                           % (t["tenant"], t["class"], t["requests"], t["local"]["requests"],
                              t["queue_wait_p99_s"] * 1e3))
-            result["tenants"] = tenants_table(lc.admin_addresses[0])
+            result["tenants"] = tenants_table(lc.admin_addresses[0], admin_token)
         if a.json:
             with open(a.json, "w") as f:
                 json.dump(result, f, indent=1)
@@ -192,7 +196,7 @@ def main():
                 trainer.kill()
         if lc:
             lc.stop()
-        for name in ("tenants.conf", "training.json", "training.token"):
+        for name in ("tenants.conf", "training.json", "training.token", "admin.token"):
             try:
                 os.unlink(os.path.join(work, name))
             except FileNotFoundError:

@@ -89,6 +89,9 @@ def env(tmp_path_factory):
     # pyenv shim that happens to come first on this machine's PATH.
     e["PATH"] = "%s:%s:/usr/bin:%s" % (stubs, BIN, e.get("PATH", ""))
     e["HOME"] = str(home)
+    # The admin credential the docs' tenants servers run with (docs/TENANTS.md: --admin-token-file), in the
+    # blocks' home folder where their `fanout-ctl --auth-token-file ~/admin.token` finds it.
+    (home / "admin.token").write_text("docs-admin-credential-0123456789\n")
     # pip install . builds where test_wheel.py built: the same build folder, so incrementally.
     e["SKBUILD_BUILD_DIR"] = os.path.join(BUILD, "wheel-build")
     return e
@@ -208,11 +211,15 @@ def tenants_file(text, folder):
     return path
 
 
+def admin_args(env):
+    return ["--admin-token-file", os.path.join(env["HOME"], "admin.token")]
+
+
 @pytest.mark.parametrize("block", by_kind("tenants"))
 def test_tenants_block(block, env, tmp_path):
     path, line, _, text, _ = block
     conf = tenants_file(text, str(tmp_path))
-    servers = Servers(env, ["--tenants", conf])  # a bad file stops the server: this fails
+    servers = Servers(env, ["--tenants", conf] + admin_args(env))  # a bad file stops the server: this fails
     servers.stop()
 
 
@@ -225,7 +232,7 @@ def test_console_block(block, env, tmp_path):
     assert commands, "%s:%d: a console block shows at least one `$ command`" % (path, line)
     tenants = [b for b in ALL if b[2] == "tenants"]
     conf = tenants_file(tenants[0][3], str(tmp_path)) if tenants else None
-    servers = Servers(env, ["--tenants", conf] if conf else [])
+    servers = Servers(env, ["--tenants", conf] + admin_args(env) if conf else [])
     try:
         out = ""
         for c in commands:
