@@ -18,8 +18,12 @@
 //                  rate and disk reads/s.
 //   sampler_scale  fanout-bench-sampler on the same generator at --scale and
 //                  at scale 20, 32-bit ids, 1 thread, each as a ratio to
-//                  random 8-byte reads over an array of its own size
-//                  (relative = ratio_1e9 / ratio_scale20).
+//                  random 8-byte reads over an array of its own size, and
+//                  each as sampled edges/s per thread and cycles per edge
+//                  (the absolute figures: relative = ratio_1e9 /
+//                  ratio_scale20 divides ratios against two different
+//                  probes, so it rises where the larger probe merely slowed;
+//                  read it beside edges_per_s_* and cycles_per_edge_*).
 //
 // Before anything it checks free disk (the store, the feature files and the
 // spill, printed) and memory, and says what it needs; it prints progress;
@@ -360,9 +364,17 @@ int main(int argc, char** argv) {
                      {"edges_per_s_1e9", big["edges_per_s"]},
                      {"edges_per_s_scale20", small["edges_per_s"]},
                      {"probe_bytes_1e9", big["probe_bytes"]},
-                     {"probe_bytes_scale20", small["probe_bytes"]}});
-    std::printf("sampler_scale: ratio %.3f at %lld edges, %.3f at scale 20: relative %.3f\n", r_big,
-                static_cast<long long>(e), r_small, r_small > 0 ? r_big / r_small : 0);
+                     {"probe_bytes_scale20", small["probe_bytes"]},
+                     {"cycles_per_edge_1e9", big["cycles_per_edge"]},
+                     {"cycles_per_edge_scale20", small["cycles_per_edge"]}});
+    const double eps_big = big["edges_per_s"], eps_small = small["edges_per_s"];
+    std::printf(
+        "sampler_scale: %lld edges: %.2f M edges/s per thread, ratio %.3f (probe %.2f GiB); scale "
+        "20: %.2f M edges/s, ratio %.3f (probe %.3f GiB); relative ratio %.3f, edges/s %.3f\n",
+        static_cast<long long>(e), eps_big / 1e6, r_big,
+        big["probe_bytes"].get<double>() / (1 << 30), eps_small / 1e6, r_small,
+        small["probe_bytes"].get<double>() / (1 << 30), r_small > 0 ? r_big / r_small : 0,
+        eps_small > 0 ? eps_big / eps_small : 0);
     std::error_code ec;
     fs::remove(tmp + "big.json", ec);
     fs::remove(tmp + "small.json", ec);
