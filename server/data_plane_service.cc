@@ -9,7 +9,10 @@ Status DataPlaneService::Handle(const rpc::DataRequest& r, rpc::ReplyWriter* rep
   // The tenant its ticket named (the default one on a server without tenants).
   const Tenancy* tenancy = svc_.state().tenancy.get();
   svc_.SetTenant(r.tenant >= 0 ? r.tenant : tenancy != nullptr ? tenancy->DefaultId() : -1);
-  const PartitionService::Work work{static_cast<int64_t>(r.ids.size()), r.call.fanout};
+  PartitionService::Work work;
+  work.ids = static_cast<int64_t>(r.ids.size());
+  work.draws =
+      ServiceWork::SampleDraws(r.call.fanout, {}, false, !r.call.walk_keys.empty(), r.call.labor);
   switch (r.method) {
     case rpc::DataMethod::kFeatures:
       return svc_.Run(

@@ -181,75 +181,90 @@ void RpcHandler::partition_info(gen::PartitionInfo& out) {
 
 void RpcHandler::sample_neighbors(gen::SampleResponse& out, const gen::SampleRequest& req) {
   size_t bytes = 0;
-  Serve(kSampleNeighbors, &bytes,
-        [&]() -> Status {
-          ArrayView<const int64_t> ids;
-          FANOUT_RETURN_IF_ERROR(CheckIds(req.nodes, &ids));
-          SampleParams p;
-          p.fanout = req.fanout;
-          p.replace = req.replace;
-          p.weighted = req.weighted;
-          p.with_edge_ids = req.with_edge_ids;
-          p.seed = static_cast<uint64_t>(req.seed);
-          p.hop = req.hop;
-          ArrayView<const int64_t> keep;
-          if (req.__isset.keep) FANOUT_RETURN_IF_ERROR(CheckKeep(req.keep, &keep));
-          if (req.__isset.times) {
-            FANOUT_RETURN_IF_ERROR(rpc::View(req.times, "times", &p.times));
-            p.temporal = true;
-            if (req.__isset.temporal_strategy)
-              FANOUT_RETURN_IF_ERROR(
-                  sampler::ParseTemporalStrategy(req.temporal_strategy, &p.strategy));
-          }
-          if (req.__isset.type_fanouts) {
-            FANOUT_RETURN_IF_ERROR(rpc::View(req.type_fanouts, "type fanouts", &p.type_fanouts));
-            p.hetero = true;
-            if (req.__isset.keep)
-              return Status::InvalidArgument(
-                  "subgraph (keep) sampling of heterogeneous datasets is not supported");
-          }
-          p.labor = req.__isset.labor && req.labor;
-          if (req.__isset.walk_keys) {
-            FANOUT_RETURN_IF_ERROR(rpc::View(req.walk_keys, "walk keys", &p.walk_keys));
-            p.walk = true;
-          }
-          if ((p.labor || p.walk) && req.__isset.keep)
+  Serve(
+      kSampleNeighbors, &bytes,
+      [&]() -> Status {
+        ArrayView<const int64_t> ids;
+        FANOUT_RETURN_IF_ERROR(CheckIds(req.nodes, &ids));
+        SampleParams p;
+        p.fanout = req.fanout;
+        p.replace = req.replace;
+        p.weighted = req.weighted;
+        p.with_edge_ids = req.with_edge_ids;
+        p.seed = static_cast<uint64_t>(req.seed);
+        p.hop = req.hop;
+        ArrayView<const int64_t> keep;
+        if (req.__isset.keep) FANOUT_RETURN_IF_ERROR(CheckKeep(req.keep, &keep));
+        if (req.__isset.times) {
+          FANOUT_RETURN_IF_ERROR(rpc::View(req.times, "times", &p.times));
+          p.temporal = true;
+          if (req.__isset.temporal_strategy)
+            FANOUT_RETURN_IF_ERROR(
+                sampler::ParseTemporalStrategy(req.temporal_strategy, &p.strategy));
+        }
+        if (req.__isset.type_fanouts) {
+          FANOUT_RETURN_IF_ERROR(rpc::View(req.type_fanouts, "type fanouts", &p.type_fanouts));
+          p.hetero = true;
+          if (req.__isset.keep)
             return Status::InvalidArgument(
-                "keep lists are for subgraph passes, not LABOR or walk steps");
-          const sampler::OneHopResult* hop = nullptr;
-          FANOUT_RETURN_IF_ERROR(svc_.Sample(ids, p, &hop));
-          const size_t n = ids.size();
-          if (p.hetero) {
-            const int64_t total = hop->offsets[n];
-            out.__set_edge_types(
-                std::string(reinterpret_cast<const char*>(hop->edge_types.data()), total * 4));
-          }
-          if (p.labor) {
-            const int64_t total = hop->offsets[n];
-            out.__set_edge_weights(
-                std::string(reinterpret_cast<const char*>(hop->edge_weights.data()), total * 4));
-          }
-          if (p.walk) out.__set_walk_step(true);
-          if (req.__isset.keep) {
-            PackKept(*hop, n, keep, req.with_edge_ids, &out);
-            bytes = out.counts.size() + out.neighbors.size() + out.edge_ids.size();
-            return Status::OK();
-          }
+                "subgraph (keep) sampling of heterogeneous datasets is not supported");
+        }
+        p.labor = req.__isset.labor && req.labor;
+        if (req.__isset.walk_keys) {
+          FANOUT_RETURN_IF_ERROR(rpc::View(req.walk_keys, "walk keys", &p.walk_keys));
+          p.walk = true;
+        }
+        if ((p.labor || p.walk) && req.__isset.keep)
+          return Status::InvalidArgument(
+              "keep lists are for subgraph passes, not LABOR or walk steps");
+        const sampler::OneHopResult* hop = nullptr;
+        FANOUT_RETURN_IF_ERROR(svc_.Sample(ids, p, &hop));
+        const size_t n = ids.size();
+        if (p.hetero) {
           const int64_t total = hop->offsets[n];
-          out.counts.resize(n * 4);
-          int32_t* counts = reinterpret_cast<int32_t*>(out.counts.data());
-          for (size_t i = 0; i < n; ++i)
-            counts[i] = static_cast<int32_t>(hop->offsets[i + 1] - hop->offsets[i]);
-          out.neighbors.assign(reinterpret_cast<const char*>(hop->neighbors.data()), total * 8);
-          if (req.with_edge_ids)
-            out.edge_ids.assign(reinterpret_cast<const char*>(hop->edge_ids.data()), total * 8);
-          else
-            out.edge_ids.clear();
-          bytes = out.counts.size() + out.neighbors.size() + out.edge_ids.size() +
-                  out.edge_types.size() + out.edge_weights.size();
+          out.__set_edge_types(
+              std::string(reinterpret_cast<const char*>(hop->edge_types.data()), total * 4));
+        }
+        if (p.labor) {
+          const int64_t total = hop->offsets[n];
+          out.__set_edge_weights(
+              std::string(reinterpret_cast<const char*>(hop->edge_weights.data()), total * 4));
+        }
+        if (p.walk) out.__set_walk_step(true);
+        if (req.__isset.keep) {
+          PackKept(*hop, n, keep, req.with_edge_ids, &out);
+          bytes = out.counts.size() + out.neighbors.size() + out.edge_ids.size();
           return Status::OK();
-        },
-        {static_cast<int64_t>(req.nodes.size() / 8), req.fanout});
+        }
+        const int64_t total = hop->offsets[n];
+        out.counts.resize(n * 4);
+        int32_t* counts = reinterpret_cast<int32_t*>(out.counts.data());
+        for (size_t i = 0; i < n; ++i)
+          counts[i] = static_cast<int32_t>(hop->offsets[i + 1] - hop->offsets[i]);
+        out.neighbors.assign(reinterpret_cast<const char*>(hop->neighbors.data()), total * 8);
+        if (req.with_edge_ids)
+          out.edge_ids.assign(reinterpret_cast<const char*>(hop->edge_ids.data()), total * 8);
+        else
+          out.edge_ids.clear();
+        bytes = out.counts.size() + out.neighbors.size() + out.edge_ids.size() +
+                out.edge_types.size() + out.edge_weights.size();
+        return Status::OK();
+      },
+      SampleWork(req));
+}
+
+PartitionService::Work RpcHandler::SampleWork(const gen::SampleRequest& req) const {
+  // Type fanouts that do not parse are charged as all edges (the request is
+  // then refused anyway, after its turn).
+  ArrayView<const int64_t> types;
+  const bool hetero = req.__isset.type_fanouts;
+  const bool parsed = !hetero || rpc::View(req.type_fanouts, "type fanouts", &types).ok();
+  PartitionService::Work w;
+  w.ids = static_cast<int64_t>(req.nodes.size() / 8);
+  w.draws = parsed ? ServiceWork::SampleDraws(req.fanout, types, hetero, req.__isset.walk_keys,
+                                              req.__isset.labor && req.labor)
+                   : -1;
+  return w;
 }
 
 Status RpcHandler::CheckKeep(const std::string& payload, ArrayView<const int64_t>* keep) const {

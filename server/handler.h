@@ -54,6 +54,8 @@ class RpcHandler : public rpc::gen::FanoutIf {
   // The sample reply holding only neighbors in `keep` (and their edge ids).
   void PackKept(const sampler::OneHopResult& hop, size_t n, ArrayView<const int64_t> keep,
                 bool eids, rpc::gen::SampleResponse* out);
+  // A sampling request's size for its tenant's turn and quotas (its real draws).
+  PartitionService::Work SampleWork(const rpc::gen::SampleRequest& req) const;
   // Unpacks and range-checks the ids of a request.
   Status CheckIds(const std::string& payload, ArrayView<const int64_t>* ids) const;
   // Runs fn as one Thrift request; a failed Status becomes the IDL exception.

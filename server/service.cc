@@ -35,12 +35,13 @@ double PartitionService::EstimateCost(int method, const Work& w) const {
     case kLookupFeatures:
       return ids * (8 + static_cast<double>(FeatureRowBytes()));
     case kSampleNeighbors: {
-      // Counts and up to `fanout` neighbors and edge ids per node (all of a
-      // row where -1: the mean degree; the actual cost corrects it).
-      const double per = w.fanout >= 0
-                             ? std::min<double>(static_cast<double>(w.fanout), 64)
-                             : static_cast<double>(s_->view.num_edges()) /
-                                   static_cast<double>(std::max<int64_t>(1, s_->view.num_nodes()));
+      // The server's own bound of the reply: counts, and per node the most
+      // neighbors and edge ids it may draw (its draws, capped by the
+      // partition's largest degree). Charged to the in-flight quota while the
+      // request runs; the fair order's tag is corrected by the actual cost.
+      const int64_t max_degree = std::max<int64_t>(0, s_->max_degree);
+      const double per =
+          static_cast<double>(w.draws < 0 ? max_degree : std::min(w.draws, max_degree));
       return ids * (8 + 4 + per * 16);
     }
     default:

@@ -132,10 +132,27 @@ struct SampleParams {
 };
 
 // A data request's size, for its tenant's turn and quotas: `ids` it names
-// (-1: a control call, not queued), and the fanout of a sampling request.
+// (-1: a control call, not queued), and for a sampling request the most edges
+// one node may draw (`draws`, -1: all of its edges), from what the request
+// really asks (SampleDraws), never from a field the client may leave low.
 struct ServiceWork {
   int64_t ids = -1;
-  int64_t fanout = 0;
+  int64_t draws = 0;
+  // A sampling request's draws per node: 1 for a walk step, all edges for LABOR
+  // (any neighbor may be taken), the sum of the per-type fanouts for a
+  // heterogeneous hop (all where one is -1), else its fanout.
+  static int64_t SampleDraws(int64_t fanout, ArrayView<const int64_t> type_fanouts, bool hetero,
+                             bool walk, bool labor) {
+    if (walk) return 1;
+    if (labor) return -1;
+    if (!hetero) return fanout < 0 ? -1 : fanout;
+    int64_t sum = 0;
+    for (int64_t f : type_fanouts) {
+      if (f < 0) return -1;
+      sum += f;
+    }
+    return sum;
+  }
 };
 
 class PartitionService {

@@ -616,6 +616,56 @@ TEST(FanoutCtlHeteroTest, InfoSampleAndHasEdgesSpeakEdgeTypes) {
   srv.Stop();
 }
 
+// The in-flight quota is charged with the server's own bound of a reply, not a
+// field the client may leave low: a heterogeneous request with fanout=0 and
+// per-type fanouts of -1 (all edges) is charged its real draws (capped by the
+// partition's largest degree) and refused over a small max_inflight_bytes.
+TEST(TenantQuotaTest, AHeterogeneousRequestWithFanoutZeroIsChargedItsRealCost) {
+  datasets::testing::TempDir tmp;
+  const std::string bin = std::string(FANOUT_BIN_DIR);
+  std::string out;
+  ASSERT_EQ(
+      RunCommand(bin + "/fanout-partition --quiet --format movielens --input " +
+                     datasets::testing::DataDir() +
+                     "/movielens/ml-latest-small --undirected --parts 1 --method random --output " +
+                     tmp.Sub("ml"),
+                 &out),
+      0)
+      << out;
+  const std::string token = "token-of-the-quota-tenant-01";
+  {
+    std::ofstream(tmp.Sub("tenants.conf"))
+        << "tenant q token=" << token << " max_inflight_bytes=4096\ntenant default refuse\n";
+    std::ofstream(tmp.Sub("token")) << token << "\n";
+  }
+  server::ServerOptions o;
+  o.dataset_dir = tmp.Sub("ml");
+  o.partition = 0;
+  o.tenants_file = tmp.Sub("tenants.conf");
+  server::PartitionServer srv(o);
+  ASSERT_TRUE(srv.Start().ok());
+  const std::string ctl = bin + "/fanout-ctl --auth-token-file " + tmp.Sub("token");
+  const std::string addr = "127.0.0.1:" + std::to_string(srv.port());
+  // Two raters of one movie: 12 + 2 x 16 bytes at most, under the quota.
+  out.clear();
+  EXPECT_EQ(
+      RunCommand(ctl + " sample " + addr + " --seeds 610 --fanout 0 --type-fanout rates=2", &out),
+      0)
+      << out;
+  // Every edge of every type (the Thrift fanout field says 0): bounded by the
+  // largest degree (a user who rated thousands of movies), far over 4096 bytes.
+  out.clear();
+  EXPECT_EQ(RunCommand(ctl + " sample " + addr +
+                           " --seeds 610 --fanout 0 --type-fanout rates=-1 --type-fanout "
+                           "genre,rev_has_genre,movie=-1",
+                       &out),
+            1)
+      << out;
+  EXPECT_THAT(out, HasSubstr("max_inflight_bytes")) << out;
+  EXPECT_THAT(out, HasSubstr("'q'")) << out;
+  srv.Stop();
+}
+
 TEST_F(ClusterTest, FanoutCtlHealthNamesEveryReplicaAndItsState) {
   server::ServerOptions so;
   so.admin_port = 0;
