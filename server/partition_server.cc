@@ -137,6 +137,14 @@ Status PartitionServer::Start() {
   }
   state_->options = options_;
   state_->disk = disk;
+  if (disk) {
+    // As many readers as requests compute at once (the scheduler's slots, as
+    // many again for online work), at least 4: more connections make no more
+    // rings or buffers, they wait for a reader.
+    const int slots =
+        options_.scheduler_slots > 0 ? options_.scheduler_slots : std::max(1, UsableCpuCount());
+    state_->readers = std::make_unique<storage::ReaderPool>(disk.get(), std::max(4, 2 * slots));
+  }
   state_->edge_ids_at_start = plan_.edge_ids_at_start;
   if (disk) {
     state_->feature_file_path = disk->file().path();

@@ -170,6 +170,12 @@ nlohmann::json TiersJson(const MemoryPlan& plan, const ServerState& s) {
                  {"hot_rows", d.hot_rows},
                  {"cache_slots", d.cache_slots},
                  {"queue_depth", d.queue_depth},
+                 // The serving threads' readers: rings and aligned buffers (a pool).
+                 {"readers",
+                  {{"made", s.readers ? s.readers->made() : 0},
+                   {"max", s.readers ? s.readers->max_readers() : 0},
+                   {"bytes", s.readers ? s.readers->bytes() : 0},
+                   {"retired", s.readers ? s.readers->retired() : 0}}},
                  {"max_in_flight", d.max_in_flight},
                  {"hot_set_seconds", s.disk->hot_seconds()}};
   }
@@ -204,6 +210,7 @@ std::string PartitionServer::StatsJson() const {
     j["memory"] = MemoryJson(rss, *guard_->budget());
     j["memory"]["array_bytes"] = d.RawBytes();
     j["memory"]["rss_over_arrays"] = d.RawBytes() > 0 ? double(rss) / d.RawBytes() : 0.0;
+    j["memory"]["disk_reader_bytes"] = state_->readers ? state_->readers->bytes() : 0;
     j["load_seconds"] = load_seconds_;
     const ServerMetrics& m = state_->counters.metrics;
     int64_t requests = 0;

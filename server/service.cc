@@ -85,10 +85,11 @@ Status PartitionService::GatherFeatures(ArrayView<const int64_t> ids, char* dst)
     return Status::OK();
   }
   if (s_->disk) {
-    if (!reader_) FANOUT_RETURN_IF_ERROR(s_->disk->NewReader(&reader_));
+    storage::ReaderPool::Lease reader;  // one of the server's readers, for this request
+    FANOUT_RETURN_IF_ERROR(s_->readers->Borrow(&reader));
     rows_.resize(ids.size());
     for (int64_t i = 0; i < n; ++i) rows_[i] = ids[i] - base;
-    FANOUT_RETURN_IF_ERROR(s_->disk->Gather(rows_.data(), n, dst, reader_.get()));
+    FANOUT_RETURN_IF_ERROR(s_->disk->Gather(rows_.data(), n, dst, reader.get()));
     metrics_->RecordFeatures(n, n * static_cast<int64_t>(row));
     last_rows_ += n;
     return Status::OK();

@@ -26,6 +26,7 @@
 #include "server/server_metrics.h"
 #include "server/tenancy.h"
 #include "storage/disk_features.h"
+#include "storage/reader_pool.h"
 
 namespace fanout::server {
 
@@ -91,6 +92,9 @@ struct ServerState {
   // The disk tier, where the features are on disk (null: they are in
   // `view`); its hot set lies in view.hot_table / hot_rows.
   std::shared_ptr<storage::DiskFeatures> disk;
+  // The disk tier's readers (rings and buffers), shared by every serving
+  // thread and counted in /stats: not one per connection.
+  std::unique_ptr<storage::ReaderPool> readers;
   std::string feature_file_path;  // ... its file
   std::string disk_io_mode;       // "io_uring" or "pread" (what the reads at start used)
   // Edge ids read on the first request that needs them, where they were not
@@ -249,8 +253,7 @@ class PartitionService {
   ServerMetrics* metrics_;
   sampler::HopSampler sampler_;
   sampler::OneHopResult hop_;
-  std::unique_ptr<storage::BlockReader> reader_;  // this service's disk reads (made on first use)
-  std::vector<int64_t> rows_;                     // local rows of a disk gather
+  std::vector<int64_t> rows_;  // local rows of a disk gather
 };
 
 }  // namespace fanout::server

@@ -1,6 +1,5 @@
 #include "storage/block_reader.h"
 
-#include <liburing.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -12,13 +11,11 @@
 
 #include "storage/io_gate.h"
 
-namespace fanout::storage {
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#endif
 
-struct BlockReader::Ring {
-  io_uring ring{};
-  bool fixed = false;  // buffers registered
-  ~Ring() { io_uring_queue_exit(&ring); }
-};
+namespace fanout::storage {
 
 namespace {
 Status CheckArgs(int queue_depth, int64_t max_block_bytes) {
@@ -79,9 +76,10 @@ class GateTurn {
 }  // namespace
 
 Status BlockReader::CreatePread(int queue_depth, int64_t max_block_bytes,
-                                std::unique_ptr<BlockReader>* out) {
+                                std::unique_ptr<BlockReader>* out, FileIo* io) {
   FANOUT_RETURN_IF_ERROR(CheckArgs(queue_depth, max_block_bytes));
   std::unique_ptr<BlockReader> r(new BlockReader());
+  r->io_ = io != nullptr ? io : FileIo::Default();
   r->depth_ = queue_depth;
   r->block_bytes_ = max_block_bytes;
   r->buffers_ = AlignedBuffer(static_cast<size_t>(max_block_bytes));
@@ -90,20 +88,20 @@ Status BlockReader::CreatePread(int queue_depth, int64_t max_block_bytes,
 }
 
 Status BlockReader::Create(int queue_depth, int64_t max_block_bytes,
-                           std::unique_ptr<BlockReader>* out) {
+                           std::unique_ptr<BlockReader>* out, FileIo* io) {
   FANOUT_RETURN_IF_ERROR(CheckArgs(queue_depth, max_block_bytes));
   const char* off = std::getenv("FANOUT_NO_IO_URING");
   if (off != nullptr && std::strcmp(off, "1") == 0)
-    return CreatePread(queue_depth, max_block_bytes, out);
+    return CreatePread(queue_depth, max_block_bytes, out, io);
   std::unique_ptr<BlockReader> r(new BlockReader());
+  r->io_ = io != nullptr ? io : FileIo::Default();
   r->depth_ = queue_depth;
   r->block_bytes_ = max_block_bytes;
-  auto ring = std::make_unique<Ring>();
-  const int rc = io_uring_queue_init(static_cast<unsigned>(queue_depth), &ring->ring, 0);
-  if (rc < 0) {
+  std::unique_ptr<ReadRing> ring;
+  if (r->io_->NewRing(static_cast<unsigned>(queue_depth), &ring) < 0) {
     // ENOSYS (no io_uring), EPERM (a seccomp profile), ENOMEM (locked-memory
     // limit): the same reads, one at a time.
-    return CreatePread(queue_depth, max_block_bytes, out);
+    return CreatePread(queue_depth, max_block_bytes, out, io);
   }
   r->buffers_ = AlignedBuffer(static_cast<size_t>(queue_depth * max_block_bytes));
   std::vector<iovec> iov(static_cast<size_t>(queue_depth));
@@ -111,16 +109,42 @@ Status BlockReader::Create(int queue_depth, int64_t max_block_bytes,
     iov[i] = {r->buffers_.data() + i * max_block_bytes, static_cast<size_t>(max_block_bytes)};
   // Registered once: each read then skips pinning its pages. Optional (a
   // low RLIMIT_MEMLOCK refuses it): plain reads into the same buffers.
-  ring->fixed = io_uring_register_buffers(&ring->ring, iov.data(), iov.size()) == 0;
+  r->fixed_ = ring->RegisterBuffers(iov.data(), static_cast<unsigned>(iov.size()));
   r->ring_ = std::move(ring);
   *out = std::move(r);
   return Status::OK();
 }
 
-BlockReader::~BlockReader() {
+BlockReader::~BlockReader() { ring_.reset(); }
+
+Status BlockReader::Retire(Status why, int64_t in_flight, int64_t unsubmitted) {
+  // What was queued but never taken goes out now (a transient refusal), so
+  // that every read of ours can be waited for before the ring goes.
+  for (int tries = 0; unsubmitted > 0 && tries < 3; ++tries) {
+    const int rc = ring_->Submit();
+    if (rc < 0) break;
+    unsubmitted -= rc;
+  }
+  if (unsubmitted == 0) {
+    uint64_t ud = 0;
+    int32_t res = 0;
+    while (in_flight > 0 && ring_->Wait(timeout_ms_, &ud, &res) == 0) --in_flight;
+  }
   ring_.reset();
-  // Reads the kernel may still complete must not land in freed memory.
-  if (lost_reads_) (void)buffers_.Leak();
+  retired_ = true;
+  if (in_flight > 0) {
+    // Reads of ours may still land in these buffers: they are never freed or
+    // reused (a bounded, counted leak: this reader's depth x block bytes).
+    leaked_bytes_ += static_cast<int64_t>(buffers_.size());
+    char* p = buffers_.Leak();
+#if defined(__SANITIZE_ADDRESS__)
+    __lsan_ignore_object(p);
+#else
+    (void)p;
+#endif
+    buffers_ = AlignedBuffer(static_cast<size_t>(block_bytes_));
+  }
+  return Status::IOError(why.message() + "; this reader's io_uring is retired (pread from now on)");
 }
 
 Status BlockReader::ReadPread(const FeatureFile& file, const int64_t* blocks, int64_t n,
@@ -132,15 +156,8 @@ Status BlockReader::ReadPread(const FeatureFile& file, const int64_t* blocks, in
     if (b < 0 || b >= g.num_blocks)
       return Status::InvalidArgument(BlockText(file, b) + " is outside the file");
     GateTurn turn(batch_gate);  // a batch reader's one read counted in the gate while it runs
-    int64_t got = 0;
-    while (got < g.block_bytes) {
-      const ssize_t r = pread(file.fd(), buffers_.data() + got,
-                              static_cast<size_t>(g.block_bytes - got), g.BlockOffset(b) + got);
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) return Status::IOError(BlockText(file, b) + ": " + std::strerror(errno));
-      if (r == 0) return Status::Corruption(BlockText(file, b) + ": the file ends inside it");
-      got += r;
-    }
+    FANOUT_RETURN_IF_ERROR(ReadFully(io_, file.fd(), file.direct(), BlockText(file, b),
+                                     buffers_.data(), g.block_bytes, g.BlockOffset(b)));
     ++stats_.reads;
     stats_.bytes += g.block_bytes;
     stats_.max_in_flight = std::max<int64_t>(stats_.max_in_flight, 1);
@@ -161,31 +178,24 @@ Status BlockReader::Read(const FeatureFile& file, const int64_t* blocks, int64_t
   GateUse use;
   IoGate* const batch_gate = use.batch_gate();
   if (!ring_) return ReadPread(file, blocks, n, done, batch_gate);
-  io_uring* ring = &ring_->ring;
   // Buffer slot s holds request slot_req[s] (-1 free); each read carries
   // its slot in user_data.
   std::vector<int64_t> slot_req(static_cast<size_t>(depth_), -1);
   std::vector<int> free_slots;
   free_slots.reserve(static_cast<size_t>(depth_));
   for (int s = depth_ - 1; s >= 0; --s) free_slots.push_back(s);
-  int64_t next = 0, in_flight = 0;
+  // in_flight: reads queued or out (each holds a slot and, for a batch
+  // reader, a turn of the gate); unsubmitted: of those, not yet taken.
+  int64_t next = 0, in_flight = 0, unsubmitted = 0;
   Status first;
-  // Partial reads (rare: signals) are finished with pread in place.
-  auto finish_short = [&](int slot, int64_t b, int64_t got) -> Status {
-    char* buf = buffers_.data() + static_cast<int64_t>(slot) * block_bytes_;
-    while (got < g.block_bytes) {
-      const ssize_t r = pread(file.fd(), buf + got, static_cast<size_t>(g.block_bytes - got),
-                              g.BlockOffset(b) + got);
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) return Status::IOError(BlockText(file, b) + ": " + std::strerror(errno));
-      if (r == 0) return Status::Corruption(BlockText(file, b) + ": the file ends inside it");
-      got += r;
-    }
-    return Status::OK();
+  // A failure of the ring: the gate's turns given back, the ring retired.
+  auto ring_failed = [&](const std::string& what) {
+    if (batch_gate != nullptr && in_flight > 0) batch_gate->BatchDone(in_flight);
+    Status st = Retire(Status::IOError(file.path() + ": " + what), in_flight, unsubmitted);
+    return first.ok() ? st : first;
   };
   while (next < n || in_flight > 0) {
     // Fill the queue (none after an error: only the ones out are waited for).
-    int queued = 0;
     while (first.ok() && next < n && !free_slots.empty()) {
       const int64_t b = blocks[next];
       if (b < 0 || b >= g.num_blocks) {
@@ -198,68 +208,57 @@ Status BlockReader::Read(const FeatureFile& file, const int64_t* blocks, int64_t
         if (in_flight > 0) break;
         batch_gate->BatchWait();
       }
-      io_uring_sqe* sqe = io_uring_get_sqe(ring);
-      if (sqe == nullptr) {
+      const int slot = free_slots.back();
+      char* buf = buffers_.data() + static_cast<int64_t>(slot) * block_bytes_;
+      if (!ring_->QueueRead(file.fd(), buf, static_cast<unsigned>(g.block_bytes),
+                            static_cast<uint64_t>(g.BlockOffset(b)), fixed_ ? slot : -1,
+                            static_cast<uint64_t>(slot))) {
         if (batch_gate != nullptr) batch_gate->BatchDone(1);
         break;
       }
-      const int slot = free_slots.back();
       free_slots.pop_back();
-      char* buf = buffers_.data() + static_cast<int64_t>(slot) * block_bytes_;
-      if (ring_->fixed)
-        io_uring_prep_read_fixed(sqe, file.fd(), buf, static_cast<unsigned>(g.block_bytes),
-                                 static_cast<uint64_t>(g.BlockOffset(b)), slot);
-      else
-        io_uring_prep_read(sqe, file.fd(), buf, static_cast<unsigned>(g.block_bytes),
-                           static_cast<uint64_t>(g.BlockOffset(b)));
-      io_uring_sqe_set_data64(sqe, static_cast<uint64_t>(slot));
       slot_req[slot] = next++;
-      ++queued;
+      ++unsubmitted;
       ++in_flight;
     }
-    if (queued > 0) {
-      int rc;
-      do {
-        rc = io_uring_submit(ring);
-      } while (rc == -EINTR);
-      if (rc < 0) {
-        // Nothing of this batch went out: its reads are not in flight.
-        in_flight -= queued;
-        if (batch_gate != nullptr) batch_gate->BatchDone(queued);
-        if (first.ok())
-          first = Status::IOError(file.path() + ": io_uring_submit: " + std::strerror(-rc));
-      }
+    // Everything queued is handed over before any wait: a wait with reads
+    // still queued would wait for ever.
+    for (int zero = 0; unsubmitted > 0;) {
+      const int rc = ring_->Submit();
       ++stats_.submits;
-      stats_.max_in_flight = std::max(stats_.max_in_flight, in_flight);
+      if (rc < 0)
+        return ring_failed("io_uring_submit: " + std::string(std::strerror(-rc)) + " with " +
+                           std::to_string(unsubmitted) + " reads queued");
+      if (rc == 0 && ++zero >= 3)
+        return ring_failed("io_uring_submit took none of " + std::to_string(unsubmitted) +
+                           " queued reads");
+      unsubmitted -= rc;
     }
+    stats_.max_in_flight = std::max(stats_.max_in_flight, in_flight);
     if (in_flight == 0) break;
-    io_uring_cqe* cqe = nullptr;
-    int rc;
-    do {
-      rc = io_uring_wait_cqe(ring, &cqe);
-    } while (rc == -EINTR);
-    if (rc < 0) {
-      if (first.ok())
-        first = Status::IOError(file.path() + ": io_uring_wait_cqe: " + std::strerror(-rc));
-      lost_reads_ = true;  // the ring is unusable with reads out: their buffers stay allocated
-      if (batch_gate != nullptr) batch_gate->BatchDone(in_flight);  // not the gate's to hold
-      break;
-    }
-    const int slot = static_cast<int>(io_uring_cqe_get_data64(cqe));
-    const int res = cqe->res;
-    io_uring_cqe_seen(ring, cqe);
+    uint64_t ud = 0;
+    int32_t res = 0;
+    const int rc = ring_->Wait(timeout_ms_, &ud, &res);
+    if (rc == -ETIME)
+      return ring_failed(std::to_string(in_flight) + " reads not completed within " +
+                         std::to_string(timeout_ms_) + " ms (a stalled device?)");
+    if (rc < 0) return ring_failed("io_uring_wait_cqe: " + std::string(std::strerror(-rc)));
+    const int64_t slot = static_cast<int64_t>(ud);
+    if (slot < 0 || slot >= depth_ || slot_req[slot] < 0)
+      return ring_failed("a completion names no read in flight (user data " + std::to_string(ud) +
+                         ")");
     --in_flight;
     if (batch_gate != nullptr) batch_gate->BatchDone(1);
-    if (slot < 0 || slot >= depth_ || slot_req[slot] < 0) continue;  // not ours
     const int64_t i = slot_req[slot];
     const int64_t b = blocks[i];
     slot_req[slot] = -1;
+    char* buf = buffers_.data() + slot * block_bytes_;
     Status st;
     if (res < 0)
       st = Status::IOError(BlockText(file, b) + ": " + std::strerror(-res));
-    else if (res < g.block_bytes)
-      st = finish_short(slot, b, res);
-    const char* buf = buffers_.data() + static_cast<int64_t>(slot) * block_bytes_;
+    else if (res < g.block_bytes)  // a short read: finished with pread, in place
+      st = ReadFully(io_, file.fd(), file.direct(), BlockText(file, b), buf, g.block_bytes,
+                     g.BlockOffset(b), res);
     if (st.ok()) {
       ++stats_.reads;
       stats_.bytes += g.block_bytes;
@@ -267,7 +266,7 @@ Status BlockReader::Read(const FeatureFile& file, const int64_t* blocks, int64_t
     }
     if (st.ok() && first.ok()) done(i, buf);
     if (!st.ok() && first.ok()) first = st;
-    free_slots.push_back(slot);
+    free_slots.push_back(static_cast<int>(slot));
   }
   return first;
 }

@@ -63,7 +63,7 @@ Status DiskFeatures::Create(std::shared_ptr<const FeatureFile> file, const DiskC
       starts.push_back(n);
       std::unique_ptr<BlockReader> reader;
       FANOUT_RETURN_IF_ERROR(
-          BlockReader::Create(std::max(o.queue_depth, 64), g.block_bytes, &reader));
+          BlockReader::Create(std::max(o.queue_depth, 64), g.block_bytes, &reader, d->file_->io()));
       FANOUT_RETURN_IF_ERROR(
           reader->Read(*d->file_, blocks.data(), static_cast<int64_t>(blocks.size()),
                        [&](int64_t k, const char* data) {
@@ -120,8 +120,9 @@ Status DiskFeatures::UseHotMemory(const int32_t* table, const char* rows) {
 }
 
 Status DiskFeatures::NewReader(std::unique_ptr<BlockReader>* out) const {
-  return BlockReader::Create(
-      queue_depth_, std::max<int64_t>(kFeatureBlockAlign, file_->geometry().block_bytes), out);
+  return BlockReader::Create(queue_depth_,
+                             std::max<int64_t>(kFeatureBlockAlign, file_->geometry().block_bytes),
+                             out, file_->io());
 }
 
 Status DiskFeatures::Gather(const int64_t* rows, int64_t n, char* dst, BlockReader* reader) {

@@ -37,26 +37,6 @@ std::string Errno(const std::string& what) { return what + ": " + std::strerror(
 
 int64_t RoundUp(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
-// pread of exactly n bytes (short reads continued); IOError or Corruption
-// (the file ends early) naming it.
-Status ReadExactly(int fd, const std::string& path, char* buf, int64_t n, int64_t offset) {
-  int64_t done = 0;
-  while (done < n) {
-    const ssize_t r = pread(fd, buf + done, static_cast<size_t>(n - done), offset + done);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return Status::IOError(path + ": " +
-                             Errno("reading at byte " + std::to_string(offset + done)));
-    }
-    if (r == 0)
-      return Status::Corruption(path + ": ends at byte " + std::to_string(offset + done) +
-                                ", before the " + std::to_string(n) + " bytes at " +
-                                std::to_string(offset) + " (truncated?)");
-    done += r;
-  }
-  return Status::OK();
-}
-
 Status WriteExactly(int fd, const std::string& path, const char* buf, int64_t n, int64_t offset) {
   int64_t done = 0;
   while (done < n) {
@@ -232,7 +212,7 @@ FeatureFile::~FeatureFile() {
 }
 
 Status FeatureFile::Open(const std::string& path, const Expect& expect,
-                         std::shared_ptr<const FeatureFile>* out) {
+                         std::shared_ptr<const FeatureFile>* out, FileIo* io) {
   bool direct = true;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
   if (fd < 0 && errno == EINVAL) {  // a file system without O_DIRECT (tmpfs)
@@ -244,11 +224,11 @@ Status FeatureFile::Open(const std::string& path, const Expect& expect,
       return Status::NotFound(path + ": no such feature file (the dataset's meta.json names it)");
     return Status::IOError(path + ": " + Errno("opening the feature file"));
   }
-  return Check(fd, direct, path, expect, out);
+  return Check(fd, direct, path, expect, out, io);
 }
 
 Status FeatureFile::FromDescriptor(int fd, const std::string& name, const Expect& expect,
-                                   std::shared_ptr<const FeatureFile>* out) {
+                                   std::shared_ptr<const FeatureFile>* out, FileIo* io) {
   const int flags = fcntl(fd, F_GETFL);
   if (flags < 0) {
     ::close(fd);
@@ -258,15 +238,16 @@ Status FeatureFile::FromDescriptor(int fd, const std::string& name, const Expect
     ::close(fd);
     return Status::InvalidArgument(name + ": the feature file was handed over writable");
   }
-  return Check(fd, (flags & O_DIRECT) != 0, name, expect, out);
+  return Check(fd, (flags & O_DIRECT) != 0, name, expect, out, io);
 }
 
 Status FeatureFile::Check(int fd, bool direct, const std::string& path, const Expect& expect,
-                          std::shared_ptr<const FeatureFile>* out) {
+                          std::shared_ptr<const FeatureFile>* out, FileIo* io) {
   std::shared_ptr<FeatureFile> f(new FeatureFile());
   f->fd_ = fd;  // owned from here: closed with f on every path
   f->direct_ = direct;
   f->path_ = path;
+  f->io_ = io != nullptr ? io : FileIo::Default();
   struct stat sb {};
   if (fstat(fd, &sb) != 0) return Status::IOError(path + ": " + Errno("fstat"));
   if (!S_ISREG(sb.st_mode)) return Status::InvalidArgument(path + ": not a regular file");
@@ -274,7 +255,8 @@ Status FeatureFile::Check(int fd, bool direct, const std::string& path, const Ex
     return Status::Corruption(path + ": " + std::to_string(sb.st_size) +
                               " bytes, shorter than its header (truncated?)");
   AlignedBuffer hb(kFeatureBlockAlign);
-  FANOUT_RETURN_IF_ERROR(ReadExactly(fd, path, hb.data(), kFeatureBlockAlign, 0));
+  FANOUT_RETURN_IF_ERROR(
+      ReadFully(f->io_, fd, direct, path + ": header", hb.data(), kFeatureBlockAlign, 0));
   const char* h = hb.data();
   if (std::memcmp(h, kMagic, 4) != 0)
     return Status::Corruption(path +
@@ -330,7 +312,8 @@ Status FeatureFile::Check(int fd, bool direct, const std::string& path, const Ex
                               " bytes, its header says " + std::to_string(g.FileBytes()) +
                               " (truncated or extended?)");
   AlignedBuffer table(static_cast<size_t>(g.TableBytes()));
-  FANOUT_RETURN_IF_ERROR(ReadExactly(fd, path, table.data(), g.TableBytes(), g.TableOffset()));
+  FANOUT_RETURN_IF_ERROR(ReadFully(f->io_, fd, direct, path + ": checksum table", table.data(),
+                                   g.TableBytes(), g.TableOffset()));
   f->crcs_.resize(static_cast<size_t>(g.num_blocks));
   std::memcpy(f->crcs_.data(), table.data(), f->crcs_.size() * 4);
   if (Crc32c(f->crcs_.data(), f->crcs_.size() * 4) != Get<uint32_t>(h + kOffTableCrc))
@@ -360,7 +343,9 @@ Status FeatureFile::ReadAll(char* out) const {
   for (int64_t b = 0; b < g_.num_blocks; b += blocks_per_read) {
     const int64_t n = std::min(blocks_per_read, g_.num_blocks - b);
     FANOUT_RETURN_IF_ERROR(
-        ReadExactly(fd_, path_, buf.data(), n * g_.block_bytes, g_.BlockOffset(b)));
+        ReadFully(io_, fd_, direct_,
+                  path_ + ": blocks " + std::to_string(b) + ".." + std::to_string(b + n - 1),
+                  buf.data(), n * g_.block_bytes, g_.BlockOffset(b)));
     for (int64_t i = 0; i < n; ++i) {
       const char* block = buf.data() + i * g_.block_bytes;
       FANOUT_RETURN_IF_ERROR(VerifyBlock(b + i, block));

@@ -30,6 +30,7 @@
 
 #include "common/feature_dtype.h"
 #include "common/status.h"
+#include "storage/file_io.h"
 
 namespace fanout::storage {
 
@@ -108,18 +109,22 @@ class FeatureFile {
   // refuses it: direct() says which) and checks it: NotFound where it is
   // missing, Corruption naming the file where its header, size or checksum
   // table is wrong, InvalidArgument where it holds another partition.
+  // `io`: the door its reads go through (null: FileIo::Default(); tests
+  // inject faults), used by every BlockReader of the file too; not owned, it
+  // must outlive the file.
   static Status Open(const std::string& path, const Expect& expect,
-                     std::shared_ptr<const FeatureFile>* out);
+                     std::shared_ptr<const FeatureFile>* out, FileIo* io = nullptr);
   // The same checks on a descriptor handed over by a server (a same-host
   // client): it must be a regular file; `name` names it in errors. Takes
   // ownership of fd (closed on failure too).
   static Status FromDescriptor(int fd, const std::string& name, const Expect& expect,
-                               std::shared_ptr<const FeatureFile>* out);
+                               std::shared_ptr<const FeatureFile>* out, FileIo* io = nullptr);
   ~FeatureFile();
   FeatureFile(const FeatureFile&) = delete;
   FeatureFile& operator=(const FeatureFile&) = delete;
 
   int fd() const { return fd_; }
+  FileIo* io() const { return io_; }
   bool direct() const { return direct_; }  // opened with O_DIRECT
   const std::string& path() const { return path_; }
   const FeatureFileGeometry& geometry() const { return g_; }
@@ -134,8 +139,9 @@ class FeatureFile {
  private:
   FeatureFile() = default;
   static Status Check(int fd, bool direct, const std::string& path, const Expect& expect,
-                      std::shared_ptr<const FeatureFile>* out);
+                      std::shared_ptr<const FeatureFile>* out, FileIo* io);
   int fd_ = -1;
+  FileIo* io_ = nullptr;
   bool direct_ = false;
   std::string path_;
   FeatureFileIdentity id_;

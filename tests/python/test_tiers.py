@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 import urllib.request
 
 import pytest
@@ -94,14 +95,56 @@ def test_colocated_clients_read_the_disk_tier_themselves(disk_tier, fanout):
 
 
 def test_the_cache_never_holds_more_than_its_budget(cora_files, fanout):
+    """A storm of lookups over every row from 24 connections at once: the cache's bytes stay within its
+    budget, the serving threads share a bounded pool of readers (rings and aligned buffers, counted in
+    /stats) however many connections there are, and the server's resident anonymous memory grows by no
+    more than the budget, the readers and a fixed allowance for the connections' threads and buffers."""
+    import threading
     with fanout.LocalCluster(cora_files, server_args=["--features", "disk", "--feature-memory", "1M"]) as lc:
-        c = lc.cluster(data_plane="tcp")
         budget = _stats(lc)["tiers"]["disk"]["budget_bytes"]
         assert budget == 1 << 20
-        for _ in range(20):  # a storm of lookups over every row, hot and cold
-            c.features(torch.randint(0, 2708, (3000,)))
-            d = _stats(lc)["tiers"]["disk"]
+        base = _stats(lc)["memory"]["rss_anon_bytes"]
+        clusters = [lc.cluster(data_plane="tcp") for _ in range(24)]
+        errors = []
+
+        def storm(c, seed):
+            try:
+                g = torch.Generator().manual_seed(seed)
+                for _ in range(15):  # hot and cold rows alike
+                    c.features(torch.randint(0, 2708, (3000,), generator=g))
+            except Exception as e:  # noqa: BLE001 (reported below)
+                errors.append(e)
+        threads = [threading.Thread(target=storm, args=(c, i)) for i, c in enumerate(clusters)]
+        for t in threads:
+            t.start()
+        peak_anon = 0
+        while any(t.is_alive() for t in threads):
+            s = _stats(lc)
+            d = s["tiers"]["disk"]
             assert d["cache_bytes"] <= budget, d
+            assert d["readers"]["made"] <= d["readers"]["max"], d["readers"]
+            peak_anon = max(peak_anon, s["memory"]["rss_anon_bytes"])
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        s = _stats(lc)
+        d = s["tiers"]["disk"]
+        assert 1 <= d["readers"]["made"] <= d["readers"]["max"] < 24, d["readers"]
+        # Each reader: queue_depth blocks of the file's block size (a multiple of 4096).
+        per_reader, rest = divmod(s["memory"]["disk_reader_bytes"], d["readers"]["made"])
+        assert rest == 0 and per_reader % (d["queue_depth"] * 4096) == 0, (s["memory"], d)
+        # In flight, replies (3000 rows of 5.7 KB each, copied into Thrift's frames) take what the request
+        # budget allows; once the storm is over and the server idle (it trims its heap after 2 s quiet),
+        # what stays is the cache, the readers and the connections' own threads and buffers.
+        assert peak_anon - base <= s["memory"]["request_budget_bytes"] + budget + (256 << 20), (peak_anon, base)
+        allowance = 64 << 20
+        deadline = time.monotonic() + 20
+        while True:
+            grown = _stats(lc)["memory"]["rss_anon_bytes"] - base
+            if grown <= budget + s["memory"]["disk_reader_bytes"] + allowance or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert grown <= budget + s["memory"]["disk_reader_bytes"] + allowance, (grown, base, peak_anon)
         assert d["evictions"] > 0 and d["hot_hits"] > 0 and d["cache_hits"] > 0
         with urllib.request.urlopen("http://%s/metrics" % lc.admin_addresses[0], timeout=10) as r:
             metrics = r.read().decode()

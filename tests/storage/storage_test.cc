@@ -22,70 +22,13 @@
 #include "storage/feature_file.h"
 #include "storage/io_gate.h"
 #include "storage/row_cache.h"
+#include "tests/storage/storage_test_util.h"
 
 namespace fanout::storage {
 namespace {
 
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
-
-class TempDir {
- public:
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "fanout-storage-XXXXXX").string();
-    path_ = mkdtemp(t.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string Sub(const std::string& n) const { return path_ + "/" + n; }
-
- private:
-  std::string path_;
-};
-
-FeatureFileIdentity Identity(int64_t rows, int64_t dim, FeatureDType t = FeatureDType::kFloat32) {
-  FeatureFileIdentity id;
-  id.dataset_id = "0123456789abcdef";
-  id.partition = 1;
-  id.node_begin = 1000;
-  id.rows = rows;
-  id.feature_dim = dim;
-  id.dtype = t;
-  return id;
-}
-
-FeatureFile::Expect ExpectOf(const FeatureFileIdentity& id) {
-  FeatureFile::Expect x;
-  x.dataset_id = id.dataset_id;
-  x.partition = id.partition;
-  x.node_begin = id.node_begin;
-  x.rows = id.rows;
-  x.feature_dim = id.feature_dim;
-  x.dtype = id.dtype;
-  return x;
-}
-
-// Row r's bytes: a pattern that differs per row and column.
-std::vector<char> Rows(int64_t rows, int64_t row_bytes) {
-  std::vector<char> out(static_cast<size_t>(rows * row_bytes));
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t j = 0; j < row_bytes; ++j)
-      out[r * row_bytes + j] = static_cast<char>((r * 131 + j * 7 + 3) & 0xff);
-  return out;
-}
-
-std::string Write(const std::string& path, const FeatureFileIdentity& id,
-                  const std::vector<char>& rows, int64_t chunk = 37) {
-  std::unique_ptr<FeatureFileWriter> w;
-  EXPECT_TRUE(FeatureFileWriter::Create(path, id, &w).ok());
-  const int64_t rb = id.row_bytes();
-  for (int64_t r = 0; r < id.rows; r += chunk)
-    EXPECT_TRUE(w->Append(rows.data() + r * rb, std::min(chunk, id.rows - r)).ok());
-  EXPECT_TRUE(w->Finish().ok());
-  return path;
-}
 
 TEST(FeatureFileTest, RowsRoundTripAndSitWholeInAlignedBlocks) {
   TempDir tmp;
@@ -159,7 +102,9 @@ TEST(FeatureFileTest, EveryDamageIsRefusedByName) {
     ASSERT_TRUE(w->Append(rows.data(), 10).ok());
   }
   st = FeatureFile::Open(p, ExpectOf(id), &f);
-  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), Status::Code::kCorruption) << st.ToString();
+  EXPECT_THAT(st.message(), HasSubstr(p + ": not a Fanout feature file")) << st.ToString();
+  EXPECT_THAT(st.message(), HasSubstr("an unfinished write?")) << st.ToString();
   // Another partition's file.
   FeatureFile::Expect other = ExpectOf(id);
   other.partition = 2;
