@@ -12,6 +12,14 @@ void NoteMax(std::atomic<int64_t>* at, int64_t v) {
   while (v > cur && !at->compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
   }
 }
+// The cache's slots for `bytes`, never more than the rows the hot set does
+// not hold: a budget (or a peer's figure) larger than the file buys nothing,
+// and is not allocated.
+int64_t CacheSlots(int64_t bytes, int64_t row_bytes, int64_t rows, int64_t hot_rows) {
+  return std::min(SieveCache::SlotsFor(bytes, row_bytes, rows),
+                  std::max<int64_t>(0, rows - hot_rows));
+}
+
 }  // namespace
 
 Status DiskFeatures::Create(std::shared_ptr<const FeatureFile> file, const DiskCacheOptions& o,
@@ -81,7 +89,8 @@ Status DiskFeatures::Create(std::shared_ptr<const FeatureFile> file, const DiskC
                                                 n, rb, g.rows, &d->hot_));
     }
     const int64_t rest = std::max<int64_t>(0, o.budget_bytes - d->hot_.bytes());
-    d->cache_ = std::make_unique<SieveCache>(SieveCache::SlotsFor(rest, rb, g.rows), rb, g.rows);
+    d->cache_ =
+        std::make_unique<SieveCache>(CacheSlots(rest, rb, g.rows, d->hot_.size()), rb, g.rows);
   }
   *out = std::move(d);
   return Status::OK();
@@ -95,10 +104,10 @@ Status DiskFeatures::Attach(std::shared_ptr<const FeatureFile> file, const Stati
   d->queue_depth_ = queue_depth;
   d->hot_ = hot;
   const int64_t rb = d->file_->geometry().row_bytes;
+  const int64_t rows = d->file_->geometry().rows;
   if (rb > 0)
     d->cache_ = std::make_unique<SieveCache>(
-        SieveCache::SlotsFor(std::max<int64_t>(0, cache_bytes), rb, d->file_->geometry().rows), rb,
-        d->file_->geometry().rows);
+        CacheSlots(std::max<int64_t>(0, cache_bytes), rb, rows, hot.size()), rb, rows);
   d->budget_ = d->cache_bytes();
   *out = std::move(d);
   return Status::OK();

@@ -283,3 +283,37 @@ TEST_F(FileFaultTest, DiskFeaturesGatherReportsTheFaultAndServesNoRowOfIt) {
 
 }  // namespace
 }  // namespace fanout::storage
+
+namespace fanout::storage {
+namespace {
+
+// A cache is sized from the file, not from a figure: a budget of 1 GiB over a
+// file of 4000 rows, or a peer's claim of 2^62 bytes, allocates no more than
+// holding every row takes.
+TEST_F(FileFaultTest, ACacheNeverTakesMoreThanTheFileHolds) {
+  auto f = Open(nullptr);
+  const int64_t rb = id_.row_bytes(), rows = id_.rows;
+  const int64_t whole = SieveCache::BytesFor(rows, rb, rows);
+  DiskCacheOptions o;
+  o.budget_bytes = int64_t{1} << 30;
+  std::unique_ptr<DiskFeatures> d;
+  ASSERT_TRUE(DiskFeatures::Create(f, o, {}, &d).ok());
+  EXPECT_LE(d->cache_bytes(), whole);
+  EXPECT_GT(d->cache_bytes(), rows * rb);  // every row fits
+  std::unique_ptr<DiskFeatures> client;
+  ASSERT_TRUE(DiskFeatures::Attach(f, StaticRowSet(), int64_t{1} << 62, 8, &client).ok());
+  EXPECT_LE(client->cache_bytes(), whole);
+  // ... and it serves every row right.
+  std::unique_ptr<BlockReader> r;
+  ASSERT_TRUE(client->NewReader(&r).ok());
+  std::vector<int64_t> all(static_cast<size_t>(rows));
+  std::iota(all.begin(), all.end(), 0);
+  std::vector<char> out(rows_.size());
+  for (int pass = 0; pass < 2; ++pass) {
+    ASSERT_TRUE(client->Gather(all.data(), rows, out.data(), r.get()).ok());
+    EXPECT_EQ(out, rows_);
+  }
+}
+
+}  // namespace
+}  // namespace fanout::storage
