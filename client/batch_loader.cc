@@ -453,6 +453,7 @@ void BatchLoader::Worker(int w) {
       stats_.retries += after.retries - before.retries;
       stats_.failovers += after.failovers - before.failovers;
       stats_.health_abandons += after.health_abandons - before.health_abandons;
+      stats_.data_faults += after.data_faults - before.data_faults;
       std::vector<PartitionPath> now = session->Paths();
       if (now != worker_paths_[w]) worker_paths_[w] = std::move(now);
       if (st.ok()) {

@@ -176,6 +176,7 @@ struct LoaderStats {
   int64_t retries = 0;          // requests sent again after Unavailable or DeadlineExceeded
   int64_t failovers = 0;        // times a partition moved to another replica
   int64_t health_abandons = 0;  // requests given up at once: their replica failed its health check
+  int64_t data_faults = 0;      // reads a replica refused for its data (damaged), served by another
   std::vector<ReplicaHealth>
       servers;  // per replica: failed requests, failovers to it, health (a cluster)
   // Each partition's path as this loader's workers use it (PartitionPath,

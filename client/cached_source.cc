@@ -90,6 +90,7 @@ class CachedSession : public Session {
     stats_.retries = in.retries;
     stats_.failovers = in.failovers;
     stats_.health_abandons = in.health_abandons;
+    stats_.data_faults = in.data_faults;
   }
   Status Wrap(Status st) {
     Sync();

@@ -254,8 +254,22 @@ Status ClusterSession::Features(ArrayView<const int64_t> ids, float* out) {
       disk_rows_.resize(part_ids.size());
       for (size_t j = 0; j < part_ids.size(); ++j) disk_rows_[j] = part_ids[j] - base;
       disk_buffer_.resize(part_ids.size() * row);
-      FANOUT_RETURN_IF_ERROR(disk->Gather(disk_rows_.data(), static_cast<int64_t>(part_ids.size()),
-                                          disk_buffer_.data(), disk_readers_[p].get()));
+      Status read = disk->Gather(disk_rows_.data(), static_cast<int64_t>(part_ids.size()),
+                                 disk_buffer_.data(), disk_readers_[p].get());
+      if (!read.ok()) {
+        if (read.code() != Status::Code::kCorruption && read.code() != Status::Code::kIOError)
+          return read;
+        // A damaged block (or a failing disk) under this host's replica: these
+        // rows go to the replicas over RPC below, like a dead replica's
+        // (its server reads the same file: the exchange moves on from it).
+        ++stats_.data_faults;
+        if (c_->exporter_[p] >= 0) c_->NoteFailure(p, c_->exporter_[p], read.message());
+        std::fprintf(stderr,
+                     "fanout: partition %d: the co-located read failed (%s); these rows go to a "
+                     "replica over RPC\n",
+                     p, read.message().c_str());
+        continue;
+      }
       for (size_t j = 0; j < part_ids.size(); ++j)
         DecodeFeatureRow(types[p], scale, disk_buffer_.data() + j * row, d, out + pos[j] * d);
       const int64_t bytes = static_cast<int64_t>(part_ids.size() * row);

@@ -58,7 +58,10 @@ struct SessionStats {
   int64_t retries = 0;          // requests sent again after Unavailable or DeadlineExceeded
   int64_t failovers = 0;        // times a partition moved to another replica
   int64_t health_abandons = 0;  // requests given up because their replica failed its health check
-  int64_t reprobes = 0;         // servers back on the data plane after a fallback
+  // Reads refused for their data (Corruption or IOError: a damaged block on
+  // one replica, co-located or remote) and sent to another replica instead.
+  int64_t data_faults = 0;
+  int64_t reprobes = 0;  // servers back on the data plane after a fallback
 };
 
 // One thread's handle on a source (its own connections and scratch).

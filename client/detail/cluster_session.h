@@ -131,25 +131,35 @@ class ClusterSession : public Session {
           via_dp_[p] = 1;
           continue;
         }
-        if (st.code() != Status::Code::kUnavailable && st.code() != Status::Code::kDeadlineExceeded)
-          break;
-        const bool down = channel_->stats().given_up > given_up;
-        if (c_->replicas_[p].size() > 1 && (down || st.code() == Status::Code::kDeadlineExceeded)) {
-          // Another replica answers the same request (a pure function: the
-          // same answer) over Thrift now, and over its data plane from then
-          // on; the one that timed out or failed its health check is not
-          // asked again (counted as a deadline, so not retried first).
-          if (down) ++stats_.health_abandons;
-          st = WithFailover(p, Status::DeadlineExceeded(st.message()), [&] { return send(p); });
+        if (DataFault(p, st)) {
+          // This replica's data is damaged (its reply says which file and
+          // block): another replica answers the same request over Thrift.
+          st = WithFailover(p, st, [&] { return send(p); });
+          if (!st.ok()) break;
+          owed[p] = 1;
         } else {
-          // A timeout resets the channel (its shared-memory FIFO may be
-          // wedged by another server that died): resend over Thrift, which
-          // has its own deadline for a server that really hangs.
-          Fallback(p, st);
-          st = WithFailover(p, send(p), [&] { return send(p); });
+          if (st.code() != Status::Code::kUnavailable &&
+              st.code() != Status::Code::kDeadlineExceeded)
+            break;
+          const bool down = channel_->stats().given_up > given_up;
+          if (c_->replicas_[p].size() > 1 &&
+              (down || st.code() == Status::Code::kDeadlineExceeded)) {
+            // Another replica answers the same request (a pure function: the
+            // same answer) over Thrift now, and over its data plane from then
+            // on; the one that timed out or failed its health check is not
+            // asked again (counted as a deadline, so not retried first).
+            if (down) ++stats_.health_abandons;
+            st = WithFailover(p, Status::DeadlineExceeded(st.message()), [&] { return send(p); });
+          } else {
+            // A timeout resets the channel (its shared-memory FIFO may be
+            // wedged by another server that died): resend over Thrift, which
+            // has its own deadline for a server that really hangs.
+            Fallback(p, st);
+            st = WithFailover(p, send(p), [&] { return send(p); });
+          }
+          if (!st.ok()) break;
+          owed[p] = 1;
         }
-        if (!st.ok()) break;
-        owed[p] = 1;
       }
       if (owed[p] == 1) {
         owed[p] = 0;
@@ -193,16 +203,29 @@ class ClusterSession : public Session {
   // (the same request, unchanged: sampling is a pure function of it, so the
   // same answer), at most RpcOptions::max_failovers times. When no replica
   // answers, the error names every address tried and why.
+  // A data fault (Corruption or IOError from the replica's own storage: a
+  // damaged block) moves p on too where p has another replica; when every
+  // replica refuses, the error names each one and its file and block.
   template <typename AgainFn>
   Status WithFailover(int p, Status st, AgainFn&& again) {
     std::vector<std::string> tried;
-    for (int attempt = 0; Retryable(st) && attempt < c_->options_.max_failovers; ++attempt) {
+    for (int attempt = 0;
+         (Retryable(st) || DataFault(p, st)) && attempt < c_->options_.max_failovers; ++attempt) {
+      if (DataFault(p, st)) ++stats_.data_faults;
       Status moved = Failover(p, st, &tried);
       if (!moved.ok()) return moved;
       ++stats_.retries;
       st = again();
     }
+    if (DataFault(p, st) && !tried.empty())
+      return Status::FromCode(static_cast<int>(st.code()),
+                              "partition " + std::to_string(p) + ": every replica refused: " +
+                                  Join(tried) + "; " + Address(p) + ": " + st.message());
     return st;
+  }
+  bool DataFault(int p, const Status& st) const {
+    return (st.code() == Status::Code::kCorruption || st.code() == Status::Code::kIOError) &&
+           c_->replicas_[p].size() > 1;
   }
 
   // A session that failed over returns to its own replica once that passes

@@ -132,6 +132,7 @@ class PyLoader {
     d["thrift_bytes"] = s.thrift_bytes;
     d["ucx_bytes"] = s.ucx_bytes;
     d["health_abandons"] = s.health_abandons;
+    d["data_faults"] = s.data_faults;
     d["local_bytes"] = s.local_bytes;
     d["local_edges"] = s.local_edges;
     d["local_rows"] = s.local_rows;

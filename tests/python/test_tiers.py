@@ -177,6 +177,48 @@ def test_a_flipped_byte_is_refused_naming_the_file_and_block(cora_files, fanout,
         assert _stats(lc)["tiers"]["disk"]["read_errors"] >= 2
 
 
+def test_a_damaged_block_on_one_of_two_replicas_changes_no_batch(cora_files, fanout, tmp_path):
+    """Replica A of each partition has a flipped byte in node 0's block, replica B is whole. On every path
+    (Thrift, UCX, and auto, where this host reads A's file itself) the rows and the batches equal B's alone:
+    the damaged read goes to B, counted as a data fault; only where every replica refuses does a call fail,
+    naming each."""
+    damaged = tmp_path / "damaged"
+    shutil.copytree(cora_files, damaged)
+    with open(damaged / "part-0.features", "r+b") as f:  # node 0's row: block 0, after the 4096-byte header
+        f.seek(4096 + 10)
+        b = f.read(1)
+        f.seek(4096 + 10)
+        f.write(bytes([b[0] ^ 0x40]))
+    args = ["--features", "disk", "--feature-memory", "0"]
+    with fanout.LocalCluster(str(damaged), server_args=args) as bad, \
+            fanout.LocalCluster(str(cora_files), server_args=args) as good:
+        spec = tmp_path / "cluster.json"
+        spec.write_text(json.dumps({"partitions": [{"partition": p, "replicas": [a, b]} for p, (a, b) in
+                                                   enumerate(zip(bad.addresses, good.addresses))]}))
+        ref = good.cluster(data_plane="tcp")
+        everything = torch.arange(2708)
+        want = ref.features(everything)
+        ref_batches = list(fanout.NodeLoader(ref, torch.arange(0, 2708, 7), num_neighbors=[5, 5], batch_size=64,
+                                             seed=3, num_workers=1))
+        for plane in ("tcp", "ucx", "auto"):
+            c = fanout.Cluster.from_file(str(spec), data_plane=plane)
+            loader = fanout.NodeLoader(c, torch.arange(0, 2708, 7), num_neighbors=[5, 5], batch_size=64, seed=3,
+                                       num_workers=1)
+            got = list(loader)
+            assert len(got) == len(ref_batches)
+            for x, y in zip(got, ref_batches):
+                assert torch.equal(x.n_id, y.n_id) and torch.equal(x.x, y.x), plane
+            assert loader.stats()["data_faults"] >= 1, (plane, loader.stats())
+            assert torch.equal(c.features(everything), want), plane
+        assert sum(_stats(bad, p)["tiers"]["disk"]["read_errors"] for p in (0, 1)) >= 1
+        # Every replica damaged: the call fails naming the file and block of each.
+        only_bad = tmp_path / "bad.json"
+        only_bad.write_text(json.dumps({"partitions": [{"partition": p, "replicas": [a, a]} for p, a in
+                                                       enumerate(bad.addresses)]}))
+        with pytest.raises(fanout.Corruption, match=r"every replica refused.*part-0\.features: block 0"):
+            fanout.Cluster.from_file(str(only_bad), data_plane="tcp").features(torch.tensor([0]))
+
+
 def test_a_missing_or_truncated_file_stops_the_server_at_start(cora_files, fanout, tmp_path):
     server = fanout.find_binary("fanout-server")
     for damage in ("missing", "truncated"):
