@@ -24,6 +24,8 @@
 //                    tenant's share of the work against its weight's share;
 //                    aggregate_ratio = the four's work/s over that of t4
 //                    alone with as many workers (half on each path).
+//   many_connections fair_share's tenants, t1 with 16x the workers (and so
+//                    the connections) of each other one: shares within 10%.
 //   greedy_neighbor  equal weights, `greedy` with 8x the workers (and so the
 //                    connections) of `modest` (--workers): their shares.
 //   online_beside_batch  an online tenant (class online) at --qps queries/s
@@ -382,7 +384,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> only;
   app.add_option("--cases", only, "Run only these cases")
       ->delimiter(',')
-      ->check(CLI::IsMember({"fair_share", "greedy_neighbor", "online_beside_batch", "quota"}));
+      ->check(CLI::IsMember(
+          {"fair_share", "many_connections", "greedy_neighbor", "online_beside_batch", "quota"}));
   // One batch job (the driver starts these).
   app.add_flag("--online-io-first,!--no-online-io-first", online_io_first,
                "Servers with --online-io-first (their default: batch reads keep to a few in flight "
@@ -505,6 +508,44 @@ int main(int argc, char** argv) {
                      {"alone_bytes_per_s", alone_rate},
                      {"worst_share_error", worst},
                      {"workers_per_tenant", workers}});
+  }
+
+  // ---- many_connections ----
+  // fair_share's four tenants, t1 with 16x the workers (and connections) of
+  // each other one: its share must stay its weight's, however many
+  // connections it opens (its requests past its share of the wait are
+  // refused, and the others' are not crowded out).
+  if (want("many_connections")) {
+    const int each = std::max(1, workers / 4), many = 16 * each;
+    std::printf("\n== many_connections: t1..t4, weights 1 1 2 4; t1 %d workers, the others %d\n",
+                many, each);
+    const std::vector<LoadSpec> four = {
+        {"t1", "tcp", many}, {"t2", "tcp", each}, {"t3", "ucx", each}, {"t4", "ucx", each}};
+    const auto u = RunCase(b, four, NoOnline);
+    double total = 0;
+    for (const LoadSpec& l : four) total += u.at(l.tenant).bytes;
+    nlohmann::json list = nlohmann::json::array();
+    double worst = 0;
+    const double weights[] = {1, 1, 2, 4};
+    for (size_t i = 0; i < four.size(); ++i) {
+      const double share = u.at(four[i].tenant).bytes / total, want = weights[i] / 8;
+      worst = std::max(worst, std::fabs(share / want - 1));
+      list.push_back({{"name", four[i].tenant},
+                      {"weight", weights[i]},
+                      {"share", share},
+                      {"weight_share", want},
+                      {"workers", four[i].workers},
+                      {"data_plane", four[i].data_plane}});
+      std::printf("  %s weight %.0f, %d workers (%s): share %.3f, its weight's %.3f (%+.1f%%)\n",
+                  four[i].tenant.c_str(), weights[i], four[i].workers, four[i].data_plane.c_str(),
+                  share, want, 100 * (share / want - 1));
+    }
+    std::printf("  worst share error %.1f%% (bar 10%%)\n", 100 * worst);
+    if (worst > 0.10) ++failures;
+    cases.push_back({{"case", "many_connections"},
+                     {"tenants", list},
+                     {"worst_share_error", worst},
+                     {"connections_ratio", 16}});
   }
 
   // ---- greedy_neighbor ----

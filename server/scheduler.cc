@@ -86,7 +86,26 @@ void FairScheduler::SetTenants(const std::vector<FairQueue::TenantClass>& tenant
   std::lock_guard<std::mutex> lock(mu_);
   q_.SetTenants(tenants);
   online_.clear();
-  for (const auto& t : tenants) online_.push_back(t.online);
+  weight_.clear();
+  weights_ = 0;
+  for (const auto& t : tenants) {
+    online_.push_back(t.online);
+    weight_.push_back(t.weight);
+    weights_ += t.weight;
+  }
+  waiting_of_.resize(tenants.size(), 0);
+}
+
+int64_t FairScheduler::WaitingCapLocked(int t) const {
+  const double share = weights_ > 0 ? weight_[static_cast<size_t>(t)] / weights_ : 1;
+  return std::max<int64_t>(o_.min_waiting_per_tenant,
+                           static_cast<int64_t>(static_cast<double>(o_.max_waiting) * share));
+}
+
+int64_t FairScheduler::WaitingCap(int t) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (t < 0 || static_cast<size_t>(t) >= weight_.size()) return 0;
+  return WaitingCapLocked(t);
 }
 
 void FairScheduler::DispatchLocked() {
@@ -124,14 +143,23 @@ Status FairScheduler::Acquire(int tenant, double est_cost, Grant* grant) {
   if (q_.waiting() >= o_.max_waiting)
     return Status::ResourceExhausted("the server has " + std::to_string(q_.waiting()) +
                                      " requests waiting already: try again later");
+  int64_t& mine = waiting_of_[static_cast<size_t>(tenant)];
+  const int64_t cap = WaitingCapLocked(tenant);
+  if (mine >= cap)
+    return Status::ResourceExhausted("this tenant has " + std::to_string(mine) +
+                                     " requests waiting, its weight's share of " +
+                                     "the server's wait (" + std::to_string(cap) +
+                                     "): more connections buy no more places; try again later");
   Ticket ticket;
   const int64_t id = q_.Enqueue(tenant, est_cost);
   tickets_.emplace_back(id, &ticket);
+  ++mine;
   DispatchLocked();
   const auto deadline = t0 + o_.max_wait;
   while (!ticket.granted && !stopped_) {
     if (ticket.cv.wait_until(lock, deadline) == std::cv_status::timeout && !ticket.granted) break;
   }
+  --waiting_of_[static_cast<size_t>(tenant)];  // granted, or given up: no longer waiting
   if (!ticket.granted) {
     q_.Cancel(id);  // not served: its charge comes back
     tickets_.erase(std::remove_if(tickets_.begin(), tickets_.end(),

@@ -18,7 +18,11 @@
 // plus `online_slots` more that only online work may take (an inference
 // query does not wait for a batch request to finish). Waiting is bounded: a
 // request waits at most max_wait (then ResourceExhausted, well under the
-// client's deadline), and at most max_waiting requests wait at once.
+// client's deadline), at most max_waiting requests wait at once, and each
+// tenant holds at most its weight's share of those places (at least
+// min_waiting_per_tenant): a tenant with many connections cannot fill the
+// queue and crowd the others out; its requests past its share are refused at
+// once, naming it.
 //
 // Thread safety: FairQueue none (FairScheduler holds its lock around it);
 // FairScheduler's methods from any thread.
@@ -81,6 +85,9 @@ struct SchedulerOptions {
   int online_slots = 1;        // more, for online work only
   double online_share = 0.8;   // online's most share of the work while batch work waits
   int64_t max_waiting = 4096;  // requests waiting at once; beyond: ResourceExhausted
+  // Each tenant's places in the wait: max_waiting x its weight's share of the
+  // tenants' weights, at least this many.
+  int64_t min_waiting_per_tenant = 64;
   std::chrono::milliseconds max_wait{20000};  // under the client's 30 s call deadline
   // Where online tenants exist: while an online request's device reads
   // wait, batch requests keep at most storage::IoGate::kBatchBudget reads in
@@ -110,13 +117,19 @@ class FairScheduler {
   void Stop();
   int64_t waiting() const;
   int running() const;
+  // The places in the wait tenant `t` may hold (its weight's share).
+  int64_t WaitingCap(int t) const;
 
  private:
   void DispatchLocked();
+  int64_t WaitingCapLocked(int t) const;
   const SchedulerOptions o_;
   mutable std::mutex mu_;
   FairQueue q_;                                 // GUARDED_BY(mu_)
   std::vector<bool> online_;                    // GUARDED_BY(mu_): per tenant
+  std::vector<double> weight_;                  // GUARDED_BY(mu_): per tenant
+  std::vector<int64_t> waiting_of_;             // GUARDED_BY(mu_): per tenant, waiting now
+  double weights_ = 1;                          // GUARDED_BY(mu_): their sum
   int running_ = 0, running_online_slots_ = 0;  // GUARDED_BY(mu_)
   struct Ticket {
     std::condition_variable cv;

@@ -29,6 +29,9 @@ struct Tenancy::Usage {
   int64_t held_bytes = 0;                            // GUARDED_BY(mu)
   double request_tokens = 0, feature_tokens = 0;     // GUARDED_BY(mu)
   std::chrono::steady_clock::time_point refilled{};  // GUARDED_BY(mu)
+  // When this tenant's next refusal may leave (its refusals are paced per
+  // tenant, not per connection: more connections buy no more refusals).
+  std::chrono::steady_clock::time_point next_refusal{};  // GUARDED_BY(mu)
 };
 
 // The current table and how its tenants map to ids.
@@ -225,6 +228,9 @@ constexpr int kBatchNice = 5;
 // A request refused over max_inflight_bytes could pass once one of the
 // tenant's requests is answered: no time is known, a short one is said.
 constexpr double kInflightRetryS = 0.005;
+// The least time between two refusals of one tenant (a tenant hammering from
+// many connections is paced as one).
+constexpr double kRefusalSpacingS = 0.002;
 
 bool CanUndoNice() {
   static const bool can = [] {
@@ -279,6 +285,12 @@ Status Tenancy::Admit(int tenant, double est_cost, int64_t est_feature_bytes, Ad
     u.refilled = now;
     auto refuse = [&](const std::string& quota, const std::string& value, double retry_s) {
       ++u.refused_quota;
+      // Refusals of one tenant leave kRefusalSpacingS apart at least, over all
+      // its connections: each is held until its turn (PartitionService::Run).
+      const auto at = std::max(now, u.next_refusal);
+      u.next_refusal = at + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                std::chrono::duration<double>(kRefusalSpacingS));
+      retry_s = std::max(retry_s, std::chrono::duration<double>(at - now).count());
       a->retry_after_s = retry_s;
       a->hold_refusal = !t->online;
       return Status::ResourceExhausted(
@@ -323,7 +335,10 @@ Status Tenancy::Admit(int tenant, double est_cost, int64_t est_feature_bytes, Ad
         u.held_bytes -= a->held_bytes;
       }
       a->held_bytes = 0;
-      if (st.code() == Status::Code::kResourceExhausted) ++u.refused_busy;
+      if (st.code() == Status::Code::kResourceExhausted) {
+        ++u.refused_busy;
+        return Status::ResourceExhausted("tenant '" + u.name + "': " + st.message());
+      }
       return st;
     }
     a->waited_s = a->grant.waited_s;

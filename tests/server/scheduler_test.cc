@@ -163,5 +163,47 @@ TEST(FairSchedulerTest, SlotsBoundTheWorkAndStopWakesWaiters) {
   EXPECT_EQ(u.Acquire(0, 1, &after).code(), Status::Code::kAborted);
 }
 
+// A tenant with 16x the connections (threads) of another, at equal weight,
+// is held to its share of the grants, counted over a fixed number of them
+// (not timed): its requests past its share of the wait are refused at once,
+// and the other tenant is never refused for a full queue.
+TEST(FairSchedulerTest, AGreedyTenantWithManyConnectionsIsHeldToItsShare) {
+  SchedulerOptions o;
+  o.slots = 1;
+  o.online_slots = 0;
+  o.max_waiting = 16;  // the greedy tenant alone would fill it
+  o.min_waiting_per_tenant = 2;
+  FairScheduler s(o);
+  s.SetTenants({{1, false}, {1, false}});
+  EXPECT_EQ(s.WaitingCap(0), 8);
+  constexpr int kGrants = 3000;
+  std::atomic<int> granted{0};
+  std::atomic<int64_t> grants[2] = {}, refused[2] = {};
+  std::atomic<bool> done{false};
+  auto client = [&](int tenant) {
+    while (!done.load()) {
+      FairScheduler::Grant g;
+      Status st = s.Acquire(tenant, 1000, &g);
+      if (!st.ok()) {
+        ++refused[tenant];
+        std::this_thread::sleep_for(std::chrono::microseconds(200));  // a paced client's retry
+        continue;
+      }
+      if (granted.fetch_add(1) < kGrants) ++grants[tenant];
+      std::this_thread::sleep_for(std::chrono::microseconds(100));  // the work, holding the slot
+      s.Release(&g, 1000);
+      if (granted.load() >= kGrants) done = true;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 32; ++i) threads.emplace_back(client, 0);  // greedy: 32 connections
+  for (int i = 0; i < 2; ++i) threads.emplace_back(client, 1);   // modest: 2
+  for (auto& t : threads) t.join();
+  const double share = static_cast<double>(grants[1].load()) / kGrants;
+  EXPECT_NEAR(share, 0.5, 0.05) << "greedy " << grants[0] << " modest " << grants[1];
+  EXPECT_GT(refused[0].load(), 0);  // past its share of the wait
+  EXPECT_EQ(refused[1].load(), 0);  // never crowded out
+}
+
 }  // namespace
 }  // namespace fanout::server
