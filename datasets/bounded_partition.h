@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "common/byte_size.h"
 #include "common/status.h"
 #include "datasets/dataset.h"
 #include "datasets/formats.h"
@@ -112,8 +113,7 @@ Status WritePartitionedStream(const StreamedGraph& g, const PartitionOptions& op
 void RemoveStaleSpillFiles(const std::string& spill_dir);
 std::string SpillFilePrefix();  // "fanout-spill-<this pid>-"
 
-// "4G", "512M", "1.5GiB", "65536" (bytes); K/M/G/T are powers of 1024.
-Status ParseByteSize(const std::string& text, int64_t* bytes);
+using fanout::ParseByteSize;  // common/byte_size.h
 // "3.50 GiB", "512.0 MiB", ...
 std::string FormatBytes(double bytes);
 // The memory this process may use: physical memory, or the cgroup's limit

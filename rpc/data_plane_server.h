@@ -71,11 +71,9 @@ struct DataPlaneServerOptions {
   std::string ticket;
   // Tenants (server/tenancy.h): every request must carry a ticket that this
   // maps to a tenant id (>= 0), handed to the handler as
-  // DataRequest::tenant; -1 = Unauthenticated. With `tickets_optional`, a
-  // request without a ticket is tenant `default_tenant`'s.
+  // DataRequest::tenant; -1 (a ticket that names no current tenant, or
+  // none) = Unauthenticated.
   std::function<int(const std::string& ticket)> ticket_tenant;
-  bool tickets_optional = false;
-  int default_tenant = -1;
   // The server's request-memory budget, shared with its Thrift connections
   // (null: none). A rendezvous request's ids are fetched only once its bytes
   // are taken from it (the rest wait, in order, at most budget_wait_ms, then

@@ -16,7 +16,7 @@
 #include "common/auth_token.h"
 #include "common/cpu.h"
 #include "common/version.h"
-#include "datasets/bounded_partition.h"
+#include "common/byte_size.h"
 #include "rpc/data_plane.h"
 #include "server/partition_server.h"
 #include "server/ready_record.h"
@@ -257,7 +257,7 @@ int main(int argc, char** argv) {
       *dst = 0;
       continue;
     }
-    fanout::Status st = fanout::datasets::ParseByteSize(*text, dst);
+    fanout::Status st = fanout::ParseByteSize(*text, dst);
     if (!st.ok()) {
       std::fprintf(stderr, "fanout-server: error: %s: %s\n", flag, st.message().c_str());
       return 2;

@@ -209,7 +209,6 @@ Status PartitionServer::Load(std::shared_ptr<datasets::PartitionData>* out,
   oo.edge_ids = plan_.edge_ids_at_start;
   oo.features = !plan_.features_on_disk;
   oo.heat = plan_.features_on_disk;
-  oo.heat = plan_.features_on_disk;
   FANOUT_RETURN_IF_ERROR(
       datasets::OpenPartition(options_.dataset_dir, options_.partition, oo, d.get()));
   if (plan_.features_on_disk) {

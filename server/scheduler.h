@@ -92,8 +92,9 @@ struct SchedulerOptions {
   // Where online tenants exist: while an online request's device reads
   // wait, batch requests keep at most storage::IoGate::kBatchBudget reads in
   // flight (docs/TENANTS.md, "Priorities past the queue"). Off: CPU priority
-  // alone. (Off here; the server turns it on unless --no-online-io-first.)
-  bool online_io_first = false;
+  // alone. On by default, as the server's (ServerOptions::online_io_first,
+  // --no-online-io-first).
+  bool online_io_first = true;
 };
 
 class FairScheduler {

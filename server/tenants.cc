@@ -7,7 +7,7 @@
 
 #include "common/auth_token.h"
 #include "common/secret.h"
-#include "datasets/bounded_partition.h"
+#include "common/byte_size.h"
 
 namespace fanout::server {
 
@@ -127,7 +127,7 @@ Status TenantTable::Parse(const std::string& text, const std::string& origin,
         x.local = value == "yes";
       } else if (key == "max_inflight_bytes" || key == "max_feature_bytes_per_s") {
         if (value != "0") {
-          Status st = datasets::ParseByteSize(value, &bytes);
+          Status st = ParseByteSize(value, &bytes);
           if (!st.ok()) return bad(key + ": " + st.message());
         }
         if (key == "max_inflight_bytes")

@@ -225,8 +225,6 @@ ucs_status_t Thread::OnRequest(void* arg, const void* header, size_t header_leng
       const char* h = static_cast<const char*>(header);
       p->tenant = s->options.ticket_tenant(
           std::string(h + header_length - wire::kTicketBytes, wire::kTicketBytes));
-    } else if (s->options.tickets_optional) {
-      p->tenant = s->options.default_tenant;
     }
     if (p->tenant < 0)
       st = Status::Unauthenticated(
