@@ -516,7 +516,7 @@ int main(int argc, char** argv) {
   // connections it opens (its requests past its share of the wait are
   // refused, and the others' are not crowded out).
   if (want("many_connections")) {
-    const int each = std::max(1, workers / 4), many = 16 * each;
+    const int each = workers, many = 16 * workers;  // each backlogged, as in fair_share
     std::printf("\n== many_connections: t1..t4, weights 1 1 2 4; t1 %d workers, the others %d\n",
                 many, each);
     const std::vector<LoadSpec> four = {
