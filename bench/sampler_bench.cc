@@ -240,7 +240,7 @@ int main(int argc, char** argv) {
   std::string probe_text = "own";
   app.add_option("--probe-bytes", probe_text,
                  "The random-read probe's array: own (default: the graph's CSR bytes) or 1G")
-      ->default_val("1G");
+      ->default_val("own");
   int large_scale = 0;
   app.add_option("--large-scale", large_scale,
                  "Also case multihop_large: R-MAT at this scale (e.g. 23, 8x scale 20's edges), "
