@@ -1,0 +1,256 @@
+// fanout-ctl's admin-endpoint commands: `stats` and `tenants` read each
+// server's /stats (with the admin credential where the server has one) and
+// print one table per server.
+#include "client/tools/fanout_ctl_admin.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "rpc/local_export.h"
+#include "rpc/rpc_client.h"
+
+namespace fanout::ctl {
+
+using fanout::Status;
+
+std::string Human(double v, const char* unit) {
+  char buf[32];
+  if (v >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.2fG%s", v / 1e9, unit);
+  else if (v >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.2fM%s", v / 1e6, unit);
+  else if (v >= 1e3)
+    std::snprintf(buf, sizeof buf, "%.1fk%s", v / 1e3, unit);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f%s", v, unit);
+  return buf;
+}
+
+double Num(const nlohmann::json& j, const char* a, const char* b) {
+  if (!j.contains(a) || j[a].is_null() || !j[a].contains(b) || !j[a][b].is_number()) return 0;
+  return j[a][b].get<double>();
+}
+
+namespace {
+
+// GET /stats of an admin address into *j; false (printed) where it fails.
+bool GetStats(const std::string& addr, const std::string& token, nlohmann::json* j) {
+  std::string host;
+  int port = 0;
+  Status st = fanout::rpc::ParseAddress(addr, &host, &port);
+  if (!st.ok()) {
+    std::fprintf(stderr, "fanout-ctl: %s\n", st.message().c_str());
+    return false;
+  }
+  httplib::Client cli(host, port);
+  cli.set_connection_timeout(3);
+  cli.set_read_timeout(5);
+  httplib::Headers headers;
+  if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
+  auto res = cli.Get("/stats", headers);
+  if (!res || res->status != 200) {
+    std::string why = res ? "HTTP " + std::to_string(res->status) : httplib::to_string(res.error());
+    if (res && res->status == 401)  // the server says what it needs (a short text line)
+      why += ": " + fanout::rpc::PrintableText(res->body.substr(0, res->body.find('\n')), 300) +
+             " (fanout-ctl --auth-token-file FILE)";
+    std::fprintf(stderr, "fanout-ctl: %s: %s\n", addr.c_str(), why.c_str());
+    return false;
+  }
+  try {
+    *j = nlohmann::json::parse(res->body);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fanout-ctl: %s: bad /stats reply: %s\n", addr.c_str(), e.what());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// fanout-ctl tenants: each server's tenants (its /stats "tenants"): what each
+// used, its share of the work beside its weight's, waits and refusals.
+int Tenants(const std::vector<std::string>& servers, const std::string& token) {
+  int failures = 0;
+  for (const std::string& addr : servers) {
+    nlohmann::json j;
+    if (!GetStats(addr, token, &j)) {
+      ++failures;
+      continue;
+    }
+    const nlohmann::json& t = j.value("tenants", nlohmann::json::object());
+    std::printf("%s: %s, %lld waiting, %lld running\n", addr.c_str(),
+                t.value("scheduling", false) ? "tenants file (fair order)"
+                                             : "no tenants file (the default tenant alone)",
+                static_cast<long long>(t.value("waiting", 0LL)),
+                static_cast<long long>(t.value("running", 0LL)));
+    std::printf("  %-16s %-7s %6s %10s %10s %10s %10s %9s %9s %8s %8s %6s %6s %10s\n", "tenant",
+                "class", "weight", "requests", "bytes", "edges", "featB", "wait p50", "wait p99",
+                "refused", "busy", "share", "w.share", "local B");
+    for (const auto& x : t.value("tenants", nlohmann::json::array())) {
+      std::printf(
+          "  %-16s %-7s %6.2f %10lld %10s %10s %10s %7.2fms %7.2fms %8lld %8lld %6.3f "
+          "%6.3f %10s\n",
+          x.value("tenant", "?").c_str(), x.value("class", "?").c_str(), x.value("weight", 0.0),
+          static_cast<long long>(x.value("requests", 0LL)), Human(x.value("bytes", 0.0)).c_str(),
+          Human(x.value("sampled_edges", 0.0)).c_str(),
+          Human(x.value("feature_bytes", 0.0)).c_str(), x.value("queue_wait_p50_s", 0.0) * 1e3,
+          x.value("queue_wait_p99_s", 0.0) * 1e3,
+          static_cast<long long>(x.value("refused_quota", 0LL)),
+          static_cast<long long>(x.value("refused_busy", 0LL)), x.value("share", 0.0),
+          x.value("weight_share", 0.0),
+          Human(x.contains("local") ? x["local"].value("bytes", 0.0) : 0.0).c_str());
+    }
+  }
+  return failures == 0 ? 0 : 1;
+}
+
+int Stats(const std::vector<std::string>& servers, const std::string& token) {
+  std::printf("%-22s %-9s %-5s %-22s %10s %10s %10s %10s %10s %9s %9s %9s\n", "server", "state",
+              "part", "nodes", "edges/1s", "edges/10s", "edges/60s", "featB/10s", "req/10s",
+              "p50 ms", "p99 ms", "RSS");
+  int failures = 0;
+  std::map<std::string, int64_t> away;  // failovers away from each replica, summed over the servers
+  for (const std::string& addr : servers) {
+    std::string host;
+    int port = 0;
+    Status st = fanout::rpc::ParseAddress(addr, &host, &port);
+    if (!st.ok()) {
+      std::fprintf(stderr, "fanout-ctl: %s\n", st.message().c_str());
+      ++failures;
+      continue;
+    }
+    httplib::Client cli(host, port);
+    cli.set_connection_timeout(3);
+    cli.set_read_timeout(5);
+    httplib::Headers headers;
+    if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
+    auto res = cli.Get("/stats", headers);
+    if (!res) {
+      std::printf("%-22s %-9s (no answer: %s)\n", addr.c_str(), "down",
+                  httplib::to_string(res.error()).c_str());
+      ++failures;
+      continue;
+    }
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(res->body);
+    } catch (const std::exception& e) {
+      std::printf("%-22s %-9s (bad /stats reply: %s)\n", addr.c_str(), "?", e.what());
+      ++failures;
+      continue;
+    }
+    const auto& tp = j.value("throughput", nlohmann::json::object());
+    const auto& p = j.value("partition", nlohmann::json::object());
+    std::string part = p.empty() ? "-"
+                                 : std::to_string(p.value("partition", 0)) + "/" +
+                                       std::to_string(p.value("num_parts", 0));
+    std::string nodes = p.empty() ? "-"
+                                  : "[" + std::to_string(p.value("node_begin", 0LL)) + ", " +
+                                        std::to_string(p.value("node_end", 0LL)) + ")";
+    double p50 = 0, p99 = 0;
+    if (j.contains("latency") && j["latency"].contains("sample_neighbors")) {
+      p50 = j["latency"]["sample_neighbors"].value("p50_ms", 0.0);
+      p99 = j["latency"]["sample_neighbors"].value("p99_ms", 0.0);
+    }
+    std::printf(
+        "%-22s %-9s %-5s %-22s %10s %10s %10s %10s %10s %9.3f %9.3f %9s\n", addr.c_str(),
+        j.value("state", "?").c_str(), part.c_str(), nodes.c_str(),
+        Human(Num(tp, "1s", "sampled_edges_per_s")).c_str(),
+        Human(Num(tp, "10s", "sampled_edges_per_s")).c_str(),
+        Human(Num(tp, "60s", "sampled_edges_per_s")).c_str(),
+        Human(Num(tp, "10s", "feature_bytes_per_s"), "B").c_str(),
+        Human(Num(tp, "10s", "requests_per_s")).c_str(), p50, p99,
+        Human(j.value("memory", nlohmann::json::object()).value("rss_bytes", 0.0), "B").c_str());
+    // Requests and bytes by path, and what the data plane's endpoints use.
+    if (j.contains("totals") && j["totals"].contains("by_path")) {
+      std::string line = "    by path:";
+      for (const auto& [name, v] : j["totals"]["by_path"].items())
+        line += " " + name + " " + Human(v.value("requests", 0.0)) + " req " +
+                Human(v.value("reply_bytes", 0.0), "B") + ";";
+      const auto& dp = j.value("data_plane", nlohmann::json::object());
+      if (!dp.value("enabled", false)) {
+        line += " data plane off";
+      } else {
+        line += " data plane :" + std::to_string(dp.value("port", 0)) + " (UCX " +
+                dp.value("ucx_version", "?") + ", memory";
+        for (const auto& m : dp.value("memory_types", nlohmann::json::array()))
+          line += " " + m.get<std::string>();
+        line += ", " + std::to_string(dp.value("endpoints_open", 0)) + " endpoints, held " +
+                Human(dp.value("held_bytes", 0.0), "B") + ")";
+        const auto& mem = j.value("memory", nlohmann::json::object());
+        line += "; RSS own " + Human(mem.value("rss_anon_bytes", 0.0), "B") + " + shared " +
+                Human(mem.value("rss_shmem_bytes", 0.0), "B") + " + files " +
+                Human(mem.value("rss_file_bytes", 0.0), "B") + ", requests held " +
+                Human(mem.value("request_held_bytes", 0.0), "B") + " of " +
+                Human(mem.value("request_budget_bytes", 0.0), "B");
+        std::set<std::string> tls;
+        for (const auto& e : dp.value("endpoints", nlohmann::json::array()))
+          tls.insert(e.value("transports", ""));
+        for (const auto& t : tls)
+          if (!t.empty()) line += " [" + t + "]";
+      }
+      const nlohmann::json lo = j.value("local", nlohmann::json::object());
+      if (lo.value("enabled", false)) {
+        line += "; local export " + lo.value("socket", std::string()) + " (" +
+                Human(lo.value("bytes", 0.0), "B") + ", handed " +
+                std::to_string(lo.value("handed", 0)) + ", refused " +
+                std::to_string(lo.value("refused_uid", 0) + lo.value("refused_token", 0) +
+                               lo.value("malformed", 0) + lo.value("timed_out", 0) +
+                               lo.value("overloaded", 0)) +
+                ")";
+      }
+      std::printf("%s\n", line.c_str());
+    }
+    // Connections: the server's limits at work.
+    if (j.contains("connections")) {
+      const auto& c = j["connections"];
+      std::printf(
+          "    connections: %lld open of %lld (peak %lld), %lld accepted, %lld refused at the "
+          "limit, %lld idle "
+          "ones closed to make room, %lld idle timeouts, %lld frame timeouts, %lld closed waiting "
+          "for request "
+          "memory (%s in flight of %s)\n",
+          c.value("open", 0LL), c.value("max_connections", 0LL), c.value("peak_open", 0LL),
+          c.value("accepted", 0LL), c.value("refused", 0LL), c.value("evicted_idle", 0LL),
+          c.value("idle_timeouts", 0LL), c.value("frame_timeouts", 0LL),
+          c.value("memory_refused", 0LL), Human(c.value("inflight_bytes", 0.0), "B").c_str(),
+          Human(c.value("max_inflight_bytes", 0.0), "B").c_str());
+    }
+    // What clients reported when they moved here: retries on this server,
+    // failovers to it, and from which replica.
+    if (j.contains("failovers")) {
+      const auto& f = j["failovers"];
+      std::string line = "    clients: " + std::to_string(f.value("retries_in", 0LL)) +
+                         " retries here after a failure, " +
+                         std::to_string(f.value("failovers_in", 0LL)) + " failovers to here";
+      std::string from;
+      const nlohmann::json origins =
+          f.value("from", nlohmann::json::object());  // named: items() refers into it
+      for (const auto& [origin, n] : origins.items()) {
+        from +=
+            (from.empty() ? " (from " : ", ") + origin + " x" + std::to_string(n.get<int64_t>());
+        away[origin] += n.get<int64_t>();
+      }
+      if (!from.empty()) from += ")";
+      const std::string reason = f.value("last_reason", "");
+      std::printf("%s%s%s\n", line.c_str(), from.c_str(),
+                  reason.empty() ? "" : ("; last reason: " + reason).c_str());
+    }
+  }
+  // Failovers away from each replica, as the servers above were told.
+  if (!away.empty()) {
+    std::printf("failovers away from each replica (reported to the servers above):\n");
+    for (const auto& [origin, n] : away)
+      std::printf("    %-30s %lld\n", origin.c_str(), static_cast<long long>(n));
+  }
+  return failures ? 1 : 0;
+}
+
+}  // namespace fanout::ctl
