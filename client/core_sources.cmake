@@ -18,4 +18,5 @@ set(FANOUT_CLIENT_CORE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/walks.cc
   ${CMAKE_CURRENT_LIST_DIR}/array.cc
   ${CMAKE_CURRENT_LIST_DIR}/batch_loader.cc
+  ${CMAKE_CURRENT_LIST_DIR}/batch_sampling.cc
   ${CMAKE_CURRENT_LIST_DIR}/online.cc)
