@@ -14,9 +14,9 @@
 #include <tuple>
 
 #include "common/auth_token.h"
+#include "common/byte_size.h"
 #include "common/cpu.h"
 #include "common/version.h"
-#include "common/byte_size.h"
 #include "rpc/data_plane.h"
 #include "server/partition_server.h"
 #include "server/ready_record.h"

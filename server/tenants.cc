@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "common/auth_token.h"
-#include "common/secret.h"
 #include "common/byte_size.h"
+#include "common/secret.h"
 
 namespace fanout::server {
 
