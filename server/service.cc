@@ -89,7 +89,10 @@ Status PartitionService::GatherFeatures(ArrayView<const int64_t> ids, char* dst)
     FANOUT_RETURN_IF_ERROR(s_->readers->Borrow(&reader));
     rows_.resize(ids.size());
     for (int64_t i = 0; i < n; ++i) rows_[i] = ids[i] - base;
-    FANOUT_RETURN_IF_ERROR(s_->disk->Gather(rows_.data(), n, dst, reader.get()));
+    storage::ReadOptions ro;
+    ro.read_class = read_class_;
+    ro.gate = &s_->io_gate;
+    FANOUT_RETURN_IF_ERROR(s_->disk->Gather(rows_.data(), n, dst, reader.get(), ro));
     metrics_->RecordFeatures(n, n * static_cast<int64_t>(row));
     last_rows_ += n;
     return Status::OK();

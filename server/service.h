@@ -26,6 +26,7 @@
 #include "server/server_metrics.h"
 #include "server/tenancy.h"
 #include "storage/disk_features.h"
+#include "storage/io_gate.h"
 #include "storage/reader_pool.h"
 
 namespace fanout::server {
@@ -95,8 +96,11 @@ struct ServerState {
   // The disk tier's readers (rings and buffers), shared by every serving
   // thread and counted in /stats: not one per connection.
   std::unique_ptr<storage::ReaderPool> readers;
-  std::string feature_file_path;  // ... its file
-  std::string disk_io_mode;       // "io_uring" or "pread" (what the reads at start used)
+  // The device's order between online and batch reads of this server's
+  // requests (storage/io_gate.h); each request's reads name it.
+  mutable storage::IoGate io_gate;  // thread-safe: every method from any thread
+  std::string feature_file_path;    // ... its file
+  std::string disk_io_mode;         // "io_uring" or "pread" (what the reads at start used)
   // Edge ids read on the first request that needs them, where they were not
   // held from the start (`graph` has none then).
   struct OnDemandEdgeIds {
@@ -193,6 +197,7 @@ class PartitionService {
           method == kLookupFeatures ? work.ids * static_cast<int64_t>(FeatureRowBytes()) : 0;
       st = s_->tenancy->Admit(tenant_, EstimateCost(method, work), feature, &admission);
     }
+    read_class_ = admission.read_class;  // the reads fn() makes (GatherFeatures)
     if (st.ok()) {
       try {
         st = fn();
@@ -247,6 +252,7 @@ class PartitionService {
 
  private:
   int tenant_ = -1;
+  storage::ReadClass read_class_ = storage::ReadClass::kNone;  // the request running now
   bool pace_refusals_ = false;
   int64_t last_edges_ = 0, last_rows_ = 0;  // of the request being run
   const ServerState* s_;

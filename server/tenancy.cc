@@ -246,13 +246,14 @@ bool CanUndoNice() {
   return can;
 }
 
-void RunAtClassPriority(bool online, bool io_too) {
+// The thread's nice for the request's class (the CPU's order is the
+// thread's own: a nice value belongs to a thread). The device's order travels
+// with the reads instead (Admission::read_class).
+void RunAtClassPriority(bool online) {
   thread_local int class_now = 0;  // 0: as started, 1: online, 2: batch
   const int want = online ? 1 : 2;
   if (want == class_now) return;
   const pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
-  if (io_too)
-    storage::SetThreadReadClass(online ? storage::ReadClass::kOnline : storage::ReadClass::kBatch);
   if (CanUndoNice()) (void)setpriority(PRIO_PROCESS, tid, online ? 0 : kBatchNice);
   class_now = want;
 }
@@ -272,10 +273,15 @@ Status Tenancy::Admit(int tenant, double est_cost, int64_t est_feature_bytes, Ad
                                    "' is no longer in this server's tenants file");
   a->tenant = tenant;
   a->est_cost = est_cost;
+  a->read_class = storage::ReadClass::kNone;
   // The thread's class priority before anything else, refusals included (a
   // tenant hammering past its quota must not outrun the others on the CPU).
   // Only where both classes are served: otherwise there is nothing to put first.
-  if (s->has_online) RunAtClassPriority(t->online, online_io_first_);
+  if (s->has_online) {
+    RunAtClassPriority(t->online);
+    if (online_io_first_)
+      a->read_class = t->online ? storage::ReadClass::kOnline : storage::ReadClass::kBatch;
+  }
   {
     std::lock_guard<std::mutex> lock(u.mu);
     const auto now = std::chrono::steady_clock::now();

@@ -38,6 +38,7 @@
 #include "common/status.h"
 #include "server/scheduler.h"
 #include "server/tenants.h"
+#include "storage/io_gate.h"
 
 namespace fanout::server {
 
@@ -92,6 +93,10 @@ class Tenancy {
     // tenant's (an online one's client waits with a deadline of its own, near
     // its query's: a held refusal would reach it as a timeout, not as a refusal).
     bool hold_refusal = false;
+    // The class of the request's device reads (storage/io_gate.h): online or
+    // batch where the file names an online tenant and online_io_first is on,
+    // else none. Passed with the reads (ReadOptions), never through the thread.
+    storage::ReadClass read_class = storage::ReadClass::kNone;
     FairScheduler::Grant grant;
   };
   Status Admit(int tenant, double est_cost, int64_t est_feature_bytes, Admission* a);

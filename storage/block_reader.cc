@@ -33,16 +33,15 @@ std::string BlockText(const FeatureFile& f, int64_t b) {
   return f.path() + ": block " + std::to_string(b);
 }
 
-// The calling thread's place in the process's IoGate for one Read: an
-// online reader is counted as waiting for its whole call; a batch reader
-// asks for each read it submits (batch_gate() non-null) and gives each back.
+// One Read's place in its gate: an online reader is counted as waiting for
+// its whole call; a batch reader asks for each read it submits (batch_gate()
+// non-null) and gives each back.
 class GateUse {
  public:
-  GateUse() {
-    const ReadClass c = ThreadReadClass();
-    if (c == ReadClass::kNone) return;
-    gate_ = &IoGate::Process();
-    online_ = c == ReadClass::kOnline;
+  explicit GateUse(const ReadOptions& o) {
+    if (o.read_class == ReadClass::kNone || o.gate == nullptr) return;
+    gate_ = o.gate;
+    online_ = o.read_class == ReadClass::kOnline;
     if (online_) gate_->OnlineBegin();
   }
   ~GateUse() {
@@ -168,14 +167,15 @@ Status BlockReader::ReadPread(const FeatureFile& file, const int64_t* blocks, in
 }
 
 Status BlockReader::Read(const FeatureFile& file, const int64_t* blocks, int64_t n,
-                         const std::function<void(int64_t, const char*)>& done) {
+                         const std::function<void(int64_t, const char*)>& done,
+                         const ReadOptions& options) {
   const FeatureFileGeometry& g = file.geometry();
   if (g.block_bytes > block_bytes_)
     return Status::InvalidArgument(file.path() + ": blocks of " + std::to_string(g.block_bytes) +
                                    " bytes, this reader's buffers hold " +
                                    std::to_string(block_bytes_));
   if (n <= 0) return Status::OK();
-  GateUse use;
+  GateUse use(options);
   IoGate* const batch_gate = use.batch_gate();
   if (!ring_) return ReadPread(file, blocks, n, done, batch_gate);
   // Buffer slot s holds request slot_req[s] (-1 free); each read carries

@@ -35,10 +35,9 @@
 #include "common/status.h"
 #include "storage/feature_file.h"
 #include "storage/file_io.h"
+#include "storage/io_gate.h"
 
 namespace fanout::storage {
-
-class IoGate;
 
 struct BlockReaderStats {
   int64_t reads = 0;          // blocks read
@@ -67,8 +66,11 @@ class BlockReader {
   // calls done(i, data) for each once its checksum holds, in completion
   // order; `data` (geometry().block_bytes) is valid during the call only.
   // Returns the first error; blocks completed before it were delivered.
+  // `options`: the reads' class and gate (storage/io_gate.h; none: not
+  // ordered against other readers).
   Status Read(const FeatureFile& file, const int64_t* blocks, int64_t n,
-              const std::function<void(int64_t i, const char* data)>& done);
+              const std::function<void(int64_t i, const char* data)>& done,
+              const ReadOptions& options = {});
 
   const char* mode() const { return ring_ != nullptr ? "io_uring" : "pread"; }
   int queue_depth() const { return depth_; }

@@ -134,7 +134,8 @@ Status DiskFeatures::NewReader(std::unique_ptr<BlockReader>* out) const {
                              out, file_->io());
 }
 
-Status DiskFeatures::Gather(const int64_t* rows, int64_t n, char* dst, BlockReader* reader) {
+Status DiskFeatures::Gather(const int64_t* rows, int64_t n, char* dst, BlockReader* reader,
+                            const ReadOptions& options) {
   const FeatureFileGeometry& g = file_->geometry();
   const int64_t rb = g.row_bytes;
   if (rb == 0 || n == 0) return Status::OK();
@@ -166,17 +167,19 @@ Status DiskFeatures::Gather(const int64_t* rows, int64_t n, char* dst, BlockRead
     }
   starts.push_back(static_cast<int64_t>(missing.size()));
   const BlockReaderStats before = reader->stats();
-  Status st = reader->Read(*file_, blocks.data(), static_cast<int64_t>(blocks.size()),
-                           [&](int64_t k, const char* data) {
-                             int64_t last = -1;
-                             for (int64_t j = starts[k]; j < starts[k + 1]; ++j) {
-                               const int64_t i = missing[j].second, r = rows[i];
-                               const char* src = data + g.OffsetInBlock(r);
-                               std::memcpy(dst + i * rb, src, static_cast<size_t>(rb));
-                               if (r != last && cache_) cache_->Insert(r, src);
-                               last = r;
-                             }
-                           });
+  Status st = reader->Read(
+      *file_, blocks.data(), static_cast<int64_t>(blocks.size()),
+      [&](int64_t k, const char* data) {
+        int64_t last = -1;
+        for (int64_t j = starts[k]; j < starts[k + 1]; ++j) {
+          const int64_t i = missing[j].second, r = rows[i];
+          const char* src = data + g.OffsetInBlock(r);
+          std::memcpy(dst + i * rb, src, static_cast<size_t>(rb));
+          if (r != last && cache_) cache_->Insert(r, src);
+          last = r;
+        }
+      },
+      options);
   const BlockReaderStats& after = reader->stats();
   block_reads_.fetch_add(after.reads - before.reads, std::memory_order_relaxed);
   bytes_read_.fetch_add(after.bytes - before.bytes, std::memory_order_relaxed);

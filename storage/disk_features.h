@@ -82,7 +82,9 @@ class DiskFeatures {
   // Rows rows[0 .. n) (local row ids, checked by the caller) into dst
   // (n x row_bytes, in the file's dtype): from the caches, the rest read.
   // Corruption naming the file and block where one is damaged.
-  Status Gather(const int64_t* rows, int64_t n, char* dst, BlockReader* reader);
+  // `options`: the reads' class and gate (storage/io_gate.h).
+  Status Gather(const int64_t* rows, int64_t n, char* dst, BlockReader* reader,
+                const ReadOptions& options = {});
 
   // The hot set's arrays (to export: table pairs and rows), and the switch
   // to a copy of them elsewhere (the sealed export): the owned ones are

@@ -4,18 +4,6 @@
 
 namespace fanout::storage {
 
-namespace {
-thread_local ReadClass thread_class = ReadClass::kNone;
-}  // namespace
-
-void SetThreadReadClass(ReadClass c) { thread_class = c; }
-ReadClass ThreadReadClass() { return thread_class; }
-
-IoGate& IoGate::Process() {
-  static IoGate* gate = new IoGate(kBatchBudget);  // never destroyed: readers may outlive statics
-  return *gate;
-}
-
 void IoGate::OnlineEnd() {
   if (online_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     std::lock_guard<std::mutex> lock(mu_);

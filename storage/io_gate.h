@@ -9,9 +9,11 @@
 // query, costing batch work a quarter of its throughput
 // (docs/BENCHMARKS.md, "Tenants").
 //
-// A thread's class is its own (SetThreadReadClass; server/tenancy.cc sets it
-// per request where the server runs with --online-io-first); threads of no
-// class are never held. BlockReader consults the gate for every read.
+// A read's class and gate travel with it as an argument (ReadOptions, as
+// RocksDB's IOOptions), set per request by the server (its Tenancy decides
+// the class where it runs with --online-io-first; the gate is the server's
+// own); reads of no class are never held. BlockReader consults the gate for
+// every read of a class.
 //
 // Thread safety: every method from any thread.
 #ifndef FANOUT_STORAGE_IO_GATE_H_
@@ -26,9 +28,14 @@ namespace fanout::storage {
 
 enum class ReadClass : uint8_t { kNone = 0, kOnline = 1, kBatch = 2 };
 
-// The calling thread's class for the reads it makes from now on.
-void SetThreadReadClass(ReadClass c);
-ReadClass ThreadReadClass();
+class IoGate;
+
+// How one Read's reads are ordered on the device: their class, and the gate
+// that orders the classes (null, or kNone: not ordered).
+struct ReadOptions {
+  ReadClass read_class = ReadClass::kNone;
+  IoGate* gate = nullptr;
+};
 
 class IoGate {
  public:
@@ -36,10 +43,7 @@ class IoGate {
   // (measured with 4, 8 and 16 on the disk tier: docs/BENCHMARKS.md, "Tenants").
   static constexpr int kBatchBudget = 8;
 
-  // The process's gate (one device queue is shared by every server in it).
-  static IoGate& Process();
-
-  explicit IoGate(int batch_budget) : budget_(batch_budget) {}
+  explicit IoGate(int batch_budget = kBatchBudget) : budget_(batch_budget) {}
 
   // An online reader around its reads.
   void OnlineBegin() { online_.fetch_add(1, std::memory_order_acq_rel); }

@@ -197,11 +197,17 @@ TEST(TenancyTest, BatchWorkRunsBelowOnlineWorkOnTheCpuAndTheDevice) {
     ASSERT_TRUE(tenancy.Admit(bulk, 100, 0, &a).ok());
     // Where the nice cannot be undone the server nices nothing (checked below, then skipped).
     EXPECT_EQ(getpriority(PRIO_PROCESS, tid()), can_undo ? 5 : 0);
-    EXPECT_EQ(storage::ThreadReadClass(), storage::ReadClass::kBatch);
+    EXPECT_EQ(a.read_class, storage::ReadClass::kBatch);
     tenancy.Done(&a, true, 100, 0, 0, 0);
     ASSERT_TRUE(tenancy.Admit(query, 100, 0, &a).ok());
     EXPECT_EQ(getpriority(PRIO_PROCESS, tid()), 0);
-    EXPECT_EQ(storage::ThreadReadClass(), storage::ReadClass::kOnline);
+    EXPECT_EQ(a.read_class, storage::ReadClass::kOnline);
+    tenancy.Done(&a, true, 100, 0, 0, 0);
+    // A reload that removes the online tenant: batch work is ordered no more
+    // (the class travels with each request, nothing stays behind on the thread).
+    ASSERT_TRUE(tenancy.Reload(Table("tenant bulk token=aaaaaaaaaaaaaaaaaaaa\n")).ok());
+    ASSERT_TRUE(tenancy.Admit(bulk, 100, 0, &a).ok());
+    EXPECT_EQ(a.read_class, storage::ReadClass::kNone);
     tenancy.Done(&a, true, 100, 0, 0, 0);
   }).join();
   // Without online tenants nothing changes: there is nothing to put first.
@@ -210,7 +216,7 @@ TEST(TenancyTest, BatchWorkRunsBelowOnlineWorkOnTheCpuAndTheDevice) {
     Tenancy::Admission a;
     ASSERT_TRUE(plain.Admit(plain.ByToken("aaaaaaaaaaaaaaaaaaaa"), 100, 0, &a).ok());
     EXPECT_EQ(getpriority(PRIO_PROCESS, tid()), 0);
-    EXPECT_EQ(storage::ThreadReadClass(), storage::ReadClass::kNone);
+    EXPECT_EQ(a.read_class, storage::ReadClass::kNone);
     plain.Done(&a, true, 100, 0, 0, 0);
   }).join();
   if (!can_undo)

@@ -246,15 +246,16 @@ TEST(IoGateTest, ABatchReaderKeepsToTheProcessBudgetWhileAnOnlineReaderReads) {
       ASSERT_TRUE(
           (uring ? BlockReader::Create(64, 4096, &r) : BlockReader::CreatePread(64, 4096, &r))
               .ok());
-      IoGate& gate = IoGate::Process();
+      IoGate gate;
       const int64_t held_before = gate.held();
       if (online_waits) gate.OnlineBegin();
       int64_t most = 0;  // the gate's batch reads in flight, seen at each completion
-      SetThreadReadClass(ReadClass::kBatch);
-      Status st =
-          r->Read(*f, blocks.data(), static_cast<int64_t>(blocks.size()),
-                  [&](int64_t, const char*) { most = std::max(most, gate.batch_in_flight()); });
-      SetThreadReadClass(ReadClass::kNone);
+      ReadOptions batch;
+      batch.read_class = ReadClass::kBatch;
+      batch.gate = &gate;
+      Status st = r->Read(
+          *f, blocks.data(), static_cast<int64_t>(blocks.size()),
+          [&](int64_t, const char*) { most = std::max(most, gate.batch_in_flight()); }, batch);
       if (online_waits) gate.OnlineEnd();
       ASSERT_TRUE(st.ok()) << st.ToString();
       EXPECT_EQ(r->stats().reads, static_cast<int64_t>(blocks.size()));
