@@ -360,6 +360,37 @@ std::map<std::string, Usage> RunCase(const Bench& b, const std::vector<LoadSpec>
 
 void NoOnline() {}
 
+// Each load's tenant's share of the work in `u` beside its weight's share
+// (weights[i] for loads[i]), printed and as the cases' `tenants` list; the
+// total bytes/s in *total and the worst relative share error in *worst.
+nlohmann::json WeightedShares(const std::map<std::string, Usage>& u,
+                              const std::vector<LoadSpec>& loads,
+                              const std::vector<double>& weights, double* total, double* worst) {
+  *total = 0;
+  double weight_sum = 0;
+  for (size_t i = 0; i < loads.size(); ++i) {
+    *total += u.at(loads[i].tenant).bytes;
+    weight_sum += weights[i];
+  }
+  nlohmann::json list = nlohmann::json::array();
+  *worst = 0;
+  for (size_t i = 0; i < loads.size(); ++i) {
+    const LoadSpec& l = loads[i];
+    const double share = u.at(l.tenant).bytes / *total, want = weights[i] / weight_sum;
+    *worst = std::max(*worst, std::fabs(share / want - 1));
+    list.push_back({{"name", l.tenant},
+                    {"weight", weights[i]},
+                    {"share", share},
+                    {"weight_share", want},
+                    {"workers", l.workers},
+                    {"data_plane", l.data_plane}});
+    std::printf("  %s weight %.0f, %d workers (%s): share %.3f, its weight's %.3f (%+.1f%%)\n",
+                l.tenant.c_str(), weights[i], l.workers, l.data_plane.c_str(), share, want,
+                100 * (share / want - 1));
+  }
+  return list;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -480,23 +511,8 @@ int main(int argc, char** argv) {
                                         {"t3", "tcp", workers},
                                         {"t4", "ucx", workers}};
     const auto u = RunCase(b, four, NoOnline);
-    double total = 0;
-    for (const LoadSpec& l : four) total += u.at(l.tenant).bytes;
-    nlohmann::json list = nlohmann::json::array();
-    double worst = 0;
-    const double weights[] = {1, 1, 2, 4};
-    for (size_t i = 0; i < four.size(); ++i) {
-      const double share = u.at(four[i].tenant).bytes / total, want = weights[i] / 8;
-      worst = std::max(worst, std::fabs(share / want - 1));
-      list.push_back({{"name", four[i].tenant},
-                      {"weight", weights[i]},
-                      {"share", share},
-                      {"weight_share", want},
-                      {"data_plane", four[i].data_plane}});
-      std::printf("  %s weight %.0f (%s): share %.3f, its weight's %.3f (%+.1f%%)\n",
-                  four[i].tenant.c_str(), weights[i], four[i].data_plane.c_str(), share, want,
-                  100 * (share / want - 1));
-    }
+    double total = 0, worst = 0;
+    const nlohmann::json list = WeightedShares(u, four, {1, 1, 2, 4}, &total, &worst);
     const double aggregate = total / alone_rate;
     std::printf("  aggregate %.1f MB/s, t4 alone %.1f MB/s: ratio %.3f; worst share error %.1f%%\n",
                 total / 1e6, alone_rate / 1e6, aggregate, 100 * worst);
@@ -522,24 +538,8 @@ int main(int argc, char** argv) {
     const std::vector<LoadSpec> four = {
         {"t1", "tcp", many}, {"t2", "tcp", each}, {"t3", "ucx", each}, {"t4", "ucx", each}};
     const auto u = RunCase(b, four, NoOnline);
-    double total = 0;
-    for (const LoadSpec& l : four) total += u.at(l.tenant).bytes;
-    nlohmann::json list = nlohmann::json::array();
-    double worst = 0;
-    const double weights[] = {1, 1, 2, 4};
-    for (size_t i = 0; i < four.size(); ++i) {
-      const double share = u.at(four[i].tenant).bytes / total, want = weights[i] / 8;
-      worst = std::max(worst, std::fabs(share / want - 1));
-      list.push_back({{"name", four[i].tenant},
-                      {"weight", weights[i]},
-                      {"share", share},
-                      {"weight_share", want},
-                      {"workers", four[i].workers},
-                      {"data_plane", four[i].data_plane}});
-      std::printf("  %s weight %.0f, %d workers (%s): share %.3f, its weight's %.3f (%+.1f%%)\n",
-                  four[i].tenant.c_str(), weights[i], four[i].workers, four[i].data_plane.c_str(),
-                  share, want, 100 * (share / want - 1));
-    }
+    double total = 0, worst = 0;
+    const nlohmann::json list = WeightedShares(u, four, {1, 1, 2, 4}, &total, &worst);
     std::printf("  worst share error %.1f%% (bar 10%%)\n", 100 * worst);
     if (worst > 0.10) ++failures;
     cases.push_back({{"case", "many_connections"},
@@ -555,15 +555,8 @@ int main(int argc, char** argv) {
                 modest);
     const std::vector<LoadSpec> two = {{"greedy", "tcp", greedy}, {"modest", "tcp", modest}};
     const auto u = RunCase(b, two, NoOnline);
-    const double total = u.at("greedy").bytes + u.at("modest").bytes;
-    nlohmann::json list = nlohmann::json::array();
-    double worst = 0;
-    for (const LoadSpec& l : two) {
-      const double share = u.at(l.tenant).bytes / total;
-      worst = std::max(worst, std::fabs(share / 0.5 - 1));
-      list.push_back({{"name", l.tenant}, {"weight", 1}, {"share", share}, {"workers", l.workers}});
-      std::printf("  %s (%d workers): share %.3f\n", l.tenant.c_str(), l.workers, share);
-    }
+    double total = 0, worst = 0;
+    const nlohmann::json list = WeightedShares(u, two, {1, 1}, &total, &worst);
     if (worst > 0.10) ++failures;
     cases.push_back({{"case", "greedy_neighbor"}, {"tenants", list}, {"worst_share_error", worst}});
   }

@@ -123,7 +123,8 @@ Status DecodeAnswer(const char* data, size_t bytes, std::string* text);
 
 struct LocalExportOptions {
   std::vector<uid_t> allowed_uids;  // empty: this process's uid only
-  std::string token;                // non-empty: a hello must carry it
+  std::string token;                // non-empty: a hello must carry it (or `ticket`)
+  std::string ticket;  // with `token`: also accepted (the data-plane ticket its clients are handed)
   // Set: decides every hello instead of `token` (called on the socket's thread
   // with the credential the hello carries; a refusal's code and text are sent
   // back). A server with tenants hands the export only to a current tenant

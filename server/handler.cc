@@ -27,21 +27,16 @@ namespace {
 void RpcHandler::authenticate(const std::string& token) {
   const ServerState& s = svc_.state();
   if (s.tenants_file) {
-    // The token names the tenant this connection's requests are charged to.
-    const uint64_t generation = s.tenancy->generation();
-    const int tenant = s.tenancy->ByToken(token);
-    if (tenant < 0) {
+    // The token names the tenant this connection's requests are charged to
+    // (where no tenant has its TLS subject: Resolve decides, as on a reload).
+    if (s.tenancy->ByToken(token) < 0) {
       ++s.counters.auth_refused;
       Throw(
           Status::Unauthenticated("unknown token: no tenant of this server's tenants file has it"));
     }
     has_token_ = true;
     token_ = token;
-    // A TLS subject a tenant has still decides (Resolve): charged to it.
-    if (subject_.empty() || s.tenancy->ByTlsSubject(subject_) < 0) svc_.SetTenant(tenant);
-    authenticated_ = true;
-    refused_why_.clear();
-    resolved_at_ = generation;
+    Resolve();
     return;
   }
   if (s.options.auth_token.empty()) return;  // nothing required: any token is fine
@@ -52,16 +47,10 @@ void RpcHandler::authenticate(const std::string& token) {
   authenticated_ = true;
 }
 
-bool RpcHandler::SetTlsSubject(const std::string& subject) {
-  const ServerState& s = svc_.state();
-  if (!s.tenants_file) return false;
+void RpcHandler::SetTlsSubject(const std::string& subject) {
+  if (!svc_.state().tenants_file) return;
   subject_ = subject;
-  const int tenant = s.tenancy->ByTlsSubject(subject);
-  if (tenant < 0) return false;
-  svc_.SetTenant(tenant);
-  authenticated_ = true;
-  refused_why_.clear();
-  return true;
+  Resolve();
 }
 
 void RpcHandler::Resolve() {
@@ -94,7 +83,7 @@ void RpcHandler::Serve(int method, const size_t* reply_bytes, Fn&& fn,
   const ServerState& s = svc_.state();
   if (tls_ && !tls_checked_) {  // the handshake is done: a request came
     tls_checked_ = true;
-    (void)SetTlsSubject(tls_->PeerSubject());
+    SetTlsSubject(tls_->PeerSubject());
   }
   if (s.tenants_file && s.tenancy->generation() != resolved_at_) Resolve();
   if (!authenticated_) {

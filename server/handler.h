@@ -31,8 +31,9 @@ class RpcHandler : public rpc::gen::FanoutIf {
     svc_.SetPaceRefusals(true);
   }
   // Charges this connection to the tenant whose TLS client certificate
-  // subject it presented (tenants file tls_subject); false where none has it.
-  bool SetTlsSubject(const std::string& subject);
+  // subject it presented (tenants file tls_subject), where one has it
+  // (Resolve: else its token's tenant, else default).
+  void SetTlsSubject(const std::string& subject);
 
   void partition_info(rpc::gen::PartitionInfo& out) override;
   void sample_neighbors(rpc::gen::SampleResponse& out, const rpc::gen::SampleRequest& req) override;

@@ -19,7 +19,6 @@
 #include <random>
 
 #include "common/cpu.h"
-#include "common/secret.h"
 #include "rpc/data_plane.h"
 #include "rpc/framed_transport.h"
 #include "rpc/local_export.h"
@@ -91,6 +90,10 @@ const char* PartitionServer::state() const {
 Status PartitionServer::Start() {
   started_at_ = std::chrono::steady_clock::now();
   state_ = std::make_unique<ServerState>();
+  // Requests computed at once (the usable CPUs unless --scheduler-slots): the
+  // scheduler's slots, and what sizes the disk tier's reader pool.
+  const int slots =
+      options_.scheduler_slots > 0 ? options_.scheduler_slots : std::max(1, UsableCpuCount());
   {
     // Tenants first: a bad file stops the server before it loads anything.
     std::shared_ptr<const TenantTable> table;
@@ -102,8 +105,7 @@ Status PartitionServer::Start() {
       FANOUT_RETURN_IF_ERROR(CheckTenantsReachable(*table, options_));
     }
     SchedulerOptions so;
-    so.slots =
-        options_.scheduler_slots > 0 ? options_.scheduler_slots : std::max(1, UsableCpuCount());
+    so.slots = slots;
     // As many more for online work alone: a query never waits for batch
     // requests to finish (they can be long: thousands of disk reads), only
     // for other queries beyond that.
@@ -141,8 +143,6 @@ Status PartitionServer::Start() {
     // As many readers as requests compute at once (the scheduler's slots, as
     // many again for online work), at least 4: more connections make no more
     // rings or buffers, they wait for a reader.
-    const int slots =
-        options_.scheduler_slots > 0 ? options_.scheduler_slots : std::max(1, UsableCpuCount());
     state_->readers = std::make_unique<storage::ReaderPool>(disk.get(), std::max(4, 2 * slots));
   }
   state_->edge_ids_at_start = plan_.edge_ids_at_start;
@@ -304,16 +304,10 @@ Status PartitionServer::StartLocalSocket() {
     // (a removed or rotated tenant's ticket names no one after the reload).
     const Tenancy* tenancy = state_->tenancy.get();
     o.authorize = [tenancy](const std::string& ticket) { return tenancy->MayMapExport(ticket); };
-  } else if (!options_.auth_token.empty()) {
+  } else {
     // The token, or the data-plane ticket handed to connections that gave it.
-    const std::string token = options_.auth_token, ticket = state_->data_ticket;
-    o.authorize = [token, ticket](const std::string& given) {
-      if (SameSecret(given, token) || (!ticket.empty() && SameSecret(given, ticket)))
-        return Status::OK();
-      return Status::Unauthenticated(given.empty()
-                                         ? "this server requires its auth token on the local socket"
-                                         : "wrong auth token on the local socket");
-    };
+    o.token = options_.auth_token;
+    o.ticket = state_->data_ticket;
   }
   const bool asked = !options_.local_socket.empty();
   if (!asked) {

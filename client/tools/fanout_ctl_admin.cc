@@ -40,6 +40,16 @@ double Num(const nlohmann::json& j, const char* a, const char* b) {
 
 namespace {
 
+// GET /stats of host:port, with the admin credential where `token` is one.
+httplib::Result GetStatsReply(const std::string& host, int port, const std::string& token) {
+  httplib::Client cli(host, port);
+  cli.set_connection_timeout(3);
+  cli.set_read_timeout(5);
+  httplib::Headers headers;
+  if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
+  return cli.Get("/stats", headers);
+}
+
 // GET /stats of an admin address into *j; false (printed) where it fails.
 bool GetStats(const std::string& addr, const std::string& token, nlohmann::json* j) {
   std::string host;
@@ -49,12 +59,7 @@ bool GetStats(const std::string& addr, const std::string& token, nlohmann::json*
     std::fprintf(stderr, "fanout-ctl: %s\n", st.message().c_str());
     return false;
   }
-  httplib::Client cli(host, port);
-  cli.set_connection_timeout(3);
-  cli.set_read_timeout(5);
-  httplib::Headers headers;
-  if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
-  auto res = cli.Get("/stats", headers);
+  auto res = GetStatsReply(host, port, token);
   if (!res || res->status != 200) {
     std::string why = res ? "HTTP " + std::to_string(res->status) : httplib::to_string(res.error());
     if (res && res->status == 401)  // the server says what it needs (a short text line)
@@ -126,12 +131,7 @@ int Stats(const std::vector<std::string>& servers, const std::string& token) {
       ++failures;
       continue;
     }
-    httplib::Client cli(host, port);
-    cli.set_connection_timeout(3);
-    cli.set_read_timeout(5);
-    httplib::Headers headers;
-    if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
-    auto res = cli.Get("/stats", headers);
+    auto res = GetStatsReply(host, port, token);
     if (!res) {
       std::printf("%-22s %-9s (no answer: %s)\n", addr.c_str(), "down",
                   httplib::to_string(res.error()).c_str());

@@ -546,18 +546,25 @@ TEST_F(ClusterTest, FanoutCtlSamplesWithLaborAndWalkSteps) {
 // fanout-ctl on a heterogeneous dataset: info names the types, sample
 // --type-fanout draws per edge type and names each edge's type, has-edges
 // --edge-type looks at that type only; unknown types are named.
+// MovieLens ml-latest-small (heterogeneous, undirected) in one partition at `dir`.
+void PartitionMovieLens(const std::string& dir) {
+  std::string out;
+  ASSERT_EQ(RunCommand(std::string(FANOUT_BIN_DIR) +
+                           "/fanout-partition --quiet --format movielens --input " +
+                           datasets::testing::DataDir() +
+                           "/movielens/ml-latest-small --undirected --parts 1 --method random "
+                           "--output " +
+                           dir,
+                       &out),
+            0)
+      << out;
+}
+
 TEST(FanoutCtlHeteroTest, InfoSampleAndHasEdgesSpeakEdgeTypes) {
   datasets::testing::TempDir tmp;
   const std::string bin = std::string(FANOUT_BIN_DIR);
   std::string out;
-  ASSERT_EQ(
-      RunCommand(bin + "/fanout-partition --quiet --format movielens --input " +
-                     datasets::testing::DataDir() +
-                     "/movielens/ml-latest-small --undirected --parts 1 --method random --output " +
-                     tmp.Sub("ml"),
-                 &out),
-      0)
-      << out;
+  ASSERT_NO_FATAL_FAILURE(PartitionMovieLens(tmp.Sub("ml")));
   server::ServerOptions o;
   o.dataset_dir = tmp.Sub("ml");
   o.partition = 0;
@@ -624,14 +631,7 @@ TEST(TenantQuotaTest, AHeterogeneousRequestWithFanoutZeroIsChargedItsRealCost) {
   datasets::testing::TempDir tmp;
   const std::string bin = std::string(FANOUT_BIN_DIR);
   std::string out;
-  ASSERT_EQ(
-      RunCommand(bin + "/fanout-partition --quiet --format movielens --input " +
-                     datasets::testing::DataDir() +
-                     "/movielens/ml-latest-small --undirected --parts 1 --method random --output " +
-                     tmp.Sub("ml"),
-                 &out),
-      0)
-      << out;
+  ASSERT_NO_FATAL_FAILURE(PartitionMovieLens(tmp.Sub("ml")));
   const std::string token = "token-of-the-quota-tenant-01";
   {
     std::ofstream(tmp.Sub("tenants.conf"))

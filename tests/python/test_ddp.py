@@ -18,32 +18,43 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run_ddp(spec, out, epochs=2):
+def run_ranks(argv_of_rank, timeout=300, world=2):
+    """Runs one process per rank (argv_of_rank(rank)) with torchrun's environment for gloo on loopback;
+    fails naming the hang if any rank does not finish in time, or with its log if one exits non-zero."""
     port = str(free_port())
     procs = []
-    for rank in range(2):
-        env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
+    for rank in range(world):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
                    MASTER_PORT=port, GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1")
-        procs.append(subprocess.Popen([sys.executable, EXAMPLE, "--cluster", str(spec), "--epochs", str(epochs),
-                                       "--json", str(out)], env=env, stdout=subprocess.PIPE,
-                                      stderr=subprocess.STDOUT, text=True))
+        procs.append(subprocess.Popen(argv_of_rank(rank), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      text=True))
     logs = []
     for p in procs:
         try:
-            logs.append(p.communicate(timeout=300)[0])
+            logs.append(p.communicate(timeout=timeout)[0])
         except subprocess.TimeoutExpired:
             for q in procs:
                 q.kill()
-            raise
+            raise AssertionError("a DDP rank did not finish in %d s (hung at an all-reduce?)" % timeout)
     for p, log in zip(procs, logs):
         assert p.returncode == 0, log[-3000:]
+
+
+def cluster_file(local, tmp_path):
+    spec = tmp_path / "cluster.json"
+    spec.write_text(json.dumps({"partitions": [{"partition": i, "replicas": [a]}
+                                               for i, a in enumerate(local.addresses)]}))
+    return spec
+
+
+def run_ddp(spec, out, epochs=2):
+    run_ranks(lambda rank: [sys.executable, EXAMPLE, "--cluster", str(spec), "--epochs", str(epochs), "--json",
+                            str(out)])
     return [json.load(open("%s.rank%d" % (out, r)))["results"][0] for r in range(2)]
 
 
 def test_two_ranks_shard_every_epoch_and_repeat_exactly(local, cluster, tmp_path):
-    spec = tmp_path / "cluster.json"
-    spec.write_text(json.dumps({"partitions": [{"partition": i, "replicas": [a]}
-                                               for i, a in enumerate(local.addresses)]}))
+    spec = cluster_file(local, tmp_path)
     first = run_ddp(spec, tmp_path / "a.json")
     second = run_ddp(spec, tmp_path / "b.json")
     train = sorted(cluster.split_nodes("train").tolist())
@@ -88,30 +99,12 @@ def test_ddp_with_an_uneven_seed_count_finishes_every_epoch(local, tmp_path):
     """Three epochs of DDP over 129 seeds on 2 ranks: every rank yields the same
     number of batches (padding repeats the epoch's first seed; drop_last cuts to
     64 a rank), so no rank waits at an all-reduce the other never makes."""
-    spec = tmp_path / "cluster.json"
-    spec.write_text(json.dumps({"partitions": [{"partition": i, "replicas": [a]}
-                                               for i, a in enumerate(local.addresses)]}))
+    spec = cluster_file(local, tmp_path)
     script = tmp_path / "uneven.py"
     script.write_text(UNEVEN)
     for drop_last in (False, True):
-        port = str(free_port())
-        procs = []
-        for rank in range(2):
-            env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=port,
-                       GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1")
-            procs.append(subprocess.Popen([sys.executable, str(script), str(spec),
-                                           str(tmp_path / ("r%d.json" % rank)), "1" if drop_last else "0"],
-                                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-        logs = []
-        for p in procs:
-            try:
-                logs.append(p.communicate(timeout=240)[0])
-            except subprocess.TimeoutExpired:
-                for q in procs:
-                    q.kill()
-                raise AssertionError("a DDP rank hung (drop_last=%s)" % drop_last)
-        for p, log in zip(procs, logs):
-            assert p.returncode == 0, log[-3000:]
+        run_ranks(lambda rank: [sys.executable, str(script), str(spec), str(tmp_path / ("r%d.json" % rank)),
+                                "1" if drop_last else "0"], timeout=240)
         r = [json.load(open(tmp_path / ("r%d.json" % rank))) for rank in range(2)]
         want = 1 if drop_last else 2
         for x in r:
