@@ -204,15 +204,17 @@ class Cluster : public Source, public std::enable_shared_from_this<Cluster> {
   Status SameReplica(int p, const rpc::RemotePartitionInfo& info) const;
   // Connects to replica r of partition p and checks that it serves p of this
   // dataset (its PartitionInfo into *info). Where p has other replicas the
-  // connect and the check have a probe's deadline (ProbeTimeoutMs: a
+  // connect and the check have a probe's deadline (ProbeDeadlineMs: a
   // stopped replica costs that, not the call deadline); the client keeps
   // the call deadline for what follows.
   Status ConnectReplica(int p, int r, std::unique_ptr<rpc::RpcClient>* client,
                         rpc::RemotePartitionInfo* info) const;
-  int ProbeTimeoutMs() const;
-  // `o` with a probe's connect and call deadlines (at most 1 s, or half the
-  // health interval where that is longer): for connecting to a replica where
-  // another one could answer instead.
+  // The one deadline of every probe (health pings, and connecting where
+  // another replica could answer): half the health interval, at least
+  // kMinProbeDeadlineMs (500 ms at the default 1 s interval).
+  static constexpr int kMinProbeDeadlineMs = 500;
+  static int ProbeDeadlineMs(const rpc::RpcOptions& o);
+  // `o` with the probe's connect and call deadlines (never longer than o's).
   static rpc::RpcOptions ProbeOptions(const rpc::RpcOptions& o);
   // One replica's health probes (a thread each: a hung replica delays no
   // other's verdict). Down after kDownAfterFailures failed probes in a row

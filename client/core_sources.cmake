@@ -19,4 +19,5 @@ set(FANOUT_CLIENT_CORE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/array.cc
   ${CMAKE_CURRENT_LIST_DIR}/batch_loader.cc
   ${CMAKE_CURRENT_LIST_DIR}/batch_sampling.cc
+  ${CMAKE_CURRENT_LIST_DIR}/loader_options_map.cc
   ${CMAKE_CURRENT_LIST_DIR}/online.cc)

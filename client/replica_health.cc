@@ -12,15 +12,16 @@
 
 namespace fanout::client {
 
-int Cluster::ProbeTimeoutMs() const {
-  // A ping is answered outside the request budget, so a healthy server
-  // answers it at once however busy: half the interval is ample.
-  return std::max(250, options_.health_check_ms / 2);
+int Cluster::ProbeDeadlineMs(const rpc::RpcOptions& o) {
+  // Pings, info and the control calls of a connect are answered outside the
+  // request budget, so a healthy server answers them at once however busy:
+  // half the health interval is ample, and never under kMinProbeDeadlineMs.
+  return std::max(kMinProbeDeadlineMs, o.health_check_ms / 2);
 }
 
 rpc::RpcOptions Cluster::ProbeOptions(const rpc::RpcOptions& o) {
   rpc::RpcOptions ro = o;
-  const int probe = std::max(1000, o.health_check_ms / 2);
+  const int probe = ProbeDeadlineMs(o);
   ro.connect_timeout_ms = std::min(ro.connect_timeout_ms, probe);
   ro.call_timeout_ms = std::min(ro.call_timeout_ms, probe);
   return ro;
@@ -63,8 +64,9 @@ void Cluster::MarkDown(int p, int r, const std::string& why) const {
 }
 
 void Cluster::ProbeLoop(int p, int r) {
+  // Its own deadline even where a call's is shorter: a verdict needs an answer.
   rpc::RpcOptions ro = options_;
-  ro.connect_timeout_ms = ro.call_timeout_ms = ProbeTimeoutMs();
+  ro.connect_timeout_ms = ro.call_timeout_ms = ProbeDeadlineMs(options_);
   std::unique_ptr<rpc::RpcClient> client;
   Replica& st = *state_[p][r];
   do {

@@ -38,6 +38,11 @@ ConnectionLimits ConnectionLimits::Defaults() {
   return l;
 }
 
+int ConnectionLimits::UnauthenticatedPool(int max_connections) {
+  if (max_connections <= 0) return 256;
+  return std::min(256, std::max(8, max_connections / 8));
+}
+
 ConnectionGuard::ConnectionGuard(ConnectionLimits limits, std::shared_ptr<MemoryBudget> budget)
     : limits_(limits),
       budget_(budget ? std::move(budget)
@@ -55,35 +60,105 @@ std::string ConnectionGuard::RefusalMessage() const {
          "replica";
 }
 
+template <typename Pred>
+ConnectionGuard::Connection* ConnectionGuard::Oldest(Pred in, int64_t busy_after_ms,
+                                                     const std::lock_guard<std::mutex>&) {
+  Connection* idle = nullptr;
+  Connection* busy = nullptr;
+  for (Connection* o : open_) {
+    if (!in(o)) continue;
+    Connection*& best = o->idle_ ? idle : busy;
+    if (best == nullptr || o->since_ < best->since_) best = o;
+  }
+  if (idle != nullptr) return idle;
+  if (busy != nullptr && busy_after_ms >= 0 && MsSince(busy->since_) >= busy_after_ms) return busy;
+  return nullptr;
+}
+
+void ConnectionGuard::Evict(Connection* c, const std::lock_guard<std::mutex>& lock) {
+  // Its thread sees end-of-stream and ends the connection; the client's
+  // next call on it reconnects.
+  ::shutdown(c->fd_, SHUT_RDWR);
+  c->shut_ = true;
+  budget_->Wake();
+  Release(c, lock);
+}
+
 std::unique_ptr<ConnectionGuard::Connection> ConnectionGuard::Admit(int fd) {
   auto c = std::make_unique<Connection>();
   c->guard_ = this;
   c->fd_ = fd;
   std::lock_guard<std::mutex> lock(mu_);
   c->since_ = Clock::now();
+  if (limits_.unauthenticated_connections > 0 && pooled_ >= limits_.unauthenticated_connections) {
+    Connection* victim = Oldest([](const Connection* o) { return !o->bound_; }, kPoolGraceMs, lock);
+    if (victim == nullptr) {
+      c->refused_ = true;
+      c->why_refused_ = "server's pool for connections without credentials is full (" +
+                        std::to_string(limits_.unauthenticated_connections) +
+                        " connections that have not yet authenticated, every one inside its "
+                        "first request): connection refused; retry later or use another replica";
+      ++stats_.pool_refused;
+      return c;
+    }
+    Evict(victim, lock);
+    ++stats_.pool_evicted;
+  }
   if (limits_.max_connections > 0 && static_cast<int>(open_.size()) >= limits_.max_connections) {
-    Connection* oldest = nullptr;
-    for (Connection* o : open_)
-      if (o->idle_ && (oldest == nullptr || o->since_ < oldest->since_)) oldest = o;
+    Connection* oldest = Oldest([](const Connection*) { return true; }, -1, lock);
     if (oldest == nullptr) {
       c->refused_ = true;
+      c->why_refused_ = RefusalMessage();
       ++stats_.refused;
       return c;
     }
-    // Its thread sees end-of-stream and ends the connection; the client's
-    // next call on it reconnects.
-    ::shutdown(oldest->fd_, SHUT_RDWR);
-    oldest->shut_ = true;
-    budget_->Wake();
-    Release(oldest, lock);
+    Evict(oldest, lock);
     ++stats_.evicted_idle;
   }
   c->pos_ = open_.insert(open_.end(), c.get());
   c->listed_ = true;
+  ++pooled_;
   ++stats_.accepted;
   stats_.open = static_cast<int64_t>(open_.size());
   stats_.peak_open = std::max(stats_.peak_open, stats_.open);
+  stats_.unauthenticated = pooled_;
   return c;
+}
+
+bool ConnectionGuard::Connection::Bind(const std::string& owner, int64_t cap, std::string* why) {
+  ConnectionGuard& g = *guard_;
+  std::lock_guard<std::mutex> lock(g.mu_);
+  if (!listed_ || refused_) return true;  // leaving, or answered with its refusal anyway
+  if (bound_ && owner_ == owner) return true;
+  auto& counts = g.stats_.by_owner;
+  auto it = counts.find(owner);
+  const int64_t held = it == counts.end() ? 0 : it->second;
+  if (cap > 0 && held >= cap) {
+    Connection* victim =
+        g.Oldest([&](const Connection* o) { return o != this && o->bound_ && o->owner_ == owner; },
+                 -1, lock);
+    if (victim == nullptr) {
+      ++g.stats_.owner_refused;
+      *why = "tenant \"" + owner + "\" holds all " + std::to_string(cap) +
+             " of its connection slots (its weight's share of --max-connections " +
+             std::to_string(g.limits_.max_connections) +
+             "), every one inside a request: this connection is refused; retry later, or use "
+             "fewer connections";
+      return false;
+    }
+    g.Evict(victim, lock);
+    ++g.stats_.owner_evicted;
+  }
+  if (bound_) {
+    if (--counts[owner_] <= 0) counts.erase(owner_);
+  } else {
+    --g.pooled_;
+    g.stats_.unauthenticated = g.pooled_;
+  }
+  bound_ = true;
+  owner_ = owner;
+  ++counts[owner];
+  return true;
 }
 
 void ConnectionGuard::ShutdownAll() {
@@ -106,6 +181,12 @@ void ConnectionGuard::Release(Connection* c, const std::lock_guard<std::mutex>&)
     open_.erase(c->pos_);
     c->listed_ = false;
     stats_.open = static_cast<int64_t>(open_.size());
+    if (c->bound_) {
+      if (--stats_.by_owner[c->owner_] <= 0) stats_.by_owner.erase(c->owner_);
+    } else {
+      --pooled_;
+      stats_.unauthenticated = pooled_;
+    }
   }
 }
 

@@ -9,6 +9,18 @@
 //    connection is inside a request), the new one is refused: its first
 //    request is answered with a TApplicationException naming the limit, and
 //    it is counted.
+//  - unauthenticated_connections (a server with credentials: tenants or an
+//    auth token): connections that have not yet said who they are share a
+//    small pool of their own. At its limit a new one takes the place of the
+//    pool's longest-idle connection, else of its connection longest inside
+//    a frame (once past kPoolGraceMs: a client's first request arrives whole
+//    at once), else it is refused. A flood of anonymous sockets then costs
+//    the pool, never the slots of the tenants.
+//  - Bind(owner, cap): a connection that said who it is (a tenant, or the
+//    auth token) leaves the pool for its owner's slots, at most `cap` of
+//    them (a tenant's weight's share): at the cap it takes the place of the
+//    owner's longest-idle connection, else it is refused naming the owner.
+//    One tenant with many connections crowds out only itself.
 //  - idle_timeout_ms: a connection that sends no request for this long is
 //    closed.
 //  - frame_timeout_ms: a request frame must arrive whole within this long of
@@ -33,6 +45,7 @@
 #include <chrono>
 #include <cstdint>
 #include <list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -43,12 +56,18 @@ namespace fanout::rpc {
 
 // Request frames this small bypass the in-flight budget (see above).
 inline constexpr int64_t kMaxControlFrameBytes = 512;
+// A pooled (unauthenticated) connection inside a frame this long may be
+// replaced by a newcomer when the pool is full.
+inline constexpr int64_t kPoolGraceMs = 1000;
 
 struct ConnectionLimits {
   int max_connections = 0;         // 0 = unlimited
   int64_t idle_timeout_ms = 0;     // 0 = never
   int64_t frame_timeout_ms = 0;    // 0 = never
   int64_t max_inflight_bytes = 0;  // 0 = unlimited
+  // Connections not yet bound to an owner (Bind) held at once; 0 = no pool
+  // (every connection is one class, as on a server without credentials).
+  int unauthenticated_connections = 0;
   // How long a frame waits for the budget at most (and never past its frame
   // deadline): under the client's default 30 s call deadline, so that the
   // server gives up first. <= 0: 20 s.
@@ -57,6 +76,9 @@ struct ConnectionLimits {
   // half the open-file limit), 10 min idle, 60 s per frame, a quarter of
   // physical memory for request frames.
   static ConnectionLimits Defaults();
+  // The pool a server with credentials gives anonymous connections: an
+  // eighth of max_connections, at least 8 and at most 256 (0 = no limit: 256).
+  static int UnauthenticatedPool(int max_connections);
 };
 
 struct ConnectionStats {
@@ -72,6 +94,12 @@ struct ConnectionStats {
   int64_t inflight_bytes = 0;  // request bytes held now by Thrift connections (the budget's share)
   int64_t tls_failures =
       0;  // TLS handshakes or records that failed (wrong CA, expired, no client certificate)
+  int64_t unauthenticated = 0;  // connections now in the anonymous pool
+  int64_t pool_refused = 0;     // refused: the anonymous pool full, none replaceable
+  int64_t pool_evicted = 0;     // pooled connections replaced by a newcomer
+  int64_t owner_refused = 0;    // Bind refused: the owner at its cap, every one busy
+  int64_t owner_evicted = 0;    // an owner's idle connection replaced by its own newcomer
+  std::map<std::string, int64_t> by_owner;  // bound connections now, per owner
 };
 
 class ConnectionGuard {
@@ -87,7 +115,15 @@ class ConnectionGuard {
    public:
     ~Connection() { Close(); }
     bool refused() const { return refused_; }
+    // Why it was refused at admission (the client reads it).
+    const std::string& why_refused() const { return why_refused_; }
     const ConnectionGuard* guard() const { return guard_; }
+    // Moves this connection out of the anonymous pool (or from another
+    // owner) to `owner`'s slots, at most `cap` of them (<= 0: no cap). At the
+    // cap the owner's longest-idle other connection is shut down to make
+    // room; when every one is inside a request: false, `why` naming the
+    // owner and its cap (counted), and the connection stays where it was.
+    bool Bind(const std::string& owner, int64_t cap, std::string* why);
     // Waiting for the next request frame (its budget released).
     void Idle();
     // A frame began (its first byte; again with its size once known):
@@ -111,6 +147,9 @@ class ConnectionGuard {
     ConnectionGuard* guard_ = nullptr;
     int fd_ = -1;
     bool refused_ = false;
+    std::string why_refused_;
+    bool bound_ = false;             // owned by owner_ (else pooled) (GUARDED_BY guard_->mu_)
+    std::string owner_;              // GUARDED_BY guard_->mu_
     bool listed_ = false;            // in guard_->open_ (GUARDED_BY guard_->mu_)
     bool idle_ = true;               // GUARDED_BY guard_->mu_
     bool waiting_ = false;           // waiting for the budget (GUARDED_BY guard_->mu_)
@@ -145,6 +184,13 @@ class ConnectionGuard {
   // REQUIRES: mu_ held; `mu_held` (a guard on mu_) stands witness, since a
   // std::mutex cannot be asked who holds it.
   void Release(Connection* c, const std::lock_guard<std::mutex>& mu_held);
+  // Shuts `c` down to make room (its thread sees end-of-stream) and releases it.
+  void Evict(Connection* c, const std::lock_guard<std::mutex>& mu_held);
+  // Among open connections matching `in`: the one idle the longest, else
+  // (when `busy_after_ms` >= 0) the one inside a frame the longest, if for at
+  // least that long; null when none.
+  template <typename Pred>
+  Connection* Oldest(Pred in, int64_t busy_after_ms, const std::lock_guard<std::mutex>& mu_held);
 
   const ConnectionLimits limits_;
   const std::shared_ptr<MemoryBudget> budget_;
@@ -154,6 +200,7 @@ class ConnectionGuard {
   ConnectionStats stats_;         // GUARDED_BY(mu_)
   std::string last_tls_failure_;  // GUARDED_BY(mu_)
   bool stopping_ = false;         // GUARDED_BY(mu_)
+  int64_t pooled_ = 0;            // GUARDED_BY(mu_): open connections not bound
 };
 
 }  // namespace fanout::rpc

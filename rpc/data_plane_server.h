@@ -66,13 +66,11 @@ struct DataPlaneServerOptions {
   int max_endpoints = 4096;             // connections beyond this are rejected
   int64_t rndv_threshold_bytes = 8192;  // replies at least this big are forced to rendezvous
   int spin_us = 50;  // busy-poll this long after activity before sleeping on the event fd
-  // When set (wire::kTicketBytes), only requests carrying it are served; the
-  // others get Unauthenticated. See PartitionInfo.data_plane_ticket.
-  std::string ticket;
-  // Tenants (server/tenancy.h): every request must carry a ticket that this
-  // maps to a tenant id (>= 0), handed to the handler as
-  // DataRequest::tenant; -1 (a ticket that names no current tenant, or
-  // none) = Unauthenticated.
+  // Set (a server with credentials: tenants, an auth token or TLS): every
+  // request must carry a ticket (PartitionInfo.data_plane_ticket) that this
+  // maps to a tenant id (>= 0; server/tenancy.h, Tenancy::ByTicket), handed
+  // to the handler as DataRequest::tenant; -1 (a ticket that names no current
+  // tenant, or none) = Unauthenticated. Unset: every peer is served.
   std::function<int(const std::string& ticket)> ticket_tenant;
   // The server's request-memory budget, shared with its Thrift connections
   // (null: none). A rendezvous request's ids are fetched only once its bytes

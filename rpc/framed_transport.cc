@@ -196,7 +196,7 @@ void ResettingFramedTransport::Refuse(uint32_t frame_bytes) {
     apache::thrift::protocol::TBinaryProtocol oprot(out);
     oprot.writeMessageBegin(name, apache::thrift::protocol::T_EXCEPTION, seqid);
     apache::thrift::TApplicationException(apache::thrift::TApplicationException::INTERNAL_ERROR,
-                                          conn_->guard()->RefusalMessage())
+                                          conn_->why_refused())
         .write(&oprot);
     oprot.writeMessageEnd();
     uint8_t* body = nullptr;

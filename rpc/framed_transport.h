@@ -49,6 +49,8 @@ class ResettingFramedTransport : public apache::thrift::transport::TFramedTransp
                            std::unique_ptr<ConnectionGuard::Connection> conn = nullptr);
 
   void close() override;
+  // The server's admission of this connection (null on clients).
+  ConnectionGuard::Connection* connection() const { return conn_.get(); }
   // Bytes of the current frame not yet read (buffered or still on the socket).
   uint32_t FrameRemaining() const { return static_cast<uint32_t>(rBound_ - rBase_) + frame_left_; }
 

@@ -123,12 +123,11 @@ Status DecodeAnswer(const char* data, size_t bytes, std::string* text);
 
 struct LocalExportOptions {
   std::vector<uid_t> allowed_uids;  // empty: this process's uid only
-  std::string token;                // non-empty: a hello must carry it (or `ticket`)
-  std::string ticket;  // with `token`: also accepted (the data-plane ticket its clients are handed)
+  std::string token;                // non-empty: a hello must carry it
   // Set: decides every hello instead of `token` (called on the socket's thread
   // with the credential the hello carries; a refusal's code and text are sent
-  // back). A server with tenants hands the export only to a current tenant
-  // that may map it (server/tenancy.h, MayMapExport).
+  // back). The server's: a data-plane ticket of a tenant that may map it
+  // (server/tenancy.h, MayMapExport), or its auth token.
   std::function<Status(const std::string& credential)> authorize;
   int handshake_timeout_ms = 2000;  // a client that says nothing this long is dropped
   int max_pending = 256;            // handshakes at once; more are refused (counted)

@@ -279,8 +279,7 @@ void LocalExport::Impl::Answer(int fd) {
       Refuse(fd, static_cast<int>(ok.code()), ok.message(), &refused_token);
       return;
     }
-  } else if (!options.token.empty() && !SameSecret(token, options.token) &&
-             (options.ticket.empty() || !SameSecret(token, options.ticket))) {
+  } else if (!options.token.empty() && !SameSecret(token, options.token)) {
     Refuse(fd, static_cast<int>(Status::Code::kUnauthenticated),
            token.empty() ? "this server requires its auth token on the local socket"
                          : "wrong auth token on the local socket",

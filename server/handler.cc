@@ -37,6 +37,7 @@ void RpcHandler::authenticate(const std::string& token) {
     has_token_ = true;
     token_ = token;
     Resolve();
+    if (authenticated_) BindSlot();
     return;
   }
   if (s.options.auth_token.empty()) return;  // nothing required: any token is fine
@@ -45,6 +46,23 @@ void RpcHandler::authenticate(const std::string& token) {
     Throw(Status::Unauthenticated("wrong auth token (the server's --auth-token-file)"));
   }
   authenticated_ = true;
+  BindSlot();
+}
+
+void RpcHandler::BindSlot() {
+  rpc::ConnectionGuard::Connection* conn = framed_ ? framed_->connection() : nullptr;
+  if (conn == nullptr) return;
+  const ServerState& s = svc_.state();
+  std::string owner = "(authenticated)";
+  int64_t cap = 0;  // one owner: only the server's limit
+  if (s.tenants_file) {
+    owner = s.tenancy->Name(svc_.tenant());
+    cap = s.tenancy->ConnectionSlots(svc_.tenant(), s.options.limits.max_connections);
+  }
+  if (owner == bound_owner_) return;
+  std::string why;
+  if (!conn->Bind(owner, cap, &why)) Throw(Status::Unavailable(why));
+  bound_owner_ = owner;
 }
 
 void RpcHandler::SetTlsSubject(const std::string& subject) {
@@ -99,6 +117,7 @@ void RpcHandler::Serve(int method, const size_t* reply_bytes, Fn&& fn,
                                 "--auth-token-file): give the client the same token "
                                 "(cluster file \"auth_token_file\", or RpcOptions::auth_token)"));
   }
+  BindSlot();
   Status st = svc_.Run(method, kThrift, reply_bytes, std::forward<Fn>(fn), work);
   if (!st.ok()) Throw(st);
 }
@@ -139,12 +158,10 @@ void RpcHandler::partition_info(gen::PartitionInfo& out) {
     out.__set_features_tier(s.disk ? "disk" : "memory");
     const int data_port = s.data_port.load();
     if (data_port > 0) out.__set_data_port(data_port);
-    if (s.tenants_file) {
-      const std::string ticket = s.tenancy->Ticket(svc_.tenant());
-      if (!ticket.empty()) out.__set_data_plane_ticket(ticket);
-    } else if (!s.data_ticket.empty()) {
-      out.__set_data_plane_ticket(s.data_ticket);
-    }
+    // Its tenant's ticket (the default tenant's on a server with an auth
+    // token or TLS): this connection authenticated to get here.
+    const std::string ticket = s.tenancy->Ticket(svc_.tenant());
+    if (!ticket.empty()) out.__set_data_plane_ticket(ticket);
     if (m.has_edge_times) out.__set_has_edge_times(true);
     if (!s.local_socket.empty()) {
       out.__set_local_socket(s.local_socket);

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "gen-cpp/Fanout.h"
+#include "rpc/framed_transport.h"
 #include "server/service.h"
 #include "server/tls_subject.h"
 
@@ -72,6 +73,10 @@ class RpcHandler : public rpc::gen::FanoutIf {
   // tenancy's generation: a removed or rotated tenant, or `default refuse`,
   // takes effect on open connections at their next request.
   void Resolve();
+  // Moves this connection's slot out of the anonymous pool to its tenant's
+  // (ConnectionGuard::Bind; or to the authenticated with an auth token);
+  // Unavailable naming the tenant when it holds all its slots, every one busy.
+  void BindSlot();
 
   PartitionService svc_;
   bool authenticated_;        // this connection presented the token (or none is required)
@@ -84,6 +89,10 @@ class RpcHandler : public rpc::gen::FanoutIf {
   // (read at its first request, once the handshake is done).
   std::shared_ptr<SubjectSocket> tls_;
   bool tls_checked_ = false;
+  // Its transport, holding the connection's admission (null off the server's
+  // guarded transport), and the owner its slot is bound to ("" = pooled).
+  std::shared_ptr<rpc::ResettingFramedTransport> framed_;
+  std::string bound_owner_;
   std::vector<uint64_t> keep_bits_;  // PackKept's bitmap, all zero between requests
 };
 
@@ -93,6 +102,9 @@ class HandlerFactory : public rpc::gen::FanoutIfFactory {
   rpc::gen::FanoutIf* getHandler(const apache::thrift::TConnectionInfo& info) override {
     auto* h = new RpcHandler(state_);
     h->tls_ = std::dynamic_pointer_cast<SubjectSocket>(info.transport);
+    if (info.input)
+      h->framed_ =
+          std::dynamic_pointer_cast<rpc::ResettingFramedTransport>(info.input->getTransport());
     return h;
   }
   void releaseHandler(rpc::gen::FanoutIf* h) override { delete h; }

@@ -16,9 +16,9 @@
 #include <functional>
 #include <future>
 #include <nlohmann/json.hpp>
-#include <random>
 
 #include "common/cpu.h"
+#include "common/secret.h"
 #include "rpc/data_plane.h"
 #include "rpc/framed_transport.h"
 #include "rpc/local_export.h"
@@ -49,15 +49,26 @@ struct PartitionServer::Rpc {
   std::thread thread;
 };
 
+namespace {
+// A server with credentials gives connections that have not yet presented
+// them a small pool of their own (ConnectionGuard).
+rpc::ConnectionLimits GuardLimits(const ServerOptions& o) {
+  rpc::ConnectionLimits l = o.limits;
+  if (l.unauthenticated_connections == 0 && (!o.tenants_file.empty() || !o.auth_token.empty()))
+    l.unauthenticated_connections = rpc::ConnectionLimits::UnauthenticatedPool(l.max_connections);
+  return l;
+}
+}  // namespace
+
 PartitionServer::PartitionServer(ServerOptions options)
     : options_(std::move(options)),
-      guard_(std::make_shared<rpc::ConnectionGuard>(options_.limits)) {}
+      guard_(std::make_shared<rpc::ConnectionGuard>(GuardLimits(options_))) {}
 
 PartitionServer::PartitionServer(ServerOptions options,
                                  std::shared_ptr<const datasets::PartitionData> data)
     : options_(std::move(options)),
       data_(std::move(data)),
-      guard_(std::make_shared<rpc::ConnectionGuard>(options_.limits)) {}
+      guard_(std::make_shared<rpc::ConnectionGuard>(GuardLimits(options_))) {}
 
 PartitionServer::~PartitionServer() { Stop(); }
 
@@ -116,7 +127,12 @@ Status PartitionServer::Start() {
       so.max_wait = std::chrono::milliseconds(
           std::min<int64_t>(20000, std::max<int64_t>(1000, options_.limits.frame_timeout_ms / 2)));
     state_->tenants_file = table != nullptr;
-    state_->tenancy = std::make_unique<Tenancy>(table, table != nullptr, so, table != nullptr);
+    // Tickets (the data plane's and the export's credential, handed to
+    // authenticated connections) wherever a credential is required: each
+    // tenant's own, or the default tenant's with an auth token or TLS.
+    const bool tickets =
+        table != nullptr || !options_.auth_token.empty() || !options_.tls_cert.empty();
+    state_->tenancy = std::make_unique<Tenancy>(table, table != nullptr, so, tickets);
   }
   if (options_.admin_port >= 0) FANOUT_RETURN_IF_ERROR(StartAdmin());
   std::shared_ptr<datasets::PartitionData> owned;  // loaded here: its arrays go once exported
@@ -149,13 +165,6 @@ Status PartitionServer::Start() {
   if (disk) {
     state_->feature_file_path = disk->file().path();
     state_->disk_io_mode = disk_io_mode_;
-  }
-  if (!state_->tenants_file && (!options_.auth_token.empty() || !options_.tls_cert.empty())) {
-    // The data plane's ticket: random, handed out to authenticated clients
-    // only (with tenants: each tenant's own, Tenancy::Ticket).
-    std::random_device rd;
-    state_->data_ticket.resize(rpc::kDataPlaneTicketBytes);
-    for (char& c : state_->data_ticket) c = static_cast<char>(rd());
   }
   state_->data = data_;
   state_->view = data_->View();
@@ -304,10 +313,18 @@ Status PartitionServer::StartLocalSocket() {
     // (a removed or rotated tenant's ticket names no one after the reload).
     const Tenancy* tenancy = state_->tenancy.get();
     o.authorize = [tenancy](const std::string& ticket) { return tenancy->MayMapExport(ticket); };
-  } else {
-    // The token, or the data-plane ticket handed to connections that gave it.
-    o.token = options_.auth_token;
-    o.ticket = state_->data_ticket;
+  } else if (state_->tenancy->tickets_required()) {
+    // The token, or the data-plane ticket handed to connections that gave it
+    // (TLS or the token).
+    const Tenancy* tenancy = state_->tenancy.get();
+    const std::string token = options_.auth_token;
+    o.authorize = [tenancy, token](const std::string& credential) {
+      if (tenancy->ByTicket(credential) >= 0 || (!token.empty() && SameSecret(credential, token)))
+        return Status::OK();
+      return Status::Unauthenticated(credential.empty()
+                                         ? "this server requires its auth token on the local socket"
+                                         : "wrong auth token on the local socket");
+    };
   }
   const bool asked = !options_.local_socket.empty();
   if (!asked) {
@@ -429,11 +446,10 @@ Status PartitionServer::StartDataPlane() {
   o.threads = options_.data_threads > 0 ? options_.data_threads
                                         : std::min(4, std::max(1, UsableCpuCount()));
   o.max_request_bytes = options_.max_frame_bytes;
-  o.ticket = state_->data_ticket;
-  if (state_->tenants_file) {
-    // Each tenant's ticket names it (handed out with PartitionInfo).
-    Tenancy* tenancy = state_->tenancy.get();
+  Tenancy* tenancy = state_->tenancy.get();
+  if (tenancy->tickets_required())  // each ticket names its tenant (handed out with PartitionInfo)
     o.ticket_tenant = [tenancy](const std::string& ticket) { return tenancy->ByTicket(ticket); };
+  if (state_->tenants_file) {
     // Requests wait for their tenant's turn: off the progress threads, so
     // that one waiting holds up no other endpoint (a thread's endpoints would
     // otherwise take turns, whatever their tenants' weights). As many

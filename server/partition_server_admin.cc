@@ -98,7 +98,16 @@ nlohmann::json MemoryJson(int64_t rss, const rpc::MemoryBudget& budget) {
 }
 
 nlohmann::json ConnectionsJson(const rpc::ConnectionStats& c, const rpc::ConnectionLimits& l) {
+  nlohmann::json by_owner = nlohmann::json::object();
+  for (const auto& [owner, n] : c.by_owner) by_owner[owner] = n;
   return {{"open", c.open},
+          {"unauthenticated", c.unauthenticated},
+          {"unauthenticated_pool", l.unauthenticated_connections},
+          {"pool_refused", c.pool_refused},
+          {"pool_evicted", c.pool_evicted},
+          {"owner_refused", c.owner_refused},
+          {"owner_evicted", c.owner_evicted},
+          {"by_owner", by_owner},
           {"peak_open", c.peak_open},
           {"accepted", c.accepted},
           {"refused", c.refused},
@@ -241,7 +250,7 @@ std::string PartitionServer::StatsJson() const {
     j["memory"] = MemoryJson(rss, *guard_->budget());
   }
   j["rpc_port"] = loaded ? port_ : 0;  // written by Start() before `loaded`
-  j["connections"] = ConnectionsJson(connection_stats(), options_.limits);
+  j["connections"] = ConnectionsJson(connection_stats(), guard_->limits());
   j["security"] = {{"tls", !options_.tls_cert.empty()},
                    {"mutual_tls", !options_.tls_ca.empty()},
                    // fanout-server makes itself not dumpable (server/main.cc); read back here.

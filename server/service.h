@@ -86,10 +86,6 @@ struct ServerState {
   // storage.
   const int64_t* time_index = nullptr;
   std::vector<int64_t> time_order;
-  // Where authentication is required (auth token or TLS): what data-plane
-  // endpoints must present (random, given to authenticated clients in
-  // PartitionInfo). Empty = the data plane serves every peer.
-  std::string data_ticket;
   // The disk tier, where the features are on disk (null: they are in
   // `view`); its hot set lies in view.hot_table / hot_rows.
   std::shared_ptr<storage::DiskFeatures> disk;

@@ -206,6 +206,18 @@ Status Tenancy::MayMapExport(const std::string& ticket) const {
   return Status::OK();
 }
 
+int64_t Tenancy::ConnectionSlots(int id, int64_t max_connections) const {
+  if (max_connections <= 0) return 0;
+  auto s = Current();
+  double total = 0;
+  for (const Tenant& t : s->table->tenants()) total += t.weight;
+  const Tenant* t =
+      id >= 0 && static_cast<size_t>(id) < s->tenant_of.size() ? s->tenant_of[id] : nullptr;
+  const double share = t != nullptr && total > 0 ? t->weight / total : 1;
+  return std::max<int64_t>(kMinConnectionsPerTenant,
+                           static_cast<int64_t>(static_cast<double>(max_connections) * share));
+}
+
 std::string Tenancy::Name(int id) const {
   return id >= 0 && id < ids_.load() ? usage_[id]->name : "?";
 }

@@ -78,6 +78,10 @@ class Tenancy {
   uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
   bool tickets_required() const { return tickets_required_; }
   std::string Name(int id) const;
+  // The connection slots of tenant `id` out of `max_connections` (<= 0: no
+  // cap, 0 returned): its weight's share, at least kMinConnectionsPerTenant.
+  static constexpr int64_t kMinConnectionsPerTenant = 8;
+  int64_t ConnectionSlots(int id, int64_t max_connections) const;
 
   // One data request's charge: Admit before computing (quotas, then its
   // turn), Done after.

@@ -105,13 +105,8 @@ class NodeLoader:
                        gpu_cache_fraction=float(gpu_cache_fraction), subgraph=bool(_subgraph),
                        input_time=_times(input_time), temporal_strategy=str(temporal_strategy),
                        type_fanouts=type_fanouts, link_edge_type=self._link_edge_type, sampler=str(sampler))
-        if top_k is not None:
-            if sampler != "pinsage":
-                raise InvalidArgument("top_k is for sampler='pinsage' (each hop's most visited nodes), not %r"
-                                      % (sampler,))
-            if isinstance(top_k, bool) or not isinstance(top_k, int):
-                raise InvalidArgument("top_k must be an integer, not %r" % (top_k,))
-            options["num_neighbors"] = [top_k] * len(options["num_neighbors"])
+        if top_k is not None:  # every hop's count with sampler="pinsage" (the C++ parser checks)
+            options["top_k"] = top_k
         if sampler == "pinsage":
             options.update(num_walks=num_walks, walk_length=walk_length, restart_prob=float(restart_prob),
                            visit_stride=visit_stride)

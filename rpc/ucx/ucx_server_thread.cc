@@ -36,9 +36,10 @@ ucs_status_t Thread::OnRequest(void* arg, const void* header, size_t header_leng
   p->ep = ep;
   bool malformed = false;
   Status st = wire::DecodeRequest(header, header_length, length, s->options.max_request_bytes,
-                                  s->options.ticket, &p->hdr, &malformed);
+                                  &p->hdr, &malformed);
   if (st.ok() && s->options.ticket_tenant) {
-    // Tenants: the ticket names whose request this is.
+    // The ticket names whose request this is (the default tenant's on a
+    // server with an auth token or TLS and no tenants file).
     if (p->hdr.flags & wire::kTicket) {
       const char* h = static_cast<const char*>(header);
       p->tenant = s->options.ticket_tenant(
@@ -46,8 +47,10 @@ ucs_status_t Thread::OnRequest(void* arg, const void* header, size_t header_leng
     }
     if (p->tenant < 0)
       st = Status::Unauthenticated(
-          "this data plane serves a tenant's requests with the ticket its authenticated RPC "
-          "connection was handed (PartitionInfo.data_plane_ticket)");
+          "this data plane serves only requests with the ticket handed to a connection that "
+          "authenticated on the server's RPC port (auth token, TLS or a tenant's credential: "
+          "PartitionInfo.data_plane_ticket; a tenant removed from the tenants file, or whose "
+          "token or TLS subject changed, has none)");
   }
   if (!st.ok()) {
     ++(malformed ? s->malformed : s->unauthenticated);

@@ -3,13 +3,10 @@
 #include <cstring>
 #include <string_view>
 
-#include "common/secret.h"
-
 namespace fanout::rpc::wire {
 
 Status DecodeRequest(const void* header, size_t header_length, size_t data_length,
-                     int64_t max_request_bytes, const std::string& ticket, RequestHeader* hdr,
-                     bool* malformed) {
+                     int64_t max_request_bytes, RequestHeader* hdr, bool* malformed) {
   *malformed = true;
   const char* h = static_cast<const char*>(header);
   size_t expect = sizeof(RequestHeader);
@@ -41,18 +38,6 @@ Status DecodeRequest(const void* header, size_t header_length, size_t data_lengt
     return Status::InvalidArgument("request of " + std::to_string(data_length) +
                                    " bytes is over the limit of " +
                                    std::to_string(max_request_bytes));
-  if (!ticket.empty()) {
-    const std::string_view given =
-        (hdr->flags & kTicket) ? std::string_view(h + header_length - kTicketBytes, kTicketBytes)
-                               : std::string_view();
-    if (!SameSecret(given, ticket)) {
-      *malformed = false;
-      return Status::Unauthenticated(
-          "this data plane serves only clients that authenticated on the server's RPC port (auth "
-          "token or TLS) "
-          "and present its ticket");
-    }
-  }
   *malformed = false;
   return Status::OK();
 }

@@ -74,14 +74,14 @@ struct ReplyHeader {
 static_assert(sizeof(ReplyHeader) == 32, "reply header layout");
 
 // Decodes a request's active-message header (RequestHeader, then with
-// kTicket the ticket) and checks it against the request's data length, the
-// server's limit and its ticket (empty = none required). OK, or why the
+// kTicket the ticket) and checks it against the request's data length and
+// the server's limit; the ticket (the header's last kTicketBytes) is the
+// server's to judge (DataPlaneServerOptions::ticket_tenant). OK, or why the
 // request is refused: *malformed says whether it was malformed (a placement
-// request counts so, answered NotSupported) or else unauthenticated. *hdr holds at least
-// the request id (for the refusal) whenever the header has 16 bytes.
+// request counts so, answered NotSupported). *hdr holds at least the request
+// id (for the refusal) whenever the header has 16 bytes.
 Status DecodeRequest(const void* header, size_t header_length, size_t data_length,
-                     int64_t max_request_bytes, const std::string& ticket, RequestHeader* hdr,
-                     bool* malformed);
+                     int64_t max_request_bytes, RequestHeader* hdr, bool* malformed);
 
 }  // namespace fanout::rpc::wire
 

@@ -345,3 +345,81 @@ TEST_F(ConnectionLimitsTest, AFeatureReplyOverTheLimitIsRefusedNamingIt) {
 
 }  // namespace
 }  // namespace fanout::server
+
+namespace fanout::server {
+namespace {
+
+// A tenants server: anonymous sockets share a small pool (here 8 of 64), so
+// a flood of them replaces only each other, and a tenant's idle connection
+// stays open and served; /stats counts each owner's connections.
+TEST_F(ConnectionLimitsTest, AnAnonymousFloodCostsThePoolNotATenantsConnection) {
+  datasets::testing::TempDir tmp_dir;
+  const std::string token = "token-of-the-tenant-alice-01";
+  ServerOptions o;
+  o.limits.max_connections = 64;
+  o.admin_token = "admin-token-for-the-stats-page";
+  o.tenants_file = tmp_dir.Write("pool-tenants.conf", "tenant alice token=" + token +
+                                                          "\ntenant bob token=" + token + "-bob\n");
+  StartServers(1, o);
+  rpc::RpcOptions ro;
+  ro.auth_token = token;
+  auto alice = Connect(0, ro);
+  std::string pong;
+  ASSERT_TRUE(alice->Ping("before", &pong).ok());
+  ASSERT_TRUE(WaitFor([&] { return server().connection_stats().by_owner.count("alice") == 1; }, 10))
+      << server().StatsJson();
+  for (int i = 0; i < 200; ++i) {
+    int fd = Dial(server().port());
+    ASSERT_GE(fd, 0);
+    fds_.push_back(fd);
+  }
+  ASSERT_TRUE(WaitFor([&] { return server().connection_stats().accepted >= 201; }, 60));
+  const rpc::ConnectionStats s = server().connection_stats();
+  EXPECT_LE(s.unauthenticated, 8);
+  EXPECT_GE(s.pool_evicted, 192);
+  EXPECT_EQ(s.evicted_idle, 0);  // no bound connection made room for the flood
+  EXPECT_EQ(s.by_owner.at("alice"), 1);
+  // Alice's same connection still serves (a reconnect would count as accepted).
+  const int64_t accepted = s.accepted;
+  ASSERT_TRUE(alice->Ping("after", &pong).ok());
+  EXPECT_EQ(pong, "after");
+  EXPECT_EQ(server().connection_stats().accepted, accepted);
+  const std::string stats = server().StatsJson();
+  EXPECT_THAT(stats, HasSubstr("\"unauthenticated_pool\": 8"));
+  EXPECT_THAT(stats, HasSubstr("\"alice\": 1"));
+}
+
+// A tenant at its connection slots (its weight's share of --max-connections,
+// here 8 of 16 for two equal tenants and default) replaces its own idle
+// connections, never another tenant's.
+TEST_F(ConnectionLimitsTest, ATenantWithManyConnectionsReplacesOnlyItsOwn) {
+  datasets::testing::TempDir tmp_dir;
+  const std::string greedy = "token-of-the-greedy-one-01", calm = "token-of-the-calm-one-001";
+  ServerOptions o;
+  o.limits.max_connections = 16;
+  o.tenants_file = tmp_dir.Write(
+      "slots-tenants.conf", "tenant greedy token=" + greedy + "\ntenant calm token=" + calm + "\n");
+  StartServers(1, o);
+  rpc::RpcOptions ro;
+  ro.auth_token = calm;
+  auto c = Connect(0, ro);
+  std::string pong;
+  ASSERT_TRUE(c->Ping("calm", &pong).ok());
+  ro.auth_token = greedy;
+  std::vector<std::unique_ptr<rpc::RpcClient>> many;
+  for (int i = 0; i < 20; ++i) {
+    many.push_back(Connect(0, ro));
+    ASSERT_TRUE(many.back()->Ping("greedy", &pong).ok());
+  }
+  const rpc::ConnectionStats s = server().connection_stats();
+  EXPECT_EQ(s.by_owner.at("calm"), 1);
+  EXPECT_EQ(s.by_owner.at("greedy"), 8);  // 16 x 1/3 = 5, at least 8
+  EXPECT_EQ(s.owner_evicted, 12);
+  EXPECT_EQ(s.evicted_idle, 0);
+  const int64_t accepted = s.accepted;
+  ASSERT_TRUE(c->Ping("still", &pong).ok());
+  EXPECT_EQ(server().connection_stats().accepted, accepted);
+}
+
+}  // namespace
+}  // namespace fanout::server
