@@ -15,6 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 9) return 0;
   uint64_t data_length;
   std::memcpy(&data_length, data, 8);
+  const bool need_ticket = data[8] & 1;  // also: the reply decoder's edge-ids flag
   wire::RequestHeader hdr;
   bool malformed = false;
   fanout::Status st = wire::DecodeRequest(data + 9, size - 9, data_length % (size_t{1} << 40),

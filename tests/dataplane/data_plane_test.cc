@@ -1487,9 +1487,10 @@ TEST_P(DataPlaneTest, HostilePeersCyclingFreshEndpointsLeaveNoMemoryBehind) {
       "[ figures  ] anonymous RSS before %.1f MiB, peak %.1f MiB, after 30 hostile runs "
       "and idle %.1f MiB\n",
       before / 1048576.0, peak / 1048576.0, after / 1048576.0);
-  if (kRssMeaningful)
+  if (kRssMeaningful) {
     EXPECT_LE(after, before + 64 * kMiB)
         << "anonymous RSS " << after / kMiB << " MiB, " << before / kMiB << " MiB before";
+  }
   const nlohmann::json idle = ChildStats(c);
   EXPECT_EQ(idle["memory"]["request_held_bytes"].get<int64_t>(), 0) << idle["memory"].dump();
   EXPECT_EQ(idle["data_plane"]["endpoints_open"].get<int64_t>(), 0) << idle["data_plane"].dump();

@@ -1,0 +1,337 @@
+#include "live/update_log.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "common/crc32c.h"
+
+namespace fanout::live {
+
+namespace {
+
+constexpr char kFileMagic[8] = {'F', 'N', 'U', 'P', 'D', 'L', 'O', 'G'};
+constexpr uint32_t kFileVersion = 1;
+constexpr uint32_t kRecordMagic = 0x52554e46;  // "FNUR"
+
+void Put32(std::string* s, uint32_t v) { s->append(reinterpret_cast<const char*>(&v), 4); }
+void Put64(std::string* s, uint64_t v) { s->append(reinterpret_cast<const char*>(&v), 8); }
+uint32_t Get32(const char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+uint64_t Get64(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+uint32_t RecordCrc(uint32_t len, uint64_t seq, const char* payload) {
+  char head[12];
+  std::memcpy(head, &len, 4);
+  std::memcpy(head + 4, &seq, 8);
+  return Crc32c(payload, len, Crc32c(head, sizeof head));
+}
+
+Status Errno(const std::string& what, const std::string& path, int err) {
+  return Status::IOError(what + " " + path + ": " + std::strerror(err));
+}
+
+Status WriteAll(int fd, const char* data, size_t n, int64_t offset, const std::string& path) {
+  while (n > 0) {
+    const ssize_t w = ::pwrite(fd, data, n, offset);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return Errno("cannot write the update log", path, errno);
+    }
+    if (w == 0) return Status::IOError("cannot write the update log " + path + ": wrote nothing");
+    data += w;
+    n -= static_cast<size_t>(w);
+    offset += w;
+  }
+  return Status::OK();
+}
+
+// Reads [offset, offset + n) fully; false at the end of the file first.
+Status ReadAt(int fd, char* data, size_t n, int64_t offset, const std::string& path, bool* whole) {
+  size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::pread(fd, data + got, n - got, offset + static_cast<int64_t>(got));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return Errno("cannot read the update log", path, errno);
+    }
+    if (r == 0) break;
+    got += static_cast<size_t>(r);
+  }
+  *whole = got == n;
+  return Status::OK();
+}
+
+int DefaultSync(int fd) { return ::fdatasync(fd) == 0 ? 0 : errno; }
+
+Status SyncFolder(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  const int d = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (d < 0) return Errno("cannot open the folder of", path, errno);
+  const int rc = ::fsync(d);
+  const int err = errno;
+  ::close(d);
+  return rc == 0 ? Status::OK() : Errno("cannot sync the folder of", path, err);
+}
+
+bool AllZero(const char* p, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (p[i] != 0) return false;
+  return true;
+}
+
+}  // namespace
+
+std::string EncodeLogRecord(uint64_t seq, std::string_view payload) {
+  std::string r;
+  r.reserve(kRecordHeaderBytes + payload.size());
+  const uint32_t len = static_cast<uint32_t>(payload.size());
+  Put32(&r, kRecordMagic);
+  Put32(&r, len);
+  Put64(&r, seq);
+  Put32(&r, RecordCrc(len, seq, payload.data()));
+  Put32(&r, 0);
+  r.append(payload);
+  return r;
+}
+
+UpdateLog::UpdateLog(std::string path, int fd, UpdateLogOptions options, uint64_t last_seq,
+                     int64_t size)
+    : path_(std::move(path)), fd_(fd), options_(std::move(options)) {
+  next_seq_ = last_seq;
+  size_ = size;
+  stats_.bytes = size;
+  stats_.last_seq = last_seq;
+}
+
+UpdateLog::~UpdateLog() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return !leader_active_; });
+  lock.unlock();
+  ::close(fd_);
+}
+
+Status UpdateLog::Open(const std::string& path, UpdateLogOptions options, const Replay& replay,
+                       LogReplayReport* report, std::unique_ptr<UpdateLog>* out) {
+  *report = LogReplayReport();
+  if (!options.sync) options.sync = DefaultSync;
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0 && errno != ENOENT) return Errno("cannot open the update log", path, errno);
+  if (fd < 0) {
+    // A new log: its header, synced, and its folder entry synced.
+    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return Errno("cannot create the update log", path, errno);
+    std::string h(kFileMagic, sizeof kFileMagic);
+    Put32(&h, kFileVersion);
+    Put32(&h, 0);
+    Put64(&h, options.base_seq);
+    Status st = WriteAll(fd, h.data(), h.size(), 0, path);
+    if (st.ok()) {
+      const int err = options.sync(fd);
+      if (err != 0) st = Errno("cannot sync the update log", path, err);
+    }
+    if (st.ok()) st = SyncFolder(path);
+    if (!st.ok()) {
+      ::close(fd);
+      ::unlink(path.c_str());
+      return st;
+    }
+    report->created = true;
+    report->base_seq = report->last_seq = options.base_seq;
+    report->bytes = kLogHeaderBytes;
+    out->reset(new UpdateLog(path, fd, std::move(options), options.base_seq, kLogHeaderBytes));
+    return Status::OK();
+  }
+  struct stat sb {};
+  if (::fstat(fd, &sb) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return Errno("cannot stat the update log", path, err);
+  }
+  const int64_t size = sb.st_size;
+  auto fail = [&](Status st) {
+    ::close(fd);
+    return st;
+  };
+  char h[kLogHeaderBytes];
+  bool whole = false;
+  Status st = ReadAt(fd, h, sizeof h, 0, path, &whole);
+  if (!st.ok()) return fail(st);
+  if (!whole || std::memcmp(h, kFileMagic, sizeof kFileMagic) != 0)
+    return fail(Status::Corruption("update log " + path +
+                                   " has no valid header (not an update log, or damaged)"));
+  if (Get32(h + 8) != kFileVersion)
+    return fail(Status::Corruption("update log " + path + " is of version " +
+                                   std::to_string(Get32(h + 8)) + ", this server reads " +
+                                   std::to_string(kFileVersion)));
+  const uint64_t base = Get64(h + 16);
+  report->base_seq = base;
+  uint64_t last = base;
+  int64_t off = kLogHeaderBytes;
+  std::vector<char> payload;
+  std::string torn;
+  while (off < size) {
+    const std::string where = "update log " + path + " at byte " + std::to_string(off) +
+                              " (record " + std::to_string(last + 1) + ")";
+    char rh[kRecordHeaderBytes];
+    st = ReadAt(fd, rh, sizeof rh, off, path, &whole);
+    if (!st.ok()) return fail(st);
+    if (!whole) {
+      torn = "a record header cut short at byte " + std::to_string(off);
+      break;
+    }
+    const uint32_t magic = Get32(rh), len = Get32(rh + 4);
+    const uint64_t seq = Get64(rh + 8);
+    const uint32_t crc = Get32(rh + 16);
+    if (magic != kRecordMagic) {
+      // Zeros from here to the end: space a crash left unwritten.
+      std::vector<char> rest(static_cast<size_t>(std::min<int64_t>(size - off, 1 << 20)));
+      bool all = true;
+      for (int64_t o = off; o < size && all; o += static_cast<int64_t>(rest.size())) {
+        const size_t n = static_cast<size_t>(std::min<int64_t>(size - o, rest.size()));
+        bool w = false;
+        st = ReadAt(fd, rest.data(), n, o, path, &w);
+        if (!st.ok()) return fail(st);
+        all = AllZero(rest.data(), n);
+      }
+      if (all) {
+        torn = "zero bytes from byte " + std::to_string(off);
+        break;
+      }
+      return fail(Status::Corruption(where +
+                                     ": not a record (bad magic): the log is damaged; "
+                                     "nothing after record " +
+                                     std::to_string(last) + " is applied"));
+    }
+    if (static_cast<int64_t>(len) > options.max_record_bytes)
+      return fail(Status::Corruption(where + ": a record of " + std::to_string(len) +
+                                     " bytes, over the limit of " +
+                                     std::to_string(options.max_record_bytes)));
+    const int64_t end = off + kRecordHeaderBytes + len;
+    if (end > size) {
+      torn = "a record of " + std::to_string(len) + " bytes cut short by the end of the file";
+      break;
+    }
+    payload.resize(len);
+    st = ReadAt(fd, payload.data(), len, off + kRecordHeaderBytes, path, &whole);
+    if (!st.ok()) return fail(st);
+    if (RecordCrc(len, seq, payload.data()) != crc) {
+      if (end == size) {
+        torn = "a final record (" + std::to_string(seq) + ") whose checksum does not match";
+        break;
+      }
+      return fail(Status::Corruption(where +
+                                     ": checksum mismatch with records after it: the "
+                                     "log is damaged; nothing after record " +
+                                     std::to_string(last) + " is applied"));
+    }
+    if (seq != last + 1)
+      return fail(Status::Corruption(where + ": sequence " + std::to_string(seq) + " where " +
+                                     std::to_string(last + 1) + " was expected"));
+    if (replay) {
+      st = replay(seq, std::string_view(payload.data(), len));
+      if (!st.ok()) return fail(st);
+    }
+    ++report->records;
+    last = seq;
+    off = end;
+  }
+  if (!torn.empty()) {
+    if (::ftruncate(fd, off) != 0)
+      return fail(Errno("cannot cut the torn tail of the update log", path, errno));
+    const int err = options.sync(fd);
+    if (err != 0) return fail(Errno("cannot sync the update log", path, err));
+    report->torn_bytes = size - off;
+    report->torn_reason = torn;
+  }
+  report->last_seq = last;
+  report->bytes = off;
+  out->reset(new UpdateLog(path, fd, std::move(options), last, off));
+  return Status::OK();
+}
+
+Status UpdateLog::Append(std::string_view payload, uint64_t* seq,
+                         const std::function<void(uint64_t seq)>& apply) {
+  if (static_cast<int64_t>(payload.size()) > options_.max_record_bytes)
+    return Status::InvalidArgument("an update batch of " + std::to_string(payload.size()) +
+                                   " bytes is over the log's record limit of " +
+                                   std::to_string(options_.max_record_bytes));
+  auto p = std::make_shared<Pending>();
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!failed_.ok()) return failed_;
+  p->seq = ++next_seq_;
+  p->bytes = EncodeLogRecord(p->seq, payload);
+  if (apply) apply(p->seq);
+  queue_.push_back(p);
+  // Wait until written by a leader, or become the leader.
+  while (!p->done) {
+    if (!leader_active_) {
+      leader_active_ = true;
+      std::deque<std::shared_ptr<Pending>> group;
+      group.swap(queue_);
+      lock.unlock();
+      Status st = WriteGroup(group);
+      lock.lock();
+      for (auto& g : group) {
+        g->done = true;
+        g->status = st;
+      }
+      if (st.ok()) {
+        ++stats_.syncs;
+        stats_.appends += static_cast<int64_t>(group.size());
+        stats_.max_group = std::max<int64_t>(stats_.max_group, static_cast<int64_t>(group.size()));
+        stats_.last_seq = group.back()->seq;
+        stats_.bytes = size_;
+      } else if (failed_.ok()) {
+        failed_ = st;
+        // Records queued behind the failed group can never be written in
+        // order: they fail too.
+        for (auto& q : queue_) {
+          q->done = true;
+          q->status = st;
+        }
+        queue_.clear();
+      }
+      leader_active_ = false;
+      cv_.notify_all();
+    } else {
+      cv_.wait(lock);
+    }
+  }
+  if (!p->status.ok()) return p->status;
+  *seq = p->seq;
+  return Status::OK();
+}
+
+Status UpdateLog::WriteGroup(const std::deque<std::shared_ptr<Pending>>& group) {
+  std::string buf;
+  size_t n = 0;
+  for (const auto& g : group) n += g->bytes.size();
+  buf.reserve(n);
+  for (const auto& g : group) buf += g->bytes;
+  // size_ is the leader's alone while leader_active_.
+  FANOUT_RETURN_IF_ERROR(WriteAll(fd_, buf.data(), buf.size(), size_, path_));
+  const int err = options_.sync(fd_);
+  if (err != 0) return Errno("cannot sync the update log", path_, err);
+  size_ += static_cast<int64_t>(buf.size());
+  return Status::OK();
+}
+
+UpdateLogStats UpdateLog::Stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+}  // namespace fanout::live
