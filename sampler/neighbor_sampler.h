@@ -73,6 +73,16 @@ class HopSampler {
   PodVector<int64_t> degree_;
 };
 
+// The draw of one row that lives outside a CsrGraph (a live partition's
+// merged row, live/versioned_partition.h): positions in [0, degree) that the
+// hop would take for global node `node` in hop `hop` of the request with seed
+// `request_seed` from a row of `degree` neighbors (uniform; options.replace;
+// not weighted or LABOR), in the hop's order. So a row of the same neighbors
+// in the same order samples the same wherever it is held.
+Status SampleRowPositionsFor(int64_t node, int64_t degree, int64_t fanout, int64_t hop,
+                             uint64_t request_seed, const SamplingOptions& options,
+                             std::vector<int64_t>* positions);
+
 // Convenience wrapper: a fresh HopSampler per call.
 Status SampleOneHop(const CsrGraph& graph, ArrayView<const int64_t> nodes, int64_t fanout,
                     int64_t hop, uint64_t request_seed, const SamplingOptions& options,

@@ -1,0 +1,133 @@
+#include "live/updates.h"
+
+#include <cstring>
+
+namespace fanout::live {
+
+namespace {
+
+constexpr uint32_t kMagic = 0x42554e46;  // "FNUB"
+constexpr uint32_t kVersion = 1;
+constexpr size_t kEdgeBytes = 8 + 8 + 8 + 4 + 4;
+
+template <typename T>
+void Put(std::string* s, T v) {
+  s->append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+class Reader {
+ public:
+  explicit Reader(std::string_view b) : b_(b) {}
+  template <typename T>
+  bool Get(T* v) {
+    if (b_.size() - pos_ < sizeof(T)) return false;
+    std::memcpy(v, b_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return true;
+  }
+  bool Bytes(size_t n, std::string_view* out) {
+    if (b_.size() - pos_ < n) return false;
+    *out = b_.substr(pos_, n);
+    pos_ += n;
+    return true;
+  }
+  size_t left() const { return b_.size() - pos_; }
+
+ private:
+  std::string_view b_;
+  size_t pos_ = 0;
+};
+
+void PutEdges(std::string* s, const std::vector<EdgeUpdate>& edges) {
+  for (const EdgeUpdate& e : edges) {
+    Put(s, e.src);
+    Put(s, e.dst);
+    Put(s, e.time);
+    Put(s, e.weight);
+    Put(s, e.type);
+  }
+}
+
+bool GetEdges(Reader* r, uint64_t n, std::vector<EdgeUpdate>* out) {
+  out->resize(n);
+  for (EdgeUpdate& e : *out)
+    if (!r->Get(&e.src) || !r->Get(&e.dst) || !r->Get(&e.time) || !r->Get(&e.weight) ||
+        !r->Get(&e.type))
+      return false;
+  return true;
+}
+
+}  // namespace
+
+std::string EncodeUpdateBatch(const UpdateBatch& b) {
+  std::string s;
+  s.reserve(48 + (b.add_edges.size() + b.remove_edges.size()) * kEdgeBytes +
+            b.feature_rows.size() * 8 + b.feature_bytes.size() + b.label_rows.size() * 16);
+  Put(&s, kMagic);
+  Put(&s, kVersion);
+  Put<uint64_t>(&s, b.add_edges.size());
+  Put<uint64_t>(&s, b.remove_edges.size());
+  Put<uint64_t>(&s, b.feature_rows.size());
+  Put<int64_t>(&s, b.row_bytes);
+  Put<uint64_t>(&s, b.label_rows.size());
+  PutEdges(&s, b.add_edges);
+  PutEdges(&s, b.remove_edges);
+  for (int64_t r : b.feature_rows) Put(&s, r);
+  s += b.feature_bytes;
+  for (size_t i = 0; i < b.label_rows.size(); ++i) {
+    Put(&s, b.label_rows[i]);
+    Put(&s, b.labels[i]);
+  }
+  return s;
+}
+
+Status DecodeUpdateBatch(std::string_view bytes, UpdateBatch* out) {
+  *out = UpdateBatch();
+  if (static_cast<int64_t>(bytes.size()) > kMaxBatchBytes)
+    return Status::InvalidArgument("an update batch of " + std::to_string(bytes.size()) +
+                                   " bytes is over the limit of " + std::to_string(kMaxBatchBytes));
+  Reader r(bytes);
+  uint32_t magic = 0, version = 0;
+  uint64_t adds = 0, removes = 0, feats = 0, labels = 0;
+  int64_t row_bytes = 0;
+  if (!r.Get(&magic) || !r.Get(&version) || !r.Get(&adds) || !r.Get(&removes) || !r.Get(&feats) ||
+      !r.Get(&row_bytes) || !r.Get(&labels))
+    return Status::InvalidArgument("update batch: its header is cut short");
+  if (magic != kMagic) return Status::InvalidArgument("not an update batch (bad magic)");
+  if (version != kVersion)
+    return Status::InvalidArgument("update batch of version " + std::to_string(version) +
+                                   "; this server reads " + std::to_string(kVersion));
+  const uint64_t max_ops = static_cast<uint64_t>(kMaxBatchOperations);
+  if (adds > max_ops || removes > max_ops || feats > max_ops || labels > max_ops ||
+      adds + removes + feats + labels > max_ops)
+    return Status::InvalidArgument("an update batch of more than " +
+                                   std::to_string(kMaxBatchOperations) + " operations");
+  if (row_bytes < 0 || row_bytes > (int64_t{1} << 24) || (feats > 0 && row_bytes == 0))
+    return Status::InvalidArgument("update batch: feature rows of " + std::to_string(row_bytes) +
+                                   " bytes");
+  // Every count against the bytes there are, before anything is allocated.
+  const unsigned __int128 need = (unsigned __int128)(adds + removes) * kEdgeBytes +
+                                 (unsigned __int128)feats * (8 + static_cast<uint64_t>(row_bytes)) +
+                                 (unsigned __int128)labels * 16;
+  if (need != r.left())
+    return Status::InvalidArgument("update batch: its counts say " +
+                                   std::to_string(static_cast<uint64_t>(need)) +
+                                   " bytes of operations, it holds " + std::to_string(r.left()));
+  GetEdges(&r, adds, &out->add_edges);
+  GetEdges(&r, removes, &out->remove_edges);
+  out->feature_rows.resize(feats);
+  for (int64_t& row : out->feature_rows) r.Get(&row);
+  out->row_bytes = row_bytes;
+  std::string_view fb;
+  r.Bytes(feats * static_cast<uint64_t>(row_bytes), &fb);
+  out->feature_bytes.assign(fb);
+  out->label_rows.resize(labels);
+  out->labels.resize(labels);
+  for (uint64_t i = 0; i < labels; ++i) {
+    r.Get(&out->label_rows[i]);
+    r.Get(&out->labels[i]);
+  }
+  return Status::OK();
+}
+
+}  // namespace fanout::live

@@ -1,0 +1,58 @@
+// An update batch: what one atomic write changes in a graph (live graphs,
+// docs/DESIGN.md "Live updates"), and its byte form (the log's record and the
+// write RPC's payload).
+//
+// Ids are global node ids. An added edge src -> dst is stored in src's row
+// (the client sends both directions where the dataset stores both); a
+// removal takes away every edge src -> dst (of `type`, on a heterogeneous
+// graph; -1: of any type) that exists when it applies, whether from the base
+// or added earlier. Feature rows replace a node's whole row (the store's
+// dtype and width); labels replace its label.
+#ifndef FANOUT_LIVE_UPDATES_H_
+#define FANOUT_LIVE_UPDATES_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace fanout::live {
+
+struct EdgeUpdate {
+  int64_t src = 0, dst = 0;
+  int64_t time = 0;  // temporal datasets: the edge's time
+  float weight = 1;  // weighted datasets
+  int32_t type = 0;  // heterogeneous datasets: the edge type (removals: -1 = any)
+};
+
+struct UpdateBatch {
+  std::vector<EdgeUpdate> add_edges;
+  std::vector<EdgeUpdate> remove_edges;
+  // Feature rows: feature_rows[i]'s row is feature_bytes[i * row_bytes ..).
+  std::vector<int64_t> feature_rows;
+  int64_t row_bytes = 0;
+  std::string feature_bytes;
+  std::vector<int64_t> label_rows, labels;
+
+  int64_t size() const {
+    return static_cast<int64_t>(add_edges.size() + remove_edges.size() + feature_rows.size() +
+                                label_rows.size());
+  }
+  bool empty() const { return size() == 0; }
+};
+
+// The largest batch a server takes (operations and bytes): bounded so that one
+// write cannot hold the log, the delta or a request frame without limit.
+inline constexpr int64_t kMaxBatchOperations = int64_t{1} << 22;
+inline constexpr int64_t kMaxBatchBytes = int64_t{256} << 20;
+
+std::string EncodeUpdateBatch(const UpdateBatch& batch);
+// InvalidArgument naming what is wrong with `bytes` (sizes that do not add
+// up, counts over the limits); never reads past them.
+Status DecodeUpdateBatch(std::string_view bytes, UpdateBatch* out);
+
+}  // namespace fanout::live
+
+#endif  // FANOUT_LIVE_UPDATES_H_

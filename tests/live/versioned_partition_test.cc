@@ -1,0 +1,351 @@
+// A live partition's versions: at every committed version, its hops equal the
+// same hops on the graph rebuilt from scratch with the batches up to it
+// (property test over random batches, homogeneous and temporal); readers at
+// a version see the same while a writer goes on; bad batches are refused
+// naming the operation; the batch codec refuses what does not add up.
+#include "live/versioned_partition.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "live/updates.h"
+#include "sampler/csr_graph.h"
+
+namespace fanout::live {
+namespace {
+
+using ::testing::HasSubstr;
+
+// The model: each row's edges in the store's order, applied batch by batch
+// by the definition (removals of a batch first, then its additions).
+struct ModelEdge {
+  int64_t dst, eid, time;
+};
+using Model = std::vector<std::vector<ModelEdge>>;  // by local row
+
+struct Fixture {
+  int64_t node_begin = 0, n_local = 0, n_total = 0;
+  std::vector<int64_t> indptr, indices, eids, times;
+  sampler::PartitionView view;
+  Model model;
+};
+
+// A random partition: rows [begin, begin + n_local) of a graph of n_total
+// nodes, `temporal`: rows in time order.
+Fixture MakeBase(uint64_t seed, int64_t begin, int64_t n_local, int64_t n_total, bool temporal) {
+  Fixture f;
+  f.node_begin = begin;
+  f.n_local = n_local;
+  f.n_total = n_total;
+  std::mt19937_64 rng(seed);
+  f.model.resize(n_local);
+  int64_t eid = 0;
+  for (int64_t r = 0; r < n_local; ++r) {
+    const int64_t deg = static_cast<int64_t>(rng() % 12);
+    for (int64_t k = 0; k < deg; ++k)
+      f.model[r].push_back({static_cast<int64_t>(rng() % n_total), eid++,
+                            temporal ? static_cast<int64_t>(rng() % 100) : 0});
+    if (temporal)
+      std::stable_sort(f.model[r].begin(), f.model[r].end(),
+                       [](const ModelEdge& a, const ModelEdge& b) { return a.time < b.time; });
+  }
+  f.indptr.push_back(0);
+  for (const auto& row : f.model) {
+    for (const ModelEdge& e : row) {
+      f.indices.push_back(e.dst);
+      f.eids.push_back(e.eid);
+      f.times.push_back(e.time);
+    }
+    f.indptr.push_back(static_cast<int64_t>(f.indices.size()));
+  }
+  f.view.part = 1;
+  f.view.node_begin = begin;
+  f.view.node_end = begin + n_local;
+  f.view.indptr = ArrayView<const int64_t>(f.indptr);
+  f.view.indices = ArrayView<const int64_t>(f.indices);
+  f.view.edge_ids = ArrayView<const int64_t>(f.eids);
+  if (temporal) f.view.edge_times = ArrayView<const int64_t>(f.times);
+  return f;
+}
+
+// The model's rows as a CSR (what the partitioner would write).
+struct Csr {
+  std::vector<int64_t> indptr{0}, indices, eids;
+  sampler::CsrGraph g;
+};
+void Build(const Model& m, Csr* c) {
+  for (const auto& row : m) {
+    for (const ModelEdge& e : row) {
+      c->indices.push_back(e.dst);
+      c->eids.push_back(e.eid);
+    }
+    c->indptr.push_back(static_cast<int64_t>(c->indices.size()));
+  }
+  ASSERT_TRUE(sampler::CsrGraph::Create(ArrayView<const int64_t>(c->indptr),
+                                        ArrayView<const int64_t>(c->indices),
+                                        ArrayView<const int64_t>(c->eids), {}, &c->g)
+                  .ok());
+}
+
+void ApplyToModel(const Fixture& f, const UpdateBatch& b, const LiveShape& s, int part,
+                  int64_t* ordinal, bool temporal, Model* m) {
+  for (const EdgeUpdate& e : b.remove_edges) {
+    auto& row = (*m)[e.src - f.node_begin];
+    row.erase(
+        std::remove_if(row.begin(), row.end(), [&](const ModelEdge& x) { return x.dst == e.dst; }),
+        row.end());
+  }
+  for (const EdgeUpdate& e : b.add_edges) {
+    auto& row = (*m)[e.src - f.node_begin];
+    row.push_back({e.dst, s.base_edges_total + s.num_parts * (*ordinal)++ + part, e.time});
+    if (temporal)
+      std::stable_sort(row.begin(), row.end(),
+                       [](const ModelEdge& a, const ModelEdge& b) { return a.time < b.time; });
+  }
+}
+
+UpdateBatch RandomBatch(std::mt19937_64& rng, const Fixture& f, const Model& m, bool temporal) {
+  UpdateBatch b;
+  const int adds = static_cast<int>(rng() % 6), removes = static_cast<int>(rng() % 4);
+  for (int i = 0; i < adds; ++i) {
+    EdgeUpdate e;
+    e.src = f.node_begin + static_cast<int64_t>(rng() % f.n_local);
+    e.dst = static_cast<int64_t>(rng() % f.n_total);
+    if (temporal) e.time = static_cast<int64_t>(rng() % 100);
+    b.add_edges.push_back(e);
+  }
+  for (int i = 0; i < removes; ++i) {
+    EdgeUpdate e;
+    e.src = f.node_begin + static_cast<int64_t>(rng() % f.n_local);
+    const auto& row = m[e.src - f.node_begin];
+    // Mostly an edge that is there; sometimes one that is not.
+    e.dst = !row.empty() && rng() % 4 != 0 ? row[rng() % row.size()].dst
+                                           : static_cast<int64_t>(rng() % f.n_total);
+    b.remove_edges.push_back(e);
+  }
+  return b;
+}
+
+void ExpectSameHops(const VersionedPartition& vp, const Csr& rebuilt, const Fixture& f,
+                    uint64_t version, uint64_t seed, const std::string& where) {
+  std::vector<int64_t> nodes(static_cast<size_t>(f.n_local));
+  for (int64_t i = 0; i < f.n_local; ++i) nodes[i] = f.node_begin + i;
+  for (bool replace : {false, true})
+    for (int64_t fanout : {int64_t{3}, int64_t{-1}}) {
+      if (replace && fanout < 0) continue;
+      sampler::SamplingOptions o;
+      o.replace = replace;
+      sampler::OneHopResult got, want;
+      ASSERT_TRUE(
+          vp.SampleHop(ArrayView<const int64_t>(nodes), fanout, 1, seed, o, version, &got).ok());
+      o.node_offset = f.node_begin;
+      ASSERT_TRUE(sampler::SampleOneHop(rebuilt.g, ArrayView<const int64_t>(nodes), fanout, 1, seed,
+                                        o, nullptr, &want)
+                      .ok());
+      ASSERT_EQ(std::vector<int64_t>(got.offsets.begin(), got.offsets.end()),
+                std::vector<int64_t>(want.offsets.begin(), want.offsets.end()))
+          << where << " replace " << replace << " fanout " << fanout;
+      ASSERT_EQ(std::vector<int64_t>(got.neighbors.begin(), got.neighbors.end()),
+                std::vector<int64_t>(want.neighbors.begin(), want.neighbors.end()))
+          << where;
+      ASSERT_EQ(std::vector<int64_t>(got.edge_ids.begin(), got.edge_ids.end()),
+                std::vector<int64_t>(want.edge_ids.begin(), want.edge_ids.end()))
+          << where;
+    }
+}
+
+void RunProperty(bool temporal) {
+  for (uint64_t seed = 0; seed < 6; ++seed) {
+    Fixture f = MakeBase(seed, 100, 40, 300, temporal);
+    LiveShape s;
+    s.num_parts = 3;
+    s.num_nodes_total = 300;
+    s.base_edges_total = 5000;
+    s.temporal = temporal;
+    VersionedPartition vp(f.view, s);
+    std::mt19937_64 rng(seed * 7 + 1);
+    std::vector<Model> models{f.model};  // models[v]: the rows at version v
+    Model m = f.model;
+    int64_t ordinal = 0;
+    for (uint64_t seq = 1; seq <= 25; ++seq) {
+      UpdateBatch b = RandomBatch(rng, f, m, temporal);
+      ASSERT_TRUE(vp.Check(b).ok()) << vp.Check(b).ToString();
+      vp.Apply(seq, b);
+      ApplyToModel(f, b, s, f.view.part, &ordinal, temporal, &m);
+      models.push_back(m);
+      if (seq % 5 == 0) vp.Publish(seq);
+    }
+    EXPECT_EQ(vp.committed(), 25u);
+    // Every version, including those applied between publishes.
+    for (uint64_t v = 0; v < models.size(); ++v) {
+      Csr rebuilt;
+      Build(models[v], &rebuilt);
+      ExpectSameHops(vp, rebuilt, f, v, seed * 31 + v,
+                     "seed " + std::to_string(seed) + " version " + std::to_string(v));
+    }
+  }
+}
+
+TEST(VersionedPartitionTest, EveryVersionSamplesAsTheGraphRebuiltWithItsBatches) {
+  RunProperty(/*temporal=*/false);
+}
+
+TEST(VersionedPartitionTest, TemporalRowsStayInTimeOrderAtEveryVersion) {
+  RunProperty(/*temporal=*/true);
+}
+
+TEST(VersionedPartitionTest, ReadersAtAVersionSeeTheSameWhileAWriterGoesOn) {
+  Fixture f = MakeBase(9, 0, 64, 64, false);
+  LiveShape s;
+  s.num_nodes_total = 64;
+  s.base_edges_total = static_cast<int64_t>(f.indices.size());
+  VersionedPartition vp(f.view, s);
+  std::vector<int64_t> nodes(64);
+  for (int64_t i = 0; i < 64; ++i) nodes[i] = i;
+  std::mt19937_64 rng(3);
+  Model m = f.model;
+  uint64_t seq = 0;
+  for (; seq < 10; ++seq) {
+    UpdateBatch b = RandomBatch(rng, f, m, false);
+    vp.Apply(seq + 1, b);
+  }
+  vp.Publish(seq);
+  sampler::OneHopResult pinned;
+  ASSERT_TRUE(vp.SampleHop(ArrayView<const int64_t>(nodes), 4, 0, 77, {}, 10, &pinned).ok());
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    std::mt19937_64 wr(4);
+    while (!stop) {
+      UpdateBatch b = RandomBatch(wr, f, m, false);
+      vp.Apply(++seq, b);
+      vp.Publish(seq);
+    }
+  });
+  // At least 200 reads, and until the writer has published 20 versions past
+  // the pinned one.
+  for (int i = 0; i < 200 || vp.committed() < 30; ++i) {
+    sampler::OneHopResult again;
+    ASSERT_TRUE(vp.SampleHop(ArrayView<const int64_t>(nodes), 4, 0, 77, {}, 10, &again).ok());
+    ASSERT_EQ(std::vector<int64_t>(again.neighbors.begin(), again.neighbors.end()),
+              std::vector<int64_t>(pinned.neighbors.begin(), pinned.neighbors.end()))
+        << "read " << i;
+  }
+  stop = true;
+  writer.join();
+  EXPECT_GE(vp.committed(), 30u);
+  uint64_t v = 0;
+  EXPECT_EQ(vp.ResolveVersion(vp.committed() + 1, &v).code(), Status::Code::kUnavailable);
+  ASSERT_TRUE(vp.ResolveVersion(0, &v).ok());
+  EXPECT_EQ(v, vp.committed());
+}
+
+TEST(VersionedPartitionTest, FeatureRowsAndLabelsAreVersioned) {
+  Fixture f = MakeBase(1, 10, 5, 20, false);
+  LiveShape s;
+  s.num_nodes_total = 20;
+  s.row_bytes = 4;
+  s.has_labels = true;
+  VersionedPartition vp(f.view, s);
+  UpdateBatch b1;
+  b1.feature_rows = {12};
+  b1.row_bytes = 4;
+  b1.feature_bytes = "aaaa";
+  b1.label_rows = {12};
+  b1.labels = {7};
+  vp.Apply(1, b1);
+  UpdateBatch b2 = b1;
+  b2.feature_bytes = "bbbb";
+  b2.labels = {8};
+  vp.Apply(2, b2);
+  vp.Publish(2);
+  std::string row;
+  int64_t label = 0;
+  EXPECT_FALSE(vp.FeatureRow(12, 0, &row));
+  ASSERT_TRUE(vp.FeatureRow(12, 1, &row));
+  EXPECT_EQ(row, "aaaa");
+  ASSERT_TRUE(vp.FeatureRow(12, 2, &row));
+  EXPECT_EQ(row, "bbbb");
+  ASSERT_TRUE(vp.Label(12, 1, &label));
+  EXPECT_EQ(label, 7);
+  ASSERT_TRUE(vp.Label(12, 2, &label));
+  EXPECT_EQ(label, 8);
+  EXPECT_FALSE(vp.Label(13, 2, &label));
+  EXPECT_EQ(vp.Stats().feature_rows, 2);
+}
+
+TEST(VersionedPartitionTest, BadBatchesAreRefusedNamingTheOperation) {
+  Fixture f = MakeBase(2, 10, 5, 20, false);
+  LiveShape s;
+  s.num_nodes_total = 20;
+  s.row_bytes = 8;
+  VersionedPartition vp(f.view, s);
+  auto refused = [&](const UpdateBatch& b, const std::string& want) {
+    Status st = vp.Check(b);
+    EXPECT_EQ(st.code(), Status::Code::kInvalidArgument) << want;
+    EXPECT_THAT(st.message(), HasSubstr(want));
+  };
+  UpdateBatch b;
+  b.add_edges = {{10, 1}, {3, 1}};
+  refused(b, "added edge 1: source 3 is not in this partition's rows [10, 15)");
+  b.add_edges = {{10, 20}};
+  refused(b, "added edge 0: destination 20 is out of range [0, 20)");
+  b.add_edges = {{10, 1, 0, 1, 2}};
+  refused(b, "edge type 2 on a homogeneous dataset");
+  b.add_edges = {{10, 1, 5}};
+  refused(b, "a time on a dataset without edge times");
+  b.add_edges = {{10, 1, 0, -1.0f}};
+  refused(b, "weight");
+  b.add_edges.clear();
+  b.feature_rows = {11};
+  b.row_bytes = 4;
+  b.feature_bytes = "abcd";
+  refused(b, "feature rows of 4 bytes; this dataset's rows are 8 bytes");
+  b.feature_rows.clear();
+  b.feature_bytes.clear();
+  b.label_rows = {11};
+  b.labels = {1};
+  refused(b, "labels given for a dataset without labels");
+  EXPECT_EQ(vp.Stats().applied, 0u);
+}
+
+TEST(UpdateBatchCodecTest, RoundTripsAndRefusesWhatDoesNotAddUp) {
+  UpdateBatch b;
+  b.add_edges = {{1, 2, 3, 0.5f, 1}, {4, 5}};
+  b.remove_edges = {{6, 7, 0, 1, -1}};
+  b.feature_rows = {8, 9};
+  b.row_bytes = 3;
+  b.feature_bytes = "abcdef";
+  b.label_rows = {10};
+  b.labels = {11};
+  const std::string bytes = EncodeUpdateBatch(b);
+  UpdateBatch d;
+  ASSERT_TRUE(DecodeUpdateBatch(bytes, &d).ok());
+  ASSERT_EQ(d.add_edges.size(), 2u);
+  EXPECT_EQ(d.add_edges[0].time, 3);
+  EXPECT_EQ(d.add_edges[0].weight, 0.5f);
+  EXPECT_EQ(d.add_edges[0].type, 1);
+  EXPECT_EQ(d.remove_edges[0].type, -1);
+  EXPECT_EQ(d.feature_bytes, "abcdef");
+  EXPECT_EQ(d.labels[0], 11);
+  EXPECT_EQ(d.size(), 6);
+  // Every cut, and a byte too many, are refused (never read past the end).
+  for (size_t cut = 0; cut < bytes.size(); ++cut)
+    EXPECT_FALSE(DecodeUpdateBatch(std::string_view(bytes).substr(0, cut), &d).ok()) << cut;
+  Status st = DecodeUpdateBatch(bytes + "x", &d);
+  EXPECT_THAT(st.message(), HasSubstr("holds"));
+  std::string huge = bytes;
+  const uint64_t many = uint64_t{1} << 40;
+  std::memcpy(&huge[8], &many, 8);  // add_edges count
+  st = DecodeUpdateBatch(huge, &d);
+  EXPECT_THAT(st.message(), HasSubstr("more than"));
+  st = DecodeUpdateBatch("not a batch at all, just words here to fill", &d);
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace fanout::live
