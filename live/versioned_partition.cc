@@ -100,6 +100,9 @@ void VersionedPartition::Apply(uint64_t seq, const UpdateBatch& b) {
     ++label_versions_;
   }
   applied_ = seq;
+  if ((!b.add_edges.empty() || !b.remove_edges.empty()) &&
+      first_edge_change_.load(std::memory_order_relaxed) == 0)
+    first_edge_change_.store(seq, std::memory_order_release);
 }
 
 void VersionedPartition::Publish(uint64_t seq) {
@@ -108,17 +111,17 @@ void VersionedPartition::Publish(uint64_t seq) {
   }
 }
 
-Status VersionedPartition::ResolveVersion(uint64_t requested, uint64_t* version) const {
+Status VersionedPartition::ResolveVersion(int64_t requested, uint64_t* version) const {
   const uint64_t c = committed();
-  if (requested == 0) {
+  if (requested < 0) {
     *version = c;
     return Status::OK();
   }
-  if (requested > c)
+  if (static_cast<uint64_t>(requested) > c)
     return Status::Unavailable("version " + std::to_string(requested) +
-                                      " is not committed on this replica yet (it has " +
-                                      std::to_string(c) + ")");
-  *version = requested;
+                               " is not committed on this replica yet (it has " +
+                               std::to_string(c) + ")");
+  *version = static_cast<uint64_t>(requested);
   return Status::OK();
 }
 

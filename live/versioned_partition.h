@@ -79,10 +79,11 @@ class VersionedPartition {
   // Versions up to `seq` become readable (durable: the log synced them).
   void Publish(uint64_t seq);
   uint64_t committed() const { return committed_.load(std::memory_order_acquire); }
-  // The version a read asked for: 0 = the newest committed; above committed:
+  // The version a read asked for: < 0 = the newest committed (0 is the base
+  // itself); above committed:
   // Unavailable (a version this replica has not reached yet: another replica,
   // or this one a moment later, serves it).
-  Status ResolveVersion(uint64_t requested, uint64_t* version) const;
+  Status ResolveVersion(int64_t requested, uint64_t* version) const;
 
   struct Row {
     std::vector<int64_t> neighbors, edge_ids, times;
@@ -102,6 +103,12 @@ class VersionedPartition {
   bool Label(int64_t node, uint64_t version, int64_t* out) const;
 
   DeltaStats Stats() const;
+  // True when no batch at or below `version` changed an edge: the base's
+  // rows are the rows at `version` (every sampler reads it as it is).
+  bool EdgesAsBase(uint64_t version) const {
+    const uint64_t f = first_edge_change_.load(std::memory_order_acquire);
+    return f == 0 || version < f;
+  }
 
  private:
   struct Added {
@@ -134,6 +141,7 @@ class VersionedPartition {
   const sampler::CsrGraph graph_;
   const LiveShape shape_;
   std::atomic<uint64_t> committed_{0};
+  std::atomic<uint64_t> first_edge_change_{0};  // the first batch that changed an edge (0: none)
   mutable std::shared_mutex mu_;
   std::unordered_map<int64_t, RowDelta> rows_;                                    // GUARDED_BY(mu_)
   std::unordered_map<int64_t, Versions<std::string>> features_;                   // GUARDED_BY(mu_)

@@ -67,6 +67,10 @@ struct PartitionInfo {
   // Where the server holds its feature rows: "memory", or "disk" (its
   // same-host export then hands over the feature file beside the memory).
   33: optional string features_tier,
+  // Live partitions (fanout-server --live-dir): they take apply_updates, and
+  // this is the newest committed version (update batches 1..live_version
+  // are readable). Absent: a static partition.
+  34: optional i64 live_version,
 }
 
 // What a same-host client did itself on a server's exported partition since
@@ -110,6 +114,10 @@ struct SampleRequest {
   // node moves to the one neighbor its key picks (count 0 at a dead end);
   // `fanout` is ignored. The reply sets `walk_step`. Not with the above.
   13: optional binary walk_keys,
+  // Live partitions: sample at this committed version (absent: the newest;
+  // 0: the base, before any update); a version this replica has not reached
+  // is Unavailable.
+  14: optional i64 version,
 }
 
 struct SampleResponse {
@@ -119,6 +127,13 @@ struct SampleResponse {
   4: optional binary edge_types,  // packed i32, same positions; heterogeneous requests only
   5: optional binary edge_weights,  // packed f32, same positions; LABOR requests only
   6: optional bool walk_step,       // set when the request was a walk step (walk_keys)
+  7: optional i64 version,          // live partitions: the version sampled at
+}
+
+// apply_updates' answer: the batch is durable and readable at `version`.
+struct UpdateReply {
+  1: i64 version,
+  2: i64 operations,
 }
 
 // Sent by a client to the replica it just moved a session to, after the one
@@ -138,9 +153,10 @@ service Fanout {
   // One-hop neighbor sampling of a batch of nodes.
   SampleResponse sample_neighbors(1: SampleRequest request) throws (1: FanoutError err),
   // Feature rows (packed, row-major, in the partition's dtype) of the nodes.
-  binary lookup_features(1: binary nodes) throws (1: FanoutError err),
+  // Live partitions: `version` as SampleRequest.version (-1: the newest).
+  binary lookup_features(1: binary nodes, 2: i64 version = -1) throws (1: FanoutError err),
   // Labels (packed i64, -1 = unknown) of the nodes.
-  binary lookup_labels(1: binary nodes) throws (1: FanoutError err),
+  binary lookup_labels(1: binary nodes, 2: i64 version = -1) throws (1: FanoutError err),
   // Stored-direction degrees (packed i64) of the nodes, for cache hotness.
   binary lookup_degrees(1: binary nodes) throws (1: FanoutError err),
   // Train/val/test membership (packed u8 Split values) of the nodes.
@@ -162,4 +178,9 @@ service Fanout {
   binary has_edges(1: binary rows, 2: binary neighbors, 3: i32 edge_type = -1) throws (1: FanoutError err),
   // A same-host client's report of its local work; see LocalReport.
   void report_local(1: LocalReport report) throws (1: FanoutError err),
+  // Live partitions: applies one update batch (live/updates.h's byte form;
+  // every operation must belong to this partition), durable before the
+  // answer. Needs write permission (a tenant with write=yes; without a
+  // tenants file, an authenticated connection).
+  UpdateReply apply_updates(1: binary batch) throws (1: FanoutError err),
 }

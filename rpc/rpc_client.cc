@@ -307,6 +307,7 @@ Status RpcClient::Info(RemotePartitionInfo* out) {
   if (r.__isset.server_uid) out->server_uid = r.server_uid;
   if (r.__isset.server_version) out->server_version = PrintableText(r.server_version, 64);
   out->features_on_disk = r.__isset.features_tier && r.features_tier == "disk";
+  out->live_version = r.__isset.live_version ? r.live_version : -1;
   out->has_edge_times = r.__isset.has_edge_times && r.has_edge_times;
   if (r.__isset.node_types) {
     out->node_types = r.node_types;
@@ -344,6 +345,7 @@ Status RpcClient::SendSample(ArrayView<const int64_t> nodes, const SampleCall& c
     Pack(call.type_fanouts, &req.type_fanouts), req.__isset.type_fanouts = true;
   if (call.labor) req.__set_labor(true);
   if (!call.walk_keys.empty()) Pack(call.walk_keys, &req.walk_keys), req.__isset.walk_keys = true;
+  if (call.version >= 0) req.__set_version(call.version);
   return Call("sample_neighbors", [&](gen::FanoutClient& c) { c.send_sample_neighbors(req); });
 }
 
@@ -356,6 +358,11 @@ Status RpcClient::ReceiveSample(size_t num_nodes, const SampleCall& call, Sample
   out->edge_ids = std::move(r.edge_ids);
   out->edge_types = r.__isset.edge_types ? std::move(r.edge_types) : std::string();
   out->edge_weights = r.__isset.edge_weights ? std::move(r.edge_weights) : std::string();
+  out->version = r.__isset.version ? r.version : -1;
+  if (call.version >= 0 && out->version != call.version)
+    return Status::Corruption("server " + address_ + " sampled at version " +
+                              std::to_string(out->version) + ", not the " +
+                              std::to_string(call.version) + " asked for");
   return CheckSampleReply(address_, num_nodes, call, r.__isset.walk_step && r.walk_step,
                           r.__isset.edge_types, *out);
 }
@@ -383,18 +390,19 @@ Status CheckSampleReply(const std::string& server, size_t num_nodes, const Sampl
   return Status::OK();
 }
 
-Status RpcClient::SendFeatures(ArrayView<const int64_t> nodes) {
+Status RpcClient::SendFeatures(ArrayView<const int64_t> nodes, int64_t version) {
   std::string ids = Pack(nodes);
-  return Call("lookup_features", [&](gen::FanoutClient& c) { c.send_lookup_features(ids); });
+  return Call("lookup_features",
+              [&](gen::FanoutClient& c) { c.send_lookup_features(ids, version); });
 }
 
 Status RpcClient::ReceiveFeatures(std::string* rows) {
   return Call("lookup_features", [&](gen::FanoutClient& c) { c.recv_lookup_features(*rows); });
 }
 
-Status RpcClient::SendLabels(ArrayView<const int64_t> nodes) {
+Status RpcClient::SendLabels(ArrayView<const int64_t> nodes, int64_t version) {
   std::string ids = Pack(nodes);
-  return Call("lookup_labels", [&](gen::FanoutClient& c) { c.send_lookup_labels(ids); });
+  return Call("lookup_labels", [&](gen::FanoutClient& c) { c.send_lookup_labels(ids, version); });
 }
 
 Status RpcClient::ReceiveLabels(std::string* labels) {
@@ -420,19 +428,31 @@ Status RpcClient::OriginalIds(ArrayView<const int64_t> nodes, std::string* out) 
                 });
 }
 
-Status RpcClient::Features(ArrayView<const int64_t> nodes, std::string* rows) {
+Status RpcClient::Features(ArrayView<const int64_t> nodes, std::string* rows, int64_t version) {
   // The row width is the server's to know: the caller checks the size.
   return Lookup("lookup_features", nodes, 0, rows,
-                [](gen::FanoutClient& c, std::string& r, const std::string& ids) {
-                  c.lookup_features(r, ids);
+                [version](gen::FanoutClient& c, std::string& r, const std::string& ids) {
+                  c.lookup_features(r, ids, version);
                 });
 }
 
-Status RpcClient::Labels(ArrayView<const int64_t> nodes, std::string* labels) {
+Status RpcClient::Labels(ArrayView<const int64_t> nodes, std::string* labels, int64_t version) {
   return Lookup("lookup_labels", nodes, 8, labels,
-                [](gen::FanoutClient& c, std::string& r, const std::string& ids) {
-                  c.lookup_labels(r, ids);
+                [version](gen::FanoutClient& c, std::string& r, const std::string& ids) {
+                  c.lookup_labels(r, ids, version);
                 });
+}
+
+Status RpcClient::ApplyUpdates(const std::string& batch, int64_t* version, int64_t* operations) {
+  gen::UpdateReply r;
+  FANOUT_RETURN_IF_ERROR(
+      Call("apply_updates", [&](gen::FanoutClient& c) { c.apply_updates(r, batch); }));
+  if (r.version <= 0)
+    return Status::Corruption("server " + address_ + " acknowledged an update at version " +
+                              std::to_string(r.version));
+  *version = r.version;
+  if (operations != nullptr) *operations = r.operations;
+  return Status::OK();
 }
 
 Status RpcClient::Degrees(ArrayView<const int64_t> nodes, std::string* degrees) {

@@ -94,6 +94,8 @@ struct RemotePartitionInfo {
   int64_t server_uid = -1;         // the server's uid (-1 = not said)
   std::string server_version;      // the server's Fanout version ("" = not said: before 0.4)
   bool features_on_disk = false;   // its features are in its disk tier (the export hands the file)
+  // A live partition (it takes updates): its newest committed version; -1 = static.
+  int64_t live_version = -1;
 };
 
 // A same-host client's local work since its last report (report_local).
@@ -130,6 +132,8 @@ struct SampleCall {
   bool labor = false;
   // Non-empty: a random-walk step (sampler/walk.h), one key per node; fanout unused.
   ArrayView<const uint64_t> walk_keys;
+  // Live partitions: the version to sample at (-1: the newest committed; 0: the base).
+  int64_t version = -1;
 };
 
 // One-hop reply, as received: packed arrays (no copy after Thrift's).
@@ -139,6 +143,7 @@ struct SampleReply {
   std::string edge_ids;      // int64, empty unless requested
   std::string edge_types;    // int32, heterogeneous requests only
   std::string edge_weights;  // float32, LABOR requests only
+  int64_t version = -1;      // live partitions: the version sampled at (-1: a static one)
   ArrayView<const int32_t> Counts() const {
     return {reinterpret_cast<const int32_t*>(counts.data()), counts.size() / 4};
   }
@@ -171,8 +176,13 @@ class RpcClient {
   Status Info(RemotePartitionInfo* out);
   // Checks the reply's shape (counts per node, array lengths) before returning.
   Status Sample(ArrayView<const int64_t> nodes, const SampleCall& call, SampleReply* out);
-  Status Features(ArrayView<const int64_t> nodes, std::string* rows);
-  Status Labels(ArrayView<const int64_t> nodes, std::string* labels);
+  // `version`: a live partition's version to read at (-1: the newest; 0: the base).
+  Status Features(ArrayView<const int64_t> nodes, std::string* rows, int64_t version = -1);
+  Status Labels(ArrayView<const int64_t> nodes, std::string* labels, int64_t version = -1);
+  // Applies one update batch to a live partition (live/updates.h's byte
+  // form, every operation of this partition); durable and readable at
+  // *version when it returns OK.
+  Status ApplyUpdates(const std::string& batch, int64_t* version, int64_t* operations = nullptr);
   Status Degrees(ArrayView<const int64_t> nodes, std::string* degrees);
   Status Splits(ArrayView<const int64_t> nodes, std::string* splits);
   Status OriginalIds(ArrayView<const int64_t> nodes, std::string* ids);
@@ -198,9 +208,9 @@ class RpcClient {
   // must say it was one (Corruption naming the server otherwise: a server
   // before them).
   Status ReceiveSample(size_t num_nodes, const SampleCall& call, SampleReply* out);
-  Status SendFeatures(ArrayView<const int64_t> nodes);
+  Status SendFeatures(ArrayView<const int64_t> nodes, int64_t version = -1);
   Status ReceiveFeatures(std::string* rows);
-  Status SendLabels(ArrayView<const int64_t> nodes);
+  Status SendLabels(ArrayView<const int64_t> nodes, int64_t version = -1);
   Status ReceiveLabels(std::string* labels);
   Status SendHasEdges(ArrayView<const int64_t> rows, ArrayView<const int64_t> neighbors,
                       int edge_type = -1);

@@ -163,6 +163,7 @@ void RpcHandler::partition_info(gen::PartitionInfo& out) {
     const std::string ticket = s.tenancy->Ticket(svc_.tenant());
     if (!ticket.empty()) out.__set_data_plane_ticket(ticket);
     if (m.has_edge_times) out.__set_has_edge_times(true);
+    if (s.live) out.__set_live_version(static_cast<int64_t>(s.live->partition().committed()));
     if (!s.local_socket.empty()) {
       out.__set_local_socket(s.local_socket);
       out.__set_local_export_id(static_cast<int64_t>(s.local_export_id));
@@ -216,6 +217,12 @@ void RpcHandler::sample_neighbors(gen::SampleResponse& out, const gen::SampleReq
                 "subgraph (keep) sampling of heterogeneous datasets is not supported");
         }
         p.labor = req.__isset.labor && req.labor;
+        if (req.__isset.version) {
+          if (req.version < 0)
+            return Status::InvalidArgument("version " + std::to_string(req.version) +
+                                           " is negative (leave it out for the newest)");
+          p.version = req.version;
+        }
         if (req.__isset.walk_keys) {
           FANOUT_RETURN_IF_ERROR(rpc::View(req.walk_keys, "walk keys", &p.walk_keys));
           p.walk = true;
@@ -237,6 +244,7 @@ void RpcHandler::sample_neighbors(gen::SampleResponse& out, const gen::SampleReq
               std::string(reinterpret_cast<const char*>(hop->edge_weights.data()), total * 4));
         }
         if (p.walk) out.__set_walk_step(true);
+        if (svc_.last_version() >= 0) out.__set_version(svc_.last_version());
         if (req.__isset.keep) {
           PackKept(*hop, n, keep, req.with_edge_ids, &out);
           bytes = out.counts.size() + out.neighbors.size() + out.edge_ids.size();
@@ -330,7 +338,7 @@ void RpcHandler::PackKept(const sampler::OneHopResult& hop, size_t n, ArrayView<
     for (int64_t v : keep) keep_bits_[v >> 6] = 0;
 }
 
-void RpcHandler::lookup_features(std::string& out, const std::string& nodes) {
+void RpcHandler::lookup_features(std::string& out, const std::string& nodes, int64_t version) {
   size_t bytes = 0;
   Serve(kLookupFeatures, &bytes,
         [&]() -> Status {
@@ -339,6 +347,8 @@ void RpcHandler::lookup_features(std::string& out, const std::string& nodes) {
           FANOUT_RETURN_IF_ERROR(svc_.CheckReplyBytes(ids.size(), svc_.FeatureRowBytes()));
           out.resize(ids.size() * svc_.FeatureRowBytes());
           FANOUT_RETURN_IF_ERROR(svc_.GatherFeatures(ids, out.data()));
+          int64_t read_at = -1;
+          FANOUT_RETURN_IF_ERROR(svc_.OverlayLive(ids, version, out.data(), nullptr, &read_at));
           bytes = out.size();
           return Status::OK();
         },
@@ -363,14 +373,17 @@ void RpcHandler::ServeLookup(int method, const std::string& nodes, std::string& 
         {static_cast<int64_t>(nodes.size() / 8)});
 }
 
-void RpcHandler::lookup_labels(std::string& out, const std::string& nodes) {
+void RpcHandler::lookup_labels(std::string& out, const std::string& nodes, int64_t version) {
   size_t bytes = 0;
   Serve(kLookupLabels, &bytes,
         [&]() -> Status {
           ArrayView<const int64_t> ids;
           FANOUT_RETURN_IF_ERROR(CheckIds(nodes, &ids));
           out.resize(ids.size() * 8);
-          FANOUT_RETURN_IF_ERROR(svc_.Labels(ids, reinterpret_cast<int64_t*>(out.data())));
+          int64_t* labels = reinterpret_cast<int64_t*>(out.data());
+          FANOUT_RETURN_IF_ERROR(svc_.Labels(ids, labels));
+          int64_t read_at = -1;
+          FANOUT_RETURN_IF_ERROR(svc_.OverlayLive(ids, version, nullptr, labels, &read_at));
           bytes = out.size();
           return Status::OK();
         },
@@ -393,6 +406,24 @@ void RpcHandler::lookup_original_ids(std::string& out, const std::string& nodes)
   const datasets::PartitionView& d = svc_.state().view;
   ServeLookup<int64_t>(kLookupOriginalIds, nodes, out,
                        [&](int64_t r) { return d.original_ids[r]; });
+}
+
+void RpcHandler::apply_updates(gen::UpdateReply& out, const std::string& batch) {
+  Serve(kApplyUpdates, nullptr,
+        [&]() -> Status {
+          const ServerState& s = svc_.state();
+          if (!s.live)
+            return Status::NotSupported(
+                "this partition is static: it takes updates when its server runs with --live-dir");
+          if (s.tenants_file) FANOUT_RETURN_IF_ERROR(s.tenancy->MayWrite(svc_.tenant()));
+          uint64_t version = 0;
+          int64_t ops = 0;
+          FANOUT_RETURN_IF_ERROR(s.live->Apply(batch, &version, &ops));
+          out.version = static_cast<int64_t>(version);
+          out.operations = ops;
+          return Status::OK();
+        },
+        {static_cast<int64_t>(batch.size() / 8)});
 }
 
 void RpcHandler::has_edges(std::string& out, const std::string& rows, const std::string& neighbors,

@@ -208,6 +208,14 @@ int main(int argc, char** argv) {
                  "as many more for online tenants' work only)")
       ->default_val(0)
       ->check(CLI::Range(0, 1024));
+  app.add_option("--live-dir", o.live_dir,
+                 "Live graph: take updates (apply_updates; fanout-ctl update) into this "
+                 "partition, logged durably in this folder (part-<k>.updates.log, made if "
+                 "missing, replayed at start; a torn tail is cut and said, a damaged log "
+                 "refused); every read is then at a version. Writers need a tenant with "
+                 "write=yes (or, without --tenants, an authenticated connection). For now a "
+                 "live server serves over Thrift only: no UCX data plane, no same-host export "
+                 "(docs/DESIGN.md, \"Live updates\")");
   std::vector<long long> local_uids;
   app.add_option("--local-uids", local_uids,
                  "Uids allowed to map the export (default: this server's own uid); the auth token "

@@ -188,9 +188,29 @@ Status PartitionServer::Start() {
                                                    &state_->time_order);
   int workers = options_.threads > 0 ? options_.threads - 1 : std::max(1, UsableCpuCount() - 1);
   state_->pool = std::make_unique<ThreadPool>(workers);
+  if (!options_.live_dir.empty()) {
+    // A live partition: its log replayed over the base before any request.
+    live::LogReplayReport opened;
+    Status live = LivePartition::Open(options_.live_dir, *state_, &state_->live, &opened);
+    if (!live.ok()) {
+      Stop();
+      return live;
+    }
+    std::fprintf(
+        stderr, "fanout-server: live partition %d: %s, version %llu (%lld batches replayed)%s%s\n",
+        state_->view.part, opened.created ? "a new update log" : "update log replayed",
+        static_cast<unsigned long long>(opened.last_seq), static_cast<long long>(opened.records),
+        opened.torn_bytes > 0 ? "; cut a torn tail: " : "",
+        opened.torn_bytes > 0 ? opened.torn_reason.c_str() : "");
+    // Its reads are at a version: the data plane and the export do not carry
+    // one yet, so a live server serves over Thrift alone.
+    state_->local_off_reason =
+        "same-host export off: a live partition serves over Thrift only for now";
+  }
   Status st = StartRpc();
-  if (st.ok() && options_.data_plane && rpc::DataPlaneBuilt()) st = StartDataPlane();
-  if (st.ok()) st = StartLocalSocket();
+  if (st.ok() && options_.data_plane && rpc::DataPlaneBuilt() && !state_->live)
+    st = StartDataPlane();
+  if (st.ok() && !state_->live) st = StartLocalSocket();
   if (!st.ok()) {
     Stop();
     return st;

@@ -105,6 +105,11 @@ struct ServerOptions {
   int scheduler_slots = 0;  // requests computed at once with a tenants file (0 = the usable CPUs)
   bool online_io_first = true;     // SchedulerOptions::online_io_first
   int64_t memory_limit_bytes = 0;  // planned against (0 = the cgroup's limit or physical memory)
+  // Live graphs (docs/DESIGN.md "Live updates"): a folder for this
+  // partition's update log (part-<k>.updates.log, replayed at start); the
+  // server then takes apply_updates and serves every read at a version. ""
+  // = a static partition.
+  std::string live_dir;
 };
 
 struct ServerState;  // internal: what handlers share

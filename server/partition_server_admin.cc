@@ -251,6 +251,7 @@ std::string PartitionServer::StatsJson() const {
   }
   j["rpc_port"] = loaded ? port_ : 0;  // written by Start() before `loaded`
   j["connections"] = ConnectionsJson(connection_stats(), guard_->limits());
+  if (state_->live) j["live"] = state_->live->StatsJson();
   j["security"] = {{"tls", !options_.tls_cert.empty()},
                    {"mutual_tls", !options_.tls_ca.empty()},
                    // fanout-server makes itself not dumpable (server/main.cc); read back here.

@@ -32,6 +32,7 @@ enum Method : int {
   kNoteFailover,
   kHasEdges,
   kReportLocal,
+  kApplyUpdates,
   kNumMethods
 };
 const char* MethodName(int m);

@@ -161,8 +161,50 @@ Status PartitionService::Labels(ArrayView<const int64_t> ids, int64_t* dst) cons
   return Status::OK();
 }
 
+Status PartitionService::OverlayLive(ArrayView<const int64_t> ids, int64_t version, char* rows,
+                                     int64_t* labels, int64_t* read_at) const {
+  *read_at = -1;
+  if (!s_->live) {
+    if (version > 0)
+      return Status::InvalidArgument("version " + std::to_string(version) +
+                                     " of a static partition (it has only its base, 0)");
+    return Status::OK();
+  }
+  uint64_t v = 0;
+  FANOUT_RETURN_IF_ERROR(s_->live->ReadVersion(version, &v));
+  *read_at = static_cast<int64_t>(v);
+  const live::VersionedPartition& vp = s_->live->partition();
+  const size_t row = FeatureRowBytes();
+  std::string bytes;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (rows != nullptr && vp.FeatureRow(ids[i], v, &bytes) && bytes.size() == row)
+      std::memcpy(rows + i * row, bytes.data(), row);
+    if (labels != nullptr) vp.Label(ids[i], v, &labels[i]);
+  }
+  return Status::OK();
+}
+
 Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams& p,
                                 const sampler::OneHopResult** out) {
+  // A live partition: the version this request reads (0: the newest), and
+  // whether its rows differ from the base's there (then the hop reads
+  // through the versioned partition).
+  bool merged = false;
+  last_version_ = -1;
+  if (!s_->live && p.version > 0)
+    return Status::InvalidArgument("version " + std::to_string(p.version) +
+                                   " of a static partition (it has only its base, 0)");
+  if (s_->live) {
+    uint64_t version = 0;
+    FANOUT_RETURN_IF_ERROR(s_->live->ReadVersion(p.version, &version));
+    last_version_ = static_cast<int64_t>(version);
+    merged = !s_->live->partition().EdgesAsBase(version);
+    if (merged && (p.walk || p.labor || p.temporal || p.hetero || p.weighted))
+      return Status::NotSupported(
+          "this live partition has changed edges at version " + std::to_string(version) +
+          ", and walk steps, LABOR, temporal, per-edge-type and weighted hops do not read "
+          "changes yet: uniform neighbor sampling does (docs/DESIGN.md, \"Live updates\")");
+  }
   if (p.walk) {
     if (p.labor || p.temporal || p.hetero)
       return Status::InvalidArgument(
@@ -279,8 +321,13 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
     *out = &hop_;
     return Status::OK();
   }
-  FANOUT_RETURN_IF_ERROR(
-      sampler_.Sample(*g, ids, p.fanout, p.hop, p.seed, so, s_->pool.get(), &hop_));
+  if (merged) {
+    FANOUT_RETURN_IF_ERROR(s_->live->partition().SampleHop(
+        ids, p.fanout, p.hop, p.seed, so, static_cast<uint64_t>(last_version_), &hop_));
+  } else {
+    FANOUT_RETURN_IF_ERROR(
+        sampler_.Sample(*g, ids, p.fanout, p.hop, p.seed, so, s_->pool.get(), &hop_));
+  }
   metrics_->RecordSample(static_cast<int64_t>(ids.size()), hop_.offsets[ids.size()]);
   last_edges_ += hop_.offsets[ids.size()];
   *out = &hop_;

@@ -22,6 +22,7 @@
 #include "datasets/partition_store.h"
 #include "sampler/neighbor_sampler.h"
 #include "sampler/temporal.h"
+#include "server/live_partition.h"
 #include "server/partition_server.h"
 #include "server/server_metrics.h"
 #include "server/tenancy.h"
@@ -89,6 +90,9 @@ struct ServerState {
   // The disk tier, where the features are on disk (null: they are in
   // `view`); its hot set lies in view.hot_table / hot_rows.
   std::shared_ptr<storage::DiskFeatures> disk;
+  // A live partition (--live-dir): its update log and versioned delta (null:
+  // static). Thread-safe: reads from any thread beside the one write path.
+  std::unique_ptr<LivePartition> live;
   // The disk tier's readers (rings and buffers), shared by every serving
   // thread and counted in /stats: not one per connection.
   std::unique_ptr<storage::ReaderPool> readers;
@@ -133,6 +137,8 @@ struct SampleParams {
   // A random-walk step (sampler/walk.h): one key per node; fanout unused.
   bool walk = false;
   ArrayView<const uint64_t> walk_keys;
+  // A live partition's version to read at (< 0: the newest committed; 0: the base).
+  int64_t version = -1;
 };
 
 // A data request's size, for its tenant's turn and quotas: `ids` it names
@@ -240,6 +246,14 @@ class PartitionService {
   // One-hop sampling of checked ids; the result stays valid until the next call.
   Status Sample(ArrayView<const int64_t> ids, const SampleParams& p,
                 const sampler::OneHopResult** out);
+  // The version the last Sample read at (live partitions; -1: static).
+  int64_t last_version() const { return last_version_; }
+  // Live partitions: replaces, in rows (ids.size() x FeatureRowBytes(), may
+  // be null) and labels (may be null), what batches at or below `version`
+  // (< 0: the newest; resolved into *read_at) set for these ids. OK and
+  // nothing done on a static partition (*read_at -1).
+  Status OverlayLive(ArrayView<const int64_t> ids, int64_t version, char* rows, int64_t* labels,
+                     int64_t* read_at) const;
   const ServerState& state() const { return *s_; }
   ServerMetrics* metrics() { return metrics_; }
   // Bytes a data request moves, estimated before it runs (the ids it sends,
@@ -251,6 +265,7 @@ class PartitionService {
   storage::ReadClass read_class_ = storage::ReadClass::kNone;  // the request running now
   bool pace_refusals_ = false;
   int64_t last_edges_ = 0, last_rows_ = 0;  // of the request being run
+  int64_t last_version_ = -1;               // the version the last Sample read at
   const ServerState* s_;
   ServerMetrics* metrics_;
   sampler::HopSampler sampler_;

@@ -190,6 +190,19 @@ std::string Tenancy::Ticket(int id) const {
   return s->ticket_of[id];
 }
 
+Status Tenancy::MayWrite(int id) const {
+  auto s = Current();
+  const Tenant* t =
+      id >= 0 && static_cast<size_t>(id) < s->tenant_of.size() ? s->tenant_of[id] : nullptr;
+  if (t == nullptr)
+    return Status::Unauthenticated("this connection's tenant is no longer in the tenants file");
+  if (!t->write)
+    return Status::Unauthenticated("tenant '" + t->name +
+                                   "' may not write: the tenants file allows updates to a tenant "
+                                   "with write=yes");
+  return Status::OK();
+}
+
 Status Tenancy::MayMapExport(const std::string& ticket) const {
   auto s = Current();
   auto it = s->by_ticket.find(ticket);

@@ -74,6 +74,9 @@ class Tenancy {
   // OK where `ticket` names a current tenant whose line allows the same-host
   // export (local=yes); Unauthenticated saying why not.
   Status MayMapExport(const std::string& ticket) const;
+  // OK where tenant `id` may apply updates to a live partition (write=yes);
+  // Unauthenticated naming it otherwise.
+  Status MayWrite(int id) const;
   // Moves on every reload: connections compare it to re-resolve their tenant.
   uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
   bool tickets_required() const { return tickets_required_; }

@@ -125,6 +125,10 @@ Status TenantTable::Parse(const std::string& text, const std::string& origin,
         if (value != "yes" && value != "no")
           return bad("local must be yes or no, not '" + value + "'");
         x.local = value == "yes";
+      } else if (key == "write") {
+        if (value != "yes" && value != "no")
+          return bad("write must be yes or no, not '" + value + "'");
+        x.write = value == "yes";
       } else if (key == "max_inflight_bytes" || key == "max_feature_bytes_per_s") {
         if (value != "0") {
           Status st = ParseByteSize(value, &bytes);
@@ -140,7 +144,7 @@ Status TenantTable::Parse(const std::string& text, const std::string& origin,
         x.max_requests_per_s = d;
       } else {
         return bad("unknown key '" + key +
-                   "' (known: token, token_file, tls_subject, weight, class, local, "
+                   "' (known: token, token_file, tls_subject, weight, class, local, write, "
                    "max_inflight_bytes, max_requests_per_s, max_feature_bytes_per_s)");
       }
     }

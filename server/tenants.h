@@ -44,6 +44,7 @@ struct Tenant {
   bool online = false;
   bool refuse = false;                 // `default` only: requests without credentials are refused
   bool local = false;                  // may map the same-host export (local=yes)
+  bool write = false;                  // may apply updates to a live partition (write=yes)
   int64_t max_inflight_bytes = 0;      // 0 = no quota
   double max_requests_per_s = 0;       // 0 = no quota
   double max_feature_bytes_per_s = 0;  // 0 = no quota

@@ -191,7 +191,7 @@ Status FeatureFileWriter::Finish() {
     return Status::Internal(path_ + ": wrote " + std::to_string(blocks_written_) + " blocks of " +
                             std::to_string(g_.num_blocks));
   std::string table(static_cast<size_t>(g_.TableBytes()), '\0');
-  std::memcpy(table.data(), crcs_.data(), crcs_.size() * 4);
+  if (!crcs_.empty()) std::memcpy(table.data(), crcs_.data(), crcs_.size() * 4);
   FANOUT_RETURN_IF_ERROR(WriteExactly(fd_, path_, table.data(), g_.TableBytes(), g_.TableOffset()));
   const std::string header = EncodeHeader(id_, g_, Crc32c(crcs_.data(), crcs_.size() * 4));
   FANOUT_RETURN_IF_ERROR(WriteExactly(fd_, path_, header.data(), kFeatureBlockAlign, 0));
@@ -315,7 +315,7 @@ Status FeatureFile::Check(int fd, bool direct, const std::string& path, const Ex
   FANOUT_RETURN_IF_ERROR(ReadFully(f->io_, fd, direct, path + ": checksum table", table.data(),
                                    g.TableBytes(), g.TableOffset()));
   f->crcs_.resize(static_cast<size_t>(g.num_blocks));
-  std::memcpy(f->crcs_.data(), table.data(), f->crcs_.size() * 4);
+  if (!f->crcs_.empty()) std::memcpy(f->crcs_.data(), table.data(), f->crcs_.size() * 4);
   if (Crc32c(f->crcs_.data(), f->crcs_.size() * 4) != Get<uint32_t>(h + kOffTableCrc))
     return Status::Corruption(path + ": its checksum table fails its checksum");
   *out = std::move(f);

@@ -239,9 +239,12 @@ TEST(VersionedPartitionTest, ReadersAtAVersionSeeTheSameWhileAWriterGoesOn) {
   writer.join();
   EXPECT_GE(vp.committed(), 30u);
   uint64_t v = 0;
-  EXPECT_EQ(vp.ResolveVersion(vp.committed() + 1, &v).code(), Status::Code::kUnavailable);
-  ASSERT_TRUE(vp.ResolveVersion(0, &v).ok());
+  EXPECT_EQ(vp.ResolveVersion(static_cast<int64_t>(vp.committed()) + 1, &v).code(),
+            Status::Code::kUnavailable);
+  ASSERT_TRUE(vp.ResolveVersion(-1, &v).ok());
   EXPECT_EQ(v, vp.committed());
+  ASSERT_TRUE(vp.ResolveVersion(0, &v).ok());  // the base itself
+  EXPECT_EQ(v, 0u);
 }
 
 TEST(VersionedPartitionTest, FeatureRowsAndLabelsAreVersioned) {

@@ -127,7 +127,7 @@ TEST_F(RobustnessTest, ClientThatDisconnectsMidRequestDoesNotHurtOthers) {
   auto framed = std::make_shared<apache::thrift::transport::TFramedTransport>(mem);
   auto proto = std::make_shared<apache::thrift::protocol::TBinaryProtocol>(framed);
   rpc::gen::FanoutClient writer(proto);
-  writer.send_lookup_features(rpc::Pack(ArrayView<const int64_t>(ids)));
+  writer.send_lookup_features(rpc::Pack(ArrayView<const int64_t>(ids)), -1);
   std::string wire = mem->getBufferAsString();
   for (int i = 0; i < 5; ++i)
     SendRawAndExpectClose(servers_[0]->port(), wire, /*close_after_send=*/true);

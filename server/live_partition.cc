@@ -1,0 +1,103 @@
+#include "server/live_partition.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "server/service.h"
+
+namespace fanout::server {
+
+Status LivePartition::Open(const std::string& dir, const ServerState& s,
+                           std::unique_ptr<LivePartition>* out, live::LogReplayReport* report) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return Status::IOError("cannot make the live folder " + dir + ": " + std::strerror(errno));
+  const datasets::DatasetMeta& m = s.data->meta;
+  if (!s.edge_ids_at_start && s.view.num_edges() > 0)
+    return Status::InvalidArgument(
+        "a live partition keeps its edge ids in memory (added edges are numbered after them), "
+        "and this server's memory plan reads them on first use: give it more memory "
+        "(--memory-limit) or serve it static");
+  live::LiveShape shape;
+  shape.num_parts = m.num_parts;
+  shape.num_nodes_total = m.num_nodes;
+  shape.base_edges_total = m.num_edges;
+  shape.row_bytes = m.feature_dim * datasets::FeatureDTypeSize(m.feature_dtype);
+  shape.num_edge_types = m.hetero.num_edge_types();
+  shape.temporal = m.has_edge_times;
+  shape.has_labels = m.has_labels;
+  std::unique_ptr<LivePartition> p(new LivePartition());
+  p->vp_ = std::make_unique<live::VersionedPartition>(s.view, shape);
+  const std::string path = dir + "/part-" + std::to_string(s.view.part) + ".updates.log";
+  live::VersionedPartition* vp = p->vp_.get();
+  auto replay = [&](uint64_t seq, std::string_view bytes) -> Status {
+    live::UpdateBatch b;
+    Status st = live::DecodeUpdateBatch(bytes, &b);
+    if (st.ok()) st = vp->Check(b);
+    if (!st.ok())
+      return Status::Corruption("update log " + path + ", record " + std::to_string(seq) +
+                                ": this partition refuses it (" + st.message() +
+                                "): is the log another partition's or another dataset's?");
+    vp->Apply(seq, b);
+    return Status::OK();
+  };
+  FANOUT_RETURN_IF_ERROR(live::UpdateLog::Open(path, {}, replay, report, &p->log_));
+  vp->Publish(report->last_seq);
+  p->opened_ = *report;
+  *out = std::move(p);
+  return Status::OK();
+}
+
+Status LivePartition::Apply(const std::string& bytes, uint64_t* version, int64_t* operations) {
+  live::UpdateBatch b;
+  Status st = live::DecodeUpdateBatch(bytes, &b);
+  if (st.ok()) st = vp_->Check(b);
+  if (st.ok() && b.empty()) st = Status::InvalidArgument("an empty update batch");
+  if (!st.ok()) {
+    ++refused_;
+    return st;
+  }
+  uint64_t seq = 0;
+  // Applied in log order under the log's lock, readable once durable.
+  FANOUT_RETURN_IF_ERROR(log_->Append(bytes, &seq, [&](uint64_t s) { vp_->Apply(s, b); }));
+  vp_->Publish(seq);
+  ++batches_;
+  operations_ += b.size();
+  update_bytes_ += static_cast<int64_t>(bytes.size());
+  *version = seq;
+  *operations = b.size();
+  return Status::OK();
+}
+
+Status LivePartition::ReadVersion(int64_t requested, uint64_t* version) const {
+  return vp_->ResolveVersion(requested, version);
+}
+
+nlohmann::json LivePartition::StatsJson() const {
+  const live::DeltaStats d = vp_->Stats();
+  const live::UpdateLogStats l = log_->Stats();
+  return {{"committed_version", d.committed},
+          {"batches", batches_.load()},
+          {"operations", operations_.load()},
+          {"refused", refused_.load()},
+          {"update_bytes", update_bytes_.load()},
+          {"log",
+           {{"path", log_->path()},
+            {"bytes", l.bytes},
+            {"appends", l.appends},
+            {"syncs", l.syncs},
+            {"max_group", l.max_group},
+            {"replayed_at_start", opened_.records},
+            {"torn_bytes_cut_at_start", opened_.torn_bytes},
+            {"torn_reason", opened_.torn_reason}}},
+          {"delta",
+           {{"rows_touched", d.rows_touched},
+            {"added_edges", d.added_edges},
+            {"removals", d.removals},
+            {"feature_rows", d.feature_rows},
+            {"labels", d.labels},
+            {"bytes", d.bytes}}}};
+}
+
+}  // namespace fanout::server

@@ -1,0 +1,205 @@
+// A live partition served over Thrift: updates acknowledged at a version,
+// every read (hops, feature rows, labels) at a version, a restart that
+// replays the log to the same versions, bad batches refused naming the
+// operation with nothing applied, and who may write.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "live/update_log.h"
+#include "live/updates.h"
+#include "rpc/codec.h"
+#include "tests/server/server_fixture.h"
+
+namespace fanout::server {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::ServerTest;
+
+class LiveServerTest : public ServerTest {
+ protected:
+  // Node u's neighbors at `version` (all of them, in row order).
+  std::vector<int64_t> Row(rpc::RpcClient* c, int64_t u, int64_t version) {
+    rpc::SampleCall call;
+    call.fanout = -1;
+    call.version = version;
+    rpc::SampleReply r;
+    const std::vector<int64_t> ids{u};
+    Status st = c->Sample(ArrayView<const int64_t>(ids), call, &r);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    if (version >= 0) EXPECT_EQ(r.version, version);
+    auto n = r.Neighbors();
+    return std::vector<int64_t>(n.begin(), n.end());
+  }
+  int64_t Apply(rpc::RpcClient* c, const live::UpdateBatch& b) {
+    int64_t version = -1;
+    Status st = c->ApplyUpdates(live::EncodeUpdateBatch(b), &version);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return version;
+  }
+  datasets::testing::TempDir tmp_;
+};
+
+TEST_F(LiveServerTest, UpdatesAreReadAtTheirVersionsAndSurviveARestart) {
+  ServerOptions o;
+  o.live_dir = tmp_.Sub("live");
+  StartServers(1, o);
+  auto c = Connect(0);
+  rpc::RemotePartitionInfo info;
+  ASSERT_TRUE(c->Info(&info).ok());
+  EXPECT_EQ(info.live_version, 0);
+  EXPECT_EQ(info.data_port, 0);  // Thrift only, for now
+  EXPECT_TRUE(info.local_socket.empty());
+  // A node with neighbors.
+  int64_t u = 0;
+  while (whole_.csr.indptr[u + 1] - whole_.csr.indptr[u] < 2) ++u;
+  const std::vector<int64_t> base(whole_.csr.indices.begin() + whole_.csr.indptr[u],
+                                  whole_.csr.indices.begin() + whole_.csr.indptr[u + 1]);
+  EXPECT_EQ(Row(c.get(), u, -1), base);
+  // 1: two edges added; 2: the first base neighbor removed; 3: a label and a row.
+  live::UpdateBatch b1;
+  b1.add_edges = {{u, 7}, {u, 9}};
+  ASSERT_EQ(Apply(c.get(), b1), 1);
+  live::UpdateBatch b2;
+  b2.remove_edges = {{u, base[0]}};
+  ASSERT_EQ(Apply(c.get(), b2), 2);
+  std::string base_row;
+  const std::vector<int64_t> uv{u};
+  ASSERT_TRUE(c->Features(ArrayView<const int64_t>(uv), &base_row).ok());
+  std::string base_label;
+  ASSERT_TRUE(c->Labels(ArrayView<const int64_t>(uv), &base_label).ok());
+  live::UpdateBatch b3;
+  b3.feature_rows = {u};
+  b3.row_bytes = static_cast<int64_t>(base_row.size());
+  b3.feature_bytes = std::string(base_row.size(), '\x01');
+  b3.label_rows = {u};
+  b3.labels = {5};
+  ASSERT_EQ(Apply(c.get(), b3), 3);
+
+  std::vector<int64_t> v1 = base;
+  v1.push_back(7);
+  v1.push_back(9);
+  std::vector<int64_t> v2;
+  for (int64_t x : v1)
+    if (x != base[0]) v2.push_back(x);
+  auto expect_versions = [&](rpc::RpcClient* cl) {
+    EXPECT_EQ(Row(cl, u, 0), base);
+    EXPECT_EQ(Row(cl, u, 1), v1);
+    EXPECT_EQ(Row(cl, u, 2), v2);
+    EXPECT_EQ(Row(cl, u, -1), v2);
+    std::string row, label;
+    ASSERT_TRUE(cl->Features(ArrayView<const int64_t>(uv), &row, 2).ok());
+    EXPECT_EQ(row, base_row);
+    ASSERT_TRUE(cl->Features(ArrayView<const int64_t>(uv), &row, 3).ok());
+    EXPECT_EQ(row, b3.feature_bytes);
+    ASSERT_TRUE(cl->Labels(ArrayView<const int64_t>(uv), &label, 2).ok());
+    EXPECT_EQ(label, base_label);
+    ASSERT_TRUE(cl->Labels(ArrayView<const int64_t>(uv), &label, -1).ok());
+    int64_t l = 0;
+    std::memcpy(&l, label.data(), 8);
+    EXPECT_EQ(l, 5);
+    // A version not reached yet.
+    rpc::SampleCall call;
+    call.version = 4;
+    rpc::SampleReply r;
+    Status st = cl->Sample(ArrayView<const int64_t>(uv), call, &r);
+    EXPECT_EQ(st.code(), Status::Code::kUnavailable) << st.ToString();
+    EXPECT_THAT(st.message(), HasSubstr("version 4 is not committed"));
+  };
+  expect_versions(c.get());
+  const std::string stats = servers_[0]->StatsJson();
+  EXPECT_THAT(stats, HasSubstr("\"committed_version\": 3"));
+  EXPECT_THAT(stats, HasSubstr("\"added_edges\": 2"));
+
+  // A restart replays the log to the same versions.
+  servers_[0]->Stop();
+  servers_.clear();
+  StartServers(1, o);
+  auto c2 = Connect(0);
+  ASSERT_TRUE(c2->Info(&info).ok());
+  EXPECT_EQ(info.live_version, 3);
+  expect_versions(c2.get());
+  EXPECT_THAT(servers_[0]->StatsJson(), HasSubstr("\"replayed_at_start\": 3"));
+}
+
+TEST_F(LiveServerTest, ABadBatchIsRefusedNamingItsOperationAndNothingIsApplied) {
+  ServerOptions o;
+  o.live_dir = tmp_.Sub("live");
+  StartServers(1, o);
+  auto c = Connect(0);
+  const int64_t n = whole_.csr.indptr.size() - 1;
+  live::UpdateBatch bad;
+  bad.add_edges = {{0, 1}, {0, n}};  // the second names a node that does not exist
+  int64_t version = -1;
+  Status st = c->ApplyUpdates(live::EncodeUpdateBatch(bad), &version);
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("added edge 1: destination " + std::to_string(n)));
+  st = c->ApplyUpdates("junk that is no batch", &version);
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
+  rpc::RemotePartitionInfo info;
+  ASSERT_TRUE(c->Info(&info).ok());
+  EXPECT_EQ(info.live_version, 0);
+  EXPECT_THAT(servers_[0]->StatsJson(), HasSubstr("\"refused\": 2"));
+}
+
+TEST_F(LiveServerTest, OnlyATenantWithWriteMayUpdateAndAStaticPartitionTakesNone) {
+  const std::string writer = "token-of-the-writer-0001", reader = "token-of-the-reader-0001";
+  ServerOptions o;
+  o.live_dir = tmp_.Sub("live");
+  o.tenants_file = tmp_.Write("tenants.conf", "tenant w token=" + writer + " write=yes\n" +
+                                                  "tenant r token=" + reader + "\n");
+  StartServers(1, o);
+  live::UpdateBatch b;
+  b.add_edges = {{0, 1}};
+  rpc::RpcOptions ro;
+  ro.auth_token = reader;
+  auto rc = Connect(0, ro);
+  int64_t version = -1;
+  Status st = rc->ApplyUpdates(live::EncodeUpdateBatch(b), &version);
+  EXPECT_EQ(st.code(), Status::Code::kUnauthenticated);
+  EXPECT_THAT(st.message(), HasSubstr("tenant 'r' may not write"));
+  ro.auth_token = writer;
+  auto wc = Connect(0, ro);
+  ASSERT_TRUE(wc->ApplyUpdates(live::EncodeUpdateBatch(b), &version).ok());
+  EXPECT_EQ(version, 1);
+  servers_[0]->Stop();
+  servers_.clear();
+  StartServers(1, {});
+  auto sc = Connect(0);
+  st = sc->ApplyUpdates(live::EncodeUpdateBatch(b), &version);
+  EXPECT_EQ(st.code(), Status::Code::kNotSupported);
+  EXPECT_THAT(st.message(), HasSubstr("--live-dir"));
+}
+
+TEST_F(LiveServerTest, ALogOfAnotherDatasetIsRefusedAtStart) {
+  // A log whose batch names a node this partition does not have.
+  const std::string dir = tmp_.Sub("live");
+  ServerOptions o;
+  o.live_dir = dir;
+  StartServers(1, o);
+  servers_[0]->Stop();
+  servers_.clear();
+  {
+    live::LogReplayReport r;
+    std::unique_ptr<live::UpdateLog> log;
+    ASSERT_TRUE(live::UpdateLog::Open(dir + "/part-0.updates.log", {}, {}, &r, &log).ok());
+    live::UpdateBatch b;
+    b.add_edges = {{0, int64_t{1} << 40}};
+    uint64_t seq = 0;
+    ASSERT_TRUE(log->Append(live::EncodeUpdateBatch(b), &seq).ok());
+  }
+  ServerOptions so = o;
+  so.dataset_dir = testing::CoraDir(1);
+  so.partition = 0;
+  so.local_socket = "off";
+  PartitionServer s(so);
+  Status st = s.Start();
+  EXPECT_EQ(st.code(), Status::Code::kCorruption);
+  EXPECT_THAT(st.message(), HasSubstr("record 1: this partition refuses it"));
+}
+
+}  // namespace
+}  // namespace fanout::server
