@@ -20,4 +20,5 @@ set(FANOUT_CLIENT_CORE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/batch_loader.cc
   ${CMAKE_CURRENT_LIST_DIR}/batch_sampling.cc
   ${CMAKE_CURRENT_LIST_DIR}/loader_options_map.cc
+  ${CMAKE_CURRENT_LIST_DIR}/update_writer.cc
   ${CMAKE_CURRENT_LIST_DIR}/online.cc)

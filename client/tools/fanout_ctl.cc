@@ -24,6 +24,7 @@
 
 #include "client/cluster.h"
 #include "client/tools/fanout_ctl_admin.h"
+#include "client/tools/fanout_ctl_update.h"
 #include "common/version.h"
 #include "datasets/partition_store.h"
 #include "rpc/local_export.h"
@@ -357,6 +358,21 @@ int main(int argc, char** argv) {
   has_edges->add_option(
       "--edge-type", edge_type_name,
       "Heterogeneous datasets: only edges of this type count (REL or SRC,REL,DST)");
+  fanout::ctl::UpdateOptions update_options;
+  auto* update = app.add_subcommand(
+      "update",
+      "Graph updates to a cluster's live partitions (fanout-server --live-dir), from a CSV "
+      "file or standard input: add,SRC,DST[,TIME[,WEIGHT[,TYPE]]] / remove,SRC,DST[,TYPE] / "
+      "label,NODE,VALUE / features,NODE,V1 V2 ...; each batch durable before the next");
+  update->add_option("cluster", update_options.cluster_file, "Cluster file (JSON)")->required();
+  update->add_option("input", update_options.input, "CSV file of updates (- or absent: stdin)")
+      ->default_val("-");
+  update->add_option("--batch", update_options.batch, "Lines per update batch")
+      ->default_val(1000)
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 22));
+  update->add_flag("--undirected", update_options.undirected,
+                   "Store every edge in both directions (a dataset partitioned undirected)");
+  update->add_flag("--quiet", update_options.quiet, "No line per batch on stderr");
   std::string dataset_dir;
   int64_t inflight_mib = 64, reply_mib = 128;
   bool as_json = false;
@@ -390,6 +406,12 @@ int main(int argc, char** argv) {
   if (stats->parsed()) return Stats(admin_addrs, token);
   if (tenants->parsed()) return Tenants(tenant_addrs, token);
   if (health->parsed()) return Health(cluster_file, timeout_ms);
+  if (update->parsed()) {
+    fanout::rpc::RpcOptions uo;
+    uo.tls = tls;
+    uo.auth_token = token;
+    return fanout::ctl::Update(update_options, uo);
+  }
   if (info->parsed() && !cluster_file.empty()) return ClusterPaths(cluster_file, tls, token);
   if (info->parsed() && addr.empty()) {
     std::fprintf(stderr, "fanout-ctl info: give a server (HOST:PORT) or --cluster FILE\n");
@@ -425,6 +447,9 @@ int main(int argc, char** argv) {
         "server version %s%s\n",
         pi.server_version.empty() ? "(not said: a server before 0.4)" : pi.server_version.c_str(),
         pi.server_version == fanout::VersionString() ? "" : " (differs from this fanout-ctl)");
+    if (pi.live_version >= 0)
+      std::printf("live partition: version %lld committed (it takes updates)\n",
+                  static_cast<long long>(pi.live_version));
     std::printf("data plane %s, same-host export %s\n",
                 pi.data_port > 0 ? ("port " + std::to_string(pi.data_port)).c_str() : "off",
                 pi.local_socket.empty() ? "off" : pi.local_socket.c_str());

@@ -876,3 +876,86 @@ TEST_F(ClusterTest, AClusterFileWithTlsAndATokenReachesServersThatRequireThem) {
 
 }  // namespace
 }  // namespace fanout::client
+
+namespace fanout::client {
+namespace {
+
+// Row `row`'s neighbors at the newest version, from its owner.
+std::vector<int64_t> LiveRow(rpc::RpcClient* c, int64_t row) {
+  rpc::SampleCall call;
+  call.fanout = -1;
+  rpc::SampleReply r;
+  const std::vector<int64_t> ids{row};
+  EXPECT_TRUE(c->Sample(ArrayView<const int64_t>(ids), call, &r).ok());
+  auto n = r.Neighbors();
+  return std::vector<int64_t>(n.begin(), n.end());
+}
+
+TEST_F(ClusterTest, FanoutCtlUpdateRoutesEachOperationToItsPartitionAndNamesABadLine) {
+  datasets::testing::TempDir tmp;
+  server::ServerOptions so;
+  so.live_dir = tmp.Sub("live");
+  StartServers(2, so);
+  const std::string file = tmp.Sub("cluster.json");
+  {
+    std::ofstream f(file);
+    f << R"({"partitions": [{"partition": 0, "replicas": ["127.0.0.1:)" << servers_[0]->port()
+      << R"("]}, {"partition": 1, "replicas": ["127.0.0.1:)" << servers_[1]->port() << R"("]}]})";
+  }
+  rpc::RemotePartitionInfo info;
+  auto c0 = Connect(0), c1 = Connect(1);
+  ASSERT_TRUE(c0->Info(&info).ok());
+  const int64_t mid = info.partition_offsets[1];  // partition 1's first node
+  const bool in = info.direction == "in";
+  // An edge between the partitions, both directions; a label in each.
+  const int64_t a = 3, b = mid + 5;
+  {
+    std::ofstream f(tmp.Sub("updates.csv"));
+    f << "# two edges and two labels\nadd," << a << "," << b << "\n\nlabel," << a << ",6\nlabel,"
+      << b << ",4\n";
+  }
+  const std::string ctl = std::string(FANOUT_BIN_DIR) + "/fanout-ctl update " + file;
+  std::string out;
+  ASSERT_EQ(RunCommand(ctl + " " + tmp.Sub("updates.csv") + " --undirected --batch 2", &out), 0)
+      << out;
+  EXPECT_THAT(out, HasSubstr("3 operations in 2 batches"));
+  // a -> b and b -> a, each in its owner's row (whatever the stored direction).
+  (void)in;
+  const std::vector<int64_t> ra = LiveRow(c0.get(), a), rb = LiveRow(c1.get(), b);
+  EXPECT_EQ(ra.back(), b);
+  EXPECT_EQ(rb.back(), a);
+  std::string labels;
+  const std::vector<int64_t> av{a}, bv{b};
+  ASSERT_TRUE(c0->Labels(ArrayView<const int64_t>(av), &labels).ok());
+  EXPECT_EQ(reinterpret_cast<const int64_t*>(labels.data())[0], 6);
+  ASSERT_TRUE(c1->Labels(ArrayView<const int64_t>(bv), &labels).ok());
+  EXPECT_EQ(reinterpret_cast<const int64_t*>(labels.data())[0], 4);
+  // From standard input: a removal; then a malformed line is named.
+  out.clear();
+  ASSERT_EQ(RunCommand("printf 'remove," + std::to_string(a) + "," + std::to_string(b) + "\\n' | " +
+                           ctl + " --undirected --quiet",
+                       &out),
+            0)
+      << out;
+  EXPECT_NE(LiveRow(c0.get(), a).back(), b);
+  out.clear();
+  EXPECT_EQ(RunCommand("printf 'add,1,2\\nadd,1,x\\n' | " + ctl, &out), 2) << out;
+  EXPECT_THAT(out, HasSubstr("stdin line 2: SRC and DST must be integers"));
+  out.clear();
+  EXPECT_EQ(RunCommand("printf 'add,1,999999999\\n' | " + ctl, &out), 1) << out;
+  EXPECT_THAT(out, HasSubstr("names a node outside"));
+  // A static cluster is refused by name.
+  servers_.clear();
+  StartServers(2);
+  {
+    std::ofstream f(file);
+    f << R"({"partitions": [{"partition": 0, "replicas": ["127.0.0.1:)" << servers_[0]->port()
+      << R"("]}, {"partition": 1, "replicas": ["127.0.0.1:)" << servers_[1]->port() << R"("]}]})";
+  }
+  out.clear();
+  EXPECT_EQ(RunCommand("printf 'add,1,2\\n' | " + ctl, &out), 1) << out;
+  EXPECT_THAT(out, HasSubstr("serves a static partition: start it with --live-dir"));
+}
+
+}  // namespace
+}  // namespace fanout::client

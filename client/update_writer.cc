@@ -1,0 +1,126 @@
+#include "client/update_writer.h"
+
+#include <algorithm>
+
+#include "rpc/codec.h"
+
+namespace fanout::client {
+
+Status UpdateWriter::Connect(const ClusterSpec& spec, const rpc::RpcOptions& options,
+                             std::unique_ptr<UpdateWriter>* out) {
+  auto w = std::unique_ptr<UpdateWriter>(new UpdateWriter());
+  const int k = static_cast<int>(spec.replicas.size());
+  if (k == 0) return Status::InvalidArgument("the cluster file lists no partitions");
+  for (int p = 0; p < k; ++p) {
+    if (spec.replicas[p].size() != 1)
+      return Status::InvalidArgument(
+          "partition " + std::to_string(p) + " lists " + std::to_string(spec.replicas[p].size()) +
+          " replicas: replicas of a live partition are not kept in agreement yet, so updates go "
+          "to a cluster file with one replica per partition");
+    std::unique_ptr<rpc::RpcClient> c;
+    FANOUT_RETURN_IF_ERROR(rpc::RpcClient::Connect(spec.replicas[p][0], options, &c));
+    rpc::RemotePartitionInfo info;
+    FANOUT_RETURN_IF_ERROR(c->Info(&info));
+    if (info.partition != p || info.num_parts != k)
+      return Status::InvalidArgument("server " + spec.replicas[p][0] + " serves partition " +
+                                     std::to_string(info.partition) + " of " +
+                                     std::to_string(info.num_parts) + ", listed as partition " +
+                                     std::to_string(p) + " of " + std::to_string(k));
+    if (info.live_version < 0)
+      return Status::InvalidArgument("server " + spec.replicas[p][0] + " (partition " +
+                                     std::to_string(p) +
+                                     ") serves a static partition: start it with --live-dir");
+    if (p > 0 && info.dataset_id != w->infos_[0].dataset_id)
+      return Status::InvalidArgument("server " + spec.replicas[p][0] +
+                                     " serves another dataset than partition 0's");
+    w->clients_.push_back(std::move(c));
+    w->infos_.push_back(info);
+  }
+  w->offsets_ = w->infos_[0].partition_offsets;
+  if (static_cast<int>(w->offsets_.size()) != k + 1)
+    return Status::Corruption("partition 0 describes " + std::to_string(w->offsets_.size() - 1) +
+                              " partitions, not " + std::to_string(k));
+  w->incoming_ = w->infos_[0].direction == "in";
+  *out = std::move(w);
+  return Status::OK();
+}
+
+int UpdateWriter::PartOf(int64_t node) const {
+  return static_cast<int>(std::upper_bound(offsets_.begin(), offsets_.end(), node) -
+                          offsets_.begin()) -
+         1;
+}
+
+Status UpdateWriter::Apply(const GraphUpdates& u, bool undirected, std::vector<int64_t>* versions) {
+  const int k = num_parts();
+  const int64_t n = num_nodes();
+  std::vector<live::UpdateBatch> parts(static_cast<size_t>(k));
+  auto in_range = [&](int64_t v) { return v >= 0 && v < n; };
+  // An edge src -> dst as its rows hold it: (row, neighbor) pairs.
+  auto route = [&](const live::EdgeUpdate& e, const char* what, size_t i, bool add) -> Status {
+    if (!in_range(e.src) || !in_range(e.dst))
+      return Status::InvalidArgument(std::string(what) + " " + std::to_string(i) + ": edge " +
+                                     std::to_string(e.src) + " -> " + std::to_string(e.dst) +
+                                     " names a node outside [0, " + std::to_string(n) + ")");
+    live::EdgeUpdate stored = e;
+    if (incoming_) std::swap(stored.src, stored.dst);
+    auto put = [&](const live::EdgeUpdate& s) {
+      auto& b = parts[static_cast<size_t>(PartOf(s.src))];
+      (add ? b.add_edges : b.remove_edges).push_back(s);
+    };
+    put(stored);
+    if (undirected && e.src != e.dst) {
+      live::EdgeUpdate rev = stored;
+      std::swap(rev.src, rev.dst);
+      put(rev);
+    }
+    return Status::OK();
+  };
+  for (size_t i = 0; i < u.add_edges.size(); ++i)
+    FANOUT_RETURN_IF_ERROR(route(u.add_edges[i], "added edge", i, true));
+  for (size_t i = 0; i < u.remove_edges.size(); ++i)
+    FANOUT_RETURN_IF_ERROR(route(u.remove_edges[i], "removed edge", i, false));
+  if (u.labels.size() != u.label_nodes.size())
+    return Status::InvalidArgument("labels and their nodes differ in count");
+  for (size_t i = 0; i < u.label_nodes.size(); ++i) {
+    if (!in_range(u.label_nodes[i]))
+      return Status::InvalidArgument("label " + std::to_string(i) + ": node " +
+                                     std::to_string(u.label_nodes[i]) + " is outside [0, " +
+                                     std::to_string(n) + ")");
+    auto& b = parts[static_cast<size_t>(PartOf(u.label_nodes[i]))];
+    b.label_rows.push_back(u.label_nodes[i]);
+    b.labels.push_back(u.labels[i]);
+  }
+  if (static_cast<int64_t>(u.feature_bytes.size()) !=
+      u.row_bytes * static_cast<int64_t>(u.feature_nodes.size()))
+    return Status::InvalidArgument("feature bytes do not match their nodes");
+  for (size_t i = 0; i < u.feature_nodes.size(); ++i) {
+    if (!in_range(u.feature_nodes[i]))
+      return Status::InvalidArgument("feature row " + std::to_string(i) + ": node " +
+                                     std::to_string(u.feature_nodes[i]) + " is outside [0, " +
+                                     std::to_string(n) + ")");
+    auto& b = parts[static_cast<size_t>(PartOf(u.feature_nodes[i]))];
+    b.feature_rows.push_back(u.feature_nodes[i]);
+    b.row_bytes = u.row_bytes;
+    b.feature_bytes.append(u.feature_bytes, i * static_cast<size_t>(u.row_bytes),
+                           static_cast<size_t>(u.row_bytes));
+  }
+  versions->assign(static_cast<size_t>(k), -1);
+  Status first_error;
+  for (int p = 0; p < k; ++p) {
+    if (parts[p].empty()) continue;
+    int64_t version = -1;
+    Status st = clients_[p]->ApplyUpdates(live::EncodeUpdateBatch(parts[p]), &version);
+    if (!st.ok()) {
+      if (first_error.ok())
+        first_error =
+            Status::FromCode(static_cast<int>(st.code()), "partition " + std::to_string(p) +
+                                                              " refused its part: " + st.message());
+      continue;
+    }
+    (*versions)[p] = version;
+  }
+  return first_error;
+}
+
+}  // namespace fanout::client

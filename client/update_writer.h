@@ -1,0 +1,65 @@
+// UpdateWriter: graph updates from a client to the live partitions that
+// store them (live graphs; docs/DESIGN.md "Live updates").
+//
+// Updates are in the graph's terms: an edge src -> dst. The writer stores it
+// where the dataset's direction does (the source's row for "out", the
+// destination's for "in"; both with `undirected`), and each node's feature
+// row and label at its owner. One Apply is one update batch per partition it
+// touches, each atomic and durable at the version its server answers. Across
+// partitions a batch is not yet atomic: a partition that refuses its part
+// (or fails) is named, and the others' parts stay applied (their versions
+// returned).
+#ifndef FANOUT_CLIENT_UPDATE_WRITER_H_
+#define FANOUT_CLIENT_UPDATE_WRITER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client/cluster.h"
+#include "live/updates.h"
+#include "rpc/rpc_client.h"
+
+namespace fanout::client {
+
+struct GraphUpdates {
+  std::vector<live::EdgeUpdate> add_edges, remove_edges;  // src -> dst in the graph's terms
+  std::vector<int64_t> label_nodes, labels;
+  std::vector<int64_t> feature_nodes;
+  int64_t row_bytes = 0;      // one row in the dataset's dtype
+  std::string feature_bytes;  // feature_nodes.size() x row_bytes
+  bool empty() const {
+    return add_edges.empty() && remove_edges.empty() && label_nodes.empty() &&
+           feature_nodes.empty();
+  }
+};
+
+class UpdateWriter {
+ public:
+  // Connects one replica of every partition (each must be live: fanout-server
+  // --live-dir). A partition listed with more than one replica is refused:
+  // replicas of a live partition are not kept in agreement yet.
+  static Status Connect(const ClusterSpec& spec, const rpc::RpcOptions& options,
+                        std::unique_ptr<UpdateWriter>* out);
+
+  // `undirected`: every edge stored in both directions (a dataset partitioned
+  // undirected). *versions[p]: the version partition p is readable at after
+  // its part (-1: untouched). InvalidArgument naming the operation for an
+  // id outside the dataset (nothing sent).
+  Status Apply(const GraphUpdates& u, bool undirected, std::vector<int64_t>* versions);
+
+  int num_parts() const { return static_cast<int>(clients_.size()); }
+  int64_t num_nodes() const { return offsets_.back(); }
+  const rpc::RemotePartitionInfo& info(int p) const { return infos_[p]; }
+
+ private:
+  int PartOf(int64_t node) const;
+  std::vector<std::unique_ptr<rpc::RpcClient>> clients_;
+  std::vector<rpc::RemotePartitionInfo> infos_;
+  std::vector<int64_t> offsets_;  // num_parts + 1
+  bool incoming_ = false;         // rows hold in-neighbors
+};
+
+}  // namespace fanout::client
+
+#endif  // FANOUT_CLIENT_UPDATE_WRITER_H_
