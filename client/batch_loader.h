@@ -94,6 +94,11 @@ struct LoaderOptions {
   // source type's nodes and destinations among its destination type's, and
   // strictness checks edges of that type. Required there; -1 otherwise.
   int link_edge_type = -1;
+  // Live partitions (docs/DESIGN.md "Live updates"): every read of a batch is
+  // at one version per partition. Empty ("latest"): each partition's newest
+  // committed version as the batch first reads it; else one version per
+  // partition (a snapshot: -1 for the newest). Batch::versions says which.
+  std::vector<int64_t> snapshot;
 };
 
 // The seed edges of a LinkLoader: edge i is src[i] -> dst[i] (global ids,
@@ -153,6 +158,9 @@ struct Batch {
   Array edge_label;        // [P + M]: see LinkLoader
   Array src_index, dst_pos_index;  // triplet: int64 [P] local indices
   Array dst_neg_index;             // triplet: int64 [P, amount] ([P] when amount is 1)
+  // Live partitions: the version each partition was read at (-1: not read,
+  // or static); empty where the source has no live partitions.
+  std::vector<int64_t> versions;
 };
 
 struct LoaderStats {

@@ -187,6 +187,8 @@ Status LinkSeedNodes(const Source& source, const LoaderOptions& options, const L
 Status SampleAndFetch(const Source& source, const LoaderOptions& options, Session* session,
                       DeviceFeatureFetcher* fetcher, ArrayView<const int64_t> seeds,
                       ArrayView<const int64_t> times, uint64_t request_seed, Batch* out) {
+  // Live partitions: every read of this batch at one version per partition.
+  FANOUT_RETURN_IF_ERROR(session->Pin(options.snapshot));
   const sampler::MultiHopOptions mo = MultiHopOptionsOf(options);
   sampler::SampledSubgraph sub;
   if (options.pinsage) {
@@ -256,6 +258,7 @@ Status SampleAndFetch(const Source& source, const LoaderOptions& options, Sessio
     out->original_id = Array::Empty(DType::kInt64, {n});
     FANOUT_RETURN_IF_ERROR(session->OriginalIds(id_view, out->original_id.ptr<int64_t>()));
   }
+  out->versions = session->Pinned();
   return Status::OK();
 }
 

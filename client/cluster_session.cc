@@ -157,6 +157,7 @@ Status ClusterSession::FetchHop(ArrayView<const int64_t> frontier, int64_t fanou
   auto t0 = std::chrono::steady_clock::now();
   auto part_call = [&](int p) {
     rpc::SampleCall mine = call;
+    mine.version = pinned_.empty() ? -1 : pinned_[p];
     if (!times.empty()) mine.times = times_by_part_[p];
     if (walk) mine.walk_keys = walk_keys_by_part_[p];
     return mine;
@@ -178,6 +179,9 @@ Status ClusterSession::FetchHop(ArrayView<const int64_t> frontier, int64_t fanou
     } else {
       views_[p] = {replies_[p].Counts().data(), replies_[p].Neighbors().data(),
                    replies_[p].EdgeIds().data(), replies_[p].EdgeWeights().data()};
+      // A live partition's first read pins it (one version per batch).
+      if (!pinned_.empty() && pinned_[p] < 0 && replies_[p].version >= 0)
+        pinned_[p] = replies_[p].version;
     }
     // What a server sent, whichever path: no count past the request, no
     // neighbor outside the dataset (a rogue or broken server's reply is
@@ -227,8 +231,33 @@ Status ClusterSession::FetchHop(ArrayView<const int64_t> frontier, int64_t fanou
   return Status::OK();
 }
 
+Status ClusterSession::Pin(const std::vector<int64_t>& versions) {
+  const size_t k = static_cast<size_t>(c_->num_parts());
+  if (!versions.empty() && versions.size() != k)
+    return Status::InvalidArgument("a snapshot names " + std::to_string(versions.size()) +
+                                   " partitions' versions; the cluster has " + std::to_string(k));
+  pinned_ = versions.empty() ? std::vector<int64_t>(k, -1) : versions;
+  return Status::OK();
+}
+
+Status ClusterSession::PinUnread() {
+  for (int p = 0; p < c_->num_parts(); ++p) {
+    // Static partitions (as their replica said when connected; read here or
+    // not) have nothing to pin: no call for them.
+    if (pinned_.empty() || pinned_[p] >= 0 || by_part_[p].empty() || Here(p) ||
+        links_[p].info.live_version < 0)
+      continue;
+    FANOUT_RETURN_IF_ERROR(EnsureClient(p));
+    rpc::RemotePartitionInfo info;
+    FANOUT_RETURN_IF_ERROR(links_[p].client->Info(&info));
+    if (info.live_version >= 0) pinned_[p] = info.live_version;
+  }
+  return Status::OK();
+}
+
 Status ClusterSession::Features(ArrayView<const int64_t> ids, float* out) {
   FANOUT_RETURN_IF_ERROR(Route(ids));
+  FANOUT_RETURN_IF_ERROR(PinUnread());
   const int64_t d = c_->feature_dim();
   if (d == 0) return Status::OK();  // a dataset without feature values: nothing to fetch
   const int k = c_->num_parts();
@@ -315,7 +344,9 @@ Status ClusterSession::Features(ArrayView<const int64_t> ids, float* out) {
         }
         return rpc::ReplySink::Scatter(std::move(segments));
       },
-      [&](int p) { return links_[p].client->SendFeatures(by_part_[p]); },
+      [&](int p) {
+        return links_[p].client->SendFeatures(by_part_[p], pinned_.empty() ? -1 : pinned_[p]);
+      },
       [&](int p) { return links_[p].client->ReceiveFeatures(&replies_[p].neighbors); }));
   stats_.network_wait_s +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -415,6 +446,7 @@ Status ClusterSession::FeaturesToDevice(ArrayView<const int64_t> ids, float* d_o
 
 Status ClusterSession::Labels(ArrayView<const int64_t> ids, int64_t* out) {
   FANOUT_RETURN_IF_ERROR(Route(ids));
+  FANOUT_RETURN_IF_ERROR(PinUnread());
   if (!links_[0].info.has_labels) {  // every label unknown, as the dataset in process says
     std::fill(out, out + ids.size(), int64_t{-1});
     return Status::OK();
@@ -429,7 +461,9 @@ Status ClusterSession::Labels(ArrayView<const int64_t> ids, int64_t* out) {
   for (auto& b : dp_replies_) b.clear();
   FANOUT_RETURN_IF_ERROR(Exchange(
       &req, [&](int p) { return GrowSink(p); },
-      [&](int p) { return links_[p].client->SendLabels(by_part_[p]); },
+      [&](int p) {
+        return links_[p].client->SendLabels(by_part_[p], pinned_.empty() ? -1 : pinned_[p]);
+      },
       [&](int p) { return links_[p].client->ReceiveLabels(&replies_[p].neighbors); }));
   for (int p = 0; p < c_->num_parts(); ++p) {
     if (by_part_[p].empty() || served_[p]) continue;

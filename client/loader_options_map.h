@@ -37,19 +37,18 @@ struct OptionValue {
 };
 
 // Applies `options` over `*out` (its other fields kept). Keys:
-//   shuffle replace weighted features labels edge_ids original_ids drop_last
-//   subgraph neg_strict                              True / False
-//   batch_size num_workers prefetch seed             integers
-//   rank world_size link_edge_type                   integer or None (-1)
-//   num_neighbors input_time                         integer lists (input_time: None = not
-//   temporal) type_fanouts                                     one integer list per edge type, or
-//   None sampler                                          "neighbor", "labor" or "pinsage"
-//   num_walks walk_length visit_stride               integers (PinSAGE)
-//   restart_prob neg_amount                          numbers
-//   top_k                                            integer or None: every hop's count with
-//   "pinsage" x_dtype temporal_strategy neg_mode               names (float32 / float16 / bfloat16;
-//   uniform
-//                                                    / last; binary / triplet)
+//  - True / False: shuffle, replace, weighted, features, labels, edge_ids,
+//    original_ids, drop_last, subgraph, neg_strict;
+//  - integers: batch_size, num_workers, prefetch, seed, num_walks,
+//    walk_length, visit_stride (PinSAGE); rank, world_size, link_edge_type
+//    (or None: -1); top_k (or None; every hop's count with sampler "pinsage");
+//  - numbers: restart_prob, neg_amount;
+//  - integer lists: num_neighbors, input_time (None: not temporal), snapshot
+//    (one version per partition; "latest" or None: each batch at the newest);
+//    type_fanouts: one integer list per edge type, or None;
+//  - names: sampler ("neighbor", "labor", "pinsage"), x_dtype (float32,
+//    float16, bfloat16), temporal_strategy (uniform, last), neg_mode (binary,
+//    triplet).
 // Unknown keys are refused by name. num_neighbors (or type_fanouts) must name
 // at least one hop.
 Status LoaderOptionsFromMap(const std::map<std::string, OptionValue>& options, LoaderOptions* out);

@@ -96,6 +96,20 @@ class Session {
   }
   // Labels (-1 = unknown) of `ids`.
   virtual Status Labels(ArrayView<const int64_t> ids, int64_t* out) = 0;
+  // Live partitions (fanout-server --live-dir; docs/DESIGN.md "Live
+  // updates"): every read until the next Pin is at one version per
+  // partition. `versions` empty: each partition's newest committed version,
+  // as the first read after this call finds it, kept for every later read;
+  // else one version per partition (-1: the newest, at the first read).
+  // Static partitions are read as they are. A source without live
+  // partitions ignores it.
+  virtual Status Pin(const std::vector<int64_t>& versions) {
+    (void)versions;
+    return Status::OK();
+  }
+  // The version each partition was read at since the last Pin (-1: not read,
+  // or static); empty where the source has no live partitions.
+  virtual std::vector<int64_t> Pinned() const { return {}; }
   // Original dataset ids of `ids`.
   virtual Status OriginalIds(ArrayView<const int64_t> ids, int64_t* out) = 0;
   // Stored-direction degrees of `ids` (in-degrees for the default incoming

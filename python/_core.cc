@@ -99,7 +99,8 @@ PYBIND11_MODULE(_core, m) {
       .def("sample_batch", &SampleBatchOf, py::arg("options"), py::arg("nodes"), py::arg("link"),
            py::arg("times"), py::arg("request_seed"))
       .def("random_walks", &RandomWalksOf, py::arg("seeds"), py::arg("options"),
-           py::arg("request_seed"));
+           py::arg("request_seed"))
+      .def("update", &UpdateOf, py::arg("updates"), py::arg("undirected"));
   py::class_<PyLoader>(m, "NodeLoader")
       .def(py::init<const PyCluster&, const py::object&, const py::dict&, const py::object&>(),
            py::arg("cluster"), py::arg("input_nodes"), py::arg("options"),

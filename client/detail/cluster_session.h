@@ -59,6 +59,8 @@ class ClusterSession : public Session {
 
   Status Open();
   std::vector<PartitionPath> Paths() const override;
+  Status Pin(const std::vector<int64_t>& versions) override;
+  std::vector<int64_t> Pinned() const override { return pinned_; }
 
   // Sends one request to every partition with routed ids (over the data plane
   // where it is in use), then receives every reply. A data plane that fails
@@ -390,6 +392,13 @@ class ClusterSession : public Session {
     rpc::RemotePartitionInfo info;           // of the replica in use
   };
   std::vector<Link> links_;
+  // Per partition: the version this session reads it at until the next Pin
+  // (-1: the newest, pinned at its first read).
+  std::vector<int64_t> pinned_;
+  // Pins the live partitions of this call's routed ids that no read has
+  // pinned yet (their newest committed version, asked of the replica in use):
+  // before lookups, whose replies do not say their version.
+  Status PinUnread();
   std::vector<int> path_replica_, path_route_;  // per partition: as the cluster counts it (-1: not)
   std::vector<char> served_;  // per partition: this call's part was served here (not sent)
   // Co-located partitions whose features are on disk: this session's reads.

@@ -111,4 +111,49 @@ py::dict RandomWalksOf(PyCluster& cluster, const py::object& seeds_obj, const py
   return d;
 }
 
+std::vector<int64_t> UpdateOf(PyCluster& cluster, const py::dict& u, bool undirected) {
+  client::GraphUpdates g;
+  auto list = [&](const char* key) {
+    return u.contains(key) && !u[key].is_none() ? Int64List(u[key], key) : std::vector<int64_t>();
+  };
+  auto edges = [&](const char* src_key, const char* dst_key, const char* time_key,
+                   const char* type_key, std::vector<live::EdgeUpdate>* out, int32_t type0) {
+    const std::vector<int64_t> src = list(src_key), dst = list(dst_key), t = list(time_key),
+                               ty = list(type_key);
+    if (src.size() != dst.size() || (!t.empty() && t.size() != src.size()) ||
+        (!ty.empty() && ty.size() != src.size()))
+      Raise(Status::InvalidArgument(std::string(src_key) + ", " + dst_key +
+                                    " and their times / types differ in length"));
+    for (size_t i = 0; i < src.size(); ++i) {
+      live::EdgeUpdate e;
+      e.src = src[i];
+      e.dst = dst[i];
+      e.time = t.empty() ? 0 : t[i];
+      e.type = ty.empty() ? type0 : static_cast<int32_t>(ty[i]);
+      out->push_back(e);
+    }
+  };
+  edges("add_src", "add_dst", "add_time", "add_type", &g.add_edges, 0);
+  edges("remove_src", "remove_dst", "", "remove_type", &g.remove_edges, -1);
+  g.label_nodes = list("label_nodes");
+  g.labels = list("labels");
+  g.feature_nodes = list("feature_nodes");
+  if (u.contains("feature_rows") && !u["feature_rows"].is_none()) {
+    g.feature_bytes = u["feature_rows"].cast<std::string>();
+    g.row_bytes = g.feature_nodes.empty()
+                      ? 0
+                      : static_cast<int64_t>(g.feature_bytes.size() / g.feature_nodes.size());
+  }
+  client::UpdateWriter* w = nullptr;
+  std::vector<int64_t> versions;
+  Status st;
+  {
+    py::gil_scoped_release release;
+    st = cluster.Writer(&w);
+    if (st.ok()) st = w->Apply(g, undirected, &versions);
+  }
+  Check(st);
+  return versions;
+}
+
 }  // namespace fanout::python

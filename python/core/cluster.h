@@ -14,6 +14,7 @@
 #include "cache/gpu_feature_cache.h"
 #include "client/cluster.h"
 #include "client/online.h"
+#include "client/update_writer.h"
 #include "common/id_range.h"
 #include "common/thread_pool.h"
 #include "python/core/common.h"
@@ -331,9 +332,21 @@ class PyCluster {
     return Status::OK();
   }
 
+ public:
+  // The cluster's update writer (connected on first use; live partitions).
+  Status Writer(client::UpdateWriter** out) {
+    std::lock_guard<std::mutex> lock(writer_mu_);
+    if (!writer_) FANOUT_RETURN_IF_ERROR(client::UpdateWriter::Connect(spec_, options_, &writer_));
+    *out = writer_.get();
+    return Status::OK();
+  }
+
+ private:
   client::ClusterSpec spec_;
   rpc::RpcOptions options_;
   std::shared_ptr<client::Cluster> cluster_;
+  std::mutex writer_mu_;
+  std::unique_ptr<client::UpdateWriter> writer_;  // GUARDED_BY(writer_mu_)
   std::mutex online_mu_;
   std::unique_ptr<client::OnlineSampler> online_;  // GUARDED_BY(online_mu_) (made once)
   std::mutex session_mu_;
@@ -360,6 +373,13 @@ py::dict SampleBatchOf(PyCluster& cluster, const py::dict& options, const py::ob
 // "top_offsets", "top_nodes", "top_counts"}.
 py::dict RandomWalksOf(PyCluster& cluster, const py::object& seeds_obj, const py::dict& options,
                        uint64_t request_seed);
+
+// Graph updates to the cluster's live partitions (client::UpdateWriter):
+// `updates` holds add_src/add_dst (+ add_time, add_type), remove_src/
+// remove_dst (+ remove_type), label_nodes/labels, feature_nodes and
+// feature_rows (bytes, one row each in the dataset's dtype). Returns each
+// partition's version after it (-1: untouched).
+std::vector<int64_t> UpdateOf(PyCluster& cluster, const py::dict& updates, bool undirected);
 
 }  // namespace fanout::python
 

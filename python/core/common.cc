@@ -179,6 +179,7 @@ py::dict BatchDict(const client::Batch& b) {
   d["batch_size"] = b.batch_size;
   d["epoch"] = b.epoch;
   d["index"] = b.index;
+  d["versions"] = b.versions;
   return d;
 }
 

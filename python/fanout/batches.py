@@ -39,7 +39,7 @@ class Batch:
     _LINK = ("edge_label_index", "edge_label", "src_index", "dst_pos_index", "dst_neg_index", "batch", "seed_time",
              "node_type", "edge_type", "edge_weight")
     __slots__ = ("x", "y", "edge_index", "n_id", "e_id", "original_id", "batch_size", "num_sampled_nodes",
-                 "num_sampled_edges", "input_id", "epoch", "index") + _LINK
+                 "num_sampled_edges", "input_id", "epoch", "index", "versions") + _LINK
 
     def __init__(self, d):
         self.x = _tensor(d["x"])
@@ -56,6 +56,8 @@ class Batch:
             setattr(self, k, _tensor(d.get(k)))
         self.epoch = d["epoch"]
         self.index = d["index"]
+        # Live partitions: the version each partition was read at (-1: not read, or static).
+        self.versions = list(d.get("versions", ()))
 
     def to_pyg(self):
         """This batch as a torch_geometric.data.Data (needs PyG installed)."""

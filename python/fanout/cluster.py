@@ -236,5 +236,42 @@ class Cluster:
         d = self._c.random_walks(_ids_buffer(ids), options, int(seed))
         return WalkBatch(d, ids, num_walks)
 
+    def update(self, *, add_edges=None, remove_edges=None, edge_times=None, edge_types=None, labels=None,
+               features=None, undirected=False):
+        """Graph updates to live partitions (servers run with ``--live-dir``; docs/DESIGN.md, "Live
+        updates"). ``add_edges`` / ``remove_edges``: int64 [2, E] (row 0 sources, row 1
+        destinations, in the graph's terms: each edge is stored where the dataset's direction
+        keeps it, both ways with ``undirected``); ``edge_times`` / ``edge_types``: one per added edge;
+        ``labels``: {node: label} or (nodes, labels); ``features``: (nodes, float32 [n, feature_dim]).
+        Each partition's part is one atomic batch, durable before this returns (across partitions
+        not yet atomic). Returns the version each partition is readable at (-1: untouched); a
+        loader's batches name the versions they read (``Batch.versions``)."""
+        u = {}
+
+        def pair(name, v):
+            t = torch.as_tensor(v, dtype=torch.long)
+            if t.dim() != 2 or t.shape[0] != 2:
+                raise InvalidArgument("%s must be [2, E] (sources, destinations), not %s" % (name, tuple(t.shape)))
+            return _ids_buffer(t[0].contiguous()), _ids_buffer(t[1].contiguous())
+
+        if add_edges is not None:
+            u["add_src"], u["add_dst"] = pair("add_edges", add_edges)
+            if edge_times is not None:
+                u["add_time"] = _ids_buffer(torch.as_tensor(edge_times, dtype=torch.long).contiguous())
+            if edge_types is not None:
+                u["add_type"] = _ids_buffer(torch.as_tensor(edge_types, dtype=torch.long).contiguous())
+        if remove_edges is not None:
+            u["remove_src"], u["remove_dst"] = pair("remove_edges", remove_edges)
+        if labels is not None:
+            nodes, values = (list(labels.keys()), list(labels.values())) if isinstance(labels, dict) else labels
+            u["label_nodes"] = _ids_buffer(torch.as_tensor(nodes, dtype=torch.long).contiguous())
+            u["labels"] = _ids_buffer(torch.as_tensor(values, dtype=torch.long).contiguous())
+        if features is not None:
+            nodes, rows = features
+            rows = torch.as_tensor(rows, dtype=torch.float32).contiguous()
+            u["feature_nodes"] = _ids_buffer(torch.as_tensor(nodes, dtype=torch.long).contiguous())
+            u["feature_rows"] = rows.numpy().tobytes()
+        return list(self._c.update(u, bool(undirected)))
+
     def __repr__(self):
         return "fanout.Cluster(%s)" % self._c.description

@@ -59,7 +59,7 @@ class NodeLoader:
                  features=True, labels=True, edge_ids=True, original_ids=False, drop_last=False, rank=None,
                  world_size=None, device="cpu", gpu_cache_fraction=0.1, input_time=None, temporal_strategy="uniform",
                  sampler="neighbor", num_walks=10, walk_length=4, restart_prob=0.5, visit_stride=1, top_k=None,
-                 local_sampling=None, x_dtype=torch.float32, _subgraph=False, _link=None):
+                 local_sampling=None, x_dtype=torch.float32, snapshot="latest", _subgraph=False, _link=None):
         if not isinstance(cluster, Cluster):
             raise InvalidArgument("%s needs a fanout.Cluster, not %s" % (type(self).__name__, type(cluster).__name__))
         _check_data_plane(data_plane)
@@ -105,6 +105,9 @@ class NodeLoader:
                        gpu_cache_fraction=float(gpu_cache_fraction), subgraph=bool(_subgraph),
                        input_time=_times(input_time), temporal_strategy=str(temporal_strategy),
                        type_fanouts=type_fanouts, link_edge_type=self._link_edge_type, sampler=str(sampler))
+        # Live partitions: "latest" (each batch at each partition's newest version, one per batch),
+        # or one version per partition (the C++ parser checks).
+        options["snapshot"] = snapshot if isinstance(snapshot, str) or snapshot is None else [int(v) for v in snapshot]
         if top_k is not None:  # every hop's count with sampler="pinsage" (the C++ parser checks)
             options["top_k"] = top_k
         if sampler == "pinsage":

@@ -14,12 +14,15 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <thread>
 
+#include "client/batch_loader.h"
 #include "client/cached_source.h"
 #include "client/cluster.h"
 #include "client/source.h"
 #include "common/random.h"
+#include "live/updates.h"
 #include "tests/datasets/test_util.h"
 #include "tests/server/server_fixture.h"
 #include "tests/server/test_certs.h"
@@ -955,6 +958,89 @@ TEST_F(ClusterTest, FanoutCtlUpdateRoutesEachOperationToItsPartitionAndNamesABad
   out.clear();
   EXPECT_EQ(RunCommand("printf 'add,1,2\\n' | " + ctl, &out), 1) << out;
   EXPECT_THAT(out, HasSubstr("serves a static partition: start it with --live-dir"));
+}
+
+}  // namespace
+}  // namespace fanout::client
+
+namespace fanout::client {
+namespace {
+
+std::vector<int64_t> Values(const Array& a) {
+  const int64_t* p = a.ptr<int64_t>();
+  return std::vector<int64_t>(p, p + a.numel());
+}
+
+// Loaders over live partitions: each batch reads one version per partition
+// and says which; a snapshot of versions gives the same batches whatever is
+// written meanwhile, and version 0 gives the static graph's batches.
+TEST_F(ClusterTest, LoaderBatchesReadOneVersionPerPartitionAndASnapshotStaysPut) {
+  datasets::testing::TempDir tmp;
+  server::ServerOptions so;
+  so.live_dir = tmp.Sub("live");
+  StartServers(2, so);
+  auto cluster = ConnectCluster();
+  std::vector<int64_t> seeds(64);
+  std::iota(seeds.begin(), seeds.end(), int64_t{0});
+  LoaderOptions o;
+  o.batch_size = 32;
+  o.fanouts = {5, 3};
+  o.shuffle = false;
+  o.num_workers = 1;
+  auto epoch = [&](const LoaderOptions& lo, std::vector<Batch>* out) {
+    BatchLoader loader(cluster, seeds, lo);
+    Batch b;
+    out->clear();
+    while (loader.Next(&b)) out->push_back(b);
+  };
+  std::vector<Batch> static_batches, before, after, pinned;
+  epoch(o, &static_batches);
+  ASSERT_EQ(static_batches.size(), 2u);
+  EXPECT_EQ(static_batches[0].versions, (std::vector<int64_t>{0, 0}));
+  // Updates to both partitions: every seed of the first batch gains an edge.
+  auto c0 = Connect(0), c1 = Connect(1);
+  rpc::RemotePartitionInfo info;
+  ASSERT_TRUE(c0->Info(&info).ok());
+  const int64_t mid = info.partition_offsets[1];
+  live::UpdateBatch b0;
+  for (int64_t s = 0; s < 32; ++s) b0.add_edges.push_back({s, mid + s});
+  int64_t v = 0;
+  ASSERT_TRUE(c0->ApplyUpdates(live::EncodeUpdateBatch(b0), &v).ok());
+  ASSERT_EQ(v, 1);
+  epoch(o, &after);
+  EXPECT_EQ(after[0].versions[0], 1);
+  EXPECT_NE(Values(after[0].edge_index), Values(static_batches[0].edge_index));
+  // Pinned at the base: the static graph's batches, whatever is written now.
+  LoaderOptions at0 = o;
+  at0.snapshot = {0, 0};
+  epoch(at0, &pinned);
+  for (size_t i = 0; i < pinned.size(); ++i) {
+    EXPECT_EQ(pinned[i].versions, (std::vector<int64_t>{0, 0}));
+    EXPECT_EQ(Values(pinned[i].edge_index), Values(static_batches[i].edge_index)) << i;
+    EXPECT_EQ(Values(pinned[i].n_id), Values(static_batches[i].n_id)) << i;
+  }
+  // Pinned at version 1 while another batch is written: the same batches.
+  LoaderOptions at1 = o;
+  at1.snapshot = {1, 0};
+  epoch(at1, &before);
+  live::UpdateBatch more;
+  for (int64_t s = 0; s < 32; ++s) more.remove_edges.push_back({s, mid + s});
+  ASSERT_TRUE(c0->ApplyUpdates(live::EncodeUpdateBatch(more), &v).ok());
+  epoch(at1, &pinned);
+  for (size_t i = 0; i < pinned.size(); ++i)
+    EXPECT_EQ(Values(pinned[i].edge_index), Values(before[i].edge_index)) << i;
+  EXPECT_EQ(Values(before[0].edge_index), Values(after[0].edge_index));
+  // A version no partition has reached yet fails the batch, naming it.
+  LoaderOptions ahead = o;
+  ahead.snapshot = {9, 0};
+  BatchLoader loader(cluster, seeds, ahead);
+  Batch b;
+  EXPECT_THROW(
+      {
+        while (loader.Next(&b)) {
+        }
+      },
+      std::exception);
 }
 
 }  // namespace

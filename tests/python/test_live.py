@@ -1,0 +1,51 @@
+"""Live graphs from Python: fanout.Cluster.update on servers run with --live-dir, loader batches
+that name the versions they read, a snapshot that stays put while writers go on, and bad updates
+refused by name."""
+import pytest
+import torch
+
+
+def _nodes(batch):
+    return batch.n_id.tolist(), batch.edge_index.tolist()
+
+
+def test_updates_are_seen_by_the_next_batch_and_a_snapshot_stays_put(cora2, fanout, tmp_path):
+    with fanout.LocalCluster(cora2, server_args=["--live-dir", str(tmp_path / "live")]) as lc:
+        c = lc.cluster()
+        kw = dict(num_neighbors=[5, 3], batch_size=16, shuffle=False, num_workers=1)
+        seeds = torch.arange(16)
+        before = next(iter(fanout.NodeLoader(c, seeds, **kw)))
+        assert before.versions == [0, 0]
+        # Every seed gains an edge to a node of the other partition (both ways), and a label.
+        far = c.num_nodes - 1
+        versions = c.update(add_edges=torch.stack([seeds, torch.full_like(seeds, far)]),
+                            labels={0: 3}, undirected=True)
+        assert versions == [1, 1]
+        after = next(iter(fanout.NodeLoader(c, seeds, **kw)))
+        assert after.versions == [1, 1]
+        assert _nodes(after) != _nodes(before)
+        assert int(after.y[0]) == 3
+        # Pinned at the base: the batch before the update, value for value, whatever is written now.
+        c.update(remove_edges=torch.stack([seeds, torch.full_like(seeds, far)]), undirected=True)
+        pinned = next(iter(fanout.NodeLoader(c, seeds, snapshot=[0, 0], **kw)))
+        assert pinned.versions == [0, 0]
+        assert _nodes(pinned) == _nodes(before)
+        assert torch.equal(pinned.x, before.x) and torch.equal(pinned.y, before.y)
+        at1 = next(iter(fanout.NodeLoader(c, seeds, snapshot=[1, 1], **kw)))
+        assert _nodes(at1) == _nodes(after)
+
+
+def test_bad_updates_are_refused_by_name(cora2, fanout, tmp_path):
+    with fanout.LocalCluster(cora2, server_args=["--live-dir", str(tmp_path / "live")]) as lc:
+        c = lc.cluster()
+        with pytest.raises(fanout.InvalidArgument, match="names a node outside"):
+            c.update(add_edges=[[0], [c.num_nodes]])
+        with pytest.raises(fanout.InvalidArgument, match=r"must be \[2, E\]"):
+            c.update(add_edges=[0, 1])
+        with pytest.raises(fanout.InvalidArgument, match="snapshot"):
+            fanout.NodeLoader(c, torch.arange(4), num_neighbors=[2], snapshot="yesterday")
+
+
+def test_a_static_cluster_takes_no_updates(cluster, fanout):
+    with pytest.raises(fanout.InvalidArgument, match="static partition"):
+        cluster.update(add_edges=[[0], [1]])
