@@ -160,7 +160,7 @@ void RpcHandler::partition_info(gen::PartitionInfo& out) {
     if (data_port > 0) out.__set_data_port(data_port);
     // Its tenant's ticket (the default tenant's on a server with an auth
     // token or TLS): this connection authenticated to get here.
-    const std::string ticket = s.tenancy->Ticket(svc_.tenant());
+    const std::string ticket = s.tenancy ? s.tenancy->Ticket(svc_.tenant()) : std::string();
     if (!ticket.empty()) out.__set_data_plane_ticket(ticket);
     if (m.has_edge_times) out.__set_has_edge_times(true);
     if (s.live) out.__set_live_version(static_cast<int64_t>(s.live->partition().committed()));

@@ -333,7 +333,7 @@ Status PartitionServer::StartLocalSocket() {
     // (a removed or rotated tenant's ticket names no one after the reload).
     const Tenancy* tenancy = state_->tenancy.get();
     o.authorize = [tenancy](const std::string& ticket) { return tenancy->MayMapExport(ticket); };
-  } else if (state_->tenancy->tickets_required()) {
+  } else if (state_->tenancy && state_->tenancy->tickets_required()) {
     // The token, or the data-plane ticket handed to connections that gave it
     // (TLS or the token).
     const Tenancy* tenancy = state_->tenancy.get();
@@ -467,7 +467,8 @@ Status PartitionServer::StartDataPlane() {
                                         : std::min(4, std::max(1, UsableCpuCount()));
   o.max_request_bytes = options_.max_frame_bytes;
   Tenancy* tenancy = state_->tenancy.get();
-  if (tenancy->tickets_required())  // each ticket names its tenant (handed out with PartitionInfo)
+  if (tenancy != nullptr &&
+      tenancy->tickets_required())  // each ticket names its tenant (handed out with PartitionInfo)
     o.ticket_tenant = [tenancy](const std::string& ticket) { return tenancy->ByTicket(ticket); };
   if (state_->tenants_file) {
     // Requests wait for their tenant's turn: off the progress threads, so
