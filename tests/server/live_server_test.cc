@@ -1,16 +1,24 @@
 // A live partition served over Thrift: updates acknowledged at a version,
 // every read (hops, feature rows, labels) at a version, a restart that
 // replays the log to the same versions, bad batches refused naming the
-// operation with nothing applied, and who may write.
+// operation with nothing applied, who may write, and kill -9 mid-ingest
+// losing no acknowledged batch.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
 
 #include "live/update_log.h"
 #include "live/updates.h"
 #include "rpc/codec.h"
+#include "tests/server/child_server.h"
 #include "tests/server/server_fixture.h"
 
 namespace fanout::server {
@@ -199,6 +207,74 @@ TEST_F(LiveServerTest, ALogOfAnotherDatasetIsRefusedAtStart) {
   Status st = s.Start();
   EXPECT_EQ(st.code(), Status::Code::kCorruption);
   EXPECT_THAT(st.message(), HasSubstr("record 1: this partition refuses it"));
+}
+
+}  // namespace
+}  // namespace fanout::server
+
+namespace fanout::server {
+namespace {
+
+// A writer streams update batches to a live fanout-server process, which is
+// killed with SIGKILL at a different point each round; after each restart
+// every acknowledged batch is there, whole (every one of its edges), at a
+// version at least the one it was acknowledged at.
+TEST(LiveServerKillTest, KillNineMidIngestLosesNoAcknowledgedBatch) {
+  datasets::testing::TempDir tmp;
+  const std::string dir = testing::CoraDir(1), live = tmp.Sub("live");
+  std::map<int64_t, live::UpdateBatch> acked;  // by version
+  std::mt19937_64 rng(5);
+  for (int round = 0; round < 6; ++round) {
+    testing::Child child = testing::StartChild(dir, 0, {"--live-dir", live});
+    testing::Reaper reaper{{&child}};
+    ASSERT_GT(child.port, 0) << "round " << round << ": the server did not start";
+    std::unique_ptr<rpc::RpcClient> c;
+    ASSERT_TRUE(rpc::RpcClient::Connect(child.address(), {}, &c).ok());
+    rpc::RemotePartitionInfo info;
+    ASSERT_TRUE(c->Info(&info).ok());
+    // Every batch acknowledged before this restart is there, whole.
+    int64_t newest = acked.empty() ? 0 : acked.rbegin()->first;
+    EXPECT_GE(info.live_version, newest) << "round " << round;
+    std::map<int64_t, std::vector<int64_t>> rows;
+    for (const auto& [version, b] : acked)
+      for (const live::EdgeUpdate& e : b.add_edges) {
+        auto it = rows.find(e.src);
+        if (it == rows.end()) {
+          rpc::SampleCall call;
+          call.fanout = -1;
+          rpc::SampleReply r;
+          const std::vector<int64_t> ids{e.src};
+          ASSERT_TRUE(c->Sample(ArrayView<const int64_t>(ids), call, &r).ok());
+          auto n = r.Neighbors();
+          it = rows.emplace(e.src, std::vector<int64_t>(n.begin(), n.end())).first;
+        }
+        ASSERT_NE(std::find(it->second.begin(), it->second.end(), e.dst), it->second.end())
+            << "round " << round << ": batch " << version << " lost edge " << e.src << " -> "
+            << e.dst;
+      }
+    // A writer streams batches; the server dies under it.
+    const int64_t n = info.num_nodes_total;
+    std::mutex mu;
+    std::thread writer([&, seed = rng()] {
+      std::mt19937_64 wr(seed);
+      std::unique_ptr<rpc::RpcClient> w;
+      if (!rpc::RpcClient::Connect(child.address(), {}, &w).ok()) return;
+      for (;;) {
+        live::UpdateBatch b;
+        for (int i = 0; i < 20; ++i)
+          b.add_edges.push_back({static_cast<int64_t>(wr() % n), static_cast<int64_t>(wr() % n)});
+        int64_t version = 0;
+        if (!w->ApplyUpdates(live::EncodeUpdateBatch(b), &version).ok()) return;
+        std::lock_guard<std::mutex> l(mu);
+        acked[version] = b;
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(30 + 40 * round));
+    kill(child.pid, SIGKILL);
+    waitpid(child.pid, nullptr, 0);
+    writer.join();
+  }
+  EXPECT_GT(acked.size(), 6u);
 }
 
 }  // namespace
