@@ -157,6 +157,14 @@ void BatchLoader::SetEpoch(int64_t epoch) {
     worker_paths_.resize(sessions_.size());
     for (size_t w = 0; w < sessions_.size(); ++w) worker_paths_[w] = sessions_[w]->Paths();
   }
+  if (options_.snapshot_epoch) {
+    // The epoch's versions, fixed before any of its batches is sampled.
+    Status st = sessions_[0]->Newest(&options_.snapshot);
+    if (!st.ok()) throw LoaderError(std::move(st));
+    if (std::all_of(options_.snapshot.begin(), options_.snapshot.end(),
+                    [](int64_t v) { return v < 0; }))
+      options_.snapshot.clear();  // no live partition: nothing to pin
+  }
   epoch_ = epoch;
   running_ = true;
   order_ = EpochPositions(epoch);

@@ -99,6 +99,10 @@ struct LoaderOptions {
   // committed version as the batch first reads it; else one version per
   // partition (a snapshot: -1 for the newest). Batch::versions says which.
   std::vector<int64_t> snapshot;
+  // One version per partition for a whole epoch: each partition's newest
+  // committed version when the epoch starts (the loader sets `snapshot` to
+  // it at every epoch's start). Not with `snapshot`.
+  bool snapshot_epoch = false;
 };
 
 // The seed edges of a LinkLoader: edge i is src[i] -> dst[i] (global ids,

@@ -240,6 +240,18 @@ Status ClusterSession::Pin(const std::vector<int64_t>& versions) {
   return Status::OK();
 }
 
+Status ClusterSession::Newest(std::vector<int64_t>* versions) {
+  versions->assign(static_cast<size_t>(c_->num_parts()), -1);
+  for (int p = 0; p < c_->num_parts(); ++p) {
+    if (Here(p) || links_[p].info.live_version < 0) continue;  // static
+    FANOUT_RETURN_IF_ERROR(EnsureClient(p));
+    rpc::RemotePartitionInfo info;
+    FANOUT_RETURN_IF_ERROR(links_[p].client->Info(&info));
+    (*versions)[p] = info.live_version;
+  }
+  return Status::OK();
+}
+
 Status ClusterSession::PinUnread() {
   for (int p = 0; p < c_->num_parts(); ++p) {
     // Static partitions (as their replica said when connected; read here or

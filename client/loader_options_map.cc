@@ -176,12 +176,15 @@ Status LoaderOptionsFromMap(const std::map<std::string, OptionValue>& options, L
       if (st.ok()) st = sampler::ParseNegativeMode(name, &o->negative.mode);
     } else if (key == "snapshot") {
       // "latest" / None, or one version per partition.
+      o->snapshot.clear();
+      o->snapshot_epoch = false;
       if (v.kind == Kind::kNone || (v.kind == Kind::kString && v.s == "latest")) {
-        o->snapshot.clear();
+      } else if (v.kind == Kind::kString && v.s == "epoch") {
+        o->snapshot_epoch = true;
       } else if (v.kind == Kind::kIntList) {
         o->snapshot = v.list;
       } else {
-        st = Bad(key, "\"latest\" or one version per partition");
+        st = Bad(key, "\"latest\", \"epoch\" or one version per partition");
       }
     } else if (key == "neg_amount") {
       st = r.Number(&o->negative.amount);

@@ -44,7 +44,8 @@ struct OptionValue {
 //    (or None: -1); top_k (or None; every hop's count with sampler "pinsage");
 //  - numbers: restart_prob, neg_amount;
 //  - integer lists: num_neighbors, input_time (None: not temporal), snapshot
-//    (one version per partition; "latest" or None: each batch at the newest);
+//    (one version per partition; "latest" or None: each batch at the newest;
+//    "epoch": each epoch at the newest when it starts);
 //    type_fanouts: one integer list per edge type, or None;
 //  - names: sampler ("neighbor", "labor", "pinsage"), x_dtype (float32,
 //    float16, bfloat16), temporal_strategy (uniform, last), neg_mode (binary,

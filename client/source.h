@@ -110,6 +110,12 @@ class Session {
   // The version each partition was read at since the last Pin (-1: not read,
   // or static); empty where the source has no live partitions.
   virtual std::vector<int64_t> Pinned() const { return {}; }
+  // Each partition's newest committed version now (-1: static), asked of
+  // the live partitions' replicas; empty where the source has none.
+  virtual Status Newest(std::vector<int64_t>* versions) {
+    versions->clear();
+    return Status::OK();
+  }
   // Original dataset ids of `ids`.
   virtual Status OriginalIds(ArrayView<const int64_t> ids, int64_t* out) = 0;
   // Stored-direction degrees of `ids` (in-degrees for the default incoming

@@ -61,6 +61,7 @@ class ClusterSession : public Session {
   std::vector<PartitionPath> Paths() const override;
   Status Pin(const std::vector<int64_t>& versions) override;
   std::vector<int64_t> Pinned() const override { return pinned_; }
+  Status Newest(std::vector<int64_t>* versions) override;
 
   // Sends one request to every partition with routed ids (over the data plane
   // where it is in use), then receives every reply. A data plane that fails

@@ -1030,6 +1030,24 @@ TEST_F(ClusterTest, LoaderBatchesReadOneVersionPerPartitionAndASnapshotStaysPut)
   for (size_t i = 0; i < pinned.size(); ++i)
     EXPECT_EQ(Values(pinned[i].edge_index), Values(before[i].edge_index)) << i;
   EXPECT_EQ(Values(before[0].edge_index), Values(after[0].edge_index));
+  // snapshot_epoch: an update in the middle of an epoch is seen from the
+  // next epoch on, never by the rest of this one.
+  LoaderOptions per_epoch = o;
+  per_epoch.snapshot_epoch = true;
+  {
+    BatchLoader loader(cluster, seeds, per_epoch);
+    Batch first, second;
+    ASSERT_TRUE(loader.Next(&first));
+    const std::vector<int64_t> pinned_at = first.versions;
+    ASSERT_EQ(pinned_at, (std::vector<int64_t>{2, 0}));
+    ASSERT_TRUE(c0->ApplyUpdates(live::EncodeUpdateBatch(b0), &v).ok());  // version 3
+    ASSERT_TRUE(c1->ApplyUpdates(live::EncodeUpdateBatch(live::UpdateBatch{{{mid, 0}}}), &v).ok());
+    ASSERT_TRUE(loader.Next(&second));
+    EXPECT_EQ(second.versions, pinned_at);
+    ASSERT_FALSE(loader.Next(&second));  // the epoch ends
+    ASSERT_TRUE(loader.Next(&second));   // the next one pins the newest
+    EXPECT_EQ(second.versions, (std::vector<int64_t>{3, 1}));
+  }
   // A version no partition has reached yet fails the batch, naming it.
   LoaderOptions ahead = o;
   ahead.snapshot = {9, 0};

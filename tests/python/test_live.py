@@ -33,6 +33,13 @@ def test_updates_are_seen_by_the_next_batch_and_a_snapshot_stays_put(cora2, fano
         assert torch.equal(pinned.x, before.x) and torch.equal(pinned.y, before.y)
         at1 = next(iter(fanout.NodeLoader(c, seeds, snapshot=[1, 1], **kw)))
         assert _nodes(at1) == _nodes(after)
+        # "epoch": the versions of the epoch's start for all its batches.
+        loader = fanout.NodeLoader(c, torch.arange(32), snapshot="epoch", **kw)
+        it = iter(loader)
+        first = next(it)
+        c.update(labels={1: 2})
+        assert next(it).versions == first.versions == [2, 2]
+        assert [b.versions for b in loader] == [[3, 2], [3, 2]]
 
 
 def test_bad_updates_are_refused_by_name(cora2, fanout, tmp_path):
