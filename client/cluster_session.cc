@@ -240,30 +240,28 @@ Status ClusterSession::Pin(const std::vector<int64_t>& versions) {
   return Status::OK();
 }
 
+Status ClusterSession::NewestOf(int p, int64_t* version) {
+  *version = -1;
+  // Static partitions (as their replica said when connected; read here or
+  // not) have no versions: no call for them.
+  if (Here(p) || links_[p].info.live_version < 0) return Status::OK();
+  FANOUT_RETURN_IF_ERROR(EnsureClient(p));
+  rpc::RemotePartitionInfo info;
+  FANOUT_RETURN_IF_ERROR(links_[p].client->Info(&info));
+  *version = info.live_version;
+  return Status::OK();
+}
+
 Status ClusterSession::Newest(std::vector<int64_t>* versions) {
   versions->assign(static_cast<size_t>(c_->num_parts()), -1);
-  for (int p = 0; p < c_->num_parts(); ++p) {
-    if (Here(p) || links_[p].info.live_version < 0) continue;  // static
-    FANOUT_RETURN_IF_ERROR(EnsureClient(p));
-    rpc::RemotePartitionInfo info;
-    FANOUT_RETURN_IF_ERROR(links_[p].client->Info(&info));
-    (*versions)[p] = info.live_version;
-  }
+  for (int p = 0; p < c_->num_parts(); ++p) FANOUT_RETURN_IF_ERROR(NewestOf(p, &(*versions)[p]));
   return Status::OK();
 }
 
 Status ClusterSession::PinUnread() {
-  for (int p = 0; p < c_->num_parts(); ++p) {
-    // Static partitions (as their replica said when connected; read here or
-    // not) have nothing to pin: no call for them.
-    if (pinned_.empty() || pinned_[p] >= 0 || by_part_[p].empty() || Here(p) ||
-        links_[p].info.live_version < 0)
-      continue;
-    FANOUT_RETURN_IF_ERROR(EnsureClient(p));
-    rpc::RemotePartitionInfo info;
-    FANOUT_RETURN_IF_ERROR(links_[p].client->Info(&info));
-    if (info.live_version >= 0) pinned_[p] = info.live_version;
-  }
+  for (int p = 0; p < c_->num_parts(); ++p)
+    if (!pinned_.empty() && pinned_[p] < 0 && !by_part_[p].empty())
+      FANOUT_RETURN_IF_ERROR(NewestOf(p, &pinned_[p]));
   return Status::OK();
 }
 

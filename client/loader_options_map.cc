@@ -176,16 +176,11 @@ Status LoaderOptionsFromMap(const std::map<std::string, OptionValue>& options, L
       if (st.ok()) st = sampler::ParseNegativeMode(name, &o->negative.mode);
     } else if (key == "snapshot") {
       // "latest" / None, or one version per partition.
-      o->snapshot.clear();
-      o->snapshot_epoch = false;
-      if (v.kind == Kind::kNone || (v.kind == Kind::kString && v.s == "latest")) {
-      } else if (v.kind == Kind::kString && v.s == "epoch") {
-        o->snapshot_epoch = true;
-      } else if (v.kind == Kind::kIntList) {
-        o->snapshot = v.list;
-      } else {
+      const bool latest = v.kind == Kind::kNone || (v.kind == Kind::kString && v.s == "latest");
+      o->snapshot_epoch = v.kind == Kind::kString && v.s == "epoch";
+      o->snapshot = v.kind == Kind::kIntList ? v.list : std::vector<int64_t>();
+      if (!latest && !o->snapshot_epoch && v.kind != Kind::kIntList)
         st = Bad(key, "\"latest\", \"epoch\" or one version per partition");
-      }
     } else if (key == "neg_amount") {
       st = r.Number(&o->negative.amount);
     } else {

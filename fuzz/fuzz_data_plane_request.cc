@@ -15,7 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 9) return 0;
   uint64_t data_length;
   std::memcpy(&data_length, data, 8);
-  const bool need_ticket = data[8] & 1;  // also: the reply decoder's edge-ids flag
+  const bool eids = data[8] & 1;  // the reply decoder's edge-ids flag
   wire::RequestHeader hdr;
   bool malformed = false;
   fanout::Status st = wire::DecodeRequest(data + 9, size - 9, data_length % (size_t{1} << 40),
@@ -33,12 +33,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   SampleReplyView v;
   const size_t nodes = data_length % 4096;
   const bool weights = (data_length >> 12) & 1;  // a LABOR reply (edge weights last)
-  if (DecodeSampleReply(reinterpret_cast<const char*>(aligned.data()), size - 9, nodes, need_ticket,
-                        &v, weights)
+  if (DecodeSampleReply(reinterpret_cast<const char*>(aligned.data()), size - 9, nodes, eids, &v,
+                        weights)
           .ok()) {
     int64_t sum = 0;
     for (size_t i = 0; i < nodes; ++i) sum += v.counts[i];
-    if (sum != v.total || SampleReplyBytes(nodes, v.total, need_ticket, weights) != size - 9)
+    if (sum != v.total || SampleReplyBytes(nodes, v.total, eids, weights) != size - 9)
       __builtin_trap();
     if (weights && v.total > 0 &&
         reinterpret_cast<const char*>(v.edge_weights + v.total) !=

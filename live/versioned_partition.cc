@@ -1,6 +1,7 @@
 #include "live/versioned_partition.h"
 
 #include <algorithm>
+#include <cstring>
 #include <mutex>
 #include <numeric>
 
@@ -251,31 +252,44 @@ Status VersionedPartition::SampleHop(ArrayView<const int64_t> nodes, int64_t fan
   return Status::OK();
 }
 
+template <typename T>
+const T* VersionedPartition::Latest(const std::unordered_map<int64_t, Versions<T>>& m, int64_t node,
+                                    uint64_t version) {
+  auto it = m.find(node);
+  if (it == m.end()) return nullptr;
+  const T* found = nullptr;
+  for (const auto& [seq, value] : it->second.v) {
+    if (seq > version) break;  // log order: the rest are later
+    found = &value;
+  }
+  return found;
+}
+
 bool VersionedPartition::FeatureRow(int64_t node, uint64_t version, std::string* out) const {
   std::shared_lock<std::shared_mutex> lock(mu_);
-  auto it = features_.find(node);
-  if (it == features_.end()) return false;
-  const std::string* found = nullptr;
-  for (const auto& [seq, bytes] : it->second.v) {
-    if (seq > version) break;
-    found = &bytes;
-  }
-  if (found == nullptr) return false;
-  *out = *found;
-  return true;
+  const std::string* row = Latest(features_, node, version);
+  if (row != nullptr) *out = *row;
+  return row != nullptr;
 }
 
 bool VersionedPartition::Label(int64_t node, uint64_t version, int64_t* out) const {
   std::shared_lock<std::shared_mutex> lock(mu_);
-  auto it = labels_.find(node);
-  if (it == labels_.end()) return false;
-  bool found = false;
-  for (const auto& [seq, label] : it->second.v) {
-    if (seq > version) break;
-    *out = label;
-    found = true;
-  }
-  return found;
+  const int64_t* label = Latest(labels_, node, version);
+  if (label != nullptr) *out = *label;
+  return label != nullptr;
+}
+
+void VersionedPartition::Overlay(ArrayView<const int64_t> nodes, uint64_t version, char* rows,
+                                 int64_t* labels) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  const size_t width = static_cast<size_t>(shape_.row_bytes);
+  if (rows != nullptr && !features_.empty())
+    for (size_t i = 0; i < nodes.size(); ++i)
+      if (const std::string* row = Latest(features_, nodes[i], version))
+        std::memcpy(rows + i * width, row->data(), width);
+  if (labels != nullptr && !labels_.empty())
+    for (size_t i = 0; i < nodes.size(); ++i)
+      if (const int64_t* label = Latest(labels_, nodes[i], version)) labels[i] = *label;
 }
 
 DeltaStats VersionedPartition::Stats() const {

@@ -101,6 +101,10 @@ class VersionedPartition {
   // (false: the base's).
   bool FeatureRow(int64_t node, uint64_t version, std::string* out) const;
   bool Label(int64_t node, uint64_t version, int64_t* out) const;
+  // Both for many nodes at once (one lock; nothing looked up where no batch
+  // set any): replaces rows[i] (LiveShape::row_bytes each; may be null) and
+  // labels[i] (may be null) where a batch at or below `version` set nodes[i]'s.
+  void Overlay(ArrayView<const int64_t> nodes, uint64_t version, char* rows, int64_t* labels) const;
 
   DeltaStats Stats() const;
   // True when no batch at or below `version` changed an edge: the base's
@@ -135,6 +139,11 @@ class VersionedPartition {
   // below `version`.
   static bool RemovedBy(const RowDelta& d, int64_t dst, int32_t type, uint64_t since,
                         uint64_t version);
+  // The newest value at or below `version` of `node` in `m` (null: none).
+  // REQUIRES: mu_ held.
+  template <typename T>
+  static const T* Latest(const std::unordered_map<int64_t, Versions<T>>& m, int64_t node,
+                         uint64_t version);
   bool Owns(int64_t node) const { return node >= base_.node_begin && node < base_.node_end; }
 
   const sampler::PartitionView base_;

@@ -53,16 +53,20 @@ void RpcHandler::BindSlot() {
   rpc::ConnectionGuard::Connection* conn = framed_ ? framed_->connection() : nullptr;
   if (conn == nullptr) return;
   const ServerState& s = svc_.state();
+  // Every request asks: once bound, nothing is looked up until the tenant
+  // changes (tenant ids stay with their names across reloads).
+  const int tenant = s.tenants_file ? svc_.tenant() : -1;
+  if (bound_ && tenant == bound_tenant_) return;
   std::string owner = "(authenticated)";
   int64_t cap = 0;  // one owner: only the server's limit
   if (s.tenants_file) {
-    owner = s.tenancy->Name(svc_.tenant());
-    cap = s.tenancy->ConnectionSlots(svc_.tenant(), s.options.limits.max_connections);
+    owner = s.tenancy->Name(tenant);
+    cap = s.tenancy->ConnectionSlots(tenant, s.options.limits.max_connections);
   }
-  if (owner == bound_owner_) return;
   std::string why;
   if (!conn->Bind(owner, cap, &why)) Throw(Status::Unavailable(why));
-  bound_owner_ = owner;
+  bound_ = true;
+  bound_tenant_ = tenant;
 }
 
 void RpcHandler::SetTlsSubject(const std::string& subject) {

@@ -93,7 +93,8 @@ class RpcHandler : public rpc::gen::FanoutIf {
   // Its transport, holding the connection's admission (null off the server's
   // guarded transport), and the owner its slot is bound to ("" = pooled).
   std::shared_ptr<rpc::ResettingFramedTransport> framed_;
-  std::string bound_owner_;
+  bool bound_ = false;
+  int bound_tenant_ = -1;  // the tenant id its slot is bound to (-1: the authenticated, no tenants)
   std::vector<uint64_t> keep_bits_;  // PackKept's bitmap, all zero between requests
 };
 

@@ -173,14 +173,7 @@ Status PartitionService::OverlayLive(ArrayView<const int64_t> ids, int64_t versi
   uint64_t v = 0;
   FANOUT_RETURN_IF_ERROR(s_->live->ReadVersion(version, &v));
   *read_at = static_cast<int64_t>(v);
-  const live::VersionedPartition& vp = s_->live->partition();
-  const size_t row = FeatureRowBytes();
-  std::string bytes;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (rows != nullptr && vp.FeatureRow(ids[i], v, &bytes) && bytes.size() == row)
-      std::memcpy(rows + i * row, bytes.data(), row);
-    if (labels != nullptr) vp.Label(ids[i], v, &labels[i]);
-  }
+  s_->live->partition().Overlay(ids, v, rows, labels);
   return Status::OK();
 }
 

@@ -396,9 +396,12 @@ class ClusterSession : public Session {
   // Per partition: the version this session reads it at until the next Pin
   // (-1: the newest, pinned at its first read).
   std::vector<int64_t> pinned_;
+  // Partition p's newest committed version, asked of the replica in use
+  // (-1, and no call, for a static partition).
+  Status NewestOf(int p, int64_t* version);
   // Pins the live partitions of this call's routed ids that no read has
-  // pinned yet (their newest committed version, asked of the replica in use):
-  // before lookups, whose replies do not say their version.
+  // pinned yet (NewestOf): before lookups, whose replies do not say their
+  // version.
   Status PinUnread();
   std::vector<int> path_replica_, path_route_;  // per partition: as the cluster counts it (-1: not)
   std::vector<char> served_;  // per partition: this call's part was served here (not sent)
