@@ -1,14 +1,22 @@
 #include "client/update_writer.h"
 
 #include <algorithm>
+#include <chrono>
+#include <random>
+#include <thread>
 
 #include "rpc/codec.h"
 
 namespace fanout::client {
 
 Status UpdateWriter::Connect(const ClusterSpec& spec, const rpc::RpcOptions& options,
-                             std::unique_ptr<UpdateWriter>* out) {
+                             std::unique_ptr<UpdateWriter>* out, UpdateWriterOptions writer) {
   auto w = std::unique_ptr<UpdateWriter>(new UpdateWriter());
+  if (writer.retry_ms < 0)
+    return Status::InvalidArgument("retry_ms " + std::to_string(writer.retry_ms) + " is negative");
+  w->options_ = writer;
+  std::random_device rd;
+  while (w->writer_id_ == 0) w->writer_id_ = (uint64_t{rd()} << 32) ^ rd();
   const int k = static_cast<int>(spec.replicas.size());
   if (k == 0) return Status::InvalidArgument("the cluster file lists no partitions");
   for (int p = 0; p < k; ++p) {
@@ -41,6 +49,7 @@ Status UpdateWriter::Connect(const ClusterSpec& spec, const rpc::RpcOptions& opt
     return Status::Corruption("partition 0 describes " + std::to_string(w->offsets_.size() - 1) +
                               " partitions, not " + std::to_string(k));
   w->incoming_ = w->infos_[0].direction == "in";
+  w->sent_.assign(static_cast<size_t>(k), 0);
   *out = std::move(w);
   return Status::OK();
 }
@@ -51,7 +60,29 @@ int UpdateWriter::PartOf(int64_t node) const {
          1;
 }
 
+Status UpdateWriter::Send(int p, const std::string& bytes, int64_t* version) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.retry_ms);
+  int backoff_ms = 50;
+  for (;;) {
+    bool retry = false;
+    Status st = clients_[p]->ApplyUpdates(bytes, version, nullptr, &retry);
+    if (st.ok()) {
+      if (retry) ++answered_as_retry_;
+      return st;
+    }
+    // Only where the answer never came: a refusal is the server's verdict.
+    const bool unanswered =
+        st.code() == Status::Code::kUnavailable || st.code() == Status::Code::kDeadlineExceeded;
+    if (!unanswered || std::chrono::steady_clock::now() >= deadline) return st;
+    std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+    backoff_ms = std::min(1000, backoff_ms * 2);
+    ++resent_;
+  }
+}
+
 Status UpdateWriter::Apply(const GraphUpdates& u, bool undirected, std::vector<int64_t>* versions) {
+  std::lock_guard<std::mutex> lock(mu_);
   const int k = num_parts();
   const int64_t n = num_nodes();
   std::vector<live::UpdateBatch> parts(static_cast<size_t>(k));
@@ -110,7 +141,9 @@ Status UpdateWriter::Apply(const GraphUpdates& u, bool undirected, std::vector<i
   for (int p = 0; p < k; ++p) {
     if (parts[p].empty()) continue;
     int64_t version = -1;
-    Status st = clients_[p]->ApplyUpdates(live::EncodeUpdateBatch(parts[p]), &version);
+    parts[p].writer = writer_id_;
+    parts[p].writer_seq = ++sent_[p];
+    Status st = Send(p, live::EncodeUpdateBatch(parts[p]), &version);
     if (!st.ok()) {
       if (first_error.ok())
         first_error =

@@ -9,10 +9,19 @@
 // partitions a batch is not yet atomic: a partition that refuses its part
 // (or fails) is named, and the others' parts stay applied (their versions
 // returned).
+//
+// Retries: each writer has a random id and numbers its batches per
+// partition; a part whose server did not answer (a timeout, a dropped
+// connection, a restart) is sent again, the same bytes, until
+// UpdateWriterOptions::retry_ms passes. A server that had applied it answers
+// without applying it again (live::RetryTable), so a retry never doubles an
+// update. Apply calls are serialized (one writer, one order).
 #ifndef FANOUT_CLIENT_UPDATE_WRITER_H_
 #define FANOUT_CLIENT_UPDATE_WRITER_H_
 
+#include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -34,13 +43,18 @@ struct GraphUpdates {
   }
 };
 
+struct UpdateWriterOptions {
+  // How long a part is sent again after its server did not answer (0: never).
+  int retry_ms = 10000;
+};
+
 class UpdateWriter {
  public:
   // Connects one replica of every partition (each must be live: fanout-server
   // --live-dir). A partition listed with more than one replica is refused:
   // replicas of a live partition are not kept in agreement yet.
   static Status Connect(const ClusterSpec& spec, const rpc::RpcOptions& options,
-                        std::unique_ptr<UpdateWriter>* out);
+                        std::unique_ptr<UpdateWriter>* out, UpdateWriterOptions writer = {});
 
   // `undirected`: every edge stored in both directions (a dataset partitioned
   // undirected). *versions[p]: the version partition p is readable at after
@@ -51,13 +65,25 @@ class UpdateWriter {
   int num_parts() const { return static_cast<int>(clients_.size()); }
   int64_t num_nodes() const { return offsets_.back(); }
   const rpc::RemotePartitionInfo& info(int p) const { return infos_[p]; }
+  uint64_t writer_id() const { return writer_id_; }
+  // Parts sent again after no answer, and of those the ones a server had
+  // applied already (answered as retries).
+  int64_t resent() const { return resent_; }
+  int64_t answered_as_retry() const { return answered_as_retry_; }
 
  private:
+  // Sends part `p` (numbered already), again while its server does not answer.
+  Status Send(int p, const std::string& bytes, int64_t* version);
   int PartOf(int64_t node) const;
   std::vector<std::unique_ptr<rpc::RpcClient>> clients_;
   std::vector<rpc::RemotePartitionInfo> infos_;
   std::vector<int64_t> offsets_;  // num_parts + 1
   bool incoming_ = false;         // rows hold in-neighbors
+  UpdateWriterOptions options_;
+  uint64_t writer_id_ = 0;
+  std::vector<uint64_t> sent_;  // per partition: the last batch number given
+  std::mutex mu_;               // one Apply at a time
+  int64_t resent_ = 0, answered_as_retry_ = 0;
 };
 
 }  // namespace fanout::client

@@ -6,6 +6,7 @@
 // rows it built.
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   live::UpdateBatch b;
   if (!live::DecodeUpdateBatch(bytes, &b).ok()) return 0;
-  if (live::EncodeUpdateBatch(b) != bytes) __builtin_trap();
+  std::string again = live::EncodeUpdateBatch(b);
+  uint32_t form = 0;
+  std::memcpy(&form, bytes.data() + 4, 4);
+  if (form == 1) {  // the first byte form: no writer fields after the header
+    if (b.writer != 0 || b.writer_seq != 0) __builtin_trap();
+    again.erase(48, 16);
+    std::memcpy(&again[4], &form, 4);
+  }
+  if (again != bytes) __builtin_trap();
+  // A retry table takes any writer and number; the same pair twice is a retry.
+  live::RetryTable retries(2);
+  if (!retries.Admit(b.writer, b.writer_seq, 1)) __builtin_trap();
+  if (b.writer != 0 && retries.Admit(b.writer, b.writer_seq, 2)) __builtin_trap();
   // A small partition: rows [4, 12) of 16 nodes, two edges per row.
   static std::vector<int64_t> indptr, indices;
   if (indptr.empty()) {

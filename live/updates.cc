@@ -7,7 +7,8 @@ namespace fanout::live {
 namespace {
 
 constexpr uint32_t kMagic = 0x42554e46;  // "FNUB"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;         // 2: the writer and its batch number after the header
+constexpr uint32_t kVersionWithoutWriter = 1;
 constexpr size_t kEdgeBytes = 8 + 8 + 8 + 4 + 4;
 
 template <typename T>
@@ -59,9 +60,31 @@ bool GetEdges(Reader* r, uint64_t n, std::vector<EdgeUpdate>* out) {
 
 }  // namespace
 
+bool RetryTable::Admit(uint64_t writer, uint64_t writer_seq, uint64_t seq) {
+  if (writer == 0 || capacity_ == 0) return true;
+  auto it = last_.find(writer);
+  if (it != last_.end()) {
+    by_heard_.erase(it->second.heard);
+    it->second.heard = seq;
+    by_heard_[seq] = writer;
+    if (writer_seq <= it->second.writer_seq) return false;
+    it->second.writer_seq = writer_seq;
+    return true;
+  }
+  if (last_.size() >= capacity_) {
+    auto oldest = by_heard_.begin();
+    last_.erase(oldest->second);
+    by_heard_.erase(oldest);
+    ++forgotten_;
+  }
+  last_[writer] = {writer_seq, seq};
+  by_heard_[seq] = writer;
+  return true;
+}
+
 std::string EncodeUpdateBatch(const UpdateBatch& b) {
   std::string s;
-  s.reserve(48 + (b.add_edges.size() + b.remove_edges.size()) * kEdgeBytes +
+  s.reserve(64 + (b.add_edges.size() + b.remove_edges.size()) * kEdgeBytes +
             b.feature_rows.size() * 8 + b.feature_bytes.size() + b.label_rows.size() * 16);
   Put(&s, kMagic);
   Put(&s, kVersion);
@@ -70,6 +93,8 @@ std::string EncodeUpdateBatch(const UpdateBatch& b) {
   Put<uint64_t>(&s, b.feature_rows.size());
   Put<int64_t>(&s, b.row_bytes);
   Put<uint64_t>(&s, b.label_rows.size());
+  Put<uint64_t>(&s, b.writer);
+  Put<uint64_t>(&s, b.writer_seq);
   PutEdges(&s, b.add_edges);
   PutEdges(&s, b.remove_edges);
   for (int64_t r : b.feature_rows) Put(&s, r);
@@ -94,9 +119,14 @@ Status DecodeUpdateBatch(std::string_view bytes, UpdateBatch* out) {
       !r.Get(&row_bytes) || !r.Get(&labels))
     return Status::InvalidArgument("update batch: its header is cut short");
   if (magic != kMagic) return Status::InvalidArgument("not an update batch (bad magic)");
-  if (version != kVersion)
+  if (version != kVersion && version != kVersionWithoutWriter)
     return Status::InvalidArgument("update batch of version " + std::to_string(version) +
-                                   "; this server reads " + std::to_string(kVersion));
+                                   "; this server reads 1 and " + std::to_string(kVersion));
+  if (version == kVersion && (!r.Get(&out->writer) || !r.Get(&out->writer_seq)))
+    return Status::InvalidArgument("update batch: its header is cut short");
+  if (out->writer != 0 && out->writer_seq == 0)
+    return Status::InvalidArgument("update batch: writer " + std::to_string(out->writer) +
+                                   " numbers a batch 0 (its batches count from 1)");
   const uint64_t max_ops = static_cast<uint64_t>(kMaxBatchOperations);
   if (adds > max_ops || removes > max_ops || feats > max_ops || labels > max_ops ||
       adds + removes + feats + labels > max_ops)

@@ -12,8 +12,10 @@
 #define FANOUT_LIVE_UPDATES_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "common/status.h"
@@ -35,6 +37,12 @@ struct UpdateBatch {
   int64_t row_bytes = 0;
   std::string feature_bytes;
   std::vector<int64_t> label_rows, labels;
+  // Who sent it, for retries (docs/DESIGN.md "Live updates", "Retries"): a
+  // writer's random id (0: none, never deduplicated) and its batch number on
+  // this partition, rising by one per batch. A batch whose writer_seq is at
+  // or below the last one the partition applied from that writer is a
+  // retry: logged, answered, not applied again.
+  uint64_t writer = 0, writer_seq = 0;
 
   int64_t size() const {
     return static_cast<int64_t>(add_edges.size() + remove_edges.size() + feature_rows.size() +
@@ -47,6 +55,32 @@ struct UpdateBatch {
 // write cannot hold the log, the delta or a request frame without limit.
 inline constexpr int64_t kMaxBatchOperations = int64_t{1} << 22;
 inline constexpr int64_t kMaxBatchBytes = int64_t{256} << 20;
+
+// The last batch number a partition applied from each writer, for telling a
+// retry from a new batch (UpdateBatch::writer). Bounded: past `capacity`
+// writers the one heard from least recently is forgotten (a retry of its
+// would apply again; forgotten() counts them). Decided in log order, live
+// and on replay alike, so a log holding a retry replays to the same graph.
+// Not thread-safe: its caller orders the calls (the log's order lock).
+class RetryTable {
+ public:
+  static constexpr size_t kDefaultCapacity = 65536;
+  explicit RetryTable(size_t capacity = kDefaultCapacity) : capacity_(capacity) {}
+  // True for a new batch (recorded as heard at `seq`), false for a retry.
+  // Writer 0 is always new.
+  bool Admit(uint64_t writer, uint64_t writer_seq, uint64_t seq);
+  size_t size() const { return last_.size(); }
+  int64_t forgotten() const { return forgotten_; }
+
+ private:
+  struct Entry {
+    uint64_t writer_seq, heard;
+  };
+  const size_t capacity_;
+  std::unordered_map<uint64_t, Entry> last_;
+  std::map<uint64_t, uint64_t> by_heard_;  // heard -> writer
+  int64_t forgotten_ = 0;
+};
 
 std::string EncodeUpdateBatch(const UpdateBatch& batch);
 // InvalidArgument naming what is wrong with `bytes` (sizes that do not add

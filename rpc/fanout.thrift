@@ -134,6 +134,7 @@ struct SampleResponse {
 struct UpdateReply {
   1: i64 version,
   2: i64 operations,
+  3: optional bool was_retry,  // a retry of a batch this partition had applied: not applied again
 }
 
 // Sent by a client to the replica it just moved a session to, after the one

@@ -443,7 +443,8 @@ Status RpcClient::Labels(ArrayView<const int64_t> nodes, std::string* labels, in
                 });
 }
 
-Status RpcClient::ApplyUpdates(const std::string& batch, int64_t* version, int64_t* operations) {
+Status RpcClient::ApplyUpdates(const std::string& batch, int64_t* version, int64_t* operations,
+                               bool* retry) {
   gen::UpdateReply r;
   FANOUT_RETURN_IF_ERROR(
       Call("apply_updates", [&](gen::FanoutClient& c) { c.apply_updates(r, batch); }));
@@ -452,6 +453,7 @@ Status RpcClient::ApplyUpdates(const std::string& batch, int64_t* version, int64
                               std::to_string(r.version));
   *version = r.version;
   if (operations != nullptr) *operations = r.operations;
+  if (retry != nullptr) *retry = r.__isset.was_retry && r.was_retry;
   return Status::OK();
 }
 

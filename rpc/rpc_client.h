@@ -181,8 +181,10 @@ class RpcClient {
   Status Labels(ArrayView<const int64_t> nodes, std::string* labels, int64_t version = -1);
   // Applies one update batch to a live partition (live/updates.h's byte
   // form, every operation of this partition); durable and readable at
-  // *version when it returns OK.
-  Status ApplyUpdates(const std::string& batch, int64_t* version, int64_t* operations = nullptr);
+  // *version when it returns OK. *retry: the server had applied this batch
+  // already (the same writer and batch number) and did not again.
+  Status ApplyUpdates(const std::string& batch, int64_t* version, int64_t* operations = nullptr,
+                      bool* retry = nullptr);
   Status Degrees(ArrayView<const int64_t> nodes, std::string* degrees);
   Status Splits(ArrayView<const int64_t> nodes, std::string* splits);
   Status OriginalIds(ArrayView<const int64_t> nodes, std::string* ids);

@@ -422,12 +422,17 @@ void RpcHandler::apply_updates(gen::UpdateReply& out, const std::string& batch) 
           if (s.tenants_file) FANOUT_RETURN_IF_ERROR(s.tenancy->MayWrite(svc_.tenant()));
           uint64_t version = 0;
           int64_t ops = 0;
-          FANOUT_RETURN_IF_ERROR(s.live->Apply(batch, &version, &ops));
+          bool retry = false;
+          FANOUT_RETURN_IF_ERROR(s.live->Apply(batch, &version, &ops, &retry));
           out.version = static_cast<int64_t>(version);
           out.operations = ops;
+          if (retry)
+            out.__set_was_retry(true);
+          else
+            svc_.metrics()->RecordUpdates(ops);
           return Status::OK();
         },
-        {static_cast<int64_t>(batch.size() / 8)});
+        {static_cast<int64_t>(batch.size() / 8), 0, static_cast<int64_t>(batch.size())});
 }
 
 void RpcHandler::has_edges(std::string& out, const std::string& rows, const std::string& neighbors,
@@ -449,10 +454,30 @@ void RpcHandler::has_edges(std::string& out, const std::string& rows, const std:
                                            " is outside [0, " + std::to_string(h.num_edge_types()) +
                                            ") of dataset '" + s.data->meta.name + "'");
           const int32_t* types = s.view.edge_types.empty() ? nullptr : s.view.edge_types.data();
+          // A live partition answers at its newest committed version: a row a
+          // batch changed is read merged (what negatives exclude must be the
+          // edges the hops sample).
+          const live::VersionedPartition* vp = nullptr;
+          uint64_t at = 0;
+          if (s.live) {
+            vp = &s.live->partition();
+            at = vp->committed();
+            if (vp->EdgesAsBase(at)) vp = nullptr;
+          }
+          live::VersionedPartition::Row row;
           out.resize(ids.size());
-          for (size_t i = 0; i < ids.size(); ++i)
-            out[i] = static_cast<char>(sampler::RowHasNeighbor(s.graph, ids[i] - s.view.node_begin,
-                                                               nbrs[i], types, edge_type));
+          for (size_t i = 0; i < ids.size(); ++i) {
+            bool has = false;
+            if (vp != nullptr && vp->MergedRow(ids[i], at, &row)) {
+              for (size_t j = 0; j < row.neighbors.size() && !has; ++j)
+                has = row.neighbors[j] == nbrs[i] &&
+                      (edge_type < 0 || row.types.empty() || row.types[j] == edge_type);
+            } else {
+              has = sampler::RowHasNeighbor(s.graph, ids[i] - s.view.node_begin, nbrs[i], types,
+                                            edge_type);
+            }
+            out[i] = static_cast<char>(has);
+          }
           bytes = out.size();
           return Status::OK();
         },

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "server/prometheus_text.h"
 #include "server/service.h"
 
 namespace fanout::server {
@@ -31,6 +32,7 @@ Status LivePartition::Open(const std::string& dir, const ServerState& s,
   p->vp_ = std::make_unique<live::VersionedPartition>(s.view, shape);
   const std::string path = dir + "/part-" + std::to_string(s.view.part) + ".updates.log";
   live::VersionedPartition* vp = p->vp_.get();
+  live::RetryTable* retries = &p->retries_;
   auto replay = [&](uint64_t seq, std::string_view bytes) -> Status {
     live::UpdateBatch b;
     Status st = live::DecodeUpdateBatch(bytes, &b);
@@ -39,7 +41,7 @@ Status LivePartition::Open(const std::string& dir, const ServerState& s,
       return Status::Corruption("update log " + path + ", record " + std::to_string(seq) +
                                 ": this partition refuses it (" + st.message() +
                                 "): is the log another partition's or another dataset's?");
-    vp->Apply(seq, b);
+    if (retries->Admit(b.writer, b.writer_seq, seq)) vp->Apply(seq, b);
     return Status::OK();
   };
   FANOUT_RETURN_IF_ERROR(live::UpdateLog::Open(path, {}, replay, report, &p->log_));
@@ -49,7 +51,8 @@ Status LivePartition::Open(const std::string& dir, const ServerState& s,
   return Status::OK();
 }
 
-Status LivePartition::Apply(const std::string& bytes, uint64_t* version, int64_t* operations) {
+Status LivePartition::Apply(const std::string& bytes, uint64_t* version, int64_t* operations,
+                            bool* retry) {
   live::UpdateBatch b;
   Status st = live::DecodeUpdateBatch(bytes, &b);
   if (st.ok()) st = vp_->Check(b);
@@ -59,11 +62,25 @@ Status LivePartition::Apply(const std::string& bytes, uint64_t* version, int64_t
     return st;
   }
   uint64_t seq = 0;
-  // Applied in log order under the log's lock, readable once durable.
-  FANOUT_RETURN_IF_ERROR(log_->Append(bytes, &seq, [&](uint64_t s) { vp_->Apply(s, b); }));
+  bool again = false;
+  // Applied in log order under the log's lock, readable once durable. A
+  // retry is logged too (it is told from a new batch in log order, on replay
+  // the same way) and answered once durable: by then its first copy, earlier
+  // in the log, is durable as well.
+  FANOUT_RETURN_IF_ERROR(log_->Append(bytes, &seq, [&](uint64_t s) {
+    if (retries_.Admit(b.writer, b.writer_seq, s))
+      vp_->Apply(s, b);
+    else
+      again = true;
+  }));
   vp_->Publish(seq);
-  ++batches_;
-  operations_ += b.size();
+  if (retry != nullptr) *retry = again;
+  if (again) {
+    ++retried_;
+  } else {
+    ++batches_;
+    operations_ += b.size();
+  }
   update_bytes_ += static_cast<int64_t>(bytes.size());
   *version = seq;
   *operations = b.size();
@@ -74,6 +91,28 @@ Status LivePartition::ReadVersion(int64_t requested, uint64_t* version) const {
   return vp_->ResolveVersion(requested, version);
 }
 
+void LivePartition::Prometheus(PrometheusText* out) const {
+  const live::DeltaStats d = vp_->Stats();
+  const live::UpdateLogStats l = log_->Stats();
+  out->Gauge("fanout_live_committed_version",
+             "The newest committed version of the live partition (its log's sequence).",
+             static_cast<int64_t>(d.committed));
+  out->Counter("fanout_live_batches_total", "Update batches applied since start.", batches_.load());
+  out->Counter("fanout_live_retries_total",
+               "Update batches that were retries of one applied already (logged, not applied).",
+               retried_.load());
+  out->Counter("fanout_live_refused_total", "Update batches refused (nothing applied).",
+               refused_.load());
+  out->Counter("fanout_live_update_bytes_total", "Bytes of the update batches applied.",
+               update_bytes_.load());
+  out->Gauge("fanout_live_log_bytes", "Bytes of the update log file.", l.bytes);
+  out->Counter("fanout_live_log_syncs_total", "Group commits (one write and one sync each).",
+               l.syncs);
+  out->Gauge("fanout_live_delta_bytes", "Bytes the delta over the base holds.", d.bytes);
+  out->Gauge("fanout_live_delta_rows", "Rows the delta changed.", d.rows_touched);
+  out->Gauge("fanout_live_delta_added_edges", "Edges the delta added.", d.added_edges);
+}
+
 nlohmann::json LivePartition::StatsJson() const {
   const live::DeltaStats d = vp_->Stats();
   const live::UpdateLogStats l = log_->Stats();
@@ -81,6 +120,7 @@ nlohmann::json LivePartition::StatsJson() const {
           {"batches", batches_.load()},
           {"operations", operations_.load()},
           {"refused", refused_.load()},
+          {"retries", retried_.load()},
           {"update_bytes", update_bytes_.load()},
           {"log",
            {{"path", log_->path()},

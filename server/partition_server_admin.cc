@@ -333,6 +333,7 @@ Status PartitionServer::StartAdmin() {
                   "Data-plane connections rejected (limit or stopping).", dp.endpoints_rejected);
     }
     if (loaded) state_->tenancy->Prometheus(&out);
+    if (loaded && state_->live) state_->live->Prometheus(&out);
     if (loaded && state_->disk) {
       const storage::DiskFeatureStats ds = state_->disk->stats();
       out.Family("fanout_feature_cache_hits_total", "counter",

@@ -139,6 +139,10 @@ std::string ServerMetrics::Prometheus(const std::string& extra) const {
   out.Counter("fanout_sampled_edges_total", "Sampled edges returned.", v[kSampledEdges]);
   out.Counter("fanout_feature_rows_total", "Feature rows served.", v[kFeatureRows]);
   out.Counter("fanout_feature_bytes_total", "Feature bytes served.", v[kFeatureBytes]);
+  out.Counter("fanout_updates_total",
+              "Update operations applied to a live partition (edges added and removed, feature "
+              "rows and labels set).",
+              v[kUpdateOperations]);
   out.Gauge("fanout_in_flight_requests", "Requests being processed.", v[kInFlight]);
   out.Family("fanout_request_duration_seconds", "histogram", "RPC latency by method.");
   for (int m = 0; m < kNumMethods; ++m) {
@@ -198,6 +202,7 @@ std::string ServerMetrics::WindowsJson() const {
            {"sampled_nodes_per_s", rate(kSampledNodes)},
            {"feature_bytes_per_s", rate(kFeatureBytes)},
            {"feature_rows_per_s", rate(kFeatureRows)},
+           {"updates_per_s", rate(kUpdateOperations)},
            {"requests_per_s", reqs / dt}};
       for (int p = 0; p < kNumPaths; ++p)
         j["by_path"][PathName(p)] = {{"requests_per_s", rate(PathRequestIndex(p))},

@@ -78,6 +78,10 @@ class ServerMetrics {
   int64_t SampledEdges() const { return counters_.Get(kSampledEdges); }
   int64_t FeatureRows() const { return counters_.Get(kFeatureRows); }
   int64_t FeatureBytes() const { return counters_.Get(kFeatureBytes); }
+  // Update operations applied to a live partition (edges added and removed,
+  // feature rows and labels set; a retried batch's not again).
+  void RecordUpdates(int64_t operations) { counters_.Add(kUpdateOperations, operations); }
+  int64_t Updates() const { return counters_.Get(kUpdateOperations); }
   int64_t InFlight() const { return counters_.Get(kInFlight); }
 
   // Records a snapshot for the windowed rates (call about once a second),
@@ -107,6 +111,7 @@ class ServerMetrics {
     kSampledEdges,
     kFeatureRows,
     kFeatureBytes,
+    kUpdateOperations,
     kNumFixed
   };
   static int RequestIndex(int m, int o) { return kNumFixed + m * kNumOutcomes + o; }

@@ -148,6 +148,7 @@ struct SampleParams {
 struct ServiceWork {
   int64_t ids = -1;
   int64_t draws = 0;
+  int64_t update_bytes = 0;  // apply_updates: the batch's bytes (max_update_bytes_per_s)
   // A sampling request's draws per node: 1 for a walk step, all edges for LABOR
   // (any neighbor may be taken), the sum of the per-type fanouts for a
   // heterogeneous hop (all where one is -1), else its fanout.
@@ -197,7 +198,8 @@ class PartitionService {
       last_edges_ = last_rows_ = 0;
       const int64_t feature =
           method == kLookupFeatures ? work.ids * static_cast<int64_t>(FeatureRowBytes()) : 0;
-      st = s_->tenancy->Admit(tenant_, EstimateCost(method, work), feature, &admission);
+      st = s_->tenancy->Admit(tenant_, EstimateCost(method, work), feature, &admission,
+                              work.update_bytes);
     }
     read_class_ = admission.read_class;  // the reads fn() makes (GatherFeatures)
     if (st.ok()) {

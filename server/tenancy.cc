@@ -21,14 +21,15 @@ namespace fanout::server {
 struct Tenancy::Usage {
   std::string name;  // set once, when the id is made
   std::atomic<int64_t> requests{0}, errors{0}, refused_quota{0}, refused_busy{0};
-  std::atomic<int64_t> cost{0}, sampled_edges{0}, feature_rows{0}, feature_bytes{0};
+  std::atomic<int64_t> cost{0}, sampled_edges{0}, feature_rows{0}, feature_bytes{0},
+      update_bytes{0};
   std::atomic<int64_t> local_requests{0}, local_edges{0}, local_rows{0}, local_bytes{0};
   std::atomic<int64_t> waits[kWaitBuckets] = {};
   std::atomic<int64_t> wait_us_sum{0};
   std::mutex mu;
-  int64_t held_bytes = 0;                            // GUARDED_BY(mu)
-  double request_tokens = 0, feature_tokens = 0;     // GUARDED_BY(mu)
-  std::chrono::steady_clock::time_point refilled{};  // GUARDED_BY(mu)
+  int64_t held_bytes = 0;                                            // GUARDED_BY(mu)
+  double request_tokens = 0, feature_tokens = 0, update_tokens = 0;  // GUARDED_BY(mu)
+  std::chrono::steady_clock::time_point refilled{};                  // GUARDED_BY(mu)
   // When this tenant's next refusal may leave (its refusals are paced per
   // tenant, not per connection: more connections buy no more refusals).
   std::chrono::steady_clock::time_point next_refusal{};  // GUARDED_BY(mu)
@@ -285,7 +286,8 @@ void RunAtClassPriority(bool online) {
 
 }  // namespace
 
-Status Tenancy::Admit(int tenant, double est_cost, int64_t est_feature_bytes, Admission* a) {
+Status Tenancy::Admit(int tenant, double est_cost, int64_t est_feature_bytes, Admission* a,
+                      int64_t update_bytes) {
   auto s = Current();
   if (tenant < 0 || tenant >= static_cast<int>(s->tenant_of.size()))
     return Status::Internal("a request of tenant id " + std::to_string(tenant));
@@ -347,6 +349,14 @@ Status Tenancy::Admit(int tenant, double est_cost, int64_t est_feature_bytes, Ad
         return refuse("max_feature_bytes_per_s", Number(t->max_feature_bytes_per_s),
                       (need - u.feature_tokens) / t->max_feature_bytes_per_s);
     }
+    if (t->max_update_bytes_per_s > 0 && update_bytes > 0) {
+      u.update_tokens =
+          std::min(t->max_update_bytes_per_s, u.update_tokens + dt * t->max_update_bytes_per_s);
+      const double need = std::min(static_cast<double>(update_bytes), t->max_update_bytes_per_s);
+      if (u.update_tokens < need)
+        return refuse("max_update_bytes_per_s", Number(t->max_update_bytes_per_s),
+                      (need - u.update_tokens) / t->max_update_bytes_per_s);
+    }
     const int64_t held = static_cast<int64_t>(est_cost);
     if (t->max_inflight_bytes > 0 && u.held_bytes + held > t->max_inflight_bytes)
       return refuse("max_inflight_bytes",
@@ -355,6 +365,8 @@ Status Tenancy::Admit(int tenant, double est_cost, int64_t est_feature_bytes, Ad
                     kInflightRetryS);
     if (t->max_requests_per_s > 0) u.request_tokens -= 1;
     if (t->max_feature_bytes_per_s > 0) u.feature_tokens -= static_cast<double>(est_feature_bytes);
+    if (t->max_update_bytes_per_s > 0) u.update_tokens -= static_cast<double>(update_bytes);
+    a->update_bytes = update_bytes;
     u.held_bytes += held;
     a->held_bytes = held;
   }
@@ -395,6 +407,7 @@ void Tenancy::Done(Admission* a, bool ok, double actual_cost, int64_t sampled_ed
   u.sampled_edges += sampled_edges;
   u.feature_rows += feature_rows;
   u.feature_bytes += feature_bytes;
+  if (ok) u.update_bytes += a->update_bytes;
   a->tenant = -1;
 }
 
@@ -450,6 +463,7 @@ nlohmann::json Tenancy::StatsJson() const {
          {"sampled_edges", u.sampled_edges.load()},
          {"feature_rows", u.feature_rows.load()},
          {"feature_bytes", u.feature_bytes.load()},
+         {"update_bytes", u.update_bytes.load()},
          {"queue_wait_p50_s", Quantile(u.waits, 0.5)},
          {"queue_wait_p99_s", Quantile(u.waits, 0.99)},
          {"share", total_cost > 0 ? cost / total_cost : 0.0},
@@ -492,6 +506,9 @@ void Tenancy::Prometheus(PrometheusText* out) const {
          [](const Usage& u) { return u.sampled_edges.load(); });
   family("fanout_tenant_feature_bytes_total", "counter", "Feature bytes served to the tenant.",
          [](const Usage& u) { return u.feature_bytes.load(); });
+  family("fanout_tenant_update_bytes_total", "counter",
+         "Update batch bytes the tenant applied to a live partition.",
+         [](const Usage& u) { return u.update_bytes.load(); });
   family("fanout_tenant_local_bytes_total", "counter",
          "Bytes the tenant's same-host clients read from the export themselves (reported).",
          [](const Usage& u) { return u.local_bytes.load(); });

@@ -17,8 +17,9 @@
 // Quotas, checked before a request waits for its turn (over one: the
 // request is refused without waiting, with ResourceExhausted naming the
 // tenant and the quota, and takes nothing from the others): request and reply bytes in
-// flight (max_inflight_bytes), requests per second and feature bytes per
-// second (token buckets holding one second's worth). A refusal says when the
+// flight (max_inflight_bytes), requests per second, feature bytes per
+// second and update-batch bytes per second (token buckets holding one
+// second's worth). A refusal says when the
 // request could pass (Admission::retry_after_s; the Thrift path holds its
 // reply that long, capped: PartitionService::Run).
 //
@@ -90,7 +91,8 @@ class Tenancy {
   // turn), Done after.
   struct Admission {
     int tenant = -1;
-    int64_t held_bytes = 0;  // counted against max_inflight_bytes
+    int64_t held_bytes = 0;    // counted against max_inflight_bytes
+    int64_t update_bytes = 0;  // an admitted update batch's, counted at Done
     double est_cost = 0;
     double waited_s = 0;
     // Refused over a quota: how long until the same request could pass (a
@@ -106,7 +108,10 @@ class Tenancy {
     storage::ReadClass read_class = storage::ReadClass::kNone;
     FairScheduler::Grant grant;
   };
-  Status Admit(int tenant, double est_cost, int64_t est_feature_bytes, Admission* a);
+  // `update_bytes`: an update batch's bytes (apply_updates), counted against
+  // max_update_bytes_per_s and in the tenant's update_bytes.
+  Status Admit(int tenant, double est_cost, int64_t est_feature_bytes, Admission* a,
+               int64_t update_bytes = 0);
   void Done(Admission* a, bool ok, double actual_cost, int64_t sampled_edges, int64_t feature_rows,
             int64_t feature_bytes);
   // Work a co-located client of `tenant` did itself (report_local).

@@ -129,15 +129,18 @@ Status TenantTable::Parse(const std::string& text, const std::string& origin,
         if (value != "yes" && value != "no")
           return bad("write must be yes or no, not '" + value + "'");
         x.write = value == "yes";
-      } else if (key == "max_inflight_bytes" || key == "max_feature_bytes_per_s") {
+      } else if (key == "max_inflight_bytes" || key == "max_feature_bytes_per_s" ||
+                 key == "max_update_bytes_per_s") {
         if (value != "0") {
           Status st = ParseByteSize(value, &bytes);
           if (!st.ok()) return bad(key + ": " + st.message());
         }
         if (key == "max_inflight_bytes")
           x.max_inflight_bytes = bytes;
-        else
+        else if (key == "max_feature_bytes_per_s")
           x.max_feature_bytes_per_s = static_cast<double>(bytes);
+        else
+          x.max_update_bytes_per_s = static_cast<double>(bytes);
       } else if (key == "max_requests_per_s") {
         if (!ParseDouble(value, &d) || d < 0)
           return bad("max_requests_per_s must be a number >= 0, not '" + value + "'");
@@ -145,7 +148,8 @@ Status TenantTable::Parse(const std::string& text, const std::string& origin,
       } else {
         return bad("unknown key '" + key +
                    "' (known: token, token_file, tls_subject, weight, class, local, write, "
-                   "max_inflight_bytes, max_requests_per_s, max_feature_bytes_per_s)");
+                   "max_inflight_bytes, max_requests_per_s, max_feature_bytes_per_s, "
+                   "max_update_bytes_per_s)");
       }
     }
     if (!x.token.empty()) {

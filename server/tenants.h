@@ -9,7 +9,7 @@
 //   tenant NAME [token=TEXT | token_file=PATH] [tls_subject=TEXT]
 //               [weight=W] [class=batch|online]
 //               [max_inflight_bytes=BYTES] [max_requests_per_s=R]
-//               [max_feature_bytes_per_s=BYTES] [local=yes|no]
+//               [max_feature_bytes_per_s=BYTES] [max_update_bytes_per_s=BYTES] [local=yes|no]
 //
 // weight (default 1) sets a tenant's share of a saturated server; class
 // online (inference queries) is served first, within a share that always
@@ -48,6 +48,7 @@ struct Tenant {
   int64_t max_inflight_bytes = 0;      // 0 = no quota
   double max_requests_per_s = 0;       // 0 = no quota
   double max_feature_bytes_per_s = 0;  // 0 = no quota
+  double max_update_bytes_per_s = 0;   // update batch bytes (live partitions); 0 = no quota
   int line = 0;                        // where the file names it (0: implicit)
 };
 

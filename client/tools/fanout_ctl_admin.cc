@@ -208,6 +208,27 @@ int Stats(const std::vector<std::string>& servers, const std::string& token) {
       }
       std::printf("%s\n", line.c_str());
     }
+    // A live partition: its committed version, write rate, log and delta.
+    if (j.contains("live") && j["live"].is_object()) {
+      const auto& lv = j["live"];
+      const auto& log = lv.value("log", nlohmann::json::object());
+      const auto& delta = lv.value("delta", nlohmann::json::object());
+      std::printf(
+          "    live: version %lld committed, %s updates/s (10s), %lld batches (%lld retries, "
+          "%lld refused), log %s in %lld syncs, delta %s (%lld rows, %lld added edges, %lld "
+          "removals)\n",
+          static_cast<long long>(lv.value("committed_version", 0LL)),
+          Human(Num(tp, "10s", "updates_per_s")).c_str(),
+          static_cast<long long>(lv.value("batches", 0LL)),
+          static_cast<long long>(lv.value("retries", 0LL)),
+          static_cast<long long>(lv.value("refused", 0LL)),
+          Human(log.value("bytes", 0.0), "B").c_str(),
+          static_cast<long long>(log.value("syncs", 0LL)),
+          Human(delta.value("bytes", 0.0), "B").c_str(),
+          static_cast<long long>(delta.value("rows_touched", 0LL)),
+          static_cast<long long>(delta.value("added_edges", 0LL)),
+          static_cast<long long>(delta.value("removals", 0LL)));
+    }
     // Connections: the server's limits at work.
     if (j.contains("connections")) {
       const auto& c = j["connections"];

@@ -21,9 +21,12 @@
 #include "client/cached_source.h"
 #include "client/cluster.h"
 #include "client/source.h"
+#include "client/update_writer.h"
 #include "common/random.h"
+#include "live/update_log.h"
 #include "live/updates.h"
 #include "tests/datasets/test_util.h"
+#include "tests/server/child_server.h"
 #include "tests/server/server_fixture.h"
 #include "tests/server/test_certs.h"
 
@@ -815,7 +818,8 @@ TEST_F(ClusterTest, AReplicaOfAnotherDatasetIsReportedAsSuchNotHealthy) {
   for (int i = 0; i < 300; ++i) {
     for (const ReplicaHealth& r : c->Health())
       if (r.address == s1) h = r;
-    if (h.checks_failed > 0) break;
+    // Down after two failed checks in a row: the first failure alone leaves it up.
+    if (h.checks_failed > 0 && !h.healthy) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_FALSE(h.healthy);
@@ -971,6 +975,52 @@ std::vector<int64_t> Values(const Array& a) {
   return std::vector<int64_t>(p, p + a.numel());
 }
 
+// Operators see a live partition's writes: /metrics, /stats and fanout-ctl
+// stats report its committed version, updates, retries, log and delta.
+TEST_F(ClusterTest, OperatorsSeeALivePartitionsWritesInMetricsStatsAndCtl) {
+  datasets::testing::TempDir tmp;
+  server::ServerOptions so;
+  so.live_dir = tmp.Sub("live");
+  StartServers(2, so);
+  std::unique_ptr<UpdateWriter> w;
+  ASSERT_TRUE(UpdateWriter::Connect(Spec(), {}, &w).ok());
+  const int64_t mid = w->info(1).node_begin;
+  GraphUpdates u;
+  u.add_edges = {
+      {1, 2}, {3, 4}, {mid, 0}};  // two to partition 0's rows, one to 1's (or the reverse)
+  u.label_nodes = {1};
+  u.labels = {2};
+  std::vector<int64_t> versions;
+  ASSERT_TRUE(w->Apply(u, false, &versions).ok());
+  u.add_edges = {{1, 5}};
+  u.label_nodes.clear();
+  u.labels.clear();
+  ASSERT_TRUE(w->Apply(u, false, &versions).ok());
+  const auto j = nlohmann::json::parse(servers_[0]->StatsJson());
+  const auto& lv = j["live"];
+  EXPECT_EQ(lv["committed_version"], versions[0] >= 0 ? versions[0] : 1) << lv.dump();
+  const int64_t batches = lv["batches"].get<int64_t>(), ops = lv["operations"].get<int64_t>();
+  EXPECT_GE(batches, 1);
+  EXPECT_GT(lv["log"]["bytes"].get<int64_t>(), live::kLogHeaderBytes);
+  EXPECT_GT(lv["delta"]["bytes"].get<int64_t>(), 0);
+  httplib::Client http("127.0.0.1", servers_[0]->admin_port());
+  auto m = http.Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_THAT(m->body, HasSubstr("fanout_updates_total " + std::to_string(ops) + "\n"));
+  EXPECT_THAT(m->body, HasSubstr("fanout_live_batches_total " + std::to_string(batches) + "\n"));
+  EXPECT_THAT(m->body,
+              HasSubstr("fanout_live_committed_version " + lv["committed_version"].dump() + "\n"));
+  EXPECT_THAT(m->body, HasSubstr("fanout_live_log_bytes "));
+  EXPECT_THAT(m->body, HasSubstr("fanout_live_delta_rows "));
+  std::string out;
+  const std::string ctl = std::string(FANOUT_BIN_DIR) + "/fanout-ctl";
+  EXPECT_EQ(RunCommand(ctl + " stats 127.0.0.1:" + std::to_string(servers_[0]->admin_port()), &out),
+            0)
+      << out;
+  EXPECT_THAT(out, HasSubstr("live: version " + lv["committed_version"].dump() + " committed"));
+  EXPECT_THAT(out, HasSubstr(std::to_string(batches) + " batches (0 retries, 0 refused)"));
+}
+
 // Loaders over live partitions: each batch reads one version per partition
 // and says which; a snapshot of versions gives the same batches whatever is
 // written meanwhile, and version 0 gives the static graph's batches.
@@ -1059,6 +1109,79 @@ TEST_F(ClusterTest, LoaderBatchesReadOneVersionPerPartitionAndASnapshotStaysPut)
         }
       },
       std::exception);
+}
+
+}  // namespace
+}  // namespace fanout::client
+
+namespace fanout::client {
+namespace {
+
+// A writer whose server stops answering (SIGSTOP) sends its batch again
+// until it is answered; the copies the server finds in its sockets when it
+// runs again apply once: the edge is there once, not once per copy.
+TEST(UpdateWriterRetryTest, AServerThatStopsAnsweringAppliesARetriedBatchOnce) {
+  datasets::testing::TempDir tmp;
+  server::testing::Child child =
+      server::testing::StartChild(server::testing::CoraDir(1), 0, {"--live-dir", tmp.Sub("live")});
+  server::testing::Reaper reaper{{&child}};
+  ASSERT_GT(child.port, 0);
+  ClusterSpec spec;
+  spec.replicas = {{child.address()}};
+  rpc::RpcOptions ro;
+  ro.call_timeout_ms = 300;
+  std::unique_ptr<UpdateWriter> w;
+  ASSERT_TRUE(UpdateWriter::Connect(spec, ro, &w).ok());
+  EXPECT_NE(w->writer_id(), 0u);
+  GraphUpdates u;
+  u.add_edges = {{5, 6}};
+  std::vector<int64_t> versions;
+  ASSERT_TRUE(w->Apply(u, false, &versions).ok());
+  server::testing::StopProcess(child.pid);
+  u.add_edges = {{5, 1234}};
+  Status st;
+  std::thread writer([&] { st = w->Apply(u, false, &versions); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // several tries time out
+  ASSERT_EQ(kill(child.pid, SIGCONT), 0);
+  writer.join();
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_GE(w->resent(), 2);
+  std::unique_ptr<rpc::RpcClient> c;
+  ASSERT_TRUE(rpc::RpcClient::Connect(child.address(), {}, &c).ok());
+  // The row that stores src -> dst (the destination's where rows hold in-neighbors).
+  const bool in = w->info(0).direction == "in";
+  auto copies = [&](int64_t src, int64_t dst) -> int64_t {
+    rpc::SampleCall call;
+    call.fanout = -1;
+    rpc::SampleReply r;
+    const std::vector<int64_t> ids{in ? dst : src};
+    EXPECT_TRUE(c->Sample(ArrayView<const int64_t>(ids), call, &r).ok());
+    auto n = r.Neighbors();
+    return std::count(n.begin(), n.end(), in ? src : dst);
+  };
+  EXPECT_EQ(copies(5, 1234), 1);
+  EXPECT_EQ(copies(5, 6), 1);
+  // Every copy the server read was logged (one version each), one applied:
+  // wait until the copies still in its sockets are logged, then count again.
+  rpc::RemotePartitionInfo info;
+  const int64_t logged = 2 + w->resent();
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(c->Info(&info).ok());
+    if (info.live_version >= logged) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(info.live_version, logged);
+  EXPECT_EQ(copies(5, 1234), 1);
+  // A writer told not to retry gives up at the first silence.
+  UpdateWriterOptions once;
+  once.retry_ms = 0;
+  std::unique_ptr<UpdateWriter> w2;
+  ASSERT_TRUE(UpdateWriter::Connect(spec, ro, &w2, once).ok());
+  server::testing::StopProcess(child.pid);
+  st = w2->Apply(u, false, &versions);
+  EXPECT_EQ(st.code(), Status::Code::kDeadlineExceeded) << st.ToString();
+  EXPECT_EQ(w2->resent(), 0);
+  kill(child.pid, SIGCONT);
 }
 
 }  // namespace

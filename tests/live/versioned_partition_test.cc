@@ -325,9 +325,13 @@ TEST(UpdateBatchCodecTest, RoundTripsAndRefusesWhatDoesNotAddUp) {
   b.feature_bytes = "abcdef";
   b.label_rows = {10};
   b.labels = {11};
+  b.writer = 77;
+  b.writer_seq = 4;
   const std::string bytes = EncodeUpdateBatch(b);
   UpdateBatch d;
   ASSERT_TRUE(DecodeUpdateBatch(bytes, &d).ok());
+  EXPECT_EQ(d.writer, 77u);
+  EXPECT_EQ(d.writer_seq, 4u);
   ASSERT_EQ(d.add_edges.size(), 2u);
   EXPECT_EQ(d.add_edges[0].time, 3);
   EXPECT_EQ(d.add_edges[0].weight, 0.5f);
@@ -348,6 +352,38 @@ TEST(UpdateBatchCodecTest, RoundTripsAndRefusesWhatDoesNotAddUp) {
   EXPECT_THAT(st.message(), HasSubstr("more than"));
   st = DecodeUpdateBatch("not a batch at all, just words here to fill", &d);
   EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
+  // A writer's batch numbered 0 is refused (they count from 1).
+  std::string zero = bytes;
+  std::memset(&zero[56], 0, 8);  // writer_seq
+  st = DecodeUpdateBatch(zero, &d);
+  EXPECT_THAT(st.message(), HasSubstr("numbers a batch 0"));
+  // A batch of the first byte form (no writer, as logs of before hold) reads.
+  std::string v1 = bytes.substr(0, 48) + bytes.substr(64);
+  const uint32_t one = 1;
+  std::memcpy(&v1[4], &one, 4);
+  ASSERT_TRUE(DecodeUpdateBatch(v1, &d).ok());
+  EXPECT_EQ(d.writer, 0u);
+  EXPECT_EQ(d.add_edges.size(), 2u);
+  EXPECT_EQ(d.feature_bytes, "abcdef");
+}
+
+TEST(RetryTableTest, TellsRetriesFromNewBatchesAndForgetsTheLeastRecentWriter) {
+  RetryTable t(2);
+  EXPECT_TRUE(t.Admit(1, 1, 1));
+  EXPECT_FALSE(t.Admit(1, 1, 2));  // the same batch again
+  EXPECT_TRUE(t.Admit(1, 2, 3));
+  EXPECT_FALSE(t.Admit(1, 1, 4));  // an older one, late
+  EXPECT_TRUE(t.Admit(0, 1, 5));   // no writer: always new
+  EXPECT_TRUE(t.Admit(0, 1, 6));
+  EXPECT_TRUE(t.Admit(2, 1, 7));
+  EXPECT_EQ(t.size(), 2u);
+  EXPECT_FALSE(t.Admit(1, 2, 8));  // writer 1 heard last now; writer 2 is the least recent
+  EXPECT_TRUE(t.Admit(3, 1, 9));   // forgets writer 2
+  EXPECT_EQ(t.forgotten(), 1);
+  EXPECT_EQ(t.size(), 2u);
+  EXPECT_TRUE(t.Admit(2, 1, 10));   // forgotten: taken as new (what the bound costs)
+  EXPECT_FALSE(t.Admit(3, 1, 11));  // writer 3 remembered (writer 1 was forgotten)
+  EXPECT_EQ(t.forgotten(), 2);
 }
 
 }  // namespace

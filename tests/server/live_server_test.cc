@@ -12,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
 
@@ -74,6 +75,14 @@ TEST_F(LiveServerTest, UpdatesAreReadAtTheirVersionsAndSurviveARestart) {
   live::UpdateBatch b2;
   b2.remove_edges = {{u, base[0]}};
   ASSERT_EQ(Apply(c.get(), b2), 2);
+  // has_edges (what negatives exclude) answers at the newest version.
+  {
+    const std::vector<int64_t> rows{u, u, u}, nbrs{7, base[0], base[1]};
+    std::string exists;
+    ASSERT_TRUE(
+        c->HasEdges(ArrayView<const int64_t>(rows), ArrayView<const int64_t>(nbrs), &exists).ok());
+    EXPECT_EQ(exists, std::string("\x01\x00\x01", 3));
+  }
   std::string base_row;
   const std::vector<int64_t> uv{u};
   ASSERT_TRUE(c->Features(ArrayView<const int64_t>(uv), &base_row).ok());
@@ -133,6 +142,65 @@ TEST_F(LiveServerTest, UpdatesAreReadAtTheirVersionsAndSurviveARestart) {
   EXPECT_THAT(servers_[0]->StatsJson(), HasSubstr("\"replayed_at_start\": 3"));
 }
 
+TEST_F(LiveServerTest, ARetriedBatchIsAnsweredNotAppliedAgainBeforeAndAfterARestart) {
+  ServerOptions o;
+  o.live_dir = tmp_.Sub("live");
+  StartServers(1, o);
+  auto c = Connect(0);
+  const int64_t u = 3;
+  const std::vector<int64_t> base = Row(c.get(), u, -1);
+  live::UpdateBatch b;
+  b.add_edges = {{u, 11}};
+  b.writer = 0xfeed;
+  b.writer_seq = 1;
+  const std::string bytes = live::EncodeUpdateBatch(b);
+  int64_t v1 = -1, v2 = -1, ops = -1;
+  bool retry = true;
+  ASSERT_TRUE(c->ApplyUpdates(bytes, &v1, &ops, &retry).ok());
+  EXPECT_FALSE(retry);
+  ASSERT_TRUE(c->ApplyUpdates(bytes, &v2, &ops, &retry).ok());  // the same batch again
+  EXPECT_TRUE(retry);
+  EXPECT_GT(v2, v1);  // its own version, where the first copy is readable too
+  std::vector<int64_t> once = base;
+  once.push_back(11);
+  EXPECT_EQ(Row(c.get(), u, -1), once);
+  // Another writer's batch with the same number is new; so is this writer's next.
+  live::UpdateBatch other = b;
+  other.writer = 0xbeef;
+  int64_t v = -1;
+  ASSERT_TRUE(c->ApplyUpdates(live::EncodeUpdateBatch(other), &v, &ops, &retry).ok());
+  EXPECT_FALSE(retry);
+  live::UpdateBatch next = b;
+  next.writer_seq = 2;
+  next.add_edges = {{u, 12}};
+  ASSERT_TRUE(c->ApplyUpdates(live::EncodeUpdateBatch(next), &v, &ops, &retry).ok());
+  EXPECT_FALSE(retry);
+  once.push_back(11);
+  once.push_back(12);
+  EXPECT_EQ(Row(c.get(), u, -1), once);
+  // A batch without a writer is never taken for a retry.
+  live::UpdateBatch anonymous;
+  anonymous.add_edges = {{u, 13}};
+  ASSERT_TRUE(c->ApplyUpdates(live::EncodeUpdateBatch(anonymous), &v, &ops, &retry).ok());
+  ASSERT_TRUE(c->ApplyUpdates(live::EncodeUpdateBatch(anonymous), &v, &ops, &retry).ok());
+  EXPECT_FALSE(retry);
+  once.push_back(13);
+  once.push_back(13);
+  EXPECT_EQ(Row(c.get(), u, -1), once);
+  EXPECT_THAT(servers_[0]->StatsJson(), HasSubstr("\"retries\": 1"));
+  // After a restart the log's replay knows the writers again.
+  servers_[0]->Stop();
+  servers_.clear();
+  StartServers(1, o);
+  auto c2 = Connect(0);
+  EXPECT_EQ(Row(c2.get(), u, -1), once);
+  ASSERT_TRUE(c2->ApplyUpdates(bytes, &v, &ops, &retry).ok());
+  EXPECT_TRUE(retry);
+  ASSERT_TRUE(c2->ApplyUpdates(live::EncodeUpdateBatch(next), &v, &ops, &retry).ok());
+  EXPECT_TRUE(retry);
+  EXPECT_EQ(Row(c2.get(), u, -1), once);
+}
+
 TEST_F(LiveServerTest, ABadBatchIsRefusedNamingItsOperationAndNothingIsApplied) {
   ServerOptions o;
   o.live_dir = tmp_.Sub("live");
@@ -180,6 +248,37 @@ TEST_F(LiveServerTest, OnlyATenantWithWriteMayUpdateAndAStaticPartitionTakesNone
   st = sc->ApplyUpdates(live::EncodeUpdateBatch(b), &version);
   EXPECT_EQ(st.code(), Status::Code::kNotSupported);
   EXPECT_THAT(st.message(), HasSubstr("--live-dir"));
+}
+
+TEST_F(LiveServerTest, UpdateBytesCountAgainstTheWritersQuota) {
+  const std::string writer = "token-of-the-writer-0002";
+  ServerOptions o;
+  o.live_dir = tmp_.Sub("live");
+  o.tenants_file = tmp_.Write(
+      "tenants.conf", "tenant w token=" + writer + " write=yes max_update_bytes_per_s=4K\n");
+  StartServers(1, o);
+  rpc::RpcOptions ro;
+  ro.auth_token = writer;
+  auto c = Connect(0, ro);
+  live::UpdateBatch b;
+  for (int i = 0; i < 100; ++i) b.add_edges.push_back({0, i});  // 64 + 100 x 32 bytes
+  const std::string bytes = live::EncodeUpdateBatch(b);
+  ASSERT_LT(bytes.size(), 4096u);
+  int64_t version = -1;
+  ASSERT_TRUE(c->ApplyUpdates(bytes, &version).ok());
+  Status st = c->ApplyUpdates(bytes, &version);  // the bucket holds a second's worth: 4 KiB
+  EXPECT_EQ(st.code(), Status::Code::kResourceExhausted) << st.ToString();
+  EXPECT_THAT(st.message(), HasSubstr("tenant 'w' is over its quota max_update_bytes_per_s"));
+  rpc::RemotePartitionInfo info;
+  ASSERT_TRUE(c->Info(&info).ok());
+  EXPECT_EQ(info.live_version, 1);  // the refused batch is not logged
+  const nlohmann::json stats = nlohmann::json::parse(servers_[0]->StatsJson());
+  EXPECT_EQ(stats["tenants"]["tenants"][0]["update_bytes"], static_cast<int64_t>(bytes.size()));
+  EXPECT_EQ(stats["tenants"]["tenants"][0]["refused_quota"], 1);
+  // A second later the bucket has refilled.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  ASSERT_TRUE(c->ApplyUpdates(bytes, &version).ok());
+  EXPECT_EQ(version, 2);
 }
 
 TEST_F(LiveServerTest, ALogOfAnotherDatasetIsRefusedAtStart) {
