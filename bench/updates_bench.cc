@@ -12,9 +12,30 @@
 // - visibility: one edge per batch; from its acknowledgement to the first
 //   sample (fanout -1, the newest version) of its row that holds it
 //   (`p50_ms`, `p99_ms`).
-// Medians of --rounds rounds. Not measured yet: sampling during ingest,
-// compaction and recovery (issue 50).
+// - sample_during_ingest: a 2-partition R-MAT graph served twice on this host,
+//   a static pair and a live pair (--live-dir), both read over Thrift (a live
+//   server serves Thrift only; the static pair the same way, so that the ratio
+//   is the cost of liveness and not of a path). The 2-server loader (fanouts
+//   [15, 10, 5], batch 1024, features, 2 workers, snapshot "latest": each
+//   batch pinned at the newest versions) samples the static pair, then the
+//   live pair while writers (4 threads, batches of --batch) stream edges to
+//   it at half the ingest case's rate, alternating rounds. Reported: the
+//   loader's sampled edges/s on each (`static_edges_per_s`,
+//   `live_edges_per_s`), `ratio` = live / static, the write rate reached
+//   (`write_updates_per_s`, against `target_updates_per_s`) and the live
+//   pair's delta at the end; and the live pair again right after, the delta in
+//   place and no writer (`live_quiet_edges_per_s`, `quiet_ratio`): what the
+//   merged rows cost apart from the writes' CPU.
+// - recovery: --kills kill -9s of a live server in the middle of ingest (a
+//   writer streaming batches of 100 edges for 50-300 ms each time). After
+//   each restart every edge of every acknowledged batch is asked for
+//   (has_edges, at the newest version): `acknowledged` batches, `lost`
+//   (batches with an edge missing; the target is 0), and `ready_s` (start to
+//   ready, replay included: median and max).
+// Medians of --rounds rounds. Not measured yet: compaction (not built).
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -23,11 +44,17 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include "bench/bench_util.h"
+#include "client/batch_loader.h"
+#include "client/cluster.h"
+#include "client/update_writer.h"
 #include "live/update_log.h"
 #include "live/updates.h"
 #include "rpc/rpc_client.h"
@@ -63,6 +90,227 @@ fanout::live::UpdateBatch RandomEdges(std::mt19937_64& rng, int64_t n, int64_t c
   return b;
 }
 
+// Case sample_during_ingest (see the top of the file).
+nlohmann::json SampleDuringIngest(const std::string& work, int scale, int64_t batch,
+                                  double ingest_per_s, double seconds, int rounds) {
+  namespace fc = fanout::client;
+  const std::string dir = work + "/rmat" + std::to_string(scale) + "-2parts";
+  fanout::bench::EnsureRmatDataset(dir, scale, 2, 16);
+  const std::string live_dir = work + "/live-2parts";
+  fs::remove_all(live_dir);
+  std::vector<fanout::bench::ServerProcess> fixed, live;
+  for (int p = 0; p < 2; ++p) {
+    fixed.push_back(fanout::bench::StartServerProcess(dir, p, false, {"--local-socket", "off"}));
+    live.push_back(fanout::bench::StartServerProcess(dir, p, true, {"--live-dir", live_dir}));
+  }
+  fanout::rpc::RpcOptions ro;
+  ro.data_plane = fanout::rpc::DataPlaneMode::kTcp;
+  ro.local_sampling = false;
+  auto connect = [&](const std::vector<fanout::bench::ServerProcess>& s) {
+    fc::ClusterSpec spec;
+    spec.replicas = {{s[0].rpc}, {s[1].rpc}};
+    std::shared_ptr<fc::Cluster> c;
+    fanout::Status st = fc::Cluster::Connect(spec, ro, &c);
+    if (!st.ok()) {
+      std::fprintf(stderr, "fanout-bench-updates: %s\n", st.ToString().c_str());
+      std::exit(1);
+    }
+    return std::make_pair(c, spec);
+  };
+  auto [fixed_cluster, fixed_spec] = connect(fixed);
+  auto [live_cluster, live_spec] = connect(live);
+  const int64_t n = fixed_cluster->num_nodes();
+  const std::vector<int64_t> seeds = fanout::bench::RandomIds(64 * 1024, 0, n, 7);
+  fc::LoaderOptions lo;
+  lo.batch_size = 1024;
+  lo.fanouts = {15, 10, 5};
+  lo.features = true;
+  lo.labels = false;
+  lo.num_workers = 2;
+  lo.prefetch = 4;
+  lo.rank = 0;
+  lo.world_size = 1;
+  auto run = [&](std::shared_ptr<fc::Cluster> c) {
+    fc::BatchLoader loader(c, seeds, lo);
+    fc::Batch b;
+    loader.Next(&b);  // warm-up
+    const auto start = Clock::now();
+    int64_t edges = 0;
+    while (Clock::now() - start < std::chrono::duration<double>(seconds)) {
+      if (!loader.Next(&b)) continue;  // an epoch's end: the next call starts another
+      edges += b.edge_index.size(1);
+    }
+    return static_cast<double>(edges) / std::chrono::duration<double>(Clock::now() - start).count();
+  };
+  // Writers at half the ingest rate, paced, over the whole of each live round.
+  const int kWriters = 4;
+  const double target = ingest_per_s / 2;
+  std::vector<std::unique_ptr<fc::UpdateWriter>> writers(kWriters);
+  for (auto& w : writers) {
+    fanout::Status st = fc::UpdateWriter::Connect(live_spec, ro, &w);
+    if (!st.ok()) {
+      std::fprintf(stderr, "fanout-bench-updates: %s\n", st.ToString().c_str());
+      std::exit(1);
+    }
+  }
+  std::vector<double> fixed_eps, live_eps, quiet_eps, write_rates;
+  std::atomic<bool> write_failed{false};
+  for (int r = 0; r < rounds; ++r) {
+    fixed_eps.push_back(run(fixed_cluster));
+    std::atomic<bool> stop{false};
+    std::atomic<int64_t> written{0};
+    std::vector<std::thread> threads;
+    const auto w0 = Clock::now();
+    for (int t = 0; t < kWriters; ++t)
+      threads.emplace_back([&, t] {
+        std::mt19937_64 rng(static_cast<uint64_t>(r * kWriters + t) + 1000);
+        const double per_batch_s = static_cast<double>(batch) / (target / kWriters);
+        auto next = Clock::now();
+        while (!stop.load()) {
+          fanout::live::UpdateBatch b = RandomEdges(rng, n, batch);
+          fc::GraphUpdates u;
+          u.add_edges = std::move(b.add_edges);
+          std::vector<int64_t> versions;
+          fanout::Status st = writers[t]->Apply(u, false, &versions);
+          if (!st.ok()) {
+            if (!write_failed.exchange(true))
+              std::fprintf(stderr, "[updates] writer: %s\n", st.ToString().c_str());
+            return;
+          }
+          written += batch;
+          next += std::chrono::duration_cast<Clock::duration>(
+              std::chrono::duration<double>(per_batch_s));
+          std::this_thread::sleep_until(next);
+        }
+      });
+    live_eps.push_back(run(live_cluster));
+    stop = true;
+    for (auto& t : threads) t.join();
+    write_rates.push_back(static_cast<double>(written.load()) /
+                          std::chrono::duration<double>(Clock::now() - w0).count());
+    quiet_eps.push_back(run(live_cluster));  // the delta in place, no writer
+    std::fprintf(stderr,
+                 "[updates] sample_during_ingest round %d: static %.0f edges/s, live %.0f edges/s "
+                 "while writing %.0f updates/s (target %.0f), live %.0f edges/s after\n",
+                 r + 1, fixed_eps.back(), live_eps.back(), write_rates.back(), target,
+                 quiet_eps.back());
+  }
+  nlohmann::json delta = nlohmann::json::array();
+  for (const auto& s : live) {
+    const nlohmann::json st = fanout::bench::AdminStats(s.admin_port, 10);
+    if (st.contains("live")) delta.push_back(st["live"]["delta"]);
+  }
+  writers.clear();
+  fixed_cluster.reset();
+  live_cluster.reset();
+  for (auto& s : fixed) fanout::bench::StopServerProcess(&s);
+  for (auto& s : live) fanout::bench::StopServerProcess(&s);
+  fs::remove_all(live_dir);
+  const double fm = fanout::bench::Median(fixed_eps), lm = fanout::bench::Median(live_eps);
+  return {{"case", "sample_during_ingest"},
+          {"scale", scale},
+          {"parts", 2},
+          {"path", "thrift"},
+          {"fanouts", {15, 10, 5}},
+          {"batch_size", 1024},
+          {"static_edges_per_s", fm},
+          {"live_edges_per_s", lm},
+          {"ratio", fm > 0 ? lm / fm : 0},
+          {"live_quiet_edges_per_s", fanout::bench::Median(quiet_eps)},
+          {"quiet_ratio", fm > 0 ? fanout::bench::Median(quiet_eps) / fm : 0},
+          {"target_updates_per_s", target},
+          {"write_updates_per_s", fanout::bench::Median(write_rates)},
+          {"write_failed", write_failed.load()},
+          {"live_delta_at_end", delta},
+          {"rounds", rounds}};
+}
+
+// Case recovery (see the top of the file).
+nlohmann::json Recovery(const std::string& dataset, const std::string& work, int kills) {
+  const std::string live_dir = work + "/live-recovery";
+  fs::remove_all(live_dir);
+  struct Acked {
+    std::vector<int64_t> src, dst;
+  };
+  std::map<int64_t, Acked> acked;  // by version
+  std::vector<double> ready;
+  int64_t lost = 0, checked_edges = 0;
+  std::mt19937_64 rng(17);
+  for (int round = 0; round <= kills; ++round) {
+    const auto t0 = Clock::now();
+    fanout::bench::ServerProcess server =
+        fanout::bench::StartServerProcess(dataset, 0, false, {"--live-dir", live_dir});
+    ready.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    std::unique_ptr<fanout::rpc::RpcClient> c;
+    if (!fanout::rpc::RpcClient::Connect(server.rpc, {}, &c).ok()) std::exit(1);
+    // Every acknowledged batch is there, whole.
+    std::vector<int64_t> rows, nbrs, owner;
+    for (const auto& [version, b] : acked) {
+      rows.insert(rows.end(), b.src.begin(), b.src.end());
+      nbrs.insert(nbrs.end(), b.dst.begin(), b.dst.end());
+      owner.insert(owner.end(), b.src.size(), version);
+    }
+    std::set<int64_t> lost_batches;
+    for (size_t at = 0; at < rows.size(); at += 50000) {
+      const size_t k = std::min<size_t>(50000, rows.size() - at);
+      std::string exists;
+      fanout::Status st =
+          c->HasEdges(fanout::ArrayView<const int64_t>(rows.data() + at, k),
+                      fanout::ArrayView<const int64_t>(nbrs.data() + at, k), &exists);
+      if (!st.ok()) {
+        std::fprintf(stderr, "[updates] recovery: %s\n", st.ToString().c_str());
+        std::exit(1);
+      }
+      for (size_t i = 0; i < k; ++i)
+        if (exists[i] == 0) lost_batches.insert(owner[at + i]);
+    }
+    checked_edges = static_cast<int64_t>(rows.size());
+    lost = std::max(lost, static_cast<int64_t>(lost_batches.size()));
+    if (round == kills) {
+      c.reset();
+      fanout::bench::StopServerProcess(&server);
+      break;
+    }
+    fanout::rpc::RemotePartitionInfo info;
+    if (!c->Info(&info).ok()) std::exit(1);
+    const int64_t n = info.num_nodes_total;
+    std::mutex mu;
+    std::thread writer([&, seed = rng()] {
+      std::mt19937_64 wr(seed);
+      std::unique_ptr<fanout::rpc::RpcClient> w;
+      if (!fanout::rpc::RpcClient::Connect(server.rpc, {}, &w).ok()) return;
+      for (;;) {
+        fanout::live::UpdateBatch b = RandomEdges(wr, n, 100);
+        int64_t version = 0;
+        if (!w->ApplyUpdates(fanout::live::EncodeUpdateBatch(b), &version).ok()) return;
+        Acked a;
+        for (const auto& e : b.add_edges) {
+          a.src.push_back(e.src);
+          a.dst.push_back(e.dst);
+        }
+        std::lock_guard<std::mutex> l(mu);
+        acked[version] = std::move(a);
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50 + static_cast<int>(rng() % 250)));
+    kill(server.pid, SIGKILL);
+    waitpid(server.pid, nullptr, 0);
+    writer.join();
+    std::fprintf(stderr,
+                 "[updates] recovery: kill %d of %d; %zu batches acknowledged so far, ready in "
+                 "%.2f s, %lld lost\n",
+                 round + 1, kills, acked.size(), ready.back(), static_cast<long long>(lost));
+  }
+  fs::remove_all(live_dir);
+  return {{"case", "recovery"},
+          {"kills", kills},
+          {"acknowledged", static_cast<int64_t>(acked.size())},
+          {"edges_checked", checked_edges},
+          {"lost", lost},
+          {"ready_s", fanout::bench::Median(ready)},
+          {"ready_max_s", *std::max_element(ready.begin(), ready.end())}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -72,8 +320,9 @@ int main(int argc, char** argv) {
   int scale = 18, writers = 4, rounds = 3;
   int64_t batch = 1000;
   double seconds = 5;
-  int visibility_samples = 500;
-  std::string work, json;
+  int visibility_samples = 500, kills = 20;
+  double sample_seconds = 5;
+  std::string work, json, cases_arg = "ingest,visibility,sample_during_ingest,recovery";
   app.add_option("--scale", scale, "R-MAT scale of the dataset")->default_val(18);
   app.add_option("--writers", writers, "Concurrent writer connections")->default_val(4);
   app.add_option("--batch", batch, "Edges per update batch")->default_val(1000);
@@ -81,9 +330,39 @@ int main(int argc, char** argv) {
   app.add_option("--rounds", rounds, "Rounds (ingest and the log alone alternate)")->default_val(3);
   app.add_option("--visibility-samples", visibility_samples, "Updates timed for visibility")
       ->default_val(500);
+  app.add_option("--kills", kills, "kill -9s of the recovery case")->default_val(20);
+  app.add_option("--sample-seconds", sample_seconds,
+                 "Seconds per loader round of sample_during_ingest")
+      ->default_val(5);
+  app.add_option("--cases", cases_arg,
+                 "Comma-separated cases: ingest, visibility, sample_during_ingest, recovery "
+                 "(sample_during_ingest writes at half the ingest case's rate: it runs ingest)")
+      ->default_val(cases_arg);
   app.add_option("--work", work, "Folder for the dataset and logs (default: temporary, removed)");
   app.add_option("--json", json, "Write the cases as a JSON array here");
   CLI11_PARSE(app, argc, argv);
+  std::set<std::string> wanted;
+  {
+    std::stringstream ss(cases_arg);
+    std::string c;
+    while (std::getline(ss, c, ','))
+      if (!c.empty()) wanted.insert(c);
+    for (const std::string& c : wanted)
+      if (c != "ingest" && c != "visibility" && c != "sample_during_ingest" && c != "recovery") {
+        std::fprintf(stderr,
+                     "fanout-bench-updates: unknown case '%s' (known: ingest, visibility, "
+                     "sample_during_ingest, recovery)\n",
+                     c.c_str());
+        return 2;
+      }
+    if (wanted.count("sample_during_ingest")) wanted.insert("ingest");
+  }
+  if (kills < 1 || rounds < 1 || seconds <= 0 || sample_seconds <= 0 || batch < 1) {
+    std::fprintf(
+        stderr,
+        "fanout-bench-updates: --kills, --rounds, --batch and the seconds must be positive\n");
+    return 2;
+  }
   bool own = false;
   work = fanout::bench::WorkDir(work, "fanout-bench-updates", &own);
   const std::string dir = work + "/rmat" + std::to_string(scale);
@@ -115,7 +394,7 @@ int main(int argc, char** argv) {
   }
   std::vector<double> ingest, per_core, limit;
   std::atomic<bool> failed{false};
-  for (int r = 0; r < rounds; ++r) {
+  for (int r = 0; r < rounds && wanted.count("ingest"); ++r) {
     // The server.
     const double cpu0 = CpuSeconds(server.pid);
     const double batches_per_s = fanout::bench::Measure(writers, seconds, [&](int t, int64_t i) {
@@ -156,7 +435,7 @@ int main(int argc, char** argv) {
   // Visibility: one edge per batch, then samples of its row until it shows.
   std::vector<double> lat_ms;
   std::mt19937_64 rng(99);
-  for (int i = 0; i < visibility_samples; ++i) {
+  for (int i = 0; wanted.count("visibility") && i < visibility_samples; ++i) {
     fanout::live::UpdateBatch b;
     const int64_t u = static_cast<int64_t>(rng() % static_cast<uint64_t>(n));
     const int64_t v = static_cast<int64_t>(rng() % static_cast<uint64_t>(n));
@@ -181,25 +460,36 @@ int main(int argc, char** argv) {
     return lat_ms.empty() ? 0.0 : lat_ms[static_cast<size_t>(q * (lat_ms.size() - 1))];
   };
   const double ingest_m = fanout::bench::Median(ingest), limit_m = fanout::bench::Median(limit);
-  const nlohmann::json cases =
-      nlohmann::json::array({{{"case", "ingest"},
-                              {"scale", scale},
-                              {"writers", writers},
-                              {"batch", batch},
-                              {"updates_per_s", ingest_m},
-                              {"per_core", fanout::bench::Median(per_core)},
-                              {"log_limit_per_s", limit_m},
-                              {"ratio", limit_m > 0 ? ingest_m / limit_m : 0},
-                              {"rounds", rounds},
-                              {"cpus", fanout::UsableCpuCount()}},
-                             {{"case", "visibility"},
-                              {"samples", visibility_samples},
-                              {"p50_ms", pct(0.5)},
-                              {"p99_ms", pct(0.99)}}});
-  std::printf("%s\n", cases.dump(2).c_str());
-  fanout::bench::WriteJson(json, cases);
+  nlohmann::json cases = nlohmann::json::array();
+  if (wanted.count("ingest"))
+    cases.push_back({{"case", "ingest"},
+                     {"scale", scale},
+                     {"writers", writers},
+                     {"batch", batch},
+                     {"updates_per_s", ingest_m},
+                     {"per_core", fanout::bench::Median(per_core)},
+                     {"log_limit_per_s", limit_m},
+                     {"ratio", limit_m > 0 ? ingest_m / limit_m : 0},
+                     {"rounds", rounds},
+                     {"cpus", fanout::UsableCpuCount()}});
+  if (wanted.count("visibility"))
+    cases.push_back({{"case", "visibility"},
+                     {"samples", visibility_samples},
+                     {"p50_ms", pct(0.5)},
+                     {"p99_ms", pct(0.99)}});
   clients.clear();
   fanout::bench::StopServerProcess(&server);
+  fs::remove_all(live_dir);
+  if (wanted.count("sample_during_ingest")) {
+    std::fprintf(stderr, "[updates] sample_during_ingest: 2 static and 2 live servers\n");
+    cases.push_back(SampleDuringIngest(work, scale, batch, ingest_m, sample_seconds, rounds));
+  }
+  if (wanted.count("recovery")) {
+    std::fprintf(stderr, "[updates] recovery: %d kill -9s mid-ingest\n", kills);
+    cases.push_back(Recovery(dir, work, kills));
+  }
+  std::printf("%s\n", cases.dump(2).c_str());
+  fanout::bench::WriteJson(json, cases);
   if (own) fs::remove_all(work);
   return 0;
 }

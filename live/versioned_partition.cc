@@ -14,7 +14,7 @@ std::string Op(const char* kind, size_t i) { return std::string(kind) + " " + st
 }  // namespace
 
 VersionedPartition::VersionedPartition(const sampler::PartitionView& base, LiveShape shape)
-    : base_(base), graph_(base.Graph()), shape_(shape) {}
+    : base_(base), graph_(base.Graph()), shape_(shape), rows_(base.node_end - base.node_begin) {}
 
 Status VersionedPartition::Check(const UpdateBatch& b) const {
   const int64_t n = shape_.num_nodes_total;
@@ -78,14 +78,14 @@ Status VersionedPartition::Check(const UpdateBatch& b) const {
 void VersionedPartition::Apply(uint64_t seq, const UpdateBatch& b) {
   std::unique_lock<std::shared_mutex> lock(mu_);
   for (const EdgeUpdate& e : b.add_edges) {
-    RowDelta& d = rows_[e.src];
+    RowDelta& d = rows_.Get(e.src - base_.node_begin);
     if (d.first_seq == 0) d.first_seq = seq;
     const int64_t eid = shape_.base_edges_total + shape_.num_parts * added_ + base_.part;
     ++added_;
     d.added.push_back({e.dst, eid, e.time, e.weight, e.type, seq});
   }
   for (const EdgeUpdate& e : b.remove_edges) {
-    RowDelta& d = rows_[e.src];
+    RowDelta& d = rows_.Get(e.src - base_.node_begin);
     if (d.first_seq == 0) d.first_seq = seq;
     d.removed.push_back({e.dst, e.type, seq});
     ++removals_;
@@ -137,10 +137,14 @@ bool VersionedPartition::RemovedBy(const RowDelta& d, int64_t dst, int32_t type,
 
 bool VersionedPartition::MergedRow(int64_t node, uint64_t version, Row* out) const {
   std::shared_lock<std::shared_mutex> lock(mu_);
-  auto it = rows_.find(node);
-  if (it == rows_.end() || it->second.first_seq == 0 || it->second.first_seq > version)
-    return false;
-  const RowDelta& d = it->second;
+  return MergedRowLocked(node, version, out);
+}
+
+bool VersionedPartition::MergedRowLocked(int64_t node, uint64_t version, Row* out) const {
+  if (!Owns(node)) return false;
+  const RowDelta* found = rows_.Find(node - base_.node_begin);
+  if (found == nullptr || found->first_seq == 0 || found->first_seq > version) return false;
+  const RowDelta& d = *found;
   out->neighbors.clear();
   out->edge_ids.clear();
   out->times.clear();
@@ -196,27 +200,83 @@ Status VersionedPartition::SampleHop(ArrayView<const int64_t> nodes, int64_t fan
   for (int64_t v : nodes)
     if (!Owns(v))
       return Status::InvalidArgument("node " + std::to_string(v) + " is not in this partition");
-  // The nodes whose rows a batch at or below `version` changed.
-  std::vector<char> changed(nodes.size(), 0);
-  bool any = false;
-  {
-    std::shared_lock<std::shared_mutex> lock(mu_);
-    if (!rows_.empty())
-      for (size_t i = 0; i < nodes.size(); ++i) {
-        auto it = rows_.find(nodes[i]);
-        if (it != rows_.end() && it->second.first_seq != 0 && it->second.first_seq <= version) {
-          changed[i] = 1;
-          any = true;
-        }
-      }
-  }
   sampler::HopSampler hs;
+  if (EdgesAsBase(version))
+    return hs.Sample(graph_, nodes, fanout, hop, request_seed, o, nullptr, out);
+  // Writers wait while the hop reads the delta (one lock for the hop).
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  const size_t n = nodes.size();
+  const int64_t begin = base_.node_begin;
+  const int64_t* indptr = graph_.indptr();
+  const bool ordered = shape_.num_edge_types > 0 || shape_.temporal;
+  // One pass over the nodes, pipelined (the slot, the delta it names, that
+  // delta's newest added edge and CSR row, each some nodes ahead):
+  // a node whose row no batch at or below `version` changed is sampled
+  // through the CSR below (its draws depend on nothing but the node, hop and
+  // seed). A changed row that keeps no order and lost nothing at `version`
+  // merges as the base row, then the added edges at or below `version` (a
+  // prefix: log order): its draws are made here, each target recorded (a
+  // base edge or an added one), nothing copied. Other changed rows are merged
+  // whole (MergedRowLocked).
+  enum Kind : char { kPlain, kFast, kMerged };
+  struct Draw {
+    int64_t e;       // a base edge (a == null)
+    const Added* a;  // or an added edge
+  };
+  std::vector<char> kind(n, kPlain);
+  std::vector<Draw> draws;
+  std::vector<size_t> draws_at(n + 1, 0);
+  std::vector<int64_t> plain, pos;
+  bool any = false;
+  // Distances, in nodes and in draws, that cover a memory miss on this
+  // kind of machine (a row's ~15 draws share a line or two of the CSR).
+  constexpr size_t kSlotAhead = 48, kDeltaAhead = 24, kRowAhead = 12, kDrawAhead = 128;
+  auto delta_of = [&](size_t i) -> const RowDelta* {
+    const RowDelta* d = rows_.Find(nodes[i] - begin);
+    return d != nullptr && d->first_seq != 0 && d->first_seq <= version ? d : nullptr;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kSlotAhead < n)
+      if (RowDelta* const* slot = rows_.Slot(nodes[i + kSlotAhead] - begin))
+        __builtin_prefetch(slot);
+    if (i + kDeltaAhead < n)
+      if (const RowDelta* ahead = rows_.Find(nodes[i + kDeltaAhead] - begin))
+        __builtin_prefetch(ahead);
+    if (i + kRowAhead < n)
+      if (const RowDelta* ahead = delta_of(i + kRowAhead)) {
+        __builtin_prefetch(indptr + (nodes[i + kRowAhead] - begin));
+        if (!ahead->added.empty()) __builtin_prefetch(&ahead->added.back());
+      }
+    draws_at[i] = draws.size();
+    const RowDelta* d = delta_of(i);
+    if (d == nullptr) {
+      plain.push_back(nodes[i]);
+      continue;
+    }
+    any = true;
+    if (ordered || (!d->removed.empty() && d->removed.front().seq <= version)) {
+      kind[i] = kMerged;
+      continue;
+    }
+    kind[i] = kFast;
+    const int64_t r = nodes[i] - begin, b0 = indptr[r], base_degree = indptr[r + 1] - b0;
+    size_t added = d->added.size();
+    if (added > 0 && d->added.back().seq > version)
+      added = static_cast<size_t>(
+          std::upper_bound(d->added.begin(), d->added.end(), version,
+                           [](uint64_t v, const Added& x) { return v < x.seq; }) -
+          d->added.begin());
+    FANOUT_RETURN_IF_ERROR(sampler::SampleRowPositionsFor(
+        nodes[i], base_degree + static_cast<int64_t>(added), fanout, hop, request_seed, o, &pos));
+    for (int64_t p : pos) {
+      if (p < base_degree)
+        draws.push_back({b0 + p, nullptr});
+      else
+        draws.push_back({-1, &d->added[static_cast<size_t>(p - base_degree)]});
+    }
+  }
+  draws_at[n] = draws.size();
   if (!any) return hs.Sample(graph_, nodes, fanout, hop, request_seed, o, nullptr, out);
-  // The unchanged rows through the CSR (their draws depend on nothing but
-  // the node, hop and seed), the changed ones through their merged rows.
-  std::vector<int64_t> plain;
-  for (size_t i = 0; i < nodes.size(); ++i)
-    if (!changed[i]) plain.push_back(nodes[i]);
   sampler::OneHopResult base;
   FANOUT_RETURN_IF_ERROR(hs.Sample(graph_, ArrayView<const int64_t>(plain), fanout, hop,
                                    request_seed, o, nullptr, &base));
@@ -226,19 +286,39 @@ Status VersionedPartition::SampleHop(ArrayView<const int64_t> nodes, int64_t fan
   out->edge_types.clear();
   out->edge_weights.clear();
   out->offsets.push_back(0);
+  out->neighbors.reserve(base.neighbors.size() + draws.size());
+  auto prefetch_draw = [&](size_t k) {
+    if (k >= draws.size()) return;
+    if (draws[k].a == nullptr)
+      __builtin_prefetch(graph_.neighbor_address(draws[k].e));
+    else
+      __builtin_prefetch(draws[k].a);
+  };
+  for (size_t k = 0; k < kDrawAhead; ++k) prefetch_draw(k);
   size_t next_plain = 0;
   Row row;
-  std::vector<int64_t> pos;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    if (!changed[i]) {
+  for (size_t i = 0; i < n; ++i) {
+    if (kind[i] == kPlain) {
       const int64_t b = base.offsets[next_plain], e = base.offsets[next_plain + 1];
       for (int64_t x = b; x < e; ++x) {
         out->neighbors.push_back(base.neighbors[x]);
         if (o.with_edge_ids) out->edge_ids.push_back(base.edge_ids[x]);
       }
       ++next_plain;
+    } else if (kind[i] == kFast) {
+      for (size_t k = draws_at[i]; k < draws_at[i + 1]; ++k) {
+        prefetch_draw(k + kDrawAhead);
+        const Draw& w = draws[k];
+        if (w.a == nullptr) {
+          out->neighbors.push_back(graph_.neighbor(w.e));
+          if (o.with_edge_ids) out->edge_ids.push_back(graph_.edge_id(w.e));
+        } else {
+          out->neighbors.push_back(w.a->dst);
+          if (o.with_edge_ids) out->edge_ids.push_back(w.a->eid);
+        }
+      }
     } else {
-      MergedRow(nodes[i], version, &row);
+      MergedRowLocked(nodes[i], version, &row);
       FANOUT_RETURN_IF_ERROR(
           sampler::SampleRowPositionsFor(nodes[i], static_cast<int64_t>(row.neighbors.size()),
                                          fanout, hop, request_seed, o, &pos));
@@ -297,14 +377,14 @@ DeltaStats VersionedPartition::Stats() const {
   DeltaStats s;
   s.committed = committed();
   s.applied = applied_;
-  s.rows_touched = static_cast<int64_t>(rows_.size());
+  s.rows_touched = rows_.size();
   s.added_edges = added_;
   s.removals = removals_;
   s.feature_rows = feature_versions_;
   s.labels = label_versions_;
   s.bytes = added_ * static_cast<int64_t>(sizeof(Added)) +
             removals_ * static_cast<int64_t>(sizeof(Removed)) +
-            s.rows_touched * static_cast<int64_t>(sizeof(RowDelta) + 32) +
+            s.rows_touched * static_cast<int64_t>(sizeof(RowDelta) + 8) + rows_.page_bytes() +
             feature_versions_ * (shape_.row_bytes + 48) + label_versions_ * 48;
   return s;
 }

@@ -30,6 +30,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -131,6 +132,45 @@ class VersionedPartition {
     std::vector<Removed> removed;  // log order
     uint64_t first_seq = 0;        // the first batch that touched it
   };
+  // Changed rows by local row: pages of kPageRows slots, a page made when a
+  // row in it first changes (8 bytes a row of a touched page, against a hash
+  // map's lookups on every hop); each RowDelta made once and never moved or
+  // freed while the partition lives (a deque), so a reader may keep a pointer
+  // to one across a lock's release.
+  class RowIndex {
+   public:
+    static constexpr int kPageBits = 12;
+    explicit RowIndex(int64_t rows) : pages_(static_cast<size_t>((rows >> kPageBits) + 1)) {}
+    // Where row's pointer is held (null: its page was never made).
+    RowDelta* const* Slot(int64_t row) const {
+      const auto& p = pages_[static_cast<size_t>(row >> kPageBits)];
+      return p ? p.get() + (row & kMask) : nullptr;
+    }
+    const RowDelta* Find(int64_t row) const {
+      RowDelta* const* s = Slot(row);
+      return s != nullptr ? *s : nullptr;
+    }
+    RowDelta& Get(int64_t row) {
+      auto& p = pages_[static_cast<size_t>(row >> kPageBits)];
+      if (!p) {
+        p.reset(new RowDelta*[kPageRows]());
+        ++num_pages_;
+      }
+      RowDelta*& s = p[row & kMask];
+      if (s == nullptr) s = &storage_.emplace_back();
+      return *s;
+    }
+    int64_t size() const { return static_cast<int64_t>(storage_.size()); }
+    int64_t page_bytes() const {
+      return num_pages_ * kPageRows * static_cast<int64_t>(sizeof(void*));
+    }
+
+   private:
+    static constexpr int64_t kPageRows = int64_t{1} << kPageBits, kMask = kPageRows - 1;
+    std::vector<std::unique_ptr<RowDelta*[]>> pages_;
+    std::deque<RowDelta> storage_;
+    int64_t num_pages_ = 0;
+  };
   template <typename T>
   struct Versions {
     std::vector<std::pair<uint64_t, T>> v;  // log order
@@ -144,6 +184,8 @@ class VersionedPartition {
   template <typename T>
   static const T* Latest(const std::unordered_map<int64_t, Versions<T>>& m, int64_t node,
                          uint64_t version);
+  // MergedRow's work. REQUIRES: mu_ held (shared).
+  bool MergedRowLocked(int64_t node, uint64_t version, Row* out) const;
   bool Owns(int64_t node) const { return node >= base_.node_begin && node < base_.node_end; }
 
   const sampler::PartitionView base_;
@@ -152,7 +194,7 @@ class VersionedPartition {
   std::atomic<uint64_t> committed_{0};
   std::atomic<uint64_t> first_edge_change_{0};  // the first batch that changed an edge (0: none)
   mutable std::shared_mutex mu_;
-  std::unordered_map<int64_t, RowDelta> rows_;                                    // GUARDED_BY(mu_)
+  RowIndex rows_;                                                                 // GUARDED_BY(mu_)
   std::unordered_map<int64_t, Versions<std::string>> features_;                   // GUARDED_BY(mu_)
   std::unordered_map<int64_t, Versions<int64_t>> labels_;                         // GUARDED_BY(mu_)
   uint64_t applied_ = 0;                                                          // GUARDED_BY(mu_)
