@@ -71,8 +71,9 @@ Status RawDataset::Validate() const {
     schema.feature_dims = type_feature_dims;
     FANOUT_RETURN_IF_ERROR(schema.Check(1, num_nodes, features.empty() ? 0 : feature_dim)
                                .WithContext("dataset types"));
-    if (!edge_times.empty())
-      return Status::InvalidArgument("edge timestamps on a heterogeneous graph are not supported");
+    // Edge times on a heterogeneous graph are stored (rows by type, each
+    // type's edges by time: the writer's two stable sorts); sampling by time
+    // across types is refused where it is asked (sampler, client).
   } else if (!node_type.empty() || !edge_type.empty()) {
     return Status::InvalidArgument("node or edge types without type names");
   }

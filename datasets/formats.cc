@@ -14,8 +14,8 @@
 namespace fanout::datasets {
 
 const std::vector<std::string>& FormatNames() {
-  static const std::vector<std::string> kNames = {"linqs",     "planetoid", "ogb", "ogb-hetero",
-                                                  "movielens", "snap",      "rmat"};
+  static const std::vector<std::string> kNames = {"linqs",     "planetoid", "ogb",  "ogb-hetero",
+                                                  "movielens", "snap",      "rmat", "tables"};
   return kNames;
 }
 
@@ -79,10 +79,12 @@ Status LoadDataset(const std::string& format, const std::string& input, const Lo
     st = LoadSnap(input, options, out, notes);
   else if (format == "rmat")
     st = LoadRmat(options, out, notes);
+  else if (format == "tables")
+    st = LoadTables(input, options, out, notes);
   else
     return Status::InvalidArgument(
         "unknown format '" + format +
-        "' (known: linqs, planetoid, ogb, ogb-hetero, movielens, snap, rmat)");
+        "' (known: linqs, planetoid, ogb, ogb-hetero, movielens, snap, rmat, tables)");
   if (!st.ok()) return st;
   if (out->format.empty()) out->format = format;
   return out->Validate();

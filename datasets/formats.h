@@ -52,7 +52,7 @@ struct LoadOptions {
 // bag-of-words features (fanout-partition --normalize-features).
 void NormalizeFeatureRow(float* row, int64_t d);
 
-// Known format names: linqs, planetoid, ogb, ogb-hetero, movielens, snap, rmat.
+// Known format names: linqs, planetoid, ogb, ogb-hetero, movielens, snap, rmat, tables.
 const std::vector<std::string>& FormatNames();
 
 // Loads `input` (a file or folder, as the format needs; ignored for rmat).
@@ -112,6 +112,20 @@ Status ReadSplitFile(const std::string& path, int64_t num_nodes, Split value,
 // and line, or a value) and the sizes. Readers call it before sizing an array
 // from a count the input declares (a damaged header must not become a huge
 // allocation).
+// Tables with a schema (docs/DATA.md): `schema_path` is a JSON file naming
+// node tables (a type, files or globs relative to the schema's folder, the id
+// column as int64 or string, features as scalar columns or one list column,
+// label, split or masks) and edge tables (a type, files, source and
+// destination columns with their node types, an optional time column, an
+// optional reverse type), CSV with a header (optionally gzip). Nodes get dense
+// ids in table order; int64 ids are kept as original ids, string ids as
+// original names. One node and one edge table make a homogeneous graph, more
+// a heterogeneous one. Errors name the file, line and column; an edge whose
+// endpoint no node table has is refused, or dropped and counted where the
+// schema says "dangling_edges": "drop". Read whole (in memory).
+Status LoadTables(const std::string& schema_path, const LoadOptions& options, RawDataset* out,
+                  std::vector<std::string>* notes);
+
 Status CheckFitsInMemory(const std::string& what, double count, double bytes_each,
                          int64_t limit_bytes = 0);
 // Checks train,val,test fractions (3 values in [0, 1], summing to at most 1;

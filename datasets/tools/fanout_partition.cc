@@ -67,7 +67,9 @@ int main(int argc, char** argv) {
       "4G --output /data/big\n"
       "  fanout-partition --format movielens --input datasets/data/movielens/ml-latest-small "
       "--undirected --parts 2 "
-      "--output /tmp/ml\n\n"
+      "--output /tmp/ml\n"
+      "  fanout-partition --format tables --schema datasets/data/shop/graph.json --parts 2 "
+      "--method hash --output /tmp/shop\n\n"
       "Memory: random, range and hash partition in bounded memory: the edges are streamed (snap, "
       "ogb and rmat inputs\n"
       "are never held whole), spilled to disk and written partition by partition in slices that "
@@ -85,6 +87,10 @@ int main(int argc, char** argv) {
   LoadOptions load;
   app.add_option("--input", input,
                  "Raw input: a file or folder, as the format needs (not used by rmat)");
+  std::string schema;
+  app.add_option("--schema", schema,
+                 "tables: the JSON schema naming the node and edge tables (CSV, optionally gzip; "
+                 "see docs/DATA.md); the same as --input for --format tables");
   app.add_option("--format", format,
                  std::string("Input format. ogb: ") + fanout::datasets::OgbFilesHelp() +
                      " ogb-hetero: " + fanout::datasets::OgbHeteroFilesHelp())
@@ -175,6 +181,15 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // keep stdout and stderr lines in order
 
+  if (!schema.empty()) {
+    if (format != "tables")
+      return Fail(Status::InvalidArgument("--schema is for --format tables, not " + format));
+    if (!input.empty() && input != schema)
+      return Fail(Status::InvalidArgument("give the schema once: --schema or --input"));
+    input = schema;
+  }
+  if (format == "tables" && input.empty())
+    return Fail(Status::InvalidArgument("--format tables needs --schema graph.json"));
   if (format != "rmat" && input.empty())
     return Fail(Status::InvalidArgument("--input is required for format " + format));
   load.ogb_split = ogb_split;

@@ -51,10 +51,11 @@ except ImportError as _e:
 __version__ = _core.__version__  # release+gCOMMIT, as fanout-server --version says
 from ._bins import find_binary
 from .local_cluster import LocalCluster
+from .tables import partition_pyg, partition_tables, write_pyg_tables
 
 __all__ = [
     "Cluster", "NodeLoader", "SubgraphLoader", "LinkLoader", "RandomWalkLoader", "WalkBatch", "NegativeSampling",
-    "Batch", "LocalCluster", "partition", "stats", "Error", "InvalidArgument",
+    "Batch", "LocalCluster", "partition", "partition_tables", "partition_pyg", "write_pyg_tables", "stats", "Error", "InvalidArgument",
     "NotFound", "Corruption", "IOError", "NotSupported", "Unavailable", "DeadlineExceeded",
     "ResourceExhausted", "Aborted", "Unauthenticated", "Internal",
 ]

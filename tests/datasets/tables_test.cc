@@ -1,0 +1,168 @@
+// Tables with a schema (datasets/tables.cc): node and edge tables read into
+// a graph with the ids, features, labels, splits, types and times they name;
+// every mistake refused naming the schema key, or the file, line and column.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include "datasets/formats.h"
+#include "tests/datasets/test_util.h"
+
+namespace fanout::datasets {
+namespace {
+
+using ::testing::HasSubstr;
+
+class TablesTest : public ::testing::Test {
+ protected:
+  Status Load(const std::string& schema, RawDataset* out) {
+    const std::string path = tmp_.Write("graph.json", schema);
+    LoadOptions o;
+    o.quiet = true;
+    notes_.clear();
+    *out = RawDataset();
+    Status st = LoadTables(path, o, out, &notes_);
+    if (st.ok()) st = out->Validate();
+    return st;
+  }
+  std::string Refused(const std::string& schema) {
+    RawDataset ds;
+    Status st = Load(schema, &ds);
+    EXPECT_EQ(st.code(), Status::Code::kInvalidArgument) << st.ToString();
+    return st.message();
+  }
+  void WriteGz(const std::string& name, const std::string& text) {
+    gzFile f = gzopen(tmp_.Sub(name).c_str(), "wb");
+    gzwrite(f, text.data(), static_cast<unsigned>(text.size()));
+    gzclose(f);
+  }
+  testing::TempDir tmp_;
+  std::vector<std::string> notes_;
+};
+
+TEST_F(TablesTest, AHeterogeneousTemporalGraphWithStringIdsListAndScalarFeatures) {
+  tmp_.Write("users.csv",
+             "uid,age,score,cls,split\n"
+             "alice,30,0.5,1,train\n"
+             "\"bob, jr\",41,0.25,,test\n"
+             "carol,22,1.0,0,\n");
+  WriteGz("items-1.csv.gz", "iid,emb\n10,\"[1, 2, 3]\"\n11,4 5 6\n");
+  WriteGz("items-2.csv.gz", "iid,emb\n12,7;8;9\n");
+  tmp_.Write("buys.csv", "u,i,ts\nalice,10,100\n\"bob, jr\",12,50\ncarol,11,75\nalice,12,60\n");
+  RawDataset ds;
+  Status st = Load(R"({"name": "shop",
+    "nodes": [{"type": "user", "files": "users.csv", "id": "uid", "id_type": "string",
+               "features": ["age", "score"], "label": "cls", "split": "split"},
+              {"type": "item", "files": "items-*.csv.gz", "id": "iid", "features": "emb"}],
+    "edges": [{"type": "buys", "files": ["buys.csv"], "source": "u", "source_type": "user",
+               "destination": "i", "destination_type": "item", "time": "ts", "reverse": "bought_by"}]})",
+                   &ds);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(ds.name, "shop");
+  ASSERT_EQ(ds.num_nodes, 6);
+  EXPECT_EQ(ds.node_types, (std::vector<std::string>{"user", "item"}));
+  EXPECT_EQ(ds.node_type, (std::vector<int32_t>{0, 0, 0, 1, 1, 1}));
+  // String ids: names kept, original ids the row within the type; int64 ids kept as they are.
+  EXPECT_EQ(ds.original_names[1], "bob, jr");
+  EXPECT_EQ(ds.original_ids, (std::vector<int64_t>{0, 1, 2, 10, 11, 12}));
+  // Features: the widest type's width (3), the users' 2 columns zero-padded.
+  ASSERT_EQ(ds.feature_dim, 3);
+  EXPECT_EQ(ds.type_feature_dims, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(std::vector<float>(ds.features.begin() + 3, ds.features.begin() + 6),
+            (std::vector<float>{41, 0.25f, 0}));
+  EXPECT_EQ(std::vector<float>(ds.features.begin() + 15, ds.features.end()),
+            (std::vector<float>{7, 8, 9}));
+  EXPECT_EQ(ds.labels, (std::vector<int64_t>{1, -1, 0, -1, -1, -1}));
+  EXPECT_EQ(ds.num_classes, 2);
+  EXPECT_EQ(ds.split[0], static_cast<uint8_t>(Split::kTrain));
+  EXPECT_EQ(ds.split[1], static_cast<uint8_t>(Split::kTest));
+  EXPECT_EQ(ds.split[2], static_cast<uint8_t>(Split::kNone));
+  // Edges: buys, then its reverse type, with their times.
+  ASSERT_EQ(ds.edge_types.size(), 2u);
+  EXPECT_EQ(ds.edge_types[1].rel, "bought_by");
+  EXPECT_EQ(ds.src, (std::vector<int64_t>{0, 1, 2, 0, 3, 5, 4, 5}));
+  EXPECT_EQ(ds.dst, (std::vector<int64_t>{3, 5, 4, 5, 0, 1, 2, 0}));
+  EXPECT_EQ(ds.edge_times, (std::vector<int64_t>{100, 50, 75, 60, 100, 50, 75, 60}));
+  EXPECT_EQ(ds.edge_type, (std::vector<int32_t>{0, 0, 0, 0, 1, 1, 1, 1}));
+}
+
+TEST_F(TablesTest, OneNodeAndOneEdgeTableMakeAHomogeneousGraphWithMasks) {
+  tmp_.Write("n.csv", "id,tr,te\n5,1,0\n7,0,true\n9,0,0\n");
+  tmp_.Write("e.tsv", "s\td\n5\t7\n9\t5\n");
+  RawDataset ds;
+  Status st = Load(R"({"delimiter": "\t",
+    "nodes": [{"files": "n.csv", "id": "id", "train_mask": "tr", "test_mask": "te"}],
+    "edges": [{"files": "e.tsv", "source": "s", "destination": "d"}]})",
+                   &ds);
+  // The delimiter applies to every table: n.csv's commas are one field.
+  EXPECT_THAT(st.message(), HasSubstr("n.csv: no column 'id'"));
+  tmp_.Write("n.csv", "id\ttr\tte\n5\t1\t0\n7\t0\ttrue\n9\t0\t0\n");
+  ASSERT_TRUE(Load(R"({"delimiter": "\t",
+    "nodes": [{"files": "n.csv", "id": "id", "train_mask": "tr", "test_mask": "te"}],
+    "edges": [{"files": "e.tsv", "source": "s", "destination": "d"}]})",
+                   &ds)
+                  .ok());
+  EXPECT_FALSE(ds.hetero());
+  EXPECT_EQ(ds.original_ids, (std::vector<int64_t>{5, 7, 9}));
+  EXPECT_TRUE(ds.original_names.empty());
+  EXPECT_EQ(ds.split, (std::vector<uint8_t>{1, 3, 0}));
+  EXPECT_EQ(ds.src, (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(ds.dst, (std::vector<int64_t>{1, 0}));
+  EXPECT_TRUE(ds.features.empty());
+  EXPECT_TRUE(ds.labels.empty());
+}
+
+TEST_F(TablesTest, EveryMistakeIsNamed) {
+  tmp_.Write("n.csv", "id,f,lab,sp\n1,0.5,2,train\n2,x,1,val\n");
+  tmp_.Write("ok.csv", "id,f\n1,0.5\n2,1.5\n");
+  tmp_.Write("e.csv", "s,d\n1,2\n2,3\n");
+  const std::string edges = R"("edges": [{"files": "e.csv", "source": "s", "destination": "d"}])";
+  EXPECT_THAT(
+      Refused(R"({"nodes": [{"files": "n.csv", "id": "id", "features": ["f"]}], )" + edges + "}"),
+      HasSubstr("n.csv:3: column 'f': 'x' is not a finite number"));
+  EXPECT_THAT(Refused(R"({"nodes": [{"files": "ok.csv", "id": "id"}], )" + edges + "}"),
+              HasSubstr("e.csv:3: column 'd': '3' names no node of type 'node'"));
+  EXPECT_THAT(
+      Refused(R"({"nodes": [{"files": "ok.csv", "id": "id", "label": "lab"}], )" + edges + "}"),
+      HasSubstr("ok.csv: no column 'lab' (the node type 'node''s label)"));
+  {
+    RawDataset none;
+    Status st =
+        Load(R"({"nodes": [{"files": "missing-*.csv", "id": "id"}], )" + edges + "}", &none);
+    EXPECT_EQ(st.code(), Status::Code::kNotFound);
+    EXPECT_THAT(st.message(), HasSubstr("no file matches"));
+  }
+  EXPECT_THAT(
+      Refused(R"({"nodes": [{"files": "ok.csv", "id": "id", "colour": "red"}], )" + edges + "}"),
+      HasSubstr("unknown key \"colour\""));
+  EXPECT_THAT(Refused(R"({"nodes": [{"files": "ok.csv", "id": "id"}], "edges": [{"files": "e.csv",
+              "source": "s", "destination": "d", "weight": "w"}]})"),
+              HasSubstr("hold no edge weights"));
+  EXPECT_THAT(Refused(R"({"nodes": [{"files": "ok.csv", "id": "id"}], "edges": [{"files": "e.csv",
+              "source": "s", "destination": "d", "source_type": "user"}]})"),
+              HasSubstr("node type 'user' has no node table"));
+  tmp_.Write("sp.csv", "id,sp\n1,train\n2,later\n");
+  EXPECT_THAT(
+      Refused(R"({"nodes": [{"files": "sp.csv", "id": "id", "split": "sp"}], )" + edges + "}"),
+      HasSubstr("sp.csv:3: column 'sp': 'later' (train, val, test, or empty)"));
+  tmp_.Write("w.csv", "id,emb\n1,1 2\n2,1 2 3\n");
+  EXPECT_THAT(
+      Refused(R"({"nodes": [{"files": "w.csv", "id": "id", "features": "emb"}], )" + edges + "}"),
+      HasSubstr("w.csv:3: column 'emb': a feature row of 3 values; earlier rows"));
+  EXPECT_THAT(Refused(R"({"heterogeneous": false, "nodes": [{"files": "ok.csv", "id": "id"}],
+              "edges": [{"files": "e.csv", "source": "s", "destination": "d", "reverse": "r"}]})"),
+              HasSubstr("more than one node or edge type"));
+  EXPECT_THAT(Refused("{not json"), HasSubstr("is not JSON"));
+  // Dropped and counted where the schema says so.
+  RawDataset ds;
+  ASSERT_TRUE(Load(R"({"dangling_edges": "drop", "nodes": [{"files": "ok.csv", "id": "id"}], )" +
+                       edges + "}",
+                   &ds)
+                  .ok());
+  EXPECT_EQ(ds.num_edges(), 1);
+  ASSERT_EQ(notes_.size(), 1u);
+  EXPECT_THAT(notes_[0], HasSubstr("dropped 1 edges"));
+}
+
+}  // namespace
+}  // namespace fanout::datasets

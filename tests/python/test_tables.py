@@ -1,0 +1,150 @@
+"""Your own graph in: fanout.partition_tables over CSV tables with a schema, and fanout.partition_pyg over a PyG
+Data / HeteroData: the store serves the graph the object holds (every edge, feature row, label and split, by original
+id), the worked example partitions, and bad tables are refused naming the file, line and column with nothing
+written."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import torch
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+
+
+def _served_edges(cluster, seeds, key=None, seed_type=None):
+    """Every stored edge into `seeds` (rows hold in-neighbors: direction "in"), as (original src, original dst)
+    pairs; `key` an edge type on a heterogeneous cluster."""
+    kw = dict(batch_size=len(seeds), shuffle=False, labels=False, features=False)
+    if key is None:
+        b = next(iter(cluster_loader(cluster, seeds, [-1], **kw)))
+        ei, n_id = b.edge_index, b.n_id
+        src, dst = n_id[ei[0]], n_id[ei[1]]
+    else:
+        b = next(iter(cluster_loader(cluster, (seed_type, seeds), {key: [-1]}, **kw)))
+        st = b[key]
+        src, dst = b[key[0]].n_id[st.edge_index[0]], b[key[2]].n_id[st.edge_index[1]]
+    o = cluster.original_ids
+    return sorted(zip(o(src).tolist(), o(dst).tolist()))
+
+
+def cluster_loader(cluster, seeds, num_neighbors, **kw):
+    import fanout
+    return fanout.NodeLoader(cluster, seeds, num_neighbors=num_neighbors, **kw)
+
+
+def test_a_pyg_data_object_is_served_as_it_holds(fanout, tmp_path):
+    pyg = pytest.importorskip("torch_geometric")
+    g = torch.Generator().manual_seed(3)
+    n, e = 300, 2000
+    data = pyg.data.Data(x=torch.randn(n, 5, generator=g), y=torch.randint(0, 4, (n,), generator=g),
+                         edge_index=torch.randint(0, n, (2, e), generator=g),
+                         time=torch.randint(0, 10**9, (e,), generator=g))
+    data.train_mask = torch.rand(n, generator=g) < 0.6
+    data.test_mask = ~data.train_mask & (torch.rand(n, generator=g) < 0.5)
+    data.y[:7] = -1  # unknown labels
+    out = fanout.partition_pyg(data, tmp_path / "ds", parts=2, method="random")
+    with fanout.LocalCluster(out) as lc:
+        c = lc.cluster()
+        assert c.num_nodes == n and c.feature_dim == 5 and not c.is_hetero()
+        ids = torch.arange(n)
+        orig = c.original_ids(ids)
+        assert sorted(orig.tolist()) == list(range(n))
+        # Every edge, by original id (multi-edges kept).
+        assert _served_edges(c, ids) == sorted(zip(data.edge_index[0].tolist(), data.edge_index[1].tolist()))
+        # Feature rows, labels and splits, bit for bit.
+        assert torch.equal(c.features(ids), data.x[orig])
+        assert torch.equal(c.labels(ids), data.y[orig])
+        for name, mask in (("train", data.train_mask), ("test", data.test_mask)):
+            assert sorted(c.original_ids(c.split_nodes(name)).tolist()) == mask.nonzero().view(-1).tolist()
+        assert c.split_nodes("val").numel() == 0
+        meta = json.load(open(os.path.join(out, "meta.json")))
+        assert meta["has_edge_times"] and meta["source_format"] == "tables"
+
+
+def test_a_pyg_heterodata_object_is_served_as_it_holds(fanout, tmp_path):
+    pyg = pytest.importorskip("torch_geometric")
+    g = torch.Generator().manual_seed(5)
+    h = pyg.data.HeteroData()
+    h["user"].x = torch.randn(50, 3, generator=g)
+    h["user"].y = torch.randint(0, 2, (50,), generator=g)
+    h["item"].x = torch.randn(40, 6, generator=g)
+    h["tag"].num_nodes = 10
+    buys = torch.stack([torch.randint(0, 50, (400,), generator=g), torch.randint(0, 40, (400,), generator=g)])
+    tags = torch.stack([torch.randint(0, 40, (100,), generator=g), torch.randint(0, 10, (100,), generator=g)])
+    h["user", "buys", "item"].edge_index = buys
+    h["user", "buys", "item"].time = torch.randint(0, 1000, (400,), generator=g)
+    h["item", "has", "tag"].edge_index = tags
+    h["item", "has", "tag"].time = torch.randint(0, 1000, (100,), generator=g)
+    out = fanout.partition_pyg(h, tmp_path / "hds", parts=2)
+    with fanout.LocalCluster(out) as lc:
+        c = lc.cluster()
+        assert c.node_types == ["user", "item", "tag"]
+        assert set(c.edge_types) == {("user", "buys", "item"), ("item", "has", "tag")}
+        assert c.node_type_feature_dims == [3, 6, 0]
+        items, tags_ = c.nodes_of_type("item"), c.nodes_of_type("tag")
+        assert _served_edges(c, items, ("user", "buys", "item"), "item") == sorted(zip(*buys.tolist()))
+        assert _served_edges(c, tags_, ("item", "has", "tag"), "tag") == sorted(zip(*tags.tolist()))
+        users = c.nodes_of_type("user")
+        o = c.original_ids(users)
+        assert torch.equal(c.features(users)[:, :3], h["user"].x[o])
+        assert torch.equal(c.labels(users), h["user"].y[o])
+        assert torch.equal(c.features(items), h["item"].x[c.original_ids(items)])
+
+
+def test_the_worked_example_partitions_and_serves(fanout, tmp_path):
+    subprocess.run([sys.executable, os.path.join(ROOT, "datasets", "make_shop_tables.py"), str(tmp_path / "shop")],
+                   check=True, stdout=subprocess.DEVNULL)
+    out = fanout.partition_tables(tmp_path / "shop" / "graph.json", tmp_path / "shop2", parts=2)
+    with fanout.LocalCluster(out) as lc:
+        c = lc.cluster()
+        assert c.node_types == ["user", "item"]
+        assert ("item", "bought_by", "user") in c.edge_types
+        assert c.node_types and c.nodes_of_type("user").numel() == 300
+        items = c.nodes_of_type("item")
+        assert sorted(c.original_ids(items).tolist()) == [1000 + 3 * i for i in range(120)]
+        # 2,500 purchases; the 25 views naming users no table has were dropped.
+        bought = _served_edges(c, items, ("user", "bought", "item"), "item")
+        viewed = _served_edges(c, items, ("user", "viewed", "item"), "item")
+        assert len(bought) == 2500 and len(viewed) == 6000 - 25
+
+
+def _tables(tmp_path, nodes_csv, edges_csv, **schema_extra):
+    d = tmp_path / "t"
+    if d.exists():
+        shutil.rmtree(d)
+    d.mkdir()
+    (d / "nodes.csv").write_text(nodes_csv)
+    (d / "edges.csv").write_text(edges_csv)
+    schema = {"nodes": [{"files": "nodes.csv", "id": "id", "id_type": "string"}],
+              "edges": [{"files": "edges.csv", "source": "a", "destination": "b"}]}
+    schema.update(schema_extra)
+    (d / "graph.json").write_text(json.dumps(schema))
+    return d / "graph.json"
+
+
+@pytest.mark.parametrize("nodes,edges,extra,message", [
+    ("id\nx\ny\n", "a,b\nx,y\nx,zz\n", {}, r"edges.csv:3: column 'b': 'zz' names no node of type 'node'"),
+    ("id\nx\nx\n", "a,b\nx,x\n", {}, r"nodes.csv:3: column 'id': id 'x' is listed twice"),
+    ("id\nx\n", "a,c\nx,x\n", {}, r"edges.csv: no column 'b'"),
+    ("id\nx\n", "a,b\nx,x,x\n", {}, r"edges.csv:2: expected 2 fields"),
+    ("id\nx\n", "a,b\nx,x\n", {"dangling_edges": "maybe"}, r"\"dangling_edges\" must be"),
+])
+def test_bad_tables_are_named_and_nothing_is_written(fanout, tmp_path, nodes, edges, extra, message):
+    schema = _tables(tmp_path, nodes, edges, **extra)
+    with pytest.raises(fanout.InvalidArgument, match=message):
+        fanout.partition_tables(schema, tmp_path / "out", parts=1)
+    assert not (tmp_path / "out").exists()
+    assert not [p for p in os.listdir(tmp_path) if p.startswith("out")]
+
+
+def test_dangling_edges_are_dropped_and_counted_when_the_schema_says_so(fanout, tmp_path):
+    schema = _tables(tmp_path, "id\nx\ny\n", "a,b\nx,y\nx,zz\nq,y\n", dangling_edges="drop")
+    r = subprocess.run([fanout.find_binary("fanout-partition"), "--format", "tables", "--schema", str(schema),
+                        "--parts", "1", "--method", "range", "--output", str(tmp_path / "out")],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert r.returncode == 0, r.stdout
+    assert "dropped 2 edges whose endpoint no node table has" in r.stdout
+    assert json.load(open(tmp_path / "out" / "meta.json"))["num_edges"] == 1
