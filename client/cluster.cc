@@ -258,4 +258,37 @@ std::string Cluster::description() const {
   return s;
 }
 
+Status Cluster::OriginalNames(ArrayView<const int64_t> ids, std::vector<std::string>* out) const {
+  out->assign(ids.size(), std::string());
+  const int k = num_parts();
+  std::vector<std::vector<int64_t>> ask(static_cast<size_t>(k));
+  std::vector<std::vector<size_t>> at(static_cast<size_t>(k));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= offsets_.back())
+      return Status::InvalidArgument("node " + std::to_string(ids[i]) + " is outside [0, " +
+                                     std::to_string(offsets_.back()) + ")");
+    const int p = static_cast<int>(std::upper_bound(offsets_.begin(), offsets_.end(), ids[i]) -
+                                   offsets_.begin()) -
+                  1;
+    ask[p].push_back(ids[i]);
+    at[p].push_back(i);
+  }
+  for (int p = 0; p < k; ++p) {
+    if (ask[p].empty()) continue;
+    Status st = Status::Unavailable("partition " + std::to_string(p) + " lists no replica");
+    std::vector<std::string> names;
+    for (const std::string& address : replicas_[p]) {
+      std::unique_ptr<rpc::RpcClient> c;
+      st = rpc::RpcClient::Connect(address, options_, &c);
+      if (st.ok()) st = c->OriginalNames(ArrayView<const int64_t>(ask[p]), &names);
+      if (st.ok() || st.code() == Status::Code::kNotFound ||
+          st.code() == Status::Code::kInvalidArgument)
+        break;
+    }
+    FANOUT_RETURN_IF_ERROR(st);
+    for (size_t j = 0; j < names.size(); ++j) (*out)[at[p][j]] = std::move(names[j]);
+  }
+  return Status::OK();
+}
+
 }  // namespace fanout::client

@@ -125,6 +125,10 @@ class Cluster : public Source, public std::enable_shared_from_this<Cluster> {
   // many use it; a partition no session has open shows the path a new
   // session would take (sessions 0). Ordered by partition.
   std::vector<PartitionPath> Paths() const;
+  // The dataset's names of `ids` (string ids of tables, LINQS's alphanumeric
+  // ids; "" for a node of an integer-id type), asked of each partition's
+  // replicas in turn; NotFound where the dataset keeps none.
+  Status OriginalNames(ArrayView<const int64_t> ids, std::vector<std::string>* out) const;
   // The data-plane choice asked for (the file's, else RpcOptions'): what
   // happened is Paths().
   rpc::DataPlaneMode requested_data_plane() const { return requested_; }

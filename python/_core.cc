@@ -88,6 +88,7 @@ PYBIND11_MODULE(_core, m) {
       .def("nodes_of_type", &PyCluster::NodesOfType)
       .def("node_type_of", &PyCluster::NodeTypeOf)
       .def("original_ids", &PyCluster::OriginalIds)
+      .def("original_names", &PyCluster::OriginalNames)
       .def("edge_type_index", &PyCluster::EdgeTypeIndex)
       .def("forget_after_fork", &PyCluster::ForgetAfterFork)
       .def("features", &PyCluster::Features, py::arg("ids"))

@@ -164,6 +164,10 @@ service Fanout {
   binary lookup_splits(1: binary nodes) throws (1: FanoutError err),
   // Original dataset ids (packed i64) of the nodes.
   binary lookup_original_ids(1: binary nodes) throws (1: FanoutError err),
+  // The names of nodes whose dataset ids were strings (fanout-partition --format tables with
+  // "id_type": "string"; LINQS's alphanumeric ids), one per node ("" for a node of an integer-id
+  // type); NotFound where the dataset keeps none.
+  list<string> lookup_original_names(1: binary nodes) throws (1: FanoutError err),
   // Liveness: returns the text it was sent.
   string ping(1: string text) throws (1: FanoutError err),
   // Presents the shared token of a server run with --auth-token-file; until

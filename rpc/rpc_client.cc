@@ -428,6 +428,16 @@ Status RpcClient::OriginalIds(ArrayView<const int64_t> nodes, std::string* out) 
                 });
 }
 
+Status RpcClient::OriginalNames(ArrayView<const int64_t> nodes, std::vector<std::string>* names) {
+  const std::string ids(reinterpret_cast<const char*>(nodes.data()), nodes.size() * 8);
+  FANOUT_RETURN_IF_ERROR(Call("lookup_original_names",
+                              [&](gen::FanoutClient& c) { c.lookup_original_names(*names, ids); }));
+  if (names->size() != nodes.size())
+    return Status::Corruption("server " + address_ + " answered " + std::to_string(names->size()) +
+                              " names for " + std::to_string(nodes.size()) + " nodes");
+  return Status::OK();
+}
+
 Status RpcClient::Features(ArrayView<const int64_t> nodes, std::string* rows, int64_t version) {
   // The row width is the server's to know: the caller checks the size.
   return Lookup("lookup_features", nodes, 0, rows,

@@ -188,6 +188,9 @@ class RpcClient {
   Status Degrees(ArrayView<const int64_t> nodes, std::string* degrees);
   Status Splits(ArrayView<const int64_t> nodes, std::string* splits);
   Status OriginalIds(ArrayView<const int64_t> nodes, std::string* ids);
+  // One name per node (lookup_original_names); NotFound where the dataset
+  // keeps none.
+  Status OriginalNames(ArrayView<const int64_t> nodes, std::vector<std::string>* names);
   Status Ping(const std::string& text, std::string* reply);
   // exists[i] = 1 where the stored row of rows[i] (owned by this server)
   // holds neighbors[i]. NotSupported when the server predates has_edges.

@@ -412,6 +412,28 @@ void RpcHandler::lookup_original_ids(std::string& out, const std::string& nodes)
                        [&](int64_t r) { return d.original_ids[r]; });
 }
 
+void RpcHandler::lookup_original_names(std::vector<std::string>& out, const std::string& nodes) {
+  size_t bytes = 0;
+  Serve(kLookupOriginalNames, &bytes,
+        [&]() -> Status {
+          ArrayView<const int64_t> ids;
+          FANOUT_RETURN_IF_ERROR(CheckIds(nodes, &ids));
+          const ServerState& s = svc_.state();
+          const std::vector<std::string>& names = s.data->original_names;
+          if (!s.data->meta.has_names || names.size() != static_cast<size_t>(s.data->num_nodes()))
+            return Status::NotFound("dataset '" + s.data->meta.name +
+                                    "' keeps no original names (its ids are integers: "
+                                    "lookup_original_ids)");
+          out.resize(ids.size());
+          for (size_t i = 0; i < ids.size(); ++i) {
+            out[i] = names[static_cast<size_t>(ids[i] - s.view.node_begin)];
+            bytes += out[i].size() + 4;
+          }
+          return Status::OK();
+        },
+        {static_cast<int64_t>(nodes.size() / 8)});
+}
+
 void RpcHandler::apply_updates(gen::UpdateReply& out, const std::string& batch) {
   Serve(kApplyUpdates, nullptr,
         [&]() -> Status {

@@ -44,6 +44,7 @@ class RpcHandler : public rpc::gen::FanoutIf {
   void lookup_degrees(std::string& out, const std::string& nodes) override;
   void lookup_splits(std::string& out, const std::string& nodes) override;
   void lookup_original_ids(std::string& out, const std::string& nodes) override;
+  void lookup_original_names(std::vector<std::string>& out, const std::string& nodes) override;
   void ping(std::string& out, const std::string& text) override;
   void authenticate(const std::string& token) override;
   void note_failover(const rpc::gen::FailoverNote& note) override;

@@ -33,6 +33,7 @@ enum Method : int {
   kHasEdges,
   kReportLocal,
   kApplyUpdates,
+  kLookupOriginalNames,
   kNumMethods
 };
 const char* MethodName(int m);

@@ -187,6 +187,21 @@ class PyCluster {
     return Int64Capsule(std::move(out));
   }
 
+  // The dataset's names of ids (string ids; "" for integer-id types).
+  py::list OriginalNames(const py::object& ids_obj) const {
+    std::vector<int64_t> ids = Int64List(ids_obj, "ids");
+    std::vector<std::string> names;
+    Status st;
+    {
+      py::gil_scoped_release release;
+      st = cluster_->OriginalNames(ArrayView<const int64_t>(ids), &names);
+    }
+    Check(st);
+    py::list out;
+    for (const std::string& n : names) out.append(py::str(n));
+    return out;
+  }
+
   // Feature rows (float32 [n, feature_dim]) of `ids`, through this cluster's
   // call session (fanout.pyg's FeatureStore).
   py::object Features(const py::object& ids_obj) {

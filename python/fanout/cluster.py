@@ -182,6 +182,12 @@ class Cluster:
         """The node type (an index into node_types) of each global id, as an int64 tensor."""
         return _tensor(self._c.node_type_of(_ids_buffer(_ids(ids, self))))
 
+    def original_names(self, ids):
+        """The dataset's own names of global ids, where its ids were strings (tables with "id_type": "string",
+        LINQS's alphanumeric ids): a list of str, "" for a node of an integer-id type. NotFound where the dataset
+        keeps no names (its ids are integers: original_ids)."""
+        return self._c.original_names(_ids_buffer(_ids(ids, self)))
+
     def original_ids(self, ids):
         """The dataset's own ids of global ids (per type in heterogeneous datasets: MovieLens'
         userId / movieId, an OGB type's row), as an int64 tensor."""

@@ -62,6 +62,8 @@ def test_a_pyg_data_object_is_served_as_it_holds(fanout, tmp_path):
         assert c.split_nodes("val").numel() == 0
         meta = json.load(open(os.path.join(out, "meta.json")))
         assert meta["has_edge_times"] and meta["source_format"] == "tables"
+        with pytest.raises(fanout.NotFound, match="keeps no original names"):
+            c.original_names(ids[:2])
 
 
 def test_a_pyg_heterodata_object_is_served_as_it_holds(fanout, tmp_path):
@@ -109,6 +111,12 @@ def test_the_worked_example_partitions_and_serves(fanout, tmp_path):
         bought = _served_edges(c, items, ("user", "bought", "item"), "item")
         viewed = _served_edges(c, items, ("user", "viewed", "item"), "item")
         assert len(bought) == 2500 and len(viewed) == 6000 - 25
+        # String ids are served as names (items' ids are integers: no name).
+        users = c.nodes_of_type("user")
+        names = c.original_names(users)
+        assert sorted(names) == sorted("u%04d" % (i * 7 + 3) for i in range(300))
+        assert c.original_names(items[:3]) == ["", "", ""]
+        assert [names[i] for i in range(3)] == ["u%04d" % (int(o) * 7 + 3) for o in c.original_ids(users[:3])]
 
 
 def _tables(tmp_path, nodes_csv, edges_csv, **schema_extra):
