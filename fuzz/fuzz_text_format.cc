@@ -1,5 +1,5 @@
 // libFuzzer target: one of the text-format readers (FANOUT_FUZZ_FORMAT:
-// linqs, planetoid, ogb, snap, movielens, ogb-hetero), on files cut from the
+// linqs, planetoid, ogb, snap, movielens, ogb-hetero, tables), on files cut from the
 // input at NUL bytes:
 //   linqs     x.content \0 x.cites
 //   planetoid labels.txt \0 edges.txt \0 features.txt \0 split_train.txt \0 split_val.txt \0
@@ -12,6 +12,7 @@
 //             raw/relations/b___s___b/edge.csv \0 raw/node-feat/b/node-feat.csv \0
 //             raw/node-label/b/node-label.csv \0 split/s/b/train.csv \0 split/s/b/valid.csv \0
 //             split/s/b/test.csv
+//   tables    graph.json \0 a.csv \0 b.csv.gz \0 e.csv (the schema names what it reads)
 // written to a private folder under /dev/shm (or the temp folder).
 #include <unistd.h>
 
@@ -50,6 +51,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
              "split/s/test.csv"};
   if (format == "snap") files = {"graph.txt"};
   if (format == "movielens") files = {"movies.csv", "ratings.csv", "tags.csv"};
+  if (format == "tables") files = {"graph.json", "a.csv", "b.csv.gz", "e.csv"};
   if (format == "ogb-hetero")
     files = {"raw/num-node-dict.csv",
              "raw/relations/a___r___b/edge.csv",
@@ -84,7 +86,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // machine's): here 512 MiB, under libFuzzer's 2 GiB limit.
   lo.memory_limit_bytes = int64_t{512} << 20;
   std::vector<std::string> notes;
-  const std::string input = format == "snap" ? g_dir + "/graph.txt" : g_dir;
+  const std::string input = format == "snap"     ? g_dir + "/graph.txt"
+                            : format == "tables" ? g_dir + "/graph.json"
+                                                 : g_dir;
   (void)fanout::datasets::LoadDataset(format, input, lo, &ds, &notes);
   return 0;
 }

@@ -45,7 +45,8 @@ sample = (field(STRING, 1, tstring(ids(0, 5, 2707))) + field(I64, 2, struct.pack
 put("fuzz_rpc_request", "ping", call("ping", field(STRING, 1, tstring("hello"))))
 put("fuzz_rpc_request", "partition_info", call("partition_info", b""))
 put("fuzz_rpc_request", "sample", call("sample_neighbors", field(STRUCT, 1, sample)))
-for m in ("lookup_features", "lookup_labels", "lookup_degrees", "lookup_splits", "lookup_original_ids"):
+for m in ("lookup_features", "lookup_labels", "lookup_degrees", "lookup_splits", "lookup_original_ids",
+          "lookup_original_names"):
     put("fuzz_rpc_request", m, call(m, field(STRING, 1, tstring(ids(1, 2, 3, 2000)))))
 # LABOR (field 12) and a walk step (field 13: one u64 key per node) on the same request.
 labor = sample[:-1] + field(BOOL, 12, b"\x01") + STOP
