@@ -424,11 +424,13 @@ void RpcHandler::lookup_original_names(std::vector<std::string>& out, const std:
             return Status::NotFound("dataset '" + s.data->meta.name +
                                     "' keeps no original names (its ids are integers: "
                                     "lookup_original_ids)");
+          for (int64_t id : ids)
+            bytes += names[static_cast<size_t>(id - s.view.node_begin)].size() + 4;
+          // Names are as long as the tables made them: the reply's size is checked first.
+          FANOUT_RETURN_IF_ERROR(svc_.CheckReplyBytes(1, bytes));
           out.resize(ids.size());
-          for (size_t i = 0; i < ids.size(); ++i) {
+          for (size_t i = 0; i < ids.size(); ++i)
             out[i] = names[static_cast<size_t>(ids[i] - s.view.node_begin)];
-            bytes += out[i].size() + 4;
-          }
           return Status::OK();
         },
         {static_cast<int64_t>(nodes.size() / 8)});
