@@ -10,7 +10,10 @@
 //       the device's limit: raw io_uring O_DIRECT reads of the same block
 //       size, at the same queue depth, over the same file (no checksum, no
 //       copy), alternated, median of --rounds. ratio = the tier's block
-//       reads/s over the raw reads/s.
+//       reads/s over the raw reads/s; cpu_per_read_ratio = the CPU seconds
+//       this process spent per block read through the tier over the same for
+//       the raw reads (a fast device's rate is bound by it, not by the
+//       device).
 //   loader_disk: a NodeLoader ([15,10,5], batch 1024, features, 4 workers,
 //       Thrift) through 2 servers with features on disk and a cache of
 //       --cache-fraction of their rows, against (a) the device's limit at the
@@ -54,12 +57,26 @@ double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// CPU seconds this process has used (every thread, user and system).
+double ProcessCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+struct RawRate {
+  double per_s = 0;         // reads/s summed over the threads
+  double cpu_per_read = 0;  // CPU seconds of this process per read
+};
+
 // The device's limit: `threads` threads, each with its own ring of
 // `depth` reads of `block` bytes at random aligned offsets of `files`
-// (O_DIRECT, no checksum), for `seconds`. Reads/s summed.
-double RawReads(const std::vector<std::string>& files, int64_t block, int depth, int threads,
-                double seconds) {
+// (O_DIRECT, no checksum), for `seconds`. Reads/s summed, and the CPU each
+// read cost (submission and reaping included).
+RawRate RawReads(const std::vector<std::string>& files, int64_t block, int depth, int threads,
+                 double seconds) {
   std::atomic<int64_t> total{0};
+  const double cpu0 = ProcessCpuSeconds();
   std::vector<std::thread> ts;
   for (int t = 0; t < threads; ++t)
     ts.emplace_back([&, t] {
@@ -105,7 +122,9 @@ double RawReads(const std::vector<std::string>& files, int64_t block, int depth,
       total += done;
     });
   for (auto& t : ts) t.join();
-  return total / seconds;
+  const double cpu = ProcessCpuSeconds() - cpu0;
+  return {static_cast<double>(total) / seconds,
+          total > 0 ? cpu / static_cast<double>(total.load()) : 0.0};
 }
 
 // httplib's default read timeout.
@@ -215,6 +234,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"thrift", "ucx"}));
   bool skip_lookup = false;
   app.add_flag("--skip-lookup", skip_lookup, "Only the loader cases (not feature_lookup_disk)");
+  bool skip_loader = false;
+  app.add_flag("--skip-loader", skip_loader,
+               "Only feature_lookup_disk (not loader_disk and colocated_disk)");
   app.add_option(
       "--data", data,
       "Dataset folder (made once, reused; default build/bench/data/rmat<scale>-f<dim>-files)");
@@ -272,9 +294,11 @@ int main(int argc, char** argv) {
     }
     const int64_t rows = file0->geometry().rows;
     for (int threads = 1; threads <= 2; ++threads) {
-      std::vector<double> ratios, row_rates, limits;
+      std::vector<double> ratios, row_rates, limits, cpu_ratios, tier_cpu, raw_cpu;
       for (int r = 0; r < rounds; ++r) {
-        const double limit = RawReads({files[0]}, block, depth, threads, seconds);
+        const RawRate raw = RawReads({files[0]}, block, depth, threads, seconds);
+        const double limit = raw.per_s;
+        const double cpu0 = ProcessCpuSeconds();
         std::atomic<int64_t> got_rows{0}, got_reads{0};
         std::vector<std::thread> ts;
         const auto t0 = Clock::now();
@@ -301,13 +325,19 @@ int main(int argc, char** argv) {
         for (auto& t : ts) t.join();
         const double secs = Since(t0);
         const double reads_per_s = got_reads / secs;
+        const double per_read = got_reads > 0 ? (ProcessCpuSeconds() - cpu0) / got_reads : 0;
+        tier_cpu.push_back(per_read);
+        raw_cpu.push_back(raw.cpu_per_read);
+        cpu_ratios.push_back(raw.cpu_per_read > 0 ? per_read / raw.cpu_per_read : 0);
         ratios.push_back(reads_per_s / limit);
         row_rates.push_back(got_rows / secs);
         limits.push_back(limit);
         std::printf(
             "feature_lookup_disk %d thread(s) round %d: tier %.0f block reads/s (%.0f rows/s), "
-            "device %.0f reads/s: ratio %.3f\n",
-            threads, r + 1, reads_per_s, got_rows / secs, limit, reads_per_s / limit);
+            "device %.0f reads/s: ratio %.3f; CPU per read %.2f us against the raw reads' %.2f us "
+            "(%.2fx)\n",
+            threads, r + 1, reads_per_s, got_rows / secs, limit, reads_per_s / limit,
+            per_read * 1e6, raw.cpu_per_read * 1e6, cpu_ratios.back());
       }
       cases.push_back({{"case", "feature_lookup_disk"},
                        {"threads", threads},
@@ -316,8 +346,17 @@ int main(int argc, char** argv) {
                        {"device_reads_per_s", Median(limits)},
                        {"queue_depth", depth},
                        {"read_bytes", block},
-                       {"ratio_rounds", ratios}});
+                       {"ratio_rounds", ratios},
+                       {"cpu_per_read_s", Median(tier_cpu)},
+                       {"raw_cpu_per_read_s", Median(raw_cpu)},
+                       {"cpu_per_read_ratio", Median(cpu_ratios)}});
     }
+  }
+
+  if (skip_loader) {
+    std::printf("\n%s\n", cases.dump(1).c_str());
+    fanout::bench::WriteJson(json, cases);
+    return 0;
   }
 
   // ---- loader_disk and colocated_disk ----
@@ -409,7 +448,7 @@ int main(int argc, char** argv) {
     for (auto& s : disk) fanout::bench::StopServerProcess(&s);
     // The device at the same read size, as many reads in flight as the two
     // servers' reading threads can have.
-    const double device = RawReads(files, block, depth, 4, seconds);
+    const double device = RawReads(files, block, depth, 4, seconds).per_s;
     // The memory tier.
     auto mem = start({"--features", "memory", "--edge-ids", "on-demand"});
     LoaderRun in_memory;
