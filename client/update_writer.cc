@@ -136,6 +136,22 @@ Status UpdateWriter::Apply(const GraphUpdates& u, bool undirected, std::vector<i
     b.feature_bytes.append(u.feature_bytes, i * static_cast<size_t>(u.row_bytes),
                            static_cast<size_t>(u.row_bytes));
   }
+  // Every part within a server's limits, before any is sent: an update is
+  // refused whole rather than half applied.
+  for (int p = 0; p < k; ++p) {
+    const live::UpdateBatch& b = parts[static_cast<size_t>(p)];
+    const int64_t bytes = 64 +
+                          32 * static_cast<int64_t>(b.add_edges.size() + b.remove_edges.size()) +
+                          static_cast<int64_t>(b.feature_rows.size()) * (8 + b.row_bytes) +
+                          16 * static_cast<int64_t>(b.label_rows.size());
+    if (b.size() > options_.max_batch_operations || bytes > live::kMaxBatchBytes)
+      return Status::InvalidArgument(
+          "partition " + std::to_string(p) + "'s part of this update holds " +
+          std::to_string(b.size()) + " operations (" + std::to_string(bytes) +
+          " bytes), over the limit of " + std::to_string(options_.max_batch_operations) +
+          " operations and " + std::to_string(live::kMaxBatchBytes) +
+          " bytes per batch: split the update (nothing was sent)");
+  }
   versions->assign(static_cast<size_t>(k), -1);
   Status first_error;
   for (int p = 0; p < k; ++p) {

@@ -46,6 +46,10 @@ struct GraphUpdates {
 struct UpdateWriterOptions {
   // How long a part is sent again after its server did not answer (0: never).
   int retry_ms = 10000;
+  // The most operations one partition's part may hold (a server refuses more:
+  // live::kMaxBatchOperations); an update over it is refused before anything
+  // is sent, naming the partition and the limit.
+  int64_t max_batch_operations = live::kMaxBatchOperations;
 };
 
 class UpdateWriter {

@@ -1172,6 +1172,23 @@ TEST(UpdateWriterRetryTest, AServerThatStopsAnsweringAppliesARetriedBatchOnce) {
   }
   EXPECT_EQ(info.live_version, logged);
   EXPECT_EQ(copies(5, 1234), 1);
+  // An update whose part is over a batch's limit is refused whole, before anything is sent.
+  {
+    UpdateWriterOptions small;
+    small.max_batch_operations = 2;
+    std::unique_ptr<UpdateWriter> w3;
+    ASSERT_TRUE(UpdateWriter::Connect(spec, ro, &w3, small).ok());
+    GraphUpdates big;
+    big.add_edges = {{7, 1}, {7, 2}, {7, 3}};
+    ASSERT_TRUE(c->Info(&info).ok());
+    const int64_t before = info.live_version;
+    Status over = w3->Apply(big, false, &versions);
+    EXPECT_EQ(over.code(), Status::Code::kInvalidArgument) << over.ToString();
+    EXPECT_THAT(over.message(), HasSubstr("partition 0's part of this update holds 3 operations"));
+    EXPECT_THAT(over.message(), HasSubstr("nothing was sent"));
+    ASSERT_TRUE(c->Info(&info).ok());
+    EXPECT_EQ(info.live_version, before);
+  }
   // A writer told not to retry gives up at the first silence.
   UpdateWriterOptions once;
   once.retry_ms = 0;
