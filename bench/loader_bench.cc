@@ -37,6 +37,7 @@
 #include <thread>
 
 #include "bench/bench_util.h"
+#include "bench/loader_case.h"
 #include "bench/two_servers.h"
 #include "client/cluster.h"
 #include "client/loader.h"
@@ -55,23 +56,7 @@ struct Measured {
   double batches_per_s = 0, edges_per_s = 0, feature_bytes_per_s = 0, network_wait_s = 0;
 };
 
-// What every case shares: batches in order, no labels or edge ids, 2
-// workers, 4 batches ahead, one rank.
-fanout::client::LoaderOptions CaseOptions(int64_t batch_size, std::vector<int64_t> fanouts,
-                                          bool features) {
-  fanout::client::LoaderOptions o;
-  o.batch_size = batch_size;
-  o.fanouts = std::move(fanouts);
-  o.shuffle = false;
-  o.features = features;
-  o.labels = false;
-  o.edge_ids = false;
-  o.num_workers = 2;
-  o.prefetch = 4;
-  o.rank = 0;
-  o.world_size = 1;
-  return o;
-}
+using fanout::bench::LoaderCaseOptions;
 
 // Takes batches from `loader` for `seconds` (epoch after epoch) after one
 // warm-up batch (connections, buffers); `each` sees every timed batch.
@@ -102,7 +87,7 @@ Measured RunLoader(std::shared_ptr<fanout::client::Source> source,
                    const std::vector<int64_t>& seeds, bool features, double seconds,
                    std::vector<int64_t> fanouts = {15, 10, 5}, int64_t batch_size = 1024,
                    bool subgraph = false) {
-  fanout::client::LoaderOptions o = CaseOptions(batch_size, std::move(fanouts), features);
+  fanout::client::LoaderOptions o = LoaderCaseOptions(batch_size, std::move(fanouts), features);
   o.subgraph = subgraph;
   fanout::client::NodeLoader loader(source, seeds, o);
   return Measure(loader, seconds);
@@ -175,7 +160,7 @@ bool FailoverStall(const std::string& dir, int rounds, const std::string& path,
       std::fprintf(stderr, "failover_stall (local): the servers' exports are not mapped here\n");
       return -1.0;
     }
-    fanout::client::LoaderOptions o = CaseOptions(1024, {10, 5}, true);
+    fanout::client::LoaderOptions o = LoaderCaseOptions(1024, {10, 5}, true);
     o.num_workers = 2;
     fanout::client::NodeLoader loader(c, seeds, o);
     fanout::client::MiniBatch b;
@@ -268,7 +253,7 @@ double InProcess(const fanout::sampler::CsrGraph& g, int64_t n, const std::vecto
 // (rows x 128 x 4, what the loader moves for it).
 Measured RunLabor(std::shared_ptr<fanout::client::Source> source, const std::vector<int64_t>& seeds,
                   bool labor, double seconds, double* bytes_per_batch) {
-  fanout::client::LoaderOptions o = CaseOptions(1024, {15, 10, 5}, true);
+  fanout::client::LoaderOptions o = LoaderCaseOptions(1024, {15, 10, 5}, true);
   o.labor = labor;
   fanout::client::NodeLoader loader(source, seeds, o);
   int64_t bytes = 0, batches = 0;
@@ -324,7 +309,7 @@ double RunWalks(std::shared_ptr<fanout::client::Source> source, int64_t n, doubl
 Measured RunTemporal(std::shared_ptr<fanout::client::Source> source,
                      const std::vector<int64_t>& seeds, const std::vector<int64_t>& times,
                      double seconds) {
-  fanout::client::LoaderOptions o = CaseOptions(1024, {10, 5}, false);
+  fanout::client::LoaderOptions o = LoaderCaseOptions(1024, {10, 5}, false);
   o.input_time = times;
   fanout::client::NodeLoader loader(source, seeds, o);
   return Measure(loader, seconds);
@@ -334,7 +319,7 @@ Measured RunTemporal(std::shared_ptr<fanout::client::Source> source,
 // of the graph's edge types (each row holds two of them), batch 1024.
 Measured RunHetero(std::shared_ptr<fanout::client::Source> source,
                    const std::vector<int64_t>& seeds, double seconds) {
-  fanout::client::LoaderOptions o = CaseOptions(1024, {10, 6}, false);
+  fanout::client::LoaderOptions o = LoaderCaseOptions(1024, {10, 6}, false);
   o.edge_type_fanouts.assign(static_cast<size_t>(source->hetero()->num_edge_types()), {5, 3});
   fanout::client::NodeLoader loader(source, seeds, o);
   return Measure(loader, seconds);
@@ -345,7 +330,7 @@ Measured RunHetero(std::shared_ptr<fanout::client::Source> source,
 Measured RunLink(std::shared_ptr<fanout::client::Source> source,
                  const fanout::client::LinkSeeds& seeds, int64_t batch_size, double seconds,
                  int64_t* negatives) {
-  fanout::client::LoaderOptions o = CaseOptions(batch_size, {10, 5}, false);
+  fanout::client::LoaderOptions o = LoaderCaseOptions(batch_size, {10, 5}, false);
   o.negative.mode = fanout::sampler::NegativeMode::kBinary;
   o.negative.amount = 1;
   fanout::client::LinkLoader loader(source, seeds, o);

@@ -11,13 +11,12 @@
 // link_bytes_per_s counts every byte on the wire (headers, requests' replies,
 // retransmissions), not what Fanout thinks it moved.
 #include <CLI/CLI.hpp>
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "bench/bench_util.h"
+#include "bench/loader_case.h"
 #include "cache/feature_cache.h"
 #include "client/batch_loader.h"
 #include "client/cached_source.h"
@@ -40,25 +39,18 @@ int64_t RxBytes(const std::vector<std::string>& devs) {
   return sum;
 }
 
-std::vector<std::string> SplitComma(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string x;
-  while (std::getline(ss, x, ','))
-    if (!x.empty()) out.push_back(x);
-  return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
       "fanout-bench-network-client: the loader through shaped links, with bytes counted on the "
       "links (run by bench/network_bench.py; see bench/network_client.cc)"};
-  std::string servers, path = "thrift", devs, json;
+  std::vector<std::string> servers, count_devs;
+  std::string path = "thrift", json;
   double cache_fraction = 0, seconds = 10, link_bytes_per_s = 0;
   app.add_option("--servers", servers, "HOST:PORT of partition 0, 1, ... (comma-separated)")
-      ->required();
+      ->required()
+      ->delimiter(',');
   app.add_option("--path", path, "thrift or ucx")
       ->check(CLI::IsMember({"thrift", "ucx"}))
       ->default_val("thrift");
@@ -66,8 +58,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0))
       ->default_val(0);
   app.add_option("--seconds", seconds, "Measured seconds")->default_val(10);
-  app.add_option("--count-dev", devs, "Interfaces whose rx_bytes count the links' bytes")
-      ->required();
+  app.add_option("--count-dev", count_devs, "Interfaces whose rx_bytes count the links' bytes")
+      ->required()
+      ->delimiter(',');
   app.add_option("--link-bytes-per-s", link_bytes_per_s,
                  "The links' capacity towards this side, in bytes/s (for link_utilisation)")
       ->required();
@@ -75,7 +68,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   namespace fc = fanout::client;
   fc::ClusterSpec spec;
-  for (const std::string& s : SplitComma(servers)) spec.replicas.push_back({s});
+  for (const std::string& s : servers) spec.replicas.push_back({s});
   fanout::rpc::RpcOptions ro;
   ro.data_plane =
       path == "ucx" ? fanout::rpc::DataPlaneMode::kUcx : fanout::rpc::DataPlaneMode::kTcp;
@@ -109,31 +102,18 @@ int main(int argc, char** argv) {
     source = std::make_shared<fc::CachedSource>(
         cluster, std::shared_ptr<fanout::cache::FeatureCache>(std::move(cache)));
   }
-  fc::LoaderOptions lo;
-  lo.batch_size = 1024;
-  lo.fanouts = {15, 10, 5};
-  lo.features = true;
-  lo.labels = false;
-  lo.num_workers = 2;
-  lo.prefetch = 4;
-  lo.rank = 0;
-  lo.world_size = 1;
+  fc::LoaderOptions lo = fanout::bench::LoaderCaseOptions(1024, {15, 10, 5}, true);
+  lo.shuffle = true;  // each epoch's seeds in a new order
   lo.seed = 11;
   const std::vector<int64_t> seeds = fanout::bench::RandomIds(256 * 1024, 0, n, 5);
   fc::BatchLoader loader(source, seeds, lo);
   fc::Batch b;
   loader.Next(&b);  // warm-up: connections, buffers
   const fc::LoaderStats s0 = loader.stats();
-  const std::vector<std::string> count_devs = SplitComma(devs);
   const int64_t rx0 = RxBytes(count_devs);
-  const auto t0 = std::chrono::steady_clock::now();
-  int64_t batches = 0, edges = 0;
-  while (std::chrono::steady_clock::now() - t0 < std::chrono::duration<double>(seconds)) {
-    if (!loader.Next(&b)) continue;  // an epoch's end: the next call starts another
-    ++batches;
-    edges += b.edge_index.size(1);
-  }
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const fanout::bench::TimedBatches timed = fanout::bench::TakeBatches(loader, seconds);
+  const int64_t batches = timed.batches, edges = timed.edges;
+  const double secs = timed.seconds;
   const int64_t rx = RxBytes(count_devs) - rx0;
   const fc::LoaderStats s1 = loader.stats();
   const double link_rate = static_cast<double>(rx) / secs;

@@ -52,6 +52,7 @@
 #include <thread>
 
 #include "bench/bench_util.h"
+#include "bench/loader_case.h"
 #include "client/batch_loader.h"
 #include "client/cluster.h"
 #include "client/update_writer.h"
@@ -121,26 +122,13 @@ nlohmann::json SampleDuringIngest(const std::string& work, int scale, int64_t ba
   auto [live_cluster, live_spec] = connect(live);
   const int64_t n = fixed_cluster->num_nodes();
   const std::vector<int64_t> seeds = fanout::bench::RandomIds(64 * 1024, 0, n, 7);
-  fc::LoaderOptions lo;
-  lo.batch_size = 1024;
-  lo.fanouts = {15, 10, 5};
-  lo.features = true;
-  lo.labels = false;
-  lo.num_workers = 2;
-  lo.prefetch = 4;
-  lo.rank = 0;
-  lo.world_size = 1;
+  fc::LoaderOptions lo = fanout::bench::LoaderCaseOptions(1024, {15, 10, 5}, true);
+  lo.shuffle = true;  // each epoch's seeds in a new order
   auto run = [&](std::shared_ptr<fc::Cluster> c) {
     fc::BatchLoader loader(c, seeds, lo);
     fc::Batch b;
     loader.Next(&b);  // warm-up
-    const auto start = Clock::now();
-    int64_t edges = 0;
-    while (Clock::now() - start < std::chrono::duration<double>(seconds)) {
-      if (!loader.Next(&b)) continue;  // an epoch's end: the next call starts another
-      edges += b.edge_index.size(1);
-    }
-    return static_cast<double>(edges) / std::chrono::duration<double>(Clock::now() - start).count();
+    return fanout::bench::TakeBatches(loader, seconds).edges_per_s();
   };
   // Writers at half the ingest rate, paced, over the whole of each live round.
   const int kWriters = 4;

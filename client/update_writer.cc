@@ -140,10 +140,7 @@ Status UpdateWriter::Apply(const GraphUpdates& u, bool undirected, std::vector<i
   // refused whole rather than half applied.
   for (int p = 0; p < k; ++p) {
     const live::UpdateBatch& b = parts[static_cast<size_t>(p)];
-    const int64_t bytes = 64 +
-                          32 * static_cast<int64_t>(b.add_edges.size() + b.remove_edges.size()) +
-                          static_cast<int64_t>(b.feature_rows.size()) * (8 + b.row_bytes) +
-                          16 * static_cast<int64_t>(b.label_rows.size());
+    const int64_t bytes = live::EncodedBatchBytes(b);
     if (b.size() > options_.max_batch_operations || bytes > live::kMaxBatchBytes)
       return Status::InvalidArgument(
           "partition " + std::to_string(p) + "'s part of this update holds " +

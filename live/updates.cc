@@ -82,10 +82,15 @@ bool RetryTable::Admit(uint64_t writer, uint64_t writer_seq, uint64_t seq) {
   return true;
 }
 
+int64_t EncodedBatchBytes(const UpdateBatch& b) {
+  return static_cast<int64_t>(64 + (b.add_edges.size() + b.remove_edges.size()) * kEdgeBytes +
+                              b.feature_rows.size() * 8 + b.feature_bytes.size() +
+                              b.label_rows.size() * 16);
+}
+
 std::string EncodeUpdateBatch(const UpdateBatch& b) {
   std::string s;
-  s.reserve(64 + (b.add_edges.size() + b.remove_edges.size()) * kEdgeBytes +
-            b.feature_rows.size() * 8 + b.feature_bytes.size() + b.label_rows.size() * 16);
+  s.reserve(static_cast<size_t>(EncodedBatchBytes(b)));
   Put(&s, kMagic);
   Put(&s, kVersion);
   Put<uint64_t>(&s, b.add_edges.size());

@@ -83,6 +83,8 @@ class RetryTable {
 };
 
 std::string EncodeUpdateBatch(const UpdateBatch& batch);
+// The size of EncodeUpdateBatch(batch), without encoding it.
+int64_t EncodedBatchBytes(const UpdateBatch& batch);
 // InvalidArgument naming what is wrong with `bytes` (sizes that do not add
 // up, counts over the limits); never reads past them.
 Status DecodeUpdateBatch(std::string_view bytes, UpdateBatch* out);

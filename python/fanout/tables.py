@@ -28,7 +28,7 @@ def partition_tables(schema, output, *, parts, method="hash", force=False, quiet
                      schema=str(schema), **options)
 
 
-def _numpy(t, what):
+def _numpy(t):
     if t is None:
         return None
     if isinstance(t, torch.Tensor):
@@ -48,7 +48,7 @@ def _write_nodes(path, n, x, y, masks, what):
     cols, fmt, header = [np.arange(n, dtype=np.float64)], ["%d"], ["id"]
     spec = {"id": "id"}
     if x is not None:
-        x = _numpy(x, what + ".x")
+        x = _numpy(x)
         if x.ndim == 1:
             x = x.reshape(-1, 1)
         if x.ndim != 2 or x.shape[0] != n:
@@ -61,7 +61,7 @@ def _write_nodes(path, n, x, y, masks, what):
         header += names
         spec["features"] = names
     if y is not None:
-        y = _numpy(y, what + ".y")
+        y = _numpy(y)
         if y.ndim == 2 and y.shape[1] == 1:
             y = y[:, 0]
         if y.ndim != 1 or y.shape[0] != n or not (np.issubdtype(y.dtype, np.integer) or y.dtype == np.bool_):
@@ -73,7 +73,7 @@ def _write_nodes(path, n, x, y, masks, what):
         header.append("label")
         spec["label"] = "label"
     for key, m in masks.items():
-        m = _numpy(m, what + "." + key)
+        m = _numpy(m)
         if m.dtype != np.bool_ or m.shape != (n,):
             raise InvalidArgument("%s.%s must be a bool mask of shape [%d]" % (what, key, n))
         cols.append(m.astype(np.float64))
@@ -88,7 +88,7 @@ def _write_nodes(path, n, x, y, masks, what):
 
 
 def _write_edges(path, edge_index, time, n_src, n_dst, what):
-    ei = _numpy(edge_index, what + ".edge_index")
+    ei = _numpy(edge_index)
     if ei is None or ei.ndim != 2 or ei.shape[0] != 2:
         raise InvalidArgument("%s.edge_index must have shape [2, edges]" % what)
     ei = ei.astype(np.int64)
@@ -97,7 +97,7 @@ def _write_edges(path, edge_index, time, n_src, n_dst, what):
                               % (what, n_src, n_dst))
     cols, fmt, header = [ei[0], ei[1]], ["%d", "%d"], ["src", "dst"]
     if time is not None:
-        t = _numpy(time, what + ".time").reshape(-1)
+        t = _numpy(time).reshape(-1)
         if t.shape[0] != ei.shape[1] or not np.issubdtype(t.dtype, np.integer):
             raise InvalidArgument("%s's edge times must be one integer per edge (%d), not shape %s of %s"
                                   % (what, ei.shape[1], tuple(t.shape), t.dtype))

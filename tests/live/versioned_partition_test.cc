@@ -328,6 +328,7 @@ TEST(UpdateBatchCodecTest, RoundTripsAndRefusesWhatDoesNotAddUp) {
   b.writer = 77;
   b.writer_seq = 4;
   const std::string bytes = EncodeUpdateBatch(b);
+  EXPECT_EQ(EncodedBatchBytes(b), static_cast<int64_t>(bytes.size()));
   UpdateBatch d;
   ASSERT_TRUE(DecodeUpdateBatch(bytes, &d).ok());
   EXPECT_EQ(d.writer, 77u);
