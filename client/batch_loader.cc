@@ -468,6 +468,7 @@ HeteroArrays SplitByType(const Batch& b, const sampler::HeteroSchema& schema) {
     out.x.push_back(b.x.defined() && d > 0 ? GatherRows(b.x, index, d) : Array());
     out.y.push_back(b.y.defined() ? GatherRows(b.y, index) : Array());
     out.original_id.push_back(b.original_id.defined() ? GatherRows(b.original_id, index) : Array());
+    out.batch.push_back(b.batch.defined() ? GatherRows(b.batch, index) : Array());
   }
   const int64_t e_all = b.edge_index.size(1);
   const int64_t* et = b.edge_type.ptr<int64_t>();

@@ -276,11 +276,12 @@ class BatchLoader {
 // homogeneous batch (index[t]); for edge type e, edge_index[e] [2, E_e] whose
 // rows index n_id[src type] and n_id[dst type] (row 0 the message source, as
 // in Batch), and edge_id[e]. seed positions: batch_size[t] of the seeds
-// are of type t (they come first in n_id[t], in seed order).
+// are of type t (they come first in n_id[t], in seed order). Temporal
+// batches: batch[t] names the tree (seed position) of each type-t node.
 struct HeteroArrays {
-  std::vector<Array> n_id, x, y, index, original_id;  // per node type
-  std::vector<int64_t> batch_size;                    // per node type
-  std::vector<Array> edge_index, edge_id;             // per edge type
+  std::vector<Array> n_id, x, y, index, original_id, batch;  // per node type
+  std::vector<int64_t> batch_size;                           // per node type
+  std::vector<Array> edge_index, edge_id;                    // per edge type
   // Local index of every node of the homogeneous batch within its type.
   Array type_index;
 };

@@ -98,9 +98,9 @@ void CheckSampling(const Source& source, const LoaderOptions& options, size_t co
     std::vector<int64_t> per_hop;
     Status st = sampler::HeteroHopFanouts(*h, options.edge_type_fanouts, &per_hop);
     if (!st.ok()) throw std::invalid_argument("NodeLoader: " + st.message());
-    if (!options.input_time.empty() || options.subgraph)
+    if (options.subgraph)
       throw std::invalid_argument(
-          "NodeLoader: heterogeneous sampling with input times or subgraph mode is not supported");
+          "NodeLoader: subgraph (induced) sampling of heterogeneous graphs is not supported");
   }
 }
 

@@ -85,8 +85,31 @@ Status ClusterSession::SampleTemporal(ArrayView<const int64_t> seeds,
   IdRangeCheck seed;
   seed.what = "seed";
   FANOUT_RETURN_IF_ERROR(CheckIdsInRange(seeds, 0, c_->num_nodes(), seed));
+  const bool typed = !options.edge_type_fanouts.empty();
+  if (typed != !c_->hetero_.empty())
+    return Status::InvalidArgument(
+        typed ? "per-edge-type fanouts need a heterogeneous dataset; '" +
+                    c_->info_[0].dataset_name + "' has no edge types"
+              : "temporal sampling of heterogeneous dataset '" + c_->info_[0].dataset_name +
+                    "' samples each edge type on its own: give per-edge-type fanouts");
   FANOUT_RETURN_IF_ERROR(temporal_.Begin(seeds, seed_times, c_->num_nodes(), out));
   const bool eids = options.sampling.with_edge_ids;
+  if (typed) {
+    std::vector<int64_t> per_hop;
+    FANOUT_RETURN_IF_ERROR(
+        sampler::HeteroHopFanouts(c_->hetero_, options.edge_type_fanouts, &per_hop));
+    std::vector<int64_t> type_fanouts(options.edge_type_fanouts.size());
+    for (size_t h = 0; h < per_hop.size(); ++h) {
+      for (size_t e = 0; e < type_fanouts.size(); ++e)
+        type_fanouts[e] = options.edge_type_fanouts[e][h];
+      FANOUT_RETURN_IF_ERROR(FetchHop(temporal_.Frontier(*out), per_hop[h], static_cast<int32_t>(h),
+                                      request_seed, options.sampling, {}, temporal_.FrontierTimes(),
+                                      sampler::TemporalStrategyName(options.temporal_strategy),
+                                      type_fanouts));
+      temporal_.AddHop(hop_, eids, out);
+    }
+    return Status::OK();
+  }
   for (size_t h = 0; h < options.fanouts.size(); ++h) {
     FANOUT_RETURN_IF_ERROR(FetchHop(temporal_.Frontier(*out), options.fanouts[h],
                                     static_cast<int32_t>(h), request_seed, options.sampling, {},

@@ -48,9 +48,14 @@ Status ClusterSession::SampleHere(int p, int64_t fanout, int32_t hop, uint64_t r
   } else if (!times.empty()) {
     sampler::TemporalStrategy how;
     FANOUT_RETURN_IF_ERROR(sampler::ParseTemporalStrategy(strategy, &how));
-    sampler::SampleTemporalHop(lp.graph(), lp.view().edge_times.data(), lp.time_index(),
-                               so.node_offset, ids, times, fanout, hop, request_seed, how,
-                               so.with_edge_ids, &r);
+    if (!type_fanouts.empty())
+      FANOUT_RETURN_IF_ERROR(sampler::SampleHeteroTemporalHop(
+          lp.graph(), lp.view().edge_types.data(), lp.view().edge_times.data(), lp.time_index(),
+          so.node_offset, ids, times, type_fanouts, hop, request_seed, how, so.with_edge_ids, &r));
+    else
+      sampler::SampleTemporalHop(lp.graph(), lp.view().edge_times.data(), lp.time_index(),
+                                 so.node_offset, ids, times, fanout, hop, request_seed, how,
+                                 so.with_edge_ids, &r);
   } else if (!type_fanouts.empty()) {
     FANOUT_RETURN_IF_ERROR(sampler::SampleHeteroHop(lp.graph(), lp.view().edge_types.data(), ids,
                                                     type_fanouts, hop, request_seed, so, &r));

@@ -124,6 +124,7 @@ HeteroBatch SplitByType(const MiniBatch& m, const sampler::HeteroSchema& schema)
   b.edge_index = FromTensor(m.edge_index);
   b.edge_id = FromTensor(m.edge_id);
   b.original_id = FromTensor(m.original_id);
+  b.batch = FromTensor(m.batch);
   b.node_type = FromTensor(m.node_type);
   b.edge_type = FromTensor(m.edge_type);
   b.batch_size = m.batch_size;
@@ -134,6 +135,7 @@ HeteroBatch SplitByType(const MiniBatch& m, const sampler::HeteroSchema& schema)
   out.y = ToTensors(h.y);
   out.index = ToTensors(h.index);
   out.original_id = ToTensors(h.original_id);
+  out.batch = ToTensors(h.batch);
   out.batch_size = std::move(h.batch_size);
   out.edge_index = ToTensors(h.edge_index);
   out.edge_id = ToTensors(h.edge_id);

@@ -74,9 +74,9 @@ class LinkLoader : public NodeLoader {
 
 // A heterogeneous batch by type, as tensors (see HeteroArrays).
 struct HeteroBatch {
-  std::vector<at::Tensor> n_id, x, y, index, original_id;  // per node type
-  std::vector<int64_t> batch_size;                         // per node type
-  std::vector<at::Tensor> edge_index, edge_id;             // per edge type
+  std::vector<at::Tensor> n_id, x, y, index, original_id, batch;  // per node type
+  std::vector<int64_t> batch_size;                                // per node type
+  std::vector<at::Tensor> edge_index, edge_id;                    // per edge type
   at::Tensor type_index;
 };
 // Splits `batch` by `schema`'s types (SplitByType of the core). Throws

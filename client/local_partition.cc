@@ -124,7 +124,9 @@ Status LocalPartition::Open(const rpc::RemotePartitionInfo& info, int num_edge_t
   if (!v.split.empty() && v.split.size() != n) return bad("has no split value per node");
   if (v.original_ids.size() != n) return bad("has no original id per node");
   if (info.has_edge_times)
-    p->time_index_ = sampler::PrepareTimeOrder(p->graph_, v.edge_times.data(), &p->time_order_);
+    p->time_index_ =
+        sampler::PrepareTimeOrder(p->graph_, v.edge_times.data(), &p->time_order_,
+                                  v.edge_types.empty() ? nullptr : v.edge_types.data());
   p->socket_ = info.local_socket;
   m->Populate();  // checked: now read in ahead of the first batches
   p->mapping_ = std::move(m);

@@ -41,7 +41,8 @@ class LocalSession : public Session {
           " has no edge timestamps: temporal sampling needs fanout-partition --edge-times");
     if (!temporal_ || temporal_->options() != options)
       temporal_ = std::make_unique<sampler::TemporalSampler>(
-          src_->csr_.View(), src_->edge_times_.data(), options, src_->time_index_);
+          src_->csr_.View(), src_->edge_times_.data(), options, src_->time_index_,
+          src_->edge_types_.empty() ? nullptr : src_->edge_types_.data());
     return temporal_->Sample(seeds, seed_times, request_seed, out);
   }
 
@@ -147,7 +148,8 @@ Status LocalSource::Open(const std::string& dir, std::shared_ptr<LocalSource>* o
   }
   if (!s->edge_times_.empty())
     s->time_index_ =
-        sampler::PrepareTimeOrder(s->csr_.View(), s->edge_times_.data(), &s->time_order_);
+        sampler::PrepareTimeOrder(s->csr_.View(), s->edge_times_.data(), &s->time_order_,
+                                  s->edge_types_.empty() ? nullptr : s->edge_types_.data());
   *out = std::move(s);
   return Status::OK();
 }

@@ -169,8 +169,6 @@ Status LoadRmat(const LoadOptions& options, RawDataset* out, std::vector<std::st
   for (int64_t v = 0; v < out->num_nodes; ++v) out->original_ids[v] = v;
   const int64_t d = options.feature_dim, c = options.num_classes;
   if (const int T = options.rmat_node_types; T > 0) {
-    if (options.edge_times)
-      return Status::InvalidArgument("edge timestamps on a heterogeneous graph are not supported");
     for (int t = 0; t < T; ++t) out->node_types.push_back("t" + std::to_string(t));
     for (int s = 0; s < T; ++s)
       for (int t = 0; t < T; ++t) out->edge_types.push_back({s, "links", t});

@@ -8,8 +8,11 @@
 //               (movie, has_genre, genre)
 //   features    movie: the genre multi-hot vector; user and genre: none
 //   original ids userId, movieId, and the genre's index
-// Ratings' values and timestamps are not part of the graph: the rating
-// regression example reads them from ratings.csv itself.
+// Ratings' values are not part of the graph: the rating regression example
+// reads them from ratings.csv itself. With --edge-times (LoadOptions::
+// edge_times) each rates and tags edge keeps its line's timestamp (Unix
+// seconds) and has_genre edges, which have none, time 0 (there from the
+// start: every temporal query sees them).
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -119,9 +122,6 @@ Status LoadMovieLens(const std::string& input, const LoadOptions& options, RawDa
   const size_t slash = dir.find_last_of('/');
   out->name = slash == std::string::npos ? dir : dir.substr(slash + 1);
   out->format = "movielens";
-  if (options.edge_times)
-    return Status::InvalidArgument("--edge-times is not supported for heterogeneous datasets (" +
-                                   input + ")");
   const std::string movies_csv = dir + "/movies.csv", ratings_csv = dir + "/ratings.csv",
                     tags_csv = dir + "/tags.csv";
   if (!FileExists(movies_csv) || !FileExists(ratings_csv))
@@ -154,29 +154,36 @@ Status LoadMovieLens(const std::string& input, const LoadOptions& options, RawDa
   for (auto& [name, index] : genre_index) index = next++;
 
   // Ratings and tags: (user, movie) pairs; users are numbered after reading.
-  std::vector<int64_t> rate_user, rate_movie, tag_user, tag_movie;
-  auto read_pairs = [&](const std::string& path, const std::vector<std::string>& header,
-                        std::vector<int64_t>* users, std::vector<int64_t>* movies) {
+  std::vector<int64_t> rate_user, rate_movie, rate_time, tag_user, tag_movie, tag_time;
+  const bool times = options.edge_times;
+  auto read_pairs = [&](const std::string& path, std::vector<std::string> header,
+                        std::vector<int64_t>* users, std::vector<int64_t>* movies,
+                        std::vector<int64_t>* stamps) {
+    if (times) header.push_back("timestamp");
     return ReadCsv(
         path, header, options.quiet,
         [&](const std::vector<std::string>& f, const std::string& where) -> Status {
-          int64_t u, m;
+          int64_t u, m, t = 0;
           FANOUT_RETURN_IF_ERROR(ParseId(f[0], "userId", where, &u));
           FANOUT_RETURN_IF_ERROR(ParseId(f[1], "movieId", where, &m));
+          if (times && !ParseInt64(f[3], &t))
+            return Status::InvalidArgument(where + "timestamp '" + f[3].substr(0, 40) +
+                                           "' is not an integer");
           auto it = movie_index.find(m);
           if (it == movie_index.end())
             return Status::InvalidArgument(where + "movieId " + f[1] + " is not in " + movies_csv);
           users->push_back(u);
           movies->push_back(it->second);
+          if (times) stamps->push_back(t);
           return Status::OK();
         });
   };
-  FANOUT_RETURN_IF_ERROR(
-      read_pairs(ratings_csv, {"userId", "movieId", "rating"}, &rate_user, &rate_movie));
+  FANOUT_RETURN_IF_ERROR(read_pairs(ratings_csv, {"userId", "movieId", "rating"}, &rate_user,
+                                    &rate_movie, &rate_time));
   const bool tags = FileExists(tags_csv);
   if (tags)
     FANOUT_RETURN_IF_ERROR(
-        read_pairs(tags_csv, {"userId", "movieId", "tag"}, &tag_user, &tag_movie));
+        read_pairs(tags_csv, {"userId", "movieId", "tag"}, &tag_user, &tag_movie, &tag_time));
   else
     notes->push_back(dir + ": no tags.csv; no (user, tags, movie) edges");
   std::vector<int64_t> user_ids(rate_user);
@@ -207,6 +214,7 @@ Status LoadMovieLens(const std::string& input, const LoadOptions& options, RawDa
     out->src.push_back(user_of(rate_user[i]));
     out->dst.push_back(movie_base + rate_movie[i]);
     out->edge_type.push_back(0);
+    if (times) out->edge_times.push_back(rate_time[i]);
   }
   if (tags) {
     const int32_t e = static_cast<int32_t>(out->edge_types.size());
@@ -215,6 +223,7 @@ Status LoadMovieLens(const std::string& input, const LoadOptions& options, RawDa
       out->src.push_back(user_of(tag_user[i]));
       out->dst.push_back(movie_base + tag_movie[i]);
       out->edge_type.push_back(e);
+      if (times) out->edge_times.push_back(tag_time[i]);
     }
   }
   const int32_t has_genre = static_cast<int32_t>(out->edge_types.size());
@@ -227,6 +236,7 @@ Status LoadMovieLens(const std::string& input, const LoadOptions& options, RawDa
       out->src.push_back(movie_base + m);
       out->dst.push_back(genre_base + gi);
       out->edge_type.push_back(has_genre);
+      if (times) out->edge_times.push_back(0);
       out->features[(movie_base + m) * G + gi] = 1.0f;
     }
   }

@@ -194,20 +194,6 @@ uint64_t EdgeTypeKey(uint64_t request_seed, int64_t hop, int64_t node, int edge_
                (static_cast<uint64_t>(edge_type) + 1) * 0xa0761d6478bd642fULL);
 }
 
-namespace {
-
-// The end of the run of edges of type `t` that starts at position `b`.
-int64_t RunEnd(const int32_t* types, int64_t b, int64_t end) {
-  const int32_t t = types[b];
-  if (end - b <= 16) {
-    while (b < end && types[b] == t) ++b;
-    return b;
-  }
-  return std::upper_bound(types + b, types + end, t) - types;
-}
-
-}  // namespace
-
 Status SampleHeteroHop(const CsrGraph& graph, const int32_t* edge_types,
                        ArrayView<const int64_t> nodes, ArrayView<const int64_t> fanouts,
                        int64_t hop, uint64_t request_seed, const SamplingOptions& options,
@@ -244,7 +230,7 @@ Status SampleHeteroHop(const CsrGraph& graph, const int32_t* edge_types,
     const int64_t v = nodes[i];
     const int64_t row_end = indptr[v - lo + 1];
     for (int64_t b = indptr[v - lo]; b < row_end;) {
-      const int64_t e = RunEnd(edge_types, b, row_end);
+      const int64_t e = detail::TypeRunEnd(edge_types, b, row_end);
       const int32_t t = edge_types[b];
       const int64_t fanout = t >= 0 && t < num_types ? fanouts[static_cast<size_t>(t)] : 0;
       if (fanout != 0) {

@@ -6,6 +6,7 @@
 #include "common/id_range.h"
 #include "common/random.h"
 #include "sampler/detail/sample_row.h"
+#include "sampler/hetero.h"
 
 namespace fanout::sampler {
 
@@ -43,35 +44,110 @@ Status CheckTemporalOptions(const MultiHopOptions& o) {
   return Status::OK();
 }
 
-void BuildTimeOrder(const CsrGraph& g, const int64_t* edge_times, std::vector<int64_t>* order) {
+void BuildTimeOrder(const CsrGraph& g, const int64_t* edge_times, std::vector<int64_t>* order,
+                    const int32_t* edge_types) {
   order->resize(static_cast<size_t>(g.num_edges()));
   for (int64_t v = 0; v < g.num_nodes(); ++v) {
     const int64_t begin = g.indptr()[v], end = g.indptr()[v + 1];
     int64_t* o = order->data() + begin;
     for (int64_t k = 0; k < end - begin; ++k) o[k] = k;
     const int64_t* t = edge_times + begin;
-    std::sort(o, o + (end - begin),
-              [t](int64_t a, int64_t b) { return t[a] != t[b] ? t[a] < t[b] : a < b; });
+    if (edge_types == nullptr) {
+      std::sort(o, o + (end - begin),
+                [t](int64_t a, int64_t b) { return t[a] != t[b] ? t[a] < t[b] : a < b; });
+    } else {
+      const int32_t* ty = edge_types + begin;
+      std::sort(o, o + (end - begin), [t, ty](int64_t a, int64_t b) {
+        return ty[a] != ty[b] ? ty[a] < ty[b] : t[a] != t[b] ? t[a] < t[b] : a < b;
+      });
+    }
   }
 }
 
-bool RowsSortedByTime(const CsrGraph& g, const int64_t* edge_times) {
+bool RowsSortedByTime(const CsrGraph& g, const int64_t* edge_times, const int32_t* edge_types) {
   for (int64_t v = 0; v < g.num_nodes(); ++v)
     for (int64_t e = g.indptr()[v] + 1; e < g.indptr()[v + 1]; ++e)
-      if (edge_times[e] < edge_times[e - 1]) return false;
+      if (edge_times[e] < edge_times[e - 1] &&
+          (edge_types == nullptr || edge_types[e] == edge_types[e - 1]))
+        return false;
   return true;
 }
 
 const int64_t* PrepareTimeOrder(const CsrGraph& g, const int64_t* edge_times,
-                                std::vector<int64_t>* storage) {
-  if (RowsSortedByTime(g, edge_times)) return nullptr;
-  BuildTimeOrder(g, edge_times, storage);
+                                std::vector<int64_t>* storage, const int32_t* edge_types) {
+  if (RowsSortedByTime(g, edge_times, edge_types)) return nullptr;
+  BuildTimeOrder(g, edge_times, storage, edge_types);
   return storage->data();
 }
 
 namespace {
 
-// One hop, with `rank(k)` the row offset of the k-th edge in time order.
+// The k-th edge of a run in time order, as a CSR position. Made from the
+// run's first CSR position and its row's first (the time index holds
+// row-relative offsets).
+struct StoredRank {  // runs in time order: the k-th in time order is the k-th stored
+  StoredRank(const int64_t*, int64_t run_begin, int64_t) : base(run_begin) {}
+  int64_t operator()(int64_t k) const { return base + k; }
+  int64_t base;
+};
+struct IndexRank {
+  IndexRank(const int64_t* time_order, int64_t run_begin, int64_t row_begin)
+      : order(time_order + run_begin), row(row_begin) {}
+  int64_t operator()(int64_t k) const { return row + order[k]; }
+  const int64_t* order;
+  int64_t row;
+};
+
+// Appends to `chosen` the CSR positions a node draws from one run of `deg`
+// edges (rank: their time order) at time t: all those not later than t, the
+// `fanout` latest of them, or `fanout` uniform ones under `key`; in stored
+// order.
+template <typename Rank>
+void DrawRun(const int64_t* edge_times, const Rank& rank, int64_t deg, int64_t t, int64_t fanout,
+             TemporalStrategy strategy, uint64_t key, std::vector<int64_t>* chosen,
+             detail::RowScratch* scratch) {
+  // m: how many of the run's edges are not later than t (a prefix of the time order).
+  int64_t lo = 0, hi = deg;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (edge_times[rank(mid)] <= t)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  const int64_t m = lo;
+  const size_t at = chosen->size();
+  if (fanout < 0 || fanout >= m) {
+    for (int64_t k = 0; k < m; ++k) chosen->push_back(rank(k));
+  } else if (strategy == TemporalStrategy::kLast) {
+    for (int64_t k = m - fanout; k < m; ++k)
+      chosen->push_back(rank(k));  // the latest (time, then offset)
+  } else {
+    // Floyd's algorithm: `fanout` distinct ranks in [0, m), uniform.
+    chosen->resize(at + static_cast<size_t>(fanout));
+    detail::FloydSample(m, fanout, key, chosen->data() + at, scratch);
+    for (size_t c = at; c < chosen->size(); ++c) (*chosen)[c] = rank((*chosen)[c]);
+  }
+  std::sort(chosen->begin() + static_cast<std::ptrdiff_t>(at), chosen->end());  // stored order
+}
+
+// Appends the chosen CSR positions' neighbors (and edge ids) to `out`.
+void AppendChosen(const CsrGraph& g, const std::vector<int64_t>& chosen, bool with_edge_ids,
+                  OneHopResult* out) {
+  const size_t at = out->neighbors.size();
+  out->neighbors.resize(at + chosen.size());
+  if (with_edge_ids) out->edge_ids.resize(at + chosen.size());
+  for (size_t c = 0; c < chosen.size(); ++c) {
+    out->neighbors[at + c] = g.neighbor(chosen[c]);
+    if (with_edge_ids) out->edge_ids[at + c] = g.edge_id(chosen[c]);
+  }
+}
+
+uint64_t TimeKey(uint64_t node_key, int64_t t) {
+  return Mix64(node_key ^ static_cast<uint64_t>(t));
+}
+
+// One hop, with Rank giving the k-th edge of a row in time order.
 template <typename Rank>
 void TemporalHop(const CsrGraph& g, const int64_t* edge_times, const int64_t* time_order,
                  int64_t node_offset, ArrayView<const int64_t> nodes,
@@ -80,6 +156,7 @@ void TemporalHop(const CsrGraph& g, const int64_t* edge_times, const int64_t* ti
   const size_t n = nodes.size();
   out->offsets.resize(n + 1);
   out->edge_weights.clear();
+  out->edge_types.clear();
   out->offsets[0] = 0;
   out->neighbors.clear();
   out->edge_ids.clear();
@@ -88,55 +165,53 @@ void TemporalHop(const CsrGraph& g, const int64_t* edge_times, const int64_t* ti
   for (size_t i = 0; i < n; ++i) {
     const int64_t row = nodes[i] - node_offset, t = times[i];
     const int64_t begin = g.indptr()[row], deg = g.indptr()[row + 1] - begin;
-    const int64_t* et = edge_times + begin;
-    const Rank rank(time_order == nullptr ? nullptr : time_order + begin);
-    // m: how many of the row's edges are not later than t (a prefix of the time order).
-    int64_t lo = 0, hi = deg;
-    while (lo < hi) {
-      const int64_t mid = lo + (hi - lo) / 2;
-      if (et[rank(mid)] <= t)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    const int64_t m = lo;
     chosen.clear();
-    if (fanout < 0 || fanout >= m) {
-      for (int64_t k = 0; k < m; ++k) chosen.push_back(rank(k));
-    } else if (strategy == TemporalStrategy::kLast) {
-      for (int64_t k = m - fanout; k < m; ++k)
-        chosen.push_back(rank(k));  // the latest (time, then offset)
-    } else {
-      // Floyd's algorithm: `fanout` distinct ranks in [0, m), uniform.
-      const uint64_t key =
-          Mix64(NodeKey(request_seed, static_cast<uint64_t>(hop), static_cast<uint64_t>(nodes[i])) ^
-                static_cast<uint64_t>(t));
-      chosen.resize(static_cast<size_t>(fanout));
-      detail::FloydSample(m, fanout, key, chosen.data(), &scratch);
-      for (int64_t& c : chosen) c = rank(c);
-    }
-    std::sort(chosen.begin(), chosen.end());  // stored order
-    const size_t at = out->neighbors.size();
-    out->neighbors.resize(at + chosen.size());
-    if (with_edge_ids) out->edge_ids.resize(at + chosen.size());
-    for (size_t c = 0; c < chosen.size(); ++c) {
-      out->neighbors[at + c] = g.neighbor(begin + chosen[c]);
-      if (with_edge_ids) out->edge_ids[at + c] = g.edge_id(begin + chosen[c]);
-    }
+    DrawRun(
+        edge_times, Rank(time_order, begin, begin), deg, t, fanout, strategy,
+        TimeKey(NodeKey(request_seed, static_cast<uint64_t>(hop), static_cast<uint64_t>(nodes[i])),
+                t),
+        &chosen, &scratch);
+    AppendChosen(g, chosen, with_edge_ids, out);
     out->offsets[i + 1] = static_cast<int64_t>(out->neighbors.size());
   }
 }
 
-// Both are made from the row's slice of the time index (null without one).
-struct StoredRank {  // rows sorted by time: the k-th in time order is the k-th stored
-  explicit StoredRank(const int64_t*) {}
-  int64_t operator()(int64_t k) const { return k; }
-};
-struct IndexRank {
-  explicit IndexRank(const int64_t* row_order) : order(row_order) {}
-  int64_t operator()(int64_t k) const { return order[k]; }
-  const int64_t* order;
-};
+template <typename Rank>
+void HeteroTemporalHop(const CsrGraph& g, const int32_t* edge_types, const int64_t* edge_times,
+                       const int64_t* time_order, int64_t node_offset,
+                       ArrayView<const int64_t> nodes, ArrayView<const int64_t> times,
+                       ArrayView<const int64_t> fanouts, int64_t hop, uint64_t request_seed,
+                       TemporalStrategy strategy, bool with_edge_ids, OneHopResult* out) {
+  const size_t n = nodes.size();
+  const int64_t num_types = static_cast<int64_t>(fanouts.size());
+  out->offsets.resize(n + 1);
+  out->edge_weights.clear();
+  out->edge_types.clear();
+  out->offsets[0] = 0;
+  out->neighbors.clear();
+  out->edge_ids.clear();
+  std::vector<int64_t> chosen;
+  detail::RowScratch scratch;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t row = nodes[i] - node_offset, t = times[i];
+    const int64_t begin = g.indptr()[row], end = g.indptr()[row + 1];
+    chosen.clear();
+    for (int64_t b = begin; b < end;) {
+      const int64_t e = detail::TypeRunEnd(edge_types, b, end);
+      const int32_t type = edge_types[b];
+      const int64_t fanout = type >= 0 && type < num_types ? fanouts[static_cast<size_t>(type)] : 0;
+      if (fanout != 0) {
+        const size_t before = chosen.size();
+        DrawRun(edge_times, Rank(time_order, b, begin), e - b, t, fanout, strategy,
+                TimeKey(EdgeTypeKey(request_seed, hop, nodes[i], type), t), &chosen, &scratch);
+        out->edge_types.insert(out->edge_types.end(), chosen.size() - before, type);
+      }
+      b = e;
+    }
+    AppendChosen(g, chosen, with_edge_ids, out);
+    out->offsets[i + 1] = static_cast<int64_t>(out->neighbors.size());
+  }
+}
 
 }  // namespace
 
@@ -156,6 +231,26 @@ void SampleTemporalHop(const CsrGraph& g, const int64_t* edge_times, const int64
   else
     TemporalHop<IndexRank>(g, edge_times, time_order, node_offset, nodes, times, fanout, hop,
                            request_seed, strategy, with_edge_ids, out);
+}
+
+Status SampleHeteroTemporalHop(const CsrGraph& g, const int32_t* edge_types,
+                               const int64_t* edge_times, const int64_t* time_order,
+                               int64_t node_offset, ArrayView<const int64_t> nodes,
+                               ArrayView<const int64_t> times, ArrayView<const int64_t> fanouts,
+                               int64_t hop, uint64_t request_seed, TemporalStrategy strategy,
+                               bool with_edge_ids, OneHopResult* out) {
+  if (times.size() != nodes.size())
+    return Status::InvalidArgument(
+        "temporal sampling needs one time per node: " + std::to_string(nodes.size()) + " nodes, " +
+        std::to_string(times.size()) + " times");
+  FANOUT_RETURN_IF_ERROR(CheckIdsInRange(nodes, node_offset, node_offset + g.num_nodes()));
+  if (time_order == nullptr)
+    HeteroTemporalHop<StoredRank>(g, edge_types, edge_times, nullptr, node_offset, nodes, times,
+                                  fanouts, hop, request_seed, strategy, with_edge_ids, out);
+  else
+    HeteroTemporalHop<IndexRank>(g, edge_types, edge_times, time_order, node_offset, nodes, times,
+                                 fanouts, hop, request_seed, strategy, with_edge_ids, out);
+  return Status::OK();
 }
 
 Status TemporalBuilder::Begin(ArrayView<const int64_t> seeds, ArrayView<const int64_t> seed_times,
@@ -196,6 +291,9 @@ void TemporalBuilder::AddHop(const OneHopResult& hop, bool with_edge_ids, Sample
     out->edge_id.resize(e0 + total);
     std::copy(hop.edge_ids.begin(), hop.edge_ids.begin() + total, out->edge_id.begin() + e0);
   }
+  if (!hop.edge_types.empty())
+    out->edge_type.insert(out->edge_type.end(), hop.edge_types.begin(),
+                          hop.edge_types.begin() + total);
   const int64_t n0 = static_cast<int64_t>(out->n_id.size());
   map_.Reserve(map_.size() + total);
   int64_t next = n0;
@@ -221,8 +319,17 @@ void TemporalBuilder::AddHop(const OneHopResult& hop, bool with_edge_ids, Sample
 }
 
 TemporalSampler::TemporalSampler(CsrGraph graph, const int64_t* edge_times, MultiHopOptions options)
-    : graph_(graph), edge_times_(edge_times), time_order_(nullptr), options_(std::move(options)) {
-  if (edge_times_ != nullptr) time_order_ = PrepareTimeOrder(graph_, edge_times_, &own_order_);
+    : TemporalSampler(graph, edge_times, nullptr, std::move(options)) {}
+
+TemporalSampler::TemporalSampler(CsrGraph graph, const int64_t* edge_times,
+                                 const int32_t* edge_types, MultiHopOptions options)
+    : graph_(graph),
+      edge_times_(edge_times),
+      time_order_(nullptr),
+      edge_types_(edge_types),
+      options_(std::move(options)) {
+  if (edge_times_ != nullptr)
+    time_order_ = PrepareTimeOrder(graph_, edge_times_, &own_order_, edge_types_);
 }
 
 Status TemporalSampler::Sample(ArrayView<const int64_t> seeds, ArrayView<const int64_t> seed_times,
@@ -234,12 +341,30 @@ Status TemporalSampler::Sample(ArrayView<const int64_t> seeds, ArrayView<const i
   IdRangeCheck how;
   how.what = "seed";
   FANOUT_RETURN_IF_ERROR(CheckIdsInRange(seeds, lo, lo + graph_.num_nodes(), how));
+  const bool typed = !options_.edge_type_fanouts.empty();
+  if (typed) FANOUT_RETURN_IF_ERROR(CheckMultiHopOptions(options_, graph_.has_weights()));
+  if (typed != (edge_types_ != nullptr))
+    return Status::InvalidArgument(
+        typed ? "per-edge-type fanouts need a heterogeneous dataset (this one has no edge types)"
+              : "temporal sampling of a heterogeneous dataset samples each edge type on its own: "
+                "give per-edge-type fanouts");
   FANOUT_RETURN_IF_ERROR(builder_.Begin(seeds, seed_times, lo + graph_.num_nodes(), out));
-  for (size_t h = 0; h < options_.fanouts.size(); ++h) {
-    SampleTemporalHop(graph_, edge_times_, time_order_, lo, builder_.Frontier(*out),
-                      builder_.FrontierTimes(), options_.fanouts[h], static_cast<int64_t>(h),
-                      request_seed, options_.temporal_strategy, options_.sampling.with_edge_ids,
-                      &hop_);
+  const size_t hops = typed ? options_.edge_type_fanouts.front().size() : options_.fanouts.size();
+  std::vector<int64_t> type_fanouts(options_.edge_type_fanouts.size());
+  for (size_t h = 0; h < hops; ++h) {
+    if (typed) {
+      for (size_t e = 0; e < type_fanouts.size(); ++e)
+        type_fanouts[e] = options_.edge_type_fanouts[e][h];
+      FANOUT_RETURN_IF_ERROR(SampleHeteroTemporalHop(
+          graph_, edge_types_, edge_times_, time_order_, lo, builder_.Frontier(*out),
+          builder_.FrontierTimes(), type_fanouts, static_cast<int64_t>(h), request_seed,
+          options_.temporal_strategy, options_.sampling.with_edge_ids, &hop_));
+    } else {
+      SampleTemporalHop(graph_, edge_times_, time_order_, lo, builder_.Frontier(*out),
+                        builder_.FrontierTimes(), options_.fanouts[h], static_cast<int64_t>(h),
+                        request_seed, options_.temporal_strategy, options_.sampling.with_edge_ids,
+                        &hop_);
+    }
     builder_.AddHop(hop_, options_.sampling.with_edge_ids, out);
   }
   return Status::OK();

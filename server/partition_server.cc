@@ -184,8 +184,9 @@ Status PartitionServer::Start() {
     max_degree = std::max(max_degree, state_->graph.degree(v));
   state_->max_degree = max_degree;
   if (data_->meta.has_edge_times)
-    state_->time_index = sampler::PrepareTimeOrder(state_->graph, state_->view.edge_times.data(),
-                                                   &state_->time_order);
+    state_->time_index = sampler::PrepareTimeOrder(
+        state_->graph, state_->view.edge_times.data(), &state_->time_order,
+        state_->view.edge_types.empty() ? nullptr : state_->view.edge_types.data());
   int workers = options_.threads > 0 ? options_.threads - 1 : std::max(1, UsableCpuCount() - 1);
   state_->pool = std::make_unique<ThreadPool>(workers);
   if (!options_.live_dir.empty()) {

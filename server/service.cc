@@ -239,9 +239,6 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
                                      std::to_string(p.type_fanouts.size()) +
                                      " edge types; dataset '" + s_->data->meta.name + "' has " +
                                      std::to_string(h.num_edge_types()));
-    if (p.temporal)
-      return Status::InvalidArgument(
-          "temporal sampling of heterogeneous datasets is not supported");
     bound_fanout = 0;
     for (size_t e = 0; e < p.type_fanouts.size(); ++e) {
       const int64_t f = p.type_fanouts[e];
@@ -298,9 +295,21 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
     if (p.replace || p.weighted)
       return Status::InvalidArgument(
           "temporal sampling draws uniformly without replacement (no replace, no weights)");
-    sampler::SampleTemporalHop(*g, s_->view.edge_times.data(), s_->time_index, so.node_offset, ids,
-                               p.times, p.fanout, p.hop, p.seed, p.strategy, p.with_edge_ids,
-                               &hop_);
+    if (p.hetero) {
+      FANOUT_RETURN_IF_ERROR(sampler::SampleHeteroTemporalHop(
+          *g, s_->view.edge_types.data(), s_->view.edge_times.data(), s_->time_index,
+          so.node_offset, ids, p.times, p.type_fanouts, p.hop, p.seed, p.strategy, p.with_edge_ids,
+          &hop_));
+    } else if (!s_->data->meta.hetero.empty()) {
+      // The time index orders each edge type's run on its own (PrepareTimeOrder).
+      return Status::InvalidArgument(
+          "temporal sampling of heterogeneous dataset '" + s_->data->meta.name +
+          "' samples each edge type on its own: give per-edge-type fanouts");
+    } else {
+      sampler::SampleTemporalHop(*g, s_->view.edge_times.data(), s_->time_index, so.node_offset,
+                                 ids, p.times, p.fanout, p.hop, p.seed, p.strategy, p.with_edge_ids,
+                                 &hop_);
+    }
     metrics_->RecordSample(static_cast<int64_t>(ids.size()), hop_.offsets[ids.size()]);
     last_edges_ += hop_.offsets[ids.size()];
     *out = &hop_;

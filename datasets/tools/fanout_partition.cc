@@ -154,7 +154,8 @@ int main(int argc, char** argv) {
   app.add_flag("--edge-times", load.edge_times,
                "snap: the third column of each edge line is its timestamp (SNAP temporal networks: "
                "SRC DST UNIXTS); "
-               "ogb: raw/edge_time.csv (or edge_year.csv), one integer per edge; rmat: synthetic "
+               "ogb: raw/edge_time.csv (or edge_year.csv), one integer per edge; movielens: the "
+               "ratings' and tags' timestamps (has_genre edges time 0); rmat: synthetic "
                "timestamps in "
                "[0, 2^30). Stored per edge for temporal sampling; written in memory");
   app.add_option("--split-fractions", fractions_text,
@@ -285,10 +286,12 @@ int main(int argc, char** argv) {
   std::vector<std::string> notes;
   DatasetMeta meta;
   BoundedReport report;
-  if (load.edge_times && format != "snap" && format != "rmat" && format != "ogb")
+  if (load.edge_times && format != "snap" && format != "rmat" && format != "ogb" &&
+      format != "movielens")
     return Fail(Status::InvalidArgument(
         "--edge-times reads SNAP temporal edge lists (snap), an OGB folder's "
-        "raw/edge_time.csv (ogb) or makes synthetic R-MAT timestamps (rmat), not " +
+        "raw/edge_time.csv (ogb), MovieLens ratings' and tags' timestamps (movielens) or makes "
+        "synthetic R-MAT timestamps (rmat), not " +
         format));
   const bool streamed = !metis && (format == "snap" || format == "rmat" || format == "ogb") &&
                         !drop_dups && !load.edge_times && load.rmat_node_types == 0;

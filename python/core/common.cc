@@ -196,6 +196,7 @@ py::dict SplitDict(const client::Batch& b, const sampler::HeteroSchema& schema) 
   d["y"] = caps(h.y);
   d["index"] = caps(h.index);
   d["original_id"] = caps(h.original_id);
+  d["batch"] = caps(h.batch);
   d["batch_size"] = h.batch_size;
   d["edge_index"] = caps(h.edge_index);
   d["e_id"] = caps(h.edge_id);

@@ -117,6 +117,10 @@ class HeteroBatch:
     LinkLoader batches put ``edge_label_index`` / ``edge_label`` (or
     ``src_index`` / ``dst_pos_index`` / ``dst_neg_index``) on the seed edge
     type, in those per-type indices, and ``input_id`` on the batch.
+    Temporal batches (``input_time`` / ``edge_label_time``): each node
+    type's ``batch`` names the tree (seed position) of each of its nodes, and
+    ``seed_time`` (on the batch) each tree's time, as PyG's disjoint
+    temporal HeteroData.
     ``x_dict``, ``edge_index_dict``, ``n_id_dict``, ``node_types``,
     ``edge_types`` and ``metadata()`` as HeteroData's; ``homogeneous`` is
     the Batch it was split from.
@@ -130,9 +134,10 @@ class HeteroBatch:
         if split is None:
             raise InvalidArgument("HeteroBatch needs the loader's split of the batch by type")
         t = _tensor
-        n_id, x, y, index, orig = (split[k] for k in ("n_id", "x", "y", "index", "original_id"))
+        n_id, x, y, index, orig, tree = (split[k] for k in ("n_id", "x", "y", "index", "original_id", "batch"))
         self._nodes = {name: TypeStore(n_id=t(n_id[i]), index=t(index[i]), x=t(x[i]), y=t(y[i]),
-                                       original_id=t(orig[i]), batch_size=int(split["batch_size"][i]))
+                                       original_id=t(orig[i]), batch=t(tree[i]),
+                                       batch_size=int(split["batch_size"][i]))
                        for i, name in enumerate(self.node_types)}
         self._edges = {key: TypeStore(edge_index=t(split["edge_index"][e]), e_id=t(split["e_id"][e]))
                        for e, key in enumerate(self.edge_types)}
@@ -141,6 +146,7 @@ class HeteroBatch:
         self.batch_size = batch.batch_size
         self.epoch, self.index = batch.epoch, batch.index
         self.input_id = batch.input_id
+        self.seed_time = batch.seed_time
         if link_edge_type is not None:
             store = self._edges[self.edge_types[link_edge_type]]
             for k in ("edge_label_index", "src_index", "dst_pos_index", "dst_neg_index"):
@@ -176,6 +182,8 @@ class HeteroBatch:
             for k in store.keys():
                 if k != "index":
                     data[key][k] = getattr(store, k)
+        if self.seed_time is not None:
+            data.seed_time = self.seed_time
         return data
 
     @property

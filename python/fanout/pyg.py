@@ -534,11 +534,13 @@ class NeighborSampler(BaseSampler):
         nt, et = d["node_type"], d["edge_type"]
         T, R = len(r.node_types), len(r.edge_types)
         type_index = torch.empty_like(nt)
-        node, row, col, edge = {}, {}, {}, {}
+        node, row, col, edge, trees = {}, {}, {}, {}, {}
         for ti, name in enumerate(r.node_types):
             idx = (nt == ti).nonzero().flatten()
             type_index[idx] = torch.arange(idx.numel(), dtype=torch.long)
             node[name] = r.to_local(name, n_id[idx])
+            if batch is not None:  # temporal: each node's tree, per type (PyG's batch dict)
+                trees[name] = batch[idx]
         for e, key in enumerate(r.edge_types):
             sel = (et == e).nonzero().flatten()
             row[key], col[key] = type_index[ei[0, sel]], type_index[ei[1, sel]]
@@ -546,7 +548,7 @@ class NeighborSampler(BaseSampler):
         node_hops = _per_hop_counts(nt, nsn, T)
         edge_hops = _per_hop_counts(et, nse, R)
         return HeteroSamplerOutput(
-            node=node, row=row, col=col, edge=edge, batch=None,
+            node=node, row=row, col=col, edge=edge, batch=trees if batch is not None else None,
             num_sampled_nodes={name: node_hops[i] for i, name in enumerate(r.node_types)},
             num_sampled_edges={key: edge_hops[i] for i, key in enumerate(r.edge_types)}), type_index
 

@@ -2,6 +2,7 @@
 #ifndef FANOUT_SAMPLER_DETAIL_SAMPLE_ROW_H_
 #define FANOUT_SAMPLER_DETAIL_SAMPLE_ROW_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -85,6 +86,17 @@ inline int64_t RowSampleCount(const CsrGraph& graph, int64_t start, int64_t degr
 void SampleRowPositions(const CsrGraph& graph, int64_t start, int64_t degree, int64_t fanout,
                         int64_t count, uint64_t key, const SamplingOptions& options, int64_t* pos,
                         RowScratch* scratch);
+
+// The end of the run of edges of type types[b] that starts at position b
+// of a row ordered by type ([b, end) the rest of the row).
+inline int64_t TypeRunEnd(const int32_t* types, int64_t b, int64_t end) {
+  const int32_t t = types[b];
+  if (end - b <= 16) {
+    while (b < end && types[b] == t) ++b;
+    return b;
+  }
+  return std::upper_bound(types + b, types + end, t) - types;
+}
 
 }  // namespace fanout::sampler::detail
 

@@ -1618,6 +1618,152 @@ TEST(HeteroLoaderTest, HeteroLinkBatchesThroughServersEqualLocalOnesWithTypedStr
   }
 }
 
+// MovieLens with its ratings' and tags' timestamps (has_genre edges at time
+// 0), in k random parts.
+const std::string& MovieLensTimedDir(int k, datasets::RawDataset* raw = nullptr) {
+  return RandomlyPartitioned(
+      "movielens-timed", k,
+      [](datasets::RawDataset* ds) {
+        datasets::LoadOptions lo;
+        lo.quiet = true;
+        lo.edge_times = true;
+        std::vector<std::string> notes;
+        Status st = datasets::LoadDataset(
+            "movielens", datasets::testing::DataDir() + "/movielens/ml-latest-small", lo, ds,
+            &notes);
+        EXPECT_TRUE(st.ok()) << st.ToString();
+        datasets::EdgeOptions eo;
+        eo.make_undirected = true;
+        datasets::ApplyEdgeOptions(eo, ds);
+      },
+      raw);
+}
+
+// Heterogeneous temporal node and link batches (per-edge-type fanouts with
+// seed times) through 2 and 3 servers on every path equal those of the
+// dataset in process, tensor for tensor, for both strategies; no sampled
+// edge is later than its tree's seed time; every edge joins its type's node
+// types within one tree; a homogeneous temporal request on the typed
+// dataset is refused by name.
+TEST(HeteroLoaderTest, HeteroTemporalBatchesThroughServersEqualLocalOnesAndNeverLookAhead) {
+  datasets::RawDataset raw;
+  MovieLensTimedDir(2, &raw);
+  ASSERT_EQ(raw.edge_times.size(), raw.src.size());
+  int64_t t_min = INT64_MAX, t_max = 0;
+  for (int64_t i = 0; i < raw.num_edges(); ++i)
+    if (raw.edge_type[i] == 0)
+      t_min = std::min(t_min, raw.edge_times[i]), t_max = std::max(t_max, raw.edge_times[i]);
+  for (auto [k, path] : PartsAndPaths()) {
+    const std::string& dir = MovieLensTimedDir(k);
+    std::vector<std::unique_ptr<server::PartitionServer>> servers;
+    auto cluster = ServeAll(dir, k, &servers, path);
+    std::shared_ptr<LocalSource> local;
+    ASSERT_TRUE(LocalSource::Open(dir, &local).ok());
+    const sampler::HeteroSchema& h = *local->hetero();
+    const std::vector<int64_t> raw_of = RawIdsOf(*local, raw);
+    std::vector<int64_t> stored_of(raw.num_nodes);
+    for (int64_t v = 0; v < local->num_nodes(); ++v) stored_of[raw_of[v]] = v;
+    // Node seeds: every user and every 5th movie, at times over the ratings' span.
+    std::vector<int64_t> seeds, times;
+    SplitMix64 rng(k);
+    for (int64_t v = 0; v < local->num_nodes(); ++v)
+      if (h.NodeTypeOf(v) == 0 || (h.NodeTypeOf(v) == 1 && v % 5 == 0)) {
+        seeds.push_back(v);
+        times.push_back(t_min + static_cast<int64_t>(DrawBelow(
+                                    rng.Next(), static_cast<uint64_t>(t_max - t_min + 1))));
+      }
+    // Link seeds: ratings at their own time.
+    LinkSeeds links;
+    std::vector<int64_t> link_times;
+    for (int64_t i = 0; i < raw.num_edges(); i += 53)
+      if (raw.edge_type[i] == 0) {
+        links.src.push_back(stored_of[raw.src[i]]);
+        links.dst.push_back(stored_of[raw.dst[i]]);
+        link_times.push_back(raw.edge_times[i]);
+      }
+    for (auto strategy : {sampler::TemporalStrategy::kUniform, sampler::TemporalStrategy::kLast}) {
+      const std::string what = "k=" + std::to_string(k) + " " + PathName(path) + " " +
+                               sampler::TemporalStrategyName(strategy);
+      LoaderOptions o;
+      o.batch_size = 96;
+      o.seed = 7;
+      o.edge_ids = true;
+      o.temporal_strategy = strategy;
+      o.edge_type_fanouts = MovieLensFanouts(h, {{"rates", {4, 2}},
+                                                 {"tags", {2, 0}},
+                                                 {"has_genre", {2, 1}},
+                                                 {"rev_rates", {5, 2}},
+                                                 {"rev_tags", {0, 1}},
+                                                 {"rev_has_genre", {2, 1}}});
+      o.input_time = times;
+      NodeLoader dist(cluster, seeds, o), loc(local, seeds, o);
+      LoaderOptions lo = o;
+      lo.input_time = link_times;
+      lo.negative.mode = sampler::NegativeMode::kBinary;
+      ASSERT_TRUE(h.FindEdgeType("user,rates,movie", &lo.link_edge_type).ok());
+      LinkLoader ldist(cluster, links, lo), lloc(local, links, lo);
+      int64_t edges = 0, genre_edges = 0;
+      for (auto [d, l] : {std::pair<NodeLoader*, NodeLoader*>{&dist, &loc}, {&ldist, &lloc}}) {
+        MiniBatch a, b;
+        while (d->Next(&a)) {
+          ASSERT_TRUE(l->Next(&b)) << what;
+          for (auto [x, y, name] : {std::tuple{&a.n_id, &b.n_id, "n_id"},
+                                    {&a.batch, &b.batch, "batch"},
+                                    {&a.edge_index, &b.edge_index, "edge_index"},
+                                    {&a.edge_id, &b.edge_id, "edge_id"},
+                                    {&a.edge_type, &b.edge_type, "edge_type"},
+                                    {&a.node_type, &b.node_type, "node_type"},
+                                    {&a.seed_time, &b.seed_time, "seed_time"},
+                                    {&a.x, &b.x, "x"},
+                                    {&a.edge_label_index, &b.edge_label_index, "edge_label_index"}})
+            ExpectSameTensor(*x, *y, what + " " + name);
+          ASSERT_TRUE(a.batch.defined() && a.edge_type.defined()) << what;
+          const int64_t* tree = a.batch.data_ptr<int64_t>();
+          const int64_t* seed_time = a.seed_time.data_ptr<int64_t>();
+          const int64_t* nt = a.node_type.data_ptr<int64_t>();
+          const int64_t* et = a.edge_type.data_ptr<int64_t>();
+          const int64_t* eid = a.edge_id.data_ptr<int64_t>();
+          at::Tensor row_t = a.edge_index[0].contiguous(), col_t = a.edge_index[1].contiguous();
+          const int64_t* row = row_t.data_ptr<int64_t>();
+          const int64_t* col = col_t.data_ptr<int64_t>();
+          for (int64_t e = 0; e < a.edge_index.size(1); ++e, ++edges) {
+            ASSERT_EQ(tree[row[e]], tree[col[e]]) << what;
+            ASSERT_LE(raw.edge_times[eid[e]], seed_time[tree[col[e]]])
+                << what << ": edge " << eid[e] << " looks ahead";
+            ASSERT_EQ(raw.edge_type[eid[e]], et[e]) << what;
+            ASSERT_EQ(nt[row[e]], h.edge_types[et[e]].src) << what;
+            ASSERT_EQ(nt[col[e]], h.edge_types[et[e]].dst) << what;
+            genre_edges += h.edge_types[et[e]].rel == "has_genre";
+          }
+          // HeteroData's shape: each type's nodes name their trees.
+          HeteroBatch hb = SplitByType(a, h);
+          for (int t = 0; t < h.num_node_types(); ++t)
+            EXPECT_TRUE(torch::equal(hb.batch[t], a.batch.index_select(0, hb.index[t]))) << what;
+        }
+        EXPECT_FALSE(l->Next(&b)) << what;
+      }
+      EXPECT_GT(edges, 20000) << what;
+      EXPECT_GT(genre_edges, 1000) << what;  // time-0 edges: always eligible
+    }
+    // A homogeneous temporal request on the typed dataset.
+    LoaderOptions plain;
+    plain.fanouts = {3};
+    plain.input_time = {t_max};
+    for (std::shared_ptr<Source> src :
+         {std::shared_ptr<Source>(cluster), std::shared_ptr<Source>(local)}) {
+      NodeLoader l(src, {seeds[0]}, plain);
+      MiniBatch m;
+      try {
+        l.Next(&m);
+        ADD_FAILURE() << "a temporal batch without per-edge-type fanouts on a typed dataset";
+      } catch (const LoaderError& e) {
+        EXPECT_THAT(e.what(), HasSubstr("per-edge-type fanouts"));
+      }
+    }
+    for (auto& s : servers) s->Stop();
+  }
+}
+
 TEST_F(LoaderTest, LaborAndPinSageOptionsAreRefusedByName) {
   StartServers(2);
   auto cluster = ConnectCluster();

@@ -40,6 +40,27 @@ def movielens2(tmp_path_factory, fanout):
 
 
 @pytest.fixture(scope="session")
+def movielens_timed(tmp_path_factory, fanout):
+    """MovieLens ml-latest-small with its ratings' and tags' timestamps (has_genre edges at time 0; reverse
+    relations) partitioned in 2: (dataset folder, each edge's time by edge id: ratings, tags, has_genre in file
+    order, then their reverses in the same order)."""
+    import csv
+    import torch
+    src = os.path.join(ROOT, "datasets", "data", "movielens", "ml-latest-small")
+
+    def stamps(name):
+        with open(os.path.join(src, name), newline="", encoding="utf-8") as f:
+            return [int(r["timestamp"]) for r in csv.DictReader(f)]
+
+    with open(os.path.join(src, "movies.csv"), newline="", encoding="utf-8") as f:
+        genre_edges = sum(len([g for g in r["genres"].split("|") if g]) for r in csv.DictReader(f))
+    once = stamps("ratings.csv") + stamps("tags.csv") + [0] * genre_edges
+    out = tmp_path_factory.mktemp("data") / "mlt2"
+    folder = fanout.partition(src, out, format="movielens", parts=2, undirected=True, edge_times=True)
+    return folder, torch.tensor(once + once)
+
+
+@pytest.fixture(scope="session")
 def college_msg(tmp_path_factory, fanout):
     """CollegeMsg with its timestamps partitioned in 2 (random): (dataset folder, each edge's time in file
     order, which is edge id order)."""

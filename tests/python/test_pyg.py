@@ -243,12 +243,78 @@ def test_heterogeneous_batches_through_pygs_loaders_and_to_hetero(fanout, moviel
         from torch_geometric.sampler import NodeSamplerInput
         with pytest.raises(fanout.InvalidArgument, match="typed input nodes"):
             sampler.sample_from_nodes(NodeSamplerInput(input_id=None, node=torch.tensor([0])))
-        with pytest.raises(fanout.InvalidArgument, match="heterogeneous sampling with input times"):
+        with pytest.raises(fanout.InvalidArgument, match="no edge timestamps|--edge-times"):
             sampler.sample_from_nodes(NodeSamplerInput(input_id=None, node=torch.tensor([0]), time=torch.tensor([5]),
                                                        input_type="movie"))
         with pytest.raises(IndexError, match="out of range for node type 'movie'"):
             sampler.sample_from_nodes(NodeSamplerInput(input_id=None, node=torch.tensor([movies.numel()]),
                                                        input_type="movie"))
+
+
+def test_heterogeneous_temporal_batches_through_pygs_loaders_never_look_ahead(fanout, movielens_timed):
+    import fanout.pyg  # noqa: F401
+    from torch_geometric.loader import LinkLoader, NodeLoader
+    from torch_geometric.sampler import NegativeSampling
+    folder, times = movielens_timed
+    fanouts = {("user", "rates", "movie"): [4, 2], "rev_rates": [3, 2], "has_genre": [1, 1],
+               "rev_has_genre": [1, 0], "tags": [2, 0], "rev_tags": [0, 1]}
+    with fanout.LocalCluster(folder) as lc:
+        cluster = lc.cluster()
+        fs, gs = fanout.pyg.FeatureStore(cluster), fanout.pyg.GraphStore(cluster)
+        users = cluster.nodes_of_type("user")
+        rated = times[times > 0]
+        seed_times = rated.min() + torch.randint(0, int(rated.max() - rated.min()), (users.numel(),),
+                                                 generator=torch.Generator().manual_seed(1))
+
+        def never_ahead(h, seed_time):
+            checked = 0
+            for et in h.edge_types:
+                if h[et].edge_index.size(1) == 0:
+                    continue
+                tree = h[et[2]].batch[h[et].edge_index[1]]
+                assert torch.equal(tree, h[et[0]].batch[h[et].edge_index[0]]), et  # one tree per edge
+                assert bool((times[h[et].e_id] <= seed_time[tree]).all()), "%s looks ahead" % (et,)
+                checked += h[et].edge_index.size(1)
+            return checked
+
+        for strategy in ("uniform", "last"):
+            sampler = fanout.pyg.NeighborSampler(cluster, fanouts, seed=3, batch_size=64, temporal_strategy=strategy)
+            pyg_loader = NodeLoader((fs, gs), node_sampler=sampler, input_nodes=("user", torch.arange(users.numel())),
+                                    input_time=seed_times, batch_size=64)
+            ours = fanout.NodeLoader(cluster, ("user", users), num_neighbors=fanouts, batch_size=64, shuffle=False,
+                                     seed=3, input_time=seed_times, temporal_strategy=strategy, num_workers=1,
+                                     labels=False)
+            edges = 0
+            for h, b in zip(pyg_loader, ours):
+                assert h.validate(raise_on_error=True)
+                assert torch.equal(h["user"].seed_time, b.seed_time)
+                for nt in cluster.node_types:  # type-local ids here, global ids in fanout's HeteroBatch
+                    assert torch.equal(cluster.nodes_of_type(nt)[h[nt].n_id], b[nt].n_id), nt
+                    assert torch.equal(h[nt].batch, b[nt].batch), nt
+                for et in cluster.edge_types:
+                    assert torch.equal(h[et].edge_index, b[et].edge_index), et
+                edges += never_ahead(h, h["user"].seed_time)
+                assert torch.equal(b.to_pyg().seed_time, b.seed_time)
+            assert edges > 1000, strategy
+        # Typed seed edges at their own time, binary negatives at their positive's.
+        et = ("user", "rates", "movie")
+        with pytest.warns(UserWarning, match="copied"):
+            row, col = gs.get_edge_index(edge_type=et, layout="coo")
+        first = next(iter(fanout.NodeLoader(cluster, ("movie", cluster.nodes_of_type("movie")[:300]),
+                                            num_neighbors={"rates": [-1]}, batch_size=300, shuffle=False,
+                                            labels=False, features=False)))
+        e_id = first[et].e_id
+        src, dst = first["user"].n_id[first[et].edge_index[0]], first["movie"].n_id[first[et].edge_index[1]]
+        eli = torch.stack([torch.searchsorted(users, src), torch.searchsorted(cluster.nodes_of_type("movie"), dst)])
+        links = LinkLoader((fs, gs), link_sampler=fanout.pyg.NeighborSampler(cluster, fanouts, seed=2),
+                           edge_label_index=(et, eli), edge_label_time=times[e_id], batch_size=128,
+                           neg_sampling=NegativeSampling("binary", 1))
+        n = 0
+        for h in links:
+            assert h.validate(raise_on_error=True)
+            seed_time = times[e_id][h[et].input_id]
+            n += never_ahead(h, seed_time)
+        assert n > 1000
 
 
 def test_temporal_inputs_through_pygs_loaders_never_look_ahead(fanout, college_msg):

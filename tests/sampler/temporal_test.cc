@@ -8,6 +8,7 @@
 
 #include <map>
 #include <set>
+#include <tuple>
 #include <vector>
 
 #include "common/random.h"
@@ -168,6 +169,158 @@ TEST(TemporalTest, RowsInTimeOrderNeedNoIndexAndDrawTheSame) {
     EXPECT_EQ(std::vector<int64_t>(a.edge_ids.begin(), a.edge_ids.end()),
               std::vector<int64_t>(b.edge_ids.begin(), b.edge_ids.end()));
   }
+}
+
+// A random graph whose rows are ordered by edge type (3 types, stable), with
+// random times (ties) that are in no order within a type's run.
+struct TypedTimedGraph {
+  CsrArrays g;
+  std::vector<int32_t> types;
+  std::vector<int64_t> times;
+};
+TypedTimedGraph RandomTypedTimedGraph(uint64_t seed) {
+  TypedTimedGraph t;
+  t.g = RandomGraph(300, 40, seed);
+  SplitMix64 rng(seed + 1);
+  t.types.resize(t.g.num_edges());
+  for (auto& x : t.types) x = static_cast<int32_t>(DrawBelow(rng.Next(), 3));
+  for (int64_t v = 0; v < t.g.num_nodes(); ++v)
+    std::stable_sort(t.types.begin() + t.g.indptr[v], t.types.begin() + t.g.indptr[v + 1]);
+  t.times = RandomTimes(t.g.num_edges(), 60, seed + 2);
+  return t;
+}
+
+// Heterogeneous temporal hops: per edge type, every edge not later than the
+// node's time (fanout -1), exactly min(fanout, eligible of the type) of them,
+// the latest ones for "last"; types ascending, stored order within a type;
+// never a later edge; the same draws with a typed index and with runs stored
+// in time order.
+TEST(TemporalTest, HeteroTemporalHopsDrawEachTypeAmongItsEligibleEdges) {
+  TypedTimedGraph t = RandomTypedTimedGraph(21);
+  const CsrArrays& g = t.g;
+  EXPECT_FALSE(RowsSortedByTime(g.View(), t.times.data(), t.types.data()));
+  std::vector<int64_t> order;
+  BuildTimeOrder(g.View(), t.times.data(), &order, t.types.data());
+  std::vector<int64_t> nodes, times;
+  for (int64_t v = 0; v < 300; ++v) nodes.push_back(v), times.push_back((v * 13) % 70);
+  const std::vector<int64_t> fanouts = {3, 0, -1};
+  OneHopResult uni, last;
+  ASSERT_TRUE(SampleHeteroTemporalHop(g.View(), t.types.data(), t.times.data(), order.data(), 0,
+                                      nodes, times, fanouts, 1, 5, TemporalStrategy::kUniform, true,
+                                      &uni)
+                  .ok());
+  ASSERT_TRUE(SampleHeteroTemporalHop(g.View(), t.types.data(), t.times.data(), order.data(), 0,
+                                      nodes, times, fanouts, 1, 5, TemporalStrategy::kLast, true,
+                                      &last)
+                  .ok());
+  int64_t drawn = 0;
+  for (int64_t v = 0; v < 300; ++v) {
+    for (int32_t type = 0; type < 3; ++type) {
+      std::vector<int64_t> eligible;
+      for (int64_t e = g.indptr[v]; e < g.indptr[v + 1]; ++e)
+        if (t.types[e] == type && t.times[e] <= times[v]) eligible.push_back(e);
+      const int64_t f = fanouts[type];
+      const size_t want_count = f < 0 ? eligible.size() : std::min<size_t>(f, eligible.size());
+      for (const OneHopResult* r : {&uni, &last}) {
+        std::vector<int64_t> got;
+        for (int64_t k = r->offsets[v]; k < r->offsets[v + 1]; ++k) {
+          ASSERT_EQ(r->edge_types[k], t.types[r->edge_ids[k]]);
+          ASSERT_EQ(r->neighbors[k], g.indices[r->edge_ids[k]]);
+          if (r->edge_types[k] == type) got.push_back(r->edge_ids[k]);
+        }
+        ASSERT_EQ(got.size(), want_count) << "node " << v << " type " << type;
+        EXPECT_TRUE(std::is_sorted(got.begin(), got.end()));
+        for (int64_t e : got) {
+          EXPECT_LE(t.times[e], times[v]) << "edge " << e << " looks ahead";
+          EXPECT_TRUE(std::binary_search(eligible.begin(), eligible.end(), e));
+        }
+        if (r == &last) {
+          std::vector<int64_t> want = eligible;
+          std::sort(want.begin(), want.end(), [&](int64_t a, int64_t b) {
+            return t.times[a] != t.times[b] ? t.times[a] > t.times[b] : a > b;
+          });
+          want.resize(want_count);
+          std::sort(want.begin(), want.end());
+          EXPECT_EQ(got, want) << "node " << v << " type " << type;
+        }
+        drawn += static_cast<int64_t>(got.size());
+      }
+    }
+    // Types ascending within the node's edges.
+    EXPECT_TRUE(std::is_sorted(uni.edge_types.begin() + uni.offsets[v],
+                               uni.edge_types.begin() + uni.offsets[v + 1]));
+  }
+  EXPECT_GT(drawn, 3000);
+  // Each type's run stored in time order instead: no index, the same draws.
+  TypedTimedGraph s = t;
+  for (int64_t v = 0; v < s.g.num_nodes(); ++v) {
+    std::vector<std::tuple<int32_t, int64_t, int64_t>> row;
+    for (int64_t e = s.g.indptr[v]; e < s.g.indptr[v + 1]; ++e)
+      row.emplace_back(s.types[e], s.times[e], e);
+    std::stable_sort(row.begin(), row.end(), [](const auto& a, const auto& b) {
+      return std::get<0>(a) != std::get<0>(b) ? std::get<0>(a) < std::get<0>(b)
+                                              : std::get<1>(a) < std::get<1>(b);
+    });
+    for (int64_t e = s.g.indptr[v]; e < s.g.indptr[v + 1]; ++e) {
+      const auto& [ty, tm, from] = row[e - s.g.indptr[v]];
+      s.types[e] = ty, s.times[e] = tm, s.g.indices[e] = t.g.indices[from];
+    }
+  }
+  ASSERT_TRUE(RowsSortedByTime(s.g.View(), s.times.data(), s.types.data()));
+  EXPECT_FALSE(RowsSortedByTime(s.g.View(), s.times.data()));  // not across types
+  std::vector<int64_t> none;
+  EXPECT_EQ(PrepareTimeOrder(s.g.View(), s.times.data(), &none, s.types.data()), nullptr);
+  for (auto strategy : {TemporalStrategy::kUniform, TemporalStrategy::kLast}) {
+    OneHopResult a, b;
+    ASSERT_TRUE(SampleHeteroTemporalHop(t.g.View(), t.types.data(), t.times.data(), order.data(), 0,
+                                        nodes, times, fanouts, 2, 9, strategy, false, &a)
+                    .ok());
+    ASSERT_TRUE(SampleHeteroTemporalHop(s.g.View(), s.types.data(), s.times.data(), nullptr, 0,
+                                        nodes, times, fanouts, 2, 9, strategy, false, &b)
+                    .ok());
+    EXPECT_EQ(std::vector<int64_t>(a.offsets.begin(), a.offsets.end()),
+              std::vector<int64_t>(b.offsets.begin(), b.offsets.end()));
+    // The same edges drawn (the k-th in time order is the same edge in both
+    // layouts: ties keep their stored order), compared as (type, neighbor)
+    // multisets per node since their stored positions differ.
+    for (int64_t v = 0; v < 300; ++v) {
+      std::multiset<std::pair<int32_t, int64_t>> x, y;
+      for (int64_t k = a.offsets[v]; k < a.offsets[v + 1]; ++k)
+        x.insert({a.edge_types[k], a.neighbors[k]});
+      for (int64_t k = b.offsets[v]; k < b.offsets[v + 1]; ++k)
+        y.insert({b.edge_types[k], b.neighbors[k]});
+      EXPECT_EQ(x, y) << "node " << v;
+    }
+  }
+  // The multi-hop sampler: disjoint trees, types on every edge, none later
+  // than its tree's seed; a typed graph without per-type fanouts is refused.
+  MultiHopOptions o;
+  o.edge_type_fanouts = {{2, 1}, {0, 2}, {3, -1}};
+  o.fanouts = {5, -1};
+  o.sampling.with_edge_ids = true;
+  TemporalSampler sampler(g.View(), t.times.data(), t.types.data(), o);
+  SampledSubgraph out;
+  std::vector<int64_t> seeds = {5, 17, 17, 250}, seed_times = {30, 45, 10, 69};
+  ASSERT_TRUE(sampler.Sample(seeds, seed_times, 4, &out).ok());
+  ASSERT_EQ(out.edge_type.size(), out.row.size());
+  ASSERT_GT(out.row.size(), 10u);
+  for (size_t e = 0; e < out.row.size(); ++e) {
+    const int64_t tree = out.batch[out.col[e]];
+    EXPECT_EQ(out.batch[out.row[e]], tree);
+    EXPECT_EQ(t.types[out.edge_id[e]], out.edge_type[e]);
+    EXPECT_LE(t.times[out.edge_id[e]], seed_times[tree]);
+  }
+  MultiHopOptions plain;
+  plain.fanouts = {3};
+  TemporalSampler untyped(g.View(), t.times.data(), t.types.data(), plain);
+  EXPECT_THAT(untyped.Sample(seeds, seed_times, 4, &out).message(),
+              HasSubstr("give per-edge-type fanouts"));
+  OneHopResult r;
+  EXPECT_THAT(SampleHeteroTemporalHop(g.View(), t.types.data(), t.times.data(), order.data(), 0,
+                                      std::vector<int64_t>{300}, std::vector<int64_t>{1}, fanouts,
+                                      0, 1, TemporalStrategy::kUniform, false, &r)
+                  .message(),
+              HasSubstr("300"));
 }
 
 TEST(TemporalTest, BadInputGivesClearErrors) {
