@@ -10,6 +10,14 @@
 // the old 1 GiB probe for comparison. Each case's JSON has its probe_bytes.
 // --large-scale S adds case multihop_large: the same on R-MAT scale S (23 by
 // default: 8x scale 20's edges), compact, against a probe of its own size.
+// --hetero-types T (4 by default; 0 skips) adds case hetero_temporal: the same
+// graph typed and timed (node type v % T, edge type (src % T) * T + dst % T,
+// times uniform in [0, 2^30) as --edge-times makes them, each row ordered by
+// type then time as the writer stores it), one thread: the heterogeneous
+// temporal sampler (per-type fanouts [4,3,2]: up to 16/12/8 per node, as many
+// as [15,10,5]; seeds with times uniform over the span) beside the
+// homogeneous uniform sampler with [15,10,5] on the same CSR, alternated;
+// ratio = median of the pairs' sampled-edges/s ratios.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
@@ -26,6 +34,7 @@
 #include "common/random.h"
 #include "datasets/rmat.h"
 #include "sampler/multihop.h"
+#include "sampler/temporal.h"
 
 using Clock = std::chrono::steady_clock;
 namespace sp = fanout::sampler;
@@ -177,6 +186,121 @@ void MeasureGraph(const sp::CsrGraph& graph, const char* name, int scale, int in
   }
 }
 
+// Case hetero_temporal (see the top): `graph` typed with `types` node types
+// and timed, against the homogeneous uniform sampler on the same rows.
+void MeasureHeteroTemporal(const sp::CsrArrays& graph, int scale, int types, int rounds,
+                           int64_t batch_size, double seconds, nlohmann::json* cases) {
+  // The rows ordered by (type, time), as fanout-partition writes a typed store with times.
+  sp::CsrArrays g;
+  g.indptr = graph.indptr;
+  g.indices.resize(graph.indices.size());
+  std::vector<int32_t> etype(graph.indices.size());
+  std::vector<int64_t> etime(graph.indices.size());
+  std::vector<std::pair<std::pair<int32_t, int64_t>, int64_t>> row;
+  for (int64_t v = 0; v + 1 < static_cast<int64_t>(graph.indptr.size()); ++v) {
+    row.clear();
+    for (int64_t e = graph.indptr[v]; e < graph.indptr[v + 1]; ++e) {
+      const int64_t d = graph.indices[e];
+      const int32_t t = static_cast<int32_t>((v % types) * types + d % types);
+      const int64_t time = static_cast<int64_t>(fanout::Mix64(0x7e3aULL ^ e) >> 34);
+      row.push_back({{t, time}, d});
+    }
+    std::sort(row.begin(), row.end());
+    for (size_t k = 0; k < row.size(); ++k) {
+      const int64_t e = graph.indptr[v] + static_cast<int64_t>(k);
+      etype[e] = row[k].first.first, etime[e] = row[k].first.second, g.indices[e] = row[k].second;
+    }
+  }
+  const int64_t n = g.num_nodes();
+  sp::MultiHopOptions homo;
+  homo.fanouts = {15, 10, 5};
+  sp::MultiHopOptions hetero;
+  hetero.edge_type_fanouts.assign(static_cast<size_t>(types * types), {4, 3, 2});
+  hetero.fanouts = {16, 12, 8};
+  sp::MultiHopSampler plain(g.View(), homo, nullptr);
+  sp::TemporalSampler timed(g.View(), etime.data(), etype.data(), hetero);
+  // The homogeneous temporal sampler on the same rows (its own whole-row time
+  // index): what disjoint trees and time filtering cost without types.
+  sp::TemporalSampler untyped(g.View(), etime.data(), homo);
+  sp::SampledSubgraph sub;
+  std::vector<int64_t> seeds(batch_size), times(batch_size);
+  // Sampled edges/s and edges per batch of one sampler for about `seconds`.
+  auto run = [&](int which, uint64_t round) {
+    fanout::SplitMix64 rng(1000 + round);
+    int64_t edges = 0, b = 0;
+    const auto start = Clock::now();
+    const auto deadline = start + std::chrono::duration<double>(seconds);
+    do {
+      for (int64_t i = 0; i < batch_size; ++i) {
+        seeds[i] = static_cast<int64_t>(fanout::DrawBelow(rng.Next(), n));
+        times[i] = static_cast<int64_t>(fanout::DrawBelow(rng.Next(), uint64_t{1} << 30));
+      }
+      const uint64_t request = round * 1000003 + static_cast<uint64_t>(b);
+      const fanout::Status st = which == 1   ? timed.Sample(seeds, times, request, &sub)
+                                : which == 2 ? untyped.Sample(seeds, times, request, &sub)
+                                             : plain.Sample(seeds, request, &sub);
+      if (!st.ok()) {
+        std::fprintf(stderr, "sampling failed: %s\n", st.ToString().c_str());
+        std::exit(1);
+      }
+      edges += static_cast<int64_t>(sub.row.size());
+      ++b;
+    } while (Clock::now() < deadline);
+    const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+    return std::pair<double, double>(edges / secs, static_cast<double>(edges) / b);
+  };
+  std::printf(
+      "\nhetero_temporal, 1 thread: %d node types, %d edge types, per-type fanouts [4,3,2] with "
+      "seed times, beside homogeneous uniform [15,10,5]:\n",
+      types, types * types);
+  std::vector<double> het, hom, ratios, het_per_batch, hom_per_batch, tem, tem_ratios;
+  std::thread t([&] {
+    (void)fanout::PinThisThread(0);
+    for (int r = 0; r < rounds; ++r) {
+      const auto a = run(0, static_cast<uint64_t>(r));
+      const auto b = run(1, static_cast<uint64_t>(r));
+      const auto c = run(2, static_cast<uint64_t>(r));
+      tem.push_back(c.first), tem_ratios.push_back(b.first / c.first);
+      hom.push_back(a.first), het.push_back(b.first), ratios.push_back(b.first / a.first);
+      hom_per_batch.push_back(a.second), het_per_batch.push_back(b.second);
+      std::printf(
+          "  round %d: homogeneous %7.2f M edges/s (%.0f per batch), hetero temporal "
+          "%7.2f M edges/s (%.0f per batch), ratio %.3f; homogeneous temporal %7.2f M edges/s\n",
+          r + 1, a.first / 1e6, a.second, b.first / 1e6, b.second, b.first / a.first,
+          c.first / 1e6);
+    }
+  });
+  t.join();
+  const double ratio = fanout::bench::Median(ratios);
+  std::printf(
+      "  hetero temporal %.2f M edges/s per thread = %.3f x the homogeneous uniform "
+      "sampler's %.2f M (median of %d)\n",
+      fanout::bench::Median(het) / 1e6, ratio, fanout::bench::Median(hom) / 1e6, rounds);
+  cases->push_back({{"case", "hetero_temporal"},
+                    {"scale", scale},
+                    {"threads", 1},
+                    {"batch_size", batch_size},
+                    {"rounds", rounds},
+                    {"node_types", types},
+                    {"edge_types", types * types},
+                    {"type_fanout", {4, 3, 2}},
+                    {"fanout", {15, 10, 5}},
+                    {"edges_per_s", fanout::bench::Median(het)},
+                    {"homogeneous_edges_per_s", fanout::bench::Median(hom)},
+                    {"edges_per_batch", fanout::bench::Median(het_per_batch)},
+                    {"homogeneous_edges_per_batch", fanout::bench::Median(hom_per_batch)},
+                    {"ratio", ratio},
+                    {"homogeneous_temporal_edges_per_s", fanout::bench::Median(tem)},
+                    {"temporal_ratio", fanout::bench::Median(tem_ratios)},
+                    {"ratio_min", *std::min_element(ratios.begin(), ratios.end())},
+                    {"ratio_max", *std::max_element(ratios.begin(), ratios.end())},
+                    {"pyg_ratio", nullptr},
+                    {"pyg_note",
+                     "PyG's edge-time NeighborLoader needs pyg-lib (ImportError: 'Edge-level "
+                     "temporal sampling requires a more recent pyg-lib installation'), which "
+                     "PyPI does not carry (wheels only at data.pyg.org); not measured here"}});
+}
+
 // R-MAT `options` as CSR with int32 neighbor ids: one pass counts each
 // row's edges, a second fills them (each row's edges in generation order,
 // as GenerateRmat's). indptr (N + 1 int64) and indices (E int32).
@@ -254,6 +378,12 @@ int main(int argc, char** argv) {
                  "skip the timing and the probe (for valgrind --tool=callgrind "
                  "--toggle-collect='*MultiHopSampler::Sample*')")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  int hetero_types = 4;
+  app.add_option("--hetero-types", hetero_types,
+                 "Node types of case hetero_temporal (the graph typed and timed; 0 = skip; needs "
+                 "--index-bits 64)")
+      ->default_val(4)
+      ->check(CLI::Range(0, 16));
   CLI11_PARSE(app, argc, argv);
   if (probe_text != "own" && probe_text != "1G") {
     std::fprintf(stderr, "fanout-bench-sampler: --probe-bytes is 1G or own, not %s\n",
@@ -351,6 +481,8 @@ int main(int argc, char** argv) {
     const int64_t probe = probe_text == "own" ? g.bytes : int64_t{1} << 30;
     MeasureGraph(g.view, "multihop", scale, index_bits, fanout_sets, max_threads, rounds,
                  batch_size, seconds, probe, &cases);
+    if (hetero_types > 0 && index_bits == 64)
+      MeasureHeteroTemporal(g.csr, scale, hetero_types, rounds, batch_size, seconds, &cases);
   }
   if (large_scale > 0) {
     Graph g;

@@ -355,6 +355,18 @@ std::shared_ptr<const LinkSeeds> CheckLinks(const Source* source, LinkSeeds seed
                                 std::to_string(options.link_edge_type) +
                                 " names no edge type of the dataset");
   }
+  if (options.negative.temporal != sampler::TemporalNegatives::kNone &&
+      options.negative.mode != sampler::NegativeMode::kNone) {
+    if (options.input_time.size() != seeds.src.size())
+      throw std::invalid_argument(
+          std::string("LinkLoader: temporal negatives (") +
+          sampler::TemporalNegativesName(options.negative.temporal) +
+          ") need one time per seed edge (edge_label_time / input_time), got " +
+          std::to_string(options.input_time.size()) + " for " + std::to_string(seeds.src.size()) +
+          " seed edges");
+    seeds.history =
+        std::make_shared<const sampler::EdgeHistory>(seeds.src, seeds.dst, options.input_time);
+  }
   if (!seeds.label.empty()) {
     if (options.negative.mode == sampler::NegativeMode::kTriplet)
       throw std::invalid_argument(
@@ -385,6 +397,13 @@ Status SampleBatch(const Source& source, Session* session, const BatchSeeds& see
   const size_t count = link ? seeds.links->src.size() : seeds.nodes.size();
   if (count == 0) return Status::InvalidArgument("SampleBatch: the batch has no seeds");
   options.input_time = seeds.times;
+  if (link && options.negative.temporal != sampler::TemporalNegatives::kNone &&
+      options.negative.mode != sampler::NegativeMode::kNone)
+    return Status::InvalidArgument(
+        std::string("SampleBatch: temporal negatives (") +
+        sampler::TemporalNegativesName(options.negative.temporal) +
+        ") draw from the whole seed-edge stream's history, which one batch does not hold: use a "
+        "LinkLoader over every seed edge");
   std::shared_ptr<const LinkSeeds> links;
   try {
     CheckSampling(source, options, count, link);

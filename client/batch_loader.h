@@ -110,6 +110,9 @@ struct LoaderOptions {
 struct LinkSeeds {
   std::vector<int64_t> src, dst;
   std::vector<int64_t> label;  // empty, or one non-negative label per edge
+  // Temporal negatives (LoaderOptions::negative.temporal): the seed edges'
+  // history at their input times, built by the LinkLoader.
+  std::shared_ptr<const sampler::EdgeHistory> history;
 };
 
 // The rows of `ids` as a float32 device array [ids.size(), feature_dim] on

@@ -123,11 +123,18 @@ Status LinkSeedNodes(const Source& source, const LoaderOptions& options, const L
                                           : sampler::NodeRanges::All(source.num_nodes());
   const sampler::NodeRanges dst_nodes =
       h ? h->NodesOfType(h->edge_types[edge_type].dst) : src_nodes;
+  std::vector<int64_t> pos_time;
+  sampler::TemporalPositives timed;
+  if (neg.temporal != sampler::TemporalNegatives::kNone && links.history) {
+    pos_time.resize(static_cast<size_t>(p));
+    for (int64_t i = 0; i < p; ++i) pos_time[i] = options.input_time[positions[i]];
+    timed = {links.history.get(), dst, pos_time};
+  }
   FANOUT_RETURN_IF_ERROR(sampler::SampleNegatives(
       neg, src, src_nodes, dst_nodes, request_seed,
       [session, edge_type](ArrayView<const int64_t> s, ArrayView<const int64_t> d,
                            uint8_t* exists) { return session->HasEdges(s, d, exists, edge_type); },
-      &neg_src, &neg_dst));
+      &neg_src, &neg_dst, timed.history ? &timed : nullptr));
   const int64_t m = static_cast<int64_t>(neg_dst.size());
   const bool triplet = neg.mode == sampler::NegativeMode::kTriplet;
   const int64_t per = triplet ? static_cast<int64_t>(neg.amount) : 1;

@@ -181,6 +181,9 @@ Status LoaderOptionsFromMap(const std::map<std::string, OptionValue>& options, L
       o->snapshot = v.kind == Kind::kIntList ? v.list : std::vector<int64_t>();
       if (!latest && !o->snapshot_epoch && v.kind != Kind::kIntList)
         st = Bad(key, "\"latest\", \"epoch\" or one version per partition");
+    } else if (key == "neg_temporal") {
+      st = r.String(&name);
+      if (st.ok()) st = sampler::ParseTemporalNegatives(name, &o->negative.temporal);
     } else if (key == "neg_amount") {
       st = r.Number(&o->negative.amount);
     } else {

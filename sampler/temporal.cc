@@ -192,9 +192,21 @@ void HeteroTemporalHop(const CsrGraph& g, const int32_t* edge_types, const int64
   out->edge_ids.clear();
   std::vector<int64_t> chosen;
   detail::RowScratch scratch;
+  chosen.reserve(64);
+  // Rows are cache misses on large graphs: indptr a few nodes ahead, then
+  // the row's types, times and neighbors (as SampleHeteroHop prefetches).
+  constexpr size_t kIndptrAhead = 16, kRowAhead = 8;
+  const int64_t* indptr = g.indptr();
   for (size_t i = 0; i < n; ++i) {
+    if (i + kIndptrAhead < n) __builtin_prefetch(indptr + (nodes[i + kIndptrAhead] - node_offset));
+    if (i + kRowAhead < n) {
+      const int64_t ahead = indptr[nodes[i + kRowAhead] - node_offset];
+      __builtin_prefetch(edge_types + ahead);
+      __builtin_prefetch(edge_times + ahead);
+      __builtin_prefetch(g.neighbor_address(ahead));
+    }
     const int64_t row = nodes[i] - node_offset, t = times[i];
-    const int64_t begin = g.indptr()[row], end = g.indptr()[row + 1];
+    const int64_t begin = indptr[row], end = indptr[row + 1];
     chosen.clear();
     for (int64_t b = begin; b < end;) {
       const int64_t e = detail::TypeRunEnd(edge_types, b, end);

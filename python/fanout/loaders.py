@@ -127,7 +127,8 @@ class NodeLoader:
         link = None
         if _link is not None:
             link = {k: _link[k] for k in ("src", "dst", "label")}
-            options.update(neg_mode=_link["mode"], neg_amount=float(_link["amount"]), neg_strict=bool(_link["strict"]))
+            options.update(neg_mode=_link["mode"], neg_amount=float(_link["amount"]), neg_strict=bool(_link["strict"]),
+                           neg_temporal=_link.get("temporal", "none"))
         self._loader = _core.NodeLoader(cluster._c, ids, options, link)
         self.batch_size = batch_size
         self._next_epoch = 0
@@ -203,18 +204,26 @@ class NegativeSampling:
     positives) or "triplet" (``amount`` random destinations per positive
     edge, an integer). ``strict`` (Fanout's default): a negative is never an
     existing edge of the stored graph (checked on the servers); False keeps
-    PyG's unchecked draws."""
+    PyG's unchecked draws. ``temporal`` (with ``edge_label_time``; TGB's
+    evaluation negatives): "active" draws each negative's destination among
+    the destinations first seen (in a seed edge) before its positive's time,
+    "historical" among those its positive's source linked to before then
+    (not the positive's own; an active draw where there is none); a negative
+    keeps its positive's source and time. Default "none" (docs/SAMPLERS.md)."""
 
-    __slots__ = ("mode", "amount", "strict")
+    __slots__ = ("mode", "amount", "strict", "temporal")
 
-    def __init__(self, mode, amount=1, strict=True):
+    def __init__(self, mode, amount=1, strict=True, temporal="none"):
         if mode not in ("binary", "triplet"):
             raise InvalidArgument("negative sampling mode must be 'binary' or 'triplet', not %r" % (mode,))
         if isinstance(amount, bool) or not isinstance(amount, (int, float)) or not amount > 0:
             raise InvalidArgument("negative sampling amount must be a number > 0, not %r" % (amount,))
         if mode == "triplet" and int(amount) != amount:
             raise InvalidArgument("triplet negative sampling needs an integer amount, not %r" % (amount,))
-        self.mode, self.amount, self.strict = mode, amount, bool(strict)
+        if temporal not in ("none", "active", "historical"):
+            raise InvalidArgument("temporal negatives must be 'none', 'active' or 'historical', not %r"
+                                  % (temporal,))
+        self.mode, self.amount, self.strict, self.temporal = mode, amount, bool(strict), temporal
 
     @classmethod
     def cast(cls, value):
@@ -224,9 +233,10 @@ class NegativeSampling:
         if isinstance(value, str):
             return cls(value)
         if isinstance(value, dict):
-            unknown = set(value) - {"mode", "amount", "strict"}
+            unknown = set(value) - {"mode", "amount", "strict", "temporal"}
             if unknown or "mode" not in value:
-                raise InvalidArgument("neg_sampling dict takes mode, amount and strict, not %r" % (value,))
+                raise InvalidArgument("neg_sampling dict takes mode, amount, strict and temporal, not %r"
+                                      % (value,))
             return cls(**value)
         mode = getattr(value, "mode", None)
         if mode is not None:  # PyG's NegativeSampling (mode is an enum with .value)
@@ -235,7 +245,8 @@ class NegativeSampling:
                               % (value,))
 
     def __repr__(self):
-        return "fanout.NegativeSampling(%r, amount=%r, strict=%r)" % (self.mode, self.amount, self.strict)
+        return "fanout.NegativeSampling(%r, amount=%r, strict=%r, temporal=%r)" % (self.mode, self.amount,
+                                                                                  self.strict, self.temporal)
 
 
 class LinkLoader(NodeLoader):
@@ -297,7 +308,8 @@ class LinkLoader(NodeLoader):
             raise InvalidArgument("on a heterogeneous dataset, edge_label_index must be (edge_type, [2, P] ids)")
         link = {"src": _ids_buffer(edge_label_index[0]), "dst": _ids_buffer(edge_label_index[1]), "label": label,
                 "mode": "none" if neg is None else neg.mode, "amount": 1.0 if neg is None else float(neg.amount),
-                "strict": True if neg is None else neg.strict, "edge_type": edge_type}
+                "strict": True if neg is None else neg.strict,
+                "temporal": "none" if neg is None else neg.temporal, "edge_type": edge_type}
         self.edge_label_index = edge_label_index
         self.edge_label = edge_label
         self.neg_sampling = neg

@@ -979,6 +979,104 @@ TEST(TemporalLoaderTest, TemporalBatchesThroughServersEqualLocalOnesAndNeverLook
   }
 }
 
+// Temporal negatives (active, historical) on CollegeMsg's messages: link
+// batches through 2 servers (Thrift and co-located) equal local ones, and no
+// negative's destination was first seen (among the seed edges) at or after
+// its positive's time; historical negatives are earlier links of the source.
+TEST(TemporalLoaderTest, TemporalNegativesThroughServersEqualLocalOnesAndNeverLookAhead) {
+  datasets::RawDataset raw;
+  CollegeMsgDir(2, &raw);
+  for (ClientPath path : {ClientPath::kRpc, ClientPath::kLocal}) {
+    const std::string& dir = CollegeMsgDir(2);
+    std::vector<std::unique_ptr<server::PartitionServer>> servers;
+    auto cluster = ServeAll(dir, 2, &servers, path);
+    std::shared_ptr<LocalSource> local;
+    ASSERT_TRUE(LocalSource::Open(dir, &local).ok());
+    // Seed edges: every 5th message, stored ids (original ids are the raw ones').
+    std::unique_ptr<Session> s;
+    ASSERT_TRUE(local->NewSession(&s).ok());
+    std::vector<int64_t> all(local->num_nodes()), orig(local->num_nodes());
+    std::iota(all.begin(), all.end(), 0);
+    ASSERT_TRUE(s->OriginalIds(all, orig.data()).ok());
+    std::map<int64_t, int64_t> stored;
+    for (int64_t v = 0; v < local->num_nodes(); ++v) stored[orig[v]] = v;
+    LinkSeeds links;
+    std::vector<int64_t> times;
+    for (int64_t i = 0; i < raw.num_edges(); i += 5) {
+      links.src.push_back(stored.at(raw.original_ids[raw.src[i]]));
+      links.dst.push_back(stored.at(raw.original_ids[raw.dst[i]]));
+      times.push_back(raw.edge_times[i]);
+    }
+    std::map<int64_t, int64_t> first_dst;
+    std::map<std::pair<int64_t, int64_t>, int64_t> first_pair;
+    for (size_t i = 0; i < times.size(); ++i) {
+      auto a = first_dst.emplace(links.dst[i], times[i]).first;
+      a->second = std::min(a->second, times[i]);
+      auto b = first_pair.emplace(std::pair{links.src[i], links.dst[i]}, times[i]).first;
+      b->second = std::min(b->second, times[i]);
+    }
+    for (auto temporal :
+         {sampler::TemporalNegatives::kActive, sampler::TemporalNegatives::kHistorical}) {
+      const std::string what =
+          std::string(PathName(path)) + " " + sampler::TemporalNegativesName(temporal);
+      LoaderOptions o;
+      o.batch_size = 256;
+      o.fanouts = {4, 2};
+      o.seed = 9;
+      o.input_time = times;
+      o.negative.mode = sampler::NegativeMode::kTriplet;
+      o.negative.amount = 2;
+      o.negative.temporal = temporal;
+      LinkLoader dist(cluster, links, o), loc(local, links, o);
+      MiniBatch a, b;
+      int64_t checked = 0, earlier_links = 0;
+      while (dist.Next(&a)) {
+        ASSERT_TRUE(loc.Next(&b)) << what;
+        for (auto [x, y, name] : {std::tuple{&a.n_id, &b.n_id, "n_id"},
+                                  {&a.edge_index, &b.edge_index, "edge_index"},
+                                  {&a.dst_neg_index, &b.dst_neg_index, "dst_neg_index"},
+                                  {&a.seed_time, &b.seed_time, "seed_time"}})
+          ExpectSameTensor(*x, *y, what + " " + name);
+        const int64_t* nid = a.n_id.data_ptr<int64_t>();
+        at::Tensor src = a.src_index.contiguous(),
+                   neg = a.dst_neg_index.contiguous().view({src.size(0), -1});
+        const int64_t* input = a.input_id.data_ptr<int64_t>();
+        for (int64_t i = 0; i < src.size(0); ++i) {
+          const int64_t t = times[input[i]], s_id = links.src[input[i]];
+          ASSERT_EQ(nid[src[i].item<int64_t>()], s_id) << what;
+          for (int64_t j = 0; j < neg.size(1); ++j, ++checked) {
+            const int64_t d = nid[neg[i][j].item<int64_t>()];
+            auto f = first_dst.find(d);
+            // The earliest positives have no active destination yet (a uniform draw then).
+            if (f == first_dst.end() || f->second >= t) {
+              bool none_before = true;
+              for (auto [dd, ft] : first_dst) none_before &= ft >= t;
+              ASSERT_TRUE(none_before) << what << ": negative " << d << " looks ahead of " << t;
+            }
+            auto pr = first_pair.find({s_id, d});
+            earlier_links += pr != first_pair.end() && pr->second < t;
+          }
+        }
+      }
+      EXPECT_FALSE(loc.Next(&b)) << what;
+      EXPECT_GT(checked, 10000) << what;
+      if (temporal == sampler::TemporalNegatives::kHistorical)
+        EXPECT_GT(earlier_links, checked / 2) << what;
+    }
+    // Temporal negatives need the seed edges' times.
+    LoaderOptions bad;
+    bad.negative.mode = sampler::NegativeMode::kBinary;
+    bad.negative.temporal = sampler::TemporalNegatives::kActive;
+    try {
+      LinkLoader l(cluster, links, bad);
+      ADD_FAILURE() << "temporal negatives without times";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_THAT(e.what(), HasSubstr("edge_label_time"));
+    }
+    for (auto& sv : servers) sv->Stop();
+  }
+}
+
 TEST(TemporalLoaderTest, TemporalOptionsAndDatasetsWithoutTimesAreRefusedByName) {
   std::vector<std::unique_ptr<server::PartitionServer>> servers;
   auto cora = ServeAll(server::testing::CoraDir(2), 2, &servers);

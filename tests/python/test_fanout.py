@@ -548,6 +548,28 @@ def test_temporal_loaders_never_look_ahead(fanout, college_msg):
             assert torch.equal(b.edge_label_index[0], torch.arange(2 * p))  # every endpoint its own seed
             tree = b.batch[b.edge_index[1]]
             assert bool((times[b.e_id] <= b.seed_time[tree]).all())
+        # Temporal negatives: destinations first seen (among the seed edges) before the positive's time.
+        seed_time = times[first.e_id]
+        first_seen = {}
+        for d, t in zip(eli[1].tolist(), seed_time.tolist()):
+            first_seen[d] = min(t, first_seen.get(d, t))
+        for temporal in ("active", "historical"):
+            neg = fanout.NegativeSampling("triplet", 2, temporal=temporal)
+            link = fanout.LinkLoader(cluster, eli, num_neighbors=[4, 2], batch_size=64, edge_label_time=seed_time,
+                                     neg_sampling=neg, labels=False, features=False)
+            checked = 0
+            for b in link:
+                t = seed_time[b.input_id]
+                for i, row in enumerate(b.n_id[b.dst_neg_index].view(t.numel(), -1).tolist()):
+                    for d in row:
+                        if any(ft < int(t[i]) for ft in first_seen.values()):
+                            assert first_seen.get(d, int(t[i])) < int(t[i]), (temporal, d)
+                        checked += 1
+            assert checked > 500
+        with pytest.raises(fanout.InvalidArgument, match="edge_label_time"):
+            iter(fanout.LinkLoader(cluster, eli, neg_sampling=fanout.NegativeSampling("binary", temporal="active")))
+        with pytest.raises(fanout.InvalidArgument, match="'later'"):
+            fanout.NegativeSampling("binary", temporal="later")
         with pytest.raises(fanout.InvalidArgument, match="input times must be integers"):
             fanout.NodeLoader(cluster, torch.arange(3), input_time=torch.ones(3))
         with pytest.raises(fanout.InvalidArgument, match="'soon' is not uniform or last"):

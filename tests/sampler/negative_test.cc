@@ -179,6 +179,99 @@ TEST(NegativeTest, NegativesAreAPureFunctionOfTheRequestSeed) {
   EXPECT_EQ(a_d, b_d);
 }
 
+// Temporal negatives over a random event stream: "active" destinations were
+// first seen strictly before their positive's time (uniformly among those:
+// every such destination drawn), "historical" ones were linked from the
+// positive's source strictly before it and are not its own destination
+// (else an active draw); a negative keeps its positive's source; without
+// times the options are refused.
+TEST(NegativeTest, TemporalNegativesNeverLookAheadAndHistoricalOnesAreEarlierLinks) {
+  const int64_t n = 60, events = 3000;
+  SplitMix64 rng(17);
+  std::vector<int64_t> src(events), dst(events), times(events);
+  for (int64_t i = 0; i < events; ++i) {
+    src[i] = static_cast<int64_t>(DrawBelow(rng.Next(), 20));
+    dst[i] = 20 + static_cast<int64_t>(DrawBelow(rng.Next(), 40));
+    times[i] = static_cast<int64_t>(DrawBelow(rng.Next(), 100000));
+  }
+  EdgeHistory h(src, dst, times);
+  // First sight of each destination, and of each pair.
+  std::map<int64_t, int64_t> first_dst;
+  std::map<std::pair<int64_t, int64_t>, int64_t> first_pair;
+  for (int64_t i = 0; i < events; ++i) {
+    auto a = first_dst.emplace(dst[i], times[i]).first;
+    a->second = std::min(a->second, times[i]);
+    auto b = first_pair.emplace(std::pair{src[i], dst[i]}, times[i]).first;
+    b->second = std::min(b->second, times[i]);
+  }
+  for (int64_t t : {int64_t{0}, int64_t{500}, int64_t{50000}, int64_t{200000}}) {
+    int64_t want = 0;
+    for (auto [d, ft] : first_dst) want += ft < t;
+    ASSERT_EQ(h.ActiveBefore(t), want) << t;
+    for (int64_t k = 0; k < want; ++k) EXPECT_LT(first_dst.at(h.Active(k)), t);
+    auto [b, e] = h.LinkedBefore(3, t);
+    int64_t linked = 0;
+    for (auto [pair, ft] : first_pair) linked += pair.first == 3 && ft < t;
+    ASSERT_EQ(e - b, linked) << t;
+    for (int64_t k = b; k < e; ++k) EXPECT_LT((first_pair.at({3, h.Linked(k)})), t);
+  }
+  // A batch of positives: the events 0..199 (their own times).
+  const int64_t p = 200;
+  std::vector<int64_t> ps(src.begin(), src.begin() + p), pd(dst.begin(), dst.begin() + p),
+      pt(times.begin(), times.begin() + p);
+  TemporalPositives pos{&h, pd, pt};
+  const NodeRanges srcs({{0, 20}}), dsts({{20, 60}});
+  // No edge at all exists in the oracle: strict active draws stand.
+  EdgeOracle none = [](ArrayView<const int64_t> s, ArrayView<const int64_t>, uint8_t* exists) {
+    std::fill(exists, exists + s.size(), 0);
+    return Status::OK();
+  };
+  for (auto mode : {NegativeMode::kBinary, NegativeMode::kTriplet}) {
+    for (auto temporal : {TemporalNegatives::kActive, TemporalNegatives::kHistorical}) {
+      NegativeOptions o;
+      o.mode = mode;
+      o.amount = 3;
+      o.temporal = temporal;
+      std::set<int64_t> seen_early;
+      int64_t historical = 0;
+      for (uint64_t seed = 0; seed < 20; ++seed) {
+        std::vector<int64_t> ns, nd;
+        ASSERT_TRUE(SampleNegatives(o, ps, srcs, dsts, seed, none, &ns, &nd, &pos).ok());
+        ASSERT_EQ(static_cast<int64_t>(nd.size()), 3 * p);
+        for (int64_t j = 0; j < 3 * p; ++j) {
+          const int64_t i = mode == NegativeMode::kBinary ? j % p : j / 3;
+          if (mode == NegativeMode::kBinary) ASSERT_EQ(ns[j], ps[i]);
+          const int64_t d = nd[j], t = pt[i];
+          ASSERT_GE(d, 20);
+          const bool any_active = h.ActiveBefore(t) > 0;
+          if (any_active) {
+            ASSERT_LT(first_dst.at(d), t) << "negative " << d << " first seen at or after " << t;
+          }
+          if (temporal == TemporalNegatives::kHistorical) {
+            auto it = first_pair.find({ps[i], d});
+            if (it != first_pair.end() && it->second < t && d != pd[i]) ++historical;
+          }
+          if (t > 60000 && temporal == TemporalNegatives::kActive) seen_early.insert(d);
+        }
+      }
+      if (temporal == TemporalNegatives::kActive)
+        EXPECT_GE(seen_early.size(), 35u);  // uniform over the (nearly all) active ones
+      else
+        EXPECT_GT(historical, 20 * 3 * p / 2);  // most sources have earlier links
+    }
+  }
+  // Refusals: no positives' times.
+  NegativeOptions o;
+  o.mode = NegativeMode::kBinary;
+  o.temporal = TemporalNegatives::kActive;
+  std::vector<int64_t> ns, nd;
+  EXPECT_THAT(SampleNegatives(o, ps, srcs, dsts, 0, none, &ns, &nd).message(),
+              HasSubstr("edge_label_time"));
+  TemporalNegatives t;
+  EXPECT_THAT(ParseTemporalNegatives("recent", &t).message(),
+              HasSubstr("'recent' is not none, active or historical"));
+}
+
 TEST(NegativeTest, BadOptionsAndImpossibleStrictnessGiveClearErrors) {
   NegativeOptions o;
   o.mode = NegativeMode::kBinary;
