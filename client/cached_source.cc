@@ -65,8 +65,8 @@ class CachedSession : public Session {
     return Wrap(inner_->SplitNodes(split, out));
   }
   Status WalkStep(ArrayView<const int64_t> nodes, ArrayView<const uint64_t> keys, bool weighted,
-                  int64_t* next) override {
-    Status st = inner_->WalkStep(nodes, keys, weighted, next);
+                  int64_t* next, int edge_type = -1) override {
+    Status st = inner_->WalkStep(nodes, keys, weighted, next, edge_type);
     Sync();
     return st;
   }

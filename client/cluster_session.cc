@@ -546,7 +546,7 @@ Status ClusterSession::Degrees(ArrayView<const int64_t> ids, int64_t* out) {
 }
 
 Status ClusterSession::WalkStep(ArrayView<const int64_t> nodes, ArrayView<const uint64_t> keys,
-                                bool weighted, int64_t* next) {
+                                bool weighted, int64_t* next, int edge_type) {
   if (keys.size() != nodes.size())
     return Status::InvalidArgument("walk step: " + std::to_string(nodes.size()) + " nodes but " +
                                    std::to_string(keys.size()) + " walk keys");
@@ -554,7 +554,18 @@ Status ClusterSession::WalkStep(ArrayView<const int64_t> nodes, ArrayView<const 
   sampler::SamplingOptions so;
   so.weighted = weighted;
   so.with_edge_ids = false;
-  FANOUT_RETURN_IF_ERROR(FetchHop(nodes, 1, 0, 0, so, {}, {}, "uniform", {}, keys));
+  // A metapath step is a walk step with per-edge-type fanouts: 1 for its
+  // type, 0 for the rest (it goes over Thrift, as every typed request).
+  std::vector<int64_t> type_fanouts;
+  if (edge_type >= 0) {
+    if (edge_type >= c_->hetero_.num_edge_types())
+      return Status::InvalidArgument("metapath walk step: edge type " + std::to_string(edge_type) +
+                                     " is not one of '" + c_->info_[0].dataset_name + "''s " +
+                                     std::to_string(c_->hetero_.num_edge_types()) + " edge types");
+    type_fanouts.assign(static_cast<size_t>(c_->hetero_.num_edge_types()), 0);
+    type_fanouts[static_cast<size_t>(edge_type)] = 1;
+  }
+  FANOUT_RETURN_IF_ERROR(FetchHop(nodes, 1, 0, 0, so, {}, {}, "uniform", type_fanouts, keys));
   for (size_t i = 0; i < nodes.size(); ++i) {
     const int64_t k = hop_.offsets[i + 1] - hop_.offsets[i];
     if (k > 1)

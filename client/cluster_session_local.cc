@@ -44,7 +44,12 @@ Status ClusterSession::SampleHere(int p, int64_t fanout, int32_t hop, uint64_t r
   if (!walk_keys.empty()) {
     sampler::SamplingOptions step = so;
     step.labor = false;
-    FANOUT_RETURN_IF_ERROR(sampler::SampleWalkStep(lp.graph(), ids, walk_keys, step, &r));
+    int edge_type = -1;  // a metapath step: the one type with fanout 1
+    for (size_t e = 0; e < type_fanouts.size(); ++e)
+      if (type_fanouts[e] != 0) edge_type = static_cast<int>(e);
+    FANOUT_RETURN_IF_ERROR(sampler::SampleWalkStep(
+        lp.graph(), ids, walk_keys, step, &r,
+        lp.view().edge_types.empty() ? nullptr : lp.view().edge_types.data(), edge_type));
   } else if (!times.empty()) {
     sampler::TemporalStrategy how;
     FANOUT_RETURN_IF_ERROR(sampler::ParseTemporalStrategy(strategy, &how));

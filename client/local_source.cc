@@ -79,11 +79,17 @@ class LocalSession : public Session {
   }
 
   Status WalkStep(ArrayView<const int64_t> nodes, ArrayView<const uint64_t> keys, bool weighted,
-                  int64_t* next) override {
+                  int64_t* next, int edge_type = -1) override {
     sampler::SamplingOptions so;
     so.weighted = weighted;
     so.with_edge_ids = false;
-    FANOUT_RETURN_IF_ERROR(sampler::SampleWalkStep(src_->csr_.View(), nodes, keys, so, &step_));
+    if (edge_type >= 0 && edge_type >= src_->hetero_.num_edge_types())
+      return Status::InvalidArgument("metapath walk step: edge type " + std::to_string(edge_type) +
+                                     " is not one of the dataset's " +
+                                     std::to_string(src_->hetero_.num_edge_types()));
+    FANOUT_RETURN_IF_ERROR(sampler::SampleWalkStep(
+        src_->csr_.View(), nodes, keys, so, &step_,
+        src_->edge_types_.empty() ? nullptr : src_->edge_types_.data(), edge_type));
     for (size_t i = 0; i < nodes.size(); ++i)
       next[i] = step_.offsets[i + 1] > step_.offsets[i] ? step_.neighbors[step_.offsets[i]] : -1;
     return Status::OK();

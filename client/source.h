@@ -134,8 +134,10 @@ class Session {
   // moves to the stored neighbor keys[i] picks (uniformly, or by edge weight
   // with `weighted`); next[i] is that node, or -1 at a dead end. Asked of the
   // servers owning the nodes (client/walks.h drives whole walks).
+  // edge_type >= 0 (a metapath step on a heterogeneous dataset): only edges
+  // of that type in the node's stored row (sampler::SampleWalkStep).
   virtual Status WalkStep(ArrayView<const int64_t> nodes, ArrayView<const uint64_t> keys,
-                          bool weighted, int64_t* next) = 0;
+                          bool weighted, int64_t* next, int edge_type = -1) = 0;
   // exists[i] = 1 where candidates[i] is a stored neighbor of rows[i] (in
   // rows[i]'s row, whichever the storage direction), else 0: node2vec's
   // "is x a neighbor of the previous node" (HasEdges in storage terms).

@@ -44,6 +44,13 @@ Status CheckWalkOptions(const WalkOptions& o) {
     return Status::InvalidArgument("visit_stride " + std::to_string(o.visit_stride) +
                                    " is outside [1, walk_length=" + std::to_string(o.walk_length) +
                                    "]");
+  if (o.metapath.size() > static_cast<size_t>(kMaxWalkLength))
+    return Status::InvalidArgument("a metapath of " + std::to_string(o.metapath.size()) +
+                                   " edge types is over the limit of " +
+                                   std::to_string(kMaxWalkLength));
+  for (int32_t e : o.metapath)
+    if (e < 0)
+      return Status::InvalidArgument("metapath edge type " + std::to_string(e) + " is negative");
   const int64_t visits = o.num_walks * (o.walk_length / o.visit_stride);
   if (o.top_k > visits)
     return Status::InvalidArgument(
@@ -80,6 +87,37 @@ void TopVisited(const std::vector<int64_t>& walks, int64_t num_seeds, int64_t nu
     }
     out->offsets.push_back(static_cast<int64_t>(out->nodes.size()));
   }
+}
+
+Status CheckMetapath(const sampler::HeteroSchema* h, const WalkOptions& o) {
+  if (o.metapath.empty()) return Status::OK();
+  if (h == nullptr || h->empty())
+    return Status::InvalidArgument(
+        "a metapath walk needs a heterogeneous dataset (this one has no edge types)");
+  const int R = h->num_edge_types();
+  for (int32_t e : o.metapath)
+    if (e < 0 || e >= R)
+      return Status::InvalidArgument("metapath edge type " + std::to_string(e) +
+                                     " is not one of the dataset's " + std::to_string(R));
+  // A step along e goes from its row type to the other end (stored direction).
+  auto end_of = [h](int32_t e) {
+    const sampler::EdgeType& t = h->edge_types[static_cast<size_t>(e)];
+    return h->incoming ? t.src : t.dst;
+  };
+  const size_t L = o.metapath.size();
+  for (size_t k = 1; k < L + (o.walk_length > static_cast<int64_t>(L) ? 1 : 0); ++k) {
+    const int32_t before = o.metapath[k - 1], e = o.metapath[k % L];
+    if (h->RowType(e) != end_of(before))
+      return Status::InvalidArgument(
+          "metapath step " + std::to_string(k % L) + " (" + h->EdgeTypeName(e) +
+          ") starts at node type '" + h->node_types[static_cast<size_t>(h->RowType(e))] +
+          "', but step " + std::to_string(k - 1) + " (" + h->EdgeTypeName(before) + ") ends at '" +
+          h->node_types[static_cast<size_t>(end_of(before))] + "'" +
+          (k == L ? " (the walk is longer than the metapath, which repeats)" : "") +
+          "; types are in the stored direction (" + (h->incoming ? "in" : "out") +
+          "): a step along (s, r, d) goes from " + (h->incoming ? "d to s" : "s to d"));
+  }
+  return Status::OK();
 }
 
 Status RandomWalks(Session& session, ArrayView<const int64_t> seeds, uint64_t request_seed,
@@ -133,7 +171,9 @@ Status RandomWalks(Session& session, ArrayView<const int64_t> seeds, uint64_t re
         keys[i] = attempt == 0 ? key : Mix64(key ^ (static_cast<uint64_t>(attempt) * kGolden64));
       }
       next.resize(pending.size());
-      FANOUT_RETURN_IF_ERROR(session.WalkStep(ids, keys, o.weighted, next.data()));
+      FANOUT_RETURN_IF_ERROR(session.WalkStep(
+          ids, keys, o.weighted, next.data(),
+          o.metapath.empty() ? -1 : o.metapath[static_cast<size_t>(t - 1) % o.metapath.size()]));
       // First-order steps (and dead ends) are final; node2vec candidates
       // with a previous node are checked against it.
       rows.clear();
@@ -223,6 +263,7 @@ Status WalkSampler::Create(std::shared_ptr<Source> source, WalkOptions options,
                            std::unique_ptr<WalkSampler>* out) {
   if (!source) return Status::InvalidArgument("WalkSampler: no source");
   FANOUT_RETURN_IF_ERROR(CheckWalkOptions(options));
+  FANOUT_RETURN_IF_ERROR(CheckMetapath(source->hetero(), options));
   std::unique_ptr<WalkSampler> s(new WalkSampler());
   FANOUT_RETURN_IF_ERROR(source->NewSession(&s->session_));
   s->source_ = std::move(source);

@@ -27,6 +27,16 @@
 //   user-item graph counts items only (PinSAGE's item-user-item walks); with
 //   it, restarts happen only before steps 1 + a multiple of visit_stride, so
 //   counted steps stay on the seed's side.
+// - Metapath walks (metapath2vec, Dong et al., KDD 2017; `metapath` not
+//   empty, a heterogeneous dataset): step t moves only along edges of type
+//   metapath[(t - 1) % L] in the node's stored row (Session::WalkStep with
+//   that type), so the walk follows the types in order, repeating them. A
+//   node with no edge of the step's type is a dead end. Types are in the
+//   stored direction: with "in" storage (the default) a step along
+//   (s, r, d) goes from a d node to one of its s neighbors, so on MovieLens
+//   with reverse relations ["rev_rates", "rates"] walks user, movie, user,
+//   ... (CheckMetapath checks that each type starts where the one before
+//   ends). node2vec's p/q and restarts apply as to any walk.
 #ifndef FANOUT_CLIENT_WALKS_H_
 #define FANOUT_CLIENT_WALKS_H_
 
@@ -37,6 +47,7 @@
 #include "client/source.h"
 #include "common/array_view.h"
 #include "common/status.h"
+#include "sampler/hetero.h"
 
 namespace fanout::client {
 
@@ -47,18 +58,25 @@ inline constexpr int64_t kMaxWalksPerSeed = int64_t{1} << 16;
 inline constexpr int64_t kMaxWalkEntries = int64_t{1} << 30;  // walks x (walk_length + 1)
 
 struct WalkOptions {
-  int64_t walk_length = 5;   // steps per walk (>= 1); walks have walk_length + 1 nodes
-  int64_t num_walks = 1;     // walks per seed (>= 1)
-  double restart_prob = 0;   // in [0, 1)
-  double p = 1, q = 1;       // node2vec return and in-out parameters (> 0)
-  bool weighted = false;     // steps by edge weight (needs a weighted dataset)
-  int64_t top_k = 0;         // PinSAGE neighborhoods: > 0 fills WalkResult's top-k arrays
-  int64_t visit_stride = 1;  // count (and restart) every this many steps (>= 1)
-  int max_trials = 100;      // node2vec rejection attempts per step (>= 1)
+  int64_t walk_length = 5;        // steps per walk (>= 1); walks have walk_length + 1 nodes
+  int64_t num_walks = 1;          // walks per seed (>= 1)
+  double restart_prob = 0;        // in [0, 1)
+  double p = 1, q = 1;            // node2vec return and in-out parameters (> 0)
+  bool weighted = false;          // steps by edge weight (needs a weighted dataset)
+  int64_t top_k = 0;              // PinSAGE neighborhoods: > 0 fills WalkResult's top-k arrays
+  int64_t visit_stride = 1;       // count (and restart) every this many steps (>= 1)
+  int max_trials = 100;           // node2vec rejection attempts per step (>= 1)
+  std::vector<int32_t> metapath;  // edge type indices (HeteroSchema) per step, cyclic
 };
 
 // InvalidArgument naming the option that is out of range.
 Status CheckWalkOptions(const WalkOptions& options);
+// A metapath against the dataset's types (null: a homogeneous dataset):
+// every index an edge type; each type's row type is the end type of the one
+// before (stored direction); and, where the walk is longer than the
+// metapath, the last type ends where the first starts. InvalidArgument
+// naming the types otherwise. An empty metapath is always fine.
+Status CheckMetapath(const sampler::HeteroSchema* schema, const WalkOptions& options);
 
 struct WalkResult {
   // [num_seeds * num_walks, walk_length + 1], row-major: column 0 is the

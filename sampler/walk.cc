@@ -1,5 +1,6 @@
 #include "sampler/walk.h"
 
+#include <algorithm>
 #include <string>
 
 #include "common/id_range.h"
@@ -9,7 +10,10 @@ namespace fanout::sampler {
 
 Status SampleWalkStep(const CsrGraph& graph, ArrayView<const int64_t> nodes,
                       ArrayView<const uint64_t> keys, const SamplingOptions& options,
-                      OneHopResult* out) {
+                      OneHopResult* out, const int32_t* edge_types, int edge_type) {
+  if (edge_type >= 0 && edge_types == nullptr)
+    return Status::InvalidArgument(
+        "a metapath walk step needs a heterogeneous dataset (this one has no edge types)");
   if (keys.size() != nodes.size())
     return Status::InvalidArgument("walk step: " + std::to_string(nodes.size()) + " nodes but " +
                                    std::to_string(keys.size()) + " walk keys");
@@ -31,7 +35,13 @@ Status SampleWalkStep(const CsrGraph& graph, ArrayView<const int64_t> nodes,
   out->offsets[0] = 0;
   int64_t n = 0;
   for (size_t i = 0; i < m; ++i) {
-    const int64_t s = indptr[nodes[i] - lo], d = indptr[nodes[i] - lo + 1] - s;
+    int64_t s = indptr[nodes[i] - lo], d = indptr[nodes[i] - lo + 1] - s;
+    if (edge_type >= 0) {  // the row's run of that type
+      const int32_t* first = std::lower_bound(edge_types + s, edge_types + s + d, edge_type);
+      const int32_t* last = std::upper_bound(first, edge_types + s + d, edge_type);
+      s = first - edge_types;
+      d = last - first;
+    }
     const uint64_t draw = Draw(keys[i], 0);
     int64_t p = -1;
     if (!options.weighted) {
@@ -60,6 +70,7 @@ Status SampleWalkStep(const CsrGraph& graph, ArrayView<const int64_t> nodes,
   }
   out->neighbors.resize(n);
   if (options.with_edge_ids) out->edge_ids.resize(n);
+  if (edge_type >= 0) out->edge_types.assign(static_cast<size_t>(n), edge_type);
   return Status::OK();
 }
 

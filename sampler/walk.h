@@ -33,9 +33,13 @@ inline constexpr uint64_t WalkStepKey(uint64_t request_seed, uint64_t walk, uint
 // options.with_edge_ids) or 0 (dead end). keys.size() must equal nodes.size();
 // nodes in [node_offset, node_offset + graph.num_nodes()). No replace or
 // LABOR (a step is one draw).
+// Metapath steps (edge_type >= 0): the walk moves only along its row's
+// edges of that type (edge_types per CSR position, rows ordered by type, as
+// sampler/hetero.h stores them); a row without one is a dead end; out's
+// edge_types name the type. InvalidArgument without edge_types.
 Status SampleWalkStep(const CsrGraph& graph, ArrayView<const int64_t> nodes,
                       ArrayView<const uint64_t> keys, const SamplingOptions& options,
-                      OneHopResult* out);
+                      OneHopResult* out, const int32_t* edge_types = nullptr, int edge_type = -1);
 
 }  // namespace fanout::sampler
 

@@ -199,9 +199,27 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
           "changes yet: uniform neighbor sampling does (docs/DESIGN.md, \"Live updates\")");
   }
   if (p.walk) {
-    if (p.labor || p.temporal || p.hetero)
-      return Status::InvalidArgument(
-          "a walk step takes no LABOR, temporal or per-edge-type options");
+    if (p.labor || p.temporal)
+      return Status::InvalidArgument("a walk step takes no LABOR or temporal options");
+    // A metapath step: per-edge-type fanouts with exactly one type at 1.
+    int edge_type = -1;
+    if (p.hetero) {
+      const sampler::HeteroSchema& h = s_->data->meta.hetero;
+      int ones = 0;
+      for (size_t e = 0; e < p.type_fanouts.size(); ++e) {
+        if (p.type_fanouts[e] == 1)
+          edge_type = static_cast<int>(e), ++ones;
+        else if (p.type_fanouts[e] != 0)
+          ones = 2;
+      }
+      if (h.empty() || p.type_fanouts.size() != static_cast<size_t>(h.num_edge_types()) ||
+          ones != 1)
+        return Status::InvalidArgument(
+            "a metapath walk step names one edge type (fanout 1, the rest 0) of a heterogeneous "
+            "dataset; dataset '" +
+            s_->data->meta.name + "' has " + std::to_string(h.num_edge_types()) +
+            " edge types and the request gives " + std::to_string(p.type_fanouts.size()));
+    }
     if (p.walk_keys.size() != ids.size())
       return Status::InvalidArgument("walk step: " + std::to_string(ids.size()) + " nodes but " +
                                      std::to_string(p.walk_keys.size()) + " walk keys");
@@ -211,7 +229,9 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
     so.node_offset = s_->view.node_begin;
     const sampler::CsrGraph* g = nullptr;
     FANOUT_RETURN_IF_ERROR(GraphFor(p.with_edge_ids, &g));
-    FANOUT_RETURN_IF_ERROR(sampler::SampleWalkStep(*g, ids, p.walk_keys, so, &hop_));
+    FANOUT_RETURN_IF_ERROR(sampler::SampleWalkStep(
+        *g, ids, p.walk_keys, so, &hop_,
+        s_->view.edge_types.empty() ? nullptr : s_->view.edge_types.data(), edge_type));
     metrics_->RecordSample(static_cast<int64_t>(ids.size()), hop_.offsets[ids.size()]);
     last_edges_ += hop_.offsets[ids.size()];
     *out = &hop_;

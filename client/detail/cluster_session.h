@@ -326,7 +326,7 @@ class ClusterSession : public Session {
   void UseThreadPool(ThreadPool* pool) override { pool_ = pool; }
 
   Status WalkStep(ArrayView<const int64_t> nodes, ArrayView<const uint64_t> keys, bool weighted,
-                  int64_t* next) override;
+                  int64_t* next, int edge_type = -1) override;
   bool StoresIncoming() const override { return c_->info_[0].direction != "out"; }
 
   Status HasEdges(ArrayView<const int64_t> src, ArrayView<const int64_t> dst, uint8_t* exists,

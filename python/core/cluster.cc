@@ -88,11 +88,15 @@ py::dict RandomWalksOf(PyCluster& cluster, const py::object& seeds_obj, const py
       if (!py::isinstance<py::bool_>(v))
         Raise(Status::InvalidArgument("walk option weighted must be True or False"));
       o.weighted = v.cast<bool>();
+    } else if (key == "metapath") {  // edge type indices (the Python side resolves names)
+      for (int64_t e : Int64List(v, "metapath"))
+        o.metapath.push_back(static_cast<int32_t>(std::clamp<int64_t>(e, -1, INT32_MAX)));
     } else {
       Raise(Status::InvalidArgument("unknown walk option '" + key + "'"));
     }
   }
   Check(client::CheckWalkOptions(o));
+  Check(client::CheckMetapath(cluster.get()->hetero(), o));
   std::vector<int64_t> seeds = Int64List(seeds_obj, "seeds");
   client::WalkResult r;
   Check(cluster.WithSession(

@@ -225,7 +225,7 @@ class Cluster:
         return batch.to_pyg() if pyg and _have_pyg() else batch
 
     def random_walks(self, seeds, walk_length=5, *, num_walks=1, p=1.0, q=1.0, restart_prob=0.0, weighted=False,
-                     top_k=0, visit_stride=1, seed=0, max_trials=100):
+                     top_k=0, visit_stride=1, seed=0, max_trials=100, metapath=None):
         """Random walks from ``seeds`` through the servers (client/walks.h; docs/SAMPLERS.md), as a
         WalkBatch: ``walks`` int64 [len(seeds) * num_walks, walk_length + 1] (walk j of seed i is
         row i * num_walks + j; column 0 the seed; -1 past a dead end). ``p``/``q``: node2vec's return
@@ -233,12 +233,20 @@ class Cluster:
         ``weighted``: steps by edge weight; ``top_k`` > 0: each seed's most visited nodes
         (PinSAGE neighborhoods) in ``top_nodes``/``top_counts``, counting the nodes at every
         ``visit_stride``-th step (2 on a user-item graph: items only; restarts then happen only
-        before odd steps). Every step is a pure function of
+        before odd steps). ``metapath``: a list of edge types (("src", "rel", "dst") or "rel"), one
+        per step, repeated: step t moves only along edges of type metapath[(t - 1) % len] in the
+        node's stored row (metapath2vec; stored direction: with "in" storage a step along
+        (s, r, d) goes from a d node to an s node, so MovieLens' ["rev_rates", "rates"] walks user,
+        movie, user, ...). Every step is a pure function of
         (walk, step, ``seed``): the same walks in process and through any number of servers."""
         ids = _ids(seeds, self)
         options = dict(walk_length=walk_length, num_walks=num_walks, p=float(p), q=float(q),
                        restart_prob=float(restart_prob), weighted=weighted, top_k=top_k,
                        visit_stride=visit_stride, max_trials=max_trials)
+        if metapath is not None:
+            if isinstance(metapath, (str, tuple)):
+                raise InvalidArgument("metapath must be a list of edge types, not %r" % (metapath,))
+            options["metapath"] = [self.edge_type_index(e) for e in metapath]
         d = self._c.random_walks(_ids_buffer(ids), options, int(seed))
         return WalkBatch(d, ids, num_walks)
 

@@ -325,7 +325,7 @@ class RandomWalkLoader:
 
     def __init__(self, cluster, input_nodes, walk_length=5, batch_size=1024, *, num_walks=1, p=1.0, q=1.0,
                  restart_prob=0.0, weighted=False, top_k=0, visit_stride=1, shuffle=True, seed=0, drop_last=False,
-                 max_trials=100):
+                 max_trials=100, metapath=None):
         if not isinstance(cluster, Cluster):
             raise InvalidArgument("RandomWalkLoader needs a fanout.Cluster, not %s" % type(cluster).__name__)
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -339,7 +339,9 @@ class RandomWalkLoader:
         self._options = dict(walk_length=walk_length, num_walks=num_walks, p=p, q=q, restart_prob=restart_prob,
                              weighted=weighted, top_k=top_k, visit_stride=visit_stride, max_trials=max_trials)
         # The options checked once, here, by the same code the walks use (no walk taken).
-        cluster.random_walks(self.input_nodes[:0], **self._options)
+        cluster.random_walks(self.input_nodes[:0], metapath=metapath, **self._options)
+        if metapath is not None:  # as indices, the form the core takes
+            self._options["metapath"] = [cluster.edge_type_index(e) for e in metapath]
         self._next_epoch = 0
 
     def __len__(self):

@@ -1862,6 +1862,85 @@ TEST(HeteroLoaderTest, HeteroTemporalBatchesThroughServersEqualLocalOnesAndNever
   }
 }
 
+// Metapath walks (user -> movie -> user ... on MovieLens, in the stored
+// direction: rev_rates from a user's row, rates from a movie's) through 2 and
+// 3 servers on every path equal those in process; every step is a stored
+// edge of its step's type; node2vec's p/q apply; metapaths whose types do
+// not chain, or on a homogeneous dataset, are refused by name.
+TEST(HeteroLoaderTest, MetapathWalksFollowTheirTypesAndEqualLocalOnes) {
+  datasets::RawDataset raw;
+  MovieLensDir(2, &raw);
+  std::set<std::tuple<int64_t, int64_t, int32_t>> raw_edges;  // (src, dst, type)
+  for (int64_t i = 0; i < raw.num_edges(); ++i)
+    raw_edges.insert({raw.src[i], raw.dst[i], raw.edge_type[i]});
+  for (auto [k, path] : PartsAndPaths()) {
+    const std::string& dir = MovieLensDir(k);
+    std::vector<std::unique_ptr<server::PartitionServer>> servers;
+    auto cluster = ServeAll(dir, k, &servers, path);
+    std::shared_ptr<LocalSource> local;
+    ASSERT_TRUE(LocalSource::Open(dir, &local).ok());
+    const sampler::HeteroSchema& h = *local->hetero();
+    const std::vector<int64_t> raw_of = RawIdsOf(*local, raw);
+    int rev_rates = -1, rates = -1;
+    ASSERT_TRUE(h.FindEdgeType("rev_rates", &rev_rates).ok());
+    ASSERT_TRUE(h.FindEdgeType("rates", &rates).ok());
+    std::vector<int64_t> users;
+    for (int64_t v = 0; v < local->num_nodes(); ++v)
+      if (h.NodeTypeOf(v) == 0) users.push_back(v);
+    for (double q : {1.0, 0.5}) {
+      const std::string what =
+          "k=" + std::to_string(k) + " " + PathName(path) + " q=" + std::to_string(q);
+      WalkOptions wo;
+      wo.walk_length = 6;
+      wo.num_walks = 2;
+      wo.q = q;
+      wo.metapath = {rev_rates, rates};
+      std::unique_ptr<WalkSampler> dw, lw;
+      ASSERT_TRUE(WalkSampler::Create(cluster, wo, &dw).ok());
+      ASSERT_TRUE(WalkSampler::Create(local, wo, &lw).ok());
+      WalkResult a, b;
+      ASSERT_TRUE(dw->Sample(users, 17, &a).ok());
+      ASSERT_TRUE(lw->Sample(users, 17, &b).ok());
+      ASSERT_EQ(a.walks, b.walks) << what;
+      EXPECT_EQ(a.steps, b.steps) << what;
+      int64_t steps = 0;
+      const int64_t cols = wo.walk_length + 1;
+      for (size_t w = 0; w < a.walks.size() / cols; ++w)
+        for (int64_t t = 1; t < cols; ++t) {
+          const int64_t cur = a.walks[w * cols + t - 1], next = a.walks[w * cols + t];
+          if (next < 0) break;
+          const int32_t e = wo.metapath[(t - 1) % 2];
+          // "in": the step along e from cur's row reaches a source of an edge next -> cur.
+          ASSERT_EQ(h.NodeTypeOf(next), t % 2 == 1 ? 1 : 0) << what;
+          ASSERT_TRUE(raw_edges.count({raw_of[next], raw_of[cur], e})) << what << " step " << t;
+          ++steps;
+        }
+      EXPECT_GT(steps, 5000) << what;
+    }
+    // Refusals: types that do not chain, a repeat that does not close, a bad index.
+    auto refused = [&](std::vector<int32_t> metapath, int64_t length) {
+      WalkOptions wo;
+      wo.walk_length = length;
+      wo.metapath = std::move(metapath);
+      std::unique_ptr<WalkSampler> w;
+      return WalkSampler::Create(cluster, wo, &w).message();
+    };
+    EXPECT_THAT(refused({rev_rates, rev_rates}, 4), HasSubstr("starts at node type 'user'"));
+    int has_genre = -1;
+    ASSERT_TRUE(h.FindEdgeType("has_genre", &has_genre).ok());
+    EXPECT_THAT(refused({has_genre}, 2), HasSubstr("repeats"));
+    EXPECT_TRUE(refused({has_genre}, 1).empty());  // one step: no repeat to close
+    EXPECT_THAT(refused({99}, 2), HasSubstr("edge type 99"));
+    for (auto& s : servers) s->Stop();
+  }
+  std::shared_ptr<LocalSource> cora;
+  ASSERT_TRUE(LocalSource::Open(server::testing::CoraDir(2), &cora).ok());
+  WalkOptions wo;
+  wo.metapath = {0};
+  std::unique_ptr<WalkSampler> w;
+  EXPECT_THAT(WalkSampler::Create(cora, wo, &w).message(), HasSubstr("heterogeneous"));
+}
+
 TEST_F(LoaderTest, LaborAndPinSageOptionsAreRefusedByName) {
   StartServers(2);
   auto cluster = ConnectCluster();

@@ -22,11 +22,12 @@ class GraphSession : public Session {
  public:
   explicit GraphSession(sampler::CsrArrays g) : g_(std::move(g)) {}
   Status WalkStep(ArrayView<const int64_t> nodes, ArrayView<const uint64_t> keys, bool weighted,
-                  int64_t* next) override {
+                  int64_t* next, int edge_type = -1) override {
     sampler::SamplingOptions so;
     so.weighted = weighted;
     sampler::OneHopResult r;
-    FANOUT_RETURN_IF_ERROR(sampler::SampleWalkStep(g_.View(), nodes, keys, so, &r));
+    FANOUT_RETURN_IF_ERROR(
+        sampler::SampleWalkStep(g_.View(), nodes, keys, so, &r, nullptr, edge_type));
     for (size_t i = 0; i < nodes.size(); ++i)
       next[i] = r.offsets[i + 1] > r.offsets[i] ? r.neighbors[r.offsets[i]] : -1;
     ++steps_calls;

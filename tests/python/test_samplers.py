@@ -152,3 +152,33 @@ def test_pinsage_hops_are_the_same_on_every_path_with_normalised_visit_weights(l
     assert torch.equal(a.edge_index, b.edge_index) and torch.equal(a.n_id, b.n_id)
     with pytest.raises(fanout.InvalidArgument, match="top_k is for sampler='pinsage'"):
         fanout.NodeLoader(local.cluster(), "train", [5], top_k=3)
+
+
+def test_metapath_walks_follow_their_types_on_every_path(fanout, movielens2):
+    """MovieLens user -> movie -> user walks (stored direction: rev_rates from a user's row, rates from a
+    movie's) are the same over UCX, Thrift and co-located reads, alternate their node types, and a metapath
+    whose types do not chain is refused by name."""
+    with fanout.LocalCluster(movielens2) as lc:
+        paths = _paths(lc)
+        c = paths["thrift"]
+        users = c.nodes_of_type("user")[:200]
+        movies = c.nodes_of_type("movie")
+        got = {name: cl.random_walks(users, 6, num_walks=2, seed=4, metapath=["rev_rates", "rates"])
+               for name, cl in paths.items()}
+        w = got["thrift"].walks
+        for name, other in got.items():
+            assert torch.equal(other.walks, w), name
+        steps = w[:, 1:]
+        taken = steps >= 0
+        assert int(taken.sum()) > 1000
+        is_movie = torch.isin(steps, movies)
+        odd = torch.zeros_like(taken)
+        odd[:, 0::2] = True  # steps 1, 3, 5: to a movie; 2, 4, 6: back to a user
+        assert bool((is_movie == odd)[taken].all())
+        loader = fanout.RandomWalkLoader(c, users, 4, batch_size=64, metapath=[("movie", "rev_rates", "user"),
+                                                                               ("user", "rates", "movie")])
+        assert sum(b.walks.size(0) for b in loader) == users.numel()
+        with pytest.raises(fanout.InvalidArgument, match="starts at node type 'user'"):
+            c.random_walks(users, 4, metapath=["rev_rates", "rev_rates"])
+        with pytest.raises(fanout.InvalidArgument, match="list of edge types"):
+            c.random_walks(users, 4, metapath="rates")
