@@ -19,7 +19,11 @@
 // against the same loader on a LocalSource; with the feature bytes per batch
 // beside neighbor sampling's at the same fanouts through the same servers)
 // and `walk` (uniform random walks of 8 steps from batches of 4096 seeds,
-// one WalkSampler per core, through the servers and on a LocalSource).
+// one WalkSampler per core, through the servers and on a LocalSource), `ppr`
+// (top-32 personalized PageRank lists of 1024 uniform seeds per batch by
+// forward push, through the servers and on a LocalSource; and the share of
+// exact top-32 lists found, on R-MAT scale 12) and `metapath_walk` (walks
+// along t0 -> t1 -> t0 ... on the 2-node-type graph, as `walk`).
 // --only names a subset of the suite's cases (e.g. --only labor,walk).
 #include <signal.h>
 #include <sys/wait.h>
@@ -34,6 +38,8 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <numeric>
+#include <set>
 #include <thread>
 
 #include "bench/bench_util.h"
@@ -41,6 +47,7 @@
 #include "bench/two_servers.h"
 #include "client/cluster.h"
 #include "client/loader.h"
+#include "client/ppr.h"
 #include "client/walks.h"
 #include "common/cpu.h"
 #include "common/random.h"
@@ -304,6 +311,132 @@ double RunWalks(std::shared_ptr<fanout::client::Source> source, int64_t n, doubl
   return steps / std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// PPR batches: the top-32 PPR lists (alpha 0.15, eps 1e-4) of 1,024 uniform
+// seeds per batch on one session, for `seconds`: batches/s, and pushes/s in
+// edges_per_s.
+Measured RunPpr(std::shared_ptr<fanout::client::Source> source, int64_t n, double seconds,
+                double eps) {
+  std::unique_ptr<fanout::client::Session> s;
+  if (!source->NewSession(&s).ok()) return {};
+  fanout::client::PprOptions o;
+  o.eps = eps;
+  std::vector<int64_t> batch(1024);
+  fanout::SplitMix64 r(77);
+  fanout::client::PprResult res;
+  int64_t batches = 0, pushes = 0;
+  const auto start = Clock::now();
+  do {
+    for (auto& v : batch)
+      v = static_cast<int64_t>(fanout::DrawBelow(r.Next(), static_cast<uint64_t>(n)));
+    fanout::Status st = fanout::client::PersonalizedPageRank(*s, batch, o, &res);
+    if (!st.ok()) {
+      std::fprintf(stderr, "ppr: %s\n", st.ToString().c_str());
+      return {};
+    }
+    pushes += res.pushes;
+    ++batches;
+  } while (Clock::now() - start < std::chrono::duration<double>(seconds));
+  const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  Measured m;
+  m.batches_per_s = batches / secs;
+  m.edges_per_s = pushes / secs;
+  m.network_wait_s = s->stats().network_wait_s;
+  return m;
+}
+
+// The share of exact top-32 PPR lists (power iteration to 1e-12, the same
+// definition) that forward push at the default eps finds, over 64 seeds of
+// `source` (a small graph: the exact vectors are dense).
+double PprTopkRecall(std::shared_ptr<fanout::client::Source> source, double eps) {
+  std::unique_ptr<fanout::client::Session> s;
+  if (!source->NewSession(&s).ok()) return 0;
+  const int64_t n = source->num_nodes();
+  std::vector<int64_t> all(static_cast<size_t>(n));
+  std::iota(all.begin(), all.end(), 0);
+  fanout::sampler::MultiHopOptions every;
+  every.fanouts = {-1};
+  fanout::sampler::SampledSubgraph sub;
+  if (!s->Sample(all, 0, every, &sub).ok()) return 0;
+  std::vector<std::vector<int64_t>> rows(static_cast<size_t>(n));
+  for (size_t e = 0; e < sub.col.size(); ++e) rows[sub.col[e]].push_back(sub.n_id[sub.row[e]]);
+  fanout::client::PprOptions o;
+  o.eps = eps;
+  std::vector<int64_t> seeds;
+  fanout::SplitMix64 r(5);
+  while (seeds.size() < 64) {
+    const int64_t v = static_cast<int64_t>(fanout::DrawBelow(r.Next(), static_cast<uint64_t>(n)));
+    if (!rows[v].empty()) seeds.push_back(v);
+  }
+  fanout::client::PprResult approx;
+  if (!fanout::client::PersonalizedPageRank(*s, seeds, o, &approx).ok()) return 0;
+  int64_t found = 0, wanted = 0;
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    const std::vector<double> x =
+        fanout::client::ExactPersonalizedPageRank(rows, seeds[i], o.alpha, 200);
+    std::vector<std::pair<double, int64_t>> ranked;
+    for (int64_t v = 0; v < n; ++v)
+      if (v != seeds[i] && x[v] > 0) ranked.emplace_back(-x[v], v);
+    const size_t k = std::min<size_t>(ranked.size(), static_cast<size_t>(o.top_k));
+    std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(k),
+                      ranked.end());
+    std::set<int64_t> got(approx.nodes.begin() + approx.offsets[i],
+                          approx.nodes.begin() + approx.offsets[i + 1]);
+    for (size_t j = 0; j < k; ++j) found += got.count(ranked[j].second);
+    wanted += static_cast<int64_t>(k);
+  }
+  return wanted ? static_cast<double>(found) / wanted : 0;
+}
+
+// Metapath walks (t0 -> t1 -> t0 ..., 8 steps) from batches of 4,096 seeds of
+// the metapath's first node type, one WalkSampler per core (2): steps/s.
+Measured RunMetapathWalks(std::shared_ptr<fanout::client::Source> source, double seconds) {
+  const fanout::sampler::HeteroSchema* h = source->hetero();
+  int a = -1, b = -1;
+  if (h == nullptr || !h->FindEdgeType("t0,links,t1", &a).ok() ||
+      !h->FindEdgeType("t1,links,t0", &b).ok())
+    return {};
+  const fanout::sampler::NodeRanges starts = h->NodesOfType(h->RowType(a));
+  std::atomic<int64_t> steps{0};
+  std::atomic<bool> failed{false};
+  std::vector<std::thread> ts;
+  const auto start = Clock::now();
+  for (int t = 0; t < 2; ++t) {
+    ts.emplace_back([&, t] {
+      fanout::client::WalkOptions wo;
+      wo.walk_length = 8;
+      wo.metapath = {a, b};
+      std::unique_ptr<fanout::client::WalkSampler> w;
+      fanout::Status st = fanout::client::WalkSampler::Create(source, wo, &w);
+      if (!st.ok()) {
+        std::fprintf(stderr, "metapath walks: %s\n", st.ToString().c_str());
+        failed = true;
+        return;
+      }
+      std::vector<int64_t> batch(4096);
+      fanout::SplitMix64 r(191 + t);
+      fanout::client::WalkResult res;
+      int64_t mine = 0;
+      for (uint64_t i = 0; Clock::now() - start < std::chrono::duration<double>(seconds); ++i) {
+        for (auto& v : batch)
+          v = starts.Id(static_cast<int64_t>(
+              fanout::DrawBelow(r.Next(), static_cast<uint64_t>(starts.count()))));
+        st = w->Sample(batch, i * 2 + static_cast<uint64_t>(t), &res);
+        if (!st.ok()) {
+          std::fprintf(stderr, "metapath walks: %s\n", st.ToString().c_str());
+          failed = true;
+          return;
+        }
+        mine += res.steps;
+      }
+      steps += mine;
+    });
+  }
+  for (auto& th : ts) th.join();
+  Measured m;
+  if (!failed) m.edges_per_s = steps / std::chrono::duration<double>(Clock::now() - start).count();
+  return m;
+}
+
 // Temporal NodeLoader batches for `seconds` (uniform strategy, fanouts
 // [10, 5], batch 1024, seeds at times uniform over the timestamps' range).
 Measured RunTemporal(std::shared_ptr<fanout::client::Source> source,
@@ -395,13 +528,16 @@ int main(int argc, char** argv) {
                  "(subgraph, link, temporal, hetero)")
       ->default_val("node")
       ->check(CLI::IsMember({"node", "loaders"}));
+  double ppr_eps = fanout::client::PprOptions().eps;
+  app.add_option("--ppr-eps", ppr_eps, "Case ppr's eps (default: PprOptions' default)")
+      ->check(CLI::Range(1e-9, 0.5));
   std::vector<std::string> only;
   app.add_option("--only", only,
                  "--suite loaders: run only these cases (subgraph, link, temporal, hetero, "
-                 "failover_stall, labor, walk)")
+                 "failover_stall, labor, walk, ppr, metapath_walk)")
       ->delimiter(',')
-      ->check(CLI::IsMember(
-          {"subgraph", "link", "temporal", "hetero", "failover_stall", "labor", "walk"}));
+      ->check(CLI::IsMember({"subgraph", "link", "temporal", "hetero", "failover_stall", "labor",
+                             "walk", "ppr", "metapath_walk"}));
   CLI11_PARSE(app, argc, argv);
   auto want = [&](const char* name) {
     return only.empty() || std::find(only.begin(), only.end(), name) != only.end();
@@ -506,6 +642,33 @@ int main(int argc, char** argv) {
             "2 node types", [&](auto source) { return RunHetero(source, tseeds, seconds); },
             &hetero, &hetero_local))
       return 1;
+    Measured ppr, ppr_local, metapath, metapath_local;
+    double ppr_recall = 0;
+    if (want("ppr") &&
+        !ThroughServersAndInProcess(
+            dir, scale, "", "", [&](auto source) { return RunPpr(source, n, seconds, ppr_eps); },
+            &ppr, &ppr_local))
+      return 1;
+    if (want("ppr")) {
+      const std::string small = work + "/rmat12-2";
+      Measured unused;
+      std::shared_ptr<fanout::client::Source> small_source;
+      if (!ThroughServersAndInProcess(
+              small, 12, "", "R-MAT scale 12 for the exact PPR",
+              [&](auto source) {
+                if (dynamic_cast<fanout::client::LocalSource*>(source.get()))
+                  ppr_recall = PprTopkRecall(source, ppr_eps);
+                return Measured();
+              },
+              &unused, &unused))
+        return 1;
+    }
+    if (want("metapath_walk") &&
+        !ThroughServersAndInProcess(
+            work + "/rmat" + std::to_string(scale) + "-2-hetero", scale, "--rmat-node-types 2",
+            "2 node types", [&](auto source) { return RunMetapathWalks(source, seconds); },
+            &metapath, &metapath_local))
+      return 1;
     std::vector<Stall> stalls;
     if (want("failover_stall"))
       for (const auto& [name, mode] :
@@ -549,6 +712,22 @@ int main(int argc, char** argv) {
           "the network) vs %7.2f M with a LocalSource: ratio %.3f (bar >= 0.35)\n",
           hetero.edges_per_s / 1e6, hetero.network_wait_s, hetero_local.edges_per_s / 1e6,
           hetero.edges_per_s / hetero_local.edges_per_s);
+    if (want("ppr"))
+      std::printf(
+          "  ppr (top 32, alpha 0.15, eps %g, batches of 1024 seeds, one session): %.1f ms per "
+          "batch, %.2f M pushes/s (%.2f s waiting on the network) vs %.1f ms, %.2f M pushes/s with "
+          "a "
+          "LocalSource: ratio %.3f (bar >= 0.7); top-32 recall against exact PPR on R-MAT scale "
+          "12: %.3f (bar >= 0.95)\n",
+          ppr_eps, 1000 / ppr.batches_per_s, ppr.edges_per_s / 1e6, ppr.network_wait_s,
+          1000 / ppr_local.batches_per_s, ppr_local.edges_per_s / 1e6,
+          ppr.batches_per_s / ppr_local.batches_per_s, ppr_recall);
+    if (want("metapath_walk"))
+      std::printf(
+          "  metapath_walk (t0,links,t1 then t1,links,t0; 8 steps, batches of 4096, 2 samplers): "
+          "%7.2f M steps/s vs %7.2f M with a LocalSource: ratio %.3f (bar >= 0.7)\n",
+          metapath.edges_per_s / 1e6, metapath_local.edges_per_s / 1e6,
+          metapath.edges_per_s / metapath_local.edges_per_s);
     for (const Stall& stall : stalls)
       std::printf(
           "  failover_stall %s (NodeLoader, %lld batches of 1024, features, 2 workers; "
@@ -598,6 +777,31 @@ int main(int argc, char** argv) {
                        {"rpc_edges_per_s", labor_rpc.edges_per_s},
                        {"rpc_ratio", labor_rpc.edges_per_s / labor_local.edges_per_s},
                        {"neighbor_edges_per_s", neighbor.edges_per_s}});
+    if (want("ppr"))
+      cases.push_back({{"case", "ppr"},
+                       {"top_k", 32},
+                       {"alpha", 0.15},
+                       {"eps", ppr_eps},
+                       {"batch_size", 1024},
+                       {"scale", scale},
+                       {"ms_per_batch", 1000 / ppr.batches_per_s},
+                       {"pushes_per_s", ppr.edges_per_s},
+                       {"network_wait_s", ppr.network_wait_s},
+                       {"inprocess_ms_per_batch", 1000 / ppr_local.batches_per_s},
+                       {"inprocess_pushes_per_s", ppr_local.edges_per_s},
+                       {"ratio", ppr.batches_per_s / ppr_local.batches_per_s},
+                       {"topk_recall", ppr_recall},
+                       {"recall_graph", "R-MAT scale 12, 64 seeds, exact power iteration"},
+                       {"path", "co-located exports read in the client (Cluster default)"}});
+    if (want("metapath_walk"))
+      cases.push_back({{"case", "metapath_walk"},
+                       {"metapath", {"t0,links,t1", "t1,links,t0"}},
+                       {"walk_length", 8},
+                       {"batch_size", 4096},
+                       {"scale", scale},
+                       {"steps_per_s", metapath.edges_per_s},
+                       {"inprocess_steps_per_s", metapath_local.edges_per_s},
+                       {"ratio", metapath.edges_per_s / metapath_local.edges_per_s}});
     if (want("walk"))
       cases.push_back({{"case", "walk"},
                        {"walk_length", 8},

@@ -28,6 +28,7 @@
 #include "cache/gpu_feature_cache.h"
 #include "client/array.h"
 #include "client/device_features.h"
+#include "client/ppr.h"
 #include "client/source.h"
 #include "client/walks.h"
 #include "common/feature_dtype.h"
@@ -52,6 +53,13 @@ struct LoaderOptions {
   // temporal, heterogeneous or subgraph options.
   bool pinsage = false;
   WalkOptions walk;
+  // PPR neighborhoods (client/ppr.h SamplePpr): one hop, each seed's
+  // fanouts[0] nodes of highest approximate personalized PageRank
+  // (ppr_options' alpha, eps, max_rounds; its top_k is fanouts[0]);
+  // edge_weight holds the scores, edge_id -1. Not with labor, pinsage,
+  // replace, temporal, heterogeneous or subgraph options.
+  bool ppr = false;
+  PprOptions ppr_options;
   // Subgraph mode (GraphLearn-for-PyTorch's SubGraphLoader): edge_index holds
   // every edge among the sampled nodes, not the sampled edges
   // (sampler::MultiHopOptions::induced); hop_edge_index then has one entry.

@@ -79,6 +79,22 @@ void CheckSampling(const Source& source, const LoaderOptions& options, size_t co
       if (!st.ok()) throw std::invalid_argument("NodeLoader: PinSAGE hops: " + st.message());
     }
   }
+  if (options.ppr) {
+    if (options.labor || options.pinsage || options.replace || options.subgraph ||
+        !options.input_time.empty() || !options.edge_type_fanouts.empty())
+      throw std::invalid_argument(
+          "NodeLoader: PPR neighborhoods take no LABOR, PinSAGE, replace, subgraph, temporal or "
+          "per-edge-type options");
+    if (options.fanouts.size() != 1)
+      throw std::invalid_argument(
+          "NodeLoader: PPR neighborhoods are one hop: num_neighbors (or "
+          "top_k) gives each seed's number of top nodes, got " +
+          std::to_string(options.fanouts.size()) + " hops");
+    PprOptions po = options.ppr_options;
+    po.top_k = options.fanouts[0];
+    Status st = CheckPprOptions(po);
+    if (!st.ok()) throw std::invalid_argument("NodeLoader: " + st.message());
+  }
   if (options.labor) {
     if (options.replace)
       throw std::invalid_argument(
@@ -201,6 +217,10 @@ Status SampleAndFetch(const Source& source, const LoaderOptions& options, Sessio
   if (options.pinsage) {
     FANOUT_RETURN_IF_ERROR(SamplePinSage(*session, seeds, request_seed, options.fanouts,
                                          options.walk, options.edge_ids, &sub));
+  } else if (options.ppr) {
+    PprOptions po = options.ppr_options;
+    po.top_k = options.fanouts.empty() ? 0 : options.fanouts[0];
+    FANOUT_RETURN_IF_ERROR(SamplePpr(*session, seeds, po, options.edge_ids, &sub));
   } else if (options.input_time.empty()) {
     FANOUT_RETURN_IF_ERROR(session->Sample(seeds, request_seed, mo, &sub));
   } else {
@@ -225,7 +245,7 @@ Status SampleAndFetch(const Source& source, const LoaderOptions& options, Sessio
     at += e;
   }
   if (options.edge_ids) out->edge_id = Array::Take(std::move(sub.edge_id));
-  if ((options.labor || options.pinsage) && !options.subgraph)
+  if ((options.labor || options.pinsage || options.ppr) && !options.subgraph)
     out->edge_weight = Array::Take(std::move(sub.edge_weight));
   if (!options.edge_type_fanouts.empty()) {
     const sampler::HeteroSchema& h = *source.hetero();

@@ -16,6 +16,7 @@ set(FANOUT_CLIENT_CORE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/cached_source.cc
   ${CMAKE_CURRENT_LIST_DIR}/device_features.cc
   ${CMAKE_CURRENT_LIST_DIR}/walks.cc
+  ${CMAKE_CURRENT_LIST_DIR}/ppr.cc
   ${CMAKE_CURRENT_LIST_DIR}/array.cc
   ${CMAKE_CURRENT_LIST_DIR}/batch_loader.cc
   ${CMAKE_CURRENT_LIST_DIR}/batch_sampling.cc

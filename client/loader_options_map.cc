@@ -145,12 +145,17 @@ Status LoaderOptionsFromMap(const std::map<std::string, OptionValue>& options, L
         st = Bad(key, "one sequence of integers per edge type");
     } else if (key == "sampler") {
       st = r.String(&name);
-      if (st.ok() && name != "neighbor" && name != "labor" && name != "pinsage")
+      if (st.ok() && name != "neighbor" && name != "labor" && name != "pinsage" && name != "ppr")
         st = Status::InvalidArgument("sampler '" + name +
-                                     "' is not 'neighbor', 'labor' or 'pinsage' (random walks: "
-                                     "fanout.RandomWalkLoader)");
+                                     "' is not 'neighbor', 'labor', 'pinsage' or 'ppr' (random "
+                                     "walks: fanout.RandomWalkLoader)");
       o->labor = name == "labor";
       o->pinsage = name == "pinsage";
+      o->ppr = name == "ppr";
+    } else if (key == "ppr_alpha") {
+      st = r.Number(&o->ppr_options.alpha);
+    } else if (key == "ppr_eps") {
+      st = r.Number(&o->ppr_options.eps);
     } else if (key == "num_walks") {
       st = r.Int(&o->walk.num_walks);
     } else if (key == "walk_length") {
@@ -193,9 +198,9 @@ Status LoaderOptionsFromMap(const std::map<std::string, OptionValue>& options, L
   }
   if (top_k > 0) {
     // PinSAGE: every hop keeps its top_k most visited nodes.
-    if (!o->pinsage)
+    if (!o->pinsage && !o->ppr)
       return Status::InvalidArgument(
-          "top_k is for sampler='pinsage' (each hop's most visited nodes)");
+          "top_k is for sampler='pinsage' (each hop's most visited nodes) or sampler='ppr'");
     o->fanouts.assign(o->fanouts.size(), top_k);
   }
   if (o->fanouts.empty() && o->edge_type_fanouts.empty())  // typed: hops from the per-type lists

@@ -2,6 +2,7 @@
 
 #include <numeric>
 
+#include "client/ppr.h"
 #include "client/walks.h"
 #include "python/core/loader.h"
 
@@ -158,6 +159,33 @@ std::vector<int64_t> UpdateOf(PyCluster& cluster, const py::dict& u, bool undire
   }
   Check(st);
   return versions;
+}
+
+py::dict PprOf(PyCluster& cluster, const py::object& seeds_obj, int64_t top_k, double alpha,
+              double eps, int64_t max_rounds) {
+  client::PprOptions o;
+  o.top_k = top_k;
+  o.alpha = alpha;
+  o.eps = eps;
+  o.max_rounds = max_rounds;
+  Check(client::CheckPprOptions(o));
+  std::vector<int64_t> seeds = Int64List(seeds_obj, "seeds");
+  client::PprResult r;
+  Check(cluster.WithSession([&](client::Session* s) {
+    return client::PersonalizedPageRank(*s, seeds, o, &r);
+  }));
+  client::Array scores =
+      client::Array::Empty(client::DType::kFloat32, {static_cast<int64_t>(r.scores.size())});
+  std::copy(r.scores.begin(), r.scores.end(), scores.ptr<float>());
+  py::dict d;
+  d["offsets"] = Int64Capsule(std::move(r.offsets));
+  d["nodes"] = Int64Capsule(std::move(r.nodes));
+  d["scores"] = ToCapsule(scores);
+  d["pushes"] = r.pushes;
+  d["rounds"] = r.rounds;
+  d["rows_read"] = r.rows_read;
+  d["converged"] = r.converged;
+  return d;
 }
 
 }  // namespace fanout::python

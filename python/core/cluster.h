@@ -389,6 +389,12 @@ py::dict SampleBatchOf(PyCluster& cluster, const py::dict& options, const py::ob
 py::dict RandomWalksOf(PyCluster& cluster, const py::object& seeds_obj, const py::dict& options,
                        uint64_t request_seed);
 
+// Personalized PageRank top-k lists of `seeds` (client::PersonalizedPageRank,
+// on one of the cluster's sessions). Returns {"offsets", "nodes": int64,
+// "scores": float32, "pushes", "rounds", "rows_read", "converged"}.
+py::dict PprOf(PyCluster& cluster, const py::object& seeds_obj, int64_t top_k, double alpha,
+               double eps, int64_t max_rounds);
+
 // Graph updates to the cluster's live partitions (client::UpdateWriter):
 // `updates` holds add_src/add_dst (+ add_time, add_type), remove_src/
 // remove_dst (+ remove_type), label_nodes/labels, feature_nodes and

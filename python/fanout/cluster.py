@@ -250,6 +250,21 @@ class Cluster:
         d = self._c.random_walks(_ids_buffer(ids), options, int(seed))
         return WalkBatch(d, ids, num_walks)
 
+    def ppr(self, seeds, top_k=32, *, alpha=0.15, eps=5e-6, max_rounds=1000):
+        """Approximate personalized PageRank neighborhoods of ``seeds`` by forward push (client/ppr.h;
+        docs/SAMPLERS.md): ``(ptr, nodes, scores)`` with seed i's ``top_k`` nodes of highest score (itself
+        left out; by score, then id) at ``nodes[ptr[i]:ptr[i + 1]]`` and float32 ``scores`` within
+        ``eps * degree`` of exact PPR with teleport ``alpha``. Each push round reads the pushing nodes'
+        rows from their servers (all seeds together); the same lists through any number of servers and in
+        process. As an online query, a handful of seeds at a time; for training, NodeLoader(...,
+        sampler="ppr")."""
+        ids = _ids(seeds, self)
+        for name, v in (("top_k", top_k), ("max_rounds", max_rounds)):
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise InvalidArgument("%s must be an integer, not %r" % (name, v))
+        d = self._c.ppr(_ids_buffer(ids), top_k, float(alpha), float(eps), max_rounds)
+        return _tensor(d["offsets"]), _tensor(d["nodes"]), _tensor(d["scores"])
+
     def update(self, *, add_edges=None, remove_edges=None, edge_times=None, edge_types=None, labels=None,
                features=None, undirected=False):
         """Graph updates to live partitions (servers run with ``--live-dir``; docs/DESIGN.md, "Live

@@ -45,7 +45,11 @@ class NodeLoader:
     visit most, ``num_walks`` walks of ``walk_length`` steps restarting with
     ``restart_prob``, counting every ``visit_stride``-th step; ``top_k``, when
     given, is every hop's count instead; ``edge_weight`` their normalised
-    visit counts, ``e_id`` -1). docs/SAMPLERS.md has the definitions.
+    visit counts, ``e_id`` -1), or "ppr" (one hop: each seed's
+    ``num_neighbors[0]`` (or ``top_k``) nodes of highest approximate
+    personalized PageRank, forward push with teleport ``ppr_alpha`` and
+    threshold ``ppr_eps``; ``edge_weight`` their scores, ``e_id`` -1).
+    docs/SAMPLERS.md has the definitions.
 
     Heterogeneous datasets (``cluster.node_types`` not empty), as PyG:
     ``num_neighbors`` a dict {(src, rel, dst) or rel: [fanout per hop]}
@@ -59,6 +63,7 @@ class NodeLoader:
                  features=True, labels=True, edge_ids=True, original_ids=False, drop_last=False, rank=None,
                  world_size=None, device="cpu", gpu_cache_fraction=0.1, input_time=None, temporal_strategy="uniform",
                  sampler="neighbor", num_walks=10, walk_length=4, restart_prob=0.5, visit_stride=1, top_k=None,
+                 ppr_alpha=0.15, ppr_eps=5e-6,
                  local_sampling=None, x_dtype=torch.float32, snapshot="latest", _subgraph=False, _link=None):
         if not isinstance(cluster, Cluster):
             raise InvalidArgument("%s needs a fanout.Cluster, not %s" % (type(self).__name__, type(cluster).__name__))
@@ -110,6 +115,8 @@ class NodeLoader:
         options["snapshot"] = snapshot if isinstance(snapshot, str) or snapshot is None else [int(v) for v in snapshot]
         if top_k is not None:  # every hop's count with sampler="pinsage" (the C++ parser checks)
             options["top_k"] = top_k
+        if sampler == "ppr":
+            options.update(ppr_alpha=float(ppr_alpha), ppr_eps=float(ppr_eps))
         if sampler == "pinsage":
             options.update(num_walks=num_walks, walk_length=walk_length, restart_prob=float(restart_prob),
                            visit_stride=visit_stride)

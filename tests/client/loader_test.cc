@@ -1941,6 +1941,114 @@ TEST(HeteroLoaderTest, MetapathWalksFollowTheirTypesAndEqualLocalOnes) {
   EXPECT_THAT(WalkSampler::Create(cora, wo, &w).message(), HasSubstr("heterogeneous"));
 }
 
+// PPR neighborhoods on Cora: every score within eps * max(deg, 1) of an exact
+// power iteration (the same definition: stored rows, an empty row's mass
+// dropped); top-k lists equal through 2 and 3 servers on every path and in
+// process, value for value; the loader's batches carry them as edge weights;
+// bad options refused by name.
+TEST(PprTest, ScoresAreWithinEpsOfExactAndEqualOnEveryPath) {
+  std::shared_ptr<LocalSource> local;
+  ASSERT_TRUE(LocalSource::Open(server::testing::CoraDir(2), &local).ok());
+  const int64_t n = local->num_nodes();
+  // Every stored row.
+  std::unique_ptr<Session> s;
+  ASSERT_TRUE(local->NewSession(&s).ok());
+  std::vector<int64_t> all(n);
+  std::iota(all.begin(), all.end(), 0);
+  sampler::MultiHopOptions every;
+  every.fanouts = {-1};
+  sampler::SampledSubgraph sub;
+  ASSERT_TRUE(s->Sample(all, 0, every, &sub).ok());
+  std::vector<std::vector<int64_t>> rows(n);
+  for (size_t e = 0; e < sub.col.size(); ++e) rows[sub.col[e]].push_back(sub.n_id[sub.row[e]]);
+  PprOptions o;
+  o.alpha = 0.15;
+  o.eps = 1e-5;
+  o.top_k = n;  // every scored node
+  const std::vector<int64_t> seeds = {0, 5, 100, 2000, 2707};
+  PprResult approx;
+  ASSERT_TRUE(PersonalizedPageRank(*s, seeds, o, &approx).ok());
+  EXPECT_TRUE(approx.converged);
+  EXPECT_GT(approx.pushes, 100);
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    // Exact: x = alpha e_s + (1 - alpha) x P, iterated to 1e-12.
+    const std::vector<double> x = ExactPersonalizedPageRank(rows, seeds[i], o.alpha, 400);
+    std::vector<double> got(n, 0);
+    for (int64_t k = approx.offsets[i]; k < approx.offsets[i + 1]; ++k)
+      got[approx.nodes[k]] = approx.scores[k];
+    for (int64_t v = 0; v < n; ++v) {
+      if (v == seeds[i]) continue;  // the seed is not in its own list
+      const double bound = o.eps * static_cast<double>(std::max<size_t>(rows[v].size(), 1));
+      ASSERT_LE(std::fabs(got[v] - x[v]), bound + 1e-6)
+          << "seed " << seeds[i] << " node " << v << ": " << got[v] << " vs exact " << x[v];
+    }
+    // Scores descending, then ids ascending.
+    for (int64_t k = approx.offsets[i] + 1; k < approx.offsets[i + 1]; ++k)
+      ASSERT_TRUE(
+          approx.scores[k - 1] > approx.scores[k] ||
+          (approx.scores[k - 1] == approx.scores[k] && approx.nodes[k - 1] < approx.nodes[k]));
+  }
+  // Through servers: the same lists and scores, and the loader's batches.
+  for (auto [k, path] : PartsAndPaths()) {
+    const std::string what = "k=" + std::to_string(k) + " " + PathName(path);
+    std::vector<std::unique_ptr<server::PartitionServer>> servers;
+    auto cluster = ServeAll(server::testing::CoraDir(k), k, &servers, path);
+    std::shared_ptr<LocalSource> whole;
+    ASSERT_TRUE(LocalSource::Open(server::testing::CoraDir(k), &whole).ok());
+    std::unique_ptr<Session> ds, ls;
+    ASSERT_TRUE(cluster->NewSession(&ds).ok());
+    ASSERT_TRUE(whole->NewSession(&ls).ok());
+    PprOptions d;
+    d.top_k = 16;
+    PprResult a, b;
+    ASSERT_TRUE(PersonalizedPageRank(*ds, seeds, d, &a).ok());
+    ASSERT_TRUE(PersonalizedPageRank(*ls, seeds, d, &b).ok());
+    EXPECT_EQ(a.offsets, b.offsets) << what;
+    EXPECT_EQ(a.nodes, b.nodes) << what;
+    EXPECT_EQ(a.scores, b.scores) << what;
+    EXPECT_EQ(a.pushes, b.pushes) << what;
+    LoaderOptions lo;
+    lo.ppr = true;
+    lo.fanouts = {8};
+    lo.batch_size = 256;
+    lo.edge_ids = true;
+    std::vector<int64_t> train = whole->SplitNodes(1);
+    NodeLoader dist(cluster, train, lo), loc(whole, train, lo);
+    MiniBatch x, y;
+    int64_t edges = 0;
+    while (dist.Next(&x)) {
+      ASSERT_TRUE(loc.Next(&y)) << what;
+      for (auto [p, q, name] : {std::tuple{&x.n_id, &y.n_id, "n_id"},
+                                {&x.edge_index, &y.edge_index, "edge_index"},
+                                {&x.edge_weight, &y.edge_weight, "edge_weight"},
+                                {&x.x, &y.x, "x"}})
+        ExpectSameTensor(*p, *q, what + " " + name);
+      ASSERT_TRUE(x.edge_weight.defined());
+      EXPECT_TRUE(torch::all(x.edge_weight > 0).item<bool>()) << what;
+      EXPECT_TRUE(torch::all(x.edge_id == -1).item<bool>()) << what;
+      edges += x.edge_index.size(1);
+    }
+    EXPECT_FALSE(loc.Next(&y));
+    EXPECT_GT(edges, 140 * 4) << what;
+    for (auto& sv : servers) sv->Stop();
+  }
+  // Refusals.
+  PprOptions bad;
+  bad.alpha = 1.5;
+  PprResult r;
+  EXPECT_THAT(PersonalizedPageRank(*s, seeds, bad, &r).message(), HasSubstr("alpha"));
+  bad = PprOptions();
+  bad.eps = 0;
+  EXPECT_THAT(PersonalizedPageRank(*s, seeds, bad, &r).message(), HasSubstr("eps"));
+  LoaderOptions lo;
+  lo.ppr = true;
+  lo.fanouts = {8, 4};
+  EXPECT_THROW(NodeLoader(local, {1}, lo), std::invalid_argument);
+  lo.fanouts = {8};
+  lo.labor = true;
+  EXPECT_THROW(NodeLoader(local, {1}, lo), std::invalid_argument);
+}
+
 TEST_F(LoaderTest, LaborAndPinSageOptionsAreRefusedByName) {
   StartServers(2);
   auto cluster = ConnectCluster();

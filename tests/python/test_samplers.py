@@ -182,3 +182,30 @@ def test_metapath_walks_follow_their_types_on_every_path(fanout, movielens2):
             c.random_walks(users, 4, metapath=["rev_rates", "rev_rates"])
         with pytest.raises(fanout.InvalidArgument, match="list of edge types"):
             c.random_walks(users, 4, metapath="rates")
+
+
+def test_ppr_neighborhoods_are_the_same_on_every_path_and_feed_the_loader(local, fanout):
+    """Cluster.ppr gives the same top-k lists and scores over UCX, Thrift and co-located reads; scores come
+    sorted; NodeLoader(sampler="ppr") batches carry them as edge weights; bad options are refused by name."""
+    seeds = torch.tensor([0, 5, 100, 2707])
+    got = {name: c.ppr(seeds, 10, alpha=0.2, eps=1e-5) for name, c in _paths(local).items()}
+    ptr, nodes, scores = got["thrift"]
+    assert ptr.tolist()[0] == 0 and int(ptr[-1]) == nodes.numel() == scores.numel() > 10
+    assert bool(((ptr[1:] - ptr[:-1]) <= 10).all())
+    for name, (p2, n2, s2) in got.items():
+        assert torch.equal(p2, ptr) and torch.equal(n2, nodes) and torch.equal(s2, scores), name
+    for i in range(seeds.numel()):
+        s = scores[ptr[i]:ptr[i + 1]]
+        assert bool((s[:-1] >= s[1:]).all()) and bool((s > 0).all())
+        assert int(seeds[i]) not in nodes[ptr[i]:ptr[i + 1]].tolist()
+    cluster = local.cluster()
+    loader = fanout.NodeLoader(cluster, "train", [6], batch_size=70, sampler="ppr", ppr_eps=1e-4, shuffle=False,
+                               num_workers=1)
+    for b in loader:
+        assert b.edge_weight is not None and b.edge_weight.numel() == b.edge_index.size(1) > 0
+        assert bool((b.e_id == -1).all())
+        assert bool((b.edge_index[1] < b.batch_size).all())  # every edge ends at a seed
+    with pytest.raises(fanout.InvalidArgument, match="alpha"):
+        cluster.ppr(seeds, 5, alpha=1.0)
+    with pytest.raises(fanout.InvalidArgument, match="one hop"):
+        iter(fanout.NodeLoader(cluster, "train", [6, 2], sampler="ppr"))

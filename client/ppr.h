@@ -1,0 +1,83 @@
+// Approximate personalized PageRank neighborhoods by forward push (Andersen,
+// Chung and Lang, FOCS 2006), the sampler of PinSAGE-style and PPRGo-style
+// GNNs: for each seed s, scores p with |p(v) - ppr_s(v)| <= eps * deg(v) for
+// every node v, and s's top_k nodes by score.
+//
+// Definition (ppr_s over the stored rows: with "in" storage a node's
+// neighbors are its in-neighbors): ppr_s = alpha e_s + (1 - alpha) ppr_s P,
+// P[u][v] = (multiplicity of v in u's row) / deg(u); a node with an empty row
+// keeps its alpha share and the rest of its mass is dropped (P's row is 0),
+// as the exact computation the tests compare with.
+//
+// Push, in synchronous rounds so that the result is a pure function of the
+// graph and the options, the same through any number of servers and in
+// process: each round, every node u of a seed's residual r with
+// r(u) > eps * max(deg(u), 1) pushes at once: p(u) += alpha r(u), and
+// (1 - alpha) r(u) / deg(u) goes to each entry of its row; the pushes are
+// applied in ascending u, each row in stored order (so floating-point sums
+// have one order everywhere). The rounds end when no node pushes (or after
+// max_rounds: PprResult::converged false).
+//
+// Distribution: each round reads the rows of the batch's pushing nodes (every
+// seed's together, deduplicated) from their owners, one request per
+// partition (Session::Sample with fanout -1: whole rows, in stored order), and
+// keeps them for the rest of the batch; the arithmetic runs in the caller.
+// The top_k list of seed s: its nodes other than s by score descending, then
+// id ascending.
+#ifndef FANOUT_CLIENT_PPR_H_
+#define FANOUT_CLIENT_PPR_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "client/source.h"
+#include "common/array_view.h"
+#include "common/status.h"
+
+namespace fanout::client {
+
+struct PprOptions {
+  double alpha = 0.15;  // teleport (restart) probability, in (0, 1)
+  // Residual threshold per unit of degree, in [1e-9, 1). The default finds
+  // 0.97 of the exact top-32 lists on R-MAT scale 12 (bench/ppr_recall.py;
+  // 1e-4: 0.79, 1e-5: 0.95); work grows about as 1 / eps.
+  double eps = 5e-6;
+  int64_t top_k = 32;         // nodes kept per seed (>= 1)
+  int64_t max_rounds = 1000;  // push rounds per batch (>= 1)
+};
+
+// InvalidArgument naming the option out of range.
+Status CheckPprOptions(const PprOptions& options);
+
+struct PprResult {
+  // Seed i's top nodes: nodes[offsets[i] .. offsets[i + 1]) with scores.
+  std::vector<int64_t> offsets, nodes;
+  std::vector<float> scores;
+  int64_t pushes = 0;     // node pushes over all seeds
+  int64_t rounds = 0;     // push rounds taken
+  int64_t rows_read = 0;  // rows fetched from the source
+  bool converged = true;  // false: stopped at max_rounds with residuals above the threshold
+};
+
+// Forward-push PPR for `seeds` (ids in [0, num_nodes) of the session's
+// source) as defined above.
+Status PersonalizedPageRank(Session& session, ArrayView<const int64_t> seeds,
+                            const PprOptions& options, PprResult* out);
+
+// The exact ppr_s of the definition above by `iterations` rounds of power
+// iteration over `rows` (every node's stored row): the reference the tests
+// and benches compare forward push with. O(iterations x edges) time, O(nodes)
+// memory. REQUIRES: 0 <= seed < rows.size(), neighbors in range.
+std::vector<double> ExactPersonalizedPageRank(const std::vector<std::vector<int64_t>>& rows,
+                                              int64_t seed, double alpha, int iterations);
+
+// A PPR batch as a one-hop subgraph (sampler::MultiHopSampler's layout):
+// n_id = the seeds, then each seed's top nodes in order of first appearance;
+// one edge per (seed, top node) with row = the top node, col = the seed, and
+// edge_weight = its score; edge ids -1 (not stored edges).
+Status SamplePpr(Session& session, ArrayView<const int64_t> seeds, const PprOptions& options,
+                 bool with_edge_ids, sampler::SampledSubgraph* out, PprResult* stats = nullptr);
+
+}  // namespace fanout::client
+
+#endif  // FANOUT_CLIENT_PPR_H_
