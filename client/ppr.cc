@@ -139,6 +139,16 @@ Status PersonalizedPageRank(Session& session, ArrayView<const int64_t> seeds, co
     }
     if (!pushed) break;
     out->rounds = round + 1;
+    // A bound on memory: a tiny eps over a large graph touches most of it
+    // for every seed (about 48 bytes per entry in the maps).
+    size_t entries = 0;
+    for (size_t i = 0; i < n; ++i) entries += p[i].size() + r[i].size();
+    if (entries > kMaxPprEntries)
+      return Status::InvalidArgument("PPR for " + std::to_string(n) + " seeds holds " +
+                                     std::to_string(entries) + " scores and residuals after " +
+                                     std::to_string(round + 1) + " rounds, over the limit of " +
+                                     std::to_string(kMaxPprEntries) + ": use a larger eps (now " +
+                                     std::to_string(o.eps) + ") or fewer seeds per call");
   }
   // Each seed's top nodes.
   out->offsets.assign(1, 0);

@@ -36,6 +36,11 @@
 
 namespace fanout::client {
 
+// The most scores and residuals one call holds over all its seeds (about 3
+// GiB of hash-map entries): past it the call fails with InvalidArgument
+// naming eps, rather than taking the machine's memory.
+inline constexpr size_t kMaxPprEntries = size_t{64} << 20;
+
 struct PprOptions {
   double alpha = 0.15;  // teleport (restart) probability, in (0, 1)
   // Residual threshold per unit of degree, in [1e-9, 1). The default finds
