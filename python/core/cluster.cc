@@ -162,7 +162,7 @@ std::vector<int64_t> UpdateOf(PyCluster& cluster, const py::dict& u, bool undire
 }
 
 py::dict PprOf(PyCluster& cluster, const py::object& seeds_obj, int64_t top_k, double alpha,
-              double eps, int64_t max_rounds) {
+               double eps, int64_t max_rounds) {
   client::PprOptions o;
   o.top_k = top_k;
   o.alpha = alpha;
@@ -171,9 +171,8 @@ py::dict PprOf(PyCluster& cluster, const py::object& seeds_obj, int64_t top_k, d
   Check(client::CheckPprOptions(o));
   std::vector<int64_t> seeds = Int64List(seeds_obj, "seeds");
   client::PprResult r;
-  Check(cluster.WithSession([&](client::Session* s) {
-    return client::PersonalizedPageRank(*s, seeds, o, &r);
-  }));
+  Check(cluster.WithSession(
+      [&](client::Session* s) { return client::PersonalizedPageRank(*s, seeds, o, &r); }));
   client::Array scores =
       client::Array::Empty(client::DType::kFloat32, {static_cast<int64_t>(r.scores.size())});
   std::copy(r.scores.begin(), r.scores.end(), scores.ptr<float>());
