@@ -93,6 +93,12 @@ void CheckSampling(const Source& source, const LoaderOptions& options, size_t co
     PprOptions po = options.ppr_options;
     po.top_k = options.fanouts[0];
     Status st = CheckPprOptions(po);
+    const sampler::HeteroSchema* h = source.hetero();
+    if (st.ok() && !po.type_budgets.empty() &&
+        (h == nullptr || po.type_budgets.size() != static_cast<size_t>(h->num_node_types())))
+      st = Status::InvalidArgument(
+          "PPR per-type budgets name " + std::to_string(po.type_budgets.size()) +
+          " node types; the dataset has " + std::to_string(h ? h->num_node_types() : 0));
     if (!st.ok()) throw std::invalid_argument("NodeLoader: " + st.message());
   }
   if (options.labor) {
@@ -220,7 +226,8 @@ Status SampleAndFetch(const Source& source, const LoaderOptions& options, Sessio
   } else if (options.ppr) {
     PprOptions po = options.ppr_options;
     po.top_k = options.fanouts.empty() ? 0 : options.fanouts[0];
-    FANOUT_RETURN_IF_ERROR(SamplePpr(*session, seeds, po, options.edge_ids, &sub));
+    FANOUT_RETURN_IF_ERROR(
+        SamplePpr(*session, seeds, po, options.edge_ids, &sub, nullptr, source.hetero()));
   } else if (options.input_time.empty()) {
     FANOUT_RETURN_IF_ERROR(session->Sample(seeds, request_seed, mo, &sub));
   } else {

@@ -156,6 +156,8 @@ Status LoaderOptionsFromMap(const std::map<std::string, OptionValue>& options, L
       st = r.Number(&o->ppr_options.alpha);
     } else if (key == "ppr_eps") {
       st = r.Number(&o->ppr_options.eps);
+    } else if (key == "ppr_type_budgets") {
+      st = v.kind == Kind::kNone ? Status::OK() : r.List(&o->ppr_options.type_budgets);
     } else if (key == "num_walks") {
       st = r.Int(&o->walk.num_walks);
     } else if (key == "walk_length") {

@@ -76,8 +76,23 @@ class RowCache {
 }  // namespace
 
 Status PersonalizedPageRank(Session& session, ArrayView<const int64_t> seeds, const PprOptions& o,
-                            PprResult* out) {
+                            PprResult* out, const sampler::HeteroSchema* schema) {
   FANOUT_RETURN_IF_ERROR(CheckPprOptions(o));
+  const bool budgets = !o.type_budgets.empty();
+  if (budgets) {
+    if (schema == nullptr || schema->empty())
+      return Status::InvalidArgument(
+          "PPR per-type budgets need a heterogeneous dataset (this one has no node types)");
+    if (o.type_budgets.size() != static_cast<size_t>(schema->num_node_types()))
+      return Status::InvalidArgument(
+          "PPR per-type budgets name " + std::to_string(o.type_budgets.size()) +
+          " node types; the dataset has " + std::to_string(schema->num_node_types()));
+    for (size_t t = 0; t < o.type_budgets.size(); ++t)
+      if (o.type_budgets[t] < 0)
+        return Status::InvalidArgument("PPR budget " + std::to_string(o.type_budgets[t]) +
+                                       " of node type '" + schema->node_types[t] + "' is negative");
+  }
+  std::vector<int64_t> taken;
   const size_t n = seeds.size();
   std::vector<std::unordered_map<int64_t, double>> p(n), r(n);
   for (size_t i = 0; i < n; ++i) r[i][seeds[i]] = 1.0;
@@ -163,6 +178,20 @@ Status PersonalizedPageRank(Session& session, ArrayView<const int64_t> seeds, co
       if (v != seeds[i]) p[i][v] += o.alpha * x;
     for (const auto& [v, x] : p[i])
       if (v != seeds[i]) ranked.emplace_back(-static_cast<float>(x), v);
+    if (budgets) {
+      // Best first, each node type up to its budget, then top_k of those.
+      std::sort(ranked.begin(), ranked.end());
+      taken.assign(o.type_budgets.size(), 0);
+      size_t kept = 0;
+      for (const auto& e : ranked) {
+        if (static_cast<int64_t>(kept) == o.top_k) break;
+        const int32_t t = schema->NodeTypeOf(e.second);
+        if (taken[static_cast<size_t>(t)] == o.type_budgets[static_cast<size_t>(t)]) continue;
+        ++taken[static_cast<size_t>(t)];
+        ranked[kept++] = e;
+      }
+      ranked.resize(kept);
+    }
     const size_t k = std::min(ranked.size(), static_cast<size_t>(o.top_k));
     std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(k),
                       ranked.end());
@@ -192,9 +221,10 @@ std::vector<double> ExactPersonalizedPageRank(const std::vector<std::vector<int6
 }
 
 Status SamplePpr(Session& session, ArrayView<const int64_t> seeds, const PprOptions& options,
-                 bool with_edge_ids, sampler::SampledSubgraph* out, PprResult* stats) {
+                 bool with_edge_ids, sampler::SampledSubgraph* out, PprResult* stats,
+                 const sampler::HeteroSchema* schema) {
   PprResult r;
-  FANOUT_RETURN_IF_ERROR(PersonalizedPageRank(session, seeds, options, &r));
+  FANOUT_RETURN_IF_ERROR(PersonalizedPageRank(session, seeds, options, &r, schema));
   sampler::SubgraphBuilder builder;
   builder.Begin(seeds, out);
   sampler::OneHopResult hop;

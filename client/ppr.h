@@ -33,6 +33,7 @@
 #include "client/source.h"
 #include "common/array_view.h"
 #include "common/status.h"
+#include "sampler/hetero.h"
 
 namespace fanout::client {
 
@@ -49,6 +50,11 @@ struct PprOptions {
   double eps = 5e-6;
   int64_t top_k = 32;         // nodes kept per seed (>= 1)
   int64_t max_rounds = 1000;  // push rounds per batch (>= 1)
+  // Heterogeneous datasets: at most type_budgets[t] nodes of node type t in
+  // a seed's list (one entry per node type, each >= 0; empty = no budgets),
+  // on top of top_k: the best of each type within its budget, then the
+  // top_k best of those (PinSAGE-style per-type neighborhoods).
+  std::vector<int64_t> type_budgets;
 };
 
 // InvalidArgument naming the option out of range.
@@ -65,9 +71,12 @@ struct PprResult {
 };
 
 // Forward-push PPR for `seeds` (ids in [0, num_nodes) of the session's
-// source) as defined above.
+// source) as defined above. `schema` (the source's hetero(); null for a
+// homogeneous one) is needed for options.type_budgets: InvalidArgument
+// without it, or where the budgets do not name every node type.
 Status PersonalizedPageRank(Session& session, ArrayView<const int64_t> seeds,
-                            const PprOptions& options, PprResult* out);
+                            const PprOptions& options, PprResult* out,
+                            const sampler::HeteroSchema* schema = nullptr);
 
 // The exact ppr_s of the definition above by `iterations` rounds of power
 // iteration over `rows` (every node's stored row): the reference the tests
@@ -81,7 +90,8 @@ std::vector<double> ExactPersonalizedPageRank(const std::vector<std::vector<int6
 // one edge per (seed, top node) with row = the top node, col = the seed, and
 // edge_weight = its score; edge ids -1 (not stored edges).
 Status SamplePpr(Session& session, ArrayView<const int64_t> seeds, const PprOptions& options,
-                 bool with_edge_ids, sampler::SampledSubgraph* out, PprResult* stats = nullptr);
+                 bool with_edge_ids, sampler::SampledSubgraph* out, PprResult* stats = nullptr,
+                 const sampler::HeteroSchema* schema = nullptr);
 
 }  // namespace fanout::client
 

@@ -102,7 +102,7 @@ PYBIND11_MODULE(_core, m) {
       .def("random_walks", &RandomWalksOf, py::arg("seeds"), py::arg("options"),
            py::arg("request_seed"))
       .def("ppr", &PprOf, py::arg("seeds"), py::arg("top_k"), py::arg("alpha"), py::arg("eps"),
-           py::arg("max_rounds"))
+           py::arg("max_rounds"), py::arg("type_budgets"))
       .def("update", &UpdateOf, py::arg("updates"), py::arg("undirected"));
   py::class_<PyLoader>(m, "NodeLoader")
       .def(py::init<const PyCluster&, const py::object&, const py::dict&, const py::object&>(),

@@ -162,8 +162,9 @@ std::vector<int64_t> UpdateOf(PyCluster& cluster, const py::dict& u, bool undire
 }
 
 py::dict PprOf(PyCluster& cluster, const py::object& seeds_obj, int64_t top_k, double alpha,
-               double eps, int64_t max_rounds) {
+               double eps, int64_t max_rounds, const std::vector<int64_t>& type_budgets) {
   client::PprOptions o;
+  o.type_budgets = type_budgets;
   o.top_k = top_k;
   o.alpha = alpha;
   o.eps = eps;
@@ -171,8 +172,9 @@ py::dict PprOf(PyCluster& cluster, const py::object& seeds_obj, int64_t top_k, d
   Check(client::CheckPprOptions(o));
   std::vector<int64_t> seeds = Int64List(seeds_obj, "seeds");
   client::PprResult r;
-  Check(cluster.WithSession(
-      [&](client::Session* s) { return client::PersonalizedPageRank(*s, seeds, o, &r); }));
+  Check(cluster.WithSession([&](client::Session* s) {
+    return client::PersonalizedPageRank(*s, seeds, o, &r, cluster.get()->hetero());
+  }));
   client::Array scores =
       client::Array::Empty(client::DType::kFloat32, {static_cast<int64_t>(r.scores.size())});
   std::copy(r.scores.begin(), r.scores.end(), scores.ptr<float>());

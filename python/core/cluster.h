@@ -393,7 +393,7 @@ py::dict RandomWalksOf(PyCluster& cluster, const py::object& seeds_obj, const py
 // on one of the cluster's sessions). Returns {"offsets", "nodes": int64,
 // "scores": float32, "pushes", "rounds", "rows_read", "converged"}.
 py::dict PprOf(PyCluster& cluster, const py::object& seeds_obj, int64_t top_k, double alpha,
-               double eps, int64_t max_rounds);
+               double eps, int64_t max_rounds, const std::vector<int64_t>& type_budgets);
 
 // Graph updates to the cluster's live partitions (client::UpdateWriter):
 // `updates` holds add_src/add_dst (+ add_time, add_type), remove_src/

@@ -250,20 +250,35 @@ class Cluster:
         d = self._c.random_walks(_ids_buffer(ids), options, int(seed))
         return WalkBatch(d, ids, num_walks)
 
-    def ppr(self, seeds, top_k=32, *, alpha=0.15, eps=5e-6, max_rounds=1000):
+    def ppr(self, seeds, top_k=32, *, alpha=0.15, eps=5e-6, max_rounds=1000, type_budgets=None):
         """Approximate personalized PageRank neighborhoods of ``seeds`` by forward push (client/ppr.h;
         docs/SAMPLERS.md): ``(ptr, nodes, scores)`` with seed i's ``top_k`` nodes of highest score (itself
         left out; by score, then id) at ``nodes[ptr[i]:ptr[i + 1]]`` and float32 ``scores`` within
         ``eps * degree`` of exact PPR with teleport ``alpha``. Each push round reads the pushing nodes'
         rows from their servers (all seeds together); the same lists through any number of servers and in
         process. As an online query, a handful of seeds at a time; for training, NodeLoader(...,
-        sampler="ppr")."""
+        sampler="ppr"). ``type_budgets`` ({node_type: n}, heterogeneous datasets): at most n nodes of
+        each type in a seed's list (types left out: none)."""
         ids = _ids(seeds, self)
+        budgets = self._type_budgets(type_budgets)
         for name, v in (("top_k", top_k), ("max_rounds", max_rounds)):
             if isinstance(v, bool) or not isinstance(v, int):
                 raise InvalidArgument("%s must be an integer, not %r" % (name, v))
-        d = self._c.ppr(_ids_buffer(ids), top_k, float(alpha), float(eps), max_rounds)
+        d = self._c.ppr(_ids_buffer(ids), top_k, float(alpha), float(eps), max_rounds, budgets)
         return _tensor(d["offsets"]), _tensor(d["nodes"]), _tensor(d["scores"])
+
+    def _type_budgets(self, budgets):
+        """{node_type: n} as one budget per node type (0 for types left out); [] for None."""
+        if budgets is None:
+            return []
+        if not isinstance(budgets, dict):
+            raise InvalidArgument("type_budgets must be a dict {node_type: count}, not %r" % (budgets,))
+        if not self.node_types:
+            raise InvalidArgument("type_budgets need a heterogeneous dataset (this one has no node types)")
+        unknown = [t for t in budgets if t not in self.node_types]
+        if unknown:
+            raise InvalidArgument("type_budgets name %s, not node types of the dataset %s" % (unknown, self.node_types))
+        return [int(budgets.get(t, 0)) for t in self.node_types]
 
     def update(self, *, add_edges=None, remove_edges=None, edge_times=None, edge_types=None, labels=None,
                features=None, undirected=False):

@@ -63,7 +63,7 @@ class NodeLoader:
                  features=True, labels=True, edge_ids=True, original_ids=False, drop_last=False, rank=None,
                  world_size=None, device="cpu", gpu_cache_fraction=0.1, input_time=None, temporal_strategy="uniform",
                  sampler="neighbor", num_walks=10, walk_length=4, restart_prob=0.5, visit_stride=1, top_k=None,
-                 ppr_alpha=0.15, ppr_eps=5e-6,
+                 ppr_alpha=0.15, ppr_eps=5e-6, ppr_type_budgets=None,
                  local_sampling=None, x_dtype=torch.float32, snapshot="latest", _subgraph=False, _link=None):
         if not isinstance(cluster, Cluster):
             raise InvalidArgument("%s needs a fanout.Cluster, not %s" % (type(self).__name__, type(cluster).__name__))
@@ -87,10 +87,10 @@ class NodeLoader:
         elif isinstance(num_neighbors, int):
             raise InvalidArgument("num_neighbors must be a list of fanouts per hop, e.g. [15, 10, 5], not %r"
                                   % (num_neighbors,))
-        elif cluster.is_hetero() and _link is None:
+        elif cluster.is_hetero() and _link is None and sampler != "ppr":
             # PyG: one list for every edge type.
             type_fanouts = [list(num_neighbors)] * len(cluster.edge_types)
-        if type_fanouts is None and isinstance(input_nodes, tuple):
+        if type_fanouts is None and isinstance(input_nodes, tuple) and not cluster.is_hetero():
             raise InvalidArgument("input_nodes as (node_type, ids) needs a heterogeneous dataset")
         self.cluster = cluster
         self.hetero = type_fanouts is not None
@@ -117,6 +117,8 @@ class NodeLoader:
             options["top_k"] = top_k
         if sampler == "ppr":
             options.update(ppr_alpha=float(ppr_alpha), ppr_eps=float(ppr_eps))
+            if ppr_type_budgets is not None:
+                options["ppr_type_budgets"] = cluster._type_budgets(ppr_type_budgets)
         if sampler == "pinsage":
             options.update(num_walks=num_walks, walk_length=walk_length, restart_prob=float(restart_prob),
                            visit_stride=visit_stride)

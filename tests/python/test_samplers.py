@@ -209,3 +209,32 @@ def test_ppr_neighborhoods_are_the_same_on_every_path_and_feed_the_loader(local,
         cluster.ppr(seeds, 5, alpha=1.0)
     with pytest.raises(fanout.InvalidArgument, match="one hop"):
         iter(fanout.NodeLoader(cluster, "train", [6, 2], sampler="ppr"))
+
+
+def test_ppr_type_budgets_keep_the_best_of_each_type(fanout, movielens2):
+    """On MovieLens, per-type budgets keep at most n nodes of each type, the best ones in score order: the
+    budgeted list is the unbudgeted one (long enough) filtered by the budgets; bad budgets are refused."""
+    with fanout.LocalCluster(movielens2) as lc:
+        c = lc.cluster()
+        seeds = c.nodes_of_type("movie")[:20]
+        ptr, nodes, scores = c.ppr(seeds, 200, eps=1e-5)
+        bptr, bnodes, bscores = c.ppr(seeds, 12, eps=1e-5, type_budgets={"user": 8, "genre": 2})
+        types = c.node_type_of(bnodes)
+        assert bnodes.numel() > 100
+        for i in range(seeds.numel()):
+            mine = bnodes[bptr[i]:bptr[i + 1]]
+            t = c.node_type_of(mine).tolist()
+            assert t.count(0) <= 8 and t.count(2) <= 2 and t.count(1) == 0
+            want, kept = [], {0: 0, 1: 0, 2: 0}
+            for v, ty in zip(nodes[ptr[i]:ptr[i + 1]].tolist(), c.node_type_of(nodes[ptr[i]:ptr[i + 1]]).tolist()):
+                if kept[ty] < {0: 8, 1: 0, 2: 2}[ty] and len(want) < 12:
+                    kept[ty] += 1
+                    want.append(v)
+            assert mine.tolist() == want, i
+        assert int((types == 1).sum()) == 0
+        loader = fanout.NodeLoader(c, ("movie", None), [6], batch_size=64, sampler="ppr", ppr_eps=1e-4,
+                                   ppr_type_budgets={"user": 6}, features=False, labels=False, num_workers=1)
+        b = next(iter(loader))
+        assert bool((c.node_type_of(b.n_id[b.edge_index[0]]) == 0).all())
+        with pytest.raises(fanout.InvalidArgument, match="not node types"):
+            c.ppr(seeds, 5, type_budgets={"author": 3})
