@@ -97,12 +97,15 @@ TEST(LoaderOptionsMapTest, EachMistakeNamesTheOption) {
       {{{"shuffle", V::Int(1)}}, "loader option shuffle must be True or False"},
       {{{"num_neighbors", V::Int(3)}}, "loader option num_neighbors must be a sequence"},
       {{{"num_neighbors", V::IntList({})}}, "num_neighbors must name at least one hop"},
-      {{{"sampler", V::String("walk")}}, "sampler 'walk' is not 'neighbor', 'labor' or 'pinsage'"},
+      {{{"sampler", V::String("walk")}},
+       "sampler 'walk' is not 'neighbor', 'labor', 'pinsage' or 'ppr'"},
       {{{"colour", V::String("red")}}, "unknown loader option 'colour'"},
       {{{"restart_prob", V::String("x")}}, "loader option restart_prob must be a number"},
       {{{"type_fanouts", V::IntList({1})}}, "one sequence of integers per edge type"},
       {{{"x_dtype", V::String("int8")}}, "int8"},
       {{{"temporal_strategy", V::String("first")}}, "first"},
+      {{{"neg_temporal", V::String("recent")}}, "'recent' is not none, active or historical"},
+      {{{"ppr_type_budgets", V::String("all")}}, "ppr_type_budgets"},
   };
   for (const auto& [m, want] : bad) {
     LoaderOptions o;
