@@ -92,13 +92,7 @@ void CheckSampling(const Source& source, const LoaderOptions& options, size_t co
           std::to_string(options.fanouts.size()) + " hops");
     PprOptions po = options.ppr_options;
     po.top_k = options.fanouts[0];
-    Status st = CheckPprOptions(po);
-    const sampler::HeteroSchema* h = source.hetero();
-    if (st.ok() && !po.type_budgets.empty() &&
-        (h == nullptr || po.type_budgets.size() != static_cast<size_t>(h->num_node_types())))
-      st = Status::InvalidArgument(
-          "PPR per-type budgets name " + std::to_string(po.type_budgets.size()) +
-          " node types; the dataset has " + std::to_string(h ? h->num_node_types() : 0));
+    Status st = CheckPprOptions(po, source.hetero());
     if (!st.ok()) throw std::invalid_argument("NodeLoader: " + st.message());
   }
   if (options.labor) {

@@ -39,10 +39,9 @@ Status ClusterSession::Sample(ArrayView<const int64_t> seeds, uint64_t request_s
     if (options.induced)
       return Status::InvalidArgument(
           "subgraph (induced) sampling of heterogeneous graphs is not supported");
-    std::vector<int64_t> type_fanouts(options.edge_type_fanouts.size());
+    std::vector<int64_t> type_fanouts;
     for (size_t h = 0; h < per_hop.size(); ++h) {
-      for (size_t e = 0; e < type_fanouts.size(); ++e)
-        type_fanouts[e] = options.edge_type_fanouts[e][h];
+      sampler::HopTypeFanouts(options.edge_type_fanouts, h, &type_fanouts);
       FANOUT_RETURN_IF_ERROR(FetchHop(builder_.Frontier(*out), per_hop[h], static_cast<int32_t>(h),
                                       request_seed, options.sampling, {}, {}, "uniform",
                                       type_fanouts));
@@ -98,10 +97,9 @@ Status ClusterSession::SampleTemporal(ArrayView<const int64_t> seeds,
     std::vector<int64_t> per_hop;
     FANOUT_RETURN_IF_ERROR(
         sampler::HeteroHopFanouts(c_->hetero_, options.edge_type_fanouts, &per_hop));
-    std::vector<int64_t> type_fanouts(options.edge_type_fanouts.size());
+    std::vector<int64_t> type_fanouts;
     for (size_t h = 0; h < per_hop.size(); ++h) {
-      for (size_t e = 0; e < type_fanouts.size(); ++e)
-        type_fanouts[e] = options.edge_type_fanouts[e][h];
+      sampler::HopTypeFanouts(options.edge_type_fanouts, h, &type_fanouts);
       FANOUT_RETURN_IF_ERROR(FetchHop(temporal_.Frontier(*out), per_hop[h], static_cast<int32_t>(h),
                                       request_seed, options.sampling, {}, temporal_.FrontierTimes(),
                                       sampler::TemporalStrategyName(options.temporal_strategy),

@@ -10,7 +10,7 @@
 
 namespace fanout::client {
 
-Status CheckPprOptions(const PprOptions& o) {
+Status CheckPprOptions(const PprOptions& o, const sampler::HeteroSchema* schema) {
   if (!(o.alpha > 0 && o.alpha < 1))
     return Status::InvalidArgument("PPR alpha " + std::to_string(o.alpha) +
                                    " is outside (0, 1) (the teleport probability)");
@@ -22,6 +22,19 @@ Status CheckPprOptions(const PprOptions& o) {
   if (o.max_rounds < 1)
     return Status::InvalidArgument("PPR max_rounds " + std::to_string(o.max_rounds) +
                                    " must be >= 1");
+  if (!o.type_budgets.empty()) {
+    if (schema == nullptr || schema->empty())
+      return Status::InvalidArgument(
+          "PPR per-type budgets need a heterogeneous dataset (this one has no node types)");
+    if (o.type_budgets.size() != static_cast<size_t>(schema->num_node_types()))
+      return Status::InvalidArgument(
+          "PPR per-type budgets name " + std::to_string(o.type_budgets.size()) +
+          " node types; the dataset has " + std::to_string(schema->num_node_types()));
+    for (size_t t = 0; t < o.type_budgets.size(); ++t)
+      if (o.type_budgets[t] < 0)
+        return Status::InvalidArgument("PPR budget " + std::to_string(o.type_budgets[t]) +
+                                       " of node type '" + schema->node_types[t] + "' is negative");
+  }
   return Status::OK();
 }
 
@@ -77,21 +90,8 @@ class RowCache {
 
 Status PersonalizedPageRank(Session& session, ArrayView<const int64_t> seeds, const PprOptions& o,
                             PprResult* out, const sampler::HeteroSchema* schema) {
-  FANOUT_RETURN_IF_ERROR(CheckPprOptions(o));
+  FANOUT_RETURN_IF_ERROR(CheckPprOptions(o, schema));
   const bool budgets = !o.type_budgets.empty();
-  if (budgets) {
-    if (schema == nullptr || schema->empty())
-      return Status::InvalidArgument(
-          "PPR per-type budgets need a heterogeneous dataset (this one has no node types)");
-    if (o.type_budgets.size() != static_cast<size_t>(schema->num_node_types()))
-      return Status::InvalidArgument(
-          "PPR per-type budgets name " + std::to_string(o.type_budgets.size()) +
-          " node types; the dataset has " + std::to_string(schema->num_node_types()));
-    for (size_t t = 0; t < o.type_budgets.size(); ++t)
-      if (o.type_budgets[t] < 0)
-        return Status::InvalidArgument("PPR budget " + std::to_string(o.type_budgets[t]) +
-                                       " of node type '" + schema->node_types[t] + "' is negative");
-  }
   std::vector<int64_t> taken;
   const size_t n = seeds.size();
   std::vector<std::unordered_map<int64_t, double>> p(n), r(n);

@@ -57,8 +57,10 @@ struct PprOptions {
   std::vector<int64_t> type_budgets;
 };
 
-// InvalidArgument naming the option out of range.
-Status CheckPprOptions(const PprOptions& options);
+// InvalidArgument naming the option out of range. type_budgets need
+// `schema` (the source's hetero(); null: a homogeneous one) and one budget
+// >= 0 per node type.
+Status CheckPprOptions(const PprOptions& options, const sampler::HeteroSchema* schema = nullptr);
 
 struct PprResult {
   // Seed i's top nodes: nodes[offsets[i] .. offsets[i + 1]) with scores.

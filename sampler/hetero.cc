@@ -189,6 +189,12 @@ Status HeteroHopFanouts(const HeteroSchema& schema,
   return Status::OK();
 }
 
+void HopTypeFanouts(const std::vector<std::vector<int64_t>>& fanouts, size_t hop,
+                    std::vector<int64_t>* out) {
+  out->resize(fanouts.size());
+  for (size_t e = 0; e < fanouts.size(); ++e) (*out)[e] = fanouts[e][hop];
+}
+
 uint64_t EdgeTypeKey(uint64_t request_seed, int64_t hop, int64_t node, int edge_type) {
   return Mix64(NodeKey(request_seed, static_cast<uint64_t>(hop), static_cast<uint64_t>(node)) ^
                (static_cast<uint64_t>(edge_type) + 1) * 0xa0761d6478bd642fULL);

@@ -109,6 +109,10 @@ Status HeteroHopFanouts(const HeteroSchema& schema,
                         const std::vector<std::vector<int64_t>>& fanouts,
                         std::vector<int64_t>* per_hop);
 
+// Hop h's fanout of every edge type (fanouts[e][h]) into *out, one per type.
+void HopTypeFanouts(const std::vector<std::vector<int64_t>>& fanouts, size_t hop,
+                    std::vector<int64_t>* out);
+
 // Node v's key for edge type e in one hop of one request.
 uint64_t EdgeTypeKey(uint64_t request_seed, int64_t hop, int64_t node, int edge_type);
 

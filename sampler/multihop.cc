@@ -152,10 +152,9 @@ Status MultiHopSampler::Sample(ArrayView<const int64_t> seeds, uint64_t request_
       return Status::InvalidArgument(
           "subgraph (induced) sampling of heterogeneous graphs is not supported");
     const size_t hops = options_.edge_type_fanouts.front().size();
-    std::vector<int64_t> type_fanouts(options_.edge_type_fanouts.size());
+    std::vector<int64_t> type_fanouts;
     for (size_t h = 0; h < hops; ++h) {
-      for (size_t e = 0; e < type_fanouts.size(); ++e)
-        type_fanouts[e] = options_.edge_type_fanouts[e][h];
+      HopTypeFanouts(options_.edge_type_fanouts, h, &type_fanouts);
       FANOUT_RETURN_IF_ERROR(SampleHeteroHop(graph_, edge_types_, builder_.Frontier(*out),
                                              type_fanouts, static_cast<int64_t>(h), request_seed,
                                              options_.sampling, &hop_));

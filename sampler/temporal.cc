@@ -143,6 +143,16 @@ void AppendChosen(const CsrGraph& g, const std::vector<int64_t>& chosen, bool wi
   }
 }
 
+// Empties `out` for a hop over n nodes (offsets[0] = 0; the rest appended).
+void StartHop(size_t n, OneHopResult* out) {
+  out->offsets.resize(n + 1);
+  out->offsets[0] = 0;
+  out->neighbors.clear();
+  out->edge_ids.clear();
+  out->edge_types.clear();
+  out->edge_weights.clear();
+}
+
 uint64_t TimeKey(uint64_t node_key, int64_t t) {
   return Mix64(node_key ^ static_cast<uint64_t>(t));
 }
@@ -154,12 +164,7 @@ void TemporalHop(const CsrGraph& g, const int64_t* edge_times, const int64_t* ti
                  ArrayView<const int64_t> times, int64_t fanout, int64_t hop, uint64_t request_seed,
                  TemporalStrategy strategy, bool with_edge_ids, OneHopResult* out) {
   const size_t n = nodes.size();
-  out->offsets.resize(n + 1);
-  out->edge_weights.clear();
-  out->edge_types.clear();
-  out->offsets[0] = 0;
-  out->neighbors.clear();
-  out->edge_ids.clear();
+  StartHop(n, out);
   std::vector<int64_t> chosen;
   detail::RowScratch scratch;
   for (size_t i = 0; i < n; ++i) {
@@ -184,12 +189,7 @@ void HeteroTemporalHop(const CsrGraph& g, const int32_t* edge_types, const int64
                        TemporalStrategy strategy, bool with_edge_ids, OneHopResult* out) {
   const size_t n = nodes.size();
   const int64_t num_types = static_cast<int64_t>(fanouts.size());
-  out->offsets.resize(n + 1);
-  out->edge_weights.clear();
-  out->edge_types.clear();
-  out->offsets[0] = 0;
-  out->neighbors.clear();
-  out->edge_ids.clear();
+  StartHop(n, out);
   std::vector<int64_t> chosen;
   detail::RowScratch scratch;
   chosen.reserve(64);
@@ -362,11 +362,10 @@ Status TemporalSampler::Sample(ArrayView<const int64_t> seeds, ArrayView<const i
                 "give per-edge-type fanouts");
   FANOUT_RETURN_IF_ERROR(builder_.Begin(seeds, seed_times, lo + graph_.num_nodes(), out));
   const size_t hops = typed ? options_.edge_type_fanouts.front().size() : options_.fanouts.size();
-  std::vector<int64_t> type_fanouts(options_.edge_type_fanouts.size());
+  std::vector<int64_t> type_fanouts;
   for (size_t h = 0; h < hops; ++h) {
     if (typed) {
-      for (size_t e = 0; e < type_fanouts.size(); ++e)
-        type_fanouts[e] = options_.edge_type_fanouts[e][h];
+      HopTypeFanouts(options_.edge_type_fanouts, h, &type_fanouts);
       FANOUT_RETURN_IF_ERROR(SampleHeteroTemporalHop(
           graph_, edge_types_, edge_times_, time_order_, lo, builder_.Frontier(*out),
           builder_.FrontierTimes(), type_fanouts, static_cast<int64_t>(h), request_seed,

@@ -169,7 +169,7 @@ py::dict PprOf(PyCluster& cluster, const py::object& seeds_obj, int64_t top_k, d
   o.alpha = alpha;
   o.eps = eps;
   o.max_rounds = max_rounds;
-  Check(client::CheckPprOptions(o));
+  Check(client::CheckPprOptions(o, cluster.get()->hetero()));
   std::vector<int64_t> seeds = Int64List(seeds_obj, "seeds");
   client::PprResult r;
   Check(cluster.WithSession([&](client::Session* s) {

@@ -1460,13 +1460,16 @@ TEST_F(LoaderTest, TrainingThroughServersMatchesLocalTrainingExactly) {
 }
 
 // MovieLens (datasets/data/movielens/ml-latest-small) as a heterogeneous
-// graph with reverse relations (--undirected), in k random parts.
-const std::string& MovieLensDir(int k, datasets::RawDataset* raw = nullptr) {
+// graph with reverse relations (--undirected), in k random parts; with
+// edge_times, its ratings' and tags' timestamps (has_genre edges at time 0).
+const std::string& MovieLensDir(int k, datasets::RawDataset* raw = nullptr,
+                                bool edge_times = false) {
   return RandomlyPartitioned(
-      "movielens", k,
-      [](datasets::RawDataset* ds) {
+      edge_times ? "movielens-timed" : "movielens", k,
+      [edge_times](datasets::RawDataset* ds) {
         datasets::LoadOptions lo;
         lo.quiet = true;
+        lo.edge_times = edge_times;
         std::vector<std::string> notes;
         Status st = datasets::LoadDataset(
             "movielens", datasets::testing::DataDir() + "/movielens/ml-latest-small", lo, ds,
@@ -1716,27 +1719,6 @@ TEST(HeteroLoaderTest, HeteroLinkBatchesThroughServersEqualLocalOnesWithTypedStr
   }
 }
 
-// MovieLens with its ratings' and tags' timestamps (has_genre edges at time
-// 0), in k random parts.
-const std::string& MovieLensTimedDir(int k, datasets::RawDataset* raw = nullptr) {
-  return RandomlyPartitioned(
-      "movielens-timed", k,
-      [](datasets::RawDataset* ds) {
-        datasets::LoadOptions lo;
-        lo.quiet = true;
-        lo.edge_times = true;
-        std::vector<std::string> notes;
-        Status st = datasets::LoadDataset(
-            "movielens", datasets::testing::DataDir() + "/movielens/ml-latest-small", lo, ds,
-            &notes);
-        EXPECT_TRUE(st.ok()) << st.ToString();
-        datasets::EdgeOptions eo;
-        eo.make_undirected = true;
-        datasets::ApplyEdgeOptions(eo, ds);
-      },
-      raw);
-}
-
 // Heterogeneous temporal node and link batches (per-edge-type fanouts with
 // seed times) through 2 and 3 servers on every path equal those of the
 // dataset in process, tensor for tensor, for both strategies; no sampled
@@ -1745,14 +1727,14 @@ const std::string& MovieLensTimedDir(int k, datasets::RawDataset* raw = nullptr)
 // dataset is refused by name.
 TEST(HeteroLoaderTest, HeteroTemporalBatchesThroughServersEqualLocalOnesAndNeverLookAhead) {
   datasets::RawDataset raw;
-  MovieLensTimedDir(2, &raw);
+  MovieLensDir(2, &raw, true);
   ASSERT_EQ(raw.edge_times.size(), raw.src.size());
   int64_t t_min = INT64_MAX, t_max = 0;
   for (int64_t i = 0; i < raw.num_edges(); ++i)
     if (raw.edge_type[i] == 0)
       t_min = std::min(t_min, raw.edge_times[i]), t_max = std::max(t_max, raw.edge_times[i]);
   for (auto [k, path] : PartsAndPaths()) {
-    const std::string& dir = MovieLensTimedDir(k);
+    const std::string& dir = MovieLensDir(k, nullptr, true);
     std::vector<std::unique_ptr<server::PartitionServer>> servers;
     auto cluster = ServeAll(dir, k, &servers, path);
     std::shared_ptr<LocalSource> local;

@@ -186,7 +186,7 @@ TEST(NegativeTest, NegativesAreAPureFunctionOfTheRequestSeed) {
 // (else an active draw); a negative keeps its positive's source; without
 // times the options are refused.
 TEST(NegativeTest, TemporalNegativesNeverLookAheadAndHistoricalOnesAreEarlierLinks) {
-  const int64_t n = 60, events = 3000;
+  const int64_t events = 3000;  // 20 sources, 40 destinations (ids 20..59)
   SplitMix64 rng(17);
   std::vector<int64_t> src(events), dst(events), times(events);
   for (int64_t i = 0; i < events; ++i) {
