@@ -70,6 +70,11 @@ class CachedSession : public Session {
     Sync();
     return st;
   }
+  Status PprPush(const sampler::PprPushRequest& in, sampler::PprPushResult* out) override {
+    Status st = inner_->PprPush(in, out);
+    Sync();
+    return st;
+  }
   bool StoresIncoming() const override { return inner_->StoresIncoming(); }
   std::vector<PartitionPath> Paths() const override { return inner_->Paths(); }
 

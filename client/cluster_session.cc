@@ -574,6 +574,116 @@ Status ClusterSession::WalkStep(ArrayView<const int64_t> nodes, ArrayView<const 
   return Status::OK();
 }
 
+Status ClusterSession::PprPush(const sampler::PprPushRequest& in, sampler::PprPushResult* out) {
+  out->Clear();
+  const size_t n = in.nodes.size();
+  if (in.queries.size() != n || in.residuals.size() != n)
+    return Status::InvalidArgument("PPR push: " + std::to_string(n) + " nodes, " +
+                                   std::to_string(in.queries.size()) + " query ids and " +
+                                   std::to_string(in.residuals.size()) + " residuals");
+  FANOUT_RETURN_IF_ERROR(Route(in.nodes));
+  FANOUT_RETURN_IF_ERROR(PinUnread());
+  const int k = c_->num_parts();
+  ppr_queries_.resize(k);
+  ppr_residuals_.resize(k);
+  ppr_replies_.resize(k);
+  out->pushed.assign(n, 0);
+  out->degrees.assign(n, 0);
+  for (int p = 0; p < k; ++p) {
+    ppr_queries_[p].resize(pos_[p].size());
+    ppr_residuals_[p].resize(pos_[p].size());
+    for (size_t j = 0; j < pos_[p].size(); ++j) {
+      ppr_queries_[p][j] = in.queries[pos_[p][j]];
+      ppr_residuals_[p][j] = in.residuals[pos_[p][j]];
+    }
+  }
+  // Takes one owner's result for its entries' first `done`.
+  auto take = [&](int p, size_t done, const uint8_t* pushed, const int64_t* degrees) {
+    for (size_t j = 0; j < done; ++j) {
+      out->pushed[pos_[p][j]] = pushed[j];
+      out->degrees[pos_[p][j]] = degrees[j];
+    }
+  };
+  // Co-located partitions: the server's kernel on the mapped export (where
+  // this session samples exports itself, as hops).
+  for (int p = 0; p < k; ++p) {
+    if (!LocalSampling() || !Here(p)) continue;
+    const LocalPartition& lp = *Local(p);
+    sampler::PprPushRequest mine = in;
+    mine.queries = ppr_queries_[p];
+    mine.nodes = by_part_[p];
+    mine.residuals = ppr_residuals_[p];
+    FANOUT_RETURN_IF_ERROR(sampler::PprPushRound(lp.graph(), lp.view().node_begin, mine,
+                                                 ~size_t{0} >> 1, &ppr_here_, &ppr_map_));
+    take(p, ppr_here_.done, ppr_here_.pushed.data(), ppr_here_.degrees.data());
+    out->queries.insert(out->queries.end(), ppr_here_.queries.begin(), ppr_here_.queries.end());
+    out->nodes.insert(out->nodes.end(), ppr_here_.nodes.begin(), ppr_here_.nodes.end());
+    out->mass.insert(out->mass.end(), ppr_here_.mass.begin(), ppr_here_.mass.end());
+    int64_t spread = 0;
+    for (size_t j = 0; j < ppr_here_.done; ++j)
+      if (ppr_here_.pushed[j]) spread += ppr_here_.degrees[j];
+    // Bytes as the wire would move them: 20 per entry and per (query, node) pair.
+    NoteLocal(p, static_cast<int64_t>((ppr_here_.nodes.size() + by_part_[p].size()) * 20), 0, 0,
+              static_cast<int64_t>(by_part_[p].size()), spread);
+  }
+  // The rest over Thrift, again and again while a server's reply limit
+  // leaves entries over (each round trip takes at least one).
+  auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    bool more = false;
+    for (int p = 0; p < k; ++p) more |= !by_part_[p].empty() && !served_[p];
+    if (!more) break;
+    FANOUT_RETURN_IF_ERROR(Exchange(
+        nullptr, [&](int p) { return GrowSink(p); },
+        [&](int p) {
+          return links_[p].client->SendPprPush(ppr_queries_[p], by_part_[p], ppr_residuals_[p],
+                                               in.alpha_fixed, in.eps_fixed,
+                                               pinned_.empty() ? -1 : pinned_[p]);
+        },
+        [&](int p) {
+          return links_[p].client->ReceivePprPush(by_part_[p].size(), &ppr_replies_[p]);
+        }));
+    for (int p = 0; p < k; ++p) {
+      if (by_part_[p].empty() || served_[p]) continue;
+      const rpc::PprPushReply& r = ppr_replies_[p];
+      const size_t m = r.num_out();
+      const int32_t* q = reinterpret_cast<const int32_t*>(r.out_queries.data());
+      const int64_t* v = reinterpret_cast<const int64_t*>(r.out_nodes.data());
+      const uint64_t* mass = reinterpret_cast<const uint64_t*>(r.out_mass.data());
+      const uint8_t* pushed = reinterpret_cast<const uint8_t*>(r.pushed.data());
+      const int64_t* degrees = reinterpret_cast<const int64_t*>(r.degrees.data());
+      // What a server sent: no node outside the dataset, no query this call
+      // did not send, no mass over 1, no negative degree.
+      for (size_t j = 0; j < m; ++j)
+        if (v[j] < 0 || v[j] >= c_->num_nodes() || q[j] < 0 || q[j] >= sampler::kMaxPprQueries ||
+            mass[j] > sampler::kPprOne)
+          return Status::Corruption("server " + Address(p) + ": a ppr_push reply names node " +
+                                    std::to_string(v[j]) + ", query " + std::to_string(q[j]) +
+                                    " or mass " + std::to_string(mass[j]) + " out of range");
+      for (size_t j = 0; j < r.done; ++j)
+        if (degrees[j] < 0 || pushed[j] > 1)
+          return Status::Corruption("server " + Address(p) + ": a ppr_push reply gives degree " +
+                                    std::to_string(degrees[j]) + " or pushed flag " +
+                                    std::to_string(pushed[j]));
+      take(p, r.done, pushed, degrees);
+      out->queries.insert(out->queries.end(), q, q + m);
+      out->nodes.insert(out->nodes.end(), v, v + m);
+      out->mass.insert(out->mass.end(), mass, mass + m);
+      if (!pinned_.empty() && pinned_[p] < 0 && r.version >= 0) pinned_[p] = r.version;
+      // Entries not done yet go again.
+      const auto d = static_cast<std::ptrdiff_t>(r.done);
+      by_part_[p].erase(by_part_[p].begin(), by_part_[p].begin() + d);
+      pos_[p].erase(pos_[p].begin(), pos_[p].begin() + d);
+      ppr_queries_[p].erase(ppr_queries_[p].begin(), ppr_queries_[p].begin() + d);
+      ppr_residuals_[p].erase(ppr_residuals_[p].begin(), ppr_residuals_[p].begin() + d);
+    }
+  }
+  stats_.network_wait_s +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out->done = n;
+  return Status::OK();
+}
+
 Status ClusterSession::HasEdges(ArrayView<const int64_t> src, ArrayView<const int64_t> dst,
                                 uint8_t* exists, int edge_type) {
   if (src.size() != dst.size())

@@ -96,6 +96,11 @@ class LocalSession : public Session {
   }
   bool StoresIncoming() const override { return src_->incoming_; }
 
+  Status PprPush(const sampler::PprPushRequest& in, sampler::PprPushResult* out) override {
+    // The whole graph is one owner: no reply limit.
+    return sampler::PprPushRound(src_->csr_.View(), 0, in, ~size_t{0} >> 1, out, &ppr_map_);
+  }
+
   Status HasEdges(ArrayView<const int64_t> src, ArrayView<const int64_t> dst, uint8_t* exists,
                   int edge_type) override {
     if (src.size() != dst.size())
@@ -123,7 +128,8 @@ class LocalSession : public Session {
   const LocalSource* src_;
   std::unique_ptr<sampler::MultiHopSampler> sampler_;
   std::unique_ptr<sampler::TemporalSampler> temporal_;
-  sampler::OneHopResult step_;  // WalkStep scratch
+  sampler::OneHopResult step_;      // WalkStep scratch
+  sampler::detail::IdMap ppr_map_;  // PprPush scratch
 };
 
 Status LocalSource::Open(const std::string& dir, std::shared_ptr<LocalSource>* out) {

@@ -65,6 +65,8 @@ void OnlineSampler::Work() {
       o.features = call->options.features;
       o.labels = call->options.labels;
       o.edge_ids = call->options.edge_ids;
+      o.ppr = call->options.ppr;
+      o.ppr_options = call->options.ppr_options;
       BatchSeeds seeds;
       seeds.nodes = call->seeds;
       st = SampleBatch(*source_, session.get(), seeds, call->options.request_seed, o, &batch);
@@ -94,6 +96,9 @@ Status OnlineSampler::Query(const std::vector<int64_t>& seeds, const QueryOption
                                      std::to_string(n) + ")");
   if (options.num_neighbors.empty())
     return Status::InvalidArgument("a query needs at least one hop (num_neighbors)");
+  if (options.ppr && options.num_neighbors.size() != 1)
+    return Status::InvalidArgument("a PPR query has one hop: num_neighbors = [top_k], not " +
+                                   std::to_string(options.num_neighbors.size()) + " hops");
   if (options.deadline_ms < 0)
     return Status::InvalidArgument("deadline_ms " + std::to_string(options.deadline_ms) +
                                    " must be >= 0 (0 = none)");

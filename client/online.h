@@ -38,6 +38,12 @@ struct QueryOptions {
   bool features = true, labels = false, edge_ids = false;
   int deadline_ms = 0;        // 0 = none (the cluster's call timeout bounds each call)
   uint64_t request_seed = 0;  // the sampling seed: the loader's batch for the same seeds
+  // A PPR neighborhood instead of k hops (client/ppr.h): one hop, each
+  // seed's num_neighbors[0] nodes of highest approximate personalized
+  // PageRank (ppr_options' alpha, eps and max_rounds), edge weights their
+  // scores; the pushes run on the servers that own the rows.
+  bool ppr = false;
+  PprOptions ppr_options;
 };
 
 class OnlineSampler {

@@ -38,125 +38,97 @@ Status CheckPprOptions(const PprOptions& o, const sampler::HeteroSchema* schema)
   return Status::OK();
 }
 
-namespace {
-
-// Rows read once per batch, by node: [begin, end) into `nbrs`.
-class RowCache {
- public:
-  explicit RowCache(Session* s) : session_(s) {}
-  // Reads the rows of `nodes` (ascending, distinct) not read yet, a few
-  // thousand per request (hub rows stay under the servers' reply limit).
-  Status Fetch(const std::vector<int64_t>& nodes, int64_t* rows_read) {
-    want_.clear();
-    for (int64_t v : nodes)
-      if (!at_.count(v)) want_.push_back(v);
-    constexpr size_t kChunk = 2048;
-    sampler::MultiHopOptions all;
-    all.fanouts = {-1};
-    all.sampling.with_edge_ids = false;
-    for (size_t b = 0; b < want_.size(); b += kChunk) {
-      const size_t e = std::min(want_.size(), b + kChunk);
-      ArrayView<const int64_t> part(want_.data() + b, e - b);
-      FANOUT_RETURN_IF_ERROR(session_->Sample(part, 0, all, &sub_));
-      // Seeds are distinct: seed i is n_id[i]; its edges are those with col i,
-      // listed per target in stored order.
-      std::vector<std::vector<int64_t>> rows(e - b);
-      for (size_t k = 0; k < sub_.col.size(); ++k)
-        rows[static_cast<size_t>(sub_.col[k])].push_back(
-            sub_.n_id[static_cast<size_t>(sub_.row[k])]);
-      for (size_t i = 0; i < rows.size(); ++i) {
-        at_[part[i]] = {static_cast<int64_t>(nbrs_.size()),
-                        static_cast<int64_t>(nbrs_.size() + rows[i].size())};
-        nbrs_.insert(nbrs_.end(), rows[i].begin(), rows[i].end());
-      }
-      *rows_read += static_cast<int64_t>(e - b);
-    }
-    return Status::OK();
-  }
-  bool Has(int64_t v) const { return at_.count(v) != 0; }
-  std::pair<const int64_t*, int64_t> Row(int64_t v) const {
-    const auto& r = at_.at(v);
-    return {nbrs_.data() + r.first, r.second - r.first};
-  }
-
- private:
-  Session* session_;
-  std::unordered_map<int64_t, std::pair<int64_t, int64_t>> at_;
-  std::vector<int64_t> nbrs_, want_;
-  sampler::SampledSubgraph sub_;
-};
-
-}  // namespace
-
 Status PersonalizedPageRank(Session& session, ArrayView<const int64_t> seeds, const PprOptions& o,
                             PprResult* out, const sampler::HeteroSchema* schema) {
   FANOUT_RETURN_IF_ERROR(CheckPprOptions(o, schema));
   const bool budgets = !o.type_budgets.empty();
   std::vector<int64_t> taken;
   const size_t n = seeds.size();
-  std::vector<std::unordered_map<int64_t, double>> p(n), r(n);
-  for (size_t i = 0; i < n; ++i) r[i][seeds[i]] = 1.0;
+  if (n > static_cast<size_t>(sampler::kMaxPprQueries))
+    return Status::InvalidArgument("PPR takes at most " + std::to_string(sampler::kMaxPprQueries) +
+                                   " seeds per call, got " + std::to_string(n));
+  const uint64_t alpha = sampler::PprAlphaFixed(o.alpha), eps = sampler::PprEpsFixed(o.eps);
+  // Fixed-point scores and residuals per seed (sampler/ppr_push.h).
+  std::vector<std::unordered_map<int64_t, uint64_t>> p(n), r(n);
+  for (size_t i = 0; i < n; ++i) r[i][seeds[i]] = sampler::kPprOne;
   *out = PprResult();
-  RowCache rows(&session);
-  // Candidates: nodes whose residual may be over their threshold, added when
-  // it crosses it (the degree-1 threshold eps while a row is unread), so a
-  // round looks at those only, not every residual.
-  std::vector<std::vector<int64_t>> frontier(n), cand(n);
-  for (size_t i = 0; i < n; ++i) cand[i].push_back(seeds[i]);
-  std::vector<int64_t> need;
-  std::vector<std::pair<int64_t, double>> go;
-  auto threshold = [&](int64_t v) {
-    return o.eps * static_cast<double>(rows.Has(v) ? std::max<int64_t>(rows.Row(v).second, 1) : 1);
+  // Row lengths the owners reported (a node not asked yet counts as 1, the
+  // lowest threshold any degree gives).
+  std::unordered_map<int64_t, int64_t> degree;
+  auto pushes = [&](int64_t v, uint64_t x) {
+    const auto it = degree.find(v);
+    return sampler::PprPushes(x, it == degree.end() ? 1 : it->second, eps);
   };
+  // Candidates: nodes whose residual may be over their threshold, added when
+  // it crosses it, so a round looks at those only, not every residual.
+  std::vector<std::vector<int64_t>> cand(n);
+  for (size_t i = 0; i < n; ++i) cand[i].push_back(seeds[i]);
+  std::vector<int32_t> queries;
+  std::vector<int64_t> nodes;
+  std::vector<uint64_t> residuals;
+  sampler::PprPushResult res;
   for (int64_t round = 0;; ++round) {
-    need.clear();
+    // This round's entries: every seed's candidates over their threshold,
+    // with their residuals as the round starts (synchronous).
+    queries.clear(), nodes.clear(), residuals.clear();
     for (size_t i = 0; i < n; ++i) {
-      frontier[i].swap(cand[i]);
-      cand[i].clear();
-      std::sort(frontier[i].begin(), frontier[i].end());
-      frontier[i].erase(std::unique(frontier[i].begin(), frontier[i].end()), frontier[i].end());
-      need.insert(need.end(), frontier[i].begin(), frontier[i].end());
+      std::vector<int64_t>& c = cand[i];
+      std::sort(c.begin(), c.end());
+      c.erase(std::unique(c.begin(), c.end()), c.end());
+      for (int64_t u : c) {
+        const auto it = r[i].find(u);
+        if (it == r[i].end() || !pushes(u, it->second)) continue;
+        queries.push_back(static_cast<int32_t>(i));
+        nodes.push_back(u);
+        residuals.push_back(it->second);
+      }
+      c.clear();
     }
-    std::sort(need.begin(), need.end());
-    need.erase(std::unique(need.begin(), need.end()), need.end());
-    FANOUT_RETURN_IF_ERROR(rows.Fetch(need, &out->rows_read));
+    if (nodes.empty()) break;
+    if (round >= o.max_rounds) {
+      out->converged = false;
+      break;
+    }
+    const sampler::PprPushRequest req{queries, nodes, residuals, alpha, eps};
+    FANOUT_RETURN_IF_ERROR(session.PprPush(req, &res));
+    if (res.done != nodes.size() || res.pushed.size() < nodes.size() ||
+        res.degrees.size() < nodes.size())
+      return Status::Internal("PPR push answered " + std::to_string(res.done) + " of " +
+                              std::to_string(nodes.size()) + " entries");
+    out->entries_sent += static_cast<int64_t>(nodes.size());
     bool pushed = false;
-    for (size_t i = 0; i < n; ++i) {
-      // Who pushes this round, with their residuals taken first (synchronous).
-      go.clear();
-      for (int64_t u : frontier[i]) {
-        auto it = r[i].find(u);
-        if (it != r[i].end() && it->second > threshold(u)) go.emplace_back(u, it->second);
-      }
-      if (go.empty()) continue;
-      if (round >= o.max_rounds) {
-        out->converged = false;
-        continue;
-      }
+    for (size_t e = 0; e < nodes.size(); ++e) {
+      degree[nodes[e]] = res.degrees[e];
+      if (!res.pushed[e]) continue;  // under its (now known) threshold: stays
+      const size_t i = static_cast<size_t>(queries[e]);
+      r[i].erase(nodes[e]);
+      p[i][nodes[e]] += sampler::PprKept(residuals[e], alpha);
+      ++out->pushes;
       pushed = true;
-      for (const auto& [u, x] : go) {
-        r[i].erase(u);
-        p[i][u] += o.alpha * x;
-      }
-      for (const auto& [u, x] : go) {
-        const auto [row, deg] = rows.Row(u);
-        if (deg == 0) continue;  // an empty row: the rest of its mass is dropped
-        const double share = (1 - o.alpha) * x / static_cast<double>(deg);
-        for (int64_t k = 0; k < deg; ++k) {
-          double& rv = r[i][row[k]];
-          const double before = rv;
-          rv += share;
-          const double t = threshold(row[k]);
-          if (before <= t && rv > t) cand[i].push_back(row[k]);
-        }
-      }
-      out->pushes += static_cast<int64_t>(go.size());
     }
-    if (!pushed) break;
-    out->rounds = round + 1;
+    // The pushed mass, in any order (integer sums): each node that crosses
+    // its threshold becomes a candidate of the next round.
+    for (size_t j = 0; j < res.nodes.size(); ++j) {
+      const size_t i = static_cast<size_t>(res.queries[j]);
+      if (i >= n) return Status::Internal("PPR push answered for query " + std::to_string(i));
+      const int64_t v = res.nodes[j];
+      uint64_t& x = r[i][v];
+      const bool before = pushes(v, x);
+      x += res.mass[j];
+      if (!before && pushes(v, x)) cand[i].push_back(v);
+    }
+    // An entry that did not push (its degree was unknown) may still be over
+    // its threshold with the mass that came since: look at it again.
+    for (size_t e = 0; e < nodes.size(); ++e)
+      if (!res.pushed[e]) {
+        const size_t i = static_cast<size_t>(queries[e]);
+        const auto it = r[i].find(nodes[e]);
+        if (it != r[i].end() && pushes(nodes[e], it->second)) cand[i].push_back(nodes[e]);
+      }
+    if (pushed) out->rounds = round + 1;
     // A bound on memory: a tiny eps over a large graph touches most of it
-    // for every seed (about 48 bytes per entry in the maps).
-    size_t entries = 0;
+    // for every seed (about 40 bytes per entry in the maps).
+    size_t entries = degree.size();
     for (size_t i = 0; i < n; ++i) entries += p[i].size() + r[i].size();
     if (entries > kMaxPprEntries)
       return Status::InvalidArgument("PPR for " + std::to_string(n) + " seeds holds " +
@@ -167,7 +139,7 @@ Status PersonalizedPageRank(Session& session, ArrayView<const int64_t> seeds, co
   }
   // Each seed's top nodes.
   out->offsets.assign(1, 0);
-  std::vector<std::pair<float, int64_t>> ranked;  // by the score as given out (float)
+  std::vector<std::pair<float, int64_t>> ranked;  // (-score as given out, node), best first
   for (size_t i = 0; i < n; ++i) {
     ranked.clear();
     // Score: p(v) + alpha r(v). Still a lower bound of ppr_s(v) (the residual
@@ -175,12 +147,13 @@ Status PersonalizedPageRank(Session& session, ArrayView<const int64_t> seeds, co
     // where a node holds residual it never pushed (a hub under its
     // threshold eps * deg).
     for (const auto& [v, x] : r[i])
-      if (v != seeds[i]) p[i][v] += o.alpha * x;
+      if (v != seeds[i]) p[i][v] += sampler::PprKept(x, alpha);
     for (const auto& [v, x] : p[i])
-      if (v != seeds[i]) ranked.emplace_back(-static_cast<float>(x), v);
+      if (v != seeds[i]) ranked.emplace_back(-static_cast<float>(sampler::PprMassToDouble(x)), v);
+    // By the score given out, descending, then id ascending.
+    std::sort(ranked.begin(), ranked.end());
     if (budgets) {
       // Best first, each node type up to its budget, then top_k of those.
-      std::sort(ranked.begin(), ranked.end());
       taken.assign(o.type_budgets.size(), 0);
       size_t kept = 0;
       for (const auto& e : ranked) {
@@ -193,8 +166,6 @@ Status PersonalizedPageRank(Session& session, ArrayView<const int64_t> seeds, co
       ranked.resize(kept);
     }
     const size_t k = std::min(ranked.size(), static_cast<size_t>(o.top_k));
-    std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(k),
-                      ranked.end());
     for (size_t j = 0; j < k; ++j) {
       out->nodes.push_back(ranked[j].second);
       out->scores.push_back(-ranked[j].first);

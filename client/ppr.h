@@ -13,15 +13,22 @@
 // graph and the options, the same through any number of servers and in
 // process: each round, every node u of a seed's residual r with
 // r(u) > eps * max(deg(u), 1) pushes at once: p(u) += alpha r(u), and
-// (1 - alpha) r(u) / deg(u) goes to each entry of its row; the pushes are
-// applied in ascending u, each row in stored order (so floating-point sums
-// have one order everywhere). The rounds end when no node pushes (or after
-// max_rounds: PprResult::converged false).
+// (1 - alpha) r(u) / deg(u) goes to each entry of its row. The rounds end
+// when no node pushes (or after max_rounds: PprResult::converged false).
+// Mass is fixed point (sampler/ppr_push.h: 1.0 = 2^62, alpha a 32-bit
+// fraction, shares rounded down), so every sum is exact and equal in any
+// order, whoever adds it.
 //
-// Distribution: each round reads the rows of the batch's pushing nodes (every
-// seed's together, deduplicated) from their owners, one request per
-// partition (Session::Sample with fanout -1: whole rows, in stored order), and
-// keeps them for the rest of the batch; the arithmetic runs in the caller.
+// Distribution: the push runs where the rows are. Each round the caller
+// routes every seed's pushing (seed, node, residual) entries to the nodes'
+// owners (Session::PprPush: one request per partition, all in flight at
+// once; a co-located partition's pushes run here on its export); each owner
+// pushes on its rows and answers the mass for every (seed, neighbor), summed
+// per pair, which the caller adds to the residuals it routes next round.
+// Only residuals and pushed mass cross the network, never rows. The caller
+// keeps p and r per seed, and each node's degree once an owner has told it
+// (until then a node's threshold is eps, so no node that should push is
+// missed; an entry under its real threshold comes back not pushed).
 // The top_k list of seed s: its nodes other than s by score descending, then
 // id ascending.
 #ifndef FANOUT_CLIENT_PPR_H_
@@ -66,10 +73,10 @@ struct PprResult {
   // Seed i's top nodes: nodes[offsets[i] .. offsets[i + 1]) with scores.
   std::vector<int64_t> offsets, nodes;
   std::vector<float> scores;
-  int64_t pushes = 0;     // node pushes over all seeds
-  int64_t rounds = 0;     // push rounds taken
-  int64_t rows_read = 0;  // rows fetched from the source
-  bool converged = true;  // false: stopped at max_rounds with residuals above the threshold
+  int64_t pushes = 0;        // node pushes over all seeds
+  int64_t rounds = 0;        // push rounds taken
+  int64_t entries_sent = 0;  // (seed, node, residual) entries sent to their owners
+  bool converged = true;     // false: stopped at max_rounds with residuals above the threshold
 };
 
 // Forward-push PPR for `seeds` (ids in [0, num_nodes) of the session's

@@ -15,6 +15,7 @@
 #include "common/thread_pool.h"
 #include "sampler/hetero.h"
 #include "sampler/multihop.h"
+#include "sampler/ppr_push.h"
 
 namespace fanout::client {
 
@@ -138,6 +139,16 @@ class Session {
   // of that type in the node's stored row (sampler::SampleWalkStep).
   virtual Status WalkStep(ArrayView<const int64_t> nodes, ArrayView<const uint64_t> keys,
                           bool weighted, int64_t* next, int edge_type = -1) = 0;
+  // One round of forward-push PPR (sampler/ppr_push.h) on the owners of
+  // in.nodes (ids in [0, num_nodes)), each running sampler::PprPushRound on
+  // its rows: out->pushed and out->degrees for every entry (out->done ==
+  // in.nodes.size()), and the pushed mass summed per (query, node) within
+  // each owner (a pair may come once per owner; client/ppr.h adds them up).
+  // Live partitions: at the session's pinned versions.
+  virtual Status PprPush(const sampler::PprPushRequest& in, sampler::PprPushResult* out) {
+    (void)in, (void)out;
+    return Status::NotSupported("this source does not run PPR pushes");
+  }
   // exists[i] = 1 where candidates[i] is a stored neighbor of rows[i] (in
   // rows[i]'s row, whichever the storage direction), else 0: node2vec's
   // "is x a neighbor of the previous node" (HasEdges in storage terms).

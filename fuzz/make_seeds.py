@@ -53,6 +53,19 @@ labor = sample[:-1] + field(BOOL, 12, b"\x01") + STOP
 walk = sample[:-1] + field(STRING, 13, tstring(struct.pack("<3Q", 1, 2, 3))) + STOP
 put("fuzz_rpc_request", "sample_labor", call("sample_neighbors", field(STRUCT, 1, labor)))
 put("fuzz_rpc_request", "sample_walk", call("sample_neighbors", field(STRUCT, 1, walk)))
+# A metapath walk step (type fanouts, field 11, with walk keys) and a heterogeneous temporal hop
+# (times, field 9, with type fanouts): refused by name on Cora, which has no types.
+typed_walk = walk[:-1] + field(STRING, 11, tstring(ids(1, 0))) + STOP
+typed_temporal = (sample[:-1] + field(STRING, 9, tstring(ids(10, 20, 30))) +
+                  field(STRING, 11, tstring(ids(2, 1))) + STOP)
+put("fuzz_rpc_request", "sample_metapath_walk", call("sample_neighbors", field(STRUCT, 1, typed_walk)))
+put("fuzz_rpc_request", "sample_hetero_temporal",
+    call("sample_neighbors", field(STRUCT, 1, typed_temporal)))
+# A PPR push round: (query, node, residual) entries, alpha 0.15 as a 32-bit fraction, eps 1e-4 in 2^-62.
+ppr = (field(STRING, 1, tstring(struct.pack("<3i", 0, 0, 1))) + field(STRING, 2, tstring(ids(0, 5, 2707))) +
+       field(STRING, 3, tstring(struct.pack("<3Q", 1 << 62, 1 << 60, 1 << 61))) +
+       field(I64, 4, struct.pack(">q", 644245094)) + field(I64, 5, struct.pack(">q", 461168601842739)) + STOP)
+put("fuzz_rpc_request", "ppr_push", call("ppr_push", field(STRUCT, 1, ppr)))
 put("fuzz_rpc_request", "authenticate", call("authenticate", field(STRING, 1, tstring("token"))))
 put("fuzz_rpc_request", "two_calls", call("ping", field(STRING, 1, tstring("a"))) +
     call("lookup_labels", field(STRING, 1, tstring(ids(9))), 2))

@@ -137,6 +137,33 @@ struct UpdateReply {
   3: optional bool was_retry,  // a retry of a batch this partition had applied: not applied again
 }
 
+// One round of forward-push personalized PageRank (client/ppr.h,
+// sampler/ppr_push.h) on the nodes this partition owns: entry i is
+// (queries[i], nodes[i], residuals[i]); mass is fixed point, 1.0 = 2^62.
+struct PprPushRequest {
+  1: binary queries,     // packed i32, the seed (query) of each entry, in [0, 2^22)
+  2: binary nodes,       // packed i64 global ids owned by this partition
+  3: binary residuals,   // packed u64, each entry's residual
+  4: i64 alpha_fixed,    // alpha as a 32-bit fraction, in [1, 2^32)
+  5: i64 eps_fixed,      // eps in units of 2^-62, >= 1
+  // Live partitions: push over the rows at this committed version (absent:
+  // the newest), as SampleRequest.version.
+  6: optional i64 version,
+}
+
+struct PprPushResponse {
+  // Entries processed, the request's first `done` (fewer than all where the
+  // reply reached the server's limit: the client sends the rest again).
+  1: i64 done,
+  2: binary pushed,      // packed u8 per processed entry: 1 = it pushed
+  3: binary degrees,     // packed i64 per processed entry: its node's row length
+  // The pushed mass, summed per (query, node): packed i32, i64 and u64 of one length.
+  4: binary out_queries,
+  5: binary out_nodes,
+  6: binary out_mass,
+  7: optional i64 version,  // live partitions: the version pushed at
+}
+
 // Sent by a client to the replica it just moved a session to, after the one
 // it used failed (or, with `same_replica`, to the same replica asked again on a new
 // connection): servers count these by origin (/stats "failovers"), so an
@@ -188,4 +215,8 @@ service Fanout {
   // answer. Needs write permission (a tenant with write=yes; without a
   // tenants file, an authenticated connection).
   UpdateReply apply_updates(1: binary batch) throws (1: FanoutError err),
+  // One round of forward-push PPR on this partition's nodes; see
+  // PprPushRequest. Servers before this method answer TApplicationException
+  // UNKNOWN_METHOD.
+  PprPushResponse ppr_push(1: PprPushRequest request) throws (1: FanoutError err),
 }

@@ -501,6 +501,40 @@ Status RpcClient::ReceiveHasEdges(size_t num_pairs, std::string* exists) {
   return Status::OK();
 }
 
+Status RpcClient::SendPprPush(ArrayView<const int32_t> queries, ArrayView<const int64_t> nodes,
+                              ArrayView<const uint64_t> residuals, uint64_t alpha_fixed,
+                              uint64_t eps_fixed, int64_t version) {
+  gen::PprPushRequest req;
+  Pack(queries, &req.queries);
+  Pack(nodes, &req.nodes);
+  Pack(residuals, &req.residuals);
+  req.alpha_fixed = static_cast<int64_t>(alpha_fixed);
+  req.eps_fixed = static_cast<int64_t>(eps_fixed);
+  if (version >= 0) req.__set_version(version);
+  return Call("ppr_push", [&](gen::FanoutClient& c) { c.send_ppr_push(req); });
+}
+
+Status RpcClient::ReceivePprPush(size_t num_entries, PprPushReply* out) {
+  gen::PprPushResponse r;
+  FANOUT_RETURN_IF_ERROR(Call("ppr_push", [&](gen::FanoutClient& c) { c.recv_ppr_push(r); }));
+  const size_t k = r.out_nodes.size() / 8;
+  if (r.done < (num_entries > 0 ? 1 : 0) || static_cast<uint64_t>(r.done) > num_entries ||
+      r.pushed.size() != static_cast<size_t>(r.done) ||
+      r.degrees.size() != static_cast<size_t>(r.done) * 8 || r.out_nodes.size() != k * 8 ||
+      r.out_queries.size() != k * 4 || r.out_mass.size() != k * 8)
+    return Status::Corruption("server " + address_ + ": malformed ppr_push reply (" +
+                              std::to_string(r.done) + " of " + std::to_string(num_entries) +
+                              " entries done)");
+  out->done = static_cast<size_t>(r.done);
+  out->pushed = std::move(r.pushed);
+  out->degrees = std::move(r.degrees);
+  out->out_queries = std::move(r.out_queries);
+  out->out_nodes = std::move(r.out_nodes);
+  out->out_mass = std::move(r.out_mass);
+  out->version = r.__isset.version ? r.version : -1;
+  return Status::OK();
+}
+
 void RpcClient::SetCallTimeoutMs(int ms) {
   impl_->options.call_timeout_ms = ms;
   if (impl_->socket) {

@@ -136,6 +136,17 @@ struct SampleCall {
   int64_t version = -1;
 };
 
+// A PPR push round's reply (fanout.thrift's PprPushResponse), as received
+// and checked: done <= the entries sent (at least 1 of them), one pushed
+// flag (u8) and degree (i64) per processed entry, and out_queries (i32),
+// out_nodes (i64) and out_mass (u64) of one length.
+struct PprPushReply {
+  size_t done = 0;
+  std::string pushed, degrees, out_queries, out_nodes, out_mass;
+  int64_t version = -1;  // live partitions: the version pushed at
+  size_t num_out() const { return out_nodes.size() / 8; }
+};
+
 // One-hop reply, as received: packed arrays (no copy after Thrift's).
 struct SampleReply {
   std::string counts;        // int32 per node
@@ -220,6 +231,12 @@ class RpcClient {
   Status SendHasEdges(ArrayView<const int64_t> rows, ArrayView<const int64_t> neighbors,
                       int edge_type = -1);
   Status ReceiveHasEdges(size_t num_pairs, std::string* exists);
+  // One PPR push round (ppr_push) over entries (queries[i], nodes[i],
+  // residuals[i]) owned by this server; version < 0: the newest.
+  Status SendPprPush(ArrayView<const int32_t> queries, ArrayView<const int64_t> nodes,
+                     ArrayView<const uint64_t> residuals, uint64_t alpha_fixed, uint64_t eps_fixed,
+                     int64_t version = -1);
+  Status ReceivePprPush(size_t num_entries, PprPushReply* out);
 
   const std::string& address() const { return address_; }
   // The send/receive deadline of the calls from now on (a short one for a

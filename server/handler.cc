@@ -508,6 +508,46 @@ void RpcHandler::has_edges(std::string& out, const std::string& rows, const std:
         {static_cast<int64_t>(rows.size() / 8)});
 }
 
+void RpcHandler::ppr_push(gen::PprPushResponse& out, const gen::PprPushRequest& req) {
+  size_t bytes = 0;
+  Serve(kPprPush, &bytes,
+        [&]() -> Status {
+          sampler::PprPushRequest in;
+          FANOUT_RETURN_IF_ERROR(rpc::View(req.queries, "PPR query ids", &in.queries));
+          FANOUT_RETURN_IF_ERROR(rpc::View(req.nodes, "PPR nodes", &in.nodes));
+          FANOUT_RETURN_IF_ERROR(rpc::View(req.residuals, "PPR residuals", &in.residuals));
+          if (req.alpha_fixed <= 0 || req.eps_fixed <= 0)
+            return Status::InvalidArgument("PPR push: alpha_fixed " +
+                                           std::to_string(req.alpha_fixed) + " and eps_fixed " +
+                                           std::to_string(req.eps_fixed) + " must be positive");
+          in.alpha_fixed = static_cast<uint64_t>(req.alpha_fixed);
+          in.eps_fixed = static_cast<uint64_t>(req.eps_fixed);
+          int64_t version = -1;
+          if (req.__isset.version) {
+            if (req.version < 0)
+              return Status::InvalidArgument("version " + std::to_string(req.version) +
+                                             " is negative (leave it out for the newest)");
+            version = req.version;
+          }
+          const sampler::PprPushResult* r = nullptr;
+          FANOUT_RETURN_IF_ERROR(svc_.PprPush(in, version, &r));
+          auto pack = [](const auto& v) {
+            return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(v[0]));
+          };
+          out.done = static_cast<int64_t>(r->done);
+          out.pushed = pack(r->pushed);
+          out.degrees = pack(r->degrees);
+          out.out_queries = pack(r->queries);
+          out.out_nodes = pack(r->nodes);
+          out.out_mass = pack(r->mass);
+          if (svc_.last_version() >= 0) out.__set_version(svc_.last_version());
+          bytes = out.pushed.size() + out.degrees.size() + out.out_queries.size() +
+                  out.out_nodes.size() + out.out_mass.size();
+          return Status::OK();
+        },
+        {static_cast<int64_t>(req.nodes.size() / 8)});
+}
+
 void RpcHandler::ping(std::string& out, const std::string& text) {
   Serve(kPing, nullptr, [&] {
     out = text;

@@ -49,6 +49,7 @@ class RpcHandler : public rpc::gen::FanoutIf {
   void authenticate(const std::string& token) override;
   void note_failover(const rpc::gen::FailoverNote& note) override;
   void report_local(const rpc::gen::LocalReport& report) override;
+  void ppr_push(rpc::gen::PprPushResponse& out, const rpc::gen::PprPushRequest& req) override;
   void has_edges(std::string& out, const std::string& rows, const std::string& neighbors,
                  const int32_t edge_type) override;
 

@@ -34,6 +34,7 @@ enum Method : int {
   kReportLocal,
   kApplyUpdates,
   kLookupOriginalNames,
+  kPprPush,
   kNumMethods
 };
 const char* MethodName(int m);

@@ -7,6 +7,7 @@
 
 #include "common/id_range.h"
 #include "sampler/hetero.h"
+#include "sampler/ppr_push.h"
 #include "sampler/walk.h"
 
 namespace fanout::server {
@@ -353,6 +354,43 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
   metrics_->RecordSample(static_cast<int64_t>(ids.size()), hop_.offsets[ids.size()]);
   last_edges_ += hop_.offsets[ids.size()];
   *out = &hop_;
+  return Status::OK();
+}
+
+Status PartitionService::PprPush(const sampler::PprPushRequest& in, int64_t version,
+                                 const sampler::PprPushResult** out) {
+  last_version_ = -1;
+  if (static_cast<int64_t>(in.nodes.size()) > s_->options.max_ids_per_request)
+    return Status::InvalidArgument("PPR push request has " + std::to_string(in.nodes.size()) +
+                                   " entries, more than the limit of " +
+                                   std::to_string(s_->options.max_ids_per_request));
+  if (!s_->live && version > 0)
+    return Status::InvalidArgument("version " + std::to_string(version) +
+                                   " of a static partition (it has only its base, 0)");
+  sampler::PprRowOverride merged;
+  live::VersionedPartition::Row row;
+  if (s_->live) {
+    uint64_t at = 0;
+    FANOUT_RETURN_IF_ERROR(s_->live->ReadVersion(version, &at));
+    last_version_ = static_cast<int64_t>(at);
+    const live::VersionedPartition* vp = &s_->live->partition();
+    if (!vp->EdgesAsBase(at))
+      merged = [vp, at, &row](int64_t node, std::vector<int64_t>* out_row) {
+        if (!vp->MergedRow(node, at, &row)) return false;
+        out_row->assign(row.neighbors.begin(), row.neighbors.end());
+        return true;
+      };
+  }
+  // 20 reply bytes per (query, node) pair.
+  const size_t max_out = std::max<size_t>(1, static_cast<size_t>(s_->options.max_reply_bytes / 20));
+  FANOUT_RETURN_IF_ERROR(sampler::PprPushRound(s_->graph, s_->view.node_begin, in, max_out, &ppr_,
+                                               &ppr_map_, merged ? &merged : nullptr));
+  int64_t spread = 0;
+  for (size_t i = 0; i < ppr_.done; ++i)
+    if (ppr_.pushed[i]) spread += ppr_.degrees[i];
+  metrics_->RecordSample(static_cast<int64_t>(ppr_.done), spread);
+  last_edges_ += spread;
+  *out = &ppr_;
   return Status::OK();
 }
 

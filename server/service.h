@@ -21,6 +21,7 @@
 #include "common/thread_pool.h"
 #include "datasets/partition_store.h"
 #include "sampler/neighbor_sampler.h"
+#include "sampler/ppr_push.h"
 #include "sampler/temporal.h"
 #include "server/live_partition.h"
 #include "server/partition_server.h"
@@ -248,7 +249,13 @@ class PartitionService {
   // One-hop sampling of checked ids; the result stays valid until the next call.
   Status Sample(ArrayView<const int64_t> ids, const SampleParams& p,
                 const sampler::OneHopResult** out);
-  // The version the last Sample read at (live partitions; -1: static).
+  // One round of PPR pushes (sampler/ppr_push.h) on this partition's rows
+  // at `version` (as SampleParams::version; a live partition's changed rows
+  // read merged); the reply is bounded by --max-reply-mib. The result stays
+  // valid until the next call.
+  Status PprPush(const sampler::PprPushRequest& in, int64_t version,
+                 const sampler::PprPushResult** out);
+  // The version the last Sample or PprPush read at (live partitions; -1: static).
   int64_t last_version() const { return last_version_; }
   // Live partitions: replaces, in rows (ids.size() x FeatureRowBytes(), may
   // be null) and labels (may be null), what batches at or below `version`
@@ -272,6 +279,8 @@ class PartitionService {
   ServerMetrics* metrics_;
   sampler::HopSampler sampler_;
   sampler::OneHopResult hop_;
+  sampler::PprPushResult ppr_;
+  sampler::detail::IdMap ppr_map_;
   std::vector<int64_t> rows_;  // local rows of a disk gather
 };
 

@@ -334,6 +334,8 @@ class ClusterSession : public Session {
 
   Status SplitNodes(int split, std::vector<int64_t>* out) override;
 
+  Status PprPush(const sampler::PprPushRequest& in, sampler::PprPushResult* out) override;
+
  private:
   // Partition p's part of this call is read from its mapped export here.
   // Partition p's mapped export where this session reads exports, else null.
@@ -417,6 +419,13 @@ class ClusterSession : public Session {
   std::chrono::steady_clock::time_point last_handoff_;
   std::vector<char> via_dp_;  // per partition: the last Exchange's reply came over the data plane
   std::vector<std::vector<int64_t>> by_part_, pos_;
+  // PprPush: per partition, its entries' queries and residuals (by_part_'s
+  // order), the replies, and scratch for pushes run here.
+  std::vector<std::vector<int32_t>> ppr_queries_;
+  std::vector<std::vector<uint64_t>> ppr_residuals_;
+  std::vector<rpc::PprPushReply> ppr_replies_;
+  sampler::PprPushResult ppr_here_;
+  sampler::detail::IdMap ppr_map_;
   std::vector<rpc::SampleReply> replies_;
   std::vector<PodVector<char>> dp_replies_;
   std::vector<HopView> views_;

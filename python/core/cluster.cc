@@ -184,7 +184,7 @@ py::dict PprOf(PyCluster& cluster, const py::object& seeds_obj, int64_t top_k, d
   d["scores"] = ToCapsule(scores);
   d["pushes"] = r.pushes;
   d["rounds"] = r.rounds;
-  d["rows_read"] = r.rows_read;
+  d["entries_sent"] = r.entries_sent;
   d["converged"] = r.converged;
   return d;
 }

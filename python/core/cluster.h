@@ -281,8 +281,12 @@ class PyCluster {
   // One online query (client::OnlineSampler, made on first use with
   // `workers` workers): the batch as BatchDict gives it.
   py::dict Query(const py::object& seeds, const std::vector<int64_t>& num_neighbors, bool features,
-                 bool labels, bool edge_ids, int deadline_ms, uint64_t request_seed, int workers) {
+                 bool labels, bool edge_ids, int deadline_ms, uint64_t request_seed, int workers,
+                 bool ppr, double ppr_alpha, double ppr_eps) {
     client::QueryOptions o;
+    o.ppr = ppr;
+    o.ppr_options.alpha = ppr_alpha;
+    o.ppr_options.eps = ppr_eps;
     o.num_neighbors = num_neighbors;
     o.features = features;
     o.labels = labels;
@@ -391,7 +395,7 @@ py::dict RandomWalksOf(PyCluster& cluster, const py::object& seeds_obj, const py
 
 // Personalized PageRank top-k lists of `seeds` (client::PersonalizedPageRank,
 // on one of the cluster's sessions). Returns {"offsets", "nodes": int64,
-// "scores": float32, "pushes", "rounds", "rows_read", "converged"}.
+// "scores": float32, "pushes", "rounds", "entries_sent", "converged"}.
 py::dict PprOf(PyCluster& cluster, const py::object& seeds_obj, int64_t top_k, double alpha,
                double eps, int64_t max_rounds, const std::vector<int64_t>& type_budgets);
 

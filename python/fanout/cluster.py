@@ -201,7 +201,8 @@ class Cluster:
         return self._c.edge_type_index(str(edge_type))
 
     def sample_subgraph(self, seeds, num_neighbors=(10, 10), *, seed=0, features=True, labels=False,
-                        edge_ids=False, deadline_ms=None, workers=4, pyg=True):
+                        edge_ids=False, deadline_ms=None, workers=4, pyg=True, sampler="neighbor",
+                        ppr_alpha=0.15, ppr_eps=5e-6):
         """One online query: the k-hop subgraph of ``seeds`` (a handful: 1 to 4096 global ids) with
         ``num_neighbors`` per hop and the nodes' features, ready for a model's forward pass: a PyG ``Data``
         (``x``, ``edge_index``, ``n_id``, ``batch_size``; ``y``, ``e_id`` where asked) when PyG is installed and
@@ -211,7 +212,11 @@ class Cluster:
         (the query goes on in the background, bounded by the cluster's ``call_timeout_ms``: give a serving
         cluster one near the deadline). ``workers``: queries in flight at once from this cluster (threads
         calling at the same time; set by the first call). Served ahead of training work where the servers
-        give this client's tenant class ``online`` (docs/TENANTS.md)."""
+        give this client's tenant class ``online`` (docs/TENANTS.md). ``sampler="ppr"``: each seed's
+        ``num_neighbors[0]`` nodes of highest approximate personalized PageRank instead (``ppr_alpha``,
+        ``ppr_eps``; edge weights their scores; the pushes run on the servers), as NodeLoader's."""
+        if sampler not in ("neighbor", "ppr"):
+            raise InvalidArgument("sampler must be 'neighbor' or 'ppr', not %r" % (sampler,))
         ids = torch.as_tensor(seeds).flatten()
         if isinstance(num_neighbors, int) or not list(num_neighbors):
             raise InvalidArgument("num_neighbors must be a list of fanouts per hop, e.g. [10, 10]")
@@ -221,7 +226,7 @@ class Cluster:
             raise InvalidArgument("deadline_ms must be positive (or None), not %r" % (deadline_ms,))
         batch = Batch(self._c.query(_ids_buffer(ids), [int(f) for f in num_neighbors], bool(features),
                                     bool(labels), bool(edge_ids), int(deadline_ms or 0), int(seed),
-                                    int(workers)))
+                                    int(workers), sampler == "ppr", float(ppr_alpha), float(ppr_eps)))
         return batch.to_pyg() if pyg and _have_pyg() else batch
 
     def random_walks(self, seeds, walk_length=5, *, num_walks=1, p=1.0, q=1.0, restart_prob=0.0, weighted=False,
@@ -254,9 +259,9 @@ class Cluster:
         """Approximate personalized PageRank neighborhoods of ``seeds`` by forward push (client/ppr.h;
         docs/SAMPLERS.md): ``(ptr, nodes, scores)`` with seed i's ``top_k`` nodes of highest score (itself
         left out; by score, then id) at ``nodes[ptr[i]:ptr[i + 1]]`` and float32 ``scores`` within
-        ``eps * degree`` of exact PPR with teleport ``alpha``. Each push round reads the pushing nodes'
-        rows from their servers (all seeds together); the same lists through any number of servers and in
-        process. As an online query, a handful of seeds at a time; for training, NodeLoader(...,
+        ``eps * degree`` of exact PPR with teleport ``alpha``. Each push round sends the pushing nodes'
+        residuals (all seeds together) to the servers that own them, which push on their rows and send back
+        the mass for each neighbor; the same lists through any number of servers and in process. As an online query, a handful of seeds at a time; for training, NodeLoader(...,
         sampler="ppr"). ``type_budgets`` ({node_type: n}, heterogeneous datasets): at most n nodes of
         each type in a seed's list (types left out: none)."""
         ids = _ids(seeds, self)

@@ -2014,6 +2014,38 @@ TEST(PprTest, ScoresAreWithinEpsOfExactAndEqualOnEveryPath) {
     EXPECT_GT(edges, 140 * 4) << what;
     for (auto& sv : servers) sv->Stop();
   }
+  // Servers whose reply limit (4,000 bytes: 200 (seed, node) pairs) cuts
+  // rounds short: the client sends the rest again, to the same result; and
+  // the pushes ran on the servers (their admin counts).
+  {
+    std::vector<std::unique_ptr<server::PartitionServer>> servers;
+    ClusterSpec spec;
+    for (int p = 0; p < 2; ++p) {
+      server::ServerOptions so;
+      so.dataset_dir = server::testing::CoraDir(2);
+      so.partition = p;
+      so.local_socket = "off";
+      so.max_reply_bytes = 4000;
+      servers.push_back(std::make_unique<server::PartitionServer>(so));
+      ASSERT_TRUE(servers.back()->Start().ok());
+      spec.replicas.push_back({"127.0.0.1:" + std::to_string(servers.back()->port())});
+    }
+    std::shared_ptr<Cluster> c;
+    ASSERT_TRUE(Cluster::Connect(spec, {}, &c).ok());
+    std::unique_ptr<Session> ds;
+    ASSERT_TRUE(c->NewSession(&ds).ok());
+    PprOptions d;
+    d.top_k = 16;
+    PprResult a, b;
+    ASSERT_TRUE(PersonalizedPageRank(*ds, seeds, d, &a).ok());
+    ASSERT_TRUE(PersonalizedPageRank(*s, seeds, d, &b).ok());
+    EXPECT_EQ(a.nodes, b.nodes);
+    EXPECT_EQ(a.scores, b.scores);
+    EXPECT_GT(ds->stats().requests, 2 * a.rounds);  // more requests than rounds x servers
+    const std::string stats = servers[0]->StatsJson();
+    EXPECT_THAT(stats, HasSubstr("ppr_push"));
+    for (auto& sv : servers) sv->Stop();
+  }
   // Refusals.
   PprOptions bad;
   bad.alpha = 1.5;

@@ -205,6 +205,15 @@ def test_ppr_neighborhoods_are_the_same_on_every_path_and_feed_the_loader(local,
         assert b.edge_weight is not None and b.edge_weight.numel() == b.edge_index.size(1) > 0
         assert bool((b.e_id == -1).all())
         assert bool((b.edge_index[1] < b.batch_size).all())  # every edge ends at a seed
+    # The online query path: the same neighborhoods, scores as edge weights.
+    q = cluster.sample_subgraph(seeds, [10], sampler="ppr", ppr_alpha=0.2, ppr_eps=1e-5, pyg=False)
+    assert q.edge_weight is not None and q.edge_index.size(1) == nodes.numel()
+    for i in range(seeds.numel()):
+        mine = q.edge_index[1] == i
+        assert q.n_id[q.edge_index[0][mine]].tolist() == nodes[ptr[i]:ptr[i + 1]].tolist()
+        assert torch.equal(q.edge_weight[mine], scores[ptr[i]:ptr[i + 1]])
+    with pytest.raises(fanout.InvalidArgument, match="one hop"):
+        cluster.sample_subgraph(seeds, [10, 5], sampler="ppr")
     with pytest.raises(fanout.InvalidArgument, match="alpha"):
         cluster.ppr(seeds, 5, alpha=1.0)
     with pytest.raises(fanout.InvalidArgument, match="one hop"):
