@@ -614,7 +614,7 @@ Status ClusterSession::PprPush(const sampler::PprPushRequest& in, sampler::PprPu
     mine.nodes = by_part_[p];
     mine.residuals = ppr_residuals_[p];
     FANOUT_RETURN_IF_ERROR(sampler::PprPushRound(lp.graph(), lp.view().node_begin, mine,
-                                                 ~size_t{0} >> 1, &ppr_here_, &ppr_map_));
+                                                 sampler::kPprNoReplyLimit, &ppr_here_, &ppr_map_));
     take(p, ppr_here_.done, ppr_here_.pushed.data(), ppr_here_.degrees.data());
     out->queries.insert(out->queries.end(), ppr_here_.queries.begin(), ppr_here_.queries.end());
     out->nodes.insert(out->nodes.end(), ppr_here_.nodes.begin(), ppr_here_.nodes.end());
@@ -652,8 +652,9 @@ Status ClusterSession::PprPush(const sampler::PprPushRequest& in, sampler::PprPu
       const uint64_t* mass = reinterpret_cast<const uint64_t*>(r.out_mass.data());
       const uint8_t* pushed = reinterpret_cast<const uint8_t*>(r.pushed.data());
       const int64_t* degrees = reinterpret_cast<const int64_t*>(r.degrees.data());
-      // What a server sent: no node outside the dataset, no query this call
-      // did not send, no mass over 1, no negative degree.
+      // What a server sent: no node outside the dataset, no query outside
+      // [0, kMaxPprQueries) (client/ppr.h refuses one it did not send), no
+      // mass over 1, no negative degree.
       for (size_t j = 0; j < m; ++j)
         if (v[j] < 0 || v[j] >= c_->num_nodes() || q[j] < 0 || q[j] >= sampler::kMaxPprQueries ||
             mass[j] > sampler::kPprOne)

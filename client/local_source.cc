@@ -98,7 +98,8 @@ class LocalSession : public Session {
 
   Status PprPush(const sampler::PprPushRequest& in, sampler::PprPushResult* out) override {
     // The whole graph is one owner: no reply limit.
-    return sampler::PprPushRound(src_->csr_.View(), 0, in, ~size_t{0} >> 1, out, &ppr_map_);
+    return sampler::PprPushRound(src_->csr_.View(), 0, in, sampler::kPprNoReplyLimit, out,
+                                 &ppr_map_);
   }
 
   Status HasEdges(ArrayView<const int64_t> src, ArrayView<const int64_t> dst, uint8_t* exists,

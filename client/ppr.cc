@@ -110,7 +110,9 @@ Status PersonalizedPageRank(Session& session, ArrayView<const int64_t> seeds, co
     // its threshold becomes a candidate of the next round.
     for (size_t j = 0; j < res.nodes.size(); ++j) {
       const size_t i = static_cast<size_t>(res.queries[j]);
-      if (i >= n) return Status::Internal("PPR push answered for query " + std::to_string(i));
+      if (i >= n)
+        return Status::Corruption("a PPR push reply names query " + std::to_string(i) +
+                                  "; this call sent " + std::to_string(n));
       const int64_t v = res.nodes[j];
       uint64_t& x = r[i][v];
       const bool before = pushes(v, x);

@@ -96,8 +96,8 @@ PYBIND11_MODULE(_core, m) {
       .def("labels", &PyCluster::Labels, py::arg("ids"))
       .def("query", &PyCluster::Query, py::arg("seeds"), py::arg("num_neighbors"),
            py::arg("features"), py::arg("labels"), py::arg("edge_ids"), py::arg("deadline_ms"),
-           py::arg("request_seed"), py::arg("workers"), py::arg("ppr") = false,
-           py::arg("ppr_alpha") = 0.15, py::arg("ppr_eps") = 5e-6)
+           py::arg("request_seed"), py::arg("workers"), py::arg("ppr"), py::arg("ppr_alpha"),
+           py::arg("ppr_eps"))
       .def("sample_batch", &SampleBatchOf, py::arg("options"), py::arg("nodes"), py::arg("link"),
            py::arg("times"), py::arg("request_seed"))
       .def("random_walks", &RandomWalksOf, py::arg("seeds"), py::arg("options"),

@@ -1,6 +1,5 @@
 #include "sampler/ppr_push.h"
 
-#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -9,13 +8,14 @@
 namespace fanout::sampler {
 
 uint64_t PprAlphaFixed(double alpha) {
-  const double a = std::nearbyint(alpha * 4294967296.0);
-  return a < 1 ? 1 : a > 4294967295.0 ? 4294967295u : static_cast<uint64_t>(a);
+  constexpr double kMax = 4294967295.0;  // 2^32 - 1
+  const double a = std::nearbyint(std::ldexp(alpha, 32));
+  return a < 1 ? 1 : a > kMax ? static_cast<uint64_t>(kMax) : static_cast<uint64_t>(a);
 }
 
 uint64_t PprEpsFixed(double eps) {
-  const double e = std::nearbyint(eps * 4611686018427387904.0);
-  return e < 1 ? 1 : e >= 4611686018427387904.0 ? kPprOne : static_cast<uint64_t>(e);
+  const double e = std::nearbyint(std::ldexp(eps, kPprMassBits));
+  return e < 1 ? 1 : e >= static_cast<double>(kPprOne) ? kPprOne : static_cast<uint64_t>(e);
 }
 
 void PprPushResult::Clear() {
@@ -57,7 +57,7 @@ Status PprPushRound(const CsrGraph& g, int64_t node_offset, const PprPushRequest
                                      std::to_string(kMaxPprQueries) + ")");
   out->pushed.reserve(n);
   out->degrees.reserve(n);
-  map->Reset(static_cast<int64_t>(std::min<size_t>(max_out, size_t{1} << 20)));
+  map->Reset(0);  // grown below as pairs come (Reserve)
   std::vector<int64_t> merged;
   for (size_t i = 0; i < n; ++i) {
     const int64_t v = in.nodes[i];

@@ -17,6 +17,7 @@
 #ifndef FANOUT_SAMPLER_PPR_PUSH_H_
 #define FANOUT_SAMPLER_PPR_PUSH_H_
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -28,7 +29,8 @@
 
 namespace fanout::sampler {
 
-inline constexpr uint64_t kPprOne = uint64_t{1} << 62;
+inline constexpr int kPprMassBits = 62;
+inline constexpr uint64_t kPprOne = uint64_t{1} << kPprMassBits;
 // Queries (seeds) one push request may name: [0, kMaxPprQueries).
 inline constexpr int32_t kMaxPprQueries = int32_t{1} << 22;
 
@@ -43,7 +45,10 @@ inline bool PprPushes(uint64_t r, int64_t degree, uint64_t eps_fixed) {
   return static_cast<unsigned __int128>(r) >
          static_cast<unsigned __int128>(eps_fixed) * static_cast<uint64_t>(degree > 1 ? degree : 1);
 }
-inline double PprMassToDouble(uint64_t m) { return static_cast<double>(m) / 4611686018427387904.0; }
+// Fixed-point mass as a double (m / 2^62: exact up to double's rounding).
+inline double PprMassToDouble(uint64_t m) {
+  return std::ldexp(static_cast<double>(m), -kPprMassBits);
+}
 
 // A round's entries for one owner: entry i is (queries[i], nodes[i],
 // residuals[i]).
@@ -76,6 +81,10 @@ struct PprPushResult {
 // version read): returns true and fills *row with its neighbors (global
 // ids), or false to read the CSR.
 using PprRowOverride = std::function<bool(int64_t node, std::vector<int64_t>* row)>;
+
+// max_out for an owner whose reply nothing bounds (a whole graph in process,
+// a co-located export): every entry is done in one call.
+inline constexpr size_t kPprNoReplyLimit = ~size_t{0} >> 1;
 
 // Runs the pushes of `in` on `graph` (rows node_offset .. node_offset +
 // num_nodes). InvalidArgument naming the value where the arrays differ in

@@ -22,6 +22,18 @@ namespace {
   err.message = st.message();
   throw err;
 }
+
+// A request's optional `version` field: *out = it where set (never
+// negative), else -1 (the newest).
+Status RequestVersion(bool isset, int64_t version, int64_t* out) {
+  *out = -1;
+  if (!isset) return Status::OK();
+  if (version < 0)
+    return Status::InvalidArgument("version " + std::to_string(version) +
+                                   " is negative (leave it out for the newest)");
+  *out = version;
+  return Status::OK();
+}
 }  // namespace
 
 void RpcHandler::authenticate(const std::string& token) {
@@ -221,12 +233,7 @@ void RpcHandler::sample_neighbors(gen::SampleResponse& out, const gen::SampleReq
                 "subgraph (keep) sampling of heterogeneous datasets is not supported");
         }
         p.labor = req.__isset.labor && req.labor;
-        if (req.__isset.version) {
-          if (req.version < 0)
-            return Status::InvalidArgument("version " + std::to_string(req.version) +
-                                           " is negative (leave it out for the newest)");
-          p.version = req.version;
-        }
+        FANOUT_RETURN_IF_ERROR(RequestVersion(req.__isset.version, req.version, &p.version));
         if (req.__isset.walk_keys) {
           FANOUT_RETURN_IF_ERROR(rpc::View(req.walk_keys, "walk keys", &p.walk_keys));
           p.walk = true;
@@ -523,12 +530,7 @@ void RpcHandler::ppr_push(gen::PprPushResponse& out, const gen::PprPushRequest& 
           in.alpha_fixed = static_cast<uint64_t>(req.alpha_fixed);
           in.eps_fixed = static_cast<uint64_t>(req.eps_fixed);
           int64_t version = -1;
-          if (req.__isset.version) {
-            if (req.version < 0)
-              return Status::InvalidArgument("version " + std::to_string(req.version) +
-                                             " is negative (leave it out for the newest)");
-            version = req.version;
-          }
+          FANOUT_RETURN_IF_ERROR(RequestVersion(req.__isset.version, req.version, &version));
           const sampler::PprPushResult* r = nullptr;
           FANOUT_RETURN_IF_ERROR(svc_.PprPush(in, version, &r));
           auto pack = [](const auto& v) {

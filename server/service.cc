@@ -164,41 +164,39 @@ Status PartitionService::Labels(ArrayView<const int64_t> ids, int64_t* dst) cons
 
 Status PartitionService::OverlayLive(ArrayView<const int64_t> ids, int64_t version, char* rows,
                                      int64_t* labels, int64_t* read_at) const {
+  FANOUT_RETURN_IF_ERROR(ResolveVersion(version, read_at));
+  if (*read_at >= 0)
+    s_->live->partition().Overlay(ids, static_cast<uint64_t>(*read_at), rows, labels);
+  return Status::OK();
+}
+
+Status PartitionService::ResolveVersion(int64_t requested, int64_t* read_at) const {
   *read_at = -1;
   if (!s_->live) {
-    if (version > 0)
-      return Status::InvalidArgument("version " + std::to_string(version) +
+    if (requested > 0)
+      return Status::InvalidArgument("version " + std::to_string(requested) +
                                      " of a static partition (it has only its base, 0)");
     return Status::OK();
   }
   uint64_t v = 0;
-  FANOUT_RETURN_IF_ERROR(s_->live->ReadVersion(version, &v));
+  FANOUT_RETURN_IF_ERROR(s_->live->ReadVersion(requested, &v));
   *read_at = static_cast<int64_t>(v);
-  s_->live->partition().Overlay(ids, v, rows, labels);
   return Status::OK();
 }
 
 Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams& p,
                                 const sampler::OneHopResult** out) {
-  // A live partition: the version this request reads (0: the newest), and
+  // A live partition: the version this request reads (< 0: the newest), and
   // whether its rows differ from the base's there (then the hop reads
   // through the versioned partition).
-  bool merged = false;
-  last_version_ = -1;
-  if (!s_->live && p.version > 0)
-    return Status::InvalidArgument("version " + std::to_string(p.version) +
-                                   " of a static partition (it has only its base, 0)");
-  if (s_->live) {
-    uint64_t version = 0;
-    FANOUT_RETURN_IF_ERROR(s_->live->ReadVersion(p.version, &version));
-    last_version_ = static_cast<int64_t>(version);
-    merged = !s_->live->partition().EdgesAsBase(version);
-    if (merged && (p.walk || p.labor || p.temporal || p.hetero || p.weighted))
-      return Status::NotSupported(
-          "this live partition has changed edges at version " + std::to_string(version) +
-          ", and walk steps, LABOR, temporal, per-edge-type and weighted hops do not read "
-          "changes yet: uniform neighbor sampling does (docs/DESIGN.md, \"Live updates\")");
-  }
+  FANOUT_RETURN_IF_ERROR(ResolveVersion(p.version, &last_version_));
+  const bool merged = last_version_ >= 0 &&
+                      !s_->live->partition().EdgesAsBase(static_cast<uint64_t>(last_version_));
+  if (merged && (p.walk || p.labor || p.temporal || p.hetero || p.weighted))
+    return Status::NotSupported(
+        "this live partition has changed edges at version " + std::to_string(last_version_) +
+        ", and walk steps, LABOR, temporal, per-edge-type and weighted hops do not read "
+        "changes yet: uniform neighbor sampling does (docs/DESIGN.md, \"Live updates\")");
   if (p.walk) {
     if (p.labor || p.temporal)
       return Status::InvalidArgument("a walk step takes no LABOR or temporal options");
@@ -364,23 +362,17 @@ Status PartitionService::PprPush(const sampler::PprPushRequest& in, int64_t vers
     return Status::InvalidArgument("PPR push request has " + std::to_string(in.nodes.size()) +
                                    " entries, more than the limit of " +
                                    std::to_string(s_->options.max_ids_per_request));
-  if (!s_->live && version > 0)
-    return Status::InvalidArgument("version " + std::to_string(version) +
-                                   " of a static partition (it has only its base, 0)");
+  FANOUT_RETURN_IF_ERROR(ResolveVersion(version, &last_version_));
+  // A live partition's rows changed at that version are read merged.
   sampler::PprRowOverride merged;
   live::VersionedPartition::Row row;
-  if (s_->live) {
-    uint64_t at = 0;
-    FANOUT_RETURN_IF_ERROR(s_->live->ReadVersion(version, &at));
-    last_version_ = static_cast<int64_t>(at);
-    const live::VersionedPartition* vp = &s_->live->partition();
-    if (!vp->EdgesAsBase(at))
-      merged = [vp, at, &row](int64_t node, std::vector<int64_t>* out_row) {
-        if (!vp->MergedRow(node, at, &row)) return false;
-        out_row->assign(row.neighbors.begin(), row.neighbors.end());
-        return true;
-      };
-  }
+  const uint64_t at = static_cast<uint64_t>(last_version_);
+  if (last_version_ >= 0 && !s_->live->partition().EdgesAsBase(at))
+    merged = [vp = &s_->live->partition(), at, &row](int64_t node, std::vector<int64_t>* out_row) {
+      if (!vp->MergedRow(node, at, &row)) return false;
+      out_row->assign(row.neighbors.begin(), row.neighbors.end());
+      return true;
+    };
   // 20 reply bytes per (query, node) pair.
   const size_t max_out = std::max<size_t>(1, static_cast<size_t>(s_->options.max_reply_bytes / 20));
   FANOUT_RETURN_IF_ERROR(sampler::PprPushRound(s_->graph, s_->view.node_begin, in, max_out, &ppr_,

@@ -263,6 +263,10 @@ class PartitionService {
   // nothing done on a static partition (*read_at -1).
   Status OverlayLive(ArrayView<const int64_t> ids, int64_t version, char* rows, int64_t* labels,
                      int64_t* read_at) const;
+  // The version a read of `requested` (< 0: the newest committed; 0: the
+  // base) is at on a live partition, into *read_at; -1 on a static one,
+  // where a version past its base is InvalidArgument.
+  Status ResolveVersion(int64_t requested, int64_t* read_at) const;
   const ServerState& state() const { return *s_; }
   ServerMetrics* metrics() { return metrics_; }
   // Bytes a data request moves, estimated before it runs (the ids it sends,

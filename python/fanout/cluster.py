@@ -261,9 +261,10 @@ class Cluster:
         left out; by score, then id) at ``nodes[ptr[i]:ptr[i + 1]]`` and float32 ``scores`` within
         ``eps * degree`` of exact PPR with teleport ``alpha``. Each push round sends the pushing nodes'
         residuals (all seeds together) to the servers that own them, which push on their rows and send back
-        the mass for each neighbor; the same lists through any number of servers and in process. As an online query, a handful of seeds at a time; for training, NodeLoader(...,
-        sampler="ppr"). ``type_budgets`` ({node_type: n}, heterogeneous datasets): at most n nodes of
-        each type in a seed's list (types left out: none)."""
+        the mass for each neighbor; the same lists through any number of servers and in process. As a
+        batch for a model: sample_subgraph(..., sampler="ppr"); for training, NodeLoader(..., sampler="ppr").
+        ``type_budgets`` ({node_type: n}, heterogeneous datasets): at most n nodes of each type in a seed's
+        list (types left out: none)."""
         ids = _ids(seeds, self)
         budgets = self._type_budgets(type_budgets)
         for name, v in (("top_k", top_k), ("max_rounds", max_rounds)):
