@@ -44,19 +44,23 @@ RATES = ("user", "rates", "movie")
 NUM_NEIGHBORS = {"rates": [10, 5], "rev_rates": [10, 5], "rev_has_genre": [3, 0]}
 
 
-def read_ratings(path):
-    """(userId, movieId, rating) of every line of ratings.csv, in file order."""
+def read_ratings(path, value="rating"):
+    """(userId, movieId, value) of every line of ratings.csv, in file order: value the rating (float), or with
+    value="timestamp" the rating's time (int, Unix seconds)."""
+    columns = ["userId", "movieId", "rating", "timestamp"]
+    at, parse = {"rating": (2, float), "timestamp": (3, int)}[value]
+    want = ",".join(columns[:at + 1])
     out = []
     with open(path, newline="") as f:
         r = csv.reader(f)
         header = next(r)
-        if header[:3] != ["userId", "movieId", "rating"]:
-            raise ValueError("%s: expected a header starting userId,movieId,rating, found %r" % (path, header))
+        if header[:at + 1] != columns[:at + 1]:
+            raise ValueError("%s: expected a header starting %s, found %r" % (path, want, header))
         for line_no, row in enumerate(r, 2):
             try:
-                out.append((int(row[0]), int(row[1]), float(row[2])))
+                out.append((int(row[0]), int(row[1]), parse(row[at])))
             except (ValueError, IndexError):
-                raise ValueError("%s:%d: expected userId,movieId,rating,..., found %r" % (path, line_no, row))
+                raise ValueError("%s:%d: expected %s,..., found %r" % (path, line_no, want, row))
     return out
 
 

@@ -23,7 +23,6 @@ prints
   PYTHONPATH=build/python python3 examples/python/temporal_movielens.py [--epochs 3] [--seed 0]
 """
 import argparse
-import csv
 import json
 import os
 import random
@@ -37,32 +36,9 @@ import fanout
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from link_prediction import auc  # noqa: E402
-from movielens_rating import MOVIELENS, RATES, HeteroSage  # noqa: E402
+from movielens_rating import MOVIELENS, NUM_NEIGHBORS, RATES, HeteroSage, read_ratings  # noqa: E402
+from temporal_link_prediction import chronological_split  # noqa: E402
 from train_graphsage import SAGEConv  # noqa: E402
-
-NUM_NEIGHBORS = {"rates": [10, 5], "rev_rates": [10, 5], "rev_has_genre": [3, 0]}
-
-
-def read_timed_ratings(path):
-    """(userId, movieId, timestamp) of every line of ratings.csv, in file order."""
-    out = []
-    with open(path, newline="") as f:
-        r = csv.reader(f)
-        header = next(r)
-        if header[:4] != ["userId", "movieId", "rating", "timestamp"]:
-            raise ValueError("%s: expected userId,movieId,rating,timestamp, found %r" % (path, header))
-        for line_no, row in enumerate(r, 2):
-            try:
-                out.append((int(row[0]), int(row[1]), int(row[3])))
-            except (ValueError, IndexError):
-                raise ValueError("%s:%d: expected userId,movieId,rating,timestamp, found %r" % (path, line_no, row))
-    return out
-
-
-def chronological_split(ratings, train=0.70, val=0.15):
-    ordered = sorted(ratings, key=lambda r: r[2])
-    a, b = int(len(ordered) * train), int(len(ordered) * (train + val))
-    return ordered[:a], ordered[a:b], ordered[b:]
 
 
 class Homogeneous(torch.nn.Module):
@@ -169,7 +145,7 @@ def main():
     a = ap.parse_args()
     if a.epochs < 1:
         ap.error("--epochs must be >= 1")
-    ratings = read_timed_ratings(os.path.join(MOVIELENS, "ratings.csv"))
+    ratings = read_ratings(os.path.join(MOVIELENS, "ratings.csv"), value="timestamp")
     train, val, test = chronological_split(ratings)
     print("MovieLens: %d ratings; train %d (to t=%d), val %d, test %d (from t=%d)"
           % (len(ratings), len(train), train[-1][2], len(val), len(test), test[0][2]), flush=True)

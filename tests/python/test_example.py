@@ -120,7 +120,7 @@ def test_temporal_movielens_trains_heterogeneous_and_homogeneous_models_on_tempo
     rank held-out ratings above never-rated movies (AUC well above chance)."""
     import temporal_movielens as tm
     from movielens_rating import MOVIELENS
-    ratings = tm.read_timed_ratings(os.path.join(MOVIELENS, "ratings.csv"))
+    ratings = tm.read_ratings(os.path.join(MOVIELENS, "ratings.csv"), value="timestamp")
     assert len(ratings) == 100836
     train, val, test = tm.chronological_split(ratings)
     assert train[-1][2] <= val[0][2] and val[-1][2] <= test[0][2]
