@@ -628,6 +628,7 @@ Status ClusterSession::PprPush(const sampler::PprPushRequest& in, sampler::PprPu
   }
   // The rest over Thrift, again and again while a server's reply limit
   // leaves entries over (each round trip takes at least one).
+  const rpc::PprReplyBounds bounds{c_->num_nodes(), sampler::kMaxPprQueries, sampler::kPprOne};
   auto t0 = std::chrono::steady_clock::now();
   for (;;) {
     bool more = false;
@@ -641,7 +642,7 @@ Status ClusterSession::PprPush(const sampler::PprPushRequest& in, sampler::PprPu
                                                pinned_.empty() ? -1 : pinned_[p]);
         },
         [&](int p) {
-          return links_[p].client->ReceivePprPush(by_part_[p].size(), &ppr_replies_[p]);
+          return links_[p].client->ReceivePprPush(by_part_[p].size(), bounds, &ppr_replies_[p]);
         }));
     for (int p = 0; p < k; ++p) {
       if (by_part_[p].empty() || served_[p]) continue;
@@ -652,21 +653,7 @@ Status ClusterSession::PprPush(const sampler::PprPushRequest& in, sampler::PprPu
       const uint64_t* mass = reinterpret_cast<const uint64_t*>(r.out_mass.data());
       const uint8_t* pushed = reinterpret_cast<const uint8_t*>(r.pushed.data());
       const int64_t* degrees = reinterpret_cast<const int64_t*>(r.degrees.data());
-      // What a server sent: no node outside the dataset, no query outside
-      // [0, kMaxPprQueries) (client/ppr.h refuses one it did not send), no
-      // mass over 1, no negative degree.
-      for (size_t j = 0; j < m; ++j)
-        if (v[j] < 0 || v[j] >= c_->num_nodes() || q[j] < 0 || q[j] >= sampler::kMaxPprQueries ||
-            mass[j] > sampler::kPprOne)
-          return Status::Corruption("server " + Address(p) + ": a ppr_push reply names node " +
-                                    std::to_string(v[j]) + ", query " + std::to_string(q[j]) +
-                                    " or mass " + std::to_string(mass[j]) + " out of range");
-      for (size_t j = 0; j < r.done; ++j)
-        if (degrees[j] < 0 || pushed[j] > 1)
-          return Status::Corruption("server " + Address(p) + ": a ppr_push reply gives degree " +
-                                    std::to_string(degrees[j]) + " or pushed flag " +
-                                    std::to_string(pushed[j]));
-      take(p, r.done, pushed, degrees);
+      take(p, static_cast<size_t>(r.done), pushed, degrees);
       out->queries.insert(out->queries.end(), q, q + m);
       out->nodes.insert(out->nodes.end(), v, v + m);
       out->mass.insert(out->mass.end(), mass, mass + m);

@@ -9,6 +9,9 @@
 //      checked for its size against the request as the clients do.
 //   2: a data-plane sample reply (DecodeSampleReply), then the same merge checks.
 //   3: a same-host export answer (DecodeAnswer, DecodeLayout, PrintableText).
+//   4: a Thrift ppr_push reply (byte 1: the entries sent), then
+//      CheckPprPushReply as RpcClient::ReceivePprPush runs it; what passes
+//      must be safe for the session and client/ppr.h to use.
 // Bytes 1-2 are the node count and flags; the rest is the reply.
 #include <arpa/inet.h>
 #include <thrift/protocol/TBinaryProtocol.h>
@@ -25,6 +28,7 @@
 #include "rpc/framed_transport.h"
 #include "rpc/local_export.h"
 #include "rpc/rpc_client.h"
+#include "sampler/ppr_push.h"
 
 namespace {
 
@@ -74,7 +78,7 @@ bool ReadThrift(const uint8_t* data, size_t size, T* out) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 3) return 0;
-  const int kind = data[0] % 4;
+  const int kind = data[0] % 5;
   const size_t nodes = data[1];
   const uint8_t flags = data[2];
   data += 3;
@@ -130,6 +134,44 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                .ok())
         return 0;
       Merge(v.counts, nodes, v.neighbors, call.labor ? -1 : call.fanout);
+      return 0;
+    }
+    case 4: {
+      gen::PprPushResponse r;
+      gen::Fanout_ppr_push_presult result;
+      result.success = &r;
+      if (!ReadThrift(data, size, &result)) return 0;
+      PprPushReply reply;
+      reply.done = r.done;
+      reply.pushed = r.pushed;
+      reply.degrees = r.degrees;
+      reply.out_queries = r.out_queries;
+      reply.out_nodes = r.out_nodes;
+      reply.out_mass = r.out_mass;
+      const PprReplyBounds bounds{kNodes, fanout::sampler::kMaxPprQueries,
+                                  fanout::sampler::kPprOne};
+      if (!CheckPprPushReply("fuzz", nodes, bounds, reply).ok()) return 0;
+      // As the session takes it: `done` of the entries sent, and pairs
+      // whose every value is in range (read through copies: Thrift's strings
+      // are not aligned for them).
+      if (reply.done < (nodes > 0 ? 1 : 0) || static_cast<size_t>(reply.done) > nodes)
+        __builtin_trap();
+      const size_t k = reply.num_out();
+      std::vector<int32_t> q(k);
+      std::vector<int64_t> v(k), degrees(static_cast<size_t>(reply.done));
+      std::vector<uint64_t> mass(k);
+      if (k > 0) {
+        std::memcpy(q.data(), reply.out_queries.data(), k * 4);
+        std::memcpy(v.data(), reply.out_nodes.data(), k * 8);
+        std::memcpy(mass.data(), reply.out_mass.data(), k * 8);
+      }
+      if (!degrees.empty()) std::memcpy(degrees.data(), reply.degrees.data(), degrees.size() * 8);
+      for (size_t j = 0; j < k; ++j)
+        if (q[j] < 0 || q[j] >= bounds.max_query || v[j] < 0 || v[j] >= kNodes ||
+            mass[j] > bounds.max_mass)
+          __builtin_trap();
+      for (int64_t d : degrees)
+        if (d < 0) __builtin_trap();
       return 0;
     }
     default: {

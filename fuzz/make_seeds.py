@@ -70,6 +70,16 @@ put("fuzz_rpc_request", "authenticate", call("authenticate", field(STRING, 1, ts
 put("fuzz_rpc_request", "two_calls", call("ping", field(STRING, 1, tstring("a"))) +
     call("lookup_labels", field(STRING, 1, tstring(ids(9))), 2))
 
+# --- fuzz_client_reply, kind 4: a ppr_push reply (byte 1: entries sent) -----
+# The result struct as the client reads it: field 0 (success) holding the PprPushResponse.
+ppr_reply = (field(I64, 1, struct.pack(">q", 2)) + field(STRING, 2, tstring(bytes([1, 0]))) +
+             field(STRING, 3, tstring(ids(3, 5))) + field(STRING, 4, tstring(struct.pack("<2i", 0, 1))) +
+             field(STRING, 5, tstring(ids(7, 9))) + field(STRING, 6, tstring(struct.pack("<2Q", 1 << 40, 1 << 41))) +
+             STOP)
+put("fuzz_client_reply", "ppr-ok", bytes([4, 3, 0]) + field(STRUCT, 0, ppr_reply) + STOP)
+put("fuzz_client_reply", "ppr-no-progress",
+    bytes([4, 3, 0]) + field(STRUCT, 0, field(I64, 1, struct.pack(">q", 0)) + STOP) + STOP)
+
 # --- fuzz_chunks: kind byte, node-count byte, chunk (payload + CRC) ---------
 # (the CRC is not checked by the decoders themselves; kind 7 checks it)
 adj = struct.pack("<qq", 2, 3) + struct.pack("<qq", 1, 2) + ids(1, 2, 3) + ids(10, 11, 12)

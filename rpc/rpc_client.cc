@@ -8,6 +8,7 @@
 #include <thrift/transport/TSocket.h>
 #include <thrift/transport/TTransportException.h>
 
+#include <cstring>
 #include <functional>
 #include <stdexcept>
 
@@ -514,24 +515,53 @@ Status RpcClient::SendPprPush(ArrayView<const int32_t> queries, ArrayView<const 
   return Call("ppr_push", [&](gen::FanoutClient& c) { c.send_ppr_push(req); });
 }
 
-Status RpcClient::ReceivePprPush(size_t num_entries, PprPushReply* out) {
+Status RpcClient::ReceivePprPush(size_t num_entries, const PprReplyBounds& bounds,
+                                 PprPushReply* out) {
   gen::PprPushResponse r;
   FANOUT_RETURN_IF_ERROR(Call("ppr_push", [&](gen::FanoutClient& c) { c.recv_ppr_push(r); }));
-  const size_t k = r.out_nodes.size() / 8;
-  if (r.done < (num_entries > 0 ? 1 : 0) || static_cast<uint64_t>(r.done) > num_entries ||
-      r.pushed.size() != static_cast<size_t>(r.done) ||
-      r.degrees.size() != static_cast<size_t>(r.done) * 8 || r.out_nodes.size() != k * 8 ||
-      r.out_queries.size() != k * 4 || r.out_mass.size() != k * 8)
-    return Status::Corruption("server " + address_ + ": malformed ppr_push reply (" +
-                              std::to_string(r.done) + " of " + std::to_string(num_entries) +
-                              " entries done)");
-  out->done = static_cast<size_t>(r.done);
+  out->done = r.done;
   out->pushed = std::move(r.pushed);
   out->degrees = std::move(r.degrees);
   out->out_queries = std::move(r.out_queries);
   out->out_nodes = std::move(r.out_nodes);
   out->out_mass = std::move(r.out_mass);
   out->version = r.__isset.version ? r.version : -1;
+  return CheckPprPushReply(address_, num_entries, bounds, *out);
+}
+
+Status CheckPprPushReply(const std::string& server, size_t num_entries,
+                         const PprReplyBounds& bounds, const PprPushReply& r) {
+  const size_t k = r.out_nodes.size() / 8;
+  const int64_t least = num_entries > 0 ? 1 : 0;
+  if (r.done < least || static_cast<uint64_t>(r.done) > num_entries ||
+      r.pushed.size() != static_cast<size_t>(r.done) ||
+      r.degrees.size() != static_cast<size_t>(r.done) * 8 || r.out_nodes.size() != k * 8 ||
+      r.out_queries.size() != k * 4 || r.out_mass.size() != k * 8)
+    return Status::Corruption("server " + server + ": malformed ppr_push reply (" +
+                              std::to_string(r.done) + " of " + std::to_string(num_entries) +
+                              " entries done)");
+  // Values, read through copies (Thrift's strings need not be aligned for them).
+  for (size_t j = 0; j < static_cast<size_t>(r.done); ++j) {
+    int64_t degree;
+    std::memcpy(&degree, r.degrees.data() + j * 8, 8);
+    const uint8_t pushed = static_cast<uint8_t>(r.pushed[j]);
+    if (degree < 0 || pushed > 1)
+      return Status::Corruption("server " + server + ": a ppr_push reply gives degree " +
+                                std::to_string(degree) + " or pushed flag " +
+                                std::to_string(pushed) + " for entry " + std::to_string(j));
+  }
+  for (size_t j = 0; j < k; ++j) {
+    int32_t q;
+    int64_t v;
+    uint64_t mass;
+    std::memcpy(&q, r.out_queries.data() + j * 4, 4);
+    std::memcpy(&v, r.out_nodes.data() + j * 8, 8);
+    std::memcpy(&mass, r.out_mass.data() + j * 8, 8);
+    if (v < 0 || v >= bounds.num_nodes || q < 0 || q >= bounds.max_query || mass > bounds.max_mass)
+      return Status::Corruption("server " + server + ": a ppr_push reply names node " +
+                                std::to_string(v) + ", query " + std::to_string(q) + " or mass " +
+                                std::to_string(mass) + " out of range");
+  }
   return Status::OK();
 }
 

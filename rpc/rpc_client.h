@@ -136,15 +136,23 @@ struct SampleCall {
   int64_t version = -1;
 };
 
-// A PPR push round's reply (fanout.thrift's PprPushResponse), as received
-// and checked: done <= the entries sent (at least 1 of them), one pushed
-// flag (u8) and degree (i64) per processed entry, and out_queries (i32),
-// out_nodes (i64) and out_mass (u64) of one length.
+// A PPR push round's reply (fanout.thrift's PprPushResponse), as received:
+// one pushed flag (u8) and degree (i64) per processed entry, and
+// out_queries (i32), out_nodes (i64) and out_mass (u64); CheckPprPushReply
+// says what a client accepts.
 struct PprPushReply {
-  size_t done = 0;
+  int64_t done = 0;
   std::string pushed, degrees, out_queries, out_nodes, out_mass;
   int64_t version = -1;  // live partitions: the version pushed at
   size_t num_out() const { return out_nodes.size() / 8; }
+};
+
+// What a ppr_push reply's values may be: nodes in [0, num_nodes), queries
+// in [0, max_query), mass at most max_mass (sampler/ppr_push.h's bounds).
+struct PprReplyBounds {
+  int64_t num_nodes = 0;
+  int32_t max_query = 0;
+  uint64_t max_mass = 0;
 };
 
 // One-hop reply, as received: packed arrays (no copy after Thrift's).
@@ -236,7 +244,9 @@ class RpcClient {
   Status SendPprPush(ArrayView<const int32_t> queries, ArrayView<const int64_t> nodes,
                      ArrayView<const uint64_t> residuals, uint64_t alpha_fixed, uint64_t eps_fixed,
                      int64_t version = -1);
-  Status ReceivePprPush(size_t num_entries, PprPushReply* out);
+  // The reply to num_entries entries, checked (CheckPprPushReply) against
+  // the bounds the caller knows.
+  Status ReceivePprPush(size_t num_entries, const PprReplyBounds& bounds, PprPushReply* out);
 
   const std::string& address() const { return address_; }
   // The send/receive deadline of the calls from now on (a short one for a
@@ -270,6 +280,15 @@ class RpcClient {
 // `server`. RpcClient::ReceiveSample runs it; fuzzed (fuzz_client_reply).
 Status CheckSampleReply(const std::string& server, size_t num_nodes, const SampleCall& call,
                         bool answered_walk_step, bool has_edge_types, const SampleReply& r);
+
+// The checks a ppr_push reply passes before a client uses it: done in
+// [1, num_entries] (0 only where nothing was sent: a server must make
+// progress), one pushed flag (0 or 1) and one degree (>= 0) per done entry,
+// the pushed mass's three arrays of one length with every value within
+// `bounds`; Corruption naming `server`. RpcClient::ReceivePprPush runs it;
+// fuzzed (fuzz_client_reply).
+Status CheckPprPushReply(const std::string& server, size_t num_entries,
+                         const PprReplyBounds& bounds, const PprPushReply& r);
 
 // Splits "host:port"; InvalidArgument names the text when malformed.
 Status ParseAddress(const std::string& address, std::string* host, int* port);

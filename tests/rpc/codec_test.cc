@@ -3,10 +3,13 @@
 // name, never read past its end.
 #include "rpc/codec.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <vector>
+
+#include "rpc/rpc_client.h"
 
 namespace fanout::rpc {
 namespace {
@@ -91,6 +94,59 @@ TEST(SampleReplyCodecTest, MalformedRepliesAreCorruptionNamingWhatIsWrong) {
   EXPECT_TRUE(DecodeSampleReply(huge.data(), huge.size(), 2, true, &v).IsCorruption());
   // A node count larger than the buffer could describe.
   EXPECT_TRUE(DecodeSampleReply(buf.data(), buf.size(), size_t{1} << 62, false, &v).IsCorruption());
+}
+
+template <typename T>
+std::string Packed(std::vector<T> v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+}
+
+// A ppr_push reply as a lying or broken server could send it: each defect
+// refused by name (CheckPprPushReply, which RpcClient::ReceivePprPush runs).
+TEST(PprPushReplyCheckTest, EveryMalformedOrOutOfRangeReplyIsRefused) {
+  const PprReplyBounds bounds{100, 8, uint64_t{1} << 62};
+  PprPushReply good;
+  good.done = 2;
+  good.pushed = Packed<uint8_t>({1, 0});
+  good.degrees = Packed<int64_t>({3, 5});
+  good.out_queries = Packed<int32_t>({0, 1});
+  good.out_nodes = Packed<int64_t>({7, 9});
+  good.out_mass = Packed<uint64_t>({1, 2});
+  EXPECT_TRUE(CheckPprPushReply("s", 3, bounds, good).ok());
+  using ::testing::HasSubstr;
+  auto refused = [&](auto change) {
+    PprPushReply r = good;
+    change(&r);
+    const Status st = CheckPprPushReply("s", 3, bounds, r);
+    EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+    return st.message();
+  };
+  EXPECT_THAT(refused([](PprPushReply* r) { r->done = 0; }), HasSubstr("0 of 3 entries done"));
+  EXPECT_THAT(refused([](PprPushReply* r) { r->done = 4; }), HasSubstr("malformed"));
+  EXPECT_THAT(refused([](PprPushReply* r) { r->done = -1; }), HasSubstr("malformed"));
+  EXPECT_THAT(refused([](PprPushReply* r) { r->degrees.pop_back(); }), HasSubstr("malformed"));
+  EXPECT_THAT(refused([](PprPushReply* r) { r->out_queries += "xyzw"; }), HasSubstr("malformed"));
+  EXPECT_THAT(refused([](PprPushReply* r) { r->out_mass.resize(4); }), HasSubstr("malformed"));
+  EXPECT_THAT(refused([](PprPushReply* r) { r->pushed[1] = 2; }), HasSubstr("pushed flag 2"));
+  EXPECT_THAT(refused([](PprPushReply* r) {
+                r->degrees = Packed<int64_t>({3, -1});
+              }),
+              HasSubstr("degree -1"));
+  EXPECT_THAT(refused([](PprPushReply* r) {
+                r->out_nodes = Packed<int64_t>({7, 100});
+              }),
+              HasSubstr("node 100"));
+  EXPECT_THAT(refused([](PprPushReply* r) {
+                r->out_queries = Packed<int32_t>({0, 8});
+              }),
+              HasSubstr("query 8"));
+  EXPECT_THAT(refused([](PprPushReply* r) {
+                r->out_mass = Packed<uint64_t>({1, (uint64_t{1} << 62) + 1});
+              }),
+              HasSubstr("mass"));
+  // Nothing sent: nothing done is fine.
+  PprPushReply none;
+  EXPECT_TRUE(CheckPprPushReply("s", 0, bounds, none).ok());
 }
 
 }  // namespace
