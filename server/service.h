@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -160,7 +161,9 @@ struct ServiceWork {
     if (!hetero) return fanout < 0 ? -1 : fanout;
     int64_t sum = 0;
     for (int64_t f : type_fanouts) {
-      if (f < 0) return -1;
+      // A fanout that makes the sum overflow asks for every edge as well
+      // (the cost is capped at the largest degree either way).
+      if (f < 0 || f > INT64_MAX - sum) return -1;
       sum += f;
     }
     return sum;
