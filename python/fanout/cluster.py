@@ -38,6 +38,7 @@ class Cluster:
             raise InvalidArgument("Cluster: partitions must be a list of addresses 'host:port' (got %r)"
                                   % (partitions,))
         _check_data_plane(data_plane)
+        _check_local_sampling(local_sampling)
         self._c = _core.Cluster.from_partitions(list(partitions), data_plane, int(connect_timeout_ms),
                                                 int(call_timeout_ms), local_sampling=local_sampling,
                                                 health_check_ms=int(health_check_ms),
