@@ -6,11 +6,21 @@ train mask, to a 2-partition store with fanout.partition_pyg (method hash): seco
 (writing the tables, then fanout-partition --format tables). Beside it, the machine's own partitioner on the same
 edge list (the edges alone, as a SNAP text file written before the clock starts, partitioned by fanout-partition
 --format snap --method hash in bounded memory): native_edges_per_s and ratio = edges_per_s / native_edges_per_s.
-Rounds alternate the two; medians. Needs PyG (torch_geometric); checks free disk first, removes what it writes.
+The tables are Parquet where pyarrow imports (the case's table_format says which), else CSV text.
+
+Case `tables_vs_native` (--cases tables_vs_native, needs pyarrow): an R-MAT graph of 2^--rmat-scale nodes (22 by
+default), 16 edges per node (a, b, c = 0.57, 0.19, 0.19, drawn with numpy under a fixed seed) and 64-dim float32
+features, written as Parquet (nodes: id and a fixed-size list column; edges: src, dst) before the clock starts, and
+partitioned from the tables (fanout-partition --format tables, 2 partitions, hash) against the native R-MAT path on a
+graph of the same size (fanout-partition --format rmat --rmat-scale S --feature-dim 64, 2 partitions, hash), which
+generates its edges in process: edges_per_s of each, ratio = tables edges/s / native edges/s, and peak_rss_bytes of
+each (the tool's own report of its process; the pyarrow reader is a child process of its own, not counted).
+Rounds alternate the two; medians. Checks free disk first, removes what it writes.
 """
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -32,9 +42,115 @@ def main():
     ap.add_argument("--edges", type=int, default=10_000_000)
     ap.add_argument("--nodes", type=int, default=1_000_000)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--cases", default="pyg_object", help="comma-separated: pyg_object, tables_vs_native")
+    ap.add_argument("--rmat-scale", type=int, default=22, help="tables_vs_native: R-MAT scale")
     ap.add_argument("--work", help="scratch folder (default: a temporary one, removed)")
     ap.add_argument("--json", help="write the cases here")
     a = ap.parse_args()
+    wanted = [c for c in a.cases.split(",") if c]
+    for c in wanted:
+        if c not in ("pyg_object", "tables_vs_native"):
+            sys.exit("fanout bench ingest: unknown case %r (pyg_object, tables_vs_native)" % c)
+    cases = []
+    if "tables_vs_native" in wanted:
+        cases.append(tables_vs_native(a))
+    if "pyg_object" in wanted:
+        cases.append(pyg_object(a))
+    print(json.dumps(cases, indent=2))
+    if a.json:
+        Path(a.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.json).write_text(json.dumps(cases, indent=2) + "\n")
+
+
+def _run_tool(args):
+    """Runs fanout-partition (progress on), returning (seconds, its peak RSS in bytes from its last line)."""
+    t0 = time.perf_counter()
+    r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    secs = time.perf_counter() - t0
+    if r.returncode != 0:
+        sys.exit("fanout bench ingest: %s failed:\n%s" % (" ".join(map(str, args)), r.stdout[-3000:]))
+    m = re.search(r"peak RSS ([0-9.]+) GiB", r.stdout)
+    return secs, (float(m.group(1)) * 2**30 if m else None)
+
+
+def _rmat_edges(scale, edges, seed):
+    """R-MAT (a, b, c, d = 0.57, 0.19, 0.19, 0.05) edges under a fixed seed, as int64 src, dst."""
+    rng = np.random.default_rng(seed)
+    src = np.zeros(edges, np.int64)
+    dst = np.zeros(edges, np.int64)
+    for bit in range(scale):
+        r = rng.random(edges, dtype=np.float32)
+        down = r >= 0.76  # quadrants c or d: the source's bit set
+        right = ((r >= 0.57) & (r < 0.76)) | (r >= 0.95)  # b or d: the destination's bit set
+        src |= down.astype(np.int64) << bit
+        dst |= right.astype(np.int64) << bit
+    return src, dst
+
+
+def tables_vs_native(a):
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError as e:
+        sys.exit("fanout bench ingest: case tables_vs_native needs pyarrow (./run installs it): %s" % e)
+    import fanout
+
+    n, dim = 1 << a.rmat_scale, 64
+    e = 16 * n
+    work = Path(a.work or tempfile.mkdtemp(prefix="fanout-bench-tables-"))
+    need = e * 16 * 3 + n * dim * 4 * 3
+    free = shutil.disk_usage(work).free
+    if free < need:
+        sys.exit("fanout bench ingest: tables_vs_native needs about %.1f GB free in %s, has %.1f GB"
+                 % (need / 1e9, work, free / 1e9))
+    tool = fanout.find_binary("fanout-partition")
+    tables_s, native_s, tables_rss, native_rss = [], [], [], []
+    try:
+        tdir = work / "tables"
+        tdir.mkdir(parents=True, exist_ok=True)
+        log("writing R-MAT scale %d (%d nodes, %d edges, %d-dim features) as Parquet in %s" % (a.rmat_scale, n, e,
+                                                                                                dim, tdir))
+        src, dst = _rmat_edges(a.rmat_scale, e, 1)
+        pq.write_table(pa.table({"src": src, "dst": dst}), str(tdir / "edges.parquet"), row_group_size=1 << 20)
+        del src, dst
+        x = np.random.default_rng(2).standard_normal((n, dim), dtype=np.float32)
+        pq.write_table(pa.table({"id": np.arange(n, dtype=np.int64),
+                                 "x": pa.FixedSizeListArray.from_arrays(pa.array(x.reshape(-1)), dim)}),
+                       str(tdir / "nodes.parquet"), row_group_size=1 << 18)
+        del x
+        (tdir / "graph.json").write_text(json.dumps({
+            "name": "rmat-tables", "nodes": [{"files": "nodes.parquet", "id": "id", "features": "x"}],
+            "edges": [{"files": "edges.parquet", "source": "src", "destination": "dst"}]}))
+        env_py = os.environ.get("FANOUT_PYTHON")
+        os.environ.setdefault("FANOUT_PYTHON", sys.executable)
+        for r in range(a.rounds):
+            s, rss = _run_tool([tool, "--format", "tables", "--schema", str(tdir / "graph.json"), "--parts", "2",
+                                "--method", "hash", "--output", str(work / "out-tables"), "--force"])
+            tables_s.append(s)
+            tables_rss.append(rss)
+            shutil.rmtree(work / "out-tables")
+            s, rss = _run_tool([tool, "--format", "rmat", "--rmat-scale", str(a.rmat_scale), "--feature-dim",
+                                str(dim), "--parts", "2", "--method", "hash", "--output", str(work / "out-native"),
+                                "--force"])
+            native_s.append(s)
+            native_rss.append(rss)
+            shutil.rmtree(work / "out-native")
+            log("round %d: tables (Parquet) %.1f s, native rmat %.1f s" % (r + 1, tables_s[-1], native_s[-1]))
+        if env_py is None:
+            del os.environ["FANOUT_PYTHON"]
+    finally:
+        if not a.work:
+            shutil.rmtree(work, ignore_errors=True)
+    t, nat = statistics.median(tables_s), statistics.median(native_s)
+    return {"case": "tables_vs_native", "table_format": "parquet", "rmat_scale": a.rmat_scale, "nodes": n,
+            "edges": e, "feature_dim": dim, "parts": 2, "method": "hash", "seconds": t, "edges_per_s": e / t,
+            "native_seconds": nat, "native_edges_per_s": e / nat, "ratio": nat / t,
+            "peak_rss_bytes": max(x for x in tables_rss if x) if any(tables_rss) else None,
+            "native_peak_rss_bytes": max(x for x in native_rss if x) if any(native_rss) else None,
+            "rounds": a.rounds, "cpus": os.cpu_count()}
+
+
+def pyg_object(a):
     try:
         from torch_geometric.data import Data
     except ImportError as e:
@@ -81,15 +197,12 @@ def main():
         if not a.work:
             shutil.rmtree(work, ignore_errors=True)
     secs, native = statistics.median(pyg_s), statistics.median(native_s)
-    cases = [{"case": "pyg_object", "edges": a.edges, "nodes": a.nodes, "feature_dim": 16, "parts": 2,
+    from fanout.tables import _have_pyarrow
+    return {"case": "pyg_object", "table_format": "parquet" if _have_pyarrow() else "csv", "edges": a.edges, "nodes": a.nodes, "feature_dim": 16, "parts": 2,
               "method": "hash", "seconds": secs, "edges_per_s": a.edges / secs,
               "write_tables_s": statistics.median(write_s), "partition_s": statistics.median(part_s),
               "native_snap_seconds": native, "native_edges_per_s": a.edges / native,
-              "ratio": native / secs, "rounds": a.rounds, "cpus": os.cpu_count()}]
-    print(json.dumps(cases, indent=2))
-    if a.json:
-        Path(a.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.json).write_text(json.dumps(cases, indent=2) + "\n")
+              "ratio": native / secs, "rounds": a.rounds, "cpus": os.cpu_count()}
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@
 #include "datasets/formats.h"
 #include "datasets/line_reader.h"
 #include "datasets/progress.h"
+#include "datasets/table_source.h"
 
 namespace fanout::datasets {
 
@@ -232,11 +233,11 @@ Status ParseSchema(const std::string& path, Schema* s) {
 }
 
 // A CSV file read row by row: its header's columns looked up by name.
-class Table {
+class CsvTable final : public TableSource {
  public:
   static Status Open(const std::string& path, char delimiter, bool quiet,
-                     std::unique_ptr<Table>* out) {
-    auto t = std::unique_ptr<Table>(new Table());
+                     std::unique_ptr<TableSource>* out) {
+    auto t = std::unique_ptr<CsvTable>(new CsvTable());
     t->delim_ = delimiter;
     FANOUT_RETURN_IF_ERROR(LineReader::Open(path, &t->r_));
     t->progress_ =
@@ -254,9 +255,7 @@ class Table {
     FANOUT_RETURN_IF_ERROR(t->r_->status());
     return Status::InvalidArgument(path + ": empty file, expected a header line");
   }
-  // The index of column `name`; InvalidArgument naming the file, the column
-  // and what the header has.
-  Status Column(const std::string& name, const std::string& role, size_t* index) const {
+  Status Column(const std::string& name, const std::string& role, size_t* index) override {
     for (size_t i = 0; i < header_.size(); ++i)
       if (header_[i] == name) {
         *index = i;
@@ -267,8 +266,7 @@ class Table {
     return Status::InvalidArgument(r_->path() + ": no column '" + name + "' (the " + role +
                                    "); its header has: " + have);
   }
-  // The next data row (false at the end; then status()).
-  bool Next(Status* st) {
+  bool Next(Status* st) override {
     std::string_view line;
     while (r_->Next(&line)) {
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
@@ -287,14 +285,47 @@ class Table {
     progress_->Done(std::to_string(rows_) + " rows");
     return false;
   }
-  const std::string& field(size_t i) const { return row_[i]; }
-  // "file:line: column 'c': " for an error about a field.
-  std::string Where(size_t column) const {
+  bool Empty(size_t col) const override { return row_[col].empty(); }
+  Status Int(size_t col, int64_t* out) const override {
+    if (!ParseInt64(row_[col], out))
+      return Status::InvalidArgument(Where(col) + "'" + row_[col].substr(0, 40) +
+                                     "' is not an integer");
+    return Status::OK();
+  }
+  Status Float(size_t col, float* out) const override { return ParseOne(col, row_[col], out); }
+  // A list cell: "1 2 3", "1;2;3" or "[1, 2, 3]".
+  Status FloatList(size_t col, std::vector<float>* out) const override {
+    std::string_view s = row_[col];
+    while (!s.empty() && (s.front() == ' ' || s.front() == '[')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == ']')) s.remove_suffix(1);
+    out->clear();
+    std::vector<std::string_view> parts;
+    SplitFields(s, " ,;", true, &parts);
+    for (std::string_view p : parts) {
+      if (p.empty()) continue;
+      float v = 0;
+      FANOUT_RETURN_IF_ERROR(ParseOne(col, p, &v));
+      out->push_back(v);
+    }
+    return Status::OK();
+  }
+  std::string Text(size_t col) const override { return row_[col]; }
+  bool Truthy(size_t col) const override {
+    const std::string& s = row_[col];
+    return s == "1" || s == "true" || s == "True" || s == "yes";
+  }
+  std::string Where(size_t column) const override {
     return r_->Where() + "column '" + header_[column] + "': ";
   }
 
  private:
-  Table() = default;
+  CsvTable() = default;
+  Status ParseOne(size_t col, std::string_view text, float* out) const {
+    if (!ParseFloat(text, out) || !std::isfinite(*out))
+      return Status::InvalidArgument(Where(col) + "'" + std::string(text.substr(0, 40)) +
+                                     "' is not a finite number");
+    return Status::OK();
+  }
   Status Split(std::string_view line, std::vector<std::string>* f) const {
     if (delim_ == ',') return SplitCsvLine(line, f);
     f->clear();
@@ -313,38 +344,12 @@ class Table {
   int64_t rows_ = 0;
 };
 
-Status Int(const Table& t, size_t col, int64_t* out) {
-  if (!ParseInt64(t.field(col), out))
-    return Status::InvalidArgument(t.Where(col) + "'" + t.field(col).substr(0, 40) +
-                                   "' is not an integer");
-  return Status::OK();
+// A table file: Parquet (.parquet, .pq) through pyarrow, else CSV.
+Status OpenTable(const std::string& path, char delimiter, bool quiet,
+                 std::unique_ptr<TableSource>* out) {
+  if (IsParquetPath(path)) return OpenParquetTable(path, quiet, out);
+  return CsvTable::Open(path, delimiter, quiet, out);
 }
-
-Status Float(const Table& t, size_t col, std::string_view text, float* out) {
-  if (!ParseFloat(text, out) || !std::isfinite(*out))
-    return Status::InvalidArgument(t.Where(col) + "'" + std::string(text.substr(0, 40)) +
-                                   "' is not a finite number");
-  return Status::OK();
-}
-
-// A list cell: "1 2 3", "1;2;3" or "[1, 2, 3]".
-Status FloatList(const Table& t, size_t col, std::vector<float>* out) {
-  std::string_view s = t.field(col);
-  while (!s.empty() && (s.front() == ' ' || s.front() == '[')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == ']')) s.remove_suffix(1);
-  out->clear();
-  std::vector<std::string_view> parts;
-  SplitFields(s, " ,;", true, &parts);
-  for (std::string_view p : parts) {
-    if (p.empty()) continue;
-    float v = 0;
-    FANOUT_RETURN_IF_ERROR(Float(t, col, p, &v));
-    out->push_back(v);
-  }
-  return Status::OK();
-}
-
-bool Truthy(const std::string& s) { return s == "1" || s == "true" || s == "True" || s == "yes"; }
 
 }  // namespace
 
@@ -366,17 +371,20 @@ Status LoadTables(const std::string& schema_path, const LoadOptions& options, Ra
   // Nodes: dense ids in type order, each type's rows in file order.
   std::vector<std::unordered_map<std::string, int64_t>> by_name(static_cast<size_t>(num_types));
   std::vector<std::unordered_map<int64_t, int64_t>> by_id(static_cast<size_t>(num_types));
-  std::vector<std::vector<float>> rows;  // per node, its feature row (empty: none)
+  // Per type: its feature rows back to back (every row of a type has its width), and its first id.
+  std::vector<std::vector<float>> type_rows(static_cast<size_t>(num_types));
+  std::vector<int64_t> type_first(static_cast<size_t>(num_types), 0);
   std::vector<int64_t> type_dims(static_cast<size_t>(num_types), 0);
   bool any_label = false, any_split = false, any_names = false;
-  std::vector<float> list;
+  std::vector<float> row;
   for (int t = 0; t < num_types; ++t) {
     const NodeSpec& ns = s.nodes[static_cast<size_t>(t)];
+    type_first[static_cast<size_t>(t)] = out->num_nodes;
     int64_t width = -1;
     const std::string what = "node type '" + ns.type + "'";
     for (const std::string& file : ns.files) {
-      std::unique_ptr<Table> tb;
-      FANOUT_RETURN_IF_ERROR(Table::Open(file, s.delimiter, options.quiet, &tb));
+      std::unique_ptr<TableSource> tb;
+      FANOUT_RETURN_IF_ERROR(OpenTable(file, s.delimiter, options.quiet, &tb));
       size_t id_col = 0, list_col = 0, label_col = 0, split_col = 0, masks[3] = {0, 0, 0};
       FANOUT_RETURN_IF_ERROR(tb->Column(ns.id, what + "'s id", &id_col));
       std::vector<size_t> feat_cols;
@@ -400,9 +408,9 @@ Status LoadTables(const std::string& schema_path, const LoadOptions& options, Ra
       while (tb->Next(&st)) {
         FANOUT_RETURN_IF_ERROR(st);
         const int64_t v = out->num_nodes;
-        const std::string& key = tb->field(id_col);
         int64_t original = by_name[t].size() + by_id[t].size();
         if (ns.string_ids) {
+          const std::string key = tb->Text(id_col);
           if (key.empty()) return Status::InvalidArgument(tb->Where(id_col) + "an empty id");
           if (!by_name[t].emplace(key, v).second)
             return Status::InvalidArgument(tb->Where(id_col) + "id '" + key.substr(0, 40) +
@@ -410,22 +418,22 @@ Status LoadTables(const std::string& schema_path, const LoadOptions& options, Ra
           out->original_names.push_back(key);
           any_names = true;
         } else {
-          FANOUT_RETURN_IF_ERROR(Int(*tb, id_col, &original));
+          FANOUT_RETURN_IF_ERROR(tb->Int(id_col, &original));
           if (!by_id[t].emplace(original, v).second)
-            return Status::InvalidArgument(tb->Where(id_col) + "id " + key +
+            return Status::InvalidArgument(tb->Where(id_col) + "id " + std::to_string(original) +
                                            " is listed twice for " + what);
           out->original_names.emplace_back();
         }
         out->original_ids.push_back(original);
         out->node_type.push_back(t);
         // Features.
-        std::vector<float> row;
+        row.clear();
         if (!feat_cols.empty()) {
           row.resize(feat_cols.size());
           for (size_t c = 0; c < feat_cols.size(); ++c)
-            FANOUT_RETURN_IF_ERROR(Float(*tb, feat_cols[c], tb->field(feat_cols[c]), &row[c]));
+            FANOUT_RETURN_IF_ERROR(tb->Float(feat_cols[c], &row[c]));
         } else if (!ns.feature_list.empty()) {
-          FANOUT_RETURN_IF_ERROR(FloatList(*tb, list_col, &row));
+          FANOUT_RETURN_IF_ERROR(tb->FloatList(list_col, &row));
         }
         if (!feat_cols.empty() || !ns.feature_list.empty()) {
           if (width < 0) width = static_cast<int64_t>(row.size());
@@ -435,11 +443,12 @@ Status LoadTables(const std::string& schema_path, const LoadOptions& options, Ra
                                            " values; earlier rows of " + what + " have " +
                                            std::to_string(width));
         }
-        rows.push_back(std::move(row));
+        type_rows[static_cast<size_t>(t)].insert(type_rows[static_cast<size_t>(t)].end(),
+                                                 row.begin(), row.end());
         // Label.
         int64_t label = -1;
-        if (!ns.label.empty() && !tb->field(label_col).empty()) {
-          FANOUT_RETURN_IF_ERROR(Int(*tb, label_col, &label));
+        if (!ns.label.empty() && !tb->Empty(label_col)) {
+          FANOUT_RETURN_IF_ERROR(tb->Int(label_col, &label));
           if (label < -1)
             return Status::InvalidArgument(tb->Where(label_col) + "label " + std::to_string(label) +
                                            " (-1 or empty: none)");
@@ -449,7 +458,7 @@ Status LoadTables(const std::string& schema_path, const LoadOptions& options, Ra
         // Split.
         uint8_t split = static_cast<uint8_t>(Split::kNone);
         if (!ns.split.empty()) {
-          const std::string& x = tb->field(split_col);
+          const std::string x = tb->Text(split_col);
           if (x == "train")
             split = static_cast<uint8_t>(Split::kTrain);
           else if (x == "val" || x == "valid" || x == "validation")
@@ -462,7 +471,7 @@ Status LoadTables(const std::string& schema_path, const LoadOptions& options, Ra
           any_split = true;
         } else if (has_masks) {
           for (int m = 0; m < 3; ++m)
-            if (!mask_names[m]->empty() && Truthy(tb->field(masks[m]))) {
+            if (!mask_names[m]->empty() && tb->Truthy(masks[m])) {
               if (split != static_cast<uint8_t>(Split::kNone))
                 return Status::InvalidArgument(tb->Where(masks[m]) + "the node is in two masks");
               split = static_cast<uint8_t>(m + 1);
@@ -483,13 +492,21 @@ Status LoadTables(const std::string& schema_path, const LoadOptions& options, Ra
     FANOUT_RETURN_IF_ERROR(CheckFitsInMemory("the feature matrix",
                                              static_cast<double>(out->num_nodes * out->feature_dim),
                                              4, options.memory_limit_bytes));
-    out->features.assign(static_cast<size_t>(out->num_nodes * out->feature_dim), 0.0f);
-    for (int64_t v = 0; v < out->num_nodes; ++v)
-      std::copy(rows[v].begin(), rows[v].end(),
-                out->features.begin() + static_cast<ptrdiff_t>(v * out->feature_dim));
+    if (num_types == 1) {  // one type: its rows are the matrix
+      out->features = std::move(type_rows[0]);
+    } else {
+      out->features.assign(static_cast<size_t>(out->num_nodes * out->feature_dim), 0.0f);
+      for (size_t t = 0; t < type_rows.size(); ++t) {
+        const int64_t w = type_dims[t],
+                      n = w > 0 ? static_cast<int64_t>(type_rows[t].size()) / w : 0;
+        for (int64_t k = 0; k < n; ++k)
+          std::copy(type_rows[t].begin() + k * w, type_rows[t].begin() + (k + 1) * w,
+                    out->features.begin() + (type_first[t] + k) * out->feature_dim);
+        std::vector<float>().swap(type_rows[t]);
+      }
+    }
   }
-  rows.clear();
-  rows.shrink_to_fit();
+  type_rows.clear();
   if (any_label) {
     for (int64_t l : out->labels) out->num_classes = std::max(out->num_classes, l + 1);
   } else {
@@ -505,6 +522,23 @@ Status LoadTables(const std::string& schema_path, const LoadOptions& options, Ra
       if (s.nodes[static_cast<size_t>(t)].type == name) return t;
     return -1;
   };
+  // Integer ids in a compact range (most tables number their rows) resolve
+  // through an array instead of the hash map: an edge table's endpoints are
+  // most of the reading time.
+  std::vector<int64_t> direct_lo(static_cast<size_t>(num_types), 0);
+  std::vector<std::vector<int64_t>> direct(static_cast<size_t>(num_types));
+  for (int t = 0; t < num_types; ++t) {
+    if (by_id[t].empty()) continue;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (const auto& [id, v] : by_id[t]) lo = std::min(lo, id), hi = std::max(hi, id);
+    const uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) + 1;
+    if (span > 4 * by_id[t].size() + (uint64_t{1} << 16)) continue;
+    direct_lo[t] = lo;
+    direct[t].assign(span, -1);
+    for (const auto& [id, v] : by_id[t])
+      direct[t][static_cast<uint64_t>(id) - static_cast<uint64_t>(lo)] = v;
+    std::unordered_map<int64_t, int64_t>().swap(by_id[t]);
+  }
   const bool timed = !s.edges[0].time.empty();
   int64_t dangling = 0;
   for (const EdgeSpec& es : s.edges) {
@@ -513,30 +547,36 @@ Status LoadTables(const std::string& schema_path, const LoadOptions& options, Ra
     out->edge_types.push_back({st_, es.type, dt_});
     const size_t first = out->src.size();
     for (const std::string& file : es.files) {
-      std::unique_ptr<Table> tb;
-      FANOUT_RETURN_IF_ERROR(Table::Open(file, s.delimiter, options.quiet, &tb));
+      std::unique_ptr<TableSource> tb;
+      FANOUT_RETURN_IF_ERROR(OpenTable(file, s.delimiter, options.quiet, &tb));
       size_t sc = 0, dc = 0, tc = 0;
       const std::string what = "edge type '" + es.type + "'";
       FANOUT_RETURN_IF_ERROR(tb->Column(es.source, what + "'s source", &sc));
       FANOUT_RETURN_IF_ERROR(tb->Column(es.destination, what + "'s destination", &dc));
       if (timed) FANOUT_RETURN_IF_ERROR(tb->Column(es.time, what + "'s time", &tc));
       auto resolve = [&](int t, size_t col, int64_t* v, bool* found) -> Status {
-        const std::string& key = tb->field(col);
         const NodeSpec& ns = s.nodes[static_cast<size_t>(t)];
         if (ns.string_ids) {
-          auto it = by_name[t].find(key);
+          auto it = by_name[t].find(tb->Text(col));
           *found = it != by_name[t].end();
           if (*found) *v = it->second;
         } else {
           int64_t id = 0;
-          FANOUT_RETURN_IF_ERROR(Int(*tb, col, &id));
-          auto it = by_id[t].find(id);
-          *found = it != by_id[t].end();
-          if (*found) *v = it->second;
+          FANOUT_RETURN_IF_ERROR(tb->Int(col, &id));
+          if (!direct[t].empty()) {
+            const uint64_t k = static_cast<uint64_t>(id) - static_cast<uint64_t>(direct_lo[t]);
+            *found = k < direct[t].size() && direct[t][k] >= 0;
+            if (*found) *v = direct[t][k];
+          } else {
+            auto it = by_id[t].find(id);
+            *found = it != by_id[t].end();
+            if (*found) *v = it->second;
+          }
         }
         if (!*found && !s.drop_dangling)
           return Status::InvalidArgument(
-              tb->Where(col) + "'" + key.substr(0, 40) + "' names no node of type '" + ns.type +
+              tb->Where(col) + "'" + tb->Text(col).substr(0, 40) + "' names no node of type '" +
+              ns.type +
               "' (the schema's \"dangling_edges\": \"drop\" counts and drops such edges)");
         return Status::OK();
       };
@@ -547,7 +587,7 @@ Status LoadTables(const std::string& schema_path, const LoadOptions& options, Ra
         bool fu = false, fv = false;
         FANOUT_RETURN_IF_ERROR(resolve(st_, sc, &u, &fu));
         FANOUT_RETURN_IF_ERROR(resolve(dt_, dc, &v, &fv));
-        if (timed) FANOUT_RETURN_IF_ERROR(Int(*tb, tc, &time));
+        if (timed) FANOUT_RETURN_IF_ERROR(tb->Int(tc, &time));
         if (!fu || !fv) {
           ++dangling;
           continue;
@@ -555,7 +595,7 @@ Status LoadTables(const std::string& schema_path, const LoadOptions& options, Ra
         out->src.push_back(u);
         out->dst.push_back(v);
         if (timed) out->edge_times.push_back(time);
-        out->edge_type.push_back(etype);
+        if (hetero) out->edge_type.push_back(etype);
       }
       FANOUT_RETURN_IF_ERROR(st);
     }

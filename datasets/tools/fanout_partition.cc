@@ -88,9 +88,10 @@ int main(int argc, char** argv) {
   app.add_option("--input", input,
                  "Raw input: a file or folder, as the format needs (not used by rmat)");
   std::string schema;
-  app.add_option("--schema", schema,
-                 "tables: the JSON schema naming the node and edge tables (CSV, optionally gzip; "
-                 "see docs/DATA.md); the same as --input for --format tables");
+  app.add_option(
+      "--schema", schema,
+      "tables: the JSON schema naming the node and edge tables (Parquet, or CSV optionally gzip; "
+      "see docs/DATA.md); the same as --input for --format tables");
   app.add_option("--format", format,
                  std::string("Input format. ogb: ") + fanout::datasets::OgbFilesHelp() +
                      " ogb-hetero: " + fanout::datasets::OgbHeteroFilesHelp())

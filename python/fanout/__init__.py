@@ -16,6 +16,7 @@ batch.n_id, batch.e_id, batch.batch_size, batch.num_sampled_nodes, ...
 """
 
 import json
+import os
 import subprocess
 import sys
 import urllib.error
@@ -106,7 +107,11 @@ def partition(input, output, *, format, parts, method="metis", force=False, quie
             continue
         else:
             args += [flag, str(v)]
-    r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Parquet tables are decoded by pyarrow in a Python child of the tool: this interpreter's, unless
+    # FANOUT_PYTHON names another.
+    env = dict(os.environ)
+    env.setdefault("FANOUT_PYTHON", sys.executable)
+    r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     if r.returncode != 0:
         raise InvalidArgument("fanout-partition failed (exit %d): %s" % (r.returncode, (r.stderr or r.stdout).strip()))
     return str(output)

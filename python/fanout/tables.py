@@ -1,8 +1,8 @@
 """Your own graph in (docs/DATA.md): tables with a schema, and PyG objects.
 
 ``partition_tables(schema, output, parts=...)`` runs ``fanout-partition --format tables``.
-``partition_pyg(data, output, parts=...)`` writes a PyG ``Data`` or ``HeteroData`` as CSV tables with a schema in a
-scratch folder and partitions them the same way: the store serves the graph the object holds (node ``i`` of a type
+``partition_pyg(data, output, parts=...)`` writes a PyG ``Data`` or ``HeteroData`` as tables (Parquet through pyarrow
+where it imports, else CSV) with a schema in a scratch folder and partitions them the same way: the store serves the graph the object holds (node ``i`` of a type
 keeps ``i`` as its original id, so ``Cluster.original_ids`` maps served ids back to the object's).
 """
 
@@ -44,8 +44,45 @@ def _edge_time(store):
     return None
 
 
-def _write_nodes(path, n, x, y, masks, what):
-    cols, fmt, header = [np.arange(n, dtype=np.float64)], ["%d"], ["id"]
+def _have_pyarrow():
+    try:
+        import pyarrow.parquet as pq
+        return pq is not None
+    except ImportError:
+        return False
+
+
+def _write_table(path, header, cols, fmt, parquet):
+    """Writes columns (numpy arrays; a 2-D float32 one is a list column) as Parquet or as CSV text."""
+    if parquet:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        arrays = []
+        for c in cols:
+            if c.ndim == 2:
+                arrays.append(pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(c).reshape(-1)),
+                                                                c.shape[1]))
+            else:
+                arrays.append(pa.array(c))
+        pq.write_table(pa.table(arrays, names=header), path, row_group_size=1 << 20)
+        return
+    flat, flat_fmt = [], []
+    for c, f in zip(cols, fmt):
+        if c.ndim == 2:
+            flat += [c.astype(np.float64)[:, k] for k in range(c.shape[1])]
+            flat_fmt += [f] * c.shape[1]
+        else:
+            flat.append(c.astype(np.float64))
+            flat_fmt.append(f)
+    with open(path, "w") as f:
+        f.write(",".join(header) + "\n")
+        if len(cols[0]) > 0:
+            np.savetxt(f, np.column_stack(flat), fmt=flat_fmt, delimiter=",")
+
+
+def _write_nodes(path, n, x, y, masks, what, parquet):
+    cols, fmt, header = [np.arange(n, dtype=np.int64)], ["%d"], ["id"]
     spec = {"id": "id"}
     if x is not None:
         x = _numpy(x)
@@ -55,11 +92,18 @@ def _write_nodes(path, n, x, y, masks, what):
             raise InvalidArgument("%s.x has shape %s; expected [%d, features]" % (what, tuple(x.shape), n))
         if not np.issubdtype(x.dtype, np.number):
             raise InvalidArgument("%s.x is of %s, not numbers" % (what, x.dtype))
-        names = ["f%d" % k for k in range(x.shape[1])]
-        cols += [x.astype(np.float32).astype(np.float64)[:, k] for k in range(x.shape[1])]
-        fmt += ["%.9g"] * x.shape[1]
-        header += names
-        spec["features"] = names
+        x = x.astype(np.float32)
+        if parquet:  # one list column
+            cols.append(x)
+            fmt.append("%.9g")
+            header.append("x")
+            spec["features"] = "x"
+        else:  # a scalar column per feature
+            names = ["f%d" % k for k in range(x.shape[1])]
+            cols += [x[:, k] for k in range(x.shape[1])]
+            fmt += ["%.9g"] * x.shape[1]
+            header += names
+            spec["features"] = names
     if y is not None:
         y = _numpy(y)
         if y.ndim == 2 and y.shape[1] == 1:
@@ -67,8 +111,7 @@ def _write_nodes(path, n, x, y, masks, what):
         if y.ndim != 1 or y.shape[0] != n or not (np.issubdtype(y.dtype, np.integer) or y.dtype == np.bool_):
             raise InvalidArgument("%s.y must hold one integer class per node (shape [%d]); it has shape %s of %s"
                                   % (what, n, tuple(y.shape), y.dtype))
-        y = np.where(y < 0, -1, y).astype(np.float64)
-        cols.append(y)
+        cols.append(np.where(y < 0, -1, y).astype(np.int64))
         fmt.append("%d")
         header.append("label")
         spec["label"] = "label"
@@ -76,18 +119,15 @@ def _write_nodes(path, n, x, y, masks, what):
         m = _numpy(m)
         if m.dtype != np.bool_ or m.shape != (n,):
             raise InvalidArgument("%s.%s must be a bool mask of shape [%d]" % (what, key, n))
-        cols.append(m.astype(np.float64))
+        cols.append(m if parquet else m.astype(np.int64))
         fmt.append("%d")
         header.append(key)
         spec[key] = key
-    with open(path, "w") as f:
-        f.write(",".join(header) + "\n")
-        if n > 0:
-            np.savetxt(f, np.column_stack(cols), fmt=fmt, delimiter=",")
+    _write_table(path, header, cols, fmt, parquet)
     return spec
 
 
-def _write_edges(path, edge_index, time, n_src, n_dst, what):
+def _write_edges(path, edge_index, time, n_src, n_dst, what, parquet):
     ei = _numpy(edge_index)
     if ei is None or ei.ndim != 2 or ei.shape[0] != 2:
         raise InvalidArgument("%s.edge_index must have shape [2, edges]" % what)
@@ -104,18 +144,23 @@ def _write_edges(path, edge_index, time, n_src, n_dst, what):
         cols.append(t.astype(np.int64))
         fmt.append("%d")
         header.append("time")
-    with open(path, "w") as f:
-        f.write(",".join(header) + "\n")
-        if ei.shape[1] > 0:
-            np.savetxt(f, np.column_stack(cols), fmt=fmt, delimiter=",")
+    _write_table(path, header, cols, fmt, parquet)
 
 
-def write_pyg_tables(data, folder, *, name="pyg"):
-    """Writes ``data`` (a PyG ``Data`` or ``HeteroData``) into ``folder`` as CSV tables and ``graph.json``, the
-    schema ``partition_tables`` reads; returns the schema's path. Stored: node features ``x`` (one row of numbers per
+def write_pyg_tables(data, folder, *, name="pyg", table_format="auto"):
+    """Writes ``data`` (a PyG ``Data`` or ``HeteroData``) into ``folder`` as tables and ``graph.json``, the
+    schema ``partition_tables`` reads; returns the schema's path. ``table_format``: ``"parquet"`` (binary, the
+    features one list column; needs pyarrow), ``"csv"`` (text, a column per feature), or ``"auto"`` (Parquet where
+    pyarrow imports). Stored: node features ``x`` (one row of numbers per
     node), labels ``y`` (one integer per node; negative: none), ``train_mask``/``val_mask``/``test_mask``, and edge
     times (``time`` or ``edge_time``, one integer per edge, on every edge type or none). Edge weights and edge
     attributes are not stored (Fanout's stores hold none): a warning says so."""
+    if table_format not in ("auto", "parquet", "csv"):
+        raise InvalidArgument("table_format must be 'auto', 'parquet' or 'csv', not %r" % (table_format,))
+    parquet = table_format == "parquet" or (table_format == "auto" and _have_pyarrow())
+    if parquet and not _have_pyarrow():
+        raise InvalidArgument("table_format='parquet' needs pyarrow (pip install pyarrow)")
+    ext = ".parquet" if parquet else ".csv"
     os.makedirs(folder, exist_ok=True)
     hetero = hasattr(data, "node_types") and hasattr(data, "edge_types") and callable(getattr(data, "metadata", None))
     mask_keys = ("train_mask", "val_mask", "test_mask")
@@ -135,9 +180,9 @@ def write_pyg_tables(data, folder, *, name="pyg"):
             raise InvalidArgument("node type '%s' has no num_nodes (and no x to infer it from)" % nt)
         counts[nt] = int(n)
         masks = {k: st[k] for k in mask_keys if k in st}
-        file = "nodes_%d.csv" % len(nodes)
+        file = "nodes_%d%s" % (len(nodes), ext)
         spec = _write_nodes(os.path.join(folder, file), counts[nt], st.x if "x" in st else None,
-                            st.y if "y" in st else None, masks, "node type '%s'" % nt if hetero else "data")
+                            st.y if "y" in st else None, masks, "node type '%s'" % nt if hetero else "data", parquet)
         spec.update({"type": nt, "files": file})
         nodes.append(spec)
     edges, times = [], []
@@ -149,10 +194,10 @@ def write_pyg_tables(data, folder, *, name="pyg"):
                               "attributes)" % (extra, et if hetero else "data"))
         t = _edge_time(st)
         times.append(t is not None)
-        file = "edges_%d.csv" % len(edges)
+        file = "edges_%d%s" % (len(edges), ext)
         what = "edge type %s" % (et,) if hetero else "data"
         _write_edges(os.path.join(folder, file), st.edge_index if "edge_index" in st else None, t,
-                     counts[et[0]], counts[et[2]], what)
+                     counts[et[0]], counts[et[2]], what, parquet)
         spec = {"type": et[1], "files": file, "source": "src", "source_type": et[0], "destination": "dst",
                 "destination_type": et[2]}
         if t is not None:
@@ -169,15 +214,16 @@ def write_pyg_tables(data, folder, *, name="pyg"):
 
 
 def partition_pyg(data, output, *, parts, method="hash", force=False, quiet=True, scratch_dir=None, name="pyg",
-                  **options):
+                  table_format="auto", **options):
     """Partitions a PyG ``Data`` or ``HeteroData`` into a Fanout dataset folder ``output`` (``parts`` partitions;
     ``method`` hash, random, range or metis; the other ``fanout-partition`` options as keyword arguments, e.g.
     ``direction="out"``, ``undirected=True``, ``feature_dtype="float16"``). The object is written as tables
-    (``write_pyg_tables``) in a scratch folder under ``scratch_dir`` (default: the system's), removed after. Returns
+    (``write_pyg_tables``: Parquet where pyarrow imports, else CSV; ``table_format`` chooses) in a scratch folder
+    under ``scratch_dir`` (default: the system's), removed after. Returns
     ``output``. Node ``i`` of each type keeps ``i`` as its original id (``Cluster.original_ids``)."""
     scratch = tempfile.mkdtemp(prefix="fanout-pyg-", dir=scratch_dir)
     try:
-        schema = write_pyg_tables(data, scratch, name=name)
+        schema = write_pyg_tables(data, scratch, name=name, table_format=table_format)
         return partition_tables(schema, output, parts=parts, method=method, force=force, quiet=quiet, **options)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -3,7 +3,10 @@
 // every mistake refused naming the schema key, or the file, line and column.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <zlib.h>
+
+#include <cstdlib>
 
 #include "datasets/formats.h"
 #include "tests/datasets/test_util.h"
@@ -162,6 +165,121 @@ TEST_F(TablesTest, EveryMistakeIsNamed) {
   EXPECT_EQ(ds.num_edges(), 1);
   ASSERT_EQ(notes_.size(), 1u);
   EXPECT_THAT(notes_[0], HasSubstr("dropped 1 edges"));
+}
+
+// The Parquet reader's stream, as a child that lies or dies would send it:
+// every defect is an error naming the file, never a crash or a hang. The
+// "interpreter" ($FANOUT_PYTHON) is a shell script replaying bytes.
+class ParquetStreamTest : public TablesTest {
+ protected:
+  struct Bytes {
+    std::string b;
+    template <typename T>
+    Bytes& Put(T v) {
+      b.append(reinterpret_cast<const char*>(&v), sizeof(v));
+      return *this;
+    }
+    Bytes& Raw(const std::string& s) {
+      b += s;
+      return *this;
+    }
+  };
+  // A header for the id column "id" (int) and, for edges, "s" and "d".
+  static Bytes Header(const std::vector<std::pair<std::string, uint8_t>>& cols) {
+    Bytes h;
+    h.Raw("FNPQ0001")
+        .Put<uint32_t>(static_cast<uint32_t>(cols.size()))
+        .Put<uint32_t>(1)
+        .Put<uint64_t>(2);
+    for (const auto& [name, kind] : cols)
+      h.Put<uint8_t>(kind).Put<uint32_t>(static_cast<uint32_t>(name.size())).Raw(name);
+    return h;
+  }
+  // Loads nodes.parquet (replayed from `stream`, the child then writing
+  // `err` to stderr and exiting `code`) with edges from a CSV.
+  Status LoadWith(const std::string& stream, const std::string& err = "", int code = 0) {
+    tmp_.Write("stream.bin", stream);
+    tmp_.Write("err.txt", err);
+    tmp_.Write("nodes.parquet", "PAR1");
+    tmp_.Write("e.csv", "s,d\n1,2\n");
+    const std::string py = tmp_.Write(
+        "fake-python", "#!/bin/sh\ncat '" + tmp_.Sub("stream.bin") + "'\ncat '" +
+                           tmp_.Sub("err.txt") + "' >&2\nexit " + std::to_string(code) + "\n");
+    ::chmod(py.c_str(), 0755);
+    ::setenv("FANOUT_PYTHON", py.c_str(), 1);
+    RawDataset ds;
+    Status st = Load(R"({"nodes": [{"files": "nodes.parquet", "id": "id"}],
+      "edges": [{"files": "e.csv", "source": "s", "destination": "d"}]})",
+                     &ds);
+    ::unsetenv("FANOUT_PYTHON");
+    return st;
+  }
+  static Bytes Ids(Bytes b, const std::vector<int64_t>& ids) {
+    b.Put<uint32_t>(1).Put<uint32_t>(0).Put<uint64_t>(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) b.Put<uint8_t>(1);
+    for (int64_t v : ids) b.Put<int64_t>(v);
+    return b;
+  }
+};
+
+TEST_F(ParquetStreamTest, AWellFormedStreamLoads) {
+  Bytes b = Ids(Header({{"id", 1}}), {1, 2});
+  b.Put<uint32_t>(2).Put<uint32_t>(0).Put<uint64_t>(0);
+  const Status st = LoadWith(b.b);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+}
+
+TEST_F(ParquetStreamTest, EveryDefectIsAnErrorNamingTheFile) {
+  auto refused = [&](const Status& st, const std::string& what) {
+    EXPECT_FALSE(st.ok());
+    EXPECT_THAT(st.ToString(), HasSubstr("nodes.parquet"));
+    EXPECT_THAT(st.ToString(), HasSubstr(what));
+  };
+  refused(LoadWith("not a stream at all"), "no header");
+  refused(LoadWith(""), "no header");
+  refused(LoadWith(Header({{"other", 1}}).b), "a header naming other columns");
+  refused(LoadWith(Header({{"id", 9}}).b), "a header naming other columns");
+  {  // a batch of 2^40 rows
+    Bytes b = Header({{"id", 1}});
+    b.Put<uint32_t>(1).Put<uint32_t>(0).Put<uint64_t>(uint64_t{1} << 40);
+    refused(LoadWith(b.b), "a damaged batch header");
+  }
+  refused(LoadWith(Ids(Header({{"id", 1}}), {1, 2}).b.substr(0, 60)), "a cut");
+  refused(LoadWith(Ids(Header({{"id", 1}}), {1, 2}).b), "a cut stream");  // no end
+  {  // a string column whose offsets go back, or past 2^31 bytes
+    for (int64_t second : {int64_t{-5}, int64_t{1} << 40}) {
+      Bytes b = Header({{"id", 4}});
+      b.Put<uint32_t>(1).Put<uint32_t>(0).Put<uint64_t>(2).Put<uint8_t>(1).Put<uint8_t>(1);
+      b.Put<int64_t>(0).Put<int64_t>(3).Put<int64_t>(second).Raw("abc");
+      refused(LoadWith(b.b), second < 0 ? "decreasing offsets" : "bytes");
+    }
+  }
+  {  // a clean stream from a child that then fails
+    Bytes b = Ids(Header({{"id", 1}}), {1, 2});
+    b.Put<uint32_t>(2).Put<uint32_t>(0).Put<uint64_t>(0);
+    refused(LoadWith(b.b, "", 1), "an unclean exit");
+  }
+  // The reader's own verdicts, by tag.
+  const Status missing = LoadWith("", "MISSING\tid\tuser, item\n", 3);
+  EXPECT_EQ(missing.code(), Status::Code::kInvalidArgument);
+  EXPECT_THAT(missing.message(),
+              HasSubstr("no column 'id' (the node type 'node''s id); its columns: user, item"));
+  EXPECT_THAT(LoadWith("", "BADFILE\tParquet magic bytes not found\n", 7).message(),
+              HasSubstr("not a Parquet file pyarrow can read: Parquet magic bytes not found"));
+  // A null id, and a float that is not an integer.
+  {
+    Bytes b = Header({{"id", 1}});
+    b.Put<uint32_t>(1).Put<uint32_t>(0).Put<uint64_t>(1).Put<uint8_t>(0).Put<int64_t>(0);
+    b.Put<uint32_t>(2).Put<uint32_t>(0).Put<uint64_t>(0);
+    EXPECT_THAT(LoadWith(b.b).message(),
+                HasSubstr("nodes.parquet: row 1 (row group 0): column 'id': a null value"));
+  }
+  {
+    Bytes b = Header({{"id", 2}});
+    b.Put<uint32_t>(1).Put<uint32_t>(0).Put<uint64_t>(1).Put<uint8_t>(1).Put<double>(1.5);
+    b.Put<uint32_t>(2).Put<uint32_t>(0).Put<uint64_t>(0);
+    EXPECT_THAT(LoadWith(b.b).message(), HasSubstr("is not an integer"));
+  }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@ id), the worked example partitions, and bad tables are refused naming the file, 
 written."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -35,8 +36,11 @@ def cluster_loader(cluster, seeds, num_neighbors, **kw):
     return fanout.NodeLoader(cluster, seeds, num_neighbors=num_neighbors, **kw)
 
 
-def test_a_pyg_data_object_is_served_as_it_holds(fanout, tmp_path):
+@pytest.mark.parametrize("table_format", ["csv", "parquet"])
+def test_a_pyg_data_object_is_served_as_it_holds(fanout, tmp_path, table_format):
     pyg = pytest.importorskip("torch_geometric")
+    if table_format == "parquet":
+        pytest.importorskip("pyarrow.parquet")
     g = torch.Generator().manual_seed(3)
     n, e = 300, 2000
     data = pyg.data.Data(x=torch.randn(n, 5, generator=g), y=torch.randint(0, 4, (n,), generator=g),
@@ -45,7 +49,7 @@ def test_a_pyg_data_object_is_served_as_it_holds(fanout, tmp_path):
     data.train_mask = torch.rand(n, generator=g) < 0.6
     data.test_mask = ~data.train_mask & (torch.rand(n, generator=g) < 0.5)
     data.y[:7] = -1  # unknown labels
-    out = fanout.partition_pyg(data, tmp_path / "ds", parts=2, method="random")
+    out = fanout.partition_pyg(data, tmp_path / "ds", parts=2, method="random", table_format=table_format)
     with fanout.LocalCluster(out) as lc:
         c = lc.cluster()
         assert c.num_nodes == n and c.feature_dim == 5 and not c.is_hetero()
@@ -96,9 +100,12 @@ def test_a_pyg_heterodata_object_is_served_as_it_holds(fanout, tmp_path):
         assert torch.equal(c.features(items), h["item"].x[c.original_ids(items)])
 
 
-def test_the_worked_example_partitions_and_serves(fanout, tmp_path):
-    subprocess.run([sys.executable, os.path.join(ROOT, "datasets", "make_shop_tables.py"), str(tmp_path / "shop")],
-                   check=True, stdout=subprocess.DEVNULL)
+@pytest.mark.parametrize("table_format", ["csv", "parquet"])
+def test_the_worked_example_partitions_and_serves(fanout, tmp_path, table_format):
+    if table_format == "parquet":
+        pytest.importorskip("pyarrow.parquet")
+    subprocess.run([sys.executable, os.path.join(ROOT, "datasets", "make_shop_tables.py"), str(tmp_path / "shop")]
+                   + (["--parquet"] if table_format == "parquet" else []), check=True, stdout=subprocess.DEVNULL)
     out = fanout.partition_tables(tmp_path / "shop" / "graph.json", tmp_path / "shop2", parts=2)
     with fanout.LocalCluster(out) as lc:
         c = lc.cluster()
@@ -117,6 +124,78 @@ def test_the_worked_example_partitions_and_serves(fanout, tmp_path):
         assert sorted(names) == sorted("u%04d" % (i * 7 + 3) for i in range(300))
         assert c.original_names(items[:3]) == ["", "", ""]
         assert [names[i] for i in range(3)] == ["u%04d" % (int(o) * 7 + 3) for o in c.original_ids(users[:3])]
+
+
+def test_parquet_and_csv_tables_of_one_graph_serve_the_same_graph(fanout, tmp_path):
+    """The worked example written as CSV and as Parquet: every node's original id and name, feature row, label and
+    split, every edge of every type, and a temporal batch are equal."""
+    pytest.importorskip("pyarrow.parquet")
+    stores = {}
+    for fmt in ("csv", "parquet"):
+        subprocess.run([sys.executable, os.path.join(ROOT, "datasets", "make_shop_tables.py"), str(tmp_path / fmt)]
+                       + (["--parquet"] if fmt == "parquet" else []), check=True, stdout=subprocess.DEVNULL)
+        stores[fmt] = fanout.partition_tables(tmp_path / fmt / "graph.json", tmp_path / (fmt + "2"), parts=2)
+    seen = {}
+    for fmt, out in stores.items():
+        with fanout.LocalCluster(out) as lc:
+            c = lc.cluster()
+            ids = torch.arange(c.num_nodes)
+            users, items = c.nodes_of_type("user"), c.nodes_of_type("item")
+            edges = [_served_edges(c, items if et[2] == "item" else users, et, et[2]) for et in c.edge_types]
+            loader = fanout.NodeLoader(c, ("item", items), batch_size=32, shuffle=False, seed=4,
+                                       num_neighbors={et: [3, 2] for et in c.edge_types},
+                                       input_time=torch.full((items.numel(),), 1_620_000_000))
+            b = next(iter(loader))
+            seen[fmt] = (c.original_ids(ids), c.original_names(ids), c.features(ids), c.labels(ids),
+                         [c.split_nodes(s) for s in ("train", "val", "test")], edges, c.edge_types,
+                         b["item"].n_id, b["user"].n_id, b["user", "bought", "item"].edge_index)
+    a, b = seen["csv"], seen["parquet"]
+    assert len(a[5][0]) == 2500
+    for x, y in zip(a, b):
+        if isinstance(x, torch.Tensor):
+            assert torch.equal(x, y)
+        elif isinstance(x, list) and x and isinstance(x[0], torch.Tensor):
+            assert all(torch.equal(p, q) for p, q in zip(x, y))
+        else:
+            assert x == y
+
+
+def _parquet(path, **cols):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    pq.write_table(pa.table(cols), str(path))
+
+
+def test_bad_parquet_tables_are_named_and_nothing_is_written(fanout, tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    d = tmp_path / "p"
+    d.mkdir()
+    _parquet(d / "nodes.parquet", id=pa.array([1, 2, 3]), x=pa.array([[1.0, 2.0], [3.0, 4.0], [5.0]]),
+             s=pa.array([{"a": 1}, {"a": 2}, {"a": 3}]))
+    _parquet(d / "edges.parquet", a=pa.array([1, 2, 9]), b=pa.array([2, 3, 1], pa.uint64()))
+    (d / "junk.parquet").write_bytes(b"PAR1 this is not a parquet file PAR1")
+
+    def refused(nodes, edges, message, env=None):
+        (d / "graph.json").write_text(json.dumps({"nodes": [dict({"files": "nodes.parquet", "id": "id"}, **nodes)],
+                                                  "edges": [dict({"files": "edges.parquet", "source": "a",
+                                                                  "destination": "b"}, **edges)]}))
+        r = subprocess.run([fanout.find_binary("fanout-partition"), "--format", "tables", "--schema",
+                            str(d / "graph.json"), "--parts", "1", "--output", str(tmp_path / "out"), "--quiet"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           env={**os.environ, "FANOUT_PYTHON": sys.executable, **(env or {})})
+        assert r.returncode != 0
+        assert re.search(message, r.stdout), r.stdout
+        assert not (tmp_path / "out").exists()
+
+    refused({}, {}, r"edges.parquet: row 3 \(row group 0\): column 'a': '9' names no node of type 'node'")
+    refused({"features": "x"}, {}, r"nodes.parquet: row 3 \(row group 0\): column 'x': a feature row of 1 values")
+    refused({"features": "y"}, {}, r"nodes.parquet: no column 'y' \(the node type 'node''s features\); "
+                                   r"its columns: id, x, s")
+    refused({"id": "s"}, {}, r"nodes.parquet: column 's' \(the node type 'node''s id\) is of type struct")
+    refused({"files": "junk.parquet"}, {}, r"junk.parquet: not a Parquet file pyarrow can read")
+    refused({}, {}, r"reading Parquet needs pyarrow in '/usr/bin/python3'",
+            env={"FANOUT_PYTHON": "/usr/bin/python3", "PYTHONPATH": "", "PYTHONNOUSERSITE": "1"})
+    refused({}, {}, r"'/nonexistent/python' cannot be run", env={"FANOUT_PYTHON": "/nonexistent/python"})
 
 
 def _tables(tmp_path, nodes_csv, edges_csv, **schema_extra):
