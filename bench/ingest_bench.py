@@ -15,7 +15,10 @@ partitioned from the tables (fanout-partition --format tables, 2 partitions, has
 graph of the same size (fanout-partition --format rmat --rmat-scale S --feature-dim 64, 2 partitions, hash), which
 generates its edges in process: edges_per_s of each, ratio = tables edges/s / native edges/s, and peak_rss_bytes of
 each (the tool's own report of its process; the pyarrow reader is a child process of its own, not counted).
-Rounds alternate the two; medians. Checks free disk first, removes what it writes.
+Case `string_ids` (--cases string_ids, with or without tables_vs_native): the same tables with every id a string
+("user_" and the number: nodes, sources and destinations), "id_type": "string" in the schema, partitioned the same
+way in the same rounds: its edges_per_s and ratio = string-id edges/s / int64-id edges/s.
+Rounds alternate the two (three); medians. Checks free disk first, removes what it writes.
 """
 import argparse
 import json
@@ -42,18 +45,20 @@ def main():
     ap.add_argument("--edges", type=int, default=10_000_000)
     ap.add_argument("--nodes", type=int, default=1_000_000)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--cases", default="pyg_object", help="comma-separated: pyg_object, tables_vs_native")
+    ap.add_argument("--cases", default="pyg_object",
+                    help="comma-separated: pyg_object, tables_vs_native, string_ids")
     ap.add_argument("--rmat-scale", type=int, default=22, help="tables_vs_native: R-MAT scale")
     ap.add_argument("--work", help="scratch folder (default: a temporary one, removed)")
     ap.add_argument("--json", help="write the cases here")
     a = ap.parse_args()
     wanted = [c for c in a.cases.split(",") if c]
     for c in wanted:
-        if c not in ("pyg_object", "tables_vs_native"):
-            sys.exit("fanout bench ingest: unknown case %r (pyg_object, tables_vs_native)" % c)
+        if c not in ("pyg_object", "tables_vs_native", "string_ids"):
+            sys.exit("fanout bench ingest: unknown case %r (pyg_object, tables_vs_native, string_ids)" % c)
     cases = []
-    if "tables_vs_native" in wanted:
-        cases.append(tables_vs_native(a))
+    if "tables_vs_native" in wanted or "string_ids" in wanted:
+        both = tables_vs_native(a, "string_ids" in wanted)
+        cases += [c for c in both if c["case"] in wanted]
     if "pyg_object" in wanted:
         cases.append(pyg_object(a))
     print(json.dumps(cases, indent=2))
@@ -87,7 +92,7 @@ def _rmat_edges(scale, edges, seed):
     return src, dst
 
 
-def tables_vs_native(a):
+def tables_vs_native(a, string_ids):
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -104,7 +109,7 @@ def tables_vs_native(a):
         sys.exit("fanout bench ingest: tables_vs_native needs about %.1f GB free in %s, has %.1f GB"
                  % (need / 1e9, work, free / 1e9))
     tool = fanout.find_binary("fanout-partition")
-    tables_s, native_s, tables_rss, native_rss = [], [], [], []
+    tables_s, native_s, tables_rss, native_rss, str_s, str_rss = [], [], [], [], [], []
     try:
         tdir = work / "tables"
         tdir.mkdir(parents=True, exist_ok=True)
@@ -112,15 +117,34 @@ def tables_vs_native(a):
                                                                                                 dim, tdir))
         src, dst = _rmat_edges(a.rmat_scale, e, 1)
         pq.write_table(pa.table({"src": src, "dst": dst}), str(tdir / "edges.parquet"), row_group_size=1 << 20)
+        if string_ids:
+            import pyarrow.compute as pc
+
+            def names(ids):
+                return pc.binary_join_element_wise("user_", pc.cast(pa.array(ids), pa.string()), "")
+
+            log("writing the same tables with string ids")
+            with pq.ParquetWriter(str(tdir / "edges_str.parquet"),
+                                  pa.schema([("src", pa.string()), ("dst", pa.string())])) as w:
+                for k in range(0, e, 1 << 20):
+                    w.write_table(pa.table({"src": names(src[k:k + (1 << 20)]), "dst": names(dst[k:k + (1 << 20)])}))
         del src, dst
         x = np.random.default_rng(2).standard_normal((n, dim), dtype=np.float32)
         pq.write_table(pa.table({"id": np.arange(n, dtype=np.int64),
                                  "x": pa.FixedSizeListArray.from_arrays(pa.array(x.reshape(-1)), dim)}),
                        str(tdir / "nodes.parquet"), row_group_size=1 << 18)
+        if string_ids:
+            pq.write_table(pa.table({"id": names(np.arange(n, dtype=np.int64)),
+                                     "x": pa.FixedSizeListArray.from_arrays(pa.array(x.reshape(-1)), dim)}),
+                           str(tdir / "nodes_str.parquet"), row_group_size=1 << 18)
         del x
         (tdir / "graph.json").write_text(json.dumps({
             "name": "rmat-tables", "nodes": [{"files": "nodes.parquet", "id": "id", "features": "x"}],
             "edges": [{"files": "edges.parquet", "source": "src", "destination": "dst"}]}))
+        (tdir / "graph_str.json").write_text(json.dumps({
+            "name": "rmat-tables", "nodes": [{"files": "nodes_str.parquet", "id": "id", "id_type": "string",
+                                              "features": "x"}],
+            "edges": [{"files": "edges_str.parquet", "source": "src", "destination": "dst"}]}))
         env_py = os.environ.get("FANOUT_PYTHON")
         os.environ.setdefault("FANOUT_PYTHON", sys.executable)
         for r in range(a.rounds):
@@ -129,25 +153,40 @@ def tables_vs_native(a):
             tables_s.append(s)
             tables_rss.append(rss)
             shutil.rmtree(work / "out-tables")
+            if string_ids:
+                s, rss = _run_tool([tool, "--format", "tables", "--schema", str(tdir / "graph_str.json"), "--parts",
+                                    "2", "--method", "hash", "--output", str(work / "out-tables"), "--force"])
+                str_s.append(s)
+                str_rss.append(rss)
+                shutil.rmtree(work / "out-tables")
             s, rss = _run_tool([tool, "--format", "rmat", "--rmat-scale", str(a.rmat_scale), "--feature-dim",
                                 str(dim), "--parts", "2", "--method", "hash", "--output", str(work / "out-native"),
                                 "--force"])
             native_s.append(s)
             native_rss.append(rss)
             shutil.rmtree(work / "out-native")
-            log("round %d: tables (Parquet) %.1f s, native rmat %.1f s" % (r + 1, tables_s[-1], native_s[-1]))
+            log("round %d: tables (Parquet) %.1f s,%s native rmat %.1f s"
+                % (r + 1, tables_s[-1], " string ids %.1f s," % str_s[-1] if string_ids else "", native_s[-1]))
         if env_py is None:
             del os.environ["FANOUT_PYTHON"]
     finally:
         if not a.work:
             shutil.rmtree(work, ignore_errors=True)
     t, nat = statistics.median(tables_s), statistics.median(native_s)
-    return {"case": "tables_vs_native", "table_format": "parquet", "rmat_scale": a.rmat_scale, "nodes": n,
+    out = []
+    if string_ids:
+        st = statistics.median(str_s)
+        out.append({"case": "string_ids", "table_format": "parquet", "rmat_scale": a.rmat_scale, "nodes": n,
+                    "edges": e, "feature_dim": dim, "id": "'user_' + number", "seconds": st, "edges_per_s": e / st,
+                    "int64_seconds": t, "int64_edges_per_s": e / t, "ratio": t / st,
+                    "peak_rss_bytes": max(x for x in str_rss if x) if any(str_rss) else None,
+                    "rounds": a.rounds, "cpus": os.cpu_count()})
+    return out + [{"case": "tables_vs_native", "table_format": "parquet", "rmat_scale": a.rmat_scale, "nodes": n,
             "edges": e, "feature_dim": dim, "parts": 2, "method": "hash", "seconds": t, "edges_per_s": e / t,
             "native_seconds": nat, "native_edges_per_s": e / nat, "ratio": nat / t,
             "peak_rss_bytes": max(x for x in tables_rss if x) if any(tables_rss) else None,
             "native_peak_rss_bytes": max(x for x in native_rss if x) if any(native_rss) else None,
-            "rounds": a.rounds, "cpus": os.cpu_count()}
+            "rounds": a.rounds, "cpus": os.cpu_count()}]
 
 
 def pyg_object(a):

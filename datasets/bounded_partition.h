@@ -57,6 +57,9 @@ struct StreamedGraph {
   // An error the node functions above met (they cannot return one), checked
   // after the last of them is called; may be empty.
   std::function<Status()> node_status;
+  // Notes known only after the edges were played (edges an input dropped),
+  // for the tool to print after writing; may be empty.
+  std::function<std::vector<std::string>()> late_notes;
   // Keeps whatever the functions above refer to alive.
   std::shared_ptr<const void> state;
 };
@@ -78,6 +81,15 @@ Status StreamRmat(const LoadOptions& options, const EdgeOptions& edge_options, S
 Status StreamOgb(const std::string& input, const LoadOptions& options,
                  const EdgeOptions& edge_options, const std::string& scratch_path,
                  StreamedGraph* out, std::vector<std::string>* notes);
+// Tables with a schema (LoadTables's), homogeneous and without edge times:
+// nodes read once (original ids, labels and split kept, 17 bytes per node,
+// plus the id index and, for string ids, the names), features into the
+// float32 file `scratch_path` (created, removed with the stream), edge
+// tables re-read per play. NotSupported for heterogeneous or timed tables
+// (read whole by LoadTables).
+Status StreamTables(const std::string& schema_path, const LoadOptions& options,
+                    const EdgeOptions& edge_options, const std::string& scratch_path,
+                    StreamedGraph* out, std::vector<std::string>* notes);
 // A loaded dataset as a stream (formats that are read whole).
 StreamedGraph StreamOf(std::shared_ptr<const RawDataset> ds);
 

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "datasets/bounded_partition.h"
+#include "datasets/detail/feature_scratch.h"
 #include "datasets/formats.h"
 #include "datasets/line_reader.h"
 #include "datasets/progress.h"
@@ -528,45 +529,10 @@ namespace {
 // node), features converted once to a float32 file read back row by row.
 struct OgbStream {
   std::string raw;
-  int64_t n = 0, dim = 0;
+  int64_t n = 0;
   std::vector<int64_t> labels;
   std::vector<uint8_t> split;
-  std::string feature_path;
-  int fd = -1;
-  // A window of rows [w0, w0 + wn) read ahead: rows are asked for in
-  // increasing order within a partition.
-  mutable std::vector<float> window;
-  mutable int64_t w0 = 0, wn = 0;
-  mutable Status read_error;
-
-  ~OgbStream() {
-    if (fd >= 0) ::close(fd);
-    if (!feature_path.empty()) ::unlink(feature_path.c_str());
-  }
-  void Row(int64_t v, float* out) const {
-    if (v < w0 || v >= w0 + wn) {
-      const int64_t rows = std::max<int64_t>(1, static_cast<int64_t>(window.size()) / dim);
-      wn = std::min(rows, n - v);
-      w0 = v;
-      const size_t bytes = static_cast<size_t>(wn * dim) * sizeof(float);
-      size_t got = 0;
-      while (got < bytes) {
-        ssize_t r = ::pread(fd, reinterpret_cast<char*>(window.data()) + got, bytes - got,
-                            static_cast<off_t>(v * dim * sizeof(float) + got));
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-          if (read_error.ok())
-            read_error = Status::IOError("reading " + feature_path + ": " +
-                                         (r < 0 ? std::strerror(errno) : "short file"));
-          std::fill_n(out, dim, 0.0f);
-          wn = 0;
-          return;
-        }
-        got += static_cast<size_t>(r);
-      }
-    }
-    std::copy_n(window.data() + (v - w0) * dim, dim, out);
-  }
+  detail::FeatureScratch features;
 };
 
 }  // namespace
@@ -592,42 +558,18 @@ Status StreamOgb(const std::string& input, const LoadOptions& options,
 
   std::string feat = WithOptionalGz(s->raw + "node-feat.csv");
   if (Exists(feat)) {
-    s->feature_path = scratch_path;
-    s->fd = ::open(scratch_path.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-    if (s->fd < 0) {
-      s->feature_path.clear();
-      return Status::IOError("cannot create " + scratch_path +
-                             " for the features: " + std::strerror(errno));
-    }
-    std::vector<float> buf;
-    auto flush = [&]() -> Status {
-      const char* p = reinterpret_cast<const char*>(buf.data());
-      size_t left = buf.size() * sizeof(float);
-      while (left > 0) {
-        ssize_t w = ::write(s->fd, p, left);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0)
-          return Status::IOError("writing " + scratch_path + ": " +
-                                 std::strerror(w < 0 ? errno : ENOSPC));
-        p += w;
-        left -= static_cast<size_t>(w);
-      }
-      buf.clear();
-      return Status::OK();
-    };
+    bool created = false;
     FANOUT_RETURN_IF_ERROR(ReadOgbFeatures(
         feat, n, options.quiet,
         [&](int64_t v, const float* row, int64_t dim, const std::string&) -> Status {
           if (v == 0) {
-            s->dim = dim;
-            buf.reserve(std::max<size_t>(static_cast<size_t>(dim), (1 << 20) / sizeof(float)));
+            FANOUT_RETURN_IF_ERROR(s->features.Create(scratch_path, dim));
+            created = true;
           }
-          buf.insert(buf.end(), row, row + dim);
-          return buf.size() + dim > buf.capacity() ? flush() : Status::OK();
+          return s->features.Append(row);
         }));
-    FANOUT_RETURN_IF_ERROR(flush());
-    out->feature_dim = s->dim;
-    s->window.resize(std::max<size_t>(static_cast<size_t>(s->dim), (1 << 20) / sizeof(float)));
+    if (created) FANOUT_RETURN_IF_ERROR(s->features.Finish());
+    out->feature_dim = s->features.dim();
   } else {
     notes->push_back(s->raw + ": no node-feat.csv; the dataset has no features");
   }
@@ -643,11 +585,11 @@ Status StreamOgb(const std::string& input, const LoadOptions& options,
   out->for_each_edge = [edges_as_read, eo = edge_options](const EdgeFn& fn) {
     return PlayWithEdgeOptions(eo, edges_as_read, fn);
   };
-  out->feature_row = [st](int64_t v, float* row) { st->Row(v, row); };
+  out->feature_row = [st](int64_t v, float* row) { st->features.Row(v, row); };
   out->label = [st](int64_t v) { return st->labels[v]; };
   out->split = [st](int64_t v) { return st->split[v]; };
   out->original_id = [](int64_t v) { return v; };
-  out->node_status = [st]() { return st->read_error; };
+  out->node_status = [st]() { return st->features.error(); };
   out->state = s;
   return Status::OK();
 }

@@ -176,6 +176,15 @@ class ParquetTable final : public TableSource {
     return Status::OK();
   }
 
+  std::string_view TextView(size_t c) const override {
+    const ColumnData& d = cols_[c];
+    if (d.kind == kString && d.valid[row_])
+      return std::string_view(d.bytes.data() + d.offsets[row_],
+                              static_cast<size_t>(d.offsets[row_ + 1] - d.offsets[row_]));
+    text_ = Text(c);
+    return text_;
+  }
+
   std::string Text(size_t c) const override {
     const ColumnData& d = cols_[c];
     if (!d.valid[row_]) return std::string();
@@ -435,6 +444,7 @@ class ParquetTable final : public TableSource {
   const std::string path_;
   const bool quiet_;
   std::string python_, messages_;
+  mutable std::string text_;  // TextView of a column that is not a string one
   std::vector<ColumnData> cols_;
   std::unique_ptr<Progress> progress_;
   std::vector<char> buf_ = std::vector<char>(1 << 20);

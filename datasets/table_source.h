@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -34,6 +35,8 @@ class TableSource {
   virtual Status Float(size_t col, float* out) const = 0;
   virtual Status FloatList(size_t col, std::vector<float>* out) const = 0;
   virtual std::string Text(size_t col) const = 0;
+  // The same, valid until the next Next or TextView.
+  virtual std::string_view TextView(size_t col) const = 0;
   // 1, true, True or yes (a CSV cell); true or non-zero (Parquet).
   virtual bool Truthy(size_t col) const = 0;
   // "file:line: column 'c': " (or "file: row R (row group G): column 'c': ")

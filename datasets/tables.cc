@@ -11,6 +11,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "datasets/bounded_partition.h"
+#include "datasets/detail/feature_scratch.h"
+#include "datasets/detail/string_id_map.h"
 #include "datasets/formats.h"
 #include "datasets/line_reader.h"
 #include "datasets/progress.h"
@@ -310,6 +313,7 @@ class CsvTable final : public TableSource {
     return Status::OK();
   }
   std::string Text(size_t col) const override { return row_[col]; }
+  std::string_view TextView(size_t col) const override { return row_[col]; }
   bool Truthy(size_t col) const override {
     const std::string& s = row_[col];
     return s == "1" || s == "true" || s == "True" || s == "yes";
@@ -351,35 +355,104 @@ Status OpenTable(const std::string& path, char delimiter, bool quiet,
   return CsvTable::Open(path, delimiter, quiet, out);
 }
 
-}  // namespace
+// One node as its table gives it.
+struct NodeRow {
+  int type = 0;
+  int64_t original = 0;               // its int64 id, or its row within its type (string ids)
+  const std::string* name = nullptr;  // its string id (null: int64 ids)
+  const std::vector<float>* features = nullptr;  // its row (empty: the type has none)
+  int64_t label = -1;
+  uint8_t split = 0;
+};
 
-Status LoadTables(const std::string& schema_path, const LoadOptions& options, RawDataset* out,
-                  std::vector<std::string>* notes) {
-  Schema s;
-  FANOUT_RETURN_IF_ERROR(ParseSchema(schema_path, &s));
-  out->name = s.name;
-  out->format = "tables";
-  const bool many = s.nodes.size() > 1 || s.edges.size() > 1 ||
-                    std::any_of(s.edges.begin(), s.edges.end(),
-                                [](const EdgeSpec& e) { return !e.reverse.empty(); });
-  if (s.heterogeneous == 0 && many)
-    return Status::InvalidArgument("schema " + schema_path +
-                                   ": \"heterogeneous\": false, but it lists more than one node or "
-                                   "edge type");
-  const bool hetero = s.heterogeneous == 1 || many;
-  const int num_types = static_cast<int>(s.nodes.size());
-  // Nodes: dense ids in type order, each type's rows in file order.
-  std::vector<std::unordered_map<std::string, int64_t>> by_name(static_cast<size_t>(num_types));
-  std::vector<std::unordered_map<int64_t, int64_t>> by_id(static_cast<size_t>(num_types));
-  // Per type: its feature rows back to back (every row of a type has its width), and its first id.
-  std::vector<std::vector<float>> type_rows(static_cast<size_t>(num_types));
-  std::vector<int64_t> type_first(static_cast<size_t>(num_types), 0);
-  std::vector<int64_t> type_dims(static_cast<size_t>(num_types), 0);
+// The node tables' ids, to resolve an edge's endpoints to dense node ids.
+struct NodeIndex {
+  std::vector<std::string> types;
+  std::vector<bool> string_ids;
+  std::vector<int64_t> first;                // per type, its first dense id
+  std::vector<detail::StringIdMap> by_name;  // string ids: the row within the type
+  std::vector<std::unordered_map<int64_t, int64_t>> by_id;
+  // Integer ids in a compact range (most tables number their rows) resolve
+  // through an array instead of the hash map: an edge table's endpoints are
+  // most of the reading time.
+  std::vector<int64_t> direct_lo;
+  std::vector<std::vector<int64_t>> direct;
+
+  void Compact() {
+    direct_lo.assign(types.size(), 0);
+    direct.assign(types.size(), {});
+    for (size_t t = 0; t < types.size(); ++t) {
+      if (by_id[t].empty()) continue;
+      int64_t lo = INT64_MAX, hi = INT64_MIN;
+      for (const auto& [id, v] : by_id[t]) lo = std::min(lo, id), hi = std::max(hi, id);
+      const uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) + 1;
+      if (span > 4 * by_id[t].size() + (uint64_t{1} << 16)) continue;
+      direct_lo[t] = lo;
+      direct[t].assign(span, -1);
+      for (const auto& [id, v] : by_id[t])
+        direct[t][static_cast<uint64_t>(id) - static_cast<uint64_t>(lo)] = v;
+      std::unordered_map<int64_t, int64_t>().swap(by_id[t]);
+    }
+  }
+  // The dense id of the node of type t the field names (*found false: none;
+  // an error then unless `drop`).
+  Status Resolve(const TableSource& tb, size_t col, int t, bool drop, int64_t* v,
+                 bool* found) const {
+    if (string_ids[t]) {
+      const int64_t k = by_name[t].Find(tb.TextView(col));
+      *found = k >= 0;
+      if (*found) *v = first[t] + k;
+    } else {
+      int64_t id = 0;
+      FANOUT_RETURN_IF_ERROR(tb.Int(col, &id));
+      if (!direct[t].empty()) {
+        const uint64_t k = static_cast<uint64_t>(id) - static_cast<uint64_t>(direct_lo[t]);
+        *found = k < direct[t].size() && direct[t][k] >= 0;
+        if (*found) *v = direct[t][k];
+      } else {
+        auto it = by_id[t].find(id);
+        *found = it != by_id[t].end();
+        if (*found) *v = it->second;
+      }
+    }
+    if (!*found && !drop)
+      return Status::InvalidArgument(
+          tb.Where(col) + "'" + tb.Text(col).substr(0, 40) + "' names no node of type '" +
+          types[t] + "' (the schema's \"dangling_edges\": \"drop\" counts and drops such edges)");
+    return Status::OK();
+  }
+};
+
+// What the node tables held, beyond each node.
+struct NodeSummary {
+  int64_t num_nodes = 0;
+  std::vector<int64_t> type_first, type_dims;  // per type: its first dense id, its feature width
   bool any_label = false, any_split = false, any_names = false;
+};
+
+// Reads every node table in schema order (dense ids in that order, each
+// type's rows in file order), calling sink for each node; `index` then
+// resolves the edges' endpoints.
+Status ReadNodeTables(const Schema& s, const LoadOptions& options, NodeIndex* index,
+                      NodeSummary* sum, const std::function<Status(const NodeRow&)>& sink) {
+  const int num_types = static_cast<int>(s.nodes.size());
+  index->types.clear();
+  index->string_ids.clear();
+  for (const NodeSpec& ns : s.nodes)
+    index->types.push_back(ns.type), index->string_ids.push_back(ns.string_ids);
+  index->by_name.assign(static_cast<size_t>(num_types), detail::StringIdMap());
+  index->first.assign(static_cast<size_t>(num_types), 0);
+  index->by_id.assign(static_cast<size_t>(num_types), {});
+  auto& by_name = index->by_name;
+  auto& by_id = index->by_id;
+  sum->type_first.assign(static_cast<size_t>(num_types), 0);
+  sum->type_dims.assign(static_cast<size_t>(num_types), 0);
   std::vector<float> row;
+  std::string name;
   for (int t = 0; t < num_types; ++t) {
     const NodeSpec& ns = s.nodes[static_cast<size_t>(t)];
-    type_first[static_cast<size_t>(t)] = out->num_nodes;
+    sum->type_first[static_cast<size_t>(t)] = sum->num_nodes;
+    index->first[static_cast<size_t>(t)] = sum->num_nodes;
     int64_t width = -1;
     const std::string what = "node type '" + ns.type + "'";
     for (const std::string& file : ns.files) {
@@ -407,25 +480,27 @@ Status LoadTables(const std::string& schema_path, const LoadOptions& options, Ra
       Status st;
       while (tb->Next(&st)) {
         FANOUT_RETURN_IF_ERROR(st);
-        const int64_t v = out->num_nodes;
+        const int64_t v = sum->num_nodes;
+        NodeRow nr;
+        nr.type = t;
         int64_t original = by_name[t].size() + by_id[t].size();
         if (ns.string_ids) {
-          const std::string key = tb->Text(id_col);
+          const std::string_view key = tb->TextView(id_col);
           if (key.empty()) return Status::InvalidArgument(tb->Where(id_col) + "an empty id");
-          if (!by_name[t].emplace(key, v).second)
-            return Status::InvalidArgument(tb->Where(id_col) + "id '" + key.substr(0, 40) +
+          if (!by_name[t].Insert(key))
+            return Status::InvalidArgument(tb->Where(id_col) + "id '" +
+                                           std::string(key.substr(0, 40)) +
                                            "' is listed twice for " + what);
-          out->original_names.push_back(key);
-          any_names = true;
+          name.assign(key.data(), key.size());
+          nr.name = &name;
+          sum->any_names = true;
         } else {
           FANOUT_RETURN_IF_ERROR(tb->Int(id_col, &original));
           if (!by_id[t].emplace(original, v).second)
             return Status::InvalidArgument(tb->Where(id_col) + "id " + std::to_string(original) +
                                            " is listed twice for " + what);
-          out->original_names.emplace_back();
         }
-        out->original_ids.push_back(original);
-        out->node_type.push_back(t);
+        nr.original = original;
         // Features.
         row.clear();
         if (!feat_cols.empty()) {
@@ -443,8 +518,7 @@ Status LoadTables(const std::string& schema_path, const LoadOptions& options, Ra
                                            " values; earlier rows of " + what + " have " +
                                            std::to_string(width));
         }
-        type_rows[static_cast<size_t>(t)].insert(type_rows[static_cast<size_t>(t)].end(),
-                                                 row.begin(), row.end());
+        nr.features = &row;
         // Label.
         int64_t label = -1;
         if (!ns.label.empty() && !tb->Empty(label_col)) {
@@ -452,9 +526,9 @@ Status LoadTables(const std::string& schema_path, const LoadOptions& options, Ra
           if (label < -1)
             return Status::InvalidArgument(tb->Where(label_col) + "label " + std::to_string(label) +
                                            " (-1 or empty: none)");
-          any_label = any_label || label >= 0;
+          sum->any_label = sum->any_label || label >= 0;
         }
-        out->labels.push_back(label);
+        nr.label = label;
         // Split.
         uint8_t split = static_cast<uint8_t>(Split::kNone);
         if (!ns.split.empty()) {
@@ -468,7 +542,7 @@ Status LoadTables(const std::string& schema_path, const LoadOptions& options, Ra
           else if (!x.empty() && x != "none")
             return Status::InvalidArgument(tb->Where(split_col) + "'" + x.substr(0, 40) +
                                            "' (train, val, test, or empty)");
-          any_split = true;
+          sum->any_split = true;
         } else if (has_masks) {
           for (int m = 0; m < 3; ++m)
             if (!mask_names[m]->empty() && tb->Truthy(masks[m])) {
@@ -476,15 +550,106 @@ Status LoadTables(const std::string& schema_path, const LoadOptions& options, Ra
                 return Status::InvalidArgument(tb->Where(masks[m]) + "the node is in two masks");
               split = static_cast<uint8_t>(m + 1);
             }
-          any_split = true;
+          sum->any_split = true;
         }
-        out->split.push_back(split);
-        ++out->num_nodes;
+        nr.split = split;
+        FANOUT_RETURN_IF_ERROR(sink(nr));
+        ++sum->num_nodes;
       }
       FANOUT_RETURN_IF_ERROR(st);
     }
-    type_dims[static_cast<size_t>(t)] = std::max<int64_t>(0, width);
+    sum->type_dims[static_cast<size_t>(t)] = std::max<int64_t>(0, width);
   }
+  index->Compact();
+  return Status::OK();
+}
+
+// Plays edge table `es` (its source and destination node types st and dt):
+// fn(u, v, time) for every edge whose endpoints resolve (the others counted
+// in *dangling where the schema drops them), until fn returns false.
+Status PlayEdgeTable(const Schema& s, const EdgeSpec& es, int st, int dt, bool timed,
+                     const LoadOptions& options, const NodeIndex& index, int64_t* dangling,
+                     const std::function<bool(int64_t, int64_t, int64_t)>& fn) {
+  for (const std::string& file : es.files) {
+    std::unique_ptr<TableSource> tb;
+    FANOUT_RETURN_IF_ERROR(OpenTable(file, s.delimiter, options.quiet, &tb));
+    size_t sc = 0, dc = 0, tc = 0;
+    const std::string what = "edge type '" + es.type + "'";
+    FANOUT_RETURN_IF_ERROR(tb->Column(es.source, what + "'s source", &sc));
+    FANOUT_RETURN_IF_ERROR(tb->Column(es.destination, what + "'s destination", &dc));
+    if (timed) FANOUT_RETURN_IF_ERROR(tb->Column(es.time, what + "'s time", &tc));
+    Status status;
+    while (tb->Next(&status)) {
+      FANOUT_RETURN_IF_ERROR(status);
+      int64_t u = 0, v = 0, time = 0;
+      bool fu = false, fv = false;
+      FANOUT_RETURN_IF_ERROR(index.Resolve(*tb, sc, st, s.drop_dangling, &u, &fu));
+      FANOUT_RETURN_IF_ERROR(index.Resolve(*tb, dc, dt, s.drop_dangling, &v, &fv));
+      if (timed) FANOUT_RETURN_IF_ERROR(tb->Int(tc, &time));
+      if (!fu || !fv) {
+        ++*dangling;
+        continue;
+      }
+      if (!fn(u, v, time)) return Status::OK();
+    }
+    FANOUT_RETURN_IF_ERROR(status);
+  }
+  return Status::OK();
+}
+
+int TypeIndex(const Schema& s, const std::string& name) {
+  for (size_t t = 0; t < s.nodes.size(); ++t)
+    if (s.nodes[t].type == name) return static_cast<int>(t);
+  return -1;
+}
+
+std::string DroppedNote(int64_t dangling) {
+  return "dropped " + std::to_string(dangling) +
+         " edges whose endpoint no node table has (\"dangling_edges\": \"drop\")";
+}
+
+Status ParseAndCheck(const std::string& schema_path, Schema* s, bool* hetero) {
+  FANOUT_RETURN_IF_ERROR(ParseSchema(schema_path, s));
+  const bool many = s->nodes.size() > 1 || s->edges.size() > 1 ||
+                    std::any_of(s->edges.begin(), s->edges.end(),
+                                [](const EdgeSpec& e) { return !e.reverse.empty(); });
+  if (s->heterogeneous == 0 && many)
+    return Status::InvalidArgument("schema " + schema_path +
+                                   ": \"heterogeneous\": false, but it lists more than one node or "
+                                   "edge type");
+  *hetero = s->heterogeneous == 1 || many;
+  return Status::OK();
+}
+
+}  // namespace
+
+Status LoadTables(const std::string& schema_path, const LoadOptions& options, RawDataset* out,
+                  std::vector<std::string>* notes) {
+  Schema s;
+  bool hetero = false;
+  FANOUT_RETURN_IF_ERROR(ParseAndCheck(schema_path, &s, &hetero));
+  out->name = s.name;
+  out->format = "tables";
+  const int num_types = static_cast<int>(s.nodes.size());
+  // Per type: its feature rows back to back (every row of a type has its width).
+  std::vector<std::vector<float>> type_rows(static_cast<size_t>(num_types));
+  NodeIndex index;
+  NodeSummary sum;
+  FANOUT_RETURN_IF_ERROR(ReadNodeTables(s, options, &index, &sum, [&](const NodeRow& r) {
+    out->original_ids.push_back(r.original);
+    if (r.name != nullptr)
+      out->original_names.push_back(*r.name);
+    else
+      out->original_names.emplace_back();
+    out->node_type.push_back(r.type);
+    std::vector<float>& rows = type_rows[static_cast<size_t>(r.type)];
+    rows.insert(rows.end(), r.features->begin(), r.features->end());
+    out->labels.push_back(r.label);
+    out->split.push_back(r.split);
+    return Status::OK();
+  }));
+  out->num_nodes = sum.num_nodes;
+  const std::vector<int64_t>& type_dims = sum.type_dims;
   if (out->num_nodes == 0) return Status::InvalidArgument("schema " + schema_path + ": no nodes");
   // Features: the widest type's width, others zero-padded.
   out->feature_dim = *std::max_element(type_dims.begin(), type_dims.end());
@@ -501,104 +666,37 @@ Status LoadTables(const std::string& schema_path, const LoadOptions& options, Ra
                       n = w > 0 ? static_cast<int64_t>(type_rows[t].size()) / w : 0;
         for (int64_t k = 0; k < n; ++k)
           std::copy(type_rows[t].begin() + k * w, type_rows[t].begin() + (k + 1) * w,
-                    out->features.begin() + (type_first[t] + k) * out->feature_dim);
+                    out->features.begin() + (sum.type_first[t] + k) * out->feature_dim);
         std::vector<float>().swap(type_rows[t]);
       }
     }
   }
   type_rows.clear();
-  if (any_label) {
+  if (sum.any_label) {
     for (int64_t l : out->labels) out->num_classes = std::max(out->num_classes, l + 1);
   } else {
     out->labels.clear();
   }
-  if (!any_split) out->split.clear();
-  if (!any_names) {
+  if (!sum.any_split) out->split.clear();
+  if (!sum.any_names) {
     out->original_names.clear();
   }
   // Edges.
-  auto type_index = [&](const std::string& name) {
-    for (int t = 0; t < num_types; ++t)
-      if (s.nodes[static_cast<size_t>(t)].type == name) return t;
-    return -1;
-  };
-  // Integer ids in a compact range (most tables number their rows) resolve
-  // through an array instead of the hash map: an edge table's endpoints are
-  // most of the reading time.
-  std::vector<int64_t> direct_lo(static_cast<size_t>(num_types), 0);
-  std::vector<std::vector<int64_t>> direct(static_cast<size_t>(num_types));
-  for (int t = 0; t < num_types; ++t) {
-    if (by_id[t].empty()) continue;
-    int64_t lo = INT64_MAX, hi = INT64_MIN;
-    for (const auto& [id, v] : by_id[t]) lo = std::min(lo, id), hi = std::max(hi, id);
-    const uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) + 1;
-    if (span > 4 * by_id[t].size() + (uint64_t{1} << 16)) continue;
-    direct_lo[t] = lo;
-    direct[t].assign(span, -1);
-    for (const auto& [id, v] : by_id[t])
-      direct[t][static_cast<uint64_t>(id) - static_cast<uint64_t>(lo)] = v;
-    std::unordered_map<int64_t, int64_t>().swap(by_id[t]);
-  }
   const bool timed = !s.edges[0].time.empty();
   int64_t dangling = 0;
   for (const EdgeSpec& es : s.edges) {
-    const int st_ = type_index(es.source_type), dt_ = type_index(es.destination_type);
+    const int st_ = TypeIndex(s, es.source_type), dt_ = TypeIndex(s, es.destination_type);
     const int32_t etype = static_cast<int32_t>(out->edge_types.size());
     out->edge_types.push_back({st_, es.type, dt_});
     const size_t first = out->src.size();
-    for (const std::string& file : es.files) {
-      std::unique_ptr<TableSource> tb;
-      FANOUT_RETURN_IF_ERROR(OpenTable(file, s.delimiter, options.quiet, &tb));
-      size_t sc = 0, dc = 0, tc = 0;
-      const std::string what = "edge type '" + es.type + "'";
-      FANOUT_RETURN_IF_ERROR(tb->Column(es.source, what + "'s source", &sc));
-      FANOUT_RETURN_IF_ERROR(tb->Column(es.destination, what + "'s destination", &dc));
-      if (timed) FANOUT_RETURN_IF_ERROR(tb->Column(es.time, what + "'s time", &tc));
-      auto resolve = [&](int t, size_t col, int64_t* v, bool* found) -> Status {
-        const NodeSpec& ns = s.nodes[static_cast<size_t>(t)];
-        if (ns.string_ids) {
-          auto it = by_name[t].find(tb->Text(col));
-          *found = it != by_name[t].end();
-          if (*found) *v = it->second;
-        } else {
-          int64_t id = 0;
-          FANOUT_RETURN_IF_ERROR(tb->Int(col, &id));
-          if (!direct[t].empty()) {
-            const uint64_t k = static_cast<uint64_t>(id) - static_cast<uint64_t>(direct_lo[t]);
-            *found = k < direct[t].size() && direct[t][k] >= 0;
-            if (*found) *v = direct[t][k];
-          } else {
-            auto it = by_id[t].find(id);
-            *found = it != by_id[t].end();
-            if (*found) *v = it->second;
-          }
-        }
-        if (!*found && !s.drop_dangling)
-          return Status::InvalidArgument(
-              tb->Where(col) + "'" + tb->Text(col).substr(0, 40) + "' names no node of type '" +
-              ns.type +
-              "' (the schema's \"dangling_edges\": \"drop\" counts and drops such edges)");
-        return Status::OK();
-      };
-      Status st;
-      while (tb->Next(&st)) {
-        FANOUT_RETURN_IF_ERROR(st);
-        int64_t u = 0, v = 0, time = 0;
-        bool fu = false, fv = false;
-        FANOUT_RETURN_IF_ERROR(resolve(st_, sc, &u, &fu));
-        FANOUT_RETURN_IF_ERROR(resolve(dt_, dc, &v, &fv));
-        if (timed) FANOUT_RETURN_IF_ERROR(tb->Int(tc, &time));
-        if (!fu || !fv) {
-          ++dangling;
-          continue;
-        }
-        out->src.push_back(u);
-        out->dst.push_back(v);
-        if (timed) out->edge_times.push_back(time);
-        if (hetero) out->edge_type.push_back(etype);
-      }
-      FANOUT_RETURN_IF_ERROR(st);
-    }
+    FANOUT_RETURN_IF_ERROR(PlayEdgeTable(s, es, st_, dt_, timed, options, index, &dangling,
+                                         [&](int64_t u, int64_t v, int64_t time) {
+                                           out->src.push_back(u);
+                                           out->dst.push_back(v);
+                                           if (timed) out->edge_times.push_back(time);
+                                           if (hetero) out->edge_type.push_back(etype);
+                                           return true;
+                                         }));
     if (!es.reverse.empty()) {  // the reverse edge type, every edge reversed
       const int32_t rtype = static_cast<int32_t>(out->edge_types.size());
       out->edge_types.push_back({dt_, es.reverse, st_});
@@ -611,9 +709,7 @@ Status LoadTables(const std::string& schema_path, const LoadOptions& options, Ra
       }
     }
   }
-  if (dangling > 0)
-    notes->push_back("dropped " + std::to_string(dangling) +
-                     " edges whose endpoint no node table has (\"dangling_edges\": \"drop\")");
+  if (dangling > 0) notes->push_back(DroppedNote(dangling));
   if (hetero) {
     for (const NodeSpec& ns : s.nodes) out->node_types.push_back(ns.type);
     out->type_feature_dims = type_dims;
@@ -622,6 +718,92 @@ Status LoadTables(const std::string& schema_path, const LoadOptions& options, Ra
     out->edge_type.clear();
     out->edge_types.clear();
   }
+  return Status::OK();
+}
+
+namespace {
+
+// A streamed homogeneous table graph's state: per node its original id,
+// label and split in memory (17 bytes, plus its name where ids are strings),
+// its id index, and the feature rows in a float32 scratch file.
+struct TablesStream {
+  Schema schema;
+  LoadOptions options;
+  NodeIndex index;
+  std::vector<int64_t> original, labels;
+  std::vector<std::string> names;
+  std::vector<uint8_t> split;
+  detail::FeatureScratch features;
+  int64_t dangling = 0;  // edges the last play dropped
+};
+
+}  // namespace
+
+Status StreamTables(const std::string& schema_path, const LoadOptions& options,
+                    const EdgeOptions& edge_options, const std::string& scratch_path,
+                    StreamedGraph* out, std::vector<std::string>* notes) {
+  FANOUT_RETURN_IF_ERROR(CheckStreamable(edge_options));
+  auto s = std::make_shared<TablesStream>();
+  bool hetero = false;
+  FANOUT_RETURN_IF_ERROR(ParseAndCheck(schema_path, &s->schema, &hetero));
+  if (hetero)
+    return Status::NotSupported("heterogeneous tables are read whole (the in-memory writer)");
+  if (!s->schema.edges[0].time.empty())
+    return Status::NotSupported("tables with edge times are read whole (the in-memory writer)");
+  s->options = options;
+  NodeSummary sum;
+  FANOUT_RETURN_IF_ERROR(ReadNodeTables(s->schema, options, &s->index, &sum, [&](const NodeRow& r) {
+    s->original.push_back(r.original);
+    if (r.name != nullptr) s->names.push_back(*r.name);
+    s->labels.push_back(r.label);
+    s->split.push_back(r.split);
+    if (r.features->empty()) return Status::OK();
+    if (!s->features.active())
+      FANOUT_RETURN_IF_ERROR(
+          s->features.Create(scratch_path, static_cast<int64_t>(r.features->size())));
+    return s->features.Append(r.features->data());
+  }));
+  if (sum.num_nodes == 0) return Status::InvalidArgument("schema " + schema_path + ": no nodes");
+  if (s->features.active()) FANOUT_RETURN_IF_ERROR(s->features.Finish());
+  *out = StreamedGraph();
+  out->name = s->schema.name;
+  out->format = "tables";
+  out->num_nodes = sum.num_nodes;
+  out->feature_dim = s->features.active() ? s->features.dim() : 0;
+  out->has_labels = sum.any_label;
+  out->has_split = sum.any_split;
+  out->has_names = sum.any_names;
+  if (sum.any_label)
+    for (int64_t l : s->labels) out->num_classes = std::max(out->num_classes, l + 1);
+  TablesStream* p = s.get();
+  EdgePlay as_read = [p](const EdgeFn& fn) -> Status {
+    p->dangling = 0;
+    bool go = true;
+    for (const EdgeSpec& es : p->schema.edges) {
+      FANOUT_RETURN_IF_ERROR(PlayEdgeTable(p->schema, es, 0, 0, false, p->options, p->index,
+                                           &p->dangling, [&](int64_t u, int64_t v, int64_t) {
+                                             go = fn(u, v);
+                                             return go;
+                                           }));
+      if (!go) break;
+    }
+    return Status::OK();
+  };
+  out->for_each_edge = [as_read, eo = edge_options](const EdgeFn& fn) {
+    return PlayWithEdgeOptions(eo, as_read, fn);
+  };
+  out->feature_row = [p](int64_t v, float* row) { p->features.Row(v, row); };
+  out->label = [p](int64_t v) { return p->labels[v]; };
+  out->split = [p](int64_t v) { return p->split[v]; };
+  out->original_id = [p](int64_t v) { return p->original[v]; };
+  out->name_of = [p](int64_t v) -> const std::string* { return &p->names[v]; };
+  out->node_status = [p]() { return p->features.error(); };
+  out->late_notes = [p]() {
+    return p->dangling > 0 ? std::vector<std::string>{DroppedNote(p->dangling)}
+                           : std::vector<std::string>{};
+  };
+  out->state = s;
+  (void)notes;
   return Status::OK();
 }
 

@@ -71,8 +71,9 @@ int main(int argc, char** argv) {
       "  fanout-partition --format tables --schema datasets/data/shop/graph.json --parts 2 "
       "--method hash --output /tmp/shop\n\n"
       "Memory: random, range and hash partition in bounded memory: the edges are streamed (snap, "
-      "ogb and rmat inputs\n"
-      "are never held whole), spilled to disk and written partition by partition in slices that "
+      "ogb, rmat and\n"
+      "homogeneous untimed tables are never held whole), spilled to disk and written partition by "
+      "partition in slices that "
       "fit --memory-limit.\n"
       "METIS needs the whole graph in memory and refuses to start when its estimate exceeds the "
       "limit."};
@@ -294,24 +295,37 @@ int main(int argc, char** argv) {
         "raw/edge_time.csv (ogb), MovieLens ratings' and tags' timestamps (movielens) or makes "
         "synthetic R-MAT timestamps (rmat), not " +
         format));
-  const bool streamed = !metis && (format == "snap" || format == "rmat" || format == "ogb") &&
-                        !drop_dups && !load.edge_times && load.rmat_node_types == 0;
+  bool streamed = !metis &&
+                  (format == "snap" || format == "rmat" || format == "ogb" || format == "tables") &&
+                  !drop_dups && !load.edge_times && load.rmat_node_types == 0;
+  StreamedGraph g;
+  // The features of a streamed OGB folder or table graph, converted to
+  // float32, wait in a scratch file: beside the output (a name its
+  // stale-temporary cleanup knows) or in --spill-dir.
+  auto feature_scratch = [&]() {
+    std::string out_dir = output;
+    while (out_dir.size() > 1 && out_dir.back() == '/') out_dir.pop_back();
+    std::error_code ec;
+    const std::filesystem::path parent = std::filesystem::path(out_dir).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    if (spill_dir.empty()) return out_dir + ".tmp-" + std::to_string(getpid()) + "-features.f32";
+    RemoveStaleSpillFiles(spill_dir);
+    return spill_dir + "/" + SpillFilePrefix() + "features.f32";
+  };
+  if (streamed && format == "tables") {
+    // Homogeneous tables without times stream; the others are read whole
+    // (StreamTables says NotSupported before reading anything).
+    st = StreamTables(input, load, eo, feature_scratch(), &g, &notes);
+    if (st.code() == Status::Code::kNotSupported)
+      streamed = false;
+    else if (!st.ok())
+      return Fail(st);
+  }
   if (streamed) {
-    StreamedGraph g;
-    if (format == "ogb") {
-      // The features, converted to float32, wait in a scratch file: beside the
-      // output (a name its stale-temporary cleanup knows) or in --spill-dir.
-      std::string out_dir = output;
-      while (out_dir.size() > 1 && out_dir.back() == '/') out_dir.pop_back();
-      std::string scratch = out_dir + ".tmp-" + std::to_string(getpid()) + "-features.f32";
-      std::error_code ec;
-      const std::filesystem::path parent = std::filesystem::path(out_dir).parent_path();
-      if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-      if (!spill_dir.empty()) {
-        RemoveStaleSpillFiles(spill_dir);
-        scratch = spill_dir + "/" + SpillFilePrefix() + "features.f32";
-      }
-      st = StreamOgb(input, load, eo, scratch, &g, &notes);
+    if (format == "tables") {
+      // Streamed above.
+    } else if (format == "ogb") {
+      st = StreamOgb(input, load, eo, feature_scratch(), &g, &notes);
     } else {
       st = format == "snap" ? StreamSnap(input, load, eo, &g, &notes) : StreamRmat(load, eo, &g);
     }
@@ -335,6 +349,9 @@ int main(int argc, char** argv) {
     bo.spill_dir = spill_dir;
     st = WritePartitionedStream(g, po, wo, bo, output, &meta, &report);
     if (!st.ok()) return Fail(st);
+    if (g.late_notes)
+      for (const auto& n : g.late_notes()) std::fprintf(stderr, "note: %s\n", n.c_str());
+    g = StreamedGraph();  // its scratch file goes now
   } else {
     auto ds = std::make_shared<RawDataset>();
     st = LoadDataset(format, input, load, ds.get(), &notes);

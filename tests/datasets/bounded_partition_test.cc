@@ -130,6 +130,19 @@ WriteOptions Write(bool incoming, FeatureDType dtype, int64_t chunk_nodes,
   return wo;
 }
 
+// A loaded dataset written in memory and its stream written in bounded
+// memory (3 hash parts, slices of at most 700 edges) give the same store.
+void ExpectTheStreamWritesTheLoadedStore(const RawDataset& ds, const StreamedGraph& g,
+                                         FeatureDType dtype, const std::string& a,
+                                         const std::string& b) {
+  PartitionOptions po = Options(3, PartitionMethod::kHash, true);
+  WriteOptions wo = Write(true, dtype, 300, "hash");
+  WriteInMemory(ds, po, wo, a);
+  BoundedReport r = WriteBounded(g, po, wo, b, 700);
+  EXPECT_GT(r.slices, 3);
+  ExpectSameStore(a, b);
+}
+
 TEST(BoundedPartitionTest, CoraAndCiteSeerEqualTheInMemoryStoreThroughManySlices) {
   TempDir tmp;
   int run = 0;
@@ -280,16 +293,10 @@ TEST(BoundedPartitionTest, StreamedOgbEqualsTheLoadedOneAndRemovesItsFeatureFile
     ASSERT_TRUE(st.ok()) << st.ToString();
     EXPECT_TRUE(fs::exists(scratch));
     EXPECT_EQ(g.feature_dim, 1433);
-    PartitionOptions po = Options(3, PartitionMethod::kHash, true);
-    WriteOptions wo =
-        Write(true, edge_options ? FeatureDType::kInt8 : FeatureDType::kFloat16, 300, "hash");
-    std::string a = tmp.Sub("mem" + std::to_string(run)),
-                b = tmp.Sub("bounded" + std::to_string(run));
+    ExpectTheStreamWritesTheLoadedStore(
+        *ds, g, edge_options ? FeatureDType::kInt8 : FeatureDType::kFloat16,
+        tmp.Sub("mem" + std::to_string(run)), tmp.Sub("bounded" + std::to_string(run)));
     ++run;
-    WriteInMemory(*ds, po, wo, a);
-    BoundedReport r = WriteBounded(g, po, wo, b, 700);
-    EXPECT_GT(r.slices, 3);
-    ExpectSameStore(a, b);
     g = StreamedGraph();
     EXPECT_FALSE(fs::exists(scratch));
   }
@@ -308,6 +315,77 @@ TEST(BoundedPartitionTest, StreamedOgbEqualsTheLoadedOneAndRemovesItsFeatureFile
   EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
   EXPECT_THAT(st.message(), HasSubstr("edge.csv:2: edge 1,99999 has an id outside [0, 2708)"));
   EXPECT_FALSE(fs::exists(tmp.Sub("bad")));
+}
+
+// Cora as tables (string or integer ids, a list feature column, labels, a
+// split, a few edges naming no node): streamed, it writes the store the
+// tables read whole write, with and without edge options.
+TEST(BoundedPartitionTest, StreamedTablesEqualTheLoadedOnesAndRemoveTheirFeatureFile) {
+  TempDir tmp;
+  auto cora = Load("linqs", DataDir() + "/cora");
+  int run = 0;
+  for (bool string_ids : {true, false}) {
+    auto id = [&](int64_t v) {
+      return string_ids ? "paper-" + std::to_string(v) : std::to_string(1000 + 3 * v);
+    };
+    std::string nodes = "id,emb,cls,part\n", edges = "a,b\n";
+    for (int64_t v = 0; v < cora->num_nodes; ++v) {
+      nodes += id(v) + ",\"";
+      for (int64_t k = 0; k < cora->feature_dim; ++k)
+        nodes += (k ? " " : "") + std::to_string(cora->features[v * cora->feature_dim + k]);
+      const char* split[] = {"", "train", "val", "test"};
+      nodes += "\"," + std::to_string(cora->labels[v]) + "," +
+               split[cora->split.empty() ? 0 : cora->split[v]] + "\n";
+    }
+    for (int64_t e = 0; e < cora->num_edges(); ++e) {
+      edges += id(cora->src[e]) + "," + id(cora->dst[e]) + "\n";
+      if (e % 1000 == 0) edges += id(cora->src[e]) + "," + (string_ids ? "ghost" : "7") + "\n";
+    }
+    tmp.Write("t/nodes.csv", nodes);
+    tmp.Write("t/edges.csv", edges);
+    const std::string schema =
+        tmp.Write("t/graph.json", std::string(R"({"name": "cora-tables", "dangling_edges": "drop",
+        "nodes": [{"files": "nodes.csv", "id": "id", "id_type": ")") +
+                                      (string_ids ? "string" : "int64") +
+                                      R"(", "features": "emb", "label": "cls", "split": "part"}],
+        "edges": [{"files": "edges.csv", "source": "a", "destination": "b"}]})");
+    for (bool edge_options : {false, true}) {
+      EdgeOptions eo;
+      eo.drop_self_loops = eo.make_undirected = edge_options;
+      LoadOptions lo;
+      lo.quiet = true;
+      auto ds = Load("tables", schema, lo, eo);
+      StreamedGraph g;
+      std::vector<std::string> notes;
+      const std::string scratch = tmp.Sub("features.f32");
+      Status st = StreamTables(schema, lo, eo, scratch, &g, &notes);
+      ASSERT_TRUE(st.ok()) << st.ToString();
+      EXPECT_TRUE(fs::exists(scratch));
+      EXPECT_EQ(g.feature_dim, cora->feature_dim);
+      EXPECT_EQ(g.has_names, string_ids);
+      ExpectTheStreamWritesTheLoadedStore(*ds, g, FeatureDType::kFloat32,
+                                          tmp.Sub("mem" + std::to_string(run)),
+                                          tmp.Sub("bounded" + std::to_string(run)));
+      ++run;
+      ASSERT_TRUE(g.late_notes);
+      const std::vector<std::string> late = g.late_notes();
+      ASSERT_EQ(late.size(), 1u);
+      EXPECT_THAT(late[0], HasSubstr("dropped " + std::to_string((cora->num_edges() + 999) / 1000) +
+                                     " edges"));
+      g = StreamedGraph();
+      EXPECT_FALSE(fs::exists(scratch));
+    }
+  }
+  // Heterogeneous or timed tables are read whole: NotSupported, nothing made.
+  tmp.Write("t/graph2.json", R"({"nodes": [{"files": "nodes.csv", "id": "id"}],
+      "edges": [{"files": "edges.csv", "source": "a", "destination": "b", "reverse": "r"}]})");
+  StreamedGraph g;
+  std::vector<std::string> notes;
+  LoadOptions lo;
+  lo.quiet = true;
+  EXPECT_EQ(StreamTables(tmp.Sub("t/graph2.json"), lo, {}, tmp.Sub("f3.f32"), &g, &notes).code(),
+            Status::Code::kNotSupported);
+  EXPECT_FALSE(fs::exists(tmp.Sub("f3.f32")));
 }
 
 TEST(BoundedPartitionTest, HashPartsFollowTheOriginalIdAlone) {
