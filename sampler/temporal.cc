@@ -131,15 +131,26 @@ void DrawRun(const int64_t* edge_times, const Rank& rank, int64_t deg, int64_t t
   std::sort(chosen->begin() + static_cast<std::ptrdiff_t>(at), chosen->end());  // stored order
 }
 
-// Appends the chosen CSR positions' neighbors (and edge ids) to `out`.
-void AppendChosen(const CsrGraph& g, const std::vector<int64_t>& chosen, bool with_edge_ids,
-                  OneHopResult* out) {
-  const size_t at = out->neighbors.size();
-  out->neighbors.resize(at + chosen.size());
-  if (with_edge_ids) out->edge_ids.resize(at + chosen.size());
-  for (size_t c = 0; c < chosen.size(); ++c) {
-    out->neighbors[at + c] = g.neighbor(chosen[c]);
-    if (with_edge_ids) out->edge_ids[at + c] = g.edge_id(chosen[c]);
+// Appends the chosen CSR positions to `out` (ResolveChosen turns them into
+// neighbors and edge ids once the hop's draws are done).
+void AppendChosen(const std::vector<int64_t>& chosen, OneHopResult* out) {
+  out->neighbors.insert(out->neighbors.end(), chosen.begin(), chosen.end());
+}
+
+// Replaces the CSR positions in out->neighbors by their neighbors (and edge
+// ids): one pass over the hop, each read prefetched ahead, so the misses
+// overlap instead of stalling each node's draws.
+void ResolveChosen(const CsrGraph& g, bool with_edge_ids, OneHopResult* out) {
+  constexpr size_t kAhead = 16;
+  auto& pos = out->neighbors;
+  const size_t n = pos.size();
+  if (with_edge_ids) {
+    out->edge_ids.resize(n);
+    for (size_t c = 0; c < n; ++c) out->edge_ids[c] = g.edge_id(pos[c]);
+  }
+  for (size_t c = 0; c < n; ++c) {
+    if (c + kAhead < n) __builtin_prefetch(g.neighbor_address(pos[c + kAhead]));
+    pos[c] = g.neighbor(pos[c]);
   }
 }
 
@@ -176,9 +187,10 @@ void TemporalHop(const CsrGraph& g, const int64_t* edge_times, const int64_t* ti
         TimeKey(NodeKey(request_seed, static_cast<uint64_t>(hop), static_cast<uint64_t>(nodes[i])),
                 t),
         &chosen, &scratch);
-    AppendChosen(g, chosen, with_edge_ids, out);
+    AppendChosen(chosen, out);
     out->offsets[i + 1] = static_cast<int64_t>(out->neighbors.size());
   }
+  ResolveChosen(g, with_edge_ids, out);
 }
 
 template <typename Rank>
@@ -203,7 +215,6 @@ void HeteroTemporalHop(const CsrGraph& g, const int32_t* edge_types, const int64
       const int64_t ahead = indptr[nodes[i + kRowAhead] - node_offset];
       __builtin_prefetch(edge_types + ahead);
       __builtin_prefetch(edge_times + ahead);
-      __builtin_prefetch(g.neighbor_address(ahead));
     }
     const int64_t row = nodes[i] - node_offset, t = times[i];
     const int64_t begin = indptr[row], end = indptr[row + 1];
@@ -220,9 +231,10 @@ void HeteroTemporalHop(const CsrGraph& g, const int32_t* edge_types, const int64
       }
       b = e;
     }
-    AppendChosen(g, chosen, with_edge_ids, out);
+    AppendChosen(chosen, out);
     out->offsets[i + 1] = static_cast<int64_t>(out->neighbors.size());
   }
+  ResolveChosen(g, with_edge_ids, out);
 }
 
 }  // namespace
@@ -309,9 +321,17 @@ void TemporalBuilder::AddHop(const OneHopResult& hop, bool with_edge_ids, Sample
   const int64_t n0 = static_cast<int64_t>(out->n_id.size());
   map_.Reserve(map_.size() + total);
   int64_t next = n0;
+  // The (tree, node) slots are cache misses on large batches: each edge's
+  // slot is prefetched kAhead edges before its insert (ia: that edge's node).
+  constexpr int64_t kAhead = 16;
+  int64_t ia = 0;
   for (int64_t i = 0; i < m; ++i) {
     const int64_t target = begin_ + i, tree = out->batch[target];
     for (int64_t e = hop.offsets[i]; e < hop.offsets[i + 1]; ++e) {
+      if (e + kAhead < total) {
+        while (hop.offsets[ia + 1] <= e + kAhead) ++ia;
+        map_.Prefetch((out->batch[begin_ + ia] << kTreeShift) | hop.neighbors[e + kAhead]);
+      }
       const int64_t v = hop.neighbors[e];
       const int64_t local = map_.FindOrInsert((tree << kTreeShift) | v, next);
       if (local == next) {

@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 
+#include "datasets/detail/string_id_map.h"
 #include "datasets/formats.h"
 #include "tests/datasets/test_util.h"
 
@@ -165,6 +166,29 @@ TEST_F(TablesTest, EveryMistakeIsNamed) {
   EXPECT_EQ(ds.num_edges(), 1);
   ASSERT_EQ(notes_.size(), 1u);
   EXPECT_THAT(notes_[0], HasSubstr("dropped 1 edges"));
+}
+
+TEST(StringIdMapTest, IndexesKeysInInsertionOrderThroughGrowthAndCollisions) {
+  // Seed 0 and a tiny table first: many keys share slots, then grow.
+  for (uint64_t seed : {uint64_t{0}, uint64_t{12345}}) {
+    detail::StringIdMap m(seed);
+    EXPECT_EQ(m.Find("a"), -1);
+    std::vector<std::string> keys = {"", "a", "ab", "abcdefgh", "abcdefghi", std::string(40, 'x')};
+    for (int i = 0; i < 5000; ++i) keys.push_back("user_" + std::to_string(i * 7919));
+    for (size_t k = 0; k < keys.size(); ++k) {
+      ASSERT_TRUE(m.Insert(keys[k])) << keys[k];
+      EXPECT_EQ(m.size(), static_cast<int64_t>(k + 1));
+    }
+    for (size_t k = 0; k < keys.size(); ++k) {
+      EXPECT_EQ(m.Find(keys[k]), static_cast<int64_t>(k)) << keys[k];
+      EXPECT_EQ(m.Key(static_cast<int64_t>(k)), keys[k]);
+      EXPECT_FALSE(m.Insert(keys[k]));  // already there: nothing added
+    }
+    EXPECT_EQ(m.size(), static_cast<int64_t>(keys.size()));
+    EXPECT_EQ(m.Find("user_1"), -1);
+    EXPECT_EQ(m.Find(std::string(41, 'x')), -1);
+    EXPECT_EQ(m.Find(std::string_view("a\0", 2)), -1);  // bytes, not C strings
+  }
 }
 
 // The Parquet reader's stream, as a child that lies or dies would send it:
