@@ -40,6 +40,12 @@ def write_parquet(path, header, rows):
 
 
 def main():
+    if any(a in ("-h", "--help") for a in sys.argv[1:]):
+        print(__doc__.strip())
+        return
+    unknown = [a for a in sys.argv[1:] if a.startswith("-") and a != "--parquet"]
+    if unknown:
+        sys.exit("make_shop_tables.py: unknown option %s (--parquet, --help)" % unknown[0])
     args = [a for a in sys.argv[1:] if a != "--parquet"]
     parquet = "--parquet" in sys.argv[1:]
     out = args[0] if args else os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "shop")

@@ -19,6 +19,7 @@ OTHER_TOOLS = {
     "--build": "cmake", "--output-on-failure": "ctest", "--repeat": "ctest", "--cache-sim": "valgrind",
     "--from-file": "kubectl", "--nodes": "sbatch", "--system-site-packages": "python3 -m venv",
     "--flag": "(docs/README.md's own words)", "--gtest": "GoogleTest's --gtest_filter",
+    "--parquet": "datasets/make_shop_tables.py",
 }
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 BINARY = re.compile(r"(?<![\w/-])(fanout-(?:server|partition|ctl|sample|bench-[a-z]+)|train-graphsage)(?![\w-])")
