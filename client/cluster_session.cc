@@ -576,11 +576,8 @@ Status ClusterSession::WalkStep(ArrayView<const int64_t> nodes, ArrayView<const 
 
 Status ClusterSession::PprPush(const sampler::PprPushRequest& in, sampler::PprPushResult* out) {
   out->Clear();
+  FANOUT_RETURN_IF_ERROR(sampler::CheckPprPushShape(in));
   const size_t n = in.nodes.size();
-  if (in.queries.size() != n || in.residuals.size() != n)
-    return Status::InvalidArgument("PPR push: " + std::to_string(n) + " nodes, " +
-                                   std::to_string(in.queries.size()) + " query ids and " +
-                                   std::to_string(in.residuals.size()) + " residuals");
   FANOUT_RETURN_IF_ERROR(Route(in.nodes));
   FANOUT_RETURN_IF_ERROR(PinUnread());
   const int k = c_->num_parts();
@@ -619,12 +616,9 @@ Status ClusterSession::PprPush(const sampler::PprPushRequest& in, sampler::PprPu
     out->queries.insert(out->queries.end(), ppr_here_.queries.begin(), ppr_here_.queries.end());
     out->nodes.insert(out->nodes.end(), ppr_here_.nodes.begin(), ppr_here_.nodes.end());
     out->mass.insert(out->mass.end(), ppr_here_.mass.begin(), ppr_here_.mass.end());
-    int64_t spread = 0;
-    for (size_t j = 0; j < ppr_here_.done; ++j)
-      if (ppr_here_.pushed[j]) spread += ppr_here_.degrees[j];
     // Bytes as the wire would move them: 20 per entry and per (query, node) pair.
     NoteLocal(p, static_cast<int64_t>((ppr_here_.nodes.size() + by_part_[p].size()) * 20), 0, 0,
-              static_cast<int64_t>(by_part_[p].size()), spread);
+              static_cast<int64_t>(by_part_[p].size()), ppr_here_.PushedEdges());
   }
   // The rest over Thrift, again and again while a server's reply limit
   // leaves entries over (each round trip takes at least one).

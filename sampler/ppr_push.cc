@@ -18,6 +18,23 @@ uint64_t PprEpsFixed(double eps) {
   return e < 1 ? 1 : e >= static_cast<double>(kPprOne) ? kPprOne : static_cast<uint64_t>(e);
 }
 
+int64_t PprPushResult::PushedEdges() const {
+  int64_t edges = 0;
+  for (size_t i = 0; i < done; ++i)
+    if (pushed[i]) edges += degrees[i];
+  return edges;
+}
+
+Status CheckPprPushShape(const PprPushRequest& in) {
+  const size_t n = in.nodes.size();
+  if (in.queries.size() != n || in.residuals.size() != n)
+    return Status::InvalidArgument("PPR push: " + std::to_string(n) + " nodes, " +
+                                   std::to_string(in.queries.size()) + " query ids and " +
+                                   std::to_string(in.residuals.size()) +
+                                   " residuals (one of each per entry)");
+  return Status::OK();
+}
+
 void PprPushResult::Clear() {
   pushed.clear();
   degrees.clear();
@@ -35,12 +52,8 @@ Status PprPushRound(const CsrGraph& g, int64_t node_offset, const PprPushRequest
                     size_t max_out, PprPushResult* out, detail::IdMap* map,
                     const PprRowOverride* override_row) {
   out->Clear();
+  FANOUT_RETURN_IF_ERROR(CheckPprPushShape(in));
   const size_t n = in.nodes.size();
-  if (in.queries.size() != n || in.residuals.size() != n)
-    return Status::InvalidArgument("PPR push: " + std::to_string(n) + " nodes, " +
-                                   std::to_string(in.queries.size()) + " query ids and " +
-                                   std::to_string(in.residuals.size()) +
-                                   " residuals (one of each per entry)");
   if (in.alpha_fixed == 0 || in.alpha_fixed >= (uint64_t{1} << 32))
     return Status::InvalidArgument("PPR push: alpha " + std::to_string(in.alpha_fixed) +
                                    " / 2^32 is outside (0, 1)");

@@ -75,12 +75,19 @@ struct PprPushResult {
   // sends the rest again.
   size_t done = 0;
   void Clear();
+  // Row entries the done entries that pushed spread mass over (the edges
+  // the round read, for metrics).
+  int64_t PushedEdges() const;
 };
 
 // A row that differs from the CSR's (a live partition's merged row at the
 // version read): returns true and fills *row with its neighbors (global
 // ids), or false to read the CSR.
 using PprRowOverride = std::function<bool(int64_t node, std::vector<int64_t>* row)>;
+
+// InvalidArgument unless the request has one query id and one residual per
+// node (PprPushRound checks it, and so does a caller that routes entries).
+Status CheckPprPushShape(const PprPushRequest& in);
 
 // max_out for an owner whose reply nothing bounds (a whole graph in process,
 // a co-located export): every entry is done in one call.

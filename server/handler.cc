@@ -533,15 +533,12 @@ void RpcHandler::ppr_push(gen::PprPushResponse& out, const gen::PprPushRequest& 
           FANOUT_RETURN_IF_ERROR(RequestVersion(req.__isset.version, req.version, &version));
           const sampler::PprPushResult* r = nullptr;
           FANOUT_RETURN_IF_ERROR(svc_.PprPush(in, version, &r));
-          auto pack = [](const auto& v) {
-            return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(v[0]));
-          };
           out.done = static_cast<int64_t>(r->done);
-          out.pushed = pack(r->pushed);
-          out.degrees = pack(r->degrees);
-          out.out_queries = pack(r->queries);
-          out.out_nodes = pack(r->nodes);
-          out.out_mass = pack(r->mass);
+          rpc::Pack<uint8_t>(r->pushed, &out.pushed);
+          rpc::Pack<int64_t>(r->degrees, &out.degrees);
+          rpc::Pack<int32_t>(r->queries, &out.out_queries);
+          rpc::Pack<int64_t>(r->nodes, &out.out_nodes);
+          rpc::Pack<uint64_t>(r->mass, &out.out_mass);
           if (svc_.last_version() >= 0) out.__set_version(svc_.last_version());
           bytes = out.pushed.size() + out.degrees.size() + out.out_queries.size() +
                   out.out_nodes.size() + out.out_mass.size();

@@ -377,9 +377,7 @@ Status PartitionService::PprPush(const sampler::PprPushRequest& in, int64_t vers
   const size_t max_out = std::max<size_t>(1, static_cast<size_t>(s_->options.max_reply_bytes / 20));
   FANOUT_RETURN_IF_ERROR(sampler::PprPushRound(s_->graph, s_->view.node_begin, in, max_out, &ppr_,
                                                &ppr_map_, merged ? &merged : nullptr));
-  int64_t spread = 0;
-  for (size_t i = 0; i < ppr_.done; ++i)
-    if (ppr_.pushed[i]) spread += ppr_.degrees[i];
+  const int64_t spread = ppr_.PushedEdges();
   metrics_->RecordSample(static_cast<int64_t>(ppr_.done), spread);
   last_edges_ += spread;
   *out = &ppr_;
