@@ -22,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/byte_size.h"
@@ -53,7 +54,7 @@ struct StreamedGraph {
   std::function<int64_t(int64_t)> label;
   std::function<uint8_t(int64_t)> split;
   std::function<int64_t(int64_t)> original_id;
-  std::function<const std::string*(int64_t)> name_of;
+  std::function<std::string_view(int64_t)> name_of;
   // An error the node functions above met (they cannot return one), checked
   // after the last of them is called; may be empty.
   std::function<Status()> node_status;

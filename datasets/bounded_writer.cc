@@ -202,7 +202,7 @@ class StreamNodeSource final : public detail::NodeSource {
   int64_t Label(int64_t v) const override { return g_.label(v); }
   uint8_t SplitOf(int64_t v) const override { return g_.split(v); }
   int64_t OriginalId(int64_t v) const override { return g_.original_id(v); }
-  const std::string* Name(int64_t v) const override { return g_.name_of(v); }
+  std::string_view Name(int64_t v) const override { return g_.name_of(v); }
 
  private:
   const StreamedGraph& g_;
@@ -234,7 +234,7 @@ StreamedGraph StreamOf(std::shared_ptr<const RawDataset> ds) {
   g.label = [d](int64_t v) { return d->labels[v]; };
   g.split = [d](int64_t v) { return d->split[v]; };
   g.original_id = [d](int64_t v) { return d->original_ids[v]; };
-  g.name_of = [d](int64_t v) { return &d->original_names[v]; };
+  g.name_of = [d](int64_t v) -> std::string_view { return d->original_names[v]; };
   g.state = std::move(ds);
   return g;
 }
@@ -479,7 +479,7 @@ class BoundedWrite {
   Status WriteParts() {
     int64_t name_bytes = 0;
     if (g_.has_names)
-      for (int64_t v = 0; v < n_; ++v) name_bytes += static_cast<int64_t>(g_.name_of(v)->size());
+      for (int64_t v = 0; v < n_; ++v) name_bytes += static_cast<int64_t>(g_.name_of(v).size());
     StreamNodeSource nodes(g_);
     if (!heat_.empty()) nodes.SetHeat(heat_.data());
     if (o_.feature_dtype == FeatureDType::kInt8 && g_.feature_dim > 0) {

@@ -402,13 +402,9 @@ class ParquetTable final : public TableSource {
     while (!msg.empty() && (msg.back() == '\n' || msg.back() == '\r')) msg.pop_back();
     const size_t last_line = msg.find_last_of('\n');
     const std::string line = last_line == std::string::npos ? msg : msg.substr(last_line + 1);
-    std::vector<std::string> f;
-    size_t start = 0;
-    for (size_t i = 0; i <= line.size(); ++i)
-      if (i == line.size() || line[i] == '\t') {
-        f.push_back(line.substr(start, i - start));
-        start = i + 1;
-      }
+    std::vector<std::string_view> parts;
+    SplitFields(line, "\t", false, &parts);
+    const std::vector<std::string> f(parts.begin(), parts.end());
     auto role = [&](const std::string& name) {
       for (const ColumnData& d : cols_)
         if (d.name == name) return d.role;

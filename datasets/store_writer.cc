@@ -386,7 +386,7 @@ Status PartStoreWriter::PutNodeChunks(const DatasetMeta& meta, int64_t c, const 
   if (meta.has_heat)
     FANOUT_RETURN_IF_ERROR(put_int64("heat", [&](int64_t v) { return src.Heat(v); }));
   if (meta.has_names) {
-    std::vector<const std::string*> names(n);
+    std::vector<std::string_view> names(n);
     for (int64_t x = 0; x < n; ++x) names[x] = src.Name(old_ids[x]);
     value_.clear();
     EncodeNameChunk(names, &value_);
@@ -451,7 +451,7 @@ class RawNodeSource final : public detail::NodeSource {
   int64_t Label(int64_t v) const override { return ds_.labels[v]; }
   uint8_t SplitOf(int64_t v) const override { return ds_.split[v]; }
   int64_t OriginalId(int64_t v) const override { return ds_.original_ids[v]; }
-  const std::string* Name(int64_t v) const override { return &ds_.original_names[v]; }
+  std::string_view Name(int64_t v) const override { return ds_.original_names[v]; }
 
  private:
   const RawDataset& ds_;

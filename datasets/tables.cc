@@ -332,18 +332,14 @@ class CsvTable final : public TableSource {
   }
   Status Split(std::string_view line, std::vector<std::string>* f) const {
     if (delim_ == ',') return SplitCsvLine(line, f);
-    f->clear();
-    size_t start = 0;
-    for (size_t i = 0; i <= line.size(); ++i)
-      if (i == line.size() || line[i] == delim_) {
-        f->emplace_back(line.substr(start, i - start));
-        start = i + 1;
-      }
+    SplitFields(line, std::string_view(&delim_, 1), false, &parts_);
+    f->assign(parts_.begin(), parts_.end());
     return Status::OK();
   }
   std::unique_ptr<LineReader> r_;
   std::unique_ptr<Progress> progress_;
   std::vector<std::string> header_, row_;
+  mutable std::vector<std::string_view> parts_;  // Split's scratch
   char delim_ = ',';
   int64_t rows_ = 0;
 };
@@ -367,8 +363,6 @@ struct NodeRow {
 
 // The node tables' ids, to resolve an edge's endpoints to dense node ids.
 struct NodeIndex {
-  std::vector<std::string> types;
-  std::vector<bool> string_ids;
   std::vector<int64_t> first;                // per type, its first dense id
   std::vector<detail::StringIdMap> by_name;  // string ids: the row within the type
   std::vector<std::unordered_map<int64_t, int64_t>> by_id;
@@ -379,9 +373,9 @@ struct NodeIndex {
   std::vector<std::vector<int64_t>> direct;
 
   void Compact() {
-    direct_lo.assign(types.size(), 0);
-    direct.assign(types.size(), {});
-    for (size_t t = 0; t < types.size(); ++t) {
+    direct_lo.assign(by_id.size(), 0);
+    direct.assign(by_id.size(), {});
+    for (size_t t = 0; t < by_id.size(); ++t) {
       if (by_id[t].empty()) continue;
       int64_t lo = INT64_MAX, hi = INT64_MIN;
       for (const auto& [id, v] : by_id[t]) lo = std::min(lo, id), hi = std::max(hi, id);
@@ -394,11 +388,11 @@ struct NodeIndex {
       std::unordered_map<int64_t, int64_t>().swap(by_id[t]);
     }
   }
-  // The dense id of the node of type t the field names (*found false: none;
-  // an error then unless `drop`).
-  Status Resolve(const TableSource& tb, size_t col, int t, bool drop, int64_t* v,
-                 bool* found) const {
-    if (string_ids[t]) {
+  // The dense id of the node of type t (its table `ns`) the field names
+  // (*found false: none; an error then unless `drop`).
+  Status Resolve(const NodeSpec& ns, int t, const TableSource& tb, size_t col, bool drop,
+                 int64_t* v, bool* found) const {
+    if (ns.string_ids) {
       const int64_t k = by_name[t].Find(tb.TextView(col));
       *found = k >= 0;
       if (*found) *v = first[t] + k;
@@ -417,8 +411,8 @@ struct NodeIndex {
     }
     if (!*found && !drop)
       return Status::InvalidArgument(
-          tb.Where(col) + "'" + tb.Text(col).substr(0, 40) + "' names no node of type '" +
-          types[t] + "' (the schema's \"dangling_edges\": \"drop\" counts and drops such edges)");
+          tb.Where(col) + "'" + tb.Text(col).substr(0, 40) + "' names no node of type '" + ns.type +
+          "' (the schema's \"dangling_edges\": \"drop\" counts and drops such edges)");
     return Status::OK();
   }
 };
@@ -426,7 +420,7 @@ struct NodeIndex {
 // What the node tables held, beyond each node.
 struct NodeSummary {
   int64_t num_nodes = 0;
-  std::vector<int64_t> type_first, type_dims;  // per type: its first dense id, its feature width
+  std::vector<int64_t> type_dims;  // per type, its feature width
   bool any_label = false, any_split = false, any_names = false;
 };
 
@@ -436,22 +430,16 @@ struct NodeSummary {
 Status ReadNodeTables(const Schema& s, const LoadOptions& options, NodeIndex* index,
                       NodeSummary* sum, const std::function<Status(const NodeRow&)>& sink) {
   const int num_types = static_cast<int>(s.nodes.size());
-  index->types.clear();
-  index->string_ids.clear();
-  for (const NodeSpec& ns : s.nodes)
-    index->types.push_back(ns.type), index->string_ids.push_back(ns.string_ids);
   index->by_name.assign(static_cast<size_t>(num_types), detail::StringIdMap());
   index->first.assign(static_cast<size_t>(num_types), 0);
   index->by_id.assign(static_cast<size_t>(num_types), {});
   auto& by_name = index->by_name;
   auto& by_id = index->by_id;
-  sum->type_first.assign(static_cast<size_t>(num_types), 0);
   sum->type_dims.assign(static_cast<size_t>(num_types), 0);
   std::vector<float> row;
   std::string name;
   for (int t = 0; t < num_types; ++t) {
     const NodeSpec& ns = s.nodes[static_cast<size_t>(t)];
-    sum->type_first[static_cast<size_t>(t)] = sum->num_nodes;
     index->first[static_cast<size_t>(t)] = sum->num_nodes;
     int64_t width = -1;
     const std::string what = "node type '" + ns.type + "'";
@@ -583,8 +571,8 @@ Status PlayEdgeTable(const Schema& s, const EdgeSpec& es, int st, int dt, bool t
       FANOUT_RETURN_IF_ERROR(status);
       int64_t u = 0, v = 0, time = 0;
       bool fu = false, fv = false;
-      FANOUT_RETURN_IF_ERROR(index.Resolve(*tb, sc, st, s.drop_dangling, &u, &fu));
-      FANOUT_RETURN_IF_ERROR(index.Resolve(*tb, dc, dt, s.drop_dangling, &v, &fv));
+      FANOUT_RETURN_IF_ERROR(index.Resolve(s.nodes[st], st, *tb, sc, s.drop_dangling, &u, &fu));
+      FANOUT_RETURN_IF_ERROR(index.Resolve(s.nodes[dt], dt, *tb, dc, s.drop_dangling, &v, &fv));
       if (timed) FANOUT_RETURN_IF_ERROR(tb->Int(tc, &time));
       if (!fu || !fv) {
         ++*dangling;
@@ -666,7 +654,7 @@ Status LoadTables(const std::string& schema_path, const LoadOptions& options, Ra
                       n = w > 0 ? static_cast<int64_t>(type_rows[t].size()) / w : 0;
         for (int64_t k = 0; k < n; ++k)
           std::copy(type_rows[t].begin() + k * w, type_rows[t].begin() + (k + 1) * w,
-                    out->features.begin() + (sum.type_first[t] + k) * out->feature_dim);
+                    out->features.begin() + (index.first[t] + k) * out->feature_dim);
         std::vector<float>().swap(type_rows[t]);
       }
     }
@@ -724,14 +712,13 @@ Status LoadTables(const std::string& schema_path, const LoadOptions& options, Ra
 namespace {
 
 // A streamed homogeneous table graph's state: per node its original id,
-// label and split in memory (17 bytes, plus its name where ids are strings),
-// its id index, and the feature rows in a float32 scratch file.
+// label and split in memory (17 bytes), its id index (which holds the names
+// where ids are strings), and the feature rows in a float32 scratch file.
 struct TablesStream {
   Schema schema;
   LoadOptions options;
   NodeIndex index;
   std::vector<int64_t> original, labels;
-  std::vector<std::string> names;
   std::vector<uint8_t> split;
   detail::FeatureScratch features;
   int64_t dangling = 0;  // edges the last play dropped
@@ -754,7 +741,6 @@ Status StreamTables(const std::string& schema_path, const LoadOptions& options,
   NodeSummary sum;
   FANOUT_RETURN_IF_ERROR(ReadNodeTables(s->schema, options, &s->index, &sum, [&](const NodeRow& r) {
     s->original.push_back(r.original);
-    if (r.name != nullptr) s->names.push_back(*r.name);
     s->labels.push_back(r.label);
     s->split.push_back(r.split);
     if (r.features->empty()) return Status::OK();
@@ -796,7 +782,8 @@ Status StreamTables(const std::string& schema_path, const LoadOptions& options,
   out->label = [p](int64_t v) { return p->labels[v]; };
   out->split = [p](int64_t v) { return p->split[v]; };
   out->original_id = [p](int64_t v) { return p->original[v]; };
-  out->name_of = [p](int64_t v) -> const std::string* { return &p->names[v]; };
+  // One node type, its dense ids from 0: node v is the map's key v.
+  out->name_of = [p](int64_t v) { return p->index.by_name[0].Key(v); };
   out->node_status = [p]() { return p->features.error(); };
   out->late_notes = [p]() {
     return p->dangling > 0 ? std::vector<std::string>{DroppedNote(p->dangling)}

@@ -173,11 +173,11 @@ std::string DecodeSplitChunk(const char* p, size_t size, int64_t nodes, int64_t 
   return "";
 }
 
-void EncodeNameChunk(const std::vector<const std::string*>& names, std::string* out) {
-  for (const std::string* s : names) {
-    uint32_t len = static_cast<uint32_t>(s->size());
+void EncodeNameChunk(const std::vector<std::string_view>& names, std::string* out) {
+  for (std::string_view s : names) {
+    uint32_t len = static_cast<uint32_t>(s.size());
     AppendRaw(out, &len, 4);
-    *out += *s;
+    out->append(s.data(), s.size());
   }
 }
 

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/array_view.h"
@@ -66,7 +67,7 @@ std::string DecodeEdgeTypeChunk(const char* p, size_t size, int64_t capacity, in
                                 int64_t* pos, int32_t* dst);
 
 // name: length-prefixed strings, appended to *names in node order.
-void EncodeNameChunk(const std::vector<const std::string*>& names, std::string* out);
+void EncodeNameChunk(const std::vector<std::string_view>& names, std::string* out);
 std::string DecodeNameChunk(const char* p, size_t size, int64_t nodes,
                             std::vector<std::string>* names);
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/array_view.h"
@@ -98,7 +99,7 @@ class NodeSource {
   virtual int64_t Label(int64_t v) const = 0;    // when has_labels
   virtual uint8_t SplitOf(int64_t v) const = 0;  // when has_split
   virtual int64_t OriginalId(int64_t v) const = 0;
-  virtual const std::string* Name(int64_t v) const = 0;  // when has_names
+  virtual std::string_view Name(int64_t v) const = 0;  // when has_names
   // Stored edges naming v as their neighbor; when has_heat.
   virtual int64_t Heat(int64_t v) const { return heat_ ? heat_[v] : 0; }
   // The heat per input id (owned by the writer), or null.

@@ -606,7 +606,7 @@ TEST(ChunkCodecTest, EveryKindRoundTripsAndRejectsDamage) {
 
   v.clear();
   std::string a = "alpha", b = "";
-  detail::EncodeNameChunk({&a, &b}, &v);
+  detail::EncodeNameChunk({a, b}, &v);
   std::vector<std::string> names;
   EXPECT_EQ(detail::DecodeNameChunk(v.data(), v.size(), 2, &names), "");
   EXPECT_EQ(names, (std::vector<std::string>{"alpha", ""}));
