@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
 """./run bench ingest: bringing your own graph in (docs/DATA.md), beside the native partitioner on the same edges.
+Runs the cases tables_vs_native, string_ids and pyg_object (--cases picks some); a case whose dependency is missing
+is written with "skipped" and the reason.
 
 Case `pyg_object`: a PyG Data of --edges random edges over --nodes nodes with 16-dim float32 features, labels and a
 train mask, to a 2-partition store with fanout.partition_pyg (method hash): seconds, edges_per_s, and its two steps
@@ -8,19 +10,20 @@ edge list (the edges alone, as a SNAP text file written before the clock starts,
 --format snap --method hash in bounded memory): native_edges_per_s and ratio = edges_per_s / native_edges_per_s.
 The tables are Parquet where pyarrow imports (the case's table_format says which), else CSV text.
 
-Case `tables_vs_native` (--cases tables_vs_native, needs pyarrow): an R-MAT graph of 2^--rmat-scale nodes (22 by
+Case `tables_vs_native` (needs pyarrow): an R-MAT graph of 2^--rmat-scale nodes (22 by
 default), 16 edges per node (a, b, c = 0.57, 0.19, 0.19, drawn with numpy under a fixed seed) and 64-dim float32
 features, written as Parquet (nodes: id and a fixed-size list column; edges: src, dst) before the clock starts, and
 partitioned from the tables (fanout-partition --format tables, 2 partitions, hash) against the native R-MAT path on a
 graph of the same size (fanout-partition --format rmat --rmat-scale S --feature-dim 64, 2 partitions, hash), which
 generates its edges in process: edges_per_s of each, ratio = tables edges/s / native edges/s, and peak_rss_bytes of
 each (the tool's own report of its process; the pyarrow reader is a child process of its own, not counted).
-Case `string_ids` (--cases string_ids, with or without tables_vs_native): the same tables with every id a string
+Case `string_ids` (needs pyarrow): the same tables with every id a string
 ("user_" and the number: nodes, sources and destinations), "id_type": "string" in the schema, partitioned the same
 way in the same rounds: its edges_per_s and ratio = string-id edges/s / int64-id edges/s.
 Rounds alternate the two (three); medians. Checks free disk first, removes what it writes.
 """
 import argparse
+import importlib
 import json
 import os
 import re
@@ -45,8 +48,8 @@ def main():
     ap.add_argument("--edges", type=int, default=10_000_000)
     ap.add_argument("--nodes", type=int, default=1_000_000)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--cases", default="pyg_object",
-                    help="comma-separated: pyg_object, tables_vs_native, string_ids")
+    ap.add_argument("--cases", default="tables_vs_native,string_ids,pyg_object",
+                    help="comma-separated: tables_vs_native, string_ids, pyg_object (default: all)")
     ap.add_argument("--rmat-scale", type=int, default=22, help="tables_vs_native: R-MAT scale")
     ap.add_argument("--work", help="scratch folder (default: a temporary one, removed)")
     ap.add_argument("--json", help="write the cases here")
@@ -57,8 +60,18 @@ def main():
             sys.exit("fanout bench ingest: unknown case %r (pyg_object, tables_vs_native, string_ids)" % c)
     cases = []
     if "tables_vs_native" in wanted or "string_ids" in wanted:
-        both = tables_vs_native(a, "string_ids" in wanted)
-        cases += [c for c in both if c["case"] in wanted]
+        try:
+            importlib.import_module("pyarrow.parquet")  # the tables are Parquet
+            have_pyarrow = None
+        except ImportError as e:
+            have_pyarrow = str(e)
+        if have_pyarrow is None:
+            both = tables_vs_native(a, "string_ids" in wanted)
+            cases += [c for c in both if c["case"] in wanted]
+        else:
+            log("tables_vs_native and string_ids need pyarrow (./run installs it): %s" % have_pyarrow)
+            cases += [{"case": c, "skipped": "needs pyarrow: " + have_pyarrow}
+                      for c in ("tables_vs_native", "string_ids") if c in wanted]
     if "pyg_object" in wanted:
         cases.append(pyg_object(a))
     print(json.dumps(cases, indent=2))
@@ -93,11 +106,9 @@ def _rmat_edges(scale, edges, seed):
 
 
 def tables_vs_native(a, string_ids):
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError as e:
-        sys.exit("fanout bench ingest: case tables_vs_native needs pyarrow (./run installs it): %s" % e)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     import fanout
 
     n, dim = 1 << a.rmat_scale, 64
