@@ -3,10 +3,13 @@
 #include <metis.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <limits>
 #include <numeric>
 
 #include "common/random.h"
+#include "datasets/line_reader.h"
 #include "datasets/progress.h"
 
 namespace fanout::datasets {
@@ -20,9 +23,11 @@ Status ParsePartitionMethod(const std::string& name, PartitionMethod* out) {
     *out = PartitionMethod::kRange;
   else if (name == "hash")
     *out = PartitionMethod::kHash;
+  else if (name == "file")
+    *out = PartitionMethod::kFile;
   else
     return Status::InvalidArgument("unknown partition method '" + name +
-                                   "' (known: metis, random, range, hash)");
+                                   "' (known: metis, random, range, hash, file)");
   return Status::OK();
 }
 
@@ -36,6 +41,8 @@ const char* PartitionMethodName(PartitionMethod m) {
       return "range";
     case PartitionMethod::kHash:
       return "hash";
+    case PartitionMethod::kFile:
+      return "file";
   }
   return "?";
 }
@@ -134,6 +141,8 @@ Status ComputeNodePartition(int64_t n, const std::function<int64_t(int64_t)>& or
   if (o.num_parts > n)
     return Status::InvalidArgument("--parts " + std::to_string(o.num_parts) + " exceeds the " +
                                    std::to_string(n) + " nodes of the graph");
+  if (o.method == PartitionMethod::kFile)
+    return ReadAssignment(o.assignment_path, n, o.num_parts, part);
   part->assign(n, 0);
   if (o.num_parts == 1) return Status::OK();
   switch (o.method) {
@@ -165,8 +174,46 @@ Status ComputeNodePartition(int64_t n, const std::function<int64_t(int64_t)>& or
     }
     case PartitionMethod::kMetis:
       return Status::InvalidArgument("METIS needs the edges: use ComputePartition");
+    case PartitionMethod::kFile:
+      break;  // above
   }
   return Status::InvalidArgument("unknown partition method");
+}
+
+Status ReadAssignment(const std::string& path, int64_t n, int num_parts,
+                      std::vector<int32_t>* part) {
+  if (path.empty()) return Status::InvalidArgument("--method file needs --assignment FILE");
+  std::unique_ptr<LineReader> in;
+  FANOUT_RETURN_IF_ERROR(LineReader::Open(path, &in));
+  part->assign(static_cast<size_t>(n), 0);
+  int64_t v = 0;
+  std::string_view line;
+  while (in->Next(&line)) {
+    const size_t a = line.find_first_not_of(" \t\r");
+    if (a == std::string_view::npos || line[a] == '#') continue;
+    const size_t z = line.find_last_not_of(" \t\r");
+    const std::string text(line.substr(a, z - a + 1));
+    char* end = nullptr;
+    errno = 0;
+    const long long p = std::strtoll(text.c_str(), &end, 10);
+    const std::string where = "--assignment " + path + " line " + std::to_string(in->line_number());
+    if (end == text.c_str() || *end != '\0' || errno != 0)
+      return Status::InvalidArgument(where + ": '" + text.substr(0, 40) + "' is not a part number");
+    if (p < 0 || p >= num_parts)
+      return Status::InvalidArgument(where + ": part " + text + " is outside [0, " +
+                                     std::to_string(num_parts) + ") (--parts " +
+                                     std::to_string(num_parts) + ")");
+    if (v == n)
+      return Status::InvalidArgument(where + ": more lines than the graph's " + std::to_string(n) +
+                                     " nodes");
+    (*part)[static_cast<size_t>(v++)] = static_cast<int32_t>(p);
+  }
+  FANOUT_RETURN_IF_ERROR(in->status());
+  if (v != n)
+    return Status::InvalidArgument("--assignment " + path + " gives " + std::to_string(v) +
+                                   " parts, for a graph of " + std::to_string(n) +
+                                   " nodes (one line per node, in the input's order)");
+  return Status::OK();
 }
 
 Status ComputePartition(const RawDataset& ds, const PartitionOptions& o, std::vector<int32_t>* part,

@@ -1,6 +1,7 @@
 // Node partitioners: METIS (k-way on the undirected view), seeded random,
-// contiguous ranges and a hash of the original id. Each returns part[v] in
-// [0, num_parts) for every node.
+// contiguous ranges, a hash of the original id, and a given assignment (a
+// file: one part per line, node by node, as METIS's gpmetis writes it). Each
+// returns part[v] in [0, num_parts) for every node.
 #ifndef FANOUT_DATASETS_PARTITIONER_H_
 #define FANOUT_DATASETS_PARTITIONER_H_
 
@@ -14,9 +15,9 @@
 
 namespace fanout::datasets {
 
-enum class PartitionMethod { kMetis, kRandom, kRange, kHash };
+enum class PartitionMethod { kMetis, kRandom, kRange, kHash, kFile };
 
-// "metis", "random", "range", "hash".
+// "metis", "random", "range", "hash", "file".
 Status ParsePartitionMethod(const std::string& name, PartitionMethod* out);
 const char* PartitionMethodName(PartitionMethod m);
 
@@ -34,7 +35,16 @@ struct PartitionOptions {
   // target (incoming adjacency, the default), false = the source.
   bool store_by_target = true;
   bool quiet = false;
+  // kFile: the assignment's path (ReadAssignment's format).
+  std::string assignment_path;
 };
+
+// Reads an assignment of `n` nodes to `num_parts` parts: one integer per
+// line (blank lines and '#' comments skipped), node by node in the input's
+// order. Errors name the file and line (a value out of range, too few or too
+// many lines). Memory: 4 bytes per node.
+Status ReadAssignment(const std::string& path, int64_t n, int num_parts,
+                      std::vector<int32_t>* part);
 
 Status ComputePartition(const RawDataset& ds, const PartitionOptions& options,
                         std::vector<int32_t>* part, std::vector<std::string>* notes);

@@ -115,9 +115,10 @@ Status PrepareOutput(const std::string& dir_in, bool overwrite, std::string* dir
 }
 
 Status CreateTemporary(const std::string& dir, const std::string& dataset_id, std::string* tmp,
-                       TempDirGuard* guard) {
+                       TempDirGuard* guard, long owner_pid) {
   RemoveStaleTemporaries(dir);
-  *tmp = dir + ".tmp-" + std::to_string(getpid()) + "-" + dataset_id.substr(0, 8);
+  *tmp = dir + ".tmp-" + std::to_string(owner_pid > 0 ? owner_pid : static_cast<long>(getpid())) +
+         "-" + dataset_id.substr(0, 8);
   std::error_code ec;
   fs::create_directories(*tmp, ec);
   if (ec) return Status::IOError("cannot create " + *tmp + ": " + ec.message());

@@ -18,6 +18,7 @@
 #include "datasets/line_reader.h"
 #include "datasets/progress.h"
 #include "datasets/table_source.h"
+#include "datasets/table_tasks.h"
 
 namespace fanout::datasets {
 
@@ -424,6 +425,101 @@ struct NodeSummary {
   bool any_label = false, any_split = false, any_names = false;
 };
 
+// Reads one node file of type t (its table `ns`): features, label and split
+// of each row parsed, then id_fn(table, id column, row) sets the row's
+// original id (and name) and sink takes it. *width: the type's feature width
+// (-1 until a row has one), checked across rows and files.
+Status ReadNodeFile(const NodeSpec& ns, int t, const std::string& file, char delimiter, bool quiet,
+                    int64_t* width, NodeSummary* sum,
+                    const std::function<Status(const TableSource&, size_t, NodeRow*)>& id_fn,
+                    const std::function<Status(const NodeRow&)>& sink) {
+  const std::string what = "node type '" + ns.type + "'";
+  std::unique_ptr<TableSource> tb;
+  FANOUT_RETURN_IF_ERROR(OpenTable(file, delimiter, quiet, &tb));
+  size_t id_col = 0, list_col = 0, label_col = 0, split_col = 0, masks[3] = {0, 0, 0};
+  FANOUT_RETURN_IF_ERROR(tb->Column(ns.id, what + "'s id", &id_col));
+  std::vector<size_t> feat_cols;
+  for (const std::string& c : ns.feature_columns) {
+    size_t k = 0;
+    FANOUT_RETURN_IF_ERROR(tb->Column(c, what + "'s feature", &k));
+    feat_cols.push_back(k);
+  }
+  if (!ns.feature_list.empty())
+    FANOUT_RETURN_IF_ERROR(tb->Column(ns.feature_list, what + "'s features", &list_col));
+  if (!ns.label.empty())
+    FANOUT_RETURN_IF_ERROR(tb->Column(ns.label, what + "'s label", &label_col));
+  if (!ns.split.empty())
+    FANOUT_RETURN_IF_ERROR(tb->Column(ns.split, what + "'s split", &split_col));
+  const std::string* mask_names[3] = {&ns.train_mask, &ns.val_mask, &ns.test_mask};
+  for (int m = 0; m < 3; ++m)
+    if (!mask_names[m]->empty())
+      FANOUT_RETURN_IF_ERROR(tb->Column(*mask_names[m], what + "'s mask", &masks[m]));
+  const bool has_masks = !(ns.train_mask + ns.val_mask + ns.test_mask).empty();
+  std::vector<float> row;
+  Status st;
+  while (tb->Next(&st)) {
+    FANOUT_RETURN_IF_ERROR(st);
+    NodeRow nr;
+    nr.type = t;
+    FANOUT_RETURN_IF_ERROR(id_fn(*tb, id_col, &nr));
+    // Features.
+    row.clear();
+    if (!feat_cols.empty()) {
+      row.resize(feat_cols.size());
+      for (size_t c = 0; c < feat_cols.size(); ++c)
+        FANOUT_RETURN_IF_ERROR(tb->Float(feat_cols[c], &row[c]));
+    } else if (!ns.feature_list.empty()) {
+      FANOUT_RETURN_IF_ERROR(tb->FloatList(list_col, &row));
+    }
+    if (!feat_cols.empty() || !ns.feature_list.empty()) {
+      if (*width < 0) *width = static_cast<int64_t>(row.size());
+      if (static_cast<int64_t>(row.size()) != *width)
+        return Status::InvalidArgument(tb->Where(feat_cols.empty() ? list_col : feat_cols[0]) +
+                                       "a feature row of " + std::to_string(row.size()) +
+                                       " values; earlier rows of " + what + " have " +
+                                       std::to_string(*width));
+    }
+    nr.features = &row;
+    // Label.
+    int64_t label = -1;
+    if (!ns.label.empty() && !tb->Empty(label_col)) {
+      FANOUT_RETURN_IF_ERROR(tb->Int(label_col, &label));
+      if (label < -1)
+        return Status::InvalidArgument(tb->Where(label_col) + "label " + std::to_string(label) +
+                                       " (-1 or empty: none)");
+      sum->any_label = sum->any_label || label >= 0;
+    }
+    nr.label = label;
+    // Split.
+    uint8_t split = static_cast<uint8_t>(Split::kNone);
+    if (!ns.split.empty()) {
+      const std::string x = tb->Text(split_col);
+      if (x == "train")
+        split = static_cast<uint8_t>(Split::kTrain);
+      else if (x == "val" || x == "valid" || x == "validation")
+        split = static_cast<uint8_t>(Split::kVal);
+      else if (x == "test")
+        split = static_cast<uint8_t>(Split::kTest);
+      else if (!x.empty() && x != "none")
+        return Status::InvalidArgument(tb->Where(split_col) + "'" + x.substr(0, 40) +
+                                       "' (train, val, test, or empty)");
+      sum->any_split = true;
+    } else if (has_masks) {
+      for (int m = 0; m < 3; ++m)
+        if (!mask_names[m]->empty() && tb->Truthy(masks[m])) {
+          if (split != static_cast<uint8_t>(Split::kNone))
+            return Status::InvalidArgument(tb->Where(masks[m]) + "the node is in two masks");
+          split = static_cast<uint8_t>(m + 1);
+        }
+      sum->any_split = true;
+    }
+    nr.split = split;
+    FANOUT_RETURN_IF_ERROR(sink(nr));
+    ++sum->num_nodes;
+  }
+  return st;
+}
+
 // Reads every node table in schema order (dense ids in that order, each
 // type's rows in file order), calling sink for each node; `index` then
 // resolves the edges' endpoints.
@@ -436,116 +532,36 @@ Status ReadNodeTables(const Schema& s, const LoadOptions& options, NodeIndex* in
   auto& by_name = index->by_name;
   auto& by_id = index->by_id;
   sum->type_dims.assign(static_cast<size_t>(num_types), 0);
-  std::vector<float> row;
   std::string name;
   for (int t = 0; t < num_types; ++t) {
     const NodeSpec& ns = s.nodes[static_cast<size_t>(t)];
     index->first[static_cast<size_t>(t)] = sum->num_nodes;
     int64_t width = -1;
     const std::string what = "node type '" + ns.type + "'";
-    for (const std::string& file : ns.files) {
-      std::unique_ptr<TableSource> tb;
-      FANOUT_RETURN_IF_ERROR(OpenTable(file, s.delimiter, options.quiet, &tb));
-      size_t id_col = 0, list_col = 0, label_col = 0, split_col = 0, masks[3] = {0, 0, 0};
-      FANOUT_RETURN_IF_ERROR(tb->Column(ns.id, what + "'s id", &id_col));
-      std::vector<size_t> feat_cols;
-      for (const std::string& c : ns.feature_columns) {
-        size_t k = 0;
-        FANOUT_RETURN_IF_ERROR(tb->Column(c, what + "'s feature", &k));
-        feat_cols.push_back(k);
+    auto id_fn = [&](const TableSource& tb, size_t id_col, NodeRow* nr) -> Status {
+      int64_t original = by_name[t].size() + by_id[t].size();
+      if (ns.string_ids) {
+        const std::string_view key = tb.TextView(id_col);
+        if (key.empty()) return Status::InvalidArgument(tb.Where(id_col) + "an empty id");
+        if (!by_name[t].Insert(key))
+          return Status::InvalidArgument(tb.Where(id_col) + "id '" +
+                                         std::string(key.substr(0, 40)) + "' is listed twice for " +
+                                         what);
+        name.assign(key.data(), key.size());
+        nr->name = &name;
+        sum->any_names = true;
+      } else {
+        FANOUT_RETURN_IF_ERROR(tb.Int(id_col, &original));
+        if (!by_id[t].emplace(original, sum->num_nodes).second)
+          return Status::InvalidArgument(tb.Where(id_col) + "id " + std::to_string(original) +
+                                         " is listed twice for " + what);
       }
-      if (!ns.feature_list.empty())
-        FANOUT_RETURN_IF_ERROR(tb->Column(ns.feature_list, what + "'s features", &list_col));
-      if (!ns.label.empty())
-        FANOUT_RETURN_IF_ERROR(tb->Column(ns.label, what + "'s label", &label_col));
-      if (!ns.split.empty())
-        FANOUT_RETURN_IF_ERROR(tb->Column(ns.split, what + "'s split", &split_col));
-      const std::string* mask_names[3] = {&ns.train_mask, &ns.val_mask, &ns.test_mask};
-      for (int m = 0; m < 3; ++m)
-        if (!mask_names[m]->empty())
-          FANOUT_RETURN_IF_ERROR(tb->Column(*mask_names[m], what + "'s mask", &masks[m]));
-      const bool has_masks = !(ns.train_mask + ns.val_mask + ns.test_mask).empty();
-      Status st;
-      while (tb->Next(&st)) {
-        FANOUT_RETURN_IF_ERROR(st);
-        const int64_t v = sum->num_nodes;
-        NodeRow nr;
-        nr.type = t;
-        int64_t original = by_name[t].size() + by_id[t].size();
-        if (ns.string_ids) {
-          const std::string_view key = tb->TextView(id_col);
-          if (key.empty()) return Status::InvalidArgument(tb->Where(id_col) + "an empty id");
-          if (!by_name[t].Insert(key))
-            return Status::InvalidArgument(tb->Where(id_col) + "id '" +
-                                           std::string(key.substr(0, 40)) +
-                                           "' is listed twice for " + what);
-          name.assign(key.data(), key.size());
-          nr.name = &name;
-          sum->any_names = true;
-        } else {
-          FANOUT_RETURN_IF_ERROR(tb->Int(id_col, &original));
-          if (!by_id[t].emplace(original, v).second)
-            return Status::InvalidArgument(tb->Where(id_col) + "id " + std::to_string(original) +
-                                           " is listed twice for " + what);
-        }
-        nr.original = original;
-        // Features.
-        row.clear();
-        if (!feat_cols.empty()) {
-          row.resize(feat_cols.size());
-          for (size_t c = 0; c < feat_cols.size(); ++c)
-            FANOUT_RETURN_IF_ERROR(tb->Float(feat_cols[c], &row[c]));
-        } else if (!ns.feature_list.empty()) {
-          FANOUT_RETURN_IF_ERROR(tb->FloatList(list_col, &row));
-        }
-        if (!feat_cols.empty() || !ns.feature_list.empty()) {
-          if (width < 0) width = static_cast<int64_t>(row.size());
-          if (static_cast<int64_t>(row.size()) != width)
-            return Status::InvalidArgument(tb->Where(feat_cols.empty() ? list_col : feat_cols[0]) +
-                                           "a feature row of " + std::to_string(row.size()) +
-                                           " values; earlier rows of " + what + " have " +
-                                           std::to_string(width));
-        }
-        nr.features = &row;
-        // Label.
-        int64_t label = -1;
-        if (!ns.label.empty() && !tb->Empty(label_col)) {
-          FANOUT_RETURN_IF_ERROR(tb->Int(label_col, &label));
-          if (label < -1)
-            return Status::InvalidArgument(tb->Where(label_col) + "label " + std::to_string(label) +
-                                           " (-1 or empty: none)");
-          sum->any_label = sum->any_label || label >= 0;
-        }
-        nr.label = label;
-        // Split.
-        uint8_t split = static_cast<uint8_t>(Split::kNone);
-        if (!ns.split.empty()) {
-          const std::string x = tb->Text(split_col);
-          if (x == "train")
-            split = static_cast<uint8_t>(Split::kTrain);
-          else if (x == "val" || x == "valid" || x == "validation")
-            split = static_cast<uint8_t>(Split::kVal);
-          else if (x == "test")
-            split = static_cast<uint8_t>(Split::kTest);
-          else if (!x.empty() && x != "none")
-            return Status::InvalidArgument(tb->Where(split_col) + "'" + x.substr(0, 40) +
-                                           "' (train, val, test, or empty)");
-          sum->any_split = true;
-        } else if (has_masks) {
-          for (int m = 0; m < 3; ++m)
-            if (!mask_names[m]->empty() && tb->Truthy(masks[m])) {
-              if (split != static_cast<uint8_t>(Split::kNone))
-                return Status::InvalidArgument(tb->Where(masks[m]) + "the node is in two masks");
-              split = static_cast<uint8_t>(m + 1);
-            }
-          sum->any_split = true;
-        }
-        nr.split = split;
-        FANOUT_RETURN_IF_ERROR(sink(nr));
-        ++sum->num_nodes;
-      }
-      FANOUT_RETURN_IF_ERROR(st);
-    }
+      nr->original = original;
+      return Status::OK();
+    };
+    for (const std::string& file : ns.files)
+      FANOUT_RETURN_IF_ERROR(
+          ReadNodeFile(ns, t, file, s.delimiter, options.quiet, &width, sum, id_fn, sink));
     sum->type_dims[static_cast<size_t>(t)] = std::max<int64_t>(0, width);
   }
   index->Compact();
@@ -792,6 +808,107 @@ Status StreamTables(const std::string& schema_path, const LoadOptions& options,
   out->state = s;
   (void)notes;
   return Status::OK();
+}
+
+Status PlanTables(const std::string& schema_path, TablesPlan* out) {
+  Schema s;
+  bool hetero = false;
+  FANOUT_RETURN_IF_ERROR(ParseAndCheck(schema_path, &s, &hetero));
+  if (hetero)
+    return Status::NotSupported("schema " + schema_path +
+                                ": heterogeneous tables (several node or edge types, or a reverse "
+                                "type) are not taken by the Spark job yet; fanout-partition "
+                                "--format tables partitions them on one host");
+  if (!s.edges[0].time.empty())
+    return Status::NotSupported("schema " + schema_path +
+                                ": edge times are not taken by the Spark job yet; "
+                                "fanout-partition --format tables partitions them on one host");
+  const NodeSpec& ns = s.nodes[0];
+  out->name = s.name;
+  out->node_type = ns.type;
+  out->edge_type = s.edges[0].type;
+  out->node_files = ns.files;
+  out->edge_files = s.edges[0].files;
+  out->string_ids = ns.string_ids;
+  out->drop_dangling = s.drop_dangling;
+  out->has_split = !(ns.split + ns.train_mask + ns.val_mask + ns.test_mask).empty();
+  out->has_features = !ns.feature_list.empty() || !ns.feature_columns.empty();
+  return Status::OK();
+}
+
+namespace {
+
+Status PlannedFile(const std::string& schema_path, int file_index, bool nodes, Schema* s,
+                   std::string* file) {
+  bool hetero = false;
+  FANOUT_RETURN_IF_ERROR(ParseAndCheck(schema_path, s, &hetero));
+  if (hetero || !s->edges[0].time.empty())
+    return Status::NotSupported("schema " + schema_path + ": not a homogeneous untimed graph");
+  const std::vector<std::string>& files = nodes ? s->nodes[0].files : s->edges[0].files;
+  if (file_index < 0 || static_cast<size_t>(file_index) >= files.size())
+    return Status::InvalidArgument("schema " + schema_path + " lists " +
+                                   std::to_string(files.size()) + (nodes ? " node" : " edge") +
+                                   " file(s); there is no file " + std::to_string(file_index) +
+                                   " (did the files change since the job started?)");
+  *file = files[static_cast<size_t>(file_index)];
+  return Status::OK();
+}
+
+}  // namespace
+
+Status ReadTablesNodeFile(const std::string& schema_path, int file_index, bool quiet,
+                          const std::function<Status(const TableNode&)>& fn) {
+  Schema s;
+  std::string file;
+  FANOUT_RETURN_IF_ERROR(PlannedFile(schema_path, file_index, true, &s, &file));
+  const NodeSpec& ns = s.nodes[0];
+  int64_t width = -1;
+  NodeSummary sum;
+  TableNode node;
+  auto id_fn = [&](const TableSource& tb, size_t id_col, NodeRow*) -> Status {
+    node = TableNode();
+    if (ns.string_ids) {
+      node.name = tb.TextView(id_col);
+      if (node.name.empty()) return Status::InvalidArgument(tb.Where(id_col) + "an empty id");
+      return Status::OK();
+    }
+    return tb.Int(id_col, &node.id);
+  };
+  return ReadNodeFile(ns, 0, file, s.delimiter, quiet, &width, &sum, id_fn, [&](const NodeRow& r) {
+    node.features = r.features;
+    node.label = r.label;
+    node.split = r.split;
+    return fn(node);
+  });
+}
+
+Status ReadTablesEdgeFile(const std::string& schema_path, int file_index, bool quiet,
+                          const std::function<Status(const TableEdge&)>& fn) {
+  Schema s;
+  std::string file;
+  FANOUT_RETURN_IF_ERROR(PlannedFile(schema_path, file_index, false, &s, &file));
+  const EdgeSpec& es = s.edges[0];
+  const bool names = s.nodes[0].string_ids;
+  std::unique_ptr<TableSource> tb;
+  FANOUT_RETURN_IF_ERROR(OpenTable(file, s.delimiter, quiet, &tb));
+  size_t sc = 0, dc = 0;
+  const std::string what = "edge type '" + es.type + "'";
+  FANOUT_RETURN_IF_ERROR(tb->Column(es.source, what + "'s source", &sc));
+  FANOUT_RETURN_IF_ERROR(tb->Column(es.destination, what + "'s destination", &dc));
+  Status status;
+  TableEdge e;
+  while (tb->Next(&status)) {
+    FANOUT_RETURN_IF_ERROR(status);
+    if (names) {
+      e.source_name = tb->TextView(sc);
+      e.destination_name = tb->TextView(dc);
+    } else {
+      FANOUT_RETURN_IF_ERROR(tb->Int(sc, &e.source_id));
+      FANOUT_RETURN_IF_ERROR(tb->Int(dc, &e.destination_id));
+    }
+    FANOUT_RETURN_IF_ERROR(fn(e));
+  }
+  return status;
 }
 
 }  // namespace fanout::datasets

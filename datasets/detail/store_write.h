@@ -46,9 +46,11 @@ class TempDirGuard {
 Status PrepareOutput(const std::string& dir_in, bool overwrite, std::string* dir);
 
 // Creates "<dir>.tmp-<pid>-<id>" beside `dir` (after removing what killed runs
-// left there) and arms `guard` with it.
+// left there: temporaries whose pid is gone) and arms `guard` with it.
+// `owner_pid`: the process whose life keeps it (0: this one; the Spark job's
+// driver, which outlives the tool that creates it).
 Status CreateTemporary(const std::string& dir, const std::string& dataset_id, std::string* tmp,
-                       TempDirGuard* guard);
+                       TempDirGuard* guard, long owner_pid = 0);
 
 // Writes tmp/meta.json, syncs the whole folder, then renames it to `dir`
 // (replacing an existing one atomically where the kernel can) and releases

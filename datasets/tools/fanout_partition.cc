@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
       "limit."};
   app.set_version_flag("--version", fanout::VersionLine("fanout-partition"));
   std::string input, format, method = "metis", output, direction = "in", dtype = "float32";
-  std::string ogb_split, labels_path, fractions_text, memory_limit_text, spill_dir;
+  std::string ogb_split, labels_path, fractions_text, memory_limit_text, spill_dir, assignment_path;
   int parts = 1;
   int64_t chunk_nodes = 65536;
   uint64_t seed = 1;
@@ -105,9 +105,12 @@ int main(int argc, char** argv) {
                  "Partitioner: metis (k-way, fewest cut edges; in memory), random (seeded, "
                  "balanced), range "
                  "(contiguous), hash (of the original id; a node's part never depends on the rest "
-                 "of the graph)")
+                 "of the graph), file (a given assignment: --assignment)")
       ->default_val("metis")
-      ->check(CLI::IsMember({"metis", "random", "range", "hash"}));
+      ->check(CLI::IsMember({"metis", "random", "range", "hash", "file"}));
+  app.add_option("--assignment", assignment_path,
+                 "--method file: one part per line, node by node in the input's order (as "
+                 "gpmetis writes it; '#' comments allowed)");
   app.add_option("--memory-limit", memory_limit_text,
                  "Peak memory allowed, e.g. 4G, 512M (default: 3/4 of the machine's or the "
                  "container's memory)");
@@ -233,6 +236,11 @@ int main(int argc, char** argv) {
   st = ParsePartitionMethod(method, &po.method);
   if (!st.ok()) return Fail(st);
   po.seed = seed;
+  po.assignment_path = assignment_path;
+  if (po.method == PartitionMethod::kFile && assignment_path.empty())
+    return Fail(Status::InvalidArgument("--method file needs --assignment FILE"));
+  if (po.method != PartitionMethod::kFile && !assignment_path.empty())
+    return Fail(Status::InvalidArgument("--assignment is for --method file, not " + method));
   po.metis_balance_edges = !nodes_only;
   po.store_by_target = direction == "in";
   po.quiet = quiet;

@@ -1,0 +1,56 @@
+// Tables read one file at a time, for a job that spreads them over many
+// machines (the Spark job, python/fanout/spark.py, through the
+// fanout-spark-task tool): the schema checked and its files resolved as the
+// native tool resolves them, each node or edge file read with the native
+// reader (CSV or Parquet, the same errors), ids given back as the file holds
+// them (the job joins them itself).
+#ifndef FANOUT_DATASETS_TABLE_TASKS_H_
+#define FANOUT_DATASETS_TABLE_TASKS_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace fanout::datasets {
+
+struct TablesPlan {
+  std::string name;
+  std::string node_type, edge_type;
+  std::vector<std::string> node_files, edge_files;  // in the native tool's order
+  bool string_ids = false;
+  bool drop_dangling = false;
+  bool has_split = false;     // a split or mask column is named
+  bool has_features = false;  // feature columns are named
+};
+
+// Parses and checks `schema_path`; NotSupported (naming why) for what a
+// file-at-a-time job does not take: several node or edge types, edge times.
+Status PlanTables(const std::string& schema_path, TablesPlan* out);
+
+// One node as its file gives it.
+struct TableNode {
+  int64_t id = 0;         // int64 ids
+  std::string_view name;  // string ids (empty for int64 ids)
+  const std::vector<float>* features = nullptr;
+  int64_t label = -1;
+  uint8_t split = 0;
+};
+// Reads node file `file_index` of the plan's node type in row order.
+Status ReadTablesNodeFile(const std::string& schema_path, int file_index, bool quiet,
+                          const std::function<Status(const TableNode&)>& fn);
+// Reads edge file `file_index` in row order: fn(source, destination) with
+// the ids as the file holds them (int64 ids: *_id; string ids: *_name).
+struct TableEdge {
+  int64_t source_id = 0, destination_id = 0;
+  std::string_view source_name, destination_name;
+};
+Status ReadTablesEdgeFile(const std::string& schema_path, int file_index, bool quiet,
+                          const std::function<Status(const TableEdge&)>& fn);
+
+}  // namespace fanout::datasets
+
+#endif  // FANOUT_DATASETS_TABLE_TASKS_H_

@@ -1,0 +1,632 @@
+// fanout-spark-task: the native steps of the Spark partitioning job
+// (python/fanout/spark.py; docs/DATA.md "On Spark"). The job's driver and
+// executors run it; each step reads or writes one file or one partition:
+//
+//   plan    the schema checked, its files resolved (JSON on stdout)
+//   nodes   one node file read (the native reader: CSV or Parquet) to a
+//           binary stream of ids, labels, splits and feature rows
+//   edges   one edge file read to a binary stream of endpoint ids
+//   assign  a random or given assignment of every node, as int32 per node
+//   begin   the output checked and its staging folder made
+//   meta    meta.json's contents from the driver's counts
+//   write   one partition's store from its sorted records (the writer the
+//           native tool uses)
+//   commit  the staging folder published as the dataset (fsync and rename)
+//
+// The streams are little-endian binary, checked as a peer's would be
+// (bounded sizes, ordered records): docs/DATA.md gives their layout.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common/version.h"
+#include "datasets/bounded_partition.h"
+#include "datasets/detail/store_write.h"
+#include "datasets/formats.h"
+#include "datasets/partition_store.h"
+#include "datasets/partitioner.h"
+#include "datasets/table_tasks.h"
+
+using namespace fanout;            // NOLINT: a tool's main file
+using namespace fanout::datasets;  // NOLINT
+using nlohmann::json;
+
+namespace {
+
+int Fail(const Status& st) {
+  std::fprintf(stderr, "fanout-spark-task: error: %s\n", st.ToString().c_str());
+  return 1;
+}
+
+constexpr int64_t kMaxBlockRows = int64_t{1} << 22;
+constexpr int64_t kMaxDim = int64_t{1} << 20;
+constexpr int64_t kMaxNameBytes = int64_t{1} << 31;
+
+// Buffered binary output to stdout.
+class Out {
+ public:
+  Out() { buf_.reserve(1 << 20); }
+  void Bytes(const void* p, size_t n) {
+    const char* c = static_cast<const char*>(p);
+    buf_.insert(buf_.end(), c, c + n);
+    if (buf_.size() >= (1 << 20)) Flush();
+  }
+  template <typename T>
+  void Value(T v) {
+    Bytes(&v, sizeof v);
+  }
+  template <typename T>
+  void Array(const std::vector<T>& v) {
+    Bytes(v.data(), v.size() * sizeof(T));
+  }
+  bool Flush() {
+    size_t off = 0;
+    while (off < buf_.size()) {
+      ssize_t n = ::write(1, buf_.data() + off, buf_.size() - off);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        ok_ = false;
+        break;
+      }
+      off += static_cast<size_t>(n);
+    }
+    buf_.clear();
+    return ok_;
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  std::vector<char> buf_;
+  bool ok_ = true;
+};
+
+// Exact reads from stdin.
+class In {
+ public:
+  Status Read(void* p, size_t n, const char* what) {
+    char* c = static_cast<char*>(p);
+    while (n > 0) {
+      ssize_t got = ::read(0, c, n);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) return Status::IOError(std::string("reading ") + what + ": " + strerror(errno));
+      if (got == 0)
+        return Status::InvalidArgument(std::string("the record stream ends inside ") + what);
+      c += got;
+      n -= static_cast<size_t>(got);
+      bytes_ += got;
+    }
+    return Status::OK();
+  }
+  template <typename T>
+  Status Array(std::vector<T>* v, int64_t n, const char* what) {
+    v->resize(static_cast<size_t>(n));
+    return Read(v->data(), static_cast<size_t>(n) * sizeof(T), what);
+  }
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  int64_t bytes_ = 0;
+};
+
+// plan: the schema's facts as JSON.
+int Plan(const std::string& schema) {
+  TablesPlan p;
+  Status st = PlanTables(schema, &p);
+  if (!st.ok()) return Fail(st);
+  json j = {{"name", p.name},
+            {"node_type", p.node_type},
+            {"edge_type", p.edge_type},
+            {"node_files", p.node_files},
+            {"edge_files", p.edge_files},
+            {"string_ids", p.string_ids},
+            {"drop_dangling", p.drop_dangling},
+            {"has_split", p.has_split},
+            {"has_features", p.has_features}};
+  std::printf("%s\n", j.dump().c_str());
+  return 0;
+}
+
+// nodes: "FNSN0001", then blocks: int64 n (0 ends), int64 dim, the ids
+// (int64[n], or int64 offsets[n + 1] and the names' bytes), int64 labels[n],
+// uint8 splits[n], float32 features[n * dim].
+int Nodes(const std::string& schema, int file_index, bool string_ids, int64_t block_rows) {
+  Out out;
+  out.Bytes("FNSN0001", 8);
+  std::vector<int64_t> ids, offsets{0}, labels;
+  std::vector<uint8_t> splits;
+  std::vector<float> features;
+  std::string names;
+  int64_t dim = -1, n = 0;
+  auto flush = [&]() {
+    out.Value<int64_t>(n);
+    out.Value<int64_t>(std::max<int64_t>(dim, 0));
+    if (string_ids) {
+      out.Array(offsets);
+      out.Bytes(names.data(), names.size());
+    } else {
+      out.Array(ids);
+    }
+    out.Array(labels);
+    out.Array(splits);
+    out.Array(features);
+    ids.clear(), offsets.assign(1, 0), labels.clear(), splits.clear(), features.clear();
+    names.clear();
+    n = 0;
+    return out.ok();
+  };
+  Status st = ReadTablesNodeFile(schema, file_index, true, [&](const TableNode& node) {
+    if (string_ids) {
+      names.append(node.name.data(), node.name.size());
+      offsets.push_back(static_cast<int64_t>(names.size()));
+    } else {
+      ids.push_back(node.id);
+    }
+    if (dim < 0) dim = static_cast<int64_t>(node.features->size());
+    features.insert(features.end(), node.features->begin(), node.features->end());
+    labels.push_back(node.label);
+    splits.push_back(node.split);
+    if (++n == block_rows && !flush())
+      return Status::IOError("writing the node stream: " + std::string(strerror(errno)));
+    return Status::OK();
+  });
+  if (!st.ok()) return Fail(st);
+  if (n > 0 && !flush()) return Fail(Status::IOError("writing the node stream"));
+  out.Value<int64_t>(0);
+  if (!out.Flush()) return Fail(Status::IOError("writing the node stream"));
+  return 0;
+}
+
+// edges: "FNSE0001", then blocks: int64 n (0 ends), the sources and the
+// destinations (int64[n] each, or offsets[n + 1] and bytes each).
+int Edges(const std::string& schema, int file_index, bool string_ids, int64_t block_rows) {
+  Out out;
+  out.Bytes("FNSE0001", 8);
+  std::vector<int64_t> src, dst, src_off{0}, dst_off{0};
+  std::string src_names, dst_names;
+  int64_t n = 0;
+  auto flush = [&]() {
+    out.Value<int64_t>(n);
+    if (string_ids) {
+      out.Array(src_off);
+      out.Bytes(src_names.data(), src_names.size());
+      out.Array(dst_off);
+      out.Bytes(dst_names.data(), dst_names.size());
+    } else {
+      out.Array(src);
+      out.Array(dst);
+    }
+    src.clear(), dst.clear(), src_off.assign(1, 0), dst_off.assign(1, 0);
+    src_names.clear(), dst_names.clear();
+    n = 0;
+    return out.ok();
+  };
+  Status st = ReadTablesEdgeFile(schema, file_index, true, [&](const TableEdge& e) {
+    if (string_ids) {
+      src_names.append(e.source_name.data(), e.source_name.size());
+      src_off.push_back(static_cast<int64_t>(src_names.size()));
+      dst_names.append(e.destination_name.data(), e.destination_name.size());
+      dst_off.push_back(static_cast<int64_t>(dst_names.size()));
+    } else {
+      src.push_back(e.source_id);
+      dst.push_back(e.destination_id);
+    }
+    if (++n == block_rows && !flush())
+      return Status::IOError("writing the edge stream: " + std::string(strerror(errno)));
+    return Status::OK();
+  });
+  if (!st.ok()) return Fail(st);
+  if (n > 0 && !flush()) return Fail(Status::IOError("writing the edge stream"));
+  out.Value<int64_t>(0);
+  if (!out.Flush()) return Fail(Status::IOError("writing the edge stream"));
+  return 0;
+}
+
+// assign: int32 part per node (dense order) into `out_path`, written whole
+// then renamed.
+int Assign(const std::string& method, int parts, uint64_t seed, int64_t num_nodes,
+           const std::string& assignment, const std::string& out_path) {
+  PartitionOptions po;
+  po.num_parts = parts;
+  po.seed = seed;
+  po.assignment_path = assignment;
+  Status st = ParsePartitionMethod(method, &po.method);
+  if (!st.ok()) return Fail(st);
+  if (po.method != PartitionMethod::kRandom && po.method != PartitionMethod::kFile)
+    return Fail(Status::InvalidArgument("assign computes --method random or file, not " + method));
+  std::vector<int32_t> part;
+  st = ComputeNodePartition(
+      num_nodes, [](int64_t v) { return v; }, po, &part);
+  if (!st.ok()) return Fail(st);
+  const std::string tmp = out_path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(part.data()),
+            static_cast<std::streamsize>(part.size() * sizeof(int32_t)));
+    f.close();
+    if (!f) return Fail(Status::IOError("cannot write " + tmp));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, out_path, ec);
+  if (ec) return Fail(Status::IOError("cannot rename " + tmp + ": " + ec.message()));
+  return 0;
+}
+
+// begin: the output checked, stale staging folders removed, a new one made
+// (named for the driver's pid, so that a live run's folder is never taken
+// for a killed run's).
+int Begin(const std::string& output, bool force, long owner_pid) {
+  std::string dir;
+  Status st = detail::PrepareOutput(output, force, &dir);
+  if (!st.ok()) return Fail(st);
+  const std::string id = detail::RandomId();
+  std::string tmp;
+  detail::TempDirGuard guard;
+  st = detail::CreateTemporary(dir, id, &tmp, &guard, owner_pid);
+  if (!st.ok()) return Fail(st);
+  guard.Release();
+  std::printf("%s\n", json({{"output", dir}, {"staging", tmp}, {"dataset_id", id}}).dump().c_str());
+  return 0;
+}
+
+Status ReadText(const std::string& path, std::string* text) {
+  std::ifstream f(path);
+  if (!f) return Status::NotFound("cannot read " + path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  *text = ss.str();
+  return Status::OK();
+}
+
+// meta: meta.json's contents from the driver's plan (counts, offsets,
+// stats: metadata only).
+int Meta(const std::string& plan_path, const std::string& out_path) {
+  std::string text;
+  Status st = ReadText(plan_path, &text);
+  if (!st.ok()) return Fail(st);
+  DatasetMeta meta;
+  try {
+    const json j = json::parse(text);
+    WriteOptions wo;
+    wo.incoming = j.at("direction").get<std::string>() == "in";
+    st = ParseFeatureDType(j.at("feature_dtype").get<std::string>(), &wo.feature_dtype);
+    if (!st.ok()) return Fail(st);
+    wo.chunk_nodes = j.at("chunk_nodes").get<int64_t>();
+    wo.method = j.at("method").get<std::string>();
+    wo.source_path = j.at("source_path").get<std::string>();
+    wo.options_json = j.at("options").dump();
+    detail::MetaInputs in;
+    in.name = j.at("name").get<std::string>();
+    in.format = "tables";
+    in.num_nodes = j.at("num_nodes").get<int64_t>();
+    in.num_edges = j.at("num_edges").get<int64_t>();
+    in.feature_dim = j.at("feature_dim").get<int64_t>();
+    in.num_classes = j.at("num_classes").get<int64_t>();
+    in.has_labels = j.at("has_labels").get<bool>();
+    in.has_split = j.at("has_split").get<bool>();
+    in.has_names = j.at("has_names").get<bool>();
+    const int k = j.at("num_parts").get<int>();
+    meta = detail::BaseMeta(in, k, wo);
+    meta.dataset_id = j.at("dataset_id").get<std::string>();
+    meta.offsets = j.at("offsets").get<std::vector<int64_t>>();
+    meta.stats.nodes = j.at("stats").at("nodes").get<std::vector<int64_t>>();
+    meta.stats.edges = j.at("stats").at("edges").get<std::vector<int64_t>>();
+    meta.stats.cut_edges = j.at("stats").at("cut_edges").get<int64_t>();
+    if (static_cast<int>(meta.offsets.size()) != k + 1 ||
+        static_cast<int>(meta.stats.nodes.size()) != k ||
+        static_cast<int>(meta.stats.edges.size()) != k)
+      return Fail(Status::InvalidArgument(plan_path + ": offsets and stats must cover " +
+                                          std::to_string(k) + " partitions"));
+    FinishPartitionStats(in.num_nodes, in.num_edges, &meta.stats);
+    if (meta.feature_dtype == FeatureDType::kInt8 && in.feature_dim > 0)
+      detail::SetInt8Scales(j.at("feature_max_abs").get<std::vector<float>>(), &meta);
+  } catch (const std::exception& e) {
+    return Fail(Status::InvalidArgument(plan_path + ": " + e.what()));
+  }
+  std::ofstream f(out_path);
+  f << meta.ToJson();
+  f.close();
+  if (!f) return Fail(Status::IOError("cannot write " + out_path));
+  return 0;
+}
+
+Status LoadMeta(const std::string& path, DatasetMeta* meta) {
+  std::string text;
+  FANOUT_RETURN_IF_ERROR(ReadText(path, &text));
+  return DatasetMeta::FromJson(text, path, meta);
+}
+
+// One chunk's nodes as the record stream gave them.
+class ChunkNodes final : public detail::NodeSource {
+ public:
+  void FeatureRow(int64_t v, float* out) const override {
+    std::copy_n(features.data() + v * dim, dim, out);
+  }
+  int64_t Label(int64_t v) const override { return labels[v]; }
+  uint8_t SplitOf(int64_t v) const override { return splits[v]; }
+  int64_t OriginalId(int64_t v) const override { return originals[v]; }
+  std::string_view Name(int64_t v) const override {
+    return std::string_view(names).substr(name_off[v], name_off[v + 1] - name_off[v]);
+  }
+  void Clear() {
+    features.clear(), labels.clear(), splits.clear(), originals.clear(), names.clear();
+    name_off.assign(1, 0);
+  }
+  int64_t dim = 0;
+  std::vector<float> features;
+  std::vector<int64_t> labels, originals, name_off{0};
+  std::vector<uint8_t> splits;
+  std::string names;
+};
+
+// write: partition `part`'s store from the record stream on stdin:
+// "FNSW0001", then blocks: int64 n (0 ends), int64 m (node records), int64
+// name bytes; int64 rows[n], eids[n], neighbors[n] (a node record has eid
+// -1 and comes before its row's edges; rows ascending, eids ascending in a
+// row); then for the m node records: int64 labels[m], uint8 splits[m],
+// int64 original ids[m], with names int64 offsets[m + 1] and the bytes, and
+// float32 features[m * feature_dim].
+class PartWrite {
+ public:
+  PartWrite(const DatasetMeta& meta, int part, int64_t expected_edges, bool normalize)
+      : meta_(meta),
+        part_(part),
+        expected_(expected_edges),
+        normalize_(normalize),
+        begin_(meta.offsets[part]),
+        end_(meta.offsets[part + 1]),
+        next_row_(begin_) {
+    nodes_.dim = meta.feature_dim;
+  }
+
+  Status Run(const std::string& staging, int64_t* bytes) {
+    FANOUT_RETURN_IF_ERROR(detail::PartStoreWriter::Open(staging + "/part-" + std::to_string(part_),
+                                                         int64_t{64} << 20, &w_));
+    FANOUT_RETURN_IF_ERROR(w_->PutInfo(meta_, part_, expected_));
+    char magic[8];
+    FANOUT_RETURN_IF_ERROR(in_.Read(magic, 8, "the stream's header"));
+    if (std::memcmp(magic, "FNSW0001", 8) != 0)
+      return Status::InvalidArgument("the record stream does not start with FNSW0001");
+    for (;;) {
+      int64_t head[3];
+      FANOUT_RETURN_IF_ERROR(in_.Read(head, sizeof head, "a block header"));
+      const int64_t n = head[0], m = head[1], name_bytes = head[2];
+      if (n == 0) break;
+      if (n < 0 || n > kMaxBlockRows || m < 0 || m > n || name_bytes < 0 ||
+          name_bytes > kMaxNameBytes || (!meta_.has_names && name_bytes != 0))
+        return Status::InvalidArgument("a block header claims " + std::to_string(n) + " records, " +
+                                       std::to_string(m) + " nodes and " +
+                                       std::to_string(name_bytes) + " name bytes");
+      FANOUT_RETURN_IF_ERROR(Block(n, m, name_bytes));
+    }
+    if (next_row_ != end_)
+      return Status::InvalidArgument("partition " + std::to_string(part_) +
+                                     ": the stream ends at row " + std::to_string(next_row_) +
+                                     " of [" + std::to_string(begin_) + ", " +
+                                     std::to_string(end_) + ")");
+    FANOUT_RETURN_IF_ERROR(FlushChunk());
+    if (edges_ != expected_)
+      return Status::InvalidArgument("partition " + std::to_string(part_) + ": " +
+                                     std::to_string(edges_) + " edges in the stream, " +
+                                     std::to_string(expected_) + " counted by the driver");
+    FANOUT_RETURN_IF_ERROR(w_->Close());
+    *bytes = w_->bytes_written();
+    return Status::OK();
+  }
+
+ private:
+  Status Block(int64_t n, int64_t m, int64_t name_bytes) {
+    FANOUT_RETURN_IF_ERROR(in_.Array(&rows_, n, "the rows"));
+    FANOUT_RETURN_IF_ERROR(in_.Array(&eids_, n, "the edge ids"));
+    FANOUT_RETURN_IF_ERROR(in_.Array(&nbrs_, n, "the neighbors"));
+    FANOUT_RETURN_IF_ERROR(in_.Array(&labels_, m, "the labels"));
+    FANOUT_RETURN_IF_ERROR(in_.Array(&splits_, m, "the splits"));
+    FANOUT_RETURN_IF_ERROR(in_.Array(&originals_, m, "the original ids"));
+    if (meta_.has_names) {
+      FANOUT_RETURN_IF_ERROR(in_.Array(&name_off_, m + 1, "the name offsets"));
+      FANOUT_RETURN_IF_ERROR(in_.Array(&names_, name_bytes, "the names"));
+      if (name_off_[0] != 0 || name_off_[static_cast<size_t>(m)] != name_bytes)
+        return Status::InvalidArgument("name offsets do not span the block's name bytes");
+      for (int64_t i = 0; i < m; ++i)
+        if (name_off_[i + 1] < name_off_[i])
+          return Status::InvalidArgument("name offsets decrease");
+    }
+    FANOUT_RETURN_IF_ERROR(in_.Array(&features_, m * meta_.feature_dim, "the feature rows"));
+    int64_t k = 0;  // next node record of the block
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t row = rows_[i], eid = eids_[i];
+      if (eid < 0) {  // a node record
+        if (row != next_row_)
+          return Status::InvalidArgument("partition " + std::to_string(part_) +
+                                         ": node record for row " + std::to_string(row) +
+                                         " where row " + std::to_string(next_row_) +
+                                         " was due (rows must come once each, in order)");
+        if (k >= m) return Status::InvalidArgument("more node records than the block's count");
+        if (row >= begin_ && (row - begin_) % meta_.chunk_nodes == 0 && row > begin_)
+          FANOUT_RETURN_IF_ERROR(FlushChunk());
+        AddNode(k++);
+        ++next_row_;
+        last_eid_ = -1;
+        continue;
+      }
+      if (row != next_row_ - 1 || next_row_ == begin_)
+        return Status::InvalidArgument("partition " + std::to_string(part_) + ": edge " +
+                                       std::to_string(eid) + " of row " + std::to_string(row) +
+                                       " does not follow its row's node record");
+      if (eid <= last_eid_ || eid >= meta_.num_edges)
+        return Status::InvalidArgument("partition " + std::to_string(part_) + ": edge id " +
+                                       std::to_string(eid) + " of row " + std::to_string(row) +
+                                       " is out of order or outside [0, " +
+                                       std::to_string(meta_.num_edges) + ")");
+      if (nbrs_[i] < 0 || nbrs_[i] >= meta_.num_nodes)
+        return Status::InvalidArgument("edge " + std::to_string(eid) + ": neighbor " +
+                                       std::to_string(nbrs_[i]) + " is outside [0, " +
+                                       std::to_string(meta_.num_nodes) + ")");
+      last_eid_ = eid;
+      ++degrees_.back();
+      neighbors_.push_back(nbrs_[i]);
+      edge_ids_.push_back(eid);
+      ++edges_;
+    }
+    if (k != m) return Status::InvalidArgument("fewer node records than the block's count");
+    return Status::OK();
+  }
+
+  void AddNode(int64_t k) {
+    degrees_.push_back(0);
+    nodes_.labels.push_back(labels_[k]);
+    nodes_.splits.push_back(splits_[k]);
+    nodes_.originals.push_back(originals_[k]);
+    if (meta_.has_names) {
+      nodes_.names.append(names_.data() + name_off_[k], name_off_[k + 1] - name_off_[k]);
+      nodes_.name_off.push_back(static_cast<int64_t>(nodes_.names.size()));
+    }
+    const int64_t d = meta_.feature_dim;
+    float* row = features_.data() + k * d;
+    if (normalize_ && d > 0) NormalizeFeatureRow(row, d);
+    nodes_.features.insert(nodes_.features.end(), row, row + d);
+  }
+
+  Status FlushChunk() {
+    const int64_t rows = static_cast<int64_t>(degrees_.size());
+    if (rows == 0) return Status::OK();
+    const int64_t c = (next_row_ - rows - begin_) / meta_.chunk_nodes;
+    FANOUT_RETURN_IF_ERROR(w_->PutAdjChunk(c, degrees_, neighbors_, edge_ids_));
+    std::vector<int64_t> local(static_cast<size_t>(rows));
+    for (int64_t i = 0; i < rows; ++i) local[i] = i;
+    FANOUT_RETURN_IF_ERROR(w_->PutNodeChunks(meta_, c, local.data(), rows, nodes_));
+    degrees_.clear(), neighbors_.clear(), edge_ids_.clear();
+    nodes_.Clear();
+    return Status::OK();
+  }
+
+  const DatasetMeta& meta_;
+  const int part_;
+  const int64_t expected_;
+  const bool normalize_;
+  const int64_t begin_, end_;
+  int64_t next_row_, last_eid_ = -1, edges_ = 0;
+  In in_;
+  std::unique_ptr<detail::PartStoreWriter> w_;
+  // The block being read.
+  std::vector<int64_t> rows_, eids_, nbrs_, labels_, originals_, name_off_;
+  std::vector<uint8_t> splits_;
+  std::vector<char> names_;
+  std::vector<float> features_;
+  // The chunk being filled.
+  std::vector<int64_t> degrees_, neighbors_, edge_ids_;
+  ChunkNodes nodes_;
+};
+
+int Write(const std::string& meta_path, const std::string& staging, int part, int64_t edges,
+          bool normalize) {
+  DatasetMeta meta;
+  Status st = LoadMeta(meta_path, &meta);
+  if (!st.ok()) return Fail(st);
+  if (part < 0 || part >= meta.num_parts)
+    return Fail(Status::InvalidArgument("--part " + std::to_string(part) + " is outside [0, " +
+                                        std::to_string(meta.num_parts) + ")"));
+  if (meta.has_feature_files())
+    return Fail(Status::NotSupported("feature files are not written by the Spark job"));
+  if (meta.feature_dim > kMaxDim) return Fail(Status::InvalidArgument("feature_dim too large"));
+  int64_t bytes = 0;
+  PartWrite w(meta, part, edges, normalize);
+  st = w.Run(staging, &bytes);
+  if (!st.ok()) return Fail(st);
+  std::printf("%s\n", json({{"part", part}, {"edges", edges}, {"bytes", bytes}}).dump().c_str());
+  return 0;
+}
+
+// commit: every partition present, then meta.json written, the folder
+// synced and renamed into place.
+int Commit(const std::string& meta_path, const std::string& staging, const std::string& output) {
+  DatasetMeta meta;
+  Status st = LoadMeta(meta_path, &meta);
+  if (!st.ok()) return Fail(st);
+  for (int p = 0; p < meta.num_parts; ++p) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(staging + "/part-" + std::to_string(p), ec))
+      return Fail(Status::InvalidArgument(staging + ": partition " + std::to_string(p) +
+                                          " was not written; nothing published"));
+  }
+  detail::TempDirGuard guard(staging);
+  st = detail::CommitTemporary(staging, output, meta, &guard);
+  if (!st.ok()) return Fail(st);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "fanout-spark-task: the native steps of the Spark partitioning job (python -m fanout.spark; "
+      "docs/DATA.md). The job runs it on its driver and executors; each step reads one table "
+      "file or writes one partition."};
+  app.set_version_flag("--version", fanout::VersionLine("fanout-spark-task"));
+  app.require_subcommand(1);
+  std::string schema, output, method, assignment, out_path, meta_path, staging, plan_path;
+  int file_index = 0, parts = 1, part = 0;
+  bool string_ids = false, force = false, normalize = false;
+  int64_t block_rows = 65536, num_nodes = 0, edges = 0;
+  uint64_t seed = 1;
+  long owner_pid = 0;
+
+  auto* plan = app.add_subcommand("plan", "Check a schema and list its files (JSON)");
+  plan->add_option("--schema", schema, "The tables' schema (docs/DATA.md)")->required();
+
+  auto* nodes = app.add_subcommand("nodes", "Read one node file to a binary stream on stdout");
+  auto* edges_cmd = app.add_subcommand("edges", "Read one edge file to a binary stream on stdout");
+  for (auto* c : {nodes, edges_cmd}) {
+    c->add_option("--schema", schema, "The tables' schema")->required();
+    c->add_option("--file-index", file_index, "Which file, in the plan's order")->required();
+    c->add_flag("--string-ids", string_ids, "The schema's ids are strings");
+    c->add_option("--block-rows", block_rows, "Rows per block")->check(CLI::Range(1, 1 << 22));
+  }
+
+  auto* assign = app.add_subcommand("assign", "Write each node's part (int32 per node)");
+  assign->add_option("--method", method, "random or file")->required();
+  assign->add_option("--parts", parts, "Partitions")->required()->check(CLI::Range(1, 4096));
+  assign->add_option("--seed", seed, "Random seed");
+  assign->add_option("--num-nodes", num_nodes, "Nodes")->required()->check(CLI::PositiveNumber);
+  assign->add_option("--assignment", assignment, "--method file: one part per line");
+  assign->add_option("--out", out_path, "Output file")->required();
+
+  auto* begin = app.add_subcommand("begin", "Check the output and make its staging folder");
+  begin->add_option("--output", output, "The dataset folder to publish")->required();
+  begin->add_flag("--force", force, "Replace an existing output at commit");
+  begin->add_option("--owner-pid", owner_pid, "The driver's pid (names the staging folder)")
+      ->required();
+
+  auto* meta = app.add_subcommand("meta", "Write meta.json's contents from the driver's plan");
+  meta->add_option("--plan", plan_path, "The driver's counts (JSON)")->required();
+  meta->add_option("--out", out_path, "Output file")->required();
+
+  auto* write = app.add_subcommand("write", "Write one partition's store from stdin's records");
+  write->add_option("--meta", meta_path, "meta.json's contents (from meta)")->required();
+  write->add_option("--staging", staging, "The staging folder (from begin)")->required();
+  write->add_option("--part", part, "The partition")->required();
+  write->add_option("--edges", edges, "Its edges, as the driver counted them")->required();
+  write->add_flag("--normalize-features", normalize, "Scale each feature row to sum |x| = 1");
+
+  auto* commit = app.add_subcommand("commit", "Publish the staging folder as the dataset");
+  commit->add_option("--meta", meta_path, "meta.json's contents (from meta)")->required();
+  commit->add_option("--staging", staging, "The staging folder")->required();
+  commit->add_option("--output", output, "The dataset folder")->required();
+
+  CLI11_PARSE(app, argc, argv);
+  if (plan->parsed()) return Plan(schema);
+  if (nodes->parsed()) return Nodes(schema, file_index, string_ids, block_rows);
+  if (edges_cmd->parsed()) return Edges(schema, file_index, string_ids, block_rows);
+  if (assign->parsed()) return Assign(method, parts, seed, num_nodes, assignment, out_path);
+  if (begin->parsed()) return Begin(output, force, owner_pid);
+  if (meta->parsed()) return Meta(plan_path, out_path);
+  if (write->parsed()) return Write(meta_path, staging, part, edges, normalize);
+  if (commit->parsed()) return Commit(meta_path, staging, output);
+  return 1;
+}

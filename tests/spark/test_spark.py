@@ -1,0 +1,223 @@
+"""The Spark partitioning job (python -m fanout.spark) in Spark's local mode: the stores it writes serve what the
+native tool's serve for the same tables, schema and method (every node's ids, features, labels and split, every
+row's neighbors and edge ids in stored order, and a sampled batch); bad tables are refused naming the file and row
+with nothing published; a killed run publishes nothing and the next run clears what it left."""
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pyspark", reason="pyspark is not installed (./run installs it into build/pydeps)")
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+torch = pytest.importorskip("torch")
+import fanout  # noqa: E402
+import fanout.spark  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def spark(tmp_path_factory):
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    s = (SparkSession.builder.master("local[2]").appName("fanout-spark-test")
+         .config("spark.ui.enabled", "false").config("spark.driver.memory", "1g")
+         .config("spark.sql.shuffle.partitions", "4")
+         .config("spark.local.dir", str(tmp_path_factory.mktemp("spark-local"))).getOrCreate())
+    s.sparkContext.setLogLevel("ERROR")
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+def write_graph(folder, string_ids, n=700, e=5000, seed=3):
+    """A homogeneous graph as tables: nodes in two Parquet files and a CSV (ids shuffled, not compact; features as a
+    list column and as CSV text; labels; masks), edges in Parquet, CSV and gzip'd CSV (duplicates, self-loops and
+    one dangling endpoint among them)."""
+    os.makedirs(folder, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    raw = rng.permutation(50 * n)[:n] * 7 + 11
+    ids = ["u%d" % x for x in raw] if string_ids else [int(x) for x in raw]
+    feats = rng.standard_normal((n, 6)).astype(np.float32)
+    labels = rng.integers(-1, 5, n)
+    which = rng.integers(0, 4, n)
+    cut = [0, 250, 500, n]
+    for k in range(2):
+        a, z = cut[k], cut[k + 1]
+        pq.write_table(pa.table({"id": ids[a:z], "f": [list(map(float, r)) for r in feats[a:z]],
+                                 "y": labels[a:z], "train": which[a:z] == 1, "val": which[a:z] == 2,
+                                 "test": which[a:z] == 3}), os.path.join(folder, "nodes-%d.parquet" % k),
+                       row_group_size=64)
+    with open(os.path.join(folder, "nodes-2.csv"), "w") as f:
+        f.write("id,f,y,train,val,test\n")
+        for i in range(cut[2], n):
+            f.write("%s,%s,%s,%d,%d,%d\n" % (ids[i], " ".join(repr(float(x)) for x in feats[i]),
+                                             "" if labels[i] < 0 else labels[i], which[i] == 1, which[i] == 2,
+                                             which[i] == 3))
+    src = rng.integers(0, n, e)
+    dst = (src + rng.integers(0, 40, e)) % n  # some self-loops
+    src[17], dst[17] = src[3], dst[3]  # a duplicate
+    s_ids, d_ids = [ids[i] for i in src], [ids[i] for i in dst]
+    s_ids[100] = "nobody" if string_ids else -5  # dangling
+    ecut = [0, 2000, 3500, e]
+    pq.write_table(pa.table({"s": s_ids[:ecut[1]], "d": d_ids[:ecut[1]]}), os.path.join(folder, "edges-0.parquet"),
+                   row_group_size=500)
+    with open(os.path.join(folder, "edges-1.csv"), "w") as f:
+        f.write("s,d\n" + "".join("%s,%s\n" % (a, b) for a, b in zip(s_ids[ecut[1]:ecut[2]], d_ids[ecut[1]:ecut[2]])))
+    with gzip.open(os.path.join(folder, "edges-2.csv.gz"), "wt") as f:
+        f.write("s,d\n" + "".join("%s,%s\n" % (a, b) for a, b in zip(s_ids[ecut[2]:], d_ids[ecut[2]:])))
+    schema = {"name": "spark-test",
+              "nodes": [{"files": ["nodes-*.parquet", "nodes-2.csv"], "id": "id",
+                         "id_type": "string" if string_ids else "int64", "features": "f", "label": "y",
+                         "train_mask": "train", "val_mask": "val", "test_mask": "test"}],
+              "edges": [{"files": ["edges-0.parquet", "edges-1.csv", "edges-2.csv.gz"], "source": "s",
+                         "destination": "d"}],
+              "dangling_edges": "drop"}
+    with open(os.path.join(folder, "graph.json"), "w") as f:
+        json.dump(schema, f)
+    return os.path.join(folder, "graph.json")
+
+
+def native(schema, out, parts, method, **kw):
+    return fanout.partition_tables(schema, out, parts=parts, method=method, **kw)
+
+
+def served(out):
+    """What a store serves: per node its ids, features, label and split; every row's neighbors and edge ids in
+    stored order; one sampled batch."""
+    with fanout.LocalCluster(out) as lc:
+        c = lc.cluster()
+        n = c.num_nodes
+        ids = torch.arange(n)
+        got = [c.original_ids(ids), c.features(ids), c.labels(ids)]
+        if json.load(open(os.path.join(out, "meta.json"))).get("has_original_names"):
+            got.append(c.original_names(ids))
+        got += [c.split_nodes(s) for s in ("train", "val", "test")]
+        b = next(iter(fanout.NodeLoader(c, ids, num_neighbors=[-1], batch_size=n, shuffle=False, labels=False,
+                                        features=False)))
+        got += [b.n_id, b.edge_index, b.e_id]
+        b = next(iter(fanout.NodeLoader(c, ids[::7], num_neighbors=[4, 3], batch_size=64, shuffle=True, seed=9)))
+        got += [b.n_id, b.edge_index, b.e_id, b.x, b.y]
+        return got
+
+
+def assert_same_store(a, b):
+    ma, mb = (json.load(open(os.path.join(x, "meta.json"))) for x in (a, b))
+    for m in (ma, mb):
+        m.pop("dataset_id")
+        m.pop("source_path")
+    assert ma == mb
+    for x, y in zip(served(a), served(b)):
+        if isinstance(x, torch.Tensor):
+            assert torch.equal(x, y)
+        else:
+            assert x == y
+
+
+CASES = [
+    # string ids, method, options
+    (True, "hash", dict(undirected=True, drop_self_loops=True)),
+    (False, "range", dict(direction="out", undirected=True)),
+    (True, "random", dict(seed=5, feature_dtype="bfloat16")),
+    (False, "file", dict(normalize_features=True)),
+]
+
+
+@pytest.mark.parametrize("string_ids,method,options", CASES, ids=["hash", "range", "random", "file"])
+def test_the_spark_job_writes_the_native_tools_store(spark, tmp_path, string_ids, method, options):
+    schema = write_graph(str(tmp_path / "t"), string_ids)
+    parts = 3
+    if method == "file":
+        assignment = tmp_path / "parts.txt"
+        assignment.write_text("# gpmetis-style: one part per node\n" +
+                              "".join("%d\n" % ((i * 7) % parts) for i in range(700)))
+        options = dict(options, assignment=str(assignment))
+    nat = native(schema, tmp_path / "native", parts, method, **options)
+    meta = fanout.spark.partition_on_spark(spark, schema, tmp_path / "spark", parts=parts, method=method, **options)
+    assert meta["num_nodes"] == 700 and meta["num_parts"] == parts
+    assert_same_store(nat, str(tmp_path / "spark"))
+    assert not [p for p in os.listdir(tmp_path) if ".tmp-" in p]
+
+
+def test_small_chunks_give_the_same_store(spark, tmp_path):
+    """Several chunks per partition (the writer's chunk boundaries inside the record stream)."""
+    schema = write_graph(str(tmp_path / "t"), True, n=700, e=3000)
+    nat = native(schema, tmp_path / "native", 2, "hash", chunk_nodes=64)
+    fanout.spark.partition_on_spark(spark, schema, tmp_path / "spark", parts=2, method="hash", chunk_nodes=64)
+    assert_same_store(nat, str(tmp_path / "spark"))
+
+
+def _refused(spark, tmp_path, schema, message, **kw):
+    with pytest.raises(fanout.Error) as e:
+        fanout.spark.partition_on_spark(spark, schema, tmp_path / "out", parts=2, **kw)
+    assert message in str(e.value), str(e.value)
+    assert not os.path.exists(tmp_path / "out")
+    assert not [p for p in os.listdir(tmp_path) if ".tmp-" in p]
+    return str(e.value)
+
+
+def test_bad_tables_are_named_and_nothing_is_published(spark, tmp_path):
+    schema = write_graph(str(tmp_path / "t"), True)
+    # A bad value in a CSV node row: the native reader's message, naming the file, line and column.
+    lines = open(tmp_path / "t" / "nodes-2.csv").read().splitlines()
+    cells = lines[5].split(",")
+    cells[2] = "seven"  # the label column
+    lines[5] = ",".join(cells)
+    open(tmp_path / "t" / "nodes-2.csv", "w").write("\n".join(lines) + "\n")
+    msg = _refused(spark, tmp_path, schema, "nodes-2.csv")
+    assert "seven" in msg or "line 6" in msg
+
+    # A duplicate node id.
+    schema = write_graph(str(tmp_path / "u"), True)
+    t = pq.read_table(tmp_path / "u" / "nodes-1.parquet").to_pydict()
+    t["id"][4] = pq.read_table(tmp_path / "u" / "nodes-0.parquet").column("id")[2].as_py()
+    pq.write_table(pa.table(t), tmp_path / "u" / "nodes-1.parquet")
+    msg = _refused(spark, tmp_path, schema, "is listed twice")
+    assert "nodes-0.parquet row 3" in msg and "nodes-1.parquet row 5" in msg
+
+    # A dangling endpoint where the schema refuses them.
+    schema = write_graph(str(tmp_path / "v"), True)
+    s = json.load(open(schema))
+    s["dangling_edges"] = "error"
+    json.dump(s, open(schema, "w"))
+    _refused(spark, tmp_path, schema, "edges-0.parquet row 101, the source: 'nobody' names no node")
+
+    # What the job does not take yet, and a bad method.
+    s["edges"][0]["time"] = "s"
+    json.dump(s, open(schema, "w"))
+    with pytest.raises(fanout.NotSupported, match="edge times"):
+        fanout.spark.partition_on_spark(spark, schema, tmp_path / "out", parts=2)
+    with pytest.raises(fanout.InvalidArgument, match="gpmetis"):
+        fanout.spark.partition_on_spark(spark, schema, tmp_path / "out", parts=2, method="metis")
+    assert not os.path.exists(tmp_path / "out")
+
+
+def test_a_killed_run_publishes_nothing_and_the_next_run_clears_it(tmp_path):
+    schema = write_graph(str(tmp_path / "t"), True, n=700, e=5000)
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "fanout.spark", "--master", "local[2]", "--schema", schema, "--output", str(out),
+           "--parts", "2", "--local-dir", str(tmp_path / "spark-local"), "--executor-memory", "1g"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    try:
+        for line in p.stdout:  # killed once the nodes are read: the staging folder exists then
+            if "nodes," in line:
+                break
+        else:
+            pytest.fail("the job ended before reading its nodes (rc %s)" % p.wait())
+        assert [x for x in os.listdir(tmp_path) if x.startswith("out.tmp-")]
+    finally:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+    time.sleep(0.5)
+    assert not out.exists()
+    r = subprocess.run(cmd + ["--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert (out / "meta.json").exists()
+    assert not [x for x in os.listdir(tmp_path) if ".tmp-" in x]
