@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """./run bench ingest: bringing your own graph in (docs/DATA.md), beside the native partitioner on the same edges.
-Runs the cases tables_vs_native, string_ids and pyg_object (--cases picks some); a case whose dependency is missing
-is written with "skipped" and the reason.
+Runs the cases tables_vs_native, string_ids, pyg_object and spark_local (--cases picks some); a case whose dependency
+is missing is written with "skipped" and the reason.
 
 Case `pyg_object`: a PyG Data of --edges random edges over --nodes nodes with 16-dim float32 features, labels and a
 train mask, to a 2-partition store with fanout.partition_pyg (method hash): seconds, edges_per_s, and its two steps
@@ -21,6 +21,14 @@ Case `string_ids` (needs pyarrow): the same tables with every id a string
 ("user_" and the number: nodes, sources and destinations), "id_type": "string" in the schema, partitioned the same
 way in the same rounds: its edges_per_s and ratio = string-id edges/s / int64-id edges/s.
 Rounds alternate the two (three); medians. Checks free disk first, removes what it writes.
+
+Case `spark_local` (needs pyspark, pyarrow, Java): the Spark job (python -m fanout.spark, docs/DATA.md "On Spark") in
+Spark's local-cluster mode (2 executors of 1 core and 2 GiB heap, 1 GiB overhead each; a driver of 1 GiB) on the
+tables_vs_native Parquet input, against fanout-partition --format tables on the same tables, alternated in rounds:
+seconds, native_seconds, ratio = native / Spark; peak_rss_bytes of each executor (its JVM and everything it starts,
+sampled every 0.2 s) beside executor_limit_bytes (heap + overhead, what a cluster manager enforces); driver_bytes
+(the driver's processes); and the same job on the graph 4x smaller: the driver's memory and the rows it collected at
+both sizes (small.driver_bytes, driver_bytes_ratio_4x_edges).
 """
 import argparse
 import importlib
@@ -48,16 +56,17 @@ def main():
     ap.add_argument("--edges", type=int, default=10_000_000)
     ap.add_argument("--nodes", type=int, default=1_000_000)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--cases", default="tables_vs_native,string_ids,pyg_object",
-                    help="comma-separated: tables_vs_native, string_ids, pyg_object (default: all)")
+    ap.add_argument("--cases", default="tables_vs_native,string_ids,pyg_object,spark_local",
+                    help="comma-separated: tables_vs_native, string_ids, pyg_object, spark_local (default: all)")
     ap.add_argument("--rmat-scale", type=int, default=22, help="tables_vs_native: R-MAT scale")
     ap.add_argument("--work", help="scratch folder (default: a temporary one, removed)")
     ap.add_argument("--json", help="write the cases here")
     a = ap.parse_args()
     wanted = [c for c in a.cases.split(",") if c]
     for c in wanted:
-        if c not in ("pyg_object", "tables_vs_native", "string_ids"):
-            sys.exit("fanout bench ingest: unknown case %r (pyg_object, tables_vs_native, string_ids)" % c)
+        if c not in ("pyg_object", "tables_vs_native", "string_ids", "spark_local"):
+            sys.exit("fanout bench ingest: unknown case %r (pyg_object, tables_vs_native, string_ids, spark_local)"
+                     % c)
     cases = []
     if "tables_vs_native" in wanted or "string_ids" in wanted:
         try:
@@ -74,6 +83,18 @@ def main():
                       for c in ("tables_vs_native", "string_ids") if c in wanted]
     if "pyg_object" in wanted:
         cases.append(pyg_object(a))
+    if "spark_local" in wanted:
+        try:
+            importlib.import_module("pyspark")
+            importlib.import_module("pyarrow.parquet")
+            missing = shutil.which("java") is None and "java (Debian's openjdk-17-jre-headless)"
+        except ImportError as e:
+            missing = str(e)
+        if missing:
+            log("spark_local needs pyspark, pyarrow and Java (./run installs them): %s" % missing)
+            cases.append({"case": "spark_local", "skipped": "needs " + missing})
+        else:
+            cases.append(spark_local(a))
     print(json.dumps(cases, indent=2))
     if a.json:
         Path(a.json).parent.mkdir(parents=True, exist_ok=True)
@@ -105,10 +126,49 @@ def _rmat_edges(scale, edges, seed):
     return src, dst
 
 
-def tables_vs_native(a, string_ids):
+def _write_rmat_tables(tdir, scale, string_ids):
+    """R-MAT scale `scale` (16 edges per node, 64-dim features) as Parquet in tdir: graph.json over nodes.parquet
+    and edges.parquet (int64 ids); with string_ids also graph_str.json over the same graph with string ids."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    n, dim = 1 << scale, 64
+    e = 16 * n
+    tdir.mkdir(parents=True, exist_ok=True)
+    log("writing R-MAT scale %d (%d nodes, %d edges, %d-dim features) as Parquet in %s" % (scale, n, e, dim, tdir))
+    src, dst = _rmat_edges(scale, e, 1)
+    pq.write_table(pa.table({"src": src, "dst": dst}), str(tdir / "edges.parquet"), row_group_size=1 << 20)
+    if string_ids:
+        import pyarrow.compute as pc
+
+        def names(ids):
+            return pc.binary_join_element_wise("user_", pc.cast(pa.array(ids), pa.string()), "")
+
+        log("writing the same tables with string ids")
+        with pq.ParquetWriter(str(tdir / "edges_str.parquet"),
+                              pa.schema([("src", pa.string()), ("dst", pa.string())])) as w:
+            for k in range(0, e, 1 << 20):
+                w.write_table(pa.table({"src": names(src[k:k + (1 << 20)]), "dst": names(dst[k:k + (1 << 20)])}))
+    del src, dst
+    x = np.random.default_rng(2).standard_normal((n, dim), dtype=np.float32)
+    pq.write_table(pa.table({"id": np.arange(n, dtype=np.int64),
+                             "x": pa.FixedSizeListArray.from_arrays(pa.array(x.reshape(-1)), dim)}),
+                   str(tdir / "nodes.parquet"), row_group_size=1 << 18)
+    if string_ids:
+        pq.write_table(pa.table({"id": names(np.arange(n, dtype=np.int64)),
+                                 "x": pa.FixedSizeListArray.from_arrays(pa.array(x.reshape(-1)), dim)}),
+                       str(tdir / "nodes_str.parquet"), row_group_size=1 << 18)
+    del x
+    (tdir / "graph.json").write_text(json.dumps({
+        "name": "rmat-tables", "nodes": [{"files": "nodes.parquet", "id": "id", "features": "x"}],
+        "edges": [{"files": "edges.parquet", "source": "src", "destination": "dst"}]}))
+    (tdir / "graph_str.json").write_text(json.dumps({
+        "name": "rmat-tables", "nodes": [{"files": "nodes_str.parquet", "id": "id", "id_type": "string",
+                                          "features": "x"}],
+        "edges": [{"files": "edges_str.parquet", "source": "src", "destination": "dst"}]}))
+
+
+def tables_vs_native(a, string_ids):
     import fanout
 
     n, dim = 1 << a.rmat_scale, 64
@@ -123,39 +183,7 @@ def tables_vs_native(a, string_ids):
     tables_s, native_s, tables_rss, native_rss, str_s, str_rss = [], [], [], [], [], []
     try:
         tdir = work / "tables"
-        tdir.mkdir(parents=True, exist_ok=True)
-        log("writing R-MAT scale %d (%d nodes, %d edges, %d-dim features) as Parquet in %s" % (a.rmat_scale, n, e,
-                                                                                                dim, tdir))
-        src, dst = _rmat_edges(a.rmat_scale, e, 1)
-        pq.write_table(pa.table({"src": src, "dst": dst}), str(tdir / "edges.parquet"), row_group_size=1 << 20)
-        if string_ids:
-            import pyarrow.compute as pc
-
-            def names(ids):
-                return pc.binary_join_element_wise("user_", pc.cast(pa.array(ids), pa.string()), "")
-
-            log("writing the same tables with string ids")
-            with pq.ParquetWriter(str(tdir / "edges_str.parquet"),
-                                  pa.schema([("src", pa.string()), ("dst", pa.string())])) as w:
-                for k in range(0, e, 1 << 20):
-                    w.write_table(pa.table({"src": names(src[k:k + (1 << 20)]), "dst": names(dst[k:k + (1 << 20)])}))
-        del src, dst
-        x = np.random.default_rng(2).standard_normal((n, dim), dtype=np.float32)
-        pq.write_table(pa.table({"id": np.arange(n, dtype=np.int64),
-                                 "x": pa.FixedSizeListArray.from_arrays(pa.array(x.reshape(-1)), dim)}),
-                       str(tdir / "nodes.parquet"), row_group_size=1 << 18)
-        if string_ids:
-            pq.write_table(pa.table({"id": names(np.arange(n, dtype=np.int64)),
-                                     "x": pa.FixedSizeListArray.from_arrays(pa.array(x.reshape(-1)), dim)}),
-                           str(tdir / "nodes_str.parquet"), row_group_size=1 << 18)
-        del x
-        (tdir / "graph.json").write_text(json.dumps({
-            "name": "rmat-tables", "nodes": [{"files": "nodes.parquet", "id": "id", "features": "x"}],
-            "edges": [{"files": "edges.parquet", "source": "src", "destination": "dst"}]}))
-        (tdir / "graph_str.json").write_text(json.dumps({
-            "name": "rmat-tables", "nodes": [{"files": "nodes_str.parquet", "id": "id", "id_type": "string",
-                                              "features": "x"}],
-            "edges": [{"files": "edges_str.parquet", "source": "src", "destination": "dst"}]}))
+        _write_rmat_tables(tdir, a.rmat_scale, string_ids)
         env_py = os.environ.get("FANOUT_PYTHON")
         os.environ.setdefault("FANOUT_PYTHON", sys.executable)
         for r in range(a.rounds):
@@ -198,6 +226,142 @@ def tables_vs_native(a, string_ids):
             "peak_rss_bytes": max(x for x in tables_rss if x) if any(tables_rss) else None,
             "native_peak_rss_bytes": max(x for x in native_rss if x) if any(native_rss) else None,
             "rounds": a.rounds, "cpus": os.cpu_count()}]
+
+
+def _process_tree():
+    """pid -> (ppid, rss bytes, command line) of every process."""
+    out = {}
+    page = os.sysconf("SC_PAGE_SIZE")
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                st = f.read()
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        fields = st[st.rindex(")") + 2:].split()
+        out[int(d)] = (int(fields[1]), int(fields[21]) * page, cmd)
+    return out
+
+
+def _descendants(tree, root):
+    kids = {}
+    for pid, (ppid, _, _) in tree.items():
+        kids.setdefault(ppid, []).append(pid)
+    out, todo = [], [root]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo += kids.get(p, [])
+    return out
+
+
+def _run_spark(args, env):
+    """Runs the Spark job (python -m fanout.spark) in local-cluster mode, sampling the resident memory of each
+    executor (its JVM and everything it starts: Python workers, fanout-spark-task writers and readers) and of the
+    driver (the rest of the job's processes) every 0.2 s. Returns (seconds, report, executor peaks, driver peak)."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    execs, driver = {}, 0
+    import threading
+    err = []
+    th = threading.Thread(target=lambda: err.append(p.stderr.read()))
+    th.start()
+    while p.poll() is None:
+        tree = _process_tree()
+        everyone = _descendants(tree, p.pid)
+        in_exec = set()
+        for pid in everyone:
+            if "CoarseGrainedExecutorBackend" in tree.get(pid, (0, 0, ""))[2]:
+                sub = _descendants(tree, pid)
+                in_exec.update(sub)
+                execs[pid] = max(execs.get(pid, 0), sum(tree[x][1] for x in sub if x in tree))
+        driver = max(driver, sum(tree[x][1] for x in everyone if x in tree and x not in in_exec))
+        time.sleep(0.2)
+    th.join()
+    secs = time.perf_counter() - t0
+    if p.returncode != 0:
+        sys.exit("fanout bench ingest: the Spark job failed:\n%s" % err[0][-4000:])
+    return secs, sorted(execs.values(), reverse=True), driver
+
+
+def spark_local(a):
+    """Case spark_local: the Spark job (python -m fanout.spark) in Spark's local-cluster mode, 2 executors of one
+    core each, on the tables_vs_native Parquet input, against fanout-partition --format tables on the same tables
+    (both 2 partitions, hash); rounds alternate the two; medians. And the job once more on the graph 4x smaller
+    (R-MAT scale - 2): the driver's memory and the rows it collected at both sizes."""
+    import pyspark
+
+    import fanout
+
+    n = 1 << a.rmat_scale
+    e = 16 * n
+    work = Path(a.work or tempfile.mkdtemp(prefix="fanout-bench-spark-"))
+    need = e * 16 * 6 + n * 64 * 4 * 4
+    free = shutil.disk_usage(work).free
+    if free < need:
+        sys.exit("fanout bench ingest: spark_local needs about %.1f GB free in %s, has %.1f GB"
+                 % (need / 1e9, work, free / 1e9))
+    tool = fanout.find_binary("fanout-partition")
+    env = dict(os.environ)
+    env.setdefault("FANOUT_PYTHON", sys.executable)
+    env["PYSPARK_PYTHON"] = sys.executable
+    env["SPARK_HOME"] = os.path.dirname(pyspark.__file__)  # local-cluster starts its executors from there
+    conf = {"executor_memory": "2g", "executor_memory_overhead": "1g", "driver_memory": "1g",
+            "writer_memory": "512M"}
+    limit = (2 + 1) << 30  # what a cluster manager gives each executor: memory + overhead
+
+    def spark_args(tdir, out, report):
+        return [sys.executable, "-m", "fanout.spark", "--master", "local-cluster[2,1,2048]", "--schema",
+                str(tdir / "graph.json"), "--output", str(out), "--parts", "2", "--method", "hash", "--force",
+                "--quiet", "--executor-memory", conf["executor_memory"], "--driver-memory", conf["driver_memory"],
+                "--executor-memory-overhead", conf["executor_memory_overhead"], "--writer-memory",
+                conf["writer_memory"], "--local-dir", str(work / "spark-local"), "--json", str(report)]
+
+    spark_s, native_s, execs, drivers, reports = [], [], [], [], []
+    try:
+        big, small = work / "tables", work / "tables-small"
+        _write_rmat_tables(big, a.rmat_scale, False)
+        _write_rmat_tables(small, a.rmat_scale - 2, False)
+        for r in range(a.rounds):
+            secs, ex, drv = _run_spark(spark_args(big, work / "out-spark", work / "report.json"), env)
+            spark_s.append(secs)
+            execs.append(ex)
+            drivers.append(drv)
+            reports.append(json.loads((work / "report.json").read_text()))
+            shutil.rmtree(work / "out-spark")
+            s, _ = _run_tool([tool, "--format", "tables", "--schema", str(big / "graph.json"), "--parts", "2",
+                              "--method", "hash", "--output", str(work / "out-native"), "--force"])
+            native_s.append(s)
+            shutil.rmtree(work / "out-native")
+            log("round %d: Spark job %.1f s (executors' peak %s, driver's %.2f GiB), native tool %.1f s"
+                % (r + 1, spark_s[-1], ", ".join("%.2f GiB" % (x / 2**30) for x in ex), drv / 2**30, native_s[-1]))
+        secs_small, ex_small, drv_small = _run_spark(spark_args(small, work / "out-spark", work / "report.json"),
+                                                     env)
+        report_small = json.loads((work / "report.json").read_text())
+        shutil.rmtree(work / "out-spark")
+        log("scale %d: Spark job %.1f s, driver's peak %.2f GiB" % (a.rmat_scale - 2, secs_small, drv_small / 2**30))
+    finally:
+        if not a.work:
+            shutil.rmtree(work, ignore_errors=True)
+    secs, nat = statistics.median(spark_s), statistics.median(native_s)
+    peak = [max(x[i] for x in execs if len(x) > i) for i in range(max(len(x) for x in execs))]
+    return {"case": "spark_local", "table_format": "parquet", "rmat_scale": a.rmat_scale, "nodes": n, "edges": e,
+            "feature_dim": 64, "parts": 2, "method": "hash", "master": "local-cluster[2,1,2048]",
+            "spark_version": pyspark.__version__, "conf": conf,
+            "seconds": secs, "native_seconds": nat, "ratio": nat / secs, "edges_per_s": e / secs,
+            "peak_rss_bytes": peak, "executor_limit_bytes": limit,
+            "executors_within_limit": all(x <= limit for x in peak),
+            "driver_bytes": max(drivers), "driver_collected_rows": reports[-1]["driver_collected_rows"],
+            "steps_seconds": reports[len(reports) // 2]["seconds"],
+            "small": {"rmat_scale": a.rmat_scale - 2, "edges": e // 4, "seconds": secs_small,
+                      "driver_bytes": drv_small, "driver_collected_rows": report_small["driver_collected_rows"],
+                      "peak_rss_bytes": ex_small},
+            "driver_bytes_ratio_4x_edges": max(drivers) / drv_small,
+            "rounds": a.rounds, "cpus": os.cpu_count()}
 
 
 def pyg_object(a):

@@ -92,9 +92,16 @@ def encode(np, pa, a, kind, name, rg):
 
 
 def main():
-    if len(sys.argv) < 2:
-        fail(3, "USAGE", "FILE COLUMN...")
-    path, wanted = sys.argv[1], sys.argv[2:]
+    args = sys.argv[1:]
+    first, end = 0, -1  # row groups [first, end); end -1: to the last
+    if args and args[0].startswith("--row-groups="):
+        try:
+            first, end = (int(x) for x in args.pop(0).split("=", 1)[1].split(":"))
+        except ValueError:
+            fail(3, "USAGE", "--row-groups=FIRST:END FILE COLUMN...")
+    if not args:
+        fail(3, "USAGE", "[--row-groups=FIRST:END] FILE COLUMN...")
+    path, wanted = args[0], args[1:]
     try:
         import numpy as np
         import pyarrow as pa
@@ -122,7 +129,7 @@ def main():
         head.append(struct.pack("<BI", k, len(b)) + b)
     out.write(b"".join(head))
     try:
-        for rg in range(f.num_row_groups):
+        for rg in range(first, f.num_row_groups if end < 0 else min(end, f.num_row_groups)):
             for batch in f.iter_batches(batch_size=BATCH_ROWS, row_groups=[rg], columns=list(dict.fromkeys(wanted)),
                                         use_threads=False):
                 out.write(struct.pack("<IIQ", 1, rg, batch.num_rows))

@@ -58,7 +58,8 @@ struct ColumnData {
 
 class ParquetTable final : public TableSource {
  public:
-  ParquetTable(std::string path, bool quiet) : path_(std::move(path)), quiet_(quiet) {}
+  ParquetTable(std::string path, bool quiet, const ParquetRange& range)
+      : path_(std::move(path)), quiet_(quiet), range_(range), file_row_(range.first_row) {}
   ~ParquetTable() override { (void)Reap(true); }
 
   Status Column(const std::string& name, const std::string& role, size_t* index) override {
@@ -256,7 +257,11 @@ class ParquetTable final : public TableSource {
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
     posix_spawn_file_actions_adddup2(&fa, ::fileno(err), 2);
-    std::vector<std::string> args = {python_, "-c", kParquetReaderPy, path_};
+    std::vector<std::string> args = {python_, "-c", kParquetReaderPy};
+    if (range_.first_group != 0 || range_.end_group >= 0)
+      args.push_back("--row-groups=" + std::to_string(range_.first_group) + ":" +
+                     std::to_string(range_.end_group));
+    args.push_back(path_);
     for (const ColumnData& d : cols_) args.push_back(d.name);
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
@@ -439,6 +444,7 @@ class ParquetTable final : public TableSource {
 
   const std::string path_;
   const bool quiet_;
+  const ParquetRange range_;
   std::string python_, messages_;
   mutable std::string text_;  // TextView of a column that is not a string one
   std::vector<ColumnData> cols_;
@@ -449,7 +455,7 @@ class ParquetTable final : public TableSource {
   pid_t pid_ = -1;
   int fd_ = -1, exit_ = 0;
   bool started_ = false, done_ = false;
-  int64_t row_ = -1, batch_rows_ = 0, file_row_ = 0;
+  int64_t row_ = -1, batch_rows_ = 0, file_row_;
   uint32_t row_group_ = 0;
 };
 
@@ -463,10 +469,14 @@ bool IsParquetPath(const std::string& path) {
   return ends(".parquet") || ends(".pq");
 }
 
-Status OpenParquetTable(const std::string& path, bool quiet, std::unique_ptr<TableSource>* out) {
+Status OpenParquetTable(const std::string& path, bool quiet, std::unique_ptr<TableSource>* out,
+                        const ParquetRange& range) {
   if (::access(path.c_str(), R_OK) != 0)
     return Status::NotFound(path + ": cannot be read (" + strerror(errno) + ")");
-  *out = std::make_unique<ParquetTable>(path, quiet);
+  if (range.first_group < 0 || range.first_row < 0 ||
+      (range.end_group >= 0 && range.end_group < range.first_group))
+    return Status::InvalidArgument(path + ": bad row group range");
+  *out = std::make_unique<ParquetTable>(path, quiet, range);
   return Status::OK();
 }
 

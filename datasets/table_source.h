@@ -52,7 +52,14 @@ bool IsParquetPath(const std::string& path);
 // group by row group and streams the asked columns as binary; a missing
 // pyarrow, a damaged file, a missing column or a column of another type are
 // errors naming the file (and the column).
-Status OpenParquetTable(const std::string& path, bool quiet, std::unique_ptr<TableSource>* out);
+// `range`: only row groups [first_group, end_group) (end_group -1: to the
+// end), whose first row is the file's row `first_row` (0-based; errors name
+// rows of the file).
+struct ParquetRange {
+  int64_t first_group = 0, end_group = -1, first_row = 0;
+};
+Status OpenParquetTable(const std::string& path, bool quiet, std::unique_ptr<TableSource>* out,
+                        const ParquetRange& range = {});
 
 }  // namespace fanout::datasets
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "datasets/table_source.h"
 
 namespace fanout::datasets {
 
@@ -39,8 +40,16 @@ struct TableNode {
   int64_t label = -1;
   uint8_t split = 0;
 };
+// Which part of a file a task reads: a Parquet file's row groups (`range`;
+// null: the whole file, the only choice for CSV), and whether node rows
+// carry only their ids (no features, labels or split read).
+struct TableSlice {
+  const ParquetRange* range = nullptr;
+  bool ids_only = false;
+};
 // Reads node file `file_index` of the plan's node type in row order.
 Status ReadTablesNodeFile(const std::string& schema_path, int file_index, bool quiet,
+                          const TableSlice& slice,
                           const std::function<Status(const TableNode&)>& fn);
 // Reads edge file `file_index` in row order: fn(source, destination) with
 // the ids as the file holds them (int64 ids: *_id; string ids: *_name).
@@ -49,6 +58,7 @@ struct TableEdge {
   std::string_view source_name, destination_name;
 };
 Status ReadTablesEdgeFile(const std::string& schema_path, int file_index, bool quiet,
+                          const TableSlice& slice,
                           const std::function<Status(const TableEdge&)>& fn);
 
 }  // namespace fanout::datasets

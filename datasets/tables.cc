@@ -347,8 +347,11 @@ class CsvTable final : public TableSource {
 
 // A table file: Parquet (.parquet, .pq) through pyarrow, else CSV.
 Status OpenTable(const std::string& path, char delimiter, bool quiet,
-                 std::unique_ptr<TableSource>* out) {
-  if (IsParquetPath(path)) return OpenParquetTable(path, quiet, out);
+                 std::unique_ptr<TableSource>* out, const ParquetRange* range = nullptr) {
+  if (IsParquetPath(path))
+    return OpenParquetTable(path, quiet, out, range ? *range : ParquetRange());
+  if (range != nullptr)
+    return Status::InvalidArgument(path + ": row groups are read from Parquet files only");
   return CsvTable::Open(path, delimiter, quiet, out);
 }
 
@@ -432,10 +435,11 @@ struct NodeSummary {
 Status ReadNodeFile(const NodeSpec& ns, int t, const std::string& file, char delimiter, bool quiet,
                     int64_t* width, NodeSummary* sum,
                     const std::function<Status(const TableSource&, size_t, NodeRow*)>& id_fn,
-                    const std::function<Status(const NodeRow&)>& sink) {
+                    const std::function<Status(const NodeRow&)>& sink,
+                    const ParquetRange* range = nullptr) {
   const std::string what = "node type '" + ns.type + "'";
   std::unique_ptr<TableSource> tb;
-  FANOUT_RETURN_IF_ERROR(OpenTable(file, delimiter, quiet, &tb));
+  FANOUT_RETURN_IF_ERROR(OpenTable(file, delimiter, quiet, &tb, range));
   size_t id_col = 0, list_col = 0, label_col = 0, split_col = 0, masks[3] = {0, 0, 0};
   FANOUT_RETURN_IF_ERROR(tb->Column(ns.id, what + "'s id", &id_col));
   std::vector<size_t> feat_cols;
@@ -857,11 +861,19 @@ Status PlannedFile(const std::string& schema_path, int file_index, bool nodes, S
 }  // namespace
 
 Status ReadTablesNodeFile(const std::string& schema_path, int file_index, bool quiet,
+                          const TableSlice& slice,
                           const std::function<Status(const TableNode&)>& fn) {
   Schema s;
   std::string file;
   FANOUT_RETURN_IF_ERROR(PlannedFile(schema_path, file_index, true, &s, &file));
-  const NodeSpec& ns = s.nodes[0];
+  NodeSpec ns = s.nodes[0];
+  if (slice.ids_only) {
+    NodeSpec ids;
+    ids.type = ns.type;
+    ids.id = ns.id;
+    ids.string_ids = ns.string_ids;
+    ns = ids;
+  }
   int64_t width = -1;
   NodeSummary sum;
   TableNode node;
@@ -874,15 +886,19 @@ Status ReadTablesNodeFile(const std::string& schema_path, int file_index, bool q
     }
     return tb.Int(id_col, &node.id);
   };
-  return ReadNodeFile(ns, 0, file, s.delimiter, quiet, &width, &sum, id_fn, [&](const NodeRow& r) {
-    node.features = r.features;
-    node.label = r.label;
-    node.split = r.split;
-    return fn(node);
-  });
+  return ReadNodeFile(
+      ns, 0, file, s.delimiter, quiet, &width, &sum, id_fn,
+      [&](const NodeRow& r) {
+        node.features = r.features;
+        node.label = r.label;
+        node.split = r.split;
+        return fn(node);
+      },
+      slice.range);
 }
 
 Status ReadTablesEdgeFile(const std::string& schema_path, int file_index, bool quiet,
+                          const TableSlice& slice,
                           const std::function<Status(const TableEdge&)>& fn) {
   Schema s;
   std::string file;
@@ -890,7 +906,7 @@ Status ReadTablesEdgeFile(const std::string& schema_path, int file_index, bool q
   const EdgeSpec& es = s.edges[0];
   const bool names = s.nodes[0].string_ids;
   std::unique_ptr<TableSource> tb;
-  FANOUT_RETURN_IF_ERROR(OpenTable(file, s.delimiter, quiet, &tb));
+  FANOUT_RETURN_IF_ERROR(OpenTable(file, s.delimiter, quiet, &tb, slice.range));
   size_t sc = 0, dc = 0;
   const std::string what = "edge type '" + es.type + "'";
   FANOUT_RETURN_IF_ERROR(tb->Column(es.source, what + "'s source", &sc));

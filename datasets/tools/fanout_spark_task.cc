@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -136,7 +137,8 @@ int Plan(const std::string& schema) {
 // nodes: "FNSN0001", then blocks: int64 n (0 ends), int64 dim, the ids
 // (int64[n], or int64 offsets[n + 1] and the names' bytes), int64 labels[n],
 // uint8 splits[n], float32 features[n * dim].
-int Nodes(const std::string& schema, int file_index, bool string_ids, int64_t block_rows) {
+int Nodes(const std::string& schema, int file_index, const TableSlice& slice, bool string_ids,
+          int64_t block_rows) {
   Out out;
   out.Bytes("FNSN0001", 8);
   std::vector<int64_t> ids, offsets{0}, labels;
@@ -161,7 +163,7 @@ int Nodes(const std::string& schema, int file_index, bool string_ids, int64_t bl
     n = 0;
     return out.ok();
   };
-  Status st = ReadTablesNodeFile(schema, file_index, true, [&](const TableNode& node) {
+  Status st = ReadTablesNodeFile(schema, file_index, true, slice, [&](const TableNode& node) {
     if (string_ids) {
       names.append(node.name.data(), node.name.size());
       offsets.push_back(static_cast<int64_t>(names.size()));
@@ -185,7 +187,8 @@ int Nodes(const std::string& schema, int file_index, bool string_ids, int64_t bl
 
 // edges: "FNSE0001", then blocks: int64 n (0 ends), the sources and the
 // destinations (int64[n] each, or offsets[n + 1] and bytes each).
-int Edges(const std::string& schema, int file_index, bool string_ids, int64_t block_rows) {
+int Edges(const std::string& schema, int file_index, const TableSlice& slice, bool string_ids,
+          int64_t block_rows) {
   Out out;
   out.Bytes("FNSE0001", 8);
   std::vector<int64_t> src, dst, src_off{0}, dst_off{0};
@@ -207,7 +210,7 @@ int Edges(const std::string& schema, int file_index, bool string_ids, int64_t bl
     n = 0;
     return out.ok();
   };
-  Status st = ReadTablesEdgeFile(schema, file_index, true, [&](const TableEdge& e) {
+  Status st = ReadTablesEdgeFile(schema, file_index, true, slice, [&](const TableEdge& e) {
     if (string_ids) {
       src_names.append(e.source_name.data(), e.source_name.size());
       src_off.push_back(static_cast<int64_t>(src_names.size()));
@@ -342,7 +345,7 @@ Status LoadMeta(const std::string& path, DatasetMeta* meta) {
   return DatasetMeta::FromJson(text, path, meta);
 }
 
-// One chunk's nodes as the record stream gave them.
+// One chunk's nodes as the node files gave them.
 class ChunkNodes final : public detail::NodeSource {
  public:
   void FeatureRow(int64_t v, float* out) const override {
@@ -365,167 +368,320 @@ class ChunkNodes final : public detail::NodeSource {
   std::string names;
 };
 
-// write: partition `part`'s store from the record stream on stdin:
-// "FNSW0001", then blocks: int64 n (0 ends), int64 m (node records), int64
-// name bytes; int64 rows[n], eids[n], neighbors[n] (a node record has eid
-// -1 and comes before its row's edges; rows ascending, eids ascending in a
-// row); then for the m node records: int64 labels[m], uint8 splits[m],
-// int64 original ids[m], with names int64 offsets[m + 1] and the bytes, and
-// float32 features[m * feature_dim].
+// A partition's node rows, in stored order, from the node files the job's
+// node tasks wrote (one per input slice that holds nodes of the partition,
+// read in slice order): "FNSP0001", then blocks: int64 m (0 ends), int64
+// dim, int64 name bytes; int64 labels[m], uint8 splits[m], int64 original
+// ids[m], with names int64 offsets[m + 1] and the bytes; float32
+// features[m * dim].
+class NodeFiles {
+ public:
+  NodeFiles(std::string dir, int units, int part, const DatasetMeta& meta)
+      : dir_(std::move(dir)), units_(units), part_(part), meta_(meta) {}
+  ~NodeFiles() {
+    if (f_) std::fclose(f_);
+  }
+  // The next node: its index in the current block (*k), or an error; false
+  // at the end of the last file.
+  Status Next(bool* got, int64_t* k) {
+    while (at_ >= m_) {
+      FANOUT_RETURN_IF_ERROR(NextBlock());
+      if (m_ < 0) {
+        *got = false;
+        return Status::OK();
+      }
+    }
+    *got = true;
+    *k = at_++;
+    return Status::OK();
+  }
+  std::vector<int64_t> labels, originals, name_off;
+  std::vector<uint8_t> splits;
+  std::vector<char> names;
+  std::vector<float> features;
+
+ private:
+  Status Read(void* p, size_t n, const char* what) {
+    if (std::fread(p, 1, n, f_) != n)
+      return Status::Corruption(path_ + ": ends inside " + std::string(what));
+    return Status::OK();
+  }
+  template <typename T>
+  Status Array(std::vector<T>* v, int64_t n, const char* what) {
+    v->resize(static_cast<size_t>(n));
+    return Read(v->data(), static_cast<size_t>(n) * sizeof(T), what);
+  }
+  // Opens the next unit's file that exists; m_ = -1 after the last.
+  Status NextBlock() {
+    at_ = 0, m_ = 0;
+    for (;;) {
+      if (f_ == nullptr) {
+        while (unit_ < units_) {
+          path_ = dir_ + "/u" + std::to_string(unit_++) + "-p" + std::to_string(part_) + ".bin";
+          f_ = std::fopen(path_.c_str(), "rb");
+          if (f_ != nullptr) break;
+          if (errno != ENOENT)
+            return Status::IOError("cannot open " + path_ + ": " + strerror(errno));
+        }
+        if (f_ == nullptr) {
+          m_ = -1;
+          return Status::OK();
+        }
+        char magic[8];
+        FANOUT_RETURN_IF_ERROR(Read(magic, 8, "its header"));
+        if (std::memcmp(magic, "FNSP0001", 8) != 0)
+          return Status::Corruption(path_ + ": not a node file (no FNSP0001 header)");
+      }
+      int64_t head[3];
+      FANOUT_RETURN_IF_ERROR(Read(head, sizeof head, "a block header"));
+      const int64_t m = head[0], dim = head[1], name_bytes = head[2];
+      if (m == 0) {
+        std::fclose(f_);
+        f_ = nullptr;
+        continue;
+      }
+      if (m < 0 || m > kMaxBlockRows || dim != meta_.feature_dim || name_bytes < 0 ||
+          name_bytes > kMaxNameBytes || (!meta_.has_names && name_bytes != 0))
+        return Status::Corruption(path_ + ": a block of " + std::to_string(m) + " nodes, " +
+                                  std::to_string(dim) + " features (the dataset has " +
+                                  std::to_string(meta_.feature_dim) + ") and " +
+                                  std::to_string(name_bytes) + " name bytes");
+      FANOUT_RETURN_IF_ERROR(Array(&labels, m, "the labels"));
+      FANOUT_RETURN_IF_ERROR(Array(&splits, m, "the splits"));
+      FANOUT_RETURN_IF_ERROR(Array(&originals, m, "the original ids"));
+      if (meta_.has_names) {
+        FANOUT_RETURN_IF_ERROR(Array(&name_off, m + 1, "the name offsets"));
+        FANOUT_RETURN_IF_ERROR(Array(&names, name_bytes, "the names"));
+        if (name_off[0] != 0 || name_off[static_cast<size_t>(m)] != name_bytes)
+          return Status::Corruption(path_ + ": name offsets do not span the block's names");
+        for (int64_t i = 0; i < m; ++i)
+          if (name_off[i + 1] < name_off[i])
+            return Status::Corruption(path_ + ": name offsets decrease");
+      }
+      FANOUT_RETURN_IF_ERROR(Array(&features, m * dim, "the feature rows"));
+      m_ = m;
+      return Status::OK();
+    }
+  }
+
+  const std::string dir_;
+  const int units_, part_;
+  const DatasetMeta& meta_;
+  std::string path_;
+  FILE* f_ = nullptr;
+  int unit_ = 0;
+  int64_t at_ = 0, m_ = 0;
+};
+
+// write: partition `part`'s store: its nodes from the node files, its
+// stored edges from stdin, in any order: "FNSW0003", then blocks: int64 n (0
+// ends); int64 rows[n], eids[n], neighbors[n] (a negative row is a
+// placeholder, skipped: it gives a partition without edges a task). The
+// edges go to a spill file (24 bytes each) while their rows' degrees are
+// counted; then slices of whole chunks are read back from it and placed by
+// counting sort, each row's edges ordered by edge id (the native order:
+// input order), under `memory_limit` bytes for the slice's edges.
 class PartWrite {
  public:
-  PartWrite(const DatasetMeta& meta, int part, int64_t expected_edges, bool normalize)
+  PartWrite(const DatasetMeta& meta, int part, bool normalize, NodeFiles* nodes,
+            std::string spill_path, int64_t memory_limit)
       : meta_(meta),
         part_(part),
-        expected_(expected_edges),
         normalize_(normalize),
         begin_(meta.offsets[part]),
         end_(meta.offsets[part + 1]),
-        next_row_(begin_) {
+        files_(nodes),
+        spill_path_(std::move(spill_path)),
+        memory_limit_(memory_limit) {
     nodes_.dim = meta.feature_dim;
   }
+  ~PartWrite() {
+    if (spill_ != nullptr) std::fclose(spill_);
+    if (!spill_path_.empty()) std::remove(spill_path_.c_str());
+  }
 
-  Status Run(const std::string& staging, int64_t* bytes) {
+  Status Run(const std::string& staging, json* report) {
+    degrees_.assign(static_cast<size_t>(end_ - begin_), 0);
+    const auto t0 = std::chrono::steady_clock::now();
+    FANOUT_RETURN_IF_ERROR(Spill());
+    const auto t1 = std::chrono::steady_clock::now();
     FANOUT_RETURN_IF_ERROR(detail::PartStoreWriter::Open(staging + "/part-" + std::to_string(part_),
                                                          int64_t{64} << 20, &w_));
-    FANOUT_RETURN_IF_ERROR(w_->PutInfo(meta_, part_, expected_));
-    char magic[8];
-    FANOUT_RETURN_IF_ERROR(in_.Read(magic, 8, "the stream's header"));
-    if (std::memcmp(magic, "FNSW0001", 8) != 0)
-      return Status::InvalidArgument("the record stream does not start with FNSW0001");
-    for (;;) {
-      int64_t head[3];
-      FANOUT_RETURN_IF_ERROR(in_.Read(head, sizeof head, "a block header"));
-      const int64_t n = head[0], m = head[1], name_bytes = head[2];
-      if (n == 0) break;
-      if (n < 0 || n > kMaxBlockRows || m < 0 || m > n || name_bytes < 0 ||
-          name_bytes > kMaxNameBytes || (!meta_.has_names && name_bytes != 0))
-        return Status::InvalidArgument("a block header claims " + std::to_string(n) + " records, " +
-                                       std::to_string(m) + " nodes and " +
-                                       std::to_string(name_bytes) + " name bytes");
-      FANOUT_RETURN_IF_ERROR(Block(n, m, name_bytes));
-    }
-    if (next_row_ != end_)
+    FANOUT_RETURN_IF_ERROR(w_->PutInfo(meta_, part_, edges_));
+    FANOUT_RETURN_IF_ERROR(Place());
+    bool more = false;
+    int64_t k = 0;
+    FANOUT_RETURN_IF_ERROR(files_->Next(&more, &k));
+    if (more)
       return Status::InvalidArgument("partition " + std::to_string(part_) +
-                                     ": the stream ends at row " + std::to_string(next_row_) +
-                                     " of [" + std::to_string(begin_) + ", " +
-                                     std::to_string(end_) + ")");
-    FANOUT_RETURN_IF_ERROR(FlushChunk());
-    if (edges_ != expected_)
-      return Status::InvalidArgument("partition " + std::to_string(part_) + ": " +
-                                     std::to_string(edges_) + " edges in the stream, " +
-                                     std::to_string(expected_) + " counted by the driver");
+                                     ": the node files hold more than its " +
+                                     std::to_string(end_ - begin_) + " nodes");
     FANOUT_RETURN_IF_ERROR(w_->Close());
-    *bytes = w_->bytes_written();
+    const auto t2 = std::chrono::steady_clock::now();
+    *report = {{"part", part_},
+               {"edges", edges_},
+               {"cut_edges", cut_},
+               {"bytes", w_->bytes_written()},
+               {"slices", slices_},
+               {"receive_seconds", std::chrono::duration<double>(t1 - t0).count()},
+               {"write_seconds", std::chrono::duration<double>(t2 - t1).count()}};
     return Status::OK();
   }
 
  private:
-  Status Block(int64_t n, int64_t m, int64_t name_bytes) {
-    FANOUT_RETURN_IF_ERROR(in_.Array(&rows_, n, "the rows"));
-    FANOUT_RETURN_IF_ERROR(in_.Array(&eids_, n, "the edge ids"));
-    FANOUT_RETURN_IF_ERROR(in_.Array(&nbrs_, n, "the neighbors"));
-    FANOUT_RETURN_IF_ERROR(in_.Array(&labels_, m, "the labels"));
-    FANOUT_RETURN_IF_ERROR(in_.Array(&splits_, m, "the splits"));
-    FANOUT_RETURN_IF_ERROR(in_.Array(&originals_, m, "the original ids"));
-    if (meta_.has_names) {
-      FANOUT_RETURN_IF_ERROR(in_.Array(&name_off_, m + 1, "the name offsets"));
-      FANOUT_RETURN_IF_ERROR(in_.Array(&names_, name_bytes, "the names"));
-      if (name_off_[0] != 0 || name_off_[static_cast<size_t>(m)] != name_bytes)
-        return Status::InvalidArgument("name offsets do not span the block's name bytes");
-      for (int64_t i = 0; i < m; ++i)
-        if (name_off_[i + 1] < name_off_[i])
-          return Status::InvalidArgument("name offsets decrease");
-    }
-    FANOUT_RETURN_IF_ERROR(in_.Array(&features_, m * meta_.feature_dim, "the feature rows"));
-    int64_t k = 0;  // next node record of the block
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t row = rows_[i], eid = eids_[i];
-      if (eid < 0) {  // a node record
-        if (row != next_row_)
-          return Status::InvalidArgument("partition " + std::to_string(part_) +
-                                         ": node record for row " + std::to_string(row) +
-                                         " where row " + std::to_string(next_row_) +
-                                         " was due (rows must come once each, in order)");
-        if (k >= m) return Status::InvalidArgument("more node records than the block's count");
-        if (row >= begin_ && (row - begin_) % meta_.chunk_nodes == 0 && row > begin_)
-          FANOUT_RETURN_IF_ERROR(FlushChunk());
-        AddNode(k++);
-        ++next_row_;
-        last_eid_ = -1;
-        continue;
+  struct Record {
+    int64_t row, eid, nbr;
+  };
+
+  Status Spill() {
+    spill_ = std::fopen(spill_path_.c_str(), "w+b");
+    if (spill_ == nullptr)
+      return Status::IOError("cannot create " + spill_path_ + ": " + strerror(errno));
+    char magic[8];
+    FANOUT_RETURN_IF_ERROR(in_.Read(magic, 8, "the stream's header"));
+    if (std::memcmp(magic, "FNSW0003", 8) != 0)
+      return Status::InvalidArgument("the edge stream does not start with FNSW0003");
+    std::vector<int64_t> rows, eids, nbrs;
+    std::vector<Record> out;
+    for (;;) {
+      int64_t n = 0;
+      FANOUT_RETURN_IF_ERROR(in_.Read(&n, sizeof n, "a block header"));
+      if (n == 0) break;
+      if (n < 0 || n > kMaxBlockRows)
+        return Status::InvalidArgument("a block header claims " + std::to_string(n) + " edges");
+      FANOUT_RETURN_IF_ERROR(in_.Array(&rows, n, "the rows"));
+      FANOUT_RETURN_IF_ERROR(in_.Array(&eids, n, "the edge ids"));
+      FANOUT_RETURN_IF_ERROR(in_.Array(&nbrs, n, "the neighbors"));
+      out.clear();
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t row = rows[i], eid = eids[i], nbr = nbrs[i];
+        if (row < 0) continue;  // a placeholder
+        if (row < begin_ || row >= end_ || eid < 0 || eid >= meta_.num_edges || nbr < 0 ||
+            nbr >= meta_.num_nodes)
+          return Status::InvalidArgument(
+              "partition " + std::to_string(part_) + ": edge " + std::to_string(eid) + " (row " +
+              std::to_string(row) + ", neighbor " + std::to_string(nbr) +
+              ") is outside its rows [" + std::to_string(begin_) + ", " + std::to_string(end_) +
+              "), the edge ids [0, " + std::to_string(meta_.num_edges) + ") or the nodes");
+        ++degrees_[static_cast<size_t>(row - begin_)];
+        cut_ += nbr < begin_ || nbr >= end_;
+        out.push_back(Record{row, eid, nbr});
       }
-      if (row != next_row_ - 1 || next_row_ == begin_)
-        return Status::InvalidArgument("partition " + std::to_string(part_) + ": edge " +
-                                       std::to_string(eid) + " of row " + std::to_string(row) +
-                                       " does not follow its row's node record");
-      if (eid <= last_eid_ || eid >= meta_.num_edges)
-        return Status::InvalidArgument("partition " + std::to_string(part_) + ": edge id " +
-                                       std::to_string(eid) + " of row " + std::to_string(row) +
-                                       " is out of order or outside [0, " +
-                                       std::to_string(meta_.num_edges) + ")");
-      if (nbrs_[i] < 0 || nbrs_[i] >= meta_.num_nodes)
-        return Status::InvalidArgument("edge " + std::to_string(eid) + ": neighbor " +
-                                       std::to_string(nbrs_[i]) + " is outside [0, " +
-                                       std::to_string(meta_.num_nodes) + ")");
-      last_eid_ = eid;
-      ++degrees_.back();
-      neighbors_.push_back(nbrs_[i]);
-      edge_ids_.push_back(eid);
-      ++edges_;
+      if (!out.empty() && std::fwrite(out.data(), sizeof(Record), out.size(), spill_) != out.size())
+        return Status::IOError("writing " + spill_path_ + ": " + strerror(errno));
+      edges_ += static_cast<int64_t>(out.size());
     }
-    if (k != m) return Status::InvalidArgument("fewer node records than the block's count");
+    if (std::fflush(spill_) != 0)
+      return Status::IOError("writing " + spill_path_ + ": " + strerror(errno));
     return Status::OK();
   }
 
-  void AddNode(int64_t k) {
-    degrees_.push_back(0);
-    nodes_.labels.push_back(labels_[k]);
-    nodes_.splits.push_back(splits_[k]);
-    nodes_.originals.push_back(originals_[k]);
-    if (meta_.has_names) {
-      nodes_.names.append(names_.data() + name_off_[k], name_off_[k + 1] - name_off_[k]);
-      nodes_.name_off.push_back(static_cast<int64_t>(nodes_.names.size()));
+  // Slices of whole chunks, each read back from the spill and written.
+  Status Place() {
+    const int64_t rows = end_ - begin_, cn = meta_.chunk_nodes;
+    std::vector<int64_t> start(static_cast<size_t>(rows) + 1, 0);
+    for (int64_t r = 0; r < rows; ++r) start[r + 1] = start[r] + degrees_[r];
+    const int64_t budget = std::max<int64_t>(memory_limit_ / 24, 1);
+    std::vector<std::pair<int64_t, int64_t>> slot;  // (eid, nbr) per placed edge
+    std::vector<int64_t> fill;
+    std::vector<Record> buf(1 << 16);
+    for (int64_t c0 = 0; c0 * cn < rows || (rows == 0 && c0 == 0);) {
+      // Chunks [c0, c1) whose edges fit the budget (one chunk at least).
+      int64_t c1 = c0 + 1;
+      while (c1 * cn < rows && start[std::min(rows, (c1 + 1) * cn)] - start[c0 * cn] <= budget)
+        ++c1;
+      const int64_t ra = c0 * cn, rz = std::min(rows, c1 * cn), e0 = start[ra];
+      slot.assign(static_cast<size_t>(start[rz] - e0), {0, 0});
+      fill.assign(start.begin() + ra, start.begin() + rz);
+      if (std::fseek(spill_, 0, SEEK_SET) != 0)
+        return Status::IOError("reading " + spill_path_ + ": " + strerror(errno));
+      for (;;) {
+        const size_t got = std::fread(buf.data(), sizeof(Record), buf.size(), spill_);
+        for (size_t i = 0; i < got; ++i) {
+          const int64_t r = buf[i].row - begin_;
+          if (r < ra || r >= rz) continue;
+          slot[static_cast<size_t>(fill[r - ra]++ - e0)] = {buf[i].eid, buf[i].nbr};
+        }
+        if (got < buf.size()) break;
+      }
+      if (std::ferror(spill_)) return Status::IOError("reading " + spill_path_);
+      for (int64_t r = ra; r < rz; ++r) {
+        auto first = slot.begin() + (start[r] - e0), last = slot.begin() + (start[r + 1] - e0);
+        std::sort(first, last);
+        for (auto it = first; it != last && it + 1 != last; ++it)
+          if (it->first == (it + 1)->first)
+            return Status::InvalidArgument("partition " + std::to_string(part_) + ": edge id " +
+                                           std::to_string(it->first) + " is stored twice");
+      }
+      for (int64_t c = c0; c < c1 && c * cn < std::max<int64_t>(rows, 1); ++c) {
+        const int64_t a = c * cn, z = std::min(rows, (c + 1) * cn);
+        std::vector<int64_t> deg(degrees_.begin() + a, degrees_.begin() + z), nbr, eid;
+        nbr.reserve(static_cast<size_t>(start[z] - start[a]));
+        eid.reserve(nbr.capacity());
+        for (int64_t x = start[a]; x < start[z]; ++x) {
+          eid.push_back(slot[static_cast<size_t>(x - e0)].first);
+          nbr.push_back(slot[static_cast<size_t>(x - e0)].second);
+        }
+        if (z > a) {
+          FANOUT_RETURN_IF_ERROR(w_->PutAdjChunk(c, deg, nbr, eid));
+          FANOUT_RETURN_IF_ERROR(Nodes(c, z - a));
+        }
+      }
+      ++slices_;
+      c0 = c1;
+      if (rows == 0) break;
     }
-    const int64_t d = meta_.feature_dim;
-    float* row = features_.data() + k * d;
-    if (normalize_ && d > 0) NormalizeFeatureRow(row, d);
-    nodes_.features.insert(nodes_.features.end(), row, row + d);
+    return Status::OK();
   }
 
-  Status FlushChunk() {
-    const int64_t rows = static_cast<int64_t>(degrees_.size());
-    if (rows == 0) return Status::OK();
-    const int64_t c = (next_row_ - rows - begin_) / meta_.chunk_nodes;
-    FANOUT_RETURN_IF_ERROR(w_->PutAdjChunk(c, degrees_, neighbors_, edge_ids_));
-    std::vector<int64_t> local(static_cast<size_t>(rows));
-    for (int64_t i = 0; i < rows; ++i) local[i] = i;
-    FANOUT_RETURN_IF_ERROR(w_->PutNodeChunks(meta_, c, local.data(), rows, nodes_));
-    degrees_.clear(), neighbors_.clear(), edge_ids_.clear();
+  // Chunk c's `n` node rows from the node files.
+  Status Nodes(int64_t c, int64_t n) {
     nodes_.Clear();
-    return Status::OK();
+    for (int64_t i = 0; i < n; ++i) {
+      bool got = false;
+      int64_t k = 0;
+      FANOUT_RETURN_IF_ERROR(files_->Next(&got, &k));
+      if (!got)
+        return Status::InvalidArgument(
+            "partition " + std::to_string(part_) + ": the node files end at row " +
+            std::to_string(begin_ + c * meta_.chunk_nodes + i) + " of [" + std::to_string(begin_) +
+            ", " + std::to_string(end_) + ")");
+      nodes_.labels.push_back(files_->labels[k]);
+      nodes_.splits.push_back(files_->splits[k]);
+      nodes_.originals.push_back(files_->originals[k]);
+      if (meta_.has_names) {
+        nodes_.names.append(files_->names.data() + files_->name_off[k],
+                            files_->name_off[k + 1] - files_->name_off[k]);
+        nodes_.name_off.push_back(static_cast<int64_t>(nodes_.names.size()));
+      }
+      const int64_t d = meta_.feature_dim;
+      float* row = files_->features.data() + k * d;
+      if (normalize_ && d > 0) NormalizeFeatureRow(row, d);
+      nodes_.features.insert(nodes_.features.end(), row, row + d);
+    }
+    std::vector<int64_t> local(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) local[i] = i;
+    return w_->PutNodeChunks(meta_, c, local.data(), n, nodes_);
   }
 
   const DatasetMeta& meta_;
   const int part_;
-  const int64_t expected_;
   const bool normalize_;
   const int64_t begin_, end_;
-  int64_t next_row_, last_eid_ = -1, edges_ = 0;
+  NodeFiles* files_;
+  const std::string spill_path_;
+  const int64_t memory_limit_;
+  FILE* spill_ = nullptr;
   In in_;
   std::unique_ptr<detail::PartStoreWriter> w_;
-  // The block being read.
-  std::vector<int64_t> rows_, eids_, nbrs_, labels_, originals_, name_off_;
-  std::vector<uint8_t> splits_;
-  std::vector<char> names_;
-  std::vector<float> features_;
-  // The chunk being filled.
-  std::vector<int64_t> degrees_, neighbors_, edge_ids_;
+  std::vector<int64_t> degrees_;
+  int64_t edges_ = 0, cut_ = 0, slices_ = 0;
   ChunkNodes nodes_;
 };
 
-int Write(const std::string& meta_path, const std::string& staging, int part, int64_t edges,
-          bool normalize) {
+int Write(const std::string& meta_path, const std::string& staging, int part, bool normalize,
+          const std::string& nodes_dir, int units, const std::string& spill_dir,
+          int64_t memory_limit) {
   DatasetMeta meta;
   Status st = LoadMeta(meta_path, &meta);
   if (!st.ok()) return Fail(st);
@@ -535,11 +691,14 @@ int Write(const std::string& meta_path, const std::string& staging, int part, in
   if (meta.has_feature_files())
     return Fail(Status::NotSupported("feature files are not written by the Spark job"));
   if (meta.feature_dim > kMaxDim) return Fail(Status::InvalidArgument("feature_dim too large"));
-  int64_t bytes = 0;
-  PartWrite w(meta, part, edges, normalize);
-  st = w.Run(staging, &bytes);
+  NodeFiles files(nodes_dir, units, part, meta);
+  PartWrite w(meta, part, normalize, &files,
+              spill_dir + "/spill-p" + std::to_string(part) + "-" + std::to_string(getpid()),
+              memory_limit);
+  json report;
+  st = w.Run(staging, &report);
   if (!st.ok()) return Fail(st);
-  std::printf("%s\n", json({{"part", part}, {"edges", edges}, {"bytes", bytes}}).dump().c_str());
+  std::printf("%s\n", report.dump().c_str());
   return 0;
 }
 
@@ -572,8 +731,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::string schema, output, method, assignment, out_path, meta_path, staging, plan_path;
   int file_index = 0, parts = 1, part = 0;
-  bool string_ids = false, force = false, normalize = false;
-  int64_t block_rows = 65536, num_nodes = 0, edges = 0;
+  bool string_ids = false, force = false, normalize = false, ids_only = false;
+  int64_t block_rows = 65536, num_nodes = 0, first_row = 0;
+  std::string row_groups, nodes_dir, spill_dir, memory_text = "1G";
+  int units = 0;
   uint64_t seed = 1;
   long owner_pid = 0;
 
@@ -587,7 +748,12 @@ int main(int argc, char** argv) {
     c->add_option("--file-index", file_index, "Which file, in the plan's order")->required();
     c->add_flag("--string-ids", string_ids, "The schema's ids are strings");
     c->add_option("--block-rows", block_rows, "Rows per block")->check(CLI::Range(1, 1 << 22));
+    c->add_option("--row-groups", row_groups,
+                  "Parquet: read row groups FIRST:END only (END -1: to the last)");
+    c->add_option("--first-row", first_row, "With --row-groups: the file's row of the first one")
+        ->check(CLI::NonNegativeNumber);
   }
+  nodes->add_flag("--ids-only", ids_only, "Read the ids alone (no features, labels or split)");
 
   auto* assign = app.add_subcommand("assign", "Write each node's part (int32 per node)");
   assign->add_option("--method", method, "random or file")->required();
@@ -611,8 +777,13 @@ int main(int argc, char** argv) {
   write->add_option("--meta", meta_path, "meta.json's contents (from meta)")->required();
   write->add_option("--staging", staging, "The staging folder (from begin)")->required();
   write->add_option("--part", part, "The partition")->required();
-  write->add_option("--edges", edges, "Its edges, as the driver counted them")->required();
   write->add_flag("--normalize-features", normalize, "Scale each feature row to sum |x| = 1");
+  write->add_option("--nodes-dir", nodes_dir, "The node files' folder (u<unit>-p<part>.bin)")
+      ->required();
+  write->add_option("--units", units, "Input slices the node tasks read")->required();
+  write->add_option("--spill-dir", spill_dir, "Folder for the edges' spill file")->required();
+  write->add_option("--memory-limit", memory_text,
+                    "Memory for one slice of placed edges, e.g. 1G (default 1G)");
 
   auto* commit = app.add_subcommand("commit", "Publish the staging folder as the dataset");
   commit->add_option("--meta", meta_path, "meta.json's contents (from meta)")->required();
@@ -621,12 +792,30 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   if (plan->parsed()) return Plan(schema);
-  if (nodes->parsed()) return Nodes(schema, file_index, string_ids, block_rows);
-  if (edges_cmd->parsed()) return Edges(schema, file_index, string_ids, block_rows);
+  ParquetRange range;
+  TableSlice slice;
+  slice.ids_only = ids_only;
+  if (!row_groups.empty()) {
+    long long a = 0, z = 0;
+    char tail = 0;
+    if (std::sscanf(row_groups.c_str(), "%lld:%lld%c", &a, &z, &tail) != 2 || a < 0 ||
+        (z >= 0 && z < a))
+      return Fail(Status::InvalidArgument("--row-groups '" + row_groups + "': FIRST:END"));
+    range.first_group = a, range.end_group = z, range.first_row = first_row;
+    slice.range = &range;
+  }
+  if (nodes->parsed()) return Nodes(schema, file_index, slice, string_ids, block_rows);
+  if (edges_cmd->parsed()) return Edges(schema, file_index, slice, string_ids, block_rows);
   if (assign->parsed()) return Assign(method, parts, seed, num_nodes, assignment, out_path);
   if (begin->parsed()) return Begin(output, force, owner_pid);
   if (meta->parsed()) return Meta(plan_path, out_path);
-  if (write->parsed()) return Write(meta_path, staging, part, edges, normalize);
+  if (write->parsed()) {
+    int64_t memory_limit = 0;
+    Status st = ParseByteSize(memory_text, &memory_limit);
+    if (!st.ok() || memory_limit <= 0)
+      return Fail(Status::InvalidArgument("--memory-limit '" + memory_text + "': e.g. 1G, 512M"));
+    return Write(meta_path, staging, part, normalize, nodes_dir, units, spill_dir, memory_limit);
+  }
   if (commit->parsed()) return Commit(meta_path, staging, output);
   return 1;
 }

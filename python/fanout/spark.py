@@ -43,7 +43,6 @@ __all__ = ["partition_on_spark", "main"]
 
 _ERROR_TAG = "FANOUT-TASK-ERROR<<"
 _ERROR_END = ">>"
-_MAX_BATCH_BYTES = 1 << 28  # a yielded Arrow batch's feature bytes (Spark's binary column takes int32 offsets)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -97,25 +96,25 @@ def _strings(f, n, what):
     return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(off.astype("<i4")), pa.py_buffer(data)])
 
 
-def _binary_rows(mat):
-    """A 2-D float32 array as a binary column, one row per value."""
-    import pyarrow as pa
-
-    n = mat.shape[0]
-    width = mat.shape[1] * 4
-    off = (np.arange(n + 1, dtype="<i8") * width).astype("<i4")
-    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(off), pa.py_buffer(np.ascontiguousarray(mat))])
-
-
-def _read_nodes(ctx, file_index):
-    import pyarrow as pa
-
-    args = ["nodes", "--schema", ctx["schema"], "--file-index", str(file_index)]
+def _unit_args(ctx, unit):
+    """fanout-spark-task's arguments for one input slice: a file, or a run of a Parquet file's row groups."""
+    file_index, first_group, end_group, first_row = unit[:4]
+    args = ["--schema", ctx["schema"], "--file-index", str(file_index)]
+    if first_group is not None:
+        args += ["--row-groups", "%d:%d" % (first_group, end_group), "--first-row", str(first_row)]
     if ctx["string_ids"]:
         args.append("--string-ids")
+    return args
+
+
+def _node_blocks(ctx, unit_index, ids_only):
+    """The node stream of one slice, block by block: (n, dim, keys, labels, splits, features)."""
+    import pyarrow as pa
+
+    args = ["nodes"] + _unit_args(ctx, ctx["node_units"][unit_index]) + (["--ids-only"] if ids_only else [])
     p, err = _run_reader(ctx, args)
     f = p.stdout
-    row = 0
+    what = "node slice %d (%s)" % (unit_index, ctx["node_files"][ctx["node_units"][unit_index][0]])
     try:
         if f.read(8) != b"FNSN0001":
             raise EOFError("the header")
@@ -126,64 +125,138 @@ def _read_nodes(ctx, file_index):
             dim = int(_i64(f, 1, "a block header")[0])
             keys = _strings(f, n, "the ids") if ctx["string_ids"] else pa.array(_i64(f, n, "the ids"))
             labels = _i64(f, n, "the labels")
-            splits = np.frombuffer(_exact(f, n, "the splits"), dtype=np.int8)
+            splits = np.frombuffer(_exact(f, n, "the splits"), dtype=np.uint8)
             feats = np.frombuffer(_exact(f, 4 * n * dim, "the features"), dtype="<f4").reshape(n, dim)
-            step = max(1, min(n, _MAX_BATCH_BYTES // max(1, 4 * dim)))
-            for a in range(0, n, step):
-                z = min(n, a + step)
-                yield pa.RecordBatch.from_arrays(
-                    [pa.array(np.full(z - a, file_index, dtype=np.int32)),
-                     pa.array(np.arange(row + a, row + z, dtype=np.int64)), keys.slice(a, z - a),
-                     pa.array(labels[a:z]), pa.array(splits[a:z]), _binary_rows(feats[a:z])],
-                    names=["file", "row", "key", "label", "split", "feat"])
-            row += n
+            yield n, dim, keys, labels, splits, feats
     except EOFError as e:
         p.stdout.close()
-        _finish(p, err, "reading node file %d" % file_index)
-        _fail("node file %d: the reader's stream ends inside %s" % (file_index, e))
+        _finish(p, err, "reading " + what)
+        _fail("%s: the reader's stream ends inside %s" % (what, e))
     p.stdout.close()
-    _finish(p, err, "reading node file %d" % file_index)
+    _finish(p, err, "reading " + what)
 
 
-def _read_edges(ctx, file_index):
+def _read_node_ids(ctx):
+    """Slices -> (unit, row, key): each slice's node ids, rows counted from its start."""
     import pyarrow as pa
 
-    args = ["edges", "--schema", ctx["schema"], "--file-index", str(file_index)]
-    if ctx["string_ids"]:
-        args.append("--string-ids")
-    p, err = _run_reader(ctx, args)
-    f = p.stdout
-    row = 0
-    try:
-        if f.read(8) != b"FNSE0001":
-            raise EOFError("the header")
-        while True:
-            n = int(_i64(f, 1, "a block header")[0])
-            if n == 0:
-                break
-            if ctx["string_ids"]:
-                src = _strings(f, n, "the sources")
-                dst = _strings(f, n, "the destinations")
-            else:
-                src = pa.array(_i64(f, n, "the sources"))
-                dst = pa.array(_i64(f, n, "the destinations"))
-            yield pa.RecordBatch.from_arrays(
-                [pa.array(np.full(n, file_index, dtype=np.int32)), pa.array(np.arange(row, row + n, dtype=np.int64)),
-                 src, dst], names=["file", "row", "src", "dst"])
-            row += n
-    except EOFError as e:
-        p.stdout.close()
-        _finish(p, err, "reading edge file %d" % file_index)
-        _fail("edge file %d: the reader's stream ends inside %s" % (file_index, e))
-    p.stdout.close()
-    _finish(p, err, "reading edge file %d" % file_index)
-
-
-def _file_reader(ctx, read):
     def fn(batches):
         for b in batches:
-            for i in b.column(0).to_pylist():
-                yield from read(ctx, int(i))
+            for u in b.column(0).to_pylist():
+                row = 0
+                for n, _, keys, _, _, _ in _node_blocks(ctx, int(u), True):
+                    yield pa.RecordBatch.from_arrays(
+                        [pa.array(np.full(n, u, dtype=np.int32)), pa.array(np.arange(row, row + n, dtype=np.int64)),
+                         keys], names=["unit", "row", "key"])
+                    row += n
+    return fn
+
+
+def _write_node_files(ctx):
+    """Slices -> the node files: each slice's rows of partition p, in row order, to nodes/u<unit>-p<p>.bin (the
+    writer of partition p reads them in slice order); yields each slice's count, feature width, largest label and
+    the largest |value| of each feature column."""
+    import pyarrow as pa
+
+    def fn(batches):
+        for b in batches:
+            for u in b.column(0).to_pylist():
+                u = int(u)
+                files, row, widths, max_label = {}, 0, set(), -1
+                max_abs = None
+                try:
+                    for n, dim, keys, labels, splits, feats in _node_blocks(ctx, u, False):
+                        widths.add(dim)
+                        if len(widths) > 1:
+                            _fail("node slice %d (%s): feature rows of %s values" %
+                                  (u, ctx["node_files"][ctx["node_units"][u][0]], sorted(widths)))
+                        max_label = max(max_label, int(labels.max()))
+                        if ctx["int8"] and dim:
+                            m = np.abs(feats).max(axis=0)
+                            max_abs = m if max_abs is None else np.maximum(max_abs, m)
+                        dense = ctx["unit_offsets"][u] + np.arange(row, row + n, dtype=np.int64)
+                        original = dense if ctx["string_ids"] else keys.to_numpy()
+                        part = _parts_of(ctx, dense, original)
+                        row += n
+                        for p in np.unique(part):
+                            sel = np.nonzero(part == p)[0]
+                            f = files.get(int(p))
+                            if f is None:
+                                f = files[int(p)] = open(_node_file(ctx, u, int(p)) + ".tmp", "wb")
+                                f.write(b"FNSP0001")
+                            parts = []
+                            if ctx["string_ids"]:
+                                picked = keys.take(pa.array(sel))
+                                off, names = _column_bytes(picked)
+                                parts += [off.astype("<i8").tobytes(), names]
+                            else:
+                                names = b""
+                            f.write(np.array([len(sel), dim, len(names)], dtype="<i8").tobytes())
+                            f.write(labels[sel].astype("<i8").tobytes())
+                            f.write(splits[sel].tobytes())
+                            f.write(original[sel].astype("<i8").tobytes())
+                            for x in parts:
+                                f.write(x)
+                            f.write(np.ascontiguousarray(feats[sel]).tobytes())
+                    for p, f in files.items():
+                        f.write(np.zeros(3, dtype="<i8").tobytes())
+                        f.close()
+                        os.replace(_node_file(ctx, u, p) + ".tmp", _node_file(ctx, u, p))
+                except BaseException:
+                    for p, f in files.items():
+                        f.close()
+                        try:
+                            os.unlink(_node_file(ctx, u, p) + ".tmp")
+                        except OSError:
+                            pass
+                    raise
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array([u], type=pa.int32()), pa.array([row], type=pa.int64()),
+                     pa.array([widths.pop() if widths else -1], type=pa.int32()),
+                     pa.array([max_label], type=pa.int64()),
+                     pa.array([b"" if max_abs is None else max_abs.astype("<f4").tobytes()], type=pa.binary())],
+                    names=["unit", "n", "width", "max_label", "max_abs"])
+    return fn
+
+
+def _node_file(ctx, unit, part):
+    return os.path.join(ctx["nodes_dir"], "u%d-p%d.bin" % (unit, part))
+
+
+def _read_edges(ctx):
+    """Slices -> (unit, row, src, dst): each slice's edges as its file holds them."""
+    import pyarrow as pa
+
+    def fn(batches):
+        for b in batches:
+            for u in b.column(0).to_pylist():
+                u = int(u)
+                p, err = _run_reader(ctx, ["edges"] + _unit_args(ctx, ctx["edge_units"][u]))
+                f = p.stdout
+                what = "edge slice %d (%s)" % (u, ctx["edge_files"][ctx["edge_units"][u][0]])
+                row = 0
+                try:
+                    if f.read(8) != b"FNSE0001":
+                        raise EOFError("the header")
+                    while True:
+                        n = int(_i64(f, 1, "a block header")[0])
+                        if n == 0:
+                            break
+                        if ctx["string_ids"]:
+                            src, dst = _strings(f, n, "the sources"), _strings(f, n, "the destinations")
+                        else:
+                            src, dst = pa.array(_i64(f, n, "the sources")), pa.array(_i64(f, n, "the destinations"))
+                        yield pa.RecordBatch.from_arrays(
+                            [pa.array(np.full(n, u, dtype=np.int32)),
+                             pa.array(np.arange(row, row + n, dtype=np.int64)), src, dst],
+                            names=["unit", "row", "src", "dst"])
+                        row += n
+                except EOFError as e:
+                    p.stdout.close()
+                    _finish(p, err, "reading " + what)
+                    _fail("%s: the reader's stream ends inside %s" % (what, e))
+                p.stdout.close()
+                _finish(p, err, "reading " + what)
     return fn
 
 
@@ -213,22 +286,21 @@ def _draw_below(x, k):
 def _parts_of(ctx, dense, original):
     """Each node's part, as datasets/partitioner.cc's ComputeNodePartition gives it."""
     k, n = ctx["parts"], ctx["num_nodes"]
+    if ctx["method"] in ("random", "file"):
+        assignment = np.memmap(ctx["assignment"], dtype="<i4", mode="r", shape=(n,))
+        return np.asarray(assignment[dense], dtype=np.int32)
     if k == 1:
         return np.zeros(len(dense), dtype=np.int32)
-    method = ctx["method"]
-    if method == "range":
+    if ctx["method"] == "range":
         return ((dense * k) // n).astype(np.int32)
-    if method == "hash":
-        key = np.uint64(_mix64_int((ctx["seed"] ^ 0x6861736870617274) & _MASK))
-        with np.errstate(over="ignore"):
-            return _draw_below(_mix64(key ^ original.astype(np.uint64)), k).astype(np.int32)
-    assignment = np.memmap(ctx["assignment"], dtype="<i4", mode="r", shape=(n,))
-    return np.asarray(assignment[dense], dtype=np.int32)
+    key = np.uint64(_mix64_int((ctx["seed"] ^ 0x6861736870617274) & _MASK))
+    with np.errstate(over="ignore"):
+        return _draw_below(_mix64(key ^ original.astype(np.uint64)), k).astype(np.int32)
 
 
 def _dense_and_original(ctx, batch):
-    files = batch.column("file").to_numpy()
-    dense = ctx["file_offsets"][files] + batch.column("row").to_numpy()
+    units = batch.column("unit").to_numpy()
+    dense = ctx["unit_offsets"][units] + batch.column("row").to_numpy()
     original = dense if ctx["string_ids"] else batch.column("key").to_numpy()
     return dense, original
 
@@ -239,55 +311,36 @@ def _parts_fn(ctx):
     def fn(batches):
         for b in batches:
             dense, original = _dense_and_original(ctx, b)
-            yield pa.RecordBatch.from_arrays([b.column("file"), pa.array(_parts_of(ctx, dense, original))],
-                                             names=["file", "part"])
+            yield pa.RecordBatch.from_arrays([b.column("unit"), pa.array(_parts_of(ctx, dense, original))],
+                                             names=["unit", "part"])
     return fn
 
 
 def _renumber_fn(ctx):
-    """Each node's new id: its part's first id, plus the part's nodes in earlier files, plus those before it in
-    its file (the native renumbering: by part, then input order)."""
+    """(unit, row, key) -> (key, new, part): each node's new id is its part's first id, plus the part's nodes in
+    earlier slices, plus those before it in its slice (the native renumbering: by part, then input order). A
+    slice's rows come in order, in one task."""
     import pyarrow as pa
 
     def fn(batches):
         k = ctx["parts"]
-        seen = {}  # file -> nodes of each part so far in this task
+        seen = {}  # slice -> nodes of each part so far
         for b in batches:
             dense, original = _dense_and_original(ctx, b)
             part = _parts_of(ctx, dense, original)
             new = np.empty(len(part), dtype=np.int64)
-            files = b.column("file").to_numpy()
-            for f in np.unique(files):
-                sel = np.nonzero(files == f)[0]
-                counts = seen.setdefault(int(f), np.zeros(k, dtype=np.int64))
+            units = b.column("unit").to_numpy()
+            for u in np.unique(units):
+                sel = np.nonzero(units == u)[0]
+                counts = seen.setdefault(int(u), np.zeros(k, dtype=np.int64))
                 p = part[sel]
                 order = np.argsort(p, kind="stable")
                 ps = p[order]
-                starts = np.searchsorted(ps, np.arange(k))
-                rank = np.arange(len(ps)) - starts[ps]
-                base = ctx["part_offsets"][ps] + ctx["file_part_prefix"][int(f)][ps] + counts[ps]
-                new[sel[order]] = base + rank
+                rank = np.arange(len(ps)) - np.searchsorted(ps, np.arange(k))[ps]
+                new[sel[order]] = ctx["part_offsets"][ps] + ctx["unit_part_prefix"][int(u)][ps] + counts[ps] + rank
                 counts += np.bincount(p, minlength=k)
-            cols = [b.column("key"), pa.array(new), pa.array(part), b.column("label"), b.column("split"),
-                    b.column("feat"), pa.array(original.astype(np.int64))]
-            yield pa.RecordBatch.from_arrays(cols, names=["key", "new", "part", "label", "split", "feat", "orig"])
-    return fn
-
-
-def _max_abs_fn(dim):
-    import pyarrow as pa
-
-    def fn(batches):
-        m = np.zeros(dim, dtype=np.float32)
-        for b in batches:
-            col = b.column("feat")
-            if len(col) == 0:
-                continue
-            data = np.frombuffer(col.buffers()[2], dtype="<f4")
-            off = np.frombuffer(col.buffers()[1], dtype="<i4")[col.offset:col.offset + len(col) + 1]
-            rows = data[off[0] // 4:off[-1] // 4].reshape(-1, dim)
-            m = np.maximum(m, np.abs(rows).max(axis=0))
-        yield pa.RecordBatch.from_arrays([pa.array([m.tobytes()], type=pa.binary())], names=["m"])
+            yield pa.RecordBatch.from_arrays([b.column("key"), pa.array(new), pa.array(part)],
+                                             names=["key", "new", "part"])
     return fn
 
 
@@ -300,19 +353,20 @@ def _column_bytes(col):
 
 
 class _PartFeed:
-    """One partition's records, piped to ``fanout-spark-task write`` as they come (sorted by row, then edge id)."""
+    """One partition's stored edges, piped to ``fanout-spark-task write`` as they come (in any order: the writer
+    places them by row and edge id); the writer takes the partition's nodes from the node files."""
 
     def __init__(self, ctx, part):
         self.part = part
         args = [ctx["task"], "write", "--meta", ctx["meta"], "--staging", ctx["staging"], "--part", str(part),
-                "--edges", str(ctx["part_edges"][part])]
+                "--nodes-dir", ctx["nodes_dir"], "--units", str(len(ctx["node_units"])), "--spill-dir",
+                ctx["spill_dir"], "--memory-limit", ctx["writer_memory"]]
         if ctx["normalize"]:
             args.append("--normalize-features")
         self.err = tempfile.TemporaryFile()
         self.p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err,
                                   env=_task_env())
-        self.ctx = ctx
-        self._send(b"FNSW0001")
+        self._send(b"FNSW0003")
 
     def _send(self, data):
         try:
@@ -322,37 +376,13 @@ class _PartFeed:
             _fail("partition %d: the writer stopped reading" % self.part)
 
     def feed(self, b):
-        import pyarrow.compute as pc
-
-        n = len(b)
-        eid = b.column("eid").to_numpy(zero_copy_only=False)
-        node = eid < 0
-        m = int(node.sum())
-        nodes = b.filter(node) if m else None
-        name_off, names = (np.zeros(1, dtype=np.int64), b"")
-        if m and self.ctx["string_ids"]:
-            name_off, names = _column_bytes(nodes.column("name"))
-        head = np.array([n, m, len(names) if self.ctx["string_ids"] else 0], dtype="<i8")
-        parts = [head.tobytes(), b.column("row").to_numpy().astype("<i8").tobytes(), eid.astype("<i8").tobytes(),
-                 pc.fill_null(b.column("nbr"), -1).to_numpy().astype("<i8").tobytes()]
-        if m:
-            parts += [pc.fill_null(nodes.column("label"), -1).to_numpy().astype("<i8").tobytes(),
-                      pc.fill_null(nodes.column("split"), 0).to_numpy().astype(np.uint8).tobytes(),
-                      nodes.column("orig").to_numpy().astype("<i8").tobytes()]
-            if self.ctx["string_ids"]:
-                parts += [name_off.astype("<i8").tobytes(), names]
-            feat_off, feats = _column_bytes(nodes.column("feat"))
-            if len(feats) != m * 4 * self.ctx["feature_dim"]:
-                _fail("partition %d: feature rows of %d bytes for %d nodes of %d features" %
-                      (self.part, len(feats), m, self.ctx["feature_dim"]))
-            parts.append(feats)
-        elif self.ctx["string_ids"]:
-            parts.append(name_off.astype("<i8").tobytes())
-        self._send(b"".join(parts))
+        self._send(np.array([len(b)], dtype="<i8").tobytes())
+        for c in ("row", "eid", "nbr"):  # int64 columns without nulls: their Arrow buffers as they are
+            self._send(memoryview(np.ascontiguousarray(b.column(c).to_numpy(), dtype="<i8")))
 
     def close(self):
         try:
-            self.p.stdin.write(np.zeros(3, dtype="<i8").tobytes())
+            self.p.stdin.write(np.zeros(1, dtype="<i8").tobytes())
             self.p.stdin.close()
         except BrokenPipeError:
             pass
@@ -361,29 +391,33 @@ class _PartFeed:
         return json.loads(out.decode())
 
 
+_DANGLING = "an edge names a node no node table has"
+
+
 def _writer_fn(ctx):
     import pyarrow as pa
 
     def fn(batches):
-        feed = None
-        done = []
-        for b in batches:
-            parts = b.column("part").to_numpy()
-            if len(parts) == 0:
-                continue
-            cuts = np.nonzero(np.diff(parts))[0] + 1
-            for a, z in zip(np.r_[0, cuts], np.r_[cuts, len(parts)]):
-                p = int(parts[a])
-                if feed is None or feed.part != p:
-                    if feed is not None:
-                        done.append(feed.close())
-                    feed = _PartFeed(ctx, p)
-                feed.feed(b.slice(int(a), int(z - a)))
-        if feed is not None:
-            done.append(feed.close())
-        yield pa.RecordBatch.from_arrays(
-            [pa.array([d["part"] for d in done], type=pa.int32()), pa.array([d["edges"] for d in done], type=pa.int64()),
-             pa.array([d["bytes"] for d in done], type=pa.int64())], names=["part", "edges", "bytes"])
+        feeds = {}  # part -> its writer (one, where Spark gave the task one partition)
+        try:
+            for b in batches:
+                if b.column("row").null_count or b.column("nbr").null_count:
+                    _fail(_DANGLING)
+                parts = b.column("part").to_numpy()
+                for p in np.unique(parts):
+                    feed = feeds.get(int(p))
+                    if feed is None:
+                        feed = feeds[int(p)] = _PartFeed(ctx, int(p))
+                    feed.feed(b if (parts == p).all() else b.filter(pa.array(parts == p)))
+            done = [feed.close() for feed in feeds.values()]
+        except BaseException:
+            for feed in feeds.values():
+                feed.p.kill()
+                feed.p.wait()
+            raise
+        yield pa.RecordBatch.from_pylist(done, schema=pa.schema(
+            [("part", pa.int32()), ("edges", pa.int64()), ("cut_edges", pa.int64()), ("bytes", pa.int64()),
+             ("slices", pa.int64()), ("receive_seconds", pa.float64()), ("write_seconds", pa.float64())]))
     return fn
 
 
@@ -408,26 +442,60 @@ def _unwrap(e):
     return None
 
 
-def _log(quiet, msg):
-    if not quiet:
-        print("fanout.spark: " + msg, flush=True)
+class _Log:
+    def __init__(self, quiet):
+        import time
+
+        self.quiet, self.t0, self.clock = quiet, time.perf_counter(), time.perf_counter
+
+    def __call__(self, msg):
+        if not self.quiet:
+            print("fanout.spark: [%6.1f s] %s" % (self.clock() - self.t0, msg), flush=True)
+
+
+def _slices(files, rows_per_slice):
+    """Each file cut into slices (one task each): a CSV file whole; a Parquet file in runs of whole row groups of
+    about rows_per_slice rows, from its footer (metadata only). Returns [(file index, first group, end group,
+    first row, rows or None where only reading tells)] (groups None for a whole file)."""
+    import pyarrow.parquet as pq
+
+    out = []
+    for i, f in enumerate(files):
+        if not f.endswith((".parquet", ".pq")):
+            out.append((i, None, None, 0, None))
+            continue
+        try:
+            md = pq.ParquetFile(f).metadata
+        except Exception as e:  # noqa: BLE001 - the file's own fault, named
+            raise errors.InvalidArgument("%s: not a readable Parquet file (%s)" % (f, e)) from None
+        first, rows, start = 0, 0, 0
+        for g in range(md.num_row_groups):
+            rows += md.row_group(g).num_rows
+            if rows >= rows_per_slice or g == md.num_row_groups - 1:
+                out.append((i, first, g + 1, start, rows))
+                first, start, rows = g + 1, start + rows, 0
+        if md.num_row_groups == 0:
+            out.append((i, None, None, 0, 0))
+    return out
 
 
 def partition_on_spark(spark, schema, output, *, parts, method="hash", seed=1, assignment=None,
                        undirected=False, drop_self_loops=False, direction="in", feature_dtype="float32",
-                       normalize_features=False, chunk_nodes=65536, force=False, bin_dir=None, quiet=True):
+                       normalize_features=False, chunk_nodes=65536, force=False, bin_dir=None, quiet=True,
+                       broadcast_nodes=1 << 22, slice_rows=(1 << 18, 1 << 21), writer_memory="1G", report=None):
     """Partitions the tables ``schema`` names on the Spark session ``spark`` into the dataset folder ``output``
     (as ``fanout-partition --format tables`` would with the same options) and returns its meta.json as a dict.
 
     ``method``: hash, random, range, or file (``assignment``: one part per line, node by node in the tables'
-    order, as gpmetis writes it). Raises fanout.InvalidArgument naming the file, row and column on bad input, and
-    fanout.NotSupported for what the job does not take yet (several node or edge types, edge times, feature files);
-    nothing is published then.
+    order, as gpmetis writes it). ``broadcast_nodes``: up to this many nodes, their id map is broadcast to every
+    executor for the endpoint join (no shuffle of the edges for it); above it, Spark shuffles both sides.
+    ``slice_rows``: about how many rows of a Parquet node / edge file one task reads (whole row groups; a CSV file
+    is one task). ``writer_memory``: the memory a partition's writer places edges in (a slice of its chunks at a
+    time; 24 bytes per edge). ``report``:
+    a dict that receives the seconds of each step and the rows the driver collected. Raises fanout.InvalidArgument
+    naming the file, row and column on bad input, and fanout.NotSupported for what the job does not take yet
+    (several node or edge types, edge times); nothing is published then.
     """
-    from pyspark import StorageLevel
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
     task = os.path.join(bin_dir, "fanout-spark-task") if bin_dir else find_binary("fanout-spark-task")
     schema = os.path.abspath(str(schema))
     output = os.path.abspath(str(output))
@@ -452,16 +520,34 @@ def partition_on_spark(spark, schema, output, *, parts, method="hash", seed=1, a
                              *(["--force"] if force else [])))
     staging, output = begun["staging"], begun["output"]
     job = staging + ".job"
-    os.makedirs(job)
+    os.makedirs(os.path.join(job, "nodes"))
+    os.makedirs(os.path.join(job, "spill"))
     persisted = []
+    report = report if report is not None else {}
     try:
         ctx = {"task": task, "schema": schema, "string_ids": plan["string_ids"], "parts": parts, "method": method,
                "seed": int(seed), "staging": staging, "normalize": bool(normalize_features),
-               "dataset_id": begun["dataset_id"]}
-        meta = _run(spark, plan, ctx, job, persisted, output, schema, undirected, drop_self_loops, direction,
-                    feature_dtype, normalize_features, chunk_nodes, assignment, quiet, StorageLevel, Window, F)
+               "dataset_id": begun["dataset_id"], "nodes_dir": os.path.join(job, "nodes"),
+               "node_files": plan["node_files"], "edge_files": plan["edge_files"],
+               "int8": feature_dtype == "int8", "spill_dir": os.path.join(job, "spill"),
+               "writer_memory": str(writer_memory)}
+        opts = dict(undirected=bool(undirected), drop_self_loops=bool(drop_self_loops), direction=direction,
+                    feature_dtype=feature_dtype, normalize=bool(normalize_features), chunk_nodes=int(chunk_nodes),
+                    assignment=assignment, broadcast_nodes=int(broadcast_nodes),
+                    slice_rows=(int(slice_rows[0]), int(slice_rows[1])))
+        # Larger Arrow batches for the job's Python steps (fewer, cheaper hand-overs); the session's own value
+        # comes back after.
+        batch_conf = "spark.sql.execution.arrow.maxRecordsPerBatch"
+        saved = spark.conf.get(batch_conf, None)
+        spark.conf.set(batch_conf, str(1 << 17))
+        try:
+            meta = _run(spark, plan, ctx, job, persisted, schema, opts, _Log(quiet), report)
+        finally:
+            if saved is None:
+                spark.conf.unset(batch_conf)
+            else:
+                spark.conf.set(batch_conf, saved)
         _task(task, "commit", "--meta", os.path.join(job, "meta.json"), "--staging", staging, "--output", output)
-        _log(quiet, "published %s" % output)
         return meta
     except Exception as e:
         clean = _unwrap(e)
@@ -475,184 +561,232 @@ def partition_on_spark(spark, schema, output, *, parts, method="hash", seed=1, a
         shutil.rmtree(staging, ignore_errors=True)  # gone already where it was published
 
 
-def _run(spark, plan, ctx, job, persisted, output, schema, undirected, drop_self_loops, direction, feature_dtype,
-         normalize, chunk_nodes, assignment, quiet, StorageLevel, Window, F):
+def _run(spark, plan, ctx, job, persisted, schema, o, log, report):
+    import time
+
+    from pyspark import StorageLevel
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    t_step = [time.perf_counter()]
+    collected = [0]
+
+    def step(name):
+        now = time.perf_counter()
+        report.setdefault("seconds", {})[name] = now - t_step[0]
+        t_step[0] = now
+
+    def collect(df):
+        rows = df.collect()
+        collected[0] += len(rows)
+        return rows
+
     task, k = ctx["task"], ctx["parts"]
     key_type = "string" if plan["string_ids"] else "long"
-    nf, ef = len(plan["node_files"]), len(plan["edge_files"])
-    _log(quiet, "%s: %d node file(s), %d edge file(s), %d partition(s), method %s" %
-         (plan["name"], nf, ef, k, ctx["method"]))
+    ctx["node_units"] = _slices(plan["node_files"], o["slice_rows"][0])
+    ctx["edge_units"] = _slices(plan["edge_files"], o["slice_rows"][1])
+    nu, eu = len(ctx["node_units"]), len(ctx["edge_units"])
+    log("%s: %d node file(s) in %d slice(s), %d edge file(s) in %d slice(s), %d partition(s), method %s" %
+        (plan["name"], len(plan["node_files"]), nu, len(plan["edge_files"]), eu, k, ctx["method"]))
 
-    # Nodes: one task per file, kept (on the executors' disks) for the passes below.
-    raw = spark.range(0, nf, 1, nf).mapInArrow(
-        _file_reader(ctx, _read_nodes),
-        "file int, row long, key %s, label long, split tinyint, feat binary" % key_type)
-    raw = raw.persist(StorageLevel.DISK_ONLY)
-    persisted.append(raw)
-    per_file = {r["file"]: r for r in raw.groupBy("file").agg(
-        F.count(F.lit(1)).alias("n"), F.max("label").alias("max_label"),
-        F.min(F.length("feat")).alias("min_w"), F.max(F.length("feat")).alias("max_w")).collect()}
-    counts = np.array([per_file[i]["n"] if i in per_file else 0 for i in range(nf)], dtype=np.int64)
+    # Node ids: one task per slice; counted, checked for duplicates, given their parts and new ids.
+    ids_raw = spark.range(0, nu, 1, nu).mapInArrow(_read_node_ids(ctx), "unit int, row long, key %s" % key_type)
+    ids_raw = ids_raw.persist(StorageLevel.MEMORY_AND_DISK)
+    persisted.append(ids_raw)
+    per_unit = {r["unit"]: r["count"] for r in collect(ids_raw.groupBy("unit").count())}
+    counts = np.array([per_unit.get(i, 0) for i in range(nu)], dtype=np.int64)
     num_nodes = int(counts.sum())
     if num_nodes == 0:
         raise errors.InvalidArgument("schema %s: no nodes" % schema)
     if k > num_nodes:
         raise errors.InvalidArgument("--parts %d exceeds the %d nodes of the graph" % (k, num_nodes))
-    widths = {w for r in per_file.values() for w in (r["min_w"], r["max_w"])}
-    if len(widths) > 1:
-        raise errors.InvalidArgument("node type '%s': feature rows of different widths (%s values)" %
-                                     (plan["node_type"], ", ".join(str(w // 4) for w in sorted(widths))))
-    dim = (widths.pop() // 4) if widths else 0
-    max_label = max((r["max_label"] for r in per_file.values() if r["max_label"] is not None), default=-1)
-    dup = raw.groupBy("key").count().where("count > 1").limit(1).collect()
+    dup = collect(ids_raw.groupBy("key").count().where("count > 1").limit(1))
     if dup:
-        first = raw.where(F.col("key") == dup[0]["key"]).orderBy("file", "row").limit(2).collect()
-        raise errors.InvalidArgument(
-            "node type '%s': id %r is listed twice (%s row %d and %s row %d, rows counted from 1)" %
-            (plan["node_type"], dup[0]["key"], plan["node_files"][first[0]["file"]], first[0]["row"] + 1,
-             plan["node_files"][first[1]["file"]], first[1]["row"] + 1))
-    ctx.update(num_nodes=num_nodes, file_offsets=np.r_[0, np.cumsum(counts)][:-1].astype(np.int64))
-    _log(quiet, "%d nodes, %d features" % (num_nodes, dim))
+        first = collect(ids_raw.where(F.col("key") == dup[0]["key"]).orderBy("unit", "row").limit(2))
 
-    # Parts, then the new ids (by part, then input order).
+        def where(r):
+            f, _, _, first_row = ctx["node_units"][r["unit"]][:4]
+            return "%s row %d" % (plan["node_files"][f], first_row + r["row"] + 1)
+
+        raise errors.InvalidArgument("node type '%s': id %r is listed twice (%s and %s, rows counted from 1)" %
+                                     (plan["node_type"], dup[0]["key"], where(first[0]), where(first[1])))
+    ctx.update(num_nodes=num_nodes, unit_offsets=np.r_[0, np.cumsum(counts)][:-1].astype(np.int64))
+    step("node_ids")
     if ctx["method"] in ("random", "file"):
         ctx["assignment"] = os.path.join(job, "assignment.i32")
         args = ["assign", "--method", ctx["method"], "--parts", str(k), "--seed", str(ctx["seed"]), "--num-nodes",
                 str(num_nodes), "--out", ctx["assignment"]]
-        if assignment is not None:
-            args += ["--assignment", os.path.abspath(str(assignment))]
+        if o["assignment"] is not None:
+            args += ["--assignment", os.path.abspath(str(o["assignment"]))]
         # One executor computes it (4 bytes per node; the random method's shuffle is sequential).
-        spark.range(0, 1, 1, 1).mapInArrow(_assign_fn(ctx, args), "ok int").collect()
-    fp = raw.select("file", "row", "key").mapInArrow(_parts_fn(ctx), "file int, part int") \
-        .groupBy("file", "part").count().collect()
-    per = np.zeros((nf, k), dtype=np.int64)
-    for r in fp:
-        per[r["file"], r["part"]] = r["count"]
+        collect(spark.range(0, 1, 1, 1).mapInArrow(_assign_fn(ctx, args), "ok int"))
+    per = np.zeros((nu, k), dtype=np.int64)
+    for r in collect(ids_raw.mapInArrow(_parts_fn(ctx), "unit int, part int").groupBy("unit", "part").count()):
+        per[r["unit"], r["part"]] = r["count"]
     part_nodes = per.sum(axis=0)
     ctx["part_offsets"] = np.r_[0, np.cumsum(part_nodes)][:-1].astype(np.int64)
-    ctx["file_part_prefix"] = (np.cumsum(per, axis=0) - per).astype(np.int64)
-    nodes = raw.mapInArrow(_renumber_fn(ctx), "key %s, new long, part int, label long, split tinyint, feat binary, "
-                                              "orig long" % key_type)
-    nodes = nodes.persist(StorageLevel.DISK_ONLY)
-    persisted.append(nodes)
-    feature_max_abs = None
-    if feature_dtype == "int8" and dim > 0:
-        m = np.zeros(dim, dtype=np.float32)
-        for r in nodes.select("feat").mapInArrow(_max_abs_fn(dim), "m binary").collect():
-            m = np.maximum(m, np.frombuffer(r["m"], dtype=np.float32))
-        feature_max_abs = [float(x) for x in m]
+    ctx["unit_part_prefix"] = (np.cumsum(per, axis=0) - per).astype(np.int64)
+    id_map = ids_raw.mapInArrow(_renumber_fn(ctx), "key %s, new long, part int" % key_type)
+    id_map = id_map.persist(StorageLevel.MEMORY_AND_DISK)
+    persisted.append(id_map)
+    step("partition")
+    log("%d nodes in %d partition(s)" % (num_nodes, k))
 
-    # Edges: one task per file, endpoints joined to the new ids.
-    raw_edges = spark.range(0, ef, 1, ef).mapInArrow(_file_reader(ctx, _read_edges),
-                                                     "file int, row long, src %s, dst %s" % (key_type, key_type))
-    ids = nodes.select("key", "new", "part")
+    # Node rows: one task per slice writes them to the node files, by partition.
+    stats = collect(spark.range(0, nu, 1, nu).mapInArrow(
+        _write_node_files(ctx), "unit int, n long, width int, max_label long, max_abs binary"))
+    for r in stats:
+        if r["n"] != counts[r["unit"]]:
+            raise errors.InvalidArgument("node slice %d: %d rows read, %d the first time (did the tables change?)"
+                                         % (r["unit"], r["n"], counts[r["unit"]]))
+    widths = {r["width"] for r in stats if r["n"] > 0}
+    if len(widths) > 1:
+        raise errors.InvalidArgument("node type '%s': feature rows of different widths (%s values)" %
+                                     (plan["node_type"], ", ".join(str(w) for w in sorted(widths))))
+    dim = widths.pop() if widths else 0
+    max_label = max((r["max_label"] for r in stats), default=-1)
+    feature_max_abs = None
+    if ctx["int8"] and dim > 0:
+        m = np.zeros(dim, dtype=np.float32)
+        for r in stats:
+            if r["max_abs"]:
+                m = np.maximum(m, np.frombuffer(r["max_abs"], dtype="<f4"))
+        feature_max_abs = [float(x) for x in m]
+    step("node_rows")
+    log("node rows written (%d features)" % dim)
+
+    # Edges: one task per slice, endpoints joined to their new ids (the id map broadcast where it is small).
+    raw_edges = spark.range(0, eu, 1, eu).mapInArrow(_read_edges(ctx),
+                                                     "unit int, row long, src %s, dst %s" % (key_type, key_type))
+    ids = id_map.select("key", "new", "part")
+    if num_nodes <= o["broadcast_nodes"]:
+        ids = F.broadcast(ids)
     j = raw_edges.join(ids.withColumnRenamed("key", "src").withColumnRenamed("new", "su")
                        .withColumnRenamed("part", "sp"), "src", "left") \
         .join(ids.withColumnRenamed("key", "dst").withColumnRenamed("new", "dv").withColumnRenamed("part", "dp"),
               "dst", "left")
-    j = j.withColumn("dangling", F.col("su").isNull() | F.col("dv").isNull()) \
-        .withColumn("loop", F.col("su") == F.col("dv"))
-    j = j.persist(StorageLevel.DISK_ONLY)
-    persisted.append(j)
-    if not plan["drop_dangling"]:
-        bad = j.where("dangling").orderBy("file", "row").limit(1).collect()
-        if bad:
-            b = bad[0]
-            end, key = ("source", b["src"]) if b["su"] is None else ("destination", b["dst"])
-            raise errors.InvalidArgument(
-                "%s row %d, the %s: '%s' names no node of type '%s' (the schema's \"dangling_edges\": \"drop\" "
-                "counts and drops such edges)" % (plan["edge_files"][b["file"]], b["row"] + 1, end, str(key)[:40],
-                                                  plan["node_type"]))
-    keep = ~F.col("dangling")
-    if drop_self_loops:
-        keep = keep & ~F.col("loop")
-    stats = {r["file"]: r for r in j.groupBy("file").agg(
-        F.count(F.lit(1)).alias("rows"), F.sum(keep.cast("long")).alias("kept"),
-        F.sum((keep & F.col("loop")).cast("long")).alias("loops"),
-        F.sum(F.col("dangling").cast("long")).alias("dangling")).collect()}
-    rows = np.array([stats[i]["rows"] if i in stats else 0 for i in range(ef)], dtype=np.int64)
-    kept = np.array([(stats[i]["kept"] or 0) if i in stats else 0 for i in range(ef)], dtype=np.int64)
-    loops = np.array([(stats[i]["loops"] or 0) if i in stats else 0 for i in range(ef)], dtype=np.int64)
-    dangling = sum((stats[i]["dangling"] or 0) for i in stats)
+    dangling_col = F.col("su").isNull() | F.col("dv").isNull()
+    keep = ~dangling_col
+    if o["drop_self_loops"]:
+        keep = keep & (F.col("su") != F.col("dv"))
+
+    def first_dangling():
+        b = collect(j.where(dangling_col).orderBy("unit", "row").limit(1))[0]
+        f, _, _, first_row = ctx["edge_units"][b["unit"]][:4]
+        end, key = ("source", b["src"]) if b["su"] is None else ("destination", b["dst"])
+        return errors.InvalidArgument(
+            "%s row %d, the %s: '%s' names no node of type '%s' (the schema's \"dangling_edges\": \"drop\" "
+            "counts and drops such edges)" % (plan["edge_files"][f], first_row + b["row"] + 1, end, str(key)[:40],
+                                              plan["node_type"]))
+
+    # Each slice's rows, kept edges and kept self-loops: from the Parquet footers where nothing can be dropped
+    # and no reverse edges are added (every row an edge, in order); else counted (one pass, in Spark).
+    footer_rows = [u[4] for u in ctx["edge_units"]]
+    rows = np.array([x or 0 for x in footer_rows], dtype=np.int64)
+    kept, loops, dangling = rows.copy(), np.zeros(eu, dtype=np.int64), 0
+    counted = (plan["drop_dangling"] or o["drop_self_loops"] or o["undirected"] or
+               any(x is None for x in footer_rows))
+    if counted:
+        loop_kept = keep & (F.col("su") == F.col("dv"))
+        for r in collect(j.groupBy("unit").agg(
+                F.count(F.lit(1)).alias("rows"), F.sum(keep.cast("long")).alias("kept"),
+                F.sum(F.coalesce(loop_kept, F.lit(False)).cast("long")).alias("loops"),
+                F.sum(dangling_col.cast("long")).alias("dangling"))):
+            u = r["unit"]
+            rows[u], kept[u], loops[u] = r["rows"], r["kept"] or 0, r["loops"] or 0
+            dangling += r["dangling"] or 0
+        if dangling and not plan["drop_dangling"]:
+            raise first_dangling()
     e1 = int(kept.sum())
-    kept_edges = j.where(keep)
-    offsets = spark.createDataFrame([(i, int(o)) for i, o in enumerate(np.r_[0, np.cumsum(kept)][:-1])],
-                                    "file int, off long")
-    by_file = Window.partitionBy("file").orderBy("row")
-    fwd = kept_edges.join(F.broadcast(offsets), "file")
-    if (kept == rows).all():  # nothing dropped: an edge's id is its row's place in the input
-        fwd = fwd.withColumn("eid", F.col("off") + F.col("row"))
-    else:
-        fwd = fwd.withColumn("eid", F.col("off") + F.row_number().over(by_file) - 1)
-    incoming = direction == "in"
+    nonloop = kept - loops
+    num_edges = e1 + (int(nonloop.sum()) if o["undirected"] else 0)
+    step("edge_counts")
+    log("%d edges%s" % (num_edges, "; dropped %d edges whose endpoint no node table has" % dangling
+                        if dangling else ""))
+
+    # meta.json's contents (the native tool's), first for the writers (without the partitions' edge counts, which
+    # they report), then final.
+    options = {"undirected": o["undirected"], "drop_duplicates": False, "drop_self_loops": o["drop_self_loops"],
+               "seed": ctx["seed"], "metis_balance_edges": True, "feature_dtype": o["feature_dtype"],
+               "normalize_features": o["normalize"], "direction": o["direction"]}
+    meta_plan = {"name": plan["name"], "source_path": schema, "num_nodes": num_nodes, "num_edges": num_edges,
+                 "num_parts": k, "offsets": [int(x) for x in np.r_[ctx["part_offsets"], num_nodes]],
+                 "feature_dim": dim, "feature_dtype": o["feature_dtype"], "num_classes": max_label + 1,
+                 "has_labels": max_label >= 0, "has_split": plan["has_split"], "has_names": plan["string_ids"],
+                 "direction": o["direction"], "chunk_nodes": o["chunk_nodes"], "method": ctx["method"],
+                 "options": options, "dataset_id": ctx["dataset_id"],
+                 "stats": {"nodes": [int(x) for x in part_nodes], "edges": [0] * k, "cut_edges": 0}}
+    if feature_max_abs is not None:
+        meta_plan["feature_max_abs"] = feature_max_abs
+
+    def write_meta(name):
+        with open(os.path.join(job, "plan.json"), "w") as f:
+            json.dump(meta_plan, f)
+        _task(task, "meta", "--plan", os.path.join(job, "plan.json"), "--out", os.path.join(job, name))
+        return os.path.join(job, name)
+
+    ctx["meta"] = write_meta("meta-writers.json")
+
+    # Edge ids: an edge's place in the input among the kept ones (the native order: the tables' rows, then the
+    # reverses of the non-loops). Where nothing was dropped that is the slice's offset plus the row.
+    kept_edges = j.where(keep) if counted else j
+    by_unit = Window.partitionBy("unit").orderBy("row")
+    incoming = o["direction"] == "in"
+
+    def with_ids(df, counts, base):
+        offsets = spark.createDataFrame([(i, int(x)) for i, x in enumerate(np.r_[0, np.cumsum(counts)][:-1])],
+                                        "unit int, off long")
+        df = df.join(F.broadcast(offsets), "unit")
+        if (counts == rows).all():
+            return df.withColumn("eid", F.col("off") + F.col("row") + base)
+        return df.withColumn("eid", F.col("off") + F.row_number().over(by_unit) - 1 + base)
 
     def stored(df, reverse):
         # Edge u -> v (reversed: v -> u) is stored in the row of v (out: u), its neighbor u (out: v).
         tgt_row, tgt_part, nb = ("dv", "dp", "su") if incoming != reverse else ("su", "sp", "dv")
-        return df.select(F.col(tgt_part).alias("part"), F.col(tgt_row).alias("row"), "eid",
-                         F.col(nb).alias("nbr"), (F.col("sp") != F.col("dp")).alias("cut"))
+        return df.select(F.col(tgt_part).alias("part"), F.col(tgt_row).alias("row"), "eid", F.col(nb).alias("nbr"))
 
-    edges = stored(fwd, False)
-    num_edges = e1
-    if undirected:
-        nonloop = kept - loops
-        rev = kept_edges.where(~F.col("loop"))
-        if loops.sum() == 0:
-            rev = fwd.withColumn("eid", F.col("eid") + e1)
-        else:
-            roff = spark.createDataFrame([(i, int(o)) for i, o in enumerate(np.r_[0, np.cumsum(nonloop)][:-1])],
-                                         "file int, off long")
-            rev = rev.join(F.broadcast(roff), "file") \
-                .withColumn("eid", F.col("off") + F.row_number().over(by_file) - 1 + e1)
-        edges = edges.unionByName(stored(rev, True))
-        num_edges = e1 + int(nonloop.sum())
-    part_stats = {r["part"]: r for r in edges.groupBy("part").agg(
-        F.count(F.lit(1)).alias("n"), F.sum(F.col("cut").cast("long")).alias("cut")).collect()}
-    part_edges = [int(part_stats[p]["n"]) if p in part_stats else 0 for p in range(k)]
-    cut = sum(int(r["cut"] or 0) for r in part_stats.values())
-    _log(quiet, "%d edges%s" % (num_edges, "; dropped %d edges whose endpoint no node table has" % dangling
-                                if dangling else ""))
-
-    # meta.json's contents (the native tool's, from these counts).
-    options = {"undirected": bool(undirected), "drop_duplicates": False, "drop_self_loops": bool(drop_self_loops),
-               "seed": ctx["seed"], "metis_balance_edges": True, "feature_dtype": feature_dtype,
-               "normalize_features": bool(normalize), "direction": direction}
-    meta_plan = {"name": plan["name"], "source_path": schema, "num_nodes": num_nodes, "num_edges": num_edges,
-                 "num_parts": k, "offsets": [int(x) for x in np.r_[ctx["part_offsets"], num_nodes]],
-                 "feature_dim": dim, "feature_dtype": feature_dtype, "num_classes": max_label + 1,
-                 "has_labels": max_label >= 0, "has_split": plan["has_split"], "has_names": plan["string_ids"],
-                 "direction": direction, "chunk_nodes": int(chunk_nodes), "method": ctx["method"],
-                 "options": options, "dataset_id": ctx["dataset_id"],
-                 "stats": {"nodes": [int(x) for x in part_nodes], "edges": part_edges, "cut_edges": cut}}
-    if feature_max_abs is not None:
-        meta_plan["feature_max_abs"] = feature_max_abs
-    with open(os.path.join(job, "plan.json"), "w") as f:
-        json.dump(meta_plan, f)
-    ctx["meta"] = os.path.join(job, "meta.json")
-    _task(task, "meta", "--plan", os.path.join(job, "plan.json"), "--out", ctx["meta"])
-    with open(ctx["meta"]) as f:
+    edges = stored(with_ids(kept_edges, kept, 0), False)
+    if o["undirected"]:
+        edges = edges.unionByName(stored(with_ids(kept_edges.where(F.col("su") != F.col("dv")), nonloop, e1), True))
+    # One placeholder per partition: every partition gets a writer, edges or not. Spark moves each edge to the
+    # task of its partition; the writer there orders them.
+    marks = spark.createDataFrame([(p, -1, -1, -1) for p in range(k)], "part int, row long, eid long, nbr long")
+    records = edges.unionByName(marks)
+    # Spark task p gets exactly partition p's edges: each partition is routed by a key whose hash Spark's
+    # partitioner sends to task p (found by Spark's own hash; k rows come back).
+    routes = {r["b"]: r["id"] for r in collect(
+        spark.range(0, 64 * k + 64, 1, 1).select("id", F.expr("pmod(hash(id), %d)" % k).alias("b"))
+        .groupBy("b").agg(F.min("id").alias("id")))}
+    if len(routes) == k:
+        route = spark.createDataFrame([(p, int(routes[p])) for p in range(k)], "part int, route long")
+        records = records.join(F.broadcast(route), "part").repartition(k, "route").drop("route")
+    else:  # no key for some task (never seen): Spark samples the parts to spread them
+        records = records.repartitionByRange(k, "part")
+    try:
+        written = collect(records.mapInArrow(
+            _writer_fn(ctx), "part int, edges long, cut_edges long, bytes long, slices long, "
+                             "receive_seconds double, write_seconds double"))
+    except Exception as e:
+        if _DANGLING in str(e):
+            raise first_dangling() from None
+        raise
+    if sorted(r["part"] for r in written) != list(range(k)):
+        raise errors.Internal("partitions written: %s, of %d" % (sorted(r["part"] for r in written), k))
+    by_part = {r["part"]: r for r in written}
+    meta_plan["stats"]["edges"] = [int(by_part[p]["edges"]) for p in range(k)]
+    meta_plan["stats"]["cut_edges"] = int(sum(r["cut_edges"] for r in written))
+    if sum(meta_plan["stats"]["edges"]) != num_edges:
+        raise errors.Internal("the partitions stored %d edges, of %d" % (sum(meta_plan["stats"]["edges"]), num_edges))
+    write_meta("meta.json")
+    with open(os.path.join(job, "meta.json")) as f:
         meta = json.load(f)
-    ctx.update(feature_dim=dim, part_edges=part_edges)
-
-    # Each partition's records (its nodes, each followed by its stored edges in edge id order), written on the
-    # executor that holds them.
-    node_records = nodes.select("part", F.col("new").alias("row"), F.lit(-1).cast("long").alias("eid"),
-                                F.lit(None).cast("long").alias("nbr"), "label", "split", "orig",
-                                (F.col("key") if plan["string_ids"] else F.lit(None).cast("string")).alias("name"),
-                                "feat")
-    edge_records = edges.drop("cut")
-    records = node_records.unionByName(edge_records, allowMissingColumns=True)
-    records = records.repartitionByRange(k, "part").sortWithinPartitions("part", "row", "eid")
-    written = records.mapInArrow(_writer_fn(ctx), "part int, edges long, bytes long").collect()
-    done = {r["part"] for r in written}
-    if len(done) != len(written):
-        raise errors.Internal("a partition was written by two tasks")
-    for p in range(k):
-        if p not in done:  # a partition without nodes (hash or a given assignment)
-            if part_nodes[p] != 0:
-                raise errors.Internal("partition %d has nodes but was not written" % p)
-            _write_empty(ctx, p)
-    _log(quiet, "wrote %d partition(s), %d bytes" % (k, sum(r["bytes"] for r in written)))
+    step("write")
+    report["driver_collected_rows"] = collected[0]
+    report["store_bytes"] = sum(r["bytes"] for r in written)
+    report["writer_slices"] = sum(r["slices"] for r in written)
+    report["writers"] = [{x: r[x] for x in ("part", "edges", "receive_seconds", "write_seconds")} for r in written]
+    log("wrote %d partition(s), %d bytes" % (k, report["store_bytes"]))
     return meta
 
 
@@ -667,11 +801,6 @@ def _assign_fn(ctx, args):
             _fail(r.stderr.strip().replace("fanout-spark-task: error: ", ""))
         yield pa.RecordBatch.from_arrays([pa.array([1], type=pa.int32())], names=["ok"])
     return fn
-
-
-def _write_empty(ctx, part):
-    feed = _PartFeed(ctx, part)
-    feed.close()
 
 
 def main(argv=None):
@@ -699,6 +828,15 @@ def main(argv=None):
     ap.add_argument("--master", help="Spark master when not run by spark-submit (e.g. 'local[2]')")
     ap.add_argument("--executor-memory", help="spark.executor.memory (and the driver's in local mode), e.g. 2g")
     ap.add_argument("--local-dir", help="spark.local.dir: Spark's shuffle and spill folder")
+    ap.add_argument("--broadcast-nodes", type=int, default=1 << 22,
+                    help="up to this many nodes, their id map is broadcast for the endpoint join (default 4194304; "
+                         "0: always shuffle)")
+    ap.add_argument("--writer-memory", default="1G",
+                    help="memory a partition's writer places its edges in (default 1G; 24 bytes per edge of a slice)")
+    ap.add_argument("--executor-memory-overhead", help="spark.executor.memoryOverhead: what an executor may hold "
+                    "beyond its JVM heap (Python workers, the writers' slices), e.g. 1g")
+    ap.add_argument("--driver-memory", help="spark.driver.memory (default: --executor-memory's)")
+    ap.add_argument("--json", help="write the run's report (seconds per step, rows the driver collected) here")
     ap.add_argument("--quiet", action="store_true", help="no progress lines")
     a = ap.parse_args(argv)
     from pyspark.sql import SparkSession
@@ -708,10 +846,15 @@ def main(argv=None):
     if a.master:
         b = b.master(a.master).config("spark.ui.enabled", "false")
     if a.executor_memory:
-        b = b.config("spark.executor.memory", a.executor_memory).config("spark.driver.memory", a.executor_memory)
+        b = b.config("spark.executor.memory", a.executor_memory)
+    if a.executor_memory_overhead:
+        b = b.config("spark.executor.memoryOverhead", a.executor_memory_overhead)
+    if a.driver_memory or a.executor_memory:
+        b = b.config("spark.driver.memory", a.driver_memory or a.executor_memory)
     if a.local_dir:
         b = b.config("spark.local.dir", a.local_dir)
     spark = b.getOrCreate()
+    report = {}
     if a.quiet:
         spark.sparkContext.setLogLevel("ERROR")
     try:
@@ -719,12 +862,16 @@ def main(argv=None):
                                   assignment=a.assignment, undirected=a.undirected,
                                   drop_self_loops=a.drop_self_loops, direction=a.direction,
                                   feature_dtype=a.feature_dtype, normalize_features=a.normalize_features,
-                                  chunk_nodes=a.chunk_nodes, force=a.force, bin_dir=a.bin_dir, quiet=a.quiet)
+                                  chunk_nodes=a.chunk_nodes, force=a.force, bin_dir=a.bin_dir, quiet=a.quiet,
+                                  broadcast_nodes=a.broadcast_nodes, writer_memory=a.writer_memory, report=report)
     except errors.Error as e:
         print("fanout.spark: error: %s" % e, file=sys.stderr)
         return 1
     finally:
         spark.stop()
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(report, f, indent=2)
     print("wrote %s: %d nodes, %d edges, %d partition(s)" % (a.output, meta["num_nodes"], meta["num_edges"],
                                                               meta["num_parts"]))
     return 0
