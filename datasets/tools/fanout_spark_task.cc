@@ -3,18 +3,22 @@
 // executors run it; each step reads or writes one file or one partition:
 //
 //   plan    the schema checked, its files resolved (JSON on stdout)
-//   nodes   one node file read (the native reader: CSV or Parquet) to a
-//           binary stream of ids, labels, splits and feature rows
-//   edges   one edge file read to a binary stream of endpoint ids
+//   nodes   one node file, or a run of a Parquet file's row groups, read
+//           (the native reader: CSV or Parquet) to a binary stream of ids,
+//           labels, splits and feature rows (or the ids alone)
+//   edges   one edge file (or row groups) read to a binary stream of
+//           endpoint ids
 //   assign  a random or given assignment of every node, as int32 per node
 //   begin   the output checked and its staging folder made
 //   meta    meta.json's contents from the driver's counts
-//   write   one partition's store from its sorted records (the writer the
-//           native tool uses)
+//   write   one partition's store from the node files the job's node tasks
+//           wrote and its edges on stdin, in any order (placed by row and
+//           edge id; the chunk writer the native tool uses)
 //   commit  the staging folder published as the dataset (fsync and rename)
 //
 // The streams are little-endian binary, checked as a peer's would be
-// (bounded sizes, ordered records): docs/DATA.md gives their layout.
+// (bounded sizes, ordered records, ids in range); each step below gives
+// its layout.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -741,8 +745,8 @@ int main(int argc, char** argv) {
   auto* plan = app.add_subcommand("plan", "Check a schema and list its files (JSON)");
   plan->add_option("--schema", schema, "The tables' schema (docs/DATA.md)")->required();
 
-  auto* nodes = app.add_subcommand("nodes", "Read one node file to a binary stream on stdout");
-  auto* edges_cmd = app.add_subcommand("edges", "Read one edge file to a binary stream on stdout");
+  auto* nodes = app.add_subcommand("nodes", "Read a node file (or some of its row groups) to a binary stream on stdout");
+  auto* edges_cmd = app.add_subcommand("edges", "Read an edge file (or some of its row groups) to a binary stream on stdout");
   for (auto* c : {nodes, edges_cmd}) {
     c->add_option("--schema", schema, "The tables' schema")->required();
     c->add_option("--file-index", file_index, "Which file, in the plan's order")->required();
@@ -773,7 +777,7 @@ int main(int argc, char** argv) {
   meta->add_option("--plan", plan_path, "The driver's counts (JSON)")->required();
   meta->add_option("--out", out_path, "Output file")->required();
 
-  auto* write = app.add_subcommand("write", "Write one partition's store from stdin's records");
+  auto* write = app.add_subcommand("write", "Write one partition's store from its node files and stdin's edges");
   write->add_option("--meta", meta_path, "meta.json's contents (from meta)")->required();
   write->add_option("--staging", staging, "The staging folder (from begin)")->required();
   write->add_option("--part", part, "The partition")->required();

@@ -223,40 +223,244 @@ def _node_file(ctx, unit, part):
     return os.path.join(ctx["nodes_dir"], "u%d-p%d.bin" % (unit, part))
 
 
+def _edge_blocks(ctx, u):
+    """The edge stream of slice u, block by block: (n, sources, destinations) as Arrow arrays."""
+    import pyarrow as pa
+
+    p, err = _run_reader(ctx, ["edges"] + _unit_args(ctx, ctx["edge_units"][u]))
+    f = p.stdout
+    what = "edge slice %d (%s)" % (u, ctx["edge_files"][ctx["edge_units"][u][0]])
+    try:
+        if f.read(8) != b"FNSE0001":
+            raise EOFError("the header")
+        while True:
+            n = int(_i64(f, 1, "a block header")[0])
+            if n == 0:
+                break
+            if ctx["string_ids"]:
+                src, dst = _strings(f, n, "the sources"), _strings(f, n, "the destinations")
+            else:
+                src, dst = pa.array(_i64(f, n, "the sources")), pa.array(_i64(f, n, "the destinations"))
+            yield n, src, dst
+    except EOFError as e:
+        p.stdout.close()
+        _finish(p, err, "reading " + what)
+        _fail("%s: the reader's stream ends inside %s" % (what, e))
+    p.stdout.close()
+    _finish(p, err, "reading " + what)
+
+
 def _read_edges(ctx):
-    """Slices -> (unit, row, src, dst): each slice's edges as its file holds them."""
+    """Slices -> (unit, row, src, dst): each slice's edges as its file holds them (for Spark's join)."""
     import pyarrow as pa
 
     def fn(batches):
         for b in batches:
             for u in b.column(0).to_pylist():
-                u = int(u)
-                p, err = _run_reader(ctx, ["edges"] + _unit_args(ctx, ctx["edge_units"][u]))
-                f = p.stdout
-                what = "edge slice %d (%s)" % (u, ctx["edge_files"][ctx["edge_units"][u][0]])
                 row = 0
-                try:
-                    if f.read(8) != b"FNSE0001":
-                        raise EOFError("the header")
-                    while True:
-                        n = int(_i64(f, 1, "a block header")[0])
-                        if n == 0:
-                            break
-                        if ctx["string_ids"]:
-                            src, dst = _strings(f, n, "the sources"), _strings(f, n, "the destinations")
-                        else:
-                            src, dst = pa.array(_i64(f, n, "the sources")), pa.array(_i64(f, n, "the destinations"))
-                        yield pa.RecordBatch.from_arrays(
-                            [pa.array(np.full(n, u, dtype=np.int32)),
-                             pa.array(np.arange(row, row + n, dtype=np.int64)), src, dst],
-                            names=["unit", "row", "src", "dst"])
-                        row += n
-                except EOFError as e:
-                    p.stdout.close()
-                    _finish(p, err, "reading " + what)
-                    _fail("%s: the reader's stream ends inside %s" % (what, e))
-                p.stdout.close()
-                _finish(p, err, "reading " + what)
+                for n, src, dst in _edge_blocks(ctx, int(u)):
+                    yield pa.RecordBatch.from_arrays(
+                        [pa.array(np.full(n, u, dtype=np.int32)), pa.array(np.arange(row, row + n, dtype=np.int64)),
+                         src, dst], names=["unit", "row", "src", "dst"])
+                    row += n
+    return fn
+
+
+_ID_MAPS = {}  # path -> loaded id map, kept by a Python worker between its tasks
+
+
+def _id_map(ctx):
+    """The id map the index task wrote (memory-mapped where it is numbers)."""
+    import pyarrow as pa
+
+    path = ctx["idmap_dir"]
+    m = _ID_MAPS.get(path)
+    if m is None:
+        with open(os.path.join(path, "index.json")) as f:
+            m = json.load(f)
+        if m["kind"] == "strings":
+            with pa.memory_map(os.path.join(path, "strings.arrow")) as src:
+                t = pa.ipc.open_file(src).read_all()
+            m["keys"] = t.column("key").combine_chunks()
+            m["new"] = t.column("new").to_numpy()
+            m["part"] = t.column("part").to_numpy()
+        else:
+            for x in ("keys", "new", "part"):
+                if os.path.exists(os.path.join(path, x + ".npy")):
+                    m[x] = np.load(os.path.join(path, x + ".npy"), mmap_mode="r")
+        _ID_MAPS.clear()
+        _ID_MAPS[path] = m
+    return m
+
+
+def _lookup(m, keys):
+    """Arrow ids -> (new ids, partitions, found) through the id map."""
+    import pyarrow.compute as pc
+
+    n = len(keys)
+    new = np.full(n, -1, dtype=np.int64)
+    part = np.zeros(n, dtype=np.int32)
+    if m["kind"] == "strings":
+        idx = pc.index_in(keys, value_set=m["keys"]).fill_null(-1).to_numpy()
+        ok = idx >= 0
+        new[ok], part[ok] = m["new"][idx[ok]], m["part"][idx[ok]]
+        return new, part, ok
+    k = keys.to_numpy()
+    if m["kind"] == "direct":  # ids in a compact range: an array indexed by id - lo
+        span = len(m["new"])
+        i = k - m["lo"]
+        ok = (i >= 0) & (i < span)
+        new[ok] = m["new"][i[ok]]
+        ok &= new >= 0
+        part[ok] = m["part"][i[ok]]
+        return new, part, ok
+    pos = np.minimum(np.searchsorted(m["keys"], k), len(m["keys"]) - 1)
+    ok = m["keys"][pos] == k
+    new[ok], part[ok] = m["new"][pos[ok]], m["part"][pos[ok]]
+    return new, part, ok
+
+
+def _edge_fn(ctx, emit):
+    """Slices -> their edges resolved through the id map, in the slice's task (no join in Spark). Counting
+    (emit False): per slice its rows, kept edges, kept self-loops and dangling edges, and its first dangling
+    edge. Emitting: each kept edge as (route, part, row, eid, nbr) where it is stored, its id its place among the
+    kept edges (the slice's offset, ctx["kept_off"], plus its rank), then the reverses of the non-loops."""
+    import pyarrow as pa
+
+    def fn(batches):
+        m = _id_map(ctx)
+        incoming, undirected, k = ctx["incoming"], ctx["undirected"], ctx["parts"]
+        routes = np.asarray(ctx.get("routes", np.zeros(k, dtype=np.int64)), dtype=np.int64)
+        for b in batches:
+            for u in b.column(0).to_pylist():
+                u = int(u)
+                row = kept_seen = nl_seen = 0
+                counts = [0, 0, 0, 0]
+                bad = (-1, -1, "")
+                for n, src, dst in _edge_blocks(ctx, u):
+                    su, sp, fs = _lookup(m, src)
+                    dv, dp, fd = _lookup(m, dst)
+                    dangling = ~(fs & fd)
+                    loop = ~dangling & (su == dv)
+                    keep = ~dangling & ~(loop & ctx["drop_self_loops"])
+                    if dangling.any() and bad[0] < 0:
+                        i = int(np.argmax(dangling))
+                        bad = (row + i, 0, str(src[i])) if not fs[i] else (row + i, 1, str(dst[i]))
+                        if emit and not ctx["drop_dangling"]:
+                            _fail(_dangling_message(ctx, u, *bad))
+                    row += n
+                    if not emit:
+                        counts[0] += n
+                        counts[1] += int(keep.sum())
+                        counts[2] += int((keep & loop).sum())
+                        counts[3] += int(dangling.sum())
+                        continue
+                    rank = np.cumsum(keep) - 1 + kept_seen
+                    kept_seen += int(keep.sum())
+                    eid = ctx["kept_off"][u] + rank[keep]
+                    tgt, tp, nb = (dv, dp, su) if incoming else (su, sp, dv)
+                    out = [(tp[keep], tgt[keep], eid, nb[keep])]
+                    if undirected:
+                        nl = keep & ~loop
+                        rank = np.cumsum(nl) - 1 + nl_seen
+                        nl_seen += int(nl.sum())
+                        reid = ctx["e1"] + ctx["nl_off"][u] + rank[nl]
+                        tgt, tp, nb = (su, sp, dv) if incoming else (dv, dp, su)
+                        out.append((tp[nl], tgt[nl], reid, nb[nl]))
+                    for p_, r_, e_, n_ in out:
+                        if len(p_):
+                            yield pa.RecordBatch.from_arrays(
+                                [pa.array(routes[p_]), pa.array(p_.astype(np.int32)), pa.array(r_), pa.array(e_),
+                                 pa.array(n_)], names=["route", "part", "row", "eid", "nbr"])
+                if not emit:
+                    yield pa.RecordBatch.from_arrays(
+                        [pa.array([u], type=pa.int32())] + [pa.array([c], type=pa.int64()) for c in counts] +
+                        [pa.array([bad[0]], type=pa.int64()), pa.array([bad[1]], type=pa.int32()),
+                         pa.array([bad[2]], type=pa.string())],
+                        names=["unit", "rows", "kept", "loops", "dangling", "bad_row", "bad_end", "bad_key"])
+    return fn
+
+
+def _dangling_message(ctx, u, row, end, key):
+    f, _, _, first_row = ctx["edge_units"][u][:4]
+    return ("%s row %d, the %s: '%s' names no node of type '%s' (the schema's \"dangling_edges\": \"drop\" counts "
+            "and drops such edges)" % (ctx["edge_files"][f], first_row + row + 1,
+                                        "source" if end == 0 else "destination", str(key)[:40], ctx["node_type"]))
+
+
+def _id_pieces_fn(ctx):
+    """(unit, row, key) -> each slice's (key, new id, partition) to idmap/u<unit>.arrow."""
+    import pyarrow as pa
+
+    renumber = _renumber_fn(ctx)
+
+    def fn(batches):
+        files = {}  # slice -> (file, writer, path)
+        for b in renumber(batches):
+            units = b.column("unit").to_numpy()
+            for u in np.unique(units):
+                sub = b if (units == u).all() else b.filter(pa.array(units == u))
+                sub = pa.RecordBatch.from_arrays(sub.columns[1:], names=sub.schema.names[1:])
+                if int(u) not in files:
+                    path = os.path.join(ctx["idmap_dir"], "u%d.arrow" % u)
+                    f = pa.OSFile(path + ".tmp", "wb")
+                    files[int(u)] = (f, pa.ipc.new_file(f, sub.schema), path)
+                files[int(u)][1].write_batch(sub)
+        for f, w, path in files.values():
+            w.close()
+            f.close()
+            os.replace(path + ".tmp", path)
+        yield pa.RecordBatch.from_arrays([pa.array(list(files), type=pa.int32())], names=["unit"])
+    return fn
+
+
+def _index_fn(ctx, units):
+    """One task: the slices' id pieces -> the id map the edge tasks read (idmap/index.json and arrays): ids in a
+    compact range as arrays indexed by id, other integer ids sorted, string ids as one Arrow table."""
+    import pyarrow as pa
+
+    def fn(batches):
+        for _ in batches:
+            pass
+        tables = []
+        for u in range(units):
+            path = os.path.join(ctx["idmap_dir"], "u%d.arrow" % u)
+            if os.path.exists(path):
+                with pa.memory_map(path) as src:
+                    tables.append(pa.ipc.open_file(src).read_all())
+        t = pa.concat_tables(tables)
+        d = ctx["idmap_dir"]
+        if ctx["string_ids"]:
+            with pa.OSFile(os.path.join(d, "strings.arrow"), "wb") as f, pa.ipc.new_file(f, t.schema) as w:
+                w.write_table(t)
+            index = {"kind": "strings"}
+        else:
+            keys = t.column("key").to_numpy()
+            new = t.column("new").to_numpy()
+            part = t.column("part").to_numpy().astype(np.int32)
+            lo, hi = int(keys.min()), int(keys.max())
+            if hi - lo + 1 <= 4 * len(keys) + 65536:
+                dn = np.full(hi - lo + 1, -1, dtype=np.int64)
+                dp = np.zeros(hi - lo + 1, dtype=np.int32)
+                dn[keys - lo], dp[keys - lo] = new, part
+                np.save(os.path.join(d, "new.npy"), dn)
+                np.save(os.path.join(d, "part.npy"), dp)
+                index = {"kind": "direct", "lo": lo}
+            else:
+                order = np.argsort(keys, kind="stable")
+                np.save(os.path.join(d, "keys.npy"), keys[order])
+                np.save(os.path.join(d, "new.npy"), new[order])
+                np.save(os.path.join(d, "part.npy"), part[order])
+                index = {"kind": "sorted"}
+        for u in range(units):
+            try:
+                os.unlink(os.path.join(d, "u%d.arrow" % u))
+            except OSError:
+                pass
+        with open(os.path.join(d, "index.json.tmp"), "w") as f:
+            json.dump(index, f)
+        os.replace(os.path.join(d, "index.json.tmp"), os.path.join(d, "index.json"))
+        yield pa.RecordBatch.from_arrays([pa.array([1], type=pa.int32())], names=["ok"])
     return fn
 
 
@@ -339,8 +543,8 @@ def _renumber_fn(ctx):
                 rank = np.arange(len(ps)) - np.searchsorted(ps, np.arange(k))[ps]
                 new[sel[order]] = ctx["part_offsets"][ps] + ctx["unit_part_prefix"][int(u)][ps] + counts[ps] + rank
                 counts += np.bincount(p, minlength=k)
-            yield pa.RecordBatch.from_arrays([b.column("key"), pa.array(new), pa.array(part)],
-                                             names=["key", "new", "part"])
+            yield pa.RecordBatch.from_arrays([b.column("unit"), b.column("key"), pa.array(new), pa.array(part)],
+                                             names=["unit", "key", "new", "part"])
     return fn
 
 
@@ -482,13 +686,14 @@ def _slices(files, rows_per_slice):
 def partition_on_spark(spark, schema, output, *, parts, method="hash", seed=1, assignment=None,
                        undirected=False, drop_self_loops=False, direction="in", feature_dtype="float32",
                        normalize_features=False, chunk_nodes=65536, force=False, bin_dir=None, quiet=True,
-                       broadcast_nodes=1 << 22, slice_rows=(1 << 18, 1 << 21), writer_memory="1G", report=None):
+                       map_nodes=1 << 25, slice_rows=(1 << 18, 1 << 21), writer_memory="1G", report=None):
     """Partitions the tables ``schema`` names on the Spark session ``spark`` into the dataset folder ``output``
     (as ``fanout-partition --format tables`` would with the same options) and returns its meta.json as a dict.
 
     ``method``: hash, random, range, or file (``assignment``: one part per line, node by node in the tables'
-    order, as gpmetis writes it). ``broadcast_nodes``: up to this many nodes, their id map is broadcast to every
-    executor for the endpoint join (no shuffle of the edges for it); above it, Spark shuffles both sides.
+    order, as gpmetis writes it). ``map_nodes``: up to this many nodes, one task writes their id map to the job's
+    folder (about 12 bytes per node) and each edge task resolves its edges' endpoints through it (no join in
+    Spark); above it, Spark joins the edges to the nodes (shuffling both).
     ``slice_rows``: about how many rows of a Parquet node / edge file one task reads (whole row groups; a CSV file
     is one task). ``writer_memory``: the memory a partition's writer places edges in (a slice of its chunks at a
     time; 24 bytes per edge). ``report``:
@@ -533,7 +738,7 @@ def partition_on_spark(spark, schema, output, *, parts, method="hash", seed=1, a
                "writer_memory": str(writer_memory)}
         opts = dict(undirected=bool(undirected), drop_self_loops=bool(drop_self_loops), direction=direction,
                     feature_dtype=feature_dtype, normalize=bool(normalize_features), chunk_nodes=int(chunk_nodes),
-                    assignment=assignment, broadcast_nodes=int(broadcast_nodes),
+                    assignment=assignment, map_nodes=int(map_nodes),
                     slice_rows=(int(slice_rows[0]), int(slice_rows[1])))
         # Larger Arrow batches for the job's Python steps (fewer, cheaper hand-overs); the session's own value
         # comes back after.
@@ -626,9 +831,16 @@ def _run(spark, plan, ctx, job, persisted, schema, o, log, report):
     part_nodes = per.sum(axis=0)
     ctx["part_offsets"] = np.r_[0, np.cumsum(part_nodes)][:-1].astype(np.int64)
     ctx["unit_part_prefix"] = (np.cumsum(per, axis=0) - per).astype(np.int64)
-    id_map = ids_raw.mapInArrow(_renumber_fn(ctx), "key %s, new long, part int" % key_type)
-    id_map = id_map.persist(StorageLevel.MEMORY_AND_DISK)
-    persisted.append(id_map)
+    local_map = num_nodes <= o["map_nodes"]
+    if local_map:  # the id map to files every edge task reads (one task builds it: ~12 bytes per node)
+        ctx["idmap_dir"] = os.path.join(job, "idmap")
+        os.makedirs(ctx["idmap_dir"])
+        collect(ids_raw.mapInArrow(_id_pieces_fn(ctx), "unit int"))
+        collect(spark.range(0, 1, 1, 1).mapInArrow(_index_fn(ctx, nu), "ok int"))
+    else:  # too large for one executor: Spark joins the edges to it
+        id_map = ids_raw.mapInArrow(_renumber_fn(ctx), "unit int, key %s, new long, part int" % key_type)
+        id_map = id_map.drop("unit").persist(StorageLevel.MEMORY_AND_DISK)
+        persisted.append(id_map)
     step("partition")
     log("%d nodes in %d partition(s)" % (num_nodes, k))
 
@@ -655,16 +867,32 @@ def _run(spark, plan, ctx, job, persisted, schema, o, log, report):
     step("node_rows")
     log("node rows written (%d features)" % dim)
 
-    # Edges: one task per slice, endpoints joined to their new ids (the id map broadcast where it is small).
-    raw_edges = spark.range(0, eu, 1, eu).mapInArrow(_read_edges(ctx),
-                                                     "unit int, row long, src %s, dst %s" % (key_type, key_type))
-    ids = id_map.select("key", "new", "part")
-    if num_nodes <= o["broadcast_nodes"]:
-        ids = F.broadcast(ids)
-    j = raw_edges.join(ids.withColumnRenamed("key", "src").withColumnRenamed("new", "su")
-                       .withColumnRenamed("part", "sp"), "src", "left") \
-        .join(ids.withColumnRenamed("key", "dst").withColumnRenamed("new", "dv").withColumnRenamed("part", "dp"),
-              "dst", "left")
+    # Spark task p gets exactly partition p's edges: each partition is routed by a key whose hash Spark's
+    # partitioner sends to task p (found by Spark's own hash; k rows come back).
+    routes = {r["b"]: r["id"] for r in collect(
+        spark.range(0, 64 * k + 64, 1, 1).select("id", F.expr("pmod(hash(id), %d)" % k).alias("b"))
+        .groupBy("b").agg(F.min("id").alias("id")))}
+    routed = len(routes) == k  # else (never seen) Spark samples the partitions to spread them
+    ctx["routes"] = np.array([routes[p] for p in range(k)] if routed else range(k), dtype=np.int64)
+    ctx.update(incoming=o["direction"] == "in", undirected=o["undirected"], drop_self_loops=o["drop_self_loops"],
+               drop_dangling=plan["drop_dangling"], node_type=plan["node_type"])
+
+    # Each slice's rows, kept edges and kept self-loops: from the Parquet footers where nothing can be dropped
+    # and no reverse edges are added (every row an edge, in order); else counted (one pass).
+    footer_rows = [u[4] for u in ctx["edge_units"]]
+    rows = np.array([x or 0 for x in footer_rows], dtype=np.int64)
+    kept, loops, dangling = rows.copy(), np.zeros(eu, dtype=np.int64), 0
+    counted = (plan["drop_dangling"] or o["drop_self_loops"] or o["undirected"] or
+               any(x is None for x in footer_rows))
+    j = None
+    if not local_map:
+        raw_edges = spark.range(0, eu, 1, eu).mapInArrow(_read_edges(ctx), "unit int, row long, src %s, dst %s" %
+                                                         (key_type, key_type))
+        ids = id_map.select("key", "new", "part")
+        j = raw_edges.join(ids.withColumnRenamed("key", "src").withColumnRenamed("new", "su")
+                           .withColumnRenamed("part", "sp"), "src", "left") \
+            .join(ids.withColumnRenamed("key", "dst").withColumnRenamed("new", "dv")
+                  .withColumnRenamed("part", "dp"), "dst", "left")
     dangling_col = F.col("su").isNull() | F.col("dv").isNull()
     keep = ~dangling_col
     if o["drop_self_loops"]:
@@ -672,21 +900,22 @@ def _run(spark, plan, ctx, job, persisted, schema, o, log, report):
 
     def first_dangling():
         b = collect(j.where(dangling_col).orderBy("unit", "row").limit(1))[0]
-        f, _, _, first_row = ctx["edge_units"][b["unit"]][:4]
-        end, key = ("source", b["src"]) if b["su"] is None else ("destination", b["dst"])
-        return errors.InvalidArgument(
-            "%s row %d, the %s: '%s' names no node of type '%s' (the schema's \"dangling_edges\": \"drop\" "
-            "counts and drops such edges)" % (plan["edge_files"][f], first_row + b["row"] + 1, end, str(key)[:40],
-                                              plan["node_type"]))
+        end, key = (0, b["src"]) if b["su"] is None else (1, b["dst"])
+        return errors.InvalidArgument(_dangling_message(ctx, b["unit"], b["row"], end, key))
 
-    # Each slice's rows, kept edges and kept self-loops: from the Parquet footers where nothing can be dropped
-    # and no reverse edges are added (every row an edge, in order); else counted (one pass, in Spark).
-    footer_rows = [u[4] for u in ctx["edge_units"]]
-    rows = np.array([x or 0 for x in footer_rows], dtype=np.int64)
-    kept, loops, dangling = rows.copy(), np.zeros(eu, dtype=np.int64), 0
-    counted = (plan["drop_dangling"] or o["drop_self_loops"] or o["undirected"] or
-               any(x is None for x in footer_rows))
-    if counted:
+    if counted and local_map:
+        first_bad = None
+        for r in collect(spark.range(0, eu, 1, eu).mapInArrow(
+                _edge_fn(ctx, False), "unit int, rows long, kept long, loops long, dangling long, bad_row long, "
+                                      "bad_end int, bad_key string")):
+            u = r["unit"]
+            rows[u], kept[u], loops[u] = r["rows"], r["kept"], r["loops"]
+            dangling += r["dangling"]
+            if r["bad_row"] >= 0 and (first_bad is None or u < first_bad[0]):
+                first_bad = (u, r["bad_row"], r["bad_end"], r["bad_key"])
+        if dangling and not plan["drop_dangling"]:
+            raise errors.InvalidArgument(_dangling_message(ctx, *first_bad))
+    elif counted:
         loop_kept = keep & (F.col("su") == F.col("dv"))
         for r in collect(j.groupBy("unit").agg(
                 F.count(F.lit(1)).alias("rows"), F.sum(keep.cast("long")).alias("kept"),
@@ -700,6 +929,8 @@ def _run(spark, plan, ctx, job, persisted, schema, o, log, report):
     e1 = int(kept.sum())
     nonloop = kept - loops
     num_edges = e1 + (int(nonloop.sum()) if o["undirected"] else 0)
+    ctx.update(e1=e1, kept_off=np.r_[0, np.cumsum(kept)][:-1].astype(np.int64),
+               nl_off=np.r_[0, np.cumsum(nonloop)][:-1].astype(np.int64))
     step("edge_counts")
     log("%d edges%s" % (num_edges, "; dropped %d edges whose endpoint no node table has" % dangling
                         if dangling else ""))
@@ -727,48 +958,48 @@ def _run(spark, plan, ctx, job, persisted, schema, o, log, report):
 
     ctx["meta"] = write_meta("meta-writers.json")
 
-    # Edge ids: an edge's place in the input among the kept ones (the native order: the tables' rows, then the
-    # reverses of the non-loops). Where nothing was dropped that is the slice's offset plus the row.
-    kept_edges = j.where(keep) if counted else j
-    by_unit = Window.partitionBy("unit").orderBy("row")
-    incoming = o["direction"] == "in"
+    # The edges where they are stored, with their ids: an edge's place among the kept edges in input order (the
+    # tables' rows, then the reverses of the non-loops).
+    if local_map:  # resolved, numbered and routed in the slices' own tasks
+        edges = spark.range(0, eu, 1, eu).mapInArrow(_edge_fn(ctx, True),
+                                                      "route long, part int, row long, eid long, nbr long")
+    else:
+        kept_edges = j.where(keep) if counted else j
+        by_unit = Window.partitionBy("unit").orderBy("row")
+        incoming = o["direction"] == "in"
 
-    def with_ids(df, counts, base):
-        offsets = spark.createDataFrame([(i, int(x)) for i, x in enumerate(np.r_[0, np.cumsum(counts)][:-1])],
-                                        "unit int, off long")
-        df = df.join(F.broadcast(offsets), "unit")
-        if (counts == rows).all():
-            return df.withColumn("eid", F.col("off") + F.col("row") + base)
-        return df.withColumn("eid", F.col("off") + F.row_number().over(by_unit) - 1 + base)
+        def with_ids(df, counts, base):
+            offsets = spark.createDataFrame([(i, int(x)) for i, x in enumerate(np.r_[0, np.cumsum(counts)][:-1])],
+                                            "unit int, off long")
+            df = df.join(F.broadcast(offsets), "unit")
+            if (counts == rows).all():
+                return df.withColumn("eid", F.col("off") + F.col("row") + base)
+            return df.withColumn("eid", F.col("off") + F.row_number().over(by_unit) - 1 + base)
 
-    def stored(df, reverse):
-        # Edge u -> v (reversed: v -> u) is stored in the row of v (out: u), its neighbor u (out: v).
-        tgt_row, tgt_part, nb = ("dv", "dp", "su") if incoming != reverse else ("su", "sp", "dv")
-        return df.select(F.col(tgt_part).alias("part"), F.col(tgt_row).alias("row"), "eid", F.col(nb).alias("nbr"))
+        def stored(df, reverse):
+            # Edge u -> v (reversed: v -> u) is stored in the row of v (out: u), its neighbor u (out: v).
+            tgt_row, tgt_part, nb = ("dv", "dp", "su") if incoming != reverse else ("su", "sp", "dv")
+            return df.select(F.col(tgt_part).alias("part"), F.col(tgt_row).alias("row"), "eid",
+                             F.col(nb).alias("nbr"))
 
-    edges = stored(with_ids(kept_edges, kept, 0), False)
-    if o["undirected"]:
-        edges = edges.unionByName(stored(with_ids(kept_edges.where(F.col("su") != F.col("dv")), nonloop, e1), True))
+        edges = stored(with_ids(kept_edges, kept, 0), False)
+        if o["undirected"]:
+            edges = edges.unionByName(stored(with_ids(kept_edges.where(F.col("su") != F.col("dv")), nonloop, e1),
+                                             True))
+        route = spark.createDataFrame([(p, int(ctx["routes"][p])) for p in range(k)], "part int, route long")
+        edges = edges.join(F.broadcast(route), "part")
     # One placeholder per partition: every partition gets a writer, edges or not. Spark moves each edge to the
     # task of its partition; the writer there orders them.
-    marks = spark.createDataFrame([(p, -1, -1, -1) for p in range(k)], "part int, row long, eid long, nbr long")
+    marks = spark.createDataFrame([(int(ctx["routes"][p]), p, -1, -1, -1) for p in range(k)],
+                                  "route long, part int, row long, eid long, nbr long")
     records = edges.unionByName(marks)
-    # Spark task p gets exactly partition p's edges: each partition is routed by a key whose hash Spark's
-    # partitioner sends to task p (found by Spark's own hash; k rows come back).
-    routes = {r["b"]: r["id"] for r in collect(
-        spark.range(0, 64 * k + 64, 1, 1).select("id", F.expr("pmod(hash(id), %d)" % k).alias("b"))
-        .groupBy("b").agg(F.min("id").alias("id")))}
-    if len(routes) == k:
-        route = spark.createDataFrame([(p, int(routes[p])) for p in range(k)], "part int, route long")
-        records = records.join(F.broadcast(route), "part").repartition(k, "route").drop("route")
-    else:  # no key for some task (never seen): Spark samples the parts to spread them
-        records = records.repartitionByRange(k, "part")
+    records = (records.repartition(k, "route") if routed else records.repartitionByRange(k, "route")).drop("route")
     try:
         written = collect(records.mapInArrow(
             _writer_fn(ctx), "part int, edges long, cut_edges long, bytes long, slices long, "
                              "receive_seconds double, write_seconds double"))
     except Exception as e:
-        if _DANGLING in str(e):
+        if _DANGLING in str(e) and j is not None:
             raise first_dangling() from None
         raise
     if sorted(r["part"] for r in written) != list(range(k)):
@@ -828,9 +1059,9 @@ def main(argv=None):
     ap.add_argument("--master", help="Spark master when not run by spark-submit (e.g. 'local[2]')")
     ap.add_argument("--executor-memory", help="spark.executor.memory (and the driver's in local mode), e.g. 2g")
     ap.add_argument("--local-dir", help="spark.local.dir: Spark's shuffle and spill folder")
-    ap.add_argument("--broadcast-nodes", type=int, default=1 << 22,
-                    help="up to this many nodes, their id map is broadcast for the endpoint join (default 4194304; "
-                         "0: always shuffle)")
+    ap.add_argument("--map-nodes", type=int, default=1 << 25,
+                    help="up to this many nodes, each edge task resolves endpoints through an id map file (about 12 "
+                         "bytes per node); above it, Spark joins (default 33554432; 0: always join)")
     ap.add_argument("--writer-memory", default="1G",
                     help="memory a partition's writer places its edges in (default 1G; 24 bytes per edge of a slice)")
     ap.add_argument("--executor-memory-overhead", help="spark.executor.memoryOverhead: what an executor may hold "
@@ -863,7 +1094,7 @@ def main(argv=None):
                                   drop_self_loops=a.drop_self_loops, direction=a.direction,
                                   feature_dtype=a.feature_dtype, normalize_features=a.normalize_features,
                                   chunk_nodes=a.chunk_nodes, force=a.force, bin_dir=a.bin_dir, quiet=a.quiet,
-                                  broadcast_nodes=a.broadcast_nodes, writer_memory=a.writer_memory, report=report)
+                                  map_nodes=a.map_nodes, writer_memory=a.writer_memory, report=report)
     except errors.Error as e:
         print("fanout.spark: error: %s" % e, file=sys.stderr)
         return 1

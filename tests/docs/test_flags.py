@@ -22,7 +22,8 @@ OTHER_TOOLS = {
     "--parquet": "datasets/make_shop_tables.py",
 }
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
-BINARY = re.compile(r"(?<![\w/-])(fanout-(?:server|partition|ctl|sample|bench-[a-z]+)|train-graphsage)(?![\w-])")
+BINARY = re.compile(r"(?<![\w/-])(fanout-(?:server|partition|ctl|sample|spark-task|bench-[a-z]+)|train-graphsage)"
+                    r"(?![\w-])")
 
 
 def pages():
@@ -46,8 +47,13 @@ def helps():
     for sub in subs:
         h["fanout-ctl"] += run_help([os.path.join(BIN, "fanout-ctl"), sub])
     h["fanout-ctl subcommands"] = subs
+    if "fanout-spark-task" in h:  # its steps' flags are in their own --help
+        for sub in re.findall(r"^\s+([a-z]+)\s", re.split(r"(?i)subcommands:", h["fanout-spark-task"])[-1],
+                              re.M):
+            h["fanout-spark-task"] += run_help([os.path.join(BIN, "fanout-spark-task"), sub])
     scripts = sorted(glob.glob(os.path.join(ROOT, "examples", "python", "*.py"))) + \
-        [os.path.join(ROOT, "bench", "python_bench.py")]
+        [os.path.join(ROOT, "bench", "python_bench.py"), os.path.join(ROOT, "bench", "ingest_bench.py"),
+         os.path.join(ROOT, "python", "fanout", "spark.py")]
     # Their argparse flags, read from the source (running --help would need PyG for some of them).
     h["scripts"] = " ".join(" ".join(re.findall(r"add_argument\(\s*\"(--[a-z0-9-]+)\"", open(s).read()))
                             for s in scripts)
