@@ -745,8 +745,10 @@ int main(int argc, char** argv) {
   auto* plan = app.add_subcommand("plan", "Check a schema and list its files (JSON)");
   plan->add_option("--schema", schema, "The tables' schema (docs/DATA.md)")->required();
 
-  auto* nodes = app.add_subcommand("nodes", "Read a node file (or some of its row groups) to a binary stream on stdout");
-  auto* edges_cmd = app.add_subcommand("edges", "Read an edge file (or some of its row groups) to a binary stream on stdout");
+  auto* nodes = app.add_subcommand(
+      "nodes", "Read a node file (or some of its row groups) to a binary stream on stdout");
+  auto* edges_cmd = app.add_subcommand(
+      "edges", "Read an edge file (or some of its row groups) to a binary stream on stdout");
   for (auto* c : {nodes, edges_cmd}) {
     c->add_option("--schema", schema, "The tables' schema")->required();
     c->add_option("--file-index", file_index, "Which file, in the plan's order")->required();
@@ -777,7 +779,8 @@ int main(int argc, char** argv) {
   meta->add_option("--plan", plan_path, "The driver's counts (JSON)")->required();
   meta->add_option("--out", out_path, "Output file")->required();
 
-  auto* write = app.add_subcommand("write", "Write one partition's store from its node files and stdin's edges");
+  auto* write = app.add_subcommand(
+      "write", "Write one partition's store from its node files and stdin's edges");
   write->add_option("--meta", meta_path, "meta.json's contents (from meta)")->required();
   write->add_option("--staging", staging, "The staging folder (from begin)")->required();
   write->add_option("--part", part, "The partition")->required();

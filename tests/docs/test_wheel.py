@@ -112,7 +112,7 @@ def test_the_wheel_installs_into_a_fresh_venv_and_trains(wheel, tmp_path):
     pip = subprocess.run([str(venv / "bin" / "pip"), "install", "--no-deps", "--no-index",
                           "--disable-pip-version-check", "-q", wheel], capture_output=True, text=True, timeout=600)
     assert pip.returncode == 0, pip.stdout + pip.stderr
-    for command in ("fanout-server", "fanout-partition", "fanout-ctl"):
+    for command in ("fanout-server", "fanout-partition", "fanout-spark-task", "fanout-ctl"):
         v = subprocess.run([str(venv / "bin" / command), "--version"], capture_output=True, text=True, timeout=60)
         assert v.returncode == 0 and "0." in v.stdout + v.stderr, (command, v.stdout, v.stderr)
 

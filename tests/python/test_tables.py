@@ -235,3 +235,25 @@ def test_dangling_edges_are_dropped_and_counted_when_the_schema_says_so(fanout, 
     assert r.returncode == 0, r.stdout
     assert "dropped 2 edges whose endpoint no node table has" in r.stdout
     assert json.load(open(tmp_path / "out" / "meta.json"))["num_edges"] == 1
+
+
+def test_a_given_assignment_places_each_node_and_bad_ones_are_named(fanout, tmp_path):
+    """--method file --assignment: one part per line, node by node in the input's order (gpmetis's output)."""
+    schema = _tables(tmp_path, "id\nx\ny\nz\nw\n", "a,b\nx,y\ny,z\nz,w\n")
+    parts = tmp_path / "parts.txt"
+    parts.write_text("# from gpmetis\n1\n0\n\n1\n0\n")
+    out = fanout.partition_tables(schema, tmp_path / "out", parts=2, method="file", assignment=str(parts))
+    with fanout.LocalCluster(out) as lc:
+        c = lc.cluster()
+        # Partition 0 owns the first new ids: y and w (input order inside a partition), then x and z.
+        assert c.original_names(torch.arange(4)) == ["y", "w", "x", "z"]
+    for text, message in [("1\n0\n1\n", "gives 3 parts, for a graph of 4 nodes"),
+                          ("1\n0\n1\n0\n1\n", "line 5: more lines than the graph's 4 nodes"),
+                          ("1\n0\n2\n0\n", "line 3: part 2 is outside [0, 2)"),
+                          ("1\n0\nzero\n0\n", "line 3: 'zero' is not a part number")]:
+        parts.write_text(text)
+        with pytest.raises(fanout.InvalidArgument, match=re.escape(message)):
+            fanout.partition_tables(schema, tmp_path / "bad", parts=2, method="file", assignment=str(parts))
+        assert not (tmp_path / "bad").exists()
+    with pytest.raises(fanout.InvalidArgument, match="--method file needs --assignment"):
+        fanout.partition_tables(schema, tmp_path / "bad", parts=2, method="file")
