@@ -509,8 +509,12 @@ class PartWrite {
     const auto t0 = std::chrono::steady_clock::now();
     FANOUT_RETURN_IF_ERROR(Spill());
     const auto t1 = std::chrono::steady_clock::now();
-    FANOUT_RETURN_IF_ERROR(detail::PartStoreWriter::Open(staging + "/part-" + std::to_string(part_),
-                                                         int64_t{64} << 20, &w_));
+    // Written beside its final name and renamed into place when complete: a failed attempt leaves
+    // nothing (the guard removes it), and a retried one replaces what an earlier, killed one left.
+    const std::string final_path = staging + "/part-" + std::to_string(part_);
+    const std::string tmp_path = final_path + ".attempt-" + std::to_string(getpid());
+    guard_.Reset(tmp_path);
+    FANOUT_RETURN_IF_ERROR(detail::PartStoreWriter::Open(tmp_path, int64_t{64} << 20, &w_));
     FANOUT_RETURN_IF_ERROR(w_->PutInfo(meta_, part_, edges_));
     FANOUT_RETURN_IF_ERROR(Place());
     bool more = false;
@@ -521,11 +525,20 @@ class PartWrite {
                                      ": the node files hold more than its " +
                                      std::to_string(end_ - begin_) + " nodes");
     FANOUT_RETURN_IF_ERROR(w_->Close());
+    const int64_t bytes = w_->bytes_written();
+    w_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(final_path, ec);
+    std::filesystem::rename(tmp_path, final_path, ec);
+    if (ec)
+      return Status::IOError("cannot rename " + tmp_path + " to " + final_path + ": " +
+                             ec.message());
+    guard_.Release();
     const auto t2 = std::chrono::steady_clock::now();
     *report = {{"part", part_},
                {"edges", edges_},
                {"cut_edges", cut_},
-               {"bytes", w_->bytes_written()},
+               {"bytes", bytes},
                {"slices", slices_},
                {"receive_seconds", std::chrono::duration<double>(t1 - t0).count()},
                {"write_seconds", std::chrono::duration<double>(t2 - t1).count()}};
@@ -677,6 +690,8 @@ class PartWrite {
   const int64_t memory_limit_;
   FILE* spill_ = nullptr;
   In in_;
+  // Declared before the writer, so destroyed after it: the store is closed before its folder goes.
+  detail::TempDirGuard guard_;
   std::unique_ptr<detail::PartStoreWriter> w_;
   std::vector<int64_t> degrees_;
   int64_t edges_ = 0, cut_ = 0, slices_ = 0;
