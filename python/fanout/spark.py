@@ -7,12 +7,15 @@ past one machine. Run it with ``spark-submit`` on a cluster or in Spark's local 
 
 What runs where (docs/DATA.md "On Spark"):
 
-- The driver checks the schema, counts, and publishes: it handles per-file and per-partition numbers only (row
-  counts, offsets, edge counts), never a node or an edge.
-- The executors read the tables, one file per task, with the native reader (``fanout-spark-task nodes`` /
-  ``edges``: CSV or Parquet, the native tool's errors); Spark joins the edges' endpoint ids to the nodes' new ids,
-  shuffles each edge to the partition that stores it and sorts each partition's records; each partition's store is
-  then written by ``fanout-spark-task write`` (the native writer) on the executor that holds it.
+- The driver checks the schema, cuts Parquet files into slices of row groups from their footers, counts, and
+  publishes: it handles per-slice and per-partition numbers only (row counts, offsets, edge counts), never a node or
+  an edge.
+- The executors read the tables, one slice per task, with the native reader (``fanout-spark-task nodes`` /
+  ``edges``: CSV or Parquet, the native tool's errors). Node tasks write their rows, by partition, to node files in
+  the job's folder; one task writes the id map (id -> new id, partition) there; edge tasks resolve their endpoints
+  through it, number their edges and route each to the task of the partition that stores it (Spark's one shuffle;
+  past ``map_nodes`` nodes Spark joins instead); each partition's store is then written by ``fanout-spark-task
+  write`` (the native writer, which places the edges by row and edge id) in that task.
 - The dataset is published as the native tool publishes it: everything goes to a staging folder beside the output,
   renamed into place after the last partition is written and synced. A run that fails or is killed publishes
   nothing (its staging folder is removed, or by the next run once its driver is gone).
