@@ -26,10 +26,11 @@ struct TablesPlan {
   bool drop_dangling = false;
   bool has_split = false;     // a split or mask column is named
   bool has_features = false;  // feature columns are named
+  bool timed = false;         // the edge table names a time column
 };
 
 // Parses and checks `schema_path`; NotSupported (naming why) for what a
-// file-at-a-time job does not take: several node or edge types, edge times.
+// file-at-a-time job does not take: several node or edge types.
 Status PlanTables(const std::string& schema_path, TablesPlan* out);
 
 // One node as its file gives it.
@@ -51,10 +52,12 @@ struct TableSlice {
 Status ReadTablesNodeFile(const std::string& schema_path, int file_index, bool quiet,
                           const TableSlice& slice,
                           const std::function<Status(const TableNode&)>& fn);
-// Reads edge file `file_index` in row order: fn(source, destination) with
-// the ids as the file holds them (int64 ids: *_id; string ids: *_name).
+// Reads edge file `file_index` in row order: fn(edge) with the ids as the
+// file holds them (int64 ids: *_id; string ids: *_name) and its time where
+// the schema names a time column.
 struct TableEdge {
   int64_t source_id = 0, destination_id = 0;
+  int64_t time = 0;  // where the schema names a time column
   std::string_view source_name, destination_name;
 };
 Status ReadTablesEdgeFile(const std::string& schema_path, int file_index, bool quiet,

@@ -823,10 +823,6 @@ Status PlanTables(const std::string& schema_path, TablesPlan* out) {
                                 ": heterogeneous tables (several node or edge types, or a reverse "
                                 "type) are not taken by the Spark job yet; fanout-partition "
                                 "--format tables partitions them on one host");
-  if (!s.edges[0].time.empty())
-    return Status::NotSupported("schema " + schema_path +
-                                ": edge times are not taken by the Spark job yet; "
-                                "fanout-partition --format tables partitions them on one host");
   const NodeSpec& ns = s.nodes[0];
   out->name = s.name;
   out->node_type = ns.type;
@@ -837,6 +833,7 @@ Status PlanTables(const std::string& schema_path, TablesPlan* out) {
   out->drop_dangling = s.drop_dangling;
   out->has_split = !(ns.split + ns.train_mask + ns.val_mask + ns.test_mask).empty();
   out->has_features = !ns.feature_list.empty() || !ns.feature_columns.empty();
+  out->timed = !s.edges[0].time.empty();
   return Status::OK();
 }
 
@@ -846,8 +843,7 @@ Status PlannedFile(const std::string& schema_path, int file_index, bool nodes, S
                    std::string* file) {
   bool hetero = false;
   FANOUT_RETURN_IF_ERROR(ParseAndCheck(schema_path, s, &hetero));
-  if (hetero || !s->edges[0].time.empty())
-    return Status::NotSupported("schema " + schema_path + ": not a homogeneous untimed graph");
+  if (hetero) return Status::NotSupported("schema " + schema_path + ": not a homogeneous graph");
   const std::vector<std::string>& files = nodes ? s->nodes[0].files : s->edges[0].files;
   if (file_index < 0 || static_cast<size_t>(file_index) >= files.size())
     return Status::InvalidArgument("schema " + schema_path + " lists " +
@@ -907,10 +903,12 @@ Status ReadTablesEdgeFile(const std::string& schema_path, int file_index, bool q
   const bool names = s.nodes[0].string_ids;
   std::unique_ptr<TableSource> tb;
   FANOUT_RETURN_IF_ERROR(OpenTable(file, s.delimiter, quiet, &tb, slice.range));
-  size_t sc = 0, dc = 0;
+  size_t sc = 0, dc = 0, tc = 0;
   const std::string what = "edge type '" + es.type + "'";
   FANOUT_RETURN_IF_ERROR(tb->Column(es.source, what + "'s source", &sc));
   FANOUT_RETURN_IF_ERROR(tb->Column(es.destination, what + "'s destination", &dc));
+  const bool timed = !es.time.empty();
+  if (timed) FANOUT_RETURN_IF_ERROR(tb->Column(es.time, what + "'s time", &tc));
   Status status;
   TableEdge e;
   while (tb->Next(&status)) {
@@ -922,6 +920,7 @@ Status ReadTablesEdgeFile(const std::string& schema_path, int file_index, bool q
       FANOUT_RETURN_IF_ERROR(tb->Int(sc, &e.source_id));
       FANOUT_RETURN_IF_ERROR(tb->Int(dc, &e.destination_id));
     }
+    if (timed) FANOUT_RETURN_IF_ERROR(tb->Int(tc, &e.time));
     FANOUT_RETURN_IF_ERROR(fn(e));
   }
   return status;

@@ -133,7 +133,8 @@ int Plan(const std::string& schema) {
             {"string_ids", p.string_ids},
             {"drop_dangling", p.drop_dangling},
             {"has_split", p.has_split},
-            {"has_features", p.has_features}};
+            {"has_features", p.has_features},
+            {"timed", p.timed}};
   std::printf("%s\n", j.dump().c_str());
   return 0;
 }
@@ -190,12 +191,13 @@ int Nodes(const std::string& schema, int file_index, const TableSlice& slice, bo
 }
 
 // edges: "FNSE0001", then blocks: int64 n (0 ends), the sources and the
-// destinations (int64[n] each, or offsets[n + 1] and bytes each).
+// destinations (int64[n] each, or offsets[n + 1] and bytes each), then with
+// `timed` the times (int64[n]).
 int Edges(const std::string& schema, int file_index, const TableSlice& slice, bool string_ids,
-          int64_t block_rows) {
+          bool timed, int64_t block_rows) {
   Out out;
   out.Bytes("FNSE0001", 8);
-  std::vector<int64_t> src, dst, src_off{0}, dst_off{0};
+  std::vector<int64_t> src, dst, src_off{0}, dst_off{0}, times;
   std::string src_names, dst_names;
   int64_t n = 0;
   auto flush = [&]() {
@@ -209,7 +211,8 @@ int Edges(const std::string& schema, int file_index, const TableSlice& slice, bo
       out.Array(src);
       out.Array(dst);
     }
-    src.clear(), dst.clear(), src_off.assign(1, 0), dst_off.assign(1, 0);
+    if (timed) out.Array(times);
+    src.clear(), dst.clear(), src_off.assign(1, 0), dst_off.assign(1, 0), times.clear();
     src_names.clear(), dst_names.clear();
     n = 0;
     return out.ok();
@@ -224,6 +227,7 @@ int Edges(const std::string& schema, int file_index, const TableSlice& slice, bo
       src.push_back(e.source_id);
       dst.push_back(e.destination_id);
     }
+    if (timed) times.push_back(e.time);
     if (++n == block_rows && !flush())
       return Status::IOError("writing the edge stream: " + std::string(strerror(errno)));
     return Status::OK();
@@ -318,6 +322,7 @@ int Meta(const std::string& plan_path, const std::string& out_path) {
     in.has_labels = j.at("has_labels").get<bool>();
     in.has_split = j.at("has_split").get<bool>();
     in.has_names = j.at("has_names").get<bool>();
+    in.has_edge_times = j.value("has_edge_times", false);
     const int k = j.at("num_parts").get<int>();
     meta = detail::BaseMeta(in, k, wo);
     meta.dataset_id = j.at("dataset_id").get<std::string>();
@@ -479,12 +484,13 @@ class NodeFiles {
 
 // write: partition `part`'s store: its nodes from the node files, its
 // stored edges from stdin, in any order: "FNSW0003", then blocks: int64 n (0
-// ends); int64 rows[n], eids[n], neighbors[n] (a negative row is a
-// placeholder, skipped: it gives a partition without edges a task). The
-// edges go to a spill file (24 bytes each) while their rows' degrees are
-// counted; then slices of whole chunks are read back from it and placed by
-// counting sort, each row's edges ordered by edge id (the native order:
-// input order), under `memory_limit` bytes for the slice's edges.
+// ends); int64 rows[n], eids[n], neighbors[n], and times[n] where the
+// dataset has edge times (a negative row is a placeholder, skipped: it gives
+// a partition without edges a task). The edges go to a spill file (24
+// bytes each, 32 with times) while their rows' degrees are counted; then slices of whole
+// chunks are read back from it and placed by counting sort, each row's
+// edges ordered by time, then edge id (the native order: input order, stably
+// sorted by time), under `memory_limit` bytes for the slice's edges.
 class PartWrite {
  public:
   PartWrite(const DatasetMeta& meta, int part, bool normalize, NodeFiles* nodes,
@@ -546,8 +552,11 @@ class PartWrite {
   }
 
  private:
-  struct Record {
-    int64_t row, eid, nbr;
+  // A placed edge; a row's edges are ordered by time (0 without times), then edge id: the native
+  // order (input order, stably sorted by time where the dataset has times).
+  struct Placed {
+    int64_t time, eid, nbr;
+    bool operator<(const Placed& o) const { return time != o.time ? time < o.time : eid < o.eid; }
   };
 
   Status Spill() {
@@ -558,8 +567,9 @@ class PartWrite {
     FANOUT_RETURN_IF_ERROR(in_.Read(magic, 8, "the stream's header"));
     if (std::memcmp(magic, "FNSW0003", 8) != 0)
       return Status::InvalidArgument("the edge stream does not start with FNSW0003");
-    std::vector<int64_t> rows, eids, nbrs;
-    std::vector<Record> out;
+    std::vector<int64_t> rows, eids, nbrs, times;
+    const bool timed = meta_.has_edge_times;
+    std::vector<int64_t> out;  // row, eid, nbr[, time] per edge: 24 bytes, 32 with times
     for (;;) {
       int64_t n = 0;
       FANOUT_RETURN_IF_ERROR(in_.Read(&n, sizeof n, "a block header"));
@@ -569,6 +579,7 @@ class PartWrite {
       FANOUT_RETURN_IF_ERROR(in_.Array(&rows, n, "the rows"));
       FANOUT_RETURN_IF_ERROR(in_.Array(&eids, n, "the edge ids"));
       FANOUT_RETURN_IF_ERROR(in_.Array(&nbrs, n, "the neighbors"));
+      if (timed) FANOUT_RETURN_IF_ERROR(in_.Array(&times, n, "the times"));
       out.clear();
       for (int64_t i = 0; i < n; ++i) {
         const int64_t row = rows[i], eid = eids[i], nbr = nbrs[i];
@@ -582,11 +593,13 @@ class PartWrite {
               "), the edge ids [0, " + std::to_string(meta_.num_edges) + ") or the nodes");
         ++degrees_[static_cast<size_t>(row - begin_)];
         cut_ += nbr < begin_ || nbr >= end_;
-        out.push_back(Record{row, eid, nbr});
+        out.insert(out.end(), {row, eid, nbr});
+        if (timed) out.push_back(times[i]);
       }
-      if (!out.empty() && std::fwrite(out.data(), sizeof(Record), out.size(), spill_) != out.size())
+      if (!out.empty() &&
+          std::fwrite(out.data(), sizeof(int64_t), out.size(), spill_) != out.size())
         return Status::IOError("writing " + spill_path_ + ": " + strerror(errno));
-      edges_ += static_cast<int64_t>(out.size());
+      edges_ += static_cast<int64_t>(out.size()) / (timed ? 4 : 3);
     }
     if (std::fflush(spill_) != 0)
       return Status::IOError("writing " + spill_path_ + ": " + strerror(errno));
@@ -598,49 +611,55 @@ class PartWrite {
     const int64_t rows = end_ - begin_, cn = meta_.chunk_nodes;
     std::vector<int64_t> start(static_cast<size_t>(rows) + 1, 0);
     for (int64_t r = 0; r < rows; ++r) start[r + 1] = start[r] + degrees_[r];
-    const int64_t budget = std::max<int64_t>(memory_limit_ / 24, 1);
-    std::vector<std::pair<int64_t, int64_t>> slot;  // (eid, nbr) per placed edge
+    const int64_t budget =
+        std::max<int64_t>(memory_limit_ / 32, 1);  // 24 placed + 8 per row, about
+    const size_t words = meta_.has_edge_times ? 4 : 3;
+    std::vector<Placed> slot;
     std::vector<int64_t> fill;
-    std::vector<Record> buf(1 << 16);
+    std::vector<int64_t> buf(words << 16);
     for (int64_t c0 = 0; c0 * cn < rows || (rows == 0 && c0 == 0);) {
       // Chunks [c0, c1) whose edges fit the budget (one chunk at least).
       int64_t c1 = c0 + 1;
       while (c1 * cn < rows && start[std::min(rows, (c1 + 1) * cn)] - start[c0 * cn] <= budget)
         ++c1;
       const int64_t ra = c0 * cn, rz = std::min(rows, c1 * cn), e0 = start[ra];
-      slot.assign(static_cast<size_t>(start[rz] - e0), {0, 0});
+      slot.assign(static_cast<size_t>(start[rz] - e0), Placed{0, 0, 0});
       fill.assign(start.begin() + ra, start.begin() + rz);
       if (std::fseek(spill_, 0, SEEK_SET) != 0)
         return Status::IOError("reading " + spill_path_ + ": " + strerror(errno));
       for (;;) {
-        const size_t got = std::fread(buf.data(), sizeof(Record), buf.size(), spill_);
+        const size_t got = std::fread(buf.data(), sizeof(int64_t), buf.size(), spill_) / words;
         for (size_t i = 0; i < got; ++i) {
-          const int64_t r = buf[i].row - begin_;
+          const int64_t* e = buf.data() + i * words;
+          const int64_t r = e[0] - begin_;
           if (r < ra || r >= rz) continue;
-          slot[static_cast<size_t>(fill[r - ra]++ - e0)] = {buf[i].eid, buf[i].nbr};
+          slot[static_cast<size_t>(fill[r - ra]++ - e0)] = {words == 4 ? e[3] : 0, e[1], e[2]};
         }
-        if (got < buf.size()) break;
+        if (got < buf.size() / words) break;
       }
       if (std::ferror(spill_)) return Status::IOError("reading " + spill_path_);
       for (int64_t r = ra; r < rz; ++r) {
         auto first = slot.begin() + (start[r] - e0), last = slot.begin() + (start[r + 1] - e0);
         std::sort(first, last);
         for (auto it = first; it != last && it + 1 != last; ++it)
-          if (it->first == (it + 1)->first)
+          if (it->eid == (it + 1)->eid)
             return Status::InvalidArgument("partition " + std::to_string(part_) + ": edge id " +
-                                           std::to_string(it->first) + " is stored twice");
+                                           std::to_string(it->eid) + " is stored twice");
       }
       for (int64_t c = c0; c < c1 && c * cn < std::max<int64_t>(rows, 1); ++c) {
         const int64_t a = c * cn, z = std::min(rows, (c + 1) * cn);
-        std::vector<int64_t> deg(degrees_.begin() + a, degrees_.begin() + z), nbr, eid;
+        std::vector<int64_t> deg(degrees_.begin() + a, degrees_.begin() + z), nbr, eid, time;
         nbr.reserve(static_cast<size_t>(start[z] - start[a]));
         eid.reserve(nbr.capacity());
         for (int64_t x = start[a]; x < start[z]; ++x) {
-          eid.push_back(slot[static_cast<size_t>(x - e0)].first);
-          nbr.push_back(slot[static_cast<size_t>(x - e0)].second);
+          const Placed& e = slot[static_cast<size_t>(x - e0)];
+          eid.push_back(e.eid);
+          nbr.push_back(e.nbr);
+          if (meta_.has_edge_times) time.push_back(e.time);
         }
         if (z > a) {
           FANOUT_RETURN_IF_ERROR(w_->PutAdjChunk(c, deg, nbr, eid));
+          if (meta_.has_edge_times) FANOUT_RETURN_IF_ERROR(w_->PutEdgeTimeChunk(c, time));
           FANOUT_RETURN_IF_ERROR(Nodes(c, z - a));
         }
       }
@@ -750,7 +769,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::string schema, output, method, assignment, out_path, meta_path, staging, plan_path;
   int file_index = 0, parts = 1, part = 0;
-  bool string_ids = false, force = false, normalize = false, ids_only = false;
+  bool string_ids = false, force = false, normalize = false, ids_only = false, timed = false;
   int64_t block_rows = 65536, num_nodes = 0, first_row = 0;
   std::string row_groups, nodes_dir, spill_dir, memory_text = "1G";
   int units = 0;
@@ -775,6 +794,8 @@ int main(int argc, char** argv) {
         ->check(CLI::NonNegativeNumber);
   }
   nodes->add_flag("--ids-only", ids_only, "Read the ids alone (no features, labels or split)");
+  edges_cmd->add_flag("--timed", timed,
+                      "Also stream each edge's time (the schema names a time column)");
 
   auto* assign = app.add_subcommand("assign", "Write each node's part (int32 per node)");
   assign->add_option("--method", method, "random or file")->required();
@@ -827,7 +848,7 @@ int main(int argc, char** argv) {
     slice.range = &range;
   }
   if (nodes->parsed()) return Nodes(schema, file_index, slice, string_ids, block_rows);
-  if (edges_cmd->parsed()) return Edges(schema, file_index, slice, string_ids, block_rows);
+  if (edges_cmd->parsed()) return Edges(schema, file_index, slice, string_ids, timed, block_rows);
   if (assign->parsed()) return Assign(method, parts, seed, num_nodes, assignment, out_path);
   if (begin->parsed()) return Begin(output, force, owner_pid);
   if (meta->parsed()) return Meta(plan_path, out_path);

@@ -37,7 +37,7 @@ def spark(tmp_path_factory):
         s.stop()
 
 
-def write_graph(folder, string_ids, n=700, e=5000, seed=3, compact=False):
+def write_graph(folder, string_ids, n=700, e=5000, seed=3, compact=False, timed=False):
     """A homogeneous graph as tables: nodes in two Parquet files and a CSV (ids shuffled, not compact; features as a
     list column and as CSV text; labels; masks), edges in Parquet, CSV and gzip'd CSV (duplicates, self-loops and
     one dangling endpoint among them)."""
@@ -66,13 +66,21 @@ def write_graph(folder, string_ids, n=700, e=5000, seed=3, compact=False):
     src[17], dst[17] = src[3], dst[3]  # a duplicate
     s_ids, d_ids = [ids[i] for i in src], [ids[i] for i in dst]
     s_ids[100] = "nobody" if string_ids else -5  # dangling
-    ecut = [0, 2000, 3500, e]
-    pq.write_table(pa.table({"s": s_ids[:ecut[1]], "d": d_ids[:ecut[1]]}), os.path.join(folder, "edges-0.parquet"),
-                   row_group_size=500)
+    ecut = [0, 2 * e // 5, 7 * e // 10, e]
+    t = rng.integers(1000, 1100, e)  # many ties: the stored order is by time, then input order
+    cols = {"s": s_ids[:ecut[1]], "d": d_ids[:ecut[1]]}
+    if timed:
+        cols["t"] = t[:ecut[1]]
+    pq.write_table(pa.table(cols), os.path.join(folder, "edges-0.parquet"), row_group_size=500)
+
+    def csv_rows(a, z):
+        return "".join(("%s,%s,%d\n" % (s_ids[i], d_ids[i], t[i])) if timed else ("%s,%s\n" % (s_ids[i], d_ids[i]))
+                       for i in range(a, z))
+    head = "s,d,t\n" if timed else "s,d\n"
     with open(os.path.join(folder, "edges-1.csv"), "w") as f:
-        f.write("s,d\n" + "".join("%s,%s\n" % (a, b) for a, b in zip(s_ids[ecut[1]:ecut[2]], d_ids[ecut[1]:ecut[2]])))
+        f.write(head + csv_rows(ecut[1], ecut[2]))
     with gzip.open(os.path.join(folder, "edges-2.csv.gz"), "wt") as f:
-        f.write("s,d\n" + "".join("%s,%s\n" % (a, b) for a, b in zip(s_ids[ecut[2]:], d_ids[ecut[2]:])))
+        f.write(head + csv_rows(ecut[2], e))
     schema = {"name": "spark-test",
               "nodes": [{"files": ["nodes-*.parquet", "nodes-2.csv"], "id": "id",
                          "id_type": "string" if string_ids else "int64", "features": "f", "label": "y",
@@ -80,6 +88,8 @@ def write_graph(folder, string_ids, n=700, e=5000, seed=3, compact=False):
               "edges": [{"files": ["edges-0.parquet", "edges-1.csv", "edges-2.csv.gz"], "source": "s",
                          "destination": "d"}],
               "dangling_edges": "drop"}
+    if timed:
+        schema["edges"][0]["time"] = "t"
     with open(os.path.join(folder, "graph.json"), "w") as f:
         json.dump(schema, f)
     return os.path.join(folder, "graph.json")
@@ -105,6 +115,11 @@ def served(out):
         got += [b.n_id, b.edge_index, b.e_id]
         b = next(iter(fanout.NodeLoader(c, ids[::7], num_neighbors=[4, 3], batch_size=64, shuffle=True, seed=9)))
         got += [b.n_id, b.edge_index, b.e_id, b.x, b.y]
+        if json.load(open(os.path.join(out, "meta.json"))).get("has_edge_times"):
+            seeds = ids[::5]
+            b = next(iter(fanout.NodeLoader(c, seeds, num_neighbors=[3, 2], batch_size=64, shuffle=False, seed=4,
+                                            input_time=torch.full((len(seeds),), 1050), temporal_strategy="last")))
+            got += [b.n_id, b.edge_index, b.e_id]
         return got
 
 
@@ -127,12 +142,15 @@ CASES = [
     (False, "range", dict(direction="out", undirected=True)),
     (True, "random", dict(seed=5, feature_dtype="bfloat16")),
     (False, "file", dict(normalize_features=True)),
+    (True, "hash", dict(undirected=True, timed=True)),
 ]
 
 
-@pytest.mark.parametrize("string_ids,method,options", CASES, ids=["hash", "range", "random", "file"])
+@pytest.mark.parametrize("string_ids,method,options", CASES, ids=["hash", "range", "random", "file", "timed"])
 def test_the_spark_job_writes_the_native_tools_store(spark, tmp_path, string_ids, method, options):
-    schema = write_graph(str(tmp_path / "t"), string_ids, compact=method == "range")  # an id map indexed by id
+    timed = options.pop("timed", False)
+    schema = write_graph(str(tmp_path / "t"), string_ids, compact=method == "range", timed=timed)  # compact: an id
+    # map indexed by id
     parts = 3
     if method == "file":
         assignment = tmp_path / "parts.txt"
@@ -149,8 +167,9 @@ def test_the_spark_job_writes_the_native_tools_store(spark, tmp_path, string_ids
 @pytest.mark.parametrize("string_ids", [True, False], ids=["string_ids", "int_ids"])
 def test_small_chunks_and_slices_give_the_same_store(spark, tmp_path, string_ids):
     """Several chunks per partition (the writer's chunk boundaries) and Parquet files read in several slices of
-    row groups (tasks), dropped edges among them (edge ids by rank)."""
-    schema = write_graph(str(tmp_path / "t"), string_ids, n=700, e=3000)
+    row groups (tasks), dropped edges among them (edge ids by rank); with string ids, edge times and Spark's
+    join instead of the id map file."""
+    schema = write_graph(str(tmp_path / "t"), string_ids, n=700, e=3000, timed=string_ids)
     nat = native(schema, tmp_path / "native", 2, "hash", chunk_nodes=64, undirected=True, drop_self_loops=True)
     report = {}
     fanout.spark.partition_on_spark(spark, schema, tmp_path / "spark", parts=2, method="hash", chunk_nodes=64,
@@ -196,10 +215,10 @@ def test_bad_tables_are_named_and_nothing_is_published(spark, tmp_path):
     json.dump(s, open(schema, "w"))
     _refused(spark, tmp_path, schema, "edges-0.parquet row 101, the source: 'nobody' names no node")
 
-    # What the job does not take yet, and a bad method.
-    s["edges"][0]["time"] = "s"
+    # What the job does not take yet (several types), and a bad method.
+    s["edges"][0]["reverse"] = "rev"
     json.dump(s, open(schema, "w"))
-    with pytest.raises(fanout.NotSupported, match="edge times"):
+    with pytest.raises(fanout.NotSupported, match="heterogeneous tables"):
         fanout.spark.partition_on_spark(spark, schema, tmp_path / "out", parts=2)
     with pytest.raises(fanout.InvalidArgument, match="gpmetis"):
         fanout.spark.partition_on_spark(spark, schema, tmp_path / "out", parts=2, method="metis")
