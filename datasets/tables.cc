@@ -572,6 +572,16 @@ Status ReadNodeTables(const Schema& s, const LoadOptions& options, NodeIndex* in
   return Status::OK();
 }
 
+// An edge table's source, destination and (where `timed`) time columns.
+Status EdgeColumns(const EdgeSpec& es, bool timed, TableSource* tb, size_t* sc, size_t* dc,
+                   size_t* tc) {
+  const std::string what = "edge type '" + es.type + "'";
+  FANOUT_RETURN_IF_ERROR(tb->Column(es.source, what + "'s source", sc));
+  FANOUT_RETURN_IF_ERROR(tb->Column(es.destination, what + "'s destination", dc));
+  if (timed) FANOUT_RETURN_IF_ERROR(tb->Column(es.time, what + "'s time", tc));
+  return Status::OK();
+}
+
 // Plays edge table `es` (its source and destination node types st and dt):
 // fn(u, v, time) for every edge whose endpoints resolve (the others counted
 // in *dangling where the schema drops them), until fn returns false.
@@ -582,10 +592,7 @@ Status PlayEdgeTable(const Schema& s, const EdgeSpec& es, int st, int dt, bool t
     std::unique_ptr<TableSource> tb;
     FANOUT_RETURN_IF_ERROR(OpenTable(file, s.delimiter, options.quiet, &tb));
     size_t sc = 0, dc = 0, tc = 0;
-    const std::string what = "edge type '" + es.type + "'";
-    FANOUT_RETURN_IF_ERROR(tb->Column(es.source, what + "'s source", &sc));
-    FANOUT_RETURN_IF_ERROR(tb->Column(es.destination, what + "'s destination", &dc));
-    if (timed) FANOUT_RETURN_IF_ERROR(tb->Column(es.time, what + "'s time", &tc));
+    FANOUT_RETURN_IF_ERROR(EdgeColumns(es, timed, tb.get(), &sc, &dc, &tc));
     Status status;
     while (tb->Next(&status)) {
       FANOUT_RETURN_IF_ERROR(status);
@@ -904,11 +911,8 @@ Status ReadTablesEdgeFile(const std::string& schema_path, int file_index, bool q
   std::unique_ptr<TableSource> tb;
   FANOUT_RETURN_IF_ERROR(OpenTable(file, s.delimiter, quiet, &tb, slice.range));
   size_t sc = 0, dc = 0, tc = 0;
-  const std::string what = "edge type '" + es.type + "'";
-  FANOUT_RETURN_IF_ERROR(tb->Column(es.source, what + "'s source", &sc));
-  FANOUT_RETURN_IF_ERROR(tb->Column(es.destination, what + "'s destination", &dc));
   const bool timed = !es.time.empty();
-  if (timed) FANOUT_RETURN_IF_ERROR(tb->Column(es.time, what + "'s time", &tc));
+  FANOUT_RETURN_IF_ERROR(EdgeColumns(es, timed, tb.get(), &sc, &dc, &tc));
   Status status;
   TableEdge e;
   while (tb->Next(&status)) {

@@ -110,33 +110,42 @@ def _unit_args(ctx, unit):
     return args
 
 
-def _node_blocks(ctx, unit_index, ids_only):
-    """The node stream of one slice, block by block: (n, dim, keys, labels, splits, features)."""
-    import pyarrow as pa
-
-    args = ["nodes"] + _unit_args(ctx, ctx["node_units"][unit_index]) + (["--ids-only"] if ids_only else [])
+def _stream_blocks(ctx, args, magic, what, read_block):
+    """Runs a fanout-spark-task reader and yields read_block(stdout, n) for each block until its end (a block of
+    0 rows); a cut stream or a failed reader fails the task with the reader's own message."""
     p, err = _run_reader(ctx, args)
     f = p.stdout
-    what = "node slice %d (%s)" % (unit_index, ctx["node_files"][ctx["node_units"][unit_index][0]])
     try:
-        if f.read(8) != b"FNSN0001":
+        if f.read(8) != magic:
             raise EOFError("the header")
         while True:
             n = int(_i64(f, 1, "a block header")[0])
             if n == 0:
                 break
-            dim = int(_i64(f, 1, "a block header")[0])
-            keys = _strings(f, n, "the ids") if ctx["string_ids"] else pa.array(_i64(f, n, "the ids"))
-            labels = _i64(f, n, "the labels")
-            splits = np.frombuffer(_exact(f, n, "the splits"), dtype=np.uint8)
-            feats = np.frombuffer(_exact(f, 4 * n * dim, "the features"), dtype="<f4").reshape(n, dim)
-            yield n, dim, keys, labels, splits, feats
+            yield read_block(f, n)
     except EOFError as e:
         p.stdout.close()
         _finish(p, err, "reading " + what)
         _fail("%s: the reader's stream ends inside %s" % (what, e))
     p.stdout.close()
     _finish(p, err, "reading " + what)
+
+
+def _node_blocks(ctx, unit_index, ids_only):
+    """The node stream of one slice, block by block: (n, dim, keys, labels, splits, features)."""
+    import pyarrow as pa
+
+    def block(f, n):
+        dim = int(_i64(f, 1, "a block header")[0])
+        keys = _strings(f, n, "the ids") if ctx["string_ids"] else pa.array(_i64(f, n, "the ids"))
+        labels = _i64(f, n, "the labels")
+        splits = np.frombuffer(_exact(f, n, "the splits"), dtype=np.uint8)
+        feats = np.frombuffer(_exact(f, 4 * n * dim, "the features"), dtype="<f4").reshape(n, dim)
+        return n, dim, keys, labels, splits, feats
+
+    args = ["nodes"] + _unit_args(ctx, ctx["node_units"][unit_index]) + (["--ids-only"] if ids_only else [])
+    what = "node slice %d (%s)" % (unit_index, ctx["node_files"][ctx["node_units"][unit_index][0]])
+    return _stream_blocks(ctx, args, b"FNSN0001", what, block)
 
 
 def _read_node_ids(ctx):
@@ -231,28 +240,16 @@ def _edge_blocks(ctx, u):
     arrays, the times as int64."""
     import pyarrow as pa
 
-    p, err = _run_reader(ctx, ["edges"] + _unit_args(ctx, ctx["edge_units"][u]) +
-                         (["--timed"] if ctx["timed"] else []))
-    f = p.stdout
+    def block(f, n):
+        if ctx["string_ids"]:
+            src, dst = _strings(f, n, "the sources"), _strings(f, n, "the destinations")
+        else:
+            src, dst = pa.array(_i64(f, n, "the sources")), pa.array(_i64(f, n, "the destinations"))
+        return n, src, dst, (_i64(f, n, "the times") if ctx["timed"] else None)
+
+    args = ["edges"] + _unit_args(ctx, ctx["edge_units"][u]) + (["--timed"] if ctx["timed"] else [])
     what = "edge slice %d (%s)" % (u, ctx["edge_files"][ctx["edge_units"][u][0]])
-    try:
-        if f.read(8) != b"FNSE0001":
-            raise EOFError("the header")
-        while True:
-            n = int(_i64(f, 1, "a block header")[0])
-            if n == 0:
-                break
-            if ctx["string_ids"]:
-                src, dst = _strings(f, n, "the sources"), _strings(f, n, "the destinations")
-            else:
-                src, dst = pa.array(_i64(f, n, "the sources")), pa.array(_i64(f, n, "the destinations"))
-            yield n, src, dst, (_i64(f, n, "the times") if ctx["timed"] else None)
-    except EOFError as e:
-        p.stdout.close()
-        _finish(p, err, "reading " + what)
-        _fail("%s: the reader's stream ends inside %s" % (what, e))
-    p.stdout.close()
-    _finish(p, err, "reading " + what)
+    return _stream_blocks(ctx, args, b"FNSE0001", what, block)
 
 
 def _read_edges(ctx):
