@@ -18,10 +18,23 @@ Status ClusterSession::ViewDataPlaneSample(int p, bool eids, bool weights, HopVi
   return Status::OK();
 }
 
+Status ClusterSession::CheckWeights(bool weighted, const char* what) const {
+  if (!weighted) return Status::OK();
+  for (int p = 0; p < c_->num_parts(); ++p)
+    if (!links_[p].info.has_edge_weights)
+      return Status::InvalidArgument(std::string(what) + ": server " + Address(p) + " (partition " +
+                                     std::to_string(p) +
+                                     ") serves no edge weights: it needs a dataset partitioned "
+                                     "with a weight per edge (docs/DATA.md), and servers that "
+                                     "know it");
+  return Status::OK();
+}
+
 Status ClusterSession::Sample(ArrayView<const int64_t> seeds, uint64_t request_seed,
                               const sampler::MultiHopOptions& options,
                               sampler::SampledSubgraph* out) {
   FANOUT_RETURN_IF_ERROR(sampler::CheckMultiHopOptions(options, true));
+  FANOUT_RETURN_IF_ERROR(CheckWeights(options.sampling.weighted, "weighted sampling"));
   IdRangeCheck seed;
   seed.what = "seed";
   FANOUT_RETURN_IF_ERROR(CheckIdsInRange(seeds, 0, c_->num_nodes(), seed));
@@ -549,6 +562,7 @@ Status ClusterSession::WalkStep(ArrayView<const int64_t> nodes, ArrayView<const 
     return Status::InvalidArgument("walk step: " + std::to_string(nodes.size()) + " nodes but " +
                                    std::to_string(keys.size()) + " walk keys");
   if (nodes.empty()) return Status::OK();
+  FANOUT_RETURN_IF_ERROR(CheckWeights(weighted, "weighted walks"));
   sampler::SamplingOptions so;
   so.weighted = weighted;
   so.with_edge_ids = false;

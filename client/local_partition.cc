@@ -35,7 +35,8 @@ rpc::ExpectedExport ExpectedExportOf(const rpc::RemotePartitionInfo& info) {
       {rpc::ExportArray::kIndices32, 0, edges},      {rpc::ExportArray::kEdgeIds, 0, edges},
       {rpc::ExportArray::kEdgeTimes, 0, edges},      {rpc::ExportArray::kEdgeTypes, 0, edges},
       {rpc::ExportArray::kFeatures, 0, nodes * row}, {rpc::ExportArray::kLabels, 0, nodes},
-      {rpc::ExportArray::kSplit, 0, nodes},          {rpc::ExportArray::kOriginalIds, 0, nodes}};
+      {rpc::ExportArray::kSplit, 0, nodes},          {rpc::ExportArray::kOriginalIds, 0, nodes},
+      {rpc::ExportArray::kEdgeWeights, 0, edges}};
   e.max_bytes = rpc::ExportBytesFor(most);
   return e;
 }
@@ -65,6 +66,9 @@ Status LocalPartition::Open(const rpc::RemotePartitionInfo& info, int num_edge_t
     return bad("has edge ids that are not one per edge");
   if (info.has_edge_times && v.edge_times.size() != edges)
     return bad("has edge times that are not one per edge");
+  if (info.has_edge_weights != !v.edge_weights.empty())
+    return bad(info.has_edge_weights ? "has no edge weights though its dataset has them"
+                                     : "has edge weights though its dataset has none");
   if (num_edge_types > 0) {
     if (v.edge_types.size() != edges) return bad("has edge types that are not one per edge");
     for (int32_t t : v.edge_types)

@@ -152,6 +152,7 @@ Status LocalSource::Open(const std::string& dir, std::shared_ptr<LocalSource>* o
     s->csr_.edge_ids.insert(s->csr_.edge_ids.end(), d.edge_ids.begin(), d.edge_ids.end());
     s->edge_times_.insert(s->edge_times_.end(), d.edge_times.begin(), d.edge_times.end());
     s->edge_types_.insert(s->edge_types_.end(), d.edge_types.begin(), d.edge_types.end());
+    s->csr_.weights.insert(s->csr_.weights.end(), d.edge_weights.begin(), d.edge_weights.end());
     for (int64_t r = 0; r < d.num_nodes(); ++r)
       for (int64_t j = 0; j < meta.feature_dim; ++j) s->features_.push_back(d.Feature(r, j));
     s->labels_.insert(s->labels_.end(), d.labels.begin(), d.labels.end());

@@ -12,7 +12,10 @@
 //
 // Memory: about 20 bytes per node (the renumbering, the degrees and the
 // partition of each node), plus what the input keeps per node (a SNAP file's
-// id map), plus the buffers, plus one slice: 16 bytes per edge of the slice.
+// id map), plus the buffers, plus one slice: 16 bytes per edge of the slice
+// (32 where edges carry a time or a weight: each row is then sorted by time,
+// then input order, as the in-memory writer stores it; the spill keeps 40
+// bytes per edge instead of 24).
 // The limit bounds all of it; what does not fit is refused before any work
 // with the smallest limit that would do.
 #ifndef FANOUT_DATASETS_BOUNDED_PARTITION_H_
@@ -49,6 +52,19 @@ struct StreamedGraph {
   // Calls fn(src, dst) for every edge, in order, until fn returns false; an
   // input error ends the play with that error.
   EdgePlay for_each_edge;
+  // Graphs whose edges carry a time, a weight or a type (the flags, or
+  // hetero()): the same edges with what they carry (time 0, weight 1 where
+  // the graph has none), which the writer plays instead of for_each_edge.
+  bool has_edge_times = false, has_edge_weights = false;
+  EdgeAttrPlay for_each_edge_attr;
+  // Heterogeneous graphs (sampler/hetero.h): node and edge types, each node's
+  // type, each type's own feature width (feature_dim is the widest; the
+  // others' rows come zero-padded). Empty node_types: homogeneous.
+  std::vector<std::string> node_types;
+  std::vector<sampler::EdgeType> edge_types;
+  std::vector<int64_t> type_feature_dims;
+  std::function<int32_t(int64_t)> node_type;
+  bool hetero() const { return !node_types.empty(); }
   // Node data by id (called only for what the flags above say exists).
   std::function<void(int64_t, float*)> feature_row;
   std::function<int64_t(int64_t)> label;
@@ -82,12 +98,13 @@ Status StreamRmat(const LoadOptions& options, const EdgeOptions& edge_options, S
 Status StreamOgb(const std::string& input, const LoadOptions& options,
                  const EdgeOptions& edge_options, const std::string& scratch_path,
                  StreamedGraph* out, std::vector<std::string>* notes);
-// Tables with a schema (LoadTables's), homogeneous and without edge times:
-// nodes read once (original ids, labels and split kept, 17 bytes per node,
-// plus the id index and, for string ids, the names), features into the
-// float32 file `scratch_path` (created, removed with the stream), edge
-// tables re-read per play. NotSupported for heterogeneous or timed tables
-// (read whole by LoadTables).
+// Tables with a schema (LoadTables's): nodes read once (original ids,
+// labels and split kept, 17 bytes per node, plus the id index and, for
+// string ids, the names), features into the float32 file `scratch_path`
+// (heterogeneous: one per node type with features, `scratch_path`.t<type>;
+// created, removed with the stream), edge tables re-read per play (a
+// table with a "reverse" twice), with their times, weights and types: the
+// graph LoadTables and ApplyEdgeOptions give, edge for edge.
 Status StreamTables(const std::string& schema_path, const LoadOptions& options,
                     const EdgeOptions& edge_options, const std::string& scratch_path,
                     StreamedGraph* out, std::vector<std::string>* notes);

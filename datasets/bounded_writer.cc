@@ -77,13 +77,32 @@ namespace {
 struct Record {
   int64_t row, nbr, eid;
 };
-constexpr int64_t kRecordBytes = sizeof(Record);
+// ... and its time and weight, in graphs whose edges have either.
+// ... and its time, weight and type, in graphs whose edges have any.
+struct AttrRecord {
+  int64_t row, nbr, eid, time;
+  float weight;
+  int32_t type;
+};
 
-// An append-only spill file with its own buffer.
+// A placed edge of a graph with edge times, weights or types: a row's edges
+// are ordered by type, then time (0 without), then edge id: the in-memory
+// writer's order (input order, stably sorted by time, then by type).
+struct Placed {
+  int64_t time, eid, nbr;
+  float weight;
+  int32_t type;
+  bool operator<(const Placed& o) const {
+    if (type != o.type) return type < o.type;
+    return time != o.time ? time < o.time : eid < o.eid;
+  }
+};
+
+// An append-only spill file of one record type with its own buffer.
 class SpillWriter {
  public:
-  SpillWriter(std::string path, size_t buffer_records) : path_(std::move(path)) {
-    buf_.reserve(buffer_records);
+  SpillWriter(std::string path, size_t buffer_bytes) : path_(std::move(path)) {
+    buf_.resize(std::max<size_t>(buffer_bytes, sizeof(AttrRecord)));
   }
   ~SpillWriter() {
     if (fd_ >= 0) ::close(fd_);
@@ -95,15 +114,17 @@ class SpillWriter {
     return Status::OK();
   }
   // False once a write failed (status() says why).
-  bool Append(const Record& r) {
-    buf_.push_back(r);
-    if (buf_.size() == buf_.capacity()) return Flush().ok();
+  template <typename R>
+  bool Append(const R& r) {
+    std::memcpy(buf_.data() + used_, &r, sizeof(R));
+    used_ += sizeof(R);
+    if (used_ + sizeof(R) > buf_.size()) return Flush().ok();
     return true;
   }
   Status Flush() {
     if (!status_.ok()) return status_;
-    const char* p = reinterpret_cast<const char*>(buf_.data());
-    size_t left = buf_.size() * sizeof(Record);
+    const char* p = buf_.data();
+    size_t left = used_;
     while (left > 0) {
       ssize_t n = ::write(fd_, p, left);
       if (n < 0 && errno == EINTR) continue;
@@ -117,7 +138,7 @@ class SpillWriter {
       left -= static_cast<size_t>(n);
       bytes_ += n;
     }
-    buf_.clear();
+    used_ = 0;
     return Status::OK();
   }
   Status Close() {
@@ -127,7 +148,7 @@ class SpillWriter {
       return Status::IOError("closing spill file " + path_ + ": " + std::strerror(errno));
     }
     fd_ = -1;
-    std::vector<Record>().swap(buf_);
+    std::vector<char>().swap(buf_);
     return Status::OK();
   }
   const Status& status() const { return status_; }
@@ -137,20 +158,21 @@ class SpillWriter {
  private:
   std::string path_;
   int fd_ = -1;
-  std::vector<Record> buf_;
+  std::vector<char> buf_;
+  size_t used_ = 0;
   int64_t bytes_ = 0;
   Status status_;
 };
 
-// Reads a spill file front to back, calling fn(record) for each.
-template <typename Fn>
-Status ReadSpill(const std::string& path, std::vector<Record>* buf, int64_t* bytes_read, Fn&& fn) {
+// Reads a spill file of R records front to back, calling fn(record) for each.
+template <typename R, typename Fn>
+Status ReadSpill(const std::string& path, std::vector<R>* buf, int64_t* bytes_read, Fn&& fn) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return Status::IOError("cannot open spill file " + path + ": " + std::strerror(errno));
   posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   char* base = reinterpret_cast<char*>(buf->data());
-  const size_t cap = buf->size() * sizeof(Record);
+  const size_t cap = buf->size() * sizeof(R);
   size_t have = 0;
   Status st;
   for (;;) {
@@ -162,10 +184,10 @@ Status ReadSpill(const std::string& path, std::vector<Record>* buf, int64_t* byt
     }
     have += static_cast<size_t>(n);
     *bytes_read += n;
-    const size_t whole = have / sizeof(Record);
+    const size_t whole = have / sizeof(R);
     for (size_t i = 0; i < whole; ++i) fn((*buf)[i]);
-    const size_t rest = have - whole * sizeof(Record);
-    if (rest > 0) std::memmove(base, base + whole * sizeof(Record), rest);
+    const size_t rest = have - whole * sizeof(R);
+    if (rest > 0) std::memmove(base, base + whole * sizeof(R), rest);
     have = rest;
     if (n == 0) {
       if (have != 0) st = Status::Corruption("spill file " + path + " ends inside a record");
@@ -228,6 +250,26 @@ StreamedGraph StreamOf(std::shared_ptr<const RawDataset> ds) {
       if (!fn(d->src[i], d->dst[i])) break;
     return Status::OK();
   };
+  g.has_edge_times = !d->edge_times.empty();
+  g.has_edge_weights = !d->edge_weights.empty();
+  g.for_each_edge_attr = [d](const EdgeAttrFn& fn) {
+    EdgeAttr e;
+    for (int64_t i = 0; i < d->num_edges(); ++i) {
+      e.src = d->src[i];
+      e.dst = d->dst[i];
+      e.time = d->edge_times.empty() ? 0 : d->edge_times[i];
+      e.weight = d->edge_weights.empty() ? 1.0f : d->edge_weights[i];
+      e.type = d->edge_type.empty() ? 0 : d->edge_type[i];
+      if (!fn(e)) break;
+    }
+    return Status::OK();
+  };
+  if (d->hetero()) {
+    g.node_types = d->node_types;
+    g.edge_types = d->edge_types;
+    g.type_feature_dims = d->type_feature_dims;
+    g.node_type = [d](int64_t v) { return d->node_type[v]; };
+  }
   g.feature_row = [d](int64_t v, float* out) {
     std::copy_n(d->features.data() + v * d->feature_dim, d->feature_dim, out);
   };
@@ -248,7 +290,14 @@ class BoundedWrite {
  public:
   BoundedWrite(const StreamedGraph& g, const PartitionOptions& po, const WriteOptions& o,
                const BoundedOptions& b)
-      : g_(g), po_(po), o_(o), b_(b), n_(g.num_nodes), k_(po.num_parts) {}
+      : g_(g),
+        po_(po),
+        o_(o),
+        b_(b),
+        n_(g.num_nodes),
+        k_(po.num_parts),
+        attrs_(g.has_edge_times || g.has_edge_weights || g.hetero()),
+        edge_bytes_(attrs_ ? sizeof(Placed) : 16) {}
 
   Status Run(const std::string& dir_in, DatasetMeta* meta_out, BoundedReport* report_out) {
     FANOUT_RETURN_IF_ERROR(Check());
@@ -278,6 +327,14 @@ class BoundedWrite {
     if (b_.memory_limit_bytes <= 0)
       return Status::InvalidArgument("the memory limit must be positive");
     if (n_ <= 0) return Status::InvalidArgument(g_.name + ": the graph has no nodes");
+    if (attrs_ && !g_.for_each_edge_attr)
+      return Status::InvalidArgument(g_.name +
+                                     ": edge times, weights or types, but no play that gives them");
+    if (g_.hetero() && (!g_.node_type || g_.edge_types.empty() ||
+                        g_.type_feature_dims.size() != g_.node_types.size()))
+      return Status::InvalidArgument(g_.name +
+                                     ": node types without node type functions, edge "
+                                     "types or per-type feature widths");
     return Status::OK();
   }
 
@@ -301,7 +358,9 @@ class BoundedWrite {
     // later), the row starts (8); random partitioning shuffles with 8 more
     // before the renumbering exists.
     // Feature files add the heat of each node (4 more).
-    const int64_t node_bytes = n_ * (4 + 8 + 8 + (o_.feature_files ? 4 : 0)) + 8;
+    // Heterogeneous graphs keep each node's type (4 more).
+    const int64_t node_bytes =
+        n_ * (4 + 8 + 8 + (o_.feature_files ? 4 : 0) + (g_.hetero() ? 4 : 0)) + 8;
     edge_budget_ = limit - fixed - node_bytes;
     // Below this a slice would re-read the spill for too few edges.
     const int64_t min_slice = 16 * kMiB;
@@ -314,7 +373,7 @@ class BoundedWrite {
           FormatBytes(static_cast<double>(baseline)) + "; give at least " +
           FormatBytes(static_cast<double>(fixed + node_bytes + min_slice)) +
           " (more memory means fewer, larger slices per partition)");
-    report_.slice_edge_budget = edge_budget_ / 16;
+    report_.slice_edge_budget = edge_budget_ / edge_bytes_;
     return Status::OK();
   }
 
@@ -324,9 +383,28 @@ class BoundedWrite {
     FANOUT_RETURN_IF_ERROR(ComputeNodePartition(n_, g_.original_id, po_, &part_));
     meta_ = detail::BaseMeta(
         detail::MetaInputs{g_.name, g_.format, n_, 0, g_.feature_dim, g_.num_classes,
-                           g_.class_names, g_.has_labels, g_.has_split, g_.has_names},
+                           g_.class_names, g_.has_labels, g_.has_split, g_.has_names,
+                           g_.has_edge_times, g_.has_edge_weights},
         k_, o_);
-    detail::RenumberByPart(part_, k_, &meta_.offsets, &perm_);
+    if (g_.hetero()) {  // by part, then node type, then input order; each part's type bounds
+      node_type_.resize(static_cast<size_t>(n_));
+      const int32_t T = static_cast<int32_t>(g_.node_types.size());
+      for (int64_t v = 0; v < n_; ++v) {
+        node_type_[v] = g_.node_type(v);
+        if (node_type_[v] < 0 || node_type_[v] >= T)
+          return Status::InvalidArgument(g_.name + ": node " + std::to_string(v) + " has type " +
+                                         std::to_string(node_type_[v]) + ", outside [0, " +
+                                         std::to_string(T) + ")");
+      }
+      meta_.hetero.node_types = g_.node_types;
+      meta_.hetero.edge_types = g_.edge_types;
+      meta_.hetero.feature_dims = g_.type_feature_dims;
+      meta_.hetero.incoming = o_.incoming;
+      detail::RenumberByPart(part_, k_, &meta_.offsets, &perm_, node_type_, T,
+                             &meta_.hetero.type_bounds);
+    } else {
+      detail::RenumberByPart(part_, k_, &meta_.offsets, &perm_);
+    }
     detail::SizeFeatureFiles(&meta_);
     PartitionStats& stats = meta_.stats;
     stats.nodes.assign(k_, 0);
@@ -357,9 +435,8 @@ class BoundedWrite {
     indptr_.assign(n_ + 1, 0);
     if (meta_.has_heat) heat_.assign(static_cast<size_t>(n_), 0);
     for (int gi = 0; gi < groups_; ++gi) {
-      spills_.push_back(
-          std::make_unique<SpillWriter>(spill_ + "/group-" + std::to_string(gi),
-                                        static_cast<size_t>(spill_buffer_ / kRecordBytes)));
+      spills_.push_back(std::make_unique<SpillWriter>(spill_ + "/group-" + std::to_string(gi),
+                                                      static_cast<size_t>(spill_buffer_)));
       FANOUT_RETURN_IF_ERROR(spills_.back()->Open());
     }
     PartitionStats& stats = meta_.stats;
@@ -368,7 +445,9 @@ class BoundedWrite {
     {
       Progress progress("spilling the edges of " + g_.name, " edges", g_.num_edges, o_.quiet);
       const bool in = o_.incoming;
-      FANOUT_RETURN_IF_ERROR(g_.for_each_edge([&](int64_t s, int64_t d) {
+      const int32_t R = static_cast<int32_t>(g_.edge_types.size());
+      auto spill = [&](const EdgeAttr& e) {
+        const int64_t s = e.src, d = e.dst;
         if (s < 0 || s >= n_ || d < 0 || d >= n_) {
           edge_error = Status::InvalidArgument("edge " + std::to_string(eid) + " (" +
                                                std::to_string(s) + " -> " + std::to_string(d) +
@@ -381,11 +460,41 @@ class BoundedWrite {
         if (!heat_.empty() && heat_[in ? s : d] != UINT32_MAX) ++heat_[in ? s : d];
         stats.edges[in ? pd : ps]++;
         stats.cut_edges += ps != pd;
-        if (!spills_[GroupOf(in ? pd : ps)]->Append(Record{row, perm_[in ? s : d], eid}))
+        if (attrs_) {
+          if (!(std::isfinite(e.weight) && e.weight >= 0)) {
+            edge_error = Status::InvalidArgument("edge " + std::to_string(eid) + " has weight " +
+                                                 std::to_string(e.weight) +
+                                                 ": weights must be finite and non-negative");
+            return false;
+          }
+          if (g_.hetero()) {
+            const bool known = e.type >= 0 && e.type < R;
+            if (!known || node_type_[s] != g_.edge_types[e.type].src ||
+                node_type_[d] != g_.edge_types[e.type].dst) {
+              edge_error = Status::InvalidArgument(
+                  "edge " + std::to_string(eid) + " (" + std::to_string(s) + " -> " +
+                  std::to_string(d) + ") has edge type " + std::to_string(e.type) +
+                  (known ? ", which does not join its endpoints' node types"
+                         : ", outside [0, " + std::to_string(R) + ")"));
+              return false;
+            }
+          }
+          if (!spills_[GroupOf(in ? pd : ps)]->Append(
+                  AttrRecord{row, perm_[in ? s : d], eid, e.time, e.weight, e.type}))
+            return false;
+        } else if (!spills_[GroupOf(in ? pd : ps)]->Append(Record{row, perm_[in ? s : d], eid})) {
           return false;
+        }
         if ((++eid & 0xfffff) == 0) progress.Update(eid);
         return true;
-      }));
+      };
+      FANOUT_RETURN_IF_ERROR(attrs_ ? g_.for_each_edge_attr(spill)
+                                    : g_.for_each_edge([&](int64_t s, int64_t d) {
+                                        EdgeAttr e;
+                                        e.src = s;
+                                        e.dst = d;
+                                        return spill(e);
+                                      }));
       FANOUT_RETURN_IF_ERROR(edge_error);
       for (auto& s : spills_) {
         FANOUT_RETURN_IF_ERROR(s->Close());
@@ -401,6 +510,7 @@ class BoundedWrite {
     meta_.num_edges = eid;
     FinishPartitionStats(n_, eid, &stats);
     std::vector<int32_t>().swap(part_);
+    std::vector<int32_t>().swap(node_type_);
     for (int64_t v = 0; v < n_; ++v) indptr_[v + 1] += indptr_[v];
     InvertPermutation(&perm_);  // now the input id of each new id
     return Status::OK();
@@ -436,7 +546,8 @@ class BoundedWrite {
       for (int64_t c = 0; c < num_chunks(p); ++c) {
         int64_t ce, cr;
         chunk_cost(p, c, &ce, &cr);
-        largest = std::max(largest, 3 * (16 * ce + 8 * cr));
+        // (graphs with edge times, weights or types: the chunk's per-edge arrays, 36 bytes an edge)
+        largest = std::max(largest, 3 * (16 * ce + 8 * cr) + (attrs_ ? 36 * ce : 0));
       }
     const int64_t room = edge_budget_ - largest;  // for the largest slice's arrays
     auto too_small = [&](int p, int64_t c, int64_t ce, int64_t cr) {
@@ -444,7 +555,7 @@ class BoundedWrite {
           "--memory-limit " + FormatBytes(static_cast<double>(b_.memory_limit_bytes)) +
           " is too small: chunk " + std::to_string(c) + " of partition " + std::to_string(p) +
           " holds " + std::to_string(ce) + " edges, which need " +
-          FormatBytes(static_cast<double>(16 * ce + 8 * cr)) + " beside " +
+          FormatBytes(static_cast<double>(edge_bytes_ * ce + 8 * cr)) + " beside " +
           FormatBytes(static_cast<double>(largest)) + " for the largest chunk's value while it " +
           "is written and " +
           FormatBytes(static_cast<double>(b_.memory_limit_bytes - edge_budget_)) +
@@ -456,7 +567,7 @@ class BoundedWrite {
         while (c1 < num_chunks(p)) {
           int64_t ce, cr;
           chunk_cost(p, c1, &ce, &cr);
-          const int64_t cost = 16 * (slice_edges + ce) + 8 * (slice_rows + cr);
+          const int64_t cost = edge_bytes_ * (slice_edges + ce) + 8 * (slice_rows + cr);
           const bool too_many = b_.max_slice_edges > 0 && slice_edges + ce > b_.max_slice_edges;
           if (c1 > c0 && (cost > room || too_many)) break;
           if (cost > room) return too_small(p, c1, ce, cr);
@@ -493,8 +604,18 @@ class BoundedWrite {
     const std::vector<int64_t>& old_of_new = perm_;
     Progress progress("writing " + std::to_string(k_) + " partition(s)", " bytes",
                       detail::StorePayloadBytes(meta_, name_bytes), o_.quiet);
-    std::vector<Record> read_buf(static_cast<size_t>(kReadBuffer / kRecordBytes));
-    std::vector<int64_t> indices(max_edges_), edge_ids(max_edges_), fill(max_rows_), degrees;
+    // The slice's edges: their neighbors and ids, or (graphs with edge times
+    // or weights) placed edges, sorted by time in each row; and one chunk's
+    // columns of those.
+    std::vector<Record> read_buf(attrs_ ? 0 : static_cast<size_t>(kReadBuffer / sizeof(Record)));
+    std::vector<AttrRecord> attr_buf(attrs_ ? static_cast<size_t>(kReadBuffer / sizeof(AttrRecord))
+                                            : 0);
+    std::vector<int64_t> indices(attrs_ ? 0 : max_edges_), edge_ids(attrs_ ? 0 : max_edges_),
+        fill(max_rows_), degrees;
+    std::vector<Placed> slot(attrs_ ? max_edges_ : 0);
+    std::vector<int64_t> chunk_nbr, chunk_eid, chunk_time, chunk_type;
+    std::vector<float> chunk_weight;
+    const bool timed = g_.has_edge_times, typed = g_.hetero();
     int64_t spill_read = 0;
     size_t next = 0;
     for (int p = 0; p < k_; ++p) {
@@ -510,22 +631,51 @@ class BoundedWrite {
         RowsOf(p, sl.c1 - 1, &unused, &rz);
         const int64_t e0 = indptr_[ra];
         for (int64_t r = ra; r < rz; ++r) fill[r - ra] = indptr_[r] - e0;
-        FANOUT_RETURN_IF_ERROR(
-            ReadSpill(spills_[GroupOf(p)]->path(), &read_buf, &spill_read, [&](const Record& rec) {
-              if (rec.row < ra || rec.row >= rz) return;
-              const int64_t pos = fill[rec.row - ra]++;
-              indices[pos] = rec.nbr;
-              edge_ids[pos] = rec.eid;
-            }));
+        const std::string& spill = spills_[GroupOf(p)]->path();
+        if (attrs_) {
+          FANOUT_RETURN_IF_ERROR(
+              ReadSpill(spill, &attr_buf, &spill_read, [&](const AttrRecord& rec) {
+                if (rec.row < ra || rec.row >= rz) return;
+                slot[fill[rec.row - ra]++] =
+                    Placed{timed ? rec.time : 0, rec.eid, rec.nbr, rec.weight, rec.type};
+              }));
+          if (timed || typed)  // each row in input order so far: now by type, time, input order
+            for (int64_t r = ra; r < rz; ++r)
+              std::sort(slot.begin() + (indptr_[r] - e0), slot.begin() + (indptr_[r + 1] - e0));
+        } else {
+          FANOUT_RETURN_IF_ERROR(ReadSpill(spill, &read_buf, &spill_read, [&](const Record& rec) {
+            if (rec.row < ra || rec.row >= rz) return;
+            const int64_t pos = fill[rec.row - ra]++;
+            indices[pos] = rec.nbr;
+            edge_ids[pos] = rec.eid;
+          }));
+        }
         for (int64_t c = sl.c0; c < sl.c1; ++c) {
           int64_t a, z;
           RowsOf(p, c, &a, &z);
           degrees.resize(z - a);
           for (int64_t x = a; x < z; ++x) degrees[x - a] = indptr_[x + 1] - indptr_[x];
           const int64_t ea = indptr_[a] - e0, ez = indptr_[z] - e0;
-          FANOUT_RETURN_IF_ERROR(
-              w->PutAdjChunk(c, degrees, ArrayView<const int64_t>(indices.data() + ea, ez - ea),
-                             ArrayView<const int64_t>(edge_ids.data() + ea, ez - ea)));
+          if (attrs_) {
+            chunk_nbr.clear(), chunk_eid.clear(), chunk_time.clear(), chunk_weight.clear();
+            chunk_type.clear();
+            for (int64_t x = ea; x < ez; ++x) {
+              const Placed& e = slot[x];
+              chunk_nbr.push_back(e.nbr);
+              chunk_eid.push_back(e.eid);
+              if (timed) chunk_time.push_back(e.time);
+              if (g_.has_edge_weights) chunk_weight.push_back(e.weight);
+              if (typed) chunk_type.push_back(e.type);
+            }
+            FANOUT_RETURN_IF_ERROR(w->PutAdjChunk(c, degrees, chunk_nbr, chunk_eid));
+            if (timed) FANOUT_RETURN_IF_ERROR(w->PutEdgeTimeChunk(c, chunk_time));
+            if (g_.has_edge_weights) FANOUT_RETURN_IF_ERROR(w->PutEdgeWeightChunk(c, chunk_weight));
+            if (typed) FANOUT_RETURN_IF_ERROR(w->PutEdgeTypeChunk(c, chunk_type));
+          } else {
+            FANOUT_RETURN_IF_ERROR(
+                w->PutAdjChunk(c, degrees, ArrayView<const int64_t>(indices.data() + ea, ez - ea),
+                               ArrayView<const int64_t>(edge_ids.data() + ea, ez - ea)));
+          }
           FANOUT_RETURN_IF_ERROR(w->PutNodeChunks(meta_, c, old_of_new.data() + a, z - a, nodes));
           progress.Update(report_.store_bytes + w->bytes_written());
         }
@@ -564,6 +714,8 @@ class BoundedWrite {
   const BoundedOptions& b_;
   const int64_t n_;
   const int k_;
+  const bool attrs_;          // edges carry a time or a weight (AttrRecord, Placed)
+  const int64_t edge_bytes_;  // a slice's memory per edge: 16, or sizeof(Placed)
   std::string dir_, tmp_, spill_;
   // Remove the temporary and spill folders on an early return; declared
   // before the spill writers, so destroyed after them (files closed first).
@@ -576,6 +728,7 @@ class BoundedWrite {
   // Nodes: each input id's part; the new id of each input id (after
   // SpillEdges, the input id of each new id); row starts by new id.
   std::vector<int32_t> part_;
+  std::vector<int32_t> node_type_;  // by input id (heterogeneous graphs)
   std::vector<int64_t> perm_, indptr_;
   std::vector<uint32_t> heat_;  // by input id: appearances as a neighbor (with feature files)
   std::vector<std::unique_ptr<SpillWriter>> spills_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <numeric>
 
 namespace fanout::datasets {
@@ -13,6 +14,14 @@ Status RawDataset::Validate() const {
   if (!edge_times.empty() && edge_times.size() != src.size())
     return Status::InvalidArgument("edge list has " + std::to_string(src.size()) + " edges but " +
                                    std::to_string(edge_times.size()) + " timestamps");
+  if (!edge_weights.empty() && edge_weights.size() != src.size())
+    return Status::InvalidArgument("edge list has " + std::to_string(src.size()) + " edges but " +
+                                   std::to_string(edge_weights.size()) + " weights");
+  for (size_t i = 0; i < edge_weights.size(); ++i)
+    if (!(std::isfinite(edge_weights[i]) && edge_weights[i] >= 0))
+      return Status::InvalidArgument("edge " + std::to_string(i) + " has weight " +
+                                     std::to_string(edge_weights[i]) +
+                                     ": weights must be finite and non-negative");
   for (size_t i = 0; i < src.size(); ++i) {
     if (src[i] < 0 || src[i] >= num_nodes || dst[i] < 0 || dst[i] >= num_nodes)
       return Status::InvalidArgument("edge " + std::to_string(i) + " (" + std::to_string(src[i]) +
@@ -93,6 +102,7 @@ std::string ApplyEdgeOptions(const EdgeOptions& options, RawDataset* ds) {
       ds->src[w] = ds->src[i];
       ds->dst[w] = ds->dst[i];
       if (!ds->edge_times.empty()) ds->edge_times[w] = ds->edge_times[i];
+      if (!ds->edge_weights.empty()) ds->edge_weights[w] = ds->edge_weights[i];
       if (!ds->edge_type.empty()) ds->edge_type[w] = ds->edge_type[i];
       ++w;
     }
@@ -100,6 +110,7 @@ std::string ApplyEdgeOptions(const EdgeOptions& options, RawDataset* ds) {
     ds->src.resize(w);
     ds->dst.resize(w);
     if (!ds->edge_times.empty()) ds->edge_times.resize(w);
+    if (!ds->edge_weights.empty()) ds->edge_weights.resize(w);
     if (!ds->edge_type.empty()) ds->edge_type.resize(w);
   }
   if (options.make_undirected) {
@@ -107,20 +118,12 @@ std::string ApplyEdgeOptions(const EdgeOptions& options, RawDataset* ds) {
     ds->src.reserve(2 * n);
     ds->dst.reserve(2 * n);
     if (!ds->edge_times.empty()) ds->edge_times.reserve(2 * n);
+    if (!ds->edge_weights.empty()) ds->edge_weights.reserve(2 * n);
     // Heterogeneous: (s, r, d) gets the reverse type (d, rev_r, s); a type
     // joining one node type to itself is its own reverse.
     std::vector<int32_t> reverse_type;
     if (ds->hetero()) {
-      const size_t R = ds->edge_types.size();
-      for (size_t e = 0; e < R; ++e) {
-        const sampler::EdgeType t = ds->edge_types[e];
-        if (t.src == t.dst) {
-          reverse_type.push_back(static_cast<int32_t>(e));
-        } else {
-          reverse_type.push_back(static_cast<int32_t>(ds->edge_types.size()));
-          ds->edge_types.push_back({t.dst, "rev_" + t.rel, t.src});
-        }
-      }
+      reverse_type = AddReverseEdgeTypes(&ds->edge_types);
       ds->edge_type.reserve(2 * n);
     }
     for (size_t i = 0; i < n; ++i) {
@@ -128,6 +131,7 @@ std::string ApplyEdgeOptions(const EdgeOptions& options, RawDataset* ds) {
       ds->src.push_back(ds->dst[i]);
       ds->dst.push_back(ds->src[i]);
       if (!ds->edge_times.empty()) ds->edge_times.push_back(ds->edge_times[i]);
+      if (!ds->edge_weights.empty()) ds->edge_weights.push_back(ds->edge_weights[i]);
       if (!reverse_type.empty()) ds->edge_type.push_back(reverse_type[ds->edge_type[i]]);
     }
     note("added " + std::to_string(ds->src.size() - n) + " reverse edges");
@@ -154,6 +158,7 @@ std::string ApplyEdgeOptions(const EdgeOptions& options, RawDataset* ds) {
       ds->src[w] = ds->src[i];
       ds->dst[w] = ds->dst[i];
       if (!ds->edge_times.empty()) ds->edge_times[w] = ds->edge_times[i];
+      if (!ds->edge_weights.empty()) ds->edge_weights[w] = ds->edge_weights[i];
       if (!ds->edge_type.empty()) ds->edge_type[w] = ds->edge_type[i];
       ++w;
     }
@@ -161,6 +166,7 @@ std::string ApplyEdgeOptions(const EdgeOptions& options, RawDataset* ds) {
     ds->src.resize(w);
     ds->dst.resize(w);
     if (!ds->edge_times.empty()) ds->edge_times.resize(w);
+    if (!ds->edge_weights.empty()) ds->edge_weights.resize(w);
     if (!ds->edge_type.empty()) ds->edge_type.resize(w);
   }
   return summary;
@@ -186,6 +192,42 @@ Status PlayWithEdgeOptions(const EdgeOptions& options, const EdgePlay& input, co
       return go;
     }));
   return Status::OK();
+}
+
+Status PlayAttrWithEdgeOptions(const EdgeOptions& options, const EdgeAttrPlay& input,
+                               const EdgeAttrFn& fn, const std::vector<int32_t>& reverse_type) {
+  assert(!options.drop_duplicates);  // REQUIRES: CheckStreamable
+  bool go = true;
+  FANOUT_RETURN_IF_ERROR(input([&](const EdgeAttr& e) {
+    if (!(options.drop_self_loops && e.src == e.dst)) go = fn(e);
+    return go;
+  }));
+  if (options.make_undirected && go)
+    FANOUT_RETURN_IF_ERROR(input([&](const EdgeAttr& e) {
+      if (e.src == e.dst) return true;  // a self-loop is its own reverse
+      EdgeAttr r = e;
+      r.src = e.dst;
+      r.dst = e.src;
+      if (!reverse_type.empty()) r.type = reverse_type[static_cast<size_t>(e.type)];
+      go = fn(r);
+      return go;
+    }));
+  return Status::OK();
+}
+
+std::vector<int32_t> AddReverseEdgeTypes(std::vector<sampler::EdgeType>* types) {
+  std::vector<int32_t> reverse_type;
+  const size_t R = types->size();
+  for (size_t e = 0; e < R; ++e) {
+    const sampler::EdgeType t = (*types)[e];
+    if (t.src == t.dst) {
+      reverse_type.push_back(static_cast<int32_t>(e));
+    } else {
+      reverse_type.push_back(static_cast<int32_t>(types->size()));
+      types->push_back({t.dst, "rev_" + t.rel, t.src});
+    }
+  }
+  return reverse_type;
 }
 
 }  // namespace fanout::datasets

@@ -24,6 +24,9 @@ struct RawDataset {
   std::vector<int64_t> src, dst;
   // Optional: a timestamp per edge (same positions), for temporal sampling.
   std::vector<int64_t> edge_times;
+  // Optional: a weight per edge (same positions; finite, >= 0), for weighted
+  // sampling and walks.
+  std::vector<float> edge_weights;
   int64_t feature_dim = 0;
   std::vector<float> features;  // num_nodes * feature_dim, row-major; may be empty
   std::vector<int64_t> labels;  // num_nodes; -1 = unknown; empty when unlabeled
@@ -78,6 +81,22 @@ Status CheckStreamable(const EdgeOptions& options);
 // the input once (self-loops dropped if asked), then, undirected, once more
 // reversed. REQUIRES: CheckStreamable(options).
 Status PlayWithEdgeOptions(const EdgeOptions& options, const EdgePlay& input, const EdgeFn& fn);
+// The same for edges that carry a time, a weight or a type: a reverse edge
+// keeps its edge's time and weight, and takes reverse_type[type] (empty: the
+// same type).
+struct EdgeAttr {
+  int64_t src = 0, dst = 0, time = 0;
+  float weight = 1;
+  int32_t type = 0;
+};
+using EdgeAttrFn = std::function<bool(const EdgeAttr&)>;
+using EdgeAttrPlay = std::function<Status(const EdgeAttrFn&)>;
+Status PlayAttrWithEdgeOptions(const EdgeOptions& options, const EdgeAttrPlay& input,
+                               const EdgeAttrFn& fn, const std::vector<int32_t>& reverse_type = {});
+// make_undirected's edge types (PyG's ToUndirected): appends (d, rev_r, s)
+// to `types` for each (s, r, d) with s != d and returns each type's reverse
+// (a type joining one node type to itself is its own).
+std::vector<int32_t> AddReverseEdgeTypes(std::vector<sampler::EdgeType>* types);
 
 }  // namespace fanout::datasets
 

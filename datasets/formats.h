@@ -44,6 +44,11 @@ struct LoadOptions {
   // The most memory an array sized from a count the input declares may take
   // (0 = this machine's physical memory); see CheckFitsInMemory.
   int64_t memory_limit_bytes = 0;
+  // tables, streamed: the memory string ids may take (0: a quarter of
+  // memory_limit_bytes, or no bound where that is 0). Past it a node type's
+  // ids go to disk and edges find their endpoints through a bucketed join
+  // (datasets/tables.cc, NameSpill).
+  int64_t string_id_memory_bytes = 0;
   bool quiet = false;  // no progress output
 };
 

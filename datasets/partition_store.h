@@ -15,6 +15,8 @@
 //                     etime/<chunk>   int64 timestamp per stored edge (adj order), when
 //                                     the source had them (temporal sampling); such
 //                                     stores keep each row in time order (stable)
+//                     eweight/<chunk> float32 weight per stored edge (adj order), when
+//                                     the source had them (weighted sampling and walks)
 //                     heat/<chunk>    int64 per node: stored edges naming it as their
 //                                     neighbor (with feature files: the disk tier's order)
 //                     etype/<chunk>   int64 edge type per stored edge (adj order), in
@@ -94,7 +96,8 @@ struct DatasetMeta {
   // (how often sampling can reach it): the disk tier's hot set order.
   // Written with feature files.
   bool has_heat = false;
-  bool has_edge_times = false;  // etime/<chunk>: a timestamp per stored edge
+  bool has_edge_times = false;    // etime/<chunk>: a timestamp per stored edge
+  bool has_edge_weights = false;  // eweight/<chunk>: a float32 weight per stored edge
   // Heterogeneous datasets: node and edge types, per-partition type ranges
   // and per-type feature dims (sampler/hetero.h; etype/<chunk> holds each
   // stored edge's type). Empty (hetero.empty()) for homogeneous ones.
@@ -146,6 +149,7 @@ struct PartitionData {
   int64_t num_edges = 0;                 // stored edges (as 'info' says; whichever array)
   std::vector<int64_t> edge_times;       // per stored edge; empty unless meta.has_edge_times
   std::vector<int32_t> edge_types;       // per stored edge; empty unless heterogeneous
+  std::vector<float> edge_weights;       // per stored edge; empty unless meta.has_edge_weights
   std::vector<uint8_t> features;         // rows x feature_dim values of meta.feature_dtype
   std::vector<int64_t> labels;           // empty when the dataset has none
   std::vector<uint8_t> split;            // empty when the dataset has none
@@ -167,6 +171,7 @@ struct PartitionData {
     v.labels = labels;
     v.original_ids = original_ids;
     v.edge_types = edge_types;
+    v.edge_weights = edge_weights;
     v.features = features;
     v.split = split;
     return v;

@@ -38,7 +38,8 @@ std::string DatasetMeta::ToJson() const {
   if (has_heat) j["has_heat"] = true;
   if (has_edge_times)
     j["has_edge_times"] = true;  // absent in stores without (older readers ignore it)
-  if (!hetero.empty()) {         // absent in homogeneous stores (older readers ignore these)
+  if (has_edge_weights) j["has_edge_weights"] = true;  // as has_edge_times
+  if (!hetero.empty()) {  // absent in homogeneous stores (older readers ignore these)
     j["node_types"] = hetero.node_types;
     nlohmann::json et = nlohmann::json::array();
     for (const sampler::EdgeType& t : hetero.edge_types)
@@ -103,6 +104,7 @@ Status DatasetMeta::FromJson(const std::string& text, const std::string& path, D
     m.has_split = j.at("has_split").get<bool>();
     m.has_names = j.value("has_original_names", false);
     m.has_edge_times = j.value("has_edge_times", false);
+    m.has_edge_weights = j.value("has_edge_weights", false);
     m.has_heat = j.value("has_heat", false);
     m.chunk_nodes = j.at("chunk_nodes").get<int64_t>();
     m.method = j.value("method", "");

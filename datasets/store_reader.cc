@@ -36,10 +36,7 @@ Status ReadDatasetMeta(const std::string& dir, DatasetMeta* out) {
 }
 
 sampler::CsrGraph PartitionData::Graph() const {
-  sampler::CsrGraph g;
-  Status st = sampler::CsrGraph::Create(indptr, indices, edge_ids, {}, &g);
-  (void)st;  // OpenPartition checked the arrays
-  return g;
+  return View().Graph();  // OpenPartition checked the arrays
 }
 
 int64_t PartitionData::RawBytes() const { return View().RawBytes(); }
@@ -55,7 +52,8 @@ Status PartitionArrayBytes(const DatasetMeta& meta, int part, int64_t* bytes) {
   const int64_t e = meta.stats.edges[part];
   *bytes = (n + 1) * 8 + e * 8 * 2 + n * meta.feature_dim * FeatureDTypeSize(meta.feature_dtype) +
            (meta.has_labels ? n * 8 : 0) + (meta.has_split ? n : 0) + n * 8 +
-           (meta.has_edge_times ? e * 8 : 0) + (meta.hetero.empty() ? 0 : e * 4);
+           (meta.has_edge_times ? e * 8 : 0) + (meta.hetero.empty() ? 0 : e * 4) +
+           (meta.has_edge_weights ? e * 4 : 0);
   return Status::OK();
 }
 
@@ -77,7 +75,7 @@ struct ChunkSink {
 
 // Where the per-edge chunk kinds have got to (each chunk appends its edges).
 struct EdgeCursors {
-  int64_t adj = 0, time = 0, type = 0;
+  int64_t adj = 0, time = 0, type = 0, weight = 0;
 };
 
 // Opens the partition's RocksDB folder read-only for one sequential pass,
@@ -178,6 +176,7 @@ void SizePartitionArrays(int64_t num_edges, const OpenOptions& o, bool narrow, P
   d->original_ids.resize(n);
   if (o.heat && meta.has_heat) d->heat.resize(n);
   if (meta.has_edge_times) d->edge_times.resize(num_edges);
+  if (meta.has_edge_weights) d->edge_weights.resize(num_edges);
   if (!meta.hetero.empty()) d->edge_types.resize(num_edges);
 }
 
@@ -216,6 +215,11 @@ std::vector<ChunkSink> PartitionSinks(int64_t num_edges, bool features, bool hea
     sinks.push_back({"etime", [=](int64_t, int64_t, const char* p, size_t sz) {
                        return detail::DecodeEdgeTimeChunk(p, sz, num_edges, &at->time,
                                                           d->edge_times.data());
+                     }});
+  if (meta.has_edge_weights)  // as etime
+    sinks.push_back({"eweight", [=](int64_t, int64_t, const char* p, size_t sz) {
+                       return detail::DecodeEdgeWeightChunk(p, sz, num_edges, &at->weight,
+                                                            d->edge_weights.data());
                      }});
   if (!meta.hetero.empty())  // as etime
     sinks.push_back({"etype", [=](int64_t, int64_t, const char* p, size_t sz) {
@@ -271,6 +275,9 @@ Status CheckPartitionEdges(const std::string& path, int64_t num_edges, const Edg
   if (meta.has_edge_times && at.time != num_edges)
     return Status::Corruption(path + ": etime chunks hold " + std::to_string(at.time) +
                               " timestamps for " + std::to_string(num_edges) + " edges");
+  if (meta.has_edge_weights && at.weight != num_edges)
+    return Status::Corruption(path + ": eweight chunks hold " + std::to_string(at.weight) +
+                              " weights for " + std::to_string(num_edges) + " edges");
   if (meta.hetero.empty()) return Status::OK();
   if (at.type != num_edges)
     return Status::Corruption(path + ": etype chunks hold " + std::to_string(at.type) +

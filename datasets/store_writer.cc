@@ -178,6 +178,7 @@ DatasetMeta BaseMeta(const MetaInputs& in, int k, const WriteOptions& o) {
   meta.has_split = in.has_split;
   meta.has_names = in.has_names;
   meta.has_edge_times = in.has_edge_times;
+  meta.has_edge_weights = in.has_edge_weights;
   meta.chunk_nodes = o.chunk_nodes;
   meta.method = o.method;
   meta.options_json = o.options_json;
@@ -233,6 +234,7 @@ MetaInputs MetaInputsOf(const RawDataset& ds) {
   in.has_split = !ds.split.empty();
   in.has_names = !ds.original_names.empty();
   in.has_edge_times = !ds.edge_times.empty();
+  in.has_edge_weights = !ds.edge_weights.empty();
   return in;
 }
 
@@ -263,6 +265,7 @@ int64_t StorePayloadBytes(const DatasetMeta& meta, int64_t name_bytes) {
   if (meta.has_names) total += meta.num_nodes * 4 + name_bytes;
   if (meta.has_heat) total += meta.num_nodes * 8;
   if (meta.has_edge_times) total += meta.num_edges * 8;
+  if (meta.has_edge_weights) total += meta.num_edges * 4;
   if (!meta.hetero.empty()) total += meta.num_edges * 8;
   return total;
 }
@@ -339,6 +342,12 @@ Status PartStoreWriter::PutEdgeTimeChunk(int64_t c, ArrayView<const int64_t> tim
   value_.clear();
   EncodeInt64Chunk(times, &value_);
   return Put("etime", c);
+}
+
+Status PartStoreWriter::PutEdgeWeightChunk(int64_t c, ArrayView<const float> weights) {
+  value_.clear();
+  EncodeFloatChunk(weights, &value_);
+  return Put("eweight", c);
 }
 
 Status PartStoreWriter::PutEdgeTypeChunk(int64_t c, ArrayView<const int64_t> types) {
@@ -481,8 +490,8 @@ void SortRowsBy(const std::vector<Key>& key, Layout* L) {
 }
 
 Status WritePart(const Layout& L, const DatasetMeta& meta, int p, const detail::NodeSource& nodes,
-                 const std::vector<int64_t>& edge_times, const std::vector<int32_t>& edge_type,
-                 const std::string& path, Progress* progress, int64_t* bytes_done) {
+                 const RawDataset& ds, const std::string& path, Progress* progress,
+                 int64_t* bytes_done) {
   std::unique_ptr<detail::PartStoreWriter> w;
   FANOUT_RETURN_IF_ERROR(detail::PartStoreWriter::Open(path, 256 << 20, &w));
   const int64_t begin = L.offsets[p], end = L.offsets[p + 1];
@@ -490,6 +499,7 @@ Status WritePart(const Layout& L, const DatasetMeta& meta, int p, const detail::
   const int64_t chunk_nodes = meta.chunk_nodes;
   const int64_t num_chunks = (end - begin + chunk_nodes - 1) / chunk_nodes;
   std::vector<int64_t> degrees, per_edge;
+  std::vector<float> per_edge_weight;
   for (int64_t c = 0; c < num_chunks; ++c) {
     const int64_t a = begin + c * chunk_nodes, b = std::min(end, a + chunk_nodes);
     const int64_t e0 = L.indptr[a], e1 = L.indptr[b];
@@ -504,8 +514,13 @@ Status WritePart(const Layout& L, const DatasetMeta& meta, int p, const detail::
       for (int64_t e = e0; e < e1; ++e) per_edge[e - e0] = values[L.edge_ids[e]];
       return ArrayView<const int64_t>(per_edge);
     };
-    if (meta.has_edge_times) FANOUT_RETURN_IF_ERROR(w->PutEdgeTimeChunk(c, column(edge_times)));
-    if (!meta.hetero.empty()) FANOUT_RETURN_IF_ERROR(w->PutEdgeTypeChunk(c, column(edge_type)));
+    if (meta.has_edge_times) FANOUT_RETURN_IF_ERROR(w->PutEdgeTimeChunk(c, column(ds.edge_times)));
+    if (meta.has_edge_weights) {
+      per_edge_weight.resize(e1 - e0);
+      for (int64_t e = e0; e < e1; ++e) per_edge_weight[e - e0] = ds.edge_weights[L.edge_ids[e]];
+      FANOUT_RETURN_IF_ERROR(w->PutEdgeWeightChunk(c, per_edge_weight));
+    }
+    if (!meta.hetero.empty()) FANOUT_RETURN_IF_ERROR(w->PutEdgeTypeChunk(c, column(ds.edge_type)));
     FANOUT_RETURN_IF_ERROR(w->PutNodeChunks(meta, c, L.old_of_new.data() + a, b - a, nodes));
     progress->Update(*bytes_done + w->bytes_written());
   }
@@ -575,8 +590,8 @@ Status WritePartitionedDataset(const RawDataset& ds, const std::vector<int32_t>&
     nodes.SetHeat(heat.data());
   }
   for (int p = 0; p < k; ++p)
-    FANOUT_RETURN_IF_ERROR(WritePart(layout, meta, p, nodes, ds.edge_times, ds.edge_type,
-                                     tmp + "/part-" + std::to_string(p), &progress, &bytes_done));
+    FANOUT_RETURN_IF_ERROR(WritePart(layout, meta, p, nodes, ds, tmp + "/part-" + std::to_string(p),
+                                     &progress, &bytes_done));
   progress.Update(bytes_done);
   progress.Done();
   FANOUT_RETURN_IF_ERROR(detail::CommitTemporary(tmp, dir, meta, &guard));

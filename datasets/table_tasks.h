@@ -27,6 +27,7 @@ struct TablesPlan {
   bool has_split = false;     // a split or mask column is named
   bool has_features = false;  // feature columns are named
   bool timed = false;         // the edge table names a time column
+  bool weighted = false;      // ... a weight column
 };
 
 // Parses and checks `schema_path`; NotSupported (naming why) for what a
@@ -58,6 +59,7 @@ Status ReadTablesNodeFile(const std::string& schema_path, int file_index, bool q
 struct TableEdge {
   int64_t source_id = 0, destination_id = 0;
   int64_t time = 0;  // where the schema names a time column
+  float weight = 1;  // where it names a weight column (finite, >= 0)
   std::string_view source_name, destination_name;
 };
 Status ReadTablesEdgeFile(const std::string& schema_path, int file_index, bool quiet,

@@ -6,13 +6,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <queue>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "datasets/bounded_partition.h"
 #include "datasets/detail/feature_scratch.h"
+#include "datasets/detail/name_spill.h"
 #include "datasets/detail/string_id_map.h"
 #include "datasets/formats.h"
 #include "datasets/line_reader.h"
@@ -43,6 +46,7 @@ struct EdgeSpec {
   std::string source, destination;            // columns
   std::string source_type, destination_type;  // node types
   std::string time;
+  std::string weight;   // a weight column ("" = none: weight 1 where other tables have one)
   std::string reverse;  // a reverse edge type's name ("" = none)
 };
 
@@ -109,9 +113,6 @@ Status CheckKeys(const json& j, const std::string& what, std::initializer_list<c
     if (!ok) {
       std::string list;
       for (const char* x : known) list += std::string(list.empty() ? "" : ", ") + x;
-      if (k == "weight")
-        return Status::InvalidArgument(
-            what + ": \"weight\": Fanout's stores hold no edge weights yet (drop the key)");
       return Status::InvalidArgument(what + ": unknown key \"" + k + "\" (known: " + list + ")");
     }
   }
@@ -201,7 +202,7 @@ Status ParseSchema(const std::string& path, Schema* s) {
     const std::string what = w + ", edges[" + std::to_string(i) + "]";
     FANOUT_RETURN_IF_ERROR(CheckKeys(e, what,
                                      {"type", "files", "source", "destination", "source_type",
-                                      "destination_type", "time", "reverse"}));
+                                      "destination_type", "time", "weight", "reverse"}));
     EdgeSpec es;
     FANOUT_RETURN_IF_ERROR(Str(e, "type", what, &es.type, j["edges"].size() > 1));
     if (es.type.empty()) es.type = "to";
@@ -220,6 +221,7 @@ Status ParseSchema(const std::string& path, Schema* s) {
       if (!node_types.count(*t))
         return Status::InvalidArgument(what + ": node type '" + *t + "' has no node table");
     FANOUT_RETURN_IF_ERROR(Str(e, "time", what, &es.time, false));
+    FANOUT_RETURN_IF_ERROR(Str(e, "weight", what, &es.weight, false));
     FANOUT_RETURN_IF_ERROR(Str(e, "reverse", what, &es.reverse, false));
     const std::string key = es.source_type + "/" + es.type + "/" + es.destination_type;
     if (!edge_types.insert(key).second)
@@ -365,6 +367,88 @@ struct NodeRow {
   uint8_t split = 0;
 };
 
+// String ids past their memory budget (StreamTables): once the node types'
+// maps hold more than the budget, the type being read goes to disk (its
+// names so far and every later one, in node order, in a NameFile) and its
+// map is emptied. Duplicates among such a type's ids and the edge endpoints
+// that name them are found later, a bucket of names at a time
+// (ResolveSpilledEdges).
+class NameSpill {
+ public:
+  NameSpill(std::string dir, int64_t budget, size_t num_types)
+      : dir_(std::move(dir)), budget_(budget), names_(num_types) {}
+  ~NameSpill() {
+    names_.clear();
+    if (made_) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir_, ec);
+    }
+  }
+  bool any() const {
+    return std::any_of(names_.begin(), names_.end(), [](const auto& f) { return f != nullptr; });
+  }
+  bool spilled(int t) const { return names_[static_cast<size_t>(t)] != nullptr; }
+  const detail::NameFile& names(int t) const { return *names_[static_cast<size_t>(t)]; }
+  int64_t budget() const { return budget_; }
+  // A fresh file name in the spill folder (made on first use).
+  Status Path(const std::string& name, std::string* path) {
+    if (!made_) {
+      std::error_code ec;
+      if (!std::filesystem::create_directory(dir_, ec) || ec)
+        return Status::IOError("cannot create the string id spill folder " + dir_ + ": " +
+                               (ec ? ec.message() : std::string("it exists")));
+      made_ = true;
+    }
+    *path = dir_ + "/" + name;
+    return Status::OK();
+  }
+  // After type t's map took a name: spills type t where the maps hold more
+  // than the budget.
+  Status AfterInsert(int t, std::vector<detail::StringIdMap>* maps) {
+    int64_t held = 0;
+    for (const auto& m : *maps) held += m.MemoryBytes();
+    if (held <= budget_) return Status::OK();
+    auto f = std::make_unique<detail::NameFile>();
+    std::string path;
+    FANOUT_RETURN_IF_ERROR(Path("names-t" + std::to_string(t), &path));
+    FANOUT_RETURN_IF_ERROR(f->Create(path));
+    detail::StringIdMap& m = (*maps)[static_cast<size_t>(t)];
+    for (int64_t k = 0; k < m.size(); ++k) FANOUT_RETURN_IF_ERROR(f->Append(m.Key(k)));
+    m = detail::StringIdMap();
+    names_[static_cast<size_t>(t)] = std::move(f);
+    return Status::OK();
+  }
+  Status Append(int t, std::string_view name) {
+    return names_[static_cast<size_t>(t)]->Append(name);
+  }
+  Status Finish() {
+    for (auto& f : names_)
+      if (f != nullptr) FANOUT_RETURN_IF_ERROR(f->Finish());
+    return Status::OK();
+  }
+  Status error() const {
+    for (const auto& f : names_)
+      if (f != nullptr && !f->error().ok()) return f->error();
+    return Status::OK();
+  }
+
+ private:
+  std::string dir_;
+  int64_t budget_;
+  bool made_ = false;
+  std::vector<std::unique_ptr<detail::NameFile>> names_;  // per type: its names, where spilled
+};
+
+std::string TwiceMessage(const TableSource& tb, size_t id_col, const std::string& what) {
+  return tb.Where(id_col) + "id '" + std::string(tb.TextView(id_col).substr(0, 40)) +
+         "' is listed twice for " + what;
+}
+
+std::string DanglingMessage(const TableSource& tb, size_t col, const std::string& type) {
+  return tb.Where(col) + "'" + tb.Text(col).substr(0, 40) + "' names no node of type '" + type +
+         "' (the schema's \"dangling_edges\": \"drop\" counts and drops such edges)";
+}
+
 // The node tables' ids, to resolve an edge's endpoints to dense node ids.
 struct NodeIndex {
   std::vector<int64_t> first;                // per type, its first dense id
@@ -375,6 +459,7 @@ struct NodeIndex {
   // most of the reading time.
   std::vector<int64_t> direct_lo;
   std::vector<std::vector<int64_t>> direct;
+  NameSpill* spill = nullptr;  // string ids past their budget (StreamTables; may be null)
 
   void Compact() {
     direct_lo.assign(by_id.size(), 0);
@@ -413,10 +498,7 @@ struct NodeIndex {
         if (*found) *v = it->second;
       }
     }
-    if (!*found && !drop)
-      return Status::InvalidArgument(
-          tb.Where(col) + "'" + tb.Text(col).substr(0, 40) + "' names no node of type '" + ns.type +
-          "' (the schema's \"dangling_edges\": \"drop\" counts and drops such edges)");
+    if (!*found && !drop) return Status::InvalidArgument(DanglingMessage(tb, col, ns.type));
     return Status::OK();
   }
 };
@@ -543,14 +625,18 @@ Status ReadNodeTables(const Schema& s, const LoadOptions& options, NodeIndex* in
     int64_t width = -1;
     const std::string what = "node type '" + ns.type + "'";
     auto id_fn = [&](const TableSource& tb, size_t id_col, NodeRow* nr) -> Status {
-      int64_t original = by_name[t].size() + by_id[t].size();
+      int64_t original = sum->num_nodes - index->first[static_cast<size_t>(t)];  // the row
       if (ns.string_ids) {
         const std::string_view key = tb.TextView(id_col);
         if (key.empty()) return Status::InvalidArgument(tb.Where(id_col) + "an empty id");
-        if (!by_name[t].Insert(key))
-          return Status::InvalidArgument(tb.Where(id_col) + "id '" +
-                                         std::string(key.substr(0, 40)) + "' is listed twice for " +
-                                         what);
+        if (index->spill != nullptr && index->spill->spilled(t)) {
+          FANOUT_RETURN_IF_ERROR(index->spill->Append(t, key));  // duplicates: found in the join
+        } else {
+          if (!by_name[t].Insert(key))
+            return Status::InvalidArgument(TwiceMessage(tb, id_col, what));
+          if (index->spill != nullptr)
+            FANOUT_RETURN_IF_ERROR(index->spill->AfterInsert(t, &by_name));
+        }
         name.assign(key.data(), key.size());
         nr->name = &name;
         sum->any_names = true;
@@ -572,40 +658,59 @@ Status ReadNodeTables(const Schema& s, const LoadOptions& options, NodeIndex* in
   return Status::OK();
 }
 
-// An edge table's source, destination and (where `timed`) time columns.
+// An edge table's source, destination, (where `timed`) time and (where it
+// names one) weight columns.
 Status EdgeColumns(const EdgeSpec& es, bool timed, TableSource* tb, size_t* sc, size_t* dc,
-                   size_t* tc) {
+                   size_t* tc, size_t* wc) {
   const std::string what = "edge type '" + es.type + "'";
   FANOUT_RETURN_IF_ERROR(tb->Column(es.source, what + "'s source", sc));
   FANOUT_RETURN_IF_ERROR(tb->Column(es.destination, what + "'s destination", dc));
   if (timed) FANOUT_RETURN_IF_ERROR(tb->Column(es.time, what + "'s time", tc));
+  if (!es.weight.empty()) FANOUT_RETURN_IF_ERROR(tb->Column(es.weight, what + "'s weight", wc));
   return Status::OK();
 }
 
+// The row's edge weight: a finite number >= 0.
+Status EdgeWeight(const TableSource& tb, size_t wc, float* w) {
+  FANOUT_RETURN_IF_ERROR(tb.Float(wc, w));
+  if (!(*w >= 0))
+    return Status::InvalidArgument(tb.Where(wc) + "edge weight " + std::to_string(*w) +
+                                   " is negative (weights are >= 0)");
+  return Status::OK();
+}
+
+bool Weighted(const Schema& s) {
+  return std::any_of(s.edges.begin(), s.edges.end(),
+                     [](const EdgeSpec& e) { return !e.weight.empty(); });
+}
+
 // Plays edge table `es` (its source and destination node types st and dt):
-// fn(u, v, time) for every edge whose endpoints resolve (the others counted
-// in *dangling where the schema drops them), until fn returns false.
+// fn(u, v, time, weight) for every edge whose endpoints resolve (the others
+// counted in *dangling where the schema drops them), until fn returns false;
+// weight 1 where the table names no weight column.
 Status PlayEdgeTable(const Schema& s, const EdgeSpec& es, int st, int dt, bool timed,
                      const LoadOptions& options, const NodeIndex& index, int64_t* dangling,
-                     const std::function<bool(int64_t, int64_t, int64_t)>& fn) {
+                     const std::function<bool(int64_t, int64_t, int64_t, float)>& fn) {
   for (const std::string& file : es.files) {
     std::unique_ptr<TableSource> tb;
     FANOUT_RETURN_IF_ERROR(OpenTable(file, s.delimiter, options.quiet, &tb));
-    size_t sc = 0, dc = 0, tc = 0;
-    FANOUT_RETURN_IF_ERROR(EdgeColumns(es, timed, tb.get(), &sc, &dc, &tc));
+    size_t sc = 0, dc = 0, tc = 0, wc = 0;
+    FANOUT_RETURN_IF_ERROR(EdgeColumns(es, timed, tb.get(), &sc, &dc, &tc, &wc));
     Status status;
     while (tb->Next(&status)) {
       FANOUT_RETURN_IF_ERROR(status);
       int64_t u = 0, v = 0, time = 0;
+      float weight = 1;
       bool fu = false, fv = false;
       FANOUT_RETURN_IF_ERROR(index.Resolve(s.nodes[st], st, *tb, sc, s.drop_dangling, &u, &fu));
       FANOUT_RETURN_IF_ERROR(index.Resolve(s.nodes[dt], dt, *tb, dc, s.drop_dangling, &v, &fv));
       if (timed) FANOUT_RETURN_IF_ERROR(tb->Int(tc, &time));
+      if (!es.weight.empty()) FANOUT_RETURN_IF_ERROR(EdgeWeight(*tb, wc, &weight));
       if (!fu || !fv) {
         ++*dangling;
         continue;
       }
-      if (!fn(u, v, time)) return Status::OK();
+      if (!fn(u, v, time, weight)) return Status::OK();
     }
     FANOUT_RETURN_IF_ERROR(status);
   }
@@ -621,6 +726,302 @@ int TypeIndex(const Schema& s, const std::string& name) {
 std::string DroppedNote(int64_t dangling) {
   return "dropped " + std::to_string(dangling) +
          " edges whose endpoint no node table has (\"dangling_edges\": \"drop\")";
+}
+
+// Every edge table's rows (schema order, each table's files in order) with
+// their endpoints resolved, in a scratch file: what the edge plays read
+// where some node type's string ids went to disk (NameSpill). A row whose
+// endpoint no node table has keeps -1 there (dropped; the schema's
+// "dangling_edges": "drop", or an error before this is done).
+struct ResolvedEdges {
+  struct Row {
+    int64_t src, dst, time;
+    float weight;
+    int32_t unused;
+  };
+  std::unique_ptr<detail::ScratchFile> rows;
+  std::vector<int64_t> table_first;  // per edge table its first row, then the row count
+};
+
+// Where an edge file's rows start among all the edge tables' rows.
+struct EdgeFileStart {
+  size_t table, file;
+  int64_t first_row;
+};
+
+constexpr size_t kBucketBuffer = size_t{64} << 10;  // per bucket file: there are many
+constexpr int64_t kMaxBuckets = 64;
+
+// A bucket record: uint32 length, the name's bytes, int64 value.
+Status PutNameRecord(detail::ScratchFile* f, std::string_view name, int64_t value) {
+  FANOUT_RETURN_IF_ERROR(f->Put(static_cast<uint32_t>(name.size())));
+  FANOUT_RETURN_IF_ERROR(f->Append(name.data(), name.size()));
+  return f->Put(value);
+}
+bool GetNameRecord(detail::ScratchReader* r, std::string* name, int64_t* value) {
+  uint32_t n = 0;
+  if (!r->Get(&n)) return false;
+  name->resize(n);
+  return r->Read(name->data(), n) && r->Get(value);
+}
+Status ReaderStatus(const detail::ScratchReader& r, const detail::ScratchFile& f) {
+  return r.status().ok() ? Status::OK() : r.status().WithContext("reading " + f.path());
+}
+
+// The in-memory reader's error for node `k` (its row within type t) whose id
+// an earlier row of the type holds: the node files read again to that row.
+Status LocateTwice(const Schema& s, bool quiet, int t, int64_t k) {
+  const NodeSpec& ns = s.nodes[static_cast<size_t>(t)];
+  int64_t at = 0;
+  for (const std::string& file : ns.files) {
+    std::unique_ptr<TableSource> tb;
+    FANOUT_RETURN_IF_ERROR(OpenTable(file, s.delimiter, quiet, &tb));
+    size_t id_col = 0;
+    FANOUT_RETURN_IF_ERROR(tb->Column(ns.id, "node type '" + ns.type + "''s id", &id_col));
+    Status st;
+    while (tb->Next(&st))
+      if (at++ == k)
+        return Status::InvalidArgument(TwiceMessage(*tb, id_col, "node type '" + ns.type + "'"));
+    FANOUT_RETURN_IF_ERROR(st);
+  }
+  return Status::InvalidArgument("node type '" + ns.type + "': the id of its node " +
+                                 std::to_string(k) + " is listed twice");
+}
+
+// The in-memory reader's error for an endpoint (key: row * 2 + end, 1 the
+// destination) that names no node: the edge file read again to that row.
+Status LocateDangling(const Schema& s, bool quiet, const std::vector<EdgeFileStart>& starts,
+                      bool timed, int64_t key) {
+  const int64_t row = key / 2;
+  size_t f = 0;
+  while (f + 1 < starts.size() && starts[f + 1].first_row <= row) ++f;
+  const EdgeSpec& es = s.edges[starts[f].table];
+  std::unique_ptr<TableSource> tb;
+  FANOUT_RETURN_IF_ERROR(OpenTable(es.files[starts[f].file], s.delimiter, quiet, &tb));
+  size_t sc = 0, dc = 0, tc = 0, wc = 0;
+  FANOUT_RETURN_IF_ERROR(EdgeColumns(es, timed, tb.get(), &sc, &dc, &tc, &wc));
+  Status st;
+  for (int64_t r = starts[f].first_row; tb->Next(&st); ++r)
+    if (r == row)
+      return Status::InvalidArgument(
+          DanglingMessage(*tb, key % 2 ? dc : sc, key % 2 ? es.destination_type : es.source_type));
+  FANOUT_RETURN_IF_ERROR(st);
+  return Status::InvalidArgument("edge type '" + es.type + "': row " + std::to_string(row) +
+                                 " names a node no node table has");
+}
+
+// Resolves every edge table's rows into out->rows (ResolvedEdges), the
+// endpoints of spilled types through a join in buckets: the type's names and
+// the endpoints naming them go to bucket files by the name's hash; each
+// bucket's names are mapped in memory (under the spill's budget: as many
+// buckets as that takes, kMaxBuckets at most) and its endpoints looked up,
+// giving runs of (row * 2 + end, dense id) in row order, merged back into
+// the rows. Duplicate ids of spilled types are found first (before any edge
+// is read, as the in-memory reader finds them while reading the nodes); the
+// first dangling endpoint in row order is the one named.
+Status ResolveSpilledEdges(const Schema& s, const LoadOptions& options, const NodeIndex& index,
+                           NameSpill* spill, bool timed, ResolvedEdges* out, int64_t* dangling,
+                           std::vector<std::string>* notes) {
+  const int T = static_cast<int>(s.nodes.size());
+  int64_t most = 0;
+  for (int t = 0; t < T; ++t)
+    if (spill->spilled(t))
+      most = std::max(most, spill->names(t).bytes() + 48 * spill->names(t).size());
+  const int64_t budget = std::max<int64_t>(spill->budget(), 1);
+  const int64_t B = std::max<int64_t>(1, (most + budget - 1) / budget);
+  if (B > kMaxBuckets)
+    return Status::ResourceExhausted(
+        "string ids: " + FormatBytes(static_cast<double>(most)) + " of ids would need " +
+        std::to_string(B) + " join buckets of " + FormatBytes(static_cast<double>(budget)) +
+        " each (at most " + std::to_string(kMaxBuckets) +
+        "); raise --memory-limit (string ids may take a quarter of it)");
+  detail::StringIdMap hasher;  // its seeded hash picks the buckets
+  auto bucket_of = [&](std::string_view name) {
+    return static_cast<size_t>(hasher.HashOf(name) % static_cast<uint64_t>(B));
+  };
+  auto make = [&](const std::string& name, std::unique_ptr<detail::ScratchFile>* f) {
+    std::string path;
+    FANOUT_RETURN_IF_ERROR(spill->Path(name, &path));
+    *f = std::make_unique<detail::ScratchFile>();
+    return (*f)->Create(path, kBucketBuffer);
+  };
+  using Files = std::vector<std::unique_ptr<detail::ScratchFile>>;
+  std::vector<Files> name_buckets(static_cast<size_t>(T)), end_buckets(static_cast<size_t>(T)),
+      runs(static_cast<size_t>(T));
+  // Type t's B files of one kind.
+  auto make_buckets = [&](int t, const std::string& kind, std::vector<Files>* of) {
+    Files& files = (*of)[static_cast<size_t>(t)];
+    files.resize(static_cast<size_t>(B));
+    for (int64_t b = 0; b < B; ++b)
+      FANOUT_RETURN_IF_ERROR(
+          make("t" + std::to_string(t) + "-" + kind + "-" + std::to_string(b), &files[b]));
+    return Status::OK();
+  };
+  // The names, by bucket, with their row within the type.
+  for (int t = 0; t < T; ++t) {
+    if (!spill->spilled(t)) continue;
+    FANOUT_RETURN_IF_ERROR(make_buckets(t, "names", &name_buckets));
+    Files& nb = name_buckets[static_cast<size_t>(t)];
+    const detail::NameFile& names = spill->names(t);
+    for (int64_t k = 0; k < names.size(); ++k) {
+      const std::string_view name = names.Get(k);
+      FANOUT_RETURN_IF_ERROR(names.error());
+      FANOUT_RETURN_IF_ERROR(PutNameRecord(nb[bucket_of(name)].get(), name, k));
+    }
+    for (auto& f : nb) FANOUT_RETURN_IF_ERROR(f->Flush());
+    notes->push_back("node type '" + s.nodes[static_cast<size_t>(t)].type +
+                     "': " + std::to_string(names.size()) + " string ids past their memory (" +
+                     FormatBytes(static_cast<double>(budget)) + "), joined on disk in " +
+                     std::to_string(B) + " bucket(s)");
+  }
+  // Each bucket's names in memory: a map and each name's row.
+  auto load = [&](int t, int64_t b, detail::StringIdMap* m, std::vector<int64_t>* rows,
+                  int64_t* twice) -> Status {
+    const detail::ScratchFile& f = *name_buckets[static_cast<size_t>(t)][static_cast<size_t>(b)];
+    detail::ScratchReader r(f, 0, -1, kBucketBuffer);
+    std::string name;
+    int64_t k = 0;
+    while (GetNameRecord(&r, &name, &k)) {
+      if (m->Insert(name))
+        rows->push_back(k);
+      else
+        *twice = std::min(*twice, k);  // the later row: the one the in-memory reader names
+    }
+    return ReaderStatus(r, f);
+  };
+  // Duplicates first: the first type, and its earliest row, that repeats an id.
+  for (int t = 0; t < T; ++t) {
+    if (!spill->spilled(t)) continue;
+    int64_t twice = INT64_MAX;
+    for (int64_t b = 0; b < B; ++b) {
+      detail::StringIdMap m;
+      std::vector<int64_t> rows;
+      FANOUT_RETURN_IF_ERROR(load(t, b, &m, &rows, &twice));
+    }
+    if (twice != INT64_MAX) return LocateTwice(s, options.quiet, t, twice);
+  }
+  // The edges: endpoints of types in memory resolved now, the others sent to their bucket.
+  for (int t = 0; t < T; ++t)
+    if (spill->spilled(t)) FANOUT_RETURN_IF_ERROR(make_buckets(t, "ends", &end_buckets));
+  FANOUT_RETURN_IF_ERROR(make("edges", &out->rows));
+  std::vector<EdgeFileStart> starts;
+  int64_t row = 0;
+  for (size_t i = 0; i < s.edges.size(); ++i) {
+    const EdgeSpec& es = s.edges[i];
+    const int st = TypeIndex(s, es.source_type), dt = TypeIndex(s, es.destination_type);
+    out->table_first.push_back(row);
+    for (size_t fi = 0; fi < es.files.size(); ++fi) {
+      starts.push_back({i, fi, row});
+      std::unique_ptr<TableSource> tb;
+      FANOUT_RETURN_IF_ERROR(OpenTable(es.files[fi], s.delimiter, options.quiet, &tb));
+      size_t sc = 0, dc = 0, tc = 0, wc = 0;
+      FANOUT_RETURN_IF_ERROR(EdgeColumns(es, timed, tb.get(), &sc, &dc, &tc, &wc));
+      Status status;
+      while (tb->Next(&status)) {
+        FANOUT_RETURN_IF_ERROR(status);
+        ResolvedEdges::Row r{0, 0, 0, 1.0f, 0};
+        int64_t* ends[2] = {&r.src, &r.dst};
+        for (int end = 0; end < 2; ++end) {
+          const int type = end ? dt : st;
+          const size_t col = end ? dc : sc;
+          if (spill->spilled(type)) {
+            const std::string_view name = tb->TextView(col);
+            FANOUT_RETURN_IF_ERROR(
+                PutNameRecord(end_buckets[static_cast<size_t>(type)][bucket_of(name)].get(), name,
+                              row * 2 + end));
+            *ends[end] = -2;  // the join's
+          } else {
+            bool found = false;
+            FANOUT_RETURN_IF_ERROR(index.Resolve(s.nodes[static_cast<size_t>(type)], type, *tb, col,
+                                                 s.drop_dangling, ends[end], &found));
+            if (!found) *ends[end] = -1;
+          }
+        }
+        if (timed) FANOUT_RETURN_IF_ERROR(tb->Int(tc, &r.time));
+        if (!es.weight.empty()) FANOUT_RETURN_IF_ERROR(EdgeWeight(*tb, wc, &r.weight));
+        FANOUT_RETURN_IF_ERROR(out->rows->Put(r));
+        ++row;
+      }
+      FANOUT_RETURN_IF_ERROR(status);
+    }
+  }
+  out->table_first.push_back(row);
+  FANOUT_RETURN_IF_ERROR(out->rows->Flush());
+  // The join, bucket by bucket: runs of (key, dense id or -1), in key order.
+  int64_t missing = INT64_MAX;
+  for (int t = 0; t < T; ++t) {
+    if (!spill->spilled(t)) continue;
+    FANOUT_RETURN_IF_ERROR(make_buckets(t, "run", &runs));
+    Files& rt = runs[static_cast<size_t>(t)];
+    const int64_t first = index.first[static_cast<size_t>(t)];
+    for (int64_t b = 0; b < B; ++b) {
+      detail::StringIdMap m;
+      std::vector<int64_t> rows;
+      int64_t unused = INT64_MAX;
+      FANOUT_RETURN_IF_ERROR(load(t, b, &m, &rows, &unused));
+      name_buckets[static_cast<size_t>(t)][b].reset();
+      auto& ends = end_buckets[static_cast<size_t>(t)][b];
+      FANOUT_RETURN_IF_ERROR(ends->Flush());
+      detail::ScratchReader r(*ends, 0, -1, kBucketBuffer);
+      std::string name;
+      int64_t key = 0;
+      while (GetNameRecord(&r, &name, &key)) {
+        const int64_t k = m.Find(name);
+        const int64_t v = k >= 0 ? first + rows[static_cast<size_t>(k)] : -1;
+        if (v < 0) missing = std::min(missing, key);
+        FANOUT_RETURN_IF_ERROR(rt[b]->Put(key));
+        FANOUT_RETURN_IF_ERROR(rt[b]->Put(v));
+      }
+      FANOUT_RETURN_IF_ERROR(ReaderStatus(r, *ends));
+      ends.reset();
+      FANOUT_RETURN_IF_ERROR(rt[b]->Flush());
+    }
+  }
+  if (missing != INT64_MAX && !s.drop_dangling)
+    return LocateDangling(s, options.quiet, starts, timed, missing);
+  // The runs merged back into the rows, a block of rows at a time.
+  struct Head {
+    int64_t key, value;
+    size_t run;
+    bool operator>(const Head& o) const { return key > o.key; }
+  };
+  std::vector<std::unique_ptr<detail::ScratchReader>> readers;
+  std::vector<const detail::ScratchFile*> run_files;
+  std::priority_queue<Head, std::vector<Head>, std::greater<Head>> heap;
+  for (auto& rt : runs)
+    for (auto& f : rt) {
+      readers.push_back(std::make_unique<detail::ScratchReader>(*f, 0, -1, kBucketBuffer));
+      run_files.push_back(f.get());
+      Head h{0, 0, readers.size() - 1};
+      if (readers.back()->Get(&h.key) && readers.back()->Get(&h.value)) heap.push(h);
+      FANOUT_RETURN_IF_ERROR(ReaderStatus(*readers.back(), *f));
+    }
+  constexpr int64_t kBlock = 32768;
+  std::vector<ResolvedEdges::Row> block;
+  *dangling = 0;
+  for (int64_t r0 = 0; r0 < row; r0 += kBlock) {
+    const int64_t n = std::min(kBlock, row - r0);
+    block.resize(static_cast<size_t>(n));
+    const int64_t at = r0 * static_cast<int64_t>(sizeof(ResolvedEdges::Row));
+    FANOUT_RETURN_IF_ERROR(
+        out->rows->ReadAt(at, block.data(), block.size() * sizeof(ResolvedEdges::Row)));
+    while (!heap.empty() && heap.top().key / 2 < r0 + n) {
+      Head h = heap.top();
+      heap.pop();
+      ResolvedEdges::Row& e = block[static_cast<size_t>(h.key / 2 - r0)];
+      (h.key % 2 ? e.dst : e.src) = h.value;
+      if (readers[h.run]->Get(&h.key) && readers[h.run]->Get(&h.value)) heap.push(h);
+      FANOUT_RETURN_IF_ERROR(ReaderStatus(*readers[h.run], *run_files[h.run]));
+    }
+    for (const auto& e : block) {
+      if (e.src == -2 || e.dst == -2)
+        return Status::Internal("string id join: an endpoint was not resolved");
+      *dangling += e.src < 0 || e.dst < 0;
+    }
+    FANOUT_RETURN_IF_ERROR(
+        out->rows->WriteAt(at, block.data(), block.size() * sizeof(ResolvedEdges::Row)));
+  }
+  return Status::OK();
 }
 
 Status ParseAndCheck(const std::string& schema_path, Schema* s, bool* hetero) {
@@ -698,6 +1099,7 @@ Status LoadTables(const std::string& schema_path, const LoadOptions& options, Ra
   }
   // Edges.
   const bool timed = !s.edges[0].time.empty();
+  const bool weighted = Weighted(s);
   int64_t dangling = 0;
   for (const EdgeSpec& es : s.edges) {
     const int st_ = TypeIndex(s, es.source_type), dt_ = TypeIndex(s, es.destination_type);
@@ -705,10 +1107,11 @@ Status LoadTables(const std::string& schema_path, const LoadOptions& options, Ra
     out->edge_types.push_back({st_, es.type, dt_});
     const size_t first = out->src.size();
     FANOUT_RETURN_IF_ERROR(PlayEdgeTable(s, es, st_, dt_, timed, options, index, &dangling,
-                                         [&](int64_t u, int64_t v, int64_t time) {
+                                         [&](int64_t u, int64_t v, int64_t time, float w) {
                                            out->src.push_back(u);
                                            out->dst.push_back(v);
                                            if (timed) out->edge_times.push_back(time);
+                                           if (weighted) out->edge_weights.push_back(w);
                                            if (hetero) out->edge_type.push_back(etype);
                                            return true;
                                          }));
@@ -720,6 +1123,7 @@ Status LoadTables(const std::string& schema_path, const LoadOptions& options, Ra
         out->src.push_back(out->dst[i]);
         out->dst.push_back(out->src[i]);
         if (timed) out->edge_times.push_back(out->edge_times[i]);
+        if (weighted) out->edge_weights.push_back(out->edge_weights[i]);
         out->edge_type.push_back(rtype);
       }
     }
@@ -738,17 +1142,71 @@ Status LoadTables(const std::string& schema_path, const LoadOptions& options, Ra
 
 namespace {
 
-// A streamed homogeneous table graph's state: per node its original id,
-// label and split in memory (17 bytes), its id index (which holds the names
-// where ids are strings), and the feature rows in a float32 scratch file.
+// A streamed table graph's state: per node its original id, label and split
+// in memory (17 bytes), its id index (which holds the names where ids are
+// strings), and the feature rows in one float32 scratch file per node type
+// (each type its own width).
 struct TablesStream {
   Schema schema;
   LoadOptions options;
+  std::unique_ptr<NameSpill> spill;  // string ids past their memory (null: none may spill)
+  ResolvedEdges resolved;            // where some did: every edge resolved, on disk
+  int64_t resolved_dangling = 0;
   NodeIndex index;
   std::vector<int64_t> original, labels;
   std::vector<uint8_t> split;
-  detail::FeatureScratch features;
-  int64_t dangling = 0;  // edges the last play dropped
+  std::vector<std::unique_ptr<detail::FeatureScratch>> features;  // per node type
+  std::vector<int64_t> type_dims;
+  int64_t feature_dim = 0;
+  mutable std::vector<float> row;  // one type's row, before padding
+  int64_t dangling = 0;            // edges the last play dropped
+
+  int32_t TypeOf(int64_t v) const {
+    return static_cast<int32_t>(std::upper_bound(index.first.begin(), index.first.end(), v) -
+                                index.first.begin() - 1);
+  }
+  void FeatureRow(int64_t v, float* out) const {
+    const int32_t t = TypeOf(v);
+    const int64_t w = type_dims[static_cast<size_t>(t)];
+    const detail::FeatureScratch* f = features[static_cast<size_t>(t)].get();
+    if (w == feature_dim && f != nullptr) return f->Row(v - index.first[t], out);
+    std::fill(out, out + feature_dim, 0.0f);
+    if (f == nullptr || w == 0) return;
+    row.resize(static_cast<size_t>(w));
+    f->Row(v - index.first[t], row.data());
+    std::copy(row.begin(), row.end(), out);
+  }
+  Status FeatureError() const {
+    for (const auto& f : features)
+      if (f != nullptr && !f->error().ok()) return f->error();
+    return spill != nullptr ? spill->error() : Status::OK();
+  }
+  std::string_view Name(int64_t v) const {
+    const int32_t t = TypeOf(v);
+    if (!schema.nodes[static_cast<size_t>(t)].string_ids) return {};  // int64 ids: no name
+    const int64_t k = v - index.first[t];
+    if (spill != nullptr && spill->spilled(t)) return spill->names(t).Get(k);
+    return index.by_name[static_cast<size_t>(t)].Key(k);
+  }
+  // Edge table i's rows from the resolved file, reversed where asked, as
+  // EdgeAttrs of `type` (dropped rows skipped).
+  Status PlayResolved(size_t i, bool reverse, int32_t type, const EdgeAttrFn& fn, bool* go) const {
+    const int64_t sz = static_cast<int64_t>(sizeof(ResolvedEdges::Row));
+    detail::ScratchReader r(*resolved.rows, resolved.table_first[i] * sz,
+                            resolved.table_first[i + 1] * sz);
+    ResolvedEdges::Row e;
+    EdgeAttr a;
+    a.type = type;
+    while (r.Get(&e)) {
+      if (e.src < 0 || e.dst < 0) continue;
+      a.src = reverse ? e.dst : e.src;
+      a.dst = reverse ? e.src : e.dst;
+      a.time = e.time;
+      a.weight = e.weight;
+      if (!(*go = fn(a))) return Status::OK();
+    }
+    return ReaderStatus(r, *resolved.rows);
+  }
 };
 
 }  // namespace
@@ -760,64 +1218,131 @@ Status StreamTables(const std::string& schema_path, const LoadOptions& options,
   auto s = std::make_shared<TablesStream>();
   bool hetero = false;
   FANOUT_RETURN_IF_ERROR(ParseAndCheck(schema_path, &s->schema, &hetero));
-  if (hetero)
-    return Status::NotSupported("heterogeneous tables are read whole (the in-memory writer)");
-  if (!s->schema.edges[0].time.empty())
-    return Status::NotSupported("tables with edge times are read whole (the in-memory writer)");
   s->options = options;
+  const size_t num_types = s->schema.nodes.size();
+  s->features.resize(num_types);
+  const int64_t id_budget = options.string_id_memory_bytes > 0 ? options.string_id_memory_bytes
+                                                               : options.memory_limit_bytes / 4;
+  const bool any_string = std::any_of(s->schema.nodes.begin(), s->schema.nodes.end(),
+                                      [](const NodeSpec& ns) { return ns.string_ids; });
+  if (any_string && id_budget > 0) {
+    s->spill = std::make_unique<NameSpill>(scratch_path + ".ids", id_budget, num_types);
+    s->index.spill = s->spill.get();
+  }
   NodeSummary sum;
   FANOUT_RETURN_IF_ERROR(ReadNodeTables(s->schema, options, &s->index, &sum, [&](const NodeRow& r) {
     s->original.push_back(r.original);
     s->labels.push_back(r.label);
     s->split.push_back(r.split);
     if (r.features->empty()) return Status::OK();
-    if (!s->features.active())
+    auto& f = s->features[static_cast<size_t>(r.type)];
+    if (f == nullptr) {  // one file per type: the scratch path, then .t<type> beside it
+      f = std::make_unique<detail::FeatureScratch>();
       FANOUT_RETURN_IF_ERROR(
-          s->features.Create(scratch_path, static_cast<int64_t>(r.features->size())));
-    return s->features.Append(r.features->data());
+          f->Create(num_types == 1 ? scratch_path : scratch_path + ".t" + std::to_string(r.type),
+                    static_cast<int64_t>(r.features->size())));
+    }
+    return f->Append(r.features->data());
   }));
   if (sum.num_nodes == 0) return Status::InvalidArgument("schema " + schema_path + ": no nodes");
-  if (s->features.active()) FANOUT_RETURN_IF_ERROR(s->features.Finish());
+  for (auto& f : s->features)
+    if (f != nullptr) FANOUT_RETURN_IF_ERROR(f->Finish());
+  if (s->spill != nullptr) {
+    FANOUT_RETURN_IF_ERROR(s->spill->Finish());
+    if (s->spill->any())
+      FANOUT_RETURN_IF_ERROR(ResolveSpilledEdges(s->schema, options, s->index, s->spill.get(),
+                                                 !s->schema.edges[0].time.empty(), &s->resolved,
+                                                 &s->resolved_dangling, notes));
+  }
+  s->type_dims = sum.type_dims;
+  s->feature_dim = *std::max_element(sum.type_dims.begin(), sum.type_dims.end());
   *out = StreamedGraph();
   out->name = s->schema.name;
   out->format = "tables";
   out->num_nodes = sum.num_nodes;
-  out->feature_dim = s->features.active() ? s->features.dim() : 0;
+  out->feature_dim = s->feature_dim;
   out->has_labels = sum.any_label;
   out->has_split = sum.any_split;
   out->has_names = sum.any_names;
   if (sum.any_label)
     for (int64_t l : s->labels) out->num_classes = std::max(out->num_classes, l + 1);
+  // The edge types as LoadTables numbers them: each table's, then its reverse.
+  std::vector<int32_t> reverse_type;
+  if (hetero) {
+    for (const NodeSpec& ns : s->schema.nodes) out->node_types.push_back(ns.type);
+    for (const EdgeSpec& es : s->schema.edges) {
+      const int st = TypeIndex(s->schema, es.source_type),
+                dt = TypeIndex(s->schema, es.destination_type);
+      out->edge_types.push_back({st, es.type, dt});
+      if (!es.reverse.empty()) out->edge_types.push_back({dt, es.reverse, st});
+    }
+    if (edge_options.make_undirected) reverse_type = AddReverseEdgeTypes(&out->edge_types);
+    out->type_feature_dims = sum.type_dims;
+  }
   TablesStream* p = s.get();
-  EdgePlay as_read = [p](const EdgeFn& fn) -> Status {
+  out->has_edge_times = !s->schema.edges[0].time.empty();
+  out->has_edge_weights = Weighted(s->schema);
+  // Each table's edges, then (a "reverse") the table again, reversed; the
+  // dropped edges counted on the first reading only.
+  EdgeAttrPlay as_read = [p, timed = out->has_edge_times](const EdgeAttrFn& fn) -> Status {
     p->dangling = 0;
     bool go = true;
+    int32_t type = 0;
+    if (p->resolved.rows != nullptr) {  // string ids on disk: the edges resolved once, there
+      p->dangling = p->resolved_dangling;
+      for (size_t i = 0; i < p->schema.edges.size(); ++i) {
+        FANOUT_RETURN_IF_ERROR(p->PlayResolved(i, false, type++, fn, &go));
+        if (!go) return Status::OK();
+        if (!p->schema.edges[i].reverse.empty()) {
+          FANOUT_RETURN_IF_ERROR(p->PlayResolved(i, true, type++, fn, &go));
+          if (!go) return Status::OK();
+        }
+      }
+      return Status::OK();
+    }
     for (const EdgeSpec& es : p->schema.edges) {
-      FANOUT_RETURN_IF_ERROR(PlayEdgeTable(p->schema, es, 0, 0, false, p->options, p->index,
-                                           &p->dangling, [&](int64_t u, int64_t v, int64_t) {
-                                             go = fn(u, v);
-                                             return go;
-                                           }));
-      if (!go) break;
+      const int st = TypeIndex(p->schema, es.source_type),
+                dt = TypeIndex(p->schema, es.destination_type);
+      for (bool reverse : {false, true}) {
+        if (reverse && es.reverse.empty()) break;
+        int64_t dropped_again = 0;
+        EdgeAttr a;
+        a.type = type++;
+        FANOUT_RETURN_IF_ERROR(PlayEdgeTable(p->schema, es, st, dt, timed, p->options, p->index,
+                                             reverse ? &dropped_again : &p->dangling,
+                                             [&](int64_t u, int64_t v, int64_t t, float w) {
+                                               a.src = reverse ? v : u;
+                                               a.dst = reverse ? u : v;
+                                               a.time = t;
+                                               a.weight = w;
+                                               go = fn(a);
+                                               return go;
+                                             }));
+        if (!go) return Status::OK();
+      }
     }
     return Status::OK();
   };
-  out->for_each_edge = [as_read, eo = edge_options](const EdgeFn& fn) {
-    return PlayWithEdgeOptions(eo, as_read, fn);
+  out->for_each_edge_attr = [as_read, eo = edge_options, reverse_type](const EdgeAttrFn& fn) {
+    return PlayAttrWithEdgeOptions(eo, as_read, fn, reverse_type);
   };
-  out->feature_row = [p](int64_t v, float* row) { p->features.Row(v, row); };
+  out->for_each_edge = [as_read, eo = edge_options](const EdgeFn& fn) {
+    return PlayAttrWithEdgeOptions(eo, as_read,
+                                   [&](const EdgeAttr& e) { return fn(e.src, e.dst); });
+  };
+  if (hetero) out->node_type = [p](int64_t v) { return p->TypeOf(v); };
+  out->feature_row = [p](int64_t v, float* row) { p->FeatureRow(v, row); };
   out->label = [p](int64_t v) { return p->labels[v]; };
   out->split = [p](int64_t v) { return p->split[v]; };
   out->original_id = [p](int64_t v) { return p->original[v]; };
-  // One node type, its dense ids from 0: node v is the map's key v.
-  out->name_of = [p](int64_t v) { return p->index.by_name[0].Key(v); };
-  out->node_status = [p]() { return p->features.error(); };
+  // String ids: node v of type t is its map's key v - first[t] (int64 ids: no name).
+  out->name_of = [p](int64_t v) { return p->Name(v); };
+  out->node_status = [p]() { return p->FeatureError(); };
   out->late_notes = [p]() {
     return p->dangling > 0 ? std::vector<std::string>{DroppedNote(p->dangling)}
                            : std::vector<std::string>{};
   };
   out->state = s;
-  (void)notes;
   return Status::OK();
 }
 
@@ -841,6 +1366,7 @@ Status PlanTables(const std::string& schema_path, TablesPlan* out) {
   out->has_split = !(ns.split + ns.train_mask + ns.val_mask + ns.test_mask).empty();
   out->has_features = !ns.feature_list.empty() || !ns.feature_columns.empty();
   out->timed = !s.edges[0].time.empty();
+  out->weighted = !s.edges[0].weight.empty();
   return Status::OK();
 }
 
@@ -910,9 +1436,9 @@ Status ReadTablesEdgeFile(const std::string& schema_path, int file_index, bool q
   const bool names = s.nodes[0].string_ids;
   std::unique_ptr<TableSource> tb;
   FANOUT_RETURN_IF_ERROR(OpenTable(file, s.delimiter, quiet, &tb, slice.range));
-  size_t sc = 0, dc = 0, tc = 0;
+  size_t sc = 0, dc = 0, tc = 0, wc = 0;
   const bool timed = !es.time.empty();
-  FANOUT_RETURN_IF_ERROR(EdgeColumns(es, timed, tb.get(), &sc, &dc, &tc));
+  FANOUT_RETURN_IF_ERROR(EdgeColumns(es, timed, tb.get(), &sc, &dc, &tc, &wc));
   Status status;
   TableEdge e;
   while (tb->Next(&status)) {
@@ -925,6 +1451,7 @@ Status ReadTablesEdgeFile(const std::string& schema_path, int file_index, bool q
       FANOUT_RETURN_IF_ERROR(tb->Int(dc, &e.destination_id));
     }
     if (timed) FANOUT_RETURN_IF_ERROR(tb->Int(tc, &e.time));
+    if (!es.weight.empty()) FANOUT_RETURN_IF_ERROR(EdgeWeight(*tb, wc, &e.weight));
     FANOUT_RETURN_IF_ERROR(fn(e));
   }
   return status;

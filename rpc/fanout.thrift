@@ -71,6 +71,9 @@ struct PartitionInfo {
   // this is the newest committed version (update batches 1..live_version
   // are readable). Absent: a static partition.
   34: optional i64 live_version,
+  // The dataset stores a weight per edge (weighted sampling and walks);
+  // unset where it has none, and in servers before it.
+  35: optional bool has_edge_weights,
 }
 
 // What a same-host client did itself on a server's exported partition since

@@ -57,18 +57,19 @@ namespace fanout::rpc {
 // What an exported array holds (the partition's arrays; see
 // sampler::PartitionView).
 enum class ExportArray : uint16_t {
-  kIndptr = 1,       // int64, nodes + 1 (local rows)
-  kIndices = 2,      // int64 global neighbor ids, one per stored edge
-  kEdgeIds = 3,      // int64, one per stored edge
-  kEdgeTimes = 4,    // int64, one per stored edge
-  kEdgeTypes = 5,    // int32, one per stored edge
-  kFeatures = 6,     // uint8 bytes, nodes x row bytes
-  kLabels = 7,       // int64, one per node
-  kSplit = 8,        // uint8, one per node
-  kOriginalIds = 9,  // int64, one per node
-  kIndices32 = 10,   // int32 global neighbor ids (compact topology), instead of kIndices
-  kHotTable = 11,    // int32 (row, slot) pairs: the disk tier's hot set (storage/row_cache.h)
-  kHotRows = 12,     // uint8 bytes: its rows, slot by slot
+  kIndptr = 1,        // int64, nodes + 1 (local rows)
+  kIndices = 2,       // int64 global neighbor ids, one per stored edge
+  kEdgeIds = 3,       // int64, one per stored edge
+  kEdgeTimes = 4,     // int64, one per stored edge
+  kEdgeTypes = 5,     // int32, one per stored edge
+  kFeatures = 6,      // uint8 bytes, nodes x row bytes
+  kLabels = 7,        // int64, one per node
+  kSplit = 8,         // uint8, one per node
+  kOriginalIds = 9,   // int64, one per node
+  kIndices32 = 10,    // int32 global neighbor ids (compact topology), instead of kIndices
+  kHotTable = 11,     // int32 (row, slot) pairs: the disk tier's hot set (storage/row_cache.h)
+  kHotRows = 12,      // uint8 bytes: its rows, slot by slot
+  kEdgeWeights = 13,  // float32, one per stored edge (weighted datasets)
 };
 const char* ExportArrayName(ExportArray a);
 // Element size of each kind (1, 4 or 8 bytes).

@@ -57,7 +57,7 @@ struct Reader {
   }
 };
 
-bool Known(uint16_t kind) { return kind >= 1 && kind <= 12; }
+bool Known(uint16_t kind) { return kind >= 1 && kind <= 13; }
 
 uint64_t PageRound(uint64_t bytes) { return (bytes + kPage - 1) / kPage * kPage; }
 
@@ -89,6 +89,8 @@ const char* ExportArrayName(ExportArray a) {
       return "hot_table";
     case ExportArray::kHotRows:
       return "hot_rows";
+    case ExportArray::kEdgeWeights:
+      return "edge_weights";
   }
   return "unknown";
 }
@@ -96,6 +98,7 @@ const char* ExportArrayName(ExportArray a) {
 size_t ExportArrayElementBytes(ExportArray a) {
   switch (a) {
     case ExportArray::kEdgeTypes:
+    case ExportArray::kEdgeWeights:
     case ExportArray::kIndices32:
     case ExportArray::kHotTable:
       return 4;

@@ -21,6 +21,7 @@ void ForEachExportedArray(View& v, Fn&& fn) {
   fn(ExportArray::kEdgeIds, v.edge_ids);
   fn(ExportArray::kEdgeTimes, v.edge_times);
   fn(ExportArray::kEdgeTypes, v.edge_types);
+  fn(ExportArray::kEdgeWeights, v.edge_weights);
   fn(ExportArray::kFeatures, v.features);
   fn(ExportArray::kLabels, v.labels);
   fn(ExportArray::kSplit, v.split);

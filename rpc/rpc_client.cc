@@ -310,6 +310,7 @@ Status RpcClient::Info(RemotePartitionInfo* out) {
   out->features_on_disk = r.__isset.features_tier && r.features_tier == "disk";
   out->live_version = r.__isset.live_version ? r.live_version : -1;
   out->has_edge_times = r.__isset.has_edge_times && r.has_edge_times;
+  out->has_edge_weights = r.__isset.has_edge_weights && r.has_edge_weights;
   if (r.__isset.node_types) {
     out->node_types = r.node_types;
     out->edge_types = r.edge_types;

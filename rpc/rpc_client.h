@@ -83,8 +83,9 @@ struct RemotePartitionInfo {
   bool has_labels = false;
   int64_t max_ids_per_request = 0, max_fanout = 0;
   int data_port = 0;  // the UCX data plane's listener port on the server's host (0 = none offered)
-  std::string data_ticket;      // what its data-plane requests must carry (empty = nothing)
-  bool has_edge_times = false;  // temporal sampling possible
+  std::string data_ticket;        // what its data-plane requests must carry (empty = nothing)
+  bool has_edge_times = false;    // temporal sampling possible
+  bool has_edge_weights = false;  // weighted sampling possible
   // Heterogeneous datasets (sampler/hetero.h); empty for homogeneous ones.
   std::vector<std::string> node_types, edge_types;  // edge types as "src,rel,dst"
   std::vector<int64_t> node_type_bounds, node_type_feature_dims;

@@ -22,6 +22,7 @@ struct PartitionView {
   // every id below 2^31); one of the two is empty.
   ArrayView<const int32_t> indices32;
   ArrayView<const int32_t> edge_types;
+  ArrayView<const float> edge_weights;  // per stored edge, where the dataset has weights
   ArrayView<const uint8_t> features, split;
   // The disk tier's hot set (storage/row_cache.h StaticRowSet), where the
   // features are on disk: (row, slot) pairs and the rows themselves.
@@ -30,11 +31,12 @@ struct PartitionView {
 
   int64_t num_nodes() const { return node_end - node_begin; }
   int64_t num_edges() const { return static_cast<int64_t>(indices.size() + indices32.size()); }
-  // The CSR over whichever neighbor array is held (and the edge ids, where
-  // they are); Create's checks as a Status.
+  // The CSR over whichever neighbor array is held (and the edge ids and
+  // weights, where they are); Create's checks as a Status.
   Status MakeGraph(sampler::CsrGraph* g) const {
-    if (!indices32.empty()) return sampler::CsrGraph::Create32(indptr, indices32, edge_ids, {}, g);
-    return sampler::CsrGraph::Create(indptr, indices, edge_ids, {}, g);
+    if (!indices32.empty())
+      return sampler::CsrGraph::Create32(indptr, indices32, edge_ids, edge_weights, g);
+    return sampler::CsrGraph::Create(indptr, indices, edge_ids, edge_weights, g);
   }
   // A view for the sampler. REQUIRES: consistent arrays (OpenPartition and
   // the client's mapping check them).
@@ -46,11 +48,12 @@ struct PartitionView {
   }
   // Bytes of the arrays.
   int64_t RawBytes() const {
-    return static_cast<int64_t>((indptr.size() + indices.size() + edge_ids.size() +
-                                 edge_times.size() + labels.size() + original_ids.size()) *
-                                    8 +
-                                (indices32.size() + edge_types.size() + hot_table.size()) * 4 +
-                                features.size() + split.size() + hot_rows.size());
+    return static_cast<int64_t>(
+        (indptr.size() + indices.size() + edge_ids.size() + edge_times.size() + labels.size() +
+         original_ids.size()) *
+            8 +
+        (indices32.size() + edge_types.size() + edge_weights.size() + hot_table.size()) * 4 +
+        features.size() + split.size() + hot_rows.size());
   }
 };
 

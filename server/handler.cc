@@ -179,6 +179,7 @@ void RpcHandler::partition_info(gen::PartitionInfo& out) {
     const std::string ticket = s.tenancy ? s.tenancy->Ticket(svc_.tenant()) : std::string();
     if (!ticket.empty()) out.__set_data_plane_ticket(ticket);
     if (m.has_edge_times) out.__set_has_edge_times(true);
+    if (m.has_edge_weights) out.__set_has_edge_weights(true);
     if (s.live) out.__set_live_version(static_cast<int64_t>(s.live->partition().committed()));
     if (!s.local_socket.empty()) {
       out.__set_local_socket(s.local_socket);

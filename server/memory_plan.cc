@@ -47,7 +47,7 @@ Status PlanMemory(const datasets::DatasetMeta& meta, int part, const ServerOptio
   const int64_t base = (n + 1) * 8 + e * (p.index_bits / 8) + n * 8 /* original ids */ +
                        (meta.has_labels ? n * 8 : 0) + (meta.has_split ? n : 0) +
                        (meta.has_edge_times ? e * 8 + e * 8 /* time index */ : 0) +
-                       (meta.hetero.empty() ? 0 : e * 4);
+                       (meta.hetero.empty() ? 0 : e * 4) + (meta.has_edge_weights ? e * 4 : 0);
   p.feature_bytes = n * row;
   p.edge_id_bytes = e * 8;
   // Headroom for requests, replies and the process itself: a fifth of the limit.

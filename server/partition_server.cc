@@ -315,6 +315,7 @@ Status PartitionServer::Export(datasets::PartitionData* owned) {
     std::vector<int64_t>().swap(owned->edge_ids);
     std::vector<int64_t>().swap(owned->edge_times);
     std::vector<int32_t>().swap(owned->edge_types);
+    std::vector<float>().swap(owned->edge_weights);
     std::vector<uint8_t>().swap(owned->features);
     std::vector<int64_t>().swap(owned->labels);
     std::vector<uint8_t>().swap(owned->split);

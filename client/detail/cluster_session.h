@@ -242,6 +242,9 @@ class ClusterSession : public Session {
 
   // The address of partition p's replica in use.
   const std::string& Address(int p) const { return c_->replicas_[p][links_[p].replica]; }
+  // InvalidArgument naming a server whose dataset has no edge weights, where
+  // `weighted` asks for them (`what`: "weighted sampling", ...).
+  Status CheckWeights(bool weighted, const char* what) const;
 
   // Opens the data plane to partition p's replica in use.
   Status ConnectDataPlane(int p);

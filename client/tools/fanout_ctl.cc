@@ -454,6 +454,7 @@ int main(int argc, char** argv) {
                 pi.data_port > 0 ? ("port " + std::to_string(pi.data_port)).c_str() : "off",
                 pi.local_socket.empty() ? "off" : pi.local_socket.c_str());
     if (pi.has_edge_times) std::printf("edge timestamps: yes (temporal sampling)\n");
+    if (pi.has_edge_weights) std::printf("edge weights: yes (weighted sampling and walks)\n");
     if (!pi.node_types.empty()) {
       const size_t T = pi.node_types.size();
       std::printf("node types (this partition's ids):");

@@ -145,6 +145,24 @@ std::string DecodeEdgeTimeChunk(const char* p, size_t size, int64_t capacity, in
   return "";
 }
 
+void EncodeFloatChunk(ArrayView<const float> values, std::string* out) {
+  AppendRaw(out, values.data(), values.size() * 4);
+}
+
+std::string DecodeEdgeWeightChunk(const char* p, size_t size, int64_t capacity, int64_t* pos,
+                                  float* dst) {
+  if (size % 4 != 0 || *pos + static_cast<int64_t>(size / 4) > capacity)
+    return "has the wrong size";
+  for (size_t i = 0; i < size / 4; ++i) {
+    float w;
+    std::memcpy(&w, p + 4 * i, 4);
+    if (!(std::isfinite(w) && w >= 0))
+      return "holds edge weight " + std::to_string(w) + " (weights are finite and >= 0)";
+    dst[(*pos)++] = w;
+  }
+  return "";
+}
+
 std::string DecodeEdgeTypeChunk(const char* p, size_t size, int64_t capacity, int64_t num_types,
                                 int64_t* pos, int32_t* dst) {
   if (size % 8 != 0 || *pos + static_cast<int64_t>(size / 8) > capacity)

@@ -66,6 +66,12 @@ std::string DecodeEdgeTimeChunk(const char* p, size_t size, int64_t capacity, in
 std::string DecodeEdgeTypeChunk(const char* p, size_t size, int64_t capacity, int64_t num_types,
                                 int64_t* pos, int32_t* dst);
 
+// eweight: one float32 per stored edge of the chunk (adjacency order), each
+// finite and >= 0. Decoding appends at *pos as DecodeEdgeTimeChunk does.
+void EncodeFloatChunk(ArrayView<const float> values, std::string* out);
+std::string DecodeEdgeWeightChunk(const char* p, size_t size, int64_t capacity, int64_t* pos,
+                                  float* dst);
+
 // name: length-prefixed strings, appended to *names in node order.
 void EncodeNameChunk(const std::vector<std::string_view>& names, std::string* out);
 std::string DecodeNameChunk(const char* p, size_t size, int64_t nodes,

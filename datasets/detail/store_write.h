@@ -65,6 +65,7 @@ struct MetaInputs {
   int64_t num_nodes = 0, num_edges = 0, feature_dim = 0, num_classes = 0;
   std::vector<std::string> class_names;
   bool has_labels = false, has_split = false, has_names = false, has_edge_times = false;
+  bool has_edge_weights = false;
 };
 DatasetMeta BaseMeta(const MetaInputs& in, int num_parts, const WriteOptions& o);
 // Names and sizes meta->feature_files from its offsets (where BaseMeta
@@ -131,6 +132,8 @@ class PartStoreWriter {
   // Chunk c's edge timestamps (etime) or edge types (etype), adj order.
   Status PutEdgeTimeChunk(int64_t c, ArrayView<const int64_t> times);
   Status PutEdgeTypeChunk(int64_t c, ArrayView<const int64_t> types);
+  // Chunk c's edge weights (eweight), adj order.
+  Status PutEdgeWeightChunk(int64_t c, ArrayView<const float> weights);
   // Chunk c's feat, label, split, orig and name values of the nodes whose
   // input ids are old_ids[0 .. n), in stored order (the feature rows to the
   // feature file instead, where meta has them: chunks in order).

@@ -52,6 +52,13 @@ class StringIdMap {
   std::string_view Key(int64_t k) const {
     return std::string_view(bytes_.data() + offsets_[k], offsets_[k + 1] - offsets_[k]);
   }
+  // What the map holds in memory, in bytes.
+  int64_t MemoryBytes() const {
+    return static_cast<int64_t>(slots_.capacity() * sizeof(Slot) + bytes_.capacity() +
+                                offsets_.capacity() * sizeof(uint64_t));
+  }
+  // The map's hash of `key` (a bucket for a join).
+  uint64_t HashOf(std::string_view key) const { return Hash(key); }
 
  private:
   struct Slot {

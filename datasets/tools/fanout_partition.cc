@@ -79,7 +79,8 @@ int main(int argc, char** argv) {
       "limit."};
   app.set_version_flag("--version", fanout::VersionLine("fanout-partition"));
   std::string input, format, method = "metis", output, direction = "in", dtype = "float32";
-  std::string ogb_split, labels_path, fractions_text, memory_limit_text, spill_dir, assignment_path;
+  std::string ogb_split, labels_path, fractions_text, memory_limit_text, spill_dir, assignment_path,
+      string_id_memory_text;
   int parts = 1;
   int64_t chunk_nodes = 65536;
   uint64_t seed = 1;
@@ -114,6 +115,10 @@ int main(int argc, char** argv) {
   app.add_option("--memory-limit", memory_limit_text,
                  "Peak memory allowed, e.g. 4G, 512M (default: 3/4 of the machine's or the "
                  "container's memory)");
+  app.add_option("--string-id-memory", string_id_memory_text,
+                 "Tables with string ids: the memory their id maps may take, e.g. 2G (default: a "
+                 "quarter of --memory-limit); past it a node type's ids go to disk and edges find "
+                 "their endpoints through a join in buckets");
   app.add_option("--spill-dir", spill_dir,
                  "Existing folder for the temporary spill files of random/range/hash (default: "
                  "beside the output); "
@@ -230,6 +235,10 @@ int main(int argc, char** argv) {
                 FormatBytes(static_cast<double>(usable)).c_str());
   }
   load.memory_limit_bytes = memory_limit;
+  if (!string_id_memory_text.empty()) {
+    st = ParseByteSize(string_id_memory_text, &load.string_id_memory_bytes);
+    if (!st.ok()) return Fail(Status::InvalidArgument("--string-id-memory: " + st.message()));
+  }
 
   PartitionOptions po;
   po.num_parts = parts;
@@ -321,8 +330,8 @@ int main(int argc, char** argv) {
     return spill_dir + "/" + SpillFilePrefix() + "features.f32";
   };
   if (streamed && format == "tables") {
-    // Homogeneous tables without times stream; the others are read whole
-    // (StreamTables says NotSupported before reading anything).
+    // Tables stream, with their edge times, weights and types (StreamTables
+    // would say NotSupported before reading anything for what it cannot).
     st = StreamTables(input, load, eo, feature_scratch(), &g, &notes);
     if (st.code() == Status::Code::kNotSupported)
       streamed = false;

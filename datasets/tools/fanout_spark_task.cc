@@ -134,7 +134,8 @@ int Plan(const std::string& schema) {
             {"drop_dangling", p.drop_dangling},
             {"has_split", p.has_split},
             {"has_features", p.has_features},
-            {"timed", p.timed}};
+            {"timed", p.timed},
+            {"weighted", p.weighted}};
   std::printf("%s\n", j.dump().c_str());
   return 0;
 }
@@ -192,12 +193,13 @@ int Nodes(const std::string& schema, int file_index, const TableSlice& slice, bo
 
 // edges: "FNSE0001", then blocks: int64 n (0 ends), the sources and the
 // destinations (int64[n] each, or offsets[n + 1] and bytes each), then with
-// `timed` the times (int64[n]).
+// `timed` the times (int64[n]), then with `weighted` the weights (float32[n]).
 int Edges(const std::string& schema, int file_index, const TableSlice& slice, bool string_ids,
-          bool timed, int64_t block_rows) {
+          bool timed, bool weighted, int64_t block_rows) {
   Out out;
   out.Bytes("FNSE0001", 8);
   std::vector<int64_t> src, dst, src_off{0}, dst_off{0}, times;
+  std::vector<float> weights;
   std::string src_names, dst_names;
   int64_t n = 0;
   auto flush = [&]() {
@@ -212,7 +214,9 @@ int Edges(const std::string& schema, int file_index, const TableSlice& slice, bo
       out.Array(dst);
     }
     if (timed) out.Array(times);
+    if (weighted) out.Array(weights);
     src.clear(), dst.clear(), src_off.assign(1, 0), dst_off.assign(1, 0), times.clear();
+    weights.clear();
     src_names.clear(), dst_names.clear();
     n = 0;
     return out.ok();
@@ -228,6 +232,7 @@ int Edges(const std::string& schema, int file_index, const TableSlice& slice, bo
       dst.push_back(e.destination_id);
     }
     if (timed) times.push_back(e.time);
+    if (weighted) weights.push_back(e.weight);
     if (++n == block_rows && !flush())
       return Status::IOError("writing the edge stream: " + std::string(strerror(errno)));
     return Status::OK();
@@ -323,6 +328,7 @@ int Meta(const std::string& plan_path, const std::string& out_path) {
     in.has_split = j.at("has_split").get<bool>();
     in.has_names = j.at("has_names").get<bool>();
     in.has_edge_times = j.value("has_edge_times", false);
+    in.has_edge_weights = j.value("has_edge_weights", false);
     const int k = j.at("num_parts").get<int>();
     meta = detail::BaseMeta(in, k, wo);
     meta.dataset_id = j.at("dataset_id").get<std::string>();
@@ -484,10 +490,11 @@ class NodeFiles {
 
 // write: partition `part`'s store: its nodes from the node files, its
 // stored edges from stdin, in any order: "FNSW0003", then blocks: int64 n (0
-// ends); int64 rows[n], eids[n], neighbors[n], and times[n] where the
-// dataset has edge times (a negative row is a placeholder, skipped: it gives
-// a partition without edges a task). The edges go to a spill file (24
-// bytes each, 32 with times) while their rows' degrees are counted; then slices of whole
+// ends); int64 rows[n], eids[n], neighbors[n], int64 times[n] where the
+// dataset has edge times, float32 weights[n] where it has edge weights (a
+// negative row is a placeholder, skipped: it gives a partition without edges
+// a task). The edges go to a spill file (24 bytes each, 8 more with times, 8
+// more with weights) while their rows' degrees are counted; then slices of whole
 // chunks are read back from it and placed by counting sort, each row's
 // edges ordered by time, then edge id (the native order: input order, stably
 // sorted by time), under `memory_limit` bytes for the slice's edges.
@@ -556,6 +563,7 @@ class PartWrite {
   // order (input order, stably sorted by time where the dataset has times).
   struct Placed {
     int64_t time, eid, nbr;
+    float weight;
     bool operator<(const Placed& o) const { return time != o.time ? time < o.time : eid < o.eid; }
   };
 
@@ -568,8 +576,10 @@ class PartWrite {
     if (std::memcmp(magic, "FNSW0003", 8) != 0)
       return Status::InvalidArgument("the edge stream does not start with FNSW0003");
     std::vector<int64_t> rows, eids, nbrs, times;
-    const bool timed = meta_.has_edge_times;
-    std::vector<int64_t> out;  // row, eid, nbr[, time] per edge: 24 bytes, 32 with times
+    std::vector<float> weights;
+    const bool timed = meta_.has_edge_times, weighted = meta_.has_edge_weights;
+    const size_t words = Words();
+    std::vector<int64_t> out;  // row, eid, nbr[, time][, weight's bits] per edge
     for (;;) {
       int64_t n = 0;
       FANOUT_RETURN_IF_ERROR(in_.Read(&n, sizeof n, "a block header"));
@@ -580,6 +590,7 @@ class PartWrite {
       FANOUT_RETURN_IF_ERROR(in_.Array(&eids, n, "the edge ids"));
       FANOUT_RETURN_IF_ERROR(in_.Array(&nbrs, n, "the neighbors"));
       if (timed) FANOUT_RETURN_IF_ERROR(in_.Array(&times, n, "the times"));
+      if (weighted) FANOUT_RETURN_IF_ERROR(in_.Array(&weights, n, "the weights"));
       out.clear();
       for (int64_t i = 0; i < n; ++i) {
         const int64_t row = rows[i], eid = eids[i], nbr = nbrs[i];
@@ -595,15 +606,30 @@ class PartWrite {
         cut_ += nbr < begin_ || nbr >= end_;
         out.insert(out.end(), {row, eid, nbr});
         if (timed) out.push_back(times[i]);
+        if (weighted) {
+          const float w = weights[i];
+          if (!(std::isfinite(w) && w >= 0))
+            return Status::InvalidArgument("partition " + std::to_string(part_) + ": edge " +
+                                           std::to_string(eid) + " has weight " +
+                                           std::to_string(w) + " (weights are finite and >= 0)");
+          uint32_t bits;
+          std::memcpy(&bits, &w, 4);
+          out.push_back(bits);
+        }
       }
       if (!out.empty() &&
           std::fwrite(out.data(), sizeof(int64_t), out.size(), spill_) != out.size())
         return Status::IOError("writing " + spill_path_ + ": " + strerror(errno));
-      edges_ += static_cast<int64_t>(out.size()) / (timed ? 4 : 3);
+      edges_ += static_cast<int64_t>(out.size() / words);
     }
     if (std::fflush(spill_) != 0)
       return Status::IOError("writing " + spill_path_ + ": " + strerror(errno));
     return Status::OK();
+  }
+
+  // int64 words per spilled edge.
+  size_t Words() const {
+    return 3 + (meta_.has_edge_times ? 1 : 0) + (meta_.has_edge_weights ? 1 : 0);
   }
 
   // Slices of whole chunks, each read back from the spill and written.
@@ -612,8 +638,9 @@ class PartWrite {
     std::vector<int64_t> start(static_cast<size_t>(rows) + 1, 0);
     for (int64_t r = 0; r < rows; ++r) start[r + 1] = start[r] + degrees_[r];
     const int64_t budget =
-        std::max<int64_t>(memory_limit_ / 32, 1);  // 24 placed + 8 per row, about
-    const size_t words = meta_.has_edge_times ? 4 : 3;
+        std::max<int64_t>(memory_limit_ / 40, 1);  // 32 placed + 8 per row, about
+    const size_t words = Words();
+    const bool timed = meta_.has_edge_times, weighted = meta_.has_edge_weights;
     std::vector<Placed> slot;
     std::vector<int64_t> fill;
     std::vector<int64_t> buf(words << 16);
@@ -623,7 +650,7 @@ class PartWrite {
       while (c1 * cn < rows && start[std::min(rows, (c1 + 1) * cn)] - start[c0 * cn] <= budget)
         ++c1;
       const int64_t ra = c0 * cn, rz = std::min(rows, c1 * cn), e0 = start[ra];
-      slot.assign(static_cast<size_t>(start[rz] - e0), Placed{0, 0, 0});
+      slot.assign(static_cast<size_t>(start[rz] - e0), Placed{0, 0, 0, 0});
       fill.assign(start.begin() + ra, start.begin() + rz);
       if (std::fseek(spill_, 0, SEEK_SET) != 0)
         return Status::IOError("reading " + spill_path_ + ": " + strerror(errno));
@@ -633,7 +660,12 @@ class PartWrite {
           const int64_t* e = buf.data() + i * words;
           const int64_t r = e[0] - begin_;
           if (r < ra || r >= rz) continue;
-          slot[static_cast<size_t>(fill[r - ra]++ - e0)] = {words == 4 ? e[3] : 0, e[1], e[2]};
+          float w = 0;
+          if (weighted) {
+            const uint32_t bits = static_cast<uint32_t>(e[words - 1]);
+            std::memcpy(&w, &bits, 4);
+          }
+          slot[static_cast<size_t>(fill[r - ra]++ - e0)] = {timed ? e[3] : 0, e[1], e[2], w};
         }
         if (got < buf.size() / words) break;
       }
@@ -649,17 +681,20 @@ class PartWrite {
       for (int64_t c = c0; c < c1 && c * cn < std::max<int64_t>(rows, 1); ++c) {
         const int64_t a = c * cn, z = std::min(rows, (c + 1) * cn);
         std::vector<int64_t> deg(degrees_.begin() + a, degrees_.begin() + z), nbr, eid, time;
+        std::vector<float> weight;
         nbr.reserve(static_cast<size_t>(start[z] - start[a]));
         eid.reserve(nbr.capacity());
         for (int64_t x = start[a]; x < start[z]; ++x) {
           const Placed& e = slot[static_cast<size_t>(x - e0)];
           eid.push_back(e.eid);
           nbr.push_back(e.nbr);
-          if (meta_.has_edge_times) time.push_back(e.time);
+          if (timed) time.push_back(e.time);
+          if (weighted) weight.push_back(e.weight);
         }
         if (z > a) {
           FANOUT_RETURN_IF_ERROR(w_->PutAdjChunk(c, deg, nbr, eid));
-          if (meta_.has_edge_times) FANOUT_RETURN_IF_ERROR(w_->PutEdgeTimeChunk(c, time));
+          if (timed) FANOUT_RETURN_IF_ERROR(w_->PutEdgeTimeChunk(c, time));
+          if (weighted) FANOUT_RETURN_IF_ERROR(w_->PutEdgeWeightChunk(c, weight));
           FANOUT_RETURN_IF_ERROR(Nodes(c, z - a));
         }
       }
@@ -769,7 +804,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::string schema, output, method, assignment, out_path, meta_path, staging, plan_path;
   int file_index = 0, parts = 1, part = 0;
-  bool string_ids = false, force = false, normalize = false, ids_only = false, timed = false;
+  bool string_ids = false, force = false, normalize = false, ids_only = false, timed = false,
+       weighted = false;
   int64_t block_rows = 65536, num_nodes = 0, first_row = 0;
   std::string row_groups, nodes_dir, spill_dir, memory_text = "1G";
   int units = 0;
@@ -796,6 +832,8 @@ int main(int argc, char** argv) {
   nodes->add_flag("--ids-only", ids_only, "Read the ids alone (no features, labels or split)");
   edges_cmd->add_flag("--timed", timed,
                       "Also stream each edge's time (the schema names a time column)");
+  edges_cmd->add_flag("--weighted", weighted,
+                      "Also stream each edge's weight (the schema names a weight column)");
 
   auto* assign = app.add_subcommand("assign", "Write each node's part (int32 per node)");
   assign->add_option("--method", method, "random or file")->required();
@@ -848,7 +886,8 @@ int main(int argc, char** argv) {
     slice.range = &range;
   }
   if (nodes->parsed()) return Nodes(schema, file_index, slice, string_ids, block_rows);
-  if (edges_cmd->parsed()) return Edges(schema, file_index, slice, string_ids, timed, block_rows);
+  if (edges_cmd->parsed())
+    return Edges(schema, file_index, slice, string_ids, timed, weighted, block_rows);
   if (assign->parsed()) return Assign(method, parts, seed, num_nodes, assignment, out_path);
   if (begin->parsed()) return Begin(output, force, owner_pid);
   if (meta->parsed()) return Meta(plan_path, out_path);

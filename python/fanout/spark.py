@@ -89,6 +89,13 @@ def _i64(f, n, what):
     return np.frombuffer(_exact(f, 8 * n, what), dtype="<i8")
 
 
+def _edge_attrs(ctx):
+    """The per-edge columns beside the ids, in stream order: (name, Spark type, dtype) for the time and the
+    weight where the schema names them."""
+    return ([("time", "long", "<i8")] if ctx["timed"] else []) + \
+        ([("weight", "float", "<f4")] if ctx["weighted"] else [])
+
+
 def _strings(f, n, what):
     import pyarrow as pa
 
@@ -236,8 +243,8 @@ def _node_file(ctx, unit, part):
 
 
 def _edge_blocks(ctx, u):
-    """The edge stream of slice u, block by block: (n, sources, destinations, times or None): the ids as Arrow
-    arrays, the times as int64."""
+    """The edge stream of slice u, block by block: (n, sources, destinations, attrs): the ids as Arrow arrays,
+    attrs a list of numpy arrays, one per _edge_attrs column (the times as int64, the weights as float32)."""
     import pyarrow as pa
 
     def block(f, n):
@@ -245,9 +252,12 @@ def _edge_blocks(ctx, u):
             src, dst = _strings(f, n, "the sources"), _strings(f, n, "the destinations")
         else:
             src, dst = pa.array(_i64(f, n, "the sources")), pa.array(_i64(f, n, "the destinations"))
-        return n, src, dst, (_i64(f, n, "the times") if ctx["timed"] else None)
+        attrs = [np.frombuffer(_exact(f, int(np.dtype(dt).itemsize) * n, "the %ss" % name), dtype=dt)
+                 for name, _, dt in _edge_attrs(ctx)]
+        return n, src, dst, attrs
 
-    args = ["edges"] + _unit_args(ctx, ctx["edge_units"][u]) + (["--timed"] if ctx["timed"] else [])
+    args = ["edges"] + _unit_args(ctx, ctx["edge_units"][u]) + (["--timed"] if ctx["timed"] else []) + \
+        (["--weighted"] if ctx["weighted"] else [])
     what = "edge slice %d (%s)" % (u, ctx["edge_files"][ctx["edge_units"][u][0]])
     return _stream_blocks(ctx, args, b"FNSE0001", what, block)
 
@@ -260,10 +270,11 @@ def _read_edges(ctx):
         for b in batches:
             for u in b.column(0).to_pylist():
                 row = 0
-                for n, src, dst, times in _edge_blocks(ctx, int(u)):
+                for n, src, dst, attrs in _edge_blocks(ctx, int(u)):
                     cols = [pa.array(np.full(n, u, dtype=np.int32)), pa.array(np.arange(row, row + n, dtype=np.int64)),
-                            src, dst] + ([pa.array(times)] if ctx["timed"] else [])
-                    yield pa.RecordBatch.from_arrays(cols, names=["unit", "row", "src", "dst", "time"][:len(cols)])
+                            src, dst] + [pa.array(a) for a in attrs]
+                    yield pa.RecordBatch.from_arrays(
+                        cols, names=["unit", "row", "src", "dst"] + [a[0] for a in _edge_attrs(ctx)])
                     row += n
     return fn
 
@@ -339,7 +350,7 @@ def _edge_fn(ctx, emit):
                 row = kept_seen = nl_seen = 0
                 counts = [0, 0, 0, 0]
                 bad = (-1, -1, "")
-                for n, src, dst, times in _edge_blocks(ctx, u):
+                for n, src, dst, attrs in _edge_blocks(ctx, u):
                     su, sp, fs = _lookup(m, src)
                     dv, dp, fd = _lookup(m, dst)
                     dangling = ~(fs & fd)
@@ -361,20 +372,20 @@ def _edge_fn(ctx, emit):
                     kept_seen += int(keep.sum())
                     eid = ctx["kept_off"][u] + rank[keep]
                     tgt, tp, nb = (dv, dp, su) if incoming else (su, sp, dv)
-                    out = [(tp[keep], tgt[keep], eid, nb[keep], None if times is None else times[keep])]
+                    out = [(tp[keep], tgt[keep], eid, nb[keep], [a[keep] for a in attrs])]
                     if undirected:
                         nl = keep & ~loop
                         rank = np.cumsum(nl) - 1 + nl_seen
                         nl_seen += int(nl.sum())
                         reid = ctx["e1"] + ctx["nl_off"][u] + rank[nl]
                         tgt, tp, nb = (su, sp, dv) if incoming else (dv, dp, su)
-                        out.append((tp[nl], tgt[nl], reid, nb[nl], None if times is None else times[nl]))
-                    for p_, r_, e_, n_, t_ in out:
+                        out.append((tp[nl], tgt[nl], reid, nb[nl], [a[nl] for a in attrs]))
+                    for p_, r_, e_, n_, a_ in out:
                         if len(p_):
                             cols = [pa.array(routes[p_]), pa.array(p_.astype(np.int32)), pa.array(r_), pa.array(e_),
-                                    pa.array(n_)] + ([] if t_ is None else [pa.array(t_)])
+                                    pa.array(n_)] + [pa.array(a) for a in a_]
                             yield pa.RecordBatch.from_arrays(
-                                cols, names=["route", "part", "row", "eid", "nbr", "time"][:len(cols)])
+                                cols, names=["route", "part", "row", "eid", "nbr"] + [a[0] for a in _edge_attrs(ctx)])
                 if not emit:
                     yield pa.RecordBatch.from_arrays(
                         [pa.array([u], type=pa.int32())] + [pa.array([c], type=pa.int64()) for c in counts] +
@@ -573,7 +584,7 @@ class _PartFeed:
         self.err = tempfile.TemporaryFile()
         self.p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err,
                                   env=_task_env())
-        self.timed = ctx["timed"]
+        self.timed, self.weighted = ctx["timed"], ctx["weighted"]
         self._send(b"FNSW0003")
 
     def _send(self, data):
@@ -585,8 +596,10 @@ class _PartFeed:
 
     def feed(self, b):
         self._send(np.array([len(b)], dtype="<i8").tobytes())
-        for c in ("row", "eid", "nbr", "time")[:4 if self.timed else 3]:  # int64 columns without nulls, as they are
+        for c in ("row", "eid", "nbr") + (("time",) if self.timed else ()):  # int64 columns without nulls
             self._send(memoryview(np.ascontiguousarray(b.column(c).to_numpy(), dtype="<i8")))
+        if self.weighted:
+            self._send(memoryview(np.ascontiguousarray(b.column("weight").to_numpy(), dtype="<f4")))
 
     def close(self):
         try:
@@ -700,10 +713,11 @@ def partition_on_spark(spark, schema, output, *, parts, method="hash", seed=1, a
     Spark); above it, Spark joins the edges to the nodes (shuffling both).
     ``slice_rows``: about how many rows of a Parquet node / edge file one task reads (whole row groups; a CSV file
     is one task). ``writer_memory``: the memory a partition's writer places edges in (a slice of its chunks at a
-    time; 32 bytes per edge). ``report``:
+    time; 40 bytes per edge). ``report``:
     a dict that receives the seconds of each step and the rows the driver collected. Raises fanout.InvalidArgument
     naming the file, row and column on bad input, and fanout.NotSupported for what the job does not take yet
-    (several node or edge types); nothing is published then.
+    (several node or edge types); nothing is published then. Edge times and weights (the schema's ``time`` and
+    ``weight`` columns) ride with each edge to its writer.
     """
     task = os.path.join(bin_dir, "fanout-spark-task") if bin_dir else find_binary("fanout-spark-task")
     schema = os.path.abspath(str(schema))
@@ -739,7 +753,8 @@ def partition_on_spark(spark, schema, output, *, parts, method="hash", seed=1, a
                "dataset_id": begun["dataset_id"], "nodes_dir": os.path.join(job, "nodes"),
                "node_files": plan["node_files"], "edge_files": plan["edge_files"],
                "int8": feature_dtype == "int8", "spill_dir": os.path.join(job, "spill"),
-               "writer_memory": str(writer_memory), "timed": bool(plan["timed"])}
+               "writer_memory": str(writer_memory), "timed": bool(plan["timed"]),
+               "weighted": bool(plan.get("weighted", False))}
         opts = dict(undirected=bool(undirected), drop_self_loops=bool(drop_self_loops), direction=direction,
                     feature_dtype=feature_dtype, normalize=bool(normalize_features), chunk_nodes=int(chunk_nodes),
                     assignment=assignment, map_nodes=int(map_nodes),
@@ -877,8 +892,8 @@ def _run(spark, plan, ctx, job, persisted, schema, o, log, report):
         spark.range(0, 64 * k + 64, 1, 1).select("id", F.expr("pmod(hash(id), %d)" % k).alias("b"))
         .groupBy("b").agg(F.min("id").alias("id")))}
     routed = len(routes) == k  # else (never seen) Spark samples the partitions to spread them
-    time_col = ", time long" if ctx["timed"] else ""
-    record_schema = "route long, part int, row long, eid long, nbr long" + time_col
+    attr_cols = "".join(", %s %s" % (name, t) for name, t, _ in _edge_attrs(ctx))
+    record_schema = "route long, part int, row long, eid long, nbr long" + attr_cols
     ctx["routes"] = np.array([routes[p] for p in range(k)] if routed else range(k), dtype=np.int64)
     ctx.update(incoming=o["direction"] == "in", undirected=o["undirected"], drop_self_loops=o["drop_self_loops"],
                drop_dangling=plan["drop_dangling"], node_type=plan["node_type"])
@@ -893,7 +908,7 @@ def _run(spark, plan, ctx, job, persisted, schema, o, log, report):
     j = None
     if not local_map:
         raw_edges = spark.range(0, eu, 1, eu).mapInArrow(_read_edges(ctx), "unit int, row long, src %s, dst %s%s" %
-                                                         (key_type, key_type, time_col))
+                                                         (key_type, key_type, attr_cols))
         ids = id_map.select("key", "new", "part")
         j = raw_edges.join(ids.withColumnRenamed("key", "src").withColumnRenamed("new", "su")
                            .withColumnRenamed("part", "sp"), "src", "left") \
@@ -950,7 +965,7 @@ def _run(spark, plan, ctx, job, persisted, schema, o, log, report):
                  "num_parts": k, "offsets": [int(x) for x in np.r_[ctx["part_offsets"], num_nodes]],
                  "feature_dim": dim, "feature_dtype": o["feature_dtype"], "num_classes": max_label + 1,
                  "has_labels": max_label >= 0, "has_split": plan["has_split"], "has_names": plan["string_ids"],
-                 "has_edge_times": plan["timed"],
+                 "has_edge_times": plan["timed"], "has_edge_weights": ctx["weighted"],
                  "direction": o["direction"], "chunk_nodes": o["chunk_nodes"], "method": ctx["method"],
                  "options": options, "dataset_id": ctx["dataset_id"],
                  "stats": {"nodes": [int(x) for x in part_nodes], "edges": [0] * k, "cut_edges": 0}}
@@ -986,7 +1001,7 @@ def _run(spark, plan, ctx, job, persisted, schema, o, log, report):
             # Edge u -> v (reversed: v -> u) is stored in the row of v (out: u), its neighbor u (out: v).
             tgt_row, tgt_part, nb = ("dv", "dp", "su") if incoming != reverse else ("su", "sp", "dv")
             return df.select(F.col(tgt_part).alias("part"), F.col(tgt_row).alias("row"), "eid",
-                             F.col(nb).alias("nbr"), *(["time"] if ctx["timed"] else []))
+                             F.col(nb).alias("nbr"), *[a[0] for a in _edge_attrs(ctx)])
 
         edges = stored(with_ids(kept_edges, kept, 0), False)
         if o["undirected"]:
@@ -996,7 +1011,8 @@ def _run(spark, plan, ctx, job, persisted, schema, o, log, report):
         edges = edges.join(F.broadcast(route), "part")
     # One placeholder per partition: every partition gets a writer, edges or not. Spark moves each edge to the
     # task of its partition; the writer there orders them.
-    marks = spark.createDataFrame([(int(ctx["routes"][p]), p, -1, -1, -1) + ((0,) if ctx["timed"] else ())
+    marks = spark.createDataFrame([(int(ctx["routes"][p]), p, -1, -1, -1) +
+                                   tuple(0.0 if t == "float" else 0 for _, t, _ in _edge_attrs(ctx))
                                    for p in range(k)], record_schema)
     records = edges.unionByName(marks)
     records = (records.repartition(k, "route") if routed else records.repartitionByRange(k, "route")).drop("route")

@@ -127,7 +127,7 @@ def _write_nodes(path, n, x, y, masks, what, parquet):
     return spec
 
 
-def _write_edges(path, edge_index, time, n_src, n_dst, what, parquet):
+def _write_edges(path, edge_index, time, weight, n_src, n_dst, what, parquet):
     ei = _numpy(edge_index)
     if ei is None or ei.ndim != 2 or ei.shape[0] != 2:
         raise InvalidArgument("%s.edge_index must have shape [2, edges]" % what)
@@ -144,6 +144,22 @@ def _write_edges(path, edge_index, time, n_src, n_dst, what, parquet):
         cols.append(t.astype(np.int64))
         fmt.append("%d")
         header.append("time")
+    if weight is not None:
+        w = _numpy(weight)
+        if w.ndim == 2 and w.shape[1] == 1:
+            w = w[:, 0]
+        if w.ndim != 1 or w.shape[0] != ei.shape[1] or not (np.issubdtype(w.dtype, np.floating)
+                                                           or np.issubdtype(w.dtype, np.integer)):
+            raise InvalidArgument("%s.edge_weight must be one number per edge (%d), not shape %s of %s"
+                                  % (what, ei.shape[1], tuple(w.shape), w.dtype))
+        w = w.astype(np.float32)
+        bad = ~np.isfinite(w) | (w < 0)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise InvalidArgument("%s.edge_weight[%d] is %r: weights must be finite and >= 0" % (what, i, float(w[i])))
+        cols.append(w)
+        fmt.append("%.9g")
+        header.append("weight")
     _write_table(path, header, cols, fmt, parquet)
 
 
@@ -152,9 +168,10 @@ def write_pyg_tables(data, folder, *, name="pyg", table_format="auto"):
     schema ``partition_tables`` reads; returns the schema's path. ``table_format``: ``"parquet"`` (binary, the
     features one list column; needs pyarrow), ``"csv"`` (text, a column per feature), or ``"auto"`` (Parquet where
     pyarrow imports). Stored: node features ``x`` (one row of numbers per
-    node), labels ``y`` (one integer per node; negative: none), ``train_mask``/``val_mask``/``test_mask``, and edge
-    times (``time`` or ``edge_time``, one integer per edge, on every edge type or none). Edge weights and edge
-    attributes are not stored (Fanout's stores hold none): a warning says so."""
+    node), labels ``y`` (one integer per node; negative: none), ``train_mask``/``val_mask``/``test_mask``, edge
+    times (``time`` or ``edge_time``, one integer per edge, on every edge type or none) and edge weights
+    (``edge_weight``, one number >= 0 per edge; an edge type without them gets weight 1 where others have them).
+    Edge attributes (``edge_attr``) are not stored (Fanout's stores hold none): a warning says so."""
     if table_format not in ("auto", "parquet", "csv"):
         raise InvalidArgument("table_format must be 'auto', 'parquet' or 'csv', not %r" % (table_format,))
     parquet = table_format == "parquet" or (table_format == "auto" and _have_pyarrow())
@@ -188,20 +205,22 @@ def write_pyg_tables(data, folder, *, name="pyg", table_format="auto"):
     edges, times = [], []
     for et in edge_types:
         st = data[et] if hetero else data
-        for extra in ("edge_weight", "edge_attr"):
-            if extra in st and st[extra] is not None:
-                warnings.warn("fanout.partition_pyg: %s of %s is not stored (Fanout's stores hold no edge weights or "
-                              "attributes)" % (extra, et if hetero else "data"))
+        if "edge_attr" in st and st["edge_attr"] is not None:
+            warnings.warn("fanout.partition_pyg: edge_attr of %s is not stored (Fanout's stores hold no edge "
+                          "attributes; edge_weight is stored)" % (et if hetero else "data",))
+        weight = st["edge_weight"] if "edge_weight" in st else None
         t = _edge_time(st)
         times.append(t is not None)
         file = "edges_%d%s" % (len(edges), ext)
         what = "edge type %s" % (et,) if hetero else "data"
-        _write_edges(os.path.join(folder, file), st.edge_index if "edge_index" in st else None, t,
+        _write_edges(os.path.join(folder, file), st.edge_index if "edge_index" in st else None, t, weight,
                      counts[et[0]], counts[et[2]], what, parquet)
         spec = {"type": et[1], "files": file, "source": "src", "source_type": et[0], "destination": "dst",
                 "destination_type": et[2]}
         if t is not None:
             spec["time"] = "time"
+        if weight is not None:
+            spec["weight"] = "weight"
         edges.append(spec)
     if any(times) and not all(times):
         raise InvalidArgument("edge times are given for some edge types and not others: give every edge type a "

@@ -130,6 +130,19 @@ WriteOptions Write(bool incoming, FeatureDType dtype, int64_t chunk_nodes,
   return wo;
 }
 
+// A stream whose play fails: InvalidArgument naming `what`, no `dir` left.
+void ExpectTheWriteFailsAndLeavesNothing(const StreamedGraph& g, PartitionMethod m,
+                                         const std::string& dir, const std::string& what) {
+  BoundedOptions bo;
+  bo.memory_limit_bytes = int64_t{1} << 30;
+  Status st = WritePartitionedStream(g, Options(2, m, true),
+                                     Write(true, FeatureDType::kFloat32, 100, "random"), bo, dir,
+                                     nullptr, nullptr);
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr(what));
+  EXPECT_FALSE(fs::exists(dir));
+}
+
 // A loaded dataset written in memory and its stream written in bounded
 // memory (3 hash parts, slices of at most 700 edges) give the same store.
 void ExpectTheStreamWritesTheLoadedStore(const RawDataset& ds, const StreamedGraph& g,
@@ -307,14 +320,8 @@ TEST(BoundedPartitionTest, StreamedOgbEqualsTheLoadedOneAndRemovesItsFeatureFile
   LoadOptions lo;
   lo.quiet = true;
   ASSERT_TRUE(StreamOgb(input, lo, {}, tmp.Sub("f2.f32"), &g, &notes).ok());
-  BoundedOptions bo;
-  bo.memory_limit_bytes = int64_t{1} << 30;
-  Status st = WritePartitionedStream(g, Options(2, PartitionMethod::kRandom, true),
-                                     Write(true, FeatureDType::kFloat32, 100, "random"), bo,
-                                     tmp.Sub("bad"), nullptr, nullptr);
-  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
-  EXPECT_THAT(st.message(), HasSubstr("edge.csv:2: edge 1,99999 has an id outside [0, 2708)"));
-  EXPECT_FALSE(fs::exists(tmp.Sub("bad")));
+  ExpectTheWriteFailsAndLeavesNothing(g, PartitionMethod::kRandom, tmp.Sub("bad"),
+                                      "edge.csv:2: edge 1,99999 has an id outside [0, 2708)");
 }
 
 // Cora as tables (string or integer ids, a list feature column, labels, a
@@ -376,16 +383,271 @@ TEST(BoundedPartitionTest, StreamedTablesEqualTheLoadedOnesAndRemoveTheirFeature
       EXPECT_FALSE(fs::exists(scratch));
     }
   }
-  // Heterogeneous or timed tables are read whole: NotSupported, nothing made.
-  tmp.Write("t/graph2.json", R"({"nodes": [{"files": "nodes.csv", "id": "id"}],
+  // A bad row after the scratch file was begun: named, and the file goes.
+  tmp.Write("t/bad.csv", "id,emb\n1,1 2\n2,1 x\n");
+  tmp.Write("t/graph2.json", R"({"nodes": [{"files": "bad.csv", "id": "id", "features": "emb"}],
       "edges": [{"files": "edges.csv", "source": "a", "destination": "b", "reverse": "r"}]})");
   StreamedGraph g;
   std::vector<std::string> notes;
   LoadOptions lo;
   lo.quiet = true;
-  EXPECT_EQ(StreamTables(tmp.Sub("t/graph2.json"), lo, {}, tmp.Sub("f3.f32"), &g, &notes).code(),
-            Status::Code::kNotSupported);
+  Status st = StreamTables(tmp.Sub("t/graph2.json"), lo, {}, tmp.Sub("f3.f32"), &g, &notes);
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("bad.csv:3: column 'emb'"));
   EXPECT_FALSE(fs::exists(tmp.Sub("f3.f32")));
+  EXPECT_FALSE(fs::exists(tmp.Sub("f3.f32.t0")));
+}
+
+// Edge times and weights ride through the spill; each row is stored by time,
+// then input order, as the in-memory writer stores it.
+TEST(BoundedPartitionTest, StreamedTablesWithEdgeTimesAndWeightsEqualTheLoadedOnes) {
+  TempDir tmp;
+  auto cora = Load("linqs", DataDir() + "/cora");
+  std::string nodes = "id,cls\n", edges = "a,b,t,w\n";
+  for (int64_t v = 0; v < cora->num_nodes; ++v)
+    nodes += std::to_string(5 * v + 2) + "," + std::to_string(cora->labels[v]) + "\n";
+  for (int64_t e = 0; e < cora->num_edges(); ++e)
+    edges += std::to_string(5 * cora->src[e] + 2) + "," + std::to_string(5 * cora->dst[e] + 2) +
+             "," + std::to_string((e * 7) % 13) /* many ties */ + "," +
+             std::to_string((e % 17) * 0.25) + "\n";
+  tmp.Write("t/nodes.csv", nodes);
+  tmp.Write("t/edges.csv", edges);
+  int run = 0;
+  for (bool timed : {true, false}) {
+    const std::string schema =
+        tmp.Write("t/graph" + std::to_string(run) + ".json",
+                  std::string(R"({"nodes": [{"files": "nodes.csv", "id": "id", "label": "cls"}],
+        "edges": [{"files": "edges.csv", "source": "a", "destination": "b", "weight": "w")") +
+                      (timed ? R"(, "time": "t")" : "") + "}]}");
+    for (bool edge_options : {false, true}) {
+      EdgeOptions eo;
+      eo.drop_self_loops = eo.make_undirected = edge_options;
+      LoadOptions lo;
+      lo.quiet = true;
+      auto ds = Load("tables", schema, lo, eo);
+      ASSERT_EQ(ds->edge_weights.size(), ds->src.size());
+      ASSERT_EQ(ds->edge_times.size(), timed ? ds->src.size() : 0u);
+      StreamedGraph g;
+      std::vector<std::string> notes;
+      Status st = StreamTables(schema, lo, eo, tmp.Sub("features.f32"), &g, &notes);
+      ASSERT_TRUE(st.ok()) << st.ToString();
+      EXPECT_EQ(g.has_edge_times, timed);
+      EXPECT_TRUE(g.has_edge_weights);
+      ExpectTheStreamWritesTheLoadedStore(*ds, g, FeatureDType::kFloat32,
+                                          tmp.Sub("mem" + std::to_string(run)),
+                                          tmp.Sub("bounded" + std::to_string(run)));
+      // A loaded dataset's stream (StreamOf) carries them too.
+      StreamedGraph of = StreamOf(ds);
+      EXPECT_EQ(of.has_edge_times, timed);
+      PartitionOptions po = Options(3, PartitionMethod::kHash, true);
+      WriteBounded(of, po, Write(true, FeatureDType::kFloat32, 300, "hash"),
+                   tmp.Sub("of" + std::to_string(run)), 500);
+      ExpectSameStore(tmp.Sub("mem" + std::to_string(run)), tmp.Sub("of" + std::to_string(run)));
+      ++run;
+    }
+  }
+  // A negative weight is named, and nothing is left.
+  tmp.Write("t/edges.csv", "a,b,t,w\n2,7,1,0.5\n7,2,1,-3\n");
+  StreamedGraph g;
+  std::vector<std::string> notes;
+  LoadOptions lo;
+  lo.quiet = true;
+  ASSERT_TRUE(StreamTables(tmp.Sub("t/graph0.json"), lo, {}, tmp.Sub("f.f32"), &g, &notes).ok());
+  ExpectTheWriteFailsAndLeavesNothing(g, PartitionMethod::kHash, tmp.Sub("neg"),
+                                      "edges.csv:3: column 'w': edge weight -3");
+}
+
+// Several node and edge types: nodes numbered by part, then type; each row
+// stored by type, then time, then input order; features padded to the
+// widest type; reverse and undirected types as LoadTables and
+// ApplyEdgeOptions make them.
+TEST(BoundedPartitionTest, StreamedHeterogeneousTablesEqualTheLoadedOnes) {
+  TempDir tmp;
+  uint64_t x = 12345;
+  auto next = [&](uint64_t n) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (x >> 33) % n;
+  };
+  const int U = 300, I = 200, T = 40;
+  std::string users = "uid,age,score,cls\n", items = "iid,emb\n", tags = "tid\n";
+  for (int u = 0; u < U; ++u)
+    users += "user-" + std::to_string(u) + "," + std::to_string(next(80)) + "," +
+             std::to_string(next(1000) / 7.0) + "," + std::to_string(next(3)) + "\n";
+  for (int i = 0; i < I; ++i)
+    items += std::to_string(10 * i + 3) + ",\"" + std::to_string(next(9)) + " " +
+             std::to_string(next(9)) + " " + std::to_string(next(9)) + "\"\n";
+  for (int t = 0; t < T; ++t) tags += std::to_string(t) + "\n";
+  std::string rated = "u,i,ts,w\n", tagged = "i,t,ts\n", similar = "a,b,ts\n";
+  for (int e = 0; e < 4000; ++e)
+    rated += "user-" + std::to_string(next(U)) + "," + std::to_string(10 * next(I) + 3) + "," +
+             std::to_string(next(50)) + "," + std::to_string(next(8) * 0.5) + "\n";
+  rated += "user-ghost,3,1,1\n";  // dropped
+  for (int e = 0; e < 1500; ++e)
+    tagged += std::to_string(10 * next(I) + 3) + "," + std::to_string(next(T)) + "," +
+              std::to_string(next(50)) + "\n";
+  for (int e = 0; e < 1500; ++e) {
+    const uint64_t a = next(I), b = e % 10 == 0 ? a : next(I);  // self-loops among them
+    similar += std::to_string(10 * a + 3) + "," + std::to_string(10 * b + 3) + "," +
+               std::to_string(next(50)) + "\n";
+  }
+  tmp.Write("h/users.csv", users);
+  tmp.Write("h/items.csv", items);
+  tmp.Write("h/tags.csv", tags);
+  tmp.Write("h/rated.csv", rated);
+  tmp.Write("h/tagged.csv", tagged);
+  tmp.Write("h/similar.csv", similar);
+  const std::string schema = tmp.Write("h/graph.json", R"({"name": "shop", "dangling_edges": "drop",
+    "nodes": [{"type": "user", "files": "users.csv", "id": "uid", "id_type": "string",
+               "features": ["age", "score"], "label": "cls"},
+              {"type": "item", "files": "items.csv", "id": "iid", "features": "emb"},
+              {"type": "tag", "files": "tags.csv", "id": "tid"}],
+    "edges": [{"type": "rated", "files": "rated.csv", "source": "u", "source_type": "user",
+               "destination": "i", "destination_type": "item", "time": "ts", "weight": "w",
+               "reverse": "rated_by"},
+              {"type": "tagged", "files": "tagged.csv", "source": "i", "source_type": "item",
+               "destination": "t", "destination_type": "tag", "time": "ts"},
+              {"type": "similar", "files": "similar.csv", "source": "a", "source_type": "item",
+               "destination": "b", "destination_type": "item", "time": "ts"}]})");
+  int run = 0;
+  for (bool edge_options : {false, true}) {
+    for (bool incoming : {true, false}) {
+      EdgeOptions eo;
+      eo.drop_self_loops = eo.make_undirected = edge_options;
+      LoadOptions lo;
+      lo.quiet = true;
+      auto ds = Load("tables", schema, lo, eo);
+      ASSERT_TRUE(ds->hetero());
+      StreamedGraph g;
+      std::vector<std::string> notes;
+      const std::string scratch = tmp.Sub("hf" + std::to_string(run) + ".f32");
+      // The users' string ids go to disk in half the runs (the edge join beside ids in memory).
+      if (incoming) lo.string_id_memory_bytes = 4 << 10;
+      Status st = StreamTables(schema, lo, eo, scratch, &g, &notes);
+      EXPECT_EQ(notes.size(), incoming ? 1u : 0u);
+      ASSERT_TRUE(st.ok()) << st.ToString();
+      ASSERT_TRUE(g.hetero());
+      EXPECT_EQ(g.node_types, ds->node_types);
+      ASSERT_EQ(g.edge_types.size(), ds->edge_types.size());
+      for (size_t t = 0; t < g.edge_types.size(); ++t)
+        EXPECT_EQ(g.edge_types[t].rel, ds->edge_types[t].rel);
+      EXPECT_EQ(g.type_feature_dims, (std::vector<int64_t>{2, 3, 0}));
+      EXPECT_TRUE(fs::exists(scratch + ".t0") && fs::exists(scratch + ".t1"));
+      EXPECT_FALSE(fs::exists(scratch + ".t2"));  // tags have no features
+      PartitionOptions po = Options(3, PartitionMethod::kHash, incoming);
+      WriteOptions wo = Write(incoming, FeatureDType::kFloat32, 64, "hash");
+      const std::string a = tmp.Sub("hmem" + std::to_string(run)),
+                        b = tmp.Sub("hbounded" + std::to_string(run));
+      WriteInMemory(*ds, po, wo, a);
+      BoundedReport r = WriteBounded(g, po, wo, b, 900);
+      EXPECT_GT(r.slices, 6);
+      ExpectSameStore(a, b);
+      ASSERT_TRUE(g.late_notes);
+      ASSERT_EQ(g.late_notes().size(), 1u);
+      EXPECT_THAT(g.late_notes()[0], HasSubstr("dropped 1 edges"));
+      g = StreamedGraph();
+      EXPECT_FALSE(fs::exists(scratch + ".t0"));
+      ++run;
+    }
+  }
+}
+
+// String ids past their memory: a type's names go to disk, edges find their
+// endpoints through the bucketed join, and the store is the in-memory one;
+// the errors are the in-memory reader's, word for word.
+TEST(BoundedPartitionTest, StringIdsPastTheirMemoryJoinOnDiskAndGiveTheSameStore) {
+  TempDir tmp;
+  auto cora = Load("linqs", DataDir() + "/cora");
+  auto id = [](int64_t v) { return "paper-" + std::to_string(v * 7919 % 100003); };
+  std::string nodes = "id,cls\n", edges = "a,b,w\n";
+  for (int64_t v = 0; v < cora->num_nodes; ++v)
+    nodes += id(v) + "," + std::to_string(cora->labels[v]) + "\n";
+  for (int64_t e = 0; e < cora->num_edges(); ++e) {
+    edges += id(cora->src[e]) + "," + id(cora->dst[e]) + "," + std::to_string(e % 5) + "\n";
+    if (e % 700 == 0) edges += id(cora->src[e]) + ",ghost,1\n";
+  }
+  tmp.Write("s/nodes.csv", nodes);
+  tmp.Write("s/edges.csv", edges);
+  const std::string schema = tmp.Write("s/graph.json", R"({"dangling_edges": "drop",
+      "nodes": [{"files": "nodes.csv", "id": "id", "id_type": "string", "label": "cls"}],
+      "edges": [{"files": "edges.csv", "source": "a", "destination": "b", "weight": "w"}]})");
+  int run = 0;
+  for (bool edge_options : {false, true}) {
+    EdgeOptions eo;
+    eo.make_undirected = edge_options;
+    LoadOptions lo;
+    lo.quiet = true;
+    auto ds = Load("tables", schema, lo, eo);
+    lo.string_id_memory_bytes = 16 << 10;  // Cora's ids take about 190 KiB: 12 buckets
+    StreamedGraph g;
+    std::vector<std::string> notes;
+    const std::string scratch = tmp.Sub("sf" + std::to_string(run) + ".f32");
+    Status st = StreamTables(schema, lo, eo, scratch, &g, &notes);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    ASSERT_EQ(notes.size(), 1u);
+    EXPECT_THAT(notes[0], HasSubstr("2708 string ids past their memory"));
+    EXPECT_TRUE(fs::exists(scratch + ".ids"));
+    ExpectTheStreamWritesTheLoadedStore(*ds, g, FeatureDType::kFloat32,
+                                        tmp.Sub("smem" + std::to_string(run)),
+                                        tmp.Sub("sbounded" + std::to_string(run)));
+    EXPECT_THAT(g.late_notes()[0],
+                HasSubstr("dropped " + std::to_string((cora->num_edges() + 699) / 700)));
+    g = StreamedGraph();
+    EXPECT_FALSE(fs::exists(scratch + ".ids"));
+    ++run;
+  }
+  // A duplicate id, and an endpoint no node has: the in-memory reader's errors.
+  auto same_error = [&](const std::string& name) {
+    LoadOptions lo;
+    lo.quiet = true;
+    RawDataset whole;
+    std::vector<std::string> notes;
+    const Status want = LoadTables(tmp.Sub(name), lo, &whole, &notes);
+    EXPECT_EQ(want.code(), Status::Code::kInvalidArgument);
+    lo.string_id_memory_bytes = 16 << 10;
+    StreamedGraph g;
+    const Status got = StreamTables(tmp.Sub(name), lo, {}, tmp.Sub("e.f32"), &g, &notes);
+    EXPECT_EQ(got.ToString(), want.ToString());
+    EXPECT_FALSE(fs::exists(tmp.Sub("e.f32.ids")));
+    return got.message();
+  };
+  tmp.Write("s/twice.csv", nodes + id(17) + ",1\n" + id(5) + ",2\n");
+  tmp.Write("s/twice.json", R"({"nodes": [{"files": "twice.csv", "id": "id", "id_type": "string"}],
+      "edges": [{"files": "edges.csv", "source": "a", "destination": "b"}]})");
+  EXPECT_THAT(same_error("s/twice.json"),
+              HasSubstr("twice.csv:2710: column 'id': id '" + id(17) + "' is listed twice"));
+  tmp.Write("s/dangling.json",
+            R"({"nodes": [{"files": "nodes.csv", "id": "id", "id_type": "string"}],
+      "edges": [{"files": "edges.csv", "source": "a", "destination": "b"}]})");
+  EXPECT_THAT(same_error("s/dangling.json"),
+              HasSubstr("edges.csv:3: column 'b': 'ghost' names no node of type 'node'"));
+  // Too little memory for even the most buckets the join takes: said, with the fix.
+  LoadOptions lo;
+  lo.quiet = true;
+  lo.string_id_memory_bytes = 1024;
+  StreamedGraph g;
+  std::vector<std::string> notes;
+  Status st = StreamTables(schema, lo, {}, tmp.Sub("x.f32"), &g, &notes);
+  EXPECT_EQ(st.code(), Status::Code::kResourceExhausted);
+  EXPECT_THAT(st.message(), HasSubstr("raise --memory-limit"));
+  EXPECT_FALSE(fs::exists(tmp.Sub("x.f32.ids")));
+}
+
+// A loaded heterogeneous temporal dataset (MovieLens) through StreamOf.
+TEST(BoundedPartitionTest, MovieLensStreamedEqualsTheInMemoryStore) {
+  TempDir tmp;
+  EdgeOptions eo;
+  eo.make_undirected = true;
+  LoadOptions lo;
+  lo.quiet = true;
+  lo.edge_times = true;
+  auto ds = Load("movielens", DataDir() + "/movielens/ml-latest-small", lo, eo);
+  ASSERT_TRUE(ds->hetero() && !ds->edge_times.empty());
+  PartitionOptions po = Options(2, PartitionMethod::kRandom, true);
+  WriteOptions wo = Write(true, FeatureDType::kFloat16, 2000, "random");
+  WriteInMemory(*ds, po, wo, tmp.Sub("mem"));
+  BoundedReport r = WriteBounded(StreamOf(ds), po, wo, tmp.Sub("bounded"), 60000);
+  EXPECT_GT(r.slices, 2);
+  ExpectSameStore(tmp.Sub("mem"), tmp.Sub("bounded"));
 }
 
 TEST(BoundedPartitionTest, HashPartsFollowTheOriginalIdAlone) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -63,6 +64,11 @@ void ExpectRoundTrip(const RawDataset& ds, const std::string& dir, int k, bool i
     ASSERT_TRUE(st.ok()) << st.ToString();
   }
   const DatasetMeta& meta = parts[0].meta;
+  EXPECT_EQ(meta.has_edge_weights, !ds.edge_weights.empty());
+  for (int p = 0; p < k; ++p) {
+    EXPECT_EQ(parts[p].edge_weights.size(), ds.edge_weights.empty() ? 0u : parts[p].indices.size());
+    EXPECT_EQ(parts[p].Graph().has_weights(), !ds.edge_weights.empty());
+  }
   // What fanout-ctl resources sizes servers by: the loaded arrays, from meta.json alone.
   for (int p = 0; p < k; ++p) {
     int64_t bytes = -1;
@@ -110,6 +116,12 @@ void ExpectRoundTrip(const RawDataset& ds, const std::string& dir, int k, bool i
         int64_t other = incoming ? ds.src[id] : ds.dst[id];
         EXPECT_EQ(owner, old) << "edge " << id << " stored in the wrong row";
         EXPECT_EQ(old_of_new[d.indices[e]], other) << "edge " << id << " has the wrong neighbor";
+        if (!ds.edge_weights.empty()) {
+          ASSERT_EQ(d.edge_weights[e], ds.edge_weights[id]) << "edge " << id << "'s weight";
+        }
+        if (!ds.edge_times.empty()) {
+          ASSERT_EQ(d.edge_times[e], ds.edge_times[id]) << "edge " << id << "'s time";
+        }
       }
       if (ds.feature_dim > 0) {
         for (int64_t j = 0; j < ds.feature_dim; ++j) {
@@ -276,6 +288,51 @@ TEST(PartitionStoreTest, HeterogeneousMovieLensRoundTripsWithTypes) {
   Status st = DatasetMeta::FromJson(m.ToJson(), "meta.json", &back);
   EXPECT_FALSE(st.ok());
   EXPECT_THAT(st.ToString(), HasSubstr("node_type_bounds"));
+}
+
+// A weight per edge: stored beside each edge in every row order the writer
+// uses (input order; by time; by type), read back into the sampler's graph.
+TEST(PartitionStoreTest, EdgeWeightsFollowTheirEdgesThroughEveryRowOrder) {
+  TempDir tmp;
+  RawDataset cora = Load("linqs", DataDir() + "/cora");
+  for (int64_t i = 0; i < cora.num_edges(); ++i)
+    cora.edge_weights.push_back(static_cast<float>((i * 7919) % 1000) / 250.0f);
+  cora.edge_weights[3] = 0;  // zero is a weight (never drawn)
+  EdgeOptions eo;
+  eo.make_undirected = true;
+  eo.drop_duplicates = true;
+  eo.drop_self_loops = true;
+  RawDataset undirected = cora;
+  ApplyEdgeOptions(eo, &undirected);
+  ASSERT_EQ(undirected.edge_weights.size(), undirected.src.size());
+  ASSERT_TRUE(undirected.Validate().ok());
+  for (int k : {1, 3}) {
+    const std::string dir = tmp.Sub("cora" + std::to_string(k));
+    Partition(undirected, k, PartitionMethod::kRandom, dir);
+    ExpectRoundTrip(undirected, dir, k);
+  }
+  // With times: rows in time order, the weights with them.
+  RawDataset timed = cora;
+  for (int64_t i = 0; i < timed.num_edges(); ++i) timed.edge_times.push_back((i * 31) % 97);
+  Partition(timed, 2, PartitionMethod::kHash, tmp.Sub("timed"));
+  ExpectRoundTrip(timed, tmp.Sub("timed"), 2);
+  // Heterogeneous: rows in type order.
+  RawDataset ml = Load("movielens", DataDir() + "/movielens/ml-latest-small");
+  for (int64_t i = 0; i < ml.num_edges(); ++i) ml.edge_weights.push_back(0.5f + (i % 9));
+  ApplyEdgeOptions(eo, &ml);
+  Partition(ml, 2, PartitionMethod::kRandom, tmp.Sub("ml"));
+  ExpectRoundTrip(ml, tmp.Sub("ml"), 2);
+  // A bad weight is refused before anything is written.
+  cora.edge_weights[5] = -1;
+  std::vector<int32_t> part(static_cast<size_t>(cora.num_nodes), 0);
+  WriteOptions wo;
+  wo.quiet = true;
+  Status st = WritePartitionedDataset(cora, part, 1, wo, tmp.Sub("bad"), nullptr);
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("edge 5 has weight -1"));
+  EXPECT_FALSE(fs::exists(tmp.Sub("bad")));
+  cora.edge_weights.pop_back();
+  EXPECT_THAT(cora.Validate().message(), HasSubstr("weights"));
 }
 
 TEST(PartitionStoreTest, ReducedFeatureTypesRoundTripWithinTheirPrecision) {
@@ -594,6 +651,23 @@ TEST(ChunkCodecTest, EveryKindRoundTripsAndRejectsDamage) {
   pos = 0;
   EXPECT_EQ(detail::DecodeEdgeTypeChunk(v.data(), v.size() - 1, 3, 3, &pos, types.data()),
             "has the wrong size");
+
+  // eweight: float32 per edge, finite and >= 0.
+  v.clear();
+  detail::EncodeFloatChunk(std::vector<float>{0.5f, 0.0f, 3.0f}, &v);
+  std::vector<float> weights(4, -7);
+  pos = 1;
+  EXPECT_EQ(detail::DecodeEdgeWeightChunk(v.data(), v.size(), 4, &pos, weights.data()), "");
+  EXPECT_EQ(weights, (std::vector<float>{-7, 0.5f, 0.0f, 3.0f}));
+  pos = 0;
+  EXPECT_EQ(detail::DecodeEdgeWeightChunk(v.data(), v.size() - 2, 4, &pos, weights.data()),
+            "has the wrong size");
+  for (float bad : {-1.0f, std::nanf(""), INFINITY}) {
+    std::memcpy(v.data() + 4, &bad, 4);
+    pos = 0;
+    EXPECT_THAT(detail::DecodeEdgeWeightChunk(v.data(), v.size(), 4, &pos, weights.data()),
+                HasSubstr("(weights are finite and >= 0)"));
+  }
 
   v.clear();
   detail::EncodeSplitChunk(std::vector<uint8_t>{1, 2, 3}, &v);

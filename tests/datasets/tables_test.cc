@@ -15,6 +15,7 @@
 namespace fanout::datasets {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 class TablesTest : public ::testing::Test {
@@ -116,6 +117,37 @@ TEST_F(TablesTest, OneNodeAndOneEdgeTableMakeAHomogeneousGraphWithMasks) {
   EXPECT_TRUE(ds.labels.empty());
 }
 
+TEST_F(TablesTest, EdgeWeightsLoadFollowReverseEdgesAndDefaultToOneWhereATableHasNone) {
+  tmp_.Write("u.csv", "id\n1\n2\n");
+  tmp_.Write("i.csv", "id\n7\n8\n");
+  tmp_.Write("rated.csv", "u,i,w\n1,7,4.5\n2,8,0\n2,7,1e-3\n");
+  tmp_.Write("viewed.csv", "u,i\n1,8\n");
+  RawDataset ds;
+  Status st = Load(R"({"nodes": [{"type": "user", "files": "u.csv", "id": "id"},
+                                 {"type": "item", "files": "i.csv", "id": "id"}],
+    "edges": [{"type": "rated", "files": "rated.csv", "source": "u", "source_type": "user",
+               "destination": "i", "destination_type": "item", "weight": "w", "reverse": "rev"},
+              {"type": "viewed", "files": "viewed.csv", "source": "u", "source_type": "user",
+               "destination": "i", "destination_type": "item"}]})",
+                   &ds);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(ds.src, (std::vector<int64_t>{0, 1, 1, 2, 3, 2, 0}));
+  EXPECT_EQ(ds.edge_weights, (std::vector<float>{4.5f, 0, 1e-3f, 4.5f, 0, 1e-3f, 1}));
+  // Each bad weight named by file, line and column.
+  for (auto [cell, why] : {std::pair<std::string, std::string>{"-2", "edge weight -2"},
+                           {"abc", "'abc' is not a finite number"},
+                           {"inf", "is not a finite number"},
+                           {"", "rated.csv:3: column 'w'"}}) {
+    tmp_.Write("rated.csv", "u,i,w\n1,7,1\n2,8," + cell + "\n");
+    EXPECT_THAT(Refused(R"({"nodes": [{"type": "user", "files": "u.csv", "id": "id"},
+                                 {"type": "item", "files": "i.csv", "id": "id"}],
+    "edges": [{"type": "rated", "files": "rated.csv", "source": "u", "source_type": "user",
+               "destination": "i", "destination_type": "item", "weight": "w"}]})"),
+                AllOf(HasSubstr("rated.csv:3: column 'w'"), HasSubstr(why)))
+        << cell;
+  }
+}
+
 TEST_F(TablesTest, EveryMistakeIsNamed) {
   tmp_.Write("n.csv", "id,f,lab,sp\n1,0.5,2,train\n2,x,1,val\n");
   tmp_.Write("ok.csv", "id,f\n1,0.5\n2,1.5\n");
@@ -141,7 +173,7 @@ TEST_F(TablesTest, EveryMistakeIsNamed) {
       HasSubstr("unknown key \"colour\""));
   EXPECT_THAT(Refused(R"({"nodes": [{"files": "ok.csv", "id": "id"}], "edges": [{"files": "e.csv",
               "source": "s", "destination": "d", "weight": "w"}]})"),
-              HasSubstr("hold no edge weights"));
+              HasSubstr("e.csv: no column 'w' (the edge type 'to''s weight)"));
   EXPECT_THAT(Refused(R"({"nodes": [{"files": "ok.csv", "id": "id"}], "edges": [{"files": "e.csv",
               "source": "s", "destination": "d", "source_type": "user"}]})"),
               HasSubstr("node type 'user' has no node table"));

@@ -101,6 +101,68 @@ def test_a_pyg_heterodata_object_is_served_as_it_holds(fanout, tmp_path):
 
 
 @pytest.mark.parametrize("table_format", ["csv", "parquet"])
+def test_pyg_edge_weights_are_stored_and_weighted_sampling_draws_by_them(fanout, tmp_path, table_format):
+    """edge_weight rides to the store: a weighted hop never draws a zero-weight edge and draws heavy edges more
+    often than light ones; a store without weights refuses weighted sampling by name."""
+    pyg = pytest.importorskip("torch_geometric")
+    if table_format == "parquet":
+        pytest.importorskip("pyarrow.parquet")
+    g = torch.Generator().manual_seed(8)
+    n, e = 200, 6000
+    ei = torch.randint(0, n, (2, e), generator=g)
+    w = torch.rand(e, generator=g) * 3
+    w[::4] = 0  # never drawn
+    w[1::4] = 50  # heavy
+    data = pyg.data.Data(x=torch.randn(n, 2, generator=g), edge_index=ei, edge_weight=w)
+    out = fanout.partition_pyg(data, tmp_path / "w", parts=2, method="hash", table_format=table_format)
+    assert json.load(open(os.path.join(out, "meta.json")))["has_edge_weights"]
+    weight_of = {}
+    for i in range(e):
+        weight_of.setdefault((int(ei[0, i]), int(ei[1, i])), []).append(float(w[i]))
+    with fanout.LocalCluster(out) as lc:
+        c = lc.cluster()
+        ids = torch.arange(n)
+        b = next(iter(fanout.NodeLoader(c, ids, num_neighbors=[3], batch_size=n, shuffle=False, weighted=True,
+                                        features=False, labels=False, seed=2)))
+        o = c.original_ids(b.n_id)
+        pairs = list(zip(o[b.edge_index[0]].tolist(), o[b.edge_index[1]].tolist()))
+        assert len(pairs) > 2 * n
+        drawn = [max(weight_of[p]) for p in pairs]
+        assert min(drawn) > 0  # no zero-weight edge drawn
+        heavy = sum(x == 50 for x in drawn) / len(drawn)
+        assert heavy > 0.5  # a quarter of the edges, most of the weight
+        # The same batch on every path (UCX, Thrift, the same-host export), and weighted walks too.
+        walks = None
+        for path in (dict(data_plane="ucx", local_sampling="off"), dict(data_plane="tcp", local_sampling="off"), {}):
+            cp = lc.cluster(**path)
+            b2 = next(iter(fanout.NodeLoader(cp, ids, num_neighbors=[3], batch_size=n, shuffle=False, weighted=True,
+                                             features=False, labels=False, seed=2)))
+            assert torch.equal(b.n_id, b2.n_id) and torch.equal(b.edge_index, b2.edge_index), path
+            wk = cp.random_walks(ids[:50], 5, seed=4, weighted=True).walks
+            assert walks is None or torch.equal(wk, walks), path
+            walks = wk
+        # Each step a -> z over an edge z -> a of positive weight (rows hold in-neighbors).
+        o = c.original_ids(walks.clamp(min=0).reshape(-1)).view(walks.shape).tolist()
+        steps = 0
+        for r, row in enumerate(walks.tolist()):
+            for j in range(len(row) - 1):
+                if row[j + 1] >= 0:
+                    assert max(weight_of.get((o[r][j + 1], o[r][j]), [0])) > 0
+                    steps += 1
+        assert steps > 100
+    del data.edge_weight
+    out = fanout.partition_pyg(data, tmp_path / "nw", parts=2, method="hash", table_format=table_format)
+    with fanout.LocalCluster(out) as lc:
+        c = lc.cluster()
+        with pytest.raises(fanout.InvalidArgument, match="serves no edge weights"):
+            next(iter(fanout.NodeLoader(c, torch.arange(4), num_neighbors=[3], batch_size=4, weighted=True)))
+    bad = pyg.data.Data(num_nodes=3, edge_index=torch.tensor([[0, 1], [1, 2]]), edge_weight=torch.tensor([1.0, -2]))
+    with pytest.raises(fanout.InvalidArgument, match=r"edge_weight\[1\] is -2.0: weights must be finite and >= 0"):
+        fanout.partition_pyg(bad, tmp_path / "bad", parts=1)
+    assert not (tmp_path / "bad").exists()
+
+
+@pytest.mark.parametrize("table_format", ["csv", "parquet"])
 def test_the_worked_example_partitions_and_serves(fanout, tmp_path, table_format):
     if table_format == "parquet":
         pytest.importorskip("pyarrow.parquet")

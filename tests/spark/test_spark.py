@@ -37,10 +37,10 @@ def spark(tmp_path_factory):
         s.stop()
 
 
-def write_graph(folder, string_ids, n=700, e=5000, seed=3, compact=False, timed=False):
+def write_graph(folder, string_ids, n=700, e=5000, seed=3, compact=False, timed=False, weighted=False):
     """A homogeneous graph as tables: nodes in two Parquet files and a CSV (ids shuffled, not compact; features as a
     list column and as CSV text; labels; masks), edges in Parquet, CSV and gzip'd CSV (duplicates, self-loops and
-    one dangling endpoint among them)."""
+    one dangling endpoint among them; with times, with weights)."""
     os.makedirs(folder, exist_ok=True)
     rng = np.random.default_rng(seed)
     raw = rng.permutation(n) + 1000 if compact else rng.permutation(50 * n)[:n] * 7 + 11
@@ -68,15 +68,19 @@ def write_graph(folder, string_ids, n=700, e=5000, seed=3, compact=False, timed=
     s_ids[100] = "nobody" if string_ids else -5  # dangling
     ecut = [0, 2 * e // 5, 7 * e // 10, e]
     t = rng.integers(1000, 1100, e)  # many ties: the stored order is by time, then input order
+    w = (rng.random(e) * 4).astype(np.float32)
+    w[::11] = 0  # zero weights: never drawn
     cols = {"s": s_ids[:ecut[1]], "d": d_ids[:ecut[1]]}
     if timed:
         cols["t"] = t[:ecut[1]]
+    if weighted:
+        cols["w"] = w[:ecut[1]]
     pq.write_table(pa.table(cols), os.path.join(folder, "edges-0.parquet"), row_group_size=500)
 
     def csv_rows(a, z):
-        return "".join(("%s,%s,%d\n" % (s_ids[i], d_ids[i], t[i])) if timed else ("%s,%s\n" % (s_ids[i], d_ids[i]))
-                       for i in range(a, z))
-    head = "s,d,t\n" if timed else "s,d\n"
+        return "".join("%s,%s%s%s\n" % (s_ids[i], d_ids[i], ",%d" % t[i] if timed else "",
+                                        ",%.9g" % w[i] if weighted else "") for i in range(a, z))
+    head = "s,d" + (",t" if timed else "") + (",w" if weighted else "") + "\n"
     with open(os.path.join(folder, "edges-1.csv"), "w") as f:
         f.write(head + csv_rows(ecut[1], ecut[2]))
     with gzip.open(os.path.join(folder, "edges-2.csv.gz"), "wt") as f:
@@ -90,6 +94,8 @@ def write_graph(folder, string_ids, n=700, e=5000, seed=3, compact=False, timed=
               "dangling_edges": "drop"}
     if timed:
         schema["edges"][0]["time"] = "t"
+    if weighted:
+        schema["edges"][0]["weight"] = "w"
     with open(os.path.join(folder, "graph.json"), "w") as f:
         json.dump(schema, f)
     return os.path.join(folder, "graph.json")
@@ -120,6 +126,10 @@ def served(out):
             b = next(iter(fanout.NodeLoader(c, seeds, num_neighbors=[3, 2], batch_size=64, shuffle=False, seed=4,
                                             input_time=torch.full((len(seeds),), 1050), temporal_strategy="last")))
             got += [b.n_id, b.edge_index, b.e_id]
+        if json.load(open(os.path.join(out, "meta.json"))).get("has_edge_weights"):
+            b = next(iter(fanout.NodeLoader(c, ids[::3], num_neighbors=[3, 2], batch_size=128, shuffle=False, seed=6,
+                                            weighted=True, features=False, labels=False)))
+            got += [b.n_id, b.edge_index, b.e_id]
         return got
 
 
@@ -141,15 +151,15 @@ CASES = [
     (True, "hash", dict(undirected=True, drop_self_loops=True)),
     (False, "range", dict(direction="out", undirected=True)),
     (True, "random", dict(seed=5, feature_dtype="bfloat16")),
-    (False, "file", dict(normalize_features=True)),
-    (True, "hash", dict(undirected=True, timed=True)),
+    (False, "file", dict(normalize_features=True, weighted=True)),
+    (True, "hash", dict(undirected=True, timed=True, weighted=True)),
 ]
 
 
 @pytest.mark.parametrize("string_ids,method,options", CASES, ids=["hash", "range", "random", "file", "timed"])
 def test_the_spark_job_writes_the_native_tools_store(spark, tmp_path, string_ids, method, options):
-    timed = options.pop("timed", False)
-    schema = write_graph(str(tmp_path / "t"), string_ids, compact=method == "range", timed=timed)  # compact: an id
+    timed, weighted = options.pop("timed", False), options.pop("weighted", False)
+    schema = write_graph(str(tmp_path / "t"), string_ids, compact=method == "range", timed=timed, weighted=weighted)  # compact: an id
     # map indexed by id
     parts = 3
     if method == "file":
@@ -167,9 +177,9 @@ def test_the_spark_job_writes_the_native_tools_store(spark, tmp_path, string_ids
 @pytest.mark.parametrize("string_ids", [True, False], ids=["string_ids", "int_ids"])
 def test_small_chunks_and_slices_give_the_same_store(spark, tmp_path, string_ids):
     """Several chunks per partition (the writer's chunk boundaries) and Parquet files read in several slices of
-    row groups (tasks), dropped edges among them (edge ids by rank); with string ids, edge times and Spark's
-    join instead of the id map file."""
-    schema = write_graph(str(tmp_path / "t"), string_ids, n=700, e=3000, timed=string_ids)
+    row groups (tasks), dropped edges among them (edge ids by rank), edge weights; with string ids, edge times and
+    Spark's join instead of the id map file."""
+    schema = write_graph(str(tmp_path / "t"), string_ids, n=700, e=3000, timed=string_ids, weighted=True)
     nat = native(schema, tmp_path / "native", 2, "hash", chunk_nodes=64, undirected=True, drop_self_loops=True)
     report = {}
     fanout.spark.partition_on_spark(spark, schema, tmp_path / "spark", parts=2, method="hash", chunk_nodes=64,
