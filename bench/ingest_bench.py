@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """./run bench ingest: bringing your own graph in (docs/DATA.md), beside the native partitioner on the same edges.
-Runs the cases tables_vs_native, string_ids, pyg_object and spark_local (--cases picks some); a case whose dependency
+Runs the cases tables_vs_native, string_ids, string_ids_spilled, pyg_object and spark_local (--cases picks some); a
+case whose dependency
 is missing is written with "skipped" and the reason.
 
 Case `pyg_object`: a PyG Data of --edges random edges over --nodes nodes with 16-dim float32 features, labels and a
@@ -20,7 +21,10 @@ each (the tool's own report of its process; the pyarrow reader is a child proces
 Case `string_ids` (needs pyarrow): the same tables with every id a string
 ("user_" and the number: nodes, sources and destinations), "id_type": "string" in the schema, partitioned the same
 way in the same rounds: its edges_per_s and ratio = string-id edges/s / int64-id edges/s.
-Rounds alternate the two (three); medians. Checks free disk first, removes what it writes.
+Case `string_ids_spilled` (needs pyarrow): the string-id tables again with --string-id-memory (64M by default), so
+that their ids go to disk and edges find their endpoints through the join in buckets (the run must say so):
+edges_per_s, ratio = int64-id edges/s / its edges/s, ratio_to_in_memory = string ids in memory / on disk.
+Rounds alternate them (three); medians. Checks free disk first, removes what it writes.
 
 Case `spark_local` (needs pyspark, pyarrow, Java): the Spark job (python -m fanout.spark, docs/DATA.md "On Spark") in
 Spark's local-cluster mode (2 executors of 1 core and 2 GiB heap, 1 GiB overhead each; a driver of 1 GiB) on the
@@ -56,31 +60,36 @@ def main():
     ap.add_argument("--edges", type=int, default=10_000_000)
     ap.add_argument("--nodes", type=int, default=1_000_000)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--cases", default="tables_vs_native,string_ids,pyg_object,spark_local",
-                    help="comma-separated: tables_vs_native, string_ids, pyg_object, spark_local (default: all)")
+    ap.add_argument("--cases", default="tables_vs_native,string_ids,string_ids_spilled,pyg_object,spark_local",
+                    help="comma-separated: tables_vs_native, string_ids, string_ids_spilled, pyg_object, "
+                         "spark_local (default: all)")
+    ap.add_argument("--string-id-memory", default="64M",
+                    help="string_ids_spilled: fanout-partition's --string-id-memory, small enough that the ids of "
+                         "the R-MAT tables go to disk (default 64M)")
     ap.add_argument("--rmat-scale", type=int, default=22, help="tables_vs_native: R-MAT scale")
     ap.add_argument("--work", help="scratch folder (default: a temporary one, removed)")
     ap.add_argument("--json", help="write the cases here")
     a = ap.parse_args()
     wanted = [c for c in a.cases.split(",") if c]
     for c in wanted:
-        if c not in ("pyg_object", "tables_vs_native", "string_ids", "spark_local"):
-            sys.exit("fanout bench ingest: unknown case %r (pyg_object, tables_vs_native, string_ids, spark_local)"
-                     % c)
+        if c not in ("pyg_object", "tables_vs_native", "string_ids", "string_ids_spilled", "spark_local"):
+            sys.exit("fanout bench ingest: unknown case %r (pyg_object, tables_vs_native, string_ids, "
+                     "string_ids_spilled, spark_local)" % c)
     cases = []
-    if "tables_vs_native" in wanted or "string_ids" in wanted:
+    if {"tables_vs_native", "string_ids", "string_ids_spilled"} & set(wanted):
         try:
             importlib.import_module("pyarrow.parquet")  # the tables are Parquet
             have_pyarrow = None
         except ImportError as e:
             have_pyarrow = str(e)
         if have_pyarrow is None:
-            both = tables_vs_native(a, "string_ids" in wanted)
+            both = tables_vs_native(a, "string_ids" in wanted or "string_ids_spilled" in wanted,
+                                    "string_ids_spilled" in wanted)
             cases += [c for c in both if c["case"] in wanted]
         else:
             log("tables_vs_native and string_ids need pyarrow (./run installs it): %s" % have_pyarrow)
             cases += [{"case": c, "skipped": "needs pyarrow: " + have_pyarrow}
-                      for c in ("tables_vs_native", "string_ids") if c in wanted]
+                      for c in ("tables_vs_native", "string_ids", "string_ids_spilled") if c in wanted]
     if "pyg_object" in wanted:
         cases.append(pyg_object(a))
     if "spark_local" in wanted:
@@ -101,13 +110,17 @@ def main():
         Path(a.json).write_text(json.dumps(cases, indent=2) + "\n")
 
 
-def _run_tool(args):
-    """Runs fanout-partition (progress on), returning (seconds, its peak RSS in bytes from its last line)."""
+def _run_tool(args, must_say=None):
+    """Runs fanout-partition (progress on), returning (seconds, its peak RSS in bytes from its last line);
+    `must_say`: a text its output must hold (else the run did not do what the case names)."""
     t0 = time.perf_counter()
     r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     secs = time.perf_counter() - t0
     if r.returncode != 0:
         sys.exit("fanout bench ingest: %s failed:\n%s" % (" ".join(map(str, args)), r.stdout[-3000:]))
+    if must_say is not None and must_say not in r.stdout:
+        sys.exit("fanout bench ingest: %s did not say %r:\n%s" % (" ".join(map(str, args)), must_say,
+                                                                  r.stdout[-3000:]))
     m = re.search(r"peak RSS ([0-9.]+) GiB", r.stdout)
     return secs, (float(m.group(1)) * 2**30 if m else None)
 
@@ -168,7 +181,7 @@ def _write_rmat_tables(tdir, scale, string_ids):
         "edges": [{"files": "edges_str.parquet", "source": "src", "destination": "dst"}]}))
 
 
-def tables_vs_native(a, string_ids):
+def tables_vs_native(a, string_ids, spilled=False):
     import fanout
 
     n, dim = 1 << a.rmat_scale, 64
@@ -181,6 +194,7 @@ def tables_vs_native(a, string_ids):
                  % (need / 1e9, work, free / 1e9))
     tool = fanout.find_binary("fanout-partition")
     tables_s, native_s, tables_rss, native_rss, str_s, str_rss = [], [], [], [], [], []
+    sp_s, sp_rss = [], []
     try:
         tdir = work / "tables"
         _write_rmat_tables(tdir, a.rmat_scale, string_ids)
@@ -198,14 +212,22 @@ def tables_vs_native(a, string_ids):
                 str_s.append(s)
                 str_rss.append(rss)
                 shutil.rmtree(work / "out-tables")
+            if spilled:  # the same, the ids past --string-id-memory: on disk, joined in buckets
+                s, rss = _run_tool([tool, "--format", "tables", "--schema", str(tdir / "graph_str.json"), "--parts",
+                                    "2", "--method", "hash", "--output", str(work / "out-tables"), "--force",
+                                    "--string-id-memory", a.string_id_memory], must_say="string ids past their memory")
+                sp_s.append(s)
+                sp_rss.append(rss)
+                shutil.rmtree(work / "out-tables")
             s, rss = _run_tool([tool, "--format", "rmat", "--rmat-scale", str(a.rmat_scale), "--feature-dim",
                                 str(dim), "--parts", "2", "--method", "hash", "--output", str(work / "out-native"),
                                 "--force"])
             native_s.append(s)
             native_rss.append(rss)
             shutil.rmtree(work / "out-native")
-            log("round %d: tables (Parquet) %.1f s,%s native rmat %.1f s"
-                % (r + 1, tables_s[-1], " string ids %.1f s," % str_s[-1] if string_ids else "", native_s[-1]))
+            log("round %d: tables (Parquet) %.1f s,%s%s native rmat %.1f s"
+                % (r + 1, tables_s[-1], " string ids %.1f s," % str_s[-1] if string_ids else "",
+                   " string ids on disk %.1f s," % sp_s[-1] if spilled else "", native_s[-1]))
         if env_py is None:
             del os.environ["FANOUT_PYTHON"]
     finally:
@@ -213,6 +235,14 @@ def tables_vs_native(a, string_ids):
             shutil.rmtree(work, ignore_errors=True)
     t, nat = statistics.median(tables_s), statistics.median(native_s)
     out = []
+    if spilled:
+        sp, st = statistics.median(sp_s), statistics.median(str_s)
+        out.append({"case": "string_ids_spilled", "table_format": "parquet", "rmat_scale": a.rmat_scale, "nodes": n,
+                    "edges": e, "feature_dim": dim, "string_id_memory": a.string_id_memory, "seconds": sp,
+                    "edges_per_s": e / sp, "in_memory_seconds": st, "ratio_to_in_memory": st / sp,
+                    "int64_seconds": t, "ratio": t / sp,
+                    "peak_rss_bytes": max(x for x in sp_rss if x) if any(sp_rss) else None,
+                    "rounds": a.rounds, "cpus": os.cpu_count()})
     if string_ids:
         st = statistics.median(str_s)
         out.append({"case": "string_ids", "table_format": "parquet", "rmat_scale": a.rmat_scale, "nodes": n,

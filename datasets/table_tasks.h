@@ -20,18 +20,33 @@ namespace fanout::datasets {
 
 struct TablesPlan {
   std::string name;
-  std::string node_type, edge_type;
-  std::vector<std::string> node_files, edge_files;  // in the native tool's order
-  bool string_ids = false;
+  bool hetero = false;  // node and edge types kept (as LoadTables decides)
+  struct NodeTable {
+    std::string type;
+    bool string_ids = false;
+    bool has_split = false;     // a split or mask column is named
+    bool has_features = false;  // feature columns are named
+    std::vector<std::string> files;
+  };
+  struct EdgeTable {
+    std::string type, reverse;  // reverse: the reverse type's name ("" = none)
+    int source_type = 0, destination_type = 0;
+    bool weighted = false;  // names a weight column
+    std::vector<std::string> files;
+  };
+  std::vector<NodeTable> node_tables;
+  std::vector<EdgeTable> edge_tables;
+  // Every table's files in schema order (the native tool's reading order):
+  // the file indices the readers below take, and each one's table.
+  std::vector<std::string> node_files, edge_files;
+  std::vector<int> node_file_table, edge_file_table;
   bool drop_dangling = false;
-  bool has_split = false;     // a split or mask column is named
-  bool has_features = false;  // feature columns are named
-  bool timed = false;         // the edge table names a time column
-  bool weighted = false;      // ... a weight column
+  bool timed = false;  // the edge tables name a time column
+  // Any table's: string ids, a split, features, a weight.
+  bool string_ids = false, has_split = false, has_features = false, weighted = false;
 };
 
-// Parses and checks `schema_path`; NotSupported (naming why) for what a
-// file-at-a-time job does not take: several node or edge types.
+// Parses and checks `schema_path`.
 Status PlanTables(const std::string& schema_path, TablesPlan* out);
 
 // One node as its file gives it.
@@ -49,13 +64,14 @@ struct TableSlice {
   const ParquetRange* range = nullptr;
   bool ids_only = false;
 };
-// Reads node file `file_index` of the plan's node type in row order.
+// Reads node file `file_index` (of the plan's node_files) in row order.
 Status ReadTablesNodeFile(const std::string& schema_path, int file_index, bool quiet,
                           const TableSlice& slice,
                           const std::function<Status(const TableNode&)>& fn);
-// Reads edge file `file_index` in row order: fn(edge) with the ids as the
-// file holds them (int64 ids: *_id; string ids: *_name) and its time where
-// the schema names a time column.
+// Reads edge file `file_index` (of the plan's edge_files) in row order:
+// fn(edge) with the ids as the file holds them (an endpoint of a type with
+// int64 ids: *_id; with string ids: *_name), its time where the schema
+// names a time column and its weight where its table names one.
 struct TableEdge {
   int64_t source_id = 0, destination_id = 0;
   int64_t time = 0;  // where the schema names a time column

@@ -751,6 +751,9 @@ struct EdgeFileStart {
 
 constexpr size_t kBucketBuffer = size_t{64} << 10;  // per bucket file: there are many
 constexpr int64_t kMaxBuckets = 64;
+// Bucket files open at once, at most (each spilled type has up to three per bucket open: its names,
+// its endpoints, its run).
+constexpr int64_t kMaxOpenBuckets = 384;
 
 // A bucket record: uint32 length, the name's bytes, int64 value.
 Status PutNameRecord(detail::ScratchFile* f, std::string_view name, int64_t value) {
@@ -823,18 +826,23 @@ Status ResolveSpilledEdges(const Schema& s, const LoadOptions& options, const No
                            NameSpill* spill, bool timed, ResolvedEdges* out, int64_t* dangling,
                            std::vector<std::string>* notes) {
   const int T = static_cast<int>(s.nodes.size());
-  int64_t most = 0;
+  int64_t most = 0, spilled_types = 0;
   for (int t = 0; t < T; ++t)
-    if (spill->spilled(t))
+    if (spill->spilled(t)) {
       most = std::max(most, spill->names(t).bytes() + 48 * spill->names(t).size());
+      ++spilled_types;
+    }
   const int64_t budget = std::max<int64_t>(spill->budget(), 1);
   const int64_t B = std::max<int64_t>(1, (most + budget - 1) / budget);
-  if (B > kMaxBuckets)
+  const int64_t max_buckets =
+      std::max<int64_t>(1, std::min(kMaxBuckets, kMaxOpenBuckets / (3 * spilled_types)));
+  if (B > max_buckets)
     return Status::ResourceExhausted(
         "string ids: " + FormatBytes(static_cast<double>(most)) + " of ids would need " +
         std::to_string(B) + " join buckets of " + FormatBytes(static_cast<double>(budget)) +
-        " each (at most " + std::to_string(kMaxBuckets) +
-        "); raise --memory-limit (string ids may take a quarter of it)");
+        " each (at most " + std::to_string(max_buckets) +
+        " here); raise --memory-limit (string ids may take a quarter of it) or "
+        "--string-id-memory");
   detail::StringIdMap hasher;  // its seeded hash picks the buckets
   auto bucket_of = [&](std::string_view name) {
     return static_cast<size_t>(hasher.HashOf(name) % static_cast<uint64_t>(B));
@@ -1350,41 +1358,70 @@ Status PlanTables(const std::string& schema_path, TablesPlan* out) {
   Schema s;
   bool hetero = false;
   FANOUT_RETURN_IF_ERROR(ParseAndCheck(schema_path, &s, &hetero));
-  if (hetero)
-    return Status::NotSupported("schema " + schema_path +
-                                ": heterogeneous tables (several node or edge types, or a reverse "
-                                "type) are not taken by the Spark job yet; fanout-partition "
-                                "--format tables partitions them on one host");
-  const NodeSpec& ns = s.nodes[0];
+  *out = TablesPlan();
   out->name = s.name;
-  out->node_type = ns.type;
-  out->edge_type = s.edges[0].type;
-  out->node_files = ns.files;
-  out->edge_files = s.edges[0].files;
-  out->string_ids = ns.string_ids;
+  out->hetero = hetero;
   out->drop_dangling = s.drop_dangling;
-  out->has_split = !(ns.split + ns.train_mask + ns.val_mask + ns.test_mask).empty();
-  out->has_features = !ns.feature_list.empty() || !ns.feature_columns.empty();
   out->timed = !s.edges[0].time.empty();
-  out->weighted = !s.edges[0].weight.empty();
+  for (size_t t = 0; t < s.nodes.size(); ++t) {
+    const NodeSpec& ns = s.nodes[t];
+    TablesPlan::NodeTable nt;
+    nt.type = ns.type;
+    nt.string_ids = ns.string_ids;
+    nt.has_split = !(ns.split + ns.train_mask + ns.val_mask + ns.test_mask).empty();
+    nt.has_features = !ns.feature_list.empty() || !ns.feature_columns.empty();
+    nt.files = ns.files;
+    out->string_ids = out->string_ids || nt.string_ids;
+    out->has_split = out->has_split || nt.has_split;
+    out->has_features = out->has_features || nt.has_features;
+    for (const std::string& f : ns.files) {
+      out->node_files.push_back(f);
+      out->node_file_table.push_back(static_cast<int>(t));
+    }
+    out->node_tables.push_back(std::move(nt));
+  }
+  for (size_t i = 0; i < s.edges.size(); ++i) {
+    const EdgeSpec& es = s.edges[i];
+    TablesPlan::EdgeTable et;
+    et.type = es.type;
+    et.reverse = es.reverse;
+    et.source_type = TypeIndex(s, es.source_type);
+    et.destination_type = TypeIndex(s, es.destination_type);
+    et.weighted = !es.weight.empty();
+    et.files = es.files;
+    out->weighted = out->weighted || et.weighted;
+    for (const std::string& f : es.files) {
+      out->edge_files.push_back(f);
+      out->edge_file_table.push_back(static_cast<int>(i));
+    }
+    out->edge_tables.push_back(std::move(et));
+  }
   return Status::OK();
 }
 
 namespace {
 
+// File `file_index` of every node (or edge) table's files in schema order,
+// and its table.
 Status PlannedFile(const std::string& schema_path, int file_index, bool nodes, Schema* s,
-                   std::string* file) {
+                   std::string* file, size_t* table) {
   bool hetero = false;
   FANOUT_RETURN_IF_ERROR(ParseAndCheck(schema_path, s, &hetero));
-  if (hetero) return Status::NotSupported("schema " + schema_path + ": not a homogeneous graph");
-  const std::vector<std::string>& files = nodes ? s->nodes[0].files : s->edges[0].files;
-  if (file_index < 0 || static_cast<size_t>(file_index) >= files.size())
-    return Status::InvalidArgument("schema " + schema_path + " lists " +
-                                   std::to_string(files.size()) + (nodes ? " node" : " edge") +
-                                   " file(s); there is no file " + std::to_string(file_index) +
-                                   " (did the files change since the job started?)");
-  *file = files[static_cast<size_t>(file_index)];
-  return Status::OK();
+  int at = 0;
+  const size_t tables = nodes ? s->nodes.size() : s->edges.size();
+  for (size_t t = 0; t < tables; ++t) {
+    const std::vector<std::string>& files = nodes ? s->nodes[t].files : s->edges[t].files;
+    if (file_index >= at && file_index < at + static_cast<int>(files.size())) {
+      *file = files[static_cast<size_t>(file_index - at)];
+      *table = t;
+      return Status::OK();
+    }
+    at += static_cast<int>(files.size());
+  }
+  return Status::InvalidArgument("schema " + schema_path + " lists " + std::to_string(at) +
+                                 (nodes ? " node" : " edge") + " file(s); there is no file " +
+                                 std::to_string(file_index) +
+                                 " (did the files change since the job started?)");
 }
 
 }  // namespace
@@ -1394,8 +1431,9 @@ Status ReadTablesNodeFile(const std::string& schema_path, int file_index, bool q
                           const std::function<Status(const TableNode&)>& fn) {
   Schema s;
   std::string file;
-  FANOUT_RETURN_IF_ERROR(PlannedFile(schema_path, file_index, true, &s, &file));
-  NodeSpec ns = s.nodes[0];
+  size_t t = 0;
+  FANOUT_RETURN_IF_ERROR(PlannedFile(schema_path, file_index, true, &s, &file, &t));
+  NodeSpec ns = s.nodes[t];
   if (slice.ids_only) {
     NodeSpec ids;
     ids.type = ns.type;
@@ -1416,7 +1454,7 @@ Status ReadTablesNodeFile(const std::string& schema_path, int file_index, bool q
     return tb.Int(id_col, &node.id);
   };
   return ReadNodeFile(
-      ns, 0, file, s.delimiter, quiet, &width, &sum, id_fn,
+      ns, static_cast<int>(t), file, s.delimiter, quiet, &width, &sum, id_fn,
       [&](const NodeRow& r) {
         node.features = r.features;
         node.label = r.label;
@@ -1431,9 +1469,11 @@ Status ReadTablesEdgeFile(const std::string& schema_path, int file_index, bool q
                           const std::function<Status(const TableEdge&)>& fn) {
   Schema s;
   std::string file;
-  FANOUT_RETURN_IF_ERROR(PlannedFile(schema_path, file_index, false, &s, &file));
-  const EdgeSpec& es = s.edges[0];
-  const bool names = s.nodes[0].string_ids;
+  size_t i = 0;
+  FANOUT_RETURN_IF_ERROR(PlannedFile(schema_path, file_index, false, &s, &file, &i));
+  const EdgeSpec& es = s.edges[i];
+  const bool src_names = s.nodes[static_cast<size_t>(TypeIndex(s, es.source_type))].string_ids;
+  const bool dst_names = s.nodes[static_cast<size_t>(TypeIndex(s, es.destination_type))].string_ids;
   std::unique_ptr<TableSource> tb;
   FANOUT_RETURN_IF_ERROR(OpenTable(file, s.delimiter, quiet, &tb, slice.range));
   size_t sc = 0, dc = 0, tc = 0, wc = 0;
@@ -1443,13 +1483,14 @@ Status ReadTablesEdgeFile(const std::string& schema_path, int file_index, bool q
   TableEdge e;
   while (tb->Next(&status)) {
     FANOUT_RETURN_IF_ERROR(status);
-    if (names) {
+    if (src_names)
       e.source_name = tb->TextView(sc);
-      e.destination_name = tb->TextView(dc);
-    } else {
+    else
       FANOUT_RETURN_IF_ERROR(tb->Int(sc, &e.source_id));
+    if (dst_names)
+      e.destination_name = tb->TextView(dc);
+    else
       FANOUT_RETURN_IF_ERROR(tb->Int(dc, &e.destination_id));
-    }
     if (timed) FANOUT_RETURN_IF_ERROR(tb->Int(tc, &e.time));
     if (!es.weight.empty()) FANOUT_RETURN_IF_ERROR(EdgeWeight(*tb, wc, &e.weight));
     FANOUT_RETURN_IF_ERROR(fn(e));

@@ -125,11 +125,28 @@ int Plan(const std::string& schema) {
   TablesPlan p;
   Status st = PlanTables(schema, &p);
   if (!st.ok()) return Fail(st);
+  json nodes = json::array(), edges = json::array();
+  for (const auto& t : p.node_tables)
+    nodes.push_back({{"type", t.type},
+                     {"string_ids", t.string_ids},
+                     {"has_split", t.has_split},
+                     {"has_features", t.has_features},
+                     {"files", t.files}});
+  for (const auto& t : p.edge_tables)
+    edges.push_back({{"type", t.type},
+                     {"reverse", t.reverse},
+                     {"source_type", t.source_type},
+                     {"destination_type", t.destination_type},
+                     {"weighted", t.weighted},
+                     {"files", t.files}});
   json j = {{"name", p.name},
-            {"node_type", p.node_type},
-            {"edge_type", p.edge_type},
+            {"hetero", p.hetero},
+            {"node_tables", nodes},
+            {"edge_tables", edges},
             {"node_files", p.node_files},
             {"edge_files", p.edge_files},
+            {"node_file_table", p.node_file_table},
+            {"edge_file_table", p.edge_file_table},
             {"string_ids", p.string_ids},
             {"drop_dangling", p.drop_dangling},
             {"has_split", p.has_split},
@@ -140,11 +157,34 @@ int Plan(const std::string& schema) {
   return 0;
 }
 
+// Whether node file `file_index`'s type (nodes) or edge file `file_index`'s
+// source and destination types have string ids.
+Status StringIds(const std::string& schema, int file_index, bool nodes, bool* a, bool* b) {
+  TablesPlan p;
+  FANOUT_RETURN_IF_ERROR(PlanTables(schema, &p));
+  const std::vector<int>& table = nodes ? p.node_file_table : p.edge_file_table;
+  if (file_index < 0 || static_cast<size_t>(file_index) >= table.size())
+    return Status::InvalidArgument("schema " + schema + " lists " + std::to_string(table.size()) +
+                                   (nodes ? " node" : " edge") + " file(s); there is no file " +
+                                   std::to_string(file_index));
+  if (nodes) {
+    *a = *b = p.node_tables[static_cast<size_t>(table[file_index])].string_ids;
+  } else {
+    const auto& et = p.edge_tables[static_cast<size_t>(table[file_index])];
+    *a = p.node_tables[static_cast<size_t>(et.source_type)].string_ids;
+    *b = p.node_tables[static_cast<size_t>(et.destination_type)].string_ids;
+  }
+  return Status::OK();
+}
+
 // nodes: "FNSN0001", then blocks: int64 n (0 ends), int64 dim, the ids
-// (int64[n], or int64 offsets[n + 1] and the names' bytes), int64 labels[n],
-// uint8 splits[n], float32 features[n * dim].
-int Nodes(const std::string& schema, int file_index, const TableSlice& slice, bool string_ids,
-          int64_t block_rows) {
+// (int64[n], or, where the file's node type has string ids, int64
+// offsets[n + 1] and the names' bytes), int64 labels[n], uint8 splits[n],
+// float32 features[n * dim].
+int Nodes(const std::string& schema, int file_index, const TableSlice& slice, int64_t block_rows) {
+  bool string_ids = false, unused = false;
+  Status plan = StringIds(schema, file_index, true, &string_ids, &unused);
+  if (!plan.ok()) return Fail(plan);
   Out out;
   out.Bytes("FNSN0001", 8);
   std::vector<int64_t> ids, offsets{0}, labels;
@@ -192,45 +232,57 @@ int Nodes(const std::string& schema, int file_index, const TableSlice& slice, bo
 }
 
 // edges: "FNSE0001", then blocks: int64 n (0 ends), the sources and the
-// destinations (int64[n] each, or offsets[n + 1] and bytes each), then with
-// `timed` the times (int64[n]), then with `weighted` the weights (float32[n]).
-int Edges(const std::string& schema, int file_index, const TableSlice& slice, bool string_ids,
-          bool timed, bool weighted, int64_t block_rows) {
+// destinations (int64[n] each, or, where their node type has string ids,
+// offsets[n + 1] and bytes), then with `timed` the times (int64[n]), then
+// with `weighted` the weights (float32[n]; 1 where the file's table names
+// no weight column).
+int Edges(const std::string& schema, int file_index, const TableSlice& slice, bool timed,
+          bool weighted, int64_t block_rows) {
+  bool src_strings = false, dst_strings = false;
+  Status plan = StringIds(schema, file_index, false, &src_strings, &dst_strings);
+  if (!plan.ok()) return Fail(plan);
   Out out;
   out.Bytes("FNSE0001", 8);
-  std::vector<int64_t> src, dst, src_off{0}, dst_off{0}, times;
+  // One end's ids of a block: int64, or offsets and bytes.
+  struct End {
+    bool strings;
+    std::vector<int64_t> ids, off{0};
+    std::string names;
+    void Add(int64_t id, std::string_view name) {
+      if (strings) {
+        names.append(name.data(), name.size());
+        off.push_back(static_cast<int64_t>(names.size()));
+      } else {
+        ids.push_back(id);
+      }
+    }
+    void Write(Out* out) {
+      if (strings) {
+        out->Array(off);
+        out->Bytes(names.data(), names.size());
+      } else {
+        out->Array(ids);
+      }
+      ids.clear(), off.assign(1, 0), names.clear();
+    }
+  };
+  End src{src_strings, {}, {0}, {}}, dst{dst_strings, {}, {0}, {}};
+  std::vector<int64_t> times;
   std::vector<float> weights;
-  std::string src_names, dst_names;
   int64_t n = 0;
   auto flush = [&]() {
     out.Value<int64_t>(n);
-    if (string_ids) {
-      out.Array(src_off);
-      out.Bytes(src_names.data(), src_names.size());
-      out.Array(dst_off);
-      out.Bytes(dst_names.data(), dst_names.size());
-    } else {
-      out.Array(src);
-      out.Array(dst);
-    }
+    src.Write(&out);
+    dst.Write(&out);
     if (timed) out.Array(times);
     if (weighted) out.Array(weights);
-    src.clear(), dst.clear(), src_off.assign(1, 0), dst_off.assign(1, 0), times.clear();
-    weights.clear();
-    src_names.clear(), dst_names.clear();
+    times.clear(), weights.clear();
     n = 0;
     return out.ok();
   };
   Status st = ReadTablesEdgeFile(schema, file_index, true, slice, [&](const TableEdge& e) {
-    if (string_ids) {
-      src_names.append(e.source_name.data(), e.source_name.size());
-      src_off.push_back(static_cast<int64_t>(src_names.size()));
-      dst_names.append(e.destination_name.data(), e.destination_name.size());
-      dst_off.push_back(static_cast<int64_t>(dst_names.size()));
-    } else {
-      src.push_back(e.source_id);
-      dst.push_back(e.destination_id);
-    }
+    src.Add(e.source_id, e.source_name);
+    dst.Add(e.destination_id, e.destination_name);
     if (timed) times.push_back(e.time);
     if (weighted) weights.push_back(e.weight);
     if (++n == block_rows && !flush())
@@ -342,6 +394,20 @@ int Meta(const std::string& plan_path, const std::string& out_path) {
       return Fail(Status::InvalidArgument(plan_path + ": offsets and stats must cover " +
                                           std::to_string(k) + " partitions"));
     FinishPartitionStats(in.num_nodes, in.num_edges, &meta.stats);
+    if (j.contains("hetero")) {  // node and edge types, each partition's type bounds
+      const json& h = j.at("hetero");
+      meta.hetero.node_types = h.at("node_types").get<std::vector<std::string>>();
+      for (const json& e : h.at("edge_types"))
+        meta.hetero.edge_types.push_back(
+            {e.at(0).get<int32_t>(), e.at(1).get<std::string>(), e.at(2).get<int32_t>()});
+      meta.hetero.type_bounds = h.at("type_bounds").get<std::vector<int64_t>>();
+      meta.hetero.feature_dims = h.at("feature_dims").get<std::vector<int64_t>>();
+      meta.hetero.incoming = wo.incoming;
+      // What meta.json's reader checks (bounds per partition and type, dims, names).
+      DatasetMeta back;
+      st = DatasetMeta::FromJson(meta.ToJson(), plan_path, &back);
+      if (!st.ok()) return Fail(st);
+    }
     if (meta.feature_dtype == FeatureDType::kInt8 && in.feature_dim > 0)
       detail::SetInt8Scales(j.at("feature_max_abs").get<std::vector<float>>(), &meta);
   } catch (const std::exception& e) {
@@ -455,8 +521,11 @@ class NodeFiles {
         f_ = nullptr;
         continue;
       }
-      if (m < 0 || m > kMaxBlockRows || dim != meta_.feature_dim || name_bytes < 0 ||
-          name_bytes > kMaxNameBytes || (!meta_.has_names && name_bytes != 0))
+      // A heterogeneous dataset's narrower types come at their own width, padded here.
+      const bool width_ok =
+          meta_.hetero.empty() ? dim == meta_.feature_dim : dim >= 0 && dim <= meta_.feature_dim;
+      if (m < 0 || m > kMaxBlockRows || !width_ok || name_bytes < 0 || name_bytes > kMaxNameBytes ||
+          (!meta_.has_names && name_bytes != 0))
         return Status::Corruption(path_ + ": a block of " + std::to_string(m) + " nodes, " +
                                   std::to_string(dim) + " features (the dataset has " +
                                   std::to_string(meta_.feature_dim) + ") and " +
@@ -474,6 +543,15 @@ class NodeFiles {
             return Status::Corruption(path_ + ": name offsets decrease");
       }
       FANOUT_RETURN_IF_ERROR(Array(&features, m * dim, "the feature rows"));
+      const int64_t d = meta_.feature_dim;
+      if (dim < d) {  // padded in place, from the last row back
+        features.resize(static_cast<size_t>(m * d));
+        for (int64_t i = m - 1; i >= 0; --i) {
+          std::copy_backward(features.begin() + i * dim, features.begin() + (i + 1) * dim,
+                             features.begin() + i * d + dim);
+          std::fill(features.begin() + i * d + dim, features.begin() + (i + 1) * d, 0.0f);
+        }
+      }
       m_ = m;
       return Status::OK();
     }
@@ -491,13 +569,15 @@ class NodeFiles {
 // write: partition `part`'s store: its nodes from the node files, its
 // stored edges from stdin, in any order: "FNSW0003", then blocks: int64 n (0
 // ends); int64 rows[n], eids[n], neighbors[n], int64 times[n] where the
-// dataset has edge times, float32 weights[n] where it has edge weights (a
-// negative row is a placeholder, skipped: it gives a partition without edges
-// a task). The edges go to a spill file (24 bytes each, 8 more with times, 8
-// more with weights) while their rows' degrees are counted; then slices of whole
+// dataset has edge times, int64 edge types[n] where it is heterogeneous,
+// float32 weights[n] where it has edge weights (a negative row is a
+// placeholder, skipped: it gives a partition without edges a task). The
+// edges go to a spill file (24 bytes each, 8 more for each of time, type
+// and weight) while their rows' degrees are counted; then slices of whole
 // chunks are read back from it and placed by counting sort, each row's
-// edges ordered by time, then edge id (the native order: input order, stably
-// sorted by time), under `memory_limit` bytes for the slice's edges.
+// edges ordered by type, then time, then edge id (the native order: input
+// order, stably sorted by time, then by type), under `memory_limit` bytes
+// for the slice's edges.
 class PartWrite {
  public:
   PartWrite(const DatasetMeta& meta, int part, bool normalize, NodeFiles* nodes,
@@ -564,7 +644,11 @@ class PartWrite {
   struct Placed {
     int64_t time, eid, nbr;
     float weight;
-    bool operator<(const Placed& o) const { return time != o.time ? time < o.time : eid < o.eid; }
+    int32_t type;
+    bool operator<(const Placed& o) const {
+      if (type != o.type) return type < o.type;
+      return time != o.time ? time < o.time : eid < o.eid;
+    }
   };
 
   Status Spill() {
@@ -575,11 +659,12 @@ class PartWrite {
     FANOUT_RETURN_IF_ERROR(in_.Read(magic, 8, "the stream's header"));
     if (std::memcmp(magic, "FNSW0003", 8) != 0)
       return Status::InvalidArgument("the edge stream does not start with FNSW0003");
-    std::vector<int64_t> rows, eids, nbrs, times;
+    std::vector<int64_t> rows, eids, nbrs, times, types;
     std::vector<float> weights;
-    const bool timed = meta_.has_edge_times, weighted = meta_.has_edge_weights;
+    const bool timed = meta_.has_edge_times, weighted = meta_.has_edge_weights,
+               typed = !meta_.hetero.empty();
     const size_t words = Words();
-    std::vector<int64_t> out;  // row, eid, nbr[, time][, weight's bits] per edge
+    std::vector<int64_t> out;  // row, eid, nbr[, time][, type][, weight's bits] per edge
     for (;;) {
       int64_t n = 0;
       FANOUT_RETURN_IF_ERROR(in_.Read(&n, sizeof n, "a block header"));
@@ -590,6 +675,7 @@ class PartWrite {
       FANOUT_RETURN_IF_ERROR(in_.Array(&eids, n, "the edge ids"));
       FANOUT_RETURN_IF_ERROR(in_.Array(&nbrs, n, "the neighbors"));
       if (timed) FANOUT_RETURN_IF_ERROR(in_.Array(&times, n, "the times"));
+      if (typed) FANOUT_RETURN_IF_ERROR(in_.Array(&types, n, "the edge types"));
       if (weighted) FANOUT_RETURN_IF_ERROR(in_.Array(&weights, n, "the weights"));
       out.clear();
       for (int64_t i = 0; i < n; ++i) {
@@ -606,6 +692,18 @@ class PartWrite {
         cut_ += nbr < begin_ || nbr >= end_;
         out.insert(out.end(), {row, eid, nbr});
         if (timed) out.push_back(times[i]);
+        if (typed) {
+          const int64_t x = types[i];
+          const auto& h = meta_.hetero;
+          if (x < 0 || x >= h.num_edge_types() ||
+              h.RowType(static_cast<int>(x)) != h.NodeTypeOf(row) ||
+              (h.incoming ? h.edge_types[x].src : h.edge_types[x].dst) != h.NodeTypeOf(nbr))
+            return Status::InvalidArgument(
+                "partition " + std::to_string(part_) + ": edge " + std::to_string(eid) +
+                " has edge type " + std::to_string(x) +
+                ", outside the types or not joining its row's and its neighbor's node types");
+          out.push_back(x);
+        }
         if (weighted) {
           const float w = weights[i];
           if (!(std::isfinite(w) && w >= 0))
@@ -629,7 +727,8 @@ class PartWrite {
 
   // int64 words per spilled edge.
   size_t Words() const {
-    return 3 + (meta_.has_edge_times ? 1 : 0) + (meta_.has_edge_weights ? 1 : 0);
+    return 3 + (meta_.has_edge_times ? 1 : 0) + (meta_.hetero.empty() ? 0 : 1) +
+           (meta_.has_edge_weights ? 1 : 0);
   }
 
   // Slices of whole chunks, each read back from the spill and written.
@@ -640,7 +739,8 @@ class PartWrite {
     const int64_t budget =
         std::max<int64_t>(memory_limit_ / 40, 1);  // 32 placed + 8 per row, about
     const size_t words = Words();
-    const bool timed = meta_.has_edge_times, weighted = meta_.has_edge_weights;
+    const bool timed = meta_.has_edge_times, weighted = meta_.has_edge_weights,
+               typed = !meta_.hetero.empty();
     std::vector<Placed> slot;
     std::vector<int64_t> fill;
     std::vector<int64_t> buf(words << 16);
@@ -650,7 +750,7 @@ class PartWrite {
       while (c1 * cn < rows && start[std::min(rows, (c1 + 1) * cn)] - start[c0 * cn] <= budget)
         ++c1;
       const int64_t ra = c0 * cn, rz = std::min(rows, c1 * cn), e0 = start[ra];
-      slot.assign(static_cast<size_t>(start[rz] - e0), Placed{0, 0, 0, 0});
+      slot.assign(static_cast<size_t>(start[rz] - e0), Placed{0, 0, 0, 0, 0});
       fill.assign(start.begin() + ra, start.begin() + rz);
       if (std::fseek(spill_, 0, SEEK_SET) != 0)
         return Status::IOError("reading " + spill_path_ + ": " + strerror(errno));
@@ -665,7 +765,8 @@ class PartWrite {
             const uint32_t bits = static_cast<uint32_t>(e[words - 1]);
             std::memcpy(&w, &bits, 4);
           }
-          slot[static_cast<size_t>(fill[r - ra]++ - e0)] = {timed ? e[3] : 0, e[1], e[2], w};
+          const int32_t type = typed ? static_cast<int32_t>(e[timed ? 4 : 3]) : 0;
+          slot[static_cast<size_t>(fill[r - ra]++ - e0)] = {timed ? e[3] : 0, e[1], e[2], w, type};
         }
         if (got < buf.size() / words) break;
       }
@@ -680,7 +781,7 @@ class PartWrite {
       }
       for (int64_t c = c0; c < c1 && c * cn < std::max<int64_t>(rows, 1); ++c) {
         const int64_t a = c * cn, z = std::min(rows, (c + 1) * cn);
-        std::vector<int64_t> deg(degrees_.begin() + a, degrees_.begin() + z), nbr, eid, time;
+        std::vector<int64_t> deg(degrees_.begin() + a, degrees_.begin() + z), nbr, eid, time, type;
         std::vector<float> weight;
         nbr.reserve(static_cast<size_t>(start[z] - start[a]));
         eid.reserve(nbr.capacity());
@@ -690,11 +791,13 @@ class PartWrite {
           nbr.push_back(e.nbr);
           if (timed) time.push_back(e.time);
           if (weighted) weight.push_back(e.weight);
+          if (typed) type.push_back(e.type);
         }
         if (z > a) {
           FANOUT_RETURN_IF_ERROR(w_->PutAdjChunk(c, deg, nbr, eid));
           if (timed) FANOUT_RETURN_IF_ERROR(w_->PutEdgeTimeChunk(c, time));
           if (weighted) FANOUT_RETURN_IF_ERROR(w_->PutEdgeWeightChunk(c, weight));
+          if (typed) FANOUT_RETURN_IF_ERROR(w_->PutEdgeTypeChunk(c, type));
           FANOUT_RETURN_IF_ERROR(Nodes(c, z - a));
         }
       }
@@ -804,8 +907,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::string schema, output, method, assignment, out_path, meta_path, staging, plan_path;
   int file_index = 0, parts = 1, part = 0;
-  bool string_ids = false, force = false, normalize = false, ids_only = false, timed = false,
-       weighted = false;
+  bool force = false, normalize = false, ids_only = false, timed = false, weighted = false;
   int64_t block_rows = 65536, num_nodes = 0, first_row = 0;
   std::string row_groups, nodes_dir, spill_dir, memory_text = "1G";
   int units = 0;
@@ -822,7 +924,6 @@ int main(int argc, char** argv) {
   for (auto* c : {nodes, edges_cmd}) {
     c->add_option("--schema", schema, "The tables' schema")->required();
     c->add_option("--file-index", file_index, "Which file, in the plan's order")->required();
-    c->add_flag("--string-ids", string_ids, "The schema's ids are strings");
     c->add_option("--block-rows", block_rows, "Rows per block")->check(CLI::Range(1, 1 << 22));
     c->add_option("--row-groups", row_groups,
                   "Parquet: read row groups FIRST:END only (END -1: to the last)");
@@ -885,9 +986,8 @@ int main(int argc, char** argv) {
     range.first_group = a, range.end_group = z, range.first_row = first_row;
     slice.range = &range;
   }
-  if (nodes->parsed()) return Nodes(schema, file_index, slice, string_ids, block_rows);
-  if (edges_cmd->parsed())
-    return Edges(schema, file_index, slice, string_ids, timed, weighted, block_rows);
+  if (nodes->parsed()) return Nodes(schema, file_index, slice, block_rows);
+  if (edges_cmd->parsed()) return Edges(schema, file_index, slice, timed, weighted, block_rows);
   if (assign->parsed()) return Assign(method, parts, seed, num_nodes, assignment, out_path);
   if (begin->parsed()) return Begin(output, force, owner_pid);
   if (meta->parsed()) return Meta(plan_path, out_path);

@@ -112,9 +112,32 @@ def _unit_args(ctx, unit):
     args = ["--schema", ctx["schema"], "--file-index", str(file_index)]
     if first_group is not None:
         args += ["--row-groups", "%d:%d" % (first_group, end_group), "--first-row", str(first_row)]
-    if ctx["string_ids"]:
-        args.append("--string-ids")
     return args
+
+
+def _node_unit_type(ctx, u):
+    """The node type (index) of node slice u."""
+    return ctx["node_file_table"][ctx["node_units"][u][0]]
+
+
+def _edge_unit_table(ctx, u):
+    """The edge table (index) of edge slice u."""
+    return ctx["edge_file_table"][ctx["edge_units"][u][0]]
+
+
+def _strings_of(ctx, t):
+    return ctx["node_tables"][t]["string_ids"]
+
+
+def _as_key(ctx, keys):
+    """Ids as the job's key column holds them: strings where any node type has string ids (ints as decimal text),
+    else int64."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if ctx["string_ids"] and not pa.types.is_string(keys.type):
+        return pc.cast(keys, pa.string())
+    return keys
 
 
 def _stream_blocks(ctx, args, magic, what, read_block):
@@ -144,7 +167,8 @@ def _node_blocks(ctx, unit_index, ids_only):
 
     def block(f, n):
         dim = int(_i64(f, 1, "a block header")[0])
-        keys = _strings(f, n, "the ids") if ctx["string_ids"] else pa.array(_i64(f, n, "the ids"))
+        keys = _strings(f, n, "the ids") if _strings_of(ctx, _node_unit_type(ctx, unit_index)) else \
+            pa.array(_i64(f, n, "the ids"))
         labels = _i64(f, n, "the labels")
         splits = np.frombuffer(_exact(f, n, "the splits"), dtype=np.uint8)
         feats = np.frombuffer(_exact(f, 4 * n * dim, "the features"), dtype="<f4").reshape(n, dim)
@@ -156,17 +180,18 @@ def _node_blocks(ctx, unit_index, ids_only):
 
 
 def _read_node_ids(ctx):
-    """Slices -> (unit, row, key): each slice's node ids, rows counted from its start."""
+    """Slices -> (unit, row, type, key): each slice's node ids, rows counted from its start."""
     import pyarrow as pa
 
     def fn(batches):
         for b in batches:
             for u in b.column(0).to_pylist():
-                row = 0
+                row, t = 0, _node_unit_type(ctx, int(u))
                 for n, _, keys, _, _, _ in _node_blocks(ctx, int(u), True):
                     yield pa.RecordBatch.from_arrays(
                         [pa.array(np.full(n, u, dtype=np.int32)), pa.array(np.arange(row, row + n, dtype=np.int64)),
-                         keys], names=["unit", "row", "key"])
+                         pa.array(np.full(n, t, dtype=np.int32)), _as_key(ctx, keys)],
+                        names=["unit", "row", "type", "key"])
                     row += n
     return fn
 
@@ -183,6 +208,8 @@ def _write_node_files(ctx):
                 u = int(u)
                 files, row, widths, max_label = {}, 0, set(), -1
                 max_abs = None
+                t = _node_unit_type(ctx, u)
+                strings = _strings_of(ctx, t)
                 try:
                     for n, dim, keys, labels, splits, feats in _node_blocks(ctx, u, False):
                         widths.add(dim)
@@ -194,7 +221,7 @@ def _write_node_files(ctx):
                             m = np.abs(feats).max(axis=0)
                             max_abs = m if max_abs is None else np.maximum(max_abs, m)
                         dense = ctx["unit_offsets"][u] + np.arange(row, row + n, dtype=np.int64)
-                        original = dense if ctx["string_ids"] else keys.to_numpy()
+                        original = dense - ctx["type_first"][t] if strings else keys.to_numpy()
                         part = _parts_of(ctx, dense, original)
                         row += n
                         for p in np.unique(part):
@@ -204,12 +231,14 @@ def _write_node_files(ctx):
                                 f = files[int(p)] = open(_node_file(ctx, u, int(p)) + ".tmp", "wb")
                                 f.write(b"FNSP0001")
                             parts = []
-                            if ctx["string_ids"]:
+                            if strings:
                                 picked = keys.take(pa.array(sel))
                                 off, names = _column_bytes(picked)
                                 parts += [off.astype("<i8").tobytes(), names]
                             else:
                                 names = b""
+                                if ctx["string_ids"]:  # another type has names: these have empty ones
+                                    parts.append(np.zeros(len(sel) + 1, dtype="<i8").tobytes())
                             f.write(np.array([len(sel), dim, len(names)], dtype="<i8").tobytes())
                             f.write(labels[sel].astype("<i8").tobytes())
                             f.write(splits[sel].tobytes())
@@ -247,11 +276,12 @@ def _edge_blocks(ctx, u):
     attrs a list of numpy arrays, one per _edge_attrs column (the times as int64, the weights as float32)."""
     import pyarrow as pa
 
+    et = ctx["edge_tables"][_edge_unit_table(ctx, u)]
+    st, dt = _strings_of(ctx, et["source_type"]), _strings_of(ctx, et["destination_type"])
+
     def block(f, n):
-        if ctx["string_ids"]:
-            src, dst = _strings(f, n, "the sources"), _strings(f, n, "the destinations")
-        else:
-            src, dst = pa.array(_i64(f, n, "the sources")), pa.array(_i64(f, n, "the destinations"))
+        src = _strings(f, n, "the sources") if st else pa.array(_i64(f, n, "the sources"))
+        dst = _strings(f, n, "the destinations") if dt else pa.array(_i64(f, n, "the destinations"))
         attrs = [np.frombuffer(_exact(f, int(np.dtype(dt).itemsize) * n, "the %ss" % name), dtype=dt)
                  for name, _, dt in _edge_attrs(ctx)]
         return n, src, dst, attrs
@@ -263,18 +293,22 @@ def _edge_blocks(ctx, u):
 
 
 def _read_edges(ctx):
-    """Slices -> (unit, row, src, dst): each slice's edges as its file holds them (for Spark's join)."""
+    """Slices -> (unit, row, st, dt, src, dst, attrs): each slice's edges as its file holds them, with their
+    endpoints' node types (for Spark's join)."""
     import pyarrow as pa
 
     def fn(batches):
         for b in batches:
             for u in b.column(0).to_pylist():
                 row = 0
+                et = ctx["edge_tables"][_edge_unit_table(ctx, int(u))]
                 for n, src, dst, attrs in _edge_blocks(ctx, int(u)):
                     cols = [pa.array(np.full(n, u, dtype=np.int32)), pa.array(np.arange(row, row + n, dtype=np.int64)),
-                            src, dst] + [pa.array(a) for a in attrs]
+                            pa.array(np.full(n, et["source_type"], dtype=np.int32)),
+                            pa.array(np.full(n, et["destination_type"], dtype=np.int32)),
+                            _as_key(ctx, src), _as_key(ctx, dst)] + [pa.array(a) for a in attrs]
                     yield pa.RecordBatch.from_arrays(
-                        cols, names=["unit", "row", "src", "dst"] + [a[0] for a in _edge_attrs(ctx)])
+                        cols, names=["unit", "row", "st", "dt", "src", "dst"] + [a[0] for a in _edge_attrs(ctx)])
                     row += n
     return fn
 
@@ -282,11 +316,11 @@ def _read_edges(ctx):
 _ID_MAPS = {}  # path -> loaded id map, kept by a Python worker between its tasks
 
 
-def _id_map(ctx):
-    """The id map the index task wrote (memory-mapped where it is numbers)."""
+def _id_map(ctx, t):
+    """Node type t's id map the index task wrote (memory-mapped where it is numbers)."""
     import pyarrow as pa
 
-    path = ctx["idmap_dir"]
+    path = os.path.join(ctx["idmap_dir"], "t%d" % t)
     m = _ID_MAPS.get(path)
     if m is None:
         with open(os.path.join(path, "index.json")) as f:
@@ -301,7 +335,8 @@ def _id_map(ctx):
             for x in ("keys", "new", "part"):
                 if os.path.exists(os.path.join(path, x + ".npy")):
                     m[x] = np.load(os.path.join(path, x + ".npy"), mmap_mode="r")
-        _ID_MAPS.clear()
+        for other in [x for x in _ID_MAPS if os.path.dirname(x) != ctx["idmap_dir"]]:
+            del _ID_MAPS[other]  # another job's
         _ID_MAPS[path] = m
     return m
 
@@ -327,32 +362,63 @@ def _lookup(m, keys):
         ok &= new >= 0
         part[ok] = m["part"][i[ok]]
         return new, part, ok
+    if len(m["keys"]) == 0:  # a node type without nodes
+        return new, part, np.zeros(n, dtype=bool)
     pos = np.minimum(np.searchsorted(m["keys"], k), len(m["keys"]) - 1)
     ok = m["keys"][pos] == k
     new[ok], part[ok] = m["new"][pos[ok]], m["part"][pos[ok]]
     return new, part, ok
 
 
+def _edge_copies(ctx, u, su, sp, dv, dp, keep, loop, kept_seen, nl_seen):
+    """The stored copies of slice u's kept edges (u -> v) in the native tool's edge order (docs/DATA.md): as read
+    (type: the table's), reversed where the table names a "reverse" (its reverse type), and, undirected, each
+    non-loop of both reversed again (the reverse of its type, as AddReverseEdgeTypes gives it). Each copy: (part,
+    row, eid, neighbor, type, selection), stored in the row of its destination ("in"; "out": its source)."""
+    i = _edge_unit_table(ctx, u)
+    e = ctx["edge_numbering"]
+    rank = np.cumsum(keep) - 1 + kept_seen
+    fwd = e["base"][i] + e["kept_off"][u] + rank[keep]
+    out = [(su, sp, dv, dp, fwd, e["type"][i], keep)]
+    if e["rtype"][i] >= 0:
+        out.append((dv, dp, su, sp, fwd + e["kept"][i], e["rtype"][i], keep))
+    if ctx["undirected"]:
+        nl = keep & ~loop
+        rnl = np.cumsum(nl) - 1 + nl_seen
+        ufwd = e["ubase"][i] + e["nl_off"][u] + rnl[nl]
+        out.append((dv, dp, su, sp, ufwd, e["reverse_type"][e["type"][i]], nl))
+        if e["rtype"][i] >= 0:
+            out.append((su, sp, dv, dp, ufwd + e["nonloops"][i], e["reverse_type"][e["rtype"][i]], nl))
+    stored = []
+    for a, ap, z, zp, eid, t, sel in out:  # edge a -> z
+        tgt, tp, nb = (z, zp, a) if ctx["incoming"] else (a, ap, z)
+        stored.append((tp[sel], tgt[sel], eid, nb[sel], t, sel))
+    return stored
+
+
 def _edge_fn(ctx, emit):
-    """Slices -> their edges resolved through the id map, in the slice's task (no join in Spark). Counting
-    (emit False): per slice its rows, kept edges, kept self-loops and dangling edges, and its first dangling
-    edge. Emitting: each kept edge as (route, part, row, eid, nbr) where it is stored, its id its place among the
-    kept edges (the slice's offset, ctx["kept_off"], plus its rank), then the reverses of the non-loops."""
+    """Slices -> their edges resolved through the id maps of their endpoints' node types, in the slice's task (no
+    join in Spark). Counting (emit False): per slice its rows, kept edges, kept self-loops and dangling edges, and its
+    first dangling edge. Emitting: each kept edge's stored copies (_edge_copies) as (route, part, row, eid, nbr,
+    attrs[, etype])."""
     import pyarrow as pa
 
     def fn(batches):
-        m = _id_map(ctx)
-        incoming, undirected, k = ctx["incoming"], ctx["undirected"], ctx["parts"]
+        k = ctx["parts"]
         routes = np.asarray(ctx.get("routes", np.zeros(k, dtype=np.int64)), dtype=np.int64)
+        names = ["route", "part", "row", "eid", "nbr"] + [a[0] for a in _edge_attrs(ctx)] + \
+            (["etype"] if ctx["hetero"] else [])
         for b in batches:
             for u in b.column(0).to_pylist():
                 u = int(u)
+                et = ctx["edge_tables"][_edge_unit_table(ctx, u)]
+                ms, md = _id_map(ctx, et["source_type"]), _id_map(ctx, et["destination_type"])
                 row = kept_seen = nl_seen = 0
                 counts = [0, 0, 0, 0]
                 bad = (-1, -1, "")
                 for n, src, dst, attrs in _edge_blocks(ctx, u):
-                    su, sp, fs = _lookup(m, src)
-                    dv, dp, fd = _lookup(m, dst)
+                    su, sp, fs = _lookup(ms, src)
+                    dv, dp, fd = _lookup(md, dst)
                     dangling = ~(fs & fd)
                     loop = ~dangling & (su == dv)
                     keep = ~dangling & ~(loop & ctx["drop_self_loops"])
@@ -368,24 +434,16 @@ def _edge_fn(ctx, emit):
                         counts[2] += int((keep & loop).sum())
                         counts[3] += int(dangling.sum())
                         continue
-                    rank = np.cumsum(keep) - 1 + kept_seen
-                    kept_seen += int(keep.sum())
-                    eid = ctx["kept_off"][u] + rank[keep]
-                    tgt, tp, nb = (dv, dp, su) if incoming else (su, sp, dv)
-                    out = [(tp[keep], tgt[keep], eid, nb[keep], [a[keep] for a in attrs])]
-                    if undirected:
-                        nl = keep & ~loop
-                        rank = np.cumsum(nl) - 1 + nl_seen
-                        nl_seen += int(nl.sum())
-                        reid = ctx["e1"] + ctx["nl_off"][u] + rank[nl]
-                        tgt, tp, nb = (su, sp, dv) if incoming else (dv, dp, su)
-                        out.append((tp[nl], tgt[nl], reid, nb[nl], [a[nl] for a in attrs]))
-                    for p_, r_, e_, n_, a_ in out:
+                    for p_, r_, e_, n_, t_, sel in _edge_copies(ctx, u, su, sp, dv, dp, keep, loop, kept_seen,
+                                                               nl_seen):
                         if len(p_):
                             cols = [pa.array(routes[p_]), pa.array(p_.astype(np.int32)), pa.array(r_), pa.array(e_),
-                                    pa.array(n_)] + [pa.array(a) for a in a_]
-                            yield pa.RecordBatch.from_arrays(
-                                cols, names=["route", "part", "row", "eid", "nbr"] + [a[0] for a in _edge_attrs(ctx)])
+                                    pa.array(n_)] + [pa.array(a[sel]) for a in attrs]
+                            if ctx["hetero"]:
+                                cols.append(pa.array(np.full(len(p_), t_, dtype=np.int32)))
+                            yield pa.RecordBatch.from_arrays(cols, names=names)
+                    kept_seen += int(keep.sum())
+                    nl_seen += int((keep & ~loop).sum())
                 if not emit:
                     yield pa.RecordBatch.from_arrays(
                         [pa.array([u], type=pa.int32())] + [pa.array([c], type=pa.int64()) for c in counts] +
@@ -397,9 +455,11 @@ def _edge_fn(ctx, emit):
 
 def _dangling_message(ctx, u, row, end, key):
     f, _, _, first_row = ctx["edge_units"][u][:4]
+    et = ctx["edge_tables"][_edge_unit_table(ctx, u)]
+    t = ctx["node_tables"][et["source_type"] if end == 0 else et["destination_type"]]["type"]
     return ("%s row %d, the %s: '%s' names no node of type '%s' (the schema's \"dangling_edges\": \"drop\" counts "
             "and drops such edges)" % (ctx["edge_files"][f], first_row + row + 1,
-                                        "source" if end == 0 else "destination", str(key)[:40], ctx["node_type"]))
+                                        "source" if end == 0 else "destination", str(key)[:40], t))
 
 
 def _id_pieces_fn(ctx):
@@ -429,53 +489,71 @@ def _id_pieces_fn(ctx):
 
 
 def _index_fn(ctx, units):
-    """One task: the slices' id pieces -> the id map the edge tasks read (idmap/index.json and arrays): ids in a
-    compact range as arrays indexed by id, other integer ids sorted, string ids as one Arrow table."""
+    """One task: the slices' id pieces -> each node type's id map the edge tasks read (idmap/t<type>/index.json and
+    arrays): ids in a compact range as arrays indexed by id, other integer ids sorted, string ids as one Arrow
+    table."""
     import pyarrow as pa
 
     def fn(batches):
         for _ in batches:
             pass
-        tables = []
-        for u in range(units):
-            path = os.path.join(ctx["idmap_dir"], "u%d.arrow" % u)
-            if os.path.exists(path):
-                with pa.memory_map(path) as src:
-                    tables.append(pa.ipc.open_file(src).read_all())
-        t = pa.concat_tables(tables)
-        d = ctx["idmap_dir"]
-        if ctx["string_ids"]:
-            with pa.OSFile(os.path.join(d, "strings.arrow"), "wb") as f, pa.ipc.new_file(f, t.schema) as w:
-                w.write_table(t)
-            index = {"kind": "strings"}
-        else:
-            keys = t.column("key").to_numpy()
-            new = t.column("new").to_numpy()
-            part = t.column("part").to_numpy().astype(np.int32)
-            lo, hi = int(keys.min()), int(keys.max())
-            if hi - lo + 1 <= 4 * len(keys) + 65536:
-                dn = np.full(hi - lo + 1, -1, dtype=np.int64)
-                dp = np.zeros(hi - lo + 1, dtype=np.int32)
-                dn[keys - lo], dp[keys - lo] = new, part
-                np.save(os.path.join(d, "new.npy"), dn)
-                np.save(os.path.join(d, "part.npy"), dp)
-                index = {"kind": "direct", "lo": lo}
-            else:
-                order = np.argsort(keys, kind="stable")
-                np.save(os.path.join(d, "keys.npy"), keys[order])
-                np.save(os.path.join(d, "new.npy"), new[order])
-                np.save(os.path.join(d, "part.npy"), part[order])
-                index = {"kind": "sorted"}
-        for u in range(units):
-            try:
-                os.unlink(os.path.join(d, "u%d.arrow" % u))
-            except OSError:
-                pass
-        with open(os.path.join(d, "index.json.tmp"), "w") as f:
-            json.dump(index, f)
-        os.replace(os.path.join(d, "index.json.tmp"), os.path.join(d, "index.json"))
+        for typ in range(len(ctx["node_tables"])):
+            _write_id_map(ctx, typ, [u for u in range(units) if _node_unit_type(ctx, u) == typ])
         yield pa.RecordBatch.from_arrays([pa.array([1], type=pa.int32())], names=["ok"])
     return fn
+
+
+def _write_id_map(ctx, typ, units):
+    """Node type typ's id map from the id pieces of its slices `units` (removed after)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    tables = []
+    for u in units:
+        path = os.path.join(ctx["idmap_dir"], "u%d.arrow" % u)
+        if os.path.exists(path):
+            with pa.memory_map(path) as src:
+                tables.append(pa.ipc.open_file(src).read_all())
+    d = os.path.join(ctx["idmap_dir"], "t%d" % typ)
+    os.makedirs(d, exist_ok=True)
+    t = pa.concat_tables(tables) if tables else None
+    if t is not None and not _strings_of(ctx, typ) and pa.types.is_string(t.column("key").type):
+        i = t.schema.get_field_index("key")  # int ids held as text (beside another type's string ids)
+        t = t.set_column(i, "key", pc.cast(t.column("key"), pa.int64()))
+    if t is None or t.num_rows == 0:  # a type without nodes: an empty sorted map
+        for x, dt in (("keys", np.int64), ("new", np.int64), ("part", np.int32)):
+            np.save(os.path.join(d, x + ".npy"), np.zeros(0, dtype=dt))
+        index = {"kind": "sorted"}
+    elif _strings_of(ctx, typ):
+        with pa.OSFile(os.path.join(d, "strings.arrow"), "wb") as f, pa.ipc.new_file(f, t.schema) as w:
+            w.write_table(t)
+        index = {"kind": "strings"}
+    else:
+        keys = t.column("key").to_numpy()
+        new = t.column("new").to_numpy()
+        part = t.column("part").to_numpy().astype(np.int32)
+        lo, hi = int(keys.min()), int(keys.max())
+        if hi - lo + 1 <= 4 * len(keys) + 65536:
+            dn = np.full(hi - lo + 1, -1, dtype=np.int64)
+            dp = np.zeros(hi - lo + 1, dtype=np.int32)
+            dn[keys - lo], dp[keys - lo] = new, part
+            np.save(os.path.join(d, "new.npy"), dn)
+            np.save(os.path.join(d, "part.npy"), dp)
+            index = {"kind": "direct", "lo": lo}
+        else:
+            order = np.argsort(keys, kind="stable")
+            np.save(os.path.join(d, "keys.npy"), keys[order])
+            np.save(os.path.join(d, "new.npy"), new[order])
+            np.save(os.path.join(d, "part.npy"), part[order])
+            index = {"kind": "sorted"}
+    for u in units:
+        try:
+            os.unlink(os.path.join(ctx["idmap_dir"], "u%d.arrow" % u))
+        except OSError:
+            pass
+    with open(os.path.join(d, "index.json.tmp"), "w") as f:
+        json.dump(index, f)
+    os.replace(os.path.join(d, "index.json.tmp"), os.path.join(d, "index.json"))
 
 
 _MIX1, _MIX2, _MASK = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, (1 << 64) - 1
@@ -517,9 +595,24 @@ def _parts_of(ctx, dense, original):
 
 
 def _dense_and_original(ctx, batch):
+    """Each node's dense id (slices in order: node types in schema order, then files) and original id (its int64 id,
+    or, with string ids, its row within its type)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     units = batch.column("unit").to_numpy()
     dense = ctx["unit_offsets"][units] + batch.column("row").to_numpy()
-    original = dense if ctx["string_ids"] else batch.column("key").to_numpy()
+    types = batch.column("type").to_numpy()
+    named = ctx["type_strings"][types]
+    original = dense - ctx["type_first"][types]
+    if not named.all():
+        keys = batch.column("key")
+        if pa.types.is_string(keys.type):  # int ids held as text beside string ids of other types
+            ints = np.zeros(len(keys), dtype=np.int64)
+            ints[~named] = pc.cast(keys.filter(pa.array(~named)), pa.int64()).to_numpy()
+        else:
+            ints = keys.to_numpy()
+        original = np.where(named, original, ints)
     return dense, original
 
 
@@ -557,8 +650,8 @@ def _renumber_fn(ctx):
                 rank = np.arange(len(ps)) - np.searchsorted(ps, np.arange(k))[ps]
                 new[sel[order]] = ctx["part_offsets"][ps] + ctx["unit_part_prefix"][int(u)][ps] + counts[ps] + rank
                 counts += np.bincount(p, minlength=k)
-            yield pa.RecordBatch.from_arrays([b.column("unit"), b.column("key"), pa.array(new), pa.array(part)],
-                                             names=["unit", "key", "new", "part"])
+            yield pa.RecordBatch.from_arrays([b.column("unit"), b.column("type"), b.column("key"), pa.array(new),
+                                              pa.array(part)], names=["unit", "type", "key", "new", "part"])
     return fn
 
 
@@ -584,7 +677,7 @@ class _PartFeed:
         self.err = tempfile.TemporaryFile()
         self.p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err,
                                   env=_task_env())
-        self.timed, self.weighted = ctx["timed"], ctx["weighted"]
+        self.timed, self.weighted, self.typed = ctx["timed"], ctx["weighted"], ctx["hetero"]
         self._send(b"FNSW0003")
 
     def _send(self, data):
@@ -596,8 +689,8 @@ class _PartFeed:
 
     def feed(self, b):
         self._send(np.array([len(b)], dtype="<i8").tobytes())
-        for c in ("row", "eid", "nbr") + (("time",) if self.timed else ()):  # int64 columns without nulls
-            self._send(memoryview(np.ascontiguousarray(b.column(c).to_numpy(), dtype="<i8")))
+        for c in ("row", "eid", "nbr") + (("time",) if self.timed else ()) + (("etype",) if self.typed else ()):
+            self._send(memoryview(np.ascontiguousarray(b.column(c).to_numpy(), dtype="<i8")))  # no nulls
         if self.weighted:
             self._send(memoryview(np.ascontiguousarray(b.column("weight").to_numpy(), dtype="<f4")))
 
@@ -716,8 +809,9 @@ def partition_on_spark(spark, schema, output, *, parts, method="hash", seed=1, a
     time; 40 bytes per edge). ``report``:
     a dict that receives the seconds of each step and the rows the driver collected. Raises fanout.InvalidArgument
     naming the file, row and column on bad input, and fanout.NotSupported for what the job does not take yet
-    (several node or edge types); nothing is published then. Edge times and weights (the schema's ``time`` and
-    ``weight`` columns) ride with each edge to its writer.
+    (int8 features with normalize_features); nothing is published then. Heterogeneous schemas (several node and
+    edge types, reverse types) are taken as the native tool takes them, and edge times and weights (the schema's
+    ``time`` and ``weight`` columns) ride with each edge to its writer.
     """
     task = os.path.join(bin_dir, "fanout-spark-task") if bin_dir else find_binary("fanout-spark-task")
     schema = os.path.abspath(str(schema))
@@ -748,7 +842,10 @@ def partition_on_spark(spark, schema, output, *, parts, method="hash", seed=1, a
     persisted = []
     report = report if report is not None else {}
     try:
-        ctx = {"task": task, "schema": schema, "string_ids": plan["string_ids"], "parts": parts, "method": method,
+        ctx = {"task": task, "schema": schema, "string_ids": plan["string_ids"], "hetero": bool(plan["hetero"]),
+               "node_tables": plan["node_tables"], "edge_tables": plan["edge_tables"],
+               "node_file_table": plan["node_file_table"], "edge_file_table": plan["edge_file_table"],
+               "parts": parts, "method": method,
                "seed": int(seed), "staging": staging, "normalize": bool(normalize_features),
                "dataset_id": begun["dataset_id"], "nodes_dir": os.path.join(job, "nodes"),
                "node_files": plan["node_files"], "edge_files": plan["edge_files"],
@@ -814,7 +911,8 @@ def _run(spark, plan, ctx, job, persisted, schema, o, log, report):
         (plan["name"], len(plan["node_files"]), nu, len(plan["edge_files"]), eu, k, ctx["method"]))
 
     # Node ids: one task per slice; counted, checked for duplicates, given their parts and new ids.
-    ids_raw = spark.range(0, nu, 1, nu).mapInArrow(_read_node_ids(ctx), "unit int, row long, key %s" % key_type)
+    ids_raw = spark.range(0, nu, 1, nu).mapInArrow(_read_node_ids(ctx),
+                                                   "unit int, row long, type int, key %s" % key_type)
     ids_raw = ids_raw.persist(StorageLevel.MEMORY_AND_DISK)
     persisted.append(ids_raw)
     per_unit = {r["unit"]: r["count"] for r in collect(ids_raw.groupBy("unit").count())}
@@ -824,17 +922,25 @@ def _run(spark, plan, ctx, job, persisted, schema, o, log, report):
         raise errors.InvalidArgument("schema %s: no nodes" % schema)
     if k > num_nodes:
         raise errors.InvalidArgument("--parts %d exceeds the %d nodes of the graph" % (k, num_nodes))
-    dup = collect(ids_raw.groupBy("key").count().where("count > 1").limit(1))
+    dup = collect(ids_raw.groupBy("type", "key").count().where("count > 1").limit(1))
     if dup:
-        first = collect(ids_raw.where(F.col("key") == dup[0]["key"]).orderBy("unit", "row").limit(2))
+        first = collect(ids_raw.where((F.col("type") == dup[0]["type"]) & (F.col("key") == dup[0]["key"]))
+                        .orderBy("unit", "row").limit(2))
 
         def where(r):
             f, _, _, first_row = ctx["node_units"][r["unit"]][:4]
             return "%s row %d" % (plan["node_files"][f], first_row + r["row"] + 1)
 
         raise errors.InvalidArgument("node type '%s': id %r is listed twice (%s and %s, rows counted from 1)" %
-                                     (plan["node_type"], dup[0]["key"], where(first[0]), where(first[1])))
-    ctx.update(num_nodes=num_nodes, unit_offsets=np.r_[0, np.cumsum(counts)][:-1].astype(np.int64))
+                                     (ctx["node_tables"][dup[0]["type"]]["type"], dup[0]["key"], where(first[0]),
+                                      where(first[1])))
+    # Slices come type by type (the plan's node_files are in schema order): each type's first dense id.
+    T = len(ctx["node_tables"])
+    unit_types = np.array([_node_unit_type(ctx, u) for u in range(nu)], dtype=np.int64)
+    type_counts = np.bincount(unit_types, weights=counts, minlength=T).astype(np.int64)
+    ctx.update(num_nodes=num_nodes, unit_offsets=np.r_[0, np.cumsum(counts)][:-1].astype(np.int64),
+               type_first=np.r_[0, np.cumsum(type_counts)][:-1].astype(np.int64),
+               type_strings=np.array([t["string_ids"] for t in ctx["node_tables"]], dtype=bool))
     step("node_ids")
     if ctx["method"] in ("random", "file"):
         ctx["assignment"] = os.path.join(job, "assignment.i32")
@@ -850,6 +956,11 @@ def _run(spark, plan, ctx, job, persisted, schema, o, log, report):
     part_nodes = per.sum(axis=0)
     ctx["part_offsets"] = np.r_[0, np.cumsum(part_nodes)][:-1].astype(np.int64)
     ctx["unit_part_prefix"] = (np.cumsum(per, axis=0) - per).astype(np.int64)
+    # Heterogeneous: each partition's nodes by type (the renumbering above is by part, then slice, so by type).
+    by_part_type = np.zeros((k, T), dtype=np.int64)
+    for u in range(nu):
+        by_part_type[:, unit_types[u]] += per[u]
+    type_bounds = np.r_[0, np.cumsum(by_part_type.reshape(-1))].astype(np.int64)
     local_map = num_nodes <= o["map_nodes"]
     if local_map:  # the id map to files every edge task reads (one task builds it: ~12 bytes per node)
         ctx["idmap_dir"] = os.path.join(job, "idmap")
@@ -857,7 +968,7 @@ def _run(spark, plan, ctx, job, persisted, schema, o, log, report):
         collect(ids_raw.mapInArrow(_id_pieces_fn(ctx), "unit int"))
         collect(spark.range(0, 1, 1, 1).mapInArrow(_index_fn(ctx, nu), "ok int"))
     else:  # too large for one executor: Spark joins the edges to it
-        id_map = ids_raw.mapInArrow(_renumber_fn(ctx), "unit int, key %s, new long, part int" % key_type)
+        id_map = ids_raw.mapInArrow(_renumber_fn(ctx), "unit int, type int, key %s, new long, part int" % key_type)
         id_map = id_map.drop("unit").persist(StorageLevel.MEMORY_AND_DISK)
         persisted.append(id_map)
     step("partition")
@@ -870,18 +981,22 @@ def _run(spark, plan, ctx, job, persisted, schema, o, log, report):
         if r["n"] != counts[r["unit"]]:
             raise errors.InvalidArgument("node slice %d: %d rows read, %d the first time (did the tables change?)"
                                          % (r["unit"], r["n"], counts[r["unit"]]))
-    widths = {r["width"] for r in stats if r["n"] > 0}
-    if len(widths) > 1:
-        raise errors.InvalidArgument("node type '%s': feature rows of different widths (%s values)" %
-                                     (plan["node_type"], ", ".join(str(w) for w in sorted(widths))))
-    dim = widths.pop() if widths else 0
+    type_dims = []
+    for t in range(T):  # each type's width (every row of a type has it); the store's is the widest
+        widths = {r["width"] for r in stats if r["n"] > 0 and unit_types[r["unit"]] == t}
+        if len(widths) > 1:
+            raise errors.InvalidArgument("node type '%s': feature rows of different widths (%s values)" %
+                                         (ctx["node_tables"][t]["type"], ", ".join(str(w) for w in sorted(widths))))
+        type_dims.append(max(widths.pop(), 0) if widths else 0)
+    dim = max(type_dims)
     max_label = max((r["max_label"] for r in stats), default=-1)
     feature_max_abs = None
     if ctx["int8"] and dim > 0:
         m = np.zeros(dim, dtype=np.float32)
         for r in stats:
             if r["max_abs"]:
-                m = np.maximum(m, np.frombuffer(r["max_abs"], dtype="<f4"))
+                x = np.frombuffer(r["max_abs"], dtype="<f4")
+                m[:len(x)] = np.maximum(m[:len(x)], x)
         feature_max_abs = [float(x) for x in m]
     step("node_rows")
     log("node rows written (%d features)" % dim)
@@ -893,10 +1008,11 @@ def _run(spark, plan, ctx, job, persisted, schema, o, log, report):
         .groupBy("b").agg(F.min("id").alias("id")))}
     routed = len(routes) == k  # else (never seen) Spark samples the partitions to spread them
     attr_cols = "".join(", %s %s" % (name, t) for name, t, _ in _edge_attrs(ctx))
-    record_schema = "route long, part int, row long, eid long, nbr long" + attr_cols
+    record_schema = "route long, part int, row long, eid long, nbr long" + attr_cols + \
+        (", etype int" if ctx["hetero"] else "")
     ctx["routes"] = np.array([routes[p] for p in range(k)] if routed else range(k), dtype=np.int64)
     ctx.update(incoming=o["direction"] == "in", undirected=o["undirected"], drop_self_loops=o["drop_self_loops"],
-               drop_dangling=plan["drop_dangling"], node_type=plan["node_type"])
+               drop_dangling=plan["drop_dangling"])
 
     # Each slice's rows, kept edges and kept self-loops: from the Parquet footers where nothing can be dropped
     # and no reverse edges are added (every row an edge, in order); else counted (one pass).
@@ -907,13 +1023,13 @@ def _run(spark, plan, ctx, job, persisted, schema, o, log, report):
                any(x is None for x in footer_rows))
     j = None
     if not local_map:
-        raw_edges = spark.range(0, eu, 1, eu).mapInArrow(_read_edges(ctx), "unit int, row long, src %s, dst %s%s" %
-                                                         (key_type, key_type, attr_cols))
-        ids = id_map.select("key", "new", "part")
-        j = raw_edges.join(ids.withColumnRenamed("key", "src").withColumnRenamed("new", "su")
-                           .withColumnRenamed("part", "sp"), "src", "left") \
-            .join(ids.withColumnRenamed("key", "dst").withColumnRenamed("new", "dv")
-                  .withColumnRenamed("part", "dp"), "dst", "left")
+        raw_edges = spark.range(0, eu, 1, eu).mapInArrow(
+            _read_edges(ctx), "unit int, row long, st int, dt int, src %s, dst %s%s" % (key_type, key_type, attr_cols))
+        ids = id_map.select("type", "key", "new", "part")
+        j = raw_edges.join(ids.select(F.col("type").alias("st"), F.col("key").alias("src"), F.col("new").alias("su"),
+                                      F.col("part").alias("sp")), ["st", "src"], "left") \
+            .join(ids.select(F.col("type").alias("dt"), F.col("key").alias("dst"), F.col("new").alias("dv"),
+                             F.col("part").alias("dp")), ["dt", "dst"], "left")
     dangling_col = F.col("su").isNull() | F.col("dv").isNull()
     keep = ~dangling_col
     if o["drop_self_loops"]:
@@ -947,11 +1063,40 @@ def _run(spark, plan, ctx, job, persisted, schema, o, log, report):
             dangling += r["dangling"] or 0
         if dangling and not plan["drop_dangling"]:
             raise first_dangling()
-    e1 = int(kept.sum())
+    # The native tool's edge order and types (LoadTables, then ApplyEdgeOptions): each table's kept rows, then
+    # (a "reverse") the same reversed; undirected, the non-loops of all of that reversed again, in the same order.
     nonloop = kept - loops
-    num_edges = e1 + (int(nonloop.sum()) if o["undirected"] else 0)
-    ctx.update(e1=e1, kept_off=np.r_[0, np.cumsum(kept)][:-1].astype(np.int64),
-               nl_off=np.r_[0, np.cumsum(nonloop)][:-1].astype(np.int64))
+    tables = ctx["edge_tables"]
+    unit_tables = np.array([_edge_unit_table(ctx, u) for u in range(eu)], dtype=np.int64)
+    K = np.bincount(unit_tables, weights=kept, minlength=len(tables)).astype(np.int64)
+    NL = np.bincount(unit_tables, weights=nonloop, minlength=len(tables)).astype(np.int64)
+    copies = np.array([2 if t["reverse"] else 1 for t in tables], dtype=np.int64)
+    e1 = int((K * copies).sum())
+    num_edges = e1 + (int((NL * copies).sum()) if o["undirected"] else 0)
+    kept_off, nl_off = np.zeros(eu, dtype=np.int64), np.zeros(eu, dtype=np.int64)
+    for i in range(len(tables)):  # each slice's offset within its table (slices in file order)
+        us = np.nonzero(unit_tables == i)[0]
+        kept_off[us] = np.r_[0, np.cumsum(kept[us])][:-1]
+        nl_off[us] = np.r_[0, np.cumsum(nonloop[us])][:-1]
+    edge_types, etype, rtype = [], [], []
+    for t in tables:
+        etype.append(len(edge_types))
+        edge_types.append([t["source_type"], t["type"], t["destination_type"]])
+        rtype.append(len(edge_types) if t["reverse"] else -1)
+        if t["reverse"]:
+            edge_types.append([t["destination_type"], t["reverse"], t["source_type"]])
+    reverse_type = list(range(len(edge_types)))
+    if o["undirected"] and ctx["hetero"]:  # AddReverseEdgeTypes
+        reverse_type = []
+        for x in range(len(edge_types)):
+            s_, r_, d_ = edge_types[x]
+            reverse_type.append(x if s_ == d_ else len(edge_types))
+            if s_ != d_:
+                edge_types.append([d_, "rev_" + r_, s_])
+    numbering = dict(kept=K, nonloops=NL, kept_off=kept_off, nl_off=nl_off, type=etype, rtype=rtype,
+                     reverse_type=reverse_type, base=np.r_[0, np.cumsum(K * copies)][:-1].astype(np.int64),
+                     ubase=e1 + np.r_[0, np.cumsum(NL * copies)][:-1].astype(np.int64))
+    ctx["edge_numbering"] = numbering
     step("edge_counts")
     log("%d edges%s" % (num_edges, "; dropped %d edges whose endpoint no node table has" % dangling
                         if dangling else ""))
@@ -964,13 +1109,16 @@ def _run(spark, plan, ctx, job, persisted, schema, o, log, report):
     meta_plan = {"name": plan["name"], "source_path": schema, "num_nodes": num_nodes, "num_edges": num_edges,
                  "num_parts": k, "offsets": [int(x) for x in np.r_[ctx["part_offsets"], num_nodes]],
                  "feature_dim": dim, "feature_dtype": o["feature_dtype"], "num_classes": max_label + 1,
-                 "has_labels": max_label >= 0, "has_split": plan["has_split"], "has_names": plan["string_ids"],
+                 "has_labels": max_label >= 0, "has_split": plan["has_split"], "has_names": ctx["string_ids"],
                  "has_edge_times": plan["timed"], "has_edge_weights": ctx["weighted"],
                  "direction": o["direction"], "chunk_nodes": o["chunk_nodes"], "method": ctx["method"],
                  "options": options, "dataset_id": ctx["dataset_id"],
                  "stats": {"nodes": [int(x) for x in part_nodes], "edges": [0] * k, "cut_edges": 0}}
     if feature_max_abs is not None:
         meta_plan["feature_max_abs"] = feature_max_abs
+    if ctx["hetero"]:
+        meta_plan["hetero"] = {"node_types": [t["type"] for t in ctx["node_tables"]], "edge_types": edge_types,
+                               "type_bounds": [int(x) for x in type_bounds], "feature_dims": type_dims}
 
     def write_meta(name):
         with open(os.path.join(job, "plan.json"), "w") as f:
@@ -989,31 +1137,48 @@ def _run(spark, plan, ctx, job, persisted, schema, o, log, report):
         by_unit = Window.partitionBy("unit").orderBy("row")
         incoming = o["direction"] == "in"
 
-        def with_ids(df, counts, base):
-            offsets = spark.createDataFrame([(i, int(x)) for i, x in enumerate(np.r_[0, np.cumsum(counts)][:-1])],
-                                            "unit int, off long")
+        def with_ids(df, counts, offs, types, reverse):
+            # Each slice's edges (of one copy: _edge_copies) numbered from its offset, by rank; the slices of
+            # tables without a reverse have none of the reversed copies.
+            n = numbering
+            units = [u for u in range(eu) if not reverse or n["rtype"][unit_tables[u]] >= 0]
+            offsets = spark.createDataFrame([(u, int(offs[u]), int(types[unit_tables[u]])) for u in units],
+                                            "unit int, off long, etype int")
             df = df.join(F.broadcast(offsets), "unit")
             if (counts == rows).all():
-                return df.withColumn("eid", F.col("off") + F.col("row") + base)
-            return df.withColumn("eid", F.col("off") + F.row_number().over(by_unit) - 1 + base)
+                return df.withColumn("eid", F.col("off") + F.col("row"))
+            return df.withColumn("eid", F.col("off") + F.row_number().over(by_unit) - 1)
 
         def stored(df, reverse):
             # Edge u -> v (reversed: v -> u) is stored in the row of v (out: u), its neighbor u (out: v).
             tgt_row, tgt_part, nb = ("dv", "dp", "su") if incoming != reverse else ("su", "sp", "dv")
             return df.select(F.col(tgt_part).alias("part"), F.col(tgt_row).alias("row"), "eid",
-                             F.col(nb).alias("nbr"), *[a[0] for a in _edge_attrs(ctx)])
+                             F.col(nb).alias("nbr"), *[a[0] for a in _edge_attrs(ctx)],
+                             *(["etype"] if ctx["hetero"] else []))
 
-        edges = stored(with_ids(kept_edges, kept, 0), False)
+        n = numbering
+        base, ubase = n["base"][unit_tables], n["ubase"][unit_tables]
+        rtypes = np.array(n["rtype"])
+        rev_types = [n["reverse_type"][x] for x in n["type"]]
+        rrev_types = [n["reverse_type"][x] if x >= 0 else -1 for x in n["rtype"]]
+        any_reverse = bool((rtypes >= 0).any())
+        edges = stored(with_ids(kept_edges, kept, base + kept_off, n["type"], False), False)
+        if any_reverse:
+            edges = edges.unionByName(stored(with_ids(kept_edges, kept, base + K[unit_tables] + kept_off, n["rtype"],
+                                                      True), True))
         if o["undirected"]:
-            edges = edges.unionByName(stored(with_ids(kept_edges.where(F.col("su") != F.col("dv")), nonloop, e1),
-                                             True))
+            nl = kept_edges.where(F.col("su") != F.col("dv"))
+            edges = edges.unionByName(stored(with_ids(nl, nonloop, ubase + nl_off, rev_types, False), True))
+            if any_reverse:
+                edges = edges.unionByName(stored(with_ids(nl, nonloop, ubase + NL[unit_tables] + nl_off, rrev_types,
+                                                          True), False))
         route = spark.createDataFrame([(p, int(ctx["routes"][p])) for p in range(k)], "part int, route long")
         edges = edges.join(F.broadcast(route), "part")
     # One placeholder per partition: every partition gets a writer, edges or not. Spark moves each edge to the
     # task of its partition; the writer there orders them.
     marks = spark.createDataFrame([(int(ctx["routes"][p]), p, -1, -1, -1) +
-                                   tuple(0.0 if t == "float" else 0 for _, t, _ in _edge_attrs(ctx))
-                                   for p in range(k)], record_schema)
+                                   tuple(0.0 if t == "float" else 0 for _, t, _ in _edge_attrs(ctx)) +
+                                   ((0,) if ctx["hetero"] else ()) for p in range(k)], record_schema)
     records = edges.unionByName(marks)
     records = (records.repartition(k, "route") if routed else records.repartitionByRange(k, "route")).drop("route")
     try:

@@ -222,6 +222,59 @@ def test_parquet_and_csv_tables_of_one_graph_serve_the_same_graph(fanout, tmp_pa
             assert x == y
 
 
+def test_a_heterogeneous_temporal_table_graph_samples_as_the_same_graph_built_from_a_pyg_object(fanout, tmp_path):
+    """The worked example's tables, and a HeteroData built from the same rows (users and items in file order,
+    the purchases and views with their times, the reverse types the schema names, the dangling views dropped):
+    partitioned by range (dense ids in the same order), the two stores give the same features, labels and splits,
+    and the same temporal batches through the loaders."""
+    pyg = pytest.importorskip("torch_geometric")
+    import csv
+    import gzip
+
+    shop = tmp_path / "shop"
+    subprocess.run([sys.executable, os.path.join(ROOT, "datasets", "make_shop_tables.py"), str(shop)], check=True,
+                   stdout=subprocess.DEVNULL)
+    users = list(csv.DictReader(open(shop / "users.csv")))
+    items = list(csv.DictReader(gzip.open(shop / "items.csv.gz", "rt")))
+    uid = {u["user_id"]: i for i, u in enumerate(users)}
+    iid = {int(it["item_id"]): i for i, it in enumerate(items)}
+    h = pyg.data.HeteroData()
+    h["user"].x = torch.tensor([[float(u["age"]), float(u["activity"])] for u in users])
+    h["user"].y = torch.tensor([int(u["segment"]) for u in users])
+    for s in ("train", "val", "test"):
+        h["user"][s + "_mask"] = torch.tensor([u["split"] == s for u in users])
+    h["item"].x = torch.tensor([[float(v) for v in it["embedding"].split()] for it in items])
+    for name, rel in (("purchases", "bought"), ("views", "viewed")):
+        rows = [r for r in csv.DictReader(open(shop / (name + ".csv"))) if r["user"] in uid]
+        ei = torch.tensor([[uid[r["user"]] for r in rows], [iid[int(r["item"])] for r in rows]])
+        t = torch.tensor([int(r["ts"]) for r in rows])
+        h["user", rel, "item"].edge_index, h["user", rel, "item"].time = ei, t
+        h["item", rel + "_by", "user"].edge_index, h["item", rel + "_by", "user"].time = ei.flip(0), t
+    stores = [fanout.partition_tables(shop / "graph.json", tmp_path / "tables2", parts=2, method="range"),
+              fanout.partition_pyg(h, tmp_path / "pyg2", parts=2, method="range")]
+    seen = []
+    for out in stores:
+        with fanout.LocalCluster(out) as lc:
+            c = lc.cluster()
+            ids = torch.arange(c.num_nodes)
+            items_ = c.nodes_of_type("item")
+            fan = {et: [3, 2] for et in c.edge_types}
+            batches = list(fanout.NodeLoader(c, ("item", items_), fan, batch_size=40, shuffle=True, seed=6,
+                                             input_time=torch.full((items_.numel(),), 1_620_000_000)))
+            seen.append((c.node_types, c.edge_types, c.features(ids), c.labels(ids),
+                         [c.split_nodes(s) for s in ("train", "val", "test")],
+                         [(b["item"].n_id, b["user"].n_id, [b[et].edge_index for et in c.edge_types],
+                           [b[et].e_id for et in c.edge_types]) for b in batches]))
+    a, b = seen
+    assert a[0] == b[0] and a[1] == b[1] and len(a[5]) == 3
+    assert torch.equal(a[2], b[2]) and torch.equal(a[3], b[3])
+    assert all(torch.equal(x, y) for x, y in zip(a[4], b[4]))
+    for (ai, au, ae, aid), (bi, bu, be, bid) in zip(a[5], b[5]):
+        assert torch.equal(ai, bi) and torch.equal(au, bu)
+        assert all(torch.equal(x, y) for x, y in zip(ae, be)) and all(torch.equal(x, y) for x, y in zip(aid, bid))
+    assert sum(x.size(1) for x in a[5][0][2]) > 0
+
+
 def _parquet(path, **cols):
     import pyarrow as pa
     import pyarrow.parquet as pq

@@ -190,6 +190,124 @@ def test_small_chunks_and_slices_give_the_same_store(spark, tmp_path, string_ids
     assert report["driver_collected_rows"] < 100
 
 
+def write_hetero_graph(folder, n_users=300, n_items=200, n_tags=40, seed=5):
+    """A heterogeneous temporal graph as tables: users (string ids, 2 scalar features, labels; Parquet and CSV),
+    items (int64 ids, not compact, a list feature column of 3, masks; Parquet), tags (int64 ids, no features; CSV);
+    rated (user -> item, weighted, with a reverse type), tagged (item -> tag) and similar (item -> item, self-loops
+    among them), each with times, a dangling endpoint among them."""
+    os.makedirs(folder, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    users = ["u-%d" % x for x in rng.permutation(10 * n_users)[:n_users]]
+    items = [int(x) * 3 + 7 for x in rng.permutation(50 * n_items)[:n_items]]
+    age, score = rng.integers(10, 90, n_users), rng.random(n_users).astype(np.float32)
+    cls = rng.integers(-1, 4, n_users)
+    half = n_users // 2
+    pq.write_table(pa.table({"uid": users[:half], "age": age[:half], "score": score[:half], "cls": cls[:half]}),
+                   os.path.join(folder, "users-0.parquet"), row_group_size=64)
+    with open(os.path.join(folder, "users-1.csv"), "w") as f:
+        f.write("uid,age,score,cls\n" + "".join("%s,%d,%r,%s\n" % (users[i], age[i], float(score[i]),
+                                                                     "" if cls[i] < 0 else cls[i])
+                                                for i in range(half, n_users)))
+    emb = rng.standard_normal((n_items, 3)).astype(np.float32)
+    which = rng.integers(0, 3, n_items)
+    pq.write_table(pa.table({"iid": items, "emb": [list(map(float, r)) for r in emb], "train": which == 1,
+                             "test": which == 2}), os.path.join(folder, "items.parquet"), row_group_size=50)
+    with open(os.path.join(folder, "tags.csv"), "w") as f:
+        f.write("tid\n" + "".join("%d\n" % t for t in range(n_tags)))
+
+    def edges(name, src, dst, extra=None, parquet=True):
+        cols = {"s": src, "d": dst, "t": rng.integers(0, 60, len(src))}  # ties among the times
+        if extra is not None:
+            cols["w"] = extra
+        if parquet:
+            pq.write_table(pa.table(cols), os.path.join(folder, name + ".parquet"), row_group_size=300)
+        else:
+            with open(os.path.join(folder, name + ".csv"), "w") as f:
+                f.write(",".join(cols) + "\n")
+                for i in range(len(src)):
+                    f.write(",".join(str(cols[c][i]) if c != "w" else "%.9g" % cols[c][i] for c in cols) + "\n")
+    ru = [users[i] for i in rng.integers(0, n_users, 2000)]
+    ri = [items[i] for i in rng.integers(0, n_items, 2000)]
+    ru[77] = "nobody"
+    w = (rng.random(2000) * 3).astype(np.float32)
+    w[::9] = 0
+    edges("rated", ru, ri, w)
+    edges("tagged", [items[i] for i in rng.integers(0, n_items, 800)], list(rng.integers(0, n_tags, 800)),
+          parquet=False)
+    a = rng.integers(0, n_items, 900)
+    b = np.where(np.arange(900) % 10 == 0, a, rng.integers(0, n_items, 900))  # self-loops
+    edges("similar", [items[i] for i in a], [items[i] for i in b])
+    schema = {"name": "shop-spark", "dangling_edges": "drop",
+              "nodes": [{"type": "user", "files": ["users-0.parquet", "users-1.csv"], "id": "uid",
+                         "id_type": "string", "features": ["age", "score"], "label": "cls"},
+                        {"type": "item", "files": "items.parquet", "id": "iid", "features": "emb",
+                         "train_mask": "train", "test_mask": "test"},
+                        {"type": "tag", "files": "tags.csv", "id": "tid"}],
+              "edges": [{"type": "rated", "files": "rated.parquet", "source": "s", "source_type": "user",
+                         "destination": "d", "destination_type": "item", "time": "t", "weight": "w",
+                         "reverse": "rated_by"},
+                        {"type": "tagged", "files": "tagged.csv", "source": "s", "source_type": "item",
+                         "destination": "d", "destination_type": "tag", "time": "t"},
+                        {"type": "similar", "files": "similar.parquet", "source": "s", "source_type": "item",
+                         "destination": "d", "destination_type": "item", "time": "t"}]}
+    with open(os.path.join(folder, "graph.json"), "w") as f:
+        json.dump(schema, f)
+    return os.path.join(folder, "graph.json")
+
+
+def served_hetero(out):
+    """What a heterogeneous store serves: every node's ids, features, label and split; for each edge type, every
+    row's neighbors and edge ids in stored order; a weighted batch and a temporal batch."""
+    with fanout.LocalCluster(out) as lc:
+        c = lc.cluster()
+        ids = torch.arange(c.num_nodes)
+        got = [c.original_ids(ids), c.features(ids), c.labels(ids), c.node_types, c.edge_types,
+               c.node_type_feature_dims]
+        got += [c.split_nodes(s) for s in ("train", "val", "test")]
+        meta = json.load(open(os.path.join(out, "meta.json")))
+        incoming = meta["direction"] == "in"
+        stored = 0
+        for key in c.edge_types:
+            row_type = key[2] if incoming else key[0]
+            rows = c.nodes_of_type(row_type)
+            fan = {k: ([-1] if k == key else [0]) for k in c.edge_types}
+            b = next(iter(fanout.NodeLoader(c, (row_type, rows), fan, batch_size=len(rows), shuffle=False,
+                                            labels=False, features=False)))
+            got += [b[key].edge_index, b[key].e_id]
+            stored += b[key].edge_index.size(1)
+        assert stored == meta["num_edges"] > 0  # every stored edge compared
+        items = c.nodes_of_type("item")
+        fan = {k: [3, 2] for k in c.edge_types}
+        b = next(iter(fanout.NodeLoader(c, ("item", items), fan, batch_size=64, shuffle=False, seed=3,
+                                        input_time=torch.full((len(items),), 30), temporal_strategy="last")))
+        got += [b[k].edge_index for k in c.edge_types] + [b[t].n_id for t in c.node_types]
+        return got
+
+
+@pytest.mark.parametrize("method,options", [
+    ("hash", dict(undirected=True, drop_self_loops=True)),
+    ("range", dict(direction="out", chunk_nodes=64)),
+    ("random", dict(seed=4, undirected=True, map_nodes=0, slice_rows=(100, 400))),  # Spark's join
+], ids=["hash-undirected", "range-out", "random-join"])
+def test_heterogeneous_tables_give_the_native_tools_store(spark, tmp_path, method, options):
+    schema = write_hetero_graph(str(tmp_path / "h"))
+    spark_only = {x: options.pop(x) for x in ("map_nodes", "slice_rows") if x in options}
+    nat = native(schema, tmp_path / "native", 3, method, **options)
+    meta = fanout.spark.partition_on_spark(spark, schema, tmp_path / "spark", parts=3, method=method, **options,
+                                           **spark_only)
+    assert meta["num_nodes"] == 540 and len(meta["node_types"]) == 3
+    ma, mb = (json.load(open(os.path.join(x, "meta.json"))) for x in (nat, str(tmp_path / "spark")))
+    for m in (ma, mb):
+        m.pop("dataset_id")
+        m.pop("source_path")
+    assert ma == mb
+    for x, y in zip(served_hetero(nat), served_hetero(str(tmp_path / "spark"))):
+        if isinstance(x, torch.Tensor):
+            assert torch.equal(x, y)
+        else:
+            assert x == y
+
+
 def _refused(spark, tmp_path, schema, message, **kw):
     with pytest.raises(fanout.Error) as e:
         fanout.spark.partition_on_spark(spark, schema, tmp_path / "out", parts=2, **kw)
@@ -225,11 +343,10 @@ def test_bad_tables_are_named_and_nothing_is_published(spark, tmp_path):
     json.dump(s, open(schema, "w"))
     _refused(spark, tmp_path, schema, "edges-0.parquet row 101, the source: 'nobody' names no node")
 
-    # What the job does not take yet (several types), and a bad method.
-    s["edges"][0]["reverse"] = "rev"
-    json.dump(s, open(schema, "w"))
-    with pytest.raises(fanout.NotSupported, match="heterogeneous tables"):
-        fanout.spark.partition_on_spark(spark, schema, tmp_path / "out", parts=2)
+    # What the job does not take yet, and a bad method.
+    with pytest.raises(fanout.NotSupported, match="normalize_features"):
+        fanout.spark.partition_on_spark(spark, schema, tmp_path / "out", parts=2, feature_dtype="int8",
+                                        normalize_features=True)
     with pytest.raises(fanout.InvalidArgument, match="gpmetis"):
         fanout.spark.partition_on_spark(spark, schema, tmp_path / "out", parts=2, method="metis")
     assert not os.path.exists(tmp_path / "out")
