@@ -76,6 +76,12 @@ def main():
             sys.exit("fanout bench ingest: unknown case %r (pyg_object, tables_vs_native, string_ids, "
                      "string_ids_spilled, spark_local)" % c)
     cases = []
+
+    def save():  # after each case: a later case that fails leaves the earlier ones written
+        if a.json:
+            Path(a.json).parent.mkdir(parents=True, exist_ok=True)
+            Path(a.json).write_text(json.dumps(cases, indent=2) + "\n")
+
     if {"tables_vs_native", "string_ids", "string_ids_spilled"} & set(wanted):
         try:
             importlib.import_module("pyarrow.parquet")  # the tables are Parquet
@@ -90,8 +96,10 @@ def main():
             log("tables_vs_native and string_ids need pyarrow (./run installs it): %s" % have_pyarrow)
             cases += [{"case": c, "skipped": "needs pyarrow: " + have_pyarrow}
                       for c in ("tables_vs_native", "string_ids", "string_ids_spilled") if c in wanted]
+        save()
     if "pyg_object" in wanted:
         cases.append(pyg_object(a))
+        save()
     if "spark_local" in wanted:
         try:
             importlib.import_module("pyspark")
@@ -105,16 +113,14 @@ def main():
         else:
             cases.append(spark_local(a))
     print(json.dumps(cases, indent=2))
-    if a.json:
-        Path(a.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.json).write_text(json.dumps(cases, indent=2) + "\n")
+    save()
 
 
-def _run_tool(args, must_say=None):
+def _run_tool(args, must_say=None, env=None):
     """Runs fanout-partition (progress on), returning (seconds, its peak RSS in bytes from its last line);
     `must_say`: a text its output must hold (else the run did not do what the case names)."""
     t0 = time.perf_counter()
-    r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     secs = time.perf_counter() - t0
     if r.returncode != 0:
         sys.exit("fanout bench ingest: %s failed:\n%s" % (" ".join(map(str, args)), r.stdout[-3000:]))
@@ -364,7 +370,7 @@ def spark_local(a):
             reports.append(json.loads((work / "report.json").read_text()))
             shutil.rmtree(work / "out-spark")
             s, _ = _run_tool([tool, "--format", "tables", "--schema", str(big / "graph.json"), "--parts", "2",
-                              "--method", "hash", "--output", str(work / "out-native"), "--force"])
+                              "--method", "hash", "--output", str(work / "out-native"), "--force"], env=env)
             native_s.append(s)
             shutil.rmtree(work / "out-native")
             log("round %d: Spark job %.1f s (executors' peak %s, driver's %.2f GiB), native tool %.1f s"
