@@ -85,18 +85,7 @@ struct AttrRecord {
   int32_t type;
 };
 
-// A placed edge of a graph with edge times, weights or types: a row's edges
-// are ordered by type, then time (0 without), then edge id: the in-memory
-// writer's order (input order, stably sorted by time, then by type).
-struct Placed {
-  int64_t time, eid, nbr;
-  float weight;
-  int32_t type;
-  bool operator<(const Placed& o) const {
-    if (type != o.type) return type < o.type;
-    return time != o.time ? time < o.time : eid < o.eid;
-  }
-};
+using Placed = detail::PlacedEdge;
 
 // An append-only spill file of one record type with its own buffer.
 class SpillWriter {

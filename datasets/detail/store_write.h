@@ -60,6 +60,20 @@ Status CommitTemporary(const std::string& tmp, const std::string& dir, const Dat
 
 // The fields of meta.json that do not depend on how the nodes are laid out
 // (everything but offsets, stats and the int8 feature scale).
+// An edge placed in its row by a writer that gets edges in any order (the
+// bounded writer, the Spark job's): a row's edges are ordered by type, then
+// time (0 without), then edge id: the in-memory writer's order (input order,
+// stably sorted by time, then by type).
+struct PlacedEdge {
+  int64_t time, eid, nbr;
+  float weight;
+  int32_t type;
+  bool operator<(const PlacedEdge& o) const {
+    if (type != o.type) return type < o.type;
+    return time != o.time ? time < o.time : eid < o.eid;
+  }
+};
+
 struct MetaInputs {
   std::string name, format;
   int64_t num_nodes = 0, num_edges = 0, feature_dim = 0, num_classes = 0;

@@ -639,17 +639,7 @@ class PartWrite {
   }
 
  private:
-  // A placed edge; a row's edges are ordered by time (0 without times), then edge id: the native
-  // order (input order, stably sorted by time where the dataset has times).
-  struct Placed {
-    int64_t time, eid, nbr;
-    float weight;
-    int32_t type;
-    bool operator<(const Placed& o) const {
-      if (type != o.type) return type < o.type;
-      return time != o.time ? time < o.time : eid < o.eid;
-    }
-  };
+  using Placed = detail::PlacedEdge;
 
   Status Spill() {
     spill_ = std::fopen(spill_path_.c_str(), "w+b");
