@@ -32,7 +32,18 @@
 //   (has_edges, at the newest version): `acknowledged` batches, `lost`
 //   (batches with an edge missing; the target is 0), and `ready_s` (start to
 //   ready, replay included: median and max).
-// Medians of --rounds rounds. Not measured yet: compaction (not built).
+// - compaction: one partition served twice, static and live (compaction only
+//   when asked, the generation before released at once). --compact-fraction
+//   (0.1) of the base's edges are added to the live one in batches of
+//   --batch, then compacted (`seconds`, `edges`); then, the generation before
+//   released, each server's resident memory (VmRSS): `rss_ratio` = live /
+//   static (`live_rss_before` with the delta in place). Then alternating
+//   rounds: the 1-server loader (fanouts [15, 10, 5], batch 1024, features)
+//   on the static server, then on the live one while a thread compacts it
+//   over and over (a batch of --batch edges, then `compact`, as fanout-ctl
+//   compact asks): `ratio` = live-while-compacting / static edges/s, with
+//   `compactions` and `busy` (the share of the round a compaction ran).
+// Medians of --rounds rounds.
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -213,6 +224,160 @@ nlohmann::json SampleDuringIngest(const std::string& work, int scale, int64_t ba
           {"rounds", rounds}};
 }
 
+// Resident bytes of process `pid` (VmRSS).
+int64_t RssBytes(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  return 0;
+}
+
+// Case compaction (see the top of the file).
+nlohmann::json CompactionCase(const std::string& dataset, const std::string& work, int64_t batch,
+                              double fraction, double seconds, int rounds) {
+  namespace fc = fanout::client;
+  const std::string live_dir = work + "/live-compaction";
+  fs::remove_all(live_dir);
+  // Both without a UCX data plane (a live server has none): the memory
+  // compared is the graph's, not UCX's buffers.
+  fanout::bench::ServerProcess fixed = fanout::bench::StartServerProcess(
+      dataset, 0, false, {"--local-socket", "off", "--data-plane", "off"});
+  fanout::bench::ServerProcess live =
+      fanout::bench::StartServerProcess(dataset, 0, true,
+                                        {"--live-dir", live_dir, "--live-compact-ratio", "0",
+                                         "--live-compact-mib", "0", "--live-retain-s", "0"});
+  auto die = [](const fanout::Status& st) {
+    std::fprintf(stderr, "fanout-bench-updates: compaction: %s\n", st.ToString().c_str());
+    std::exit(1);
+  };
+  std::unique_ptr<fanout::rpc::RpcClient> writer, compactor;
+  fanout::rpc::RpcOptions long_calls;
+  long_calls.call_timeout_ms = 600000;
+  fanout::Status st = fanout::rpc::RpcClient::Connect(live.rpc, {}, &writer);
+  if (st.ok()) st = fanout::rpc::RpcClient::Connect(live.rpc, long_calls, &compactor);
+  if (!st.ok()) die(st);
+  fanout::rpc::RemotePartitionInfo info;
+  if (!(st = writer->Info(&info)).ok()) die(st);
+  const int64_t n = info.num_nodes_total, base_edges = info.num_edges;
+  const int64_t want = static_cast<int64_t>(fraction * static_cast<double>(base_edges));
+  std::mt19937_64 rng(23);
+  int64_t added = 0;
+  while (added < want) {
+    int64_t version = 0;
+    fanout::live::UpdateBatch b = RandomEdges(rng, n, std::min(batch, want - added));
+    if (!(st = writer->ApplyUpdates(fanout::live::EncodeUpdateBatch(b), &version)).ok()) die(st);
+    added += static_cast<int64_t>(b.add_edges.size());
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const int64_t live_rss_before = RssBytes(live.pid);
+  // The first compaction, on its own.
+  int64_t version = 0, edges = 0;
+  double first_s = 0;
+  if (!(st = compactor->Compact(&version, &edges, &first_s)).ok()) die(st);
+  // The generation before released (the next poll, retention 0), then memory.
+  for (int i = 0; i < 100; ++i) {
+    const nlohmann::json s = fanout::bench::AdminStats(live.admin_port, 10);
+    if (s["live"]["compaction"]["retained_version"] == -1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const int64_t live_rss = RssBytes(live.pid), fixed_rss = RssBytes(fixed.pid);
+  std::fprintf(stderr,
+               "[updates] compaction: %lld edges added to %lld, compacted in %.2f s; resident "
+               "%.0f MiB live (%.0f MiB before), %.0f MiB static\n",
+               static_cast<long long>(added), static_cast<long long>(base_edges), first_s,
+               live_rss / 1048576.0, live_rss_before / 1048576.0, fixed_rss / 1048576.0);
+  // Sampling while it compacts, beside the static server.
+  fanout::rpc::RpcOptions ro;
+  ro.data_plane = fanout::rpc::DataPlaneMode::kTcp;
+  ro.local_sampling = false;
+  auto connect = [&](const fanout::bench::ServerProcess& s) {
+    fc::ClusterSpec spec;
+    spec.replicas = {{s.rpc}};
+    std::shared_ptr<fc::Cluster> c;
+    fanout::Status cst = fc::Cluster::Connect(spec, ro, &c);
+    if (!cst.ok()) die(cst);
+    return c;
+  };
+  std::shared_ptr<fc::Cluster> fixed_cluster = connect(fixed), live_cluster = connect(live);
+  const std::vector<int64_t> seeds = fanout::bench::RandomIds(64 * 1024, 0, n, 7);
+  fc::LoaderOptions lo = fanout::bench::LoaderCaseOptions(1024, {15, 10, 5}, true);
+  lo.shuffle = true;
+  auto run = [&](std::shared_ptr<fc::Cluster> c) {
+    fc::BatchLoader loader(c, seeds, lo);
+    fc::Batch b;
+    loader.Next(&b);  // warm-up
+    return fanout::bench::TakeBatches(loader, seconds).edges_per_s();
+  };
+  std::vector<double> fixed_eps, live_eps, busy;
+  std::vector<int64_t> counts;
+  for (int r = 0; r < rounds; ++r) {
+    fixed_eps.push_back(run(fixed_cluster));
+    std::atomic<bool> stop{false};
+    int64_t compactions = 0;
+    double compacting_s = 0;
+    const auto t0 = Clock::now();
+    std::thread t([&] {
+      while (!stop.load()) {
+        int64_t v = 0, e = 0;
+        double s = 0;
+        fanout::live::UpdateBatch b = RandomEdges(rng, n, batch);
+        if (!writer->ApplyUpdates(fanout::live::EncodeUpdateBatch(b), &v).ok()) return;
+        fanout::Status cs = compactor->Compact(&v, &e, &s);
+        if (cs.ok()) {
+          ++compactions;
+          compacting_s += s;
+        } else if (cs.code() == fanout::Status::Code::kAborted) {
+          // The generation before is released at the next poll.
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        } else {
+          die(cs);
+        }
+      }
+    });
+    live_eps.push_back(run(live_cluster));
+    const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+    stop = true;
+    t.join();
+    counts.push_back(compactions);
+    busy.push_back(wall > 0 ? compacting_s / wall : 0);
+    std::fprintf(stderr,
+                 "[updates] compaction round %d: static %.0f edges/s, live %.0f edges/s while "
+                 "%lld compactions ran %.0f%% of the time\n",
+                 r + 1, fixed_eps.back(), live_eps.back(), static_cast<long long>(compactions),
+                 100 * busy.back());
+  }
+  fixed_cluster.reset();
+  live_cluster.reset();
+  writer.reset();
+  compactor.reset();
+  fanout::bench::StopServerProcess(&fixed);
+  fanout::bench::StopServerProcess(&live);
+  fs::remove_all(live_dir);
+  const double fm = fanout::bench::Median(fixed_eps), lm = fanout::bench::Median(live_eps);
+  std::sort(counts.begin(), counts.end());
+  return {{"case", "compaction"},
+          {"base_edges", base_edges},
+          {"added_edges", added},
+          {"fraction", fraction},
+          {"seconds", first_s},
+          {"edges", edges},
+          {"live_rss_before", live_rss_before},
+          {"live_rss", live_rss},
+          {"static_rss", fixed_rss},
+          {"rss_ratio", fixed_rss > 0 ? static_cast<double>(live_rss) / fixed_rss : 0},
+          {"static_edges_per_s", fm},
+          {"compacting_edges_per_s", lm},
+          {"ratio", fm > 0 ? lm / fm : 0},
+          {"compactions", counts[counts.size() / 2]},
+          {"busy", fanout::bench::Median(busy)},
+          {"path", "thrift"},
+          {"fanouts", {15, 10, 5}},
+          {"batch_size", 1024},
+          {"rounds", rounds}};
+}
+
 // Case recovery (see the top of the file).
 nlohmann::json Recovery(const std::string& dataset, const std::string& work, int kills) {
   const std::string live_dir = work + "/live-recovery";
@@ -310,7 +475,8 @@ int main(int argc, char** argv) {
   double seconds = 5;
   int visibility_samples = 500, kills = 20;
   double sample_seconds = 5;
-  std::string work, json, cases_arg = "ingest,visibility,sample_during_ingest,recovery";
+  double compact_fraction = 0.1;
+  std::string work, json, cases_arg = "ingest,visibility,sample_during_ingest,compaction,recovery";
   app.add_option("--scale", scale, "R-MAT scale of the dataset")->default_val(18);
   app.add_option("--writers", writers, "Concurrent writer connections")->default_val(4);
   app.add_option("--batch", batch, "Edges per update batch")->default_val(1000);
@@ -322,8 +488,13 @@ int main(int argc, char** argv) {
   app.add_option("--sample-seconds", sample_seconds,
                  "Seconds per loader round of sample_during_ingest")
       ->default_val(5);
+  app.add_option("--compact-fraction", compact_fraction,
+                 "compaction: new edges before it, as a fraction of the base's")
+      ->default_val(0.1)
+      ->check(CLI::Range(0.0, 10.0));
   app.add_option("--cases", cases_arg,
-                 "Comma-separated cases: ingest, visibility, sample_during_ingest, recovery "
+                 "Comma-separated cases: ingest, visibility, sample_during_ingest, compaction, "
+                 "recovery "
                  "(sample_during_ingest writes at half the ingest case's rate: it runs ingest)")
       ->default_val(cases_arg);
   app.add_option("--work", work, "Folder for the dataset and logs (default: temporary, removed)");
@@ -336,10 +507,11 @@ int main(int argc, char** argv) {
     while (std::getline(ss, c, ','))
       if (!c.empty()) wanted.insert(c);
     for (const std::string& c : wanted)
-      if (c != "ingest" && c != "visibility" && c != "sample_during_ingest" && c != "recovery") {
+      if (c != "ingest" && c != "visibility" && c != "sample_during_ingest" && c != "compaction" &&
+          c != "recovery") {
         std::fprintf(stderr,
                      "fanout-bench-updates: unknown case '%s' (known: ingest, visibility, "
-                     "sample_during_ingest, recovery)\n",
+                     "sample_during_ingest, compaction, recovery)\n",
                      c.c_str());
         return 2;
       }
@@ -471,6 +643,10 @@ int main(int argc, char** argv) {
   if (wanted.count("sample_during_ingest")) {
     std::fprintf(stderr, "[updates] sample_during_ingest: 2 static and 2 live servers\n");
     cases.push_back(SampleDuringIngest(work, scale, batch, ingest_m, sample_seconds, rounds));
+  }
+  if (wanted.count("compaction")) {
+    std::fprintf(stderr, "[updates] compaction: a static and a live server\n");
+    cases.push_back(CompactionCase(dir, work, batch, compact_fraction, sample_seconds, rounds));
   }
   if (wanted.count("recovery")) {
     std::fprintf(stderr, "[updates] recovery: %d kill -9s mid-ingest\n", kills);

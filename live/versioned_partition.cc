@@ -1,9 +1,12 @@
 #include "live/versioned_partition.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <numeric>
+
+#include "sampler/temporal.h"
 
 namespace fanout::live {
 
@@ -11,10 +14,24 @@ namespace {
 
 std::string Op(const char* kind, size_t i) { return std::string(kind) + " " + std::to_string(i); }
 
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
 
-VersionedPartition::VersionedPartition(const sampler::PartitionView& base, LiveShape shape)
-    : base_(base), graph_(base.Graph()), shape_(shape), rows_(base.node_end - base.node_begin) {}
+VersionedPartition::VersionedPartition(const sampler::PartitionView& base, LiveShape shape,
+                                       const int64_t* time_index, int64_t max_degree)
+    : shape_(shape),
+      part_(base.part),
+      node_begin_(base.node_begin),
+      node_end_(base.node_end),
+      current_(new Generation(base, 0)) {
+  current_->time_index_ = time_index;
+  current_->max_degree_ = max_degree;
+}
 
 Status VersionedPartition::Check(const UpdateBatch& b) const {
   const int64_t n = shape_.num_nodes_total;
@@ -23,7 +40,7 @@ Status VersionedPartition::Check(const UpdateBatch& b) const {
     if (!Owns(e.src))
       return Status::InvalidArgument(
           op + ": source " + std::to_string(e.src) + " is not in this partition's rows [" +
-          std::to_string(base_.node_begin) + ", " + std::to_string(base_.node_end) +
+          std::to_string(node_begin_) + ", " + std::to_string(node_end_) +
           ") (the client routes each edge to its source's partition)");
     if (!node_in_range(e.dst))
       return Status::InvalidArgument(op + ": destination " + std::to_string(e.dst) +
@@ -76,40 +93,62 @@ Status VersionedPartition::Check(const UpdateBatch& b) const {
 }
 
 void VersionedPartition::Apply(uint64_t seq, const UpdateBatch& b) {
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  std::lock_guard<std::mutex> writing(write_mu_);
+  Generation& g = *current_;  // only a compaction's hand-over, under write_mu_, moves it
+  std::unique_lock<std::shared_mutex> lock(g.mu_);
   for (const EdgeUpdate& e : b.add_edges) {
-    RowDelta& d = rows_.Get(e.src - base_.node_begin);
+    RowDelta& d = g.rows_.Get(e.src - node_begin_);
     if (d.first_seq == 0) d.first_seq = seq;
-    const int64_t eid = shape_.base_edges_total + shape_.num_parts * added_ + base_.part;
-    ++added_;
+    const int64_t eid = shape_.base_edges_total + shape_.num_parts * next_ordinal_ + part_;
+    ++next_ordinal_;
+    ++g.added_;
     d.added.push_back({e.dst, eid, e.time, e.weight, e.type, seq});
+    if (static_cast<int64_t>(d.added.size()) > g.most_added_.load(std::memory_order_relaxed))
+      g.most_added_.store(static_cast<int64_t>(d.added.size()), std::memory_order_release);
   }
   for (const EdgeUpdate& e : b.remove_edges) {
-    RowDelta& d = rows_.Get(e.src - base_.node_begin);
+    RowDelta& d = g.rows_.Get(e.src - node_begin_);
     if (d.first_seq == 0) d.first_seq = seq;
     d.removed.push_back({e.dst, e.type, seq});
-    ++removals_;
+    ++g.removals_;
   }
   for (size_t i = 0; i < b.feature_rows.size(); ++i) {
-    features_[b.feature_rows[i]].v.emplace_back(
+    g.features_[b.feature_rows[i]].v.emplace_back(
         seq, b.feature_bytes.substr(i * static_cast<size_t>(b.row_bytes),
                                     static_cast<size_t>(b.row_bytes)));
-    ++feature_versions_;
+    ++g.feature_versions_;
   }
   for (size_t i = 0; i < b.label_rows.size(); ++i) {
-    labels_[b.label_rows[i]].v.emplace_back(seq, b.labels[i]);
-    ++label_versions_;
+    g.labels_[b.label_rows[i]].v.emplace_back(seq, b.labels[i]);
+    ++g.label_versions_;
   }
-  applied_ = seq;
+  applied_.store(seq, std::memory_order_relaxed);
   if ((!b.add_edges.empty() || !b.remove_edges.empty()) &&
-      first_edge_change_.load(std::memory_order_relaxed) == 0)
-    first_edge_change_.store(seq, std::memory_order_release);
+      g.first_edge_change_.load(std::memory_order_relaxed) == 0)
+    g.first_edge_change_.store(seq, std::memory_order_release);
 }
 
 void VersionedPartition::Publish(uint64_t seq) {
   uint64_t c = committed_.load(std::memory_order_relaxed);
   while (seq > c && !committed_.compare_exchange_weak(c, seq, std::memory_order_release)) {
   }
+}
+
+std::shared_ptr<const Generation> VersionedPartition::For(uint64_t version) const {
+  std::shared_ptr<const Generation> g;
+  {
+    std::lock_guard<std::mutex> lock(gen_mu_);
+    if (version >= current_->base_version_)
+      g = current_;
+    else if (previous_ && version >= previous_->base_version_)
+      g = previous_;
+  }
+  if (g) {
+    // Noted for ReleaseIdle (a relaxed store, skipped where it would not change much).
+    const int64_t now = NowNs(), last = g->last_read_ns_.load(std::memory_order_relaxed);
+    if (now - last > 1000000) g->last_read_ns_.store(now, std::memory_order_relaxed);
+  }
+  return g;
 }
 
 Status VersionedPartition::ResolveVersion(int64_t requested, uint64_t* version) const {
@@ -123,7 +162,29 @@ Status VersionedPartition::ResolveVersion(int64_t requested, uint64_t* version) 
                                " is not committed on this replica yet (it has " +
                                std::to_string(c) + ")");
   *version = static_cast<uint64_t>(requested);
-  return Status::OK();
+  std::shared_ptr<const Generation> dummy;
+  return GenerationFor(*version, &dummy);
+}
+
+Status VersionedPartition::GenerationFor(uint64_t version,
+                                         std::shared_ptr<const Generation>* out) const {
+  *out = For(version);
+  if (*out) return Status::OK();
+  uint64_t oldest = 0;
+  {
+    std::lock_guard<std::mutex> lock(gen_mu_);
+    oldest = previous_ ? previous_->base_version_ : current_->base_version_;
+  }
+  return Status::NotFound(
+      "version " + std::to_string(version) +
+      " was folded into a compacted base on this replica and is no longer kept (the oldest "
+      "version it reads is " +
+      std::to_string(oldest) + "): read at that version or a later one");
+}
+
+bool VersionedPartition::EdgesAsBase(uint64_t version) const {
+  std::shared_ptr<const Generation> g = For(version);
+  return g != nullptr && g->EdgesAsBase(version);
 }
 
 bool VersionedPartition::RemovedBy(const RowDelta& d, int64_t dst, int32_t type, uint64_t since,
@@ -136,30 +197,44 @@ bool VersionedPartition::RemovedBy(const RowDelta& d, int64_t dst, int32_t type,
 }
 
 bool VersionedPartition::MergedRow(int64_t node, uint64_t version, Row* out) const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
-  return MergedRowLocked(node, version, out);
+  std::shared_ptr<const Generation> g = For(version);
+  if (!g) return false;
+  std::shared_lock<std::shared_mutex> lock(g->mu_);
+  return MergedRowLocked(*g, node, version, out);
 }
 
-bool VersionedPartition::MergedRowLocked(int64_t node, uint64_t version, Row* out) const {
+bool VersionedPartition::MergedRow(const Generation& g, int64_t node, uint64_t version,
+                                   Row* out) const {
+  std::shared_lock<std::shared_mutex> lock(g.mu_);
+  return MergedRowLocked(g, node, version, out);
+}
+
+bool VersionedPartition::MergedRowLocked(const Generation& g, int64_t node, uint64_t version,
+                                         Row* out) const {
   if (!Owns(node)) return false;
-  const RowDelta* found = rows_.Find(node - base_.node_begin);
-  if (found == nullptr || found->first_seq == 0 || found->first_seq > version) return false;
+  const RowDelta* found = g.ChangedAt(node, version);
+  if (found == nullptr) return false;
   const RowDelta& d = *found;
   out->neighbors.clear();
   out->edge_ids.clear();
   out->times.clear();
   out->types.clear();
-  const int64_t row = node - base_.node_begin;
-  const int64_t* indptr = graph_.indptr();
+  out->weights.clear();
+  const int64_t row = node - node_begin_;
+  const sampler::CsrGraph& graph = g.graph_;
+  const sampler::PartitionView& base = g.base_;
+  const int64_t* indptr = graph.indptr();
   const bool typed = shape_.num_edge_types > 0, timed = shape_.temporal;
+  const float* weights = graph.weights();
   for (int64_t e = indptr[row]; e < indptr[row + 1]; ++e) {
-    const int64_t dst = graph_.neighbor(e);
-    const int32_t type = typed && !base_.edge_types.empty() ? base_.edge_types[e] : 0;
+    const int64_t dst = graph.neighbor(e);
+    const int32_t type = typed && !base.edge_types.empty() ? base.edge_types[e] : 0;
     if (RemovedBy(d, dst, type, 0, version)) continue;
     out->neighbors.push_back(dst);
-    out->edge_ids.push_back(graph_.edge_id(e));
-    out->times.push_back(timed && !base_.edge_times.empty() ? base_.edge_times[e] : 0);
+    out->edge_ids.push_back(graph.edge_id(e));
+    out->times.push_back(timed && !base.edge_times.empty() ? base.edge_times[e] : 0);
     out->types.push_back(type);
+    out->weights.push_back(weights != nullptr ? weights[e] : 1.0f);
   }
   for (const Added& a : d.added) {
     if (a.seq > version) break;
@@ -168,14 +243,16 @@ bool VersionedPartition::MergedRowLocked(int64_t node, uint64_t version, Row* ou
     out->edge_ids.push_back(a.eid);
     out->times.push_back(a.time);
     out->types.push_back(a.type);
+    out->weights.push_back(a.weight);
   }
   if (typed || timed) {
-    // The store's row order: by type (heterogeneous) or time (temporal),
+    // The store's row order: by type (heterogeneous), then time (temporal),
     // stable, so base edges stay before added ones at an equal key.
     std::vector<size_t> order(out->neighbors.size());
     std::iota(order.begin(), order.end(), size_t{0});
     std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-      return typed ? out->types[x] < out->types[y] : out->times[x] < out->times[y];
+      if (typed && out->types[x] != out->types[y]) return out->types[x] < out->types[y];
+      return timed && out->times[x] < out->times[y];
     });
     Row sorted;
     for (size_t i : order) {
@@ -183,6 +260,7 @@ bool VersionedPartition::MergedRowLocked(int64_t node, uint64_t version, Row* ou
       sorted.edge_ids.push_back(out->edge_ids[i]);
       sorted.times.push_back(out->times[i]);
       sorted.types.push_back(out->types[i]);
+      sorted.weights.push_back(out->weights[i]);
     }
     *out = std::move(sorted);
   }
@@ -191,23 +269,29 @@ bool VersionedPartition::MergedRowLocked(int64_t node, uint64_t version, Row* ou
 
 Status VersionedPartition::SampleHop(ArrayView<const int64_t> nodes, int64_t fanout, int64_t hop,
                                      uint64_t request_seed, const sampler::SamplingOptions& options,
-                                     uint64_t version, sampler::OneHopResult* out) const {
+                                     uint64_t version, sampler::OneHopResult* out,
+                                     sampler::HopSampler* scratch, ThreadPool* pool) const {
   if (options.weighted || options.labor)
     return Status::NotSupported(
         "sampling a live partition at a version is uniform for now (not weighted, not LABOR)");
   sampler::SamplingOptions o = options;
-  o.node_offset = base_.node_begin;
+  o.node_offset = node_begin_;
   for (int64_t v : nodes)
     if (!Owns(v))
       return Status::InvalidArgument("node " + std::to_string(v) + " is not in this partition");
-  sampler::HopSampler hs;
-  if (EdgesAsBase(version))
-    return hs.Sample(graph_, nodes, fanout, hop, request_seed, o, nullptr, out);
+  std::shared_ptr<const Generation> gen;
+  FANOUT_RETURN_IF_ERROR(GenerationFor(version, &gen));
+  const Generation& g = *gen;
+  const sampler::CsrGraph& graph = g.graph_;
+  sampler::HopSampler own;
+  sampler::HopSampler& hs = scratch != nullptr ? *scratch : own;
+  if (g.EdgesAsBase(version))
+    return hs.Sample(graph, nodes, fanout, hop, request_seed, o, pool, out);
   // Writers wait while the hop reads the delta (one lock for the hop).
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  std::shared_lock<std::shared_mutex> lock(g.mu_);
   const size_t n = nodes.size();
-  const int64_t begin = base_.node_begin;
-  const int64_t* indptr = graph_.indptr();
+  const int64_t begin = node_begin_;
+  const int64_t* indptr = graph.indptr();
   const bool ordered = shape_.num_edge_types > 0 || shape_.temporal;
   // One pass over the nodes, pipelined (the slot, the delta it names, that
   // delta's newest added edge and CSR row, each some nodes ahead):
@@ -231,16 +315,13 @@ Status VersionedPartition::SampleHop(ArrayView<const int64_t> nodes, int64_t fan
   // Distances, in nodes and in draws, that cover a memory miss on this
   // kind of machine (a row's ~15 draws share a line or two of the CSR).
   constexpr size_t kSlotAhead = 48, kDeltaAhead = 24, kRowAhead = 12, kDrawAhead = 128;
-  auto delta_of = [&](size_t i) -> const RowDelta* {
-    const RowDelta* d = rows_.Find(nodes[i] - begin);
-    return d != nullptr && d->first_seq != 0 && d->first_seq <= version ? d : nullptr;
-  };
+  auto delta_of = [&](size_t i) { return g.ChangedAt(nodes[i], version); };
   for (size_t i = 0; i < n; ++i) {
     if (i + kSlotAhead < n)
-      if (RowDelta* const* slot = rows_.Slot(nodes[i + kSlotAhead] - begin))
+      if (RowDelta* const* slot = g.rows_.Slot(nodes[i + kSlotAhead] - begin))
         __builtin_prefetch(slot);
     if (i + kDeltaAhead < n)
-      if (const RowDelta* ahead = rows_.Find(nodes[i + kDeltaAhead] - begin))
+      if (const RowDelta* ahead = g.rows_.Find(nodes[i + kDeltaAhead] - begin))
         __builtin_prefetch(ahead);
     if (i + kRowAhead < n)
       if (const RowDelta* ahead = delta_of(i + kRowAhead)) {
@@ -276,10 +357,10 @@ Status VersionedPartition::SampleHop(ArrayView<const int64_t> nodes, int64_t fan
     }
   }
   draws_at[n] = draws.size();
-  if (!any) return hs.Sample(graph_, nodes, fanout, hop, request_seed, o, nullptr, out);
+  if (!any) return hs.Sample(graph, nodes, fanout, hop, request_seed, o, pool, out);
   sampler::OneHopResult base;
-  FANOUT_RETURN_IF_ERROR(hs.Sample(graph_, ArrayView<const int64_t>(plain), fanout, hop,
-                                   request_seed, o, nullptr, &base));
+  FANOUT_RETURN_IF_ERROR(
+      hs.Sample(graph, ArrayView<const int64_t>(plain), fanout, hop, request_seed, o, pool, &base));
   out->offsets.clear();
   out->neighbors.clear();
   out->edge_ids.clear();
@@ -289,9 +370,11 @@ Status VersionedPartition::SampleHop(ArrayView<const int64_t> nodes, int64_t fan
   out->neighbors.reserve(base.neighbors.size() + draws.size());
   auto prefetch_draw = [&](size_t k) {
     if (k >= draws.size()) return;
-    if (draws[k].a == nullptr)
-      __builtin_prefetch(graph_.neighbor_address(draws[k].e));
-    else
+    if (draws[k].a == nullptr) {
+      __builtin_prefetch(graph.neighbor_address(draws[k].e));
+      if (o.with_edge_ids && graph.edge_ids() != nullptr)
+        __builtin_prefetch(graph.edge_ids() + draws[k].e);
+    } else
       __builtin_prefetch(draws[k].a);
   };
   for (size_t k = 0; k < kDrawAhead; ++k) prefetch_draw(k);
@@ -310,15 +393,15 @@ Status VersionedPartition::SampleHop(ArrayView<const int64_t> nodes, int64_t fan
         prefetch_draw(k + kDrawAhead);
         const Draw& w = draws[k];
         if (w.a == nullptr) {
-          out->neighbors.push_back(graph_.neighbor(w.e));
-          if (o.with_edge_ids) out->edge_ids.push_back(graph_.edge_id(w.e));
+          out->neighbors.push_back(graph.neighbor(w.e));
+          if (o.with_edge_ids) out->edge_ids.push_back(graph.edge_id(w.e));
         } else {
           out->neighbors.push_back(w.a->dst);
           if (o.with_edge_ids) out->edge_ids.push_back(w.a->eid);
         }
       }
     } else {
-      MergedRowLocked(nodes[i], version, &row);
+      MergedRowLocked(g, nodes[i], version, &row);
       FANOUT_RETURN_IF_ERROR(
           sampler::SampleRowPositionsFor(nodes[i], static_cast<int64_t>(row.neighbors.size()),
                                          fanout, hop, request_seed, o, &pos));
@@ -333,8 +416,8 @@ Status VersionedPartition::SampleHop(ArrayView<const int64_t> nodes, int64_t fan
 }
 
 template <typename T>
-const T* VersionedPartition::Latest(const std::unordered_map<int64_t, Versions<T>>& m, int64_t node,
-                                    uint64_t version) {
+const T* VersionedPartition::Latest(const std::unordered_map<int64_t, Generation::Versions<T>>& m,
+                                    int64_t node, uint64_t version) {
   auto it = m.find(node);
   if (it == m.end()) return nullptr;
   const T* found = nullptr;
@@ -346,47 +429,268 @@ const T* VersionedPartition::Latest(const std::unordered_map<int64_t, Versions<T
 }
 
 bool VersionedPartition::FeatureRow(int64_t node, uint64_t version, std::string* out) const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
-  const std::string* row = Latest(features_, node, version);
+  std::shared_ptr<const Generation> g = For(version);
+  if (!g) return false;
+  std::shared_lock<std::shared_mutex> lock(g->mu_);
+  const std::string* row = Latest(g->features_, node, version);
   if (row != nullptr) *out = *row;
   return row != nullptr;
 }
 
 bool VersionedPartition::Label(int64_t node, uint64_t version, int64_t* out) const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
-  const int64_t* label = Latest(labels_, node, version);
+  std::shared_ptr<const Generation> g = For(version);
+  if (!g) return false;
+  std::shared_lock<std::shared_mutex> lock(g->mu_);
+  const int64_t* label = Latest(g->labels_, node, version);
   if (label != nullptr) *out = *label;
   return label != nullptr;
 }
 
 void VersionedPartition::Overlay(ArrayView<const int64_t> nodes, uint64_t version, char* rows,
                                  int64_t* labels) const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  std::shared_ptr<const Generation> g = For(version);
+  if (!g) return;
+  std::shared_lock<std::shared_mutex> lock(g->mu_);
   const size_t width = static_cast<size_t>(shape_.row_bytes);
-  if (rows != nullptr && !features_.empty())
+  if (rows != nullptr && !g->features_.empty())
     for (size_t i = 0; i < nodes.size(); ++i)
-      if (const std::string* row = Latest(features_, nodes[i], version))
+      if (const std::string* row = Latest(g->features_, nodes[i], version))
         std::memcpy(rows + i * width, row->data(), width);
-  if (labels != nullptr && !labels_.empty())
+  if (labels != nullptr && !g->labels_.empty())
     for (size_t i = 0; i < nodes.size(); ++i)
-      if (const int64_t* label = Latest(labels_, nodes[i], version)) labels[i] = *label;
+      if (const int64_t* label = Latest(g->labels_, nodes[i], version)) labels[i] = *label;
+}
+
+int64_t Generation::DeltaBytes(int64_t row_bytes) const {
+  return added_ * static_cast<int64_t>(sizeof(Added)) +
+         removals_ * static_cast<int64_t>(sizeof(Removed)) +
+         rows_.size() * static_cast<int64_t>(sizeof(RowDelta) + 8) + rows_.page_bytes() +
+         feature_versions_ * (row_bytes + 48) + label_versions_ * 48;
 }
 
 DeltaStats VersionedPartition::Stats() const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  std::shared_ptr<Generation> cur, prev;
+  {
+    std::lock_guard<std::mutex> lock(gen_mu_);
+    cur = current_;
+    prev = previous_;
+  }
   DeltaStats s;
-  s.committed = committed();
-  s.applied = applied_;
-  s.rows_touched = rows_.size();
-  s.added_edges = added_;
-  s.removals = removals_;
-  s.feature_rows = feature_versions_;
-  s.labels = label_versions_;
-  s.bytes = added_ * static_cast<int64_t>(sizeof(Added)) +
-            removals_ * static_cast<int64_t>(sizeof(Removed)) +
-            s.rows_touched * static_cast<int64_t>(sizeof(RowDelta) + 8) + rows_.page_bytes() +
-            feature_versions_ * (shape_.row_bytes + 48) + label_versions_ * 48;
+  {
+    std::shared_lock<std::shared_mutex> lock(cur->mu_);
+    s.committed = committed();
+    s.rows_touched = cur->rows_.size();
+    s.added_edges = cur->added_;
+    s.removals = cur->removals_;
+    s.feature_rows = cur->feature_versions_;
+    s.labels = cur->label_versions_;
+    s.bytes = cur->DeltaBytes(shape_.row_bytes);
+  }
+  s.applied = std::max<uint64_t>(s.committed, applied_.load(std::memory_order_relaxed));
+  s.base_version = cur->base_version_;
+  s.base_bytes = cur->own_ ? cur->own_->bytes() : 0;
+  s.compactions = compactions_.load();
+  s.last_compaction_s = last_compaction_s_.load();
+  if (prev) {
+    std::shared_lock<std::shared_mutex> lock(prev->mu_);
+    s.retained = static_cast<int64_t>(prev->base_version_);
+    s.retained_bytes = (prev->own_ ? prev->own_->bytes() : 0) + prev->DeltaBytes(shape_.row_bytes);
+  }
   return s;
+}
+
+Status VersionedPartition::Compact(uint64_t version, const CompactionOptions& options,
+                                   CompactionReport* report) {
+  std::unique_lock<std::mutex> one(compact_mu_, std::try_to_lock);
+  if (!one.owns_lock()) return Status::Unavailable("a compaction of this partition is running");
+  const auto t0 = std::chrono::steady_clock::now();
+  if (version > committed())
+    return Status::InvalidArgument("compaction at version " + std::to_string(version) +
+                                   ", above the committed " + std::to_string(committed()));
+  std::shared_ptr<Generation> old;
+  {
+    std::lock_guard<std::mutex> lock(gen_mu_);
+    if (previous_)
+      return Status::Aborted(
+          "the generation before the last compaction (base version " +
+          std::to_string(previous_->base_version_) + ") is still kept for reads below version " +
+          std::to_string(current_->base_version_) +
+          ": a new compaction waits until it is released (no read for the retention time)");
+    old = current_;
+  }
+  if (version <= old->base_version_)
+    return Status::InvalidArgument("compaction at version " + std::to_string(version) +
+                                   ": the base already holds version " +
+                                   std::to_string(old->base_version_));
+  const Generation& g = *old;
+  const sampler::PartitionView& base = g.base_;
+  const sampler::CsrGraph& graph = g.graph_;
+  const int64_t n = node_end_ - node_begin_;
+  const bool typed = shape_.num_edge_types > 0, timed = shape_.temporal;
+  const bool weighted = graph.weights() != nullptr, narrow = graph.indices32() != nullptr;
+  int64_t most_edges = 0;
+  {
+    std::shared_lock<std::shared_mutex> lock(g.mu_);
+    most_edges = graph.num_edges() + g.added_;  // removals only make it smaller
+  }
+  const int64_t per_edge =
+      (narrow ? 4 : 8) + 8 + (timed ? 8 : 0) + (typed ? 4 : 0) + (weighted ? 4 : 0);
+  const int64_t most_bytes = (n + 1) * 8 + most_edges * per_edge;
+  if (options.max_bytes > 0 && most_bytes > options.max_bytes)
+    return Status::ResourceExhausted("compaction needs up to " + std::to_string(most_bytes >> 20) +
+                                     " MiB for the new base's arrays, over its budget of " +
+                                     std::to_string(options.max_bytes >> 20) + " MiB");
+  auto arrays = std::make_unique<Generation::Arrays>();
+  Generation::Arrays& a = *arrays;
+  a.indptr.reserve(static_cast<size_t>(n + 1));
+  a.indptr.push_back(0);
+  auto reserve = [&](auto& v, bool want) {
+    if (want) v.reserve(static_cast<size_t>(most_edges));
+  };
+  reserve(a.indices32, narrow);
+  reserve(a.indices, !narrow);
+  reserve(a.edge_ids, true);
+  reserve(a.times, timed);
+  reserve(a.types, typed);
+  reserve(a.weights, weighted);
+  const int64_t* indptr = graph.indptr();
+  int64_t merged_rows = 0;
+  Row row;
+  // Rows in chunks under the delta's shared lock: writers wait a chunk at
+  // most, and what a chunk reads at `version` no writer changes (later
+  // batches have higher sequence numbers).
+  constexpr int64_t kChunk = 4096;
+  for (int64_t r0 = 0; r0 < n; r0 += kChunk) {
+    std::shared_lock<std::shared_mutex> lock(g.mu_);
+    for (int64_t r = r0; r < std::min(n, r0 + kChunk); ++r) {
+      if (MergedRowLocked(g, node_begin_ + r, version, &row)) {
+        ++merged_rows;
+        for (size_t k = 0; k < row.neighbors.size(); ++k) {
+          if (narrow)
+            a.indices32.push_back(static_cast<int32_t>(row.neighbors[k]));
+          else
+            a.indices.push_back(row.neighbors[k]);
+          a.edge_ids.push_back(row.edge_ids[k]);
+          if (timed) a.times.push_back(row.times[k]);
+          if (typed) a.types.push_back(row.types[k]);
+          if (weighted) a.weights.push_back(row.weights[k]);
+        }
+      } else {
+        for (int64_t e = indptr[r]; e < indptr[r + 1]; ++e) {
+          if (narrow)
+            a.indices32.push_back(graph.indices32()[e]);
+          else
+            a.indices.push_back(graph.indices()[e]);
+          a.edge_ids.push_back(graph.edge_id(e));
+          if (timed) a.times.push_back(base.edge_times[e]);
+          if (typed) a.types.push_back(base.edge_types.empty() ? 0 : base.edge_types[e]);
+          if (weighted) a.weights.push_back(graph.weights()[e]);
+        }
+      }
+      a.indptr.push_back(static_cast<int64_t>(narrow ? a.indices32.size() : a.indices.size()));
+    }
+  }
+  sampler::PartitionView nv = base;  // features, labels, names and the rest are the base's
+  nv.indptr = ArrayView<const int64_t>(a.indptr);
+  nv.indices = narrow ? ArrayView<const int64_t>() : ArrayView<const int64_t>(a.indices);
+  nv.indices32 = narrow ? ArrayView<const int32_t>(a.indices32) : ArrayView<const int32_t>();
+  nv.edge_ids = ArrayView<const int64_t>(a.edge_ids);
+  nv.edge_times = timed ? ArrayView<const int64_t>(a.times) : ArrayView<const int64_t>();
+  nv.edge_types = typed ? ArrayView<const int32_t>(a.types) : ArrayView<const int32_t>();
+  nv.edge_weights = weighted ? ArrayView<const float>(a.weights) : ArrayView<const float>();
+  std::shared_ptr<Generation> ng(new Generation(nv, version));
+  if (timed)
+    ng->time_index_ = sampler::PrepareTimeOrder(ng->graph_, a.times.data(), &a.time_order,
+                                                typed ? a.types.data() : nullptr);
+  int64_t max_degree = 0;
+  for (int64_t r = 0; r < n; ++r) max_degree = std::max(max_degree, a.indptr[r + 1] - a.indptr[r]);
+  ng->max_degree_ = max_degree;
+  const int64_t edges = static_cast<int64_t>(a.edge_ids.size()), bytes = a.bytes();
+  ng->own_ = std::move(arrays);  // the vectors' memory stays where nv points
+  // The hand-over: writers wait while what they applied above `version` is
+  // carried into the new generation, then it serves every read at `version`
+  // or later.
+  int64_t carried = 0;
+  {
+    std::lock_guard<std::mutex> writing(write_mu_);
+    std::shared_lock<std::shared_mutex> lock(g.mu_);
+    uint64_t first_change = 0;
+    Generation::ForEachRow(g.rows_, n, [&](int64_t r, const RowDelta& d) {
+      const bool later = (!d.added.empty() && d.added.back().seq > version) ||
+                         (!d.removed.empty() && d.removed.back().seq > version);
+      if (!later) return;
+      RowDelta& nd = ng->rows_.Get(r);
+      for (const Added& x : d.added)
+        if (x.seq > version) nd.added.push_back(x);
+      for (const Removed& x : d.removed)
+        if (x.seq > version) nd.removed.push_back(x);
+      nd.first_seq = std::min(nd.added.empty() ? UINT64_MAX : nd.added.front().seq,
+                              nd.removed.empty() ? UINT64_MAX : nd.removed.front().seq);
+      if (first_change == 0 || nd.first_seq < first_change) first_change = nd.first_seq;
+      ng->added_ += static_cast<int64_t>(nd.added.size());
+      if (static_cast<int64_t>(nd.added.size()) > ng->most_added_.load())
+        ng->most_added_.store(static_cast<int64_t>(nd.added.size()));
+      ng->removals_ += static_cast<int64_t>(nd.removed.size());
+      carried += static_cast<int64_t>(nd.added.size() + nd.removed.size());
+    });
+    ng->first_edge_change_.store(first_change, std::memory_order_release);
+    // Feature rows and labels: the newest at or below `version`, and every later one.
+    auto fold = [&](const auto& from, auto& to, int64_t* count) {
+      for (const auto& [node, versions] : from) {
+        auto& out = to[node].v;
+        for (const auto& sv : versions.v) {
+          if (sv.first <= version) {
+            if (out.empty())
+              out.push_back(sv);
+            else
+              out.back() = sv;
+          } else {
+            out.push_back(sv);
+            ++carried;
+          }
+        }
+        *count += static_cast<int64_t>(out.size());
+      }
+    };
+    fold(g.features_, ng->features_, &ng->feature_versions_);
+    fold(g.labels_, ng->labels_, &ng->label_versions_);
+    ng->last_read_ns_.store(NowNs());
+    old->last_read_ns_.store(NowNs());  // kept at least the retention time from now
+    std::lock_guard<std::mutex> gens(gen_mu_);
+    previous_ = current_;
+    current_ = ng;
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ++compactions_;
+  last_compaction_s_.store(seconds);
+  if (report != nullptr) {
+    report->version = version;
+    report->rows_merged = merged_rows;
+    report->edges = edges;
+    report->bytes = bytes;
+    report->carried = carried;
+    report->seconds = seconds;
+  }
+  return Status::OK();
+}
+
+void VersionedPartition::AdoptBase(std::unique_ptr<Generation::Arrays> arrays) {
+  std::lock_guard<std::mutex> lock(gen_mu_);
+  if (current_->base_version_ == 0 && !current_->own_) current_->own_ = std::move(arrays);
+}
+
+bool VersionedPartition::ReleaseIdle(double idle_s) {
+  std::shared_ptr<Generation> dropped;  // freed outside the lock
+  {
+    std::lock_guard<std::mutex> lock(gen_mu_);
+    if (!previous_) return false;
+    const int64_t idle = NowNs() - previous_->last_read_ns_.load(std::memory_order_relaxed);
+    if (static_cast<double>(idle) < idle_s * 1e9) return false;
+    dropped = std::move(previous_);
+    previous_.reset();
+  }
+  return true;
 }
 
 }  // namespace fanout::live

@@ -140,6 +140,15 @@ struct UpdateReply {
   3: optional bool was_retry,  // a retry of a batch this partition had applied: not applied again
 }
 
+// compact's answer: the delta folded into a new base at `version`.
+struct CompactReply {
+  1: i64 version,       // the version the new base holds
+  2: i64 edges,         // its edges
+  3: i64 rows_merged,   // rows that differed from the base before
+  4: i64 bytes,         // its arrays
+  5: double seconds,
+}
+
 // One round of forward-push personalized PageRank (client/ppr.h,
 // sampler/ppr_push.h) on the nodes this partition owns: entry i is
 // (queries[i], nodes[i], residuals[i]); mass is fixed point, 1.0 = 2^62.
@@ -222,4 +231,9 @@ service Fanout {
   // PprPushRequest. Servers before this method answer TApplicationException
   // UNKNOWN_METHOD.
   PprPushResponse ppr_push(1: PprPushRequest request) throws (1: FanoutError err),
+  // Live partitions: folds the delta up to the newest committed version into
+  // a new base now (what the server does by itself past --live-compact-*).
+  // Needs write permission, as apply_updates. Servers before this method
+  // answer TApplicationException UNKNOWN_METHOD.
+  CompactReply compact() throws (1: FanoutError err),
 }

@@ -455,6 +455,15 @@ Status RpcClient::Labels(ArrayView<const int64_t> nodes, std::string* labels, in
                 });
 }
 
+Status RpcClient::Compact(int64_t* version, int64_t* edges, double* seconds) {
+  gen::CompactReply r;
+  FANOUT_RETURN_IF_ERROR(Call("compact", [&](gen::FanoutClient& c) { c.compact(r); }));
+  *version = r.version;
+  *edges = r.edges;
+  *seconds = r.seconds;
+  return Status::OK();
+}
+
 Status RpcClient::ApplyUpdates(const std::string& batch, int64_t* version, int64_t* operations,
                                bool* retry) {
   gen::UpdateReply r;

@@ -203,6 +203,8 @@ class RpcClient {
   // form, every operation of this partition); durable and readable at
   // *version when it returns OK. *retry: the server had applied this batch
   // already (the same writer and batch number) and did not again.
+  // Live partitions: folds the delta into a new base now (compact).
+  Status Compact(int64_t* version, int64_t* edges, double* seconds);
   Status ApplyUpdates(const std::string& batch, int64_t* version, int64_t* operations = nullptr,
                       bool* retry = nullptr);
   Status Degrees(ArrayView<const int64_t> nodes, std::string* degrees);

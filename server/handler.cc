@@ -403,9 +403,27 @@ void RpcHandler::lookup_labels(std::string& out, const std::string& nodes, int64
 }
 
 void RpcHandler::lookup_degrees(std::string& out, const std::string& nodes) {
-  const datasets::PartitionView& d = svc_.state().view;
-  ServeLookup<int64_t>(kLookupDegrees, nodes, out,
-                       [&](int64_t r) { return d.indptr[r + 1] - d.indptr[r]; });
+  const ServerState& s = svc_.state();
+  if (!s.live) {
+    const datasets::PartitionView& d = s.view;
+    ServeLookup<int64_t>(kLookupDegrees, nodes, out,
+                         [&](int64_t r) { return d.indptr[r + 1] - d.indptr[r]; });
+    return;
+  }
+  // A live partition: degrees at its newest committed version (rows a batch
+  // changed since the base counted merged).
+  const live::VersionedPartition& vp = s.live->partition();
+  const uint64_t at = vp.committed();
+  std::shared_ptr<const live::Generation> gen;
+  Status held = vp.GenerationFor(at, &gen);
+  live::VersionedPartition::Row row;
+  ServeLookup<int64_t>(kLookupDegrees, nodes, out, [&](int64_t r) -> int64_t {
+    if (!held.ok()) return 0;  // not reached: the newest committed version is always kept
+    const int64_t node = s.view.node_begin + r;
+    if (!gen->EdgesAsBase(at) && vp.MergedRow(*gen, node, at, &row))
+      return static_cast<int64_t>(row.neighbors.size());
+    return gen->graph().degree(r);
+  });
 }
 
 void RpcHandler::lookup_splits(std::string& out, const std::string& nodes) {
@@ -467,6 +485,24 @@ void RpcHandler::apply_updates(gen::UpdateReply& out, const std::string& batch) 
         {static_cast<int64_t>(batch.size() / 8), 0, static_cast<int64_t>(batch.size())});
 }
 
+void RpcHandler::compact(gen::CompactReply& out) {
+  Serve(kCompact, nullptr, [&]() -> Status {
+    const ServerState& s = svc_.state();
+    if (!s.live)
+      return Status::NotSupported(
+          "this partition is static: only a live partition (--live-dir) has a delta to compact");
+    if (s.tenants_file) FANOUT_RETURN_IF_ERROR(s.tenancy->MayWrite(svc_.tenant()));
+    live::CompactionReport r;
+    FANOUT_RETURN_IF_ERROR(s.live->CompactNow(&r));
+    out.version = static_cast<int64_t>(r.version);
+    out.edges = r.edges;
+    out.rows_merged = r.rows_merged;
+    out.bytes = r.bytes;
+    out.seconds = r.seconds;
+    return Status::OK();
+  });
+}
+
 void RpcHandler::has_edges(std::string& out, const std::string& rows, const std::string& neighbors,
                            const int32_t edge_type) {
   size_t bytes = 0;
@@ -485,27 +521,34 @@ void RpcHandler::has_edges(std::string& out, const std::string& rows, const std:
             return Status::InvalidArgument("has_edges: edge type " + std::to_string(edge_type) +
                                            " is outside [0, " + std::to_string(h.num_edge_types()) +
                                            ") of dataset '" + s.data->meta.name + "'");
-          const int32_t* types = s.view.edge_types.empty() ? nullptr : s.view.edge_types.data();
-          // A live partition answers at its newest committed version: a row a
-          // batch changed is read merged (what negatives exclude must be the
-          // edges the hops sample).
+          // A live partition answers at its newest committed version, from
+          // the generation holding it: a row a batch changed since its base
+          // is read merged (what negatives exclude must be the edges the
+          // hops sample).
+          const datasets::PartitionView* view = &s.view;
+          const sampler::CsrGraph* graph = &s.graph;
           const live::VersionedPartition* vp = nullptr;
+          std::shared_ptr<const live::Generation> gen;
           uint64_t at = 0;
           if (s.live) {
             vp = &s.live->partition();
             at = vp->committed();
-            if (vp->EdgesAsBase(at)) vp = nullptr;
+            FANOUT_RETURN_IF_ERROR(vp->GenerationFor(at, &gen));
+            view = &gen->view();
+            graph = &gen->graph();
+            if (gen->EdgesAsBase(at)) vp = nullptr;
           }
+          const int32_t* types = view->edge_types.empty() ? nullptr : view->edge_types.data();
           live::VersionedPartition::Row row;
           out.resize(ids.size());
           for (size_t i = 0; i < ids.size(); ++i) {
             bool has = false;
-            if (vp != nullptr && vp->MergedRow(ids[i], at, &row)) {
+            if (vp != nullptr && vp->MergedRow(*gen, ids[i], at, &row)) {
               for (size_t j = 0; j < row.neighbors.size() && !has; ++j)
                 has = row.neighbors[j] == nbrs[i] &&
                       (edge_type < 0 || row.types.empty() || row.types[j] == edge_type);
             } else {
-              has = sampler::RowHasNeighbor(s.graph, ids[i] - s.view.node_begin, nbrs[i], types,
+              has = sampler::RowHasNeighbor(*graph, ids[i] - view->node_begin, nbrs[i], types,
                                             edge_type);
             }
             out[i] = static_cast<char>(has);

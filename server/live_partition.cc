@@ -1,6 +1,10 @@
 #include "server/live_partition.h"
 
+#include <malloc.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -29,7 +33,7 @@ Status LivePartition::Open(const std::string& dir, const ServerState& s,
   shape.temporal = m.has_edge_times;
   shape.has_labels = m.has_labels;
   std::unique_ptr<LivePartition> p(new LivePartition());
-  p->vp_ = std::make_unique<live::VersionedPartition>(s.view, shape);
+  p->vp_ = std::make_unique<live::VersionedPartition>(s.view, shape, s.time_index, s.max_degree);
   const std::string path = dir + "/part-" + std::to_string(s.view.part) + ".updates.log";
   live::VersionedPartition* vp = p->vp_.get();
   live::RetryTable* retries = &p->retries_;
@@ -47,8 +51,89 @@ Status LivePartition::Open(const std::string& dir, const ServerState& s,
   FANOUT_RETURN_IF_ERROR(live::UpdateLog::Open(path, {}, replay, report, &p->log_));
   vp->Publish(report->last_seq);
   p->opened_ = *report;
+  p->base_edges_ = s.view.num_edges();
   *out = std::move(p);
   return Status::OK();
+}
+
+LivePartition::~LivePartition() {
+  {
+    std::lock_guard<std::mutex> lock(compactor_mu_);
+    stopping_ = true;
+  }
+  compactor_cv_.notify_all();
+  if (compactor_.joinable()) compactor_.join();
+}
+
+void LivePartition::StartCompactor(const CompactionPolicy& policy) {
+  policy_ = policy;
+  compactor_ = std::thread([this] {
+    // Background work: below the serving threads in the CPU's order (as a
+    // database's low-priority compaction pool), so sampling keeps its share.
+    ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 19);
+    std::unique_lock<std::mutex> lock(compactor_mu_);
+    while (!stopping_) {
+      compactor_cv_.wait_for(lock, std::chrono::duration<double>(policy_.poll_s),
+                             [&] { return stopping_ || asked_ > done_; });
+      if (stopping_) break;
+      const uint64_t asked = asked_;
+      lock.unlock();
+      if (vp_->ReleaseIdle(policy_.retain_s)) malloc_trim(0);  // the freed base and delta
+      const live::DeltaStats d = vp_->Stats();
+      const int64_t changes = d.added_edges + d.removals;
+      const bool due =
+          d.committed > d.base_version && d.retained < 0 &&
+          ((policy_.ratio > 0 && changes > 0 &&
+            static_cast<double>(changes) >=
+                policy_.ratio * static_cast<double>(std::max<int64_t>(1, base_edges_))) ||
+           (policy_.bytes > 0 && d.bytes >= policy_.bytes));
+      Status st;
+      live::CompactionReport r;
+      if (due || asked > done_) {
+        st = RunCompaction(&r);
+        if (!st.ok() && st.code() != Status::Code::kAborted && asked == done_)
+          std::fprintf(stderr, "fanout-server: live compaction skipped: %s\n",
+                       st.ToString().c_str());
+      }
+      lock.lock();
+      if (asked > done_) {
+        done_ = asked;  // every ask up to `asked` came before this run
+        asked_status_ = st;
+        asked_report_ = r;
+        compactor_cv_.notify_all();
+      }
+    }
+    compactor_cv_.notify_all();
+  });
+}
+
+Status LivePartition::RunCompaction(live::CompactionReport* report) {
+  live::CompactionOptions o;
+  o.max_bytes = policy_.max_bytes;
+  Status st = vp_->Compact(vp_->committed(), o, report);
+  std::lock_guard<std::mutex> lock(compactor_mu_);
+  if (st.ok()) {
+    last_compaction_ = *report;
+    last_compaction_error_.clear();
+  } else {
+    last_compaction_error_ = st.ToString();
+  }
+  return st;
+}
+
+Status LivePartition::CompactNow(live::CompactionReport* report) {
+  std::unique_lock<std::mutex> lock(compactor_mu_);
+  if (!compactor_.joinable()) {
+    lock.unlock();
+    return RunCompaction(report);
+  }
+  // The compactor thread runs it (at its priority); this caller waits.
+  const uint64_t ticket = ++asked_;
+  compactor_cv_.notify_all();
+  compactor_cv_.wait(lock, [&] { return stopping_ || done_ >= ticket; });
+  if (done_ < ticket) return Status::Unavailable("the server is stopping");
+  *report = asked_report_;
+  return asked_status_;
 }
 
 Status LivePartition::Apply(const std::string& bytes, uint64_t* version, int64_t* operations,
@@ -111,33 +196,54 @@ void LivePartition::Prometheus(PrometheusText* out) const {
   out->Gauge("fanout_live_delta_bytes", "Bytes the delta over the base holds.", d.bytes);
   out->Gauge("fanout_live_delta_rows", "Rows the delta changed.", d.rows_touched);
   out->Gauge("fanout_live_delta_added_edges", "Edges the delta added.", d.added_edges);
+  out->Counter("fanout_live_compactions_total", "Compactions: the delta folded into a new base.",
+               d.compactions);
+  out->Gauge("fanout_live_base_version", "The version the live partition's base holds.",
+             static_cast<int64_t>(d.base_version));
+  out->Gauge("fanout_live_retained_bytes",
+             "Bytes of the generation before the last compaction, kept for older reads.",
+             d.retained_bytes);
 }
 
 nlohmann::json LivePartition::StatsJson() const {
   const live::DeltaStats d = vp_->Stats();
   const live::UpdateLogStats l = log_->Stats();
-  return {{"committed_version", d.committed},
-          {"batches", batches_.load()},
-          {"operations", operations_.load()},
-          {"refused", refused_.load()},
-          {"retries", retried_.load()},
-          {"update_bytes", update_bytes_.load()},
-          {"log",
-           {{"path", log_->path()},
-            {"bytes", l.bytes},
-            {"appends", l.appends},
-            {"syncs", l.syncs},
-            {"max_group", l.max_group},
-            {"replayed_at_start", opened_.records},
-            {"torn_bytes_cut_at_start", opened_.torn_bytes},
-            {"torn_reason", opened_.torn_reason}}},
-          {"delta",
-           {{"rows_touched", d.rows_touched},
-            {"added_edges", d.added_edges},
-            {"removals", d.removals},
-            {"feature_rows", d.feature_rows},
-            {"labels", d.labels},
-            {"bytes", d.bytes}}}};
+  nlohmann::json j = {{"committed_version", d.committed},
+                      {"batches", batches_.load()},
+                      {"operations", operations_.load()},
+                      {"refused", refused_.load()},
+                      {"retries", retried_.load()},
+                      {"update_bytes", update_bytes_.load()},
+                      {"log",
+                       {{"path", log_->path()},
+                        {"bytes", l.bytes},
+                        {"appends", l.appends},
+                        {"syncs", l.syncs},
+                        {"max_group", l.max_group},
+                        {"replayed_at_start", opened_.records},
+                        {"torn_bytes_cut_at_start", opened_.torn_bytes},
+                        {"torn_reason", opened_.torn_reason}}},
+                      {"delta",
+                       {{"rows_touched", d.rows_touched},
+                        {"added_edges", d.added_edges},
+                        {"removals", d.removals},
+                        {"feature_rows", d.feature_rows},
+                        {"labels", d.labels},
+                        {"bytes", d.bytes}}}};
+  std::lock_guard<std::mutex> lock(compactor_mu_);
+  j["compaction"] = {{"compactions", d.compactions},
+                     {"base_version", d.base_version},
+                     {"base_bytes", d.base_bytes},
+                     {"retained_version", d.retained},
+                     {"retained_bytes", d.retained_bytes},
+                     {"last_seconds", d.last_compaction_s},
+                     {"last_rows_merged", last_compaction_.rows_merged},
+                     {"last_carried", last_compaction_.carried},
+                     {"last_error", last_compaction_error_},
+                     {"trigger_ratio", policy_.ratio},
+                     {"trigger_bytes", policy_.bytes},
+                     {"retain_s", policy_.retain_s}};
+  return j;
 }
 
 }  // namespace fanout::server

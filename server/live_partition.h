@@ -5,9 +5,12 @@
 #define FANOUT_SERVER_LIVE_PARTITION_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "common/status.h"
 #include "live/update_log.h"
@@ -26,6 +29,23 @@ class LivePartition {
   // says what the open found (records replayed, a torn tail cut).
   static Status Open(const std::string& dir, const ServerState& state,
                      std::unique_ptr<LivePartition>* out, live::LogReplayReport* report);
+  ~LivePartition();
+
+  // Compaction in the background (ServerOptions::live_compact_*): a thread
+  // that folds the delta into a new base when it passes its trigger, and
+  // releases the generation before once no read came to it for retain_s.
+  struct CompactionPolicy {
+    double ratio = 0.1;     // edge changes / base edges (0: off)
+    int64_t bytes = 0;      // delta bytes (0: off)
+    int64_t max_bytes = 0;  // the new base's arrays at most (0: no bound)
+    double retain_s = 10;   // the generation before, after its last read
+    double poll_s = 0.2;    // how often the thread looks
+  };
+  void StartCompactor(const CompactionPolicy& policy);
+  // Compacts now at the newest committed version (what the thread does when
+  // its trigger passes): the thread runs it, at its priority, and this
+  // waits for the answer (Aborted while the generation before is kept).
+  Status CompactNow(live::CompactionReport* report);
 
   // One encoded update batch: decoded, checked, logged (durable), applied
   // and published; *version is where it is readable. InvalidArgument naming
@@ -36,6 +56,12 @@ class LivePartition {
                bool* retry = nullptr);
 
   const live::VersionedPartition& partition() const { return *vp_; }
+  // The dataset's base arrays, moved out of the loaded partition (the
+  // server's view keeps pointing at them): freed once a compaction replaced
+  // them and no read holds them.
+  void AdoptBase(std::unique_ptr<live::Generation::Arrays> arrays) {
+    vp_->AdoptBase(std::move(arrays));
+  }
   // The version a read names (< 0: the newest committed; 0: the base).
   Status ReadVersion(int64_t requested, uint64_t* version) const;
   nlohmann::json StatsJson() const;
@@ -44,11 +70,24 @@ class LivePartition {
 
  private:
   LivePartition() = default;
+  Status RunCompaction(live::CompactionReport* report);
   std::unique_ptr<live::VersionedPartition> vp_;
   std::unique_ptr<live::UpdateLog> log_;
   live::LogReplayReport opened_;
   live::RetryTable retries_;  // under the log's order lock (Append's callback) or the replay
   std::atomic<int64_t> batches_{0}, operations_{0}, refused_{0}, update_bytes_{0}, retried_{0};
+  // The compactor thread.
+  CompactionPolicy policy_;
+  std::thread compactor_;
+  mutable std::mutex compactor_mu_;
+  std::condition_variable compactor_cv_;
+  bool stopping_ = false;                   // GUARDED_BY(compactor_mu_)
+  uint64_t asked_ = 0, done_ = 0;           // GUARDED_BY(compactor_mu_): CompactNow's asks
+  Status asked_status_;                     // GUARDED_BY(compactor_mu_): the last asked run's
+  live::CompactionReport asked_report_;     // GUARDED_BY(compactor_mu_)
+  std::string last_compaction_error_;       // GUARDED_BY(compactor_mu_)
+  live::CompactionReport last_compaction_;  // GUARDED_BY(compactor_mu_)
+  int64_t base_edges_ = 0;                  // the dataset's base edges in this partition
 };
 
 }  // namespace fanout::server

@@ -216,6 +216,25 @@ int main(int argc, char** argv) {
                  "write=yes (or, without --tenants, an authenticated connection). For now a "
                  "live server serves over Thrift only: no UCX data plane, no same-host export "
                  "(docs/DESIGN.md, \"Live updates\")");
+  app.add_option("--live-compact-ratio", o.live_compact_ratio,
+                 "Live: fold the delta into a new base in the background when its edge changes "
+                 "reach this fraction of the base's edges (0 = not by size of the graph)")
+      ->default_val(0.1)
+      ->check(CLI::Range(0.0, 100.0));
+  app.add_option("--live-compact-mib", o.live_compact_mib,
+                 "Live: ... or when the delta holds this many MiB (0 = not by bytes)")
+      ->default_val(256)
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  app.add_option("--live-compact-max-mib", o.live_compact_max_mib,
+                 "Live: the most MiB a compaction's new base may take (0 = no bound); a "
+                 "compaction that would need more is skipped and said in /stats")
+      ->default_val(0)
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  app.add_option("--live-retain-s", o.live_retain_s,
+                 "Live: after a compaction, keep the generation before for reads at older versions "
+                 "(a pinned epoch) until none came for this many seconds")
+      ->default_val(10)
+      ->check(CLI::Range(0.0, 86400.0));
   std::vector<long long> local_uids;
   app.add_option("--local-uids", local_uids,
                  "Uids allowed to map the export (default: this server's own uid); the auth token "

@@ -173,7 +173,9 @@ Status PartitionServer::Start() {
     state_->view.hot_rows = ArrayView<const uint8_t>(
         reinterpret_cast<const uint8_t*>(disk->hot_rows().data()), disk->hot_rows().size());
   }
-  Status exported = Export(owned.get());
+  // A live server serves over Thrift only: no export (it would hold a second
+  // copy of the partition nobody maps).
+  Status exported = options_.live_dir.empty() ? Export(owned.get()) : Status::OK();
   if (!exported.ok()) {
     Stop();
     return exported;
@@ -203,6 +205,27 @@ Status PartitionServer::Start() {
         static_cast<unsigned long long>(opened.last_seq), static_cast<long long>(opened.records),
         opened.torn_bytes > 0 ? "; cut a torn tail: " : "",
         opened.torn_bytes > 0 ? opened.torn_reason.c_str() : "");
+    LivePartition::CompactionPolicy policy;
+    policy.ratio = options_.live_compact_ratio;
+    policy.bytes = options_.live_compact_mib << 20;
+    policy.max_bytes = options_.live_compact_max_mib << 20;
+    policy.retain_s = options_.live_retain_s;
+    state_->live->StartCompactor(policy);
+    if (owned && !owned->indptr.empty()) {
+      // Loaded here: the first generation owns the edge arrays, freed when a
+      // compaction's base replaces them. From now on every read of the
+      // graph goes through a generation (service.cc, handler.cc).
+      auto a = std::make_unique<live::Generation::Arrays>();
+      a->indptr = std::move(owned->indptr);
+      a->indices = std::move(owned->indices);
+      a->indices32 = std::move(owned->indices32);
+      a->edge_ids = std::move(owned->edge_ids);
+      a->times = std::move(owned->edge_times);
+      a->types = std::move(owned->edge_types);
+      a->weights = std::move(owned->edge_weights);
+      a->time_order = std::move(state_->time_order);
+      state_->live->AdoptBase(std::move(a));
+    }
     // Its reads are at a version: the data plane and the export do not carry
     // one yet, so a live server serves over Thrift alone.
     state_->local_off_reason =

@@ -110,6 +110,16 @@ struct ServerOptions {
   // server then takes apply_updates and serves every read at a version. ""
   // = a static partition.
   std::string live_dir;
+  // Compaction (live/versioned_partition.h Compact): it starts in the
+  // background when the delta's edge changes reach live_compact_ratio of the
+  // base's edges, or its bytes live_compact_mib (0 turns each off); the new
+  // base's arrays may take at most live_compact_max_mib (0: no bound). The
+  // generation before stays for reads below the new base until none came for
+  // live_retain_s seconds.
+  double live_compact_ratio = 0.1;
+  int64_t live_compact_mib = 256;
+  int64_t live_compact_max_mib = 0;
+  double live_retain_s = 10;
 };
 
 struct ServerState;  // internal: what handlers share

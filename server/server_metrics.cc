@@ -9,11 +9,21 @@
 namespace fanout::server {
 
 const char* MethodName(int m) {
-  static const char* kNames[] = {
-      "partition_info",        "sample_neighbors", "lookup_features",     "lookup_labels",
-      "lookup_degrees",        "lookup_splits",    "lookup_original_ids", "ping",
-      "note_failover",         "has_edges",        "report_local",        "apply_updates",
-      "lookup_original_names", "ppr_push"};
+  static const char* kNames[] = {"partition_info",
+                                 "sample_neighbors",
+                                 "lookup_features",
+                                 "lookup_labels",
+                                 "lookup_degrees",
+                                 "lookup_splits",
+                                 "lookup_original_ids",
+                                 "ping",
+                                 "note_failover",
+                                 "has_edges",
+                                 "report_local",
+                                 "apply_updates",
+                                 "lookup_original_names",
+                                 "ppr_push",
+                                 "compact"};
   return m >= 0 && m < kNumMethods ? kNames[m] : "unknown";
 }
 

@@ -35,6 +35,7 @@ enum Method : int {
   kApplyUpdates,
   kLookupOriginalNames,
   kPprPush,
+  kCompact,
   kNumMethods
 };
 const char* MethodName(int m);

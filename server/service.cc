@@ -190,13 +190,31 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
   // whether its rows differ from the base's there (then the hop reads
   // through the versioned partition).
   FANOUT_RETURN_IF_ERROR(ResolveVersion(p.version, &last_version_));
-  const bool merged = last_version_ >= 0 &&
-                      !s_->live->partition().EdgesAsBase(static_cast<uint64_t>(last_version_));
+  // The arrays every sampler reads: the static base, or the live generation
+  // that holds this version (the dataset's base, or one a compaction made).
+  const datasets::PartitionView* view = &s_->view;
+  const int64_t* time_index = s_->time_index;
+  int64_t max_degree = s_->max_degree;
+  const sampler::CsrGraph* live_graph = nullptr;
+  bool merged = false;
+  gen_.reset();
+  if (last_version_ >= 0) {
+    const uint64_t at = static_cast<uint64_t>(last_version_);
+    FANOUT_RETURN_IF_ERROR(s_->live->partition().GenerationFor(at, &gen_));
+    view = &gen_->view();
+    live_graph = &gen_->graph();
+    time_index = gen_->time_index();
+    merged = !gen_->EdgesAsBase(at);
+    // Rows the delta changed may be longer than the base's.
+    max_degree = merged ? gen_->degree_bound() : gen_->max_degree();
+  }
   if (merged && (p.walk || p.labor || p.temporal || p.hetero || p.weighted))
     return Status::NotSupported(
         "this live partition has changed edges at version " + std::to_string(last_version_) +
-        ", and walk steps, LABOR, temporal, per-edge-type and weighted hops do not read "
-        "changes yet: uniform neighbor sampling does (docs/DESIGN.md, \"Live updates\")");
+        " since its base (version " + std::to_string(gen_->base_version()) +
+        "), and walk steps, LABOR, temporal, per-edge-type and weighted hops read a base only: "
+        "uniform neighbor sampling reads changes; a compaction folds them into a new base "
+        "(docs/DESIGN.md, \"Live updates\")");
   if (p.walk) {
     if (p.labor || p.temporal)
       return Status::InvalidArgument("a walk step takes no LABOR or temporal options");
@@ -226,11 +244,11 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
     so.weighted = p.weighted;
     so.with_edge_ids = p.with_edge_ids;
     so.node_offset = s_->view.node_begin;
-    const sampler::CsrGraph* g = nullptr;
-    FANOUT_RETURN_IF_ERROR(GraphFor(p.with_edge_ids, &g));
+    const sampler::CsrGraph* g = live_graph;
+    if (g == nullptr) FANOUT_RETURN_IF_ERROR(GraphFor(p.with_edge_ids, &g));
     FANOUT_RETURN_IF_ERROR(sampler::SampleWalkStep(
         *g, ids, p.walk_keys, so, &hop_,
-        s_->view.edge_types.empty() ? nullptr : s_->view.edge_types.data(), edge_type));
+        view->edge_types.empty() ? nullptr : view->edge_types.data(), edge_type));
     metrics_->RecordSample(static_cast<int64_t>(ids.size()), hop_.offsets[ids.size()]);
     last_edges_ += hop_.offsets[ids.size()];
     *out = &hop_;
@@ -282,10 +300,20 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
                               : std::min(bound_fanout, deg);
   };
   double most_edges =
-      s_->max_degree < 0 ? -1 : static_cast<double>(ids.size()) * most_drawn(s_->max_degree);
+      max_degree < 0 ? -1 : static_cast<double>(ids.size()) * most_drawn(max_degree);
   if (most_edges < 0 || 4.0 * ids.size() + most_edges * per_edge > limit) {
     most_edges = 0;
-    for (int64_t id : ids) most_edges += most_drawn(s_->graph.degree(id - s_->view.node_begin));
+    if (merged) {
+      const live::VersionedPartition& vp = s_->live->partition();
+      live::VersionedPartition::Row row;
+      for (int64_t id : ids)
+        most_edges += most_drawn(vp.MergedRow(*gen_, id, static_cast<uint64_t>(last_version_), &row)
+                                     ? static_cast<int64_t>(row.neighbors.size())
+                                     : live_graph->degree(id - view->node_begin));
+    } else {
+      const sampler::CsrGraph& dg = live_graph != nullptr ? *live_graph : s_->graph;
+      for (int64_t id : ids) most_edges += most_drawn(dg.degree(id - view->node_begin));
+    }
   }
   const double most_bytes = 4.0 * ids.size() + most_edges * per_edge;
   if (most_bytes > limit)
@@ -300,8 +328,8 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
   so.with_edge_ids = p.with_edge_ids;
   so.labor = p.labor;
   so.node_offset = s_->view.node_begin;
-  const sampler::CsrGraph* g = nullptr;
-  FANOUT_RETURN_IF_ERROR(GraphFor(p.with_edge_ids, &g));
+  const sampler::CsrGraph* g = live_graph;
+  if (g == nullptr) FANOUT_RETURN_IF_ERROR(GraphFor(p.with_edge_ids, &g));
   if (p.temporal) {
     if (!s_->data->meta.has_edge_times)
       return Status::InvalidArgument("temporal sampling needs edge timestamps; dataset '" +
@@ -316,17 +344,16 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
           "temporal sampling draws uniformly without replacement (no replace, no weights)");
     if (p.hetero) {
       FANOUT_RETURN_IF_ERROR(sampler::SampleHeteroTemporalHop(
-          *g, s_->view.edge_types.data(), s_->view.edge_times.data(), s_->time_index,
-          so.node_offset, ids, p.times, p.type_fanouts, p.hop, p.seed, p.strategy, p.with_edge_ids,
-          &hop_));
+          *g, view->edge_types.data(), view->edge_times.data(), time_index, so.node_offset, ids,
+          p.times, p.type_fanouts, p.hop, p.seed, p.strategy, p.with_edge_ids, &hop_));
     } else if (!s_->data->meta.hetero.empty()) {
       // The time index orders each edge type's run on its own (PrepareTimeOrder).
       return Status::InvalidArgument(
           "temporal sampling of heterogeneous dataset '" + s_->data->meta.name +
           "' samples each edge type on its own: give per-edge-type fanouts");
     } else {
-      sampler::SampleTemporalHop(*g, s_->view.edge_times.data(), s_->time_index, so.node_offset,
-                                 ids, p.times, p.fanout, p.hop, p.seed, p.strategy, p.with_edge_ids,
+      sampler::SampleTemporalHop(*g, view->edge_times.data(), time_index, so.node_offset, ids,
+                                 p.times, p.fanout, p.hop, p.seed, p.strategy, p.with_edge_ids,
                                  &hop_);
     }
     metrics_->RecordSample(static_cast<int64_t>(ids.size()), hop_.offsets[ids.size()]);
@@ -335,7 +362,7 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
     return Status::OK();
   }
   if (p.hetero) {
-    FANOUT_RETURN_IF_ERROR(sampler::SampleHeteroHop(*g, s_->view.edge_types.data(), ids,
+    FANOUT_RETURN_IF_ERROR(sampler::SampleHeteroHop(*g, view->edge_types.data(), ids,
                                                     p.type_fanouts, p.hop, p.seed, so, &hop_));
     metrics_->RecordSample(static_cast<int64_t>(ids.size()), hop_.offsets[ids.size()]);
     last_edges_ += hop_.offsets[ids.size()];
@@ -343,8 +370,9 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
     return Status::OK();
   }
   if (merged) {
-    FANOUT_RETURN_IF_ERROR(s_->live->partition().SampleHop(
-        ids, p.fanout, p.hop, p.seed, so, static_cast<uint64_t>(last_version_), &hop_));
+    FANOUT_RETURN_IF_ERROR(s_->live->partition().SampleHop(ids, p.fanout, p.hop, p.seed, so,
+                                                           static_cast<uint64_t>(last_version_),
+                                                           &hop_, &sampler_, s_->pool.get()));
   } else {
     FANOUT_RETURN_IF_ERROR(
         sampler_.Sample(*g, ids, p.fanout, p.hop, p.seed, so, s_->pool.get(), &hop_));
@@ -363,19 +391,27 @@ Status PartitionService::PprPush(const sampler::PprPushRequest& in, int64_t vers
                                    " entries, more than the limit of " +
                                    std::to_string(s_->options.max_ids_per_request));
   FANOUT_RETURN_IF_ERROR(ResolveVersion(version, &last_version_));
-  // A live partition's rows changed at that version are read merged.
+  // A live partition: the generation holding that version, its rows changed
+  // since its base read merged.
   sampler::PprRowOverride merged;
   live::VersionedPartition::Row row;
   const uint64_t at = static_cast<uint64_t>(last_version_);
-  if (last_version_ >= 0 && !s_->live->partition().EdgesAsBase(at))
-    merged = [vp = &s_->live->partition(), at, &row](int64_t node, std::vector<int64_t>* out_row) {
-      if (!vp->MergedRow(node, at, &row)) return false;
-      out_row->assign(row.neighbors.begin(), row.neighbors.end());
-      return true;
-    };
+  const sampler::CsrGraph* graph = &s_->graph;
+  gen_.reset();
+  if (last_version_ >= 0) {
+    FANOUT_RETURN_IF_ERROR(s_->live->partition().GenerationFor(at, &gen_));
+    graph = &gen_->graph();
+    if (!gen_->EdgesAsBase(at))
+      merged = [vp = &s_->live->partition(), g = gen_.get(), at, &row](
+                   int64_t node, std::vector<int64_t>* out_row) {
+        if (!vp->MergedRow(*g, node, at, &row)) return false;
+        out_row->assign(row.neighbors.begin(), row.neighbors.end());
+        return true;
+      };
+  }
   // 20 reply bytes per (query, node) pair.
   const size_t max_out = std::max<size_t>(1, static_cast<size_t>(s_->options.max_reply_bytes / 20));
-  FANOUT_RETURN_IF_ERROR(sampler::PprPushRound(s_->graph, s_->view.node_begin, in, max_out, &ppr_,
+  FANOUT_RETURN_IF_ERROR(sampler::PprPushRound(*graph, s_->view.node_begin, in, max_out, &ppr_,
                                                &ppr_map_, merged ? &merged : nullptr));
   const int64_t spread = ppr_.PushedEdges();
   metrics_->RecordSample(static_cast<int64_t>(ppr_.done), spread);

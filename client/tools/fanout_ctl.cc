@@ -373,6 +373,11 @@ int main(int argc, char** argv) {
   update->add_flag("--undirected", update_options.undirected,
                    "Store every edge in both directions (a dataset partitioned undirected)");
   update->add_flag("--quiet", update_options.quiet, "No line per batch on stderr");
+  auto* compact = app.add_subcommand(
+      "compact",
+      "Fold a live partition's delta into a new base now (what the server does by itself past "
+      "--live-compact-ratio / --live-compact-mib); needs write permission, as update");
+  compact->add_option("server", addr, "HOST:PORT of the live server's RPC port")->required();
   std::string dataset_dir;
   int64_t inflight_mib = 64, reply_mib = 128;
   bool as_json = false;
@@ -420,13 +425,25 @@ int main(int argc, char** argv) {
 
   std::unique_ptr<fanout::rpc::RpcClient> client;
   fanout::rpc::RpcOptions ro;
-  ro.call_timeout_ms = 10000;
+  ro.call_timeout_ms = compact->parsed() ? 3600 * 1000 : 10000;  // a compaction takes its time
   ro.tls = tls;
   ro.auth_token = token;
   Status st = fanout::rpc::RpcClient::Connect(addr, ro, &client);
   if (!st.ok()) {
     std::fprintf(stderr, "fanout-ctl: %s\n", st.ToString().c_str());
     return 1;
+  }
+  if (compact->parsed()) {
+    int64_t version = 0, edges = 0;
+    double seconds = 0;
+    st = client->Compact(&version, &edges, &seconds);
+    if (!st.ok()) {
+      std::fprintf(stderr, "fanout-ctl compact: %s\n", st.ToString().c_str());
+      return 1;
+    }
+    std::printf("compacted: the base now holds version %lld, %lld edges (%.2f s)\n",
+                static_cast<long long>(version), static_cast<long long>(edges), seconds);
+    return 0;
   }
   if (info->parsed()) {
     fanout::rpc::RemotePartitionInfo pi;

@@ -228,6 +228,20 @@ int Stats(const std::vector<std::string>& servers, const std::string& token) {
           static_cast<long long>(delta.value("rows_touched", 0LL)),
           static_cast<long long>(delta.value("added_edges", 0LL)),
           static_cast<long long>(delta.value("removals", 0LL)));
+      const auto& cp = lv.value("compaction", nlohmann::json::object());
+      if (!cp.empty()) {
+        const long long kept = cp.value("retained_version", -1LL);
+        std::printf("    live base: version %lld, %lld compactions (last %.2f s)%s%s%s\n",
+                    static_cast<long long>(cp.value("base_version", 0LL)),
+                    static_cast<long long>(cp.value("compactions", 0LL)),
+                    cp.value("last_seconds", 0.0),
+                    kept >= 0 ? (", the base of version " + std::to_string(kept) + " kept (" +
+                                 Human(cp.value("retained_bytes", 0.0), "B") + ")")
+                                    .c_str()
+                              : "",
+                    cp.value("last_error", std::string()).empty() ? "" : "; last compaction: ",
+                    cp.value("last_error", std::string()).c_str());
+      }
     }
     // Connections: the server's limits at work.
     if (j.contains("connections")) {

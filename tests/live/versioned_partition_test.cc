@@ -159,7 +159,35 @@ void ExpectSameHops(const VersionedPartition& vp, const Csr& rebuilt, const Fixt
     }
 }
 
-void RunProperty(bool temporal) {
+// The base a compaction made at `version`: row for row the model's rows at
+// that version (neighbors, edge ids, times), the CSR the partitioner writes.
+void ExpectBaseIsModel(const VersionedPartition& vp, uint64_t version, const Model& m,
+                       bool temporal, const std::string& where) {
+  std::shared_ptr<const Generation> g;
+  ASSERT_TRUE(vp.GenerationFor(version, &g).ok()) << where;
+  ASSERT_EQ(g->base_version(), version) << where;
+  const sampler::PartitionView& v = g->view();
+  ASSERT_EQ(v.indptr.size(), m.size() + 1) << where;
+  for (size_t r = 0; r < m.size(); ++r) {
+    ASSERT_EQ(v.indptr[r + 1] - v.indptr[r], static_cast<int64_t>(m[r].size()))
+        << where << " row " << r;
+    for (size_t k = 0; k < m[r].size(); ++k) {
+      const int64_t e = v.indptr[r] + static_cast<int64_t>(k);
+      ASSERT_EQ(v.indices[e], m[r][k].dst) << where << " row " << r << " edge " << k;
+      ASSERT_EQ(v.edge_ids[e], m[r][k].eid) << where << " row " << r << " edge " << k;
+      if (temporal) {
+        ASSERT_EQ(v.edge_times[e], m[r][k].time) << where;
+      }
+    }
+  }
+  EXPECT_TRUE(g->EdgesAsBase(version));
+}
+
+// `compact`: fold versions into new bases while batches go on (at 10 after
+// batch 12, the older generation kept; then released, and again at 20 after
+// batch 25): every version a generation keeps samples as the rebuild, and
+// versions folded away are refused by name.
+void RunProperty(bool temporal, bool compact) {
   for (uint64_t seed = 0; seed < 6; ++seed) {
     Fixture f = MakeBase(seed, 100, 40, 300, temporal);
     LiveShape s;
@@ -172,31 +200,79 @@ void RunProperty(bool temporal) {
     std::vector<Model> models{f.model};  // models[v]: the rows at version v
     Model m = f.model;
     int64_t ordinal = 0;
+    const std::string where = "seed " + std::to_string(seed);
     for (uint64_t seq = 1; seq <= 25; ++seq) {
       UpdateBatch b = RandomBatch(rng, f, m, temporal);
       ASSERT_TRUE(vp.Check(b).ok()) << vp.Check(b).ToString();
       vp.Apply(seq, b);
       ApplyToModel(f, b, s, f.view.part, &ordinal, temporal, &m);
       models.push_back(m);
-      if (seq % 5 == 0) vp.Publish(seq);
+      if (seq % 5 == 0 || (compact && seq == 12)) vp.Publish(seq);
+      if (compact && seq == 12) {
+        CompactionReport r;
+        ASSERT_TRUE(vp.Compact(10, {}, &r).ok()) << where;
+        EXPECT_EQ(r.version, 10u);
+        EXPECT_EQ(r.edges, [&] {
+          int64_t e = 0;
+          for (const auto& row : models[10]) e += static_cast<int64_t>(row.size());
+          return e;
+        }());
+        ExpectBaseIsModel(vp, 10, models[10], temporal, where + " compacted at 10");
+        // One generation kept beside the current: a second compaction waits.
+        EXPECT_EQ(vp.Compact(12, {}, nullptr).code(), Status::Code::kAborted);
+        EXPECT_EQ(vp.Stats().retained, 0);
+      }
     }
     EXPECT_EQ(vp.committed(), 25u);
     // Every version, including those applied between publishes.
     for (uint64_t v = 0; v < models.size(); ++v) {
       Csr rebuilt;
       Build(models[v], &rebuilt);
+      ExpectSameHops(vp, rebuilt, f, v, seed * 31 + v, where + " version " + std::to_string(v));
+    }
+    if (!compact) continue;
+    EXPECT_FALSE(vp.ReleaseIdle(3600));  // read just now
+    EXPECT_TRUE(vp.ReleaseIdle(0));
+    EXPECT_EQ(vp.Stats().retained, -1);
+    uint64_t at = 0;
+    Status gone = vp.ResolveVersion(9, &at);
+    EXPECT_EQ(gone.code(), Status::Code::kNotFound);
+    EXPECT_THAT(gone.message(), HasSubstr("the oldest version it reads is 10"));
+    std::vector<int64_t> one{100};
+    sampler::OneHopResult hop;
+    EXPECT_EQ(vp.SampleHop(ArrayView<const int64_t>(one), 2, 0, 1, {}, 3, &hop).code(),
+              Status::Code::kNotFound);
+    // A budget too small is refused before anything is made.
+    CompactionOptions small;
+    small.max_bytes = 64;
+    EXPECT_EQ(vp.Compact(20, small, nullptr).code(), Status::Code::kResourceExhausted);
+    ASSERT_TRUE(vp.Compact(20, {}, nullptr).ok());
+    ExpectBaseIsModel(vp, 20, models[20], temporal, where + " compacted at 20");
+    EXPECT_EQ(vp.Stats().compactions, 2);
+    EXPECT_EQ(vp.Stats().base_version, 20u);
+    for (uint64_t v = 10; v < models.size(); ++v) {
+      Csr rebuilt;
+      Build(models[v], &rebuilt);
       ExpectSameHops(vp, rebuilt, f, v, seed * 31 + v,
-                     "seed " + std::to_string(seed) + " version " + std::to_string(v));
+                     where + " after two compactions, version " + std::to_string(v));
     }
   }
 }
 
 TEST(VersionedPartitionTest, EveryVersionSamplesAsTheGraphRebuiltWithItsBatches) {
-  RunProperty(/*temporal=*/false);
+  RunProperty(/*temporal=*/false, /*compact=*/false);
 }
 
 TEST(VersionedPartitionTest, TemporalRowsStayInTimeOrderAtEveryVersion) {
-  RunProperty(/*temporal=*/true);
+  RunProperty(/*temporal=*/true, /*compact=*/false);
+}
+
+TEST(VersionedPartitionTest, CompactionFoldsVersionsIntoANewBaseThatSamplesAsTheRebuild) {
+  RunProperty(/*temporal=*/false, /*compact=*/true);
+}
+
+TEST(VersionedPartitionTest, TemporalCompactionKeepsRowsInTimeOrder) {
+  RunProperty(/*temporal=*/true, /*compact=*/true);
 }
 
 TEST(VersionedPartitionTest, ReadersAtAVersionSeeTheSameWhileAWriterGoesOn) {
@@ -247,6 +323,52 @@ TEST(VersionedPartitionTest, ReadersAtAVersionSeeTheSameWhileAWriterGoesOn) {
   EXPECT_EQ(v, 0u);
 }
 
+// A compaction hands over while a writer applies and readers sample: a read
+// pinned below the new base (the kept generation) and one above it (the new
+// base and the carried delta) see the same before, during and after.
+TEST(VersionedPartitionTest, ACompactionWhileWritersAndReadersGoOnChangesNoPinnedRead) {
+  Fixture f = MakeBase(11, 0, 256, 256, false);
+  LiveShape s;
+  s.num_nodes_total = 256;
+  s.base_edges_total = static_cast<int64_t>(f.indices.size());
+  VersionedPartition vp(f.view, s);
+  std::vector<int64_t> nodes(256);
+  for (int64_t i = 0; i < 256; ++i) nodes[i] = i;
+  std::mt19937_64 rng(5);
+  Model m = f.model;
+  uint64_t seq = 0;
+  for (; seq < 15; ++seq) vp.Apply(seq + 1, RandomBatch(rng, f, m, false));
+  vp.Publish(seq);
+  sampler::OneHopResult at10, at15;
+  ASSERT_TRUE(vp.SampleHop(ArrayView<const int64_t>(nodes), 4, 0, 77, {}, 10, &at10).ok());
+  ASSERT_TRUE(vp.SampleHop(ArrayView<const int64_t>(nodes), 4, 0, 77, {}, 15, &at15).ok());
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    std::mt19937_64 wr(6);
+    while (!stop) {
+      vp.Apply(seq + 1, RandomBatch(wr, f, m, false));
+      vp.Publish(++seq);
+    }
+  });
+  std::thread compactor([&] { EXPECT_TRUE(vp.Compact(12, {}, nullptr).ok()); });
+  for (int i = 0; i < 300 || vp.Stats().compactions == 0; ++i) {
+    sampler::OneHopResult again;
+    ASSERT_TRUE(vp.SampleHop(ArrayView<const int64_t>(nodes), 4, 0, 77, {}, 10, &again).ok());
+    ASSERT_EQ(std::vector<int64_t>(again.neighbors.begin(), again.neighbors.end()),
+              std::vector<int64_t>(at10.neighbors.begin(), at10.neighbors.end()))
+        << "read " << i;
+    ASSERT_TRUE(vp.SampleHop(ArrayView<const int64_t>(nodes), 4, 0, 77, {}, 15, &again).ok());
+    ASSERT_EQ(std::vector<int64_t>(again.edge_ids.begin(), again.edge_ids.end()),
+              std::vector<int64_t>(at15.edge_ids.begin(), at15.edge_ids.end()))
+        << "read " << i;
+  }
+  compactor.join();
+  stop = true;
+  writer.join();
+  EXPECT_EQ(vp.Stats().base_version, 12u);
+  EXPECT_EQ(vp.Stats().retained, 0);
+}
+
 TEST(VersionedPartitionTest, FeatureRowsAndLabelsAreVersioned) {
   Fixture f = MakeBase(1, 10, 5, 20, false);
   LiveShape s;
@@ -279,6 +401,24 @@ TEST(VersionedPartitionTest, FeatureRowsAndLabelsAreVersioned) {
   EXPECT_EQ(label, 8);
   EXPECT_FALSE(vp.Label(13, 2, &label));
   EXPECT_EQ(vp.Stats().feature_rows, 2);
+  // A compaction at 2 keeps the newest version at or below it, and later ones.
+  UpdateBatch b3 = b1;
+  b3.feature_bytes = "cccc";
+  b3.labels = {9};
+  vp.Apply(3, b3);
+  vp.Publish(3);
+  ASSERT_TRUE(vp.Compact(2, {}, nullptr).ok());
+  ASSERT_TRUE(vp.ReleaseIdle(0));
+  EXPECT_EQ(vp.Stats().feature_rows, 2);
+  ASSERT_TRUE(vp.FeatureRow(12, 2, &row));
+  EXPECT_EQ(row, "bbbb");
+  ASSERT_TRUE(vp.FeatureRow(12, 3, &row));
+  EXPECT_EQ(row, "cccc");
+  ASSERT_TRUE(vp.Label(12, 2, &label));
+  EXPECT_EQ(label, 8);
+  ASSERT_TRUE(vp.Label(12, 3, &label));
+  EXPECT_EQ(label, 9);
+  EXPECT_FALSE(vp.FeatureRow(12, 1, &row));  // folded away
 }
 
 TEST(VersionedPartitionTest, BadBatchesAreRefusedNamingTheOperation) {

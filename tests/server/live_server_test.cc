@@ -14,6 +14,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "live/update_log.h"
@@ -140,6 +141,133 @@ TEST_F(LiveServerTest, UpdatesAreReadAtTheirVersionsAndSurviveARestart) {
   EXPECT_EQ(info.live_version, 3);
   expect_versions(c2.get());
   EXPECT_THAT(servers_[0]->StatsJson(), HasSubstr("\"replayed_at_start\": 3"));
+}
+
+// Waits (up to a minute: not a timing assertion) for the server's live
+// stats to say `compactions` compactions.
+bool WaitForCompactions(PartitionServer* s, int64_t compactions) {
+  for (int i = 0; i < 600; ++i) {
+    const nlohmann::json j = nlohmann::json::parse(s->StatsJson());
+    if (j["live"]["compaction"]["compactions"].get<int64_t>() >= compactions) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+TEST_F(LiveServerTest, ACompactionFoldsTheDeltaIntoABaseEverySamplerReads) {
+  ServerOptions o;
+  o.live_dir = tmp_.Sub("live");
+  o.live_compact_ratio = 1e-9;  // every change is due
+  o.live_retain_s = 3600;       // the generation before stays
+  StartServers(1, o);
+  auto c = Connect(0);
+  int64_t u = 0;
+  while (whole_.csr.indptr[u + 1] - whole_.csr.indptr[u] < 2) ++u;
+  const std::vector<int64_t> base(whole_.csr.indices.begin() + whole_.csr.indptr[u],
+                                  whole_.csr.indices.begin() + whole_.csr.indptr[u + 1]);
+  live::UpdateBatch b1;
+  b1.add_edges = {{u, 7}, {u, 9}};
+  ASSERT_EQ(Apply(c.get(), b1), 1);
+  ASSERT_TRUE(WaitForCompactions(servers_[0].get(), 1));
+  std::vector<int64_t> v1 = base;
+  v1.push_back(7);
+  v1.push_back(9);
+  EXPECT_EQ(Row(c.get(), u, 0), base);  // the generation before, kept
+  EXPECT_EQ(Row(c.get(), u, 1), v1);    // the new base
+  // A walk step reads the new base: the changed row is a base row there.
+  auto walk = [&](rpc::RpcClient* cl, int64_t version, std::vector<int64_t>* to) {
+    const std::vector<int64_t> ids(64, u);
+    std::vector<uint64_t> keys(64);
+    for (size_t i = 0; i < keys.size(); ++i) keys[i] = 1000 + i;
+    rpc::SampleCall call;
+    call.walk_keys = ArrayView<const uint64_t>(keys);
+    call.version = version;
+    rpc::SampleReply r;
+    Status st = cl->Sample(ArrayView<const int64_t>(ids), call, &r);
+    auto n = r.Neighbors();
+    to->assign(n.begin(), n.end());
+    return st;
+  };
+  std::vector<int64_t> steps;
+  ASSERT_TRUE(walk(c.get(), 1, &steps).ok());
+  std::set<int64_t> seen(steps.begin(), steps.end());
+  EXPECT_TRUE(seen.count(7) || seen.count(9)) << "64 steps from a row of " << v1.size();
+  for (int64_t x : steps) EXPECT_TRUE(std::count(v1.begin(), v1.end(), x)) << x;
+  // A change after the new base: uniform hops read it, walks are refused
+  // by name (the kept generation holds the next compaction back).
+  live::UpdateBatch b2;
+  b2.remove_edges = {{u, base[0]}};
+  ASSERT_EQ(Apply(c.get(), b2), 2);
+  std::vector<int64_t> v2;
+  for (int64_t x : v1)
+    if (x != base[0]) v2.push_back(x);
+  EXPECT_EQ(Row(c.get(), u, 2), v2);
+  Status refused = walk(c.get(), 2, &steps);
+  EXPECT_EQ(refused.code(), Status::Code::kNotSupported) << refused.ToString();
+  EXPECT_THAT(refused.message(), HasSubstr("since its base (version 1)"));
+  // Asked for by name (fanout-ctl compact): refused while the generation
+  // before is kept, naming it.
+  int64_t cv = 0, ce = 0;
+  double cs = 0;
+  Status busy = c->Compact(&cv, &ce, &cs);
+  EXPECT_EQ(busy.code(), Status::Code::kAborted) << busy.ToString();
+  EXPECT_THAT(busy.message(), HasSubstr("is still kept for reads below version 1"));
+  // Degrees answer at the newest version.
+  {
+    const std::vector<int64_t> uv{u};
+    std::string degrees;
+    ASSERT_TRUE(c->Degrees(ArrayView<const int64_t>(uv), &degrees).ok());
+    int64_t d = 0;
+    std::memcpy(&d, degrees.data(), 8);
+    EXPECT_EQ(d, static_cast<int64_t>(v2.size()));
+  }
+  nlohmann::json j = nlohmann::json::parse(servers_[0]->StatsJson());
+  EXPECT_EQ(j["live"]["compaction"]["base_version"], 1);
+  EXPECT_EQ(j["live"]["compaction"]["retained_version"], 0);
+
+  // Restarted with no retention: the log replays over the dataset's base,
+  // a compaction folds both batches, the generation before is dropped and
+  // version 0 is refused naming the oldest version kept.
+  servers_[0]->Stop();
+  servers_.clear();
+  o.live_retain_s = 0;
+  StartServers(1, o);
+  auto c2 = Connect(0);
+  ASSERT_TRUE(WaitForCompactions(servers_[0].get(), 1));
+  for (int i = 0; i < 600; ++i) {
+    j = nlohmann::json::parse(servers_[0]->StatsJson());
+    if (j["live"]["compaction"]["retained_version"] == -1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(j["live"]["compaction"]["base_version"], 2);
+  EXPECT_EQ(Row(c2.get(), u, 2), v2);
+  ASSERT_TRUE(walk(c2.get(), 2, &steps).ok());
+  rpc::SampleCall call;
+  call.version = 0;
+  rpc::SampleReply r;
+  const std::vector<int64_t> uv{u};
+  Status gone = c2->Sample(ArrayView<const int64_t>(uv), call, &r);
+  EXPECT_EQ(gone.code(), Status::Code::kNotFound) << gone.ToString();
+  EXPECT_THAT(gone.message(), HasSubstr("the oldest version it reads is 2"));
+  // Nothing new to fold: said; a batch later, the compaction asked for runs.
+  Status nothing = c2->Compact(&cv, &ce, &cs);
+  EXPECT_EQ(nothing.code(), Status::Code::kInvalidArgument) << nothing.ToString();
+  EXPECT_THAT(nothing.message(), HasSubstr("the base already holds version 2"));
+  live::UpdateBatch b3;
+  b3.add_edges = {{u, 11}};
+  ASSERT_EQ(Apply(c2.get(), b3), 3);
+  // The trigger may have run first: then the generation before is kept for
+  // a poll's time (retain 0), and the asked compaction finds nothing newer.
+  for (int i = 0; i < 100; ++i) {
+    Status st = c2->Compact(&cv, &ce, &cs);
+    if (st.ok() || st.code() == Status::Code::kInvalidArgument) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  j = nlohmann::json::parse(servers_[0]->StatsJson());
+  EXPECT_EQ(j["live"]["compaction"]["base_version"], 3);
+  std::vector<int64_t> v3 = v2;
+  v3.push_back(11);
+  EXPECT_EQ(Row(c2.get(), u, 3), v3);
 }
 
 TEST_F(LiveServerTest, ARetriedBatchIsAnsweredNotAppliedAgainBeforeAndAfterARestart) {
