@@ -95,7 +95,7 @@ Status VersionedPartition::Check(const UpdateBatch& b) const {
 void VersionedPartition::Apply(uint64_t seq, const UpdateBatch& b) {
   std::lock_guard<std::mutex> writing(write_mu_);
   Generation& g = *current_;  // only a compaction's hand-over, under write_mu_, moves it
-  std::unique_lock<std::shared_mutex> lock(g.mu_);
+  std::unique_lock<RwLock> lock(g.mu_);
   for (const EdgeUpdate& e : b.add_edges) {
     RowDelta& d = g.rows_.Get(e.src - node_begin_);
     if (d.first_seq == 0) d.first_seq = seq;
@@ -199,13 +199,13 @@ bool VersionedPartition::RemovedBy(const RowDelta& d, int64_t dst, int32_t type,
 bool VersionedPartition::MergedRow(int64_t node, uint64_t version, Row* out) const {
   std::shared_ptr<const Generation> g = For(version);
   if (!g) return false;
-  std::shared_lock<std::shared_mutex> lock(g->mu_);
+  std::shared_lock<RwLock> lock(g->mu_);
   return MergedRowLocked(*g, node, version, out);
 }
 
 bool VersionedPartition::MergedRow(const Generation& g, int64_t node, uint64_t version,
                                    Row* out) const {
-  std::shared_lock<std::shared_mutex> lock(g.mu_);
+  std::shared_lock<RwLock> lock(g.mu_);
   return MergedRowLocked(g, node, version, out);
 }
 
@@ -288,7 +288,7 @@ Status VersionedPartition::SampleHop(ArrayView<const int64_t> nodes, int64_t fan
   if (g.EdgesAsBase(version))
     return hs.Sample(graph, nodes, fanout, hop, request_seed, o, pool, out);
   // Writers wait while the hop reads the delta (one lock for the hop).
-  std::shared_lock<std::shared_mutex> lock(g.mu_);
+  std::shared_lock<RwLock> lock(g.mu_);
   const size_t n = nodes.size();
   const int64_t begin = node_begin_;
   const int64_t* indptr = graph.indptr();
@@ -317,10 +317,10 @@ Status VersionedPartition::SampleHop(ArrayView<const int64_t> nodes, int64_t fan
   constexpr size_t kSlotAhead = 48, kDeltaAhead = 24, kRowAhead = 12, kDrawAhead = 128;
   auto delta_of = [&](size_t i) { return g.ChangedAt(nodes[i], version); };
   for (size_t i = 0; i < n; ++i) {
-    if (i + kSlotAhead < n)
+    if (i + kSlotAhead < n && g.rows_.MayHave(nodes[i + kSlotAhead] - begin))
       if (RowDelta* const* slot = g.rows_.Slot(nodes[i + kSlotAhead] - begin))
         __builtin_prefetch(slot);
-    if (i + kDeltaAhead < n)
+    if (i + kDeltaAhead < n && g.rows_.MayHave(nodes[i + kDeltaAhead] - begin))
       if (const RowDelta* ahead = g.rows_.Find(nodes[i + kDeltaAhead] - begin))
         __builtin_prefetch(ahead);
     if (i + kRowAhead < n)
@@ -382,12 +382,22 @@ Status VersionedPartition::SampleHop(ArrayView<const int64_t> nodes, int64_t fan
   Row row;
   for (size_t i = 0; i < n; ++i) {
     if (kind[i] == kPlain) {
-      const int64_t b = base.offsets[next_plain], e = base.offsets[next_plain + 1];
-      for (int64_t x = b; x < e; ++x) {
-        out->neighbors.push_back(base.neighbors[x]);
-        if (o.with_edge_ids) out->edge_ids.push_back(base.edge_ids[x]);
-      }
-      ++next_plain;
+      // A run of unchanged rows: their draws as the static sampler made
+      // them, copied at once.
+      size_t j = i + 1;
+      while (j < n && kind[j] == kPlain) ++j;
+      const size_t rows = j - i;
+      const int64_t b = base.offsets[next_plain], e = base.offsets[next_plain + rows];
+      const int64_t shift = static_cast<int64_t>(out->neighbors.size()) - b;
+      out->neighbors.insert(out->neighbors.end(), base.neighbors.begin() + b,
+                            base.neighbors.begin() + e);
+      if (o.with_edge_ids)
+        out->edge_ids.insert(out->edge_ids.end(), base.edge_ids.begin() + b,
+                             base.edge_ids.begin() + e);
+      for (size_t k = 1; k < rows; ++k)
+        out->offsets.push_back(base.offsets[next_plain + k] + shift);
+      next_plain += rows;
+      i = j - 1;  // the last of the run: its offset is pushed below
     } else if (kind[i] == kFast) {
       for (size_t k = draws_at[i]; k < draws_at[i + 1]; ++k) {
         prefetch_draw(k + kDrawAhead);
@@ -431,7 +441,7 @@ const T* VersionedPartition::Latest(const std::unordered_map<int64_t, Generation
 bool VersionedPartition::FeatureRow(int64_t node, uint64_t version, std::string* out) const {
   std::shared_ptr<const Generation> g = For(version);
   if (!g) return false;
-  std::shared_lock<std::shared_mutex> lock(g->mu_);
+  std::shared_lock<RwLock> lock(g->mu_);
   const std::string* row = Latest(g->features_, node, version);
   if (row != nullptr) *out = *row;
   return row != nullptr;
@@ -440,7 +450,7 @@ bool VersionedPartition::FeatureRow(int64_t node, uint64_t version, std::string*
 bool VersionedPartition::Label(int64_t node, uint64_t version, int64_t* out) const {
   std::shared_ptr<const Generation> g = For(version);
   if (!g) return false;
-  std::shared_lock<std::shared_mutex> lock(g->mu_);
+  std::shared_lock<RwLock> lock(g->mu_);
   const int64_t* label = Latest(g->labels_, node, version);
   if (label != nullptr) *out = *label;
   return label != nullptr;
@@ -450,7 +460,7 @@ void VersionedPartition::Overlay(ArrayView<const int64_t> nodes, uint64_t versio
                                  int64_t* labels) const {
   std::shared_ptr<const Generation> g = For(version);
   if (!g) return;
-  std::shared_lock<std::shared_mutex> lock(g->mu_);
+  std::shared_lock<RwLock> lock(g->mu_);
   const size_t width = static_cast<size_t>(shape_.row_bytes);
   if (rows != nullptr && !g->features_.empty())
     for (size_t i = 0; i < nodes.size(); ++i)
@@ -477,7 +487,7 @@ DeltaStats VersionedPartition::Stats() const {
   }
   DeltaStats s;
   {
-    std::shared_lock<std::shared_mutex> lock(cur->mu_);
+    std::shared_lock<RwLock> lock(cur->mu_);
     s.committed = committed();
     s.rows_touched = cur->rows_.size();
     s.added_edges = cur->added_;
@@ -492,7 +502,7 @@ DeltaStats VersionedPartition::Stats() const {
   s.compactions = compactions_.load();
   s.last_compaction_s = last_compaction_s_.load();
   if (prev) {
-    std::shared_lock<std::shared_mutex> lock(prev->mu_);
+    std::shared_lock<RwLock> lock(prev->mu_);
     s.retained = static_cast<int64_t>(prev->base_version_);
     s.retained_bytes = (prev->own_ ? prev->own_->bytes() : 0) + prev->DeltaBytes(shape_.row_bytes);
   }
@@ -530,7 +540,7 @@ Status VersionedPartition::Compact(uint64_t version, const CompactionOptions& op
   const bool weighted = graph.weights() != nullptr, narrow = graph.indices32() != nullptr;
   int64_t most_edges = 0;
   {
-    std::shared_lock<std::shared_mutex> lock(g.mu_);
+    std::shared_lock<RwLock> lock(g.mu_);
     most_edges = graph.num_edges() + g.added_;  // removals only make it smaller
   }
   const int64_t per_edge =
@@ -561,7 +571,7 @@ Status VersionedPartition::Compact(uint64_t version, const CompactionOptions& op
   // batches have higher sequence numbers).
   constexpr int64_t kChunk = 4096;
   for (int64_t r0 = 0; r0 < n; r0 += kChunk) {
-    std::shared_lock<std::shared_mutex> lock(g.mu_);
+    std::shared_lock<RwLock> lock(g.mu_);
     for (int64_t r = r0; r < std::min(n, r0 + kChunk); ++r) {
       if (MergedRowLocked(g, node_begin_ + r, version, &row)) {
         ++merged_rows;
@@ -613,7 +623,7 @@ Status VersionedPartition::Compact(uint64_t version, const CompactionOptions& op
   int64_t carried = 0;
   {
     std::lock_guard<std::mutex> writing(write_mu_);
-    std::shared_lock<std::shared_mutex> lock(g.mu_);
+    std::shared_lock<RwLock> lock(g.mu_);
     uint64_t first_change = 0;
     Generation::ForEachRow(g.rows_, n, [&](int64_t r, const RowDelta& d) {
       const bool later = (!d.added.empty() && d.added.back().seq > version) ||

@@ -39,6 +39,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/rw_lock.h"
 #include "common/status.h"
 #include "common/thread_pool.h"
 #include "live/updates.h"
@@ -159,7 +160,14 @@ class Generation {
   class RowIndex {
    public:
     static constexpr int kPageBits = 12;
-    explicit RowIndex(int64_t rows) : pages_(static_cast<size_t>((rows >> kPageBits) + 1)) {}
+    explicit RowIndex(int64_t rows)
+        : pages_(static_cast<size_t>((rows >> kPageBits) + 1)),
+          bits_(static_cast<size_t>((rows >> 6) + 1), 0) {}
+    // False where the row never changed: one bit a row (a partition's
+    // bits fit a core's cache where its slots do not), asked before a slot.
+    bool MayHave(int64_t row) const {
+      return (bits_[static_cast<size_t>(row >> 6)] >> (row & 63)) & 1;
+    }
     // Where row's pointer is held (null: its page was never made).
     RowDelta* const* Slot(int64_t row) const {
       const auto& p = pages_[static_cast<size_t>(row >> kPageBits)];
@@ -176,17 +184,22 @@ class Generation {
         ++num_pages_;
       }
       RowDelta*& s = p[row & kMask];
-      if (s == nullptr) s = &storage_.emplace_back();
+      if (s == nullptr) {
+        s = &storage_.emplace_back();
+        bits_[static_cast<size_t>(row >> 6)] |= uint64_t{1} << (row & 63);
+      }
       return *s;
     }
     int64_t size() const { return static_cast<int64_t>(storage_.size()); }
     int64_t page_bytes() const {
-      return num_pages_ * kPageRows * static_cast<int64_t>(sizeof(void*));
+      return num_pages_ * kPageRows * static_cast<int64_t>(sizeof(void*)) +
+             static_cast<int64_t>(bits_.size() * 8);
     }
 
    private:
     static constexpr int64_t kPageRows = int64_t{1} << kPageBits, kMask = kPageRows - 1;
     std::vector<std::unique_ptr<RowDelta*[]>> pages_;
+    std::vector<uint64_t> bits_;  // rows with a RowDelta
     std::deque<RowDelta> storage_;
     int64_t num_pages_ = 0;
   };
@@ -211,6 +224,7 @@ class Generation {
   // The row delta of `node` that a batch at or below `version` started
   // (null: the base row is the row). REQUIRES: mu_ held (shared).
   const RowDelta* ChangedAt(int64_t node, uint64_t version) const {
+    if (!rows_.MayHave(node - base_.node_begin)) return nullptr;
     const RowDelta* d = rows_.Find(node - base_.node_begin);
     return d != nullptr && d->first_seq != 0 && d->first_seq <= version ? d : nullptr;
   }
@@ -224,8 +238,8 @@ class Generation {
   const uint64_t base_version_;
   std::atomic<uint64_t> first_edge_change_{0};  // the first batch that changed an edge (0: none)
   std::atomic<int64_t> most_added_{0};          // the most added edges one row's delta holds
-  mutable std::shared_mutex mu_;
-  RowIndex rows_;                                                                 // GUARDED_BY(mu_)
+  mutable RwLock mu_;  // writer-preferring: a batch does not wait behind a stream of hops
+  RowIndex rows_;      // GUARDED_BY(mu_)
   std::unordered_map<int64_t, Versions<std::string>> features_;                   // GUARDED_BY(mu_)
   std::unordered_map<int64_t, Versions<int64_t>> labels_;                         // GUARDED_BY(mu_)
   int64_t added_ = 0, removals_ = 0, feature_versions_ = 0, label_versions_ = 0;  // GUARDED_BY(mu_)

@@ -452,7 +452,13 @@ TEST(LiveServerKillTest, KillNineMidIngestLosesNoAcknowledgedBatch) {
   std::map<int64_t, live::UpdateBatch> acked;  // by version
   std::mt19937_64 rng(5);
   for (int round = 0; round < 6; ++round) {
-    testing::Child child = testing::StartChild(dir, 0, {"--live-dir", live});
+    // Odd rounds compact whenever a batch came (each poll, the generation
+    // before dropped at once): the kill lands in or between compactions, and
+    // the checks after the restart read while the replayed delta is folded.
+    std::vector<std::string> flags{"--live-dir", live};
+    if (round % 2 == 1)
+      flags.insert(flags.end(), {"--live-compact-ratio", "0.00001", "--live-retain-s", "0"});
+    testing::Child child = testing::StartChild(dir, 0, flags);
     testing::Reaper reaper{{&child}};
     ASSERT_GT(child.port, 0) << "round " << round << ": the server did not start";
     std::unique_ptr<rpc::RpcClient> c;
