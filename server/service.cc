@@ -197,21 +197,23 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
   int64_t max_degree = s_->max_degree;
   const sampler::CsrGraph* live_graph = nullptr;
   bool merged = false;
-  gen_.reset();
+  // Held for this call only: an idle connection keeps no generation (and
+  // its memory) alive past a compaction.
+  std::shared_ptr<const live::Generation> gen;
   if (last_version_ >= 0) {
     const uint64_t at = static_cast<uint64_t>(last_version_);
-    FANOUT_RETURN_IF_ERROR(s_->live->partition().GenerationFor(at, &gen_));
-    view = &gen_->view();
-    live_graph = &gen_->graph();
-    time_index = gen_->time_index();
-    merged = !gen_->EdgesAsBase(at);
+    FANOUT_RETURN_IF_ERROR(s_->live->partition().GenerationFor(at, &gen));
+    view = &gen->view();
+    live_graph = &gen->graph();
+    time_index = gen->time_index();
+    merged = !gen->EdgesAsBase(at);
     // Rows the delta changed may be longer than the base's.
-    max_degree = merged ? gen_->degree_bound() : gen_->max_degree();
+    max_degree = merged ? gen->degree_bound() : gen->max_degree();
   }
   if (merged && (p.walk || p.labor || p.temporal || p.hetero || p.weighted))
     return Status::NotSupported(
         "this live partition has changed edges at version " + std::to_string(last_version_) +
-        " since its base (version " + std::to_string(gen_->base_version()) +
+        " since its base (version " + std::to_string(gen->base_version()) +
         "), and walk steps, LABOR, temporal, per-edge-type and weighted hops read a base only: "
         "uniform neighbor sampling reads changes; a compaction folds them into a new base "
         "(docs/DESIGN.md, \"Live updates\")");
@@ -307,7 +309,7 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
       const live::VersionedPartition& vp = s_->live->partition();
       live::VersionedPartition::Row row;
       for (int64_t id : ids)
-        most_edges += most_drawn(vp.MergedRow(*gen_, id, static_cast<uint64_t>(last_version_), &row)
+        most_edges += most_drawn(vp.MergedRow(*gen, id, static_cast<uint64_t>(last_version_), &row)
                                      ? static_cast<int64_t>(row.neighbors.size())
                                      : live_graph->degree(id - view->node_begin));
     } else {
@@ -397,12 +399,12 @@ Status PartitionService::PprPush(const sampler::PprPushRequest& in, int64_t vers
   live::VersionedPartition::Row row;
   const uint64_t at = static_cast<uint64_t>(last_version_);
   const sampler::CsrGraph* graph = &s_->graph;
-  gen_.reset();
+  std::shared_ptr<const live::Generation> gen;  // held for this call only
   if (last_version_ >= 0) {
-    FANOUT_RETURN_IF_ERROR(s_->live->partition().GenerationFor(at, &gen_));
-    graph = &gen_->graph();
-    if (!gen_->EdgesAsBase(at))
-      merged = [vp = &s_->live->partition(), g = gen_.get(), at, &row](
+    FANOUT_RETURN_IF_ERROR(s_->live->partition().GenerationFor(at, &gen));
+    graph = &gen->graph();
+    if (!gen->EdgesAsBase(at))
+      merged = [vp = &s_->live->partition(), g = gen.get(), at, &row](
                    int64_t node, std::vector<int64_t>* out_row) {
         if (!vp->MergedRow(*g, node, at, &row)) return false;
         out_row->assign(row.neighbors.begin(), row.neighbors.end());

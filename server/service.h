@@ -282,9 +282,6 @@ class PartitionService {
   bool pace_refusals_ = false;
   int64_t last_edges_ = 0, last_rows_ = 0;  // of the request being run
   int64_t last_version_ = -1;               // the version the last Sample read at
-  // The live generation the request running now reads (held: a compaction
-  // may hand over meanwhile).
-  std::shared_ptr<const live::Generation> gen_;
   const ServerState* s_;
   ServerMetrics* metrics_;
   sampler::HopSampler sampler_;
