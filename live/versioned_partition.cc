@@ -182,11 +182,6 @@ Status VersionedPartition::GenerationFor(uint64_t version,
       std::to_string(oldest) + "): read at that version or a later one");
 }
 
-bool VersionedPartition::EdgesAsBase(uint64_t version) const {
-  std::shared_ptr<const Generation> g = For(version);
-  return g != nullptr && g->EdgesAsBase(version);
-}
-
 bool VersionedPartition::RemovedBy(const RowDelta& d, int64_t dst, int32_t type, uint64_t since,
                                    uint64_t version) {
   for (const Removed& r : d.removed) {
@@ -194,13 +189,6 @@ bool VersionedPartition::RemovedBy(const RowDelta& d, int64_t dst, int32_t type,
     if (r.seq > since && r.dst == dst && (r.type < 0 || r.type == type)) return true;
   }
   return false;
-}
-
-bool VersionedPartition::MergedRow(int64_t node, uint64_t version, Row* out) const {
-  std::shared_ptr<const Generation> g = For(version);
-  if (!g) return false;
-  std::shared_lock<RwLock> lock(g->mu_);
-  return MergedRowLocked(*g, node, version, out);
 }
 
 bool VersionedPartition::MergedRow(const Generation& g, int64_t node, uint64_t version,

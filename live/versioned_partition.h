@@ -283,12 +283,11 @@ class VersionedPartition {
     std::vector<int32_t> types;
     std::vector<float> weights;
   };
-  // Global node `node`'s row at `version` into *out; false (out untouched)
-  // where no batch at or below `version` changed it: read the base
-  // (GenerationFor(version)'s), or where `version` is no longer kept.
-  bool MergedRow(int64_t node, uint64_t version, Row* out) const;
-  // The same in generation `g` (GenerationFor(version)'s, held by the
-  // caller: a compaction's hand-over in between does not move the read).
+  // Global node `node`'s row at `version` in generation `g` into *out;
+  // false (out untouched) where no batch since g's base and at or below
+  // `version` changed it: read g's base. `g` is GenerationFor(version)'s,
+  // held by the caller, so that a compaction's hand-over in between does
+  // not move the read to another generation's base.
   bool MergedRow(const Generation& g, int64_t node, uint64_t version, Row* out) const;
   // One uniform hop at `version` (sampler::HopSampler's contract and draws:
   // the base's rows through the CSR, changed rows through their merged row).
@@ -308,9 +307,6 @@ class VersionedPartition {
   void Overlay(ArrayView<const int64_t> nodes, uint64_t version, char* rows, int64_t* labels) const;
 
   DeltaStats Stats() const;
-  // True when no batch at or below `version` changed an edge of the base
-  // that reads it: that base's rows are the rows at `version`.
-  bool EdgesAsBase(uint64_t version) const;
 
   // Compaction: folds every batch at or below `version` (<= committed) into
   // a new base (CSR, edge ids, times, types and weights, rows in the store's
