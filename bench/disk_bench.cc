@@ -41,6 +41,7 @@
 #include <unordered_map>
 
 #include "bench/bench_util.h"
+#include "bench/device_limits.h"
 #include "client/cluster.h"
 #include "client/loader.h"
 #include "common/cpu.h"
@@ -62,69 +63,6 @@ double ProcessCpuSeconds() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
-struct RawRate {
-  double per_s = 0;         // reads/s summed over the threads
-  double cpu_per_read = 0;  // CPU seconds of this process per read
-};
-
-// The device's limit: `threads` threads, each with its own ring of
-// `depth` reads of `block` bytes at random aligned offsets of `files`
-// (O_DIRECT, no checksum), for `seconds`. Reads/s summed, and the CPU each
-// read cost (submission and reaping included).
-RawRate RawReads(const std::vector<std::string>& files, int64_t block, int depth, int threads,
-                 double seconds) {
-  std::atomic<int64_t> total{0};
-  const double cpu0 = ProcessCpuSeconds();
-  std::vector<std::thread> ts;
-  for (int t = 0; t < threads; ++t)
-    ts.emplace_back([&, t] {
-      const std::string& path = files[t % files.size()];
-      const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECT);
-      if (fd < 0) return;
-      const int64_t blocks = static_cast<int64_t>(fs::file_size(path)) / block - 1;
-      io_uring ring;
-      if (io_uring_queue_init(depth, &ring, 0) < 0) return;
-      fanout::storage::AlignedBuffer buf(static_cast<size_t>(block * depth));
-      std::mt19937_64 rng(t + 1);
-      int in_flight = 0;
-      int64_t done = 0;
-      auto submit = [&](int slot) {
-        io_uring_sqe* sqe = io_uring_get_sqe(&ring);
-        const int64_t b = 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(blocks));
-        io_uring_prep_read(sqe, fd, buf.data() + slot * block, static_cast<unsigned>(block),
-                           static_cast<uint64_t>(b * block));
-        io_uring_sqe_set_data64(sqe, static_cast<uint64_t>(slot));
-        ++in_flight;
-      };
-      for (int s = 0; s < depth; ++s) submit(s);
-      io_uring_submit(&ring);
-      const auto t0 = Clock::now();
-      while (Since(t0) < seconds) {
-        io_uring_cqe* cqe;
-        if (io_uring_wait_cqe(&ring, &cqe) < 0) break;
-        const int slot = static_cast<int>(io_uring_cqe_get_data64(cqe));
-        io_uring_cqe_seen(&ring, cqe);
-        --in_flight;
-        ++done;
-        submit(slot);
-        io_uring_submit(&ring);
-      }
-      while (in_flight > 0) {
-        io_uring_cqe* cqe;
-        if (io_uring_wait_cqe(&ring, &cqe) < 0) break;
-        io_uring_cqe_seen(&ring, cqe);
-        --in_flight;
-      }
-      io_uring_queue_exit(&ring);
-      ::close(fd);
-      total += done;
-    });
-  for (auto& t : ts) t.join();
-  const double cpu = ProcessCpuSeconds() - cpu0;
-  return {static_cast<double>(total) / seconds,
-          total > 0 ? cpu / static_cast<double>(total.load()) : 0.0};
 }
 
 // httplib's default read timeout.
@@ -296,7 +234,8 @@ int main(int argc, char** argv) {
     for (int threads = 1; threads <= 2; ++threads) {
       std::vector<double> ratios, row_rates, limits, cpu_ratios, tier_cpu, raw_cpu;
       for (int r = 0; r < rounds; ++r) {
-        const RawRate raw = RawReads({files[0]}, block, depth, threads, seconds);
+        const fanout::bench::RawRate raw =
+            fanout::bench::RawReads({files[0]}, block, depth, threads, seconds);
         const double limit = raw.per_s;
         const double cpu0 = ProcessCpuSeconds();
         std::atomic<int64_t> got_rows{0}, got_reads{0};
@@ -448,7 +387,7 @@ int main(int argc, char** argv) {
     for (auto& s : disk) fanout::bench::StopServerProcess(&s);
     // The device at the same read size, as many reads in flight as the two
     // servers' reading threads can have.
-    const double device = RawReads(files, block, depth, 4, seconds).per_s;
+    const double device = fanout::bench::RawReads(files, block, depth, 4, seconds).per_s;
     // The memory tier.
     auto mem = start({"--features", "memory", "--edge-ids", "on-demand"});
     LoaderRun in_memory;

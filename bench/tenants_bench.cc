@@ -35,7 +35,17 @@
 //                    p99 ratio; the batch tenants' work/s with it over
 //                    without it (batch_ratio); and the highest rate
 //                    (doubling from --qps) whose p99 beside batch stays
-//                    within 2x the p99 alone (max_qps_at_2x).
+//                    within 2x the p99 alone (max_qps_at_2x; --no-ramp
+//                    skips it). Once per server gate budget
+//                    (--gate-budgets: 8, the old fixed budget, and 0, the
+//                    adaptive gate; the servers restarted with each),
+//                    alternated in each of --rounds rounds (medians), on
+//                    this machine's device and on the same device throttled
+//                    to --throttle-iops reads/s (a cgroup v1 blkio group
+//                    holding the servers; needs root, else that device is
+//                    skipped and says why). Each case names its device's
+//                    limit (device_reads_per_s: raw io_uring 4 KiB reads at
+//                    depth 32 over the feature files, in the same group).
 //   quota            a tenant over its byte quota (max_feature_bytes_per_s
 //                    4 MiB per server), hammering with --workers/2 workers
 //                    that retry at once: its refusals (those naming the byte
@@ -61,9 +71,11 @@
 #include <thread>
 
 #include "bench/bench_util.h"
+#include "bench/device_limits.h"
 #include "client/cluster.h"
 #include "client/loader.h"
 #include "client/online.h"
+#include "datasets/partition_store.h"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -226,6 +238,15 @@ struct Usage {
 // The servers' admin credential (--admin-token-file): /stats of a server with
 // tenants needs it.
 const char kAdminToken[] = "fanout-bench-tenants-admin-0001";
+
+// A server's /stats (the admin token), or {} where it did not answer.
+nlohmann::json ServerStats(int port) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(10, 0);
+  auto r = c.Get("/stats", {{"Authorization", std::string("Bearer ") + kAdminToken}});
+  if (!r || r->status != 200) return nlohmann::json::object();
+  return nlohmann::json::parse(r->body, nullptr, false);
+}
 
 std::map<std::string, Usage> Snapshot(const std::vector<int>& admin_ports) {
   std::map<std::string, Usage> out;
@@ -421,6 +442,28 @@ int main(int argc, char** argv) {
   app.add_flag("--online-io-first,!--no-online-io-first", online_io_first,
                "Servers with --online-io-first (their default: batch reads keep to a few in flight "
                "while a query's reads wait) or, with --no-online-io-first, without");
+  std::vector<int> gate_budgets = {8, 0};
+  app.add_option("--gate-budgets", gate_budgets,
+                 "online_beside_batch: the servers' --io-gate-budget, one run each (0 = the "
+                 "adaptive gate, the default; 8 = the old fixed budget)")
+      ->delimiter(',')
+      ->default_str("8,0")
+      ->check(CLI::Range(0, 65536));
+  int64_t throttle_iops = 80000;
+  app.add_option("--throttle-iops", throttle_iops,
+                 "online_beside_batch: also on the same device throttled to this many reads/s "
+                 "(cgroup v1 blkio.throttle.read_iops_device on the servers; needs root; 0 = "
+                 "this device only)")
+      ->default_val(80000)
+      ->check(CLI::Range(int64_t{0}, int64_t{100000000}));
+  int rounds = 1;
+  app.add_option("--rounds", rounds,
+                 "online_beside_batch: rounds, the gate budgets alternated in each (medians)")
+      ->default_val(1)
+      ->check(CLI::Range(1, 100));
+  bool ramp = true;
+  app.add_flag("--ramp,!--no-ramp", ramp,
+               "online_beside_batch: find the highest query rate held at 2x (max_qps_at_2x)");
   app.add_flag("--load", load, "Run as one tenant's batch job (internal)");
   app.add_option("--tenant", tenant, "--load: the tenant");
   app.add_option("--data-plane", data_plane, "--load: auto, ucx or tcp");
@@ -484,6 +527,21 @@ int main(int argc, char** argv) {
   Bench b;
   b.servers = {s0.rpc, s1.rpc};
   b.admin = {s0.admin_port, s1.admin_port};
+  int server_gate_budget = 0;  // the servers' --io-gate-budget (their default: adaptive)
+  // Both servers again with the device gate's budget `budget`.
+  auto restart_with_gate = [&](int budget) {
+    if (budget == server_gate_budget) return;
+    fanout::bench::StopServerProcess(&s0);
+    fanout::bench::StopServerProcess(&s1);
+    std::vector<std::string> x = extra;
+    x.push_back("--io-gate-budget");
+    x.push_back(std::to_string(budget));
+    s0 = fanout::bench::StartServerProcess(dir, 0, true, x);
+    s1 = fanout::bench::StartServerProcess(dir, 1, true, x);
+    b.servers = {s0.rpc, s1.rpc};
+    b.admin = {s0.admin_port, s1.admin_port};
+    server_gate_budget = budget;
+  };
   b.warm = warm;
   b.window = window;
   b.batch = batch;
@@ -562,70 +620,177 @@ int main(int argc, char** argv) {
   }
 
   // ---- online_beside_batch ----
+  // Per device (this one, then throttled) and round, each gate budget in
+  // turn (the servers restarted with it): the device's limit (raw io_uring
+  // 4 KiB reads at depth 32, 2 threads, the servers idle), the online tenant
+  // alone, then beside 2 saturating batch tenants. One case per device and
+  // budget: the medians over the rounds.
   if (want("online_beside_batch")) {
-    std::printf("\n== online_beside_batch: online at %.0f queries/s, [10, 10], 1-16 seeds\n", qps);
-    fanout::client::ClusterSpec spec;
-    spec.replicas = {{s0.rpc}, {s1.rpc}};
-    spec.has_local_sampling = true;
-    spec.local_sampling = false;
-    fanout::rpc::RpcOptions ro;
-    ro.auth_token = TokenOf("online");
-    std::shared_ptr<fanout::client::Cluster> cluster;
-    Status st = fanout::client::Cluster::Connect(spec, ro, &cluster);
-    std::unique_ptr<fanout::client::OnlineSampler> online;
-    if (st.ok()) st = fanout::client::OnlineSampler::Create(cluster, kOnlineDrivers, &online);
-    if (!st.ok()) {
-      std::fprintf(stderr, "online tenant: %s\n", st.ToString().c_str());
-      stop();
-      return 1;
+    fanout::datasets::DatasetMeta meta;
+    std::vector<std::string> files;
+    if (fanout::datasets::ReadDatasetMeta(dir, &meta).ok())
+      for (const auto& f : meta.feature_files) files.push_back(dir + "/" + f.file);
+    std::vector<std::string> devices = {"this"};
+    if (throttle_iops > 0) devices.push_back("throttled");
+    // One run; null where the device could not be throttled (`why` says).
+    auto run_one = [&](int budget, const std::string& device, int round,
+                       std::string* why) -> nlohmann::json {
+      const std::string gate = budget == 0 ? "adaptive" : "fixed " + std::to_string(budget);
+      std::unique_ptr<fanout::bench::BlkioThrottle> throttle;
+      if (device == "throttled") {
+        Status ts = files.empty()
+                        ? Status::NotFound(dir + " has no feature files")
+                        : fanout::bench::BlkioThrottle::Create(files[0], throttle_iops, &throttle);
+        if (ts.ok()) ts = throttle->Add(::getpid());  // for the limit's probe only
+        if (!ts.ok()) {
+          *why = ts.ToString();
+          return nullptr;
+        }
+      }
+      const double limit =
+          files.empty() ? 0 : fanout::bench::RawReads(files, 4096, 32, 2, 3.0).per_s;
+      if (throttle) {
+        throttle->RemoveAll();
+        Status ts = throttle->Add(s0.pid);
+        if (ts.ok()) ts = throttle->Add(s1.pid);
+        if (!ts.ok()) {
+          *why = "throttling the servers: " + ts.ToString();
+          return nullptr;
+        }
+      }
+      std::printf(
+          "\n== online_beside_batch round %d (gate %s; device %s: %.0f random 4 KiB reads/s at "
+          "depth 32): online at %.0f queries/s, [10, 10], 1-16 seeds\n",
+          round, gate.c_str(), device == "this" ? "this machine's" : "throttled", limit, qps);
+      fanout::client::ClusterSpec spec;
+      spec.replicas = {{s0.rpc}, {s1.rpc}};
+      spec.has_local_sampling = true;
+      spec.local_sampling = false;
+      fanout::rpc::RpcOptions ro;
+      ro.auth_token = TokenOf("online");
+      std::shared_ptr<fanout::client::Cluster> cluster;
+      Status st = fanout::client::Cluster::Connect(spec, ro, &cluster);
+      std::unique_ptr<fanout::client::OnlineSampler> online;
+      if (st.ok()) st = fanout::client::OnlineSampler::Create(cluster, kOnlineDrivers, &online);
+      if (!st.ok()) {
+        *why = "online tenant: " + st.ToString();
+        return nullptr;
+      }
+      const int64_t n = cluster->num_nodes();
+      (void)RunOnline(online.get(), n, qps, 1.0, 99);  // warm: connections, workers
+      const std::vector<double> alone = RunOnline(online.get(), n, qps, window, 1);
+      const double p50_alone = Quantile(alone, 0.5), p99_alone = Quantile(alone, 0.99);
+      std::printf("  alone: p50 %.2f ms, p99 %.2f ms\n", p50_alone, p99_alone);
+      const std::vector<LoadSpec> batch_jobs = {{"t1", "tcp", workers}, {"t2", "ucx", workers}};
+      const auto without = RunCase(b, batch_jobs, NoOnline);
+      std::vector<double> beside;
+      const auto with = RunCase(b, batch_jobs,
+                                [&] { beside = RunOnline(online.get(), n, qps, window - 0.5, 2); });
+      const double p99 = Quantile(beside, 0.99);
+      const double batch_without = without.at("t1").bytes + without.at("t2").bytes;
+      const double batch_with = with.at("t1").bytes + with.at("t2").bytes;
+      // What the gates did (each server's /stats tiers.disk.io_gate after the run).
+      nlohmann::json gates = nlohmann::json::array();
+      for (int port : b.admin) {
+        const nlohmann::json js = ServerStats(port);
+        if (js.contains("tiers") && js["tiers"].contains("disk") &&
+            js["tiers"]["disk"].contains("io_gate"))
+          gates.push_back(js["tiers"]["disk"]["io_gate"]);
+      }
+      std::string gate_line;
+      for (const auto& g : gates)
+        gate_line += " [budget " + std::to_string(g.value("budget", 0)) + ", online read p99 " +
+                     std::to_string(static_cast<int>(g.value("last_p99_us", 0.0))) +
+                     " us, target " + std::to_string(static_cast<int>(g.value("target_us", 0.0))) +
+                     " us]";
+      std::printf(
+          "  beside batch: p50 %.2f ms, p99 %.2f ms (%.2fx alone); batch %.1f MB/s, %.1f "
+          "without it (%.3f); gates:%s\n",
+          Quantile(beside, 0.5), p99, p99 / p99_alone, batch_with / 1e6, batch_without / 1e6,
+          batch_with / batch_without, gate_line.c_str());
+      // The highest rate held at p99 <= 2x alone, doubling.
+      double max_qps = 0;
+      nlohmann::json ramp_list = nlohmann::json::array();
+      for (double r = qps; ramp && r <= qps * 64; r *= 2) {
+        std::vector<double> lat;
+        Bench shorter = b;
+        shorter.window = std::min(window, 6.0);
+        (void)RunCase(shorter, batch_jobs,
+                      [&] { lat = RunOnline(online.get(), n, r, shorter.window - 0.5, 3); });
+        const double p = Quantile(lat, 0.99);
+        ramp_list.push_back({{"qps", r}, {"p99_ms", p}});
+        std::printf("  %.0f queries/s beside batch: p99 %.2f ms (%.2fx alone)\n", r, p,
+                    p / p99_alone);
+        if (p > 2 * p99_alone) break;
+        max_qps = r;
+      }
+      nlohmann::json c = {{"device_reads_per_s", limit},
+                          {"p50_alone_ms", p50_alone},
+                          {"p99_alone_ms", p99_alone},
+                          {"p50_ms", Quantile(beside, 0.5)},
+                          {"p99_ms", p99},
+                          {"p99_ratio", p99 / p99_alone},
+                          {"batch_ratio", batch_with / batch_without},
+                          {"gates", gates}};
+      if (ramp) c["max_qps_at_2x"] = max_qps, c["ramp"] = ramp_list;
+      online.reset();
+      return c;  // `throttle` goes: the servers back on the unthrottled device
+    };
+    for (const std::string& device : devices) {
+      std::map<int, std::vector<nlohmann::json>> runs;  // per budget
+      std::string skipped;
+      for (int round = 1; round <= rounds && skipped.empty(); ++round)
+        for (int budget : gate_budgets) {
+          restart_with_gate(budget);
+          nlohmann::json r = run_one(budget, device, round, &skipped);
+          if (r.is_null()) break;
+          runs[budget].push_back(r);
+        }
+      if (!skipped.empty()) {
+        std::printf("\n== online_beside_batch, device %s: skipped (%s)\n", device.c_str(),
+                    skipped.c_str());
+        cases.push_back(
+            {{"case", "online_beside_batch"}, {"device", device}, {"skipped", skipped}});
+        continue;
+      }
+      for (int budget : gate_budgets) {
+        const std::vector<nlohmann::json>& rs = runs[budget];
+        auto median = [&](const char* key) {
+          std::vector<double> v;
+          for (const auto& r : rs) v.push_back(r.value(key, 0.0));
+          return fanout::bench::Median(v);
+        };
+        const double p99_ratio = median("p99_ratio"), batch_ratio = median("batch_ratio");
+        const std::string gate = budget == 0 ? "adaptive" : "fixed " + std::to_string(budget);
+        std::printf(
+            "online_beside_batch, device %s, gate %s (medians of %zu rounds): p99 %.2fx alone, "
+            "batch %.3f, device %.0f reads/s\n",
+            device.c_str(), gate.c_str(), rs.size(), p99_ratio, batch_ratio,
+            median("device_reads_per_s"));
+        // The targets are the adaptive gate's (the default); a fixed budget
+        // runs beside it for comparison.
+        if (budget == 0 && (p99_ratio > 2 || batch_ratio < 0.85)) ++failures;
+        nlohmann::json c = {{"case", "online_beside_batch"},
+                            {"device", device},
+                            {"device_reads_per_s", median("device_reads_per_s")},
+                            {"throttle_iops", device == "throttled" ? throttle_iops : 0},
+                            {"io_gate_budget", budget},
+                            {"io_gate", gate},
+                            {"qps", qps},
+                            {"online_io_first", online_io_first},
+                            {"rounds", rs.size()},
+                            {"p50_alone_ms", median("p50_alone_ms")},
+                            {"p99_alone_ms", median("p99_alone_ms")},
+                            {"p50_ms", median("p50_ms")},
+                            {"p99_ms", median("p99_ms")},
+                            {"p99_ratio", p99_ratio},
+                            {"batch_ratio", batch_ratio},
+                            {"runs", rs}};
+        if (ramp) c["max_qps_at_2x"] = median("max_qps_at_2x");
+        cases.push_back(c);
+      }
     }
-    const int64_t n = cluster->num_nodes();
-    (void)RunOnline(online.get(), n, qps, 1.0, 99);  // warm: connections, workers
-    const std::vector<double> alone = RunOnline(online.get(), n, qps, window, 1);
-    const double p50_alone = Quantile(alone, 0.5), p99_alone = Quantile(alone, 0.99);
-    std::printf("  alone: p50 %.2f ms, p99 %.2f ms\n", p50_alone, p99_alone);
-    const std::vector<LoadSpec> batch_jobs = {{"t1", "tcp", workers}, {"t2", "ucx", workers}};
-    const auto without = RunCase(b, batch_jobs, NoOnline);
-    std::vector<double> beside;
-    const auto with =
-        RunCase(b, batch_jobs, [&] { beside = RunOnline(online.get(), n, qps, window - 0.5, 2); });
-    const double p99 = Quantile(beside, 0.99);
-    const double batch_without = without.at("t1").bytes + without.at("t2").bytes;
-    const double batch_with = with.at("t1").bytes + with.at("t2").bytes;
-    std::printf(
-        "  beside batch: p50 %.2f ms, p99 %.2f ms (%.2fx alone); batch %.1f MB/s, %.1f "
-        "without it (%.3f)\n",
-        Quantile(beside, 0.5), p99, p99 / p99_alone, batch_with / 1e6, batch_without / 1e6,
-        batch_with / batch_without);
-    // The highest rate held at p99 <= 2x alone, doubling.
-    double max_qps = 0;
-    nlohmann::json ramp = nlohmann::json::array();
-    for (double r = qps; r <= qps * 64; r *= 2) {
-      std::vector<double> lat;
-      Bench shorter = b;
-      shorter.window = std::min(window, 6.0);
-      (void)RunCase(shorter, batch_jobs,
-                    [&] { lat = RunOnline(online.get(), n, r, shorter.window - 0.5, 3); });
-      const double p = Quantile(lat, 0.99);
-      ramp.push_back({{"qps", r}, {"p99_ms", p}});
-      std::printf("  %.0f queries/s beside batch: p99 %.2f ms (%.2fx alone)\n", r, p,
-                  p / p99_alone);
-      if (p > 2 * p99_alone) break;
-      max_qps = r;
-    }
-    if (p99 > 2 * p99_alone || batch_with < 0.85 * batch_without) ++failures;
-    cases.push_back({{"case", "online_beside_batch"},
-                     {"qps", qps},
-                     {"online_io_first", online_io_first},
-                     {"p50_alone_ms", p50_alone},
-                     {"p99_alone_ms", p99_alone},
-                     {"p50_ms", Quantile(beside, 0.5)},
-                     {"p99_ms", p99},
-                     {"p99_ratio", p99 / p99_alone},
-                     {"batch_ratio", batch_with / batch_without},
-                     {"max_qps_at_2x", max_qps},
-                     {"ramp", ramp}});
-    online.reset();
+    restart_with_gate(0);
   }
 
   // ---- quota ----

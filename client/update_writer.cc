@@ -60,6 +60,17 @@ int UpdateWriter::PartOf(int64_t node) const {
          1;
 }
 
+Status UpdateWriter::Compact(int p, int64_t* version, int64_t* edges, double* seconds) {
+  if (p < 0 || p >= num_parts())
+    return Status::InvalidArgument("partition " + std::to_string(p) + " of " +
+                                   std::to_string(num_parts()));
+  Status st = clients_[p]->Compact(version, edges, seconds);
+  if (!st.ok())
+    return Status::FromCode(static_cast<int>(st.code()),
+                            "partition " + std::to_string(p) + ": " + st.message());
+  return st;
+}
+
 Status UpdateWriter::Send(int p, const std::string& bytes, int64_t* version) {
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.retry_ms);

@@ -66,6 +66,13 @@ class UpdateWriter {
   // id outside the dataset (nothing sent).
   Status Apply(const GraphUpdates& u, bool undirected, std::vector<int64_t>* versions);
 
+  // Folds partition p's delta into a new base now (the server's compact
+  // RPC; write permission): the version the base then holds, its edges and
+  // the seconds it took. InvalidArgument where the base holds the newest
+  // version already, Aborted while the generation before the last
+  // compaction is kept for older reads.
+  Status Compact(int p, int64_t* version, int64_t* edges, double* seconds);
+
   int num_parts() const { return static_cast<int>(clients_.size()); }
   int64_t num_nodes() const { return offsets_.back(); }
   const rpc::RemotePartitionInfo& info(int p) const { return infos_[p]; }

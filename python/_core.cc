@@ -104,7 +104,8 @@ PYBIND11_MODULE(_core, m) {
            py::arg("request_seed"))
       .def("ppr", &PprOf, py::arg("seeds"), py::arg("top_k"), py::arg("alpha"), py::arg("eps"),
            py::arg("max_rounds"), py::arg("type_budgets"))
-      .def("update", &UpdateOf, py::arg("updates"), py::arg("undirected"));
+      .def("update", &UpdateOf, py::arg("updates"), py::arg("undirected"))
+      .def("compact", &CompactOf, py::arg("partition"));
   py::class_<PyLoader>(m, "NodeLoader")
       .def(py::init<const PyCluster&, const py::object&, const py::dict&, const py::object&>(),
            py::arg("cluster"), py::arg("input_nodes"), py::arg("options"),

@@ -198,11 +198,22 @@ int main(int argc, char** argv) {
   app.add_flag(
       "--online-io-first,!--no-online-io-first", o.online_io_first,
       "On by default. With --tenants naming online tenants: while an online request's "
-      "feature reads wait for the device, batch requests keep at most 8 reads in flight (all "
-      "of them together), so a query's reads do not queue behind a hundred batch reads "
-      "(measured on the disk tier with no cache: online p99 1.2-1.8x its p99 alone "
-      "instead of 2.2-2.8x, batch throughput 0.86-0.93x instead of 0.93-0.97x; "
-      "docs/TENANTS.md). With --no-online-io-first only CPU priority separates the classes");
+      "feature reads wait for the device, batch requests keep to a budget of reads in flight "
+      "(all of them together; --io-gate-budget), so a query's reads do not queue behind a "
+      "hundred batch reads (docs/TENANTS.md). With --no-online-io-first only CPU priority "
+      "separates the classes");
+  app.add_option("--io-gate-budget", o.io_gate_budget,
+                 "With --online-io-first: batch reads in flight at most while an online read "
+                 "waits. 0 (default) adapts it to the device: online reads' 90th-percentile "
+                 "latency is held near --io-gate-latency-factor x the device's own (the lowest "
+                 "of the last minute), cutting the budget above it and raising it well below")
+      ->default_val(0)
+      ->check(CLI::Range(0, 65536));
+  app.add_option("--io-gate-latency-factor", o.io_gate_latency_factor,
+                 "With --io-gate-budget 0: the online reads' latency target as a multiple of "
+                 "the device's latency")
+      ->default_val(1.5)
+      ->check(CLI::Range(1.05, 100.0));
   app.add_option("--scheduler-slots", o.scheduler_slots,
                  "With --tenants: requests computed at once, in fair order (0 = the usable CPUs; "
                  "as many more for online tenants' work only)")

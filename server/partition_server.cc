@@ -101,6 +101,12 @@ const char* PartitionServer::state() const {
 Status PartitionServer::Start() {
   started_at_ = std::chrono::steady_clock::now();
   state_ = std::make_unique<ServerState>();
+  {
+    storage::IoGateOptions g;
+    g.budget = options_.io_gate_budget;
+    g.latency_factor = options_.io_gate_latency_factor;
+    state_->io_gate.Configure(g);
+  }
   // Requests computed at once (the usable CPUs unless --scheduler-slots): the
   // scheduler's slots, and what sizes the disk tier's reader pool.
   const int slots =

@@ -187,6 +187,20 @@ nlohmann::json TiersJson(const MemoryPlan& plan, const ServerState& s) {
                    {"retired", s.readers ? s.readers->retired() : 0}}},
                  {"max_in_flight", d.max_in_flight},
                  {"hot_set_seconds", s.disk->hot_seconds()}};
+    // The device gate between online and batch reads (storage/io_gate.h).
+    const storage::IoGateStats g = s.io_gate.stats();
+    j["disk"]["io_gate"] = {{"mode", g.adaptive ? "adaptive" : "fixed"},
+                            {"budget", g.budget},
+                            {"online_reads", g.online_reads},
+                            {"held", g.held},
+                            {"windows", g.windows},
+                            {"cuts", g.cuts},
+                            {"raises", g.raises},
+                            {"probes", g.probes},
+                            {"probing", g.probing},
+                            {"reference_us", g.reference_us},
+                            {"target_us", g.target_us},
+                            {"last_p99_us", g.last_p99_us}};
   }
   return j;
 }
@@ -358,6 +372,18 @@ Status PartitionServer::StartAdmin() {
                 "Reads in flight per serving thread (configured).", ds.queue_depth);
       out.Gauge("fanout_feature_disk_max_in_flight",
                 "Most reads one serving thread had in flight at once.", ds.max_in_flight);
+      const storage::IoGateStats g = state_->io_gate.stats();
+      out.Gauge("fanout_io_gate_budget",
+                "Batch reads in flight at most while an online read waits (the device gate).",
+                g.budget);
+      out.Counter("fanout_io_gate_held_total", "Batch reads the device gate held back.", g.held);
+      out.Family("fanout_io_gate_online_read_p99_seconds", "gauge",
+                 "The online reads' 99th-percentile latency in the gate's last window.")
+          .Sample("fanout_io_gate_online_read_p99_seconds", "", g.last_p99_us / 1e6);
+      out.Family("fanout_io_gate_reference_latency_seconds", "gauge",
+                 "The online reads' p99 with batch held to one read (the adaptive gate's last "
+                 "probe), which its target is a multiple of.")
+          .Sample("fanout_io_gate_reference_latency_seconds", "", g.reference_us / 1e6);
     }
     if (loaded && export_) {
       const rpc::LocalExportStats ls = export_->Stats();

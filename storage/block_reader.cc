@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -29,6 +30,12 @@ Status CheckArgs(int queue_depth, int64_t max_block_bytes) {
   return Status::OK();
 }
 
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 std::string BlockText(const FeatureFile& f, int64_t b) {
   return f.path() + ": block " + std::to_string(b);
 }
@@ -50,6 +57,8 @@ class GateUse {
   GateUse(const GateUse&) = delete;
   GateUse& operator=(const GateUse&) = delete;
   IoGate* batch_gate() const { return online_ ? nullptr : gate_; }
+  // The gate an online reader reports its reads' latencies to (null: none).
+  IoGate* online_gate() const { return online_ ? gate_ : nullptr; }
 
  private:
   IoGate* gate_ = nullptr;
@@ -148,15 +157,17 @@ Status BlockReader::Retire(Status why, int64_t in_flight, int64_t unsubmitted) {
 
 Status BlockReader::ReadPread(const FeatureFile& file, const int64_t* blocks, int64_t n,
                               const std::function<void(int64_t, const char*)>& done,
-                              IoGate* batch_gate) {
+                              IoGate* batch_gate, IoGate* online_gate) {
   const FeatureFileGeometry& g = file.geometry();
   for (int64_t i = 0; i < n; ++i) {
     const int64_t b = blocks[i];
     if (b < 0 || b >= g.num_blocks)
       return Status::InvalidArgument(BlockText(file, b) + " is outside the file");
     GateTurn turn(batch_gate);  // a batch reader's one read counted in the gate while it runs
+    const int64_t t0 = online_gate != nullptr ? NowNs() : 0;
     FANOUT_RETURN_IF_ERROR(ReadFully(io_, file.fd(), file.direct(), BlockText(file, b),
                                      buffers_.data(), g.block_bytes, g.BlockOffset(b)));
+    if (online_gate != nullptr) online_gate->OnlineRead(NowNs() - t0);
     ++stats_.reads;
     stats_.bytes += g.block_bytes;
     stats_.max_in_flight = std::max<int64_t>(stats_.max_in_flight, 1);
@@ -177,10 +188,13 @@ Status BlockReader::Read(const FeatureFile& file, const int64_t* blocks, int64_t
   if (n <= 0) return Status::OK();
   GateUse use(options);
   IoGate* const batch_gate = use.batch_gate();
-  if (!ring_) return ReadPread(file, blocks, n, done, batch_gate);
+  IoGate* const online_gate = use.online_gate();
+  if (!ring_) return ReadPread(file, blocks, n, done, batch_gate, online_gate);
   // Buffer slot s holds request slot_req[s] (-1 free); each read carries
-  // its slot in user_data.
+  // its slot in user_data. An online reader notes when each was queued
+  // (slot_t0) and reports the latency to the gate.
   std::vector<int64_t> slot_req(static_cast<size_t>(depth_), -1);
+  std::vector<int64_t> slot_t0(online_gate != nullptr ? static_cast<size_t>(depth_) : 0);
   std::vector<int> free_slots;
   free_slots.reserve(static_cast<size_t>(depth_));
   for (int s = depth_ - 1; s >= 0; --s) free_slots.push_back(s);
@@ -217,6 +231,7 @@ Status BlockReader::Read(const FeatureFile& file, const int64_t* blocks, int64_t
         break;
       }
       free_slots.pop_back();
+      if (online_gate != nullptr) slot_t0[slot] = NowNs();
       slot_req[slot] = next++;
       ++unsubmitted;
       ++in_flight;
@@ -249,6 +264,7 @@ Status BlockReader::Read(const FeatureFile& file, const int64_t* blocks, int64_t
                          ")");
     --in_flight;
     if (batch_gate != nullptr) batch_gate->BatchDone(1);
+    if (online_gate != nullptr) online_gate->OnlineRead(NowNs() - slot_t0[slot]);
     const int64_t i = slot_req[slot];
     const int64_t b = blocks[i];
     slot_req[slot] = -1;

@@ -85,9 +85,11 @@ class BlockReader {
  private:
   BlockReader() = default;
   // One read at a time; batch_gate: the process's IoGate where this thread
-  // reads for batch work (each read takes its turn), else null.
+  // reads for batch work (each read takes its turn), else null; online_gate:
+  // the gate this thread's online reads report their latencies to, else null.
   Status ReadPread(const FeatureFile& file, const int64_t* blocks, int64_t n,
-                   const std::function<void(int64_t, const char*)>& done, IoGate* batch_gate);
+                   const std::function<void(int64_t, const char*)>& done, IoGate* batch_gate,
+                   IoGate* online_gate);
   // Ends the ring after a failure of its own (`why`), the reads still out
   // (`in_flight`, `unsubmitted` of them never handed over) waited for first;
   // returns `why`.

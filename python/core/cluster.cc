@@ -161,6 +161,33 @@ std::vector<int64_t> UpdateOf(PyCluster& cluster, const py::dict& u, bool undire
   return versions;
 }
 
+py::dict CompactOf(PyCluster& cluster, int partition) {
+  client::UpdateWriter* w = nullptr;
+  int64_t version = 0, edges = 0;
+  double seconds = 0;
+  Status st;
+  {
+    py::gil_scoped_release release;
+    st = cluster.Writer(&w);
+    if (st.ok()) st = w->Compact(partition, &version, &edges, &seconds);
+  }
+  py::dict d;
+  d["partition"] = partition;
+  if (st.code() == Status::Code::kAborted ||
+      (st.code() == Status::Code::kInvalidArgument &&
+       st.message().find("the base already holds") != std::string::npos)) {
+    d["compacted"] = false;
+    d["reason"] = st.message();
+    return d;
+  }
+  Check(st);
+  d["compacted"] = true;
+  d["version"] = version;
+  d["edges"] = edges;
+  d["seconds"] = seconds;
+  return d;
+}
+
 py::dict PprOf(PyCluster& cluster, const py::object& seeds_obj, int64_t top_k, double alpha,
                double eps, int64_t max_rounds, const std::vector<int64_t>& type_budgets) {
   client::PprOptions o;

@@ -405,6 +405,11 @@ py::dict PprOf(PyCluster& cluster, const py::object& seeds_obj, int64_t top_k, d
 // feature_rows (bytes, one row each in the dataset's dtype). Returns each
 // partition's version after it (-1: untouched).
 std::vector<int64_t> UpdateOf(PyCluster& cluster, const py::dict& updates, bool undirected);
+// Cluster.compact's one partition: {partition, compacted, version, edges,
+// seconds}, or {partition, compacted: False, reason} where there was nothing
+// to fold or the generation before the last is still kept; other refusals
+// raise.
+py::dict CompactOf(PyCluster& cluster, int partition);
 
 }  // namespace fanout::python
 

@@ -324,5 +324,24 @@ class Cluster:
             u["feature_rows"] = rows.numpy().tobytes()
         return list(self._c.update(u, bool(undirected)))
 
+    def compact(self, partitions=None):
+        """Folds each live partition's delta into a new base now, as ``fanout-ctl compact`` does
+        (servers also compact in the background past ``--live-compact-ratio`` or
+        ``--live-compact-mib``; docs/DESIGN.md, "Live updates"). ``partitions``: the ones to compact
+        (default: all). Needs a tenant with write permission. Returns one dict per partition:
+        ``compacted`` True with ``version`` (the version the new base holds), ``edges`` and
+        ``seconds``; or ``compacted`` False with the ``reason`` where there was nothing to fold
+        (the base holds the newest version already) or the generation before the last compaction
+        is still kept for older reads. Other refusals raise."""
+        if partitions is None:
+            partitions = range(self.num_partitions)
+        out = []
+        for p in partitions:
+            p = int(p)
+            if not 0 <= p < self.num_partitions:
+                raise InvalidArgument("partition %d of %d" % (p, self.num_partitions))
+            out.append(self._c.compact(p))
+        return out
+
     def __repr__(self):
         return "fanout.Cluster(%s)" % self._c.description

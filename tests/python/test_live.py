@@ -56,3 +56,36 @@ def test_bad_updates_are_refused_by_name(cora2, fanout, tmp_path):
 def test_a_static_cluster_takes_no_updates(cluster, fanout):
     with pytest.raises(fanout.InvalidArgument, match="static partition"):
         cluster.update(add_edges=[[0], [1]])
+
+
+def test_compact_folds_the_delta_into_a_base_that_samples_the_same(cora2, fanout, tmp_path):
+    args = ["--live-dir", str(tmp_path / "live"), "--live-compact-ratio", "0", "--live-compact-mib", "0"]
+    with fanout.LocalCluster(cora2, server_args=args) as lc:
+        c = lc.cluster()
+        kw = dict(num_neighbors=[5, 3], batch_size=16, shuffle=False, num_workers=1)
+        seeds = torch.arange(16)
+        far = c.num_nodes - 1
+        assert c.update(add_edges=torch.stack([seeds, torch.full_like(seeds, far)]), undirected=True) == [1, 1]
+        assert c.update(labels={0: 3}) == [2, -1]
+        before = next(iter(fanout.NodeLoader(c, seeds, **kw)))
+        assert before.versions == [2, 1]
+        done = c.compact()
+        assert [d["compacted"] for d in done] == [True, True], done
+        assert [d["version"] for d in done] == [2, 1]
+        assert all(d["edges"] > 0 and d["seconds"] >= 0 for d in done)
+        # The same batch from the new bases, value for value.
+        after = next(iter(fanout.NodeLoader(c, seeds, **kw)))
+        assert after.versions == [2, 1]
+        assert _nodes(after) == _nodes(before)
+        assert torch.equal(after.x, before.x) and torch.equal(after.y, before.y)
+        # Nothing more to fold (or the generation before still kept): said, not raised.
+        again = c.compact([0])
+        assert len(again) == 1 and again[0]["partition"] == 0 and not again[0]["compacted"]
+        assert "already holds" in again[0]["reason"] or "still kept" in again[0]["reason"]
+        with pytest.raises(fanout.InvalidArgument, match="partition 5 of 2"):
+            c.compact([5])
+
+
+def test_a_static_cluster_cannot_be_compacted(cluster, fanout):
+    with pytest.raises(fanout.InvalidArgument, match="static partition"):
+        cluster.compact()

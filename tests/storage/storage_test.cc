@@ -246,7 +246,7 @@ TEST(IoGateTest, ABatchReaderKeepsToTheProcessBudgetWhileAnOnlineReaderReads) {
       ASSERT_TRUE(
           (uring ? BlockReader::Create(64, 4096, &r) : BlockReader::CreatePread(64, 4096, &r))
               .ok());
-      IoGate gate;
+      IoGate gate(IoGate::kBatchBudget);  // fixed (no online read reports here)
       const int64_t held_before = gate.held();
       if (online_waits) gate.OnlineBegin();
       int64_t most = 0;  // the gate's batch reads in flight, seen at each completion
@@ -269,6 +269,153 @@ TEST(IoGateTest, ABatchReaderKeepsToTheProcessBudgetWhileAnOnlineReaderReads) {
       }
     }
   }
+}
+
+// An online reader's reads each report their latency to the gate (both
+// modes), which a batch reader's do not.
+TEST(IoGateTest, AnOnlineReaderReportsEachReadsLatency) {
+  TempDir tmp;
+  const FeatureFileIdentity id = Identity(4000, 32);
+  const std::vector<char> rows = Rows(id.rows, id.row_bytes());
+  const std::string path = Write(tmp.Sub("f"), id, rows, 7);
+  std::shared_ptr<const FeatureFile> f;
+  ASSERT_TRUE(FeatureFile::Open(path, ExpectOf(id), &f).ok());
+  std::vector<int64_t> blocks(f->geometry().num_blocks);
+  std::iota(blocks.begin(), blocks.end(), 0);
+  for (bool uring : {true, false}) {
+    std::unique_ptr<BlockReader> r;
+    ASSERT_TRUE(
+        (uring ? BlockReader::Create(16, 4096, &r) : BlockReader::CreatePread(16, 4096, &r)).ok());
+    IoGate gate;
+    for (ReadClass c : {ReadClass::kBatch, ReadClass::kOnline}) {
+      ReadOptions o;
+      o.read_class = c;
+      o.gate = &gate;
+      ASSERT_TRUE(r->Read(
+                       *f, blocks.data(), static_cast<int64_t>(blocks.size()),
+                       [](int64_t, const char*) {}, o)
+                      .ok());
+    }
+    EXPECT_EQ(gate.stats().online_reads, static_cast<int64_t>(blocks.size())) << r->mode();
+    EXPECT_FALSE(gate.online_waiting());
+  }
+}
+
+int64_t g_gate_now = 0;
+int64_t GateNow() { return g_gate_now; }
+
+// The adaptive budget, on a clock of the test's: raised while the online
+// reads' p99 stays well under factor x the device's latency and batch reads
+// were held back, cut above it (down to 1), raised again when the device is
+// quiet; a device that becomes slower for good is the new reference within
+// a minute; a fixed gate never moves.
+TEST(IoGateTest, AnAdaptiveBudgetFollowsTheOnlineReadsLatency) {
+  g_gate_now = int64_t{1000} * 1'000'000'000;
+  IoGateOptions o;
+  o.now_ns = GateNow;
+  o.latency_factor = 1.5;
+  o.initial_budget = 8;
+  IoGate gate(o);
+  ASSERT_TRUE(gate.adaptive());
+  ASSERT_EQ(gate.budget(), 8);
+  // One window: batch reads held back by the budget (or not), then 100
+  // online reads of `latency_ns` 110 ms on (the 100th closes the window).
+  auto window = [&](int64_t latency_ns, bool held) {
+    if (held) {
+      gate.OnlineBegin();
+      const int b = gate.budget();
+      for (int i = 0; i < b; ++i) ASSERT_TRUE(gate.BatchTryAcquire());
+      ASSERT_FALSE(gate.BatchTryAcquire());
+      gate.BatchDone(b);
+      gate.OnlineEnd();
+    }
+    g_gate_now += 110'000'000;
+    for (int i = 0; i < 100; ++i) gate.OnlineRead(latency_ns);
+  };
+  // The first windows are the probe: batch held to 1 read for two windows,
+  // the second measured (the reference), then the budget back.
+  window(100'000, true);
+  EXPECT_EQ(gate.budget(), 1);
+  EXPECT_TRUE(gate.stats().probing);
+  window(100'000, true);
+  window(100'000, true);
+  EXPECT_EQ(gate.budget(), 8);
+  EXPECT_EQ(gate.stats().probes, 1);
+  EXPECT_FALSE(gate.stats().probing);
+  EXPECT_NEAR(gate.stats().reference_us, 100, 10);
+  EXPECT_NEAR(gate.stats().target_us, 150, 15);
+  // Well under the target with batch reads held back: raised each window.
+  for (int w = 0; w < 7; ++w) window(100'000, true);
+  const IoGateStats quiet = gate.stats();
+  EXPECT_EQ(quiet.windows, 10);
+  EXPECT_EQ(quiet.raises, 7);
+  EXPECT_EQ(gate.budget(), 15);
+  // Quiet but nothing held: the budget stays.
+  for (int w = 0; w < 5; ++w) window(100'000, false);
+  EXPECT_EQ(gate.budget(), 15);
+  // Online reads at 4x the reference: cut each window, down to 1.
+  for (int w = 0; w < 30; ++w) window(400'000, true);
+  EXPECT_EQ(gate.budget(), 1);
+  EXPECT_GT(gate.stats().cuts, 5);
+  EXPECT_NEAR(gate.stats().last_p99_us, 400, 40);
+  // Between 0.85 and 1 x the target: held.
+  window(135'000, true);
+  EXPECT_EQ(gate.budget(), 1);
+  // Quiet again: raised.
+  for (int w = 0; w < 5; ++w) window(100'000, true);
+  EXPECT_GT(gate.budget(), 1);
+  EXPECT_EQ(gate.stats().probes, 1);
+  // Slower for good (1 ms): cut at first; once the probes kept (three, 10 s
+  // apart) all saw it, 1 ms is the reference, and the budget grows again.
+  for (int w = 0; w < 10; ++w) window(1'000'000, true);
+  EXPECT_EQ(gate.budget(), 1);
+  for (int w = 0; w < 140; ++w) window(1'000'000, true);
+  EXPECT_NEAR(gate.stats().reference_us, 100, 10);  // the first probe still kept
+  for (int w = 0; w < 200; ++w) window(1'000'000, true);
+  EXPECT_GE(gate.stats().probes, 4);
+  EXPECT_NEAR(gate.stats().reference_us, 1000, 100);
+  EXPECT_GT(gate.budget(), 8);
+  // A few reads after a quiet spell make no window.
+  const int64_t windows = gate.stats().windows;
+  g_gate_now += 3'000'000'000;
+  for (int i = 0; i < 3; ++i) gate.OnlineRead(50'000'000);
+  EXPECT_EQ(gate.stats().windows, windows);
+
+  // Batch reads keep to the budget for a second after an online read, with
+  // none waiting (the queue between two queries is what the next one waits
+  // behind); then they take the device's whole depth.
+  {
+    IoGateOptions lo;
+    lo.now_ns = GateNow;
+    lo.initial_budget = 2;
+    IoGate linger(lo);
+    EXPECT_TRUE(linger.BatchTryAcquire());
+    EXPECT_TRUE(linger.BatchTryAcquire());
+    EXPECT_TRUE(linger.BatchTryAcquire());  // no online read yet: free
+    linger.BatchDone(3);
+    linger.OnlineRead(100'000);
+    g_gate_now += 500'000'000;
+    EXPECT_TRUE(linger.BatchTryAcquire());
+    EXPECT_TRUE(linger.BatchTryAcquire());
+    EXPECT_FALSE(linger.BatchTryAcquire());  // half a second after an online read
+    g_gate_now += 600'000'000;
+    EXPECT_TRUE(linger.BatchTryAcquire());  // over a second
+    linger.BatchDone(3);
+  }
+
+  IoGate fixed(4);
+  EXPECT_FALSE(fixed.adaptive());
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(fixed.BatchTryAcquire());
+  fixed.OnlineRead(100'000);
+  EXPECT_TRUE(fixed.BatchTryAcquire());  // a fixed gate holds only while one waits
+  fixed.BatchDone(5);
+  for (int w = 0; w < 3; ++w) {
+    g_gate_now += 110'000'000;
+    for (int i = 0; i < 32; ++i) fixed.OnlineRead(10'000'000);
+  }
+  EXPECT_EQ(fixed.budget(), 4);
+  EXPECT_EQ(fixed.stats().online_reads, 97);
+  EXPECT_EQ(fixed.stats().windows, 0);
 }
 
 TEST(RowCacheTest, SieveEvictsTheOldestRowNotHitSinceTheHandPassed) {
