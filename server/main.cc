@@ -203,15 +203,16 @@ int main(int argc, char** argv) {
       "hundred batch reads (docs/TENANTS.md). With --no-online-io-first only CPU priority "
       "separates the classes");
   app.add_option("--io-gate-budget", o.io_gate_budget,
-                 "With --online-io-first: batch reads in flight at most while an online read "
-                 "waits. 0 (default) adapts it to the device: online reads' 90th-percentile "
-                 "latency is held near --io-gate-latency-factor x the device's own (the lowest "
-                 "of the last minute), cutting the budget above it and raising it well below")
+                 "With --online-io-first: batch reads in flight at most while online reads go "
+                 "on. 0 (default) adapts it to the device: online reads' 99th-percentile "
+                 "latency is held near --io-gate-latency-factor x their latency with batch held "
+                 "to one read (probed every 10 s), cutting the budget above it and raising it "
+                 "well below; N fixes it at N, held only while an online read waits")
       ->default_val(0)
       ->check(CLI::Range(0, 65536));
   app.add_option("--io-gate-latency-factor", o.io_gate_latency_factor,
                  "With --io-gate-budget 0: the online reads' latency target as a multiple of "
-                 "the device's latency")
+                 "their latency with batch held to one read")
       ->default_val(1.5)
       ->check(CLI::Range(1.05, 100.0));
   app.add_option("--scheduler-slots", o.scheduler_slots,

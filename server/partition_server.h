@@ -104,9 +104,10 @@ struct ServerOptions {
   std::string tenants_file;
   int scheduler_slots = 0;  // requests computed at once with a tenants file (0 = the usable CPUs)
   bool online_io_first = true;  // SchedulerOptions::online_io_first
-  // The device gate's batch budget while an online read waits
-  // (storage/io_gate.h): 0 adapts it to the online reads' latency, held near
-  // io_gate_latency_factor x the device's own; > 0 fixes it.
+  // The device gate's batch budget while online reads go on
+  // (storage/io_gate.h): 0 adapts it to the online reads' p99, held near
+  // io_gate_latency_factor x their p99 with batch held to one read; > 0
+  // fixes it.
   int io_gate_budget = 0;
   double io_gate_latency_factor = 1.5;
   int64_t memory_limit_bytes = 0;  // planned against (0 = the cgroup's limit or physical memory)

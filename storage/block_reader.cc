@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -28,12 +27,6 @@ Status CheckArgs(int queue_depth, int64_t max_block_bytes) {
     return Status::InvalidArgument("block size " + std::to_string(max_block_bytes) +
                                    " is not a multiple of 4096 up to 64 MiB");
   return Status::OK();
-}
-
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
 }
 
 std::string BlockText(const FeatureFile& f, int64_t b) {
@@ -164,10 +157,10 @@ Status BlockReader::ReadPread(const FeatureFile& file, const int64_t* blocks, in
     if (b < 0 || b >= g.num_blocks)
       return Status::InvalidArgument(BlockText(file, b) + " is outside the file");
     GateTurn turn(batch_gate);  // a batch reader's one read counted in the gate while it runs
-    const int64_t t0 = online_gate != nullptr ? NowNs() : 0;
+    const int64_t t0 = online_gate != nullptr ? online_gate->Now() : 0;
     FANOUT_RETURN_IF_ERROR(ReadFully(io_, file.fd(), file.direct(), BlockText(file, b),
                                      buffers_.data(), g.block_bytes, g.BlockOffset(b)));
-    if (online_gate != nullptr) online_gate->OnlineRead(NowNs() - t0);
+    if (online_gate != nullptr) online_gate->OnlineRead(online_gate->Now() - t0);
     ++stats_.reads;
     stats_.bytes += g.block_bytes;
     stats_.max_in_flight = std::max<int64_t>(stats_.max_in_flight, 1);
@@ -231,7 +224,7 @@ Status BlockReader::Read(const FeatureFile& file, const int64_t* blocks, int64_t
         break;
       }
       free_slots.pop_back();
-      if (online_gate != nullptr) slot_t0[slot] = NowNs();
+      if (online_gate != nullptr) slot_t0[slot] = online_gate->Now();
       slot_req[slot] = next++;
       ++unsubmitted;
       ++in_flight;
@@ -264,7 +257,7 @@ Status BlockReader::Read(const FeatureFile& file, const int64_t* blocks, int64_t
                          ")");
     --in_flight;
     if (batch_gate != nullptr) batch_gate->BatchDone(1);
-    if (online_gate != nullptr) online_gate->OnlineRead(NowNs() - slot_t0[slot]);
+    if (online_gate != nullptr) online_gate->OnlineRead(online_gate->Now() - slot_t0[slot]);
     const int64_t i = slot_req[slot];
     const int64_t b = blocks[i];
     slot_req[slot] = -1;

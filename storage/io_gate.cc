@@ -126,8 +126,7 @@ void IoGate::CloseWindow(int64_t now) {
     return;
   }
   const double target = factor_ * reference_ns_;
-  const bool above = p99 > target;
-  if (above) {
+  if (p99 > target) {
     const int cut = std::max(1, std::min(budget - 1, budget * 3 / 4));
     if (cut != budget) {
       budget_.store(cut, std::memory_order_relaxed);

@@ -131,6 +131,9 @@ class IoGate {
   // Times a batch reader was told to wait (each refusal of BatchTryAcquire).
   int64_t held() const { return held_.load(std::memory_order_relaxed); }
   IoGateStats stats() const;
+  // The gate's clock in ns (IoGateOptions::now_ns, else steady_clock): what
+  // online readers time their reads with.
+  int64_t Now() const;
 
  private:
   // Latency buckets: an eighth of an octave each (9%) from 1 us (bucket 0
@@ -138,7 +141,6 @@ class IoGate {
   static constexpr int kBuckets = 8 * 24;
   static int BucketOf(int64_t ns);
   static double BucketUpperNs(int b);
-  int64_t Now() const;
   bool Take();
   void CloseWindow(int64_t now);
 
