@@ -19,10 +19,10 @@ OTHER_TOOLS = {
     "--build": "cmake", "--output-on-failure": "ctest", "--repeat": "ctest", "--cache-sim": "valgrind",
     "--from-file": "kubectl", "--nodes": "sbatch", "--system-site-packages": "python3 -m venv",
     "--flag": "(docs/README.md's own words)", "--gtest": "GoogleTest's --gtest_filter",
-    "--parquet": "datasets/make_shop_tables.py",
+    "--parquet": "datasets/make_shop_tables.py", "--mount": "unshare",
 }
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
-BINARY = re.compile(r"(?<![\w/-])(fanout-(?:server|partition|ctl|sample|spark-task|bench-[a-z]+)|train-graphsage)"
+BINARY = re.compile(r"(?<![\w/-])(fanout-(?:server|partition|ctl|sample|spark-task|bench-[a-z]+(?:-[a-z]+)*)|train-graphsage)"
                     r"(?![\w-])")
 
 
@@ -53,6 +53,7 @@ def helps():
             h["fanout-spark-task"] += run_help([os.path.join(BIN, "fanout-spark-task"), sub])
     scripts = sorted(glob.glob(os.path.join(ROOT, "examples", "python", "*.py"))) + \
         [os.path.join(ROOT, "bench", "python_bench.py"), os.path.join(ROOT, "bench", "ingest_bench.py"),
+         os.path.join(ROOT, "bench", "peers_bench.py"),
          os.path.join(ROOT, "python", "fanout", "spark.py")]
     # Their argparse flags, read from the source (running --help would need PyG for some of them).
     h["scripts"] = " ".join(" ".join(re.findall(r"add_argument\(\s*\"(--[a-z0-9-]+)\"", open(s).read()))
@@ -96,7 +97,7 @@ def test_cli_md_lists_every_fanout_ctl_command_and_bench_name(helps):
     assert listed, "docs/CLI.md names no `fanout-ctl a|b|...` list"
     assert sorted(listed.group(1).split("|")) == sorted(helps["fanout-ctl subcommands"]), listed.group(1)
     run = helps["./run"]
-    names = re.search(r"BENCH_ORDER=\(([^)]*)\)", run).group(1).split() + ["scale"]
+    names = re.search(r"BENCH_ORDER=\(([^)]*)\)", run).group(1).split() + ["scale", "peers"]
     bench = re.search(r"`\./run bench \[([a-z|]+)\]`", cli)
     assert bench, "docs/CLI.md names no `./run bench [a|b|...]` list"
     assert sorted(set(bench.group(1).split("|"))) == sorted(set(names)), (bench.group(1), names)
