@@ -143,6 +143,13 @@ def rmat_edges(scale, edge_factor, seed, chunk=1 << 22):
     return src, dst
 
 
+def write_json(path, obj):
+    """Writes `obj` to `path` whole: aside, then renamed over it."""
+    with open(path + ".tmp", "w") as f:
+        json.dump(obj, f)
+    os.replace(path + ".tmp", path)
+
+
 def ensure_graph(work, scale, seed):
     folder = os.path.join(work, "graph-s%d" % scale)
     meta_path = os.path.join(folder, "meta.json")
@@ -177,9 +184,7 @@ def ensure_graph(work, scale, seed):
         "train": int(train.shape[0]),
         "rows": "in-neighbors",
     }
-    with open(meta_path + ".tmp", "w") as f:
-        json.dump(meta, f)
-    os.replace(meta_path + ".tmp", meta_path)
+    write_json(meta_path, meta)
     log("  written in %.0f s: %s" % (time.time() - t, folder))
     return folder, meta
 
@@ -261,9 +266,7 @@ def ensure_features(folder, meta, seed, dim=128):
     np.save(path + ".tmp.npy", x)
     os.replace(path + ".tmp.npy", path)
     meta["feature_dim"] = dim
-    with open(os.path.join(folder, "meta.json") + ".tmp", "w") as f:
-        json.dump(meta, f)
-    os.replace(os.path.join(folder, "meta.json") + ".tmp", os.path.join(folder, "meta.json"))
+    write_json(os.path.join(folder, "meta.json"), meta)
 
 
 def ensure_partitioned(cmd, out, graph_meta, timeout=3600, env=None):
@@ -280,8 +283,7 @@ def ensure_partitioned(cmd, out, graph_meta, timeout=3600, env=None):
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     if r.returncode != 0:
         return "partitioning failed (exit %d): %s" % (r.returncode, " | ".join((r.stderr or r.stdout).strip().splitlines()[-3:]))
-    with open(stamp, "w") as f:
-        json.dump(want, f)
+    write_json(stamp, want)
     return None
 
 
@@ -329,16 +331,8 @@ def run_distdgl(py, part, graph, seconds, timeout):
             time.sleep(0.5)
         cmd = [py, script, "trainer", part, "--graph", graph, "--seconds", str(seconds), "--server-pids",
                ",".join(str(s.pid) for s in servers), "--cpus", ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))]
-        try:
-            r = subprocess.run(cmd, env=dict(env, DGL_ROLE="client", DGL_NUM_SAMPLER="0", DGL_GROUP_ID="0"),
-                               capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return None, "the DistDGL trainer timed out after %d s" % timeout
-        for line in reversed(r.stdout.strip().splitlines()):
-            if line.startswith("{"):
-                return json.loads(line), None
-        return None, "the DistDGL trainer gave no result (exit %d): %s" % (
-            r.returncode, " | ".join((r.stderr or r.stdout).strip().splitlines()[-3:]))
+        res, why = run_worker(cmd, timeout, env=dict(env, DGL_ROLE="client", DGL_NUM_SAMPLER="0", DGL_GROUP_ID="0"))
+        return res, None if res is not None else "the DistDGL trainer: " + why
     finally:
         stop_groups(servers)
 
@@ -381,19 +375,14 @@ def run_glt(py, part, seconds, timeout):
         # trainer starts with them; their ready lines come once all have met.
         cmd = [py, script, "trainer", part, "--port", str(port), "--loader-port", str(loader_port), "--seconds",
                str(seconds), "--server-pids", ",".join(str(s.pid) for s in servers)]
-        try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=PEER_ENV)
-        except subprocess.TimeoutExpired:
-            return None, "the GLT trainer timed out after %d s" % timeout
-        for line in reversed(r.stdout.strip().splitlines()):
-            if line.startswith("{"):
-                return json.loads(line), None
+        res, why = run_worker(cmd, timeout, env=PEER_ENV)
+        if res is not None:
+            return res, None
         tails = []
         for path in logs:
             with open(path) as f:
                 tails += f.read().strip().splitlines()[-2:]
-        return None, "the GLT trainer gave no result (exit %d): %s" % (
-            r.returncode, " | ".join(((r.stderr or r.stdout).strip().splitlines() + tails)[-4:]))
+        return None, "the GLT trainer: %s | servers: %s" % (why, " | ".join(tails))
     finally:
         stop_groups(servers)
 

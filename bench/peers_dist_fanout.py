@@ -55,22 +55,26 @@ def partition(args):
 
 
 def start_server(binary, dataset, part, extra, work):
+    """One fanout-server (this process's child, gone with it), ready: (process, "host:port")."""
+    from fanout.local_cluster import read_ready_record
+
     ready = os.path.join(work, "ready-%d.json" % part)
-    log = open(os.path.join(work, "server-%d.log" % part), "w")
-    proc = subprocess.Popen([binary, "--dataset", dataset, "--partition", str(part), "--port", "0",
-                             "--admin-port", "-1", "--ready-file", ready, "--parent-pid", str(os.getpid())] + extra,
-                            stdout=log, stderr=subprocess.STDOUT)
+    log_path = os.path.join(work, "server-%d.log" % part)
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([binary, "--dataset", dataset, "--partition", str(part), "--port", "0",
+                                 "--admin-port", "-1", "--ready-file", ready, "--parent-pid", str(os.getpid())]
+                                + extra, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.time() + 300
-    while not os.path.exists(ready):
+    while True:
+        record = read_ready_record(ready)
+        if record is not None:
+            return proc, "%s:%d" % (record["host"], record["rpc_port"])
         if proc.poll() is not None:
-            raise SystemExit("fanout-server for partition %d exited (%d): see %s" % (part, proc.returncode, log.name))
+            raise SystemExit("fanout-server for partition %d exited (%d): see %s" % (part, proc.returncode, log_path))
         if time.time() > deadline:
             proc.kill()
             raise SystemExit("fanout-server for partition %d did not get ready in 300 s" % part)
         time.sleep(0.1)
-    with open(ready) as f:
-        record = json.load(f)["fanout_server_ready"]
-    return proc, "127.0.0.1:%d" % record["rpc_port"]
 
 
 def run(args):
