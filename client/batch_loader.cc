@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "client/detail/batch_sampling.h"
+#include "client/detail/stage_timer.h"
 #include "common/id_range.h"
 #include "common/random.h"
 #include "sampler/temporal.h"
@@ -76,6 +77,9 @@ BatchLoader::BatchLoader(std::shared_ptr<Source> source, std::vector<int64_t> se
   if (options_.batch_size < 1) throw std::invalid_argument("NodeLoader: batch_size must be >= 1");
   if (options_.num_workers < 1) throw std::invalid_argument("NodeLoader: num_workers must be >= 1");
   if (options_.prefetch < 1) throw std::invalid_argument("NodeLoader: prefetch must be >= 1");
+  // Two large arrays a batch; enough idle buffers for each worker's next
+  // batch and the one the consumer lets go of.
+  pool_ = BufferPool::Create(2 * (static_cast<size_t>(options_.num_workers) + 1));
   world_ = options_.world_size >= 0 ? options_.world_size : EnvInt("WORLD_SIZE", 1);
   rank_ = options_.rank >= 0 ? options_.rank : EnvInt("RANK", 0);
   if (world_ < 1 || rank_ < 0 || rank_ >= world_)
@@ -201,14 +205,26 @@ void BatchLoader::Worker(int w) {
     const int64_t staged_before = fetcher ? fetcher->stats().staged_bytes : 0;
     Batch mb;
     Status st;
+    const auto wall0 = std::chrono::steady_clock::now();
+    const double cpu0 = ThreadCpuSeconds();
     try {
       st = Produce(session, fetcher.get(), b, &mb);
     } catch (const std::exception& e) {
       st = Status::Internal(std::string("building batch tensors: ") + e.what());
     }
+    const double cpu1 = ThreadCpuSeconds();
+    const auto wall1 = std::chrono::steady_clock::now();
     {
       std::lock_guard<std::mutex> lock(stats_mu_);
       const SessionStats& after = session->stats();
+      stats_.produce.wall_s += std::chrono::duration<double>(wall1 - wall0).count();
+      stats_.produce.cpu_s += cpu1 - cpu0;
+      ++stats_.produce.calls;
+      for (int i = 0; i < kNumStages; ++i) {
+        stats_.stages[i].wall_s += after.stages[i].wall_s - before.stages[i].wall_s;
+        stats_.stages[i].cpu_s += after.stages[i].cpu_s - before.stages[i].cpu_s;
+        stats_.stages[i].calls += after.stages[i].calls - before.stages[i].calls;
+      }
       stats_.network_wait_s += after.network_wait_s - before.network_wait_s;
       stats_.feature_bytes += after.feature_bytes - before.feature_bytes;
       stats_.cache_lookups += after.cache_lookups - before.cache_lookups;
@@ -268,7 +284,8 @@ Status BatchLoader::Produce(Session* session, DeviceFeatureFetcher* fetcher, int
       for (size_t i = 0; i < positions.size(); ++i) times[i] = options_.input_time[positions[i]];
     }
   }
-  return SampleAndFetch(*source_, options_, session, fetcher, nodes, times, request_seed, out);
+  return SampleAndFetch(*source_, options_, session, fetcher, nodes, times, request_seed, out,
+                        pool_.get());
 }
 
 bool BatchLoader::Next(Batch* out) {
@@ -517,9 +534,12 @@ HeteroArrays SplitByType(const Batch& b, const sampler::HeteroSchema& schema) {
 
 LoaderStats BatchLoader::stats() const {
   LoaderStats s;
+  const BufferPool::Stats pool = pool_->stats();
   {
     std::lock_guard<std::mutex> lock(stats_mu_);
     s = stats_;
+    s.buffer_reuses = pool.reused;
+    s.buffer_allocations = pool.allocated;
     // The workers' paths, merged: one entry per partition, replica and path.
     for (const auto& paths : worker_paths_)
       for (const PartitionPath& pp : paths) {

@@ -27,6 +27,7 @@
 
 #include "cache/gpu_feature_cache.h"
 #include "client/array.h"
+#include "client/buffer_pool.h"
 #include "client/device_features.h"
 #include "client/ppr.h"
 #include "client/source.h"
@@ -186,6 +187,14 @@ struct LoaderStats {
   double seconds = 0;          // wall time the consumer spent in Next() plus between calls
   double network_wait_s = 0;   // summed over workers
   double consumer_wait_s = 0;  // time Next() waited for a batch
+  // Where the workers' time went (summed over workers): per Stage of their
+  // sessions' calls, and `produce`, each batch whole (its sampling, fetches
+  // and the batch's arrays built; produce less the stages is the building).
+  StageTime stages[kNumStages];
+  StageTime produce;
+  // Large batch arrays (x, edge_index) that reused the memory of a batch the
+  // consumer had let go of, and those that needed new memory (client/buffer_pool.h).
+  int64_t buffer_reuses = 0, buffer_allocations = 0;
   int64_t cache_lookups = 0, cache_hits = 0;  // feature rows, with a CachedSource
   int64_t cache_bytes = 0;                    // feature bytes served from the cache
   int64_t thrift_bytes = 0;  // reply bytes received over Thrift (features, labels, samples)
@@ -257,6 +266,8 @@ class BatchLoader {
   LoaderOptions options_;
   int rank_ = 0, world_ = 1;
   std::vector<std::unique_ptr<Session>> sessions_;  // one per worker, kept across epochs
+  // Memory of x and edge_index, reused across batches (client/buffer_pool.h).
+  std::shared_ptr<BufferPool> pool_;
 
   // Current epoch.
   int64_t epoch_ = -1;

@@ -209,7 +209,12 @@ Status LinkSeedNodes(const Source& source, const LoaderOptions& options, const L
 // features, labels and ids.
 Status SampleAndFetch(const Source& source, const LoaderOptions& options, Session* session,
                       DeviceFeatureFetcher* fetcher, ArrayView<const int64_t> seeds,
-                      ArrayView<const int64_t> times, uint64_t request_seed, Batch* out) {
+                      ArrayView<const int64_t> times, uint64_t request_seed, Batch* out,
+                      BufferPool* pool) {
+  auto empty = [pool](DType dtype, std::vector<int64_t> shape) {
+    return pool != nullptr ? pool->Empty(dtype, std::move(shape))
+                           : Array::Empty(dtype, std::move(shape));
+  };
   // Live partitions: every read of this batch at one version per partition.
   FANOUT_RETURN_IF_ERROR(session->Pin(options.snapshot));
   const sampler::MultiHopOptions mo = MultiHopOptionsOf(options);
@@ -237,7 +242,7 @@ Status SampleAndFetch(const Source& source, const LoaderOptions& options, Sessio
   const int64_t* ids = out->n_id.ptr<int64_t>();
   ArrayView<const int64_t> id_view(ids, static_cast<size_t>(n));
   const int64_t num_edges = static_cast<int64_t>(sub.row.size());
-  out->edge_index = Array::Empty(DType::kInt64, {2, num_edges});
+  out->edge_index = empty(DType::kInt64, {2, num_edges});
   std::copy(sub.row.begin(), sub.row.end(), out->edge_index.ptr<int64_t>());
   std::copy(sub.col.begin(), sub.col.end(), out->edge_index.ptr<int64_t>() + num_edges);
   int64_t at = 0;
@@ -266,15 +271,15 @@ Status SampleAndFetch(const Source& source, const LoaderOptions& options, Sessio
     // a server).
     const int64_t d = source.feature_dim();
     if (options.x_dtype == FeatureDType::kFloat32) {
-      out->x = Array::Empty(DType::kFloat32, {n, d});
+      out->x = empty(DType::kFloat32, {n, d});
       FANOUT_RETURN_IF_ERROR(session->Features(id_view, out->x.ptr<float>()));
     } else {
       // Half-width rows: fetched as float32 (exact for rows stored in the
       // same type), kept in the caller's type.
       std::vector<float> rows(static_cast<size_t>(n * d));
       FANOUT_RETURN_IF_ERROR(session->Features(id_view, rows.data()));
-      out->x = Array::Empty(
-          options.x_dtype == FeatureDType::kFloat16 ? DType::kFloat16 : DType::kBFloat16, {n, d});
+      out->x = empty(options.x_dtype == FeatureDType::kFloat16 ? DType::kFloat16 : DType::kBFloat16,
+                     {n, d});
       ConvertFloatRow(rows.data(), n * d, options.x_dtype, out->x.ptr<char>());
     }
   }

@@ -83,6 +83,7 @@ class CachedSession : public Session {
   void Sync() {
     const SessionStats& in = inner_->stats();
     stats_.network_wait_s = in.network_wait_s;
+    std::copy(std::begin(in.stages), std::end(in.stages), std::begin(stats_.stages));
     stats_.feature_bytes = in.feature_bytes;
     stats_.requests = in.requests;
     stats_.thrift_bytes = in.thrift_bytes;

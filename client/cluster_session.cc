@@ -3,7 +3,11 @@
 // labels, lookups, walks, has_edges, splits); Cluster::NewSession.
 #include "client/detail/cluster_session.h"
 
+#include "client/detail/stage_timer.h"
+
 namespace fanout::client {
+
+using detail::StageTimer;
 
 Status ClusterSession::ViewDataPlaneSample(int p, bool eids, bool weights, HopView* v) {
   const PodVector<char>& b = dp_replies_[p];
@@ -58,13 +62,17 @@ Status ClusterSession::Sample(ArrayView<const int64_t> seeds, uint64_t request_s
       FANOUT_RETURN_IF_ERROR(FetchHop(builder_.Frontier(*out), per_hop[h], static_cast<int32_t>(h),
                                       request_seed, options.sampling, {}, {}, "uniform",
                                       type_fanouts));
-      builder_.AddHop(hop_, eids, out);
+      {
+        StageTimer merge(&stats_, Stage::kMerge);
+        builder_.AddHop(hop_, eids, out);
+      }
     }
     return Status::OK();
   }
   for (size_t h = 0; h < options.fanouts.size(); ++h) {
     FANOUT_RETURN_IF_ERROR(FetchHop(builder_.Frontier(*out), options.fanouts[h],
                                     static_cast<int32_t>(h), request_seed, options.sampling));
+    StageTimer merge(&stats_, Stage::kMerge);
     builder_.AddHop(hop_, eids, out);
   }
   if (options.induced) {  // every stored edge of every node among the nodes
@@ -117,7 +125,10 @@ Status ClusterSession::SampleTemporal(ArrayView<const int64_t> seeds,
                                       request_seed, options.sampling, {}, temporal_.FrontierTimes(),
                                       sampler::TemporalStrategyName(options.temporal_strategy),
                                       type_fanouts));
-      temporal_.AddHop(hop_, eids, out);
+      {
+        StageTimer merge(&stats_, Stage::kMerge);
+        temporal_.AddHop(hop_, eids, out);
+      }
     }
     return Status::OK();
   }
@@ -126,6 +137,7 @@ Status ClusterSession::SampleTemporal(ArrayView<const int64_t> seeds,
                                     static_cast<int32_t>(h), request_seed, options.sampling, {},
                                     temporal_.FrontierTimes(),
                                     sampler::TemporalStrategyName(options.temporal_strategy)));
+    StageTimer merge(&stats_, Stage::kMerge);
     temporal_.AddHop(hop_, eids, out);
   }
   return Status::OK();
@@ -147,6 +159,7 @@ Status ClusterSession::FetchHop(ArrayView<const int64_t> frontier, int64_t fanou
     cap = 0;
     for (int64_t f : type_fanouts) cap = (f < 0 || cap < 0) ? -1 : cap + f;
   }
+  StageTimer route(&stats_, Stage::kRoute);
   FANOUT_RETURN_IF_ERROR(Route(frontier));
   if (walk) {  // each partition's walks' keys, in its order
     for (int p = 0; p < c_->num_parts(); ++p) {
@@ -175,11 +188,13 @@ Status ClusterSession::FetchHop(ArrayView<const int64_t> frontier, int64_t fanou
   call.type_fanouts = type_fanouts;
   call.labor = weights;
   call.walk_keys = walk_keys;
+  route.Stop();
   // Co-located partitions are sampled here, on their mapped CSR (the
   // keep filter is the builder's: SetInducedEdges keeps only edges among
   // the nodes, whichever path the hop came by).
   // (An export without edge ids, where the server reads them on demand:
   // hops that ask for them go to the server.)
+  StageTimer local(&stats_, Stage::kLocalSample);
   if (LocalSampling())
     for (int p = 0; p < c_->num_parts(); ++p)
       if (Here(p) && (!eids || Local(p)->has_edge_ids()))
@@ -187,7 +202,9 @@ Status ClusterSession::FetchHop(ArrayView<const int64_t> frontier, int64_t fanou
             p, fanout, hop, request_seed, sampling,
             times.empty() ? ArrayView<const int64_t>() : times_by_part_[p], strategy, type_fanouts,
             walk ? ArrayView<const uint64_t>(walk_keys_by_part_[p]) : ArrayView<const uint64_t>()));
+  local.Stop();
   // One request per other partition, all in flight at once.
+  StageTimer transfer(&stats_, Stage::kSampleTransfer);
   auto t0 = std::chrono::steady_clock::now();
   auto part_call = [&](int p) {
     rpc::SampleCall mine = call;
@@ -206,6 +223,8 @@ Status ClusterSession::FetchHop(ArrayView<const int64_t> frontier, int64_t fanou
       }));
   stats_.network_wait_s +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  transfer.Stop();
+  StageTimer merge(&stats_, Stage::kMerge);
   for (int p = 0; p < c_->num_parts(); ++p) {
     if (by_part_[p].empty() || served_[p]) continue;  // served: views_[p] set by SampleHere
     if (via_dp_[p]) {
@@ -300,6 +319,7 @@ Status ClusterSession::PinUnread() {
 }
 
 Status ClusterSession::Features(ArrayView<const int64_t> ids, float* out) {
+  StageTimer route(&stats_, Stage::kRoute);
   FANOUT_RETURN_IF_ERROR(Route(ids));
   FANOUT_RETURN_IF_ERROR(PinUnread());
   const int64_t d = c_->feature_dim();
@@ -308,8 +328,10 @@ Status ClusterSession::Features(ArrayView<const int64_t> ids, float* out) {
   std::vector<FeatureDType> types(k);
   for (int p = 0; p < k; ++p)
     FANOUT_RETURN_IF_ERROR(ParseFeatureDType(links_[p].info.feature_dtype, &types[p]));
+  route.Stop();
   // Co-located partitions: each row gathered from the mapped export
   // straight to its place in `out` (one copy, done here).
+  StageTimer local(&stats_, Stage::kLocalFeatures);
   for (int p = 0; p < k; ++p) {
     if (!Here(p)) continue;
     const LocalPartition& lp = *Local(p);
@@ -360,6 +382,8 @@ Status ClusterSession::Features(ArrayView<const int64_t> ids, float* out) {
     stats_.feature_bytes += bytes;
     NoteLocal(p, bytes, static_cast<int64_t>(part_ids.size()), bytes, 0, 0);
   }
+  local.Stop();
+  StageTimer transfer(&stats_, Stage::kFeatureTransfer);
   std::vector<char> direct(k, 0);  // the data-plane sink was `out` itself
   rpc::DataRequest req;
   req.method = rpc::DataMethod::kFeatures;
@@ -394,6 +418,8 @@ Status ClusterSession::Features(ArrayView<const int64_t> ids, float* out) {
       [&](int p) { return links_[p].client->ReceiveFeatures(&replies_[p].neighbors); }));
   stats_.network_wait_s +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  transfer.Stop();
+  StageTimer decode(&stats_, Stage::kFeatureDecode);
   for (int p = 0; p < k; ++p) {
     if (by_part_[p].empty() || served_[p]) continue;
     const FeatureDType t = types[p];
@@ -489,6 +515,7 @@ Status ClusterSession::FeaturesToDevice(ArrayView<const int64_t> ids, float* d_o
 }
 
 Status ClusterSession::Labels(ArrayView<const int64_t> ids, int64_t* out) {
+  StageTimer timer(&stats_, Stage::kLabels);
   FANOUT_RETURN_IF_ERROR(Route(ids));
   FANOUT_RETURN_IF_ERROR(PinUnread());
   if (!links_[0].info.has_labels) {  // every label unknown, as the dataset in process says

@@ -18,6 +18,7 @@ set(FANOUT_CLIENT_CORE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/walks.cc
   ${CMAKE_CURRENT_LIST_DIR}/ppr.cc
   ${CMAKE_CURRENT_LIST_DIR}/array.cc
+  ${CMAKE_CURRENT_LIST_DIR}/buffer_pool.cc
   ${CMAKE_CURRENT_LIST_DIR}/batch_loader.cc
   ${CMAKE_CURRENT_LIST_DIR}/batch_sampling.cc
   ${CMAKE_CURRENT_LIST_DIR}/loader_options_map.cc

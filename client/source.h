@@ -39,10 +39,38 @@ struct PartitionPath {
   }
 };
 
+// Where a session's time goes, per stage of its calls (docs/BENCHMARKS.md
+// "Where a distributed batch's time goes"): wall and this thread's CPU
+// seconds, summed over calls.
+enum class Stage : int {
+  kRoute = 0,        // request build: ids split by partition, per-partition arguments
+  kLocalSample,      // hops sampled here, on co-located partitions' exports
+  kSampleTransfer,   // sample requests out and replies in (server time included)
+  kMerge,            // replies checked and merged in frontier order, relabelled
+  kLocalFeatures,    // feature rows gathered here from co-located exports
+  kFeatureTransfer,  // feature requests out and rows in (server time included)
+  kFeatureDecode,    // received rows decoded or copied to their places in x
+  kLabels,           // labels (every path)
+  kCount
+};
+inline constexpr int kNumStages = static_cast<int>(Stage::kCount);
+// Names as the loader's stats report them.
+inline const char* StageName(Stage s) {
+  static const char* const kNames[kNumStages] = {
+      "route",          "local_sample",     "sample_transfer", "merge",
+      "local_features", "feature_transfer", "feature_decode",  "labels"};
+  return kNames[static_cast<int>(s)];
+}
+struct StageTime {
+  double wall_s = 0, cpu_s = 0;
+  int64_t calls = 0;
+};
+
 // Per-session counters (a session is used by one thread).
 struct SessionStats {
-  double network_wait_s = 0;  // time blocked waiting for replies
-  int64_t feature_bytes = 0;  // feature bytes received
+  StageTime stages[kNumStages];  // Stage-indexed
+  double network_wait_s = 0;     // time blocked waiting for replies
+  int64_t feature_bytes = 0;     // feature bytes received
   int64_t requests =
       0;  // requests sent to servers (one per partition asked; none for those read here)
   int64_t cache_lookups = 0;  // feature rows looked up in a cache (CachedSource)

@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -40,6 +41,12 @@ Status PinThisThread(int index) {
   if (rc != 0)
     return Status::Internal("pinning to cpu " + std::to_string(cpu) + ": " + std::strerror(rc));
   return Status::OK();
+}
+
+double ThreadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 int64_t ResidentSetBytes() {

@@ -15,6 +15,9 @@ int UsableCpuCount();
 // (wrapping around). Returns an error status if the OS refuses.
 Status PinThisThread(int index);
 
+// The calling thread's CPU seconds so far (CLOCK_THREAD_CPUTIME_ID).
+double ThreadCpuSeconds();
+
 // Resident set size of this process in bytes (0 if unknown), and its peak.
 int64_t ResidentSetBytes();
 int64_t PeakResidentSetBytes();

@@ -3,6 +3,8 @@
 #include <atomic>
 #include <memory>
 
+#include "common/cpu.h"
+
 namespace fanout {
 
 ThreadPool::ThreadPool(int num_threads) {
@@ -46,11 +48,17 @@ void ThreadPool::WorkerLoop() {
 }
 
 namespace {
+// Nanoseconds of CPU that workers spent on this thread's ParallelFor calls.
+thread_local int64_t t_helper_cpu_ns = 0;
+
+int64_t ThreadCpuNanos() { return static_cast<int64_t>(ThreadCpuSeconds() * 1e9); }
+
 // Shared between the caller of ParallelFor and its helpers. Helpers that start
 // after the loop is finished see next >= n and never touch fn.
 struct ParallelForState {
   std::atomic<int64_t> next{0};
   std::atomic<int64_t> done{0};
+  std::atomic<int64_t> helper_cpu_ns{0};  // CPU the workers spent in Work()
   int64_t n = 0;
   const std::function<void(int64_t)>* fn = nullptr;
   std::mutex mu;
@@ -80,10 +88,20 @@ void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t)>& fn) 
   state->n = n;
   state->fn = &fn;
   int64_t helpers = std::min<int64_t>(n - 1, num_threads());
-  for (int64_t h = 0; h < helpers; ++h) Submit([state] { state->Work(); });
+  for (int64_t h = 0; h < helpers; ++h)
+    Submit([state] {
+      const int64_t t0 = ThreadCpuNanos();
+      state->Work();
+      state->helper_cpu_ns.fetch_add(ThreadCpuNanos() - t0, std::memory_order_relaxed);
+    });
   state->Work();
   std::unique_lock<std::mutex> lock(state->mu);
   state->cv.wait(lock, [&] { return state->done.load(std::memory_order_acquire) == n; });
+  // A helper adds its CPU after its last call's `done`: read what is in (a
+  // helper still finishing adds a few microseconds that are not counted).
+  t_helper_cpu_ns += state->helper_cpu_ns.load(std::memory_order_relaxed);
 }
+
+double ThreadPool::HelperCpuSeconds() { return static_cast<double>(t_helper_cpu_ns) * 1e-9; }
 
 }  // namespace fanout

@@ -33,6 +33,12 @@ class ThreadPool {
   // returns when all calls have returned. fn must not throw.
   void ParallelFor(int64_t n, const std::function<void(int64_t)>& fn);
 
+  // The CPU seconds that workers spent on the calling thread's ParallelFor
+  // calls so far (its own share is in its own thread CPU time): with it, a
+  // caller accounts for all the CPU a request cost (a server's per-method
+  // CPU metric).
+  static double HelperCpuSeconds();
+
  private:
   void WorkerLoop();
 

@@ -41,10 +41,11 @@ ServerMetrics::ServerMetrics() : counters_(NumCounters()) {}
 
 double ServerMetrics::BucketUpperSeconds(int k) { return std::pow(2.0, k / 2.0) * 1e-6; }
 
-void ServerMetrics::EndRequest(int method, int outcome, double seconds) {
+void ServerMetrics::EndRequest(int method, int outcome, double seconds, double cpu_seconds) {
   counters_.Add(RequestIndex(method, outcome), 1);
   double us = seconds * 1e6;
   counters_.Add(LatencySumIndex(method), static_cast<int64_t>(us));
+  counters_.Add(CpuSumIndex(method), static_cast<int64_t>(cpu_seconds * 1e6));
   // Smallest k with us <= 2^(k/2).
   int k = us <= 1.0 ? 0 : static_cast<int>(std::ceil(2.0 * std::log2(us)));
   if (k >= kBuckets) k = kBuckets - 1;
@@ -171,6 +172,12 @@ std::string ServerMetrics::Prometheus(const std::string& extra) const {
     out.Sample("fanout_request_duration_seconds_sum", method, v[LatencySumIndex(m)] * 1e-6);
     out.Sample("fanout_request_duration_seconds_count", method, cum);
   }
+  out.Family("fanout_request_cpu_seconds_total", "counter",
+             "CPU seconds spent serving requests, by method (the serving thread's and its helper "
+             "threads'; the transport's own work is not in it).");
+  for (int m = 0; m < kNumMethods; ++m)
+    out.Sample("fanout_request_cpu_seconds_total", label("method", MethodName(m)),
+               v[CpuSumIndex(m)] * 1e-6);
   out.Append(extra);
   return out.str();
 }

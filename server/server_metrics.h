@@ -56,8 +56,9 @@ class ServerMetrics {
   ServerMetrics();
 
   void BeginRequest() { counters_.Add(kInFlight, 1); }
-  // Ends a request begun with BeginRequest().
-  void EndRequest(int method, int outcome, double seconds);
+  // Ends a request begun with BeginRequest(): `seconds` of wall time and
+  // `cpu_seconds` of CPU (the serving thread's and its ParallelFor helpers').
+  void EndRequest(int method, int outcome, double seconds, double cpu_seconds = 0);
   void RecordSample(int64_t nodes, int64_t edges) {
     counters_.Add(kSampledNodes, nodes);
     counters_.Add(kSampledEdges, edges);
@@ -126,7 +127,8 @@ class ServerMetrics {
     return kNumFixed + kNumMethods * (kNumOutcomes + 1) + kNumMethods * kBuckets + p;
   }
   static int PathBytesIndex(int p) { return PathRequestIndex(kNumPaths) + p; }
-  static int NumCounters() { return PathBytesIndex(kNumPaths); }
+  static int CpuSumIndex(int m) { return PathBytesIndex(kNumPaths) + m; }
+  static int NumCounters() { return CpuSumIndex(kNumMethods); }
 
   struct Snap {
     std::chrono::steady_clock::time_point at;

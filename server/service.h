@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 
+#include "common/cpu.h"
 #include "common/thread_pool.h"
 #include "datasets/partition_store.h"
 #include "sampler/neighbor_sampler.h"
@@ -194,6 +195,7 @@ class PartitionService {
   template <typename Fn>
   Status Run(int method, int path, const size_t* reply_bytes, Fn&& fn, Work work = {}) {
     auto t0 = std::chrono::steady_clock::now();
+    const double cpu0 = ThreadCpuSeconds() + ThreadPool::HelperCpuSeconds();
     metrics_->BeginRequest();
     Status st;
     Tenancy::Admission admission;
@@ -229,7 +231,7 @@ class PartitionService {
                          st.ok()                  ? kOk
                          : st.IsInvalidArgument() ? kInvalidArgument
                                                   : kError,
-                         secs);
+                         secs, ThreadCpuSeconds() + ThreadPool::HelperCpuSeconds() - cpu0);
     if (st.ok()) metrics_->RecordPath(path, reply_bytes ? static_cast<int64_t>(*reply_bytes) : 0);
     return st;
   }

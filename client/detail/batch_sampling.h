@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "client/batch_loader.h"
+#include "client/buffer_pool.h"
 
 namespace fanout::client::detail {
 
@@ -23,10 +24,12 @@ Status LinkSeedNodes(const Source& source, const LoaderOptions& options, const L
                      std::vector<int64_t>* nodes, std::vector<int64_t>* times, Batch* out);
 
 // The sampled subgraph of `seeds` (temporal: with one time each), then
-// features, labels and ids.
+// features, labels and ids. `pool` (may be null): where x and edge_index
+// take their memory.
 Status SampleAndFetch(const Source& source, const LoaderOptions& options, Session* session,
                       DeviceFeatureFetcher* fetcher, ArrayView<const int64_t> seeds,
-                      ArrayView<const int64_t> times, uint64_t request_seed, Batch* out);
+                      ArrayView<const int64_t> times, uint64_t request_seed, Batch* out,
+                      BufferPool* pool = nullptr);
 
 // An int64 array of `v`'s values.
 Array Int64Array(ArrayView<const int64_t> v);

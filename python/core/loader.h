@@ -7,6 +7,7 @@
 #include <chrono>
 #include <memory>
 
+#include "client/detail/stage_timer.h"
 #include "python/core/cluster.h"
 
 namespace fanout::python {
@@ -92,8 +93,14 @@ class PyLoader {
       Raise(Status::Internal(e.what()));
     }
     if (!more) return py::none();
+    const auto wall0 = std::chrono::steady_clock::now();
+    const double cpu0 = fanout::ThreadCpuSeconds();
     py::dict d = BatchDict(b);
     if (b.node_type.defined() && schema_ != nullptr) d["hetero"] = SplitDict(b, *schema_);
+    handoff_.wall_s +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+    handoff_.cpu_s += fanout::ThreadCpuSeconds() - cpu0;
+    ++handoff_.calls;
     return std::move(d);
   }
 
@@ -143,6 +150,30 @@ class PyLoader {
     d["servers"] = HealthList(s.servers);
     d["paths"] = PathList(s.paths);
     d["batches_per_s"] = s.batches_per_s();
+    d["buffer_reuses"] = s.buffer_reuses;
+    d["buffer_allocations"] = s.buffer_allocations;
+    // Where the time went (docs/BENCHMARKS.md "Where a distributed batch's
+    // time goes"): the workers' session stages, `build` (the rest of each
+    // batch's production: its arrays), and `handoff` (a batch's arrays to
+    // DLPack capsules, on the consumer's thread).
+    py::dict stages;
+    auto put = [&](const char* name, const client::StageTime& t) {
+      py::dict e;
+      e["wall_s"] = t.wall_s;
+      e["cpu_s"] = t.cpu_s;
+      e["calls"] = t.calls;
+      stages[name] = e;
+    };
+    client::StageTime build = s.produce;
+    for (int i = 0; i < client::kNumStages; ++i) {
+      put(client::StageName(static_cast<client::Stage>(i)), s.stages[i]);
+      build.wall_s -= s.stages[i].wall_s;
+      build.cpu_s -= s.stages[i].cpu_s;
+    }
+    put("build", build);
+    put("produce", s.produce);
+    put("handoff", handoff_);
+    d["stages"] = stages;
     return d;
   }
 
@@ -153,6 +184,7 @@ class PyLoader {
  private:
   std::unique_ptr<client::BatchLoader> loader_;
   const sampler::HeteroSchema* schema_ = nullptr;  // heterogeneous datasets: split batches by it
+  client::StageTime handoff_;  // Next()'s arrays to capsules, on the consumer's thread
 };
 
 }  // namespace fanout::python

@@ -1,5 +1,7 @@
 """The loaders: NodeLoader (PyG's NeighborLoader), SubgraphLoader, LinkLoader (LinkNeighborLoader) with
 NegativeSampling, and RandomWalkLoader with WalkBatch."""
+import time
+
 import torch
 
 from ._common import (_check_data_plane, _check_epoch, _check_local_sampling, _core, _ids, _ids_buffer,  # noqa: F401
@@ -141,6 +143,7 @@ class NodeLoader:
         self._loader = _core.NodeLoader(cluster._c, ids, options, link)
         self.batch_size = batch_size
         self._next_epoch = 0
+        self._python = [0.0, 0.0, 0]  # wall s, CPU s, batches: capsules to tensors and Batch objects
 
     def __len__(self):
         return len(self._loader)
@@ -169,15 +172,27 @@ class NodeLoader:
             d = self._loader.next()
             if d is None:
                 return
+            wall, cpu = time.perf_counter(), time.thread_time()
             b = Batch(d)
-            yield HeteroBatch(b, self.cluster, self._link_edge_type, d.get("hetero")) if self.hetero else b
+            b = HeteroBatch(b, self.cluster, self._link_edge_type, d.get("hetero")) if self.hetero else b
+            t = self._python
+            t[0] += time.perf_counter() - wall
+            t[1] += time.thread_time() - cpu
+            t[2] += 1
+            yield b
 
     def stats(self):
         """Counters since the loader was made: batches, sampled edges, bytes by path, waits,
-        retries and failovers, per server replica ("servers": as Cluster.health()), and each
+        retries and failovers, per server replica ("servers": as Cluster.health()), each
         partition's path as this loader's workers use it ("paths": as Cluster.paths(), sessions =
-        workers)."""
-        return self._loader.stats()
+        workers), and "stages": where the time went, each stage's wall and CPU seconds and calls
+        (the workers' route, local_sample, sample_transfer, merge, local_features,
+        feature_transfer, feature_decode, labels and build, summed over workers; produce, each
+        batch whole; handoff, arrays to DLPack capsules, and python, capsules to tensors and Batch
+        objects, on the iterating thread)."""
+        s = self._loader.stats()
+        s["stages"]["python"] = {"wall_s": self._python[0], "cpu_s": self._python[1], "calls": self._python[2]}
+        return s
 
     def close(self):
         """Stops the background workers now (they may wait on a server up to the call deadline; other

@@ -121,6 +121,11 @@ class LocalCluster:
             raise
         return self
 
+    @property
+    def pids(self):
+        """The servers' process ids, by partition (empty before start)."""
+        return [proc.pid for proc in self._procs]
+
     def _wait_ready(self, p, proc, ready_file):
         deadline = time.monotonic() + self.startup_timeout_s
         while True:

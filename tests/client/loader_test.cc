@@ -285,6 +285,85 @@ TEST_F(LoaderTest, BatchesCarryFeaturesLabelsAndOriginalIds) {
   EXPECT_EQ(s.local_bytes, 0);  // the fixture's servers export nothing here
 }
 
+// The loader's large arrays (x, edge_index) reuse the memory of batches the
+// consumer let go of, never of one it still holds; and its stage counters
+// add up: every batch's stages are inside its production.
+TEST_F(LoaderTest, BatchMemoryIsReusedOnlyOnceLetGoAndStagesAddUp) {
+  StartServers(2);
+  auto cluster = ConnectCluster();
+  auto local = Local();
+  std::unique_ptr<Session> ls;
+  ASSERT_TRUE(local->NewSession(&ls).ok());
+  LoaderOptions o;
+  o.batch_size = 100;
+  o.fanouts = {10, 10};
+  o.num_workers = 2;
+  NodeLoader loader(cluster, local->SplitNodes(3), o);
+  MiniBatch held;
+  ASSERT_TRUE(loader.Next(&held));
+  ASSERT_GE(held.x.numel() * 4, static_cast<int64_t>(BufferPool::kMinBytes));  // pooled
+  const torch::Tensor copy = held.x.clone();
+  int64_t batches = 1;
+  for (int i = 0; i < 30;
+       ++i) {  // several epochs: later batches come after earlier ones are let go
+    MiniBatch b;
+    if (!loader.Next(&b)) continue;  // an epoch's end; the next call starts the following one
+    ++batches;
+    EXPECT_NE(b.x.data_ptr(), held.x.data_ptr());
+  }
+  // The held batch's rows are its own still (no later batch wrote them).
+  EXPECT_TRUE(torch::equal(held.x, copy));
+  const int64_t n = held.n_id.size(0);
+  std::vector<int64_t> ids(held.n_id.data_ptr<int64_t>(), held.n_id.data_ptr<int64_t>() + n);
+  std::vector<float> x(n * 1433);
+  ASSERT_TRUE(ls->Features(ids, x.data()).ok());
+  EXPECT_TRUE(torch::equal(held.x, torch::from_blob(x.data(), {n, 1433}, torch::kFloat)));
+  const LoaderStats s = loader.stats();
+  EXPECT_GT(s.buffer_reuses, 0);  // batches let go of gave their memory to later ones
+  EXPECT_GT(s.buffer_allocations, 0);
+  EXPECT_GE(s.produce.calls, batches);
+  double in_stages = 0;
+  for (Stage st : {Stage::kRoute, Stage::kSampleTransfer, Stage::kMerge, Stage::kFeatureTransfer,
+                   Stage::kFeatureDecode, Stage::kLabels})
+    EXPECT_GT(s.stages[static_cast<int>(st)].calls, 0) << StageName(st);
+  for (const StageTime& t : s.stages) {
+    EXPECT_GE(t.cpu_s, 0);
+    in_stages += t.wall_s;
+  }
+  EXPECT_LE(in_stages, s.produce.wall_s + 1e-6);
+  EXPECT_GT(s.stages[static_cast<int>(Stage::kFeatureTransfer)].wall_s, 0);
+}
+
+TEST(BufferPoolTest, ReusesLetGoMemoryOfAFittingSizeAndOutlivesNothing) {
+  auto pool = BufferPool::Create(2);
+  const int64_t big = static_cast<int64_t>(BufferPool::kMinBytes);  // float32 elements: 4 MiB
+  Array a = pool->Empty(DType::kFloat32, {big});
+  void* first = a.data();
+  Array b = pool->Empty(DType::kFloat32, {big});
+  EXPECT_NE(b.data(), first);  // a is held
+  a = Array();                 // let go
+  Array c = pool->Empty(DType::kFloat32, {big / 2, 2});
+  EXPECT_EQ(c.data(), first);  // fits, and is not more than twice the size
+  c = Array();
+  Array d = pool->Empty(DType::kFloat32, {big / 4});  // under half of the idle buffer: new memory
+  EXPECT_NE(d.data(), first);
+  Array small = pool->Empty(DType::kInt64, {10});  // small arrays are malloc's
+  EXPECT_EQ(small.nbytes(), 80);
+  EXPECT_THROW(pool->Empty(DType::kFloat32, {-1}), std::invalid_argument);
+  BufferPool::Stats st = pool->stats();
+  EXPECT_EQ(st.reused, 1);
+  EXPECT_EQ(st.allocated, 3);
+  EXPECT_EQ(st.idle, 1);
+  // At most max_idle buffers stay idle; arrays may outlive their pool's owner.
+  b = Array();
+  d = Array();
+  EXPECT_EQ(pool->stats().idle, 2);
+  Array e = pool->Empty(DType::kFloat32, {big});
+  pool.reset();
+  std::fill_n(e.ptr<float>(), big, 1.0f);  // still this array's memory
+  EXPECT_EQ(e.ptr<float>()[big - 1], 1.0f);
+}
+
 // Node batches (neighbor and subgraph sampling, features, labels, original
 // ids) through 2 and 3 co-located servers equal the in-process ones and the
 // Thrift path's, with local sampling on and off. All local: no request per

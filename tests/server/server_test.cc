@@ -219,6 +219,9 @@ TEST_F(ServerTest, AdminEndpointReportsHealthMetricsAndStats) {
               HasSubstr("fanout_feature_bytes_total " + std::to_string(3 * 1433 * 4)));
   EXPECT_THAT(metrics->body,
               HasSubstr("fanout_request_duration_seconds_count{method=\"lookup_features\"} 1"));
+  EXPECT_THAT(metrics->body,
+              HasSubstr("# TYPE fanout_request_cpu_seconds_total counter\n"
+                        "fanout_request_cpu_seconds_total{method=\"partition_info\"}"));
   EXPECT_THAT(metrics->body, HasSubstr("fanout_process_resident_memory_bytes"));
   auto stats = http.Get("/stats");
   ASSERT_TRUE(stats);
