@@ -385,6 +385,11 @@ Status ClusterSession::Features(ArrayView<const int64_t> ids, float* out) {
   local.Stop();
   StageTimer transfer(&stats_, Stage::kFeatureTransfer);
   std::vector<char> direct(k, 0);  // the data-plane sink was `out` itself
+  // Thrift replies of float32 rows received straight into their rows of
+  // `out` (one segment per run of consecutive positions), not into a string
+  // and then copied.
+  std::vector<char> thrift_direct(k, 0);
+  if (thrift_segments_.size() < static_cast<size_t>(k)) thrift_segments_.resize(k);
   rpc::DataRequest req;
   req.method = rpc::DataMethod::kFeatures;
   auto t0 = std::chrono::steady_clock::now();
@@ -415,7 +420,25 @@ Status ClusterSession::Features(ArrayView<const int64_t> ids, float* out) {
       [&](int p) {
         return links_[p].client->SendFeatures(by_part_[p], pinned_.empty() ? -1 : pinned_[p]);
       },
-      [&](int p) { return links_[p].client->ReceiveFeatures(&replies_[p].neighbors); }));
+      [&](int p) {
+        thrift_direct[p] = 0;
+        if (types[p] != FeatureDType::kFloat32)
+          return links_[p].client->ReceiveFeatures(&replies_[p].neighbors);
+        std::vector<iovec>& segments = thrift_segments_[p];
+        segments.clear();
+        const size_t row = static_cast<size_t>(d) * 4;
+        const auto& pos = pos_[p];
+        for (size_t j = 0; j < pos.size();) {
+          size_t e = j + 1;
+          while (e < pos.size() && pos[e] == pos[e - 1] + 1) ++e;
+          segments.push_back({out + pos[j] * d, (e - j) * row});
+          j = e;
+        }
+        bool into = false;
+        Status st = links_[p].client->ReceiveFeaturesInto(segments, &replies_[p].neighbors, &into);
+        thrift_direct[p] = into;
+        return st;
+      }));
   stats_.network_wait_s +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   transfer.Stop();
@@ -427,6 +450,11 @@ Status ClusterSession::Features(ArrayView<const int64_t> ids, float* out) {
     if (direct[p] && via_dp_[p]) {  // rows landed in `out` already
       stats_.feature_bytes += static_cast<int64_t>(by_part_[p].size() * row);
       stats_.ucx_bytes += static_cast<int64_t>(by_part_[p].size() * row);
+      continue;
+    }
+    if (thrift_direct[p] && !via_dp_[p]) {  // ... over Thrift
+      stats_.feature_bytes += static_cast<int64_t>(by_part_[p].size() * row);
+      stats_.thrift_bytes += static_cast<int64_t>(by_part_[p].size() * row);
       continue;
     }
     // Rows in a buffer: Thrift's reply, or the data plane's for a dtype to convert.

@@ -288,6 +288,66 @@ uint32_t ResettingFramedTransport::readSlow(uint8_t* buf, uint32_t len) {
   return n;
 }
 
+void ResettingFramedTransport::ReadScatter(const iovec* segments, size_t count) {
+  using apache::thrift::transport::TTransportException;
+  size_t i = 0, off = 0;  // the next byte goes to segments[i] at off
+  auto advance = [&](size_t n) {
+    while (n > 0 && i < count) {
+      const size_t take = std::min(n, segments[i].iov_len - off);
+      off += take;
+      n -= take;
+      if (off == segments[i].iov_len) ++i, off = 0;
+    }
+    while (i < count && segments[i].iov_len == 0) ++i;
+  };
+  advance(0);
+  // What the frame buffer holds first.
+  while (i < count && rBase_ < rBound_) {
+    const size_t n = std::min(static_cast<size_t>(rBound_ - rBase_), segments[i].iov_len - off);
+    std::memcpy(static_cast<uint8_t*>(segments[i].iov_base) + off, rBase_, n);
+    rBase_ += n;
+    advance(n);
+  }
+  if (fd_ == -2)
+    fd_ = static_cast<apache::thrift::transport::TSocket*>(transport_.get())->getSocketFD();
+  const bool plain = fd_ >= 0 && conn_ == nullptr;  // a server's reads keep their deadline logic
+  std::vector<iovec> window;
+  while (i < count) {
+    if (frame_left_ == 0)
+      throw TTransportException(TTransportException::END_OF_FILE,
+                                "No more data to read inside a frame.");
+    size_t got = 0;
+    if (plain) {
+      // Up to IOV_MAX pieces, no further than the frame goes.
+      window.clear();
+      size_t budget = frame_left_;
+      for (size_t k = i, o = off; k < count && window.size() < IOV_MAX && budget > 0; ++k, o = 0) {
+        const size_t len = std::min(segments[k].iov_len - o, budget);
+        window.push_back({static_cast<uint8_t*>(segments[k].iov_base) + o, len});
+        budget -= len;
+      }
+      const ssize_t n = readv(fd_, window.data(), static_cast<int>(window.size()));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+          throw TTransportException(TTransportException::TIMED_OUT, "recv timed out");
+        throw TTransportException(TTransportException::NOT_OPEN,
+                                  std::string("recv failed: ") + std::strerror(errno));
+      }
+      got = static_cast<size_t>(n);
+    } else {
+      const uint32_t want =
+          static_cast<uint32_t>(std::min<size_t>(segments[i].iov_len - off, frame_left_));
+      got = ReadSome(static_cast<uint8_t*>(segments[i].iov_base) + off, want, true);
+    }
+    if (got == 0)
+      throw TTransportException(TTransportException::END_OF_FILE,
+                                "No more data to read inside a frame.");
+    frame_left_ -= static_cast<uint32_t>(got);
+    advance(got);
+  }
+}
+
 uint32_t ResettingFramedTransport::readEnd() {
   // Skip whatever the protocol left of the frame, so the next frame starts aligned.
   uint8_t sink[4096];
@@ -306,11 +366,36 @@ class FrameBoundedProtocol
   // Strict reads: every message starts with the version (Thrift's clients
   // send it; the unversioned form begins with a name length).
   FrameBoundedProtocol(std::shared_ptr<apache::thrift::transport::TTransport> trans,
-                       const ResettingFramedTransport* framed)
+                       ResettingFramedTransport* framed)
       : TBinaryProtocolT(std::move(trans), 0, 0, /*strict_read=*/true, /*strict_write=*/true),
         framed_(framed) {}
   uint32_t readString_virt(std::string& str) override { return ReadBounded(str); }
-  uint32_t readBinary_virt(std::string& str) override { return ReadBounded(str); }
+  uint32_t readBinary_virt(std::string& str) override {
+    if (scatter_ == nullptr) return ReadBounded(str);
+    // Armed (ArmBinaryScatter): a field of exactly the segments' size goes to them.
+    const iovec* segments = scatter_;
+    bool* done = scatter_done_;
+    scatter_ = nullptr;
+    int32_t size = 0;
+    uint32_t n = readI32(size);
+    size_t total = 0;
+    for (size_t i = 0; i < scatter_count_; ++i) total += segments[i].iov_len;
+    // Another size (or more than the frame holds, refused there): the string, as unarmed.
+    if (size < 0 || static_cast<size_t>(size) != total ||
+        static_cast<uint32_t>(size) > framed_->FrameRemaining())
+      return n + ReadSized(str, size);
+    str.clear();
+    framed_->ReadScatter(segments, scatter_count_);
+    *done = true;
+    return n + static_cast<uint32_t>(size);
+  }
+  void Arm(const iovec* segments, size_t count, bool* done) {
+    scatter_ = segments;
+    scatter_count_ = count;
+    scatter_done_ = done;
+    *done = false;
+  }
+  void Disarm() { scatter_ = nullptr; }
   // Unknown fields are skipped through this protocol's own (bounded) reads;
   // TBinaryProtocolT's skip calls its unbounded ones directly.
   uint32_t skip_virt(apache::thrift::protocol::TType type) override {
@@ -347,12 +432,16 @@ class FrameBoundedProtocol
   uint32_t ReadBounded(std::string& str) {
     int32_t size = 0;
     uint32_t n = readI32(size);
+    return n + ReadSized(str, size);
+  }
+  // A string's body of `size` bytes (its length read already), bounded by its frame.
+  uint32_t ReadSized(std::string& str, int32_t size) {
     if (size > 0 && static_cast<uint32_t>(size) > framed_->FrameRemaining())
       throw apache::thrift::protocol::TProtocolException(
           apache::thrift::protocol::TProtocolException::SIZE_LIMIT,
           "a field declares " + std::to_string(size) + " bytes but its frame holds only " +
               std::to_string(framed_->FrameRemaining()));
-    return n + readStringBody(str, size);
+    return readStringBody(str, size);
   }
   uint32_t ReadContainer(apache::thrift::protocol::TType* first,
                          apache::thrift::protocol::TType* second, uint32_t* size) {
@@ -375,15 +464,31 @@ class FrameBoundedProtocol
     return got;
   }
 
-  const ResettingFramedTransport* framed_;
+  ResettingFramedTransport* framed_;
+  const iovec* scatter_ = nullptr;  // armed: the next binary field's destination
+  size_t scatter_count_ = 0;
+  bool* scatter_done_ = nullptr;
 };
 }  // namespace
 
 std::shared_ptr<apache::thrift::protocol::TProtocol> FrameBoundedProtocolFactory::getProtocol(
     std::shared_ptr<apache::thrift::transport::TTransport> trans) {
-  if (auto* framed = dynamic_cast<const ResettingFramedTransport*>(trans.get()))
+  if (auto* framed = dynamic_cast<ResettingFramedTransport*>(trans.get()))
     return std::make_shared<FrameBoundedProtocol>(std::move(trans), framed);
   return std::make_shared<apache::thrift::protocol::TBinaryProtocol>(std::move(trans));
+}
+
+bool ArmBinaryScatter(apache::thrift::protocol::TProtocol* protocol, const iovec* segments,
+                      size_t count, bool* done) {
+  *done = false;
+  auto* p = dynamic_cast<FrameBoundedProtocol*>(protocol);
+  if (p == nullptr) return false;
+  p->Arm(segments, count, done);
+  return true;
+}
+
+void DisarmBinaryScatter(apache::thrift::protocol::TProtocol* protocol) {
+  if (auto* p = dynamic_cast<FrameBoundedProtocol*>(protocol)) p->Disarm();
 }
 
 namespace {

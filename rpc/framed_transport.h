@@ -22,6 +22,7 @@
 #ifndef FANOUT_RPC_FRAMED_TRANSPORT_H_
 #define FANOUT_RPC_FRAMED_TRANSPORT_H_
 
+#include <sys/uio.h>
 #include <thrift/TConfiguration.h>
 #include <thrift/protocol/TProtocol.h>
 #include <thrift/transport/TBufferTransports.h>
@@ -56,6 +57,14 @@ class ResettingFramedTransport : public apache::thrift::transport::TFramedTransp
 
   void flush() override;
   uint32_t readEnd() override;
+
+  // Reads the next bytes of the current frame into `segments`, in order,
+  // exactly as many as they hold (a reply's payload straight to its places:
+  // a loader's feature rows into their rows of x). What is buffered is copied;
+  // the rest is received with readv() on a plain socket, piece by piece
+  // otherwise. Throws TTransportException as reads do (END_OF_FILE where the
+  // frame or the stream ends first).
+  void ReadScatter(const iovec* segments, size_t count);
 
  protected:
   bool readFrame() override;
@@ -107,6 +116,16 @@ class ResettingFramedTransportFactory : public apache::thrift::transport::TTrans
 // back as a Status naming the server (health checks try dead replicas every
 // second). Drops those lines, prints the rest as Thrift does. Idempotent.
 void FilterThriftLog();
+
+// Arms the next binary field that `protocol` (FrameBoundedProtocolFactory's,
+// over a ResettingFramedTransport) reads: if it holds exactly the total of
+// `segments`' bytes, they are received straight into the segments
+// (ReadScatter) and its string stays empty, and *done is set. Any binary
+// field read disarms it, as does DisarmBinaryScatter. False (nothing armed)
+// for another protocol.
+bool ArmBinaryScatter(apache::thrift::protocol::TProtocol* protocol, const iovec* segments,
+                      size_t count, bool* done);
+void DisarmBinaryScatter(apache::thrift::protocol::TProtocol* protocol);
 
 // The servers' and the clients' protocol: Thrift's binary protocol, except that a string or
 // binary field may not declare more bytes than its frame still holds. Stock

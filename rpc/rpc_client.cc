@@ -402,6 +402,24 @@ Status RpcClient::ReceiveFeatures(std::string* rows) {
   return Call("lookup_features", [&](gen::FanoutClient& c) { c.recv_lookup_features(*rows); });
 }
 
+Status RpcClient::ReceiveFeaturesInto(const std::vector<iovec>& segments, std::string* rows,
+                                      bool* direct) {
+  *direct = false;
+  return Call("lookup_features", [&](gen::FanoutClient& c) {
+    apache::thrift::protocol::TProtocol* in = c.getInputProtocol().get();
+    bool done = false;
+    ArmBinaryScatter(in, segments.data(), segments.size(), &done);
+    try {
+      c.recv_lookup_features(*rows);
+    } catch (...) {
+      DisarmBinaryScatter(in);
+      throw;
+    }
+    DisarmBinaryScatter(in);
+    *direct = done;
+  });
+}
+
 Status RpcClient::SendLabels(ArrayView<const int64_t> nodes, int64_t version) {
   std::string ids = Pack(nodes);
   return Call("lookup_labels", [&](gen::FanoutClient& c) { c.send_lookup_labels(ids, version); });

@@ -9,6 +9,8 @@
 #ifndef FANOUT_RPC_RPC_CLIENT_H_
 #define FANOUT_RPC_RPC_CLIENT_H_
 
+#include <sys/uio.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -237,6 +239,12 @@ class RpcClient {
   Status ReceiveSample(size_t num_nodes, const SampleCall& call, SampleReply* out);
   Status SendFeatures(ArrayView<const int64_t> nodes, int64_t version = -1);
   Status ReceiveFeatures(std::string* rows);
+  // ReceiveFeatures with the rows received straight into `segments` (in
+  // order; their lengths summing to the reply's size): *direct says they went
+  // there. Otherwise (a reply of another size, a transport without the
+  // framed protocol) *rows holds them, as ReceiveFeatures would leave them.
+  // Either way a failed call may have written part of the segments.
+  Status ReceiveFeaturesInto(const std::vector<iovec>& segments, std::string* rows, bool* direct);
   Status SendLabels(ArrayView<const int64_t> nodes, int64_t version = -1);
   Status ReceiveLabels(std::string* labels);
   Status SendHasEdges(ArrayView<const int64_t> rows, ArrayView<const int64_t> neighbors,

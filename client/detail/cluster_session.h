@@ -421,6 +421,7 @@ class ClusterSession : public Session {
   std::vector<rpc::LocalWork> work_;  // per partition: done here since the last hand-off
   std::chrono::steady_clock::time_point last_handoff_;
   std::vector<char> via_dp_;  // per partition: the last Exchange's reply came over the data plane
+  std::vector<std::vector<iovec>> thrift_segments_;  // per partition: Features' direct receive
   std::vector<std::vector<int64_t>> by_part_, pos_;
   // PprPush: per partition, its entries' queries and residuals (by_part_'s
   // order), the replies, and scratch for pushes run here.

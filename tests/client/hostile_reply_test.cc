@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
@@ -33,11 +34,20 @@ namespace gen = rpc::gen;
 
 constexpr int64_t kNodes = 10;
 
-enum class Lie { kNegativeCounts, kCountAboveFanout, kNeighborOutOfRange };
+enum class Lie {
+  kNegativeCounts,
+  kCountAboveFanout,
+  kNeighborOutOfRange,
+  kFeaturesHonest,  // lookup_features: each row's 4 floats are its id
+  kFeaturesShort,   // ... one row fewer than asked
+  kFeaturesLong,    // ... one row more
+};
+constexpr int kFeatureDim = 4;
 
 class RogueHandler : public gen::FanoutNull {
  public:
-  RogueHandler(std::atomic<int>* lie, const std::string* version) : lie_(lie), version_(version) {}
+  RogueHandler(std::atomic<int>* lie, const std::string* version, const std::atomic<int>* dim)
+      : lie_(lie), version_(version), dim_(dim) {}
   void partition_info(gen::PartitionInfo& r) override {
     if (!version_->empty()) r.__set_server_version(*version_);
     r.partition = 0;
@@ -45,7 +55,7 @@ class RogueHandler : public gen::FanoutNull {
     r.node_begin = 0;
     r.node_end = kNodes;
     r.num_nodes_total = kNodes;
-    r.feature_dim = 0;
+    r.feature_dim = dim_->load();
     r.feature_dtype = "float32";
     r.dataset_id = "rogue-ds";
     r.dataset_name = "rogue";
@@ -56,6 +66,18 @@ class RogueHandler : public gen::FanoutNull {
     r.max_fanout = 1000;
   }
   void ping(std::string& r, const std::string& text) override { r = text; }
+  void lookup_features(std::string& r, const std::string& nodes, int64_t) override {
+    const size_t n = nodes.size() / 8;
+    const Lie lie = static_cast<Lie>(lie_->load());
+    const size_t rows = lie == Lie::kFeaturesShort ? n - 1 : lie == Lie::kFeaturesLong ? n + 1 : n;
+    std::vector<float> x(rows * kFeatureDim);
+    for (size_t i = 0; i < rows; ++i) {
+      int64_t id = 0;
+      if (i < n) std::memcpy(&id, nodes.data() + i * 8, 8);
+      for (int f = 0; f < kFeatureDim; ++f) x[i * kFeatureDim + f] = static_cast<float>(id);
+    }
+    r.assign(reinterpret_cast<const char*>(x.data()), x.size() * sizeof(float));
+  }
   void sample_neighbors(gen::SampleResponse& r, const gen::SampleRequest& req) override {
     const size_t n = req.nodes.size() / 8;
     std::vector<int32_t> counts(n, 0);
@@ -83,6 +105,7 @@ class RogueHandler : public gen::FanoutNull {
  private:
   std::atomic<int>* lie_;
   const std::string* version_;  // "" = says none (a server before 0.4)
+  const std::atomic<int>* dim_;
 };
 
 class HostileReplyTest : public ::testing::Test {
@@ -98,7 +121,7 @@ class HostileReplyTest : public ::testing::Test {
     getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
     port_ = ntohs(a.sin_port);
     close(s);
-    auto handler = std::make_shared<RogueHandler>(&lie_, &version_);
+    auto handler = std::make_shared<RogueHandler>(&lie_, &version_, &dim_);
     server_ = std::make_unique<server::TThreadedServer>(
         std::make_shared<gen::FanoutProcessor>(handler),
         std::make_shared<transport::TServerSocket>("127.0.0.1", port_),
@@ -122,7 +145,8 @@ class HostileReplyTest : public ::testing::Test {
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
 
   std::atomic<int> lie_{0};
-  std::string version_;  // set before a client connects
+  std::atomic<int> dim_{0};  // the feature dimension it serves (set before a client connects)
+  std::string version_;      // set before a client connects
   int port_ = 0;
   std::unique_ptr<server::TThreadedServer> server_;
   std::thread thread_;
@@ -169,6 +193,46 @@ TEST_F(HostileReplyTest, ASessionRefusesEveryLieBeforeItMerges) {
     EXPECT_NE(st.message().find(says), std::string::npos) << st.message();
     EXPECT_NE(st.message().find(address()), std::string::npos) << st.message();
   }
+}
+
+// Feature rows come over Thrift straight into the caller's memory where the
+// reply has exactly the rows asked for; a reply of any other size is refused
+// as Corruption (and writes nothing past the caller's rows).
+TEST_F(HostileReplyTest, FeatureRowsLandInPlaceOnlyWhenTheReplyHasTheirSize) {
+  dim_ = kFeatureDim;
+  ClusterSpec spec;
+  spec.replicas = {{address()}};
+  spec.has_data_plane = true;
+  spec.data_plane = rpc::DataPlaneMode::kTcp;
+  std::shared_ptr<Cluster> cluster;
+  ASSERT_TRUE(Cluster::Connect(spec, {}, &cluster).ok());
+  std::unique_ptr<Session> s;
+  ASSERT_TRUE(cluster->NewSession(&s).ok());
+  const std::vector<int64_t> ids{3, 1, 4, 1, 5};
+  // Room for the rows and a guard row after them that nothing may touch.
+  std::vector<float> x((ids.size() + 1) * kFeatureDim, -7.0f);
+  lie_ = static_cast<int>(Lie::kFeaturesHonest);
+  Status st = s->Features(ids, x.data());
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  for (size_t i = 0; i < ids.size(); ++i)
+    for (int f = 0; f < kFeatureDim; ++f)
+      EXPECT_EQ(x[i * kFeatureDim + f], static_cast<float>(ids[i])) << i;
+  EXPECT_EQ(s->stats().thrift_bytes >= static_cast<int64_t>(ids.size() * kFeatureDim * 4), true);
+  for (Lie lie : {Lie::kFeaturesShort, Lie::kFeaturesLong}) {
+    lie_ = static_cast<int>(lie);
+    st = s->Features(ids, x.data());
+    EXPECT_EQ(st.code(), Status::Code::kCorruption) << st.ToString();
+    EXPECT_NE(st.message().find("feature reply of"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find(address()), std::string::npos) << st.message();
+    for (int f = 0; f < kFeatureDim; ++f)
+      EXPECT_EQ(x[ids.size() * kFeatureDim + f], -7.0f);  // the guard row
+  }
+  // The connection is still in step: an honest reply after the lies.
+  lie_ = static_cast<int>(Lie::kFeaturesHonest);
+  std::fill(x.begin(), x.end(), 0.0f);
+  st = s->Features(ids, x.data());
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(x[2 * kFeatureDim], 4.0f);
 }
 
 size_t Count(const std::string& text, const std::string& what) {
