@@ -205,21 +205,21 @@ void BatchLoader::Worker(int w) {
     const int64_t staged_before = fetcher ? fetcher->stats().staged_bytes : 0;
     Batch mb;
     Status st;
-    const auto wall0 = std::chrono::steady_clock::now();
-    const double cpu0 = ThreadCpuSeconds();
-    try {
-      st = Produce(session, fetcher.get(), b, &mb);
-    } catch (const std::exception& e) {
-      st = Status::Internal(std::string("building batch tensors: ") + e.what());
+    StageTime produced;
+    {
+      detail::StageTimer timer(&produced);
+      try {
+        st = Produce(session, fetcher.get(), b, &mb);
+      } catch (const std::exception& e) {
+        st = Status::Internal(std::string("building batch tensors: ") + e.what());
+      }
     }
-    const double cpu1 = ThreadCpuSeconds();
-    const auto wall1 = std::chrono::steady_clock::now();
     {
       std::lock_guard<std::mutex> lock(stats_mu_);
       const SessionStats& after = session->stats();
-      stats_.produce.wall_s += std::chrono::duration<double>(wall1 - wall0).count();
-      stats_.produce.cpu_s += cpu1 - cpu0;
-      ++stats_.produce.calls;
+      stats_.produce.wall_s += produced.wall_s;
+      stats_.produce.cpu_s += produced.cpu_s;
+      stats_.produce.calls += produced.calls;
       for (int i = 0; i < kNumStages; ++i) {
         stats_.stages[i].wall_s += after.stages[i].wall_s - before.stages[i].wall_s;
         stats_.stages[i].cpu_s += after.stages[i].cpu_s - before.stages[i].cpu_s;

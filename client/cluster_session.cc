@@ -401,14 +401,7 @@ Status ClusterSession::Features(ArrayView<const int64_t> ids, float* out) {
         // per run of consecutive positions.
         direct[p] = 1;
         std::vector<rpc::ReplySink::Segment> segments;
-        const size_t row = static_cast<size_t>(d) * 4;
-        const auto& pos = pos_[p];
-        for (size_t j = 0; j < pos.size();) {
-          size_t e = j + 1;
-          while (e < pos.size() && pos[e] == pos[e - 1] + 1) ++e;
-          segments.push_back({out + pos[j] * d, (e - j) * row});
-          j = e;
-        }
+        ForEachRowRun(p, out, d, [&](float* at, size_t bytes) { segments.push_back({at, bytes}); });
         if (segments.size() > kMaxDirectSegments) {
           // UCX 1.13 receives long scatter lists slowly (measured in
           // docs/BENCHMARKS.md): take the rows into a buffer and copy.
@@ -426,14 +419,7 @@ Status ClusterSession::Features(ArrayView<const int64_t> ids, float* out) {
           return links_[p].client->ReceiveFeatures(&replies_[p].neighbors);
         std::vector<iovec>& segments = thrift_segments_[p];
         segments.clear();
-        const size_t row = static_cast<size_t>(d) * 4;
-        const auto& pos = pos_[p];
-        for (size_t j = 0; j < pos.size();) {
-          size_t e = j + 1;
-          while (e < pos.size() && pos[e] == pos[e - 1] + 1) ++e;
-          segments.push_back({out + pos[j] * d, (e - j) * row});
-          j = e;
-        }
+        ForEachRowRun(p, out, d, [&](float* at, size_t bytes) { segments.push_back({at, bytes}); });
         bool into = false;
         Status st = links_[p].client->ReceiveFeaturesInto(segments, &replies_[p].neighbors, &into);
         thrift_direct[p] = into;
@@ -496,13 +482,7 @@ Status ClusterSession::FeaturesToDevice(ArrayView<const int64_t> ids, float* d_o
       return Status::NotSupported("server " + Address(p) + " stores " +
                                   links_[p].info.feature_dtype + " rows (converted on the host)");
     std::vector<rpc::ReplySink::Segment> segments;
-    const auto& pos = pos_[p];
-    for (size_t j = 0; j < pos.size();) {
-      size_t e = j + 1;
-      while (e < pos.size() && pos[e] == pos[e - 1] + 1) ++e;
-      segments.push_back({reinterpret_cast<char*>(d_out + pos[j] * d), (e - j) * row});
-      j = e;
-    }
+    ForEachRowRun(p, d_out, d, [&](float* at, size_t bytes) { segments.push_back({at, bytes}); });
     if (segments.size() > kMaxDirectSegments)
       return Status::NotSupported("ids of server " + Address(p) + " form " +
                                   std::to_string(segments.size()) + " runs (sort them)");

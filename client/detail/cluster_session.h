@@ -291,6 +291,20 @@ class ClusterSession : public Session {
   // A sink that grows partition p's data-plane buffer to the reply's size.
   rpc::ReplySink GrowSink(int p) { return rpc::ReplySink::Grow(&dp_replies_[p]); }
 
+  // Partition p's rows of `out` (float32 rows of d values, at pos_[p]) as
+  // runs of consecutive positions: emit(first row's address, bytes) per run.
+  template <typename Emit>
+  void ForEachRowRun(int p, float* out, int64_t d, Emit&& emit) const {
+    const auto& pos = pos_[p];
+    const size_t row = static_cast<size_t>(d) * 4;
+    for (size_t j = 0; j < pos.size();) {
+      size_t e = j + 1;
+      while (e < pos.size() && pos[e] == pos[e - 1] + 1) ++e;
+      emit(out + pos[j] * d, (e - j) * row);
+      j = e;
+    }
+  }
+
   // Views of partition p's one-hop reply, whichever path it came by.
   struct HopView {
     const int32_t* counts = nullptr;

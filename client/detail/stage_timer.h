@@ -1,5 +1,6 @@
-// StageTimer: adds a scope's wall and thread-CPU seconds to one Stage of a
-// session's stats (client/source.h), for the per-stage breakdown of a batch.
+// StageTimer: adds a scope's wall and thread-CPU seconds (and one call) to a
+// StageTime: one Stage of a session's stats (client/source.h), or another
+// total of the per-stage breakdown of a batch.
 #ifndef FANOUT_CLIENT_DETAIL_STAGE_TIMER_H_
 #define FANOUT_CLIENT_DETAIL_STAGE_TIMER_H_
 
@@ -13,9 +14,10 @@ namespace fanout::client::detail {
 class StageTimer {
  public:
   StageTimer(SessionStats* stats, Stage stage)
-      : t_(&stats->stages[static_cast<int>(stage)]),
-        wall0_(std::chrono::steady_clock::now()),
-        cpu0_(ThreadCpuSeconds()) {}
+      : StageTimer(&stats->stages[static_cast<int>(stage)]) {}
+  // Any StageTime (a loader's per-batch or hand-off totals).
+  explicit StageTimer(StageTime* t)
+      : t_(t), wall0_(std::chrono::steady_clock::now()), cpu0_(ThreadCpuSeconds()) {}
   ~StageTimer() { Stop(); }
   StageTimer(const StageTimer&) = delete;
   StageTimer& operator=(const StageTimer&) = delete;

@@ -93,14 +93,9 @@ class PyLoader {
       Raise(Status::Internal(e.what()));
     }
     if (!more) return py::none();
-    const auto wall0 = std::chrono::steady_clock::now();
-    const double cpu0 = fanout::ThreadCpuSeconds();
+    client::detail::StageTimer handoff(&handoff_);
     py::dict d = BatchDict(b);
     if (b.node_type.defined() && schema_ != nullptr) d["hetero"] = SplitDict(b, *schema_);
-    handoff_.wall_s +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-    handoff_.cpu_s += fanout::ThreadCpuSeconds() - cpu0;
-    ++handoff_.calls;
     return std::move(d);
   }
 
