@@ -43,6 +43,17 @@
 //   over and over (a batch of --batch edges, then `compact`, as fanout-ctl
 //   compact asks): `ratio` = live-while-compacting / static edges/s, with
 //   `compactions` and `busy` (the share of the round a compaction ran).
+// - read_path: the read path over merged rows, in this process on one thread
+//   (no RPC, no writer): R-MAT --scale as one partition, --compact-fraction
+//   of its edges added at random in batches of --batch (most rows changed),
+//   then alternating rounds of 3-hop frontiers (1,024 uniform seeds, fanouts
+//   [15, 10, 5], each hop's nodes the previous hop's distinct neighbors, no
+//   edge ids, as the loader asks) sampled through the static sampler on the
+//   base and through VersionedPartition::SampleHop at the newest version.
+//   Reported: each one's sampled edges per second of its hops
+//   (`static_edges_per_s`, `live_edges_per_s`), `ratio` = live / static
+//   (the median of the rounds' ratios) and `rows_changed` (the share of
+//   rows with a delta).
 // Medians of --rounds rounds.
 #include <signal.h>
 #include <sys/stat.h>
@@ -67,8 +78,10 @@
 #include "client/batch_loader.h"
 #include "client/cluster.h"
 #include "client/update_writer.h"
+#include "datasets/rmat.h"
 #include "live/update_log.h"
 #include "live/updates.h"
+#include "live/versioned_partition.h"
 #include "rpc/rpc_client.h"
 
 namespace fs = std::filesystem;
@@ -221,6 +234,94 @@ nlohmann::json SampleDuringIngest(const std::string& work, int scale, int64_t ba
           {"write_updates_per_s", fanout::bench::Median(write_rates)},
           {"write_failed", write_failed.load()},
           {"live_delta_at_end", delta},
+          {"rounds", rounds}};
+}
+
+// Case read_path (see the top of the file).
+nlohmann::json ReadPath(int scale, int64_t batch, double fraction, double seconds, int rounds) {
+  namespace sp = fanout::sampler;
+  fanout::datasets::RmatOptions ro;
+  ro.scale = scale;
+  sp::CsrArrays csr;
+  fanout::Status st = fanout::datasets::GenerateRmat(ro, &csr);
+  if (!st.ok()) {
+    std::fprintf(stderr, "fanout-bench-updates: %s\n", st.ToString().c_str());
+    std::exit(1);
+  }
+  const int64_t n = csr.num_nodes();
+  sp::PartitionView view;
+  view.node_end = n;
+  view.indptr = fanout::ArrayView<const int64_t>(csr.indptr);
+  view.indices = fanout::ArrayView<const int64_t>(csr.indices);
+  fanout::live::LiveShape shape;
+  shape.num_nodes_total = n;
+  shape.base_edges_total = csr.num_edges();
+  int64_t max_degree = 0;
+  for (int64_t v = 0; v < n; ++v)
+    max_degree = std::max(max_degree, csr.indptr[v + 1] - csr.indptr[v]);
+  fanout::live::VersionedPartition vp(view, shape, nullptr, max_degree);
+  const int64_t to_add = static_cast<int64_t>(fraction * static_cast<double>(csr.num_edges()));
+  std::mt19937_64 rng(5);
+  uint64_t seq = 0;
+  for (int64_t added = 0; added < to_add; added += batch) {
+    const fanout::live::UpdateBatch b = RandomEdges(rng, n, std::min(batch, to_add - added));
+    vp.Apply(++seq, b);
+    vp.Publish(seq);
+  }
+  const double rows_changed = static_cast<double>(vp.Stats().rows_touched) / static_cast<double>(n);
+  const sp::CsrGraph graph = view.Graph();
+  sp::SamplingOptions so;
+  so.with_edge_ids = false;
+  const int64_t fanouts[3] = {15, 10, 5};
+  sp::HopSampler hs;
+  // One round of one path: frontiers from seed batch after seed batch for
+  // `seconds`; edges per second of the sampling calls alone.
+  auto run = [&](bool live, uint64_t round) {
+    double busy = 0;
+    int64_t edges = 0;
+    sp::OneHopResult out;
+    const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(seconds));
+    for (uint64_t k = 0; Clock::now() < end; ++k) {
+      std::vector<int64_t> nodes = fanout::bench::RandomIds(1024, 0, n, round * 100000 + k);
+      for (int h = 0; h < 3; ++h) {
+        const auto t0 = Clock::now();
+        const fanout::ArrayView<const int64_t> ids(nodes);
+        fanout::Status s = live ? vp.SampleHop(ids, fanouts[h], h, k, so, seq, &out, &hs)
+                                : hs.Sample(graph, ids, fanouts[h], h, k, so, nullptr, &out);
+        busy += std::chrono::duration<double>(Clock::now() - t0).count();
+        if (!s.ok()) {
+          std::fprintf(stderr, "fanout-bench-updates: read_path: %s\n", s.ToString().c_str());
+          std::exit(1);
+        }
+        edges += static_cast<int64_t>(out.neighbors.size());
+        nodes.assign(out.neighbors.begin(), out.neighbors.end());
+        std::sort(nodes.begin(), nodes.end());
+        nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+      }
+    }
+    return busy > 0 ? static_cast<double>(edges) / busy : 0;
+  };
+  std::vector<double> fixed, live, ratios;
+  for (int r = 0; r < rounds; ++r) {
+    fixed.push_back(run(false, static_cast<uint64_t>(r)));
+    live.push_back(run(true, static_cast<uint64_t>(r)));
+    ratios.push_back(fixed.back() > 0 ? live.back() / fixed.back() : 0);
+    std::fprintf(stderr,
+                 "[updates] read_path round %d: static %.0f edges/s, live %.0f edges/s over %.0f%% "
+                 "changed rows (%.3f)\n",
+                 r + 1, fixed.back(), live.back(), 100 * rows_changed, ratios.back());
+  }
+  return {{"case", "read_path"},
+          {"scale", scale},
+          {"added_edges", to_add},
+          {"rows_changed", rows_changed},
+          {"fanouts", {15, 10, 5}},
+          {"seeds", 1024},
+          {"static_edges_per_s", fanout::bench::Median(fixed)},
+          {"live_edges_per_s", fanout::bench::Median(live)},
+          {"ratio", fanout::bench::Median(ratios)},
+          {"threads", 1},
           {"rounds", rounds}};
 }
 
@@ -476,7 +577,8 @@ int main(int argc, char** argv) {
   int visibility_samples = 500, kills = 20;
   double sample_seconds = 5;
   double compact_fraction = 0.1;
-  std::string work, json, cases_arg = "ingest,visibility,sample_during_ingest,compaction,recovery";
+  std::string work, json,
+      cases_arg = "ingest,visibility,sample_during_ingest,compaction,recovery,read_path";
   app.add_option("--scale", scale, "R-MAT scale of the dataset")->default_val(18);
   app.add_option("--writers", writers, "Concurrent writer connections")->default_val(4);
   app.add_option("--batch", batch, "Edges per update batch")->default_val(1000);
@@ -494,7 +596,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 10.0));
   app.add_option("--cases", cases_arg,
                  "Comma-separated cases: ingest, visibility, sample_during_ingest, compaction, "
-                 "recovery "
+                 "recovery, read_path "
                  "(sample_during_ingest writes at half the ingest case's rate: it runs ingest)")
       ->default_val(cases_arg);
   app.add_option("--work", work, "Folder for the dataset and logs (default: temporary, removed)");
@@ -508,10 +610,10 @@ int main(int argc, char** argv) {
       if (!c.empty()) wanted.insert(c);
     for (const std::string& c : wanted)
       if (c != "ingest" && c != "visibility" && c != "sample_during_ingest" && c != "compaction" &&
-          c != "recovery") {
+          c != "recovery" && c != "read_path") {
         std::fprintf(stderr,
                      "fanout-bench-updates: unknown case '%s' (known: ingest, visibility, "
-                     "sample_during_ingest, compaction, recovery)\n",
+                     "sample_during_ingest, compaction, recovery, read_path)\n",
                      c.c_str());
         return 2;
       }
@@ -651,6 +753,10 @@ int main(int argc, char** argv) {
   if (wanted.count("recovery")) {
     std::fprintf(stderr, "[updates] recovery: %d kill -9s mid-ingest\n", kills);
     cases.push_back(Recovery(dir, work, kills));
+  }
+  if (wanted.count("read_path")) {
+    std::fprintf(stderr, "[updates] read_path: merged rows in process\n");
+    cases.push_back(ReadPath(scale, batch, compact_fraction, sample_seconds / 2, rounds));
   }
   std::printf("%s\n", cases.dump(2).c_str());
   fanout::bench::WriteJson(json, cases);

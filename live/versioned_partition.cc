@@ -4,8 +4,11 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <numeric>
+#include <type_traits>
 
+#include "common/cpu.h"
 #include "sampler/temporal.h"
 
 namespace fanout::live {
@@ -21,6 +24,57 @@ int64_t NowNs() {
 }
 
 }  // namespace
+
+void* Generation::RowIndex::NewChunk() {
+  void* raw = std::aligned_alloc(kChunkBytes, kChunkBytes);
+  if (raw == nullptr) throw std::bad_alloc();
+  AdviseHugePages(raw, kChunkBytes);  // before the first touch
+  return raw;
+}
+
+Generation::RowDelta* Generation::RowIndex::NewDelta() {
+  static_assert(kChunkRows * static_cast<int64_t>(sizeof(RowDelta)) == kChunkBytes);
+  if (size_ == static_cast<int64_t>(chunks_.size()) * kChunkRows)
+    chunks_.emplace_back(static_cast<RowDelta*>(NewChunk()));
+  RowDelta* d = new (chunks_.back().get() + size_ % kChunkRows) RowDelta();
+  ++size_;
+  return d;
+}
+
+void Generation::RowIndex::Add(RowDelta* d, const Added& a) {
+  static_assert(std::is_trivially_copyable_v<Added> && kChunkBytes % alignof(Added) == 0);
+  AddedRun& run = d->added;
+  if (run.size_ == run.capacity_) {
+    const int64_t capacity = std::max<int64_t>(2, run.capacity_ * 2);
+    const int64_t bytes = capacity * static_cast<int64_t>(sizeof(Added));
+    Added* fresh;
+    if (bytes > kChunkBytes / 4) {
+      void* raw = std::malloc(static_cast<size_t>(bytes));
+      if (raw == nullptr) throw std::bad_alloc();
+      big_runs_.emplace_back(static_cast<Added*>(raw));
+      big_bytes_ += bytes;
+      fresh = big_runs_.back().get();
+    } else {
+      if (run_chunks_.empty() || run_used_ + bytes > kChunkBytes) {
+        run_chunks_.emplace_back(static_cast<Added*>(NewChunk()));
+        run_used_ = 0;
+      }
+      fresh =
+          reinterpret_cast<Added*>(reinterpret_cast<char*>(run_chunks_.back().get()) + run_used_);
+      run_used_ += bytes;
+    }
+    // The old run stays where it is (a reader may hold it; it goes with the
+    // generation).
+    if (run.size_ > 0)
+      std::memcpy(static_cast<void*>(fresh), run.data_,
+                  static_cast<size_t>(run.size_) * sizeof(Added));
+    run.data_ = fresh;
+    run.capacity_ = capacity;
+  }
+  run.data_[run.size_] = a;
+  ++run.size_;
+  d->last_added_seq = a.seq;
+}
 
 VersionedPartition::VersionedPartition(const sampler::PartitionView& base, LiveShape shape,
                                        const int64_t* time_index, int64_t max_degree)
@@ -102,7 +156,7 @@ void VersionedPartition::Apply(uint64_t seq, const UpdateBatch& b) {
     const int64_t eid = shape_.base_edges_total + shape_.num_parts * next_ordinal_ + part_;
     ++next_ordinal_;
     ++g.added_;
-    d.added.push_back({e.dst, eid, e.time, e.weight, e.type, seq});
+    g.rows_.Add(&d, {e.dst, eid, e.time, e.weight, e.type, seq});
     if (static_cast<int64_t>(d.added.size()) > g.most_added_.load(std::memory_order_relaxed))
       g.most_added_.store(static_cast<int64_t>(d.added.size()), std::memory_order_release);
   }
@@ -275,34 +329,35 @@ Status VersionedPartition::SampleHop(ArrayView<const int64_t> nodes, int64_t fan
   sampler::HopSampler& hs = scratch != nullptr ? *scratch : own;
   if (g.EdgesAsBase(version))
     return hs.Sample(graph, nodes, fanout, hop, request_seed, o, pool, out);
+  sampler::RowDraws draws;
+  FANOUT_RETURN_IF_ERROR(draws.Init(fanout, hop, request_seed, o));
   // Writers wait while the hop reads the delta (one lock for the hop).
   std::shared_lock<RwLock> lock(g.mu_);
   const size_t n = nodes.size();
   const int64_t begin = node_begin_;
   const int64_t* indptr = graph.indptr();
   const bool ordered = shape_.num_edge_types > 0 || shape_.temporal;
-  // One pass over the nodes, pipelined (the slot, the delta it names, that
-  // delta's newest added edge and CSR row, each some nodes ahead):
-  // a node whose row no batch at or below `version` changed is sampled
-  // through the CSR below (its draws depend on nothing but the node, hop and
-  // seed). A changed row that keeps no order and lost nothing at `version`
-  // merges as the base row, then the added edges at or below `version` (a
-  // prefix: log order): its draws are made here, each target recorded (a
-  // base edge or an added one), nothing copied. Other changed rows are merged
-  // whole (MergedRowLocked).
-  enum Kind : char { kPlain, kFast, kMerged };
-  struct Draw {
-    int64_t e;       // a base edge (a == null)
-    const Added* a;  // or an added edge
+  // Each node's row at `version`, as the static sampler's one pass sees it
+  // (the same draws, the same order): the base row [start, start +
+  // base_degree), then, where a batch at or below `version` changed a row
+  // that keeps no order and lost nothing at `version`, the added edges at or
+  // below `version` (a prefix of its delta's: log order), nothing copied.
+  // Any other changed row is merged whole (MergedRowLocked, into `merged`).
+  struct RowRef {
+    int64_t start, base_degree, degree;
+    const Added* added;  // the first added edge (null: none)
+    int64_t merged;      // its row in `merged` (-1: not merged)
   };
-  std::vector<char> kind(n, kPlain);
-  std::vector<Draw> draws;
-  std::vector<size_t> draws_at(n + 1, 0);
-  std::vector<int64_t> plain, pos;
-  bool any = false;
-  // Distances, in nodes and in draws, that cover a memory miss on this
-  // kind of machine (a row's ~15 draws share a line or two of the CSR).
-  constexpr size_t kSlotAhead = 48, kDeltaAhead = 24, kRowAhead = 12, kDrawAhead = 128;
+  std::vector<RowRef> refs(n);
+  std::deque<Row> merged;
+  bool any = false;  // a row changed at `version`
+  out->offsets.resize(n + 1);
+  int64_t* offsets = out->offsets.data();
+  offsets[0] = 0;
+  // Distances, in nodes, that cover a memory miss on this kind of machine:
+  // the slot, the delta it names and the CSR row bounds, each some nodes
+  // ahead (a delta's added edges are read only where a draw lands on one).
+  constexpr size_t kSlotAhead = 48, kDeltaAhead = 24, kRowAhead = 12;
   auto delta_of = [&](size_t i) { return g.ChangedAt(nodes[i], version); };
   for (size_t i = 0; i < n; ++i) {
     if (i + kSlotAhead < n && g.rows_.MayHave(nodes[i + kSlotAhead] - begin))
@@ -311,104 +366,95 @@ Status VersionedPartition::SampleHop(ArrayView<const int64_t> nodes, int64_t fan
     if (i + kDeltaAhead < n && g.rows_.MayHave(nodes[i + kDeltaAhead] - begin))
       if (const RowDelta* ahead = g.rows_.Find(nodes[i + kDeltaAhead] - begin))
         __builtin_prefetch(ahead);
-    if (i + kRowAhead < n)
-      if (const RowDelta* ahead = delta_of(i + kRowAhead)) {
-        __builtin_prefetch(indptr + (nodes[i + kRowAhead] - begin));
-        if (!ahead->added.empty()) __builtin_prefetch(&ahead->added.back());
+    if (i + kRowAhead < n) __builtin_prefetch(indptr + (nodes[i + kRowAhead] - begin));
+    const int64_t r = nodes[i] - begin;
+    RowRef& ref = refs[i];
+    ref.start = indptr[r];
+    ref.base_degree = indptr[r + 1] - ref.start;
+    ref.degree = ref.base_degree;
+    ref.added = nullptr;
+    ref.merged = -1;
+    if (const RowDelta* d = delta_of(i)) {
+      any = true;
+      if (ordered || (!d->removed.empty() && d->removed.front().seq <= version)) {
+        ref.merged = static_cast<int64_t>(merged.size());
+        MergedRowLocked(g, nodes[i], version, &merged.emplace_back());
+        ref.degree = static_cast<int64_t>(merged.back().neighbors.size());
+      } else if (!d->added.empty()) {
+        size_t added = d->added.size();
+        if (d->last_added_seq > version)
+          added = static_cast<size_t>(
+              std::upper_bound(d->added.begin(), d->added.end(), version,
+                               [](uint64_t v, const Added& x) { return v < x.seq; }) -
+              d->added.begin());
+        ref.added = d->added.data();
+        ref.degree += static_cast<int64_t>(added);
       }
-    draws_at[i] = draws.size();
-    const RowDelta* d = delta_of(i);
-    if (d == nullptr) {
-      plain.push_back(nodes[i]);
-      continue;
     }
-    any = true;
-    if (ordered || (!d->removed.empty() && d->removed.front().seq <= version)) {
-      kind[i] = kMerged;
-      continue;
-    }
-    kind[i] = kFast;
-    const int64_t r = nodes[i] - begin, b0 = indptr[r], base_degree = indptr[r + 1] - b0;
-    size_t added = d->added.size();
-    if (added > 0 && d->added.back().seq > version)
-      added = static_cast<size_t>(
-          std::upper_bound(d->added.begin(), d->added.end(), version,
-                           [](uint64_t v, const Added& x) { return v < x.seq; }) -
-          d->added.begin());
-    FANOUT_RETURN_IF_ERROR(sampler::SampleRowPositionsFor(
-        nodes[i], base_degree + static_cast<int64_t>(added), fanout, hop, request_seed, o, &pos));
-    for (int64_t p : pos) {
-      if (p < base_degree)
-        draws.push_back({b0 + p, nullptr});
-      else
-        draws.push_back({-1, &d->added[static_cast<size_t>(p - base_degree)]});
-    }
+    offsets[i + 1] = offsets[i] + draws.Count(ref.degree);
   }
-  draws_at[n] = draws.size();
+  // No row of this hop changed: the static hop (with its threads).
   if (!any) return hs.Sample(graph, nodes, fanout, hop, request_seed, o, pool, out);
-  sampler::OneHopResult base;
-  FANOUT_RETURN_IF_ERROR(
-      hs.Sample(graph, ArrayView<const int64_t>(plain), fanout, hop, request_seed, o, pool, &base));
-  out->offsets.clear();
-  out->neighbors.clear();
-  out->edge_ids.clear();
+  const int64_t total = offsets[n];
+  out->neighbors.resize(static_cast<size_t>(total));
+  out->edge_ids.resize(o.with_edge_ids ? static_cast<size_t>(total) : 0);
   out->edge_types.clear();
   out->edge_weights.clear();
-  out->offsets.push_back(0);
-  out->neighbors.reserve(base.neighbors.size() + draws.size());
-  auto prefetch_draw = [&](size_t k) {
-    if (k >= draws.size()) return;
-    if (draws[k].a == nullptr) {
-      __builtin_prefetch(graph.neighbor_address(draws[k].e));
-      if (o.with_edge_ids && graph.edge_ids() != nullptr)
-        __builtin_prefetch(graph.edge_ids() + draws[k].e);
-    } else
-      __builtin_prefetch(draws[k].a);
-  };
-  for (size_t k = 0; k < kDrawAhead; ++k) prefetch_draw(k);
-  size_t next_plain = 0;
-  Row row;
-  for (size_t i = 0; i < n; ++i) {
-    if (kind[i] == kPlain) {
-      // A run of unchanged rows: their draws as the static sampler made
-      // them, copied at once.
-      size_t j = i + 1;
-      while (j < n && kind[j] == kPlain) ++j;
-      const size_t rows = j - i;
-      const int64_t b = base.offsets[next_plain], e = base.offsets[next_plain + rows];
-      const int64_t shift = static_cast<int64_t>(out->neighbors.size()) - b;
-      out->neighbors.insert(out->neighbors.end(), base.neighbors.begin() + b,
-                            base.neighbors.begin() + e);
-      if (o.with_edge_ids)
-        out->edge_ids.insert(out->edge_ids.end(), base.edge_ids.begin() + b,
-                             base.edge_ids.begin() + e);
-      for (size_t k = 1; k < rows; ++k)
-        out->offsets.push_back(base.offsets[next_plain + k] + shift);
-      next_plain += rows;
-      i = j - 1;  // the last of the run: its offset is pushed below
-    } else if (kind[i] == kFast) {
-      for (size_t k = draws_at[i]; k < draws_at[i + 1]; ++k) {
-        prefetch_draw(k + kDrawAhead);
-        const Draw& w = draws[k];
-        if (w.a == nullptr) {
-          out->neighbors.push_back(graph.neighbor(w.e));
-          if (o.with_edge_ids) out->edge_ids.push_back(graph.edge_id(w.e));
-        } else {
-          out->neighbors.push_back(w.a->dst);
-          if (o.with_edge_ids) out->edge_ids.push_back(w.a->eid);
-        }
+  int64_t* nbr = out->neighbors.data();
+  int64_t* eid_out = o.with_edge_ids ? out->edge_ids.data() : nullptr;
+  const int64_t* eids = graph.edge_ids();
+  // Software-pipelined as the static hop: node i + kDrawAhead's positions
+  // are drawn (and the lines they land on prefetched) while node i's are
+  // resolved. A drawn slot holds a base edge's CSR position (>= 0) or
+  // -1 - j for the row's j-th added edge; a merged row is resolved as it is
+  // drawn.
+  constexpr size_t kDrawAhead = 6;
+  auto draw = [&](size_t i) {
+    const RowRef& ref = refs[i];
+    const int64_t o0 = offsets[i], k = offsets[i + 1] - o0;
+    if (k == 0) return;
+    int64_t* pos = nbr + o0;
+    draws.Positions(nodes[i], ref.degree, pos);
+    if (ref.merged >= 0) {
+      const Row& row = merged[static_cast<size_t>(ref.merged)];
+      for (int64_t j = 0; j < k; ++j) {
+        const size_t p = static_cast<size_t>(pos[j]);
+        if (eid_out != nullptr) eid_out[o0 + j] = row.edge_ids[p];
+        pos[j] = row.neighbors[p];
       }
-    } else {
-      MergedRowLocked(g, nodes[i], version, &row);
-      FANOUT_RETURN_IF_ERROR(
-          sampler::SampleRowPositionsFor(nodes[i], static_cast<int64_t>(row.neighbors.size()),
-                                         fanout, hop, request_seed, o, &pos));
-      for (int64_t p : pos) {
-        out->neighbors.push_back(row.neighbors[p]);
-        if (o.with_edge_ids) out->edge_ids.push_back(row.edge_ids[p]);
+      return;
+    }
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t p = pos[j];
+      if (p < ref.base_degree) {
+        pos[j] = ref.start + p;
+        __builtin_prefetch(graph.neighbor_address(pos[j]), 0, 2);
+        if (eid_out != nullptr && eids != nullptr) __builtin_prefetch(eids + pos[j]);
+      } else {
+        pos[j] = -1 - (p - ref.base_degree);
+        __builtin_prefetch(ref.added + (p - ref.base_degree));
       }
     }
-    out->offsets.push_back(static_cast<int64_t>(out->neighbors.size()));
+  };
+  auto resolve = [&](size_t i) {
+    const RowRef& ref = refs[i];
+    if (ref.merged >= 0) return;
+    for (int64_t x = offsets[i]; x < offsets[i + 1]; ++x) {
+      const int64_t v = nbr[x];
+      if (v >= 0) {
+        if (eid_out != nullptr) eid_out[x] = graph.edge_id(v);
+        nbr[x] = graph.neighbor(v);
+      } else {
+        const Added& a = ref.added[-1 - v];
+        if (eid_out != nullptr) eid_out[x] = a.eid;
+        nbr[x] = a.dst;
+      }
+    }
+  };
+  for (size_t i = 0; i < std::min(n, kDrawAhead); ++i) draw(i);
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kDrawAhead < n) draw(i + kDrawAhead);
+    resolve(i);
   }
   return Status::OK();
 }
@@ -460,9 +506,8 @@ void VersionedPartition::Overlay(ArrayView<const int64_t> nodes, uint64_t versio
 }
 
 int64_t Generation::DeltaBytes(int64_t row_bytes) const {
-  return added_ * static_cast<int64_t>(sizeof(Added)) +
-         removals_ * static_cast<int64_t>(sizeof(Removed)) +
-         rows_.size() * static_cast<int64_t>(sizeof(RowDelta) + 8) + rows_.page_bytes() +
+  // The index's bytes hold the RowDeltas and the added edges' runs.
+  return rows_.page_bytes() + removals_ * static_cast<int64_t>(sizeof(Removed)) +
          feature_versions_ * (row_bytes + 48) + label_versions_ * 48;
 }
 
@@ -614,12 +659,12 @@ Status VersionedPartition::Compact(uint64_t version, const CompactionOptions& op
     std::shared_lock<RwLock> lock(g.mu_);
     uint64_t first_change = 0;
     Generation::ForEachRow(g.rows_, n, [&](int64_t r, const RowDelta& d) {
-      const bool later = (!d.added.empty() && d.added.back().seq > version) ||
-                         (!d.removed.empty() && d.removed.back().seq > version);
+      const bool later =
+          d.last_added_seq > version || (!d.removed.empty() && d.removed.back().seq > version);
       if (!later) return;
       RowDelta& nd = ng->rows_.Get(r);
       for (const Added& x : d.added)
-        if (x.seq > version) nd.added.push_back(x);
+        if (x.seq > version) ng->rows_.Add(&nd, x);
       for (const Removed& x : d.removed)
         if (x.seq > version) nd.removed.push_back(x);
       nd.first_seq = std::min(nd.added.empty() ? UINT64_MAX : nd.added.front().seq,

@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -147,22 +148,55 @@ class Generation {
     int32_t type;  // -1: any
     uint64_t seq;
   };
-  struct RowDelta {
-    std::vector<Added> added;      // log order
-    std::vector<Removed> removed;  // log order
-    uint64_t first_seq = 0;        // the first batch that touched it
+  // A row's added edges in log order: one run of memory the generation's
+  // RowIndex hands out (grown by doubling into a new run; a run is never
+  // freed while the generation lives). A vector's interface for reading.
+  class AddedRun {
+   public:
+    int64_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+    const Added* data() const { return data_; }
+    const Added* begin() const { return data_; }
+    const Added* end() const { return data_ + size_; }
+    const Added& front() const { return data_[0]; }
+    const Added& back() const { return data_[size_ - 1]; }
+    const Added& operator[](int64_t i) const { return data_[i]; }
+
+   private:
+    friend class Generation;
+    Added* data_ = nullptr;
+    int64_t size_ = 0, capacity_ = 0;
   };
+  // One cache line: a hop reads first_seq and the added run's bounds of
+  // every changed row it meets, and prefetches it by its address.
+  struct alignas(64) RowDelta {
+    uint64_t first_seq = 0;        // the first batch that touched it
+    uint64_t last_added_seq = 0;   // added.back().seq (0: none), read without added's memory
+    AddedRun added;                // log order (RowIndex::Add)
+    std::vector<Removed> removed;  // log order
+  };
+  static_assert(sizeof(RowDelta) == 64, "a RowDelta is one cache line");
   // Changed rows by local row: pages of kPageRows slots, a page made when a
   // row in it first changes (8 bytes a row of a touched page, against a hash
   // map's lookups on every hop); each RowDelta made once and never moved or
-  // freed while the generation lives (a deque), so a reader may keep a
-  // pointer to one across a lock's release.
+  // freed while the generation lives, so a reader may keep a pointer to one
+  // across a lock's release. The RowDeltas and the added edges' runs are
+  // carved from chunks of one huge page each (advised as such): a hop reads
+  // them for every changed row it meets, spread over the partition, and on
+  // 4 KiB pages each read would cost a TLB miss.
   class RowIndex {
    public:
     static constexpr int kPageBits = 12;
     explicit RowIndex(int64_t rows)
         : pages_(static_cast<size_t>((rows >> kPageBits) + 1)),
           bits_(static_cast<size_t>((rows >> 6) + 1), 0) {}
+    ~RowIndex() {
+      for (int64_t i = 0; i < size_; ++i) chunks_[i / kChunkRows].get()[i % kChunkRows].~RowDelta();
+    }
+    // Appends `a` to d's added edges (d: one of this index's).
+    void Add(RowDelta* d, const Added& a);
+    RowIndex(const RowIndex&) = delete;
+    RowIndex& operator=(const RowIndex&) = delete;
     // False where the row never changed: one bit a row (a partition's
     // bits fit a core's cache where its slots do not), asked before a slot.
     bool MayHave(int64_t row) const {
@@ -185,22 +219,37 @@ class Generation {
       }
       RowDelta*& s = p[row & kMask];
       if (s == nullptr) {
-        s = &storage_.emplace_back();
+        s = NewDelta();
         bits_[static_cast<size_t>(row >> 6)] |= uint64_t{1} << (row & 63);
       }
       return *s;
     }
-    int64_t size() const { return static_cast<int64_t>(storage_.size()); }
+    int64_t size() const { return size_; }
+    // The slot pages, the bits, the RowDeltas' chunks and the added runs'.
     int64_t page_bytes() const {
       return num_pages_ * kPageRows * static_cast<int64_t>(sizeof(void*)) +
-             static_cast<int64_t>(bits_.size() * 8);
+             static_cast<int64_t>(bits_.size() * 8) +
+             static_cast<int64_t>(chunks_.size() + run_chunks_.size()) * kChunkBytes + big_bytes_;
     }
 
    private:
     static constexpr int64_t kPageRows = int64_t{1} << kPageBits, kMask = kPageRows - 1;
+    static constexpr int64_t kChunkBytes = int64_t{2} << 20;
+    static constexpr int64_t kChunkRows = kChunkBytes / 64;  // sizeof(RowDelta)
+    struct FreeChunk {
+      void operator()(void* p) const { std::free(p); }
+    };
+    static void* NewChunk();  // kChunkBytes, aligned to them, advised huge
+    RowDelta* NewDelta();
     std::vector<std::unique_ptr<RowDelta*[]>> pages_;
     std::vector<uint64_t> bits_;  // rows with a RowDelta
-    std::deque<RowDelta> storage_;
+    std::vector<std::unique_ptr<RowDelta, FreeChunk>> chunks_;
+    // Added runs: carved from the last chunk (a run that does not fit the
+    // rest of it starts a new one); a run over a quarter chunk has its own.
+    std::vector<std::unique_ptr<Added, FreeChunk>> run_chunks_, big_runs_;
+    int64_t run_used_ = 0;  // bytes of the last run chunk handed out
+    int64_t big_bytes_ = 0;
+    int64_t size_ = 0;  // RowDeltas made
     int64_t num_pages_ = 0;
   };
   // Every changed row's delta: fn(local row, const RowDelta&).

@@ -280,31 +280,30 @@ Status SampleOneHop(const CsrGraph& graph, ArrayView<const int64_t> nodes, int64
   return sampler.Sample(graph, nodes, fanout, hop, request_seed, options, pool, out);
 }
 
-Status SampleRowPositionsFor(int64_t node, int64_t degree, int64_t fanout, int64_t hop,
-                             uint64_t request_seed, const SamplingOptions& options,
-                             std::vector<int64_t>* positions) {
+RowDraws::RowDraws() : scratch_(new detail::RowScratch) {}
+RowDraws::~RowDraws() { delete scratch_; }
+
+Status RowDraws::Init(int64_t fanout, int64_t hop, uint64_t request_seed,
+                      const SamplingOptions& options) {
   FANOUT_RETURN_IF_ERROR(CheckFanout(fanout, hop));
   if (options.weighted || options.labor)
     return Status::NotSupported(
-        "a row outside the CSR samples uniformly only (not weighted, "
-        "not LABOR)");
-  positions->clear();
-  if (degree < 0) return Status::InvalidArgument("a row of negative degree");
-  // A one-row graph of `degree` edges: the kernels read only its shape.
-  const int64_t indptr[2] = {0, degree};
-  std::vector<int64_t> indices(static_cast<size_t>(degree), 0);
-  CsrGraph g;
-  FANOUT_RETURN_IF_ERROR(CsrGraph::Create(ArrayView<const int64_t>(indptr, 2),
-                                          ArrayView<const int64_t>(indices), {}, {}, &g));
-  const int64_t k = detail::RowSampleCount(g, 0, degree, fanout, options);
-  positions->resize(static_cast<size_t>(k));
-  if (k == 0) return Status::OK();
-  detail::RowScratch scratch;
-  detail::SampleRowPositions(
-      g, 0, degree, fanout, k,
-      NodeKeyIn(HopKey(request_seed, static_cast<uint64_t>(hop)), static_cast<uint64_t>(node)),
-      options, positions->data(), &scratch);
+        "a row outside the CSR samples uniformly only (not weighted, not LABOR)");
+  fanout_ = fanout;
+  replace_ = options.replace;
+  hop_key_ = HopKey(request_seed, static_cast<uint64_t>(hop));
+  options_ = options;
   return Status::OK();
+}
+
+void RowDraws::Positions(int64_t node, int64_t degree, int64_t* pos) {
+  const int64_t k = Count(degree);
+  if (k == 0) return;
+  // The uniform kernels read no graph (only weighted rows do): any CSR serves.
+  static const CsrGraph kNoRows;
+  detail::SampleRowPositions(kNoRows, 0, degree, fanout_, k,
+                             NodeKeyIn(hop_key_, static_cast<uint64_t>(node)), options_, pos,
+                             scratch_);
 }
 
 }  // namespace fanout::sampler

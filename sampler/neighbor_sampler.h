@@ -73,15 +73,42 @@ class HopSampler {
   PodVector<int64_t> degree_;
 };
 
-// The draw of one row that lives outside a CsrGraph (a live partition's
-// merged row, live/versioned_partition.h): positions in [0, degree) that the
-// hop would take for global node `node` in hop `hop` of the request with seed
-// `request_seed` from a row of `degree` neighbors (uniform; options.replace;
-// not weighted or LABOR), in the hop's order. So a row of the same neighbors
-// in the same order samples the same wherever it is held.
-Status SampleRowPositionsFor(int64_t node, int64_t degree, int64_t fanout, int64_t hop,
-                             uint64_t request_seed, const SamplingOptions& options,
-                             std::vector<int64_t>* positions);
+namespace detail {
+struct RowScratch;
+}  // namespace detail
+
+// The draws of rows that live outside a CsrGraph (a live partition's merged
+// and changed rows, live/versioned_partition.h): the positions in
+// [0, degree) that the uniform hop (options.replace; not weighted or LABOR)
+// takes for global node `node` in hop `hop` of the request with seed
+// `request_seed` from a row of `degree` neighbors, in the hop's order. So a
+// row of the same neighbors in the same order samples the same wherever it
+// is held. Init checks the hop once; Count and Positions cost no allocation
+// (the hop's per-row work, as in HopSampler). One thread.
+class RowDraws {
+ public:
+  RowDraws();
+  ~RowDraws();
+  RowDraws(const RowDraws&) = delete;
+  RowDraws& operator=(const RowDraws&) = delete;
+  // InvalidArgument for a bad fanout; NotSupported for weighted or LABOR.
+  Status Init(int64_t fanout, int64_t hop, uint64_t request_seed, const SamplingOptions& options);
+  // How many positions a row of `degree` gives (REQUIRES: degree >= 0).
+  int64_t Count(int64_t degree) const {
+    if (fanout_ < 0) return degree;
+    if (replace_) return degree > 0 ? fanout_ : 0;
+    return degree < fanout_ ? degree : fanout_;
+  }
+  // Writes Count(degree) positions into pos.
+  void Positions(int64_t node, int64_t degree, int64_t* pos);
+
+ private:
+  int64_t fanout_ = 0;
+  bool replace_ = false;
+  uint64_t hop_key_ = 0;
+  SamplingOptions options_;
+  detail::RowScratch* scratch_;
+};
 
 // Convenience wrapper: a fresh HopSampler per call.
 Status SampleOneHop(const CsrGraph& graph, ArrayView<const int64_t> nodes, int64_t fanout,

@@ -140,6 +140,9 @@ void ExpectSameHops(const VersionedPartition& vp, const Csr& rebuilt, const Fixt
       if (replace && fanout < 0) continue;
       sampler::SamplingOptions o;
       o.replace = replace;
+      // Edge ids asked for on alternate versions (a hop without them
+      // resolves its draws on its own path).
+      o.with_edge_ids = version % 2 == 0;
       sampler::OneHopResult got, want;
       ASSERT_TRUE(
           vp.SampleHop(ArrayView<const int64_t>(nodes), fanout, 1, seed, o, version, &got).ok());
