@@ -60,11 +60,12 @@ int UpdateWriter::PartOf(int64_t node) const {
          1;
 }
 
-Status UpdateWriter::Compact(int p, int64_t* version, int64_t* edges, double* seconds) {
+Status UpdateWriter::Compact(int p, int64_t* version, int64_t* edges, double* seconds,
+                             bool* up_to_date) {
   if (p < 0 || p >= num_parts())
     return Status::InvalidArgument("partition " + std::to_string(p) + " of " +
                                    std::to_string(num_parts()));
-  Status st = clients_[p]->Compact(version, edges, seconds);
+  Status st = clients_[p]->Compact(version, edges, seconds, up_to_date);
   if (!st.ok())
     return Status::FromCode(static_cast<int>(st.code()),
                             "partition " + std::to_string(p) + ": " + st.message());

@@ -68,10 +68,12 @@ class UpdateWriter {
 
   // Folds partition p's delta into a new base now (the server's compact
   // RPC; write permission): the version the base then holds, its edges and
-  // the seconds it took. InvalidArgument where the base holds the newest
-  // version already, Aborted while the generation before the last
-  // compaction is kept for older reads.
-  Status Compact(int p, int64_t* version, int64_t* edges, double* seconds);
+  // the seconds it took. *up_to_date (may be null): the base held the
+  // newest version already and no compaction ran (*version: the base's).
+  // Aborted while the generation before the last compaction is kept for
+  // older reads.
+  Status Compact(int p, int64_t* version, int64_t* edges, double* seconds,
+                 bool* up_to_date = nullptr);
 
   int num_parts() const { return static_cast<int>(clients_.size()); }
   int64_t num_nodes() const { return offsets_.back(); }

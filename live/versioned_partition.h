@@ -91,6 +91,10 @@ struct CompactionReport {
   int64_t bytes = 0;        // its arrays
   int64_t carried = 0;      // delta entries above `version` carried into the new generation
   double seconds = 0;
+  // Nothing newer than the base to fold: no compaction ran (`version` is the
+  // base's). Set by the server's LivePartition; Compact itself refuses that
+  // case as InvalidArgument.
+  bool up_to_date = false;
 };
 
 // One generation of a live partition: a base (the CSR arrays a sampler

@@ -147,6 +147,9 @@ struct CompactReply {
   3: i64 rows_merged,   // rows that differed from the base before
   4: i64 bytes,         // its arrays
   5: double seconds,
+  // Nothing newer than the base to fold: no compaction ran, and `version` is
+  // the base's (servers before this field said so as InvalidArgument).
+  6: optional bool up_to_date,
 }
 
 // One round of forward-push personalized PageRank (client/ppr.h,

@@ -8,6 +8,7 @@
 #include <thrift/transport/TSocket.h>
 #include <thrift/transport/TTransportException.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <stdexcept>
@@ -473,12 +474,26 @@ Status RpcClient::Labels(ArrayView<const int64_t> nodes, std::string* labels, in
                 });
 }
 
-Status RpcClient::Compact(int64_t* version, int64_t* edges, double* seconds) {
+Status RpcClient::Compact(int64_t* version, int64_t* edges, double* seconds, bool* up_to_date) {
   gen::CompactReply r;
-  FANOUT_RETURN_IF_ERROR(Call("compact", [&](gen::FanoutClient& c) { c.compact(r); }));
+  Status st = Call("compact", [&](gen::FanoutClient& c) { c.compact(r); });
+  if (up_to_date != nullptr) *up_to_date = false;
+  // A server from before CompactReply.up_to_date refused an up-to-date base
+  // as InvalidArgument ("... the base already holds version N").
+  static const std::string kOldWords = "the base already holds version ";
+  const size_t at = st.message().find(kOldWords);
+  if (st.code() == Status::Code::kInvalidArgument && at != std::string::npos) {
+    *version = std::strtoll(st.message().c_str() + at + kOldWords.size(), nullptr, 10);
+    *edges = 0;
+    *seconds = 0;
+    if (up_to_date != nullptr) *up_to_date = true;
+    return Status::OK();
+  }
+  FANOUT_RETURN_IF_ERROR(st);
   *version = r.version;
   *edges = r.edges;
   *seconds = r.seconds;
+  if (up_to_date != nullptr) *up_to_date = r.__isset.up_to_date && r.up_to_date;
   return Status::OK();
 }
 

@@ -201,12 +201,15 @@ class RpcClient {
   // `version`: a live partition's version to read at (-1: the newest; 0: the base).
   Status Features(ArrayView<const int64_t> nodes, std::string* rows, int64_t version = -1);
   Status Labels(ArrayView<const int64_t> nodes, std::string* labels, int64_t version = -1);
+  // Live partitions: folds the delta into a new base now (compact).
+  // *up_to_date (may be null): the base held the newest version already and
+  // no compaction ran (*version: the base's); an older server's refusal of
+  // that case is read the same way.
+  Status Compact(int64_t* version, int64_t* edges, double* seconds, bool* up_to_date = nullptr);
   // Applies one update batch to a live partition (live/updates.h's byte
   // form, every operation of this partition); durable and readable at
   // *version when it returns OK. *retry: the server had applied this batch
   // already (the same writer and batch number) and did not again.
-  // Live partitions: folds the delta into a new base now (compact).
-  Status Compact(int64_t* version, int64_t* edges, double* seconds);
   Status ApplyUpdates(const std::string& batch, int64_t* version, int64_t* operations = nullptr,
                       bool* retry = nullptr);
   Status Degrees(ArrayView<const int64_t> nodes, std::string* degrees);

@@ -499,6 +499,7 @@ void RpcHandler::compact(gen::CompactReply& out) {
     out.rows_merged = r.rows_merged;
     out.bytes = r.bytes;
     out.seconds = r.seconds;
+    if (r.up_to_date) out.__set_up_to_date(true);
     return Status::OK();
   });
 }

@@ -110,7 +110,20 @@ void LivePartition::StartCompactor(const CompactionPolicy& policy) {
 Status LivePartition::RunCompaction(live::CompactionReport* report) {
   live::CompactionOptions o;
   o.max_bytes = policy_.max_bytes;
-  Status st = vp_->Compact(vp_->committed(), o, report);
+  const uint64_t at = vp_->committed();
+  // Nothing newer than the base (or another compaction just folded it): no
+  // compaction, said as such rather than as an error.
+  auto up_to_date = [&] {
+    const uint64_t base = vp_->Stats().base_version;
+    if (at > base) return false;
+    *report = live::CompactionReport();
+    report->version = base;
+    report->up_to_date = true;
+    return true;
+  };
+  if (up_to_date()) return Status::OK();
+  Status st = vp_->Compact(at, o, report);
+  if (st.code() == Status::Code::kInvalidArgument && up_to_date()) return Status::OK();
   std::lock_guard<std::mutex> lock(compactor_mu_);
   if (st.ok()) {
     last_compaction_ = *report;

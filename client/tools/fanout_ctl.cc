@@ -436,10 +436,16 @@ int main(int argc, char** argv) {
   if (compact->parsed()) {
     int64_t version = 0, edges = 0;
     double seconds = 0;
-    st = client->Compact(&version, &edges, &seconds);
+    bool up_to_date = false;
+    st = client->Compact(&version, &edges, &seconds, &up_to_date);
     if (!st.ok()) {
       std::fprintf(stderr, "fanout-ctl compact: %s\n", st.ToString().c_str());
       return 1;
+    }
+    if (up_to_date) {
+      std::printf("nothing to compact: the base already holds version %lld, the newest\n",
+                  static_cast<long long>(version));
+      return 0;
     }
     std::printf("compacted: the base now holds version %lld, %lld edges (%.2f s)\n",
                 static_cast<long long>(version), static_cast<long long>(edges), seconds);

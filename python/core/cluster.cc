@@ -165,22 +165,28 @@ py::dict CompactOf(PyCluster& cluster, int partition) {
   client::UpdateWriter* w = nullptr;
   int64_t version = 0, edges = 0;
   double seconds = 0;
+  bool up_to_date = false;
   Status st;
   {
     py::gil_scoped_release release;
     st = cluster.Writer(&w);
-    if (st.ok()) st = w->Compact(partition, &version, &edges, &seconds);
+    if (st.ok()) st = w->Compact(partition, &version, &edges, &seconds, &up_to_date);
   }
   py::dict d;
   d["partition"] = partition;
-  if (st.code() == Status::Code::kAborted ||
-      (st.code() == Status::Code::kInvalidArgument &&
-       st.message().find("the base already holds") != std::string::npos)) {
+  if (st.code() == Status::Code::kAborted) {
     d["compacted"] = false;
     d["reason"] = st.message();
     return d;
   }
   Check(st);
+  if (up_to_date) {
+    d["compacted"] = false;
+    d["version"] = version;
+    d["reason"] = "nothing to fold: the base already holds version " + std::to_string(version) +
+                  ", the newest";
+    return d;
+  }
   d["compacted"] = true;
   d["version"] = version;
   d["edges"] = edges;

@@ -331,8 +331,8 @@ class Cluster:
         (default: all). Needs a tenant with write permission. Returns one dict per partition:
         ``compacted`` True with ``version`` (the version the new base holds), ``edges`` and
         ``seconds``; or ``compacted`` False with the ``reason`` where there was nothing to fold
-        (the base holds the newest version already) or the generation before the last compaction
-        is still kept for older reads. Other refusals raise."""
+        (the base holds the newest version already: ``version`` is the base's) or the generation
+        before the last compaction is still kept for older reads. Other refusals raise."""
         if partitions is None:
             partitions = range(self.num_partitions)
         out = []
