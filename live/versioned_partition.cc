@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <new>
 #include <numeric>
@@ -329,28 +330,45 @@ Status VersionedPartition::SampleHop(ArrayView<const int64_t> nodes, int64_t fan
   sampler::HopSampler& hs = scratch != nullptr ? *scratch : own;
   if (g.EdgesAsBase(version))
     return hs.Sample(graph, nodes, fanout, hop, request_seed, o, pool, out);
-  sampler::RowDraws draws;
-  FANOUT_RETURN_IF_ERROR(draws.Init(fanout, hop, request_seed, o));
-  // Writers wait while the hop reads the delta (one lock for the hop).
+  {
+    sampler::RowDraws check;  // the hop's options, checked once before any work
+    FANOUT_RETURN_IF_ERROR(check.Init(fanout, hop, request_seed, o));
+  }
+  // Writers wait while the hop reads the delta (one lock for the hop; the
+  // pool's threads read under the caller's hold of it).
   std::shared_lock<RwLock> lock(g.mu_);
   const size_t n = nodes.size();
   const int64_t begin = node_begin_;
   const int64_t* indptr = graph.indptr();
   const bool ordered = shape_.num_edge_types > 0 || shape_.temporal;
+  // Chunks of the nodes, as the static hop splits a large hop over `pool`
+  // (at least kMinChunk nodes each, about four a thread); one with no pool.
+  constexpr size_t kMinChunk = 512;
+  const size_t threads = pool != nullptr ? static_cast<size_t>(pool->num_threads()) + 1 : 1;
+  const size_t chunk = std::max(kMinChunk, (n + threads * 4 - 1) / (threads * 4));
+  const size_t chunks = std::max<size_t>(1, (n + chunk - 1) / chunk);
+  auto run_chunks = [&](const std::function<void(int64_t)>& fn) {
+    if (chunks == 1 || pool == nullptr) {
+      for (size_t c = 0; c < chunks; ++c) fn(static_cast<int64_t>(c));
+    } else {
+      pool->ParallelFor(static_cast<int64_t>(chunks), fn);
+    }
+  };
   // Each node's row at `version`, as the static sampler's one pass sees it
   // (the same draws, the same order): the base row [start, start +
   // base_degree), then, where a batch at or below `version` changed a row
   // that keeps no order and lost nothing at `version`, the added edges at or
   // below `version` (a prefix of its delta's: log order), nothing copied.
-  // Any other changed row is merged whole (MergedRowLocked, into `merged`).
+  // Any other changed row is merged whole (MergedRowLocked, into its
+  // chunk's `merged`).
   struct RowRef {
     int64_t start, base_degree, degree;
     const Added* added;  // the first added edge (null: none)
-    int64_t merged;      // its row in `merged` (-1: not merged)
+    int64_t merged;      // its row in its chunk's `merged` (-1: not merged)
   };
   std::vector<RowRef> refs(n);
-  std::deque<Row> merged;
-  bool any = false;  // a row changed at `version`
+  std::vector<std::deque<Row>> merged(chunks);
+  std::vector<char> changed(chunks, 0);  // a row of the chunk changed at `version`
   out->offsets.resize(n + 1);
   int64_t* offsets = out->offsets.data();
   offsets[0] = 0;
@@ -359,42 +377,51 @@ Status VersionedPartition::SampleHop(ArrayView<const int64_t> nodes, int64_t fan
   // ahead (a delta's added edges are read only where a draw lands on one).
   constexpr size_t kSlotAhead = 48, kDeltaAhead = 24, kRowAhead = 12;
   auto delta_of = [&](size_t i) { return g.ChangedAt(nodes[i], version); };
-  for (size_t i = 0; i < n; ++i) {
-    if (i + kSlotAhead < n && g.rows_.MayHave(nodes[i + kSlotAhead] - begin))
-      if (RowDelta* const* slot = g.rows_.Slot(nodes[i + kSlotAhead] - begin))
-        __builtin_prefetch(slot);
-    if (i + kDeltaAhead < n && g.rows_.MayHave(nodes[i + kDeltaAhead] - begin))
-      if (const RowDelta* ahead = g.rows_.Find(nodes[i + kDeltaAhead] - begin))
-        __builtin_prefetch(ahead);
-    if (i + kRowAhead < n) __builtin_prefetch(indptr + (nodes[i + kRowAhead] - begin));
-    const int64_t r = nodes[i] - begin;
-    RowRef& ref = refs[i];
-    ref.start = indptr[r];
-    ref.base_degree = indptr[r + 1] - ref.start;
-    ref.degree = ref.base_degree;
-    ref.added = nullptr;
-    ref.merged = -1;
-    if (const RowDelta* d = delta_of(i)) {
-      any = true;
-      if (ordered || (!d->removed.empty() && d->removed.front().seq <= version)) {
-        ref.merged = static_cast<int64_t>(merged.size());
-        MergedRowLocked(g, nodes[i], version, &merged.emplace_back());
-        ref.degree = static_cast<int64_t>(merged.back().neighbors.size());
-      } else if (!d->added.empty()) {
-        size_t added = d->added.size();
-        if (d->last_added_seq > version)
-          added = static_cast<size_t>(
-              std::upper_bound(d->added.begin(), d->added.end(), version,
-                               [](uint64_t v, const Added& x) { return v < x.seq; }) -
-              d->added.begin());
-        ref.added = d->added.data();
-        ref.degree += static_cast<int64_t>(added);
+  // Phase 1: each node's row and its count of draws (in offsets[i + 1]).
+  run_chunks([&](int64_t c) {
+    const size_t b = static_cast<size_t>(c) * chunk, e = std::min(n, b + chunk);
+    sampler::RowDraws draws;
+    (void)draws.Init(fanout, hop, request_seed, o);  // checked above
+    for (size_t i = b; i < e; ++i) {
+      if (i + kSlotAhead < e && g.rows_.MayHave(nodes[i + kSlotAhead] - begin))
+        if (RowDelta* const* slot = g.rows_.Slot(nodes[i + kSlotAhead] - begin))
+          __builtin_prefetch(slot);
+      if (i + kDeltaAhead < e && g.rows_.MayHave(nodes[i + kDeltaAhead] - begin))
+        if (const RowDelta* ahead = g.rows_.Find(nodes[i + kDeltaAhead] - begin))
+          __builtin_prefetch(ahead);
+      if (i + kRowAhead < e) __builtin_prefetch(indptr + (nodes[i + kRowAhead] - begin));
+      const int64_t r = nodes[i] - begin;
+      RowRef& ref = refs[i];
+      ref.start = indptr[r];
+      ref.base_degree = indptr[r + 1] - ref.start;
+      ref.degree = ref.base_degree;
+      ref.added = nullptr;
+      ref.merged = -1;
+      if (const RowDelta* d = delta_of(i)) {
+        changed[static_cast<size_t>(c)] = 1;
+        if (ordered || (!d->removed.empty() && d->removed.front().seq <= version)) {
+          std::deque<Row>& rows = merged[static_cast<size_t>(c)];
+          ref.merged = static_cast<int64_t>(rows.size());
+          MergedRowLocked(g, nodes[i], version, &rows.emplace_back());
+          ref.degree = static_cast<int64_t>(rows.back().neighbors.size());
+        } else if (!d->added.empty()) {
+          size_t added = d->added.size();
+          if (d->last_added_seq > version)
+            added = static_cast<size_t>(
+                std::upper_bound(d->added.begin(), d->added.end(), version,
+                                 [](uint64_t v, const Added& x) { return v < x.seq; }) -
+                d->added.begin());
+          ref.added = d->added.data();
+          ref.degree += static_cast<int64_t>(added);
+        }
       }
+      offsets[i + 1] = draws.Count(ref.degree);
     }
-    offsets[i + 1] = offsets[i] + draws.Count(ref.degree);
-  }
-  // No row of this hop changed: the static hop (with its threads).
-  if (!any) return hs.Sample(graph, nodes, fanout, hop, request_seed, o, pool, out);
+  });
+  // No row of this hop changed: the static hop.
+  if (std::find(changed.begin(), changed.end(), 1) == changed.end())
+    return hs.Sample(graph, nodes, fanout, hop, request_seed, o, pool, out);
+  for (size_t i = 0; i < n; ++i) offsets[i + 1] += offsets[i];
   const int64_t total = offsets[n];
   out->neighbors.resize(static_cast<size_t>(total));
   out->edge_ids.resize(o.with_edge_ids ? static_cast<size_t>(total) : 0);
@@ -403,59 +430,64 @@ Status VersionedPartition::SampleHop(ArrayView<const int64_t> nodes, int64_t fan
   int64_t* nbr = out->neighbors.data();
   int64_t* eid_out = o.with_edge_ids ? out->edge_ids.data() : nullptr;
   const int64_t* eids = graph.edge_ids();
-  // Software-pipelined as the static hop: node i + kDrawAhead's positions
-  // are drawn (and the lines they land on prefetched) while node i's are
-  // resolved. A drawn slot holds a base edge's CSR position (>= 0) or
-  // -1 - j for the row's j-th added edge; a merged row is resolved as it is
-  // drawn.
+  // Phase 2, software-pipelined as the static hop: node i + kDrawAhead's
+  // positions are drawn (and the lines they land on prefetched) while node
+  // i's are resolved. A drawn slot holds a base edge's CSR position (>= 0)
+  // or -1 - j for the row's j-th added edge; a merged row is resolved as it
+  // is drawn.
   constexpr size_t kDrawAhead = 6;
-  auto draw = [&](size_t i) {
-    const RowRef& ref = refs[i];
-    const int64_t o0 = offsets[i], k = offsets[i + 1] - o0;
-    if (k == 0) return;
-    int64_t* pos = nbr + o0;
-    draws.Positions(nodes[i], ref.degree, pos);
-    if (ref.merged >= 0) {
-      const Row& row = merged[static_cast<size_t>(ref.merged)];
+  run_chunks([&](int64_t c) {
+    const size_t b = static_cast<size_t>(c) * chunk, e = std::min(n, b + chunk);
+    sampler::RowDraws draws;
+    (void)draws.Init(fanout, hop, request_seed, o);  // checked above
+    auto draw = [&](size_t i) {
+      const RowRef& ref = refs[i];
+      const int64_t o0 = offsets[i], k = offsets[i + 1] - o0;
+      if (k == 0) return;
+      int64_t* pos = nbr + o0;
+      draws.Positions(nodes[i], ref.degree, pos);
+      if (ref.merged >= 0) {
+        const Row& row = merged[static_cast<size_t>(c)][static_cast<size_t>(ref.merged)];
+        for (int64_t j = 0; j < k; ++j) {
+          const size_t p = static_cast<size_t>(pos[j]);
+          if (eid_out != nullptr) eid_out[o0 + j] = row.edge_ids[p];
+          pos[j] = row.neighbors[p];
+        }
+        return;
+      }
       for (int64_t j = 0; j < k; ++j) {
-        const size_t p = static_cast<size_t>(pos[j]);
-        if (eid_out != nullptr) eid_out[o0 + j] = row.edge_ids[p];
-        pos[j] = row.neighbors[p];
+        const int64_t p = pos[j];
+        if (p < ref.base_degree) {
+          pos[j] = ref.start + p;
+          __builtin_prefetch(graph.neighbor_address(pos[j]), 0, 2);
+          if (eid_out != nullptr && eids != nullptr) __builtin_prefetch(eids + pos[j]);
+        } else {
+          pos[j] = -1 - (p - ref.base_degree);
+          __builtin_prefetch(ref.added + (p - ref.base_degree));
+        }
       }
-      return;
-    }
-    for (int64_t j = 0; j < k; ++j) {
-      const int64_t p = pos[j];
-      if (p < ref.base_degree) {
-        pos[j] = ref.start + p;
-        __builtin_prefetch(graph.neighbor_address(pos[j]), 0, 2);
-        if (eid_out != nullptr && eids != nullptr) __builtin_prefetch(eids + pos[j]);
-      } else {
-        pos[j] = -1 - (p - ref.base_degree);
-        __builtin_prefetch(ref.added + (p - ref.base_degree));
+    };
+    auto resolve = [&](size_t i) {
+      const RowRef& ref = refs[i];
+      if (ref.merged >= 0) return;
+      for (int64_t x = offsets[i]; x < offsets[i + 1]; ++x) {
+        const int64_t v = nbr[x];
+        if (v >= 0) {
+          if (eid_out != nullptr) eid_out[x] = graph.edge_id(v);
+          nbr[x] = graph.neighbor(v);
+        } else {
+          const Added& a = ref.added[-1 - v];
+          if (eid_out != nullptr) eid_out[x] = a.eid;
+          nbr[x] = a.dst;
+        }
       }
+    };
+    for (size_t i = b; i < std::min(e, b + kDrawAhead); ++i) draw(i);
+    for (size_t i = b; i < e; ++i) {
+      if (i + kDrawAhead < e) draw(i + kDrawAhead);
+      resolve(i);
     }
-  };
-  auto resolve = [&](size_t i) {
-    const RowRef& ref = refs[i];
-    if (ref.merged >= 0) return;
-    for (int64_t x = offsets[i]; x < offsets[i + 1]; ++x) {
-      const int64_t v = nbr[x];
-      if (v >= 0) {
-        if (eid_out != nullptr) eid_out[x] = graph.edge_id(v);
-        nbr[x] = graph.neighbor(v);
-      } else {
-        const Added& a = ref.added[-1 - v];
-        if (eid_out != nullptr) eid_out[x] = a.eid;
-        nbr[x] = a.dst;
-      }
-    }
-  };
-  for (size_t i = 0; i < std::min(n, kDrawAhead); ++i) draw(i);
-  for (size_t i = 0; i < n; ++i) {
-    if (i + kDrawAhead < n) draw(i + kDrawAhead);
-    resolve(i);
-  }
+  });
   return Status::OK();
 }
 

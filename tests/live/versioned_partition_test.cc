@@ -133,8 +133,13 @@ UpdateBatch RandomBatch(std::mt19937_64& rng, const Fixture& f, const Model& m, 
 
 void ExpectSameHops(const VersionedPartition& vp, const Csr& rebuilt, const Fixture& f,
                     uint64_t version, uint64_t seed, const std::string& where) {
-  std::vector<int64_t> nodes(static_cast<size_t>(f.n_local));
-  for (int64_t i = 0; i < f.n_local; ++i) nodes[i] = f.node_begin + i;
+  // Every row once; on alternate versions every row 40 times over, sampled
+  // with a pool (a hop of many nodes is split into chunks on its threads).
+  static ThreadPool pool(3);
+  const bool many = version % 4 < 2;
+  std::vector<int64_t> nodes;
+  for (int copy = 0; copy < (many ? 40 : 1); ++copy)
+    for (int64_t i = 0; i < f.n_local; ++i) nodes.push_back(f.node_begin + i);
   for (bool replace : {false, true})
     for (int64_t fanout : {int64_t{3}, int64_t{-1}}) {
       if (replace && fanout < 0) continue;
@@ -144,8 +149,9 @@ void ExpectSameHops(const VersionedPartition& vp, const Csr& rebuilt, const Fixt
       // resolves its draws on its own path).
       o.with_edge_ids = version % 2 == 0;
       sampler::OneHopResult got, want;
-      ASSERT_TRUE(
-          vp.SampleHop(ArrayView<const int64_t>(nodes), fanout, 1, seed, o, version, &got).ok());
+      ASSERT_TRUE(vp.SampleHop(ArrayView<const int64_t>(nodes), fanout, 1, seed, o, version, &got,
+                               nullptr, many ? &pool : nullptr)
+                      .ok());
       o.node_offset = f.node_begin;
       ASSERT_TRUE(sampler::SampleOneHop(rebuilt.g, ArrayView<const int64_t>(nodes), fanout, 1, seed,
                                         o, nullptr, &want)
