@@ -53,7 +53,11 @@
 //   Reported: each one's sampled edges per second of its hops
 //   (`static_edges_per_s`, `live_edges_per_s`), `ratio` = live / static
 //   (the median of the rounds' ratios) and `rows_changed` (the share of
-//   rows with a delta).
+//   rows with a delta). The same rounds with LABOR hops, on the base and
+//   through VersionedPartition::SampleAnyHop (the path of every sampler but
+//   the uniform hop: a changed row merged and sampled by a call of its
+//   own): `labor_static_edges_per_s`, `labor_live_edges_per_s`,
+//   `labor_ratio`.
 // Medians of --rounds rounds.
 #include <signal.h>
 #include <sys/stat.h>
@@ -274,9 +278,36 @@ nlohmann::json ReadPath(int scale, int64_t batch, double fraction, double second
   so.with_edge_ids = false;
   const int64_t fanouts[3] = {15, 10, 5};
   sp::HopSampler hs;
+  // LABOR hops: on the base, and over merged rows through SampleAnyHop (the
+  // path of every sampler but the uniform hop).
+  sp::SamplingOptions labor = so;
+  labor.labor = true;
+  std::shared_ptr<const fanout::live::Generation> gen;
+  st = vp.GenerationFor(seq, &gen);
+  if (!st.ok()) {
+    std::fprintf(stderr, "fanout-bench-updates: read_path: %s\n", st.ToString().c_str());
+    std::exit(1);
+  }
+  std::vector<int64_t> sub;
+  auto labor_hop = [&](fanout::ArrayView<const int64_t> ids, int64_t fanout, int hop, uint64_t seed,
+                       bool live, sp::OneHopResult* out) {
+    if (!live) return hs.Sample(graph, ids, fanout, hop, seed, labor, nullptr, out);
+    return vp.SampleAnyHop(
+        *gen, seq, ids,
+        [&](const fanout::live::RowArrays& a, fanout::ArrayView<const int64_t> which,
+            sp::OneHopResult* o) {
+          sub.clear();
+          for (int64_t i : which) sub.push_back(ids[i]);
+          sp::SamplingOptions on = labor;
+          on.node_offset = a.node_offset;
+          return hs.Sample(*a.graph, fanout::ArrayView<const int64_t>(sub), fanout, hop, seed, on,
+                           nullptr, o);
+        },
+        out);
+  };
   // One round of one path: frontiers from seed batch after seed batch for
   // `seconds`; edges per second of the sampling calls alone.
-  auto run = [&](bool live, uint64_t round) {
+  auto run = [&](bool live, uint64_t round, bool use_labor) {
     double busy = 0;
     int64_t edges = 0;
     sp::OneHopResult out;
@@ -287,8 +318,9 @@ nlohmann::json ReadPath(int scale, int64_t batch, double fraction, double second
       for (int h = 0; h < 3; ++h) {
         const auto t0 = Clock::now();
         const fanout::ArrayView<const int64_t> ids(nodes);
-        fanout::Status s = live ? vp.SampleHop(ids, fanouts[h], h, k, so, seq, &out, &hs)
-                                : hs.Sample(graph, ids, fanouts[h], h, k, so, nullptr, &out);
+        fanout::Status s = use_labor ? labor_hop(ids, fanouts[h], h, k, live, &out)
+                           : live    ? vp.SampleHop(ids, fanouts[h], h, k, so, seq, &out, &hs)
+                                     : hs.Sample(graph, ids, fanouts[h], h, k, so, nullptr, &out);
         busy += std::chrono::duration<double>(Clock::now() - t0).count();
         if (!s.ok()) {
           std::fprintf(stderr, "fanout-bench-updates: read_path: %s\n", s.ToString().c_str());
@@ -302,15 +334,19 @@ nlohmann::json ReadPath(int scale, int64_t batch, double fraction, double second
     }
     return busy > 0 ? static_cast<double>(edges) / busy : 0;
   };
-  std::vector<double> fixed, live, ratios;
+  std::vector<double> fixed, live, ratios, labor_fixed, labor_live, labor_ratios;
   for (int r = 0; r < rounds; ++r) {
-    fixed.push_back(run(false, static_cast<uint64_t>(r)));
-    live.push_back(run(true, static_cast<uint64_t>(r)));
+    fixed.push_back(run(false, static_cast<uint64_t>(r), false));
+    live.push_back(run(true, static_cast<uint64_t>(r), false));
     ratios.push_back(fixed.back() > 0 ? live.back() / fixed.back() : 0);
+    labor_fixed.push_back(run(false, static_cast<uint64_t>(r), true));
+    labor_live.push_back(run(true, static_cast<uint64_t>(r), true));
+    labor_ratios.push_back(labor_fixed.back() > 0 ? labor_live.back() / labor_fixed.back() : 0);
     std::fprintf(stderr,
                  "[updates] read_path round %d: static %.0f edges/s, live %.0f edges/s over %.0f%% "
-                 "changed rows (%.3f)\n",
-                 r + 1, fixed.back(), live.back(), 100 * rows_changed, ratios.back());
+                 "changed rows (%.3f); LABOR static %.0f, live %.0f (%.3f)\n",
+                 r + 1, fixed.back(), live.back(), 100 * rows_changed, ratios.back(),
+                 labor_fixed.back(), labor_live.back(), labor_ratios.back());
   }
   return {{"case", "read_path"},
           {"scale", scale},
@@ -321,6 +357,9 @@ nlohmann::json ReadPath(int scale, int64_t batch, double fraction, double second
           {"static_edges_per_s", fanout::bench::Median(fixed)},
           {"live_edges_per_s", fanout::bench::Median(live)},
           {"ratio", fanout::bench::Median(ratios)},
+          {"labor_static_edges_per_s", fanout::bench::Median(labor_fixed)},
+          {"labor_live_edges_per_s", fanout::bench::Median(labor_live)},
+          {"labor_ratio", fanout::bench::Median(labor_ratios)},
           {"threads", 1},
           {"rounds", rounds}};
 }

@@ -310,6 +310,113 @@ bool VersionedPartition::MergedRowLocked(const Generation& g, int64_t node, uint
   return true;
 }
 
+Status VersionedPartition::SampleAnyHop(const Generation& g, uint64_t version,
+                                        ArrayView<const int64_t> nodes, const RowsHop& hop,
+                                        sampler::OneHopResult* out) const {
+  for (int64_t v : nodes)
+    if (!Owns(v))
+      return Status::InvalidArgument("node " + std::to_string(v) + " is not in this partition");
+  const sampler::PartitionView& base = g.base_;
+  RowArrays on_base;
+  on_base.graph = &g.graph_;
+  on_base.edge_types = base.edge_types.empty() ? nullptr : base.edge_types.data();
+  on_base.edge_times = base.edge_times.empty() ? nullptr : base.edge_times.data();
+  on_base.time_index = g.time_index_;
+  on_base.node_offset = node_begin_;
+  const bool typed = shape_.num_edge_types > 0, timed = shape_.temporal;
+  const bool weighted = g.graph_.has_weights();
+  // The changed nodes one at a time (their results appended to `changed`,
+  // in the request's order), the others gathered for one call over the base.
+  std::vector<int64_t> plain, changed_at;
+  sampler::OneHopResult on_plain, changed, one;
+  changed.offsets.assign(1, 0);
+  Row row;
+  int64_t row_node = -1;  // the node `row` holds (a hop repeats nodes)
+  bool row_changed = false;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i] != row_node) {
+      row_node = nodes[i];
+      row_changed = MergedRow(g, row_node, version, &row);
+    }
+    if (!row_changed) {
+      plain.push_back(static_cast<int64_t>(i));
+      continue;
+    }
+    const int64_t self = static_cast<int64_t>(i);
+    changed_at.push_back(self);
+    if (row.neighbors.empty()) {  // no edge, no draw (and a CSR of none has no weights)
+      changed.offsets.push_back(static_cast<int64_t>(changed.neighbors.size()));
+      continue;
+    }
+    const int64_t one_indptr[2] = {0, static_cast<int64_t>(row.neighbors.size())};
+    sampler::CsrGraph rg;
+    FANOUT_RETURN_IF_ERROR(sampler::CsrGraph::Create(
+        ArrayView<const int64_t>(one_indptr, 2), ArrayView<const int64_t>(row.neighbors),
+        ArrayView<const int64_t>(row.edge_ids),
+        weighted ? ArrayView<const float>(row.weights) : ArrayView<const float>(), &rg));
+    RowArrays on_row;
+    on_row.graph = &rg;
+    on_row.edge_types = typed ? row.types.data() : nullptr;
+    on_row.edge_times = timed ? row.times.data() : nullptr;
+    on_row.node_offset = row_node;  // rows are in the store's order: no time index
+    FANOUT_RETURN_IF_ERROR(hop(on_row, ArrayView<const int64_t>(&self, 1), &one));
+    changed.neighbors.insert(changed.neighbors.end(), one.neighbors.begin(), one.neighbors.end());
+    changed.edge_ids.insert(changed.edge_ids.end(), one.edge_ids.begin(), one.edge_ids.end());
+    changed.edge_types.insert(changed.edge_types.end(), one.edge_types.begin(),
+                              one.edge_types.end());
+    changed.edge_weights.insert(changed.edge_weights.end(), one.edge_weights.begin(),
+                                one.edge_weights.end());
+    changed.offsets.push_back(static_cast<int64_t>(changed.neighbors.size()));
+  }
+  if (!plain.empty())
+    FANOUT_RETURN_IF_ERROR(hop(on_base, ArrayView<const int64_t>(plain), &on_plain));
+  // Stitched in the nodes' order. A per-edge field is either absent from a
+  // part or at every one of its edges.
+  auto has = [](const auto& field, const sampler::OneHopResult& r) {
+    return !field.empty() && field.size() == r.neighbors.size();
+  };
+  for (const sampler::OneHopResult* r : {&on_plain, &changed})
+    for (size_t n : {r->edge_ids.size(), r->edge_types.size(), r->edge_weights.size()})
+      if (n != 0 && n != r->neighbors.size())
+        return Status::Internal("a sampler's hop has " + std::to_string(n) +
+                                " values of a per-edge field for " +
+                                std::to_string(r->neighbors.size()) + " edges");
+  const bool ids = has(on_plain.edge_ids, on_plain) || has(changed.edge_ids, changed);
+  const bool types = has(on_plain.edge_types, on_plain) || has(changed.edge_types, changed);
+  const bool weights = has(on_plain.edge_weights, on_plain) || has(changed.edge_weights, changed);
+  const size_t total = on_plain.neighbors.size() + changed.neighbors.size();
+  for (const sampler::OneHopResult* r : {&on_plain, &changed})
+    if ((ids && r->edge_ids.size() != r->neighbors.size()) ||
+        (types && r->edge_types.size() != r->neighbors.size()) ||
+        (weights && r->edge_weights.size() != r->neighbors.size()))
+      return Status::Internal("a sampler's hop gave a per-edge field over one part of a hop only");
+  out->offsets.resize(nodes.size() + 1);
+  out->offsets[0] = 0;
+  out->neighbors.resize(total);
+  out->edge_ids.resize(ids ? total : 0);
+  out->edge_types.resize(types ? total : 0);
+  out->edge_weights.resize(weights ? total : 0);
+  size_t next_plain = 0, next_changed = 0;
+  int64_t at = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const bool from_changed =
+        next_changed < changed_at.size() && changed_at[next_changed] == static_cast<int64_t>(i);
+    const sampler::OneHopResult& r = from_changed ? changed : on_plain;
+    const size_t k = from_changed ? next_changed++ : next_plain++;
+    const int64_t b = r.offsets[k], e = r.offsets[k + 1];
+    std::copy(r.neighbors.begin() + b, r.neighbors.begin() + e, out->neighbors.begin() + at);
+    if (ids) std::copy(r.edge_ids.begin() + b, r.edge_ids.begin() + e, out->edge_ids.begin() + at);
+    if (types)
+      std::copy(r.edge_types.begin() + b, r.edge_types.begin() + e, out->edge_types.begin() + at);
+    if (weights)
+      std::copy(r.edge_weights.begin() + b, r.edge_weights.begin() + e,
+                out->edge_weights.begin() + at);
+    at += e - b;
+    out->offsets[i + 1] = at;
+  }
+  return Status::OK();
+}
+
 Status VersionedPartition::SampleHop(ArrayView<const int64_t> nodes, int64_t fanout, int64_t hop,
                                      uint64_t request_seed, const sampler::SamplingOptions& options,
                                      uint64_t version, sampler::OneHopResult* out,

@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -301,6 +302,20 @@ class Generation {
   mutable std::atomic<int64_t> last_read_ns_{0};
 };
 
+// The arrays one call of a sampler reads (VersionedPartition::SampleAnyHop):
+// a generation's base, or one changed row's merged edges.
+struct RowArrays {
+  const sampler::CsrGraph* graph = nullptr;
+  const int32_t* edge_types = nullptr;  // heterogeneous datasets (else null)
+  const int64_t* edge_times = nullptr;  // temporal datasets (else null)
+  const int64_t* time_index = nullptr;  // PrepareTimeOrder's index (null: rows in time order)
+  int64_t node_offset = 0;              // the global id of the graph's first row
+};
+// A sampler's hop over the request's nodes at positions `which` (each with
+// its own side inputs: times, walk keys), on `arrays`, into *out.
+using RowsHop = std::function<Status(const RowArrays& arrays, ArrayView<const int64_t> which,
+                                     sampler::OneHopResult* out)>;
+
 class VersionedPartition {
  public:
   // `base` must outlive this; it is never written. `time_index` and
@@ -350,6 +365,17 @@ class VersionedPartition {
                    uint64_t request_seed, const sampler::SamplingOptions& options, uint64_t version,
                    sampler::OneHopResult* out, sampler::HopSampler* scratch = nullptr,
                    ThreadPool* pool = nullptr) const;
+  // Any sampler's hop at `version` in generation `g` (held by the caller):
+  // walk steps, LABOR, temporal, per-edge-type and weighted hops, which
+  // SampleHop does not draw. `hop` is the sampler: called once over the
+  // base for the nodes whose rows no batch since g's base changed at
+  // `version`, and once per changed node over its merged row (a one-row
+  // CSR whose row is the node's own: node_offset is the node, so every
+  // draw keyed by (node, hop, seed) or by a neighbor is the one the rebuilt
+  // graph's row gets); the results stitched in the nodes' order. A cost
+  // a changed node (a merge and a sampler call) that uniform hops do not pay.
+  Status SampleAnyHop(const Generation& g, uint64_t version, ArrayView<const int64_t> nodes,
+                      const RowsHop& hop, sampler::OneHopResult* out) const;
   // The node's feature row / label at `version` where a batch replaced it
   // (false: the base's).
   bool FeatureRow(int64_t node, uint64_t version, std::string* out) const;

@@ -210,13 +210,44 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
     // Rows the delta changed may be longer than the base's.
     max_degree = merged ? gen->degree_bound() : gen->max_degree();
   }
-  if (merged && (p.walk || p.labor || p.temporal || p.hetero || p.weighted))
-    return Status::NotSupported(
-        "this live partition has changed edges at version " + std::to_string(last_version_) +
-        " since its base (version " + std::to_string(gen->base_version()) +
-        "), and walk steps, LABOR, temporal, per-edge-type and weighted hops read a base only: "
-        "uniform neighbor sampling reads changes; a compaction folds them into a new base "
-        "(docs/DESIGN.md, \"Live updates\")");
+  // `over(sample)` runs the sampler a request names, sample(arrays, nodes,
+  // times, walk keys, out): on the request's own arrays, or, on a live
+  // partition whose rows changed at the version, through SampleAnyHop (once
+  // over the base for the unchanged rows, once per changed row over its
+  // merged edges, each with its nodes' own times and keys).
+  std::vector<int64_t> sub_ids, sub_times;
+  std::vector<uint64_t> sub_keys;
+  auto over = [&](auto&& sample) -> Status {
+    live::RowArrays on_base;
+    on_base.edge_types = view->edge_types.empty() ? nullptr : view->edge_types.data();
+    on_base.edge_times = view->edge_times.empty() ? nullptr : view->edge_times.data();
+    on_base.time_index = time_index;
+    on_base.node_offset = s_->view.node_begin;
+    on_base.graph = live_graph;
+    if (on_base.graph == nullptr) FANOUT_RETURN_IF_ERROR(GraphFor(p.with_edge_ids, &on_base.graph));
+    if (!merged) return sample(on_base, ids, p.times, p.walk_keys, &hop_);
+    return s_->live->partition().SampleAnyHop(
+        *gen, static_cast<uint64_t>(last_version_), ids,
+        [&](const live::RowArrays& a, ArrayView<const int64_t> which, sampler::OneHopResult* o) {
+          sub_ids.clear();
+          sub_times.clear();
+          sub_keys.clear();
+          for (int64_t i : which) {
+            sub_ids.push_back(ids[i]);
+            if (!p.times.empty()) sub_times.push_back(p.times[i]);
+            if (!p.walk_keys.empty()) sub_keys.push_back(p.walk_keys[i]);
+          }
+          return sample(a, ArrayView<const int64_t>(sub_ids), ArrayView<const int64_t>(sub_times),
+                        ArrayView<const uint64_t>(sub_keys), o);
+        },
+        &hop_);
+  };
+  auto done = [&]() {
+    metrics_->RecordSample(static_cast<int64_t>(ids.size()), hop_.offsets[ids.size()]);
+    last_edges_ += hop_.offsets[ids.size()];
+    *out = &hop_;
+    return Status::OK();
+  };
   if (p.walk) {
     if (p.labor || p.temporal)
       return Status::InvalidArgument("a walk step takes no LABOR or temporal options");
@@ -242,19 +273,16 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
     if (p.walk_keys.size() != ids.size())
       return Status::InvalidArgument("walk step: " + std::to_string(ids.size()) + " nodes but " +
                                      std::to_string(p.walk_keys.size()) + " walk keys");
-    sampler::SamplingOptions so;
-    so.weighted = p.weighted;
-    so.with_edge_ids = p.with_edge_ids;
-    so.node_offset = s_->view.node_begin;
-    const sampler::CsrGraph* g = live_graph;
-    if (g == nullptr) FANOUT_RETURN_IF_ERROR(GraphFor(p.with_edge_ids, &g));
-    FANOUT_RETURN_IF_ERROR(sampler::SampleWalkStep(
-        *g, ids, p.walk_keys, so, &hop_,
-        view->edge_types.empty() ? nullptr : view->edge_types.data(), edge_type));
-    metrics_->RecordSample(static_cast<int64_t>(ids.size()), hop_.offsets[ids.size()]);
-    last_edges_ += hop_.offsets[ids.size()];
-    *out = &hop_;
-    return Status::OK();
+    FANOUT_RETURN_IF_ERROR(
+        over([&](const live::RowArrays& a, ArrayView<const int64_t> n, ArrayView<const int64_t>,
+                 ArrayView<const uint64_t> k, sampler::OneHopResult* o) {
+          sampler::SamplingOptions so;
+          so.weighted = p.weighted;
+          so.with_edge_ids = p.with_edge_ids;
+          so.node_offset = a.node_offset;
+          return sampler::SampleWalkStep(*a.graph, n, k, so, o, a.edge_types, edge_type);
+        }));
+    return done();
   }
   if (p.labor && (p.temporal || p.hetero))
     return Status::InvalidArgument(p.temporal
@@ -329,9 +357,6 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
   so.weighted = p.weighted;
   so.with_edge_ids = p.with_edge_ids;
   so.labor = p.labor;
-  so.node_offset = s_->view.node_begin;
-  const sampler::CsrGraph* g = live_graph;
-  if (g == nullptr) FANOUT_RETURN_IF_ERROR(GraphFor(p.with_edge_ids, &g));
   if (p.temporal) {
     if (!s_->data->meta.has_edge_times)
       return Status::InvalidArgument("temporal sampling needs edge timestamps; dataset '" +
@@ -344,45 +369,53 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
     if (p.replace || p.weighted)
       return Status::InvalidArgument(
           "temporal sampling draws uniformly without replacement (no replace, no weights)");
-    if (p.hetero) {
-      FANOUT_RETURN_IF_ERROR(sampler::SampleHeteroTemporalHop(
-          *g, view->edge_types.data(), view->edge_times.data(), time_index, so.node_offset, ids,
-          p.times, p.type_fanouts, p.hop, p.seed, p.strategy, p.with_edge_ids, &hop_));
-    } else if (!s_->data->meta.hetero.empty()) {
+    if (!p.hetero && !s_->data->meta.hetero.empty())
       // The time index orders each edge type's run on its own (PrepareTimeOrder).
       return Status::InvalidArgument(
           "temporal sampling of heterogeneous dataset '" + s_->data->meta.name +
           "' samples each edge type on its own: give per-edge-type fanouts");
-    } else {
-      sampler::SampleTemporalHop(*g, view->edge_times.data(), time_index, so.node_offset, ids,
-                                 p.times, p.fanout, p.hop, p.seed, p.strategy, p.with_edge_ids,
-                                 &hop_);
-    }
-    metrics_->RecordSample(static_cast<int64_t>(ids.size()), hop_.offsets[ids.size()]);
-    last_edges_ += hop_.offsets[ids.size()];
-    *out = &hop_;
-    return Status::OK();
+    FANOUT_RETURN_IF_ERROR(over([&](const live::RowArrays& a, ArrayView<const int64_t> n,
+                                    ArrayView<const int64_t> t, ArrayView<const uint64_t>,
+                                    sampler::OneHopResult* o) -> Status {
+      if (p.hetero)
+        return sampler::SampleHeteroTemporalHop(*a.graph, a.edge_types, a.edge_times, a.time_index,
+                                                a.node_offset, n, t, p.type_fanouts, p.hop, p.seed,
+                                                p.strategy, p.with_edge_ids, o);
+      sampler::SampleTemporalHop(*a.graph, a.edge_times, a.time_index, a.node_offset, n, t,
+                                 p.fanout, p.hop, p.seed, p.strategy, p.with_edge_ids, o);
+      return Status::OK();
+    }));
+    return done();
   }
   if (p.hetero) {
-    FANOUT_RETURN_IF_ERROR(sampler::SampleHeteroHop(*g, view->edge_types.data(), ids,
-                                                    p.type_fanouts, p.hop, p.seed, so, &hop_));
-    metrics_->RecordSample(static_cast<int64_t>(ids.size()), hop_.offsets[ids.size()]);
-    last_edges_ += hop_.offsets[ids.size()];
-    *out = &hop_;
-    return Status::OK();
+    FANOUT_RETURN_IF_ERROR(
+        over([&](const live::RowArrays& a, ArrayView<const int64_t> n, ArrayView<const int64_t>,
+                 ArrayView<const uint64_t>, sampler::OneHopResult* o) {
+          sampler::SamplingOptions on = so;
+          on.node_offset = a.node_offset;
+          return sampler::SampleHeteroHop(*a.graph, a.edge_types, n, p.type_fanouts, p.hop, p.seed,
+                                          on, o);
+        }));
+    return done();
   }
-  if (merged) {
+  if (merged && !p.weighted && !p.labor) {
+    // The uniform hop reads changed rows in place (VersionedPartition::SampleHop).
+    so.node_offset = s_->view.node_begin;
     FANOUT_RETURN_IF_ERROR(s_->live->partition().SampleHop(ids, p.fanout, p.hop, p.seed, so,
                                                            static_cast<uint64_t>(last_version_),
                                                            &hop_, &sampler_, s_->pool.get()));
-  } else {
-    FANOUT_RETURN_IF_ERROR(
-        sampler_.Sample(*g, ids, p.fanout, p.hop, p.seed, so, s_->pool.get(), &hop_));
+    return done();
   }
-  metrics_->RecordSample(static_cast<int64_t>(ids.size()), hop_.offsets[ids.size()]);
-  last_edges_ += hop_.offsets[ids.size()];
-  *out = &hop_;
-  return Status::OK();
+  FANOUT_RETURN_IF_ERROR(
+      over([&](const live::RowArrays& a, ArrayView<const int64_t> n, ArrayView<const int64_t>,
+               ArrayView<const uint64_t>, sampler::OneHopResult* o) {
+        sampler::SamplingOptions on = so;
+        on.node_offset = a.node_offset;
+        // The pool splits the base's large hops; a changed row's is one node.
+        return sampler_.Sample(*a.graph, n, p.fanout, p.hop, p.seed, on,
+                               n.size() > 1 ? s_->pool.get() : nullptr, o);
+      }));
+  return done();
 }
 
 Status PartitionService::PprPush(const sampler::PprPushRequest& in, int64_t version,

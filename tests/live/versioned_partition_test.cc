@@ -15,6 +15,9 @@
 
 #include "live/updates.h"
 #include "sampler/csr_graph.h"
+#include "sampler/hetero.h"
+#include "sampler/temporal.h"
+#include "sampler/walk.h"
 
 namespace fanout::live {
 namespace {
@@ -282,6 +285,278 @@ TEST(VersionedPartitionTest, CompactionFoldsVersionsIntoANewBaseThatSamplesAsThe
 
 TEST(VersionedPartitionTest, TemporalCompactionKeepsRowsInTimeOrder) {
   RunProperty(/*temporal=*/true, /*compact=*/true);
+}
+
+// Every other sampler over changed rows (VersionedPartition::SampleAnyHop):
+// walk steps (and metapath steps), LABOR, weighted, temporal (uniform and
+// last), per-edge-type and heterogeneous temporal hops at every version
+// equal the same sampler on the graph rebuilt with the batches up to it.
+struct FullEdge {
+  int64_t dst, eid, time;
+  int32_t type;
+  float weight;
+};
+using FullModel = std::vector<std::vector<FullEdge>>;
+
+struct FullCsr {
+  std::vector<int64_t> indptr{0}, indices, eids, times;
+  std::vector<int32_t> types;
+  std::vector<float> weights;
+  sampler::CsrGraph g;
+  RowArrays arrays;
+};
+
+void BuildFull(const FullModel& m, int64_t node_begin, FullCsr* c) {
+  for (const auto& row : m) {
+    for (const FullEdge& e : row) {
+      c->indices.push_back(e.dst);
+      c->eids.push_back(e.eid);
+      c->times.push_back(e.time);
+      c->types.push_back(e.type);
+      c->weights.push_back(e.weight);
+    }
+    c->indptr.push_back(static_cast<int64_t>(c->indices.size()));
+  }
+  ASSERT_TRUE(sampler::CsrGraph::Create(
+                  ArrayView<const int64_t>(c->indptr), ArrayView<const int64_t>(c->indices),
+                  ArrayView<const int64_t>(c->eids), ArrayView<const float>(c->weights), &c->g)
+                  .ok());
+  c->arrays.graph = &c->g;
+  c->arrays.edge_types = c->types.data();
+  c->arrays.edge_times = c->times.data();
+  c->arrays.node_offset = node_begin;
+}
+
+void SortRow(std::vector<FullEdge>* row, bool typed, bool temporal) {
+  std::stable_sort(row->begin(), row->end(), [&](const FullEdge& a, const FullEdge& b) {
+    if (typed && a.type != b.type) return a.type < b.type;
+    return temporal && a.time < b.time;
+  });
+}
+
+void RunEverySampler(bool temporal, bool typed) {
+  const int num_types = typed ? 2 : 0;
+  const int64_t begin = 100, n_local = 40, n_total = 300, base_total = 5000;
+  for (uint64_t seed = 0; seed < 4; ++seed) {
+    std::mt19937_64 rng(seed * 13 + (temporal ? 5 : 0) + (typed ? 9 : 0));
+    auto weight = [&] { return rng() % 5 == 0 ? 0.0f : 0.25f * static_cast<float>(1 + rng() % 8); };
+    FullModel m(n_local);
+    int64_t eid = 0;
+    for (auto& row : m) {
+      const int64_t deg = static_cast<int64_t>(rng() % 12);
+      for (int64_t k = 0; k < deg; ++k)
+        row.push_back({static_cast<int64_t>(rng() % n_total), eid++,
+                       temporal ? static_cast<int64_t>(rng() % 100) : 0,
+                       typed ? static_cast<int32_t>(rng() % num_types) : 0, weight()});
+      SortRow(&row, typed, temporal);
+    }
+    FullCsr base;
+    BuildFull(m, begin, &base);
+    sampler::PartitionView view;
+    view.part = 1;
+    view.node_begin = begin;
+    view.node_end = begin + n_local;
+    view.indptr = ArrayView<const int64_t>(base.indptr);
+    view.indices = ArrayView<const int64_t>(base.indices);
+    view.edge_ids = ArrayView<const int64_t>(base.eids);
+    view.edge_weights = ArrayView<const float>(base.weights);
+    if (temporal) view.edge_times = ArrayView<const int64_t>(base.times);
+    if (typed) view.edge_types = ArrayView<const int32_t>(base.types);
+    LiveShape s;
+    s.num_parts = 3;
+    s.num_nodes_total = n_total;
+    s.base_edges_total = base_total;
+    s.temporal = temporal;
+    s.num_edge_types = num_types;
+    VersionedPartition vp(view, s);
+    std::vector<FullModel> models{m};
+    int64_t ordinal = 0;
+    for (uint64_t seq = 1; seq <= 20; ++seq) {
+      UpdateBatch b;
+      for (int i = 0, n = static_cast<int>(rng() % 4); i < n; ++i) {
+        EdgeUpdate e;
+        e.src = begin + static_cast<int64_t>(rng() % n_local);
+        const auto& row = m[e.src - begin];
+        e.dst = !row.empty() && rng() % 4 != 0 ? row[rng() % row.size()].dst
+                                               : static_cast<int64_t>(rng() % n_total);
+        e.type = rng() % 2 == 0 ? -1 : typed ? static_cast<int32_t>(rng() % num_types) : 0;
+        b.remove_edges.push_back(e);
+      }
+      for (int i = 0, n = static_cast<int>(rng() % 6); i < n; ++i) {
+        EdgeUpdate e;
+        e.src = begin + static_cast<int64_t>(rng() % n_local);
+        e.dst = static_cast<int64_t>(rng() % n_total);
+        if (temporal) e.time = static_cast<int64_t>(rng() % 100);
+        if (typed) e.type = static_cast<int32_t>(rng() % num_types);
+        e.weight = weight();
+        b.add_edges.push_back(e);
+      }
+      ASSERT_TRUE(vp.Check(b).ok()) << vp.Check(b).ToString();
+      vp.Apply(seq, b);
+      if (seq % 5 == 0) vp.Publish(seq);
+      for (const EdgeUpdate& e : b.remove_edges) {
+        auto& row = m[e.src - begin];
+        row.erase(std::remove_if(row.begin(), row.end(),
+                                 [&](const FullEdge& x) {
+                                   return x.dst == e.dst && (e.type < 0 || x.type == e.type);
+                                 }),
+                  row.end());
+      }
+      for (const EdgeUpdate& e : b.add_edges) {
+        auto& row = m[e.src - begin];
+        row.push_back(
+            {e.dst, base_total + s.num_parts * ordinal++ + view.part, e.time, e.type, e.weight});
+        SortRow(&row, typed, temporal);
+      }
+      models.push_back(m);
+    }
+    // Every row twice (the second time in reverse), one repeated at once.
+    std::vector<int64_t> nodes;
+    for (int64_t i = 0; i < n_local; ++i) nodes.push_back(begin + i);
+    for (int64_t i = n_local; i-- > 0;) nodes.push_back(begin + i);
+    nodes.push_back(nodes.back());
+    std::vector<int64_t> times(nodes.size());
+    std::vector<uint64_t> keys(nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      times[i] = static_cast<int64_t>(rng() % 110);
+      keys[i] = rng();
+    }
+    using Sample =
+        std::function<Status(const RowArrays&, ArrayView<const int64_t>, ArrayView<const int64_t>,
+                             ArrayView<const uint64_t>, sampler::OneHopResult*)>;
+    std::vector<std::pair<std::string, Sample>> samplers;
+    for (bool weighted : {false, true}) {
+      const std::string w = weighted ? " weighted" : "";
+      samplers.push_back(
+          {"walk" + w, [=](const RowArrays& a, ArrayView<const int64_t> n, ArrayView<const int64_t>,
+                           ArrayView<const uint64_t> k, sampler::OneHopResult* o) {
+             sampler::SamplingOptions so;
+             so.weighted = weighted;
+             so.node_offset = a.node_offset;
+             return sampler::SampleWalkStep(*a.graph, n, k, so, o);
+           }});
+      samplers.push_back({"LABOR" + w, [=](const RowArrays& a, ArrayView<const int64_t> n,
+                                           ArrayView<const int64_t>, ArrayView<const uint64_t>,
+                                           sampler::OneHopResult* o) {
+                            sampler::SamplingOptions so;
+                            so.weighted = weighted;
+                            so.labor = true;
+                            so.node_offset = a.node_offset;
+                            return sampler::SampleOneHop(*a.graph, n, 3, 1, 77, so, nullptr, o);
+                          }});
+      if (weighted)
+        for (bool replace : {false, true})
+          samplers.push_back(
+              {std::string("weighted hop") + (replace ? " replace" : ""),
+               [=](const RowArrays& a, ArrayView<const int64_t> n, ArrayView<const int64_t>,
+                   ArrayView<const uint64_t>, sampler::OneHopResult* o) {
+                 sampler::SamplingOptions so;
+                 so.weighted = true;
+                 so.replace = replace;
+                 so.node_offset = a.node_offset;
+                 return sampler::SampleOneHop(*a.graph, n, 3, 1, 78, so, nullptr, o);
+               }});
+    }
+    const std::vector<int64_t> type_fanouts{2, -1};
+    for (auto strategy : {sampler::TemporalStrategy::kUniform, sampler::TemporalStrategy::kLast}) {
+      if (!temporal) break;
+      const std::string name =
+          strategy == sampler::TemporalStrategy::kLast ? "temporal last" : "temporal uniform";
+      samplers.push_back(
+          {name,
+           [=](const RowArrays& a, ArrayView<const int64_t> n, ArrayView<const int64_t> t,
+               ArrayView<const uint64_t>, sampler::OneHopResult* o) -> Status {
+             if (typed)
+               return sampler::SampleHeteroTemporalHop(
+                   *a.graph, a.edge_types, a.edge_times, a.time_index, a.node_offset, n, t,
+                   ArrayView<const int64_t>(type_fanouts), 2, 79, strategy, true, o);
+             sampler::SampleTemporalHop(*a.graph, a.edge_times, a.time_index, a.node_offset, n, t,
+                                        3, 2, 79, strategy, true, o);
+             return Status::OK();
+           }});
+    }
+    if (typed) {
+      samplers.push_back(
+          {"per-edge-type hop",
+           [=](const RowArrays& a, ArrayView<const int64_t> n, ArrayView<const int64_t>,
+               ArrayView<const uint64_t>, sampler::OneHopResult* o) {
+             sampler::SamplingOptions so;
+             so.node_offset = a.node_offset;
+             return sampler::SampleHeteroHop(*a.graph, a.edge_types, n,
+                                             ArrayView<const int64_t>(type_fanouts), 0, 80, so, o);
+           }});
+      samplers.push_back(
+          {"metapath step",
+           [=](const RowArrays& a, ArrayView<const int64_t> n, ArrayView<const int64_t>,
+               ArrayView<const uint64_t> k, sampler::OneHopResult* o) {
+             sampler::SamplingOptions so;
+             so.node_offset = a.node_offset;
+             return sampler::SampleWalkStep(*a.graph, n, k, so, o, a.edge_types, 1);
+           }});
+    }
+    for (uint64_t v = 0; v < models.size(); ++v) {
+      FullCsr rebuilt;
+      BuildFull(models[v], begin, &rebuilt);
+      std::shared_ptr<const Generation> gen;
+      ASSERT_TRUE(vp.GenerationFor(v, &gen).ok());
+      for (const auto& [name, sample] : samplers) {
+        const std::string where = "seed " + std::to_string(seed) + " version " + std::to_string(v) +
+                                  " " + name + (typed ? " typed" : "") +
+                                  (temporal ? " temporal" : "");
+        sampler::OneHopResult got, want;
+        std::vector<int64_t> sub_nodes, sub_times;
+        std::vector<uint64_t> sub_keys;
+        ASSERT_TRUE(vp.SampleAnyHop(
+                          *gen, v, ArrayView<const int64_t>(nodes),
+                          [&](const RowArrays& a, ArrayView<const int64_t> which,
+                              sampler::OneHopResult* o) {
+                            sub_nodes.clear();
+                            sub_times.clear();
+                            sub_keys.clear();
+                            for (int64_t i : which) {
+                              sub_nodes.push_back(nodes[i]);
+                              sub_times.push_back(times[i]);
+                              sub_keys.push_back(keys[i]);
+                            }
+                            return sample(a, ArrayView<const int64_t>(sub_nodes),
+                                          ArrayView<const int64_t>(sub_times),
+                                          ArrayView<const uint64_t>(sub_keys), o);
+                          },
+                          &got)
+                        .ok())
+            << where;
+        ASSERT_TRUE(sample(rebuilt.arrays, ArrayView<const int64_t>(nodes),
+                           ArrayView<const int64_t>(times), ArrayView<const uint64_t>(keys), &want)
+                        .ok())
+            << where;
+        auto vec = [](const auto& x) {
+          return std::vector<std::decay_t<decltype(x[0])>>(x.begin(), x.end());
+        };
+        ASSERT_EQ(vec(got.offsets), vec(want.offsets)) << where;
+        ASSERT_EQ(vec(got.neighbors), vec(want.neighbors)) << where;
+        ASSERT_EQ(vec(got.edge_ids), vec(want.edge_ids)) << where;
+        ASSERT_EQ(vec(got.edge_types), vec(want.edge_types)) << where;
+        ASSERT_EQ(vec(got.edge_weights), vec(want.edge_weights)) << where;
+        if (v == 20 && seed == 0) EXPECT_GT(got.neighbors.size(), 0u) << where;
+      }
+    }
+  }
+}
+
+TEST(VersionedPartitionTest, EverySamplerReadsChangedRowsAsTheRebuild) {
+  RunEverySampler(/*temporal=*/false, /*typed=*/false);
+}
+
+TEST(VersionedPartitionTest, TemporalSamplersReadChangedRowsAsTheRebuild) {
+  RunEverySampler(/*temporal=*/true, /*typed=*/false);
+}
+
+TEST(VersionedPartitionTest, HeterogeneousSamplersReadChangedRowsAsTheRebuild) {
+  RunEverySampler(/*temporal=*/false, /*typed=*/true);
+}
+
+TEST(VersionedPartitionTest, HeterogeneousTemporalSamplersReadChangedRowsAsTheRebuild) {
+  RunEverySampler(/*temporal=*/true, /*typed=*/true);
 }
 
 TEST(VersionedPartitionTest, ReadersAtAVersionSeeTheSameWhileAWriterGoesOn) {

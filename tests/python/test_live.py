@@ -89,3 +89,40 @@ def test_compact_folds_the_delta_into_a_base_that_samples_the_same(cora2, fanout
 def test_a_static_cluster_cannot_be_compacted(cluster, fanout):
     with pytest.raises(fanout.InvalidArgument, match="static partition"):
         cluster.compact()
+
+
+def test_temporal_hops_read_new_edges_at_their_times_with_no_rebuild(college_msg, fanout, tmp_path):
+    """Edges appended with their times are sampled by temporal hops at once (no compaction, no
+    rebuild): at a seed time after an edge's, not before; the "last" strategy takes the newest;
+    a batch pinned at the base has none of them."""
+    data, times = college_msg
+    with fanout.LocalCluster(data, server_args=["--live-dir", str(tmp_path / "live")]) as lc:
+        c = lc.cluster()
+        n = c.num_nodes
+        t = int(times.max())  # every stored edge is at or before it
+        u = 0
+
+        def hop(at, num_neighbors=(-1,), **extra):
+            b = next(iter(fanout.NodeLoader(c, torch.tensor([u]), input_time=torch.tensor([at]),
+                                            num_neighbors=list(num_neighbors), batch_size=1, shuffle=False,
+                                            labels=False, features=False, **extra)))
+            into_seed = b.edge_index[1] == 0
+            return set(b.n_id[b.edge_index[0][into_seed]].tolist()), b
+
+        before, _ = hop(t)
+        v, w = [x for x in range(n - 1, 0, -1) if x not in before and x != u][:2]
+        versions = c.update(add_edges=[[u, u], [v, w]], edge_times=[t - 5, t + 1000], undirected=True)
+        assert max(versions) >= 1
+        now, b = hop(t)
+        assert now == before | {v}, "the edge at t - 5 is sampled at t, the one at t + 1000 is not"
+        assert bool((b.e_id[b.n_id[b.edge_index[0]] == v] >= times.numel()).all())  # an added edge's id
+        later, _ = hop(t + 1000)
+        assert later == before | {v, w}
+        newest, _ = hop(t + 1000, num_neighbors=(1,), temporal_strategy="last")
+        assert newest == {w}
+        pinned, _ = hop(t + 1000, snapshot=[0, 0])
+        assert pinned == before
+        # Removed again: gone from the next batch, still there in a batch pinned before the removal.
+        c.update(remove_edges=[[u], [v]], undirected=True)
+        assert hop(t + 1000)[0] == before | {w}
+        assert hop(t + 1000, snapshot=b.versions)[0] == before | {v, w}

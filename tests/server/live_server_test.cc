@@ -193,8 +193,9 @@ TEST_F(LiveServerTest, ACompactionFoldsTheDeltaIntoABaseEverySamplerReads) {
   std::set<int64_t> seen(steps.begin(), steps.end());
   EXPECT_TRUE(seen.count(7) || seen.count(9)) << "64 steps from a row of " << v1.size();
   for (int64_t x : steps) EXPECT_TRUE(std::count(v1.begin(), v1.end(), x)) << x;
-  // A change after the new base: uniform hops read it, walks are refused
-  // by name (the kept generation holds the next compaction back).
+  // A change after the new base: uniform hops read it, and so do walks and
+  // LABOR (through the changed row's merged edges; the kept generation
+  // holds the next compaction back).
   live::UpdateBatch b2;
   b2.remove_edges = {{u, base[0]}};
   ASSERT_EQ(Apply(c.get(), b2), 2);
@@ -202,9 +203,23 @@ TEST_F(LiveServerTest, ACompactionFoldsTheDeltaIntoABaseEverySamplerReads) {
   for (int64_t x : v1)
     if (x != base[0]) v2.push_back(x);
   EXPECT_EQ(Row(c.get(), u, 2), v2);
-  Status refused = walk(c.get(), 2, &steps);
-  EXPECT_EQ(refused.code(), Status::Code::kNotSupported) << refused.ToString();
-  EXPECT_THAT(refused.message(), HasSubstr("since its base (version 1)"));
+  ASSERT_TRUE(walk(c.get(), 2, &steps).ok());
+  for (int64_t x : steps) EXPECT_TRUE(std::count(v2.begin(), v2.end(), x)) << x;
+  {
+    rpc::SampleCall call;
+    call.fanout = -1;
+    call.labor = true;
+    call.version = 2;
+    rpc::SampleReply r;
+    const std::vector<int64_t> ids{u};
+    ASSERT_TRUE(c->Sample(ArrayView<const int64_t>(ids), call, &r).ok());
+    auto n = r.Neighbors();
+    EXPECT_EQ(std::vector<int64_t>(n.begin(), n.end()), v2);  // LABOR at fanout -1: every edge
+    call.version = 1;
+    ASSERT_TRUE(c->Sample(ArrayView<const int64_t>(ids), call, &r).ok());
+    n = r.Neighbors();
+    EXPECT_EQ(std::vector<int64_t>(n.begin(), n.end()), v1);
+  }
   // Asked for by name (fanout-ctl compact): refused while the generation
   // before is kept, naming it.
   int64_t cv = 0, ce = 0;
