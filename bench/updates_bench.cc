@@ -58,6 +58,15 @@
 //   the uniform hop: a changed row merged and sampled by a call of its
 //   own): `labor_static_edges_per_s`, `labor_live_edges_per_s`,
 //   `labor_ratio`.
+// - restart: start to ready of a live server whose log holds
+//   --compact-fraction of the base's edges (added in batches of --batch):
+//   replaying the whole log over the dataset's base (`replay_ready_s`), and
+//   after a compaction wrote its base to the live folder and cut the log
+//   (`base_ready_s`), beside a static server's start on the same store
+//   (`static_ready_s`: the store's own load, what no live start can beat);
+//   alternating within rounds. Also the bytes: the log before
+//   (`log_bytes`), the base file and the log after (`base_file_bytes`,
+//   `log_bytes_after`), and the base file's write (`base_write_s`).
 // Medians of --rounds rounds.
 #include <signal.h>
 #include <sys/stat.h>
@@ -604,6 +613,97 @@ nlohmann::json Recovery(const std::string& dataset, const std::string& work, int
           {"ready_max_s", *std::max_element(ready.begin(), ready.end())}};
 }
 
+// Case restart (see the top of the file).
+nlohmann::json RestartCase(const std::string& dataset, const std::string& work, int64_t batch,
+                           double fraction, int rounds) {
+  const std::string replay_dir = work + "/live-restart-replay", base_dir = work + "/live-restart";
+  fs::remove_all(replay_dir);
+  fs::remove_all(base_dir);
+  // Compactions and base files only when asked: the folders stay as made.
+  const std::vector<std::string> quiet{"--live-compact-ratio",  "0", "--live-compact-mib", "0",
+                                       "--live-checkpoint-mib", "0"};
+  auto live_flags = [&](const std::string& d) {
+    std::vector<std::string> f{"--live-dir", d, "--local-socket", "off"};
+    f.insert(f.end(), quiet.begin(), quiet.end());
+    return f;
+  };
+  auto die = [](const fanout::Status& st) {
+    std::fprintf(stderr, "fanout-bench-updates: restart: %s\n", st.ToString().c_str());
+    std::exit(1);
+  };
+  fanout::bench::ServerProcess live =
+      fanout::bench::StartServerProcess(dataset, 0, true, live_flags(base_dir));
+  std::unique_ptr<fanout::rpc::RpcClient> c;
+  fanout::rpc::RpcOptions long_calls;
+  long_calls.call_timeout_ms = 600000;
+  fanout::Status st = fanout::rpc::RpcClient::Connect(live.rpc, long_calls, &c);
+  if (!st.ok()) die(st);
+  fanout::rpc::RemotePartitionInfo info;
+  if (!(st = c->Info(&info)).ok()) die(st);
+  const int64_t want = static_cast<int64_t>(fraction * static_cast<double>(info.num_edges));
+  std::mt19937_64 rng(29);
+  for (int64_t added = 0; added < want;) {
+    int64_t version = 0;
+    fanout::live::UpdateBatch b =
+        RandomEdges(rng, info.num_nodes_total, std::min(batch, want - added));
+    if (!(st = c->ApplyUpdates(fanout::live::EncodeUpdateBatch(b), &version)).ok()) die(st);
+    added += static_cast<int64_t>(b.add_edges.size());
+  }
+  nlohmann::json s = fanout::bench::AdminStats(live.admin_port, 10);
+  const int64_t log_bytes = s["live"]["log"]["bytes"].get<int64_t>();
+  c.reset();
+  fanout::bench::StopServerProcess(&live);
+  // The whole log kept aside; then the same server compacts, writing its base.
+  fs::copy(base_dir, replay_dir, fs::copy_options::recursive);
+  live = fanout::bench::StartServerProcess(dataset, 0, true, live_flags(base_dir));
+  if (!(st = fanout::rpc::RpcClient::Connect(live.rpc, long_calls, &c)).ok()) die(st);
+  int64_t version = 0, edges = 0;
+  double compact_s = 0;
+  if (!(st = c->Compact(&version, &edges, &compact_s)).ok()) die(st);
+  s = fanout::bench::AdminStats(live.admin_port, 10);
+  const nlohmann::json bf = s["live"]["base_file"];
+  const int64_t log_after = s["live"]["log"]["bytes"].get<int64_t>();
+  c.reset();
+  fanout::bench::StopServerProcess(&live);
+  if (bf["version"].get<int64_t>() != version) {
+    std::fprintf(stderr, "fanout-bench-updates: restart: no base file written (%s)\n",
+                 bf.dump().c_str());
+    std::exit(1);
+  }
+  auto ready = [&](bool is_live, const std::string& d) {
+    const auto t0 = Clock::now();
+    fanout::bench::ServerProcess p = fanout::bench::StartServerProcess(
+        dataset, 0, false,
+        is_live ? live_flags(d) : std::vector<std::string>{"--local-socket", "off"});
+    const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
+    fanout::bench::StopServerProcess(&p);
+    return sec;
+  };
+  std::vector<double> fixed, replay, base;
+  for (int r = 0; r < rounds; ++r) {
+    fixed.push_back(ready(false, ""));
+    replay.push_back(ready(true, replay_dir));
+    base.push_back(ready(true, base_dir));
+    std::fprintf(stderr,
+                 "[updates] restart round %d: static %.2f s, replaying the log %.2f s, from the "
+                 "base file %.2f s\n",
+                 r + 1, fixed.back(), replay.back(), base.back());
+  }
+  fs::remove_all(replay_dir);
+  fs::remove_all(base_dir);
+  return {{"case", "restart"},
+          {"added_edges", want},
+          {"log_bytes", log_bytes},
+          {"base_file_bytes", bf["bytes"]},
+          {"base_write_s", bf["last_seconds"]},
+          {"compaction_s", compact_s},
+          {"log_bytes_after", log_after},
+          {"static_ready_s", fanout::bench::Median(fixed)},
+          {"replay_ready_s", fanout::bench::Median(replay)},
+          {"base_ready_s", fanout::bench::Median(base)},
+          {"rounds", rounds}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -617,7 +717,7 @@ int main(int argc, char** argv) {
   double sample_seconds = 5;
   double compact_fraction = 0.1;
   std::string work, json,
-      cases_arg = "ingest,visibility,sample_during_ingest,compaction,recovery,read_path";
+      cases_arg = "ingest,visibility,sample_during_ingest,compaction,recovery,read_path,restart";
   app.add_option("--scale", scale, "R-MAT scale of the dataset")->default_val(18);
   app.add_option("--writers", writers, "Concurrent writer connections")->default_val(4);
   app.add_option("--batch", batch, "Edges per update batch")->default_val(1000);
@@ -635,7 +735,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 10.0));
   app.add_option("--cases", cases_arg,
                  "Comma-separated cases: ingest, visibility, sample_during_ingest, compaction, "
-                 "recovery, read_path "
+                 "recovery, read_path, restart "
                  "(sample_during_ingest writes at half the ingest case's rate: it runs ingest)")
       ->default_val(cases_arg);
   app.add_option("--work", work, "Folder for the dataset and logs (default: temporary, removed)");
@@ -649,10 +749,10 @@ int main(int argc, char** argv) {
       if (!c.empty()) wanted.insert(c);
     for (const std::string& c : wanted)
       if (c != "ingest" && c != "visibility" && c != "sample_during_ingest" && c != "compaction" &&
-          c != "recovery" && c != "read_path") {
+          c != "recovery" && c != "read_path" && c != "restart") {
         std::fprintf(stderr,
                      "fanout-bench-updates: unknown case '%s' (known: ingest, visibility, "
-                     "sample_during_ingest, compaction, recovery, read_path)\n",
+                     "sample_during_ingest, compaction, recovery, read_path, restart)\n",
                      c.c_str());
         return 2;
       }
@@ -792,6 +892,10 @@ int main(int argc, char** argv) {
   if (wanted.count("recovery")) {
     std::fprintf(stderr, "[updates] recovery: %d kill -9s mid-ingest\n", kills);
     cases.push_back(Recovery(dir, work, kills));
+  }
+  if (wanted.count("restart")) {
+    std::fprintf(stderr, "[updates] restart: replaying the log against reading the base file\n");
+    cases.push_back(RestartCase(dir, work, batch, compact_fraction, rounds));
   }
   if (wanted.count("read_path")) {
     std::fprintf(stderr, "[updates] read_path: merged rows in process\n");

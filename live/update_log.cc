@@ -75,7 +75,15 @@ Status ReadAt(int fd, char* data, size_t n, int64_t offset, const std::string& p
 
 int DefaultSync(int fd) { return ::fdatasync(fd) == 0 ? 0 : errno; }
 
-Status SyncFolder(const std::string& path) {
+bool AllZero(const char* p, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (p[i] != 0) return false;
+  return true;
+}
+
+}  // namespace
+
+Status SyncFolderOf(const std::string& path) {
   const size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
   const int d = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -85,14 +93,6 @@ Status SyncFolder(const std::string& path) {
   ::close(d);
   return rc == 0 ? Status::OK() : Errno("cannot sync the folder of", path, err);
 }
-
-bool AllZero(const char* p, size_t n) {
-  for (size_t i = 0; i < n; ++i)
-    if (p[i] != 0) return false;
-  return true;
-}
-
-}  // namespace
 
 std::string EncodeLogRecord(uint64_t seq, std::string_view payload) {
   std::string r;
@@ -107,9 +107,10 @@ std::string EncodeLogRecord(uint64_t seq, std::string_view payload) {
   return r;
 }
 
-UpdateLog::UpdateLog(std::string path, int fd, UpdateLogOptions options, uint64_t last_seq,
-                     int64_t size)
+UpdateLog::UpdateLog(std::string path, int fd, UpdateLogOptions options, uint64_t base_seq,
+                     uint64_t last_seq, int64_t size)
     : path_(std::move(path)), fd_(fd), options_(std::move(options)) {
+  base_seq_ = base_seq;
   next_seq_ = last_seq;
   size_ = size;
   stats_.bytes = size;
@@ -142,7 +143,7 @@ Status UpdateLog::Open(const std::string& path, UpdateLogOptions options, const 
       const int err = options.sync(fd);
       if (err != 0) st = Errno("cannot sync the update log", path, err);
     }
-    if (st.ok()) st = SyncFolder(path);
+    if (st.ok()) st = SyncFolderOf(path);
     if (!st.ok()) {
       ::close(fd);
       ::unlink(path.c_str());
@@ -151,7 +152,8 @@ Status UpdateLog::Open(const std::string& path, UpdateLogOptions options, const 
     report->created = true;
     report->base_seq = report->last_seq = options.base_seq;
     report->bytes = kLogHeaderBytes;
-    out->reset(new UpdateLog(path, fd, std::move(options), options.base_seq, kLogHeaderBytes));
+    const uint64_t base = options.base_seq;
+    out->reset(new UpdateLog(path, fd, std::move(options), base, base, kLogHeaderBytes));
     return Status::OK();
   }
   struct stat sb {};
@@ -258,7 +260,7 @@ Status UpdateLog::Open(const std::string& path, UpdateLogOptions options, const 
   }
   report->last_seq = last;
   report->bytes = off;
-  out->reset(new UpdateLog(path, fd, std::move(options), last, off));
+  out->reset(new UpdateLog(path, fd, std::move(options), base, last, off));
   return Status::OK();
 }
 
@@ -327,6 +329,112 @@ Status UpdateLog::WriteGroup(const std::deque<std::shared_ptr<Pending>>& group) 
   if (err != 0) return Errno("cannot sync the update log", path_, err);
   size_ += static_cast<int64_t>(buf.size());
   return Status::OK();
+}
+
+uint64_t UpdateLog::base_seq() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return base_seq_;
+}
+
+Status UpdateLog::DropThrough(uint64_t keep_after) {
+  std::lock_guard<std::mutex> one(drop_mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!failed_.ok()) return failed_;
+  if (keep_after <= base_seq_) return Status::OK();  // nothing at or below it is here
+  if (keep_after > stats_.last_seq)
+    return Status::InvalidArgument("cannot drop the update log's records through " +
+                                   std::to_string(keep_after) + ": the newest durable one is " +
+                                   std::to_string(stats_.last_seq));
+  const int64_t durable = stats_.bytes;  // whole, synced records end here
+  uint64_t seq = base_seq_;
+  lock.unlock();
+  // Record keep_after + 1's offset: headers read from the start (written
+  // records never move; only the tail grows).
+  int64_t off = kLogHeaderBytes;
+  while (seq < keep_after) {
+    char rh[kRecordHeaderBytes];
+    bool whole = false;
+    FANOUT_RETURN_IF_ERROR(ReadAt(fd_, rh, sizeof rh, off, path_, &whole));
+    if (!whole || Get32(rh) != kRecordMagic || Get64(rh + 8) != seq + 1)
+      return Status::Corruption("update log " + path_ + " at byte " + std::to_string(off) +
+                                ": not record " + std::to_string(seq + 1) +
+                                " where the log's own records were");
+    off += kRecordHeaderBytes + Get32(rh + 4);
+    ++seq;
+  }
+  const std::string tmp = path_ + ".tmp";
+  const int out = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (out < 0) return Errno("cannot create", tmp, errno);
+  auto abandon = [&](Status st) {
+    ::close(out);
+    ::unlink(tmp.c_str());
+    return st;
+  };
+  std::string h(kFileMagic, sizeof kFileMagic);
+  Put32(&h, kFileVersion);
+  Put32(&h, 0);
+  Put64(&h, keep_after);
+  Status st = WriteAll(out, h.data(), h.size(), 0, tmp);
+  int64_t written = kLogHeaderBytes;
+  std::vector<char> buf(1 << 20);
+  auto copy = [&](int64_t from, int64_t to) -> Status {
+    for (int64_t o = from; o < to;) {
+      const size_t n = static_cast<size_t>(std::min<int64_t>(to - o, buf.size()));
+      bool whole = false;
+      FANOUT_RETURN_IF_ERROR(ReadAt(fd_, buf.data(), n, o, path_, &whole));
+      if (!whole) return Status::IOError("update log " + path_ + " ends before its records do");
+      FANOUT_RETURN_IF_ERROR(WriteAll(out, buf.data(), n, written, tmp));
+      written += static_cast<int64_t>(n);
+      o += static_cast<int64_t>(n);
+    }
+    return Status::OK();
+  };
+  // The bulk while appends go on, synced.
+  if (st.ok()) st = copy(off, durable);
+  if (st.ok()) {
+    const int err = options_.sync(out);
+    if (err != 0) st = Errno("cannot sync", tmp, err);
+  }
+  if (!st.ok()) return abandon(st);
+  // Then as the leader (no group is written meanwhile): what was written
+  // since, the sync, the rename and the switch to the new file.
+  lock.lock();
+  cv_.wait(lock, [&] { return !leader_active_; });
+  if (!failed_.ok()) {
+    lock.unlock();
+    return abandon(failed_);
+  }
+  leader_active_ = true;
+  const int64_t end = size_;
+  lock.unlock();
+  st = copy(durable, end);
+  if (st.ok()) {
+    const int err = options_.sync(out);
+    if (err != 0) st = Errno("cannot sync", tmp, err);
+  }
+  if (st.ok() && ::rename(tmp.c_str(), path_.c_str()) != 0)
+    st = Errno("cannot rename " + tmp + " over", path_, errno);
+  if (!st.ok()) {
+    lock.lock();
+    leader_active_ = false;
+    cv_.notify_all();
+    lock.unlock();
+    return abandon(st);
+  }
+  // Renamed: the path is the new file from here, whatever the folder's sync
+  // says (a crash before it is durable leaves the old log, whole).
+  const Status folder = SyncFolderOf(path_);
+  lock.lock();
+  const int old = fd_;
+  fd_ = out;
+  size_ = written;
+  stats_.bytes = written;
+  base_seq_ = keep_after;
+  leader_active_ = false;
+  cv_.notify_all();
+  lock.unlock();
+  ::close(old);
+  return folder;
 }
 
 UpdateLogStats UpdateLog::Stats() const {

@@ -103,8 +103,20 @@ class UpdateLog {
   Status Append(std::string_view payload, uint64_t* seq,
                 const std::function<void(uint64_t seq)>& apply = {});
 
+  // Drops every record at or below `keep_after` (a version a base file on
+  // disk holds, LivePartition): the records above it are copied to
+  // `path`.tmp behind a header whose base is `keep_after`, synced, and
+  // renamed over the log (its folder synced), so a crash at any point leaves
+  // the old log or the new one, each whole. Appends go on while the bulk is
+  // copied and wait only while the records written meanwhile are, and the
+  // rename. InvalidArgument where `keep_after` is above the newest durable
+  // record. Not concurrent with itself.
+  Status DropThrough(uint64_t keep_after);
+
   const std::string& path() const { return path_; }
   UpdateLogStats Stats() const;
+  // The version the file starts after (its header's base).
+  uint64_t base_seq() const;
 
  private:
   struct Pending {
@@ -113,13 +125,15 @@ class UpdateLog {
     bool done = false;
     Status status;
   };
-  UpdateLog(std::string path, int fd, UpdateLogOptions options, uint64_t last_seq, int64_t size);
+  UpdateLog(std::string path, int fd, UpdateLogOptions options, uint64_t base_seq,
+            uint64_t last_seq, int64_t size);
   // The leader's write and sync of `group` (records in sequence order).
   Status WriteGroup(const std::deque<std::shared_ptr<Pending>>& group);
 
   const std::string path_;
-  const int fd_;
+  int fd_;  // the leader's to write; replaced by DropThrough while it is the leader
   const UpdateLogOptions options_;
+  std::mutex drop_mu_;  // one DropThrough at a time
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Pending>> queue_;  // GUARDED_BY(mu_): assigned, not yet written
@@ -127,8 +141,12 @@ class UpdateLog {
   Status failed_;                               // GUARDED_BY(mu_): sticky after a failed write
   uint64_t next_seq_ = 0;                       // GUARDED_BY(mu_): the last assigned
   int64_t size_ = 0;                            // GUARDED_BY(mu_): bytes written (leader's)
+  uint64_t base_seq_ = 0;                       // GUARDED_BY(mu_): the header's base
   UpdateLogStats stats_;                        // GUARDED_BY(mu_)
 };
+
+// fsync of the folder holding `path` (a new or renamed file's entry made durable).
+Status SyncFolderOf(const std::string& path);
 
 // One record's bytes (header and payload): for tests that build damaged logs.
 std::string EncodeLogRecord(uint64_t seq, std::string_view payload);

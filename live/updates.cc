@@ -82,6 +82,33 @@ bool RetryTable::Admit(uint64_t writer, uint64_t writer_seq, uint64_t seq) {
   return true;
 }
 
+void RetryTable::Export(RetryState* out) const {
+  out->writers.clear();
+  out->writers.reserve(by_heard_.size());
+  for (const auto& [heard, writer] : by_heard_)
+    out->writers.push_back({writer, last_.at(writer).writer_seq, heard});
+  out->forgotten = forgotten_;
+}
+
+void RetryTable::Import(const RetryState& state) {
+  last_.clear();
+  by_heard_.clear();
+  forgotten_ = state.forgotten;
+  for (const RetryState::Writer& w : state.writers) {
+    if (w.writer == 0) continue;
+    auto it = last_.find(w.writer);
+    if (it != last_.end()) by_heard_.erase(it->second.heard);
+    last_[w.writer] = {w.writer_seq, w.heard};
+    by_heard_[w.heard] = w.writer;
+  }
+  while (last_.size() > capacity_ && !by_heard_.empty()) {
+    auto oldest = by_heard_.begin();
+    last_.erase(oldest->second);
+    by_heard_.erase(oldest);
+    ++forgotten_;
+  }
+}
+
 int64_t EncodedBatchBytes(const UpdateBatch& b) {
   return static_cast<int64_t>(64 + (b.add_edges.size() + b.remove_edges.size()) * kEdgeBytes +
                               b.feature_rows.size() * 8 + b.feature_bytes.size() +

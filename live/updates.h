@@ -62,6 +62,15 @@ inline constexpr int64_t kMaxBatchBytes = int64_t{256} << 20;
 // would apply again; forgotten() counts them). Decided in log order, live
 // and on replay alike, so a log holding a retry replays to the same graph.
 // Not thread-safe: its caller orders the calls (the log's order lock).
+// A RetryTable's contents (a base file keeps the table at its version).
+struct RetryState {
+  struct Writer {
+    uint64_t writer, writer_seq, heard;
+  };
+  std::vector<Writer> writers;  // oldest heard first
+  int64_t forgotten = 0;
+};
+
 class RetryTable {
  public:
   static constexpr size_t kDefaultCapacity = 65536;
@@ -71,6 +80,10 @@ class RetryTable {
   bool Admit(uint64_t writer, uint64_t writer_seq, uint64_t seq);
   size_t size() const { return last_.size(); }
   int64_t forgotten() const { return forgotten_; }
+  void Export(RetryState* out) const;
+  // Replaces the table by `state` (the writers past the capacity, oldest
+  // first, forgotten).
+  void Import(const RetryState& state);
 
  private:
   struct Entry {

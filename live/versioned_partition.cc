@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "common/cpu.h"
+#include "live/base_file.h"
 #include "sampler/temporal.h"
 
 namespace fanout::live {
@@ -772,23 +773,8 @@ Status VersionedPartition::Compact(uint64_t version, const CompactionOptions& op
       a.indptr.push_back(static_cast<int64_t>(narrow ? a.indices32.size() : a.indices.size()));
     }
   }
-  sampler::PartitionView nv = base;  // features, labels, names and the rest are the base's
-  nv.indptr = ArrayView<const int64_t>(a.indptr);
-  nv.indices = narrow ? ArrayView<const int64_t>() : ArrayView<const int64_t>(a.indices);
-  nv.indices32 = narrow ? ArrayView<const int32_t>(a.indices32) : ArrayView<const int32_t>();
-  nv.edge_ids = ArrayView<const int64_t>(a.edge_ids);
-  nv.edge_times = timed ? ArrayView<const int64_t>(a.times) : ArrayView<const int64_t>();
-  nv.edge_types = typed ? ArrayView<const int32_t>(a.types) : ArrayView<const int32_t>();
-  nv.edge_weights = weighted ? ArrayView<const float>(a.weights) : ArrayView<const float>();
-  std::shared_ptr<Generation> ng(new Generation(nv, version));
-  if (timed)
-    ng->time_index_ = sampler::PrepareTimeOrder(ng->graph_, a.times.data(), &a.time_order,
-                                                typed ? a.types.data() : nullptr);
-  int64_t max_degree = 0;
-  for (int64_t r = 0; r < n; ++r) max_degree = std::max(max_degree, a.indptr[r + 1] - a.indptr[r]);
-  ng->max_degree_ = max_degree;
   const int64_t edges = static_cast<int64_t>(a.edge_ids.size()), bytes = a.bytes();
-  ng->own_ = std::move(arrays);  // the vectors' memory stays where nv points
+  std::shared_ptr<Generation> ng = NewGeneration(base, std::move(arrays), version);
   // The hand-over: writers wait while what they applied above `version` is
   // carried into the new generation, then it serves every read at `version`
   // or later.
@@ -816,6 +802,9 @@ Status VersionedPartition::Compact(uint64_t version, const CompactionOptions& op
       carried += static_cast<int64_t>(nd.added.size() + nd.removed.size());
     });
     ng->first_edge_change_.store(first_change, std::memory_order_release);
+    // Every added edge above `version` was carried: the ordinal after the
+    // batches up to it is what a base file at `version` records.
+    ng->base_ordinal_ = next_ordinal_ - ng->added_;
     // Feature rows and labels: the newest at or below `version`, and every later one.
     auto fold = [&](const auto& from, auto& to, int64_t* count) {
       for (const auto& [node, versions] : from) {
@@ -854,6 +843,93 @@ Status VersionedPartition::Compact(uint64_t version, const CompactionOptions& op
     report->carried = carried;
     report->seconds = seconds;
   }
+  return Status::OK();
+}
+
+std::shared_ptr<Generation> VersionedPartition::NewGeneration(
+    const sampler::PartitionView& like, std::unique_ptr<Generation::Arrays> arrays,
+    uint64_t version) const {
+  Generation::Arrays& a = *arrays;
+  const bool narrow = !a.indices32.empty() || (a.indices.empty() && !like.indices32.empty());
+  sampler::PartitionView nv = like;  // features, labels, names and the rest are the base's
+  nv.indptr = ArrayView<const int64_t>(a.indptr);
+  nv.indices = narrow ? ArrayView<const int64_t>() : ArrayView<const int64_t>(a.indices);
+  nv.indices32 = narrow ? ArrayView<const int32_t>(a.indices32) : ArrayView<const int32_t>();
+  nv.edge_ids = ArrayView<const int64_t>(a.edge_ids);
+  nv.edge_times = shape_.temporal ? ArrayView<const int64_t>(a.times) : ArrayView<const int64_t>();
+  nv.edge_types =
+      shape_.num_edge_types > 0 ? ArrayView<const int32_t>(a.types) : ArrayView<const int32_t>();
+  nv.edge_weights =
+      a.weights.empty() ? ArrayView<const float>() : ArrayView<const float>(a.weights);
+  std::shared_ptr<Generation> ng(new Generation(nv, version));
+  if (shape_.temporal)
+    ng->time_index_ =
+        sampler::PrepareTimeOrder(ng->graph_, a.times.data(), &a.time_order,
+                                  shape_.num_edge_types > 0 ? a.types.data() : nullptr);
+  int64_t max_degree = 0;
+  for (size_t r = 0; r + 1 < a.indptr.size(); ++r)
+    max_degree = std::max(max_degree, a.indptr[r + 1] - a.indptr[r]);
+  ng->max_degree_ = max_degree;
+  ng->own_ = std::move(arrays);  // the vectors' memory stays where nv points
+  return ng;
+}
+
+Status VersionedPartition::BaseToWrite(std::shared_ptr<const Generation>* out, BaseOverlay* overlay,
+                                       int64_t* next_ordinal) const {
+  std::shared_ptr<const Generation> g;
+  {
+    std::lock_guard<std::mutex> lock(gen_mu_);
+    g = current_;
+  }
+  if (g->base_version_ == 0)
+    return Status::NotFound("the base is the dataset's own: no compaction made one");
+  const uint64_t c = g->base_version_;
+  std::shared_lock<RwLock> lock(g->mu_);
+  *overlay = BaseOverlay();
+  // A compaction left one version at or below c first where a node has one.
+  for (const auto& [node, versions] : g->features_)
+    if (!versions.v.empty() && versions.v.front().first <= c) {
+      overlay->feature_nodes.push_back(node);
+      overlay->feature_seqs.push_back(versions.v.front().first);
+      overlay->feature_bytes += versions.v.front().second;
+    }
+  for (const auto& [node, versions] : g->labels_)
+    if (!versions.v.empty() && versions.v.front().first <= c) {
+      overlay->label_nodes.push_back(node);
+      overlay->label_seqs.push_back(versions.v.front().first);
+      overlay->labels.push_back(versions.v.front().second);
+    }
+  *next_ordinal = g->base_ordinal_;
+  *out = std::move(g);
+  return Status::OK();
+}
+
+Status VersionedPartition::RestoreBase(std::unique_ptr<Generation::Arrays> arrays, uint64_t version,
+                                       int64_t next_ordinal, const BaseOverlay& overlay) {
+  std::lock_guard<std::mutex> writing(write_mu_);
+  if (applied_.load() != 0 || current_->base_version_ != 0)
+    return Status::Internal("a base file is restored before any batch is applied");
+  if (static_cast<int64_t>(arrays->indptr.size()) != node_end_ - node_begin_ + 1)
+    return Status::InvalidArgument("a base of " + std::to_string(arrays->indptr.size() - 1) +
+                                   " rows for a partition of " +
+                                   std::to_string(node_end_ - node_begin_));
+  std::shared_ptr<Generation> ng = NewGeneration(current_->base_, std::move(arrays), version);
+  ng->base_ordinal_ = next_ordinal;
+  const size_t row_bytes = static_cast<size_t>(shape_.row_bytes);
+  for (size_t i = 0; i < overlay.feature_nodes.size(); ++i)
+    ng->features_[overlay.feature_nodes[i]].v.emplace_back(
+        overlay.feature_seqs[i], overlay.feature_bytes.substr(i * row_bytes, row_bytes));
+  for (size_t i = 0; i < overlay.label_nodes.size(); ++i)
+    ng->labels_[overlay.label_nodes[i]].v.emplace_back(overlay.label_seqs[i], overlay.labels[i]);
+  ng->feature_versions_ = static_cast<int64_t>(ng->features_.size());
+  ng->label_versions_ = static_cast<int64_t>(ng->labels_.size());
+  next_ordinal_ = next_ordinal;
+  applied_.store(version);
+  {
+    std::lock_guard<std::mutex> gens(gen_mu_);
+    current_ = std::move(ng);  // the dataset's base goes (its arrays with it, where adopted)
+  }
+  Publish(version);
   return Status::OK();
 }
 

@@ -290,6 +290,7 @@ class Generation {
   const int64_t* time_index_ = nullptr;
   int64_t max_degree_ = -1;
   const uint64_t base_version_;
+  int64_t base_ordinal_ = 0;  // added edges' ordinal after the batches up to base_version_
   std::atomic<uint64_t> first_edge_change_{0};  // the first batch that changed an edge (0: none)
   std::atomic<int64_t> most_added_{0};          // the most added edges one row's delta holds
   mutable RwLock mu_;  // writer-preferring: a batch does not wait behind a stream of hops
@@ -315,6 +316,8 @@ struct RowArrays {
 // its own side inputs: times, walk keys), on `arrays`, into *out.
 using RowsHop = std::function<Status(const RowArrays& arrays, ArrayView<const int64_t> which,
                                      sampler::OneHopResult* out)>;
+
+struct BaseOverlay;  // live/base_file.h
 
 class VersionedPartition {
  public:
@@ -402,6 +405,18 @@ class VersionedPartition {
   // generation, so that they are freed once a compaction's new base has
   // replaced it and no read holds it. REQUIRES: before any compaction.
   void AdoptBase(std::unique_ptr<Generation::Arrays> arrays);
+  // A base file (live/base_file.h) of the current generation: it, held (its
+  // base view is what the file holds), the feature rows and labels it holds
+  // over the dataset's (the newest at or below its version), and the added
+  // edges' ordinal after its version's batches. NotFound where the
+  // base is the dataset's own (no compaction made one).
+  Status BaseToWrite(std::shared_ptr<const Generation>* g, BaseOverlay* overlay,
+                     int64_t* next_ordinal) const;
+  // Replaces the dataset's base by a base file's (read and checked by
+  // ReadBaseFile) at `version`, which becomes the committed version; the
+  // log's records above it are applied after. REQUIRES: nothing applied yet.
+  Status RestoreBase(std::unique_ptr<Generation::Arrays> arrays, uint64_t version,
+                     int64_t next_ordinal, const BaseOverlay& overlay);
   // Drops the retained previous generation when no read came to it for
   // `idle_s` seconds (0: now); true where one was dropped.
   bool ReleaseIdle(double idle_s);
@@ -421,6 +436,11 @@ class VersionedPartition {
                          int64_t node, uint64_t version);
   // MergedRow's work in generation g. REQUIRES: g.mu_ held (shared).
   bool MergedRowLocked(const Generation& g, int64_t node, uint64_t version, Row* out) const;
+  // A generation whose base is `arrays` (moved in; `like`: the view whose
+  // other fields it keeps) at `version`, with its time index and largest degree.
+  std::shared_ptr<Generation> NewGeneration(const sampler::PartitionView& like,
+                                            std::unique_ptr<Generation::Arrays> arrays,
+                                            uint64_t version) const;
   // The generation for `version` (null: folded away and not kept).
   std::shared_ptr<const Generation> For(uint64_t version) const;
   bool Owns(int64_t node) const { return node >= node_begin_ && node < node_end_; }

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "live/base_file.h"
 #include "server/prometheus_text.h"
 #include "server/service.h"
 
@@ -34,10 +35,43 @@ Status LivePartition::Open(const std::string& dir, const ServerState& s,
   shape.has_labels = m.has_labels;
   std::unique_ptr<LivePartition> p(new LivePartition());
   p->vp_ = std::make_unique<live::VersionedPartition>(s.view, shape, s.time_index, s.max_degree);
-  const std::string path = dir + "/part-" + std::to_string(s.view.part) + ".updates.log";
+  const std::string prefix = dir + "/part-" + std::to_string(s.view.part);
+  const std::string path = prefix + ".updates.log";
+  p->base_path_ = prefix + ".base";
   live::VersionedPartition* vp = p->vp_.get();
+  // What a crash left half-made: never the files themselves (a rename
+  // publishes each whole).
+  ::unlink((path + ".tmp").c_str());
+  ::unlink((p->base_path_ + ".tmp").c_str());
+  // A compacted base on disk: the log's records at or below its version are
+  // in it (a crash between its rename and the log's cut leaves them in the
+  // log too: skipped).
+  uint64_t base = 0;
+  {
+    live::BaseFileHeader h;
+    auto arrays = std::make_unique<live::Generation::Arrays>();
+    live::BaseOverlay overlay;
+    live::RetryState table;
+    Status st = live::ReadBaseFile(p->base_path_, shape, s.view.part, s.view.node_begin,
+                                   s.view.num_nodes(), &h, arrays.get(), &overlay, &table);
+    if (st.ok()) {
+      FANOUT_RETURN_IF_ERROR(
+          vp->RestoreBase(std::move(arrays), h.version, h.next_ordinal, overlay));
+      p->retries_.Import(table);
+      p->base_retries_.Import(table);
+      base = h.version;
+    } else if (st.code() != Status::Code::kNotFound) {
+      return st;
+    }
+  }
+  p->opened_base_version_ = base;
+  p->base_file_version_ = base;
+  struct stat sb {};
+  if (base > 0 && ::stat(p->base_path_.c_str(), &sb) == 0) p->base_file_bytes_ = sb.st_size;
   live::RetryTable* retries = &p->retries_;
+  LivePartition* lp = p.get();
   auto replay = [&](uint64_t seq, std::string_view bytes) -> Status {
+    if (seq <= base) return Status::OK();  // in the base file
     live::UpdateBatch b;
     Status st = live::DecodeUpdateBatch(bytes, &b);
     if (st.ok()) st = vp->Check(b);
@@ -45,14 +79,67 @@ Status LivePartition::Open(const std::string& dir, const ServerState& s,
       return Status::Corruption("update log " + path + ", record " + std::to_string(seq) +
                                 ": this partition refuses it (" + st.message() +
                                 "): is the log another partition's or another dataset's?");
-    if (retries->Admit(b.writer, b.writer_seq, seq)) vp->Apply(seq, b);
+    if (retries->Admit(b.writer, b.writer_seq, seq)) {
+      vp->Apply(seq, b);
+      lp->NoteAdmitted(seq, b.writer, b.writer_seq);
+    }
     return Status::OK();
   };
-  FANOUT_RETURN_IF_ERROR(live::UpdateLog::Open(path, {}, replay, report, &p->log_));
+  live::UpdateLogOptions lo;
+  lo.base_seq = base;  // a new log after a base file starts above it
+  FANOUT_RETURN_IF_ERROR(live::UpdateLog::Open(path, lo, replay, report, &p->log_));
+  if (report->base_seq > base || report->last_seq < base)
+    return Status::Corruption(
+        "update log " + path + " holds records " + std::to_string(report->base_seq + 1) + ".." +
+        std::to_string(report->last_seq) + " and the base file " +
+        (base > 0 ? p->base_path_ + " holds version " + std::to_string(base) : "is missing") +
+        ": records between them are lost (is one of the two another folder's?)");
   vp->Publish(report->last_seq);
   p->opened_ = *report;
   p->base_edges_ = s.view.num_edges();
   *out = std::move(p);
+  return Status::OK();
+}
+
+void LivePartition::NoteAdmitted(uint64_t seq, uint64_t writer, uint64_t writer_seq) {
+  if (writer == 0) return;  // never a retry: the table does not keep it
+  std::lock_guard<std::mutex> lock(admitted_mu_);
+  admitted_.push_back({seq, writer, writer_seq});
+}
+
+Status LivePartition::WriteBase() {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::shared_ptr<const live::Generation> g;
+  live::BaseOverlay overlay;
+  live::BaseFileHeader h;
+  FANOUT_RETURN_IF_ERROR(vp_->BaseToWrite(&g, &overlay, &h.next_ordinal));
+  h.version = g->base_version();
+  const sampler::PartitionView& view = g->view();
+  h.part = view.part;
+  h.node_begin = view.node_begin;
+  h.rows = view.num_nodes();
+  live::RetryState table;
+  {
+    // The table at the base's version: the batches admitted up to it folded in.
+    std::lock_guard<std::mutex> lock(admitted_mu_);
+    while (!admitted_.empty() && admitted_.front().seq <= h.version) {
+      const Admitted& a = admitted_.front();
+      base_retries_.Admit(a.writer, a.writer_seq, a.seq);
+      admitted_.pop_front();
+    }
+    base_retries_.Export(&table);
+  }
+  FANOUT_RETURN_IF_ERROR(live::WriteBaseFile(base_path_, h, view, overlay, table));
+  // The base is durable: the log's records at or below it can go.
+  FANOUT_RETURN_IF_ERROR(log_->DropThrough(h.version));
+  struct stat sb {};
+  const int64_t bytes = ::stat(base_path_.c_str(), &sb) == 0 ? sb.st_size : 0;
+  std::lock_guard<std::mutex> lock(compactor_mu_);
+  ++base_writes_;
+  base_file_version_ = h.version;
+  base_file_bytes_ = bytes;
+  base_write_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  base_write_error_.clear();
   return Status::OK();
 }
 
@@ -94,6 +181,18 @@ void LivePartition::StartCompactor(const CompactionPolicy& policy) {
         if (!st.ok() && st.code() != Status::Code::kAborted && asked == done_)
           std::fprintf(stderr, "fanout-server: live compaction skipped: %s\n",
                        st.ToString().c_str());
+        // The new base to disk once the log is long enough (the caller of
+        // CompactNow waits for it too: a restart after its answer reads it).
+        if (st.ok() && !r.up_to_date && policy_.checkpoint_bytes >= 0 &&
+            log_->Stats().bytes >= policy_.checkpoint_bytes) {
+          Status w = WriteBase();
+          if (!w.ok()) {
+            std::fprintf(stderr, "fanout-server: live base not written: %s\n",
+                         w.ToString().c_str());
+            std::lock_guard<std::mutex> l(compactor_mu_);
+            base_write_error_ = w.ToString();
+          }
+        }
       }
       lock.lock();
       if (asked > done_) {
@@ -166,10 +265,12 @@ Status LivePartition::Apply(const std::string& bytes, uint64_t* version, int64_t
   // the same way) and answered once durable: by then its first copy, earlier
   // in the log, is durable as well.
   FANOUT_RETURN_IF_ERROR(log_->Append(bytes, &seq, [&](uint64_t s) {
-    if (retries_.Admit(b.writer, b.writer_seq, s))
+    if (retries_.Admit(b.writer, b.writer_seq, s)) {
       vp_->Apply(s, b);
-    else
+      NoteAdmitted(s, b.writer, b.writer_seq);
+    } else {
       again = true;
+    }
   }));
   vp_->Publish(seq);
   if (retry != nullptr) *retry = again;
@@ -216,6 +317,16 @@ void LivePartition::Prometheus(PrometheusText* out) const {
   out->Gauge("fanout_live_retained_bytes",
              "Bytes of the generation before the last compaction, kept for older reads.",
              d.retained_bytes);
+  out->Gauge("fanout_live_log_base_version",
+             "The version the update log starts after (records at or below it are in the base "
+             "file).",
+             static_cast<int64_t>(log_->base_seq()));
+  std::lock_guard<std::mutex> lock(compactor_mu_);
+  out->Gauge("fanout_live_base_file_version",
+             "The version of the compacted base written to the live folder (0: none).",
+             static_cast<int64_t>(base_file_version_));
+  out->Counter("fanout_live_base_file_writes_total",
+               "Compacted bases written to the live folder since start.", base_writes_);
 }
 
 nlohmann::json LivePartition::StatsJson() const {
@@ -230,6 +341,7 @@ nlohmann::json LivePartition::StatsJson() const {
                       {"log",
                        {{"path", log_->path()},
                         {"bytes", l.bytes},
+                        {"base_version", log_->base_seq()},
                         {"appends", l.appends},
                         {"syncs", l.syncs},
                         {"max_group", l.max_group},
@@ -256,6 +368,14 @@ nlohmann::json LivePartition::StatsJson() const {
                      {"trigger_ratio", policy_.ratio},
                      {"trigger_bytes", policy_.bytes},
                      {"retain_s", policy_.retain_s}};
+  j["base_file"] = {{"path", base_path_},
+                    {"version", base_file_version_},
+                    {"bytes", base_file_bytes_},
+                    {"writes", base_writes_},
+                    {"last_seconds", base_write_s_},
+                    {"last_error", base_write_error_},
+                    {"read_at_start", opened_base_version_},
+                    {"checkpoint_bytes", policy_.checkpoint_bytes}};
   return j;
 }
 

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -40,6 +41,10 @@ class LivePartition {
     int64_t max_bytes = 0;  // the new base's arrays at most (0: no bound)
     double retain_s = 10;   // the generation before, after its last read
     double poll_s = 0.2;    // how often the thread looks
+    // After a compaction, once the log holds this many bytes, the new base
+    // is written to the live folder and the log cut at its version (0:
+    // after every compaction; < 0: never).
+    int64_t checkpoint_bytes = int64_t{64} << 20;
   };
   void StartCompactor(const CompactionPolicy& policy);
   // Compacts now at the newest committed version (what the thread does when
@@ -56,6 +61,8 @@ class LivePartition {
                bool* retry = nullptr);
 
   const live::VersionedPartition& partition() const { return *vp_; }
+  // The version of the base file the open read (0: none; the dataset's base).
+  uint64_t opened_base_version() const { return opened_base_version_; }
   // The dataset's base arrays, moved out of the loaded partition (the
   // server's view keeps pointing at them): freed once a compaction replaced
   // them and no read holds them.
@@ -71,10 +78,33 @@ class LivePartition {
  private:
   LivePartition() = default;
   Status RunCompaction(live::CompactionReport* report);
+  // Writes the current compacted base to the live folder and cuts the log
+  // at its version (the compactor thread, after a compaction).
+  Status WriteBase();
+  // A batch applied from writer `writer` (its `writer_seq`) at `seq`: kept
+  // until a base file at or above `seq` folds it into base_retries_.
+  void NoteAdmitted(uint64_t seq, uint64_t writer, uint64_t writer_seq);
   std::unique_ptr<live::VersionedPartition> vp_;
   std::unique_ptr<live::UpdateLog> log_;
   live::LogReplayReport opened_;
   live::RetryTable retries_;  // under the log's order lock (Append's callback) or the replay
+  // The retry table at the version of the next base file: a base file must
+  // hold the table as it was at its own version (the log's records above it
+  // are replayed through it), not as it is when the file is written.
+  struct Admitted {
+    uint64_t seq, writer, writer_seq;
+  };
+  std::mutex admitted_mu_;
+  std::deque<Admitted> admitted_;  // GUARDED_BY(admitted_mu_): above base_retries_' version
+  live::RetryTable base_retries_;  // GUARDED_BY(admitted_mu_)
+  std::string base_path_;
+  uint64_t opened_base_version_ = 0;
+  // Base files written (GUARDED_BY(compactor_mu_)).
+  int64_t base_writes_ = 0;
+  uint64_t base_file_version_ = 0;
+  int64_t base_file_bytes_ = 0;
+  double base_write_s_ = 0;
+  std::string base_write_error_;
   std::atomic<int64_t> batches_{0}, operations_{0}, refused_{0}, update_bytes_{0}, retried_{0};
   // The compactor thread.
   CompactionPolicy policy_;

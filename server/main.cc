@@ -242,6 +242,13 @@ int main(int argc, char** argv) {
                  "compaction that would need more is skipped and said in /stats")
       ->default_val(0)
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  app.add_option("--live-checkpoint-mib", o.live_checkpoint_mib,
+                 "Live: after a compaction, once the update log holds this many MiB, write the "
+                 "new base to the live folder (part-<k>.base) and cut the log's records at or "
+                 "below its version, so that a restart replays only what came after (0 = after "
+                 "every compaction, -1 = never)")
+      ->default_val(64)
+      ->check(CLI::Range(int64_t{-1}, int64_t{1} << 30));
   app.add_option("--live-retain-s", o.live_retain_s,
                  "Live: after a compaction, keep the generation before for reads at older versions "
                  "(a pinned epoch) until none came for this many seconds")

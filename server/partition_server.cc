@@ -216,6 +216,8 @@ Status PartitionServer::Start() {
     policy.bytes = options_.live_compact_mib << 20;
     policy.max_bytes = options_.live_compact_max_mib << 20;
     policy.retain_s = options_.live_retain_s;
+    policy.checkpoint_bytes =
+        options_.live_checkpoint_mib < 0 ? -1 : options_.live_checkpoint_mib << 20;
     state_->live->StartCompactor(policy);
     if (owned && !owned->indptr.empty()) {
       // Loaded here: the first generation owns the edge arrays, freed when a

@@ -126,6 +126,10 @@ struct ServerOptions {
   int64_t live_compact_mib = 256;
   int64_t live_compact_max_mib = 0;
   double live_retain_s = 10;
+  // After a compaction, once the update log holds this many MiB, the new
+  // base is written to live_dir (part-<k>.base) and the log cut at its
+  // version (0: after every compaction; < 0: never).
+  int64_t live_checkpoint_mib = 64;
 };
 
 struct ServerState;  // internal: what handlers share

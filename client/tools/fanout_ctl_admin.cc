@@ -242,6 +242,19 @@ int Stats(const std::vector<std::string>& servers, const std::string& token) {
                     cp.value("last_error", std::string()).empty() ? "" : "; last compaction: ",
                     cp.value("last_error", std::string()).c_str());
       }
+      const auto& bf = lv.value("base_file", nlohmann::json::object());
+      if (!bf.empty() && (bf.value("writes", 0LL) > 0 || bf.value("read_at_start", 0LL) > 0 ||
+                          !bf.value("last_error", std::string()).empty()))
+        std::printf(
+            "    live base file: version %lld on disk (%s, %lld written, last in %.2f s, read at "
+            "start: version %lld), the log from version %lld%s%s\n",
+            static_cast<long long>(bf.value("version", 0LL)),
+            Human(bf.value("bytes", 0.0), "B").c_str(),
+            static_cast<long long>(bf.value("writes", 0LL)), bf.value("last_seconds", 0.0),
+            static_cast<long long>(bf.value("read_at_start", 0LL)),
+            static_cast<long long>(log.value("base_version", 0LL)),
+            bf.value("last_error", std::string()).empty() ? "" : "; last write: ",
+            bf.value("last_error", std::string()).c_str());
     }
     // Connections: the server's limits at work.
     if (j.contains("connections")) {

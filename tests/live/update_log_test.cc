@@ -12,6 +12,8 @@
 
 #include <atomic>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -107,6 +109,61 @@ TEST(UpdateLogTest, ConcurrentAppendsShareSyncsAndReplayInOrder) {
   uint64_t seq = 0;
   ASSERT_TRUE(log->Append("after", &seq).ok());
   EXPECT_EQ(seq, 321u);
+}
+
+// DropThrough (the log cut at a base file's version) while writers append:
+// every acknowledged record above the cut replays, in order, from the new
+// file; nothing at or below it; a cut above what is durable is refused.
+TEST(UpdateLogTest, DropThroughKeepsEveryRecordAboveTheCutWhileAppendsGoOn) {
+  datasets::testing::TempDir dir;
+  const std::string path = MakeLog(dir, 100);
+  LogReplayReport r;
+  std::unique_ptr<UpdateLog> log;
+  ASSERT_TRUE(UpdateLog::Open(path, {}, {}, &r, &log).ok());
+  std::mutex mu;
+  std::map<uint64_t, std::string> acked;
+  for (uint64_t i = 1; i <= 100; ++i) acked[i] = Payload(i);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 3; ++t)
+    writers.emplace_back([&, t] {
+      for (int i = 0; !stop.load() || i < 50; ++i) {
+        const std::string p = "w" + std::to_string(t) + "-" + std::to_string(i);
+        uint64_t seq = 0;
+        ASSERT_TRUE(log->Append(p, &seq).ok());
+        std::lock_guard<std::mutex> l(mu);
+        acked[seq] = p;
+        if (i > 2000) break;
+      }
+    });
+  ASSERT_TRUE(log->DropThrough(50).ok());
+  EXPECT_EQ(log->base_seq(), 50u);
+  const uint64_t second = log->Stats().last_seq;  // durable, whatever the writers do
+  ASSERT_TRUE(log->DropThrough(second).ok());
+  EXPECT_EQ(log->base_seq(), second);
+  stop = true;
+  for (auto& w : writers) w.join();
+  EXPECT_TRUE(log->DropThrough(10).ok());  // below the base: nothing to do
+  EXPECT_EQ(log->base_seq(), second);
+  const uint64_t last = log->Stats().last_seq;
+  Status above = log->DropThrough(last + 1);
+  EXPECT_EQ(above.code(), Status::Code::kInvalidArgument) << above.ToString();
+  uint64_t seq = 0;
+  ASSERT_TRUE(log->Append("after the cuts", &seq).ok());
+  acked[seq] = "after the cuts";
+  EXPECT_EQ(log->Stats().bytes, static_cast<int64_t>(Slurp(path).size()));
+  log.reset();
+  EXPECT_NE(::access((path + ".tmp").c_str(), F_OK), 0);  // no temporary left
+  Replayed rep;
+  ASSERT_TRUE(UpdateLog::Open(path, {}, rep.fn(), &r, &log).ok());
+  EXPECT_EQ(r.base_seq, second);
+  EXPECT_EQ(r.torn_bytes, 0);
+  ASSERT_EQ(rep.records.size(), acked.size() - second);
+  uint64_t expect = second + 1;
+  for (const auto& [s2, p] : rep.records) {
+    EXPECT_EQ(s2, expect++);
+    EXPECT_EQ(acked.at(s2), p);
+  }
 }
 
 TEST(UpdateLogTest, ATornTailIsCutAtEveryByteOfTheLastRecord) {

@@ -10,14 +10,17 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <thread>
 
+#include "live/base_file.h"
 #include "live/updates.h"
 #include "sampler/csr_graph.h"
 #include "sampler/hetero.h"
 #include "sampler/temporal.h"
 #include "sampler/walk.h"
+#include "tests/datasets/test_util.h"
 
 namespace fanout::live {
 namespace {
@@ -557,6 +560,142 @@ TEST(VersionedPartitionTest, HeterogeneousSamplersReadChangedRowsAsTheRebuild) {
 
 TEST(VersionedPartitionTest, HeterogeneousTemporalSamplersReadChangedRowsAsTheRebuild) {
   RunEverySampler(/*temporal=*/true, /*typed=*/true);
+}
+
+// A compacted base written to disk (live/base_file.h) and restored into a
+// fresh partition over the dataset's base, with the batches after it
+// applied again: every version from the base's on samples as the rebuild,
+// and the added edges keep their ids. Every byte of the file flipped, and
+// every cut, is refused; so is another partition's file.
+void RunBaseFile(bool temporal) {
+  datasets::testing::TempDir dir;
+  const std::string path = dir.Sub("part-1.base");
+  for (uint64_t seed = 0; seed < 3; ++seed) {
+    Fixture f = MakeBase(seed, 100, 40, 300, temporal);
+    LiveShape s;
+    s.num_parts = 3;
+    s.num_nodes_total = 300;
+    s.base_edges_total = 5000;
+    s.temporal = temporal;
+    s.row_bytes = 4;
+    s.has_labels = true;
+    VersionedPartition vp(f.view, s);
+    std::mt19937_64 rng(seed * 5 + 3);
+    std::vector<Model> models{f.model};
+    std::vector<UpdateBatch> batches{UpdateBatch()};
+    Model m = f.model;
+    int64_t ordinal = 0;
+    for (uint64_t seq = 1; seq <= 25; ++seq) {
+      UpdateBatch b = RandomBatch(rng, f, m, temporal);
+      if (seq % 3 == 0) {
+        b.feature_rows = {100 + static_cast<int64_t>(seq)};
+        b.row_bytes = 4;
+        b.feature_bytes = std::string(4, static_cast<char>(seq));
+        b.label_rows = {101};
+        b.labels = {static_cast<int64_t>(seq)};
+      }
+      ASSERT_TRUE(vp.Check(b).ok()) << vp.Check(b).ToString();
+      vp.Apply(seq, b);
+      vp.Publish(seq);
+      ApplyToModel(f, b, s, f.view.part, &ordinal, temporal, &m);
+      models.push_back(m);
+      batches.push_back(b);
+    }
+    ASSERT_TRUE(vp.Compact(20, {}, nullptr).ok());
+    std::shared_ptr<const Generation> g;
+    BaseOverlay overlay;
+    BaseFileHeader h;
+    ASSERT_TRUE(vp.BaseToWrite(&g, &overlay, &h.next_ordinal).ok());
+    h.part = 1;
+    h.version = g->base_version();
+    h.node_begin = 100;
+    h.rows = 40;
+    RetryState table;
+    table.writers = {{7, 3, 4}, {9, 1, 11}, {8, 5, 19}};
+    table.forgotten = 2;
+    ASSERT_TRUE(WriteBaseFile(path, h, g->view(), overlay, table).ok());
+    BaseFileHeader rh;
+    auto arrays = std::make_unique<Generation::Arrays>();
+    BaseOverlay ro;
+    RetryState rt;
+    ASSERT_TRUE(ReadBaseFile(path, s, 1, 100, 40, &rh, arrays.get(), &ro, &rt).ok());
+    EXPECT_EQ(rh.version, 20u);
+    EXPECT_EQ(rh.next_ordinal, h.next_ordinal);
+    ASSERT_EQ(rt.writers.size(), 3u);
+    EXPECT_EQ(rt.writers[2].writer, 8u);
+    EXPECT_EQ(rt.writers[2].heard, 19u);
+    EXPECT_EQ(rt.forgotten, 2);
+    EXPECT_EQ(ro.feature_nodes.size(), overlay.feature_nodes.size());
+    VersionedPartition restored(f.view, s);
+    ASSERT_TRUE(restored.RestoreBase(std::move(arrays), rh.version, rh.next_ordinal, ro).ok());
+    EXPECT_EQ(restored.committed(), 20u);
+    for (uint64_t seq = 21; seq <= 25; ++seq) {
+      restored.Apply(seq, batches[seq]);
+      restored.Publish(seq);
+    }
+    const std::string where = "seed " + std::to_string(seed);
+    ExpectBaseIsModel(restored, 20, models[20], temporal, where + " restored");
+    for (uint64_t v = 20; v <= 25; ++v) {
+      Csr rebuilt;
+      Build(models[v], &rebuilt);
+      ExpectSameHops(restored, rebuilt, f, v, seed * 31 + v,
+                     where + " restored, version " + std::to_string(v));
+      for (int64_t node = 100; node < 140; ++node) {
+        std::string a, b;
+        EXPECT_EQ(vp.FeatureRow(node, v, &a), restored.FeatureRow(node, v, &b)) << node;
+        EXPECT_EQ(a, b) << where << " feature row " << node << " version " << v;
+        int64_t la = -1, lb = -1;
+        EXPECT_EQ(vp.Label(node, v, &la), restored.Label(node, v, &lb)) << node;
+        EXPECT_EQ(la, lb) << where << " label " << node << " version " << v;
+      }
+    }
+    uint64_t at = 0;
+    EXPECT_EQ(restored.ResolveVersion(19, &at).code(), Status::Code::kNotFound);
+    if (seed != 0) continue;
+    // Damage: every byte flipped, every cut.
+    std::string bytes;
+    {
+      std::ifstream in(path, std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    const std::string bad = dir.Sub("bad.base");
+    auto refused = [&](const std::string& content, const std::string& what) {
+      { std::ofstream(bad, std::ios::binary | std::ios::trunc) << content; }
+      BaseFileHeader bh;
+      Generation::Arrays ba;
+      BaseOverlay bo;
+      RetryState bt;
+      Status st = ReadBaseFile(bad, s, 1, 100, 40, &bh, &ba, &bo, &bt);
+      EXPECT_EQ(st.code(), Status::Code::kCorruption) << what << ": " << st.ToString();
+      EXPECT_THAT(st.message(), HasSubstr(bad)) << what;
+    };
+    for (size_t i = 0; i < bytes.size(); ++i) {
+      std::string d = bytes;
+      d[i] = static_cast<char>(d[i] ^ 0x41);
+      refused(d, "byte " + std::to_string(i) + " flipped");
+    }
+    for (size_t n = 0; n < bytes.size(); n += 7)
+      refused(bytes.substr(0, n), "cut at " + std::to_string(n));
+    refused(bytes + "x", "a byte past the end");
+    // Another partition's rows.
+    BaseFileHeader oh;
+    Generation::Arrays oa;
+    BaseOverlay oo;
+    RetryState ot;
+    Status other = ReadBaseFile(path, s, 2, 140, 40, &oh, &oa, &oo, &ot);
+    EXPECT_EQ(other.code(), Status::Code::kCorruption);
+    EXPECT_THAT(other.message(), HasSubstr("this server serves partition 2"));
+    EXPECT_EQ(ReadBaseFile(dir.Sub("none.base"), s, 1, 100, 40, &oh, &oa, &oo, &ot).code(),
+              Status::Code::kNotFound);
+  }
+}
+
+TEST(VersionedPartitionTest, ACompactedBaseOnDiskRestoresEveryLaterVersion) {
+  RunBaseFile(/*temporal=*/false);
+}
+
+TEST(VersionedPartitionTest, ATemporalCompactedBaseOnDiskRestoresEveryLaterVersion) {
+  RunBaseFile(/*temporal=*/true);
 }
 
 TEST(VersionedPartitionTest, ReadersAtAVersionSeeTheSameWhileAWriterGoesOn) {
