@@ -166,3 +166,43 @@ put("fuzz_feature_file", "small", b"\x01" + feature_file(40, 8))
 put("fuzz_feature_file", "wide", b"\x01" + feature_file(3, 1100))
 put("fuzz_feature_file", "half", b"\x00" + feature_file(10, 16, 1, 2))
 put("fuzz_feature_file", "empty", b"\x01" + feature_file(0, 4))
+
+
+# --- fuzz_base_file: a flag byte (bit 0: fix the checksums; bit 1: edge times;
+# bit 2: two edge types), then a live partition's base file (live/base_file.h)
+def base_file(part, node_begin, rows, edges, version, times=False, types=False, weights=False,
+              narrow=False, features=(), labels=(), writers=()):
+    flags = (1 if narrow else 0) | (2 if times else 0) | (4 if types else 0) | (8 if weights else 0)
+    h = b"FNLBASE1" + struct.pack("<IIQqqqqI", 1, part, version, node_begin, rows, len(edges), 3 * len(edges),
+                                  flags)
+    h += struct.pack("<I", crc32c(h))
+
+    def section(b):
+        return struct.pack("<Q", len(b)) + b + struct.pack("<I", crc32c(b))
+
+    indptr, row = [0], 0
+    for r in range(rows):
+        row += sum(1 for e in edges if e[0] == r)
+        indptr.append(row)
+    ordered = sorted(edges, key=lambda e: (e[0], e[3] if types else 0, e[2] if times else 0))
+    out = h + section(struct.pack("<%dq" % len(indptr), *indptr))
+    fmt = "i" if narrow else "q"
+    out += section(struct.pack("<%d%s" % (len(ordered), fmt), *[e[1] for e in ordered]))
+    out += section(struct.pack("<%dq" % len(ordered), *[100 + i for i in range(len(ordered))]))
+    out += section(struct.pack("<%dq" % len(ordered), *[e[2] for e in ordered]) if times else b"")
+    out += section(struct.pack("<%di" % len(ordered), *[e[3] for e in ordered]) if types else b"")
+    out += section(struct.pack("<%df" % len(ordered), *[0.5] * len(ordered)) if weights else b"")
+    ov = struct.pack("<QQQQ", len(features), 4 if features else 0, len(labels), 0)
+    ov += b"".join(struct.pack("<qQ", n, s) for n, s in features) + b"\x07" * (4 * len(features))
+    ov += b"".join(struct.pack("<qQq", n, s, v) for n, s, v in labels)
+    out += section(ov)
+    out += section(struct.pack("<qQ", 0, len(writers)) + b"".join(struct.pack("<QQQ", *w) for w in writers))
+    return out + b"FNLBEND1"
+
+
+E = [(0, 5, 3, 0), (0, 9, 1, 1), (1, 2, 7, 1), (3, 40, 2, 0), (3, 41, 2, 1), (3, 7, 9, 0)]
+put("fuzz_base_file", "plain", b"\x01" + base_file(0, 0, 8, E, 5, features=[(2, 4)], labels=[(1, 3, 6)],
+                                                   writers=[(77, 2, 3), (78, 1, 4)]))
+put("fuzz_base_file", "temporal", b"\x03" + base_file(1, 8, 6, E, 9, times=True, weights=True))
+put("fuzz_base_file", "typed", b"\x05" + base_file(0, 0, 5, E, 2, types=True, narrow=True))
+put("fuzz_base_file", "typed_temporal", b"\x07" + base_file(1, 30, 4, E, 4, times=True, types=True))

@@ -166,6 +166,40 @@ TEST(UpdateLogTest, DropThroughKeepsEveryRecordAboveTheCutWhileAppendsGoOn) {
   }
 }
 
+// A cut whose new file cannot be made durable (EIO on its sync) fails, names
+// the file and leaves the log as it was: whole, still taking appends, no
+// temporary left behind.
+TEST(UpdateLogTest, AFailedDropThroughLeavesTheLogWholeAndWorking) {
+  datasets::testing::TempDir dir;
+  const std::string path = MakeLog(dir, 30);
+  UpdateLogOptions o;
+  bool fail_next = false;
+  o.sync = [&](int fd) {
+    if (fail_next) {
+      fail_next = false;
+      return EIO;
+    }
+    return ::fdatasync(fd) == 0 ? 0 : errno;
+  };
+  LogReplayReport r;
+  std::unique_ptr<UpdateLog> log;
+  ASSERT_TRUE(UpdateLog::Open(path, o, {}, &r, &log).ok());
+  fail_next = true;
+  Status st = log->DropThrough(20);
+  EXPECT_EQ(st.code(), Status::Code::kIOError) << st.ToString();
+  EXPECT_THAT(st.message(), HasSubstr(path + ".tmp"));
+  EXPECT_EQ(log->base_seq(), 0u);
+  EXPECT_NE(::access((path + ".tmp").c_str(), F_OK), 0);
+  uint64_t seq = 0;
+  ASSERT_TRUE(log->Append(Payload(31), &seq).ok());
+  EXPECT_EQ(seq, 31u);
+  log.reset();
+  Replayed rep;
+  ASSERT_TRUE(UpdateLog::Open(path, {}, rep.fn(), &r, &log).ok());
+  ASSERT_EQ(rep.records.size(), 31u);
+  for (uint64_t i = 1; i <= 31; ++i) EXPECT_EQ(rep.records[i - 1].second, Payload(i));
+}
+
 TEST(UpdateLogTest, ATornTailIsCutAtEveryByteOfTheLastRecord) {
   datasets::testing::TempDir dir;
   const std::string path = MakeLog(dir, 5);

@@ -698,6 +698,42 @@ TEST(VersionedPartitionTest, ATemporalCompactedBaseOnDiskRestoresEveryLaterVersi
   RunBaseFile(/*temporal=*/true);
 }
 
+// The base-file fuzzer's seeds (fuzz/make_seeds.py writes them) are files
+// ReadBaseFile accepts, so that fuzzing starts past the checks into the
+// restore and the samplers.
+TEST(BaseFileTest, TheFuzzersSeedsAreAcceptedFiles) {
+  const std::string dir = std::string(FANOUT_SOURCE_DIR) + "/fuzz/corpus/fuzz_base_file/";
+  datasets::testing::TempDir tmp;
+  for (const char* name : {"plain", "temporal", "typed", "typed_temporal"}) {
+    std::ifstream in(dir + name, std::ios::binary);
+    ASSERT_TRUE(in) << dir << name;
+    std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    ASSERT_GT(bytes.size(), 1u);
+    const uint8_t flags = static_cast<uint8_t>(bytes[0]);
+    const std::string path = tmp.Sub(name);
+    { std::ofstream(path, std::ios::binary) << bytes.substr(1); }
+    LiveShape shape;
+    shape.num_parts = 2;
+    shape.num_nodes_total = 64;
+    shape.row_bytes = 4;
+    shape.has_labels = true;
+    shape.temporal = flags & 2;
+    shape.num_edge_types = (flags & 4) ? 2 : 0;
+    int part = 0;
+    int64_t begin = 0, rows = 0;
+    std::memcpy(&part, bytes.data() + 1 + 12, 4);
+    std::memcpy(&begin, bytes.data() + 1 + 24, 8);
+    std::memcpy(&rows, bytes.data() + 1 + 32, 8);
+    BaseFileHeader h;
+    Generation::Arrays a;
+    BaseOverlay o;
+    RetryState t;
+    Status st = ReadBaseFile(path, shape, part, begin, rows, &h, &a, &o, &t);
+    EXPECT_TRUE(st.ok()) << name << ": " << st.ToString();
+    EXPECT_EQ(a.edge_ids.size(), 6u) << name;
+  }
+}
+
 TEST(VersionedPartitionTest, ReadersAtAVersionSeeTheSameWhileAWriterGoesOn) {
   Fixture f = MakeBase(9, 0, 64, 64, false);
   LiveShape s;
