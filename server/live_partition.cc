@@ -60,6 +60,7 @@ Status LivePartition::Open(const std::string& dir, const ServerState& s,
       p->retries_.Import(table);
       p->base_retries_.Import(table);
       base = h.version;
+      p->base_edges_ = h.edges;
     } else if (st.code() != Status::Code::kNotFound) {
       return st;
     }
@@ -79,10 +80,9 @@ Status LivePartition::Open(const std::string& dir, const ServerState& s,
       return Status::Corruption("update log " + path + ", record " + std::to_string(seq) +
                                 ": this partition refuses it (" + st.message() +
                                 "): is the log another partition's or another dataset's?");
-    if (retries->Admit(b.writer, b.writer_seq, seq)) {
-      vp->Apply(seq, b);
-      lp->NoteAdmitted(seq, b.writer, b.writer_seq);
-    }
+    const bool admitted = retries->Admit(b.writer, b.writer_seq, seq);
+    lp->NoteHeard(seq, b.writer, b.writer_seq);
+    if (admitted) vp->Apply(seq, b);
     return Status::OK();
   };
   live::UpdateLogOptions lo;
@@ -96,15 +96,15 @@ Status LivePartition::Open(const std::string& dir, const ServerState& s,
         ": records between them are lost (is one of the two another folder's?)");
   vp->Publish(report->last_seq);
   p->opened_ = *report;
-  p->base_edges_ = s.view.num_edges();
+  if (base == 0) p->base_edges_ = s.view.num_edges();
   *out = std::move(p);
   return Status::OK();
 }
 
-void LivePartition::NoteAdmitted(uint64_t seq, uint64_t writer, uint64_t writer_seq) {
+void LivePartition::NoteHeard(uint64_t seq, uint64_t writer, uint64_t writer_seq) {
   if (writer == 0) return;  // never a retry: the table does not keep it
-  std::lock_guard<std::mutex> lock(admitted_mu_);
-  admitted_.push_back({seq, writer, writer_seq});
+  std::lock_guard<std::mutex> lock(heard_mu_);
+  heard_.push_back({seq, writer, writer_seq});
 }
 
 Status LivePartition::WriteBase() {
@@ -120,12 +120,13 @@ Status LivePartition::WriteBase() {
   h.rows = view.num_nodes();
   live::RetryState table;
   {
-    // The table at the base's version: the batches admitted up to it folded in.
-    std::lock_guard<std::mutex> lock(admitted_mu_);
-    while (!admitted_.empty() && admitted_.front().seq <= h.version) {
-      const Admitted& a = admitted_.front();
+    // The table at the base's version: the batches heard up to it (retries
+    // too: they move their writer's place in the table) folded in.
+    std::lock_guard<std::mutex> lock(heard_mu_);
+    while (!heard_.empty() && heard_.front().seq <= h.version) {
+      const Heard& a = heard_.front();
       base_retries_.Admit(a.writer, a.writer_seq, a.seq);
-      admitted_.pop_front();
+      heard_.pop_front();
     }
     base_retries_.Export(&table);
   }
@@ -265,12 +266,12 @@ Status LivePartition::Apply(const std::string& bytes, uint64_t* version, int64_t
   // the same way) and answered once durable: by then its first copy, earlier
   // in the log, is durable as well.
   FANOUT_RETURN_IF_ERROR(log_->Append(bytes, &seq, [&](uint64_t s) {
-    if (retries_.Admit(b.writer, b.writer_seq, s)) {
+    const bool admitted = retries_.Admit(b.writer, b.writer_seq, s);
+    NoteHeard(s, b.writer, b.writer_seq);
+    if (admitted)
       vp_->Apply(s, b);
-      NoteAdmitted(s, b.writer, b.writer_seq);
-    } else {
+    else
       again = true;
-    }
   }));
   vp_->Publish(seq);
   if (retry != nullptr) *retry = again;

@@ -81,9 +81,10 @@ class LivePartition {
   // Writes the current compacted base to the live folder and cuts the log
   // at its version (the compactor thread, after a compaction).
   Status WriteBase();
-  // A batch applied from writer `writer` (its `writer_seq`) at `seq`: kept
-  // until a base file at or above `seq` folds it into base_retries_.
-  void NoteAdmitted(uint64_t seq, uint64_t writer, uint64_t writer_seq);
+  // A batch heard from writer `writer` (its `writer_seq`) at `seq`, applied
+  // or a retry: kept until a base file at or above `seq` folds it into
+  // base_retries_ (as RetryTable::Admit folded it into retries_).
+  void NoteHeard(uint64_t seq, uint64_t writer, uint64_t writer_seq);
   std::unique_ptr<live::VersionedPartition> vp_;
   std::unique_ptr<live::UpdateLog> log_;
   live::LogReplayReport opened_;
@@ -91,12 +92,12 @@ class LivePartition {
   // The retry table at the version of the next base file: a base file must
   // hold the table as it was at its own version (the log's records above it
   // are replayed through it), not as it is when the file is written.
-  struct Admitted {
+  struct Heard {
     uint64_t seq, writer, writer_seq;
   };
-  std::mutex admitted_mu_;
-  std::deque<Admitted> admitted_;  // GUARDED_BY(admitted_mu_): above base_retries_' version
-  live::RetryTable base_retries_;  // GUARDED_BY(admitted_mu_)
+  std::mutex heard_mu_;
+  std::deque<Heard> heard_;        // GUARDED_BY(heard_mu_): above base_retries_' version
+  live::RetryTable base_retries_;  // GUARDED_BY(heard_mu_)
   std::string base_path_;
   uint64_t opened_base_version_ = 0;
   // Base files written (GUARDED_BY(compactor_mu_)).

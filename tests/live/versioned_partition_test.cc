@@ -986,5 +986,37 @@ TEST(RetryTableTest, TellsRetriesFromNewBatchesAndForgetsTheLeastRecentWriter) {
   EXPECT_EQ(t.forgotten(), 2);
 }
 
+// A table exported (as a base file keeps it) and imported decides every later
+// batch as the original does, its order of who was heard from least
+// recently included; an import past the capacity forgets the oldest.
+TEST(RetryTableTest, ExportedAndImportedDecidesAsTheOriginal) {
+  std::mt19937_64 rng(3);
+  RetryTable a(4);
+  uint64_t seq = 0;
+  std::vector<uint64_t> next(8, 1);
+  auto random_batch = [&](RetryTable* t, RetryTable* u) {
+    const uint64_t w = 1 + rng() % 7;
+    const uint64_t n = rng() % 3 == 0 && next[w] > 1 ? next[w] - 1 : next[w]++;  // some retries
+    ++seq;
+    const bool x = t->Admit(w, n, seq);
+    if (u != nullptr) EXPECT_EQ(u->Admit(w, n, seq), x) << "batch " << seq;
+  };
+  for (int i = 0; i < 200; ++i) random_batch(&a, nullptr);
+  RetryState st;
+  a.Export(&st);
+  EXPECT_EQ(st.writers.size(), a.size());
+  for (size_t i = 1; i < st.writers.size(); ++i)
+    EXPECT_LT(st.writers[i - 1].heard, st.writers[i].heard);
+  RetryTable b(4);
+  b.Import(st);
+  EXPECT_EQ(b.forgotten(), a.forgotten());
+  for (int i = 0; i < 500; ++i) random_batch(&a, &b);
+  EXPECT_EQ(b.forgotten(), a.forgotten());
+  RetryTable small(2);
+  small.Import(st);
+  EXPECT_EQ(small.size(), 2u);
+  EXPECT_EQ(small.forgotten(), st.forgotten + static_cast<int64_t>(st.writers.size()) - 2);
+}
+
 }  // namespace
 }  // namespace fanout::live
