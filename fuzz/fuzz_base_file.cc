@@ -1,7 +1,8 @@
 // A live partition's base file (live/base_file.h) as a server reads it at
 // start from its live folder: any bytes. A flag byte first (bit 0: fix up
 // the header's and every section's checksum, so that the fields behind them
-// are reached; bit 1: the dataset has edge times; bit 2: two edge types),
+// are reached; bit 1: the dataset has edge times; bit 2: two edge types;
+// bit 3: edge weights),
 // then the file. The harness reads it for the partition its header names
 // (rows clamped to a small graph); what ReadBaseFile accepts is restored
 // into a versioned partition, every row sampled (uniform, and temporal or
@@ -61,6 +62,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   shape.row_bytes = 4;
   shape.has_labels = true;
   shape.temporal = flags & 2;
+  shape.weighted = flags & 8;
   shape.num_edge_types = (flags & 4) ? 2 : 0;
   // The partition the header names, within the small graph.
   const int part = static_cast<int>(Get<uint32_t>(file, 12) & 1);

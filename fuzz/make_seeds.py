@@ -169,7 +169,7 @@ put("fuzz_feature_file", "empty", b"\x01" + feature_file(0, 4))
 
 
 # --- fuzz_base_file: a flag byte (bit 0: fix the checksums; bit 1: edge times;
-# bit 2: two edge types), then a live partition's base file (live/base_file.h)
+# bit 2: two edge types; bit 3: edge weights), then a live partition's base file (live/base_file.h)
 def base_file(part, node_begin, rows, edges, version, times=False, types=False, weights=False,
               narrow=False, features=(), labels=(), writers=()):
     flags = (1 if narrow else 0) | (2 if times else 0) | (4 if types else 0) | (8 if weights else 0)
@@ -203,6 +203,6 @@ def base_file(part, node_begin, rows, edges, version, times=False, types=False, 
 E = [(0, 5, 3, 0), (0, 9, 1, 1), (1, 2, 7, 1), (3, 40, 2, 0), (3, 41, 2, 1), (3, 7, 9, 0)]
 put("fuzz_base_file", "plain", b"\x01" + base_file(0, 0, 8, E, 5, features=[(2, 4)], labels=[(1, 3, 6)],
                                                    writers=[(77, 2, 3), (78, 1, 4)]))
-put("fuzz_base_file", "temporal", b"\x03" + base_file(1, 8, 6, E, 9, times=True, weights=True))
+put("fuzz_base_file", "temporal", b"\x0b" + base_file(1, 8, 6, E, 9, times=True, weights=True))
 put("fuzz_base_file", "typed", b"\x05" + base_file(0, 0, 5, E, 2, types=True, narrow=True))
 put("fuzz_base_file", "typed_temporal", b"\x07" + base_file(1, 30, 4, E, 4, times=True, types=True))

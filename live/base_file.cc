@@ -287,10 +287,12 @@ Status ReadBaseFile(const std::string& path, const LiveShape& shape, int part, i
         header->edges > r.left() / 12)  // every edge costs at least 12 bytes
       return bad("its header's counts do not fit its size");
     const bool narrow = flags & kNarrow;
-    if (((flags & kTimes) != 0) != shape.temporal ||
-        ((flags & kTypes) != 0) != (shape.num_edge_types > 0))
-      return bad("its edges' times or types do not match the dataset's");
     const int64_t e = header->edges;
+    // A base without edges has no per-edge arrays to flag.
+    if (e > 0 && (((flags & kTimes) != 0) != shape.temporal ||
+                  ((flags & kTypes) != 0) != (shape.num_edge_types > 0) ||
+                  ((flags & kWeights) != 0) != shape.weighted))
+      return bad("its edges' times, types or weights do not match the dataset's");
     FANOUT_RETURN_IF_ERROR(r.Array(rows + 1, "indptr", &a->indptr));
     if (a->indptr[0] != 0 || a->indptr[static_cast<size_t>(rows)] != e)
       return bad("indptr does not run from 0 to its " + std::to_string(e) + " edges");

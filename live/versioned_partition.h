@@ -58,6 +58,7 @@ struct LiveShape {
   int64_t row_bytes = 0;         // one feature row (0: no features)
   int num_edge_types = 0;        // heterogeneous: the schema's edge types (0: homogeneous)
   bool temporal = false;         // edges carry times (rows in time order)
+  bool weighted = false;         // edges carry weights
   bool has_labels = false;
 };
 

@@ -32,6 +32,7 @@ Status LivePartition::Open(const std::string& dir, const ServerState& s,
   shape.row_bytes = m.feature_dim * datasets::FeatureDTypeSize(m.feature_dtype);
   shape.num_edge_types = m.hetero.num_edge_types();
   shape.temporal = m.has_edge_times;
+  shape.weighted = !s.view.edge_weights.empty();
   shape.has_labels = m.has_labels;
   std::unique_ptr<LivePartition> p(new LivePartition());
   p->vp_ = std::make_unique<live::VersionedPartition>(s.view, shape, s.time_index, s.max_degree);

@@ -719,6 +719,7 @@ TEST(BaseFileTest, TheFuzzersSeedsAreAcceptedFiles) {
     shape.has_labels = true;
     shape.temporal = flags & 2;
     shape.num_edge_types = (flags & 4) ? 2 : 0;
+    shape.weighted = flags & 8;
     int part = 0;
     int64_t begin = 0, rows = 0;
     std::memcpy(&part, bytes.data() + 1 + 12, 4);
@@ -732,6 +733,48 @@ TEST(BaseFileTest, TheFuzzersSeedsAreAcceptedFiles) {
     EXPECT_TRUE(st.ok()) << name << ": " << st.ToString();
     EXPECT_EQ(a.edge_ids.size(), 6u) << name;
   }
+}
+
+// A base whose every edge was removed has no per-edge arrays: it reads back
+// for a temporal, typed, weighted dataset; with edges, arrays the dataset
+// does not have (or lacks) are refused by name.
+TEST(BaseFileTest, ABaseWithoutEdgesReadsBackAndArraysMustMatchTheDataset) {
+  datasets::testing::TempDir tmp;
+  const std::string path = tmp.Sub("part-0.base");
+  std::vector<int64_t> indptr(5, 0);
+  sampler::PartitionView empty;
+  empty.node_end = 4;
+  empty.indptr = ArrayView<const int64_t>(indptr);
+  BaseFileHeader h;
+  h.version = 3;
+  h.rows = 4;
+  ASSERT_TRUE(WriteBaseFile(path, h, empty, {}, {}).ok());
+  LiveShape shape;
+  shape.num_nodes_total = 4;
+  shape.temporal = shape.weighted = true;
+  shape.num_edge_types = 2;
+  BaseFileHeader rh;
+  Generation::Arrays a;
+  BaseOverlay o;
+  RetryState t;
+  Status st = ReadBaseFile(path, shape, 0, 0, 4, &rh, &a, &o, &t);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(rh.edges, 0);
+  // One edge, no times: refused for a temporal dataset.
+  indptr = {0, 1, 1, 1, 1};
+  std::vector<int64_t> nbr{2}, eid{9};
+  empty.indices = ArrayView<const int64_t>(nbr);
+  empty.edge_ids = ArrayView<const int64_t>(eid);
+  ASSERT_TRUE(WriteBaseFile(path, h, empty, {}, {}).ok());
+  st = ReadBaseFile(path, shape, 0, 0, 4, &rh, &a, &o, &t);
+  EXPECT_EQ(st.code(), Status::Code::kCorruption);
+  EXPECT_THAT(st.message(), HasSubstr("times, types or weights do not match"));
+  shape.temporal = shape.weighted = false;
+  shape.num_edge_types = 0;
+  a = Generation::Arrays();
+  st = ReadBaseFile(path, shape, 0, 0, 4, &rh, &a, &o, &t);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(a.indices, nbr);
 }
 
 TEST(VersionedPartitionTest, ReadersAtAVersionSeeTheSameWhileAWriterGoesOn) {
