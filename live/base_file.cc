@@ -310,6 +310,17 @@ Status ReadBaseFile(const std::string& path, const LiveShape& shape, int part, i
                    ", outside [0, " + std::to_string(shape.num_nodes_total) + ")");
     }
     FANOUT_RETURN_IF_ERROR(r.Array(e, "edge ids", &a->edge_ids));
+    // The dataset's ids, or an id this partition gave an added edge
+    // (base_edges_total + num_parts * ordinal + part, below the next ordinal).
+    const int64_t parts = std::max(1, shape.num_parts);
+    for (int64_t i = 0; i < e; ++i) {
+      const int64_t id = a->edge_ids[i];
+      const int64_t above = id < 0 ? -1 : id - shape.base_edges_total;  // no overflow: id >= 0
+      if (id < 0 ||
+          (above >= 0 && (above % parts != part || above / parts >= header->next_ordinal)))
+        return bad("edge " + std::to_string(i) + " has id " + std::to_string(id) +
+                   ", neither the dataset's nor one this partition gave an added edge");
+    }
     FANOUT_RETURN_IF_ERROR(r.Array((flags & kTimes) ? e : 0, "edge times", &a->times));
     FANOUT_RETURN_IF_ERROR(r.Array((flags & kTypes) ? e : 0, "edge types", &a->types));
     for (size_t i = 0; i < a->types.size(); ++i)

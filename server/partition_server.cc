@@ -205,9 +205,15 @@ Status PartitionServer::Start() {
       Stop();
       return live;
     }
+    const uint64_t from_base = state_->live->opened_base_version();
     std::fprintf(
-        stderr, "fanout-server: live partition %d: %s, version %llu (%lld batches replayed)%s%s\n",
-        state_->view.part, opened.created ? "a new update log" : "update log replayed",
+        stderr,
+        "fanout-server: live partition %d: %s%s, version %llu (%lld batches replayed)%s%s\n",
+        state_->view.part,
+        from_base > 0
+            ? ("compacted base of version " + std::to_string(from_base) + " read, ").c_str()
+            : "",
+        opened.created ? "a new update log" : "update log replayed",
         static_cast<unsigned long long>(opened.last_seq), static_cast<long long>(opened.records),
         opened.torn_bytes > 0 ? "; cut a torn tail: " : "",
         opened.torn_bytes > 0 ? opened.torn_reason.c_str() : "");

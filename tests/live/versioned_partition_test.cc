@@ -715,6 +715,7 @@ TEST(BaseFileTest, TheFuzzersSeedsAreAcceptedFiles) {
     LiveShape shape;
     shape.num_parts = 2;
     shape.num_nodes_total = 64;
+    shape.base_edges_total = 1000;  // as the fuzzer's
     shape.row_bytes = 4;
     shape.has_labels = true;
     shape.temporal = flags & 2;
@@ -751,6 +752,7 @@ TEST(BaseFileTest, ABaseWithoutEdgesReadsBackAndArraysMustMatchTheDataset) {
   ASSERT_TRUE(WriteBaseFile(path, h, empty, {}, {}).ok());
   LiveShape shape;
   shape.num_nodes_total = 4;
+  shape.base_edges_total = 100;  // edge id 9 below: the dataset's
   shape.temporal = shape.weighted = true;
   shape.num_edge_types = 2;
   BaseFileHeader rh;
