@@ -297,20 +297,16 @@ nlohmann::json ReadPath(int scale, int64_t batch, double fraction, double second
     std::fprintf(stderr, "fanout-bench-updates: read_path: %s\n", st.ToString().c_str());
     std::exit(1);
   }
-  std::vector<int64_t> sub;
   auto labor_hop = [&](fanout::ArrayView<const int64_t> ids, int64_t fanout, int hop, uint64_t seed,
                        bool live, sp::OneHopResult* out) {
     if (!live) return hs.Sample(graph, ids, fanout, hop, seed, labor, nullptr, out);
     return vp.SampleAnyHop(
         *gen, seq, ids,
-        [&](const fanout::live::RowArrays& a, fanout::ArrayView<const int64_t> which,
-            sp::OneHopResult* o) {
-          sub.clear();
-          for (int64_t i : which) sub.push_back(ids[i]);
+        [&](const fanout::live::RowArrays& a, fanout::ArrayView<const int64_t> nodes,
+            fanout::ArrayView<const int64_t>, sp::OneHopResult* o) {
           sp::SamplingOptions on = labor;
           on.node_offset = a.node_offset;
-          return hs.Sample(*a.graph, fanout::ArrayView<const int64_t>(sub), fanout, hop, seed, on,
-                           nullptr, o);
+          return hs.Sample(*a.graph, nodes, fanout, hop, seed, on, nullptr, o);
         },
         out);
   };

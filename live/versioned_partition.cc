@@ -328,7 +328,7 @@ Status VersionedPartition::SampleAnyHop(const Generation& g, uint64_t version,
   const bool weighted = g.graph_.has_weights();
   // The changed nodes one at a time (their results appended to `changed`,
   // in the request's order), the others gathered for one call over the base.
-  std::vector<int64_t> plain, changed_at;
+  std::vector<int64_t> plain, plain_nodes, changed_at;
   sampler::OneHopResult on_plain, changed, one;
   changed.offsets.assign(1, 0);
   Row row;
@@ -341,6 +341,7 @@ Status VersionedPartition::SampleAnyHop(const Generation& g, uint64_t version,
     }
     if (!row_changed) {
       plain.push_back(static_cast<int64_t>(i));
+      plain_nodes.push_back(row_node);
       continue;
     }
     const int64_t self = static_cast<int64_t>(i);
@@ -360,7 +361,8 @@ Status VersionedPartition::SampleAnyHop(const Generation& g, uint64_t version,
     on_row.edge_types = typed ? row.types.data() : nullptr;
     on_row.edge_times = timed ? row.times.data() : nullptr;
     on_row.node_offset = row_node;  // rows are in the store's order: no time index
-    FANOUT_RETURN_IF_ERROR(hop(on_row, ArrayView<const int64_t>(&self, 1), &one));
+    FANOUT_RETURN_IF_ERROR(hop(on_row, ArrayView<const int64_t>(&row_node, 1),
+                               ArrayView<const int64_t>(&self, 1), &one));
     changed.neighbors.insert(changed.neighbors.end(), one.neighbors.begin(), one.neighbors.end());
     changed.edge_ids.insert(changed.edge_ids.end(), one.edge_ids.begin(), one.edge_ids.end());
     changed.edge_types.insert(changed.edge_types.end(), one.edge_types.begin(),
@@ -370,27 +372,19 @@ Status VersionedPartition::SampleAnyHop(const Generation& g, uint64_t version,
     changed.offsets.push_back(static_cast<int64_t>(changed.neighbors.size()));
   }
   if (!plain.empty())
-    FANOUT_RETURN_IF_ERROR(hop(on_base, ArrayView<const int64_t>(plain), &on_plain));
-  // Stitched in the nodes' order. A per-edge field is either absent from a
-  // part or at every one of its edges.
-  auto has = [](const auto& field, const sampler::OneHopResult& r) {
-    return !field.empty() && field.size() == r.neighbors.size();
-  };
-  for (const sampler::OneHopResult* r : {&on_plain, &changed})
-    for (size_t n : {r->edge_ids.size(), r->edge_types.size(), r->edge_weights.size()})
-      if (n != 0 && n != r->neighbors.size())
-        return Status::Internal("a sampler's hop has " + std::to_string(n) +
-                                " values of a per-edge field for " +
-                                std::to_string(r->neighbors.size()) + " edges");
-  const bool ids = has(on_plain.edge_ids, on_plain) || has(changed.edge_ids, changed);
-  const bool types = has(on_plain.edge_types, on_plain) || has(changed.edge_types, changed);
-  const bool weights = has(on_plain.edge_weights, on_plain) || has(changed.edge_weights, changed);
+    FANOUT_RETURN_IF_ERROR(hop(on_base, ArrayView<const int64_t>(plain_nodes),
+                               ArrayView<const int64_t>(plain), &on_plain));
+  // Stitched in the nodes' order. A per-edge field is in the result where
+  // either part has it, and then at every edge of both parts.
+  const bool ids = !on_plain.edge_ids.empty() || !changed.edge_ids.empty();
+  const bool types = !on_plain.edge_types.empty() || !changed.edge_types.empty();
+  const bool weights = !on_plain.edge_weights.empty() || !changed.edge_weights.empty();
   const size_t total = on_plain.neighbors.size() + changed.neighbors.size();
   for (const sampler::OneHopResult* r : {&on_plain, &changed})
     if ((ids && r->edge_ids.size() != r->neighbors.size()) ||
         (types && r->edge_types.size() != r->neighbors.size()) ||
         (weights && r->edge_weights.size() != r->neighbors.size()))
-      return Status::Internal("a sampler's hop gave a per-edge field over one part of a hop only");
+      return Status::Internal("a sampler's hop gave a per-edge field that is not at every edge");
   out->offsets.resize(nodes.size() + 1);
   out->offsets[0] = 0;
   out->neighbors.resize(total);

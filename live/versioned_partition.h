@@ -313,10 +313,11 @@ struct RowArrays {
   const int64_t* time_index = nullptr;  // PrepareTimeOrder's index (null: rows in time order)
   int64_t node_offset = 0;              // the global id of the graph's first row
 };
-// A sampler's hop over the request's nodes at positions `which` (each with
-// its own side inputs: times, walk keys), on `arrays`, into *out.
-using RowsHop = std::function<Status(const RowArrays& arrays, ArrayView<const int64_t> which,
-                                     sampler::OneHopResult* out)>;
+// A sampler's hop over `nodes`, the request's nodes at positions `which`
+// (whose side inputs, times or walk keys, the caller gathers by `which`), on
+// `arrays`, into *out.
+using RowsHop = std::function<Status(const RowArrays& arrays, ArrayView<const int64_t> nodes,
+                                     ArrayView<const int64_t> which, sampler::OneHopResult* out)>;
 
 struct BaseOverlay;  // live/base_file.h
 

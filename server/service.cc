@@ -215,7 +215,7 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
   // partition whose rows changed at the version, through SampleAnyHop (once
   // over the base for the unchanged rows, once per changed row over its
   // merged edges, each with its nodes' own times and keys).
-  std::vector<int64_t> sub_ids, sub_times;
+  std::vector<int64_t> sub_times;
   std::vector<uint64_t> sub_keys;
   auto over = [&](auto&& sample) -> Status {
     live::RowArrays on_base;
@@ -228,16 +228,15 @@ Status PartitionService::Sample(ArrayView<const int64_t> ids, const SampleParams
     if (!merged) return sample(on_base, ids, p.times, p.walk_keys, &hop_);
     return s_->live->partition().SampleAnyHop(
         *gen, static_cast<uint64_t>(last_version_), ids,
-        [&](const live::RowArrays& a, ArrayView<const int64_t> which, sampler::OneHopResult* o) {
-          sub_ids.clear();
+        [&](const live::RowArrays& a, ArrayView<const int64_t> nodes,
+            ArrayView<const int64_t> which, sampler::OneHopResult* o) {
           sub_times.clear();
           sub_keys.clear();
           for (int64_t i : which) {
-            sub_ids.push_back(ids[i]);
             if (!p.times.empty()) sub_times.push_back(p.times[i]);
             if (!p.walk_keys.empty()) sub_keys.push_back(p.walk_keys[i]);
           }
-          return sample(a, ArrayView<const int64_t>(sub_ids), ArrayView<const int64_t>(sub_times),
+          return sample(a, nodes, ArrayView<const int64_t>(sub_times),
                         ArrayView<const uint64_t>(sub_keys), o);
         },
         &hop_);

@@ -507,22 +507,20 @@ void RunEverySampler(bool temporal, bool typed) {
                                   " " + name + (typed ? " typed" : "") +
                                   (temporal ? " temporal" : "");
         sampler::OneHopResult got, want;
-        std::vector<int64_t> sub_nodes, sub_times;
+        std::vector<int64_t> sub_times;
         std::vector<uint64_t> sub_keys;
         ASSERT_TRUE(vp.SampleAnyHop(
                           *gen, v, ArrayView<const int64_t>(nodes),
-                          [&](const RowArrays& a, ArrayView<const int64_t> which,
-                              sampler::OneHopResult* o) {
-                            sub_nodes.clear();
+                          [&](const RowArrays& a, ArrayView<const int64_t> part_nodes,
+                              ArrayView<const int64_t> which, sampler::OneHopResult* o) {
                             sub_times.clear();
                             sub_keys.clear();
                             for (int64_t i : which) {
-                              sub_nodes.push_back(nodes[i]);
+                              EXPECT_EQ(part_nodes[sub_times.size()], nodes[i]);
                               sub_times.push_back(times[i]);
                               sub_keys.push_back(keys[i]);
                             }
-                            return sample(a, ArrayView<const int64_t>(sub_nodes),
-                                          ArrayView<const int64_t>(sub_times),
+                            return sample(a, part_nodes, ArrayView<const int64_t>(sub_times),
                                           ArrayView<const uint64_t>(sub_keys), o);
                           },
                           &got)
