@@ -20,18 +20,14 @@
 #include <vector>
 
 #include "common/crc32c.h"
+#include "fuzz/fuzz_util.h"
 #include "live/base_file.h"
 #include "live/versioned_partition.h"
 #include "sampler/hetero.h"
 #include "sampler/temporal.h"
 
 namespace {
-template <typename T>
-T Get(const std::string& s, size_t at) {
-  T v{};
-  if (at + sizeof(T) <= s.size()) std::memcpy(&v, s.data() + at, sizeof(T));
-  return v;
-}
+using fanout::fuzz::Get;
 
 // The header's checksum, then each section's (length, bytes, checksum) in turn.
 void FixChecksums(std::string* f) {

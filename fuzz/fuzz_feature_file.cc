@@ -17,16 +17,12 @@
 #include <vector>
 
 #include "common/crc32c.h"
+#include "fuzz/fuzz_util.h"
 #include "storage/block_reader.h"
 #include "storage/feature_file.h"
 
 namespace {
-template <typename T>
-T Get(const std::string& s, size_t at) {
-  T v{};
-  if (at + sizeof(T) <= s.size()) std::memcpy(&v, s.data() + at, sizeof(T));
-  return v;
-}
+using fanout::fuzz::Get;
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -22,10 +22,6 @@ constexpr uint32_t kFormat = 1;
 constexpr int64_t kHeaderBytes = 64;
 enum Flags : uint32_t { kNarrow = 1, kTimes = 2, kTypes = 4, kWeights = 8 };
 
-Status Errno(const std::string& what, const std::string& path, int err) {
-  return Status::IOError(what + " " + path + ": " + std::strerror(err));
-}
-
 // Sequential writes through a buffer.
 class Writer {
  public:
@@ -59,6 +55,7 @@ class Writer {
     if (counting_) crc_ = Crc32c(p, n, crc_);
     return Put(p, n);
   }
+  int64_t bytes() const { return flushed_ + static_cast<int64_t>(buf_.size()); }
   Status Flush() {
     size_t done = 0;
     while (done < buf_.size()) {
@@ -68,6 +65,7 @@ class Writer {
       if (w == 0) return Status::IOError("cannot write " + path_ + ": wrote nothing");
       done += static_cast<size_t>(w);
     }
+    flushed_ += static_cast<int64_t>(buf_.size());
     buf_.clear();
     return Status::OK();
   }
@@ -79,6 +77,7 @@ class Writer {
   std::string buf_;
   uint32_t crc_ = 0;
   bool counting_ = false;
+  int64_t flushed_ = 0;
 };
 
 template <typename T>
@@ -152,7 +151,7 @@ T Take(const std::string& s, size_t* at) {
 
 Status WriteBaseFile(const std::string& path, const BaseFileHeader& header,
                      const sampler::PartitionView& base, const BaseOverlay& overlay,
-                     const RetryState& retries) {
+                     const RetryState& retries, int64_t* file_bytes) {
   const std::string tmp = path + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return Errno("cannot create", tmp, errno);
@@ -224,6 +223,7 @@ Status WriteBaseFile(const std::string& path, const BaseFileHeader& header,
     });
   if (st.ok()) st = w.Put(kEnd, sizeof kEnd);
   if (st.ok()) st = w.Flush();
+  if (file_bytes != nullptr) *file_bytes = w.bytes();
   if (st.ok() && ::fsync(fd) != 0) st = Errno("cannot sync", tmp, errno);
   if (!st.ok()) return fail(st);
   if (::close(fd) != 0) {
@@ -252,6 +252,7 @@ Status ReadBaseFile(const std::string& path, const LiveShape& shape, int part, i
     return Errno("cannot stat the live base file", path, err);
   }
   Reader r(fd, path, sb.st_size);
+  header->file_bytes = sb.st_size;
   Status st = [&]() -> Status {
     auto bad = [&](const std::string& what) {
       return Status::Corruption("live base file " + path + ": " + what);

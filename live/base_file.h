@@ -47,12 +47,14 @@ struct BaseFileHeader {
   uint64_t version = 0;
   int64_t node_begin = 0, rows = 0, edges = 0;
   int64_t next_ordinal = 0;  // the added edges' ordinal after batches 1..version
+  int64_t file_bytes = 0;    // the file's size (ReadBaseFile sets it)
 };
 
-// Writes `path` (through path.tmp; see above) from a generation's base view.
+// Writes `path` (through path.tmp; see above) from a generation's base view;
+// *file_bytes (may be null): the file's size.
 Status WriteBaseFile(const std::string& path, const BaseFileHeader& header,
                      const sampler::PartitionView& base, const BaseOverlay& overlay,
-                     const RetryState& retries);
+                     const RetryState& retries, int64_t* file_bytes = nullptr);
 
 // Reads `path` for a partition of shape `shape` whose rows start at
 // `node_begin` and number `rows`: NotFound where there is none; Corruption

@@ -38,10 +38,6 @@ uint32_t RecordCrc(uint32_t len, uint64_t seq, const char* payload) {
   return Crc32c(payload, len, Crc32c(head, sizeof head));
 }
 
-Status Errno(const std::string& what, const std::string& path, int err) {
-  return Status::IOError(what + " " + path + ": " + std::strerror(err));
-}
-
 Status WriteAll(int fd, const char* data, size_t n, int64_t offset, const std::string& path) {
   while (n > 0) {
     const ssize_t w = ::pwrite(fd, data, n, offset);
@@ -75,6 +71,15 @@ Status ReadAt(int fd, char* data, size_t n, int64_t offset, const std::string& p
 
 int DefaultSync(int fd) { return ::fdatasync(fd) == 0 ? 0 : errno; }
 
+// A log file's header: its records start after `base_seq`.
+std::string FileHeader(uint64_t base_seq) {
+  std::string h(kFileMagic, sizeof kFileMagic);
+  Put32(&h, kFileVersion);
+  Put32(&h, 0);
+  Put64(&h, base_seq);
+  return h;
+}
+
 bool AllZero(const char* p, size_t n) {
   for (size_t i = 0; i < n; ++i)
     if (p[i] != 0) return false;
@@ -82,6 +87,10 @@ bool AllZero(const char* p, size_t n) {
 }
 
 }  // namespace
+
+Status Errno(const std::string& what, const std::string& path, int err) {
+  return Status::IOError(what + " " + path + ": " + std::strerror(err));
+}
 
 Status SyncFolderOf(const std::string& path) {
   const size_t slash = path.rfind('/');
@@ -134,10 +143,7 @@ Status UpdateLog::Open(const std::string& path, UpdateLogOptions options, const 
     // A new log: its header, synced, and its folder entry synced.
     fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) return Errno("cannot create the update log", path, errno);
-    std::string h(kFileMagic, sizeof kFileMagic);
-    Put32(&h, kFileVersion);
-    Put32(&h, 0);
-    Put64(&h, options.base_seq);
+    const std::string h = FileHeader(options.base_seq);
     Status st = WriteAll(fd, h.data(), h.size(), 0, path);
     if (st.ok()) {
       const int err = options.sync(fd);
@@ -370,10 +376,7 @@ Status UpdateLog::DropThrough(uint64_t keep_after) {
     ::unlink(tmp.c_str());
     return st;
   };
-  std::string h(kFileMagic, sizeof kFileMagic);
-  Put32(&h, kFileVersion);
-  Put32(&h, 0);
-  Put64(&h, keep_after);
+  const std::string h = FileHeader(keep_after);
   Status st = WriteAll(out, h.data(), h.size(), 0, tmp);
   int64_t written = kLogHeaderBytes;
   std::vector<char> buf(1 << 20);
@@ -389,12 +392,13 @@ Status UpdateLog::DropThrough(uint64_t keep_after) {
     }
     return Status::OK();
   };
+  auto sync = [&]() -> Status {
+    const int err = options_.sync(out);
+    return err == 0 ? Status::OK() : Errno("cannot sync", tmp, err);
+  };
   // The bulk while appends go on, synced.
   if (st.ok()) st = copy(off, durable);
-  if (st.ok()) {
-    const int err = options_.sync(out);
-    if (err != 0) st = Errno("cannot sync", tmp, err);
-  }
+  if (st.ok()) st = sync();
   if (!st.ok()) return abandon(st);
   // Then as the leader (no group is written meanwhile): what was written
   // since, the sync, the rename and the switch to the new file.
@@ -408,10 +412,7 @@ Status UpdateLog::DropThrough(uint64_t keep_after) {
   const int64_t end = size_;
   lock.unlock();
   st = copy(durable, end);
-  if (st.ok()) {
-    const int err = options_.sync(out);
-    if (err != 0) st = Errno("cannot sync", tmp, err);
-  }
+  if (st.ok()) st = sync();
   if (st.ok() && ::rename(tmp.c_str(), path_.c_str()) != 0)
     st = Errno("cannot rename " + tmp + " over", path_, errno);
   if (!st.ok()) {

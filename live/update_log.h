@@ -147,6 +147,8 @@ class UpdateLog {
 
 // fsync of the folder holding `path` (a new or renamed file's entry made durable).
 Status SyncFolderOf(const std::string& path);
+// IOError "<what> <path>: <strerror(err)>", for the live folder's files.
+Status Errno(const std::string& what, const std::string& path, int err);
 
 // One record's bytes (header and payload): for tests that build damaged logs.
 std::string EncodeLogRecord(uint64_t seq, std::string_view payload);

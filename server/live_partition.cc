@@ -62,14 +62,13 @@ Status LivePartition::Open(const std::string& dir, const ServerState& s,
       p->base_retries_.Import(table);
       base = h.version;
       p->base_edges_ = h.edges;
+      p->base_file_bytes_ = h.file_bytes;
     } else if (st.code() != Status::Code::kNotFound) {
       return st;
     }
   }
   p->opened_base_version_ = base;
   p->base_file_version_ = base;
-  struct stat sb {};
-  if (base > 0 && ::stat(p->base_path_.c_str(), &sb) == 0) p->base_file_bytes_ = sb.st_size;
   live::RetryTable* retries = &p->retries_;
   LivePartition* lp = p.get();
   auto replay = [&](uint64_t seq, std::string_view bytes) -> Status {
@@ -131,11 +130,10 @@ Status LivePartition::WriteBase() {
     }
     base_retries_.Export(&table);
   }
-  FANOUT_RETURN_IF_ERROR(live::WriteBaseFile(base_path_, h, view, overlay, table));
+  int64_t bytes = 0;
+  FANOUT_RETURN_IF_ERROR(live::WriteBaseFile(base_path_, h, view, overlay, table, &bytes));
   // The base is durable: the log's records at or below it can go.
   FANOUT_RETURN_IF_ERROR(log_->DropThrough(h.version));
-  struct stat sb {};
-  const int64_t bytes = ::stat(base_path_.c_str(), &sb) == 0 ? sb.st_size : 0;
   std::lock_guard<std::mutex> lock(compactor_mu_);
   ++base_writes_;
   base_file_version_ = h.version;

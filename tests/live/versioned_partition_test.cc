@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <thread>
@@ -611,7 +612,8 @@ void RunBaseFile(bool temporal) {
     RetryState table;
     table.writers = {{7, 3, 4}, {9, 1, 11}, {8, 5, 19}};
     table.forgotten = 2;
-    ASSERT_TRUE(WriteBaseFile(path, h, g->view(), overlay, table).ok());
+    int64_t written = 0;
+    ASSERT_TRUE(WriteBaseFile(path, h, g->view(), overlay, table, &written).ok());
     BaseFileHeader rh;
     auto arrays = std::make_unique<Generation::Arrays>();
     BaseOverlay ro;
@@ -619,6 +621,8 @@ void RunBaseFile(bool temporal) {
     ASSERT_TRUE(ReadBaseFile(path, s, 1, 100, 40, &rh, arrays.get(), &ro, &rt).ok());
     EXPECT_EQ(rh.version, 20u);
     EXPECT_EQ(rh.next_ordinal, h.next_ordinal);
+    EXPECT_EQ(rh.file_bytes, written);
+    EXPECT_EQ(static_cast<int64_t>(std::filesystem::file_size(path)), written);
     ASSERT_EQ(rt.writers.size(), 3u);
     EXPECT_EQ(rt.writers[2].writer, 8u);
     EXPECT_EQ(rt.writers[2].heard, 19u);

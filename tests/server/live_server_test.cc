@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -494,6 +495,8 @@ TEST_F(LiveServerTest, ACompactedBaseOnDiskIsReadAtRestartAndTheLogIsCut) {
   nlohmann::json j = nlohmann::json::parse(servers_[0]->StatsJson());
   EXPECT_EQ(j["live"]["base_file"]["version"], 2) << j["live"].dump();
   EXPECT_EQ(j["live"]["base_file"]["writes"], 1);
+  EXPECT_EQ(j["live"]["base_file"]["bytes"].get<int64_t>(),
+            static_cast<int64_t>(std::filesystem::file_size(o.live_dir + "/part-0.base")));
   EXPECT_EQ(j["live"]["log"]["base_version"], 2);
   EXPECT_EQ(j["live"]["log"]["bytes"], live::kLogHeaderBytes);  // every record is in the base
   // After the base: this writer's next batch (an edge in, a base edge out).
@@ -530,6 +533,8 @@ TEST_F(LiveServerTest, ACompactedBaseOnDiskIsReadAtRestartAndTheLogIsCut) {
   auto c2 = Connect(0);
   j = nlohmann::json::parse(servers_[0]->StatsJson());
   EXPECT_EQ(j["live"]["base_file"]["read_at_start"], 2);
+  EXPECT_EQ(j["live"]["base_file"]["bytes"].get<int64_t>(),
+            static_cast<int64_t>(std::filesystem::file_size(o.live_dir + "/part-0.base")));
   EXPECT_EQ(j["live"]["log"]["replayed_at_start"], 1);  // record 3 alone
   EXPECT_EQ(j["live"]["committed_version"], 3);
   EXPECT_TRUE(read(c2.get(), 2) == at2);
