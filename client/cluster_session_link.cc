@@ -289,6 +289,7 @@ rpc::DataRequest ClusterSession::PartRequest(const rpc::DataRequest& base, int p
   rpc::DataRequest r = base;
   r.ids = by_part_[p];
   if (!base.call.walk_keys.empty()) r.call.walk_keys = walk_keys_by_part_[p];
+  r.call.version = pinned_.empty() ? -1 : pinned_[p];
   return r;
 }
 

@@ -20,9 +20,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   bool malformed = false;
   fanout::Status st = wire::DecodeRequest(data + 9, size - 9, data_length % (size_t{1} << 40),
                                           int64_t{256} << 20, &hdr, &malformed);
-  // What it accepts with a ticket holds the ticket's bytes inside the header.
-  if (st.ok() && (hdr.flags & wire::kTicket) && size - 9 < sizeof hdr + wire::kTicketBytes)
-    __builtin_trap();
+  // What it accepts is a whole header of its version (40 bytes for version 1,
+  // which reads the newest; 48 for version 2), then the ticket where flagged.
+  if (st.ok()) {
+    const size_t fixed = hdr.version == 1 ? wire::kVersion1HeaderBytes : sizeof hdr;
+    if (hdr.version != 1 && hdr.version != wire::kVersion) __builtin_trap();
+    if (size - 9 != fixed + ((hdr.flags & wire::kTicket) ? wire::kTicketBytes : 0))
+      __builtin_trap();
+    if (hdr.version == 1 && hdr.at_version != -1) __builtin_trap();
+  }
   // Nothing accepted asks the server to write anywhere but its own reply.
   if (st.ok() && (hdr.flags & wire::kRetiredPlace)) __builtin_trap();
   // The reply decoder: any node count, edge ids or not; what it accepts lies

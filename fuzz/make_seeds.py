@@ -101,8 +101,9 @@ put("fuzz_cluster_file", "tls", json.dumps({"partitions": [{"partition": 0, "rep
                                             "auth_token_file": "token"}))
 
 # --- fuzz_data_plane_request: data length (u64), flags byte, AM header -------
-def req_header(method=1, flags=0, rid=7):
-    return struct.pack("<IHBBQqQiI", 0x314E4146, 1, method, flags, rid, -1, 0, 0, 0)
+def req_header(method=1, flags=0, rid=7, version=1, at_version=-1):
+    h = struct.pack("<IHBBQqQiI", 0x314E4146, version, method, flags, rid, -1, 0, 0, 0)
+    return h + struct.pack("<q", at_version) if version >= 2 else h  # v2: at_version
 
 
 place = struct.pack("<QQQIHHQ", 1, 4096, 512, 4, 0, 0, 0) + b"rkey"
@@ -111,6 +112,8 @@ put("fuzz_data_plane_request", "placed", struct.pack("<Q", 16) + b"\x00" + req_h
 put("fuzz_data_plane_request", "sample_labor", struct.pack("<Q", 16) + b"\x00" + req_header(3, 0x20))
 put("fuzz_data_plane_request", "walk_step", struct.pack("<Q", 32) + b"\x00" + req_header(3, 0x40))
 put("fuzz_data_plane_request", "ticket", struct.pack("<Q", 8) + b"\x01" + req_header(3, 0x10) + b"t" * 32)
+put("fuzz_data_plane_request", "features_v2", struct.pack("<Q", 16) + b"\x00" + req_header(1, 0, 7, 2, 5))
+put("fuzz_data_plane_request", "ticket_v2", struct.pack("<Q", 8) + b"\x01" + req_header(3, 0x10, 7, 2) + b"t" * 32)
 
 # --- text formats (files separated by NUL bytes, see fuzz_text_format.cc) ---
 put("fuzz_linqs", "small", "a\t1\t0\t1\tX\nb\t0\t1\t0\tY\nc\t1\t1\t0\tX\n\0a\tb\nb\tc\n")

@@ -25,7 +25,9 @@ struct DataRequest {
   // -1 where the server has no tenants.
   int tenant = -1;
   ArrayView<const int64_t> ids;
-  SampleCall call;  // kSample only
+  // kSample's parameters; call.version (a live partition's version to read
+  // at, < 0 the newest) is every method's.
+  SampleCall call;
 };
 
 // Bytes of a data-plane ticket (DataPlaneServerOptions::ticket).

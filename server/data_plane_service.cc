@@ -22,6 +22,9 @@ Status DataPlaneService::Handle(const rpc::DataRequest& r, rpc::ReplyWriter* rep
             FANOUT_RETURN_IF_ERROR(svc_.CheckReplyBytes(r.ids.size(), svc_.FeatureRowBytes()));
             char* out = reply->Reserve(r.ids.size() * svc_.FeatureRowBytes());
             FANOUT_RETURN_IF_ERROR(svc_.GatherFeatures(r.ids, out));
+            // A live partition: the rows batches at or below the version replaced.
+            int64_t read_at = -1;
+            FANOUT_RETURN_IF_ERROR(svc_.OverlayLive(r.ids, r.call.version, out, nullptr, &read_at));
             bytes = reply->size();
             return Status::OK();
           },
@@ -33,6 +36,9 @@ Status DataPlaneService::Handle(const rpc::DataRequest& r, rpc::ReplyWriter* rep
             FANOUT_RETURN_IF_ERROR(svc_.CheckIds(r.ids));
             char* out = reply->Reserve(r.ids.size() * 8);
             FANOUT_RETURN_IF_ERROR(svc_.Labels(r.ids, reinterpret_cast<int64_t*>(out)));
+            int64_t read_at = -1;
+            FANOUT_RETURN_IF_ERROR(svc_.OverlayLive(r.ids, r.call.version, nullptr,
+                                                    reinterpret_cast<int64_t*>(out), &read_at));
             bytes = reply->size();
             return Status::OK();
           },
@@ -52,6 +58,7 @@ Status DataPlaneService::Handle(const rpc::DataRequest& r, rpc::ReplyWriter* rep
             p.labor = r.call.labor;
             p.walk = !r.call.walk_keys.empty();
             p.walk_keys = r.call.walk_keys;
+            p.version = r.call.version;
             const sampler::OneHopResult* hop = nullptr;
             FANOUT_RETURN_IF_ERROR(svc_.Sample(r.ids, p, &hop));
             const size_t n = r.ids.size();

@@ -225,9 +225,9 @@ int main(int argc, char** argv) {
                  "partition, logged durably in this folder (part-<k>.updates.log, made if "
                  "missing, replayed at start; a torn tail is cut and said, a damaged log "
                  "refused); every read is then at a version. Writers need a tenant with "
-                 "write=yes (or, without --tenants, an authenticated connection). For now a "
-                 "live server serves over Thrift only: no UCX data plane, no same-host export "
-                 "(docs/DESIGN.md, \"Live updates\")");
+                 "write=yes (or, without --tenants, an authenticated connection). Reads at a "
+                 "version go over Thrift and the UCX data plane; for now a live server offers "
+                 "no same-host export (docs/DESIGN.md, \"Live updates\")");
   app.add_option("--live-compact-ratio", o.live_compact_ratio,
                  "Live: fold the delta into a new base in the background when its edge changes "
                  "reach this fraction of the base's edges (0 = not by size of the graph)")

@@ -179,7 +179,7 @@ Status PartitionServer::Start() {
     state_->view.hot_rows = ArrayView<const uint8_t>(
         reinterpret_cast<const uint8_t*>(disk->hot_rows().data()), disk->hot_rows().size());
   }
-  // A live server serves over Thrift only: no export (it would hold a second
+  // A live server offers no export (it would hold a second
   // copy of the partition nobody maps).
   Status exported = options_.live_dir.empty() ? Export(owned.get()) : Status::OK();
   if (!exported.ok()) {
@@ -240,14 +240,14 @@ Status PartitionServer::Start() {
       a->time_order = std::move(state_->time_order);
       state_->live->AdoptBase(std::move(a));
     }
-    // Its reads are at a version: the data plane and the export do not carry
-    // one yet, so a live server serves over Thrift alone.
+    // Its reads are at a version: Thrift and the UCX data plane carry one
+    // (the request's at_version); the export does not yet, so a live server
+    // offers none.
     state_->local_off_reason =
-        "same-host export off: a live partition serves over Thrift only for now";
+        "same-host export off: a live partition serves over Thrift and UCX only for now";
   }
   Status st = StartRpc();
-  if (st.ok() && options_.data_plane && rpc::DataPlaneBuilt() && !state_->live)
-    st = StartDataPlane();
+  if (st.ok() && options_.data_plane && rpc::DataPlaneBuilt()) st = StartDataPlane();
   if (st.ok() && !state_->live) st = StartLocalSocket();
   if (!st.ok()) {
     Stop();

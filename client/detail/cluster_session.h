@@ -95,6 +95,13 @@ class ClusterSession : public Session {
     for (int p = 0; p < k && st.ok(); ++p) {
       if (by_part_[p].empty() || served_[p]) continue;
       if (links_[p].peer >= 0 && base != nullptr) {
+        // A live partition's data-plane request names its version (the
+        // reply does not say which it read): one not pinned yet in this
+        // batch is pinned at its newest first.
+        if (!pinned_.empty() && pinned_[p] < 0) {
+          st = NewestOf(p, &pinned_[p]);
+          if (!st.ok()) break;
+        }
         rpc::DataRequest r = PartRequest(*base, p);
         st = channel_->Post(links_[p].peer, r, sink(p));
         if (st.ok()) {

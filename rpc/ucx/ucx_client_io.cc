@@ -191,6 +191,7 @@ Status DataPlaneChannel::Post(int peer, const DataRequest& request, const ReplyS
   p->hdr.fanout = request.call.fanout;
   p->hdr.seed = request.call.seed;
   p->hdr.hop = request.call.hop;
+  p->hdr.at_version = request.call.version;
   p->hdr.deadline_ms = static_cast<uint32_t>(std::max(0, i.options.call_timeout_ms));
   p->hdr.flags =
       (request.call.replace ? wire::kReplace : 0) | (request.call.weighted ? wire::kWeighted : 0) |

@@ -211,6 +211,7 @@ Status Compute(DataPlaneHandler* handler, const Pending& pending, ReplyBuffer* b
     req.call.fanout = p->hdr.fanout;
     req.call.seed = p->hdr.seed;
     req.call.hop = p->hdr.hop;
+    req.call.version = p->hdr.at_version;
     req.call.replace = p->hdr.flags & wire::kReplace;
     req.call.weighted = p->hdr.flags & wire::kWeighted;
     req.call.with_edge_ids = p->hdr.flags & wire::kEdgeIds;

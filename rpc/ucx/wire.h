@@ -17,7 +17,12 @@ namespace fanout::rpc::wire {
 constexpr uint16_t kAmRequest = 0x4651;  // client -> server
 constexpr uint16_t kAmReply = 0x4652;    // server -> client
 constexpr uint32_t kMagic = 0x314e4146;  // "FAN1"
-constexpr uint16_t kVersion = 1;
+// Request headers: version 2 adds `at_version` (a live partition's version
+// to read at); a version-1 header (its first 40 bytes) is still taken and
+// reads the newest. Replies are still version 1.
+constexpr uint16_t kVersion = 2;
+constexpr uint16_t kReplyVersion = 1;
+constexpr size_t kVersion1HeaderBytes = 40;
 
 // Request flags.
 constexpr uint8_t kReplace = 1, kWeighted = 2, kEdgeIds = 4;
@@ -52,8 +57,12 @@ struct RequestHeader {
   // said): a server that cannot take the request in time answers
   // ResourceExhausted well before then, instead of a reply nobody reads.
   uint32_t deadline_ms = 0;
+  // Version 2: a live partition's version every hop, feature row and label
+  // of this request is read at (as the Thrift calls' `version`: < 0 the
+  // newest committed, 0 the base); a static partition takes only < 0.
+  int64_t at_version = -1;
 };
-static_assert(sizeof(RequestHeader) == 40, "request header layout");
+static_assert(sizeof(RequestHeader) == 48, "request header layout");
 
 // A server that requires authentication (auth token, TLS) gives its
 // authenticated RPC clients a ticket (PartitionInfo.data_plane_ticket); every
@@ -64,7 +73,7 @@ constexpr size_t kTicketBytes = kDataPlaneTicketBytes;
 // otherwise the data is the error message text.
 struct ReplyHeader {
   uint32_t magic = kMagic;
-  uint16_t version = kVersion;
+  uint16_t version = kReplyVersion;
   uint16_t flags = 0;  // none defined
   uint64_t request_id = 0;
   int32_t code = 0;  // fanout::Status::Code

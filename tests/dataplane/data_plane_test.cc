@@ -23,15 +23,19 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "cache/gpu_feature_cache.h"
+#include "client/batch_loader.h"
 #include "client/cluster.h"
 #include "client/device_features.h"
+#include "client/update_writer.h"
 #include "common/random.h"
 #include "rpc/codec.h"
 #include "rpc/ucx/ucx_common.h"
 #include "rpc/ucx/wire.h"
+#include "tests/datasets/test_util.h"
 #include "tests/server/child_server.h"
 #include "tests/server/server_fixture.h"
 
@@ -872,6 +876,175 @@ class RawPeer {
   std::function<void(RawPeer*, ucp_ep_h, const rpc::wire::RequestHeader&)> answer_;
 };
 
+std::vector<int64_t> Values(const Array& a) {
+  const int64_t* p = a.ptr<int64_t>();
+  return std::vector<int64_t>(p, p + a.numel());
+}
+
+// A live partition's reads at a version go over the data plane as over
+// Thrift (the request header's at_version): every hop, edge id, feature row
+// and label at pinned versions equals Thrift's, with no byte over Thrift; the
+// base (version 0) is the static graph's; and a loader over UCX whose
+// batches pin the newest while a writer goes on reads each batch at one
+// version per partition, equal to Thrift's batch at the versions it names.
+TEST_P(DataPlaneTest, ALivePartitionServesReadsAtAVersionEqualToThrift) {
+  datasets::testing::TempDir tmp;
+  server::ServerOptions so;
+  so.live_dir = tmp.Sub("live");
+  StartServers(2, so);
+  ASSERT_GT(servers_[0]->data_port(), 0);
+  ASSERT_GT(servers_[1]->data_port(), 0);
+  std::unique_ptr<UpdateWriter> w;
+  ASSERT_TRUE(UpdateWriter::Connect(Spec("tcp"), {}, &w).ok());
+  const int64_t mid = w->info(1).node_begin;
+  // Version 1 of both: edges among the first 64 nodes of each partition,
+  // two feature rows and two labels; version 2 of partition 0: half of its
+  // new edges removed.
+  GraphUpdates u;
+  for (int64_t s = 0; s < 64; ++s) {
+    u.add_edges.push_back({s, mid + s});
+    u.add_edges.push_back({mid + s, s});
+  }
+  std::vector<float> rows(2 * 1433);
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = 0.25f * static_cast<float>(i % 13);
+  u.feature_nodes = {3, mid + 3};
+  u.row_bytes = 1433 * 4;
+  u.feature_bytes.assign(reinterpret_cast<const char*>(rows.data()), rows.size() * 4);
+  u.label_nodes = {5, mid + 5};
+  u.labels = {6, 0};
+  std::vector<int64_t> versions;
+  ASSERT_TRUE(w->Apply(u, false, &versions).ok());
+  GraphUpdates r;
+  for (int64_t s = 0; s < 32; ++s) r.remove_edges.push_back({mid + s, s});
+  ASSERT_TRUE(w->Apply(r, false, &versions).ok());
+  std::vector<int64_t> newest;
+  {
+    auto tcp = ConnectCluster("tcp");
+    std::unique_ptr<Session> s;
+    ASSERT_TRUE(tcp->NewSession(&s).ok());
+    ASSERT_TRUE(s->Newest(&newest).ok());
+  }
+  ASSERT_EQ(newest[0] + newest[1], 3) << newest[0] << " " << newest[1];  // 2 and 1
+
+  auto ucx = ConnectCluster("ucx");
+  auto tcp = ConnectCluster("tcp");
+  std::unique_ptr<Session> a, b;
+  ASSERT_TRUE(ucx->NewSession(&a).ok());
+  ASSERT_TRUE(tcp->NewSession(&b).ok());
+  std::vector<int64_t> seeds;
+  for (int64_t s = 0; s < 64; ++s) seeds.insert(seeds.end(), {s, mid + s});
+  std::vector<int64_t> ids = EveryNodeScrambled();
+  sampler::MultiHopOptions mo;
+  mo.fanouts = {10, 5};
+  mo.sampling.with_edge_ids = true;
+  std::vector<std::vector<int64_t>> cols;
+  std::vector<std::vector<float>> feats;
+  for (const std::vector<int64_t>& at : {std::vector<int64_t>{0, 0}, newest, {1, 1}, {1, 0}}) {
+    SCOPED_TRACE("at " + std::to_string(at[0]) + "," + std::to_string(at[1]));
+    ASSERT_TRUE(a->Pin(at).ok());
+    ASSERT_TRUE(b->Pin(at).ok());
+    sampler::SampledSubgraph da, db;
+    Status st = a->Sample(seeds, 7, mo, &da);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    ASSERT_TRUE(b->Sample(seeds, 7, mo, &db).ok());
+    EXPECT_EQ(Std(da.n_id), Std(db.n_id));
+    EXPECT_EQ(Std(da.row), Std(db.row));
+    EXPECT_EQ(Std(da.col), Std(db.col));
+    EXPECT_EQ(Std(da.edge_id), Std(db.edge_id));
+    if (at == std::vector<int64_t>{0, 0}) {  // the base: the static graph's
+      sampler::SampledSubgraph local;
+      sampler::MultiHopSampler sampler(whole_.csr.View(), mo);
+      ASSERT_TRUE(sampler.Sample(seeds, 7, &local).ok());
+      EXPECT_EQ(Std(da.n_id), Std(local.n_id));
+      EXPECT_EQ(Std(da.col), Std(local.col));
+    }
+    std::vector<float> fa(ids.size() * 1433, -1), fb(ids.size() * 1433, -2);
+    ASSERT_TRUE(a->Features(ids, fa.data()).ok());
+    ASSERT_TRUE(b->Features(ids, fb.data()).ok());
+    EXPECT_EQ(0, std::memcmp(fa.data(), fb.data(), fa.size() * 4));
+    std::vector<int64_t> la(ids.size(), -5), lb(ids.size(), -6);
+    ASSERT_TRUE(a->Labels(ids, la.data()).ok());
+    ASSERT_TRUE(b->Labels(ids, lb.data()).ok());
+    EXPECT_EQ(la, lb);
+    cols.push_back(Std(da.col));
+    std::vector<float> f3(1433);
+    const int64_t three = 3;
+    ASSERT_TRUE(a->Features(ArrayView<const int64_t>(&three, 1), f3.data()).ok());
+    feats.push_back(f3);
+  }
+  // The versions are what they say: the base differs from the newest in its
+  // hops and node 3's row, and version 1 of partition 0 from version 2.
+  EXPECT_NE(cols[0], cols[1]);
+  EXPECT_NE(cols[1], cols[2]);
+  EXPECT_NE(feats[0], feats[1]);
+  EXPECT_EQ(0, std::memcmp(feats[1].data(), rows.data(), 1433 * 4));
+  // Every byte of session a came over the data plane.
+  EXPECT_GT(a->stats().ucx_bytes, 0);
+  EXPECT_EQ(a->stats().thrift_bytes, 0);
+  EXPECT_EQ(a->stats().fallbacks, 0);
+  // A version a partition has not reached is refused over the data plane too, naming it.
+  ASSERT_TRUE(a->Pin({9, 0}).ok());
+  sampler::SampledSubgraph none;
+  Status ahead = a->Sample(seeds, 7, mo, &none);
+  EXPECT_FALSE(ahead.ok());
+  EXPECT_THAT(ahead.message(), HasSubstr("9")) << ahead.ToString();
+
+  // Loaders pinning the newest per batch while a writer goes on.
+  auto ucx_requests = [&] {
+    int64_t n = 0;
+    for (auto& srv : servers_)
+      n += nlohmann::json::parse(srv->StatsJson())["totals"]["by_path"]["ucx"]["requests"]
+               .get<int64_t>();
+    return n;
+  };
+  const int64_t ucx_before = ucx_requests();
+  std::atomic<bool> stop{false};
+  std::atomic<int> written{0};
+  std::thread writer([&] {
+    std::vector<int64_t> vs;
+    for (int64_t i = 0; !stop.load(); ++i) {
+      GraphUpdates g;
+      g.add_edges = {{i % 64, mid + (i * 7) % 64}, {mid + i % 64, (i * 5) % 64}};
+      if (!w->Apply(g, false, &vs).ok()) break;
+      ++written;
+    }
+  });
+  LoaderOptions o;
+  o.batch_size = 32;
+  o.fanouts = {5, 3};
+  o.shuffle = false;
+  o.num_workers = 1;
+  o.features = true;
+  o.labels = true;
+  std::vector<Batch> live;
+  for (int round = 0; round < 3; ++round) {
+    BatchLoader loader(ucx, seeds, o);
+    Batch bt;
+    while (loader.Next(&bt)) live.push_back(bt);
+  }
+  stop = true;
+  writer.join();
+  EXPECT_GT(written.load(), 0);
+  EXPECT_GE(ucx_requests() - ucx_before, 12 * 3);  // hops and lookups of every batch
+  ASSERT_EQ(live.size(), 12u);
+  std::set<std::vector<int64_t>> seen;
+  for (size_t i = 0; i < live.size(); ++i) {
+    ASSERT_EQ(live[i].versions.size(), 2u);
+    seen.insert(live[i].versions);
+    LoaderOptions po = o;
+    po.snapshot = live[i].versions;
+    BatchLoader loader(tcp, seeds, po);
+    Batch same;
+    for (size_t k = 0; k <= i % 4; ++k) ASSERT_TRUE(loader.Next(&same));
+    EXPECT_EQ(Values(live[i].n_id), Values(same.n_id)) << i;
+    EXPECT_EQ(Values(live[i].edge_index), Values(same.edge_index)) << i;
+    EXPECT_EQ(Values(live[i].y), Values(same.y)) << i;
+    EXPECT_EQ(0, std::memcmp(live[i].x.ptr<float>(), same.x.ptr<float>(), live[i].x.numel() * 4))
+        << i;
+  }
+  EXPECT_GT(seen.size(), 1u);  // the writer moved the versions between batches
+}
+
 TEST_P(DataPlaneTest, ARogueClientSendingJunkGetsClearErrorsAndOthersAreServed) {
   StartServers(2);
   RawPeer rogue;
@@ -900,8 +1073,20 @@ TEST_P(DataPlaneTest, ARogueClientSendingJunkGetsClearErrorsAndOthersAreServed) 
   rogue.Send(rpc::wire::kAmReply, &h, sizeof h, ids, 16);  // a reply sent to a server
   h.request_id = 7;
   rogue.Send(rpc::wire::kAmRequest, &h, sizeof h, ids, 16);  // finally a good one
-  for (int i = 0; i < 100 && rogue.replies.size() < 6; ++i) rogue.Progress(20);
-  ASSERT_EQ(rogue.replies.size(), 6u);
+  // Header versions: a version-1 header (40 bytes, no at_version) is still
+  // served; a version-2 one cut short is not; a version of a static
+  // partition past its base is refused by name.
+  rpc::wire::RequestHeader v1 = h;
+  v1.version = 1;
+  v1.request_id = 8;
+  rogue.Send(rpc::wire::kAmRequest, &v1, rpc::wire::kVersion1HeaderBytes, ids, 16);
+  h.request_id = 9;
+  rogue.Send(rpc::wire::kAmRequest, &h, sizeof h - 4, ids, 16);
+  h.request_id = 10;
+  h.at_version = 3;
+  rogue.Send(rpc::wire::kAmRequest, &h, sizeof h, ids, 16);
+  for (int i = 0; i < 100 && rogue.replies.size() < 9; ++i) rogue.Progress(20);
+  ASSERT_EQ(rogue.replies.size(), 9u);
   std::map<uint64_t, std::pair<int, std::string>> by_id;
   for (auto& [rh, data] : rogue.replies) by_id[rh.request_id] = {rh.code, data};
   EXPECT_THAT(by_id[0].second, HasSubstr("header of 12 bytes"));
@@ -911,6 +1096,10 @@ TEST_P(DataPlaneTest, ARogueClientSendingJunkGetsClearErrorsAndOthersAreServed) 
   EXPECT_THAT(by_id[5].second, HasSubstr("node 5 (position 1) is outside this partition's range"));
   EXPECT_EQ(by_id[7].first, 0);
   EXPECT_EQ(by_id[7].second.size(), 2u * 1433 * 4);
+  EXPECT_EQ(by_id[8].first, 0);
+  EXPECT_EQ(by_id[8].second, by_id[7].second);
+  EXPECT_THAT(by_id[9].second, HasSubstr("header of 44 bytes, expected 48"));
+  EXPECT_THAT(by_id[10].second, HasSubstr("version 3 of a static partition"));
   // Everyone else is served as before.
   ExpectOthersServed();
   auto j = nlohmann::json::parse(servers_[1]->StatsJson());
