@@ -20,29 +20,62 @@ Status UpdateWriter::Connect(const ClusterSpec& spec, const rpc::RpcOptions& opt
   const int k = static_cast<int>(spec.replicas.size());
   if (k == 0) return Status::InvalidArgument("the cluster file lists no partitions");
   for (int p = 0; p < k; ++p) {
-    if (spec.replicas[p].size() != 1)
-      return Status::InvalidArgument(
-          "partition " + std::to_string(p) + " lists " + std::to_string(spec.replicas[p].size()) +
-          " replicas: replicas of a live partition are not kept in agreement yet, so updates go "
-          "to a cluster file with one replica per partition");
-    std::unique_ptr<rpc::RpcClient> c;
-    FANOUT_RETURN_IF_ERROR(rpc::RpcClient::Connect(spec.replicas[p][0], options, &c));
-    rpc::RemotePartitionInfo info;
-    FANOUT_RETURN_IF_ERROR(c->Info(&info));
-    if (info.partition != p || info.num_parts != k)
-      return Status::InvalidArgument("server " + spec.replicas[p][0] + " serves partition " +
-                                     std::to_string(info.partition) + " of " +
-                                     std::to_string(info.num_parts) + ", listed as partition " +
-                                     std::to_string(p) + " of " + std::to_string(k));
-    if (info.live_version < 0)
-      return Status::InvalidArgument("server " + spec.replicas[p][0] + " (partition " +
-                                     std::to_string(p) +
-                                     ") serves a static partition: start it with --live-dir");
-    if (p > 0 && info.dataset_id != w->infos_[0].dataset_id)
-      return Status::InvalidArgument("server " + spec.replicas[p][0] +
+    // Writes go to the partition's primary: the one replica that follows no
+    // other (the followers apply its log in its order: server/live_replication.h).
+    const std::vector<std::string>& listed = spec.replicas[p];
+    if (listed.empty())
+      return Status::InvalidArgument("partition " + std::to_string(p) + " lists no replica");
+    std::unique_ptr<rpc::RpcClient> primary;
+    rpc::RemotePartitionInfo primary_info;
+    std::string primary_at, unreachable, follows;
+    for (const std::string& at : listed) {
+      std::unique_ptr<rpc::RpcClient> c;
+      rpc::RemotePartitionInfo info;
+      Status st = rpc::RpcClient::Connect(at, options, &c);
+      if (st.ok()) st = c->Info(&info);
+      if (!st.ok()) {
+        if (st.code() != Status::Code::kUnavailable && st.code() != Status::Code::kDeadlineExceeded)
+          return st;
+        unreachable += (unreachable.empty() ? "" : "; ") + st.message();
+        continue;
+      }
+      if (info.partition != p || info.num_parts != k)
+        return Status::InvalidArgument("server " + at + " serves partition " +
+                                       std::to_string(info.partition) + " of " +
+                                       std::to_string(info.num_parts) + ", listed as partition " +
+                                       std::to_string(p) + " of " + std::to_string(k));
+      if (info.live_version < 0)
+        return Status::InvalidArgument("server " + at + " (partition " + std::to_string(p) +
+                                       ") serves a static partition: start it with --live-dir");
+      if (!info.live_follows.empty()) {
+        follows = info.live_follows;
+        continue;
+      }
+      if (primary)
+        return Status::InvalidArgument(
+            "partition " + std::to_string(p) + " lists two primaries, " + primary_at + " and " +
+            at +
+            " (each would order writes of its own, and their logs would differ): start the "
+            "other replicas with --live-follow " +
+            primary_at);
+      primary = std::move(c);
+      primary_info = info;
+      primary_at = at;
+    }
+    if (!primary)
+      return Status::Unavailable(
+          "partition " + std::to_string(p) + ": no primary among its replicas to write to" +
+          (follows.empty() ? std::string()
+                           : " (they follow " + follows + ", which " +
+                                 (std::find(listed.begin(), listed.end(), follows) == listed.end()
+                                      ? "the cluster file does not list)"
+                                      : "did not answer)")) +
+          (unreachable.empty() ? std::string() : ": " + unreachable));
+    if (p > 0 && primary_info.dataset_id != w->infos_[0].dataset_id)
+      return Status::InvalidArgument("server " + primary_at +
                                      " serves another dataset than partition 0's");
-    w->clients_.push_back(std::move(c));
-    w->infos_.push_back(info);
+    w->clients_.push_back(std::move(primary));
+    w->infos_.push_back(primary_info);
   }
   w->offsets_ = w->infos_[0].partition_offsets;
   if (static_cast<int>(w->offsets_.size()) != k + 1)

@@ -54,9 +54,10 @@ struct UpdateWriterOptions {
 
 class UpdateWriter {
  public:
-  // Connects one replica of every partition (each must be live: fanout-server
-  // --live-dir). A partition listed with more than one replica is refused:
-  // replicas of a live partition are not kept in agreement yet.
+  // Connects the primary of every partition (each must be live: fanout-server
+  // --live-dir): of a partition's listed replicas, the one that follows no
+  // other (its followers, --live-follow, apply its log and refuse writes). A
+  // partition with two primaries, or none that answers, is refused by name.
   static Status Connect(const ClusterSpec& spec, const rpc::RpcOptions& options,
                         std::unique_ptr<UpdateWriter>* out, UpdateWriterOptions writer = {});
 

@@ -272,17 +272,32 @@ Status UpdateLog::Open(const std::string& path, UpdateLogOptions options, const 
 
 Status UpdateLog::Append(std::string_view payload, uint64_t* seq,
                          const std::function<void(uint64_t seq)>& apply) {
-  if (static_cast<int64_t>(payload.size()) > options_.max_record_bytes)
-    return Status::InvalidArgument("an update batch of " + std::to_string(payload.size()) +
-                                   " bytes is over the log's record limit of " +
-                                   std::to_string(options_.max_record_bytes));
-  auto p = std::make_shared<Pending>();
+  return AppendMany({payload}, seq, [&apply](uint64_t s, size_t) {
+    if (apply) apply(s);
+  });
+}
+
+Status UpdateLog::AppendMany(const std::vector<std::string_view>& payloads, uint64_t* last_seq,
+                             const std::function<void(uint64_t seq, size_t i)>& apply) {
+  if (payloads.empty()) return Status::InvalidArgument("no records to append");
+  for (std::string_view payload : payloads)
+    if (static_cast<int64_t>(payload.size()) > options_.max_record_bytes)
+      return Status::InvalidArgument("an update batch of " + std::to_string(payload.size()) +
+                                     " bytes is over the log's record limit of " +
+                                     std::to_string(options_.max_record_bytes));
+  std::vector<std::shared_ptr<Pending>> mine(payloads.size());
+  for (auto& m : mine) m = std::make_shared<Pending>();
   std::unique_lock<std::mutex> lock(mu_);
   if (!failed_.ok()) return failed_;
-  p->seq = ++next_seq_;
-  p->bytes = EncodeLogRecord(p->seq, payload);
-  if (apply) apply(p->seq);
-  queue_.push_back(p);
+  for (size_t i = 0; i < payloads.size(); ++i) {
+    mine[i]->seq = ++next_seq_;
+    mine[i]->bytes = EncodeLogRecord(mine[i]->seq, payloads[i]);
+    if (apply) apply(mine[i]->seq, i);
+    queue_.push_back(mine[i]);
+  }
+  // The records are consecutive in the queue: the last one done means all
+  // are (a failed group fails every record queued behind it).
+  const std::shared_ptr<Pending>& p = mine.back();
   // Wait until written by a leader, or become the leader.
   while (!p->done) {
     if (!leader_active_) {
@@ -319,7 +334,7 @@ Status UpdateLog::Append(std::string_view payload, uint64_t* seq,
     }
   }
   if (!p->status.ok()) return p->status;
-  *seq = p->seq;
+  *last_seq = p->seq;
   return Status::OK();
 }
 

@@ -43,6 +43,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 
@@ -102,6 +103,12 @@ class UpdateLog {
   // is decided by the next Open.
   Status Append(std::string_view payload, uint64_t* seq,
                 const std::function<void(uint64_t seq)>& apply = {});
+  // Appends `payloads` as consecutive records (one group commit where no
+  // other writer is in between; `apply` runs for each, in order, as above)
+  // and returns once the last is durable, its sequence number in *last_seq.
+  // A follower replica applies its primary's records this way.
+  Status AppendMany(const std::vector<std::string_view>& payloads, uint64_t* last_seq,
+                    const std::function<void(uint64_t seq, size_t i)>& apply = {});
 
   // Drops every record at or below `keep_after` (a version a base file on
   // disk holds, LivePartition): the records above it are copied to

@@ -74,6 +74,10 @@ struct PartitionInfo {
   // The dataset stores a weight per edge (weighted sampling and walks);
   // unset where it has none, and in servers before it.
   35: optional bool has_edge_weights,
+  // A live partition's follower replica (fanout-server --live-follow): the
+  // primary it applies its update log from, in the primary's order; writes
+  // go there (a follower refuses apply_updates). Absent: a primary, or static.
+  36: optional string live_follows,
 }
 
 // What a same-host client did itself on a server's exported partition since
@@ -138,6 +142,19 @@ struct UpdateReply {
   1: i64 version,
   2: i64 operations,
   3: optional bool was_retry,  // a retry of a batch this partition had applied: not applied again
+}
+
+// fetch_updates' answer: the primary's durable update-log records after the
+// asked version, in order, for a follower replica to apply.
+struct UpdateFeed {
+  // Records, each: u64 version, u32 bytes, then the batch (live/updates.h's
+  // byte form, as apply_updates took it), little-endian, versions consecutive.
+  1: binary records,
+  2: i64 committed,  // the primary's newest committed version
+  // The oldest version a follower may ask after: records at or below it are
+  // folded into the primary's base file (a follower further behind starts
+  // from a copy of that file).
+  3: i64 oldest,
 }
 
 // compact's answer: the delta folded into a new base at `version`.
@@ -239,4 +256,13 @@ service Fanout {
   // Needs write permission, as apply_updates. Servers before this method
   // answer TApplicationException UNKNOWN_METHOD.
   CompactReply compact() throws (1: FanoutError err),
+  // Live partitions, replication: the durable update-log records after
+  // version `after` (at most max_bytes of them, at least one where there is
+  // one), waiting up to wait_ms (at most 1000) for one where there is none
+  // yet. The caller, a follower replica named `follower`, holds every record
+  // through `after` durably: the primary counts it as acknowledged (writes
+  // wait for their followers' acknowledgements: docs/DESIGN.md). Needs write
+  // permission, as apply_updates. Servers before this method answer
+  // TApplicationException UNKNOWN_METHOD.
+  UpdateFeed fetch_updates(1: i64 after, 2: i32 wait_ms, 3: string follower, 4: i64 max_bytes) throws (1: FanoutError err),
 }

@@ -310,6 +310,7 @@ Status RpcClient::Info(RemotePartitionInfo* out) {
   if (r.__isset.server_version) out->server_version = PrintableText(r.server_version, 64);
   out->features_on_disk = r.__isset.features_tier && r.features_tier == "disk";
   out->live_version = r.__isset.live_version ? r.live_version : -1;
+  out->live_follows = r.__isset.live_follows ? r.live_follows : "";
   out->has_edge_times = r.__isset.has_edge_times && r.has_edge_times;
   out->has_edge_weights = r.__isset.has_edge_weights && r.has_edge_weights;
   if (r.__isset.node_types) {
@@ -508,6 +509,18 @@ Status RpcClient::ApplyUpdates(const std::string& batch, int64_t* version, int64
   *version = r.version;
   if (operations != nullptr) *operations = r.operations;
   if (retry != nullptr) *retry = r.__isset.was_retry && r.was_retry;
+  return Status::OK();
+}
+
+Status RpcClient::FetchUpdates(int64_t after, int wait_ms, const std::string& follower,
+                               int64_t max_bytes, UpdateFeed* out) {
+  gen::UpdateFeed r;
+  FANOUT_RETURN_IF_ERROR(Call("fetch_updates", [&](gen::FanoutClient& c) {
+    c.fetch_updates(r, after, wait_ms, follower, max_bytes);
+  }));
+  out->records = std::move(r.records);
+  out->committed = r.committed;
+  out->oldest = r.oldest;
   return Status::OK();
 }
 

@@ -99,6 +99,9 @@ struct RemotePartitionInfo {
   bool features_on_disk = false;   // its features are in its disk tier (the export hands the file)
   // A live partition (it takes updates): its newest committed version; -1 = static.
   int64_t live_version = -1;
+  // A live partition's follower replica: the primary it follows (writes go
+  // there); empty for a primary or a static partition.
+  std::string live_follows;
 };
 
 // A same-host client's local work since its last report (report_local).
@@ -212,6 +215,16 @@ class RpcClient {
   // already (the same writer and batch number) and did not again.
   Status ApplyUpdates(const std::string& batch, int64_t* version, int64_t* operations = nullptr,
                       bool* retry = nullptr);
+  // Live partitions, replication (a follower replica asking its primary):
+  // the durable update-log records after version `after` (UpdateFeed in
+  // rpc/fanout.thrift), waiting up to wait_ms for one. The call's own
+  // timeout must exceed wait_ms.
+  struct UpdateFeed {
+    std::string records;  // u64 version, u32 bytes, the batch; versions consecutive
+    int64_t committed = 0, oldest = 0;
+  };
+  Status FetchUpdates(int64_t after, int wait_ms, const std::string& follower, int64_t max_bytes,
+                      UpdateFeed* out);
   Status Degrees(ArrayView<const int64_t> nodes, std::string* degrees);
   Status Splits(ArrayView<const int64_t> nodes, std::string* splits);
   Status OriginalIds(ArrayView<const int64_t> nodes, std::string* ids);

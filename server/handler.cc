@@ -180,7 +180,10 @@ void RpcHandler::partition_info(gen::PartitionInfo& out) {
     if (!ticket.empty()) out.__set_data_plane_ticket(ticket);
     if (m.has_edge_times) out.__set_has_edge_times(true);
     if (m.has_edge_weights) out.__set_has_edge_weights(true);
-    if (s.live) out.__set_live_version(static_cast<int64_t>(s.live->partition().committed()));
+    if (s.live) {
+      out.__set_live_version(static_cast<int64_t>(s.live->partition().committed()));
+      if (!s.live->follows().empty()) out.__set_live_follows(s.live->follows());
+    }
     if (!s.local_socket.empty()) {
       out.__set_local_socket(s.local_socket);
       out.__set_local_export_id(static_cast<int64_t>(s.local_export_id));
@@ -502,6 +505,37 @@ void RpcHandler::compact(gen::CompactReply& out) {
     if (r.up_to_date) out.__set_up_to_date(true);
     return Status::OK();
   });
+}
+
+void RpcHandler::fetch_updates(rpc::gen::UpdateFeed& out, int64_t after, int32_t wait_ms,
+                               const std::string& follower, int64_t max_bytes) {
+  const ServerState& s = svc_.state();
+  auto fetch = [&] {
+    size_t bytes = 0;
+    Serve(kFetchUpdates, &bytes, [&]() -> Status {
+      if (!s.live)
+        return Status::NotSupported(
+            "this partition is static: only a live partition (--live-dir) has updates to follow");
+      if (s.tenants_file) FANOUT_RETURN_IF_ERROR(s.tenancy->MayWrite(svc_.tenant()));
+      if (after < 0) return Status::InvalidArgument("fetch_updates after a negative version");
+      uint64_t committed = 0, oldest = 0;
+      // Bounded: at most 64 MiB a reply (and at least one record).
+      const int64_t cap = std::clamp<int64_t>(max_bytes, 1, int64_t{64} << 20);
+      FANOUT_RETURN_IF_ERROR(s.live->FetchForFollower(follower, static_cast<uint64_t>(after), cap,
+                                                      &out.records, &committed, &oldest));
+      out.committed = static_cast<int64_t>(committed);
+      out.oldest = static_cast<int64_t>(oldest);
+      bytes = out.records.size();
+      return Status::OK();
+    });
+  };
+  fetch();
+  // Nothing new yet: the wait (a long poll) happens outside the request's
+  // scheduling slot, then the records are read again.
+  if (out.records.empty() && wait_ms > 0 && s.live) {
+    s.live->WaitNewerForFollower(static_cast<uint64_t>(std::max<int64_t>(after, 0)), wait_ms);
+    fetch();
+  }
 }
 
 void RpcHandler::has_edges(std::string& out, const std::string& rows, const std::string& neighbors,

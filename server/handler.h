@@ -42,6 +42,8 @@ class RpcHandler : public rpc::gen::FanoutIf {
   void lookup_labels(std::string& out, const std::string& nodes, int64_t version) override;
   void apply_updates(rpc::gen::UpdateReply& out, const std::string& batch) override;
   void compact(rpc::gen::CompactReply& out) override;
+  void fetch_updates(rpc::gen::UpdateFeed& out, int64_t after, int32_t wait_ms,
+                     const std::string& follower, int64_t max_bytes) override;
   void lookup_degrees(std::string& out, const std::string& nodes) override;
   void lookup_splits(std::string& out, const std::string& nodes) override;
   void lookup_original_ids(std::string& out, const std::string& nodes) override;

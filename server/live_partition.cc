@@ -83,8 +83,10 @@ Status LivePartition::Open(const std::string& dir, const ServerState& s,
     const bool admitted = retries->Admit(b.writer, b.writer_seq, seq);
     lp->NoteHeard(seq, b.writer, b.writer_seq);
     if (admitted) vp->Apply(seq, b);
+    lp->feed_.Add(seq, bytes);  // for followers
     return Status::OK();
   };
+  p->feed_.SetOldest(base);
   live::UpdateLogOptions lo;
   lo.base_seq = base;  // a new log after a base file starts above it
   FANOUT_RETURN_IF_ERROR(live::UpdateLog::Open(path, lo, replay, report, &p->log_));
@@ -95,6 +97,7 @@ Status LivePartition::Open(const std::string& dir, const ServerState& s,
         (base > 0 ? p->base_path_ + " holds version " + std::to_string(base) : "is missing") +
         ": records between them are lost (is one of the two another folder's?)");
   vp->Publish(report->last_seq);
+  p->feed_.Publish(report->last_seq);
   p->opened_ = *report;
   if (base == 0) p->base_edges_ = s.view.num_edges();
   *out = std::move(p);
@@ -144,6 +147,10 @@ Status LivePartition::WriteBase() {
 }
 
 LivePartition::~LivePartition() {
+  // The follower thread first (it applies into everything below), and no
+  // write or fetch left waiting on followers.
+  follower_.reset();
+  feed_.Stop();
   {
     std::lock_guard<std::mutex> lock(compactor_mu_);
     stopping_ = true;
@@ -250,6 +257,11 @@ Status LivePartition::CompactNow(live::CompactionReport* report) {
 
 Status LivePartition::Apply(const std::string& bytes, uint64_t* version, int64_t* operations,
                             bool* retry) {
+  if (!follows_.empty())
+    return Status::NotSupported(
+        "this replica follows the primary " + follows_ +
+        ", which orders every write: send updates there (UpdateWriter and fanout-ctl update find "
+        "it by PartitionInfo.live_follows)");
   live::UpdateBatch b;
   Status st = live::DecodeUpdateBatch(bytes, &b);
   if (st.ok()) st = vp_->Check(b);
@@ -271,8 +283,12 @@ Status LivePartition::Apply(const std::string& bytes, uint64_t* version, int64_t
       vp_->Apply(s, b);
     else
       again = true;
+    feed_.Add(s, bytes);
   }));
   vp_->Publish(seq);
+  feed_.Publish(seq);
+  // Acknowledged once the followers in sync hold it too.
+  feed_.WaitFollowers(seq);
   if (retry != nullptr) *retry = again;
   if (again) {
     ++retried_;
@@ -284,6 +300,73 @@ Status LivePartition::Apply(const std::string& bytes, uint64_t* version, int64_t
   *version = seq;
   *operations = b.size();
   return Status::OK();
+}
+
+Status LivePartition::ApplyReplicated(const std::vector<FeedRecord>& records) {
+  // Decoded and checked first: a record this partition refuses means the
+  // primary's log is not this partition's (nothing is applied).
+  std::vector<live::UpdateBatch> batches(records.size());
+  std::vector<std::string_view> payloads(records.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    Status st = live::DecodeUpdateBatch(records[i].batch, &batches[i]);
+    if (st.ok()) st = vp_->Check(batches[i]);
+    if (!st.ok())
+      return Status::Corruption("record " + std::to_string(records[i].version) +
+                                " of the primary: this partition refuses it (" + st.message() +
+                                ")");
+    payloads[i] = records[i].batch;
+  }
+  // The follower thread is this log's only writer: the next version is the
+  // first record's.
+  const uint64_t next = vp_->committed() + 1;
+  if (records.front().version != next)
+    return Status::Corruption("the primary sent record " + std::to_string(records.front().version) +
+                              " where " + std::to_string(next) + " was due");
+  uint64_t last = 0;
+  FANOUT_RETURN_IF_ERROR(log_->AppendMany(payloads, &last, [&](uint64_t s, size_t i) {
+    const live::UpdateBatch& b = batches[i];
+    const bool admitted = retries_.Admit(b.writer, b.writer_seq, s);
+    NoteHeard(s, b.writer, b.writer_seq);
+    if (admitted) {
+      vp_->Apply(s, b);
+      ++batches_;
+      operations_ += b.size();
+    } else {
+      ++retried_;
+    }
+    update_bytes_ += static_cast<int64_t>(payloads[i].size());
+  }));
+  if (last != records.back().version)
+    return Status::Corruption("this replica's log gave the primary's record " +
+                              std::to_string(records.back().version) + " the version " +
+                              std::to_string(last));
+  vp_->Publish(last);
+  return Status::OK();
+}
+
+Status LivePartition::StartReplication(const Replication& r) {
+  feed_.Configure(r.feed_bytes, r.wait_ms);
+  if (r.follow.empty()) return Status::OK();
+  follows_ = r.follow;
+  FollowerLink::Options o;
+  o.primary = r.follow;
+  o.token = r.token;
+  o.name = r.name;
+  o.catch_up_s = r.catch_up_s;
+  follower_ = std::make_unique<FollowerLink>(
+      o, [this] { return vp_->committed(); },
+      [this](const std::vector<FeedRecord>& records) { return ApplyReplicated(records); });
+  if (r.catch_up_s > 0) FANOUT_RETURN_IF_ERROR(follower_->CatchUp());
+  follower_->Start();
+  return Status::OK();
+}
+
+Status LivePartition::FetchForFollower(const std::string& name, uint64_t after, int64_t max_bytes,
+                                       std::string* records, uint64_t* committed,
+                                       uint64_t* oldest) {
+  if (!follows_.empty())
+    return Status::NotSupported("this replica follows " + follows_ + " itself: follow the primary");
+  return feed_.Fetch(name, after, max_bytes, records, committed, oldest);
 }
 
 Status LivePartition::ReadVersion(int64_t requested, uint64_t* version) const {
@@ -327,6 +410,10 @@ void LivePartition::Prometheus(PrometheusText* out) const {
              static_cast<int64_t>(base_file_version_));
   out->Counter("fanout_live_base_file_writes_total",
                "Compacted bases written to the live folder since start.", base_writes_);
+  if (follower_)
+    follower_->Prometheus(out);
+  else
+    feed_.Prometheus(out);
 }
 
 nlohmann::json LivePartition::StatsJson() const {
@@ -376,6 +463,7 @@ nlohmann::json LivePartition::StatsJson() const {
                     {"last_error", base_write_error_},
                     {"read_at_start", opened_base_version_},
                     {"checkpoint_bytes", policy_.checkpoint_bytes}};
+  j["replication"] = follower_ ? follower_->StatsJson() : feed_.StatsJson();
   return j;
 }
 

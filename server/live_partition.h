@@ -16,6 +16,7 @@
 #include "common/status.h"
 #include "live/update_log.h"
 #include "live/versioned_partition.h"
+#include "server/live_replication.h"
 
 namespace fanout::server {
 
@@ -57,8 +58,31 @@ class LivePartition {
   // the operation for a batch the partition refuses (nothing applied). A
   // retry of a batch already applied (live::RetryTable) is logged and
   // answered at its own version with *retry set, and not applied again.
+  // On a primary with followers in sync, it returns once they hold the
+  // batch durably too (or the wait passed: ReplicaFeed). A follower refuses
+  // it (NotSupported naming its primary).
   Status Apply(const std::string& bytes, uint64_t* version, int64_t* operations,
                bool* retry = nullptr);
+
+  // Replicas (server/live_replication.h). Every live partition is a primary
+  // unless it follows one: StartFollowing catches up with the primary (the
+  // server serves only after) and then follows on a thread.
+  struct Replication {
+    std::string follow;      // the primary's HOST:PORT ("": this is a primary)
+    std::string token;       // presented to it
+    std::string name;        // this replica's name there
+    double catch_up_s = 60;  // 0: serve what it holds at once, follow from then on
+    int wait_ms = 1000;      // a primary's write waits this long for an in-sync follower
+    int64_t feed_bytes = int64_t{256} << 20;  // a primary's records kept for followers
+  };
+  Status StartReplication(const Replication& r);
+  // A follower's primary ("" on a primary).
+  const std::string& follows() const { return follows_; }
+  // fetch_updates on a primary (NotSupported on a follower); never
+  // waits: WaitNewerForFollower is the long poll's wait.
+  Status FetchForFollower(const std::string& name, uint64_t after, int64_t max_bytes,
+                          std::string* records, uint64_t* committed, uint64_t* oldest);
+  void WaitNewerForFollower(uint64_t after, int wait_ms) { feed_.WaitNewer(after, wait_ms); }
 
   const live::VersionedPartition& partition() const { return *vp_; }
   // The version of the base file the open read (0: none; the dataset's base).
@@ -85,8 +109,14 @@ class LivePartition {
   // or a retry: kept until a base file at or above `seq` folds it into
   // base_retries_ (as RetryTable::Admit folded it into retries_).
   void NoteHeard(uint64_t seq, uint64_t writer, uint64_t writer_seq);
+  // A follower's: the primary's records appended in order, each at the
+  // version the primary gave it.
+  Status ApplyReplicated(const std::vector<FeedRecord>& records);
   std::unique_ptr<live::VersionedPartition> vp_;
   std::unique_ptr<live::UpdateLog> log_;
+  ReplicaFeed feed_;                        // a primary's records for its followers
+  std::string follows_;                     // set before serving, then read-only
+  std::unique_ptr<FollowerLink> follower_;  // a follower's link to its primary
   live::LogReplayReport opened_;
   live::RetryTable retries_;  // under the log's order lock (Append's callback) or the replay
   // The retry table at the version of the next base file: a base file must

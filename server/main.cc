@@ -254,6 +254,35 @@ int main(int argc, char** argv) {
                  "(a pinned epoch) until none came for this many seconds")
       ->default_val(10)
       ->check(CLI::Range(0.0, 86400.0));
+  std::string follow_token_file;
+  app.add_option("--live-follow", o.live_follow,
+                 "Live: make this server a follower replica of the primary at HOST:PORT (the "
+                 "same partition of the same dataset, live too): it applies the primary's update "
+                 "log in the primary's order, serves once it has caught up, and refuses writes "
+                 "(they go to the primary, which acknowledges a write once its followers in sync "
+                 "hold it too)");
+  app.add_option("--live-follow-token-file", follow_token_file,
+                 "Live: the token this follower presents to its primary (the primary's auth "
+                 "token, or the token of a tenant with write=yes)");
+  app.add_option("--live-replica-name", o.live_replica_name,
+                 "Live: this follower's name in its primary's /stats and /metrics (default: "
+                 "host:port)");
+  app.add_option("--live-catch-up-s", o.live_catch_up_s,
+                 "Live: how long a follower may take to catch up with its primary at start "
+                 "before it gives up (0 = serve what it holds at once and catch up meanwhile)")
+      ->default_val(60)
+      ->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--live-replica-wait-ms", o.live_replica_wait_ms,
+                 "Live: how long a primary's write waits for each in-sync follower to hold it; "
+                 "one that has not by then falls out of sync (said) and is not waited on until "
+                 "it has caught up")
+      ->default_val(1000)
+      ->check(CLI::Range(1, 600000));
+  app.add_option("--live-feed-mib", o.live_feed_mib,
+                 "Live: MiB of update records a primary keeps for followers that fall behind "
+                 "(one further behind starts from a copy of the primary's live folder)")
+      ->default_val(256)
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   std::vector<long long> local_uids;
   app.add_option("--local-uids", local_uids,
                  "Uids allowed to map the export (default: this server's own uid); the auth token "
@@ -317,6 +346,20 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "fanout-server: error: --auth-token-file %s\n", st.message().c_str());
       return 2;
     }
+  }
+  if (!follow_token_file.empty()) {
+    fanout::Status st = fanout::ReadAuthTokenFile(follow_token_file, 16, &o.live_follow_token);
+    if (!st.ok()) {
+      std::fprintf(stderr, "fanout-server: error: --live-follow-token-file %s\n",
+                   st.message().c_str());
+      return 2;
+    }
+  }
+  if (!o.live_follow.empty() && o.live_dir.empty()) {
+    std::fprintf(stderr,
+                 "fanout-server: error: --live-follow needs --live-dir (a follower keeps "
+                 "its own update log)\n");
+    return 2;
   }
   if (!admin_token_file.empty()) {
     fanout::Status st = fanout::ReadAuthTokenFile(admin_token_file, 16, &o.admin_token);

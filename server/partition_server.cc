@@ -8,10 +8,12 @@
 #include <thrift/transport/TSSLServerSocket.h>
 #include <thrift/transport/TSSLSocket.h>
 #include <thrift/transport/TServerSocket.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <future>
@@ -239,6 +241,31 @@ Status PartitionServer::Start() {
       a->weights = std::move(owned->edge_weights);
       a->time_order = std::move(state_->time_order);
       state_->live->AdoptBase(std::move(a));
+    }
+    // A follower catches up with its primary before the server serves.
+    LivePartition::Replication rep;
+    rep.follow = options_.live_follow;
+    rep.token = options_.live_follow_token;
+    rep.name = options_.live_replica_name;
+    if (rep.name.empty()) {
+      char host[256] = {0};
+      if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0')
+        std::snprintf(host, sizeof host, "replica");
+      rep.name =
+          std::string(host) + ":" +
+          (options_.port > 0 ? std::to_string(options_.port) : "pid" + std::to_string(::getpid()));
+    }
+    rep.catch_up_s = options_.live_catch_up_s;
+    rep.wait_ms = options_.live_replica_wait_ms;
+    rep.feed_bytes = options_.live_feed_mib << 20;
+    if (!rep.follow.empty())
+      std::fprintf(stderr, "fanout-server: live partition %d follows %s as %s%s\n",
+                   state_->view.part, rep.follow.c_str(), rep.name.c_str(),
+                   rep.catch_up_s > 0 ? ": catching up before serving" : "");
+    Status replicated = state_->live->StartReplication(rep);
+    if (!replicated.ok()) {
+      Stop();
+      return replicated;
     }
     // Its reads are at a version: Thrift and the UCX data plane carry one
     // (the request's at_version); the export does not yet, so a live server

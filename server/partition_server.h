@@ -130,6 +130,18 @@ struct ServerOptions {
   // base is written to live_dir (part-<k>.base) and the log cut at its
   // version (0: after every compaction; < 0: never).
   int64_t live_checkpoint_mib = 64;
+  // Replicas (server/live_replication.h): a follower replica applies the
+  // update log of the primary at live_follow (HOST:PORT), presenting
+  // live_follow_token (a write-permission tenant's token or the primary's
+  // auth token; empty: none), under the name live_replica_name (empty:
+  // host:port); it serves once caught up, waiting at most live_catch_up_s
+  // (0: serves what it holds at once). A primary's write waits up to
+  // live_replica_wait_ms for its in-sync followers, and it keeps
+  // live_feed_mib of records for them.
+  std::string live_follow, live_follow_token, live_replica_name;
+  double live_catch_up_s = 60;
+  int live_replica_wait_ms = 1000;
+  int64_t live_feed_mib = 256;
 };
 
 struct ServerState;  // internal: what handlers share

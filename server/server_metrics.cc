@@ -23,7 +23,8 @@ const char* MethodName(int m) {
                                  "apply_updates",
                                  "lookup_original_names",
                                  "ppr_push",
-                                 "compact"};
+                                 "compact",
+                                 "fetch_updates"};
   return m >= 0 && m < kNumMethods ? kNames[m] : "unknown";
 }
 

@@ -36,6 +36,7 @@ enum Method : int {
   kLookupOriginalNames,
   kPprPush,
   kCompact,
+  kFetchUpdates,
   kNumMethods
 };
 const char* MethodName(int m);

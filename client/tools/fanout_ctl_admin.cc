@@ -255,6 +255,24 @@ int Stats(const std::vector<std::string>& servers, const std::string& token) {
             static_cast<long long>(log.value("base_version", 0LL)),
             bf.value("last_error", std::string()).empty() ? "" : "; last write: ",
             bf.value("last_error", std::string()).c_str());
+      // Replicas: a primary lists its followers, a follower its primary.
+      const auto& rp = lv.value("replication", nlohmann::json::object());
+      if (rp.value("role", std::string()) == "follower") {
+        const std::string err = rp.value("last_error", std::string());
+        std::printf("    live replica: follows %s as %s, %s, %lld versions behind%s%s\n",
+                    rp.value("primary", std::string()).c_str(),
+                    rp.value("name", std::string()).c_str(),
+                    rp.value("following", false) ? "following" : "STOPPED following",
+                    static_cast<long long>(rp.value("lag", 0LL)),
+                    err.empty() ? "" : "; last: ", err.c_str());
+      } else if (rp.contains("followers") && !rp["followers"].empty()) {
+        std::string line = "    live replicas (primary):";
+        for (const auto& f : rp["followers"])
+          line += " " + f.value("name", std::string()) + " " +
+                  (f.value("in_sync", false) ? "in sync" : "out of sync") + " (" +
+                  std::to_string(f.value("lag", 0LL)) + " behind)";
+        std::printf("%s\n", line.c_str());
+      }
     }
     // Connections: the server's limits at work.
     if (j.contains("connections")) {

@@ -1111,6 +1111,148 @@ TEST_F(ClusterTest, LoaderBatchesReadOneVersionPerPartitionAndASnapshotStaysPut)
       std::exception);
 }
 
+// Replicas of live partitions: the writer finds each partition's primary
+// whatever the order the cluster file lists them in, an acknowledged batch
+// is on the followers already, a loader pinned at a snapshot gives the same
+// batches when the replica it reads is stopped in the middle of an epoch
+// (it fails over to the other, which holds the same versions), writes go on
+// without a stopped follower, and a partition with two primaries is refused.
+TEST_F(ClusterTest, ReplicasOfALivePartitionAgreeAndFailoverMidEpochChangesNoPinnedBatch) {
+  datasets::testing::TempDir tmp;
+  server::ServerOptions so;
+  so.live_dir = tmp.Sub("primaries");
+  so.live_replica_wait_ms = 300;
+  StartServers(2, so);
+  std::vector<std::unique_ptr<server::PartitionServer>> followers;
+  for (int p = 0; p < 2; ++p) {
+    server::ServerOptions o = so;
+    o.dataset_dir = dir_;
+    o.partition = p;
+    o.local_socket = "off";
+    o.live_dir = tmp.Sub("followers");
+    o.live_follow = "127.0.0.1:" + std::to_string(servers_[p]->port());
+    followers.push_back(std::make_unique<server::PartitionServer>(o));
+    Status st = followers.back()->Start();
+    ASSERT_TRUE(st.ok()) << st.ToString();
+  }
+  auto addr = [](const server::PartitionServer& s) {
+    return "127.0.0.1:" + std::to_string(s.port());
+  };
+  ClusterSpec spec;
+  spec.replicas = {{addr(*followers[0]), addr(*servers_[0])},
+                   {addr(*servers_[1]), addr(*followers[1])}};
+  std::unique_ptr<UpdateWriter> w;
+  Status st = UpdateWriter::Connect(spec, {}, &w);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  const int64_t mid = w->info(1).node_begin;
+  std::vector<int64_t> versions;
+  for (int i = 0; i < 4; ++i) {
+    GraphUpdates u;
+    for (int64_t s = 0; s < 16; ++s) {
+      u.add_edges.push_back({s + 16 * i, mid + s});
+      u.add_edges.push_back({mid + s + 16 * i, s});
+    }
+    ASSERT_TRUE(w->Apply(u, false, &versions).ok());
+  }
+  ASSERT_EQ(versions, (std::vector<int64_t>{4, 4}));
+  for (int p = 0; p < 2; ++p) {
+    std::unique_ptr<rpc::RpcClient> c;
+    ASSERT_TRUE(rpc::RpcClient::Connect(addr(*followers[p]), {}, &c).ok());
+    rpc::RemotePartitionInfo info;
+    ASSERT_TRUE(c->Info(&info).ok());
+    EXPECT_EQ(info.live_version, 4) << "partition " << p;
+  }
+  // Operators see who follows whom.
+  const std::string ctl = std::string(FANOUT_BIN_DIR) + "/fanout-ctl";
+  std::string out;
+  EXPECT_EQ(RunCommand(ctl + " stats 127.0.0.1:" + std::to_string(servers_[1]->admin_port()), &out),
+            0)
+      << out;
+  EXPECT_THAT(out, HasSubstr("live replicas (primary):"));
+  EXPECT_THAT(out, HasSubstr("in sync (0 behind)"));
+  out.clear();
+  EXPECT_EQ(
+      RunCommand(ctl + " stats 127.0.0.1:" + std::to_string(followers[1]->admin_port()), &out), 0)
+      << out;
+  EXPECT_THAT(out, HasSubstr("live replica: follows " + addr(*servers_[1])));
+  EXPECT_THAT(out, HasSubstr("following, 0 versions behind"));
+  rpc::RpcOptions ro;
+  ro.data_plane = rpc::DataPlaneMode::kTcp;
+  std::shared_ptr<Cluster> cluster;
+  ASSERT_TRUE(Cluster::Connect(spec, ro, &cluster).ok());
+  std::vector<int64_t> seeds;
+  for (int64_t s = 0; s < 64; ++s) seeds.insert(seeds.end(), {s, mid + s});
+  LoaderOptions o;
+  o.batch_size = 32;
+  o.fanouts = {5, 3};
+  o.shuffle = false;
+  o.num_workers = 1;
+  o.prefetch = 1;  // the batches after the stop are sampled after it
+  o.snapshot = {3, 2};
+  std::vector<Batch> reference;
+  {
+    BatchLoader loader(cluster, seeds, o);
+    Batch b;
+    while (loader.Next(&b)) reference.push_back(b);
+  }
+  ASSERT_EQ(reference.size(), 4u);
+  // The same epoch, the replica partition 0 is read from stopped after the
+  // first batch (the session fails over to the other), and partition 1's
+  // follower stopped too, with a write to partition 1 meanwhile (it goes on
+  // without its follower, after the wait).
+  std::vector<Batch> again;
+  {
+    BatchLoader loader(cluster, seeds, o);
+    Batch b;
+    ASSERT_TRUE(loader.Next(&b));
+    again.push_back(b);
+    std::string used;
+    for (const PartitionPath& path : loader.stats().paths)
+      if (path.partition == 0) used = path.replica;
+    ASSERT_TRUE(used == addr(*followers[0]) || used == addr(*servers_[0])) << used;
+    (used == addr(*followers[0]) ? followers[0] : servers_[0])->Stop();
+    followers[1]->Stop();
+    GraphUpdates u;
+    u.add_edges = {{mid + 1, mid + 2}};
+    ASSERT_TRUE(w->Apply(u, false, &versions).ok());
+    EXPECT_EQ(versions[1], 5);
+    while (loader.Next(&b)) again.push_back(b);
+    EXPECT_GE(loader.stats().failovers, 1);
+  }
+  ASSERT_EQ(again.size(), reference.size());
+  for (size_t i = 0; i < again.size(); ++i) {
+    EXPECT_EQ(again[i].versions, (std::vector<int64_t>{3, 2})) << i;
+    EXPECT_EQ(Values(again[i].n_id), Values(reference[i].n_id)) << i;
+    EXPECT_EQ(Values(again[i].edge_index), Values(reference[i].edge_index)) << i;
+  }
+  // Two primaries for one partition: refused by name (partition 0's primary
+  // again, should the loader above have stopped it).
+  servers_[0]->Stop();
+  servers_[0] = std::make_unique<server::PartitionServer>([&] {
+    server::ServerOptions o0 = so;
+    o0.dataset_dir = dir_;
+    o0.partition = 0;
+    o0.local_socket = "off";
+    return o0;
+  }());
+  ASSERT_TRUE(servers_[0]->Start().ok());
+  server::ServerOptions other = so;
+  other.dataset_dir = dir_;
+  other.partition = 0;
+  other.local_socket = "off";
+  other.live_dir = tmp.Sub("other");
+  server::PartitionServer second(other);
+  ASSERT_TRUE(second.Start().ok());
+  ClusterSpec two = spec;
+  two.replicas[0] = {addr(*servers_[0]), addr(second)};
+  std::unique_ptr<UpdateWriter> refused;
+  st = UpdateWriter::Connect(two, {}, &refused);
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument) << st.ToString();
+  EXPECT_THAT(st.message(), HasSubstr("two primaries"));
+  second.Stop();
+  for (auto& f : followers) f->Stop();
+}
+
 }  // namespace
 }  // namespace fanout::client
 

@@ -111,6 +111,54 @@ TEST(UpdateLogTest, ConcurrentAppendsShareSyncsAndReplayInOrder) {
   EXPECT_EQ(seq, 321u);
 }
 
+// AppendMany (a follower replica's append of its primary's records): the
+// records get consecutive versions, `apply` sees each in order with its
+// index, a lone caller's records share one sync, and while other writers
+// append they stay consecutive and replay as acknowledged.
+TEST(UpdateLogTest, AppendManyGivesConsecutiveVersionsInOneSync) {
+  datasets::testing::TempDir dir;
+  const std::string path = dir.Sub("updates.log");
+  LogReplayReport r;
+  std::unique_ptr<UpdateLog> log;
+  ASSERT_TRUE(UpdateLog::Open(path, {}, {}, &r, &log).ok());
+  std::vector<std::string> first = {"a", "bb", "ccc", "dddd"};
+  std::vector<std::string_view> views(first.begin(), first.end());
+  std::vector<std::pair<uint64_t, size_t>> seen;
+  uint64_t last = 0;
+  ASSERT_TRUE(
+      log->AppendMany(views, &last, [&](uint64_t s, size_t i) { seen.emplace_back(s, i); }).ok());
+  EXPECT_EQ(last, 4u);
+  EXPECT_EQ(seen, (std::vector<std::pair<uint64_t, size_t>>{{1, 0}, {2, 1}, {3, 2}, {4, 3}}));
+  EXPECT_EQ(log->Stats().syncs, 1);
+  EXPECT_EQ(log->Stats().appends, 4);
+  EXPECT_TRUE(log->AppendMany({}, &last).code() == Status::Code::kInvalidArgument);
+  // Beside writers of single records: each AppendMany's run stays whole.
+  std::mutex mu;
+  std::map<uint64_t, std::string> acked;
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 4; ++t)
+    ts.emplace_back([&, t] {
+      for (int i = 0; i < 30; ++i) {
+        std::vector<std::string> run;
+        for (int k = 0; k < 1 + (i % 3); ++k)
+          run.push_back("t" + std::to_string(t) + "-" + std::to_string(i) + "-" +
+                        std::to_string(k));
+        std::vector<std::string_view> v(run.begin(), run.end());
+        uint64_t end = 0;
+        ASSERT_TRUE(log->AppendMany(v, &end).ok());
+        std::lock_guard<std::mutex> l(mu);
+        for (size_t k = 0; k < run.size(); ++k) acked[end - run.size() + 1 + k] = run[k];
+      }
+    });
+  for (auto& t : ts) t.join();
+  log.reset();
+  Replayed rep;
+  ASSERT_TRUE(UpdateLog::Open(path, {}, rep.fn(), &r, &log).ok());
+  ASSERT_EQ(rep.records.size(), 4 + acked.size());
+  for (const auto& [seq, p] : rep.records)
+    if (seq > 4) EXPECT_EQ(acked.at(seq), p) << seq;
+}
+
 // DropThrough (the log cut at a base file's version) while writers append:
 // every acknowledged record above the cut replays, in order, from the new
 // file; nothing at or below it; a cut above what is durable is refused.

@@ -1,6 +1,10 @@
 """Live graphs from Python: fanout.Cluster.update on servers run with --live-dir, loader batches
 that name the versions they read, a snapshot that stays put while writers go on, and bad updates
 refused by name."""
+import json
+import subprocess
+import time
+
 import pytest
 import torch
 
@@ -126,3 +130,60 @@ def test_temporal_hops_read_new_edges_at_their_times_with_no_rebuild(college_msg
         c.update(remove_edges=[[u], [v]], undirected=True)
         assert hop(t + 1000)[0] == before | {w}
         assert hop(t + 1000, snapshot=b.versions)[0] == before | {v, w}
+
+
+def _follower(fanout, cora2, part, primary, live_dir, ready):
+    """A follower replica of `primary` (fanout-server --live-follow), once it is ready: (process, rpc address,
+    admin address)."""
+    proc = subprocess.Popen([fanout.find_binary("fanout-server"), "--dataset", str(cora2), "--partition", str(part),
+                             "--port", "0", "--admin-port", "0", "--local-socket", "off", "--live-dir", str(live_dir),
+                             "--live-follow", primary, "--ready-file", str(ready)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 60
+    while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None and ready.exists(), proc.communicate(timeout=30)[0]
+    record = json.loads(ready.read_text())["fanout_server_ready"]
+    return proc, "127.0.0.1:%d" % record["rpc_port"], "127.0.0.1:%d" % record["admin_port"]
+
+
+def test_replicas_agree_and_a_follower_killed_mid_epoch_changes_no_pinned_batch(cora2, fanout, tmp_path):
+    """A follower per partition: Cluster.update finds each primary whatever order the replicas are listed in,
+    an acknowledged update is on the follower already, a follower killed (-9) in the middle of a pinned epoch
+    changes no batch, writes go on without it, and restarted it has caught up before it serves."""
+    with fanout.LocalCluster(cora2, server_args=["--live-dir", str(tmp_path / "primaries")]) as lc:
+        procs = []
+        try:
+            for part in range(2):
+                procs.append(_follower(fanout, cora2, part, lc.addresses[part], tmp_path / "followers",
+                                       tmp_path / ("ready%d.json" % part)))
+            c = fanout.Cluster([[procs[0][1], lc.addresses[0]], [lc.addresses[1], procs[1][1]]],
+                               health_check_ms=200)
+            seeds = torch.arange(64)
+            far = c.num_nodes - 1
+            versions = c.update(add_edges=torch.stack([seeds, torch.full_like(seeds, far)]), labels={0: 3},
+                                undirected=True)
+            assert versions == [1, 1]
+            for proc, _, admin in procs:
+                assert fanout.stats(admin)["live"]["committed_version"] == 1
+            kw = dict(num_neighbors=[5, 3], batch_size=16, shuffle=False, num_workers=1, prefetch=1,
+                      snapshot=versions)
+            reference = [_nodes(b) for b in fanout.NodeLoader(c, seeds, **kw)]
+            assert len(reference) == 4
+            got = []
+            it = iter(fanout.NodeLoader(c, seeds, **kw))
+            got.append(_nodes(next(it)))
+            procs[0][0].kill()  # partition 0's follower, the replica its sessions start on
+            procs[0][0].wait()
+            assert c.update(labels={1: 2}) == [2, -1]  # on partition 0's primary alone, after the wait
+            got += [_nodes(b) for b in it]
+            assert got == reference
+            # Back: caught up before it serves (its ready file comes after the catch-up).
+            (tmp_path / "ready0.json").unlink()
+            procs[0] = _follower(fanout, cora2, 0, lc.addresses[0], tmp_path / "followers", tmp_path / "ready0.json")
+            assert fanout.stats(procs[0][2])["live"]["committed_version"] == 2
+            assert fanout.stats(procs[0][2])["live"]["replication"]["primary"] == lc.addresses[0]
+        finally:
+            for proc, _, _ in procs:
+                proc.kill()
+                proc.communicate(timeout=30)

@@ -5,6 +5,7 @@
 // losing no acknowledged batch.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -23,6 +24,7 @@
 #include "live/updates.h"
 #include "rpc/codec.h"
 #include "rpc/data_plane.h"
+#include "server/live_replication.h"
 #include "tests/server/child_server.h"
 #include "tests/server/server_fixture.h"
 
@@ -388,10 +390,19 @@ TEST_F(LiveServerTest, OnlyATenantWithWriteMayUpdateAndAStaticPartitionTakesNone
   Status st = rc->ApplyUpdates(live::EncodeUpdateBatch(b), &version);
   EXPECT_EQ(st.code(), Status::Code::kUnauthenticated);
   EXPECT_THAT(st.message(), HasSubstr("tenant 'r' may not write"));
+  // Following the partition is a writer's power too (fetch_updates).
+  rpc::RpcClient::UpdateFeed feed;
+  st = rc->FetchUpdates(0, 0, "rogue", 1 << 20, &feed);
+  EXPECT_EQ(st.code(), Status::Code::kUnauthenticated) << st.ToString();
   ro.auth_token = writer;
   auto wc = Connect(0, ro);
   ASSERT_TRUE(wc->ApplyUpdates(live::EncodeUpdateBatch(b), &version).ok());
   EXPECT_EQ(version, 1);
+  ASSERT_TRUE(wc->FetchUpdates(0, 0, "replica-b", 1 << 20, &feed).ok());
+  std::vector<FeedRecord> records;
+  ASSERT_TRUE(ParseFeedRecords(feed.records, 1, &records).ok());
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].batch, live::EncodeUpdateBatch(b));
   servers_[0]->Stop();
   servers_.clear();
   StartServers(1, {});
@@ -430,6 +441,218 @@ TEST_F(LiveServerTest, UpdateBytesCountAgainstTheWritersQuota) {
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   ASSERT_TRUE(c->ApplyUpdates(bytes, &version).ok());
   EXPECT_EQ(version, 2);
+}
+
+// Replicas (server/live_replication.h): a follower applies its primary's log
+// in the primary's order, and a write is acknowledged once the follower in
+// sync holds it (readable there at once, at the same version, the same rows,
+// feature rows and labels); the follower refuses writes naming its primary;
+// one that was down falls out of sync (writes go on without it) and catches
+// up before it serves again; a new one starts from nothing; one whose records
+// the primary no longer keeps is refused at start, naming what to copy.
+TEST_F(LiveServerTest, AFollowerHoldsEveryAcknowledgedBatchAndCatchesUpBeforeItServes) {
+  const std::string dir = testing::CoraDir(1);
+  auto start = [&](const std::string& live, const std::string& follow,
+                   std::unique_ptr<PartitionServer>* out, int64_t checkpoint_mib = 64) {
+    ServerOptions o;
+    o.dataset_dir = dir;
+    o.local_socket = "off";
+    o.data_plane = false;
+    o.live_dir = live;
+    o.live_follow = follow;
+    o.live_replica_wait_ms = 300;
+    o.live_catch_up_s = 10;
+    o.live_checkpoint_mib = checkpoint_mib;
+    *out = std::make_unique<PartitionServer>(o);
+    return (*out)->Start();
+  };
+  auto connect = [](const PartitionServer& s) {
+    std::unique_ptr<rpc::RpcClient> c;
+    EXPECT_TRUE(rpc::RpcClient::Connect("127.0.0.1", s.port(), {}, &c).ok());
+    return c;
+  };
+  std::unique_ptr<PartitionServer> primary, follower;
+  ASSERT_TRUE(start(tmp_.Sub("a"), "", &primary).ok());
+  const std::string at = "127.0.0.1:" + std::to_string(primary->port());
+  Status st = start(tmp_.Sub("b"), at, &follower);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  auto c = connect(*primary), f = connect(*follower);
+  rpc::RemotePartitionInfo info;
+  ASSERT_TRUE(f->Info(&info).ok());
+  EXPECT_EQ(info.live_follows, at);
+  ASSERT_TRUE(c->Info(&info).ok());
+  EXPECT_EQ(info.live_follows, "");
+  const int64_t n = info.num_nodes_total;
+  std::string row0;
+  const std::vector<int64_t> zero{0};
+  ASSERT_TRUE(c->Features(ArrayView<const int64_t>(zero), &row0).ok());
+  // Random batches: each acknowledged version is on the follower at once.
+  std::mt19937_64 rng(11);
+  std::vector<int64_t> watched;
+  for (int i = 0; i < 12; ++i) watched.push_back(static_cast<int64_t>(rng() % n));
+  auto batch = [&] {
+    live::UpdateBatch b;
+    for (int e = 0; e < 20; ++e) {
+      const int64_t u = watched[rng() % watched.size()], v = static_cast<int64_t>(rng() % n);
+      (rng() % 4 == 0 ? b.remove_edges : b.add_edges).push_back({u, v});
+    }
+    b.feature_rows = {watched[rng() % watched.size()]};
+    b.row_bytes = static_cast<int64_t>(row0.size());
+    b.feature_bytes = std::string(row0.size(), static_cast<char>(rng() % 100));
+    b.label_rows = {watched[rng() % watched.size()]};
+    b.labels = {static_cast<int64_t>(rng() % 7)};
+    return b;
+  };
+  auto same = [&](rpc::RpcClient* a, rpc::RpcClient* b, int64_t upto, int64_t from = 0) {
+    for (int64_t v = from; v <= upto; ++v) {
+      for (int64_t u : watched) ASSERT_EQ(Row(a, u, v), Row(b, u, v)) << "node " << u << " v" << v;
+      std::string ra, rb, la, lb;
+      ASSERT_TRUE(a->Features(ArrayView<const int64_t>(watched), &ra, v).ok());
+      ASSERT_TRUE(b->Features(ArrayView<const int64_t>(watched), &rb, v).ok());
+      EXPECT_TRUE(ra == rb) << "features at v" << v;
+      ASSERT_TRUE(a->Labels(ArrayView<const int64_t>(watched), &la, v).ok());
+      ASSERT_TRUE(b->Labels(ArrayView<const int64_t>(watched), &lb, v).ok());
+      EXPECT_TRUE(la == lb) << "labels at v" << v;
+    }
+  };
+  int64_t v = 0;
+  for (int i = 0; i < 8; ++i) {
+    v = Apply(c.get(), batch());
+    ASSERT_TRUE(f->Info(&info).ok());
+    EXPECT_GE(info.live_version, v) << "acknowledged before the follower held it";
+  }
+  same(c.get(), f.get(), v);
+  // The follower takes no write: the primary orders them.
+  int64_t ignored = 0;
+  st = f->ApplyUpdates(live::EncodeUpdateBatch(batch()), &ignored);
+  EXPECT_EQ(st.code(), Status::Code::kNotSupported) << st.ToString();
+  EXPECT_THAT(st.message(), HasSubstr("follows the primary " + at));
+  auto replication = [&] {
+    return nlohmann::json::parse(primary->StatsJson())["live"]["replication"];
+  };
+  ASSERT_EQ(replication()["followers"].size(), 1u);
+  EXPECT_TRUE(replication()["followers"][0]["in_sync"].get<bool>());
+  EXPECT_EQ(replication()["followers"][0]["lag"].get<int64_t>(), 0);
+  {
+    httplib::Client http("127.0.0.1", primary->admin_port());
+    auto metrics = http.Get("/metrics");
+    ASSERT_TRUE(metrics);
+    EXPECT_THAT(metrics->body, HasSubstr("fanout_live_replica_lag{replica="));
+    EXPECT_THAT(metrics->body, HasSubstr("fanout_live_replica_in_sync{replica="));
+  }
+  // Down: writes go on (the first waits out --live-replica-wait-ms), and
+  // the follower is out of sync.
+  f.reset();
+  follower->Stop();
+  follower.reset();
+  for (int i = 0; i < 3; ++i) v = Apply(c.get(), batch());
+  EXPECT_FALSE(replication()["followers"][0]["in_sync"].get<bool>());
+  EXPECT_EQ(replication()["followers"][0]["fell_behind"].get<int64_t>(), 1);
+  EXPECT_EQ(replication()["followers"][0]["lag"].get<int64_t>(), 3);
+  // Back: caught up before it serves, then in sync again.
+  ASSERT_TRUE(start(tmp_.Sub("b"), at, &follower).ok());
+  f = connect(*follower);
+  ASSERT_TRUE(f->Info(&info).ok());
+  EXPECT_EQ(info.live_version, v);
+  v = Apply(c.get(), batch());
+  ASSERT_TRUE(f->Info(&info).ok());
+  EXPECT_EQ(info.live_version, v);
+  same(c.get(), f.get(), v);
+  // A new follower starts from nothing.
+  std::unique_ptr<PartitionServer> fresh;
+  ASSERT_TRUE(start(tmp_.Sub("c"), at, &fresh).ok());
+  auto g = connect(*fresh);
+  same(c.get(), g.get(), v);
+  EXPECT_EQ(nlohmann::json::parse(fresh->StatsJson())["live"]["replication"]["lag"].get<int64_t>(),
+            0);
+  g.reset();
+  fresh->Stop();
+  // A primary restarted after writing a compacted base keeps only the
+  // records after it: a follower further behind is refused at start.
+  c.reset();
+  f.reset();
+  follower->Stop();
+  primary->Stop();
+  ASSERT_TRUE(start(tmp_.Sub("a"), "", &primary, 0).ok());
+  c = connect(*primary);
+  int64_t version = 0, edges = 0;
+  double seconds = 0;
+  ASSERT_TRUE(c->Compact(&version, &edges, &seconds).ok());
+  for (int i = 0; i < 200; ++i) {
+    if (nlohmann::json::parse(primary->StatsJson())["live"]["base_file"]["version"] == v) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  c.reset();
+  primary->Stop();
+  ASSERT_TRUE(start(tmp_.Sub("a"), "", &primary).ok());
+  const std::string at2 = "127.0.0.1:" + std::to_string(primary->port());
+  st = start(tmp_.Sub("d"), at2, &fresh);
+  EXPECT_EQ(st.code(), Status::Code::kNotFound) << st.ToString();
+  EXPECT_THAT(st.message(), HasSubstr("keeps records after version " + std::to_string(v)));
+  EXPECT_THAT(st.message(), HasSubstr("copy of the primary's live folder"));
+  // The follower that holds them all goes on.
+  ASSERT_TRUE(start(tmp_.Sub("b"), at2, &follower).ok());
+  c = connect(*primary);
+  f = connect(*follower);
+  v = Apply(c.get(), batch());
+  ASSERT_TRUE(f->Info(&info).ok());
+  EXPECT_EQ(info.live_version, v);
+  same(c.get(), f.get(), v, v - 1);  // the primary reads from its base's version on
+}
+
+// fetch_updates from peers posing as followers: names, versions and sizes
+// are refused by name or bounded, the followers tracked are bounded, rogue
+// "followers" that stop fetching cost one write one wait, and junk feed
+// bytes (a rogue primary's) are refused by the parser.
+TEST_F(LiveServerTest, AFetchFromAPeerPosingAsAFollowerIsBounded) {
+  ServerOptions o;
+  o.live_dir = tmp_.Sub("live");
+  o.live_replica_wait_ms = 200;
+  StartServers(1, o);
+  auto c = Connect(0);
+  live::UpdateBatch b;
+  b.add_edges = {{0, 1}};
+  ASSERT_EQ(Apply(c.get(), b), 1);
+  rpc::RpcClient::UpdateFeed feed;
+  Status st = c->FetchUpdates(0, 0, "a b", 1 << 20, &feed);
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument) << st.ToString();
+  st = c->FetchUpdates(0, 0, std::string(300, 'x'), 1 << 20, &feed);
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument) << st.ToString();
+  st = c->FetchUpdates(-1, 0, "x", 1 << 20, &feed);
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument) << st.ToString();
+  st = c->FetchUpdates(99, 0, "x", 1 << 20, &feed);
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument) << st.ToString();
+  EXPECT_THAT(st.message(), HasSubstr("holds records the primary does not"));
+  ASSERT_TRUE(c->FetchUpdates(0, 0, "x", int64_t{2} << 30, &feed).ok());
+  EXPECT_EQ(feed.committed, 1);
+  // 64 in-sync "followers" that never fetch again: the 65th is refused...
+  for (int i = 0; i < 64; ++i)
+    ASSERT_TRUE(c->FetchUpdates(1, 0, "f" + std::to_string(i), 0, &feed).ok()) << i;
+  st = c->FetchUpdates(1, 0, "one-more", 0, &feed);
+  EXPECT_EQ(st.code(), Status::Code::kResourceExhausted) << st.ToString();
+  // ... a write waits for them once, then they are out of sync ...
+  ASSERT_EQ(Apply(c.get(), b), 2);
+  ASSERT_EQ(Apply(c.get(), b), 3);
+  const auto j = nlohmann::json::parse(servers_[0]->StatsJson())["live"]["replication"];
+  EXPECT_EQ(j["wait_timeouts"].get<int64_t>(), 1);
+  for (const auto& f : j["followers"]) EXPECT_FALSE(f["in_sync"].get<bool>()) << f["name"];
+  // ... and a new name takes an out-of-sync one's place.
+  ASSERT_TRUE(c->FetchUpdates(3, 0, "one-more", 0, &feed).ok());
+  // Junk feed bytes.
+  std::vector<FeedRecord> records;
+  EXPECT_FALSE(ParseFeedRecords(std::string(11, '\0'), 1, &records).ok());
+  std::string rec(12, '\0');
+  const uint64_t one = 1;
+  const uint32_t big = 1000;
+  std::memcpy(rec.data(), &one, 8);
+  std::memcpy(rec.data() + 8, &big, 4);
+  st = ParseFeedRecords(rec + "abc", 1, &records);
+  EXPECT_THAT(st.message(), HasSubstr("runs past the reply"));
+  std::string two(12, '\0');
+  const uint64_t seven = 7;
+  std::memcpy(two.data(), &seven, 8);
+  st = ParseFeedRecords(two, 1, &records);
+  EXPECT_THAT(st.message(), HasSubstr("record 7 where 1 was due"));
 }
 
 TEST_F(LiveServerTest, ALogOfAnotherDatasetIsRefusedAtStart) {
