@@ -139,7 +139,9 @@ Status ReplicaFeed::Fetch(const std::string& name, uint64_t after, int64_t max_b
     it = followers_.emplace(name, Follower()).first;
   }
   Follower& f = it->second;
-  f.acked = std::max(f.acked, after);
+  // What it holds now (a follower that lost its folder and came back under
+  // its name holds less than it once acknowledged).
+  f.acked = after;
   f.seen = Clock::now();
   if (!f.in_sync && f.acked >= published_) {
     f.in_sync = true;

@@ -266,7 +266,7 @@ int main(int argc, char** argv) {
                  "token, or the token of a tenant with write=yes)");
   app.add_option("--live-replica-name", o.live_replica_name,
                  "Live: this follower's name in its primary's /stats and /metrics (default: "
-                 "host:port)");
+                 "host:port, or host:dir<hash of --live-dir> with --port 0)");
   app.add_option("--live-catch-up-s", o.live_catch_up_s,
                  "Live: how long a follower may take to catch up with its primary at start "
                  "before it gives up (0 = serve what it holds at once and catch up meanwhile)")

@@ -251,9 +251,14 @@ Status PartitionServer::Start() {
       char host[256] = {0};
       if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0')
         std::snprintf(host, sizeof host, "replica");
-      rep.name =
-          std::string(host) + ":" +
-          (options_.port > 0 ? std::to_string(options_.port) : "pid" + std::to_string(::getpid()));
+      // Stable across restarts: its port, else its live folder's (hashed).
+      uint64_t h = 1469598103934665603ull;
+      for (char ch : options_.live_dir) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
+      char dir_id[24];
+      std::snprintf(dir_id, sizeof dir_id, "dir%08llx",
+                    static_cast<unsigned long long>(h & 0xffffffffull));
+      rep.name = std::string(host) + ":" +
+                 (options_.port > 0 ? std::to_string(options_.port) : std::string(dir_id));
     }
     rep.catch_up_s = options_.live_catch_up_s;
     rep.wait_ms = options_.live_replica_wait_ms;

@@ -134,7 +134,8 @@ struct ServerOptions {
   // update log of the primary at live_follow (HOST:PORT), presenting
   // live_follow_token (a write-permission tenant's token or the primary's
   // auth token; empty: none), under the name live_replica_name (empty:
-  // host:port); it serves once caught up, waiting at most live_catch_up_s
+  // host:port, or host:dir<hash of live_dir> with port 0); it serves once
+  // caught up, waiting at most live_catch_up_s
   // (0: serves what it holds at once). A primary's write waits up to
   // live_replica_wait_ms for its in-sync followers, and it keeps
   // live_feed_mib of records for them.

@@ -903,5 +903,89 @@ TEST(LiveServerKillTest, KillNineMidIngestLosesNoAcknowledgedBatch) {
   EXPECT_EQ(::stat((live + "/part-0.base").c_str(), &sb), 0);
 }
 
+// Replicas under kill -9: a follower killed again and again while its
+// primary ingests (in a fetch, in an append, in odd rounds in a compaction
+// and a base write of its own) restarts, has caught up before it serves (at
+// least what the primary had committed when it started), and reads the
+// versions it holds as the primary does, row for row.
+TEST(LiveServerKillTest, AFollowerKilledMidIngestCatchesUpAndReadsAsThePrimary) {
+  datasets::testing::TempDir tmp;
+  const std::string dir = testing::CoraDir(1), follower_live = tmp.Sub("follower");
+  ServerOptions po;
+  po.dataset_dir = dir;
+  po.local_socket = "off";
+  po.data_plane = false;
+  po.live_dir = tmp.Sub("primary");
+  po.live_replica_wait_ms = 200;
+  po.live_compact_ratio = 0;  // the primary keeps every version readable
+  po.live_compact_mib = 0;
+  PartitionServer primary(po);
+  ASSERT_TRUE(primary.Start().ok());
+  const std::string at = "127.0.0.1:" + std::to_string(primary.port());
+  std::unique_ptr<rpc::RpcClient> p;
+  ASSERT_TRUE(rpc::RpcClient::Connect("127.0.0.1", primary.port(), {}, &p).ok());
+  rpc::RemotePartitionInfo info;
+  ASSERT_TRUE(p->Info(&info).ok());
+  const int64_t n = info.num_nodes_total;
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> acked{0};
+  std::thread writer([&] {
+    std::mt19937_64 wr(9);
+    std::unique_ptr<rpc::RpcClient> w;
+    if (!rpc::RpcClient::Connect("127.0.0.1", primary.port(), {}, &w).ok()) return;
+    while (!stop.load()) {
+      live::UpdateBatch b;
+      for (int i = 0; i < 20; ++i)
+        b.add_edges.push_back({static_cast<int64_t>(wr() % 64), static_cast<int64_t>(wr() % n)});
+      int64_t version = 0;
+      if (!w->ApplyUpdates(live::EncodeUpdateBatch(b), &version).ok()) return;
+      acked = version;
+    }
+  });
+  auto row = [](rpc::RpcClient* c, int64_t u, int64_t version, std::vector<int64_t>* out) {
+    rpc::SampleCall call;
+    call.fanout = -1;
+    call.version = version;
+    rpc::SampleReply r;
+    const std::vector<int64_t> ids{u};
+    FANOUT_RETURN_IF_ERROR(c->Sample(ArrayView<const int64_t>(ids), call, &r));
+    auto nb = r.Neighbors();
+    out->assign(nb.begin(), nb.end());
+    return Status::OK();
+  };
+  for (int round = 0; round < 8; ++round) {
+    std::vector<std::string> flags{"--live-dir", follower_live, "--live-follow", at};
+    if (round % 2 == 1)
+      flags.insert(flags.end(), {"--live-compact-ratio", "0.00001", "--live-retain-s", "0",
+                                 "--live-checkpoint-mib", "0"});
+    const int64_t before = acked.load();
+    testing::Child child = testing::StartChild(dir, 0, flags);
+    testing::Reaper reaper{{&child}};
+    ASSERT_GT(child.port, 0) << "round " << round << ": the follower did not start";
+    std::unique_ptr<rpc::RpcClient> f;
+    ASSERT_TRUE(rpc::RpcClient::Connect(child.address(), {}, &f).ok());
+    ASSERT_TRUE(f->Info(&info).ok());
+    EXPECT_GE(info.live_version, before) << "round " << round << ": served before caught up";
+    EXPECT_EQ(info.live_follows, at);
+    const int64_t v = info.live_version;
+    for (int64_t u = 0; u < 64; u += 7) {
+      std::vector<int64_t> a, b;
+      Status st = row(f.get(), u, v, &b);
+      if (st.code() == Status::Code::kNotFound) continue;  // folded into the follower's new base
+      ASSERT_TRUE(st.ok()) << st.ToString();
+      ASSERT_TRUE(row(p.get(), u, v, &a).ok());
+      ASSERT_EQ(a, b) << "round " << round << ", node " << u << " at version " << v;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(30 + 40 * round));
+    kill(child.pid, SIGKILL);
+    waitpid(child.pid, nullptr, 0);
+  }
+  stop = true;
+  writer.join();
+  EXPECT_GT(acked.load(), 8);
+  p.reset();
+  primary.Stop();
+}
+
 }  // namespace
 }  // namespace fanout::server
