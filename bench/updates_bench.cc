@@ -13,9 +13,10 @@
 //   sample (fanout -1, the newest version) of its row that holds it
 //   (`p50_ms`, `p99_ms`).
 // - sample_during_ingest: a 2-partition R-MAT graph served twice on this host,
-//   a static pair and a live pair (--live-dir), both read over Thrift (a live
-//   server serves Thrift only; the static pair the same way, so that the ratio
-//   is the cost of liveness and not of a path). The 2-server loader (fanouts
+//   a static pair and a live pair (--live-dir), both read by the same path, one
+//   case per --paths entry (Thrift, and the UCX data plane, required), so that
+//   the ratio is the cost of liveness and not of a path (a live server offers
+//   no same-host export, so the static pair's is off too). The 2-server loader (fanouts
 //   [15, 10, 5], batch 1024, features, 2 workers, snapshot "latest": each
 //   batch pinned at the newest versions) samples the static pair, then the
 //   live pair while writers (4 threads, batches of --batch) stream edges to
@@ -95,6 +96,7 @@
 #include "live/update_log.h"
 #include "live/updates.h"
 #include "live/versioned_partition.h"
+#include "rpc/data_plane.h"
 #include "rpc/rpc_client.h"
 
 namespace fs = std::filesystem;
@@ -130,7 +132,7 @@ fanout::live::UpdateBatch RandomEdges(std::mt19937_64& rng, int64_t n, int64_t c
 
 // Case sample_during_ingest (see the top of the file).
 nlohmann::json SampleDuringIngest(const std::string& work, int scale, int64_t batch,
-                                  double ingest_per_s, double seconds, int rounds) {
+                                  double ingest_per_s, double seconds, int rounds, bool ucx) {
   namespace fc = fanout::client;
   const std::string dir = work + "/rmat" + std::to_string(scale) + "-2parts";
   fanout::bench::EnsureRmatDataset(dir, scale, 2, 16);
@@ -142,7 +144,9 @@ nlohmann::json SampleDuringIngest(const std::string& work, int scale, int64_t ba
     live.push_back(fanout::bench::StartServerProcess(dir, p, true, {"--live-dir", live_dir}));
   }
   fanout::rpc::RpcOptions ro;
-  ro.data_plane = fanout::rpc::DataPlaneMode::kTcp;
+  // Both pairs by the same path: Thrift, or the UCX data plane (required:
+  // no silent fallback to Thrift; no export, which a live server offers none of).
+  ro.data_plane = ucx ? fanout::rpc::DataPlaneMode::kUcx : fanout::rpc::DataPlaneMode::kTcp;
   ro.local_sampling = false;
   auto connect = [&](const std::vector<fanout::bench::ServerProcess>& s) {
     fc::ClusterSpec spec;
@@ -235,7 +239,7 @@ nlohmann::json SampleDuringIngest(const std::string& work, int scale, int64_t ba
   return {{"case", "sample_during_ingest"},
           {"scale", scale},
           {"parts", 2},
-          {"path", "thrift"},
+          {"path", ucx ? "ucx" : "thrift"},
           {"fanouts", {15, 10, 5}},
           {"batch_size", 1024},
           {"static_edges_per_s", fm},
@@ -713,7 +717,8 @@ int main(int argc, char** argv) {
   double sample_seconds = 5;
   double compact_fraction = 0.1;
   std::string work, json,
-      cases_arg = "ingest,visibility,sample_during_ingest,compaction,recovery,read_path,restart";
+      cases_arg = "ingest,visibility,sample_during_ingest,compaction,recovery,read_path,restart",
+      paths_arg = "thrift,ucx";
   app.add_option("--scale", scale, "R-MAT scale of the dataset")->default_val(18);
   app.add_option("--writers", writers, "Concurrent writer connections")->default_val(4);
   app.add_option("--batch", batch, "Edges per update batch")->default_val(1000);
@@ -736,6 +741,10 @@ int main(int argc, char** argv) {
       ->default_val(cases_arg);
   app.add_option("--work", work, "Folder for the dataset and logs (default: temporary, removed)");
   app.add_option("--json", json, "Write the cases as a JSON array here");
+  app.add_option("--paths", paths_arg,
+                 "sample_during_ingest: the paths both server pairs are read by, one case "
+                 "each (thrift, ucx; ucx is skipped, said, where the build has no data plane)")
+      ->default_val(paths_arg);
   CLI11_PARSE(app, argc, argv);
   std::set<std::string> wanted;
   {
@@ -753,6 +762,20 @@ int main(int argc, char** argv) {
         return 2;
       }
     if (wanted.count("sample_during_ingest")) wanted.insert("ingest");
+  }
+  std::vector<std::string> paths;
+  {
+    std::stringstream ss(paths_arg);
+    std::string p;
+    while (std::getline(ss, p, ','))
+      if (!p.empty()) {
+        if (p != "thrift" && p != "ucx") {
+          std::fprintf(stderr, "fanout-bench-updates: unknown path '%s' (known: thrift, ucx)\n",
+                       p.c_str());
+          return 2;
+        }
+        paths.push_back(p);
+      }
   }
   if (kills < 1 || rounds < 1 || seconds <= 0 || sample_seconds <= 0 || batch < 1) {
     std::fprintf(
@@ -878,8 +901,19 @@ int main(int argc, char** argv) {
   fanout::bench::StopServerProcess(&server);
   fs::remove_all(live_dir);
   if (wanted.count("sample_during_ingest")) {
-    std::fprintf(stderr, "[updates] sample_during_ingest: 2 static and 2 live servers\n");
-    cases.push_back(SampleDuringIngest(work, scale, batch, ingest_m, sample_seconds, rounds));
+    for (const std::string& p : paths) {
+      if (p == "ucx" && !fanout::rpc::DataPlaneBuilt()) {
+        std::fprintf(stderr,
+                     "[updates] sample_during_ingest over ucx: skipped, this build has no "
+                     "UCX data plane\n");
+        continue;
+      }
+      std::fprintf(stderr,
+                   "[updates] sample_during_ingest: 2 static and 2 live servers, read over %s\n",
+                   p.c_str());
+      cases.push_back(
+          SampleDuringIngest(work, scale, batch, ingest_m, sample_seconds, rounds, p == "ucx"));
+    }
   }
   if (wanted.count("compaction")) {
     std::fprintf(stderr, "[updates] compaction: a static and a live server\n");

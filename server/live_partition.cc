@@ -352,6 +352,9 @@ Status LivePartition::StartReplication(const Replication& r) {
   o.primary = r.follow;
   o.token = r.token;
   o.name = r.name;
+  o.tls_ca = r.tls_ca;
+  o.tls_cert = r.tls_cert;
+  o.tls_key = r.tls_key;
   o.catch_up_s = r.catch_up_s;
   follower_ = std::make_unique<FollowerLink>(
       o, [this] { return vp_->committed(); },

@@ -68,11 +68,12 @@ class LivePartition {
   // unless it follows one: StartFollowing catches up with the primary (the
   // server serves only after) and then follows on a thread.
   struct Replication {
-    std::string follow;      // the primary's HOST:PORT ("": this is a primary)
-    std::string token;       // presented to it
-    std::string name;        // this replica's name there
-    double catch_up_s = 60;  // 0: serve what it holds at once, follow from then on
-    int wait_ms = 1000;      // a primary's write waits this long for an in-sync follower
+    std::string follow;                     // the primary's HOST:PORT ("": this is a primary)
+    std::string token;                      // presented to it
+    std::string name;                       // this replica's name there
+    std::string tls_ca, tls_cert, tls_key;  // TLS to it (empty ca: plain TCP)
+    double catch_up_s = 60;                 // 0: serve what it holds at once, follow from then on
+    int wait_ms = 1000;  // a primary's write waits this long for an in-sync follower
     int64_t feed_bytes = int64_t{256} << 20;  // a primary's records kept for followers
   };
   Status StartReplication(const Replication& r);

@@ -265,6 +265,9 @@ Status FollowerLink::Round(int wait_ms, int64_t* got) {
     ro.connect_timeout_ms = 2000;
     ro.call_timeout_ms = wait_ms + 10000;
     ro.auth_token = options_.token;
+    ro.tls.ca = options_.tls_ca;
+    ro.tls.cert = options_.tls_cert;
+    ro.tls.key = options_.tls_key;
     ro.data_plane = rpc::DataPlaneMode::kTcp;
     Status st = rpc::RpcClient::Connect(options_.primary, ro, &conn_->client);
     if (!st.ok()) {
@@ -306,14 +309,18 @@ Status FollowerLink::CatchUp() {
   auto last_said = Clock::now();
   Status last;
   int backoff_ms = 50;
+  // What the primary had committed when it first answered: the catch-up
+  // ends there (a primary that keeps taking writes is then followed live).
+  uint64_t target = 0;
+  bool have_target = false;
   while (true) {
     int64_t got = 0;
     last = Round(0, &got);
     if (last.ok()) {
-      uint64_t target = 0;
-      {
+      if (!have_target) {
         std::lock_guard<std::mutex> lock(mu_);
         target = primary_committed_;
+        have_target = true;
       }
       const uint64_t at = committed_();
       if (at >= target) {

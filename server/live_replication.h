@@ -106,6 +106,9 @@ class FollowerLink {
     std::string primary;  // HOST:PORT
     std::string token;    // presented to the primary (write permission); empty: none
     std::string name;     // this replica, as the primary lists it
+    // TLS to the primary (PEM files; empty ca: plain TCP): the CA that signed
+    // the primary's certificate, and this replica's own for mutual TLS.
+    std::string tls_ca, tls_cert, tls_key;
     double catch_up_s = 60;
     int wait_ms = 500;
     int64_t max_bytes = int64_t{16} << 20;

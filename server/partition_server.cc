@@ -261,6 +261,13 @@ Status PartitionServer::Start() {
                  (options_.port > 0 ? std::to_string(options_.port) : std::string(dir_id));
     }
     rep.catch_up_s = options_.live_catch_up_s;
+    if (!options_.tls_ca.empty()) {
+      // A server with mutual TLS reaches its primary the same way: the CA it
+      // trusts, and its own certificate as the client's.
+      rep.tls_ca = options_.tls_ca;
+      rep.tls_cert = options_.tls_cert;
+      rep.tls_key = options_.tls_key;
+    }
     rep.wait_ms = options_.live_replica_wait_ms;
     rep.feed_bytes = options_.live_feed_mib << 20;
     if (!rep.follow.empty())

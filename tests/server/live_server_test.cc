@@ -27,6 +27,7 @@
 #include "server/live_replication.h"
 #include "tests/server/child_server.h"
 #include "tests/server/server_fixture.h"
+#include "tests/server/test_certs.h"
 
 namespace fanout::server {
 namespace {
@@ -653,6 +654,47 @@ TEST_F(LiveServerTest, AFetchFromAPeerPosingAsAFollowerIsBounded) {
   std::memcpy(two.data(), &seven, 8);
   st = ParseFeedRecords(two, 1, &records);
   EXPECT_THAT(st.message(), HasSubstr("record 7 where 1 was due"));
+}
+
+// A follower of a primary that requires mutual TLS reaches it over TLS: the
+// CA its own server trusts, and its own certificate as the client's.
+TEST_F(LiveServerTest, AFollowerReachesAPrimaryThatRequiresMutualTls) {
+  testing::TestCerts certs;
+  const std::string cert_dir = tmp_.Sub("certs");
+  ASSERT_EQ(::mkdir(cert_dir.c_str(), 0700), 0);
+  ASSERT_TRUE(testing::MakeTestCerts(cert_dir, &certs));
+  auto start = [&](const std::string& live, const std::string& follow,
+                   std::unique_ptr<PartitionServer>* out) {
+    ServerOptions o;
+    o.dataset_dir = testing::CoraDir(1);
+    o.local_socket = "off";
+    o.data_plane = false;
+    o.tls_cert = certs.server;
+    o.tls_key = certs.server_key;
+    o.tls_ca = certs.ca;
+    o.live_dir = live;
+    o.live_follow = follow;
+    o.live_catch_up_s = 10;
+    *out = std::make_unique<PartitionServer>(o);
+    return (*out)->Start();
+  };
+  std::unique_ptr<PartitionServer> primary, follower;
+  ASSERT_TRUE(start(tmp_.Sub("a"), "", &primary).ok());
+  rpc::RpcOptions ro;
+  ro.tls = {certs.ca, certs.client, certs.client_key};
+  std::unique_ptr<rpc::RpcClient> c;
+  ASSERT_TRUE(rpc::RpcClient::Connect("127.0.0.1", primary->port(), ro, &c).ok());
+  live::UpdateBatch b;
+  b.add_edges = {{0, 1}};
+  ASSERT_EQ(Apply(c.get(), b), 1);
+  Status st = start(tmp_.Sub("b"), "127.0.0.1:" + std::to_string(primary->port()), &follower);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(Apply(c.get(), b), 2);
+  std::unique_ptr<rpc::RpcClient> f;
+  ASSERT_TRUE(rpc::RpcClient::Connect("127.0.0.1", follower->port(), ro, &f).ok());
+  rpc::RemotePartitionInfo info;
+  ASSERT_TRUE(f->Info(&info).ok());
+  EXPECT_EQ(info.live_version, 2);
 }
 
 TEST_F(LiveServerTest, ALogOfAnotherDatasetIsRefusedAtStart) {
