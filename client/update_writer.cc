@@ -5,6 +5,7 @@
 #include <random>
 #include <thread>
 
+#include "common/feature_dtype.h"
 #include "rpc/codec.h"
 
 namespace fanout::client {
@@ -82,6 +83,24 @@ Status UpdateWriter::Connect(const ClusterSpec& spec, const rpc::RpcOptions& opt
     return Status::Corruption("partition 0 describes " + std::to_string(w->offsets_.size() - 1) +
                               " partitions, not " + std::to_string(k));
   w->incoming_ = w->infos_[0].direction == "in";
+  // What each partition checks a batch against (live::CheckBatch), from what
+  // its primary said.
+  for (const rpc::RemotePartitionInfo& info : w->infos_) {
+    live::LiveShape shape;
+    shape.num_parts = k;
+    shape.num_nodes_total = info.num_nodes_total;
+    shape.base_edges_total = info.num_edges_total;
+    FeatureDType dtype;
+    if (info.feature_dim > 0 && !ParseFeatureDType(info.feature_dtype, &dtype).ok())
+      return Status::Corruption("partition " + std::to_string(info.partition) +
+                                " names an unknown feature dtype '" + info.feature_dtype + "'");
+    shape.row_bytes = info.feature_dim > 0 ? info.feature_dim * FeatureDTypeSize(dtype) : 0;
+    shape.num_edge_types = static_cast<int>(info.edge_types.size());
+    shape.temporal = info.has_edge_times;
+    shape.weighted = info.has_edge_weights;
+    shape.has_labels = info.has_labels;
+    w->shapes_.push_back(shape);
+  }
   w->sent_.assign(static_cast<size_t>(k), 0);
   *out = std::move(w);
   return Status::OK();
@@ -181,10 +200,20 @@ Status UpdateWriter::Apply(const GraphUpdates& u, bool undirected, std::vector<i
     b.feature_bytes.append(u.feature_bytes, i * static_cast<size_t>(u.row_bytes),
                            static_cast<size_t>(u.row_bytes));
   }
-  // Every part within a server's limits, before any is sent: an update is
-  // refused whole rather than half applied.
+  // Every part within a server's limits and what its partition takes (the
+  // server's own check: live::CheckBatch), before any is sent: an update a
+  // partition would refuse is refused whole rather than half applied.
   for (int p = 0; p < k; ++p) {
     const live::UpdateBatch& b = parts[static_cast<size_t>(p)];
+    if (!b.empty()) {
+      Status checked =
+          live::CheckBatch(shapes_[static_cast<size_t>(p)], offsets_[static_cast<size_t>(p)],
+                           offsets_[static_cast<size_t>(p) + 1], b);
+      if (!checked.ok())
+        return Status::InvalidArgument(
+            "partition " + std::to_string(p) +
+            " would refuse its part of this update: " + checked.message() + " (nothing was sent)");
+    }
     const int64_t bytes = live::EncodedBatchBytes(b);
     if (b.size() > options_.max_batch_operations || bytes > live::kMaxBatchBytes)
       return Status::InvalidArgument(

@@ -91,8 +91,9 @@ class UpdateWriter {
   int PartOf(int64_t node) const;
   std::vector<std::unique_ptr<rpc::RpcClient>> clients_;
   std::vector<rpc::RemotePartitionInfo> infos_;
-  std::vector<int64_t> offsets_;  // num_parts + 1
-  bool incoming_ = false;         // rows hold in-neighbors
+  std::vector<int64_t> offsets_;         // num_parts + 1
+  std::vector<live::LiveShape> shapes_;  // per partition, what CheckBatch checks against
+  bool incoming_ = false;                // rows hold in-neighbors
   UpdateWriterOptions options_;
   uint64_t writer_id_ = 0;
   std::vector<uint64_t> sent_;  // per partition: the last batch number given

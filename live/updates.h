@@ -95,6 +95,28 @@ class RetryTable {
   int64_t forgotten_ = 0;
 };
 
+// What the base does not say about the dataset.
+struct LiveShape {
+  int num_parts = 1;
+  int64_t num_nodes_total = 0;   // global ids [0, num_nodes_total)
+  int64_t base_edges_total = 0;  // the dataset's edges (added edges' ids start above)
+  int64_t row_bytes = 0;         // one feature row (0: no features)
+  int num_edge_types = 0;        // heterogeneous: the schema's edge types (0: homogeneous)
+  bool temporal = false;         // edges carry times (rows in time order)
+  bool weighted = false;         // edges carry weights
+  bool has_labels = false;
+};
+
+// InvalidArgument naming the first operation of `b` that the partition
+// owning rows [node_begin, node_end) of a dataset of `shape` refuses (a row
+// not its own, a node out of range, an edge type, a time or weight the
+// dataset has not, a feature row's width, labels where it has none). It
+// reads nothing but its arguments (never the partition's state), so a writer
+// checks every partition's part with it before it sends any, and the server
+// again before it logs one.
+Status CheckBatch(const LiveShape& shape, int64_t node_begin, int64_t node_end,
+                  const UpdateBatch& b);
+
 std::string EncodeUpdateBatch(const UpdateBatch& batch);
 // The size of EncodeUpdateBatch(batch), without encoding it.
 int64_t EncodedBatchBytes(const UpdateBatch& batch);

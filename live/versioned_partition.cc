@@ -17,8 +17,6 @@ namespace fanout::live {
 
 namespace {
 
-std::string Op(const char* kind, size_t i) { return std::string(kind) + " " + std::to_string(i); }
-
 int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -90,62 +88,7 @@ VersionedPartition::VersionedPartition(const sampler::PartitionView& base, LiveS
 }
 
 Status VersionedPartition::Check(const UpdateBatch& b) const {
-  const int64_t n = shape_.num_nodes_total;
-  auto node_in_range = [&](int64_t v) { return v >= 0 && v < n; };
-  auto check_edge = [&](const EdgeUpdate& e, const std::string& op, bool removal) -> Status {
-    if (!Owns(e.src))
-      return Status::InvalidArgument(
-          op + ": source " + std::to_string(e.src) + " is not in this partition's rows [" +
-          std::to_string(node_begin_) + ", " + std::to_string(node_end_) +
-          ") (the client routes each edge to its source's partition)");
-    if (!node_in_range(e.dst))
-      return Status::InvalidArgument(op + ": destination " + std::to_string(e.dst) +
-                                     " is out of range [0, " + std::to_string(n) + ")");
-    if (shape_.num_edge_types > 0) {
-      if (e.type >= shape_.num_edge_types || e.type < (removal ? -1 : 0))
-        return Status::InvalidArgument(op + ": edge type " + std::to_string(e.type) +
-                                       " is not one of the dataset's " +
-                                       std::to_string(shape_.num_edge_types));
-    } else if (e.type != 0 && !(removal && e.type == -1)) {
-      return Status::InvalidArgument(op + ": edge type " + std::to_string(e.type) +
-                                     " on a homogeneous dataset (give 0)");
-    }
-    if (!removal && !(e.weight >= 0 && e.weight < 3.0e38f))
-      return Status::InvalidArgument(op + ": weight " + std::to_string(e.weight) +
-                                     " is not a finite non-negative number");
-    if (!removal && !shape_.temporal && e.time != 0)
-      return Status::InvalidArgument(op + ": a time on a dataset without edge times");
-    return Status::OK();
-  };
-  for (size_t i = 0; i < b.add_edges.size(); ++i)
-    FANOUT_RETURN_IF_ERROR(check_edge(b.add_edges[i], Op("added edge", i), false));
-  for (size_t i = 0; i < b.remove_edges.size(); ++i)
-    FANOUT_RETURN_IF_ERROR(check_edge(b.remove_edges[i], Op("removed edge", i), true));
-  if (!b.feature_rows.empty()) {
-    if (shape_.row_bytes == 0)
-      return Status::InvalidArgument("feature rows given for a dataset without features");
-    if (b.row_bytes != shape_.row_bytes)
-      return Status::InvalidArgument("feature rows of " + std::to_string(b.row_bytes) +
-                                     " bytes; this dataset's rows are " +
-                                     std::to_string(shape_.row_bytes) + " bytes");
-    if (static_cast<int64_t>(b.feature_bytes.size()) !=
-        b.row_bytes * static_cast<int64_t>(b.feature_rows.size()))
-      return Status::InvalidArgument("feature bytes do not match their rows");
-  }
-  for (size_t i = 0; i < b.feature_rows.size(); ++i)
-    if (!Owns(b.feature_rows[i]))
-      return Status::InvalidArgument(Op("feature row", i) + ": node " +
-                                     std::to_string(b.feature_rows[i]) +
-                                     " is not in this partition");
-  if (b.labels.size() != b.label_rows.size())
-    return Status::InvalidArgument("labels and their rows differ in count");
-  if (!b.label_rows.empty() && !shape_.has_labels)
-    return Status::InvalidArgument("labels given for a dataset without labels");
-  for (size_t i = 0; i < b.label_rows.size(); ++i)
-    if (!Owns(b.label_rows[i]))
-      return Status::InvalidArgument(Op("label", i) + ": node " + std::to_string(b.label_rows[i]) +
-                                     " is not in this partition");
-  return Status::OK();
+  return CheckBatch(shape_, node_begin_, node_end_, b);
 }
 
 void VersionedPartition::Apply(uint64_t seq, const UpdateBatch& b) {

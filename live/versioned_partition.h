@@ -50,18 +50,6 @@
 
 namespace fanout::live {
 
-// What the base does not say about the dataset.
-struct LiveShape {
-  int num_parts = 1;
-  int64_t num_nodes_total = 0;   // global ids [0, num_nodes_total)
-  int64_t base_edges_total = 0;  // the dataset's edges (added edges' ids start above)
-  int64_t row_bytes = 0;         // one feature row (0: no features)
-  int num_edge_types = 0;        // heterogeneous: the schema's edge types (0: homogeneous)
-  bool temporal = false;         // edges carry times (rows in time order)
-  bool weighted = false;         // edges carry weights
-  bool has_labels = false;
-};
-
 struct DeltaStats {
   uint64_t committed = 0;    // the newest readable version
   uint64_t applied = 0;      // the newest applied (published once durable)

@@ -53,6 +53,13 @@ def test_bad_updates_are_refused_by_name(cora2, fanout, tmp_path):
             c.update(add_edges=[[0], [c.num_nodes]])
         with pytest.raises(fanout.InvalidArgument, match=r"must be \[2, E\]"):
             c.update(add_edges=[0, 1])
+        # A part that a partition would refuse (a time on a dataset without edge times) refuses the
+        # whole update before any part is sent: the next update's versions are each partition's first.
+        far = c.num_nodes - 1
+        within = [[0, far], [1, far - 1]]  # 0 -> 1 in partition 0, far -> far - 1 in partition 1
+        with pytest.raises(fanout.InvalidArgument, match="partition 1 would refuse its part.*nothing was sent"):
+            c.update(add_edges=within, edge_times=[0, 5])
+        assert c.update(add_edges=within) == [1, 1]
         with pytest.raises(fanout.InvalidArgument, match="snapshot"):
             fanout.NodeLoader(c, torch.arange(4), num_neighbors=[2], snapshot="yesterday")
 
