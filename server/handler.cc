@@ -529,11 +529,11 @@ void RpcHandler::fetch_updates(rpc::gen::UpdateFeed& out, int64_t after, int32_t
       return Status::OK();
     });
   };
-  fetch();
+  fetch();  // throws on a refusal: past it the partition is live and `after` >= 0
   // Nothing new yet: the wait (a long poll) happens outside the request's
   // scheduling slot, then the records are read again.
-  if (out.records.empty() && wait_ms > 0 && s.live) {
-    s.live->WaitNewerForFollower(static_cast<uint64_t>(std::max<int64_t>(after, 0)), wait_ms);
+  if (out.records.empty() && wait_ms > 0) {
+    s.live->WaitNewerForFollower(static_cast<uint64_t>(after), wait_ms);
     fetch();
   }
 }

@@ -69,7 +69,6 @@ Status LivePartition::Open(const std::string& dir, const ServerState& s,
   }
   p->opened_base_version_ = base;
   p->base_file_version_ = base;
-  live::RetryTable* retries = &p->retries_;
   LivePartition* lp = p.get();
   auto replay = [&](uint64_t seq, std::string_view bytes) -> Status {
     if (seq <= base) return Status::OK();  // in the base file
@@ -80,9 +79,7 @@ Status LivePartition::Open(const std::string& dir, const ServerState& s,
       return Status::Corruption("update log " + path + ", record " + std::to_string(seq) +
                                 ": this partition refuses it (" + st.message() +
                                 "): is the log another partition's or another dataset's?");
-    const bool admitted = retries->Admit(b.writer, b.writer_seq, seq);
-    lp->NoteHeard(seq, b.writer, b.writer_seq);
-    if (admitted) vp->Apply(seq, b);
+    lp->ApplyInOrder(seq, b);
     lp->feed_.Add(seq, bytes);  // for followers
     return Status::OK();
   };
@@ -102,6 +99,13 @@ Status LivePartition::Open(const std::string& dir, const ServerState& s,
   if (base == 0) p->base_edges_ = s.view.num_edges();
   *out = std::move(p);
   return Status::OK();
+}
+
+bool LivePartition::ApplyInOrder(uint64_t seq, const live::UpdateBatch& b) {
+  const bool admitted = retries_.Admit(b.writer, b.writer_seq, seq);
+  NoteHeard(seq, b.writer, b.writer_seq);
+  if (admitted) vp_->Apply(seq, b);
+  return admitted;
 }
 
 void LivePartition::NoteHeard(uint64_t seq, uint64_t writer, uint64_t writer_seq) {
@@ -277,12 +281,7 @@ Status LivePartition::Apply(const std::string& bytes, uint64_t* version, int64_t
   // the same way) and answered once durable: by then its first copy, earlier
   // in the log, is durable as well.
   FANOUT_RETURN_IF_ERROR(log_->Append(bytes, &seq, [&](uint64_t s) {
-    const bool admitted = retries_.Admit(b.writer, b.writer_seq, s);
-    NoteHeard(s, b.writer, b.writer_seq);
-    if (admitted)
-      vp_->Apply(s, b);
-    else
-      again = true;
+    again = !ApplyInOrder(s, b);
     feed_.Add(s, bytes);
   }));
   vp_->Publish(seq);
@@ -325,10 +324,7 @@ Status LivePartition::ApplyReplicated(const std::vector<FeedRecord>& records) {
   uint64_t last = 0;
   FANOUT_RETURN_IF_ERROR(log_->AppendMany(payloads, &last, [&](uint64_t s, size_t i) {
     const live::UpdateBatch& b = batches[i];
-    const bool admitted = retries_.Admit(b.writer, b.writer_seq, s);
-    NoteHeard(s, b.writer, b.writer_seq);
-    if (admitted) {
-      vp_->Apply(s, b);
+    if (ApplyInOrder(s, b)) {
       ++batches_;
       operations_ += b.size();
     } else {

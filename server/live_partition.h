@@ -106,6 +106,10 @@ class LivePartition {
   // Writes the current compacted base to the live folder and cuts the log
   // at its version (the compactor thread, after a compaction).
   Status WriteBase();
+  // Record `seq` of the log, in log order (the replay, a write under the
+  // log's order lock, a follower's append): told from a retry by the retry
+  // table, heard, and applied unless a retry. False for a retry.
+  bool ApplyInOrder(uint64_t seq, const live::UpdateBatch& b);
   // A batch heard from writer `writer` (its `writer_seq`) at `seq`, applied
   // or a retry: kept until a base file at or above `seq` folds it into
   // base_retries_ (as RetryTable::Admit folded it into retries_).

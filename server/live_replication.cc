@@ -23,6 +23,9 @@ void PutRecord(uint64_t version, std::string_view batch, std::string* out) {
   out->append(batch.data(), batch.size());
 }
 
+// How far `older` is behind `newer` (0 where it is not).
+uint64_t Behind(uint64_t newer, uint64_t older) { return newer > older ? newer - older : 0; }
+
 // A follower's name is printed and used as a metrics label: a short run of
 // [A-Za-z0-9._:-] only.
 Status CheckFollowerName(const std::string& name) {
@@ -209,7 +212,7 @@ nlohmann::json ReplicaFeed::StatsJson() const {
   for (const auto& [name, f] : followers_)
     followers.push_back({{"name", name},
                          {"acknowledged", f.acked},
-                         {"lag", published_ > f.acked ? published_ - f.acked : 0},
+                         {"lag", Behind(published_, f.acked)},
                          {"in_sync", f.in_sync},
                          {"fell_behind", f.fell_behind},
                          {"seen_s_ago", std::chrono::duration<double>(now - f.seen).count()}});
@@ -227,7 +230,7 @@ void ReplicaFeed::Prometheus(PrometheusText* out) const {
               "Versions a follower replica has not acknowledged yet (this primary's view).");
   for (const auto& [name, f] : followers_)
     out->Sample("fanout_live_replica_lag", "replica=\"" + name + "\"",
-                static_cast<int64_t>(published_ > f.acked ? published_ - f.acked : 0));
+                static_cast<int64_t>(Behind(published_, f.acked)));
   out->Family("fanout_live_replica_in_sync", "gauge",
               "1 while a follower replica is in sync (writes wait for it), else 0.");
   for (const auto& [name, f] : followers_)
@@ -258,8 +261,7 @@ FollowerLink::~FollowerLink() {
   if (thread_.joinable()) thread_.join();
 }
 
-Status FollowerLink::Round(int wait_ms, int64_t* got) {
-  *got = 0;
+Status FollowerLink::Round(int wait_ms) {
   if (!conn_->client) {
     rpc::RpcOptions ro;
     ro.connect_timeout_ms = 2000;
@@ -299,7 +301,6 @@ Status FollowerLink::Round(int wait_ms, int64_t* got) {
                               std::to_string(records.back().version) + ": " + applied.message());
   std::lock_guard<std::mutex> lock(mu_);
   records_ += static_cast<int64_t>(records.size());
-  *got = static_cast<int64_t>(records.size());
   return Status::OK();
 }
 
@@ -314,8 +315,7 @@ Status FollowerLink::CatchUp() {
   uint64_t target = 0;
   bool have_target = false;
   while (true) {
-    int64_t got = 0;
-    last = Round(0, &got);
+    last = Round(0);
     if (last.ok()) {
       if (!have_target) {
         std::lock_guard<std::mutex> lock(mu_);
@@ -365,8 +365,7 @@ void FollowerLink::Run() {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopping_ || failed_) return;
     }
-    int64_t got = 0;
-    Status st = Round(options_.wait_ms, &got);
+    Status st = Round(options_.wait_ms);
     std::unique_lock<std::mutex> lock(mu_);
     if (st.ok()) {
       backoff_ms = 50;
@@ -402,7 +401,7 @@ nlohmann::json FollowerLink::StatsJson() const {
           {"name", options_.name},
           {"applied", at},
           {"primary_committed", primary_committed_},
-          {"lag", primary_committed_ > at ? primary_committed_ - at : 0},
+          {"lag", Behind(primary_committed_, at)},
           {"following", !failed_},
           {"fetches", fetches_},
           {"records", records_},
@@ -416,7 +415,7 @@ void FollowerLink::Prometheus(PrometheusText* out) const {
   out->Gauge("fanout_live_follower_lag",
              "Versions this follower replica has not applied of what its primary last said it "
              "committed.",
-             static_cast<int64_t>(primary_committed_ > at ? primary_committed_ - at : 0));
+             static_cast<int64_t>(Behind(primary_committed_, at)));
   out->Gauge("fanout_live_follower_following",
              "1 while this follower replica follows its primary (0: stopped, see /stats).",
              failed_ ? 0 : 1);

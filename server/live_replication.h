@@ -130,8 +130,8 @@ class FollowerLink {
   void Prometheus(PrometheusText* out) const;
 
  private:
-  // One fetch and its apply; OK with *got = records applied.
-  Status Round(int wait_ms, int64_t* got);
+  // One fetch and its apply.
+  Status Round(int wait_ms);
   void Run();
   const Options options_;
   const std::function<uint64_t()> committed_;
